@@ -1,0 +1,172 @@
+# SPDX-License-Identifier: Apache-2.0
+# Shoal: one non-recursive GNU Makefile.
+#
+#   make [all]        build everything (libraries, tools, test runners)
+#   make test         install deps, build, run the default test tier
+#   make run          install deps, build, show Shoal working on this machine
+#   make lint         layering check and clang-format check
+#   make fuzz         run every libFuzzer target for FUZZ_TIME seconds each
+#   make bench        run the benchmarks (each ends with a BENCH line)
+#   make soak         simulator tests over SOAK_SEEDS random seeds
+#
+# Switches: SAN=1 (ASan+UBSan, no recovery), DEBUG=1 (-O0, extra checks).
+# Each switch builds into its own directory, so they never mix objects.
+
+SAN ?= 0
+DEBUG ?= 0
+V ?= 0
+FUZZ_TIME ?= 20
+SOAK_SEEDS ?= 50
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+FUZZ_CC := clang
+
+BUILD := build/release
+OPT := -O2
+ifeq ($(DEBUG),1)
+BUILD := build/debug
+OPT := -O0 -g3 -DSH_DEBUG
+endif
+ifeq ($(SAN),1)
+BUILD := build/san
+OPT := -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+SAN_LDFLAGS := -fsanitize=address,undefined
+endif
+
+WARN := -Wall -Wextra -Werror -Wno-missing-field-initializers -Wformat=2 -Wvla \
+	-Wstrict-prototypes -Wmissing-prototypes
+CFLAGS_COMMON := -std=gnu11 -g -fvisibility=hidden -fPIC -Iinclude $(WARN)
+CFLAGS ?=
+CFLAGS += $(CFLAGS_COMMON) $(OPT) -MMD -MP
+LDFLAGS += $(SAN_LDFLAGS)
+LIBS := -luring -lisal -lpthread
+
+# ---- modules, bottom up (DESIGN.md §2); a module links only those before it ----
+MODULES := base env
+base_SRCS := $(wildcard src/base/*.c)
+env_SRCS := $(wildcard src/env/*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+LIB_base := $(BUILD)/lib/libsh_base.a
+LIB_env := $(BUILD)/lib/libsh_env.a
+ALL_LIBS := $(LIB_env) $(LIB_base)
+
+$(LIB_base): $(call obj,$(base_SRCS))
+$(LIB_env): $(call obj,$(env_SRCS))
+
+$(BUILD)/lib/%.a:
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC $<"
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+# ---- test runners: one per module and tier ----
+TEST_LIB := $(call obj,tests/lib/test.c)
+UNIT_MODULES := base env
+RUNNERS := $(foreach m,$(UNIT_MODULES),$(BUILD)/tests/unit_$(m)) $(BUILD)/tests/sim_env
+
+define unit_runner
+$(BUILD)/tests/unit_$(1): $(call obj,$(wildcard tests/unit/$(1)/*.c)) $(TEST_LIB) $(ALL_LIBS)
+	@mkdir -p $$(dir $$@)
+	@echo "  LD $$@"
+	$(Q)$(CC) $(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(ALL_LIBS) $(LIBS)
+endef
+$(foreach m,$(UNIT_MODULES),$(eval $(call unit_runner,$(m))))
+
+$(BUILD)/tests/sim_env: $(call obj,$(wildcard tests/sim/*.c)) $(TEST_LIB) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	@echo "  LD $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(ALL_LIBS) $(LIBS)
+
+# ---- fuzz targets: replayed over their corpus by `make test`, run by `make fuzz` ----
+FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_REPLAY := $(foreach f,$(FUZZ_TARGETS),$(BUILD)/fuzz/replay_$(f))
+REPLAY_MAIN := $(call obj,tests/fuzz/replay_main.c)
+
+$(BUILD)/fuzz/replay_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(REPLAY_MAIN) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	@echo "  LD $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(ALL_LIBS) $(LIBS)
+
+FUZZ_BUILD := build/fuzz
+FUZZ_CFLAGS := $(CFLAGS_COMMON) -O1 -fsanitize=fuzzer-no-link,address,undefined \
+	-fno-sanitize-recover=all -Wno-unknown-warning-option
+FUZZ_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(base_SRCS) $(env_SRCS))
+
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC(fuzz) $<"
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_%.o $(FUZZ_OBJS)
+	@echo "  LD(fuzz) $@"
+	$(Q)$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -o $@ $^ $(LIBS)
+
+# ---- benchmarks and tools ----
+BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	@echo "  LD $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LIBS)
+
+TOOLS := $(BUILD)/bin/shoal-envcheck
+$(BUILD)/bin/shoal-envcheck: $(call obj,src/tools/envcheck/envcheck.c) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	@echo "  LD $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LIBS)
+
+# ---- top-level targets ----
+.PHONY: all deps test run lint fuzz bench soak clean format
+
+all: $(ALL_LIBS) $(RUNNERS) $(FUZZ_REPLAY) $(BENCHES) $(TOOLS)
+
+deps:
+	$(Q)scripts/deps
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)scripts/run-tests $(BUILD)
+
+run: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)scripts/run-demo $(BUILD)
+
+lint:
+	$(Q)scripts/check-layers
+	$(Q)clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
+	@echo "lint: ok"
+
+format:
+	$(Q)clang-format -i $$(git ls-files '*.c' '*.h')
+
+fuzz: deps $(foreach f,$(FUZZ_TARGETS),$(FUZZ_BUILD)/fuzz_$(f))
+	$(Q)set -e; for f in $(FUZZ_TARGETS); do \
+		mkdir -p $(FUZZ_BUILD)/corpus/$$f; \
+		echo "fuzz $$f for $(FUZZ_TIME)s"; \
+		$(FUZZ_BUILD)/fuzz_$$f -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
+			$(FUZZ_BUILD)/corpus/$$f tests/fuzz/corpus/$$f 2>&1 | tail -n 12; \
+	done
+
+bench: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)set -e; for b in $(BENCHES); do echo "== $$b"; $$b; done
+
+soak: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)SH_SOAK_SEEDS=$(SOAK_SEEDS) scripts/run-tests --soak $(BUILD)
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The real env's loop: epoll, timerfd, eventfd, posted tasks and asyncs.
+ * Sockets are in env_real_udp.c, disks (io_uring) in env_real_disk.c.
+ *
+ * One turn of the loop:
+ *   submit queued disk I/O -> wait (epoll; 0 if work is ready or in POLL
+ *   mode) -> ready fds -> [POLL: reap io_uring] -> due timers -> posted
+ *   tasks -> requests completed without I/O -> re-arm the timerfd.
+ * Tasks posted during a turn run in the next one, so a callback that posts
+ * itself cannot starve the loop.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "env_real_int.h"
+
+SH_LOG_FACILITY("env.real");
+
+#define EPOLL_BATCH 64
+
+int
+real_watch_add(struct env_real *r, int fd, uint32_t events, struct real_watch *w)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = w };
+
+	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		return -errno;
+	return 0;
+}
+
+int
+real_watch_mod(struct env_real *r, int fd, uint32_t events, struct real_watch *w)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = w };
+
+	if (epoll_ctl(r->epfd, EPOLL_CTL_MOD, fd, &ev) < 0)
+		return -errno;
+	return 0;
+}
+
+void
+real_watch_del(struct env_real *r, int fd)
+{
+	epoll_ctl(r->epfd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+void
+real_watch_retire(struct env_real *r, int fd, struct real_watch *w)
+{
+	real_watch_del(r, fd);
+	w->dead = true;
+	sh_list_add_tail(&r->zombies, &w->zlink);
+}
+
+static void
+free_zombies(struct env_real *r)
+{
+	struct sh_list *pos;
+
+	while ((pos = sh_list_pop(&r->zombies)) != NULL) {
+		struct real_watch *w = sh_list_entry(pos, struct real_watch, zlink);
+
+		w->free(w);
+	}
+}
+
+static uint64_t
+real_now(struct env *env)
+{
+	(void)env;
+	return sh_clock_mono_ns();
+}
+
+static uint64_t
+real_realtime(struct env *env)
+{
+	(void)env;
+	return sh_clock_real_ns();
+}
+
+static void
+real_random(struct env *env, void *buf, size_t len)
+{
+	unsigned char *p = buf;
+
+	(void)env;
+	while (len > 0) {
+		ssize_t n = getrandom(p, len, 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			sh_log(SH_LL_FATAL, "getrandom failed: %s", strerror(errno));
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static int
+real_event_push(struct env *env, struct env_event *ev, uint64_t when)
+{
+	return sh_heap_push(&to_real(env)->timers, &ev->hn, when);
+}
+
+static void
+real_event_cancel(struct env *env, struct env_event *ev)
+{
+	sh_heap_remove(&to_real(env)->timers, &ev->hn);
+	sh_list_del(&ev->link);
+}
+
+static void
+real_post(struct env *env, struct env_event *ev)
+{
+	sh_list_add_tail(&to_real(env)->ready, &ev->link);
+}
+
+static int
+real_async_init(struct env *env, struct env_async *a)
+{
+	sh_list_add_tail(&to_real(env)->asyncs, &a->ev.link);
+	return 0;
+}
+
+static void
+efd_kick(int fd)
+{
+	uint64_t one = 1;
+	ssize_t n = write(fd, &one, sizeof(one));
+
+	(void)n; /* EAGAIN means the counter is already non-zero: the loop will wake */
+}
+
+static void
+real_async_send(struct env_async *a)
+{
+	efd_kick(to_real(a->ev.env)->efd);
+}
+
+static void
+real_async_fini(struct env_async *a)
+{
+	sh_list_del(&a->ev.link);
+}
+
+static void
+tfd_ready(struct real_watch *w, uint32_t events)
+{
+	struct env_real *r = sh_container_of(w, struct env_real, tfd_watch);
+	uint64_t n;
+	ssize_t rc = read(r->tfd, &n, sizeof(n));
+
+	(void)events;
+	(void)rc;
+	r->tfd_deadline = UINT64_MAX;
+}
+
+static void
+efd_ready(struct real_watch *w, uint32_t events)
+{
+	struct env_real *r = sh_container_of(w, struct env_real, efd_watch);
+	struct sh_list *pos, *tmp;
+	uint64_t n;
+	ssize_t rc = read(r->efd, &n, sizeof(n));
+
+	(void)events;
+	(void)rc;
+	/* asyncs are added and removed on this thread only; senders touch just the flag */
+	sh_list_for_each_safe(pos, tmp, &r->asyncs) {
+		struct env_event *ev = sh_list_entry(pos, struct env_event, link);
+		struct env_async *a = sh_container_of(ev, struct env_async, ev);
+
+		if (atomic_load(&a->pending)) {
+			ev->fire(ev);
+			r->ncallbacks++;
+		}
+	}
+}
+
+static const struct env_ops real_ops = {
+	.name = "real",
+	.version = 1,
+	.now = real_now,
+	.realtime = real_realtime,
+	.random = real_random,
+	.event_push = real_event_push,
+	.event_cancel = real_event_cancel,
+	.post = real_post,
+	.async_init = real_async_init,
+	.async_send = real_async_send,
+	.async_fini = real_async_fini,
+	.dgram_open = real_dgram_open,
+	.dgram_addr = real_dgram_addr,
+	.dgram_send = real_dgram_send,
+	.dgram_stats = real_dgram_stats,
+	.dgram_close = real_dgram_close,
+	.disk_open = real_disk_open,
+	.disk_submit = real_disk_submit,
+	.disk_info = real_disk_info,
+	.disk_close = real_disk_close,
+};
+
+struct env *
+env_real_create(const struct env_real_opts *opts)
+{
+	struct env_real *r = sh_calloc(1, sizeof(*r));
+	int rc;
+
+	if (r == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	r->env.ops = &real_ops;
+	snprintf(r->env.name, sizeof(r->env.name), "%s", opts && opts->name ? opts->name : "real");
+	r->mode = opts ? opts->mode : ENV_REAL_EVENT;
+	r->epfd = r->tfd = r->efd = r->ring_efd = -1;
+	r->tfd_deadline = UINT64_MAX;
+	sh_heap_init(&r->timers);
+	sh_list_init(&r->ready);
+	sh_list_init(&r->asyncs);
+	sh_list_init(&r->zombies);
+	sh_list_init(&r->ring_backlog);
+	sh_list_init(&r->done);
+	sh_list_init(&r->disks);
+	atomic_init(&r->stop, 0);
+
+	r->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (r->epfd < 0)
+		goto out_errno;
+	r->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (r->tfd < 0)
+		goto out_errno;
+	r->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (r->efd < 0)
+		goto out_errno;
+	r->tfd_watch.fn = tfd_ready;
+	r->efd_watch.fn = efd_ready;
+	rc = real_watch_add(r, r->tfd, EPOLLIN, &r->tfd_watch);
+	if (rc == 0)
+		rc = real_watch_add(r, r->efd, EPOLLIN, &r->efd_watch);
+	if (rc < 0) {
+		errno = -rc;
+		goto out_destroy;
+	}
+	rc = real_ring_init(r, opts && opts->uring_depth ? opts->uring_depth : 256);
+	if (rc < 0) {
+		errno = -rc;
+		goto out_destroy;
+	}
+	return &r->env;
+
+out_errno:
+	sh_log_error("env_real_create: %s", strerror(errno));
+out_destroy:
+	rc = errno;
+	env_real_destroy(&r->env);
+	errno = rc;
+	return NULL;
+}
+
+void
+env_real_destroy(struct env *env)
+{
+	struct env_real *r;
+
+	if (env == NULL)
+		return;
+	r = to_real(env);
+	real_ring_fini(r);
+	free_zombies(r);
+	sh_heap_fini(&r->timers);
+	if (r->epfd >= 0)
+		close(r->epfd);
+	if (r->tfd >= 0)
+		close(r->tfd);
+	if (r->efd >= 0)
+		close(r->efd);
+	sh_free(r);
+}
+
+void
+env_real_stop(struct env *env)
+{
+	struct env_real *r = to_real(env);
+
+	atomic_store(&r->stop, 1);
+	efd_kick(r->efd);
+}
+
+static void
+arm_timerfd(struct env_real *r, uint64_t now)
+{
+	struct sh_heap_node *top = sh_heap_peek(&r->timers);
+	uint64_t want = top ? top->key : UINT64_MAX;
+	struct itimerspec its = { 0 };
+
+	if (want >= r->tfd_deadline && r->tfd_deadline > now)
+		return; /* armed early enough; a spurious wake-up is harmless */
+	if (want == UINT64_MAX && r->tfd_deadline == UINT64_MAX)
+		return;
+	if (want != UINT64_MAX) {
+		if (want == 0)
+			want = 1; /* 0 would disarm */
+		its.it_value.tv_sec = (time_t)(want / SH_NSEC_PER_SEC);
+		its.it_value.tv_nsec = (long)(want % SH_NSEC_PER_SEC);
+	}
+	if (timerfd_settime(r->tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
+		sh_log_error("timerfd_settime: %s", strerror(errno));
+	r->tfd_deadline = want;
+}
+
+static void
+run_timers(struct env_real *r)
+{
+	uint64_t now = sh_clock_mono_ns();
+	struct sh_heap_node *top;
+
+	while ((top = sh_heap_peek(&r->timers)) != NULL && top->key <= now) {
+		struct env_event *ev = sh_container_of(top, struct env_event, hn);
+
+		sh_heap_remove(&r->timers, top);
+		ev->fire(ev);
+		r->ncallbacks++;
+	}
+}
+
+static void
+run_list(struct env_real *r, struct sh_list *src)
+{
+	struct sh_list batch, *pos;
+
+	if (sh_list_empty(src))
+		return;
+	/* take the whole list: what is posted now runs next turn */
+	batch = *src;
+	batch.next->prev = &batch;
+	batch.prev->next = &batch;
+	sh_list_init(src);
+	while ((pos = sh_list_pop(&batch)) != NULL) {
+		struct env_event *ev = sh_list_entry(pos, struct env_event, link);
+
+		ev->fire(ev);
+		r->ncallbacks++;
+	}
+}
+
+int
+env_real_run_once(struct env *env, uint64_t timeout_ns)
+{
+	struct env_real *r = to_real(env);
+	struct epoll_event evs[EPOLL_BATCH];
+	struct timespec ts, *tsp = NULL;
+	uint64_t now = sh_clock_mono_ns();
+	int n;
+
+	r->ncallbacks = 0;
+	real_ring_flush(r);
+	if (r->mode == ENV_REAL_POLL || !sh_list_empty(&r->ready) || !sh_list_empty(&r->done))
+		timeout_ns = 0;
+	if (r->mode == ENV_REAL_EVENT)
+		arm_timerfd(r, now);
+	if (timeout_ns != UINT64_MAX) {
+		ts.tv_sec = (time_t)(timeout_ns / SH_NSEC_PER_SEC);
+		ts.tv_nsec = (long)(timeout_ns % SH_NSEC_PER_SEC);
+		tsp = &ts;
+	}
+	n = epoll_pwait2(r->epfd, evs, EPOLL_BATCH, tsp, NULL);
+	if (n < 0) {
+		if (errno != EINTR)
+			return -errno;
+		n = 0;
+	}
+	for (int i = 0; i < n; i++) {
+		struct real_watch *w = evs[i].data.ptr;
+
+		if (!w->dead)
+			w->fn(w, evs[i].events);
+	}
+	if (r->mode == ENV_REAL_POLL)
+		real_ring_reap(r);
+	run_timers(r);
+	run_list(r, &r->ready);
+	run_list(r, &r->done);
+	free_zombies(r);
+	return r->ncallbacks;
+}
+
+int
+env_real_run(struct env *env)
+{
+	struct env_real *r = to_real(env);
+	int rc;
+
+	while (!atomic_load(&r->stop)) {
+		rc = env_real_run_once(env, UINT64_MAX);
+		if (rc < 0)
+			return rc;
+	}
+	atomic_store(&r->stop, 0); /* a stop is consumed by the run it ended */
+	return 0;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The real env: one event loop per thread on the operating system.
+ *
+ *   ENV_REAL_EVENT  sleeps in epoll_wait when idle (CPU-optimized mode):
+ *                   timerfd for timers, eventfd for io_uring completions
+ *                   and cross-thread wake-ups.
+ *   ENV_REAL_POLL   never sleeps (performance-optimized mode, a dedicated
+ *                   core): every turn polls sockets with epoll_wait(0), reaps
+ *                   io_uring completions and checks the clock.
+ */
+#ifndef SH_ENV_ENV_REAL_H
+#define SH_ENV_ENV_REAL_H
+
+#include "env.h"
+
+enum env_real_mode {
+	ENV_REAL_EVENT = 0,
+	ENV_REAL_POLL,
+};
+
+struct env_real_opts {
+	enum env_real_mode mode;
+	unsigned uring_depth; /* 0: 256 */
+	const char *name;     /* for logs; default "real" */
+};
+
+/* Create a loop for the calling thread. opts may be NULL. NULL and errno set on failure. */
+struct env *env_real_create(const struct env_real_opts *opts);
+/* Cancels pending disk requests (-ECANCELED) and frees the loop. Open handles must be closed first. */
+void env_real_destroy(struct env *env);
+/* Run until env_real_stop(). Returns 0 or a negative errno from the OS. */
+int env_real_run(struct env *env);
+/*
+ * One turn: wait up to timeout_ns for events (0: don't wait; UINT64_MAX:
+ * until something happens), then run what is due. Returns the number of
+ * callbacks run or a negative errno.
+ */
+int env_real_run_once(struct env *env, uint64_t timeout_ns);
+/* Make env_real_run() return; callable from any thread or a signal handler. */
+void env_real_stop(struct env *env);
+
+#endif /* SH_ENV_ENV_REAL_H */

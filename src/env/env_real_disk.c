@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Disks of the real env: files and block devices driven through one
+ * io_uring per loop, O_DIRECT when asked. Requests queue SQEs during a turn
+ * and are submitted together at the start of the next wait (one
+ * io_uring_enter for the whole batch). Completions arrive through an eventfd
+ * registered with the ring (event mode) or by peeking the CQ every turn
+ * (poll mode), and are delivered from the loop's done list, so no callback
+ * ever runs inside env_disk_submit() or env_disk_close().
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "env_real_int.h"
+
+SH_LOG_FACILITY("env.disk");
+
+struct real_disk {
+	struct env_disk base;
+	struct env_real *r;
+	int fd;
+	unsigned inflight; /* in the kernel or the backlog */
+	struct sh_list link;
+};
+
+static void
+req_fire(struct env_event *ev)
+{
+	struct env_disk_req *req = sh_container_of(ev, struct env_disk_req, ev);
+
+	req->cb(req, req->result);
+}
+
+static void
+req_done(struct env_real *r, struct env_disk_req *req, int result)
+{
+	req->result = result;
+	sh_list_add_tail(&r->done, &req->ev.link);
+}
+
+static bool
+prep(struct env_real *r, struct env_disk_req *req)
+{
+	struct real_disk *d = sh_container_of(req->disk, struct real_disk, base);
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+
+	if (sqe == NULL) {
+		io_uring_submit(&r->ring);
+		r->ring_unsubmitted = 0;
+		sqe = io_uring_get_sqe(&r->ring);
+		if (sqe == NULL)
+			return false;
+	}
+	switch (req->op) {
+	case ENV_DISK_READ:
+		io_uring_prep_readv(sqe, d->fd, req->iov, req->iovcnt, req->off);
+		break;
+	case ENV_DISK_WRITE:
+		io_uring_prep_writev(sqe, d->fd, req->iov, req->iovcnt, req->off);
+		break;
+	case ENV_DISK_FSYNC:
+		io_uring_prep_fsync(sqe, d->fd, IORING_FSYNC_DATASYNC);
+		break;
+	}
+	io_uring_sqe_set_data(sqe, req);
+	r->ring_unsubmitted++;
+	r->ring_inflight++;
+	return true;
+}
+
+void
+real_ring_flush(struct env_real *r)
+{
+	if (r->ring_ok && r->ring_unsubmitted > 0) {
+		int rc = io_uring_submit(&r->ring);
+
+		if (rc < 0)
+			sh_log_error("io_uring_submit: %s", strerror(-rc));
+		r->ring_unsubmitted = 0;
+	}
+}
+
+int
+real_ring_reap(struct env_real *r)
+{
+	struct io_uring_cqe *cqe;
+	struct sh_list *pos;
+	int n = 0;
+
+	if (!r->ring_ok)
+		return 0;
+	while (io_uring_peek_cqe(&r->ring, &cqe) == 0) {
+		struct env_disk_req *req = io_uring_cqe_get_data(cqe);
+		struct real_disk *d = sh_container_of(req->disk, struct real_disk, base);
+		int res = cqe->res;
+
+		io_uring_cqe_seen(&r->ring, cqe);
+		r->ring_inflight--;
+		d->inflight--;
+		if (res >= 0 && req->op != ENV_DISK_FSYNC && (size_t)res != req->len) {
+			sh_log_error("disk %s: short %s at %llu: %d of %zu bytes", d->base.path,
+				     req->op == ENV_DISK_READ ? "read" : "write",
+				     (unsigned long long)req->off, res, req->len);
+			res = -EIO;
+		}
+		req_done(r, req, res);
+		n++;
+	}
+	/* completions freed SQEs: move waiting requests in */
+	while ((pos = r->ring_backlog.next) != &r->ring_backlog) {
+		struct env_disk_req *req = sh_list_entry(pos, struct env_disk_req, ev.link);
+
+		if (!prep(r, req))
+			break;
+		sh_list_del(pos);
+		r->ring_inflight--; /* counted in the backlog already */
+	}
+	return n;
+}
+
+static void
+ring_ready(struct real_watch *w, uint32_t events)
+{
+	struct env_real *r = sh_container_of(w, struct env_real, ring_watch);
+	uint64_t v;
+	ssize_t n = read(r->ring_efd, &v, sizeof(v));
+
+	(void)events;
+	(void)n;
+	real_ring_reap(r);
+}
+
+int
+real_ring_init(struct env_real *r, unsigned depth)
+{
+	int rc = io_uring_queue_init(depth, &r->ring, 0);
+
+	if (rc < 0) {
+		/* not fatal: the loop works, disks say why they cannot open */
+		sh_log_warn("io_uring unavailable (%s): disks cannot be opened", strerror(-rc));
+		return 0;
+	}
+	r->ring_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (r->ring_efd < 0) {
+		rc = -errno;
+		goto out_exit;
+	}
+	rc = io_uring_register_eventfd(&r->ring, r->ring_efd);
+	if (rc < 0)
+		goto out_close;
+	r->ring_watch.fn = ring_ready;
+	rc = real_watch_add(r, r->ring_efd, EPOLLIN, &r->ring_watch);
+	if (rc < 0)
+		goto out_close;
+	r->ring_ok = true;
+	return 0;
+
+out_close:
+	close(r->ring_efd);
+	r->ring_efd = -1;
+out_exit:
+	io_uring_queue_exit(&r->ring);
+	return rc;
+}
+
+/* Wait until the kernel has finished everything; completions go to the done list. */
+static void
+ring_drain(struct env_real *r, struct real_disk *only)
+{
+	while (only ? only->inflight > 0 : r->ring_inflight > 0) {
+		struct io_uring_cqe *cqe;
+		int rc;
+
+		if (only != NULL && r->ring_unsubmitted == 0 && only->inflight > 0 &&
+		    r->ring_inflight == 0)
+			break;
+		real_ring_flush(r);
+		rc = io_uring_wait_cqe(&r->ring, &cqe);
+		if (rc < 0 && rc != -EINTR) {
+			sh_log_error("io_uring_wait_cqe: %s", strerror(-rc));
+			return;
+		}
+		real_ring_reap(r);
+	}
+}
+
+void
+real_ring_fini(struct env_real *r)
+{
+	if (!r->ring_ok)
+		return;
+	ring_drain(r, NULL);
+	real_watch_del(r, r->ring_efd);
+	io_uring_queue_exit(&r->ring);
+	close(r->ring_efd);
+	r->ring_ok = false;
+}
+
+static int
+disk_size(int fd, const char *path, uint64_t *size, uint32_t *block)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	*block = ENV_DISK_BLOCK;
+	if (S_ISBLK(st.st_mode)) {
+		uint64_t bytes;
+
+		if (ioctl(fd, BLKGETSIZE64, &bytes) < 0)
+			return -errno;
+		*size = bytes;
+	} else if (S_ISREG(st.st_mode)) {
+		*size = (uint64_t)st.st_size;
+	} else {
+		sh_log_warn("disk %s: not a regular file or block device", path);
+		return -EINVAL;
+	}
+	*size -= *size % ENV_DISK_BLOCK;
+	return 0;
+}
+
+int
+real_disk_open(struct env *env, const char *path, unsigned flags, uint64_t size,
+	       struct env_disk **out)
+{
+	struct env_real *r = to_real(env);
+	struct real_disk *d;
+	int oflags = O_RDWR | O_CLOEXEC, rc;
+
+	if (!r->ring_ok) {
+		sh_log_warn("disk %s: io_uring is not available on this system", path);
+		return -ENOSYS;
+	}
+	d = sh_calloc(1, sizeof(*d));
+	if (d == NULL)
+		return -ENOMEM;
+	d->base.env = env;
+	d->r = r;
+	d->base.path = sh_strdup(path);
+	if (d->base.path == NULL) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	if (flags & ENV_DISK_CREATE)
+		oflags |= O_CREAT;
+	if (flags & ENV_DISK_DIRECT)
+		oflags |= O_DIRECT;
+	d->fd = open(path, oflags, 0644);
+	if (d->fd < 0) {
+		rc = -errno;
+		if (rc == -EINVAL && (flags & ENV_DISK_DIRECT))
+			sh_log_warn("disk %s: the file system does not support O_DIRECT", path);
+		else
+			sh_log_warn("disk %s: open: %s", path, strerror(-rc));
+		goto out_free;
+	}
+	rc = disk_size(d->fd, path, &d->base.info.size, &d->base.info.block);
+	if (rc < 0)
+		goto out_close;
+	if ((flags & ENV_DISK_CREATE) && d->base.info.size < size) {
+		if (ftruncate(d->fd, (off_t)size) < 0 || fsync(d->fd) < 0) {
+			rc = -errno;
+			sh_log_warn("disk %s: cannot grow to %llu bytes: %s", path,
+				    (unsigned long long)size, strerror(-rc));
+			goto out_close;
+		}
+		d->base.info.size = size;
+	}
+	d->base.info.direct = (flags & ENV_DISK_DIRECT) != 0;
+	sh_list_add_tail(&r->disks, &d->link);
+	*out = &d->base;
+	return 0;
+
+out_close:
+	close(d->fd);
+out_free:
+	sh_free(d->base.path);
+	sh_free(d);
+	return rc;
+}
+
+int
+real_disk_submit(struct env_disk *base, struct env_disk_req *req)
+{
+	struct real_disk *d = sh_container_of(base, struct real_disk, base);
+	struct env_real *r = d->r;
+
+	env_event_init(&r->env, &req->ev, req_fire);
+	if ((req->op == ENV_DISK_READ && SH_FAULT(FP_ENV_DISK_READ_EIO)) ||
+	    (req->op == ENV_DISK_WRITE && SH_FAULT(FP_ENV_DISK_WRITE_EIO)) ||
+	    (req->op == ENV_DISK_FSYNC && SH_FAULT(FP_ENV_DISK_FSYNC_EIO))) {
+		req_done(r, req, -EIO);
+		return 0;
+	}
+	d->inflight++;
+	if (!sh_list_empty(&r->ring_backlog) || !prep(r, req)) {
+		sh_list_add_tail(&r->ring_backlog, &req->ev.link);
+		r->ring_inflight++;
+	}
+	return 0;
+}
+
+void
+real_disk_info(struct env_disk *base, struct env_disk_info *out)
+{
+	*out = base->info;
+}
+
+void
+real_disk_close(struct env_disk *base)
+{
+	struct real_disk *d = sh_container_of(base, struct real_disk, base);
+	struct env_real *r = d->r;
+	struct sh_list *pos, *tmp;
+
+	/* requests not yet given to the kernel are cancelled */
+	sh_list_for_each_safe(pos, tmp, &r->ring_backlog) {
+		struct env_disk_req *req = sh_list_entry(pos, struct env_disk_req, ev.link);
+
+		if (req->disk != base)
+			continue;
+		sh_list_del(pos);
+		r->ring_inflight--;
+		d->inflight--;
+		req_done(r, req, -ECANCELED);
+	}
+	/* the kernel's must finish before the fd goes; they report -ECANCELED */
+	ring_drain(r, d);
+	sh_list_for_each(pos, &r->done) {
+		struct env_disk_req *req = sh_list_entry(pos, struct env_disk_req, ev.link);
+
+		if (req->disk == base)
+			req->result = -ECANCELED;
+	}
+	sh_list_del(&d->link);
+	close(d->fd);
+	sh_free(d->base.path);
+	sh_free(d);
+}

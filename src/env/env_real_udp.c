@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * UDP endpoints of the real env: non-blocking sockets, batched with
+ * sendmmsg()/recvmmsg(). Received datagrams land in buffers owned by the
+ * endpoint and are handed to the callback in batches of up to
+ * ENV_DGRAM_BATCH; a full socket buffer on send returns a partial count and
+ * arms EPOLLOUT so the owner hears when it can send again.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "env_real_int.h"
+
+SH_LOG_FACILITY("env.udp");
+
+/* Batches read per readiness event before yielding to other fds. */
+#define RECV_ROUNDS 8
+#define SOCK_BUF_BYTES (8 << 20)
+
+struct real_dgram {
+	struct env_dgram base;
+	struct env_real *r;
+	int fd;
+	struct real_watch watch;
+	uint32_t events;
+	const struct env_dgram_cbs *cbs;
+	void *arg;
+	struct env_addr local;
+	struct env_dgram_stats st;
+	unsigned char *rbuf; /* ENV_DGRAM_BATCH slots of ENV_DGRAM_MAX bytes */
+};
+
+static socklen_t
+to_sockaddr(const struct env_addr *a, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (a->family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(a->port);
+		memcpy(&sin->sin_addr, a->ip, 4);
+		return sizeof(*sin);
+	}
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+	sin6->sin6_family = AF_INET6;
+	sin6->sin6_port = htons(a->port);
+	sin6->sin6_scope_id = a->scope;
+	memcpy(&sin6->sin6_addr, a->ip, 16);
+	return sizeof(*sin6);
+}
+
+static void
+from_sockaddr(const struct sockaddr_storage *ss, struct env_addr *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+
+		a->family = AF_INET;
+		a->port = ntohs(sin->sin_port);
+		memcpy(a->ip, &sin->sin_addr, 4);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+
+		a->family = AF_INET6;
+		a->port = ntohs(sin6->sin6_port);
+		a->scope = sin6->sin6_scope_id;
+		memcpy(a->ip, &sin6->sin6_addr, 16);
+	}
+}
+
+static void
+set_bufsize(int fd, int opt, int force_opt)
+{
+	int v = SOCK_BUF_BYTES;
+
+	/* FORCE ignores rmem_max/wmem_max but needs CAP_NET_ADMIN */
+	if (setsockopt(fd, SOL_SOCKET, force_opt, &v, sizeof(v)) < 0)
+		setsockopt(fd, SOL_SOCKET, opt, &v, sizeof(v));
+}
+
+static void
+do_recv(struct real_dgram *d)
+{
+	struct mmsghdr mh[ENV_DGRAM_BATCH];
+	struct iovec iov[ENV_DGRAM_BATCH];
+	struct sockaddr_storage ss[ENV_DGRAM_BATCH];
+	struct env_dgram_msg msgs[ENV_DGRAM_BATCH];
+
+	for (int round = 0; round < RECV_ROUNDS && !d->watch.dead; round++) {
+		unsigned k = 0;
+		int n;
+
+		for (int i = 0; i < ENV_DGRAM_BATCH; i++) {
+			iov[i].iov_base = d->rbuf + (size_t)i * ENV_DGRAM_MAX;
+			iov[i].iov_len = ENV_DGRAM_MAX;
+			memset(&mh[i], 0, sizeof(mh[i]));
+			mh[i].msg_hdr.msg_iov = &iov[i];
+			mh[i].msg_hdr.msg_iovlen = 1;
+			mh[i].msg_hdr.msg_name = &ss[i];
+			mh[i].msg_hdr.msg_namelen = sizeof(ss[i]);
+		}
+		n = recvmmsg(d->fd, mh, ENV_DGRAM_BATCH, MSG_DONTWAIT, NULL);
+		d->st.recv_calls++;
+		if (n < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+				sh_log_debug("recvmmsg: %s", strerror(errno));
+			return;
+		}
+		for (int i = 0; i < n; i++) {
+			if (SH_FAULT(FP_ENV_DGRAM_RECV_DROP) || (mh[i].msg_hdr.msg_flags & MSG_TRUNC)) {
+				d->st.recv_dropped++;
+				continue;
+			}
+			from_sockaddr(&ss[i], &msgs[k].peer);
+			msgs[k].iov = &iov[i];
+			msgs[k].iovcnt = 1;
+			msgs[k].len = mh[i].msg_len;
+			k++;
+		}
+		d->st.received += k;
+		if (k > 0) {
+			d->cbs->recv(&d->base, msgs, k, d->arg);
+			d->r->ncallbacks++;
+		}
+		if (n < ENV_DGRAM_BATCH)
+			return;
+	}
+}
+
+static void
+dgram_ready(struct real_watch *w, uint32_t events)
+{
+	struct real_dgram *d = sh_container_of(w, struct real_dgram, watch);
+
+	if (events & EPOLLOUT) {
+		d->events = EPOLLIN;
+		real_watch_mod(d->r, d->fd, d->events, &d->watch);
+		if (d->cbs->writable != NULL) {
+			d->cbs->writable(&d->base, d->arg);
+			d->r->ncallbacks++;
+		}
+	}
+	if ((events & (EPOLLIN | EPOLLERR)) && !d->watch.dead)
+		do_recv(d);
+}
+
+static void
+dgram_free(struct real_watch *w)
+{
+	struct real_dgram *d = sh_container_of(w, struct real_dgram, watch);
+
+	sh_free(d->rbuf);
+	sh_free(d);
+}
+
+int
+real_dgram_open(struct env *env, const struct env_addr *bind_addr, const struct env_dgram_cbs *cbs,
+		void *arg, struct env_dgram **out)
+{
+	struct env_real *r = to_real(env);
+	struct real_dgram *d = sh_calloc(1, sizeof(*d));
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	char abuf[ENV_ADDRSTRLEN];
+	int rc, one = 1;
+
+	if (d == NULL)
+		return -ENOMEM;
+	d->base.env = env;
+	d->r = r;
+	d->cbs = cbs;
+	d->arg = arg;
+	d->watch.fn = dgram_ready;
+	d->watch.free = dgram_free;
+	d->rbuf = sh_malloc((size_t)ENV_DGRAM_BATCH * ENV_DGRAM_MAX);
+	if (d->rbuf == NULL) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	d->fd = socket(bind_addr->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (d->fd < 0) {
+		rc = -errno;
+		goto out_free;
+	}
+	if (bind_addr->family == AF_INET6)
+		setsockopt(d->fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	set_bufsize(d->fd, SO_RCVBUF, SO_RCVBUFFORCE);
+	set_bufsize(d->fd, SO_SNDBUF, SO_SNDBUFFORCE);
+	sl = to_sockaddr(bind_addr, &ss);
+	if (bind(d->fd, (struct sockaddr *)&ss, sl) < 0) {
+		rc = -errno;
+		sh_log_warn("bind %s: %s", env_addr_format(bind_addr, abuf, sizeof(abuf)),
+			    strerror(-rc));
+		goto out_close;
+	}
+	sl = sizeof(ss);
+	if (getsockname(d->fd, (struct sockaddr *)&ss, &sl) < 0) {
+		rc = -errno;
+		goto out_close;
+	}
+	from_sockaddr(&ss, &d->local);
+	d->events = EPOLLIN;
+	rc = real_watch_add(r, d->fd, d->events, &d->watch);
+	if (rc < 0)
+		goto out_close;
+	sh_log_debug("bound %s", env_addr_format(&d->local, abuf, sizeof(abuf)));
+	*out = &d->base;
+	return 0;
+
+out_close:
+	close(d->fd);
+out_free:
+	sh_free(d->rbuf);
+	sh_free(d);
+	return rc;
+}
+
+int
+real_dgram_addr(struct env_dgram *base, struct env_addr *out)
+{
+	*out = sh_container_of(base, struct real_dgram, base)->local;
+	return 0;
+}
+
+int
+real_dgram_send(struct env_dgram *base, const struct env_dgram_msg *msgs, unsigned n)
+{
+	struct real_dgram *d = sh_container_of(base, struct real_dgram, base);
+	struct mmsghdr mh[ENV_DGRAM_BATCH];
+	struct sockaddr_storage ss[ENV_DGRAM_BATCH];
+	unsigned idx[ENV_DGRAM_BATCH];
+	unsigned k = 0, done = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		if (SH_FAULT(FP_ENV_DGRAM_SEND_DROP)) {
+			d->st.send_dropped++;
+			continue;
+		}
+		memset(&mh[k], 0, sizeof(mh[k]));
+		mh[k].msg_hdr.msg_name = &ss[k];
+		mh[k].msg_hdr.msg_namelen = to_sockaddr(&msgs[i].peer, &ss[k]);
+		mh[k].msg_hdr.msg_iov = msgs[i].iov;
+		mh[k].msg_hdr.msg_iovlen = msgs[i].iovcnt;
+		idx[k] = i;
+		k++;
+	}
+	/* datagrams dropped by the fault point count as taken */
+	while (done < k) {
+		int rc = sendmmsg(d->fd, mh + done, k - done, MSG_DONTWAIT);
+
+		d->st.send_calls++;
+		if (rc > 0) {
+			done += (unsigned)rc;
+			d->st.sent += (unsigned)rc;
+			continue;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) {
+			if (!(d->events & EPOLLOUT)) {
+				d->events = EPOLLIN | EPOLLOUT;
+				real_watch_mod(d->r, d->fd, d->events, &d->watch);
+			}
+			return (int)idx[done];
+		}
+		/* a datagram the network will not take (unreachable, ...) is lost, not an error */
+		sh_log_debug("sendmmsg: %s; datagram dropped", strerror(errno));
+		d->st.send_dropped++;
+		done++;
+	}
+	return (int)n;
+}
+
+void
+real_dgram_stats(struct env_dgram *base, struct env_dgram_stats *out)
+{
+	*out = sh_container_of(base, struct real_dgram, base)->st;
+}
+
+void
+real_dgram_close(struct env_dgram *base)
+{
+	struct real_dgram *d = sh_container_of(base, struct real_dgram, base);
+
+	real_watch_retire(d->r, d->fd, &d->watch);
+	close(d->fd);
+	d->fd = -1;
+}

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The simulated env: a whole cluster in one process on virtual time.
+ *
+ * A struct sim is a world: one virtual clock, one queue of events ordered
+ * by (time, sequence), one random generator seeded by the caller. Each
+ * simulated machine is a sim_node with its own struct env (what the code
+ * under test sees), its own addresses and its own disks. Every decision —
+ * latency, loss, duplication, reordering, disk latency, torn writes — is
+ * drawn from the world's generator in event order, so the same seed gives
+ * the same run, byte for byte; sim_trace_hash() fingerprints a run.
+ *
+ * Network: datagrams between endpoints are copied and delivered after a
+ * random latency; each may be lost, duplicated or delayed extra (reordered)
+ * with the configured probabilities. Partitions put nodes in groups (only
+ * same-group traffic flows); single links can be cut one way.
+ *
+ * Disks: a completed write sits in the device's volatile cache until an
+ * fsync submitted after its completion finishes. sim_node_crash() kills the
+ * node's "process" (its timers, endpoints, pending requests vanish without
+ * callbacks) and power-fails its disks: unflushed writes are lost, and with
+ * SIM_CRASH_TEAR the last one may be torn at a sector boundary. The node's
+ * env is usable again after sim_node_restart(); its disks keep what was
+ * durable.
+ */
+#ifndef SH_ENV_ENV_SIM_H
+#define SH_ENV_ENV_SIM_H
+
+#include "env.h"
+
+struct sim;
+struct sim_node;
+
+struct sim_net_params {
+	uint64_t lat_min_ns; /* one-way latency, uniform in [min, max] */
+	uint64_t lat_max_ns;
+	double loss;	      /* probability a datagram is dropped */
+	double dup;	      /* probability it is delivered twice */
+	double reorder;	      /* probability it is delayed extra */
+	uint64_t reorder_ns;  /* the extra delay, uniform in [0, reorder_ns] */
+};
+
+struct sim_disk_params {
+	uint64_t lat_min_ns;
+	uint64_t lat_max_ns;
+	double read_err;  /* probability a read completes with -EIO */
+	double write_err; /* probability a write completes with -EIO (nothing written) */
+};
+
+struct sim_stats {
+	uint64_t events;
+	uint64_t dgram_sent, dgram_delivered, dgram_lost, dgram_dup, dgram_reordered;
+	uint64_t dgram_partitioned, dgram_unbound;
+	uint64_t disk_reads, disk_writes, disk_fsyncs, disk_errors;
+	uint64_t crashes, lost_writes, torn_writes;
+};
+
+/* Crash flags. */
+#define SIM_CRASH_TEAR 0x1	   /* the newest unflushed write may be torn (a prefix persists) */
+#define SIM_CRASH_KEEP_RANDOM 0x2 /* each unflushed write persists with probability 1/2 */
+
+/* A new world at virtual time 0 with the default network (10-100 us, no faults). */
+struct sim *sim_create(uint64_t seed);
+void sim_destroy(struct sim *sim);
+uint64_t sim_seed(const struct sim *sim);
+uint64_t sim_now(const struct sim *sim);
+
+/* A node with one address (no port), e.g. "127.0.1.5". NULL if bad or duplicate. */
+struct sim_node *sim_node_create(struct sim *sim, const char *name, const char *addr);
+struct env *sim_node_env(struct sim_node *node);
+struct sim_node *sim_env_node(struct env *env);
+const char *sim_node_name(const struct sim_node *node);
+bool sim_node_alive(const struct sim_node *node);
+void sim_node_crash(struct sim_node *node, unsigned flags);
+void sim_node_restart(struct sim_node *node);
+
+/* Run one event; false if nothing is queued. */
+bool sim_step(struct sim *sim);
+/* Run events until virtual time now + ns (the clock ends there). Returns events run. */
+uint64_t sim_run_for(struct sim *sim, uint64_t ns);
+/* Run until pred(arg) is true (checked after each event) or max_ns pass. Returns pred's last value. */
+bool sim_run_until(struct sim *sim, bool (*pred)(void *arg), void *arg, uint64_t max_ns);
+
+void sim_net_set(struct sim *sim, const struct sim_net_params *p);
+void sim_net_get(const struct sim *sim, struct sim_net_params *p);
+/* Put node in partition group g (all start in 0). */
+void sim_partition_set(struct sim_node *node, int group);
+/* Everyone back in group 0, all links restored. */
+void sim_heal(struct sim *sim);
+/* Cut (or restore) the one-way link from a to b. -ENOMEM. */
+int sim_link_cut(struct sim_node *a, struct sim_node *b, bool cut);
+
+/* Parameters of the disks of node (existing and future). */
+void sim_disk_set(struct sim_node *node, const struct sim_disk_params *p);
+
+void sim_stats(const struct sim *sim, struct sim_stats *out);
+/*
+ * A running hash of everything observable that happened (delivery times,
+ * sources, destinations and bytes of datagrams, disk completions): equal
+ * for equal runs.
+ */
+uint64_t sim_trace_hash(const struct sim *sim);
+
+#endif /* SH_ENV_ENV_SIM_H */

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Private to the simulated env: the world, nodes, endpoints and disks. */
+#ifndef SH_ENV_ENV_SIM_INT_H
+#define SH_ENV_ENV_SIM_INT_H
+
+#include "env_sim.h"
+
+struct sim {
+	uint64_t seed;
+	uint64_t now;
+	struct sh_rand rng;
+	struct sh_heap q;
+	struct sh_list nodes;
+	unsigned nnodes;
+	struct sim_net_params net;
+	struct sh_htable eps;	/* struct sim_ep by bound address */
+	struct sh_htable cuts;	/* struct sim_cut by (from, to) */
+	struct sh_list cut_list;
+	struct sim_stats st;
+	uint64_t trace;
+};
+
+struct sim_node {
+	struct env env; /* first: what the code under test holds */
+	struct sim *sim;
+	unsigned id;
+	struct env_addr addr;
+	bool alive;
+	uint64_t incarnation;
+	struct sh_rand rng;
+	int group;
+	uint16_t next_port;
+	struct sh_list events; /* queued env_events of this node */
+	struct sh_list eps;
+	struct sh_list disks; /* open handles */
+	struct sh_list media; /* what survives crashes */
+	struct sim_disk_params dparams;
+	struct sh_list link;
+};
+
+static inline struct sim_node *
+to_node(struct env *env)
+{
+	return sh_container_of(env, struct sim_node, env);
+}
+
+void sim_trace_mix(struct sim *sim, uint64_t v);
+int sim_event_push(struct env *env, struct env_event *ev, uint64_t when);
+
+/* env_sim_net.c */
+int simnet_open(struct env *env, const struct env_addr *bind, const struct env_dgram_cbs *cbs,
+		void *arg, struct env_dgram **out);
+int simnet_addr(struct env_dgram *d, struct env_addr *out);
+int simnet_send(struct env_dgram *d, const struct env_dgram_msg *msgs, unsigned n);
+void simnet_stats(struct env_dgram *d, struct env_dgram_stats *out);
+void simnet_close(struct env_dgram *d);
+void simnet_node_crash(struct sim_node *node);
+void simnet_fini(struct sim *sim);
+bool simnet_is_packet(const struct env_event *ev);
+void simnet_packet_free(struct env_event *ev);
+
+/* env_sim_disk.c */
+int simdisk_open(struct env *env, const char *path, unsigned flags, uint64_t size,
+		 struct env_disk **out);
+int simdisk_submit(struct env_disk *d, struct env_disk_req *r);
+void simdisk_info(struct env_disk *d, struct env_disk_info *out);
+void simdisk_close(struct env_disk *d);
+void simdisk_node_crash(struct sim_node *node, unsigned flags);
+void simdisk_node_fini(struct sim_node *node);
+
+#endif /* SH_ENV_ENV_SIM_INT_H */

@@ -328,12 +328,21 @@ env_disk_req_check(struct env_disk *d, struct env_disk_req *r)
 int
 env_disk_submit(struct env_disk *d, struct env_disk_req *r)
 {
-	int rc = env_disk_req_check(d, r);
+	int rc;
 
+	if (r != NULL && r->inflight) {
+		sh_log_warn("disk %s: request %p submitted again while in flight", d->path, (void *)r);
+		return -EBUSY;
+	}
+	rc = env_disk_req_check(d, r);
 	if (rc < 0)
 		return rc;
 	r->result = 0;
-	return d->env->ops->disk_submit(d, r);
+	r->inflight = true;
+	rc = d->env->ops->disk_submit(d, r);
+	if (rc < 0)
+		r->inflight = false;
+	return rc;
 }
 
 void

@@ -187,9 +187,11 @@ struct env_disk_req;
 typedef void (*env_disk_cb)(struct env_disk_req *r, int result);
 
 /*
- * A caller-allocated request. result: bytes transferred (the full length)
- * or a negative errno; a short transfer is reported as -EIO. iov memory
- * must stay valid until the callback.
+ * A caller-allocated request, zero-initialized before its first submit
+ * (a designated initializer does it). result: bytes transferred (the full
+ * length) or a negative errno; a short transfer is reported as -EIO. The
+ * request and its iov memory must stay valid until the callback, and it may
+ * be submitted again from the callback.
  */
 struct env_disk_req {
 	enum env_disk_op op;
@@ -203,6 +205,7 @@ struct env_disk_req {
 	struct env_disk *disk;
 	size_t len;
 	int result;
+	bool inflight;
 	uint64_t flush_seq;
 };
 
@@ -222,8 +225,9 @@ int env_disk_open(struct env *env, const char *path, unsigned flags, uint64_t si
 		  struct env_disk **out);
 /*
  * Queue a request; requests are submitted in batches when the loop comes
- * round. -EINVAL (bad op, iovcnt, alignment) or -ERANGE (past the end of
- * the disk) are returned at once, with a log line that says which.
+ * round. -EINVAL (bad op, iovcnt, alignment), -ERANGE (past the end of
+ * the disk) or -EBUSY (this request is already in flight) are returned at
+ * once, with a log line that says which.
  */
 int env_disk_submit(struct env_disk *d, struct env_disk_req *r);
 void env_disk_info(struct env_disk *d, struct env_disk_info *out);

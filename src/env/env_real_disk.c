@@ -36,6 +36,7 @@ req_fire(struct env_event *ev)
 {
 	struct env_disk_req *req = sh_container_of(ev, struct env_disk_req, ev);
 
+	req->inflight = false;
 	req->cb(req, req->result);
 }
 

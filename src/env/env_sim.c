@@ -286,6 +286,7 @@ sim_node_crash(struct sim_node *node, unsigned flags)
 		struct env_event *ev = sh_list_entry(pos, struct env_event, link);
 
 		sh_heap_remove(&node->sim->q, &ev->hn);
+		simdisk_event_dropped(ev);
 	}
 	simnet_node_crash(node);
 	simdisk_node_crash(node, flags);

@@ -266,7 +266,15 @@ complete(struct env_event *ev)
 	sim_trace_mix(sim, ((uint64_t)r->op << 60) ^ (r->off << 8) ^ r->len ^
 				   ((uint64_t)(uint32_t)r->result << 32));
 out:
+	r->inflight = false;
 	r->cb(r, r->result);
+}
+
+void
+simdisk_event_dropped(struct env_event *ev)
+{
+	if (ev->fire == complete)
+		sh_container_of(ev, struct env_disk_req, ev)->inflight = false;
 }
 
 int

@@ -67,5 +67,7 @@ void simdisk_info(struct env_disk *d, struct env_disk_info *out);
 void simdisk_close(struct env_disk *d);
 void simdisk_node_crash(struct sim_node *node, unsigned flags);
 void simdisk_node_fini(struct sim_node *node);
+/* A crash removed ev: if it was a disk request, it is no longer in flight. */
+void simdisk_event_dropped(struct env_event *ev);
 
 #endif /* SH_ENV_ENV_SIM_INT_H */

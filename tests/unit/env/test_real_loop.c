@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The real loop: timers in deadline order, cancel, re-arm, posted tasks, cross-thread asyncs. */
+#include <pthread.h>
+
+#include "../../../src/env/env_real.h"
+#include "../../lib/test.h"
+
+struct rec {
+	int order[16];
+	int n;
+};
+
+struct tctx {
+	struct env_timer t;
+	struct rec *r;
+	int id;
+};
+
+static void
+tctx_fire(struct env_timer *t)
+{
+	struct tctx *c = sh_container_of(t, struct tctx, t);
+
+	c->r->order[c->r->n++] = c->id;
+}
+
+static void
+run_until(struct env *env, int *n, int want, uint64_t max_ns)
+{
+	uint64_t end = sh_clock_mono_ns() + max_ns;
+
+	while (*n < want && sh_clock_mono_ns() < end)
+		SH_ASSERT_OK(env_real_run_once(env, 10 * SH_NSEC_PER_MSEC));
+}
+
+static void
+timers_in_mode(enum env_real_mode mode)
+{
+	struct env_real_opts o = { .mode = mode };
+	struct env *env = env_real_create(&o);
+	struct tctx c[5];
+	struct rec r = { .n = 0 };
+	uint64_t t0;
+	static const int delays_ms[5] = { 30, 10, 20, 50, 40 };
+
+	SH_ASSERT_NOT_NULL(env);
+	t0 = env_now(env);
+	for (int i = 0; i < 5; i++) {
+		c[i].r = &r;
+		c[i].id = i;
+		env_timer_init(env, &c[i].t, tctx_fire, NULL);
+		SH_ASSERT_OK(env_timer_arm(&c[i].t, (uint64_t)delays_ms[i] * SH_NSEC_PER_MSEC));
+	}
+	env_timer_cancel(&c[3].t);
+	SH_ASSERT(!env_timer_armed(&c[3].t));
+	SH_ASSERT_OK(env_timer_arm(&c[4].t, 5 * SH_NSEC_PER_MSEC)); /* moved earlier */
+	run_until(env, &r.n, 4, 2 * SH_NSEC_PER_SEC);
+	SH_ASSERT_EQ(r.n, 4);
+	SH_ASSERT_EQ(r.order[0], 4);
+	SH_ASSERT_EQ(r.order[1], 1);
+	SH_ASSERT_EQ(r.order[2], 2);
+	SH_ASSERT_EQ(r.order[3], 0);
+	SH_ASSERT_GE(env_now(env) - t0, 30 * SH_NSEC_PER_MSEC);
+	/* the cancelled one never fires */
+	SH_ASSERT_OK(env_real_run_once(env, 60 * SH_NSEC_PER_MSEC));
+	SH_ASSERT_EQ(r.n, 4);
+	env_real_destroy(env);
+}
+
+TEST(real_timers_event_mode)
+{
+	timers_in_mode(ENV_REAL_EVENT);
+}
+
+TEST(real_timers_poll_mode)
+{
+	timers_in_mode(ENV_REAL_POLL);
+}
+
+struct post_ctx {
+	struct env_task t;
+	int runs;
+	int reposts;
+};
+
+static void
+post_fire(struct env_task *t)
+{
+	struct post_ctx *p = sh_container_of(t, struct post_ctx, t);
+
+	p->runs++;
+	if (p->reposts-- > 0)
+		env_post(t); /* runs again next turn, not now */
+}
+
+TEST(real_post_runs_next_turn)
+{
+	struct env *env = env_real_create(NULL);
+	struct post_ctx p = { .reposts = 2 };
+
+	SH_ASSERT_NOT_NULL(env);
+	env_task_init(env, &p.t, post_fire, NULL);
+	env_post(&p.t);
+	env_post(&p.t); /* already queued: no-op */
+	SH_ASSERT_EQ(p.runs, 0);
+	SH_ASSERT_EQ(env_real_run_once(env, 0), 1);
+	SH_ASSERT_EQ(p.runs, 1);
+	SH_ASSERT_EQ(env_real_run_once(env, 0), 1);
+	SH_ASSERT_EQ(env_real_run_once(env, 0), 1);
+	SH_ASSERT_EQ(env_real_run_once(env, 0), 0);
+	SH_ASSERT_EQ(p.runs, 3);
+	env_post(&p.t);
+	env_task_cancel(&p.t);
+	SH_ASSERT_EQ(env_real_run_once(env, 0), 0);
+	env_real_destroy(env);
+}
+
+struct async_ctx {
+	struct env_async a;
+	struct env *env;
+	_Atomic int got;
+};
+
+static void
+async_fire(struct env_async *a)
+{
+	struct async_ctx *c = sh_container_of(a, struct async_ctx, a);
+
+	if (++c->got == 100)
+		env_real_stop(c->env);
+}
+
+static void *
+sender(void *arg)
+{
+	struct async_ctx *c = arg;
+
+	for (int i = 0; i < 100; i++) {
+		int before = c->got;
+
+		env_async_send(&c->a);
+		while (c->got == before)
+			sched_yield();
+	}
+	return NULL;
+}
+
+TEST(real_async_from_other_thread)
+{
+	struct async_ctx c = { .got = 0 };
+	pthread_t th;
+
+	c.env = env_real_create(NULL);
+	SH_ASSERT_NOT_NULL(c.env);
+	SH_ASSERT_OK(env_async_init(c.env, &c.a, async_fire, NULL));
+	SH_ASSERT_EQ(pthread_create(&th, NULL, sender, &c), 0);
+	SH_ASSERT_OK(env_real_run(c.env));
+	pthread_join(th, NULL);
+	SH_ASSERT_EQ(c.got, 100);
+	env_async_fini(&c.a);
+	env_real_destroy(c.env);
+}
+
+TEST(real_random_differs)
+{
+	struct env *env = env_real_create(NULL);
+
+	SH_ASSERT_NE(env_random_u64(env), env_random_u64(env));
+	SH_ASSERT_GT(env_realtime(env), 1700000000ULL * SH_NSEC_PER_SEC);
+	SH_ASSERT_STREQ(env_name(env), "real");
+	env_real_destroy(env);
+}

@@ -169,4 +169,6 @@ soak: deps
 clean:
 	rm -rf build
 
+.SECONDARY:
+
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -18,19 +18,19 @@ extern "C" {
 #define SH_ERR_BASE 4096
 
 /* X(name, offset from SH_ERR_BASE, message) */
-#define SH_ERRNO_TABLE(X)                                                                  \
-	X(SH_EINTERNAL, 0, "internal error (a bug in Shoal)")                              \
-	X(SH_EFAULTINJ, 1, "injected fault")                                               \
-	X(SH_ECRC, 2, "checksum mismatch")                                                 \
-	X(SH_EVERSION, 3, "incompatible format or protocol version")                       \
-	X(SH_ENOTLEADER, 4, "not the leader of this group")                                \
-	X(SH_ESTALEEPOCH, 5, "configuration epoch is stale")                               \
-	X(SH_EPEERRESTART, 6, "peer restarted (new incarnation)")                          \
-	X(SH_EPEERDEAD, 7, "peer declared dead")                                           \
-	X(SH_ENOQUORUM, 8, "no quorum")                                                    \
-	X(SH_EAUTH, 9, "authentication failed")                                            \
-	X(SH_ENOTFORMATTED, 10, "target is not formatted")                                 \
-	X(SH_EBADCONFIG, 11, "invalid configuration")                                      \
+#define SH_ERRNO_TABLE(X)                                            \
+	X(SH_EINTERNAL, 0, "internal error (a bug in Shoal)")        \
+	X(SH_EFAULTINJ, 1, "injected fault")                         \
+	X(SH_ECRC, 2, "checksum mismatch")                           \
+	X(SH_EVERSION, 3, "incompatible format or protocol version") \
+	X(SH_ENOTLEADER, 4, "not the leader of this group")          \
+	X(SH_ESTALEEPOCH, 5, "configuration epoch is stale")         \
+	X(SH_EPEERRESTART, 6, "peer restarted (new incarnation)")    \
+	X(SH_EPEERDEAD, 7, "peer declared dead")                     \
+	X(SH_ENOQUORUM, 8, "no quorum")                              \
+	X(SH_EAUTH, 9, "authentication failed")                      \
+	X(SH_ENOTFORMATTED, 10, "target is not formatted")           \
+	X(SH_EBADCONFIG, 11, "invalid configuration")                \
 	X(SH_ECRASHED, 12, "node crashed (simulated)")
 
 enum sh_errno {

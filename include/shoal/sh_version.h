@@ -6,9 +6,9 @@
 #ifndef SH_VERSION_H
 #define SH_VERSION_H
 
-#define SH_VERSION_MAJOR 0
-#define SH_VERSION_MINOR 1
-#define SH_VERSION_PATCH 0
+#define SH_VERSION_MAJOR  0
+#define SH_VERSION_MINOR  1
+#define SH_VERSION_PATCH  0
 #define SH_VERSION_STRING "0.1.0"
 
 /* Shoal builds with -fvisibility=hidden; public symbols carry SH_API. */

@@ -11,7 +11,7 @@
 
 #define SH_NSEC_PER_USEC 1000ULL
 #define SH_NSEC_PER_MSEC 1000000ULL
-#define SH_NSEC_PER_SEC 1000000000ULL
+#define SH_NSEC_PER_SEC	 1000000000ULL
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t sh_clock_mono_ns(void);

@@ -208,26 +208,29 @@ spec_parse(const char *spec, struct fault_arm *arms, bool *set, char *err, size_
 		colon = memchr(p, ':', n);
 		if (colon == NULL) {
 			if (err)
-				snprintf(err, errlen, "SH_FAULTS: '%.*s' has no ':mode' (name:mode)",
+				snprintf(err, errlen,
+					 "SH_FAULTS: '%.*s' has no ':mode' (name:mode)",
 					 (int)SH_MIN(n, 64), p);
 			return -EINVAL;
 		}
 		id = sh_fault_lookup(p, (size_t)(colon - p));
 		if (id < 0) {
 			if (err)
-				snprintf(err, errlen,
-					 "SH_FAULTS: unknown fault point '%.*s' (see docs/testing.md "
-					 "for the list)",
-					 (int)SH_MIN((size_t)(colon - p), 64), p);
+				snprintf(
+				    err, errlen,
+				    "SH_FAULTS: unknown fault point '%.*s' (see docs/testing.md "
+				    "for the list)",
+				    (int)SH_MIN((size_t)(colon - p), 64), p);
 			return -EINVAL;
 		}
 		if (parse_mode(colon + 1, (size_t)(end - colon - 1), &arms[id]) < 0) {
 			if (err)
-				snprintf(err, errlen,
-					 "SH_FAULTS: bad mode '%.*s' for %s (want once, always, off, "
-					 "every=N, nth=N, prob=P)",
-					 (int)SH_MIN((size_t)(end - colon - 1), 40), colon + 1,
-					 fault_names[id]);
+				snprintf(
+				    err, errlen,
+				    "SH_FAULTS: bad mode '%.*s' for %s (want once, always, off, "
+				    "every=N, nth=N, prob=P)",
+				    (int)SH_MIN((size_t)(end - colon - 1), 40), colon + 1,
+				    fault_names[id]);
 			return -EINVAL;
 		}
 		set[id] = true;
@@ -278,7 +281,8 @@ sh_fault_init_from_env(void)
 
 	if (seed != NULL && *seed != '\0') {
 		if (parse_u64(seed, strlen(seed), &s) < 0) {
-			fprintf(stderr, "shoal: SH_FAULTS_SEED must be a decimal number, not '%.40s'\n",
+			fprintf(stderr,
+				"shoal: SH_FAULTS_SEED must be a decimal number, not '%.40s'\n",
 				seed);
 			return -EINVAL;
 		}

@@ -31,15 +31,15 @@ enum sh_fault_id {
 #define SH_FAULT_ENUM(id, name, doc) id,
 	SH_FAULT_LIST(SH_FAULT_ENUM)
 #undef SH_FAULT_ENUM
-	FP__COUNT
+	    FP__COUNT
 };
 
 extern _Atomic int sh_fault_armed_count;
 
 bool sh_fault_check(enum sh_fault_id id);
 
-#define SH_FAULT(id)                                                                              \
-	(sh_unlikely(atomic_load_explicit(&sh_fault_armed_count, memory_order_relaxed) != 0) &&    \
+#define SH_FAULT(id)                                                                            \
+	(sh_unlikely(atomic_load_explicit(&sh_fault_armed_count, memory_order_relaxed) != 0) && \
 	 sh_fault_check(id))
 
 /* Arm one point with a mode string as above. -EINVAL with a reason in err. */

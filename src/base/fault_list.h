@@ -8,12 +8,12 @@
 #ifndef SH_BASE_FAULT_LIST_H
 #define SH_BASE_FAULT_LIST_H
 
-#define SH_FAULT_LIST(X)                                                                        \
-	X(FP_ALLOC, "alloc", "sh_malloc/sh_calloc/sh_realloc return NULL")                      \
-	X(FP_ENV_DISK_READ_EIO, "env.disk.read_eio", "a disk read completes with -EIO")         \
-	X(FP_ENV_DISK_WRITE_EIO, "env.disk.write_eio", "a disk write completes with -EIO")      \
-	X(FP_ENV_DISK_FSYNC_EIO, "env.disk.fsync_eio", "a disk fsync completes with -EIO")      \
-	X(FP_ENV_DGRAM_SEND_DROP, "env.dgram.send_drop", "an outgoing datagram is dropped")     \
+#define SH_FAULT_LIST(X)                                                                    \
+	X(FP_ALLOC, "alloc", "sh_malloc/sh_calloc/sh_realloc return NULL")                  \
+	X(FP_ENV_DISK_READ_EIO, "env.disk.read_eio", "a disk read completes with -EIO")     \
+	X(FP_ENV_DISK_WRITE_EIO, "env.disk.write_eio", "a disk write completes with -EIO")  \
+	X(FP_ENV_DISK_FSYNC_EIO, "env.disk.fsync_eio", "a disk fsync completes with -EIO")  \
+	X(FP_ENV_DGRAM_SEND_DROP, "env.dgram.send_drop", "an outgoing datagram is dropped") \
 	X(FP_ENV_DGRAM_RECV_DROP, "env.dgram.recv_drop", "an incoming datagram is dropped")
 
 #endif /* SH_BASE_FAULT_LIST_H */

@@ -16,7 +16,10 @@ struct sh_list {
 	struct sh_list *prev;
 };
 
-#define SH_LIST_INIT(name) { &(name), &(name) }
+#define SH_LIST_INIT(name)       \
+	{                        \
+		&(name), &(name) \
+	}
 
 static inline void
 sh_list_init(struct sh_list *h)
@@ -80,8 +83,8 @@ sh_list_pop(struct sh_list *h)
 #define sh_list_for_each(pos, head) for ((pos) = (head)->next; (pos) != (head); (pos) = (pos)->next)
 
 /* Safe against removal of pos inside the loop. */
-#define sh_list_for_each_safe(pos, tmp, head)                                                     \
-	for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head);                           \
+#define sh_list_for_each_safe(pos, tmp, head)                            \
+	for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head); \
 	     (pos) = (tmp), (tmp) = (pos)->next)
 
 #endif /* SH_BASE_LIST_H */

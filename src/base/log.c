@@ -17,8 +17,8 @@
 #include "log.h"
 
 #define LOG_MAX_RULES 32
-#define LOG_MAX_PAT 64
-#define LOG_LINE_MAX 2048
+#define LOG_MAX_PAT   64
+#define LOG_LINE_MAX  2048
 
 struct log_rule {
 	char pat[LOG_MAX_PAT];
@@ -88,7 +88,8 @@ spec_parse(const char *spec, struct log_spec *out, char *err, size_t errlen)
 		}
 		if (eq == p || (size_t)(eq - p) >= LOG_MAX_PAT) {
 			if (err)
-				snprintf(err, errlen, "log spec: bad facility pattern in '%.*s'", (int)n, p);
+				snprintf(err, errlen, "log spec: bad facility pattern in '%.*s'",
+					 (int)n, p);
 			return -EINVAL;
 		}
 		lvl = parse_level(eq + 1, (size_t)(end - eq - 1));
@@ -96,7 +97,8 @@ spec_parse(const char *spec, struct log_spec *out, char *err, size_t errlen)
 			goto bad_level;
 		if (out->nrules == LOG_MAX_RULES) {
 			if (err)
-				snprintf(err, errlen, "log spec: more than %d rules", LOG_MAX_RULES);
+				snprintf(err, errlen, "log spec: more than %d rules",
+					 LOG_MAX_RULES);
 			return -EINVAL;
 		}
 		memcpy(out->rules[out->nrules].pat, p, (size_t)(eq - p));
@@ -110,9 +112,10 @@ next:
 
 bad_level:
 	if (err)
-		snprintf(err, errlen,
-			 "log spec: bad level in '%.*s' (want fatal, error, warn, info, debug, trace)",
-			 (int)n, p);
+		snprintf(
+		    err, errlen,
+		    "log spec: bad level in '%.*s' (want fatal, error, warn, info, debug, trace)",
+		    (int)n, p);
 	return -EINVAL;
 }
 
@@ -232,7 +235,8 @@ format_time(char *buf, size_t len)
 	if (log_clock_fn != NULL) {
 		ns = log_clock_fn(log_clock_arg);
 		if (log_clock_virt)
-			return snprintf(buf, len, "t=%llu.%06llu", (unsigned long long)(ns / 1000000000),
+			return snprintf(buf, len, "t=%llu.%06llu",
+					(unsigned long long)(ns / 1000000000),
 					(unsigned long long)(ns % 1000000000 / 1000));
 	} else {
 		clock_gettime(CLOCK_REALTIME, &ts);

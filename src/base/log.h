@@ -55,15 +55,15 @@ sh_log_enabled(struct sh_log_fac *fac, int level)
 void sh_log_write(struct sh_log_fac *fac, int level, const char *file, int line, const char *fmt,
 		  ...) SH_PRINTF(5, 6);
 
-#define sh_log(lvl, ...)                                                                          \
-	do {                                                                                       \
-		if (sh_log_enabled(&sh_log_fac_, (lvl)))                                           \
-			sh_log_write(&sh_log_fac_, (lvl), __FILE__, __LINE__, __VA_ARGS__);        \
+#define sh_log(lvl, ...)                                                                    \
+	do {                                                                                \
+		if (sh_log_enabled(&sh_log_fac_, (lvl)))                                    \
+			sh_log_write(&sh_log_fac_, (lvl), __FILE__, __LINE__, __VA_ARGS__); \
 	} while (0)
 
 #define sh_log_error(...) sh_log(SH_LL_ERROR, __VA_ARGS__)
-#define sh_log_warn(...) sh_log(SH_LL_WARN, __VA_ARGS__)
-#define sh_log_info(...) sh_log(SH_LL_INFO, __VA_ARGS__)
+#define sh_log_warn(...)  sh_log(SH_LL_WARN, __VA_ARGS__)
+#define sh_log_info(...)  sh_log(SH_LL_INFO, __VA_ARGS__)
 #define sh_log_debug(...) sh_log(SH_LL_DEBUG, __VA_ARGS__)
 #define sh_log_trace(...) sh_log(SH_LL_TRACE, __VA_ARGS__)
 

@@ -331,7 +331,8 @@ env_disk_submit(struct env_disk *d, struct env_disk_req *r)
 	int rc;
 
 	if (r != NULL && r->inflight) {
-		sh_log_warn("disk %s: request %p submitted again while in flight", d->path, (void *)r);
+		sh_log_warn("disk %s: request %p submitted again while in flight", d->path,
+			    (void *)r);
 		return -EBUSY;
 	}
 	rc = env_disk_req_check(d, r);

@@ -180,7 +180,7 @@ enum env_disk_op {
 #define ENV_DISK_CREATE 0x1 /* create (or truncate up) the file to the given size */
 #define ENV_DISK_DIRECT 0x2 /* O_DIRECT: buffers, offsets and lengths block-aligned */
 
-#define ENV_DISK_BLOCK 4096
+#define ENV_DISK_BLOCK	 4096
 #define ENV_DISK_IOV_MAX 64
 
 struct env_disk_req;

@@ -177,7 +177,7 @@ efd_ready(struct real_watch *w, uint32_t events)
 	(void)events;
 	(void)rc;
 	/* asyncs are added and removed on this thread only; senders touch just the flag */
-	sh_list_for_each_safe(pos, tmp, &r->asyncs) {
+	sh_list_for_each_safe (pos, tmp, &r->asyncs) {
 		struct env_event *ev = sh_list_entry(pos, struct env_event, link);
 		struct env_async *a = sh_container_of(ev, struct env_async, ev);
 

@@ -324,7 +324,7 @@ real_disk_close(struct env_disk *base)
 	struct sh_list *pos, *tmp;
 
 	/* requests not yet given to the kernel are cancelled */
-	sh_list_for_each_safe(pos, tmp, &r->ring_backlog) {
+	sh_list_for_each_safe (pos, tmp, &r->ring_backlog) {
 		struct env_disk_req *req = sh_list_entry(pos, struct env_disk_req, ev.link);
 
 		if (req->disk != base)
@@ -336,7 +336,7 @@ real_disk_close(struct env_disk *base)
 	}
 	/* the kernel's must finish before the fd goes; they report -ECANCELED */
 	ring_drain(r, d);
-	sh_list_for_each(pos, &r->done) {
+	sh_list_for_each (pos, &r->done) {
 		struct env_disk_req *req = sh_list_entry(pos, struct env_disk_req, ev.link);
 
 		if (req->disk == base)

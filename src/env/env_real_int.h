@@ -22,8 +22,8 @@ struct env_real {
 	struct env env;
 	enum env_real_mode mode;
 	int epfd;
-	int tfd;  /* timerfd */
-	int efd;  /* eventfd: asyncs and stop */
+	int tfd; /* timerfd */
+	int efd; /* eventfd: asyncs and stop */
 	struct real_watch tfd_watch;
 	struct real_watch efd_watch;
 	uint64_t tfd_deadline; /* what the timerfd is armed for; UINT64_MAX if not */

@@ -19,7 +19,7 @@
 SH_LOG_FACILITY("env.udp");
 
 /* Batches read per readiness event before yielding to other fds. */
-#define RECV_ROUNDS 8
+#define RECV_ROUNDS    8
 #define SOCK_BUF_BYTES (8 << 20)
 
 struct real_dgram {
@@ -115,7 +115,8 @@ do_recv(struct real_dgram *d)
 			return;
 		}
 		for (int i = 0; i < n; i++) {
-			if (SH_FAULT(FP_ENV_DGRAM_RECV_DROP) || (mh[i].msg_hdr.msg_flags & MSG_TRUNC)) {
+			if (SH_FAULT(FP_ENV_DGRAM_RECV_DROP) ||
+			    (mh[i].msg_hdr.msg_flags & MSG_TRUNC)) {
 				d->st.recv_dropped++;
 				continue;
 			}

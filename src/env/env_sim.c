@@ -221,7 +221,7 @@ sim_node_create(struct sim *sim, const char *name, const char *addr)
 			    addr ? addr : "(null)");
 		return NULL;
 	}
-	sh_list_for_each(pos, &sim->nodes) {
+	sh_list_for_each (pos, &sim->nodes) {
 		other = sh_list_entry(pos, struct sim_node, link);
 		if (env_addr_eq(&other->addr, &a)) {
 			sh_log_warn("sim_node_create: address %s is taken by %s", addr,

@@ -34,10 +34,10 @@ struct sim_node;
 struct sim_net_params {
 	uint64_t lat_min_ns; /* one-way latency, uniform in [min, max] */
 	uint64_t lat_max_ns;
-	double loss;	      /* probability a datagram is dropped */
-	double dup;	      /* probability it is delivered twice */
-	double reorder;	      /* probability it is delayed extra */
-	uint64_t reorder_ns;  /* the extra delay, uniform in [0, reorder_ns] */
+	double loss;	     /* probability a datagram is dropped */
+	double dup;	     /* probability it is delivered twice */
+	double reorder;	     /* probability it is delayed extra */
+	uint64_t reorder_ns; /* the extra delay, uniform in [0, reorder_ns] */
 };
 
 struct sim_disk_params {
@@ -56,7 +56,7 @@ struct sim_stats {
 };
 
 /* Crash flags. */
-#define SIM_CRASH_TEAR 0x1	   /* the newest unflushed write may be torn (a prefix persists) */
+#define SIM_CRASH_TEAR	      0x1 /* the newest unflushed write may be torn (a prefix persists) */
 #define SIM_CRASH_KEEP_RANDOM 0x2 /* each unflushed write persists with probability 1/2 */
 
 /* A new world at virtual time 0 with the default network (10-100 us, no faults). */
@@ -78,7 +78,8 @@ void sim_node_restart(struct sim_node *node);
 bool sim_step(struct sim *sim);
 /* Run events until virtual time now + ns (the clock ends there). Returns events run. */
 uint64_t sim_run_for(struct sim *sim, uint64_t ns);
-/* Run until pred(arg) is true (checked after each event) or max_ns pass. Returns pred's last value. */
+/* Run until pred(arg) is true (checked after each event) or max_ns pass. Returns pred's last value.
+ */
 bool sim_run_until(struct sim *sim, bool (*pred)(void *arg), void *arg, uint64_t max_ns);
 
 void sim_net_set(struct sim *sim, const struct sim_net_params *p);

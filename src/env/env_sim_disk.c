@@ -23,7 +23,7 @@
 
 SH_LOG_FACILITY("env.simdisk");
 
-#define PAGE ENV_DISK_BLOCK
+#define PAGE   ENV_DISK_BLOCK
 #define SECTOR 512
 
 struct sim_page {
@@ -114,7 +114,7 @@ media_read(struct sim_media *m, uint64_t off, unsigned char *dst, size_t len)
 			memset(dst + done, 0, n);
 		done += n;
 	}
-	sh_list_for_each(pos, &m->vwrites) {
+	sh_list_for_each (pos, &m->vwrites) {
 		struct sim_vwrite *w = sh_list_entry(pos, struct sim_vwrite, link);
 		uint64_t lo = SH_MAX(w->off, off), hi = SH_MIN(w->off + w->len, off + len);
 
@@ -128,7 +128,7 @@ media_find(struct sim_node *node, const char *path)
 {
 	struct sh_list *pos;
 
-	sh_list_for_each(pos, &node->media) {
+	sh_list_for_each (pos, &node->media) {
 		struct sim_media *m = sh_list_entry(pos, struct sim_media, link);
 
 		if (strcmp(m->path, path) == 0)
@@ -264,7 +264,7 @@ complete(struct env_event *ev)
 		}
 	}
 	sim_trace_mix(sim, ((uint64_t)r->op << 60) ^ (r->off << 8) ^ r->len ^
-				   ((uint64_t)(uint32_t)r->result << 32));
+			       ((uint64_t)(uint32_t)r->result << 32));
 out:
 	r->inflight = false;
 	r->cb(r, r->result);
@@ -332,7 +332,7 @@ simdisk_close(struct env_disk *base)
 	struct sh_list *pos;
 
 	/* its queued requests still complete, with -ECANCELED and without touching the medium */
-	sh_list_for_each(pos, &d->node->events) {
+	sh_list_for_each (pos, &d->node->events) {
 		struct env_event *ev = sh_list_entry(pos, struct env_event, link);
 
 		if (ev->fire == complete &&
@@ -375,7 +375,7 @@ simdisk_node_crash(struct sim_node *node, unsigned flags)
 
 	while ((pos = node->disks.next) != &node->disks)
 		disk_free(sh_list_entry(pos, struct sim_disk, link));
-	sh_list_for_each(pos, &node->media)
+	sh_list_for_each (pos, &node->media)
 		media_crash(node->sim, sh_list_entry(pos, struct sim_media, link), flags);
 }
 

@@ -13,8 +13,8 @@ struct sim {
 	struct sh_list nodes;
 	unsigned nnodes;
 	struct sim_net_params net;
-	struct sh_htable eps;	/* struct sim_ep by bound address */
-	struct sh_htable cuts;	/* struct sim_cut by (from, to) */
+	struct sh_htable eps;  /* struct sim_ep by bound address */
+	struct sh_htable cuts; /* struct sim_cut by (from, to) */
 	struct sh_list cut_list;
 	struct sim_stats st;
 	uint64_t trace;

@@ -171,7 +171,7 @@ pkt_deliver(struct env_event *ev)
 		goto out;
 	}
 	sim_trace_mix(sim, env_addr_hash(&p->src) ^ (env_addr_hash(&p->dst) << 1) ^
-				   ((uint64_t)sh_crc32c(0, p->data, p->len) << 16) ^ p->len);
+			       ((uint64_t)sh_crc32c(0, p->data, p->len) << 16) ^ p->len);
 	sim->st.dgram_delivered++;
 	ep->st.received++;
 	ep->st.recv_calls++;
@@ -199,7 +199,7 @@ node_by_ip(struct sim *sim, const struct env_addr *a)
 	struct env_addr ip = *a;
 
 	ip.port = 0;
-	sh_list_for_each(pos, &sim->nodes) {
+	sh_list_for_each (pos, &sim->nodes) {
 		struct sim_node *n = sh_list_entry(pos, struct sim_node, link);
 
 		if (env_addr_eq(&n->addr, &ip))
@@ -222,7 +222,7 @@ cut_find(struct sim *sim, unsigned from, unsigned to)
 {
 	unsigned key[2] = { from, to };
 	struct sh_hnode *n =
-		sh_htable_find(&sim->cuts, sh_hash_u64(((uint64_t)from << 32) | to), key, cut_eq);
+	    sh_htable_find(&sim->cuts, sh_hash_u64(((uint64_t)from << 32) | to), key, cut_eq);
 
 	return n ? sh_container_of(n, struct sim_cut, hn) : NULL;
 }
@@ -267,7 +267,7 @@ sim_heal(struct sim *sim)
 {
 	struct sh_list *pos;
 
-	sh_list_for_each(pos, &sim->nodes)
+	sh_list_for_each (pos, &sim->nodes)
 		sh_list_entry(pos, struct sim_node, link)->group = 0;
 	simnet_fini(sim);
 }

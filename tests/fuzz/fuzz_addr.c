@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Fuzz target: network addresses from configuration and the command line; parse/format round trip. */
+/* Fuzz target: network addresses from configuration and the command line; parse/format round trip.
+ */
 #include <stdint.h>
 #include <string.h>
 

@@ -119,8 +119,9 @@ sh_test_fail_int(const char *file, int line, const char *ea, const char *op, con
 		 unsigned long long a, unsigned long long b, bool is_signed)
 {
 	if (is_signed)
-		sh_test_fail(file, line, "expected %s %s %s\n  %s = %lld (%#llx)\n  %s = %lld (%#llx)",
-			     ea, op, eb, ea, (long long)a, a, eb, (long long)b, b);
+		sh_test_fail(file, line,
+			     "expected %s %s %s\n  %s = %lld (%#llx)\n  %s = %lld (%#llx)", ea, op,
+			     eb, ea, (long long)a, a, eb, (long long)b, b);
 	sh_test_fail(file, line, "expected %s %s %s\n  %s = %llu (%#llx)\n  %s = %llu (%#llx)", ea,
 		     op, eb, ea, a, a, eb, b, b);
 }
@@ -244,8 +245,8 @@ run_forked(const struct sh_test *t, unsigned timeout_s, bool verbose, double *se
 		else if (WIFSIGNALED(status))
 			printf("  killed by signal %d (%s)\n", WTERMSIG(status),
 			       strsignal(WTERMSIG(status)));
-		printf("  seed %llu; rerun: %s --only %s --seed %llu\n", (unsigned long long)cur_seed,
-		       argv0, t->name, (unsigned long long)cur_seed);
+		printf("  seed %llu; rerun: %s --only %s --seed %llu\n",
+		       (unsigned long long)cur_seed, argv0, t->name, (unsigned long long)cur_seed);
 	}
 	close(fd);
 	return res;
@@ -254,8 +255,9 @@ run_forked(const struct sh_test *t, unsigned timeout_s, bool verbose, double *se
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: %s [--list] [--only GLOB[,GLOB]] [--seed N] [--repeat N] "
-			"[--timeout S] [--no-fork] [-v]\n",
+	fprintf(stderr,
+		"usage: %s [--list] [--only GLOB[,GLOB]] [--seed N] [--repeat N] "
+		"[--timeout S] [--no-fork] [-v]\n",
 		argv0);
 	exit(2);
 }
@@ -326,8 +328,10 @@ main(int argc, char **argv)
 				run_child(t);
 			}
 			printf("%s %s (%.2fs)%s\n",
-			       res == R_PASS ? "PASS" : res == R_FAIL ? "FAIL" : "SKIP", t->name,
-			       secs, repeat > 1 ? "" : "");
+			       res == R_PASS   ? "PASS"
+			       : res == R_FAIL ? "FAIL"
+					       : "SKIP",
+			       t->name, secs, repeat > 1 ? "" : "");
 			if (repeat > 1 && res == R_FAIL)
 				printf("  (repetition %llu)\n", r);
 			passed += res == R_PASS;

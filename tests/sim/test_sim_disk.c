@@ -10,7 +10,7 @@
 #include "../../src/env/env_sim.h"
 #include "../lib/test.h"
 
-#define BS 4096
+#define BS   4096
 #define NBLK 32
 
 struct op {
@@ -116,8 +116,8 @@ crash_round(uint64_t seed)
 
 	memset(&m, 0, sizeof(m));
 	sh_rand_seed(&rng, seed);
-	SH_ASSERT_OK(env_disk_open(env, "/dev/sim0", ENV_DISK_CREATE | ENV_DISK_DIRECT,
-				   NBLK * BS, &d));
+	SH_ASSERT_OK(
+	    env_disk_open(env, "/dev/sim0", ENV_DISK_CREATE | ENV_DISK_DIRECT, NBLK * BS, &d));
 	for (int step = 0; step < 300; step++) {
 		struct op *o;
 
@@ -239,7 +239,8 @@ TEST(sim_torn_and_random_crash_modes)
 		struct env *env = sim_node_env(n);
 		struct env_disk *d;
 		struct dmodel m = { 0 };
-		unsigned char *buf = sh_aligned_alloc(BS, 4 * BS), *rd = sh_aligned_alloc(BS, 4 * BS);
+		unsigned char *buf = sh_aligned_alloc(BS, 4 * BS),
+			      *rd = sh_aligned_alloc(BS, 4 * BS);
 		struct iovec iov = { buf, 4 * BS }, riov = { rd, 4 * BS };
 		struct op o = { .m = &m }, r = { .m = &m };
 		unsigned flags = i % 2 ? SIM_CRASH_TEAR : SIM_CRASH_KEEP_RANDOM;
@@ -247,14 +248,18 @@ TEST(sim_torn_and_random_crash_modes)
 
 		SH_ASSERT_OK(env_disk_open(env, "disk", ENV_DISK_CREATE, 64 * BS, &d));
 		memset(buf, 0xEE, 4 * BS);
-		o.r = (struct env_disk_req){ .op = ENV_DISK_WRITE, .iov = &iov, .iovcnt = 1, .cb = op_cb };
+		o.r = (struct env_disk_req){
+			.op = ENV_DISK_WRITE, .iov = &iov, .iovcnt = 1, .cb = op_cb
+		};
 		SH_ASSERT_OK(env_disk_submit(d, &o.r));
 		sim_run_for(sim, SH_NSEC_PER_MSEC);
 		SH_ASSERT_EQ(o.result, 4 * BS);
 		sim_node_crash(n, flags);
 		sim_node_restart(n);
 		SH_ASSERT_OK(env_disk_open(env, "disk", 0, 0, &d));
-		r.r = (struct env_disk_req){ .op = ENV_DISK_READ, .iov = &riov, .iovcnt = 1, .cb = op_cb };
+		r.r = (struct env_disk_req){
+			.op = ENV_DISK_READ, .iov = &riov, .iovcnt = 1, .cb = op_cb
+		};
 		SH_ASSERT_OK(env_disk_submit(d, &r.r));
 		sim_run_for(sim, SH_NSEC_PER_MSEC);
 		SH_ASSERT_EQ(r.result, 4 * BS);

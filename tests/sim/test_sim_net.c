@@ -11,7 +11,7 @@
 #include "../lib/test.h"
 
 #define NODES 50
-#define PORT 7000
+#define PORT  7000
 
 struct host {
 	struct sim_node *node;
@@ -90,7 +90,8 @@ on_tick(struct env_timer *t)
 		hdr.crc = sh_crc32c(0, bufs[i] + sizeof(hdr), len - sizeof(hdr));
 		memcpy(bufs[i], &hdr, sizeof(hdr));
 		iov[i] = (struct iovec){ bufs[i], len };
-		m[i] = (struct env_dgram_msg){ .peer = w->h[dst].addr, .iov = &iov[i], .iovcnt = 1 };
+		m[i] =
+		    (struct env_dgram_msg){ .peer = w->h[dst].addr, .iov = &iov[i], .iovcnt = 1 };
 	}
 	SH_ASSERT_EQ(env_dgram_send(h->d, m, 4), 4);
 	SH_ASSERT_OK(env_timer_arm(t, 500 * SH_NSEC_PER_USEC));
@@ -224,7 +225,7 @@ TEST(sim_partitions_and_cut_links)
 	sim_run_for(w.sim, 10 * SH_NSEC_PER_MSEC);
 	SH_ASSERT_GT(w.h[1].got, before);
 	SH_ASSERT_GT(w.h[3].got, 0);
-	SH_ASSERT_GT(w.h[0].got, 0); /* 2 -> 0 still flows */
+	SH_ASSERT_GT(w.h[0].got, 0);	     /* 2 -> 0 still flows */
 	SH_ASSERT_EQ(w.h[2].last_seq[0], 0); /* nothing from 0 reached 2 */
 	SH_ASSERT_OK(sim_link_cut(w.h[0].node, w.h[2].node, false));
 	world_fini(&w);
@@ -301,7 +302,7 @@ TEST(sim_virtual_time)
 	struct env *env = sim_node_env(n);
 	struct tim x = { 0 }, y = { 0 };
 
-	SH_ASSERT_NULL(sim_node_create(sim, "b", "127.0.0.9"));	 /* taken */
+	SH_ASSERT_NULL(sim_node_create(sim, "b", "127.0.0.9"));	   /* taken */
 	SH_ASSERT_NULL(sim_node_create(sim, "c", "127.0.0.10:5")); /* has a port */
 	SH_ASSERT(sim_env_node(env) == n);
 	SH_ASSERT_STREQ(sim_node_name(n), "a");

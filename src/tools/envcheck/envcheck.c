@@ -17,10 +17,10 @@
 #include "../../env/env_real.h"
 #include "../../env/env_sim.h"
 
-#define PINGS 2000
-#define STREAM 200000
+#define PINGS	   2000
+#define STREAM	   200000
 #define DISK_BYTES (64u << 20)
-#define DISK_IO (128u << 10)
+#define DISK_IO	   (128u << 10)
 
 struct udp_side {
 	struct env_dgram *d;
@@ -112,7 +112,8 @@ check_udp(void)
 	t1 = sh_clock_mono_ns();
 	printf("env: UDP batched stream %.0f datagrams/s of 1 KiB (%.0f MB/s), %.1f%% arrived\n",
 	       (double)b.got * 1e9 / (double)(t1 - t0),
-	       (double)b.got * 1024 / ((double)(t1 - t0) / 1e9) / 1e6, 100.0 * (double)b.got / (double)sent);
+	       (double)b.got * 1024 / ((double)(t1 - t0) / 1e9) / 1e6,
+	       100.0 * (double)b.got / (double)sent);
 	env_dgram_close(a.d);
 	env_dgram_close(b.d);
 	env_real_run_once(env, 0);
@@ -156,8 +157,9 @@ disk_pass(struct env *env, struct env_disk *d, enum env_disk_op op, unsigned cha
 				continue;
 			x->busy = true;
 			x->iov = (struct iovec){ buf + off, DISK_IO };
-			x->r = (struct env_disk_req){ .op = op, .off = off, .iov = &x->iov, .iovcnt = 1,
-						      .cb = disk_cb };
+			x->r = (struct env_disk_req){
+				.op = op, .off = off, .iov = &x->iov, .iovcnt = 1, .cb = disk_cb
+			};
 			x->pending = &pending;
 			rc = env_disk_submit(d, &x->r);
 			if (rc < 0)
@@ -179,7 +181,8 @@ check_disk(const char *dir)
 	struct env *env = env_real_create(NULL);
 	struct env_disk *d;
 	char path[4096];
-	unsigned char *w = sh_aligned_alloc(4096, DISK_BYTES), *r = sh_aligned_alloc(4096, DISK_BYTES);
+	unsigned char *w = sh_aligned_alloc(4096, DISK_BYTES),
+		      *r = sh_aligned_alloc(4096, DISK_BYTES);
 	struct disk_io fs = { 0 };
 	int pending = 1, rc;
 	uint64_t t0, t1, t2;
@@ -260,14 +263,18 @@ sim_run(uint64_t seed, struct sim_stats *st)
 {
 	static const struct env_dgram_cbs cbs = { .recv = sim_recv };
 	struct sim *sim = sim_create(seed);
-	struct sim_net_params p = { .lat_min_ns = 10000, .lat_max_ns = 100000, .loss = 0.05,
-				    .dup = 0.02, .reorder = 0.05, .reorder_ns = 1000000 };
+	struct sim_net_params p = { .lat_min_ns = 10000,
+				    .lat_max_ns = 100000,
+				    .loss = 0.05,
+				    .dup = 0.02,
+				    .reorder = 0.05,
+				    .reorder_ns = 1000000 };
 	struct simhost h[6];
 	uint64_t hash;
 
 	sim_net_set(sim, &p);
 	for (int i = 0; i < 6; i++) {
-		char ip[32], name[8];
+		char ip[32], name[16];
 		struct sim_node *n;
 		struct env_addr a;
 
@@ -302,12 +309,14 @@ check_sim(void)
 	uint64_t t1 = sh_clock_mono_ns();
 
 	if (h1 != h2 || a.events != b.events) {
-		fprintf(stderr, "envcheck: the simulator is not reproducible (%016llx != %016llx)\n",
+		fprintf(stderr,
+			"envcheck: the simulator is not reproducible (%016llx != %016llx)\n",
 			(unsigned long long)h1, (unsigned long long)h2);
 		return 1;
 	}
 	printf("env: simulator: 6 nodes, 1 s virtual in %.0f ms real: %llu datagrams sent, "
-	       "%llu lost, %llu duplicated, %llu reordered; seed 42 twice -> trace %016llx both times\n",
+	       "%llu lost, %llu duplicated, %llu reordered; seed 42 twice -> trace %016llx both "
+	       "times\n",
 	       (double)(t1 - t0) / 2e6, (unsigned long long)a.dgram_sent,
 	       (unsigned long long)a.dgram_lost, (unsigned long long)a.dgram_dup,
 	       (unsigned long long)a.dgram_reordered, (unsigned long long)h1);

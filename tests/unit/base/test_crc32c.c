@@ -36,7 +36,9 @@ TEST(crc32c_chains)
 	const char *s = "the quick brown fox jumps over the lazy dog";
 	size_t n = strlen(s);
 	uint32_t whole = sh_crc32c(0, s, n);
-	struct iovec iov[3] = { { (void *)s, 5 }, { (void *)(s + 5), 20 }, { (void *)(s + 25), n - 25 } };
+	struct iovec iov[3] = { { (void *)s, 5 },
+				{ (void *)(s + 5), 20 },
+				{ (void *)(s + 25), n - 25 } };
 
 	for (size_t cut = 0; cut <= n; cut++)
 		SH_ASSERT_EQ(sh_crc32c(sh_crc32c(0, s, cut), s + cut, n - cut), whole);

@@ -68,8 +68,8 @@ TEST(fault_prob_is_seeded)
 
 TEST(fault_spec_applies_all)
 {
-	SH_ASSERT_OK(sh_fault_arm_spec("env.disk.read_eio:always,alloc:off,env.dgram.recv_drop:every=2",
-				       NULL, 0));
+	SH_ASSERT_OK(sh_fault_arm_spec(
+	    "env.disk.read_eio:always,alloc:off,env.dgram.recv_drop:every=2", NULL, 0));
 	SH_ASSERT_EQ(count_fires(FP_ENV_DISK_READ_EIO, 5), 5);
 	SH_ASSERT_EQ(count_fires(FP_ENV_DGRAM_RECV_DROP, 4), 2);
 	SH_ASSERT_EQ(count_fires(FP_ALLOC, 4), 0);
@@ -81,10 +81,17 @@ TEST(fault_spec_errors_are_clear_and_atomic)
 {
 	char err[256];
 	static const char *const bad[] = {
-		"nosuch.point:once", "env.disk.read_eio", "env.disk.read_eio:sometimes",
-		"env.disk.read_eio:every=0", "env.disk.read_eio:every=x", "env.disk.read_eio:prob=1.5",
-		"env.disk.read_eio:prob=-1", "env.disk.read_eio:nth=", "env.disk.read_eio:once=3",
-		":once", "env.disk.read_eio:every=99999999999999999999",
+		"nosuch.point:once",
+		"env.disk.read_eio",
+		"env.disk.read_eio:sometimes",
+		"env.disk.read_eio:every=0",
+		"env.disk.read_eio:every=x",
+		"env.disk.read_eio:prob=1.5",
+		"env.disk.read_eio:prob=-1",
+		"env.disk.read_eio:nth=",
+		"env.disk.read_eio:once=3",
+		":once",
+		"env.disk.read_eio:every=99999999999999999999",
 	};
 
 	for (size_t i = 0; i < SH_ARRAY_SIZE(bad); i++) {

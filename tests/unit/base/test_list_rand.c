@@ -22,13 +22,13 @@ TEST(list_basic)
 		else
 			sh_list_add(&h, &e[i].link);
 	}
-	sh_list_for_each(pos, &h)
+	sh_list_for_each (pos, &h)
 		order[k++] = sh_list_entry(pos, struct elem, link)->v;
 	SH_ASSERT_EQ(order[0], 2);
 	SH_ASSERT_EQ(order[1], 0);
 	SH_ASSERT_EQ(order[2], 1);
 	SH_ASSERT_EQ(order[3], 3);
-	sh_list_for_each_safe(pos, tmp, &h) {
+	sh_list_for_each_safe (pos, tmp, &h) {
 		sum += sh_list_entry(pos, struct elem, link)->v;
 		sh_list_del(pos);
 		sh_list_del(pos); /* harmless twice */

@@ -8,8 +8,8 @@
 #include "../../lib/test.h"
 
 #define DISK_SIZE (16u << 20)
-#define NREQ 600 /* more than the ring's 256 entries: exercises the backlog */
-#define BS 4096
+#define NREQ	  600 /* more than the ring's 256 entries: exercises the backlog */
+#define BS	  4096
 
 struct io {
 	struct env_disk_req r;
@@ -55,12 +55,13 @@ open_disk(struct env *env, const char *path, unsigned flags)
 }
 
 static void
-submit(struct env_disk *d, struct io *io, enum env_disk_op op, uint64_t off, void *buf,
-       size_t len)
+submit(struct env_disk *d, struct io *io, enum env_disk_op op, uint64_t off, void *buf, size_t len)
 {
 	memset(io, 0, sizeof(*io));
 	io->iov = (struct iovec){ buf, len };
-	io->r = (struct env_disk_req){ .op = op, .off = off, .iov = &io->iov, .iovcnt = 1, .cb = io_cb };
+	io->r = (struct env_disk_req){
+		.op = op, .off = off, .iov = &io->iov, .iovcnt = 1, .cb = io_cb
+	};
 	SH_ASSERT_OK(env_disk_submit(d, &io->r));
 }
 
@@ -205,7 +206,7 @@ TEST(disk_fault_points_and_cancel)
 	SH_ASSERT_OK(sh_fault_arm(FP_ENV_DISK_WRITE_EIO, "once", NULL, 0));
 	submit(d, &io[0], ENV_DISK_WRITE, 0, buf, BS);
 	submit(d, &io[1], ENV_DISK_WRITE, BS, buf, BS);
-	SH_ASSERT_EQ(io[0].done, 0); /* never inside submit */
+	SH_ASSERT_EQ(io[0].done, 0);			     /* never inside submit */
 	SH_ASSERT_ERR(env_disk_submit(d, &io[0].r), -EBUSY); /* still in flight */
 	wait_for(env, 2);
 	SH_ASSERT_ERR(io[0].result, -EIO);

@@ -50,17 +50,20 @@ LDFLAGS += $(SAN_LDFLAGS)
 LIBS := -luring -lisal -lpthread
 
 # ---- modules, bottom up (DESIGN.md §2); a module links only those before it ----
-MODULES := base env
+MODULES := base env net
 base_SRCS := $(wildcard src/base/*.c)
 env_SRCS := $(wildcard src/env/*.c)
+net_SRCS := $(wildcard src/net/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 LIB_base := $(BUILD)/lib/libsh_base.a
 LIB_env := $(BUILD)/lib/libsh_env.a
-ALL_LIBS := $(LIB_env) $(LIB_base)
+LIB_net := $(BUILD)/lib/libsh_net.a
+ALL_LIBS := $(LIB_net) $(LIB_env) $(LIB_base)
 
 $(LIB_base): $(call obj,$(base_SRCS))
 $(LIB_env): $(call obj,$(env_SRCS))
+$(LIB_net): $(call obj,$(net_SRCS))
 
 $(BUILD)/lib/%.a:
 	@mkdir -p $(dir $@)
@@ -73,8 +76,9 @@ $(BUILD)/obj/%.o: %.c
 
 # ---- test runners: one per module and tier ----
 TEST_LIB := $(call obj,tests/lib/test.c)
-UNIT_MODULES := base env
-RUNNERS := $(foreach m,$(UNIT_MODULES),$(BUILD)/tests/unit_$(m)) $(BUILD)/tests/sim_env
+UNIT_MODULES := base env net
+SIM_MODULES := env net
+RUNNERS := $(foreach m,$(UNIT_MODULES),$(BUILD)/tests/unit_$(m)) $(foreach m,$(SIM_MODULES),$(BUILD)/tests/sim_$(m))
 
 define unit_runner
 $(BUILD)/tests/unit_$(1): $(call obj,$(wildcard tests/unit/$(1)/*.c)) $(TEST_LIB) $(ALL_LIBS)
@@ -84,10 +88,13 @@ $(BUILD)/tests/unit_$(1): $(call obj,$(wildcard tests/unit/$(1)/*.c)) $(TEST_LIB
 endef
 $(foreach m,$(UNIT_MODULES),$(eval $(call unit_runner,$(m))))
 
-$(BUILD)/tests/sim_env: $(call obj,$(wildcard tests/sim/*.c)) $(TEST_LIB) $(ALL_LIBS)
-	@mkdir -p $(dir $@)
-	@echo "  LD $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(ALL_LIBS) $(LIBS)
+define sim_runner
+$(BUILD)/tests/sim_$(1): $(call obj,$(wildcard tests/sim/$(1)/*.c)) $(TEST_LIB) $(ALL_LIBS)
+	@mkdir -p $$(dir $$@)
+	@echo "  LD $$@"
+	$(Q)$(CC) $(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(ALL_LIBS) $(LIBS)
+endef
+$(foreach m,$(SIM_MODULES),$(eval $(call sim_runner,$(m))))
 
 # ---- fuzz targets: replayed over their corpus by `make test`, run by `make fuzz` ----
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
@@ -102,7 +109,7 @@ $(BUILD)/fuzz/replay_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(REPLAY_MAIN) $(ALL_LI
 FUZZ_BUILD := build/fuzz
 FUZZ_CFLAGS := $(CFLAGS_COMMON) -O1 -fsanitize=fuzzer-no-link,address,undefined \
 	-fno-sanitize-recover=all -Wno-unknown-warning-option
-FUZZ_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(base_SRCS) $(env_SRCS))
+FUZZ_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(base_SRCS) $(env_SRCS) $(net_SRCS))
 
 $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

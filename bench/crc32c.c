@@ -10,8 +10,8 @@
 
 #include "../src/base/base.h"
 
-#define BLOCK (64 << 10)
-#define TOTAL (512ull << 20)
+#define BLOCK	 (64 << 10)
+#define TOTAL	 (512ull << 20)
 #define SW_TOTAL (32ull << 20)
 
 static volatile uint32_t sink;
@@ -61,7 +61,8 @@ main(void)
 	printf("crc32c ISA-L      %6.2f GB/s\n", isal);
 	printf("memcpy (baseline) %6.2f GB/s\n", mc);
 	printf("crc32c table      %6.2f GB/s\n", sw);
-	printf("BENCH crc32c {\"block\":%d,\"isal_gbps\":%.2f,\"memcpy_gbps\":%.2f,\"table_gbps\":%.2f,"
+	printf("BENCH crc32c "
+	       "{\"block\":%d,\"isal_gbps\":%.2f,\"memcpy_gbps\":%.2f,\"table_gbps\":%.2f,"
 	       "\"ratio_vs_memcpy\":%.2f,\"ratio_vs_table\":%.1f}\n",
 	       BLOCK, isal, mc, sw, isal / mc, isal / sw);
 	return 0;

@@ -15,14 +15,15 @@
 
 #include "../src/env/env_real.h"
 
-#define BURST 64
+#define BURST  64
 #define ROUNDS 4000
 
 static double
 plain_udp(size_t size)
 {
 	int a = socket(AF_INET, SOCK_DGRAM, 0), b = socket(AF_INET, SOCK_DGRAM, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(sa);
 	static char buf[65536];
 	int big = 8 << 20;

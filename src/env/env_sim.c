@@ -171,6 +171,7 @@ sim_destroy(struct sim *sim)
 		struct sim_node *node = sh_list_entry(pos, struct sim_node, link);
 
 		sim_node_crash(node, 0);
+		simnet_node_fini(node);
 		simdisk_node_fini(node);
 		sh_free(node);
 	}
@@ -245,6 +246,8 @@ sim_node_create(struct sim *sim, const char *name, const char *addr)
 	sh_list_init(&node->events);
 	sh_list_init(&node->eps);
 	sh_list_init(&node->disks);
+	sh_list_init(&node->dead_eps);
+	sh_list_init(&node->dead_disks);
 	sh_list_init(&node->media);
 	sh_list_add_tail(&sim->nodes, &node->link);
 	return node;

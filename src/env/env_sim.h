@@ -21,7 +21,9 @@
  * callbacks) and power-fails its disks: unflushed writes are lost, and with
  * SIM_CRASH_TEAR the last one may be torn at a sector boundary. The node's
  * env is usable again after sim_node_restart(); its disks keep what was
- * durable.
+ * durable. Handles the dead process held (endpoints, disks) are inert: a
+ * send goes nowhere, a submit gets SH_ECRASHED, and closing them frees
+ * them, so the test can run the dead code's normal clean-up.
  */
 #ifndef SH_ENV_ENV_SIM_H
 #define SH_ENV_ENV_SIM_H

@@ -54,7 +54,8 @@ struct sim_disk {
 	struct env_disk base;
 	struct sim_node *node;
 	struct sim_media *m;
-	struct sh_list link; /* node->disks */
+	struct sh_list link; /* node->disks, or node->dead_disks after a crash */
+	bool dead;
 };
 
 static bool
@@ -284,7 +285,11 @@ simdisk_submit(struct env_disk *base, struct env_disk_req *r)
 	struct sim_node *node = d->node;
 	struct sim *sim = node->sim;
 	struct sim_disk_params *p = &node->dparams;
-	uint64_t lat = sh_rand_range(&sim->rng, p->lat_min_ns, p->lat_max_ns);
+	uint64_t lat;
+
+	if (d->dead)
+		return -SH_ECRASHED;
+	lat = sh_rand_range(&sim->rng, p->lat_min_ns, p->lat_max_ns);
 
 	env_event_init(&node->env, &r->ev, complete);
 	r->result = 0;
@@ -331,6 +336,11 @@ simdisk_close(struct env_disk *base)
 	struct sim_disk *d = sh_container_of(base, struct sim_disk, base);
 	struct sh_list *pos;
 
+	if (d->dead) {
+		sh_list_del(&d->link);
+		sh_free(d);
+		return;
+	}
 	/* its queued requests still complete, with -ECANCELED and without touching the medium */
 	sh_list_for_each (pos, &d->node->events) {
 		struct env_event *ev = sh_list_entry(pos, struct env_event, link);
@@ -373,8 +383,13 @@ simdisk_node_crash(struct sim_node *node, unsigned flags)
 {
 	struct sh_list *pos;
 
-	while ((pos = node->disks.next) != &node->disks)
-		disk_free(sh_list_entry(pos, struct sim_disk, link));
+	while ((pos = sh_list_pop(&node->disks)) != NULL) {
+		struct sim_disk *d = sh_list_entry(pos, struct sim_disk, link);
+
+		d->m->opens--;
+		d->dead = true;
+		sh_list_add_tail(&node->dead_disks, &d->link);
+	}
 	sh_list_for_each (pos, &node->media)
 		media_crash(node->sim, sh_list_entry(pos, struct sim_media, link), flags);
 }
@@ -383,6 +398,9 @@ void
 simdisk_node_fini(struct sim_node *node)
 {
 	struct sh_list *pos;
+
+	while ((pos = sh_list_pop(&node->dead_disks)) != NULL)
+		sh_free(sh_list_entry(pos, struct sim_disk, link));
 
 	while ((pos = node->media.next) != &node->media)
 		media_free(sh_list_entry(pos, struct sim_media, link));

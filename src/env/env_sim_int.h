@@ -32,8 +32,10 @@ struct sim_node {
 	uint16_t next_port;
 	struct sh_list events; /* queued env_events of this node */
 	struct sh_list eps;
-	struct sh_list disks; /* open handles */
-	struct sh_list media; /* what survives crashes */
+	struct sh_list disks;	   /* open handles */
+	struct sh_list dead_eps;   /* endpoints of a crashed process, not closed yet */
+	struct sh_list dead_disks; /* likewise, disks */
+	struct sh_list media;	   /* what survives crashes */
 	struct sim_disk_params dparams;
 	struct sh_list link;
 };
@@ -55,6 +57,7 @@ int simnet_send(struct env_dgram *d, const struct env_dgram_msg *msgs, unsigned 
 void simnet_stats(struct env_dgram *d, struct env_dgram_stats *out);
 void simnet_close(struct env_dgram *d);
 void simnet_node_crash(struct sim_node *node);
+void simnet_node_fini(struct sim_node *node);
 void simnet_fini(struct sim *sim);
 bool simnet_is_packet(const struct env_event *ev);
 void simnet_packet_free(struct env_event *ev);

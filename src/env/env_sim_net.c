@@ -25,6 +25,7 @@ struct sim_ep {
 	void *arg;
 	struct env_dgram_stats st;
 	struct env_event wev; /* "writable again" after a partial send */
+	bool dead;	      /* its process crashed: unbound, freed on close */
 };
 
 struct sim_pkt {
@@ -134,7 +135,14 @@ ep_free(struct sim_ep *ep)
 void
 simnet_close(struct env_dgram *d)
 {
-	ep_free(sh_container_of(d, struct sim_ep, base));
+	struct sim_ep *ep = sh_container_of(d, struct sim_ep, base);
+
+	if (ep->dead) {
+		sh_list_del(&ep->link);
+		sh_free(ep);
+		return;
+	}
+	ep_free(ep);
 }
 
 void
@@ -148,8 +156,25 @@ simnet_node_crash(struct sim_node *node)
 {
 	struct sh_list *pos;
 
-	while ((pos = node->eps.next) != &node->eps)
-		ep_free(sh_list_entry(pos, struct sim_ep, link));
+	/* the process is gone but its memory still holds the handles: unbind them, free on close */
+	while ((pos = sh_list_pop(&node->eps)) != NULL) {
+		struct sim_ep *ep = sh_list_entry(pos, struct sim_ep, link);
+
+		sh_heap_remove(&node->sim->q, &ep->wev.hn);
+		sh_list_del(&ep->wev.link);
+		sh_htable_remove(&node->sim->eps, &ep->hn);
+		ep->dead = true;
+		sh_list_add_tail(&node->dead_eps, &ep->link);
+	}
+}
+
+void
+simnet_node_fini(struct sim_node *node)
+{
+	struct sh_list *pos;
+
+	while ((pos = sh_list_pop(&node->dead_eps)) != NULL)
+		sh_free(sh_list_entry(pos, struct sim_ep, link));
 }
 
 static void
@@ -315,6 +340,8 @@ simnet_send(struct env_dgram *d, const struct env_dgram_msg *msgs, unsigned n)
 	struct sim_ep *ep = sh_container_of(d, struct sim_ep, base);
 	struct sim *sim = ep->node->sim;
 
+	if (ep->dead)
+		return (int)n; /* a dead process's datagrams go nowhere */
 	ep->st.send_calls++;
 	for (unsigned i = 0; i < n; i++) {
 		const struct env_dgram_msg *m = &msgs[i];

@@ -7,8 +7,8 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "../../src/env/env_sim.h"
-#include "../lib/test.h"
+#include "../../../src/env/env_sim.h"
+#include "../../lib/test.h"
 
 #define BS   4096
 #define NBLK 32

@@ -7,8 +7,8 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "../../src/env/env_sim.h"
-#include "../lib/test.h"
+#include "../../../src/env/env_sim.h"
+#include "../../lib/test.h"
 
 #define NODES 50
 #define PORT  7000

@@ -1,0 +1,661 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The data-network endpoint: configuration, interfaces and transports,
+ * peers and their paths, the receive path (decode, route to a session),
+ * the session handshake and liveness, and batched sending.
+ *
+ * Session handshake (per peer; docs/protocol.md):
+ *
+ *   IDLE --something to send--> CONNECTING --HELLO_ACK(our sess)--> ESTABLISHED
+ *     ^                             |  \--peer's HELLO (wins if its id is higher)--^
+ *     +--silence > dead_ns, RESET---+------------------------------------------+
+ *
+ * A packet names both ends' incarnations. One for an incarnation of ours
+ * that is gone, or for a session we do not have, is answered with RESET.
+ * A peer seen with a higher incarnation has restarted: its session is torn
+ * down and calls sent to the old one fail with SH_EPEERRESTART.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <string.h>
+
+#include "net_int.h"
+
+SH_LOG_FACILITY("net");
+
+#define ACK_BATCH_TICKS 4
+
+static bool
+peer_eq(const struct sh_hnode *h, const void *key)
+{
+	return sh_container_of(h, struct net_peer, hn)->id == *(const uint64_t *)key;
+}
+
+struct net_peer *
+net_peer_get(const struct net *n, uint64_t id)
+{
+	struct sh_hnode *h = sh_htable_find(&n->peers, sh_hash_u64(id), &id, peer_eq);
+
+	return h ? sh_container_of(h, struct net_peer, hn) : NULL;
+}
+
+static bool
+is_loopback(const struct env_addr *a)
+{
+	static const uint8_t v6lo[16] = { [15] = 1 };
+
+	return (a->family == AF_INET && a->ip[0] == 127) ||
+	       (a->family == AF_INET6 && memcmp(a->ip, v6lo, 16) == 0);
+}
+
+static uint32_t
+default_mtu(const struct env_addr *a)
+{
+	/* loopback takes 64 KiB datagrams; Ethernet without jumbo frames 1500 - 28 */
+	return is_loopback(a) ? ENV_DGRAM_MAX : 1472;
+}
+
+/* Choose the path: same label first, then any with the same address family. */
+static void
+choose_path(struct net_peer *p)
+{
+	struct net *n = p->net;
+	int best = -1, bi = 0, bj = 0;
+
+	for (unsigned i = 0; i < n->nifaces; i++) {
+		for (unsigned j = 0; j < p->nifaces; j++) {
+			int score;
+
+			if (n->ifaces[i].addr.family != p->ifaces[j].addr.family)
+				continue;
+			score = 1 + (n->ifaces[i].label[0] != '\0' &&
+				     strcmp(n->ifaces[i].label, p->ifaces[j].label) == 0);
+			if (score > best) {
+				best = score;
+				bi = (int)i;
+				bj = (int)j;
+			}
+		}
+	}
+	p->path_local = (unsigned)bi;
+	p->path_remote = (unsigned)bj;
+	p->mtu = SH_MIN(n->ifaces[bi].mtu, p->ifaces[bj].mtu);
+	p->mtu = SH_MIN(p->mtu, n->tps[bi].ops->max_dgram);
+}
+
+static struct net_peer *
+peer_new(struct net *n, uint64_t id, const struct net_iface *ifaces, unsigned nifaces)
+{
+	struct net_peer *p = sh_calloc(1, sizeof(*p));
+
+	if (p == NULL)
+		return NULL;
+	p->id = id;
+	p->net = n;
+	p->nifaces = nifaces;
+	for (unsigned i = 0; i < nifaces; i++) {
+		p->ifaces[i] = ifaces[i];
+		if (p->ifaces[i].mtu == 0)
+			p->ifaces[i].mtu = default_mtu(&ifaces[i].addr);
+	}
+	sh_list_init(&p->calls);
+	sh_list_init(&p->dirty_link);
+	if (net_sess_alloc(p) < 0) {
+		sh_free(p);
+		return NULL;
+	}
+	net_sess_reset(p);
+	choose_path(p);
+	sh_htable_insert(&n->peers, &p->hn, sh_hash_u64(id));
+	sh_list_add_tail(&n->peer_list, &p->link);
+	return p;
+}
+
+int
+net_peer_add(struct net *n, uint64_t id, const struct net_iface *ifaces, unsigned nifaces)
+{
+	struct net_peer *p;
+	bool usable = false;
+
+	if (id == 0 || id == n->id || nifaces == 0 || nifaces > NET_MAX_IFACES || ifaces == NULL)
+		return -EINVAL;
+	for (unsigned i = 0; i < nifaces; i++) {
+		if (ifaces[i].addr.family != AF_INET && ifaces[i].addr.family != AF_INET6)
+			return -EINVAL;
+		for (unsigned k = 0; k < n->nifaces; k++)
+			usable |= n->ifaces[k].addr.family == ifaces[i].addr.family;
+	}
+	if (!usable)
+		return -EINVAL; /* no local interface of the same family */
+	p = net_peer_get(n, id);
+	if (p != NULL) {
+		if (!p->learned)
+			return -EEXIST;
+		/* configured now: the addresses given win over the learned one */
+		p->learned = false;
+		p->nifaces = nifaces;
+		for (unsigned i = 0; i < nifaces; i++) {
+			p->ifaces[i] = ifaces[i];
+			if (p->ifaces[i].mtu == 0)
+				p->ifaces[i].mtu = default_mtu(&ifaces[i].addr);
+		}
+		choose_path(p);
+		return 0;
+	}
+	return peer_new(n, id, ifaces, nifaces) ? 0 : -ENOMEM;
+}
+
+uint64_t
+net_peer_incarnation(const struct net *n, uint64_t id)
+{
+	struct net_peer *p = net_peer_get(n, id);
+
+	return p ? p->inc : 0;
+}
+
+bool
+net_peer_connected(const struct net *n, uint64_t id)
+{
+	struct net_peer *p = net_peer_get(n, id);
+
+	return p != NULL && p->state == SESS_ESTABLISHED;
+}
+
+/* ---- sending ---- */
+
+void
+net_out_flush(struct net *n)
+{
+	unsigned sent = 0;
+
+	while (sent < n->nout) {
+		int rc = n->tps[n->out_tp].ops->send(&n->tps[n->out_tp], n->out + sent, n->nout - sent);
+
+		if (rc <= 0)
+			break; /* full or failing: the rest is lost and will be retransmitted */
+		sent += (unsigned)rc;
+	}
+	n->nout = 0;
+}
+
+void
+net_out_packet(struct net_peer *p, struct net_pkt *h, const void *payload, size_t len)
+{
+	struct net *n = p->net;
+	struct iovec piov = { (void *)payload, len };
+	unsigned i;
+	size_t hlen;
+
+	if (n->nout > 0 && (n->out_tp != p->path_local || n->nout == NET_BATCH))
+		net_out_flush(n);
+	i = n->nout++;
+	n->out_tp = p->path_local;
+	hlen = net_pkt_encode_hdr(h, n->out_hdr[i], &piov, len ? 1 : 0);
+	n->out_iov[i][0] = (struct iovec){ n->out_hdr[i], hlen };
+	n->out_iov[i][1] = piov;
+	n->out[i] = (struct env_dgram_msg){ .peer = p->ifaces[p->path_remote].addr,
+					    .iov = n->out_iov[i],
+					    .iovcnt = len ? 2 : 1 };
+	n->st.pkts_sent++;
+	n->st.bytes_sent += hlen + len;
+	p->last_tx_ns = env_now(n->env);
+}
+
+void
+net_mark_dirty(struct net_peer *p)
+{
+	struct net *n = p->net;
+
+	if (!p->dirty) {
+		p->dirty = true;
+		sh_list_add_tail(&n->dirty, &p->dirty_link);
+	}
+	env_post(&n->flush_task);
+}
+
+/* Push every dirty session and send what it produced. */
+static void
+flush_dirty(struct net *n)
+{
+	struct sh_list *pos;
+
+	while ((pos = sh_list_pop(&n->dirty)) != NULL) {
+		struct net_peer *p = sh_list_entry(pos, struct net_peer, dirty_link);
+
+		p->dirty = false;
+		if (p->state == SESS_IDLE && !sh_list_empty(&p->calls))
+			net_sess_connect(p); /* calls wait for this peer */
+		net_sess_push(p);
+		net_sess_end_of_batch(p);
+	}
+	net_out_flush(n);
+}
+
+static void
+flush_task(struct env_task *t)
+{
+	flush_dirty(t->arg);
+}
+
+static void
+send_ctl(struct net *n SH_UNUSED, struct net_peer *p, uint8_t type)
+{
+	struct net_pkt h;
+
+	net_sess_fill_hdr(p, &h, type);
+	net_out_packet(p, &h, NULL, 0);
+}
+
+static void
+send_reset(struct net *n, unsigned tp, const struct env_addr *to, const struct net_pkt *bad)
+{
+	struct net_pkt h = { .type = NET_PKT_RESET };
+	struct iovec none = { NULL, 0 };
+	uint8_t buf[NET_HDR_MAX];
+	struct iovec iov;
+	struct env_dgram_msg m;
+
+	h.src_id = n->id;
+	h.dst_id = bad->src_id;
+	h.src_inc = n->inc;
+	h.dst_inc = bad->src_inc;
+	h.sess = bad->sess;
+	h.ts = net_now_us(n);
+	iov = (struct iovec){ buf, net_pkt_encode_hdr(&h, buf, &none, 0) };
+	m = (struct env_dgram_msg){ .peer = *to, .iov = &iov, .iovcnt = 1 };
+	n->tps[tp].ops->send(&n->tps[tp], &m, 1);
+	n->st.resets_sent++;
+	n->st.pkts_sent++;
+}
+
+static void
+peer_event(struct net *n, struct net_peer *p, enum net_peer_event ev)
+{
+	if (n->cfg.peer_event != NULL)
+		n->cfg.peer_event(n->cfg.arg, p->id, ev);
+}
+
+void
+net_sess_connect(struct net_peer *p)
+{
+	struct net *n = p->net;
+
+	if (p->state != SESS_IDLE)
+		return;
+	net_sess_reset(p);
+	p->state = SESS_CONNECTING;
+	p->sess++;
+	p->hello_ns = env_now(n->env);
+	p->hello_rto_ns = n->cfg.rto_min_ns * 5;
+	p->last_rx_ns = p->hello_ns;
+	send_ctl(n, p, NET_PKT_HELLO);
+	net_mark_dirty(p);
+}
+
+void
+net_sess_down(struct net_peer *p, int why)
+{
+	bool was_up = p->state == SESS_ESTABLISHED;
+
+	sh_log_info("peer %llx: session %u down: %s", (unsigned long long)p->id, p->sess,
+		    sh_strerror(why));
+	net_sess_reset(p);
+	if (was_up)
+		peer_event(p->net, p, NET_PEER_DOWN);
+	net_rpc_sess_down(p, false);
+}
+
+/* The peer came back with incarnation inc: everything of the old one is gone. */
+static void
+peer_restarted(struct net_peer *p, uint64_t inc)
+{
+	struct net *n = p->net;
+
+	sh_log_info("peer %llx restarted (incarnation %llx -> %llx)", (unsigned long long)p->id,
+		    (unsigned long long)p->inc, (unsigned long long)inc);
+	n->st.peers_restarted++;
+	net_sess_reset(p);
+	p->inc = inc;
+	peer_event(n, p, NET_PEER_RESTARTED);
+	net_rpc_sess_down(p, true);
+}
+
+static void
+established(struct net_peer *p, uint32_t sess)
+{
+	struct net *n = p->net;
+
+	net_sess_start(p, sess);
+	n->st.sessions_opened++;
+	sh_log_debug("peer %llx: session %u up", (unsigned long long)p->id, sess);
+	peer_event(n, p, NET_PEER_UP);
+	net_rpc_sess_up(p);
+	net_mark_dirty(p);
+}
+
+static void
+on_hello(struct net *n, struct net_peer *p, const struct net_pkt *pkt)
+{
+	if (p->inc != 0 && pkt->src_inc < p->inc) {
+		n->st.stale++;
+		return;
+	}
+	if (p->inc != 0 && pkt->src_inc > p->inc)
+		peer_restarted(p, pkt->src_inc);
+	p->inc = pkt->src_inc;
+	if (p->state == SESS_ESTABLISHED && p->sess == pkt->sess) {
+		send_ctl(n, p, NET_PKT_HELLO_ACK); /* our ack was lost */
+		return;
+	}
+	if (p->state == SESS_ESTABLISHED && net_seq_lt(pkt->sess, p->sess)) {
+		n->st.stale++; /* a HELLO of an older session, delayed */
+		return;
+	}
+	if (p->state == SESS_CONNECTING && n->id > p->id)
+		return; /* both opened at once: the higher id's session wins, it will ack ours */
+	if (p->state == SESS_ESTABLISHED)
+		net_sess_down(p, -ECONNRESET); /* the peer opened a new session: the old is gone */
+	established(p, pkt->sess);
+	send_ctl(n, p, NET_PKT_HELLO_ACK);
+}
+
+static void
+on_hello_ack(struct net *n, struct net_peer *p, const struct net_pkt *pkt)
+{
+	if (pkt->dst_inc != n->inc || p->state != SESS_CONNECTING || pkt->sess != p->sess) {
+		n->st.stale++;
+		return;
+	}
+	if (p->inc != 0 && pkt->src_inc < p->inc) {
+		n->st.stale++;
+		return;
+	}
+	if (p->inc != 0 && pkt->src_inc > p->inc) {
+		uint32_t sess = p->sess;
+
+		peer_restarted(p, pkt->src_inc);
+		p->sess = sess;
+	}
+	p->inc = pkt->src_inc;
+	established(p, pkt->sess);
+}
+
+static void
+on_reset(struct net *n, struct net_peer *p, const struct net_pkt *pkt)
+{
+	n->st.resets_received++;
+	if (pkt->dst_inc != n->inc || p->state == SESS_IDLE || pkt->sess != p->sess)
+		return;
+	if (p->inc != 0 && pkt->src_inc < p->inc)
+		return;
+	if (p->inc != 0 && pkt->src_inc > p->inc)
+		peer_restarted(p, pkt->src_inc);
+	else
+		net_sess_down(p, -ECONNRESET);
+	p->inc = pkt->src_inc;
+}
+
+static void
+on_packet(struct net *n, unsigned tp, const struct env_addr *from, const struct net_pkt *pkt)
+{
+	struct net_peer *p;
+
+	if (pkt->dst_id != n->id) {
+		n->st.misdirected++;
+		return;
+	}
+	p = net_peer_get(n, pkt->src_id);
+	if (p == NULL) {
+		struct net_iface learned = { .addr = *from };
+
+		if (pkt->type != NET_PKT_HELLO) {
+			if (pkt->type != NET_PKT_RESET)
+				send_reset(n, tp, from, pkt);
+			return;
+		}
+		/* a client or a node not configured yet: reach it where it wrote from */
+		learned.mtu = n->ifaces[tp].mtu;
+		p = peer_new(n, pkt->src_id, &learned, 1);
+		if (p == NULL)
+			return;
+		p->learned = true;
+		p->path_local = tp;
+	}
+	if (pkt->dst_inc != 0 && pkt->dst_inc != n->inc && pkt->type != NET_PKT_RESET) {
+		send_reset(n, tp, from, pkt); /* meant for an incarnation of ours that is gone */
+		return;
+	}
+	p->last_rx_ns = env_now(n->env);
+	switch (pkt->type) {
+	case NET_PKT_HELLO:
+		on_hello(n, p, pkt);
+		return;
+	case NET_PKT_HELLO_ACK:
+		on_hello_ack(n, p, pkt);
+		return;
+	case NET_PKT_RESET:
+		on_reset(n, p, pkt);
+		return;
+	}
+	if (p->state != SESS_ESTABLISHED || pkt->sess != p->sess || pkt->src_inc != p->inc ||
+	    pkt->dst_inc != n->inc) {
+		if (p->inc != 0 && pkt->src_inc < p->inc) {
+			n->st.stale++;
+			return;
+		}
+		send_reset(n, tp, from, pkt);
+		return;
+	}
+	net_sess_on_ack(p, pkt);
+	if (pkt->type == NET_PKT_DATA)
+		net_sess_on_data(p, pkt);
+	else if (pkt->type == NET_PKT_KEEPALIVE) {
+		p->ack_now = true;
+		net_mark_dirty(p);
+	}
+}
+
+static void
+on_recv(void *arg, struct net_transport *t, const struct env_dgram_msg *msgs, unsigned cnt)
+{
+	struct net *n = arg;
+	unsigned tp = (unsigned)(t - n->tps);
+
+	for (unsigned i = 0; i < cnt; i++) {
+		struct net_pkt pkt;
+		int rc = net_pkt_decode(msgs[i].iov[0].iov_base, msgs[i].len, &pkt);
+
+		n->st.pkts_received++;
+		n->st.bytes_received += msgs[i].len;
+		if (rc == -EPROTO) {
+			n->st.bad_magic++;
+			continue;
+		}
+		if (rc == SH_ECRC) {
+			n->st.bad_crc++;
+			continue;
+		}
+		if (rc < 0) {
+			n->st.bad_format++;
+			continue;
+		}
+		on_packet(n, tp, &msgs[i].peer, &pkt);
+		if (n->destroying)
+			return;
+	}
+	/* acks and replies produced by this batch go out now, together */
+	flush_dirty(n);
+}
+
+/* ---- liveness ---- */
+
+static void
+tick(struct env_timer *t)
+{
+	struct net *n = t->arg;
+	uint64_t now = env_now(n->env);
+	struct sh_list *pos, *tmp;
+
+	sh_list_for_each_safe(pos, tmp, &n->peer_list) {
+		struct net_peer *p = sh_list_entry(pos, struct net_peer, link);
+
+		if (p->state == SESS_ESTABLISHED) {
+			if (now - p->last_rx_ns >= n->cfg.dead_ns) {
+				n->st.peers_dead++;
+				net_sess_down(p, -ETIMEDOUT);
+			} else if (now - p->last_tx_ns >= n->cfg.keepalive_ns) {
+				send_ctl(n, p, NET_PKT_KEEPALIVE);
+			}
+		} else if (p->state == SESS_CONNECTING) {
+			if (now - p->last_rx_ns >= n->cfg.dead_ns) {
+				/* nobody answers: give up this attempt; waiting calls keep their deadlines */
+				net_sess_reset(p);
+				net_rpc_sess_down(p, false);
+			} else if (now - p->hello_ns >= p->hello_rto_ns) {
+				p->hello_ns = now;
+				p->hello_rto_ns = SH_MIN(p->hello_rto_ns * 2, n->cfg.rto_max_ns);
+				send_ctl(n, p, NET_PKT_HELLO);
+			}
+		}
+	}
+	net_rpc_tick(n, now);
+	net_out_flush(n);
+	env_timer_arm(t, SH_MIN(n->cfg.keepalive_ns / 2, n->cfg.rto_min_ns * 5));
+}
+
+/* ---- life cycle ---- */
+
+static int
+check_config(const struct net_config *c)
+{
+	if (c->node_id == 0 || c->nifaces == 0 || c->nifaces > NET_MAX_IFACES || c->ifaces == NULL)
+		return -EINVAL;
+	if (c->window > 8192 || (c->window != 0 && c->window < 16))
+		return -EINVAL;
+	for (unsigned i = 0; i < c->nifaces; i++)
+		if (c->ifaces[i].mtu != 0 && c->ifaces[i].mtu < 512)
+			return -EINVAL;
+	return 0;
+}
+
+int
+net_create(struct env *env, const struct net_config *cfg, struct net **out)
+{
+	struct net *n;
+	int rc = check_config(cfg);
+
+	if (rc < 0) {
+		sh_log_warn("net_create: invalid configuration");
+		return rc;
+	}
+	n = sh_calloc(1, sizeof(*n));
+	if (n == NULL)
+		return -ENOMEM;
+	n->env = env;
+	n->cfg = *cfg;
+	n->cfg.ifaces = NULL;
+#define DEFAULT(f, v)                                                                              \
+	if (n->cfg.f == 0)                                                                         \
+	n->cfg.f = (v)
+	DEFAULT(rto_min_ns, 2 * SH_NSEC_PER_MSEC);
+	DEFAULT(rto_max_ns, 500 * SH_NSEC_PER_MSEC);
+	DEFAULT(keepalive_ns, 250 * SH_NSEC_PER_MSEC);
+	DEFAULT(dead_ns, 5 * SH_NSEC_PER_SEC);
+	DEFAULT(delack_ns, 200 * SH_NSEC_PER_USEC);
+	DEFAULT(max_msg, 1u << 30);
+	DEFAULT(window, 1024);
+	DEFAULT(cwnd_init, 64);
+	DEFAULT(reply_ttl_ns, 60 * SH_NSEC_PER_SEC);
+#undef DEFAULT
+	if (n->cfg.cwnd_init > n->cfg.window)
+		n->cfg.cwnd_init = n->cfg.window;
+	n->id = cfg->node_id;
+	n->inc = cfg->incarnation ? cfg->incarnation : SH_MAX(env_realtime(env), 1);
+	sh_list_init(&n->peer_list);
+	sh_list_init(&n->dirty);
+	env_task_init(env, &n->flush_task, flush_task, n);
+	env_timer_init(env, &n->tick, tick, n);
+	rc = sh_htable_init(&n->peers, 64);
+	if (rc < 0)
+		goto out_free;
+	rc = net_rpc_init(n);
+	if (rc < 0)
+		goto out_peers;
+	for (unsigned i = 0; i < cfg->nifaces; i++) {
+		n->ifaces[i] = cfg->ifaces[i];
+		if (n->ifaces[i].mtu == 0)
+			n->ifaces[i].mtu = default_mtu(&cfg->ifaces[i].addr);
+		n->tps[i].ops = &net_transport_udp;
+		n->tps[i].recv = on_recv;
+		n->tps[i].arg = n;
+		rc = n->tps[i].ops->open(&n->tps[i], env, &cfg->ifaces[i].addr);
+		if (rc < 0)
+			goto out_tps;
+		n->tps[i].ops->local_addr(&n->tps[i], &n->ifaces[i].addr);
+		n->nifaces++;
+	}
+	env_timer_arm(&n->tick, n->cfg.rto_min_ns * 5);
+	*out = n;
+	return 0;
+
+out_tps:
+	for (unsigned i = 0; i < n->nifaces; i++)
+		n->tps[i].ops->close(&n->tps[i]);
+	net_rpc_fini(n);
+out_peers:
+	sh_htable_fini(&n->peers);
+out_free:
+	sh_free(n);
+	return rc;
+}
+
+void
+net_destroy(struct net *n)
+{
+	struct sh_list *pos;
+
+	if (n == NULL)
+		return;
+	n->destroying = true;
+	env_timer_cancel(&n->tick);
+	env_task_cancel(&n->flush_task);
+	net_rpc_fini(n);
+	while ((pos = sh_list_pop(&n->peer_list)) != NULL) {
+		struct net_peer *p = sh_list_entry(pos, struct net_peer, link);
+
+		net_sess_free(p);
+		sh_htable_remove(&n->peers, &p->hn);
+		sh_free(p);
+	}
+	for (unsigned i = 0; i < n->nifaces; i++)
+		n->tps[i].ops->close(&n->tps[i]);
+	sh_htable_fini(&n->peers);
+	sh_free(n);
+}
+
+uint64_t
+net_node_id(const struct net *n)
+{
+	return n->id;
+}
+
+uint64_t
+net_incarnation(const struct net *n)
+{
+	return n->inc;
+}
+
+void
+net_stats(const struct net *n, struct net_stats *out)
+{
+	*out = n->st;
+}
+
+int
+net_iface_addr(const struct net *n, unsigned i, struct env_addr *out)
+{
+	if (i >= n->nifaces)
+		return -EINVAL;
+	*out = n->ifaces[i].addr;
+	return 0;
+}

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * net: Shoal's data network (DESIGN.md §7, docs/protocol.md).
+ *
+ * A struct net is one node's endpoint on one env (one loop thread): its
+ * identity (node id, incarnation), its interfaces, the peers it talks to,
+ * and an RPC layer. Between two nodes runs one reliable session over
+ * datagrams: handshake with incarnations, sequence numbers, cumulative and
+ * selective acks, retransmission timed from measured RTT, fast retransmit,
+ * a congestion window, the peer's receive window, messages cut into
+ * fragments of the path MTU and reassembled, keep-alives, and a peer
+ * declared dead after a silence.
+ *
+ * RPC: net_call() sends a request and calls back exactly once with the
+ * reply, -ETIMEDOUT (deadline passed or peer silent), SH_EPEERRESTART (the
+ * peer restarted: the request may or may not have run), -ECANCELED
+ * (net_call_cancel or net_destroy), or the handler's negative status. A
+ * call survives a session that breaks and comes back (a healed partition)
+ * by resending the request; the server keeps replies in a cache keyed by
+ * (client, incarnation, call id), so a handler sees each request once.
+ *
+ * Threading: everything on the env's thread.
+ */
+#ifndef SH_NET_NET_H
+#define SH_NET_NET_H
+
+#include "../env/env.h"
+#include "rpc_ops.h"
+#include "wire.h"
+
+struct net;
+struct net_call;
+struct net_req;
+
+#define NET_LABEL_MAX 16
+
+struct net_iface {
+	struct env_addr addr;
+	char label[NET_LABEL_MAX]; /* e.g. the switch it hangs on; "" for none */
+	uint32_t mtu;		   /* largest datagram payload on this interface; 0: default */
+};
+
+enum net_peer_event {
+	NET_PEER_UP = 1,    /* session established */
+	NET_PEER_DOWN,	    /* declared dead after silence */
+	NET_PEER_RESTARTED, /* came back with a new incarnation */
+};
+
+struct net_config {
+	uint64_t node_id;     /* non-zero, unique in the cluster */
+	uint64_t incarnation; /* 0: the env's wall clock (grows across restarts) */
+	const struct net_iface *ifaces;
+	unsigned nifaces;
+	uint64_t rto_min_ns;   /* default 2 ms */
+	uint64_t rto_max_ns;   /* default 500 ms */
+	uint64_t keepalive_ns; /* idle time before a keep-alive; default 250 ms */
+	uint64_t dead_ns;      /* silence before a peer is declared dead; default 5 s */
+	uint64_t delack_ns;    /* longest an ack waits for a packet to ride on; default 200 us */
+	uint32_t max_msg;      /* largest message; default 1 GiB */
+	uint32_t window;       /* packets in flight per session; default 1024, at most 8192 */
+	uint32_t cwnd_init;    /* initial congestion window, packets; default 64 */
+	uint64_t reply_ttl_ns; /* how long replies stay in the cache; default 60 s */
+	void (*peer_event)(void *arg, uint64_t peer_id, enum net_peer_event ev);
+	void *arg;
+};
+
+struct net_stats {
+	uint64_t pkts_sent, pkts_received, bytes_sent, bytes_received;
+	uint64_t retransmits, fast_retransmits, timeouts;
+	uint64_t dup_pkts, out_of_order, acks_sent;
+	uint64_t bad_magic, bad_format, bad_crc, misdirected, stale, resets_sent, resets_received;
+	uint64_t msgs_sent, msgs_received;
+	uint64_t calls, calls_ok, calls_failed, call_retries;
+	uint64_t requests, duplicate_requests, replies_from_cache;
+	uint64_t sessions_opened, peers_dead, peers_restarted;
+};
+
+/* Create the endpoint: binds every interface. -EINVAL for a bad config. */
+int net_create(struct env *env, const struct net_config *cfg, struct net **out);
+/* Fail pending calls with -ECANCELED, close everything. */
+void net_destroy(struct net *n);
+uint64_t net_node_id(const struct net *n);
+uint64_t net_incarnation(const struct net *n);
+void net_stats(const struct net *n, struct net_stats *out);
+/* The bound address of interface i (with its port if it was 0). */
+int net_iface_addr(const struct net *n, unsigned i, struct env_addr *out);
+
+/* Tell net how to reach a node. -EEXIST if known, -EINVAL, -ENOMEM. */
+int net_peer_add(struct net *n, uint64_t node_id, const struct net_iface *ifaces,
+		 unsigned nifaces);
+/* The peer's incarnation as last seen (0: never), and whether a session is up. */
+uint64_t net_peer_incarnation(const struct net *n, uint64_t node_id);
+bool net_peer_connected(const struct net *n, uint64_t node_id);
+
+struct net_msg {
+	struct sh_buf *buf; /* take a reference (sh_buf_get) to keep it */
+	size_t off;
+	size_t len;
+};
+
+typedef void (*net_call_cb)(void *arg, int status, const struct net_msg *reply);
+
+struct net_call_opts {
+	uint64_t timeout_ns; /* default 10 s */
+	unsigned retries;    /* resends after a broken session; default 3 */
+};
+
+/*
+ * Call opcode on node peer_id with the body bytes (copied). opts may be
+ * NULL. On 0, cb runs exactly once later; *out (if not NULL) can cancel
+ * it until then. -ENOENT (unknown peer), -EMSGSIZE, -EINVAL, -ENOMEM.
+ */
+int net_call(struct net *n, uint64_t peer_id, uint16_t opcode, const struct iovec *body,
+	     int iovcnt, const struct net_call_opts *opts, net_call_cb cb, void *arg,
+	     struct net_call **out);
+/* The callback runs later with -ECANCELED (unless it already ran: then a no-op is impossible, do not call). */
+void net_call_cancel(struct net_call *c);
+
+typedef void (*net_handler_fn)(struct net_req *req, void *arg);
+
+/* Register the handler of an opcode. -EEXIST, -EINVAL. */
+int net_handle(struct net *n, uint16_t opcode, net_handler_fn fn, void *arg);
+const struct net_msg *net_req_body(const struct net_req *r);
+uint64_t net_req_peer(const struct net_req *r);
+uint16_t net_req_opcode(const struct net_req *r);
+/*
+ * Answer a request, now or later, exactly once: status >= 0 for success
+ * (given to the caller as its status) or a negative errno. The body is
+ * copied. After this, r is gone.
+ */
+void net_reply(struct net_req *r, int status, const struct iovec *body, int iovcnt);
+
+#endif /* SH_NET_NET_H */

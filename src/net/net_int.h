@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Private to net/: the endpoint, peers with their session state, messages, calls. */
+#ifndef SH_NET_NET_INT_H
+#define SH_NET_NET_INT_H
+
+#include "net.h"
+#include "transport.h"
+
+#define NET_BATCH ENV_DGRAM_BATCH
+#define NET_HDR_MAX (NET_HDR_SIZE + 8 * NET_MAX_SACK)
+#define NET_MAX_IFACES 8
+#define NET_DUPTHRESH 3
+#define NET_CWND_MIN 4
+
+/* A message queued on a session: the bytes are shared (buf), the cut is per session. */
+struct net_txmsg {
+	uint32_t ref;
+	uint64_t id;
+	struct sh_buf *buf;
+	uint32_t len;
+	uint32_t frag_size;
+	uint32_t frag_cnt;
+	uint32_t next_frag;
+	struct sh_list qlink;
+};
+
+enum txpkt_state { TX_FREE = 0, TX_INFLIGHT, TX_SACKED, TX_LOST };
+
+struct net_txpkt {
+	struct net_txmsg *m;
+	uint32_t frag;
+	uint8_t state;
+	uint8_t retx;
+	uint64_t sent_ns;
+};
+
+struct net_rxpkt {
+	bool used;
+	uint64_t msg_id;
+	uint32_t msg_len, frag_idx, frag_cnt;
+	struct sh_buf *data;
+	uint32_t len;
+};
+
+struct net_rxmsg {
+	struct sh_list link;
+	uint64_t id;
+	uint32_t len, cnt, got, fsize;
+	struct sh_buf *buf;
+};
+
+/*
+ * Session states (one session per peer; docs/protocol.md has the diagram):
+ *   IDLE -> CONNECTING (something to send: HELLO) -> ESTABLISHED (HELLO_ACK,
+ *   or the peer's HELLO); ESTABLISHED -> IDLE on silence or RESET.
+ */
+enum sess_state { SESS_IDLE = 0, SESS_CONNECTING, SESS_ESTABLISHED };
+
+struct net_peer {
+	struct sh_hnode hn;
+	struct sh_list link;
+	uint64_t id;
+	struct net *net;
+	struct net_iface ifaces[NET_MAX_IFACES];
+	unsigned nifaces;
+	unsigned path_local, path_remote; /* the path in use */
+	uint32_t mtu;			  /* of that path */
+	bool learned;			  /* address learned from its packets, not configured */
+
+	uint64_t inc; /* the peer's incarnation, 0 if never seen */
+	uint32_t sess;
+	enum sess_state state;
+
+	/* sender */
+	uint32_t snd_una, snd_nxt;
+	struct net_txpkt *tx; /* ring, window entries */
+	struct sh_list sendq;
+	uint32_t inflight, nlost, nsacked;
+	uint32_t cwnd, ssthresh, cwnd_acc;
+	uint32_t peer_rwnd;
+	uint32_t recover;
+	bool in_recovery;
+	uint64_t srtt_ns, rttvar_ns, rto_ns;
+	bool rtt_valid;
+	unsigned backoff;
+	struct env_timer rto_timer;
+	uint64_t next_msg_id;
+
+	/* receiver */
+	uint32_t rcv_nxt;
+	struct net_rxpkt *rx; /* ring, window entries */
+	uint32_t rx_buffered;
+	struct sh_list rxmsgs;
+	uint32_t ts_recent;
+	uint32_t ack_pending;
+	bool ack_now;
+	struct env_timer delack;
+
+	/* liveness */
+	uint64_t last_rx_ns, last_tx_ns, hello_ns, hello_rto_ns;
+
+	struct sh_list calls; /* struct net_call.plink: calls waiting on this peer */
+	bool dirty;
+	struct sh_list dirty_link;
+};
+
+struct net_call {
+	struct sh_hnode hn;
+	struct sh_list plink;
+	struct net *net;
+	struct net_peer *peer;
+	uint64_t id;
+	uint16_t opcode;
+	unsigned retries;
+	struct sh_buf *req; /* the whole request message */
+	uint32_t req_len;
+	uint32_t sess; /* session it was last sent on */
+	struct env_timer timer;
+	struct env_task done_task;
+	int status;
+	net_call_cb cb;
+	void *arg;
+};
+
+struct net_req {
+	struct net *net;
+	struct net_peer *peer;
+	uint64_t peer_inc;
+	uint64_t id;
+	uint16_t opcode;
+	struct net_msg body;
+	struct net_reply *cache;
+};
+
+/* Reply cache entry: (peer, incarnation, call id) -> reply (NULL while the handler runs). */
+struct net_reply {
+	struct sh_hnode hn;
+	struct sh_list fifo;
+	uint64_t peer_id, peer_inc, id;
+	uint64_t done_ns;
+	struct sh_buf *reply; /* whole reply message, NULL while in progress */
+	uint32_t reply_len;
+};
+
+struct net_handler {
+	net_handler_fn fn;
+	void *arg;
+};
+
+struct net {
+	struct env *env;
+	struct net_config cfg;
+	uint64_t id, inc;
+	struct net_iface ifaces[NET_MAX_IFACES];
+	struct net_transport tps[NET_MAX_IFACES];
+	unsigned nifaces;
+
+	struct sh_htable peers;
+	struct sh_list peer_list;
+	struct sh_list dirty;
+	struct env_task flush_task;
+	struct env_timer tick;
+
+	/* the batch being built for one transport */
+	struct env_dgram_msg out[NET_BATCH];
+	struct iovec out_iov[NET_BATCH][2];
+	uint8_t out_hdr[NET_BATCH][NET_HDR_MAX];
+	unsigned nout;
+	unsigned out_tp;
+	bool tp_full;
+
+	struct sh_htable calls;
+	uint64_t next_call_id;
+	struct net_handler handlers[NET_OP_MAX];
+	struct sh_htable replies;
+	struct sh_list reply_fifo;
+	uint32_t nreplies;
+
+	struct net_stats st;
+	bool destroying;
+};
+
+/* RPC message header, at the start of every message (little-endian). */
+#define RPC_HDR_SIZE 24
+enum rpc_kind { RPC_REQ = 1, RPC_RESP = 2 };
+
+static inline uint32_t
+net_now_us(struct net *n)
+{
+	return (uint32_t)(env_now(n->env) / 1000);
+}
+
+/* net.c */
+struct net_peer *net_peer_get(const struct net *n, uint64_t id);
+void net_mark_dirty(struct net_peer *p);
+void net_out_flush(struct net *n);
+/* Queue one packet (header from hdr, payload iovec) on the batch of p's path. */
+void net_out_packet(struct net_peer *p, struct net_pkt *hdr, const void *payload, size_t len);
+void net_sess_connect(struct net_peer *p);
+/* The session broke without the peer restarting (silence, RESET); why: for the log. */
+void net_sess_down(struct net_peer *p, int why);
+
+/* session.c */
+int net_sess_alloc(struct net_peer *p);
+void net_sess_free(struct net_peer *p);
+void net_sess_reset(struct net_peer *p);
+void net_sess_start(struct net_peer *p, uint32_t sess);
+int net_sess_queue(struct net_peer *p, struct sh_buf *buf, uint32_t len);
+void net_sess_push(struct net_peer *p);
+void net_sess_on_ack(struct net_peer *p, const struct net_pkt *pkt);
+void net_sess_on_data(struct net_peer *p, const struct net_pkt *pkt);
+void net_sess_send_ack(struct net_peer *p);
+void net_sess_fill_hdr(struct net_peer *p, struct net_pkt *h, uint8_t type);
+void net_sess_end_of_batch(struct net_peer *p);
+
+/* rpc.c */
+int net_rpc_init(struct net *n);
+void net_rpc_fini(struct net *n);
+void net_rpc_deliver(struct net_peer *p, struct sh_buf *buf, uint32_t len);
+/* The session to p broke (restart: the peer has a new incarnation). */
+void net_rpc_sess_down(struct net_peer *p, bool restart);
+/* A session to p is up: resend what waits. */
+void net_rpc_sess_up(struct net_peer *p);
+void net_rpc_tick(struct net *n, uint64_t now);
+void net_rpc_forget_peer(struct net *n, uint64_t peer_id);
+
+#endif /* SH_NET_NET_INT_H */

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Every RPC opcode of Shoal, declared once: X(id, number, "name").
+ * The module that owns an opcode registers its handler with net_handle().
+ * Numbers are part of the wire protocol: never reuse or renumber one.
+ */
+#ifndef SH_NET_RPC_OPS_H
+#define SH_NET_RPC_OPS_H
+
+#define NET_RPC_OPS(X)                                                                            \
+	X(NET_OP_PING, 1, "ping")   /* net: reply at once, empty body */                          \
+	X(NET_OP_ECHO, 2, "echo")   /* net: reply with the request's body */                      \
+	X(NET_OP_SINK, 3, "sink")   /* net: discard the body, reply empty (stream tests) */       \
+	X(NET_OP_TEST, 100, "test") /* tests register their own handler here */
+
+enum net_op {
+#define NET_OP_ENUM(id, num, name) id = (num),
+	NET_RPC_OPS(NET_OP_ENUM)
+#undef NET_OP_ENUM
+	NET_OP_MAX = 1024 /* opcodes are below this */
+};
+
+const char *net_op_name(unsigned op);
+
+#endif /* SH_NET_RPC_OPS_H */

@@ -1,0 +1,630 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The reliable session between two nodes: the sender's window of packets
+ * (retransmission from measured RTT, fast retransmit on selective acks, a
+ * congestion window), the receiver's reorder buffer and acks, and the
+ * cutting of messages into fragments and their reassembly. The handshake,
+ * liveness and the packet batches are in net.c; docs/protocol.md has the
+ * state machine and the congestion control.
+ *
+ * Invariants (checked by assert_sess in debug builds):
+ *   snd_una <= snd_nxt <= snd_una + window
+ *   inflight + nlost + nsacked == packets in [snd_una, snd_nxt)
+ *   every slot outside [snd_una, snd_nxt) is TX_FREE
+ *   rx slots are used only for seq in (rcv_nxt, rcv_nxt + window)
+ * Packets are delivered to the RPC layer in sequence order, so the
+ * fragments of one message arrive in order and each exactly once.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <string.h>
+
+#include "net_int.h"
+
+SH_LOG_FACILITY("net.sess");
+
+#define ACK_EVERY 8 /* in-order packets that make an ack go at once */
+
+static inline uint32_t
+W(const struct net_peer *p)
+{
+	return p->net->cfg.window;
+}
+
+static inline struct net_txpkt *
+txslot(struct net_peer *p, uint32_t seq)
+{
+	return &p->tx[seq % W(p)];
+}
+
+static inline struct net_rxpkt *
+rxslot(struct net_peer *p, uint32_t seq)
+{
+	return &p->rx[seq % W(p)];
+}
+
+static void
+assert_sess(struct net_peer *p)
+{
+#ifdef SH_DEBUG
+	uint32_t in = 0, lost = 0, sacked = 0;
+
+	assert(net_seq_le(p->snd_una, p->snd_nxt));
+	assert(p->snd_nxt - p->snd_una <= W(p));
+	for (uint32_t s = p->snd_una; s != p->snd_nxt; s++) {
+		struct net_txpkt *t = txslot(p, s);
+
+		in += t->state == TX_INFLIGHT;
+		lost += t->state == TX_LOST;
+		sacked += t->state == TX_SACKED;
+		assert(t->state != TX_FREE);
+	}
+	assert(in == p->inflight && lost == p->nlost && sacked == p->nsacked);
+#else
+	(void)p;
+#endif
+}
+
+static void
+txmsg_put(struct net_txmsg *m)
+{
+	if (--m->ref > 0)
+		return;
+	sh_buf_put(m->buf);
+	sh_free(m);
+}
+
+static void rto_fire(struct env_timer *t);
+static void delack_fire(struct env_timer *t);
+
+int
+net_sess_alloc(struct net_peer *p)
+{
+	struct net *n = p->net;
+
+	p->tx = sh_alloc_array(n->cfg.window, sizeof(*p->tx));
+	p->rx = sh_alloc_array(n->cfg.window, sizeof(*p->rx));
+	if (p->tx == NULL || p->rx == NULL) {
+		sh_free(p->tx);
+		sh_free(p->rx);
+		return -ENOMEM;
+	}
+	sh_list_init(&p->sendq);
+	sh_list_init(&p->rxmsgs);
+	env_timer_init(n->env, &p->rto_timer, rto_fire, p);
+	env_timer_init(n->env, &p->delack, delack_fire, p);
+	p->cwnd = n->cfg.cwnd_init;
+	p->ssthresh = n->cfg.window;
+	p->rto_ns = n->cfg.rto_min_ns * 5;
+	return 0;
+}
+
+void
+net_sess_reset(struct net_peer *p)
+{
+	struct sh_list *pos;
+
+	for (uint32_t s = p->snd_una; s != p->snd_nxt; s++) {
+		struct net_txpkt *t = txslot(p, s);
+
+		if (t->m != NULL)
+			txmsg_put(t->m);
+		memset(t, 0, sizeof(*t));
+	}
+	while ((pos = sh_list_pop(&p->sendq)) != NULL)
+		txmsg_put(sh_list_entry(pos, struct net_txmsg, qlink));
+	for (uint32_t i = 0; i < W(p); i++) {
+		if (p->rx[i].used)
+			sh_buf_put(p->rx[i].data);
+		memset(&p->rx[i], 0, sizeof(p->rx[i]));
+	}
+	while ((pos = sh_list_pop(&p->rxmsgs)) != NULL) {
+		struct net_rxmsg *m = sh_list_entry(pos, struct net_rxmsg, link);
+
+		sh_buf_put(m->buf);
+		sh_free(m);
+	}
+	env_timer_cancel(&p->rto_timer);
+	env_timer_cancel(&p->delack);
+	p->state = SESS_IDLE;
+	p->snd_una = p->snd_nxt = p->rcv_nxt = 1;
+	p->inflight = p->nlost = p->nsacked = 0;
+	p->rx_buffered = 0;
+	p->ack_pending = 0;
+	p->ack_now = false;
+	p->in_recovery = false;
+	p->cwnd = p->net->cfg.cwnd_init;
+	p->ssthresh = W(p);
+	p->cwnd_acc = 0;
+	p->backoff = 0;
+	p->ts_recent = 0;
+}
+
+void
+net_sess_free(struct net_peer *p)
+{
+	net_sess_reset(p);
+	sh_free(p->tx);
+	sh_free(p->rx);
+}
+
+void
+net_sess_start(struct net_peer *p, uint32_t sess)
+{
+	net_sess_reset(p);
+	p->sess = sess;
+	p->state = SESS_ESTABLISHED;
+	p->next_msg_id = 1;
+	p->peer_rwnd = W(p);
+	p->last_rx_ns = p->last_tx_ns = env_now(p->net->env);
+}
+
+int
+net_sess_queue(struct net_peer *p, struct sh_buf *buf, uint32_t len)
+{
+	struct net_txmsg *m = sh_calloc(1, sizeof(*m));
+	uint32_t maxp = p->mtu - NET_HDR_MAX;
+
+	if (m == NULL)
+		return -ENOMEM;
+	m->ref = 1; /* the send queue's */
+	m->buf = sh_buf_get(buf);
+	m->len = len;
+	m->frag_cnt = len == 0 ? 1 : (len + maxp - 1) / maxp;
+	m->frag_size = (len + m->frag_cnt - 1) / m->frag_cnt;
+	sh_list_add_tail(&p->sendq, &m->qlink);
+	net_mark_dirty(p);
+	return 0;
+}
+
+void
+net_sess_fill_hdr(struct net_peer *p, struct net_pkt *h, uint8_t type)
+{
+	struct net *n = p->net;
+
+	memset(h, 0, sizeof(*h));
+	h->type = type;
+	h->src_id = n->id;
+	h->dst_id = p->id;
+	h->src_inc = n->inc;
+	h->dst_inc = p->inc;
+	h->sess = p->sess;
+	h->ts = net_now_us(n);
+	if (p->state != SESS_ESTABLISHED)
+		return;
+	h->ack = p->rcv_nxt;
+	h->rwnd = W(p) - p->rx_buffered;
+	h->ts_ecr = p->ts_recent;
+	/* selective acks: runs of buffered packets above rcv_nxt */
+	if (p->rx_buffered > 0) {
+		uint32_t s = p->rcv_nxt + 1, end = p->rcv_nxt + W(p);
+
+		while (s != end && h->nsack < NET_MAX_SACK) {
+			if (!rxslot(p, s)->used) {
+				s++;
+				continue;
+			}
+			h->sack[h->nsack].start = s;
+			while (s != end && rxslot(p, s)->used)
+				s++;
+			h->sack[h->nsack++].end = s;
+		}
+	}
+	/* this packet carries the ack */
+	p->ack_pending = 0;
+	p->ack_now = false;
+	env_timer_cancel(&p->delack);
+}
+
+static void
+send_data(struct net_peer *p, uint32_t seq)
+{
+	struct net_txpkt *t = txslot(p, seq);
+	struct net_txmsg *m = t->m;
+	struct net_pkt h;
+	uint32_t off = t->frag * m->frag_size;
+	uint32_t len = t->frag + 1 < m->frag_cnt ? m->frag_size : m->len - off;
+
+	net_sess_fill_hdr(p, &h, NET_PKT_DATA);
+	h.seq = seq;
+	h.msg_id = m->id;
+	h.msg_len = m->len;
+	h.frag_idx = t->frag;
+	h.frag_cnt = m->frag_cnt;
+	h.payload_len = len;
+	t->sent_ns = env_now(p->net->env);
+	net_out_packet(p, &h, m->buf->data + off, len);
+}
+
+static void
+arm_rto(struct net_peer *p)
+{
+	uint64_t rto = p->rto_ns << SH_MIN(p->backoff, 10u);
+
+	if (rto > p->net->cfg.rto_max_ns)
+		rto = p->net->cfg.rto_max_ns;
+	env_timer_arm(&p->rto_timer, rto);
+}
+
+void
+net_sess_push(struct net_peer *p)
+{
+	struct net *n = p->net;
+	uint32_t wnd = SH_MIN(p->cwnd, p->peer_rwnd);
+
+	if (p->state != SESS_ESTABLISHED)
+		return;
+	if (wnd == 0)
+		wnd = 1; /* probe a closed window: the ack reopens it */
+	/* retransmit what was lost, oldest first */
+	for (uint32_t s = p->snd_una; p->nlost > 0 && s != p->snd_nxt && p->inflight < wnd; s++) {
+		struct net_txpkt *t = txslot(p, s);
+
+		if (t->state != TX_LOST)
+			continue;
+		t->state = TX_INFLIGHT;
+		t->retx++;
+		p->nlost--;
+		p->inflight++;
+		n->st.retransmits++;
+		send_data(p, s);
+	}
+	/* then new fragments */
+	while (p->inflight < wnd && p->snd_nxt - p->snd_una < W(p) && !sh_list_empty(&p->sendq)) {
+		struct net_txmsg *m = sh_list_entry(p->sendq.next, struct net_txmsg, qlink);
+		struct net_txpkt *t = txslot(p, p->snd_nxt);
+
+		if (m->next_frag == 0) {
+			m->id = p->next_msg_id++;
+			n->st.msgs_sent++;
+		}
+		t->m = m;
+		m->ref++;
+		t->frag = m->next_frag++;
+		t->state = TX_INFLIGHT;
+		t->retx = 0;
+		p->inflight++;
+		send_data(p, p->snd_nxt++);
+		if (m->next_frag == m->frag_cnt) {
+			sh_list_del(&m->qlink);
+			txmsg_put(m);
+		}
+	}
+	if (p->snd_una != p->snd_nxt && !env_timer_armed(&p->rto_timer))
+		arm_rto(p);
+	assert_sess(p);
+}
+
+static void
+rtt_sample(struct net_peer *p, uint64_t r)
+{
+	struct net *n = p->net;
+
+	if (!p->rtt_valid) {
+		p->srtt_ns = r;
+		p->rttvar_ns = r / 2;
+		p->rtt_valid = true;
+	} else {
+		uint64_t d = r > p->srtt_ns ? r - p->srtt_ns : p->srtt_ns - r;
+
+		p->rttvar_ns = (3 * p->rttvar_ns + d) / 4;
+		p->srtt_ns = (7 * p->srtt_ns + r) / 8;
+	}
+	p->rto_ns = p->srtt_ns + SH_MAX(4 * p->rttvar_ns, 100 * SH_NSEC_PER_USEC);
+	if (p->rto_ns < n->cfg.rto_min_ns)
+		p->rto_ns = n->cfg.rto_min_ns;
+	if (p->rto_ns > n->cfg.rto_max_ns)
+		p->rto_ns = n->cfg.rto_max_ns;
+}
+
+/* Release slot s, whatever its state; returns true if it was in flight or lost. */
+static bool
+release(struct net_peer *p, uint32_t s)
+{
+	struct net_txpkt *t = txslot(p, s);
+	bool counted = t->state == TX_INFLIGHT || t->state == TX_LOST;
+
+	if (t->state == TX_INFLIGHT)
+		p->inflight--;
+	else if (t->state == TX_LOST)
+		p->nlost--;
+	else if (t->state == TX_SACKED)
+		p->nsacked--;
+	txmsg_put(t->m);
+	memset(t, 0, sizeof(*t));
+	return counted;
+}
+
+static void
+enter_recovery(struct net_peer *p)
+{
+	if (p->in_recovery)
+		return;
+	p->in_recovery = true;
+	p->recover = p->snd_nxt;
+	p->ssthresh = SH_MAX(p->cwnd / 2, (uint32_t)NET_CWND_MIN);
+	p->cwnd = p->ssthresh;
+	p->cwnd_acc = 0;
+}
+
+void
+net_sess_on_ack(struct net_peer *p, const struct net_pkt *pkt)
+{
+	struct net *n = p->net;
+	uint32_t newly = 0, high = p->snd_una;
+	bool sacked_any = false;
+
+	p->peer_rwnd = pkt->rwnd;
+	if (net_seq_lt(p->snd_una, pkt->ack) && net_seq_le(pkt->ack, p->snd_nxt)) {
+		while (p->snd_una != pkt->ack)
+			newly += release(p, p->snd_una++);
+	}
+	for (unsigned i = 0; i < pkt->nsack; i++) {
+		uint32_t a = pkt->sack[i].start, b = pkt->sack[i].end;
+
+		if (net_seq_lt(a, p->snd_una))
+			a = p->snd_una;
+		if (net_seq_lt(p->snd_nxt, b))
+			b = p->snd_nxt;
+		for (uint32_t s = a; net_seq_lt(s, b); s++) {
+			struct net_txpkt *t = txslot(p, s);
+
+			if (t->state == TX_INFLIGHT || t->state == TX_LOST) {
+				if (t->state == TX_INFLIGHT)
+					p->inflight--;
+				else
+					p->nlost--;
+				t->state = TX_SACKED;
+				p->nsacked++;
+				newly++;
+			}
+			sacked_any = true;
+		}
+		if (net_seq_lt(a, b) && net_seq_lt(high, b))
+			high = b;
+	}
+	if (newly > 0) {
+		if (pkt->ts_ecr != 0) {
+			uint32_t us = net_now_us(n) - pkt->ts_ecr;
+
+			if (us < 60u * 1000 * 1000)
+				rtt_sample(p, (uint64_t)us * 1000);
+		}
+		p->backoff = 0;
+	}
+	/* fast retransmit: a packet with NET_DUPTHRESH sacked ones above it is lost */
+	if (sacked_any) {
+		for (uint32_t s = p->snd_una; net_seq_lt(s, high) && high - s > NET_DUPTHRESH; s++) {
+			struct net_txpkt *t = txslot(p, s);
+
+			if (t->state != TX_INFLIGHT)
+				continue;
+			/* a retransmission is given an RTT before being declared lost again */
+			if (t->retx > 0 &&
+			    env_now(n->env) - t->sent_ns < p->srtt_ns + p->rttvar_ns * 4)
+				continue;
+			t->state = TX_LOST;
+			p->inflight--;
+			p->nlost++;
+			n->st.fast_retransmits++;
+			enter_recovery(p);
+		}
+	}
+	if (p->in_recovery && net_seq_le(p->recover, p->snd_una))
+		p->in_recovery = false;
+	if (newly > 0 && !p->in_recovery) {
+		if (p->cwnd < p->ssthresh) {
+			p->cwnd += newly;
+		} else {
+			p->cwnd_acc += newly;
+			while (p->cwnd_acc >= p->cwnd) {
+				p->cwnd_acc -= p->cwnd;
+				p->cwnd++;
+			}
+		}
+		if (p->cwnd > W(p))
+			p->cwnd = W(p);
+	}
+	if (p->snd_una == p->snd_nxt)
+		env_timer_cancel(&p->rto_timer);
+	else if (newly > 0)
+		arm_rto(p);
+	if (newly > 0 || p->nlost > 0 || !sh_list_empty(&p->sendq))
+		net_mark_dirty(p);
+	assert_sess(p);
+}
+
+static void
+rto_fire(struct env_timer *tm)
+{
+	struct net_peer *p = tm->arg;
+	struct net *n = p->net;
+
+	if (p->state != SESS_ESTABLISHED || p->snd_una == p->snd_nxt)
+		return;
+	n->st.timeouts++;
+	for (uint32_t s = p->snd_una; s != p->snd_nxt; s++) {
+		struct net_txpkt *t = txslot(p, s);
+
+		if (t->state == TX_INFLIGHT) {
+			t->state = TX_LOST;
+			p->inflight--;
+			p->nlost++;
+		}
+	}
+	p->ssthresh = SH_MAX(p->cwnd / 2, (uint32_t)NET_CWND_MIN);
+	p->cwnd = NET_CWND_MIN;
+	p->cwnd_acc = 0;
+	p->in_recovery = false;
+	p->backoff++;
+	sh_log_debug("peer %llx: retransmission timeout (rto %llu us, backoff %u)",
+		     (unsigned long long)p->id, (unsigned long long)p->rto_ns / 1000, p->backoff);
+	net_sess_push(p);
+	arm_rto(p);
+	net_out_flush(n);
+}
+
+/* ---- receiving ---- */
+
+static void
+deliver_frag(struct net_peer *p, uint64_t msg_id, uint32_t msg_len, uint32_t idx, uint32_t cnt,
+	     const uint8_t *data, uint32_t len)
+{
+	struct net *n = p->net;
+	struct net_rxmsg *m = NULL;
+	struct sh_list *pos;
+	uint32_t fsize, want;
+
+	if (msg_len > n->cfg.max_msg) {
+		n->st.bad_format++;
+		sh_log_warn("peer %llx: message of %u bytes is over the limit", (unsigned long long)p->id,
+			    msg_len);
+		return;
+	}
+	fsize = (msg_len + cnt - 1) / cnt;
+	want = idx + 1 < cnt ? fsize : msg_len - fsize * (cnt - 1);
+	if (len != want || (uint64_t)fsize * (cnt - 1) > msg_len) {
+		n->st.bad_format++;
+		return;
+	}
+	if (cnt == 1) {
+		struct sh_buf *b = sh_buf_create(msg_len, 0);
+
+		if (b == NULL)
+			return;
+		memcpy(b->data, data, len);
+		n->st.msgs_received++;
+		net_rpc_deliver(p, b, msg_len);
+		sh_buf_put(b);
+		return;
+	}
+	sh_list_for_each(pos, &p->rxmsgs) {
+		struct net_rxmsg *x = sh_list_entry(pos, struct net_rxmsg, link);
+
+		if (x->id == msg_id) {
+			m = x;
+			break;
+		}
+	}
+	if (m == NULL) {
+		if (idx != 0) {
+			n->st.bad_format++; /* in-order delivery: a message starts at fragment 0 */
+			return;
+		}
+		m = sh_calloc(1, sizeof(*m));
+		if (m == NULL)
+			return;
+		m->buf = sh_buf_create(msg_len, 0);
+		if (m->buf == NULL) {
+			sh_free(m);
+			return;
+		}
+		m->id = msg_id;
+		m->len = msg_len;
+		m->cnt = cnt;
+		m->fsize = fsize;
+		sh_list_add_tail(&p->rxmsgs, &m->link);
+	}
+	if (m->len != msg_len || m->cnt != cnt || idx != m->got) {
+		n->st.bad_format++;
+		return;
+	}
+	memcpy(m->buf->data + (size_t)idx * fsize, data, len);
+	if (++m->got < m->cnt)
+		return;
+	sh_list_del(&m->link);
+	n->st.msgs_received++;
+	net_rpc_deliver(p, m->buf, m->len);
+	sh_buf_put(m->buf);
+	sh_free(m);
+}
+
+void
+net_sess_on_data(struct net_peer *p, const struct net_pkt *pkt)
+{
+	struct net *n = p->net;
+	uint32_t seq = pkt->seq;
+
+	net_mark_dirty(p);
+	if (net_seq_lt(seq, p->rcv_nxt)) {
+		n->st.dup_pkts++;
+		p->ack_now = true; /* our ack was lost: say it again */
+		return;
+	}
+	if (!net_seq_lt(seq, p->rcv_nxt + W(p))) {
+		n->st.stale++;
+		p->ack_now = true;
+		return;
+	}
+	p->ts_recent = pkt->ts;
+	if (seq != p->rcv_nxt) {
+		struct net_rxpkt *r = rxslot(p, seq);
+
+		p->ack_now = true;
+		if (r->used) {
+			n->st.dup_pkts++;
+			return;
+		}
+		r->data = sh_buf_create(pkt->payload_len, 0);
+		if (r->data == NULL)
+			return; /* dropped: the sender retransmits */
+		memcpy(r->data->data, pkt->payload, pkt->payload_len);
+		r->used = true;
+		r->msg_id = pkt->msg_id;
+		r->msg_len = pkt->msg_len;
+		r->frag_idx = pkt->frag_idx;
+		r->frag_cnt = pkt->frag_cnt;
+		r->len = pkt->payload_len;
+		p->rx_buffered++;
+		n->st.out_of_order++;
+		return;
+	}
+	p->rcv_nxt++;
+	p->ack_pending++;
+	deliver_frag(p, pkt->msg_id, pkt->msg_len, pkt->frag_idx, pkt->frag_cnt, pkt->payload,
+		     pkt->payload_len);
+	/* the delivery may have torn the session down (a handler that destroys it is not allowed) */
+	while (p->state == SESS_ESTABLISHED && rxslot(p, p->rcv_nxt)->used) {
+		struct net_rxpkt *r = rxslot(p, p->rcv_nxt);
+		struct net_rxpkt x = *r;
+
+		memset(r, 0, sizeof(*r));
+		p->rx_buffered--;
+		p->rcv_nxt++;
+		p->ack_pending++;
+		deliver_frag(p, x.msg_id, x.msg_len, x.frag_idx, x.frag_cnt, x.data->data, x.len);
+		sh_buf_put(x.data);
+	}
+}
+
+void
+net_sess_send_ack(struct net_peer *p)
+{
+	struct net_pkt h;
+
+	net_sess_fill_hdr(p, &h, NET_PKT_ACK);
+	p->net->st.acks_sent++;
+	net_out_packet(p, &h, NULL, 0);
+}
+
+void
+net_sess_end_of_batch(struct net_peer *p)
+{
+	if (p->state != SESS_ESTABLISHED)
+		return;
+	if (p->ack_now || p->ack_pending >= ACK_EVERY)
+		net_sess_send_ack(p);
+	else if (p->ack_pending > 0 && !env_timer_armed(&p->delack))
+		env_timer_arm(&p->delack, p->net->cfg.delack_ns);
+}
+
+static void
+delack_fire(struct env_timer *t)
+{
+	struct net_peer *p = t->arg;
+
+	if (p->state == SESS_ESTABLISHED && p->ack_pending > 0) {
+		net_sess_send_ack(p);
+		net_out_flush(p->net);
+	}
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Transports carry the protocol's datagrams for one local interface.
+ * A vtable so that DPDK (user-space Ethernet/IPv4/UDP, own ARP table) and
+ * RDMA (bulk payloads) plug in beside UDP without the session code
+ * changing. Today: "udp", kernel sockets through env (sendmmsg/recvmmsg
+ * batches, event-driven or busy-polled according to the env's mode).
+ */
+#ifndef SH_NET_TRANSPORT_H
+#define SH_NET_TRANSPORT_H
+
+#include "../env/env.h"
+
+struct net_transport;
+
+/* A batch of datagrams arrived; msgs are valid until the call returns. */
+typedef void (*net_transport_recv_fn)(void *arg, struct net_transport *t,
+				      const struct env_dgram_msg *msgs, unsigned n);
+
+struct net_transport_ops {
+	const char *name;
+	unsigned version;
+	/* Largest datagram payload this transport can carry. */
+	uint32_t max_dgram;
+	int (*open)(struct net_transport *t, struct env *env, const struct env_addr *bind);
+	/* Returns datagrams taken (0..n) or a negative errno. */
+	int (*send)(struct net_transport *t, const struct env_dgram_msg *msgs, unsigned n);
+	int (*local_addr)(struct net_transport *t, struct env_addr *out);
+	void (*close)(struct net_transport *t);
+};
+
+struct net_transport {
+	const struct net_transport_ops *ops;
+	net_transport_recv_fn recv;
+	void (*writable)(void *arg, struct net_transport *t);
+	void *arg;
+	void *impl;
+};
+
+extern const struct net_transport_ops net_transport_udp;
+
+#endif /* SH_NET_TRANSPORT_H */

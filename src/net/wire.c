@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Encoding and bounds-checked decoding of data-network packets; the layout is in wire.h. */
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "../base/base.h"
+#include "wire.h"
+
+static inline void
+put8(uint8_t *b, size_t off, uint8_t v)
+{
+	b[off] = v;
+}
+
+static inline void
+put32(uint8_t *b, size_t off, uint32_t v)
+{
+	memcpy(b + off, &v, 4); /* little-endian host: checked in base/hash.c */
+}
+
+static inline void
+put64(uint8_t *b, size_t off, uint64_t v)
+{
+	memcpy(b + off, &v, 8);
+}
+
+static inline uint32_t
+get32(const uint8_t *b, size_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, b + off, 4);
+	return v;
+}
+
+static inline uint64_t
+get64(const uint8_t *b, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, b + off, 8);
+	return v;
+}
+
+size_t
+net_pkt_encode_hdr(const struct net_pkt *p, uint8_t *b, const struct iovec *payload, int iovcnt)
+{
+	size_t hlen = net_pkt_hdr_len(p->nsack);
+	uint32_t crc;
+
+	put32(b, 0, NET_MAGIC);
+	put8(b, 4, NET_VERSION);
+	put8(b, 5, p->type);
+	put8(b, 6, p->flags);
+	put8(b, 7, p->nsack);
+	put64(b, 8, p->src_id);
+	put64(b, 16, p->dst_id);
+	put64(b, 24, p->src_inc);
+	put64(b, 32, p->dst_inc);
+	put32(b, 40, p->sess);
+	put32(b, 44, p->seq);
+	put32(b, 48, p->ack);
+	put32(b, 52, p->rwnd);
+	put32(b, 56, p->ts);
+	put32(b, 60, p->ts_ecr);
+	put64(b, 64, p->msg_id);
+	put32(b, 72, p->msg_len);
+	put32(b, 76, p->frag_idx);
+	put32(b, 80, p->frag_cnt);
+	put32(b, 84, p->payload_len);
+	put32(b, 88, 0);
+	put32(b, 92, 0);
+	for (unsigned i = 0; i < p->nsack; i++) {
+		put32(b, NET_HDR_SIZE + 8 * i, p->sack[i].start);
+		put32(b, NET_HDR_SIZE + 8 * i + 4, p->sack[i].end);
+	}
+	crc = sh_crc32c(0, b, hlen);
+	crc = sh_crc32c_iov(crc, payload, iovcnt);
+	put32(b, 88, crc);
+	return hlen;
+}
+
+int
+net_pkt_decode(const uint8_t *b, size_t len, struct net_pkt *p)
+{
+	uint32_t crc, want;
+	size_t hlen;
+
+	if (len < NET_HDR_SIZE || get32(b, 0) != NET_MAGIC)
+		return -EPROTO;
+	if (b[4] != NET_VERSION)
+		return -EPROTO;
+	memset(p, 0, sizeof(*p));
+	p->type = b[5];
+	p->flags = b[6];
+	p->nsack = b[7];
+	if (p->type < NET_PKT_HELLO || p->type > NET_PKT_RESET || p->nsack > NET_MAX_SACK)
+		return -EBADMSG;
+	hlen = net_pkt_hdr_len(p->nsack);
+	p->payload_len = get32(b, 84);
+	if (len < hlen || p->payload_len != len - hlen)
+		return -EBADMSG;
+	want = get32(b, 88);
+	{
+		uint8_t tmp[NET_HDR_SIZE];
+
+		memcpy(tmp, b, NET_HDR_SIZE);
+		put32(tmp, 88, 0);
+		crc = sh_crc32c(0, tmp, NET_HDR_SIZE);
+		crc = sh_crc32c(crc, b + NET_HDR_SIZE, len - NET_HDR_SIZE);
+	}
+	if (crc != want)
+		return SH_ECRC;
+	p->src_id = get64(b, 8);
+	p->dst_id = get64(b, 16);
+	p->src_inc = get64(b, 24);
+	p->dst_inc = get64(b, 32);
+	p->sess = get32(b, 40);
+	p->seq = get32(b, 44);
+	p->ack = get32(b, 48);
+	p->rwnd = get32(b, 52);
+	p->ts = get32(b, 56);
+	p->ts_ecr = get32(b, 60);
+	p->msg_id = get64(b, 64);
+	p->msg_len = get32(b, 72);
+	p->frag_idx = get32(b, 76);
+	p->frag_cnt = get32(b, 80);
+	if (get32(b, 92) != 0 || p->src_inc == 0)
+		return -EBADMSG;
+	for (unsigned i = 0; i < p->nsack; i++) {
+		p->sack[i].start = get32(b, NET_HDR_SIZE + 8 * i);
+		p->sack[i].end = get32(b, NET_HDR_SIZE + 8 * i + 4);
+		if (!net_seq_lt(p->sack[i].start, p->sack[i].end))
+			return -EBADMSG;
+	}
+	if (p->type == NET_PKT_DATA) {
+		if (p->frag_cnt == 0 || p->frag_idx >= p->frag_cnt || p->payload_len > p->msg_len ||
+		    (p->payload_len == 0 && p->msg_len != 0))
+			return -EBADMSG;
+	} else if (p->payload_len != 0 || p->frag_cnt != 0 || p->msg_len != 0) {
+		return -EBADMSG;
+	}
+	p->payload = b + hlen;
+	return 0;
+}

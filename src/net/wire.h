@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The packet format of Shoal's data network (docs/protocol.md): one
+ * versioned, little-endian, bounds-checked header per datagram, optional
+ * selective-ack ranges, then the payload. Every field is encoded and
+ * decoded here and nowhere else; net_pkt_decode() is fuzzed.
+ *
+ *   off  size  field
+ *     0     4  magic "SHN1"
+ *     4     1  version (1)
+ *     5     1  type (NET_PKT_*)
+ *     6     1  flags
+ *     7     1  nsack: selective-ack ranges that follow the header (0..4)
+ *     8     8  source node id
+ *    16     8  destination node id
+ *    24     8  source incarnation
+ *    32     8  destination incarnation as the source knows it (0: unknown)
+ *    40     4  session number (per peer pair, grows on each new session)
+ *    44     4  sequence number (DATA; 0 otherwise)
+ *    48     4  cumulative ack: every seq below it was received
+ *    52     4  receive window, in packets
+ *    56     4  timestamp: sender's clock, microseconds
+ *    60     4  timestamp echo: the newest timestamp received from the peer
+ *    64     8  message id (DATA)
+ *    72     4  message length (DATA)
+ *    76     4  fragment index (DATA)
+ *    80     4  fragment count (DATA)
+ *    84     4  payload length
+ *    88     4  crc32c of header (this field 0), ranges and payload
+ *    92     4  reserved (0)
+ *    96  8*n  ranges: [start, end) pairs of u32
+ */
+#ifndef SH_NET_WIRE_H
+#define SH_NET_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NET_MAGIC 0x314E4853u /* "SHN1" little-endian */
+#define NET_VERSION 1
+#define NET_HDR_SIZE 96
+#define NET_MAX_SACK 4
+
+enum net_pkt_type {
+	NET_PKT_HELLO = 1,     /* open a session: "I am src, incarnation X" */
+	NET_PKT_HELLO_ACK = 2, /* accept it */
+	NET_PKT_DATA = 3,      /* one fragment of a message */
+	NET_PKT_ACK = 4,       /* acks only */
+	NET_PKT_KEEPALIVE = 5, /* idle session: please ack */
+	NET_PKT_RESET = 6,     /* "you talk to a session I do not have" */
+};
+
+struct net_sack {
+	uint32_t start, end; /* [start, end) */
+};
+
+struct net_pkt {
+	uint8_t type;
+	uint8_t flags;
+	uint8_t nsack;
+	uint64_t src_id, dst_id;
+	uint64_t src_inc, dst_inc;
+	uint32_t sess;
+	uint32_t seq, ack, rwnd;
+	uint32_t ts, ts_ecr;
+	uint64_t msg_id;
+	uint32_t msg_len, frag_idx, frag_cnt;
+	uint32_t payload_len;
+	struct net_sack sack[NET_MAX_SACK];
+	const uint8_t *payload; /* decode: points into the datagram */
+};
+
+/*
+ * Encode the header and ranges of p into buf (at least NET_HDR_SIZE +
+ * 8 * nsack bytes) with the crc covering them and the payload given as
+ * iovecs. Returns the header length.
+ */
+size_t net_pkt_encode_hdr(const struct net_pkt *p, uint8_t *buf, const struct iovec *payload,
+			  int iovcnt);
+
+/*
+ * Decode a datagram. Checks magic, version, type, sizes (nsack, payload
+ * length against the datagram, fragment index < count, payload <= message
+ * length) and the crc. 0, or -EPROTO (not ours / bad version), -EBADMSG
+ * (malformed), SH_ECRC (checksum). p->payload points into buf.
+ */
+int net_pkt_decode(const uint8_t *buf, size_t len, struct net_pkt *p);
+
+static inline size_t
+net_pkt_hdr_len(unsigned nsack)
+{
+	return NET_HDR_SIZE + 8 * (size_t)nsack;
+}
+
+/* Sequence comparisons that survive wrap-around. */
+static inline bool
+net_seq_lt(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) < 0;
+}
+
+static inline bool
+net_seq_le(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) <= 0;
+}
+
+#endif /* SH_NET_WIRE_H */

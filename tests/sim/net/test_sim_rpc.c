@@ -1,0 +1,444 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The data network in the simulator: clients call a server over a lossy,
+ * duplicating, reordering network, through a partition that heals and
+ * across a server restart. Every call completes exactly once, with the
+ * right bytes, or fails with -ETIMEDOUT (or SH_EPEERRESTART when the
+ * server restarted); the server's handler never sees a request twice.
+ */
+#include <errno.h>
+#include <stdio.h>
+
+#include "../../../src/env/env_sim.h"
+#include "../../../src/net/net.h"
+#include "../../lib/test.h"
+
+#define MAX_NODES 8
+#define MAX_CALLS 4096
+
+struct call_rec {
+	int done;
+	int status;
+	uint32_t len;
+	uint32_t crc;
+};
+
+struct host {
+	struct sim_node *node;
+	struct env *env;
+	struct net *net;
+	struct net_config cfg;
+	struct net_iface ifc;
+	int id;
+	/* client side */
+	struct call_rec calls[MAX_CALLS];
+	int issued, completed, inflight, ok, timedout, restarted;
+	/* server side */
+	uint8_t seen[MAX_NODES][MAX_CALLS];
+	uint64_t handled, dup_handled;
+	struct cluster *c;
+};
+
+struct cluster {
+	struct sim *sim;
+	struct host h[MAX_NODES];
+	int n;
+	uint32_t mtu;
+	uint64_t dead_ns;
+	int per_client, max_inflight, max_size;
+	uint64_t timeout_ns;
+	struct sh_rand rng;
+};
+
+/* Request body: client id, call index, then bytes derived from both. */
+struct req_hdr {
+	uint32_t client, idx;
+};
+
+static void
+fill(uint8_t *p, size_t len, uint32_t client, uint32_t idx)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)(client * 131 + idx * 7 + i * 13);
+}
+
+static void
+on_test(struct net_req *r, void *arg)
+{
+	struct host *s = arg;
+	const struct net_msg *m = net_req_body(r);
+	struct req_hdr hdr;
+	struct iovec iov;
+
+	SH_ASSERT_GE(m->len, sizeof(hdr));
+	memcpy(&hdr, m->buf->data + m->off, sizeof(hdr));
+	SH_ASSERT_LT(hdr.client, MAX_NODES);
+	SH_ASSERT_LT(hdr.idx, MAX_CALLS);
+	if (s->seen[hdr.client][hdr.idx]++)
+		s->dup_handled++;
+	s->handled++;
+	iov = (struct iovec){ m->buf->data + m->off, m->len };
+	net_reply(r, 7, &iov, 1); /* echo, with a status the caller checks */
+}
+
+static void issue(struct host *c);
+
+struct call_ctx {
+	struct host *c;
+	int idx;
+};
+
+static void
+on_reply(void *arg, int status, const struct net_msg *reply)
+{
+	struct call_ctx *x = arg;
+	struct host *c = x->c;
+	struct call_rec *rec = &c->calls[x->idx];
+
+	rec->done++;
+	SH_ASSERT_EQ(rec->done, 1); /* exactly once */
+	rec->status = status;
+	c->completed++;
+	c->inflight--;
+	if (status == 7) {
+		SH_ASSERT_NOT_NULL(reply);
+		SH_ASSERT_EQ(reply->len, rec->len);
+		SH_ASSERT_EQ(sh_crc32c(0, reply->buf->data + reply->off, reply->len), rec->crc);
+		c->ok++;
+	} else if (status == -ETIMEDOUT) {
+		c->timedout++;
+	} else if (status == SH_EPEERRESTART) {
+		c->restarted++;
+	} else {
+		SH_ASSERT_MSG(0, "call %d ended with %d (%s)", x->idx, status, sh_errname(status));
+	}
+	sh_free(x);
+	issue(c);
+}
+
+static void
+issue(struct host *c)
+{
+	struct cluster *cl = c->c;
+
+	while (c->inflight < cl->max_inflight && c->issued < cl->per_client) {
+		int idx = c->issued++;
+		size_t len = sizeof(struct req_hdr) + sh_rand_below(&cl->rng, (uint64_t)cl->max_size);
+		uint8_t *body = sh_malloc(len);
+		struct req_hdr hdr = { (uint32_t)c->id, (uint32_t)idx };
+		struct call_ctx *x = sh_malloc(sizeof(*x));
+		struct iovec iov = { body, len };
+		struct net_call_opts o = { .timeout_ns = cl->timeout_ns, .retries = 5 };
+
+		SH_ASSERT_NOT_NULL(body);
+		fill(body, len, hdr.client, hdr.idx);
+		memcpy(body, &hdr, sizeof(hdr));
+		c->calls[idx].len = (uint32_t)len;
+		c->calls[idx].crc = sh_crc32c(0, body, len);
+		x->c = c;
+		x->idx = idx;
+		SH_ASSERT_OK(net_call(c->net, 1, NET_OP_TEST, &iov, 1, &o, on_reply, x, NULL));
+		sh_free(body);
+		c->inflight++;
+	}
+}
+
+static void
+host_start(struct cluster *cl, struct host *h)
+{
+	h->cfg = (struct net_config){ .node_id = (uint64_t)h->id + 1, .ifaces = &h->ifc,
+				      .nifaces = 1, .dead_ns = cl->dead_ns };
+	SH_ASSERT_OK(net_create(h->env, &h->cfg, &h->net));
+	if (h->id == 0)
+		SH_ASSERT_OK(net_handle(h->net, NET_OP_TEST, on_test, h));
+	for (int j = 0; j < cl->n; j++) {
+		struct net_iface pi;
+
+		if (j == h->id)
+			continue;
+		pi = cl->h[j].ifc;
+		SH_ASSERT_OK(net_peer_add(h->net, (uint64_t)j + 1, &pi, 1));
+	}
+}
+
+static void
+cluster_init(struct cluster *cl, uint64_t seed, int n)
+{
+	cl->sim = sim_create(seed);
+	cl->n = n;
+	sh_rand_seed(&cl->rng, seed);
+	for (int i = 0; i < n; i++) {
+		struct host *h = &cl->h[i];
+		char ip[32], name[16];
+
+		memset(h, 0, sizeof(*h));
+		h->id = i;
+		h->c = cl;
+		snprintf(ip, sizeof(ip), "127.3.0.%d:7000", i + 1);
+		snprintf(name, sizeof(name), i ? "c%d" : "srv", i);
+		SH_ASSERT_OK(env_addr_parse(ip, &h->ifc.addr));
+		h->ifc.mtu = cl->mtu;
+		ip[strlen(ip) - 5] = '\0';
+		h->node = sim_node_create(cl->sim, name, ip);
+		SH_ASSERT_NOT_NULL(h->node);
+		h->env = sim_node_env(h->node);
+	}
+	for (int i = 0; i < n; i++)
+		host_start(cl, &cl->h[i]);
+}
+
+static void
+cluster_fini(struct cluster *cl)
+{
+	for (int i = 0; i < cl->n; i++)
+		net_destroy(cl->h[i].net);
+	sim_destroy(cl->sim);
+}
+
+static bool
+all_done(void *arg)
+{
+	struct cluster *cl = arg;
+
+	for (int i = 1; i < cl->n; i++)
+		if (cl->h[i].completed < cl->per_client)
+			return false;
+	return true;
+}
+
+/* Run the workload over a network with the given fault rate; returns calls that succeeded. */
+static int
+lossy_round(uint64_t seed, double rate, int *timedout)
+{
+	static struct cluster cl;
+	struct sim_net_params p = { .lat_min_ns = 5 * SH_NSEC_PER_USEC,
+				    .lat_max_ns = 50 * SH_NSEC_PER_USEC,
+				    .loss = rate,
+				    .dup = rate,
+				    .reorder = rate,
+				    .reorder_ns = 500 * SH_NSEC_PER_USEC };
+	int ok = 0;
+
+	memset(&cl, 0, sizeof(cl));
+	cl.mtu = 1472; /* most requests take several fragments */
+	cl.per_client = 150;
+	cl.max_inflight = 8;
+	cl.max_size = 12000;
+	cl.timeout_ns = 20 * SH_NSEC_PER_SEC;
+	cl.dead_ns = 30 * SH_NSEC_PER_SEC;
+	cluster_init(&cl, seed, 4);
+	sim_net_set(cl.sim, &p);
+	for (int i = 1; i < cl.n; i++)
+		issue(&cl.h[i]);
+	SH_ASSERT_MSG(sim_run_until(cl.sim, all_done, &cl, 300 * SH_NSEC_PER_SEC),
+		      "calls still pending after 300 s of virtual time (seed %llu, rate %.2f)",
+		      (unsigned long long)seed, rate);
+	*timedout = 0;
+	for (int i = 1; i < cl.n; i++) {
+		ok += cl.h[i].ok;
+		*timedout += cl.h[i].timedout;
+		SH_ASSERT_EQ(cl.h[i].restarted, 0);
+	}
+	SH_ASSERT_EQ(cl.h[0].dup_handled, 0);
+	SH_ASSERT_LE(cl.h[0].handled, (uint64_t)(cl.n - 1) * cl.per_client);
+	{
+		struct net_stats st;
+		struct sim_stats ss;
+
+		net_stats(cl.h[1].net, &st);
+		sim_stats(cl.sim, &ss);
+		printf("seed %llu rate %.2f: %d ok, %d timed out in %.3f s; client 1: %llu pkts, "
+		       "%llu retransmits (%llu fast), %llu timeouts, %llu dups, %llu out of order; "
+		       "net: %llu lost, %llu dup\n",
+		       (unsigned long long)seed, rate, ok, *timedout,
+		       (double)sim_now(cl.sim) / 1e9, (unsigned long long)st.pkts_sent,
+		       (unsigned long long)st.retransmits, (unsigned long long)st.fast_retransmits,
+		       (unsigned long long)st.timeouts, (unsigned long long)st.dup_pkts,
+		       (unsigned long long)st.out_of_order, (unsigned long long)ss.dgram_lost,
+		       (unsigned long long)ss.dgram_dup);
+		if (rate > 0) {
+			SH_ASSERT_GT(st.retransmits, 0);
+			SH_ASSERT_GT(ss.dgram_lost, 0);
+		}
+	}
+	cluster_fini(&cl);
+	return ok;
+}
+
+TEST(rpc_no_loss)
+{
+	for (uint64_t s = 0; s < 4; s++) {
+		int to, ok = lossy_round(sh_test_seed() * 100 + s, 0.0, &to);
+
+		SH_ASSERT_EQ(ok, 3 * 150);
+	}
+}
+
+TEST(rpc_5_percent_faults)
+{
+	for (uint64_t s = 0; s < 4; s++) {
+		int to, ok = lossy_round(sh_test_seed() * 100 + s, 0.05, &to);
+
+		SH_ASSERT_EQ(ok, 3 * 150); /* 20 s deadlines: nothing should time out */
+	}
+}
+
+TEST(rpc_30_percent_faults)
+{
+	for (uint64_t s = 0; s < 3; s++) {
+		int to, ok = lossy_round(sh_test_seed() * 100 + s, 0.30, &to);
+
+		SH_ASSERT_EQ(ok + to, 3 * 150);
+		SH_ASSERT_GT(ok, 3 * 150 / 2);
+	}
+}
+
+static bool
+some_done(void *arg)
+{
+	struct cluster *cl = arg;
+
+	return cl->h[1].completed >= cl->per_client / 4;
+}
+
+TEST(rpc_partition_heals)
+{
+	static struct cluster cl;
+
+	memset(&cl, 0, sizeof(cl));
+	cl.mtu = 8000;
+	cl.per_client = 400;
+	cl.max_inflight = 4;
+	cl.max_size = 30000;
+	cl.timeout_ns = 30 * SH_NSEC_PER_SEC;
+	cl.dead_ns = 1 * SH_NSEC_PER_SEC; /* the partition outlasts it: sessions die and come back */
+	cluster_init(&cl, sh_test_seed(), 4);
+	for (int i = 1; i < cl.n; i++)
+		issue(&cl.h[i]);
+	SH_ASSERT(sim_run_until(cl.sim, some_done, &cl, SH_NSEC_PER_SEC));
+	SH_ASSERT_LT(cl.h[1].completed, cl.per_client);
+	sim_partition_set(cl.h[0].node, 1);
+	sim_run_for(cl.sim, 3 * SH_NSEC_PER_SEC);
+	{
+		struct net_stats st;
+
+		net_stats(cl.h[1].net, &st);
+		SH_ASSERT_GE(st.peers_dead, 1);
+	}
+	sim_heal(cl.sim);
+	SH_ASSERT(sim_run_until(cl.sim, all_done, &cl, 60 * SH_NSEC_PER_SEC));
+	for (int i = 1; i < cl.n; i++) {
+		SH_ASSERT_EQ(cl.h[i].ok, cl.per_client); /* deadlines outlast the partition */
+		SH_ASSERT_EQ(cl.h[i].timedout, 0);
+	}
+	SH_ASSERT_EQ(cl.h[0].dup_handled, 0);
+	SH_ASSERT_EQ(cl.h[0].handled, (uint64_t)(cl.n - 1) * cl.per_client);
+	{
+		struct net_stats st;
+
+		net_stats(cl.h[0].net, &st);
+		SH_ASSERT_GT(st.call_retries + st.duplicate_requests + st.replies_from_cache, 0);
+	}
+	cluster_fini(&cl);
+}
+
+TEST(rpc_server_restart)
+{
+	static struct cluster cl;
+	struct net_stats st;
+	uint64_t inc0;
+
+	memset(&cl, 0, sizeof(cl));
+	cl.mtu = 1472;
+	cl.per_client = 300;
+	cl.max_inflight = 8;
+	cl.max_size = 5000;
+	cl.timeout_ns = 10 * SH_NSEC_PER_SEC;
+	cl.dead_ns = 5 * SH_NSEC_PER_SEC;
+	cluster_init(&cl, sh_test_seed(), 3);
+	for (int i = 1; i < cl.n; i++)
+		issue(&cl.h[i]);
+	SH_ASSERT(sim_run_until(cl.sim, some_done, &cl, SH_NSEC_PER_SEC));
+	inc0 = net_incarnation(cl.h[0].net);
+	SH_ASSERT_EQ(net_peer_incarnation(cl.h[1].net, 1), inc0);
+	/* kill -9 of the server, back 200 ms later with a new incarnation */
+	sim_node_crash(cl.h[0].node, 0);
+	net_destroy(cl.h[0].net); /* frees the dead process's memory; its handles are inert */
+	memset(cl.h[0].seen, 0, sizeof(cl.h[0].seen));
+	sim_run_for(cl.sim, 200 * SH_NSEC_PER_MSEC);
+	sim_node_restart(cl.h[0].node);
+	host_start(&cl, &cl.h[0]);
+	SH_ASSERT_GT(net_incarnation(cl.h[0].net), inc0);
+	SH_ASSERT(sim_run_until(cl.sim, all_done, &cl, 60 * SH_NSEC_PER_SEC));
+	for (int i = 1; i < cl.n; i++) {
+		SH_ASSERT_EQ(cl.h[i].ok + cl.h[i].restarted + cl.h[i].timedout, cl.per_client);
+		SH_ASSERT_GT(cl.h[i].ok, cl.per_client / 2);
+		net_stats(cl.h[i].net, &st);
+		SH_ASSERT_EQ(st.peers_restarted, 1);
+		SH_ASSERT_EQ(net_peer_incarnation(cl.h[i].net, 1), net_incarnation(cl.h[0].net));
+	}
+	SH_ASSERT_GT(cl.h[1].restarted + cl.h[2].restarted, 0);
+	SH_ASSERT_EQ(cl.h[0].dup_handled, 0);
+	cluster_fini(&cl);
+}
+
+struct simple {
+	int calls;
+	int status;
+};
+
+static void
+simple_cb(void *arg, int status, const struct net_msg *reply)
+{
+	struct simple *s = arg;
+
+	(void)reply;
+	s->calls++;
+	s->status = status;
+}
+
+TEST(rpc_unknown_opcode_cancel_and_bad_calls)
+{
+	static struct cluster cl;
+	struct simple a = { 0 }, b = { 0 };
+	struct net_call *call;
+	static uint8_t big[4096];
+	struct iovec iov = { big, sizeof(big) };
+
+	memset(&cl, 0, sizeof(cl));
+	cl.mtu = 1472;
+	cl.dead_ns = 5 * SH_NSEC_PER_SEC;
+	cluster_init(&cl, sh_test_seed(), 2);
+	/* no handler for opcode 500 on the server */
+	SH_ASSERT_OK(net_call(cl.h[1].net, 1, 500, NULL, 0, NULL, simple_cb, &a, NULL));
+	SH_ASSERT_EQ(a.calls, 0);
+	sim_run_for(cl.sim, 100 * SH_NSEC_PER_MSEC);
+	SH_ASSERT_EQ(a.calls, 1);
+	SH_ASSERT_ERR(a.status, -EOPNOTSUPP);
+
+	/* a cancelled call ends once, later, with -ECANCELED */
+	sim_partition_set(cl.h[0].node, 1);
+	SH_ASSERT_OK(net_call(cl.h[1].net, 1, NET_OP_PING, NULL, 0, NULL, simple_cb, &b, &call));
+	sim_run_for(cl.sim, 10 * SH_NSEC_PER_MSEC);
+	net_call_cancel(call);
+	SH_ASSERT_EQ(b.calls, 0);
+	sim_run_for(cl.sim, 20 * SH_NSEC_PER_SEC);
+	SH_ASSERT_EQ(b.calls, 1);
+	SH_ASSERT_ERR(b.status, -ECANCELED);
+
+	/* refused at once, without a callback */
+	SH_ASSERT_ERR(net_call(cl.h[1].net, 99, NET_OP_PING, NULL, 0, NULL, simple_cb, &a, NULL),
+		      -ENOENT);
+	SH_ASSERT_ERR(net_call(cl.h[1].net, 1, NET_OP_MAX, NULL, 0, NULL, simple_cb, &a, NULL),
+		      -EINVAL);
+	SH_ASSERT_ERR(net_call(cl.h[1].net, 1, NET_OP_PING, NULL, 0, NULL, NULL, &a, NULL), -EINVAL);
+	net_destroy(cl.h[1].net);
+	cl.h[1].cfg.max_msg = 1024;
+	SH_ASSERT_OK(net_create(cl.h[1].env, &cl.h[1].cfg, &cl.h[1].net));
+	SH_ASSERT_OK(net_peer_add(cl.h[1].net, 1, &cl.h[0].ifc, 1));
+	SH_ASSERT_ERR(net_peer_add(cl.h[1].net, 1, &cl.h[0].ifc, 1), -EEXIST);
+	SH_ASSERT_ERR(net_call(cl.h[1].net, 1, NET_OP_ECHO, &iov, 1, NULL, simple_cb, &a, NULL),
+		      -EMSGSIZE);
+	SH_ASSERT_EQ(a.calls, 1);
+	cluster_fini(&cl);
+}

@@ -1,0 +1,394 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The data network on real UDP sockets on loopback: many concurrent RPCs in
+ * both loop modes, several client processes against one server, a 256 MiB
+ * message, and malformed datagrams that are counted and dropped while the
+ * session goes on.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../../src/env/env_real.h"
+#include "../../../src/net/net.h"
+#include "../../lib/test.h"
+
+struct node {
+	struct env *env;
+	struct net *net;
+	struct net_iface ifc;
+};
+
+static void
+node_up(struct node *x, struct env *env, uint64_t id, uint64_t dead_ns)
+{
+	struct net_config cfg = { .node_id = id, .ifaces = &x->ifc, .nifaces = 1, .dead_ns = dead_ns };
+
+	x->env = env;
+	SH_ASSERT_OK(env_addr_parse("127.0.0.1:0", &x->ifc.addr));
+	SH_ASSERT_OK(net_create(env, &cfg, &x->net));
+	SH_ASSERT_OK(net_iface_addr(x->net, 0, &x->ifc.addr));
+}
+
+static void
+run_until(struct env *env, const int *counter, int want, uint64_t max_ns)
+{
+	uint64_t end = sh_clock_mono_ns() + max_ns;
+
+	while (*counter < want && sh_clock_mono_ns() < end)
+		SH_ASSERT_OK(env_real_run_once(env, 10 * SH_NSEC_PER_MSEC));
+}
+
+struct echo_call {
+	int *done;
+	int *ok;
+	uint32_t len, crc;
+};
+
+static void
+echo_cb(void *arg, int status, const struct net_msg *reply)
+{
+	struct echo_call *c = arg;
+
+	(*c->done)++;
+	if (status == 0 && reply->len == c->len &&
+	    sh_crc32c(0, reply->buf->data + reply->off, reply->len) == c->crc)
+		(*c->ok)++;
+	else
+		fprintf(stderr, "call failed: status %d (%s), len %zu/%u\n", status,
+			sh_errname(status), reply ? reply->len : 0, c->len);
+	sh_free(c);
+}
+
+static int
+issue_echo(struct net *net, uint64_t peer, struct sh_rand *rng, uint8_t *buf, int *done, int *ok)
+{
+	struct echo_call *c = sh_malloc(sizeof(*c));
+	size_t len = sh_rand_below(rng, 200000);
+	struct iovec iov = { buf, len };
+
+	sh_rand_fill(rng, buf, len);
+	c->done = done;
+	c->ok = ok;
+	c->len = (uint32_t)len;
+	c->crc = sh_crc32c(0, buf, len);
+	return net_call(net, peer, NET_OP_ECHO, &iov, 1, NULL, echo_cb, c, NULL);
+}
+
+static void
+many_rpcs(enum env_real_mode mode)
+{
+	struct env_real_opts o = { .mode = mode };
+	struct env *env = env_real_create(&o);
+	struct node a, b;
+	static uint8_t buf[200000];
+	struct sh_rand rng;
+	int done = 0, ok = 0, issued = 0;
+	const int total = 2000, window = 64;
+	struct net_stats st;
+
+	sh_rand_seed(&rng, sh_test_seed());
+	node_up(&a, env, 1, 0);
+	node_up(&b, env, 2, 0);
+	SH_ASSERT_OK(net_peer_add(b.net, 1, &a.ifc, 1));
+	while (done < total) {
+		while (issued - done < window && issued < total) {
+			SH_ASSERT_OK(issue_echo(b.net, 1, &rng, buf, &done, &ok));
+			issued++;
+		}
+		SH_ASSERT_OK(env_real_run_once(env, 10 * SH_NSEC_PER_MSEC));
+	}
+	SH_ASSERT_EQ(ok, total);
+	net_stats(b.net, &st);
+	SH_ASSERT_EQ(st.calls_ok, total);
+	SH_ASSERT_GT(st.pkts_sent, total);
+	net_stats(a.net, &st);
+	SH_ASSERT_EQ(st.requests, total);
+	SH_ASSERT_EQ(st.duplicate_requests, 0);
+	SH_ASSERT_EQ(st.bad_crc + st.bad_format + st.bad_magic, 0);
+	net_destroy(b.net);
+	net_destroy(a.net);
+	env_real_run_once(env, 0);
+	env_real_destroy(env);
+}
+
+TEST(net_udp_many_rpcs_event_mode)
+{
+	many_rpcs(ENV_REAL_EVENT);
+}
+
+TEST(net_udp_many_rpcs_poll_mode)
+{
+	many_rpcs(ENV_REAL_POLL);
+}
+
+/* ---- several processes ---- */
+
+#define NCLIENTS 4
+#define PER_CLIENT 500
+
+struct server {
+	uint8_t seen[NCLIENTS][PER_CLIENT];
+	int handled, dups;
+};
+
+static void
+on_tagged(struct net_req *r, void *arg)
+{
+	struct server *s = arg;
+	const struct net_msg *m = net_req_body(r);
+	uint32_t tag[2];
+	struct iovec iov;
+
+	SH_ASSERT_GE(m->len, sizeof(tag));
+	memcpy(tag, m->buf->data + m->off, sizeof(tag));
+	SH_ASSERT_LT(tag[0], NCLIENTS);
+	SH_ASSERT_LT(tag[1], PER_CLIENT);
+	if (s->seen[tag[0]][tag[1]]++)
+		s->dups++;
+	s->handled++;
+	iov = (struct iovec){ m->buf->data + m->off, m->len };
+	net_reply(r, 0, &iov, 1);
+}
+
+struct tagged_call {
+	int *done, *bad;
+	uint32_t tag[2];
+};
+
+static void
+tagged_cb(void *arg, int status, const struct net_msg *reply)
+{
+	struct tagged_call *c = arg;
+
+	(*c->done)++;
+	if (status != 0 || reply->len < 8 || memcmp(reply->buf->data + reply->off, c->tag, 8) != 0)
+		(*c->bad)++;
+	sh_free(c);
+}
+
+static int
+client_main(int idx, const struct net_iface *srv)
+{
+	struct env *env = env_real_create(NULL);
+	struct node c;
+	int done = 0, bad = 0, issued = 0;
+	static uint8_t body[3000];
+
+	node_up(&c, env, 100 + (uint64_t)idx, 0);
+	SH_ASSERT_OK(net_peer_add(c.net, 1, srv, 1));
+	while (done < PER_CLIENT) {
+		while (issued - done < 32 && issued < PER_CLIENT) {
+			struct tagged_call *t = sh_malloc(sizeof(*t));
+			struct iovec iov = { body, 8 + (size_t)(issued * 37) % sizeof(body) };
+
+			t->done = &done;
+			t->bad = &bad;
+			t->tag[0] = (uint32_t)idx;
+			t->tag[1] = (uint32_t)issued++;
+			memcpy(body, t->tag, 8);
+			SH_ASSERT_OK(net_call(c.net, 1, NET_OP_TEST, &iov, 1, NULL, tagged_cb, t, NULL));
+		}
+		SH_ASSERT_OK(env_real_run_once(env, 10 * SH_NSEC_PER_MSEC));
+	}
+	net_destroy(c.net);
+	env_real_destroy(env);
+	return bad == 0 ? 0 : 1;
+}
+
+TEST(net_udp_several_processes)
+{
+	struct env *env = env_real_create(NULL);
+	static struct server s;
+	struct node srv;
+	pid_t pids[NCLIENTS];
+	int exited = 0, failed = 0;
+
+	node_up(&srv, env, 1, 0);
+	SH_ASSERT_OK(net_handle(srv.net, NET_OP_TEST, on_tagged, &s));
+	for (int i = 0; i < NCLIENTS; i++) {
+		pids[i] = fork();
+		SH_ASSERT_GE(pids[i], 0);
+		if (pids[i] == 0)
+			_exit(client_main(i, &srv.ifc));
+	}
+	for (uint64_t end = sh_clock_mono_ns() + 60 * SH_NSEC_PER_SEC;
+	     exited < NCLIENTS && sh_clock_mono_ns() < end;) {
+		int status;
+		pid_t p;
+
+		SH_ASSERT_OK(env_real_run_once(env, 5 * SH_NSEC_PER_MSEC));
+		while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
+			exited++;
+			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+				failed++;
+		}
+	}
+	for (int i = 0; i < NCLIENTS && exited < NCLIENTS; i++)
+		kill(pids[i], SIGKILL);
+	SH_ASSERT_EQ(exited, NCLIENTS);
+	SH_ASSERT_EQ(failed, 0);
+	SH_ASSERT_EQ(s.handled, NCLIENTS * PER_CLIENT);
+	SH_ASSERT_EQ(s.dups, 0);
+	net_destroy(srv.net);
+	env_real_destroy(env);
+}
+
+/* ---- one huge message ---- */
+
+static void
+on_crc(struct net_req *r, void *arg)
+{
+	const struct net_msg *m = net_req_body(r);
+	uint32_t crc = sh_crc32c(0, m->buf->data + m->off, m->len);
+	uint64_t len = m->len;
+	struct iovec iov[2] = { { &crc, 4 }, { &len, 8 } };
+
+	(void)arg;
+	net_reply(r, 0, iov, 2);
+}
+
+struct crc_reply {
+	int done;
+	int status;
+	uint32_t crc;
+	uint64_t len;
+};
+
+static void
+crc_cb(void *arg, int status, const struct net_msg *reply)
+{
+	struct crc_reply *c = arg;
+
+	c->done++;
+	c->status = status;
+	if (status == 0 && reply->len == 12) {
+		memcpy(&c->crc, reply->buf->data + reply->off, 4);
+		memcpy(&c->len, reply->buf->data + reply->off + 4, 8);
+	}
+}
+
+TEST(net_udp_256mib_message)
+{
+	struct env *env = env_real_create(NULL);
+	struct node a, b;
+	size_t len = 256u << 20;
+	uint8_t *big = sh_malloc(len);
+	struct iovec iov = { big, len };
+	struct net_call_opts o = { .timeout_ns = 60 * SH_NSEC_PER_SEC };
+	struct crc_reply r = { 0 };
+	struct sh_rand rng;
+	uint64_t t0;
+
+	SH_ASSERT_NOT_NULL(big);
+	sh_rand_seed(&rng, sh_test_seed());
+	sh_rand_fill(&rng, big, len);
+	node_up(&a, env, 1, 0);
+	node_up(&b, env, 2, 0);
+	SH_ASSERT_OK(net_handle(a.net, NET_OP_TEST, on_crc, NULL));
+	SH_ASSERT_OK(net_peer_add(b.net, 1, &a.ifc, 1));
+	t0 = sh_clock_mono_ns();
+	SH_ASSERT_OK(net_call(b.net, 1, NET_OP_TEST, &iov, 1, &o, crc_cb, &r, NULL));
+	run_until(env, &r.done, 1, 60 * SH_NSEC_PER_SEC);
+	SH_ASSERT_EQ(r.done, 1);
+	SH_ASSERT_OK(r.status);
+	SH_ASSERT_EQ(r.len, len);
+	SH_ASSERT_EQ(r.crc, sh_crc32c(0, big, len));
+	printf("256 MiB in %.2f s\n", (double)(sh_clock_mono_ns() - t0) / 1e9);
+	net_destroy(b.net);
+	net_destroy(a.net);
+	env_real_destroy(env);
+	sh_free(big);
+}
+
+/* ---- malformed datagrams ---- */
+
+static void
+ignore_recv(struct env_dgram *d, const struct env_dgram_msg *m, unsigned n, void *arg)
+{
+	(void)d;
+	(void)m;
+	(void)n;
+	(void)arg;
+}
+
+TEST(net_udp_malformed_datagrams_are_dropped)
+{
+	static const struct env_dgram_cbs cbs = { .recv = ignore_recv };
+	struct env *env = env_real_create(NULL);
+	struct node a, b;
+	struct env_dgram *raw;
+	struct env_addr bind;
+	static uint8_t buf[200000];
+	struct sh_rand rng;
+	int done = 0, ok = 0;
+	struct net_stats before, after;
+	uint8_t pkt[1024];
+	struct iovec iov;
+	struct env_dgram_msg m;
+
+	sh_rand_seed(&rng, sh_test_seed());
+	node_up(&a, env, 1, 0);
+	node_up(&b, env, 2, 0);
+	SH_ASSERT_OK(net_peer_add(b.net, 1, &a.ifc, 1));
+	SH_ASSERT_OK(issue_echo(b.net, 1, &rng, buf, &done, &ok));
+	run_until(env, &done, 1, 5 * SH_NSEC_PER_SEC);
+	SH_ASSERT_EQ(ok, 1);
+	net_stats(a.net, &before);
+
+	SH_ASSERT_OK(env_addr_parse("127.0.0.1:0", &bind));
+	SH_ASSERT_OK(env_dgram_open(env, &bind, &cbs, NULL, &raw));
+	m = (struct env_dgram_msg){ .peer = a.ifc.addr, .iov = &iov, .iovcnt = 1 };
+	/* random bytes */
+	for (int i = 0; i < 200; i++) {
+		sh_rand_fill(&rng, pkt, sizeof(pkt));
+		iov = (struct iovec){ pkt, 1 + sh_rand_below(&rng, sizeof(pkt)) };
+		SH_ASSERT_EQ(env_dgram_send(raw, &m, 1), 1);
+	}
+	/* well-formed headers with damage: bad crc, wrong version, lies about lengths */
+	for (int i = 0; i < 100; i++) {
+		struct net_pkt p = { .type = NET_PKT_DATA, .src_id = 2, .dst_id = 1,
+				     .src_inc = net_incarnation(b.net),
+				     .dst_inc = net_incarnation(a.net), .sess = 1, .seq = 1000,
+				     .msg_len = 0xffffffffu, .frag_cnt = 1, .payload_len = 16 };
+		struct iovec piov = { pkt + 200, 16 };
+		size_t h = net_pkt_encode_hdr(&p, pkt, &piov, 1);
+
+		memmove(pkt + h, pkt + 200, 16);
+		iov = (struct iovec){ pkt, h + 16 };
+		switch (i % 4) {
+		case 0:
+			pkt[h + 3] ^= 0x40; /* crc */
+			break;
+		case 1:
+			pkt[4] = 9; /* version */
+			break;
+		case 2:
+			iov.iov_len = h + 10; /* truncated */
+			break;
+		case 3:
+			break; /* valid, but a message over the limit in a stale session */
+		}
+		SH_ASSERT_EQ(env_dgram_send(raw, &m, 1), 1);
+	}
+	/* the session goes on */
+	done = ok = 0;
+	for (int i = 0; i < 50; i++)
+		SH_ASSERT_OK(issue_echo(b.net, 1, &rng, buf, &done, &ok));
+	run_until(env, &done, 50, 10 * SH_NSEC_PER_SEC);
+	SH_ASSERT_EQ(ok, 50);
+	net_stats(a.net, &after);
+	SH_ASSERT_GE(after.bad_magic + after.bad_crc + after.bad_format + after.stale +
+			     after.resets_sent - (before.bad_magic + before.bad_crc +
+						  before.bad_format + before.stale + before.resets_sent),
+		     300 - 25);
+	SH_ASSERT_GE(after.bad_crc - before.bad_crc, 25);
+	env_dgram_close(raw);
+	net_destroy(b.net);
+	net_destroy(a.net);
+	env_real_run_once(env, 0);
+	env_real_destroy(env);
+}

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The packet format: round trip, and every kind of malformed datagram refused with its code. */
+#include <errno.h>
+
+#include "../../../src/base/base.h"
+#include "../../../src/net/wire.h"
+#include "../../lib/test.h"
+
+static size_t
+make(uint8_t *buf, struct net_pkt *p, const void *payload, uint32_t len)
+{
+	struct iovec iov = { (void *)payload, len };
+	size_t h;
+
+	p->payload_len = len;
+	h = net_pkt_encode_hdr(p, buf, &iov, 1);
+	memcpy(buf + h, payload, len);
+	return h + len;
+}
+
+static struct net_pkt
+sample(void)
+{
+	struct net_pkt p = { .type = NET_PKT_DATA, .flags = 0, .nsack = 2, .src_id = 0x1111,
+			     .dst_id = 0x2222, .src_inc = 0x3333, .dst_inc = 0x4444, .sess = 5,
+			     .seq = 6, .ack = 7, .rwnd = 8, .ts = 9, .ts_ecr = 10, .msg_id = 11,
+			     .msg_len = 100, .frag_idx = 1, .frag_cnt = 3 };
+
+	p.sack[0] = (struct net_sack){ 9, 12 };
+	p.sack[1] = (struct net_sack){ 0xfffffffe, 2 }; /* wraps */
+	return p;
+}
+
+TEST(wire_round_trip)
+{
+	uint8_t buf[512], payload[40];
+	struct net_pkt p = sample(), q;
+	size_t n;
+
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)i;
+	n = make(buf, &p, payload, sizeof(payload));
+	SH_ASSERT_EQ(n, NET_HDR_SIZE + 16 + 40);
+	SH_ASSERT_OK(net_pkt_decode(buf, n, &q));
+	SH_ASSERT_EQ(q.type, NET_PKT_DATA);
+	SH_ASSERT_EQ(q.src_id, 0x1111);
+	SH_ASSERT_EQ(q.dst_id, 0x2222);
+	SH_ASSERT_EQ(q.src_inc, 0x3333);
+	SH_ASSERT_EQ(q.dst_inc, 0x4444);
+	SH_ASSERT_EQ(q.sess, 5);
+	SH_ASSERT_EQ(q.seq, 6);
+	SH_ASSERT_EQ(q.ack, 7);
+	SH_ASSERT_EQ(q.rwnd, 8);
+	SH_ASSERT_EQ(q.ts, 9);
+	SH_ASSERT_EQ(q.ts_ecr, 10);
+	SH_ASSERT_EQ(q.msg_id, 11);
+	SH_ASSERT_EQ(q.msg_len, 100);
+	SH_ASSERT_EQ(q.frag_idx, 1);
+	SH_ASSERT_EQ(q.frag_cnt, 3);
+	SH_ASSERT_EQ(q.nsack, 2);
+	SH_ASSERT_EQ(q.sack[1].start, 0xfffffffe);
+	SH_ASSERT_EQ(q.sack[1].end, 2);
+	SH_ASSERT_EQ(q.payload_len, 40);
+	SH_ASSERT_MEMEQ(q.payload, payload, 40);
+}
+
+TEST(wire_rejects_malformed)
+{
+	uint8_t buf[512], good[512], payload[40] = { 1, 2, 3 };
+	struct net_pkt p = sample(), q;
+	size_t n = make(good, &p, payload, sizeof(payload));
+
+	/* truncated anywhere */
+	for (size_t cut = 0; cut < n; cut++)
+		SH_ASSERT_NE(net_pkt_decode(good, cut, &q), 0);
+	SH_ASSERT_ERR(net_pkt_decode(good, 10, &q), -EPROTO);
+	/* every single bit flipped is caught */
+	for (size_t bit = 0; bit < n * 8; bit++) {
+		memcpy(buf, good, n);
+		buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		SH_ASSERT_MSG(net_pkt_decode(buf, n, &q) < 0, "bit %zu flipped was accepted", bit);
+	}
+	/* the crc alone */
+	memcpy(buf, good, n);
+	buf[n - 1] ^= 0xff;
+	SH_ASSERT_ERR(net_pkt_decode(buf, n, &q), SH_ECRC);
+	/* wrong magic, wrong version */
+	memcpy(buf, good, n);
+	buf[0] = 'X';
+	SH_ASSERT_ERR(net_pkt_decode(buf, n, &q), -EPROTO);
+	p = sample();
+	n = make(buf, &p, payload, sizeof(payload));
+	buf[4] = 2;
+	SH_ASSERT_ERR(net_pkt_decode(buf, n, &q), -EPROTO);
+	/* well-formed crc but nonsense fields: each is -EBADMSG */
+	{
+		struct net_pkt bad;
+
+		bad = sample();
+		bad.type = 9;
+		SH_ASSERT_ERR(net_pkt_decode(buf, make(buf, &bad, payload, 40), &q), -EBADMSG);
+		bad = sample();
+		bad.nsack = 5;
+		SH_ASSERT_ERR(net_pkt_decode(buf, make(buf, &bad, payload, 40), &q), -EBADMSG);
+		bad = sample();
+		bad.frag_idx = 3; /* >= count */
+		SH_ASSERT_ERR(net_pkt_decode(buf, make(buf, &bad, payload, 40), &q), -EBADMSG);
+		bad = sample();
+		bad.frag_cnt = 0;
+		SH_ASSERT_ERR(net_pkt_decode(buf, make(buf, &bad, payload, 40), &q), -EBADMSG);
+		bad = sample();
+		bad.msg_len = 10; /* payload larger than the message */
+		SH_ASSERT_ERR(net_pkt_decode(buf, make(buf, &bad, payload, 40), &q), -EBADMSG);
+		bad = sample();
+		bad.sack[0] = (struct net_sack){ 5, 5 }; /* empty range */
+		SH_ASSERT_ERR(net_pkt_decode(buf, make(buf, &bad, payload, 40), &q), -EBADMSG);
+		bad = sample();
+		bad.src_inc = 0;
+		SH_ASSERT_ERR(net_pkt_decode(buf, make(buf, &bad, payload, 40), &q), -EBADMSG);
+		bad = sample();
+		bad.type = NET_PKT_ACK; /* control packets carry no payload */
+		SH_ASSERT_ERR(net_pkt_decode(buf, make(buf, &bad, payload, 40), &q), -EBADMSG);
+		bad = sample();
+		bad.type = NET_PKT_ACK;
+		bad.msg_len = 0;
+		bad.frag_cnt = 0;
+		bad.frag_idx = 0;
+		SH_ASSERT_OK(net_pkt_decode(buf, make(buf, &bad, payload, 0), &q));
+		/* a payload length that disagrees with the datagram */
+		bad = sample();
+		n = make(buf, &bad, payload, 40);
+		SH_ASSERT_ERR(net_pkt_decode(buf, n + 1, &q), -EBADMSG);
+	}
+}
+
+TEST(wire_seq_wraps)
+{
+	SH_ASSERT(net_seq_lt(0xffffffffu, 0));
+	SH_ASSERT(net_seq_lt(5, 6));
+	SH_ASSERT(!net_seq_lt(6, 6));
+	SH_ASSERT(net_seq_le(6, 6));
+	SH_ASSERT(!net_seq_lt(0, 0xffffffffu));
+}

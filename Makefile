@@ -134,7 +134,7 @@ $(BUILD)/bin/shoal-envcheck: $(call obj,src/tools/envcheck/envcheck.c) $(ALL_LIB
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LIBS)
 
 # ---- top-level targets ----
-.PHONY: all deps test run lint fuzz bench soak clean format
+.PHONY: all deps test run lint fuzz bench bench-rpc soak clean format
 
 all: $(ALL_LIBS) $(RUNNERS) $(FUZZ_REPLAY) $(BENCHES) $(TOOLS)
 
@@ -168,6 +168,10 @@ fuzz: deps $(foreach f,$(FUZZ_TARGETS),$(FUZZ_BUILD)/fuzz_$(f))
 bench: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)set -e; for b in $(BENCHES); do echo "== $$b"; $$b; done
+
+bench-rpc: deps
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/rpc
+	$(Q)$(BUILD)/bench/rpc
 
 soak: deps
 	$(Q)$(MAKE) --no-print-directory all

@@ -11,17 +11,20 @@
  *   loss      the stream with 1% of datagrams dropped on receipt
  *
  * Ends with: BENCH rpc {"lat_p50_vs_udp":R,"lat_p50_vs_tcp":R,"stream_vs_tcp":R,
- *                       "rate_vs_tcp":R,"loss1_vs_lossless":R}
+ *                       "rate_vs_tcp":R,"loss1_vs_lossless":R,"lat_p50_poll_vs_udp_poll":R}
+ * Latency and throughput ratios take the worse of the two Shoal modes.
  * Usage: rpc [seconds per measurement, default 1]
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <malloc.h>
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -90,6 +93,7 @@ spawn(void (*fn)(int port_fd, const char *arg), const char *arg, uint16_t *port)
 		exit(1);
 	pid = fork();
 	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the benchmark */
 		close(p[0]);
 		fn(p[1], arg);
 		_exit(0);
@@ -113,7 +117,8 @@ reap(pid_t pid)
 static int
 bound_socket(int type, uint16_t *port)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(sa);
 	int fd = socket(AF_INET, type, 0), one = 1;
 
@@ -128,7 +133,8 @@ bound_socket(int type, uint16_t *port)
 static struct sockaddr_in
 loop_addr(uint16_t port)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(port),
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	return sa;
 }
@@ -179,11 +185,32 @@ tcp_server(int pfd, const char *mode)
 	}
 }
 
-static double
-udp_pingpong_p50(double *p99)
+/* The same echo, but polling (MSG_DONTWAIT in a loop): the baseline for busy-polling. */
+static void
+udp_spin_server(int pfd, const char *arg)
 {
 	uint16_t port;
-	pid_t pid = spawn(udp_echo_server, NULL, &port);
+	int fd = bound_socket(SOCK_DGRAM, &port);
+	char buf[2048];
+
+	(void)arg;
+	write_full(pfd, &port, sizeof(port));
+	for (;;) {
+		struct sockaddr_in from;
+		socklen_t fl = sizeof(from);
+		ssize_t n =
+		    recvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
+
+		if (n > 0)
+			sendto(fd, buf, (size_t)n, 0, (struct sockaddr *)&from, fl);
+	}
+}
+
+static double
+udp_pingpong_p50(bool spin, double *p99)
+{
+	uint16_t port;
+	pid_t pid = spawn(spin ? udp_spin_server : udp_echo_server, NULL, &port);
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
 	struct sockaddr_in sa = loop_addr(port);
 	static uint64_t lat[2000000];
@@ -196,8 +223,13 @@ udp_pingpong_p50(double *p99)
 	while (sh_clock_mono_ns() < end && n < SH_ARRAY_SIZE(lat)) {
 		uint64_t t0 = sh_clock_mono_ns();
 
+		ssize_t got;
+
 		send(fd, buf, 64, 0);
-		if (recv(fd, buf, sizeof(buf), 0) != 64)
+		do {
+			got = recv(fd, buf, sizeof(buf), spin ? MSG_DONTWAIT : 0);
+		} while (spin && got < 0 && errno == EAGAIN);
+		if (got != 64)
 			continue;
 		lat[n++] = sh_clock_mono_ns() - t0;
 	}
@@ -311,7 +343,8 @@ tcp_stream(void)
 static void
 shoal_server(int pfd, const char *mode)
 {
-	struct env_real_opts o = { .mode = strcmp(mode, "poll") == 0 ? ENV_REAL_POLL : ENV_REAL_EVENT };
+	struct env_real_opts o = { .mode =
+				       strcmp(mode, "poll") == 0 ? ENV_REAL_POLL : ENV_REAL_EVENT };
 	struct env *env = env_real_create(&o);
 	struct net_iface ifc = { 0 };
 	struct net_config cfg = { .node_id = 1, .ifaces = &ifc, .nifaces = 1 };
@@ -362,6 +395,19 @@ shoal_open(struct shoal_client *c, const char *server_mode, enum env_real_mode m
 static void
 shoal_close(struct shoal_client *c)
 {
+	if (getenv("SH_BENCH_VERBOSE")) {
+		struct net_stats st;
+
+		net_stats(c->net, &st);
+		fprintf(stderr,
+			"  [client: %llu pkts out, %llu in, %llu retransmits (%llu fast), %llu "
+			"timeouts, "
+			"%llu acks, %llu calls]\n",
+			(unsigned long long)st.pkts_sent, (unsigned long long)st.pkts_received,
+			(unsigned long long)st.retransmits, (unsigned long long)st.fast_retransmits,
+			(unsigned long long)st.timeouts, (unsigned long long)st.acks_sent,
+			(unsigned long long)st.calls);
+	}
 	net_destroy(c->net);
 	env_real_destroy(c->env);
 	reap(c->pid);
@@ -411,7 +457,8 @@ shoal_lat_p50(enum env_real_mode mode, double *p99)
 
 		net_call(c.net, 1, NET_OP_ECHO, &iov, 1, NULL, count_cb, &c, NULL);
 		while (c.done < 2 + n)
-			env_real_run_once(c.env, mode == ENV_REAL_POLL ? 0 : 100 * SH_NSEC_PER_MSEC);
+			env_real_run_once(c.env,
+					  mode == ENV_REAL_POLL ? 0 : 100 * SH_NSEC_PER_MSEC);
 		lat[n++] = sh_clock_mono_ns() - t0;
 	}
 	shoal_close(&c);
@@ -453,11 +500,15 @@ shoal_stream(const char *server_mode)
 {
 	struct shoal_client c;
 	static char body[1 << 20];
-	struct iovec iov = { body, sizeof(body) };
 	uint64_t t0, end;
 	struct net_call_opts o = { .timeout_ns = 30 * SH_NSEC_PER_SEC };
+	struct sh_buf *b = sh_buf_wrap(body, sizeof(body), NULL, NULL);
+	struct sh_iov zc;
 
 	memset(body, 0x5a, sizeof(body));
+	sh_iov_init(&zc);
+	sh_iov_append(&zc, b, 0, sizeof(body)); /* the zero-copy API: the message is not copied */
+	sh_buf_put(b);
 	shoal_open(&c, server_mode, ENV_REAL_EVENT);
 	net_call(c.net, 1, NET_OP_PING, NULL, 0, NULL, count_cb, &c, NULL);
 	wait_done(&c, 1);
@@ -467,7 +518,7 @@ shoal_stream(const char *server_mode)
 	end = t0 + (uint64_t)(secs * 1e9);
 	while (sh_clock_mono_ns() < end) {
 		while (c.inflight < 8) {
-			net_call(c.net, 1, NET_OP_SINK, &iov, 1, &o, count_cb, &c, NULL);
+			net_call_zc(c.net, 1, NET_OP_SINK, &zc, &o, count_cb, &c, NULL);
 			c.inflight++;
 		}
 		env_real_run_once(c.env, 100 * SH_NSEC_PER_MSEC);
@@ -475,6 +526,7 @@ shoal_stream(const char *server_mode)
 	wait_done(&c, c.done + (uint64_t)c.inflight);
 	double mbs = (double)c.done * (1 << 20) / ((double)(sh_clock_mono_ns() - t0) / 1e9) / 1e6;
 
+	sh_iov_fini(&zc);
 	shoal_close(&c);
 	return mbs;
 }
@@ -482,22 +534,44 @@ shoal_stream(const char *server_mode)
 int
 main(int argc, char **argv)
 {
-	double u50, u99, t50, t99, e50, e99, p50, p99, tr, er, pr, ts, ss, sl;
+	double u50, u99, us50, us99, t50, t99, e50, e99, p50, p99, tr, er, pr, ts, ss, sl;
+	const char *only = getenv("SH_BENCH_ONLY"); /* "stream": just the stream, three times */
 
+	/* as a daemon would: keep big message buffers in the heap instead of
+	 * mapping and faulting in fresh pages for every 1 MiB message */
+	mallopt(M_MMAP_THRESHOLD, 512 << 20);
+	mallopt(M_TRIM_THRESHOLD, 1 << 30);
 	if (argc > 1)
 		secs = atof(argv[1]);
 	if (secs <= 0)
 		secs = 1.0;
 	signal(SIGPIPE, SIG_IGN);
-	u50 = udp_pingpong_p50(&u99);
+	if (only != NULL && strcmp(only, "stream") == 0) {
+		for (int i = 0; i < 3; i++) {
+			double t = tcp_stream(), sh = shoal_stream("event");
+
+			printf("stream tcp %.0f shoal %.0f MB/s (%.2f)\n", t, sh, sh / t);
+		}
+		return 0;
+	}
+	if (only != NULL && strcmp(only, "lat-poll") == 0) {
+		p50 = shoal_lat_p50(ENV_REAL_POLL, &p99);
+		printf("poll p50 %.1f p99 %.1f\n", p50, p99);
+		return 0;
+	}
+	u50 = udp_pingpong_p50(false, &u99);
+	us50 = udp_pingpong_p50(true, &us99);
 	t50 = tcp_pingpong_p50(&t99);
 	e50 = shoal_lat_p50(ENV_REAL_EVENT, &e99);
 	p50 = shoal_lat_p50(ENV_REAL_POLL, &p99);
-	printf("latency, 64 B request/response (us)   p50      p99\n");
-	printf("  UDP ping-pong (baseline)          %7.1f  %7.1f\n", u50, u99);
-	printf("  TCP_NODELAY ping-pong (baseline)  %7.1f  %7.1f\n", t50, t99);
-	printf("  Shoal RPC, event-driven           %7.1f  %7.1f\n", e50, e99);
-	printf("  Shoal RPC, busy-polling           %7.1f  %7.1f\n", p50, p99);
+	printf("latency, 64 B request/response (us)     p50      p99\n");
+	printf("  UDP ping-pong, blocking (baseline)  %7.1f  %7.1f\n", u50, u99);
+	printf("  UDP ping-pong, polling (baseline)   %7.1f  %7.1f\n", us50, us99);
+	printf("  TCP_NODELAY ping-pong (baseline)    %7.1f  %7.1f\n", t50, t99);
+	printf("  Shoal RPC, event-driven             %7.1f  %7.1f  (%.2fx blocking UDP)\n", e50,
+	       e99, e50 / u50);
+	printf("  Shoal RPC, busy-polling             %7.1f  %7.1f  (%.2fx polling UDP)\n", p50,
+	       p99, p50 / us50);
 
 	tr = tcp_rate();
 	er = shoal_rate(ENV_REAL_EVENT);
@@ -512,11 +586,19 @@ main(int argc, char **argv)
 	sl = shoal_stream("loss");
 	printf("stream, 1 MiB messages, 8 in flight (MB/s)\n");
 	printf("  TCP stream (baseline)             %9.0f\n", ts);
-	printf("  Shoal                             %9.0f  (%.2fx)\n", ss, ss / ts);
+	printf("  Shoal (zero-copy call)            %9.0f  (%.2fx)\n", ss, ss / ts);
 	printf("  Shoal, 1%% of datagrams dropped    %9.0f  (%.2fx of lossless)\n", sl, sl / ss);
 
-	printf("BENCH rpc {\"lat_p50_vs_udp\":%.2f,\"lat_p50_vs_tcp\":%.2f,\"stream_vs_tcp\":%.2f,"
-	       "\"rate_vs_tcp\":%.2f,\"loss1_vs_lossless\":%.2f}\n",
-	       SH_MIN(e50, p50) / u50, SH_MIN(e50, p50) / t50, ss / ts, SH_MAX(er, pr) / tr, sl / ss);
+	/*
+	 * lat_p50_vs_udp and _vs_tcp: the worse Shoal mode against the raw
+	 * (blocking) ping-pongs, as the issue defines them. Busy-polling is also
+	 * held against a UDP ping-pong that polls too, which is stricter:
+	 * lat_p50_poll_vs_udp_poll.
+	 */
+	printf(
+	    "BENCH rpc {\"lat_p50_vs_udp\":%.2f,\"lat_p50_vs_tcp\":%.2f,\"stream_vs_tcp\":%.2f,"
+	    "\"rate_vs_tcp\":%.2f,\"loss1_vs_lossless\":%.2f,\"lat_p50_poll_vs_udp_poll\":%.2f}\n",
+	    SH_MAX(e50, p50) / u50, SH_MAX(e50, p50) / t50, ss / ts, SH_MIN(er, pr) / tr, sl / ss,
+	    p50 / us50);
 	return 0;
 }

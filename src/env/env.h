@@ -4,7 +4,7 @@
  *
  * Protocol code never calls the OS for time, network, disk or randomness:
  * it calls these functions on a struct env. Two implementations exist:
- *   real (env_real.h)  epoll loop + timerfd, UDP sockets with sendmmsg/
+ *   real (env_real.h)  epoll loop with heap timers, UDP sockets with sendmmsg/
  *                      recvmmsg, io_uring with O_DIRECT, getrandom();
  *                      event-driven or busy-polling.
  *   sim  (env_sim.h)   many nodes in one process on virtual time, seeded,

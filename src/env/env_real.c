@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The real env's loop: epoll, timerfd, eventfd, posted tasks and asyncs.
+ * The real env's loop: epoll, eventfd, timers, posted tasks and asyncs.
+ * Timers live in a heap; the loop sleeps in epoll_pwait2 no longer than
+ * until the earliest one (nanosecond timeout), so arming, re-arming and
+ * cancelling a timer never costs a system call (docs/decisions.md).
  * Sockets are in env_real_udp.c, disks (io_uring) in env_real_disk.c.
  *
  * One turn of the loop:
- *   submit queued disk I/O -> wait (epoll; 0 if work is ready or in POLL
- *   mode) -> ready fds -> [POLL: reap io_uring] -> due timers -> posted
- *   tasks -> requests completed without I/O -> re-arm the timerfd.
- * Tasks posted during a turn run in the next one, so a callback that posts
+ *   posted tasks -> submit queued disk I/O -> wait (epoll, until the
+ *   earliest timer; 0 if work is ready or in POLL mode) -> ready fds ->
+ *   [POLL: reap io_uring] -> due timers -> disk completions.
+ * Tasks run at the start of the turn after the one that posted them,
+ * before it waits: what they send leaves at once, and a task that posts
  * itself cannot starve the loop.
  */
 #define _GNU_SOURCE
@@ -18,7 +22,6 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
-#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,6 +61,8 @@ void
 real_watch_retire(struct env_real *r, int fd, struct real_watch *w)
 {
 	real_watch_del(r, fd);
+	if (w->poll != NULL)
+		sh_list_del(&w->plink);
 	w->dead = true;
 	sh_list_add_tail(&r->zombies, &w->zlink);
 }
@@ -74,11 +79,16 @@ free_zombies(struct env_real *r)
 	}
 }
 
+/*
+ * The loop's time (as libuv's uv_now): read at the start of each turn and
+ * after each wait, so a burst of packets handled in one turn costs one clock
+ * read, not one per packet and timer. Code that runs long inside a callback
+ * sees the time its turn began.
+ */
 static uint64_t
 real_now(struct env *env)
 {
-	(void)env;
-	return sh_clock_mono_ns();
+	return to_real(env)->now;
 }
 
 static uint64_t
@@ -155,18 +165,6 @@ real_async_fini(struct env_async *a)
 }
 
 static void
-tfd_ready(struct real_watch *w, uint32_t events)
-{
-	struct env_real *r = sh_container_of(w, struct env_real, tfd_watch);
-	uint64_t n;
-	ssize_t rc = read(r->tfd, &n, sizeof(n));
-
-	(void)events;
-	(void)rc;
-	r->tfd_deadline = UINT64_MAX;
-}
-
-static void
 efd_ready(struct real_watch *w, uint32_t events)
 {
 	struct env_real *r = sh_container_of(w, struct env_real, efd_watch);
@@ -182,6 +180,28 @@ efd_ready(struct real_watch *w, uint32_t events)
 		struct env_async *a = sh_container_of(ev, struct env_async, ev);
 
 		if (atomic_load(&a->pending)) {
+			ev->fire(ev);
+			r->ncallbacks++;
+		}
+	}
+}
+
+static void
+poll_turn(struct env_real *r)
+{
+	struct sh_list *pos, *tmp;
+
+	sh_list_for_each_safe (pos, tmp, &r->polled) {
+		struct real_watch *w = sh_list_entry(pos, struct real_watch, plink);
+
+		if (!w->dead)
+			w->poll(w);
+	}
+	sh_list_for_each_safe (pos, tmp, &r->asyncs) {
+		struct env_event *ev = sh_list_entry(pos, struct env_event, link);
+		struct env_async *a = sh_container_of(ev, struct env_async, ev);
+
+		if (atomic_load_explicit(&a->pending, memory_order_acquire)) {
 			ev->fire(ev);
 			r->ncallbacks++;
 		}
@@ -224,12 +244,16 @@ env_real_create(const struct env_real_opts *opts)
 	r->env.ops = &real_ops;
 	snprintf(r->env.name, sizeof(r->env.name), "%s", opts && opts->name ? opts->name : "real");
 	r->mode = opts ? opts->mode : ENV_REAL_EVENT;
-	r->epfd = r->tfd = r->efd = r->ring_efd = -1;
-	r->tfd_deadline = UINT64_MAX;
+	r->spin_ns = opts && opts->spin_ns ? opts->spin_ns : 50 * SH_NSEC_PER_USEC;
+	if (r->spin_ns == UINT64_MAX)
+		r->spin_ns = 0;
+	r->epfd = r->efd = r->ring_efd = -1;
+	r->now = sh_clock_mono_ns();
 	sh_heap_init(&r->timers);
 	sh_list_init(&r->ready);
 	sh_list_init(&r->asyncs);
 	sh_list_init(&r->zombies);
+	sh_list_init(&r->polled);
 	sh_list_init(&r->ring_backlog);
 	sh_list_init(&r->done);
 	sh_list_init(&r->disks);
@@ -238,17 +262,11 @@ env_real_create(const struct env_real_opts *opts)
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (r->epfd < 0)
 		goto out_errno;
-	r->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (r->tfd < 0)
-		goto out_errno;
 	r->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (r->efd < 0)
 		goto out_errno;
-	r->tfd_watch.fn = tfd_ready;
 	r->efd_watch.fn = efd_ready;
-	rc = real_watch_add(r, r->tfd, EPOLLIN, &r->tfd_watch);
-	if (rc == 0)
-		rc = real_watch_add(r, r->efd, EPOLLIN, &r->efd_watch);
+	rc = real_watch_add(r, r->efd, EPOLLIN, &r->efd_watch);
 	if (rc < 0) {
 		errno = -rc;
 		goto out_destroy;
@@ -282,8 +300,6 @@ env_real_destroy(struct env *env)
 	sh_heap_fini(&r->timers);
 	if (r->epfd >= 0)
 		close(r->epfd);
-	if (r->tfd >= 0)
-		close(r->tfd);
 	if (r->efd >= 0)
 		close(r->efd);
 	sh_free(r);
@@ -299,31 +315,9 @@ env_real_stop(struct env *env)
 }
 
 static void
-arm_timerfd(struct env_real *r, uint64_t now)
-{
-	struct sh_heap_node *top = sh_heap_peek(&r->timers);
-	uint64_t want = top ? top->key : UINT64_MAX;
-	struct itimerspec its = { 0 };
-
-	if (want >= r->tfd_deadline && r->tfd_deadline > now)
-		return; /* armed early enough; a spurious wake-up is harmless */
-	if (want == UINT64_MAX && r->tfd_deadline == UINT64_MAX)
-		return;
-	if (want != UINT64_MAX) {
-		if (want == 0)
-			want = 1; /* 0 would disarm */
-		its.it_value.tv_sec = (time_t)(want / SH_NSEC_PER_SEC);
-		its.it_value.tv_nsec = (long)(want % SH_NSEC_PER_SEC);
-	}
-	if (timerfd_settime(r->tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
-		sh_log_error("timerfd_settime: %s", strerror(errno));
-	r->tfd_deadline = want;
-}
-
-static void
 run_timers(struct env_real *r)
 {
-	uint64_t now = sh_clock_mono_ns();
+	uint64_t now = r->now;
 	struct sh_heap_node *top;
 
 	while ((top = sh_heap_peek(&r->timers)) != NULL && top->key <= now) {
@@ -361,36 +355,76 @@ env_real_run_once(struct env *env, uint64_t timeout_ns)
 	struct env_real *r = to_real(env);
 	struct epoll_event evs[EPOLL_BATCH];
 	struct timespec ts, *tsp = NULL;
-	uint64_t now = sh_clock_mono_ns();
+	struct sh_heap_node *top;
+	uint64_t now;
 	int n;
 
 	r->ncallbacks = 0;
+	r->now = sh_clock_mono_ns();
+	/* work posted since the last turn (from outside the loop, say) runs before the wait,
+	 * so what it sends goes out now rather than after a zero-timeout poll */
+	run_list(r, &r->ready);
 	real_ring_flush(r);
+	top = sh_heap_peek(&r->timers);
+	now = r->now;
 	if (r->mode == ENV_REAL_POLL || !sh_list_empty(&r->ready) || !sh_list_empty(&r->done))
 		timeout_ns = 0;
-	if (r->mode == ENV_REAL_EVENT)
-		arm_timerfd(r, now);
+	/* sleep no later than the earliest timer: no timer syscall at all */
+	if (top != NULL && timeout_ns > 0)
+		timeout_ns = top->key <= now ? 0 : SH_MIN(timeout_ns, top->key - now);
+	n = 0;
+	if (r->mode == ENV_REAL_POLL) {
+		/*
+		 * Busy-polling: read the sockets directly (one system call each, and
+		 * it returns the data) and look at epoll only every 64 turns, for
+		 * the eventfds; asyncs are checked by their flags.
+		 */
+		poll_turn(r);
+		if (++r->turn % 64 != 0)
+			goto dispatched;
+		timeout_ns = 0;
+	} else if (timeout_ns > 0 && r->spin_ns > 0 && now - r->last_event_ns < r->spin_ns) {
+		/* hybrid: something happened a moment ago, so poll briefly before sleeping */
+		uint64_t spin_end = now + SH_MIN(r->spin_ns, timeout_ns);
+		struct timespec zero = { 0, 0 };
+
+		do {
+			n = epoll_pwait2(r->epfd, evs, EPOLL_BATCH, &zero, NULL);
+		} while (n == 0 && sh_clock_mono_ns() < spin_end);
+		if (n == 0) {
+			uint64_t spent = sh_clock_mono_ns() - now;
+
+			timeout_ns = timeout_ns == UINT64_MAX
+					 ? timeout_ns
+					 : (spent >= timeout_ns ? 0 : timeout_ns - spent);
+		}
+	}
 	if (timeout_ns != UINT64_MAX) {
 		ts.tv_sec = (time_t)(timeout_ns / SH_NSEC_PER_SEC);
 		ts.tv_nsec = (long)(timeout_ns % SH_NSEC_PER_SEC);
 		tsp = &ts;
 	}
-	n = epoll_pwait2(r->epfd, evs, EPOLL_BATCH, tsp, NULL);
+	if (n == 0)
+		n = epoll_pwait2(r->epfd, evs, EPOLL_BATCH, tsp, NULL);
 	if (n < 0) {
 		if (errno != EINTR)
 			return -errno;
 		n = 0;
 	}
+	if (r->mode == ENV_REAL_EVENT || n > 0)
+		r->now = sh_clock_mono_ns();
+	if (n > 0)
+		r->last_event_ns = r->now;
 	for (int i = 0; i < n; i++) {
 		struct real_watch *w = evs[i].data.ptr;
 
 		if (!w->dead)
 			w->fn(w, evs[i].events);
 	}
+dispatched:
 	if (r->mode == ENV_REAL_POLL)
 		real_ring_reap(r);
 	run_timers(r);
-	run_list(r, &r->ready);
 	run_list(r, &r->done);
 	free_zombies(r);
 	return r->ncallbacks;

@@ -2,9 +2,9 @@
 /*
  * The real env: one event loop per thread on the operating system.
  *
- *   ENV_REAL_EVENT  sleeps in epoll_wait when idle (CPU-optimized mode):
- *                   timerfd for timers, eventfd for io_uring completions
- *                   and cross-thread wake-ups.
+ *   ENV_REAL_EVENT  sleeps in epoll_pwait2 when idle (CPU-optimized mode),
+ *                   until the earliest timer; eventfd for io_uring
+ *                   completions and cross-thread wake-ups.
  *   ENV_REAL_POLL   never sleeps (performance-optimized mode, a dedicated
  *                   core): every turn polls sockets with epoll_wait(0), reaps
  *                   io_uring completions and checks the clock.
@@ -23,6 +23,12 @@ struct env_real_opts {
 	enum env_real_mode mode;
 	unsigned uring_depth; /* 0: 256 */
 	const char *name;     /* for logs; default "real" */
+	/*
+	 * ENV_REAL_EVENT: after activity, poll this long before sleeping, so
+	 * that a reply that is a few microseconds away does not pay for a
+	 * sleep and a wake-up. 0: the default, 50 us; UINT64_MAX: never spin.
+	 */
+	uint64_t spin_ns;
 };
 
 /* Create a loop for the calling thread. opts may be NULL. NULL and errno set on failure. */

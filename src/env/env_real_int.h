@@ -16,21 +16,26 @@ struct real_watch {
 	bool dead;
 	struct sh_list zlink;
 	void (*free)(struct real_watch *w);
+	/* POLL mode: read without asking epoll first (sockets) */
+	struct sh_list plink;
+	void (*poll)(struct real_watch *w);
 };
 
 struct env_real {
 	struct env env;
 	enum env_real_mode mode;
+	uint64_t spin_ns;
+	uint64_t last_event_ns; /* when an fd last had something */
+	uint64_t now;		/* the loop's time, read once per turn and after each wait */
 	int epfd;
-	int tfd; /* timerfd */
 	int efd; /* eventfd: asyncs and stop */
-	struct real_watch tfd_watch;
 	struct real_watch efd_watch;
-	uint64_t tfd_deadline; /* what the timerfd is armed for; UINT64_MAX if not */
 	struct sh_heap timers;
 	struct sh_list ready; /* posted tasks */
 	struct sh_list asyncs;
 	struct sh_list zombies; /* real_watch.zlink of closed handles */
+	struct sh_list polled;	/* real_watch.plink: read directly each turn in POLL mode */
+	unsigned turn;
 	_Atomic int stop;
 	int ncallbacks; /* callbacks run in the current turn */
 

@@ -33,7 +33,23 @@ struct real_dgram {
 	struct env_addr local;
 	struct env_dgram_stats st;
 	unsigned char *rbuf; /* ENV_DGRAM_BATCH slots of ENV_DGRAM_MAX bytes */
+	/* receive headers, set up once: a poll of an empty socket touches only the first */
+	struct mmsghdr mh[ENV_DGRAM_BATCH];
+	struct iovec iov[ENV_DGRAM_BATCH];
+	struct sockaddr_storage ss[ENV_DGRAM_BATCH];
 };
+
+static void
+rx_slot_reset(struct real_dgram *d, int i)
+{
+	d->iov[i].iov_base = d->rbuf + (size_t)i * ENV_DGRAM_MAX;
+	d->iov[i].iov_len = ENV_DGRAM_MAX;
+	memset(&d->mh[i], 0, sizeof(d->mh[i]));
+	d->mh[i].msg_hdr.msg_iov = &d->iov[i];
+	d->mh[i].msg_hdr.msg_iovlen = 1;
+	d->mh[i].msg_hdr.msg_name = &d->ss[i];
+	d->mh[i].msg_hdr.msg_namelen = sizeof(d->ss[i]);
+}
 
 static socklen_t
 to_sockaddr(const struct env_addr *a, struct sockaddr_storage *ss)
@@ -89,26 +105,16 @@ set_bufsize(int fd, int opt, int force_opt)
 static void
 do_recv(struct real_dgram *d)
 {
-	struct mmsghdr mh[ENV_DGRAM_BATCH];
-	struct iovec iov[ENV_DGRAM_BATCH];
-	struct sockaddr_storage ss[ENV_DGRAM_BATCH];
+	struct mmsghdr *mh = d->mh;
 	struct env_dgram_msg msgs[ENV_DGRAM_BATCH];
 
 	for (int round = 0; round < RECV_ROUNDS && !d->watch.dead; round++) {
 		unsigned k = 0;
 		int n;
 
-		for (int i = 0; i < ENV_DGRAM_BATCH; i++) {
-			iov[i].iov_base = d->rbuf + (size_t)i * ENV_DGRAM_MAX;
-			iov[i].iov_len = ENV_DGRAM_MAX;
-			memset(&mh[i], 0, sizeof(mh[i]));
-			mh[i].msg_hdr.msg_iov = &iov[i];
-			mh[i].msg_hdr.msg_iovlen = 1;
-			mh[i].msg_hdr.msg_name = &ss[i];
-			mh[i].msg_hdr.msg_namelen = sizeof(ss[i]);
-		}
 		n = recvmmsg(d->fd, mh, ENV_DGRAM_BATCH, MSG_DONTWAIT, NULL);
-		d->st.recv_calls++;
+		if (n > 0)
+			d->st.recv_calls++; /* calls that returned datagrams */
 		if (n < 0) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 				sh_log_debug("recvmmsg: %s", strerror(errno));
@@ -120,8 +126,8 @@ do_recv(struct real_dgram *d)
 				d->st.recv_dropped++;
 				continue;
 			}
-			from_sockaddr(&ss[i], &msgs[k].peer);
-			msgs[k].iov = &iov[i];
+			from_sockaddr(&d->ss[i], &msgs[k].peer);
+			msgs[k].iov = &d->iov[i];
 			msgs[k].iovcnt = 1;
 			msgs[k].len = mh[i].msg_len;
 			k++;
@@ -131,9 +137,19 @@ do_recv(struct real_dgram *d)
 			d->cbs->recv(&d->base, msgs, k, d->arg);
 			d->r->ncallbacks++;
 		}
+		if (d->watch.dead)
+			return; /* closed by the callback: d is freed at the end of the turn */
+		for (int i = 0; i < n; i++)
+			rx_slot_reset(d, i);
 		if (n < ENV_DGRAM_BATCH)
 			return;
 	}
+}
+
+static void
+dgram_poll(struct real_watch *w)
+{
+	do_recv(sh_container_of(w, struct real_dgram, watch));
 }
 
 static void
@@ -181,11 +197,14 @@ real_dgram_open(struct env *env, const struct env_addr *bind_addr, const struct 
 	d->arg = arg;
 	d->watch.fn = dgram_ready;
 	d->watch.free = dgram_free;
+	d->watch.poll = dgram_poll;
 	d->rbuf = sh_malloc((size_t)ENV_DGRAM_BATCH * ENV_DGRAM_MAX);
 	if (d->rbuf == NULL) {
 		rc = -ENOMEM;
 		goto out_free;
 	}
+	for (int i = 0; i < ENV_DGRAM_BATCH; i++)
+		rx_slot_reset(d, i);
 	d->fd = socket(bind_addr->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (d->fd < 0) {
 		rc = -errno;
@@ -212,6 +231,7 @@ real_dgram_open(struct env *env, const struct env_addr *bind_addr, const struct 
 	rc = real_watch_add(r, d->fd, d->events, &d->watch);
 	if (rc < 0)
 		goto out_close;
+	sh_list_add_tail(&r->polled, &d->watch.plink);
 	sh_log_debug("bound %s", env_addr_format(&d->local, abuf, sizeof(abuf)));
 	*out = &d->base;
 	return 0;

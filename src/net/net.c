@@ -169,7 +169,8 @@ net_out_flush(struct net *n)
 	unsigned sent = 0;
 
 	while (sent < n->nout) {
-		int rc = n->tps[n->out_tp].ops->send(&n->tps[n->out_tp], n->out + sent, n->nout - sent);
+		int rc =
+		    n->tps[n->out_tp].ops->send(&n->tps[n->out_tp], n->out + sent, n->nout - sent);
 
 		if (rc <= 0)
 			break; /* full or failing: the rest is lost and will be retransmitted */
@@ -178,26 +179,42 @@ net_out_flush(struct net *n)
 	n->nout = 0;
 }
 
-void
-net_out_packet(struct net_peer *p, struct net_pkt *h, const void *payload, size_t len)
+uint8_t *
+net_out_begin(struct net_peer *p)
 {
 	struct net *n = p->net;
-	struct iovec piov = { (void *)payload, len };
-	unsigned i;
-	size_t hlen;
 
 	if (n->nout > 0 && (n->out_tp != p->path_local || n->nout == NET_BATCH))
 		net_out_flush(n);
-	i = n->nout++;
 	n->out_tp = p->path_local;
-	hlen = net_pkt_encode_hdr(h, n->out_hdr[i], &piov, len ? 1 : 0);
-	n->out_iov[i][0] = (struct iovec){ n->out_hdr[i], hlen };
-	n->out_iov[i][1] = piov;
+	return n->out_hdr[n->nout] + NET_HDR_MAX;
+}
+
+void
+net_out_end(struct net_peer *p, struct net_pkt *h, size_t extra_len, const struct iovec *data,
+	    unsigned ndata)
+{
+	struct net *n = p->net;
+	unsigned i = n->nout++;
+	uint8_t *extra = n->out_hdr[i] + NET_HDR_MAX;
+	struct iovec *iov = n->out_iov[i];
+	size_t hlen = net_pkt_hdr_len(h->nsack), data_len = 0;
+	uint8_t *start = extra - hlen;
+
+	/* iov[0]: header and inline payload; iov[1..]: data, uncopied */
+	iov[0] = (struct iovec){ extra, extra_len };
+	for (unsigned k = 0; k < ndata; k++) {
+		iov[1 + k] = data[k];
+		data_len += data[k].iov_len;
+	}
+	h->payload_len = (uint32_t)(extra_len + data_len);
+	net_pkt_encode_hdr(h, start, iov, (int)(1 + ndata));
+	iov[0] = (struct iovec){ start, hlen + extra_len };
 	n->out[i] = (struct env_dgram_msg){ .peer = p->ifaces[p->path_remote].addr,
-					    .iov = n->out_iov[i],
-					    .iovcnt = len ? 2 : 1 };
+					    .iov = iov,
+					    .iovcnt = 1 + ndata };
 	n->st.pkts_sent++;
-	n->st.bytes_sent += hlen + len;
+	n->st.bytes_sent += hlen + extra_len + data_len;
 	p->last_tx_ns = env_now(n->env);
 }
 
@@ -243,7 +260,8 @@ send_ctl(struct net *n SH_UNUSED, struct net_peer *p, uint8_t type)
 	struct net_pkt h;
 
 	net_sess_fill_hdr(p, &h, type);
-	net_out_packet(p, &h, NULL, 0);
+	net_out_begin(p);
+	net_out_end(p, &h, 0, NULL, 0);
 }
 
 static void
@@ -496,7 +514,7 @@ tick(struct env_timer *t)
 	uint64_t now = env_now(n->env);
 	struct sh_list *pos, *tmp;
 
-	sh_list_for_each_safe(pos, tmp, &n->peer_list) {
+	sh_list_for_each_safe (pos, tmp, &n->peer_list) {
 		struct net_peer *p = sh_list_entry(pos, struct net_peer, link);
 
 		if (p->state == SESS_ESTABLISHED) {
@@ -508,7 +526,8 @@ tick(struct env_timer *t)
 			}
 		} else if (p->state == SESS_CONNECTING) {
 			if (now - p->last_rx_ns >= n->cfg.dead_ns) {
-				/* nobody answers: give up this attempt; waiting calls keep their deadlines */
+				/* nobody answers: give up this attempt; waiting calls keep their
+				 * deadlines */
 				net_sess_reset(p);
 				net_rpc_sess_down(p, false);
 			} else if (now - p->hello_ns >= p->hello_rto_ns) {
@@ -554,8 +573,8 @@ net_create(struct env *env, const struct net_config *cfg, struct net **out)
 	n->env = env;
 	n->cfg = *cfg;
 	n->cfg.ifaces = NULL;
-#define DEFAULT(f, v)                                                                              \
-	if (n->cfg.f == 0)                                                                         \
+#define DEFAULT(f, v)      \
+	if (n->cfg.f == 0) \
 	n->cfg.f = (v)
 	DEFAULT(rto_min_ns, 2 * SH_NSEC_PER_MSEC);
 	DEFAULT(rto_max_ns, 500 * SH_NSEC_PER_MSEC);
@@ -565,6 +584,7 @@ net_create(struct env *env, const struct net_config *cfg, struct net **out)
 	DEFAULT(max_msg, 1u << 30);
 	DEFAULT(window, 1024);
 	DEFAULT(cwnd_init, 64);
+	DEFAULT(max_inflight, 4u << 20);
 	DEFAULT(reply_ttl_ns, 60 * SH_NSEC_PER_SEC);
 #undef DEFAULT
 	if (n->cfg.cwnd_init > n->cfg.window)
@@ -649,6 +669,7 @@ void
 net_stats(const struct net *n, struct net_stats *out)
 {
 	*out = n->st;
+	out->reply_cache_entries = n->nreplies;
 }
 
 int

@@ -59,6 +59,8 @@ struct net_config {
 	uint32_t max_msg;      /* largest message; default 1 GiB */
 	uint32_t window;       /* packets in flight per session; default 1024, at most 8192 */
 	uint32_t cwnd_init;    /* initial congestion window, packets; default 64 */
+	uint32_t
+	    max_inflight; /* bytes in flight per session; default 4 MiB (fits socket buffers) */
 	uint64_t reply_ttl_ns; /* how long replies stay in the cache; default 60 s */
 	void (*peer_event)(void *arg, uint64_t peer_id, enum net_peer_event ev);
 	void *arg;
@@ -66,12 +68,13 @@ struct net_config {
 
 struct net_stats {
 	uint64_t pkts_sent, pkts_received, bytes_sent, bytes_received;
-	uint64_t retransmits, fast_retransmits, timeouts;
+	uint64_t retransmits, fast_retransmits, timeouts, spurious_timeouts;
 	uint64_t dup_pkts, out_of_order, acks_sent;
 	uint64_t bad_magic, bad_format, bad_crc, misdirected, stale, resets_sent, resets_received;
 	uint64_t msgs_sent, msgs_received;
 	uint64_t calls, calls_ok, calls_failed, call_retries;
 	uint64_t requests, duplicate_requests, replies_from_cache;
+	uint64_t reply_cache_entries; /* now, not a count */
 	uint64_t sessions_opened, peers_dead, peers_restarted;
 };
 
@@ -86,8 +89,7 @@ void net_stats(const struct net *n, struct net_stats *out);
 int net_iface_addr(const struct net *n, unsigned i, struct env_addr *out);
 
 /* Tell net how to reach a node. -EEXIST if known, -EINVAL, -ENOMEM. */
-int net_peer_add(struct net *n, uint64_t node_id, const struct net_iface *ifaces,
-		 unsigned nifaces);
+int net_peer_add(struct net *n, uint64_t node_id, const struct net_iface *ifaces, unsigned nifaces);
 /* The peer's incarnation as last seen (0: never), and whether a session is up. */
 uint64_t net_peer_incarnation(const struct net *n, uint64_t node_id);
 bool net_peer_connected(const struct net *n, uint64_t node_id);
@@ -110,10 +112,17 @@ struct net_call_opts {
  * NULL. On 0, cb runs exactly once later; *out (if not NULL) can cancel
  * it until then. -ENOENT (unknown peer), -EMSGSIZE, -EINVAL, -ENOMEM.
  */
-int net_call(struct net *n, uint64_t peer_id, uint16_t opcode, const struct iovec *body,
-	     int iovcnt, const struct net_call_opts *opts, net_call_cb cb, void *arg,
-	     struct net_call **out);
-/* The callback runs later with -ECANCELED (unless it already ran: then a no-op is impossible, do not call). */
+int net_call(struct net *n, uint64_t peer_id, uint16_t opcode, const struct iovec *body, int iovcnt,
+	     const struct net_call_opts *opts, net_call_cb cb, void *arg, struct net_call **out);
+/*
+ * Zero-copy: like net_call, but the body's slices are referenced, not
+ * copied (at most 13 slices); the buffers must not change until the
+ * callback, and their references are dropped by then.
+ */
+int net_call_zc(struct net *n, uint64_t peer_id, uint16_t opcode, const struct sh_iov *body,
+		const struct net_call_opts *opts, net_call_cb cb, void *arg, struct net_call **out);
+/* The callback runs later with -ECANCELED (unless it already ran: then a no-op is impossible, do
+ * not call). */
 void net_call_cancel(struct net_call *c);
 
 typedef void (*net_handler_fn)(struct net_req *req, void *arg);

@@ -6,45 +6,61 @@
 #include "net.h"
 #include "transport.h"
 
-#define NET_BATCH ENV_DGRAM_BATCH
-#define NET_HDR_MAX (NET_HDR_SIZE + 8 * NET_MAX_SACK)
+#define NET_BATCH      ENV_DGRAM_BATCH
+#define NET_HDR_MAX    (NET_HDR_SIZE + 8 * NET_MAX_SACK)
 #define NET_MAX_IFACES 8
-#define NET_DUPTHRESH 3
-#define NET_CWND_MIN 4
+/* Slices of a zero-copy body: a fragment then needs at most this + 1 iovecs. */
+#define NET_ZC_MAX_SLICES (ENV_DGRAM_IOV_MAX - 3)
+#define NET_DUPTHRESH	  3
+#define NET_CWND_MIN	  4
+
+/* Most bytes of chunks packed into one packet (small messages share packets). */
+#define NET_PACK_MAX 8192
 
 /* A message queued on a session: the bytes are shared (buf), the cut is per session. */
 struct net_txmsg {
 	uint32_t ref;
-	uint64_t id;
-	struct sh_buf *buf;
+	uint32_t id;
+	struct sh_iov data;
 	uint32_t len;
 	uint32_t frag_size;
 	uint32_t frag_cnt;
 	uint32_t next_frag;
+	uint32_t acked; /* fragments cumulatively acked */
+	bool is_reply;	/* a cached reply: forget it once the caller has it all */
+	uint64_t key[3];
 	struct sh_list qlink;
 };
 
 enum txpkt_state { TX_FREE = 0, TX_INFLIGHT, TX_SACKED, TX_LOST };
 
-struct net_txpkt {
+struct net_txchunk {
 	struct net_txmsg *m;
 	uint32_t frag;
+};
+
+/* One packet of the send window: its chunks (regenerated on retransmission). */
+struct net_txpkt {
+	struct net_txchunk c0;
+	struct net_txchunk *more; /* chunks 1..nchunks-1, or NULL */
+	uint16_t nchunks;
 	uint8_t state;
 	uint8_t retx;
+	uint32_t bytes;
 	uint64_t sent_ns;
 };
 
+/* A packet received ahead of a hole: its chunk bytes, kept until the hole fills. */
 struct net_rxpkt {
 	bool used;
-	uint64_t msg_id;
-	uint32_t msg_len, frag_idx, frag_cnt;
-	struct sh_buf *data;
+	uint16_t nchunks;
 	uint32_t len;
+	struct sh_buf *data;
 };
 
 struct net_rxmsg {
 	struct sh_list link;
-	uint64_t id;
+	uint32_t id;
 	uint32_t len, cnt, got, fsize;
 	struct sh_buf *buf;
 };
@@ -76,15 +92,18 @@ struct net_peer {
 	struct net_txpkt *tx; /* ring, window entries */
 	struct sh_list sendq;
 	uint32_t inflight, nlost, nsacked;
+	uint64_t inflight_bytes;
 	uint32_t cwnd, ssthresh, cwnd_acc;
 	uint32_t peer_rwnd;
 	uint32_t recover;
 	bool in_recovery;
 	uint64_t srtt_ns, rttvar_ns, rto_ns;
 	bool rtt_valid;
+	bool rto_undo; /* a timeout's window cut may be undone (Eifel) */
+	uint32_t undo_cwnd, undo_ssthresh, rto_ts;
 	unsigned backoff;
 	struct env_timer rto_timer;
-	uint64_t next_msg_id;
+	uint32_t next_msg_id;
 
 	/* receiver */
 	uint32_t rcv_nxt;
@@ -112,9 +131,8 @@ struct net_call {
 	uint64_t id;
 	uint16_t opcode;
 	unsigned retries;
-	struct sh_buf *req; /* the whole request message */
-	uint32_t req_len;
-	uint32_t sess; /* session it was last sent on */
+	struct sh_iov req; /* the whole request message: header, then the body */
+	uint32_t sess;	   /* session it was last sent on */
 	struct env_timer timer;
 	struct env_task done_task;
 	int status;
@@ -138,8 +156,8 @@ struct net_reply {
 	struct sh_list fifo;
 	uint64_t peer_id, peer_inc, id;
 	uint64_t done_ns;
-	struct sh_buf *reply; /* whole reply message, NULL while in progress */
-	uint32_t reply_len;
+	struct sh_iov reply; /* whole reply message, empty while in progress */
+	bool done;
 };
 
 struct net_handler {
@@ -163,8 +181,8 @@ struct net {
 
 	/* the batch being built for one transport */
 	struct env_dgram_msg out[NET_BATCH];
-	struct iovec out_iov[NET_BATCH][2];
-	uint8_t out_hdr[NET_BATCH][NET_HDR_MAX];
+	struct iovec out_iov[NET_BATCH][ENV_DGRAM_IOV_MAX];
+	uint8_t out_hdr[NET_BATCH][NET_HDR_MAX + NET_PACK_MAX];
 	unsigned nout;
 	unsigned out_tp;
 	bool tp_full;
@@ -194,8 +212,15 @@ net_now_us(struct net *n)
 struct net_peer *net_peer_get(const struct net *n, uint64_t id);
 void net_mark_dirty(struct net_peer *p);
 void net_out_flush(struct net *n);
-/* Queue one packet (header from hdr, payload iovec) on the batch of p's path. */
-void net_out_packet(struct net_peer *p, struct net_pkt *hdr, const void *payload, size_t len);
+/*
+ * Build one packet on the batch of p's path: net_out_begin() returns room
+ * for NET_PACK_MAX bytes of inline payload (chunk headers, packed chunks);
+ * net_out_end() encodes hdr in front of the extra_len bytes written there,
+ * followed by data (not copied: it must live until the batch is flushed).
+ */
+uint8_t *net_out_begin(struct net_peer *p);
+void net_out_end(struct net_peer *p, struct net_pkt *hdr, size_t extra_len,
+		 const struct iovec *data, unsigned ndata);
 void net_sess_connect(struct net_peer *p);
 /* The session broke without the peer restarting (silence, RESET); why: for the log. */
 void net_sess_down(struct net_peer *p, int why);
@@ -205,7 +230,11 @@ int net_sess_alloc(struct net_peer *p);
 void net_sess_free(struct net_peer *p);
 void net_sess_reset(struct net_peer *p);
 void net_sess_start(struct net_peer *p, uint32_t sess);
-int net_sess_queue(struct net_peer *p, struct sh_buf *buf, uint32_t len);
+/*
+ * Queue a whole message (its slices are shared, not copied). reply_key, if
+ * not NULL, names the reply-cache entry to drop once the message is acked.
+ */
+int net_sess_queue(struct net_peer *p, const struct sh_iov *msg, const uint64_t *reply_key);
 void net_sess_push(struct net_peer *p);
 void net_sess_on_ack(struct net_peer *p, const struct net_pkt *pkt);
 void net_sess_on_data(struct net_peer *p, const struct net_pkt *pkt);
@@ -222,6 +251,7 @@ void net_rpc_sess_down(struct net_peer *p, bool restart);
 /* A session to p is up: resend what waits. */
 void net_rpc_sess_up(struct net_peer *p);
 void net_rpc_tick(struct net *n, uint64_t now);
-void net_rpc_forget_peer(struct net *n, uint64_t peer_id);
+/* The caller acked the whole reply: its cache entry is no longer needed. */
+void net_rpc_reply_acked(struct net *n, const uint64_t key[3]);
 
 #endif /* SH_NET_NET_INT_H */

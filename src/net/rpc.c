@@ -2,7 +2,10 @@
 /*
  * RPC over sessions: calls with ids, deadlines, retries over a broken
  * session, cancellation; handlers registered per opcode; and the reply
- * cache that makes retries safe (a handler sees each request once).
+ * cache that makes retries safe (a handler sees each request once). A
+ * cached reply is dropped as soon as the session acks all of it (the
+ * caller has it and will never resend that call), or after reply_ttl_ns
+ * if the session broke first.
  *
  * Call states:
  *
@@ -50,27 +53,36 @@ rpc_hdr_put(uint8_t *b, uint8_t kind, uint16_t op, int32_t status, uint64_t id, 
 	memcpy(b + 16, &tmo_ms, 4);
 }
 
-/* One buffer: header then the body's bytes. NULL on ENOMEM. */
-static struct sh_buf *
-build_msg(uint8_t kind, uint16_t op, int32_t status, uint64_t id, uint32_t tmo_ms,
-	  const struct iovec *body, int iovcnt, uint32_t *len_out)
+/*
+ * A message into out (initialized): the header then the body, copied from
+ * iovecs into one buffer, or, with zc, the header then zc's slices shared.
+ */
+static int
+build_msg(struct sh_iov *out, uint8_t kind, uint16_t op, int32_t status, uint64_t id,
+	  uint32_t tmo_ms, const struct iovec *body, int iovcnt, const struct sh_iov *zc)
 {
 	size_t len = RPC_HDR_SIZE;
 	struct sh_buf *b;
+	int rc;
 
 	for (int i = 0; i < iovcnt; i++)
 		len += body[i].iov_len;
 	b = sh_buf_create(len, 0);
 	if (b == NULL)
-		return NULL;
+		return -ENOMEM;
 	rpc_hdr_put(b->data, kind, op, status, id, tmo_ms);
 	len = RPC_HDR_SIZE;
 	for (int i = 0; i < iovcnt; i++) {
 		memcpy(b->data + len, body[i].iov_base, body[i].iov_len);
 		len += body[i].iov_len;
 	}
-	*len_out = (uint32_t)len;
-	return b;
+	rc = sh_iov_append(out, b, 0, len);
+	if (rc == 0 && zc != NULL)
+		rc = sh_iov_append_range(out, zc, 0, zc->len);
+	sh_buf_put(b);
+	if (rc < 0)
+		sh_iov_fini(out);
+	return rc;
 }
 
 /* ---- calls ---- */
@@ -95,7 +107,7 @@ call_finish(struct net_call *c, int status, const struct net_msg *reply)
 	else
 		n->st.calls_failed++;
 	c->cb(c->arg, status, reply);
-	sh_buf_put(c->req);
+	sh_iov_fini(&c->req);
 	sh_free(c);
 }
 
@@ -118,21 +130,24 @@ call_send(struct net_call *c)
 {
 	struct net_peer *p = c->peer;
 
-	if (net_sess_queue(p, c->req, c->req_len) < 0)
+	if (net_sess_queue(p, &c->req, NULL) < 0)
 		return; /* stays WAITING: the deadline ends it if memory never comes back */
 	c->sess = p->sess;
 }
 
-int
-net_call(struct net *n, uint64_t peer_id, uint16_t opcode, const struct iovec *body, int iovcnt,
-	 const struct net_call_opts *opts, net_call_cb cb, void *arg, struct net_call **out)
+static int
+call_start(struct net *n, uint64_t peer_id, uint16_t opcode, const struct iovec *body, int iovcnt,
+	   const struct sh_iov *zc, const struct net_call_opts *opts, net_call_cb cb, void *arg,
+	   struct net_call **out)
 {
 	struct net_peer *p;
 	struct net_call *c;
 	uint64_t tmo = opts && opts->timeout_ns ? opts->timeout_ns : 10 * SH_NSEC_PER_SEC;
-	size_t len = RPC_HDR_SIZE;
+	size_t len = RPC_HDR_SIZE + (zc ? zc->len : 0);
+	int rc;
 
-	if (cb == NULL || opcode >= NET_OP_MAX || iovcnt < 0 || (iovcnt > 0 && body == NULL))
+	if (cb == NULL || opcode == 0 || opcode >= NET_OP_MAX || iovcnt < 0 ||
+	    (iovcnt > 0 && body == NULL) || (zc != NULL && zc->n > NET_ZC_MAX_SLICES))
 		return -EINVAL;
 	for (int i = 0; i < iovcnt; i++)
 		len += body[i].iov_len;
@@ -151,16 +166,17 @@ net_call(struct net *n, uint64_t peer_id, uint16_t opcode, const struct iovec *b
 	c->retries = opts ? opts->retries : 3;
 	c->cb = cb;
 	c->arg = arg;
-	c->req = build_msg(RPC_REQ, opcode, 0, c->id, (uint32_t)SH_MIN(tmo / SH_NSEC_PER_MSEC, UINT32_MAX),
-			   body, iovcnt, &c->req_len);
-	if (c->req == NULL) {
+	sh_iov_init(&c->req);
+	rc = build_msg(&c->req, RPC_REQ, opcode, 0, c->id,
+		       (uint32_t)SH_MIN(tmo / SH_NSEC_PER_MSEC, UINT32_MAX), body, iovcnt, zc);
+	if (rc < 0) {
 		sh_free(c);
-		return -ENOMEM;
+		return rc;
 	}
 	env_timer_init(n->env, &c->timer, call_timeout, c);
 	env_task_init(n->env, &c->done_task, call_done_task, c);
 	if (env_timer_arm(&c->timer, tmo) < 0) {
-		sh_buf_put(c->req);
+		sh_iov_fini(&c->req);
 		sh_free(c);
 		return -ENOMEM;
 	}
@@ -174,6 +190,22 @@ net_call(struct net *n, uint64_t peer_id, uint16_t opcode, const struct iovec *b
 	if (out != NULL)
 		*out = c;
 	return 0;
+}
+
+int
+net_call(struct net *n, uint64_t peer_id, uint16_t opcode, const struct iovec *body, int iovcnt,
+	 const struct net_call_opts *opts, net_call_cb cb, void *arg, struct net_call **out)
+{
+	return call_start(n, peer_id, opcode, body, iovcnt, NULL, opts, cb, arg, out);
+}
+
+int
+net_call_zc(struct net *n, uint64_t peer_id, uint16_t opcode, const struct sh_iov *body,
+	    const struct net_call_opts *opts, net_call_cb cb, void *arg, struct net_call **out)
+{
+	if (body == NULL)
+		return -EINVAL;
+	return call_start(n, peer_id, opcode, NULL, 0, body, opts, cb, arg, out);
 }
 
 void
@@ -190,7 +222,7 @@ net_rpc_sess_down(struct net_peer *p, bool restart)
 	struct net *n = p->net;
 	struct sh_list *pos, *tmp;
 
-	sh_list_for_each_safe(pos, tmp, &p->calls) {
+	sh_list_for_each_safe (pos, tmp, &p->calls) {
 		struct net_call *c = sh_list_entry(pos, struct net_call, plink);
 
 		if (c->sess == 0 || sh_heap_node_queued(&c->done_task.ev.hn) ||
@@ -218,7 +250,7 @@ net_rpc_sess_up(struct net_peer *p)
 {
 	struct sh_list *pos;
 
-	sh_list_for_each(pos, &p->calls) {
+	sh_list_for_each (pos, &p->calls) {
 		struct net_call *c = sh_list_entry(pos, struct net_call, plink);
 
 		if (c->sess == 0 && !env_timer_armed(&c->timer))
@@ -254,7 +286,7 @@ reply_free(struct net *n, struct net_reply *r)
 {
 	sh_htable_remove(&n->replies, &r->hn);
 	sh_list_del(&r->fifo);
-	sh_buf_put(r->reply);
+	sh_iov_fini(&r->reply);
 	sh_free(r);
 	n->nreplies--;
 }
@@ -296,18 +328,21 @@ net_reply(struct net_req *r, int status, const struct iovec *body, int iovcnt)
 	struct net_reply *e = r->cache;
 	struct net_peer *p = r->peer;
 
-	e->reply = build_msg(RPC_RESP, r->opcode, status, r->id, 0, body, iovcnt, &e->reply_len);
-	if (e->reply == NULL) {
+	if (build_msg(&e->reply, RPC_RESP, r->opcode, status, r->id, 0, body, iovcnt, NULL) < 0) {
 		/* no memory for the reply: forget the request, the caller's retry runs it again */
 		sh_htable_remove(&n->replies, &e->hn);
 		sh_free(e);
 		n->nreplies--;
 		goto out;
 	}
+	e->done = true;
 	e->done_ns = env_now(n->env);
 	sh_list_add_tail(&n->reply_fifo, &e->fifo);
-	if (p->state == SESS_ESTABLISHED && p->inc == r->peer_inc)
-		net_sess_queue(p, e->reply, e->reply_len);
+	if (p->state == SESS_ESTABLISHED && p->inc == r->peer_inc) {
+		uint64_t key[3] = { e->peer_id, e->peer_inc, e->id };
+
+		net_sess_queue(p, &e->reply, key);
+	}
 out:
 	sh_buf_put(r->body.buf);
 	sh_free(r);
@@ -326,9 +361,11 @@ on_request(struct net_peer *p, struct sh_buf *buf, uint32_t len, uint16_t op, ui
 	if (h != NULL) {
 		e = sh_container_of(h, struct net_reply, hn);
 		n->st.duplicate_requests++;
-		if (e->reply != NULL) {
+		if (e->done) {
+			uint64_t key[3] = { e->peer_id, e->peer_inc, e->id };
+
 			n->st.replies_from_cache++;
-			net_sess_queue(p, e->reply, e->reply_len);
+			net_sess_queue(p, &e->reply, key);
 		}
 		return; /* still running: its reply goes out when it is done */
 	}
@@ -343,6 +380,7 @@ on_request(struct net_peer *p, struct sh_buf *buf, uint32_t len, uint16_t op, ui
 	e->peer_inc = p->inc;
 	e->id = id;
 	sh_list_init(&e->fifo);
+	sh_iov_init(&e->reply);
 	sh_htable_insert(&n->replies, &e->hn, reply_hash(&k));
 	n->nreplies++;
 	r->net = n;
@@ -351,7 +389,8 @@ on_request(struct net_peer *p, struct sh_buf *buf, uint32_t len, uint16_t op, ui
 	r->id = id;
 	r->opcode = op;
 	r->cache = e;
-	r->body = (struct net_msg){ .buf = sh_buf_get(buf), .off = RPC_HDR_SIZE,
+	r->body = (struct net_msg){ .buf = sh_buf_get(buf),
+				    .off = RPC_HDR_SIZE,
 				    .len = len - RPC_HDR_SIZE };
 	if (n->handlers[op].fn == NULL) {
 		sh_log_debug("no handler for opcode %u (%s)", op, net_op_name(op));
@@ -386,12 +425,25 @@ net_rpc_deliver(struct net_peer *p, struct sh_buf *buf, uint32_t len)
 	} else {
 		struct sh_hnode *h = sh_htable_find(&n->calls, sh_hash_u64(id), &id, call_eq);
 		struct net_call *c = h ? sh_container_of(h, struct net_call, hn) : NULL;
-		struct net_msg reply = { .buf = buf, .off = RPC_HDR_SIZE, .len = len - RPC_HDR_SIZE };
+		struct net_msg reply = { .buf = buf,
+					 .off = RPC_HDR_SIZE,
+					 .len = len - RPC_HDR_SIZE };
 
 		if (c == NULL || c->peer != p || c->opcode != op)
 			return; /* late (timed out or cancelled) or a duplicate */
 		call_finish(c, status, &reply);
 	}
+}
+
+void
+net_rpc_reply_acked(struct net *n, const uint64_t key[3])
+{
+	struct reply_key k = { key[0], key[1], key[2] };
+	struct sh_hnode *h = sh_htable_find(&n->replies, reply_hash(&k), &k, reply_eq);
+
+	/* the caller has the whole reply: it will never ask again */
+	if (h != NULL && sh_container_of(h, struct net_reply, hn)->done)
+		reply_free(n, sh_container_of(h, struct net_reply, hn));
 }
 
 void
@@ -462,7 +514,7 @@ net_rpc_fini(struct net *n)
 
 		next = sh_htable_next(&n->replies, &it, h);
 		/* in-progress entries belong to a net_req still held by a handler */
-		if (r->reply == NULL) {
+		if (!r->done) {
 			sh_htable_remove(&n->replies, h);
 			continue;
 		}

@@ -7,17 +7,17 @@
 #ifndef SH_NET_RPC_OPS_H
 #define SH_NET_RPC_OPS_H
 
-#define NET_RPC_OPS(X)                                                                            \
-	X(NET_OP_PING, 1, "ping")   /* net: reply at once, empty body */                          \
-	X(NET_OP_ECHO, 2, "echo")   /* net: reply with the request's body */                      \
-	X(NET_OP_SINK, 3, "sink")   /* net: discard the body, reply empty (stream tests) */       \
+#define NET_RPC_OPS(X)                                                                      \
+	X(NET_OP_PING, 1, "ping")   /* net: reply at once, empty body */                    \
+	X(NET_OP_ECHO, 2, "echo")   /* net: reply with the request's body */                \
+	X(NET_OP_SINK, 3, "sink")   /* net: discard the body, reply empty (stream tests) */ \
 	X(NET_OP_TEST, 100, "test") /* tests register their own handler here */
 
 enum net_op {
 #define NET_OP_ENUM(id, num, name) id = (num),
 	NET_RPC_OPS(NET_OP_ENUM)
 #undef NET_OP_ENUM
-	NET_OP_MAX = 1024 /* opcodes are below this */
+	    NET_OP_MAX = 1024 /* opcodes are below this */
 };
 
 const char *net_op_name(unsigned op);

@@ -70,8 +70,25 @@ txmsg_put(struct net_txmsg *m)
 {
 	if (--m->ref > 0)
 		return;
-	sh_buf_put(m->buf);
+	sh_iov_fini(&m->data);
 	sh_free(m);
+}
+
+static void
+txpkt_clear(struct net_txpkt *t)
+{
+	if (t->c0.m != NULL)
+		txmsg_put(t->c0.m);
+	for (unsigned i = 1; i < t->nchunks; i++)
+		txmsg_put(t->more[i - 1].m);
+	sh_free(t->more);
+	memset(t, 0, sizeof(*t));
+}
+
+static inline struct net_txchunk *
+txchunk(struct net_txpkt *t, unsigned i)
+{
+	return i == 0 ? &t->c0 : &t->more[i - 1];
 }
 
 static void rto_fire(struct env_timer *t);
@@ -104,13 +121,8 @@ net_sess_reset(struct net_peer *p)
 {
 	struct sh_list *pos;
 
-	for (uint32_t s = p->snd_una; s != p->snd_nxt; s++) {
-		struct net_txpkt *t = txslot(p, s);
-
-		if (t->m != NULL)
-			txmsg_put(t->m);
-		memset(t, 0, sizeof(*t));
-	}
+	for (uint32_t s = p->snd_una; s != p->snd_nxt; s++)
+		txpkt_clear(txslot(p, s));
 	while ((pos = sh_list_pop(&p->sendq)) != NULL)
 		txmsg_put(sh_list_entry(pos, struct net_txmsg, qlink));
 	for (uint32_t i = 0; i < W(p); i++) {
@@ -129,6 +141,7 @@ net_sess_reset(struct net_peer *p)
 	p->state = SESS_IDLE;
 	p->snd_una = p->snd_nxt = p->rcv_nxt = 1;
 	p->inflight = p->nlost = p->nsacked = 0;
+	p->inflight_bytes = 0;
 	p->rx_buffered = 0;
 	p->ack_pending = 0;
 	p->ack_now = false;
@@ -160,18 +173,28 @@ net_sess_start(struct net_peer *p, uint32_t sess)
 }
 
 int
-net_sess_queue(struct net_peer *p, struct sh_buf *buf, uint32_t len)
+net_sess_queue(struct net_peer *p, const struct sh_iov *msg, const uint64_t *reply_key)
 {
 	struct net_txmsg *m = sh_calloc(1, sizeof(*m));
-	uint32_t maxp = p->mtu - NET_HDR_MAX;
+	uint32_t maxp = p->mtu - NET_HDR_MAX - NET_CHUNK_HDR;
+	uint32_t len = (uint32_t)msg->len;
 
 	if (m == NULL)
 		return -ENOMEM;
+	sh_iov_init(&m->data);
+	if (sh_iov_append_range(&m->data, msg, 0, msg->len) < 0) {
+		sh_iov_fini(&m->data);
+		sh_free(m);
+		return -ENOMEM;
+	}
 	m->ref = 1; /* the send queue's */
-	m->buf = sh_buf_get(buf);
 	m->len = len;
-	m->frag_cnt = len == 0 ? 1 : (len + maxp - 1) / maxp;
-	m->frag_size = (len + m->frag_cnt - 1) / m->frag_cnt;
+	if (reply_key != NULL) {
+		m->is_reply = true;
+		memcpy(m->key, reply_key, sizeof(m->key));
+	}
+	m->frag_cnt = len == 0 ? 1 : (uint32_t)(((uint64_t)len + maxp - 1) / maxp);
+	m->frag_size = net_frag_size(len, m->frag_cnt);
 	sh_list_add_tail(&p->sendq, &m->qlink);
 	net_mark_dirty(p);
 	return 0;
@@ -216,24 +239,63 @@ net_sess_fill_hdr(struct net_peer *p, struct net_pkt *h, uint8_t type)
 	env_timer_cancel(&p->delack);
 }
 
+/* The iovecs of bytes [off, off + len) of v; at most max (callers keep slices few). */
+static unsigned
+iov_range(const struct sh_iov *v, size_t off, size_t len, struct iovec *out, unsigned max)
+{
+	unsigned n = 0;
+
+	for (uint32_t i = 0; i < v->n && len > 0 && n < max; i++) {
+		const struct sh_iov_seg *s = &v->seg[i];
+		size_t take;
+
+		if (off >= s->len) {
+			off -= s->len;
+			continue;
+		}
+		take = SH_MIN(s->len - off, len);
+		out[n++] = (struct iovec){ s->buf->data + s->off + off, take };
+		len -= take;
+		off = 0;
+	}
+	return n;
+}
+
 static void
 send_data(struct net_peer *p, uint32_t seq)
 {
 	struct net_txpkt *t = txslot(p, seq);
-	struct net_txmsg *m = t->m;
+	uint8_t *extra = net_out_begin(p);
+	struct iovec zc[ENV_DGRAM_IOV_MAX - 1];
+	unsigned nzc = 0;
+	size_t elen = 0;
 	struct net_pkt h;
-	uint32_t off = t->frag * m->frag_size;
-	uint32_t len = t->frag + 1 < m->frag_cnt ? m->frag_size : m->len - off;
 
+	for (unsigned i = 0; i < t->nchunks; i++) {
+		struct net_txchunk *c = txchunk(t, i);
+		struct net_txmsg *m = c->m;
+		struct net_chunk ch = { .msg_id = m->id,
+					.msg_len = m->len,
+					.frag_idx = c->frag,
+					.frag_cnt = m->frag_cnt,
+					.len = net_frag_len(m->len, m->frag_cnt, c->frag) };
+		size_t off = (size_t)c->frag * m->frag_size;
+
+		net_chunk_hdr_put(extra + elen, &ch);
+		elen += NET_CHUNK_HDR;
+		if (t->nchunks == 1) {
+			/* a lone chunk goes from the message's slices, uncopied */
+			nzc = iov_range(&m->data, off, ch.len, zc, SH_ARRAY_SIZE(zc));
+		} else {
+			sh_iov_copyout(&m->data, off, extra + elen, ch.len);
+			elen += ch.len;
+		}
+	}
 	net_sess_fill_hdr(p, &h, NET_PKT_DATA);
 	h.seq = seq;
-	h.msg_id = m->id;
-	h.msg_len = m->len;
-	h.frag_idx = t->frag;
-	h.frag_cnt = m->frag_cnt;
-	h.payload_len = len;
+	h.nchunks = t->nchunks;
 	t->sent_ns = env_now(p->net->env);
-	net_out_packet(p, &h, m->buf->data + off, len);
+	net_out_end(p, &h, elen, zc, nzc);
 }
 
 static void
@@ -244,6 +306,71 @@ arm_rto(struct net_peer *p)
 	if (rto > p->net->cfg.rto_max_ns)
 		rto = p->net->cfg.rto_max_ns;
 	env_timer_arm(&p->rto_timer, rto);
+}
+
+/* Take the next chunk of m; m leaves the send queue with its last fragment. */
+static void
+take_chunk(struct net_peer *p, struct net_txmsg *m, struct net_txchunk *c)
+{
+	if (m->next_frag == 0) {
+		m->id = p->next_msg_id++;
+		p->net->st.msgs_sent++;
+	}
+	c->m = m;
+	m->ref++;
+	c->frag = m->next_frag++;
+	if (m->next_frag == m->frag_cnt) {
+		sh_list_del(&m->qlink);
+		txmsg_put(m);
+	}
+}
+
+static inline bool
+small_whole(const struct net_txmsg *m, uint32_t room)
+{
+	return m->next_frag == 0 && m->frag_cnt == 1 && m->len + NET_CHUNK_HDR <= room;
+}
+
+/* Fill slot t from the send queue (not empty). */
+static void
+cut_packet(struct net_peer *p, struct net_txpkt *t)
+{
+	struct net_txmsg *m = sh_list_entry(p->sendq.next, struct net_txmsg, qlink);
+	uint32_t room = SH_MIN(p->mtu - NET_HDR_MAX, (uint32_t)NET_PACK_MAX);
+	struct sh_list *pos;
+	unsigned n = 0;
+
+	memset(t, 0, sizeof(*t));
+	t->nchunks = 1;
+	if (!small_whole(m, room)) {
+		t->bytes = net_frag_len(m->len, m->frag_cnt, m->next_frag);
+		take_chunk(p, m, &t->c0);
+		return;
+	}
+	/* how many small messages after m fit with it */
+	room -= m->len + NET_CHUNK_HDR;
+	for (pos = m->qlink.next; pos != &p->sendq && 1 + n < NET_MAX_CHUNKS; pos = pos->next) {
+		struct net_txmsg *x = sh_list_entry(pos, struct net_txmsg, qlink);
+
+		if (!small_whole(x, room))
+			break;
+		room -= x->len + NET_CHUNK_HDR;
+		n++;
+	}
+	if (n > 0) {
+		t->more = sh_alloc_array(n, sizeof(*t->more));
+		if (t->more == NULL)
+			n = 0; /* no memory: m goes alone */
+	}
+	t->bytes = m->len;
+	take_chunk(p, m, &t->c0);
+	for (unsigned i = 0; i < n; i++) {
+		struct net_txmsg *x = sh_list_entry(p->sendq.next, struct net_txmsg, qlink);
+
+		t->bytes += x->len;
+		take_chunk(p, x, &t->more[i]);
+	}
+	t->nchunks = (uint16_t)(1 + n);
 }
 
 void
@@ -266,29 +393,21 @@ net_sess_push(struct net_peer *p)
 		t->retx++;
 		p->nlost--;
 		p->inflight++;
+		p->inflight_bytes += t->bytes;
 		n->st.retransmits++;
 		send_data(p, s);
 	}
-	/* then new fragments */
-	while (p->inflight < wnd && p->snd_nxt - p->snd_una < W(p) && !sh_list_empty(&p->sendq)) {
-		struct net_txmsg *m = sh_list_entry(p->sendq.next, struct net_txmsg, qlink);
+	/* then new packets: a fragment alone, or several small messages together */
+	while (p->inflight < wnd && p->inflight_bytes < n->cfg.max_inflight &&
+	       p->snd_nxt - p->snd_una < W(p) && !sh_list_empty(&p->sendq)) {
 		struct net_txpkt *t = txslot(p, p->snd_nxt);
 
-		if (m->next_frag == 0) {
-			m->id = p->next_msg_id++;
-			n->st.msgs_sent++;
-		}
-		t->m = m;
-		m->ref++;
-		t->frag = m->next_frag++;
+		cut_packet(p, t);
 		t->state = TX_INFLIGHT;
 		t->retx = 0;
 		p->inflight++;
+		p->inflight_bytes += t->bytes;
 		send_data(p, p->snd_nxt++);
-		if (m->next_frag == m->frag_cnt) {
-			sh_list_del(&m->qlink);
-			txmsg_put(m);
-		}
 	}
 	if (p->snd_una != p->snd_nxt && !env_timer_armed(&p->rto_timer))
 		arm_rto(p);
@@ -317,21 +436,29 @@ rtt_sample(struct net_peer *p, uint64_t r)
 		p->rto_ns = n->cfg.rto_max_ns;
 }
 
-/* Release slot s, whatever its state; returns true if it was in flight or lost. */
+/* Release slot s (cumulatively acked); returns true if it was in flight or lost. */
 static bool
 release(struct net_peer *p, uint32_t s)
 {
 	struct net_txpkt *t = txslot(p, s);
 	bool counted = t->state == TX_INFLIGHT || t->state == TX_LOST;
 
-	if (t->state == TX_INFLIGHT)
+	for (unsigned i = 0; i < t->nchunks; i++) {
+		struct net_txmsg *m = txchunk(t, i)->m;
+
+		if (++m->acked == m->frag_cnt && m->is_reply)
+			net_rpc_reply_acked(p->net, m->key);
+	}
+
+	if (t->state == TX_INFLIGHT) {
 		p->inflight--;
-	else if (t->state == TX_LOST)
+		p->inflight_bytes -= t->bytes;
+	} else if (t->state == TX_LOST) {
 		p->nlost--;
-	else if (t->state == TX_SACKED)
+	} else if (t->state == TX_SACKED) {
 		p->nsacked--;
-	txmsg_put(t->m);
-	memset(t, 0, sizeof(*t));
+	}
+	txpkt_clear(t);
 	return counted;
 }
 
@@ -370,10 +497,12 @@ net_sess_on_ack(struct net_peer *p, const struct net_pkt *pkt)
 			struct net_txpkt *t = txslot(p, s);
 
 			if (t->state == TX_INFLIGHT || t->state == TX_LOST) {
-				if (t->state == TX_INFLIGHT)
+				if (t->state == TX_INFLIGHT) {
 					p->inflight--;
-				else
+					p->inflight_bytes -= t->bytes;
+				} else {
 					p->nlost--;
+				}
 				t->state = TX_SACKED;
 				p->nsacked++;
 				newly++;
@@ -382,6 +511,29 @@ net_sess_on_ack(struct net_peer *p, const struct net_pkt *pkt)
 		}
 		if (net_seq_lt(a, b) && net_seq_lt(high, b))
 			high = b;
+	}
+	if (newly > 0 && p->rto_undo) {
+		/*
+		 * Eifel: an ack echoing a time before the timeout acks an original
+		 * transmission, so the timeout was spurious (a late ack, not a loss):
+		 * take back the window cut and the "lost" marks not yet resent.
+		 */
+		p->rto_undo = false;
+		if (pkt->ts_ecr != 0 && (int32_t)(pkt->ts_ecr - p->rto_ts) < 0) {
+			n->st.spurious_timeouts++;
+			p->cwnd = SH_MAX(p->cwnd, p->undo_cwnd);
+			p->ssthresh = SH_MAX(p->ssthresh, p->undo_ssthresh);
+			for (uint32_t s = p->snd_una; p->nlost > 0 && s != p->snd_nxt; s++) {
+				struct net_txpkt *t = txslot(p, s);
+
+				if (t->state != TX_LOST)
+					continue;
+				t->state = TX_INFLIGHT;
+				p->nlost--;
+				p->inflight++;
+				p->inflight_bytes += t->bytes;
+			}
+		}
 	}
 	if (newly > 0) {
 		if (pkt->ts_ecr != 0) {
@@ -394,7 +546,8 @@ net_sess_on_ack(struct net_peer *p, const struct net_pkt *pkt)
 	}
 	/* fast retransmit: a packet with NET_DUPTHRESH sacked ones above it is lost */
 	if (sacked_any) {
-		for (uint32_t s = p->snd_una; net_seq_lt(s, high) && high - s > NET_DUPTHRESH; s++) {
+		for (uint32_t s = p->snd_una; net_seq_lt(s, high) && high - s > NET_DUPTHRESH;
+		     s++) {
 			struct net_txpkt *t = txslot(p, s);
 
 			if (t->state != TX_INFLIGHT)
@@ -405,6 +558,7 @@ net_sess_on_ack(struct net_peer *p, const struct net_pkt *pkt)
 				continue;
 			t->state = TX_LOST;
 			p->inflight--;
+			p->inflight_bytes -= t->bytes;
 			p->nlost++;
 			n->st.fast_retransmits++;
 			enter_recovery(p);
@@ -449,8 +603,15 @@ rto_fire(struct env_timer *tm)
 		if (t->state == TX_INFLIGHT) {
 			t->state = TX_LOST;
 			p->inflight--;
+			p->inflight_bytes -= t->bytes;
 			p->nlost++;
 		}
+	}
+	if (!p->rto_undo) {
+		p->undo_cwnd = p->cwnd;
+		p->undo_ssthresh = p->ssthresh;
+		p->rto_ts = net_now_us(n);
+		p->rto_undo = true;
 	}
 	p->ssthresh = SH_MAX(p->cwnd / 2, (uint32_t)NET_CWND_MIN);
 	p->cwnd = NET_CWND_MIN;
@@ -467,69 +628,62 @@ rto_fire(struct env_timer *tm)
 /* ---- receiving ---- */
 
 static void
-deliver_frag(struct net_peer *p, uint64_t msg_id, uint32_t msg_len, uint32_t idx, uint32_t cnt,
-	     const uint8_t *data, uint32_t len)
+deliver_chunk(struct net_peer *p, const struct net_chunk *c)
 {
 	struct net *n = p->net;
 	struct net_rxmsg *m = NULL;
 	struct sh_list *pos;
-	uint32_t fsize, want;
 
-	if (msg_len > n->cfg.max_msg) {
+	/* the decoder checked the chunk's shape; the message's size is checked here */
+	if (c->msg_len > n->cfg.max_msg) {
 		n->st.bad_format++;
-		sh_log_warn("peer %llx: message of %u bytes is over the limit", (unsigned long long)p->id,
-			    msg_len);
+		sh_log_warn("peer %llx: message of %u bytes is over the limit",
+			    (unsigned long long)p->id, c->msg_len);
 		return;
 	}
-	fsize = (msg_len + cnt - 1) / cnt;
-	want = idx + 1 < cnt ? fsize : msg_len - fsize * (cnt - 1);
-	if (len != want || (uint64_t)fsize * (cnt - 1) > msg_len) {
-		n->st.bad_format++;
-		return;
-	}
-	if (cnt == 1) {
-		struct sh_buf *b = sh_buf_create(msg_len, 0);
+	if (c->frag_cnt == 1) {
+		struct sh_buf *b = sh_buf_create(c->msg_len, 0);
 
 		if (b == NULL)
 			return;
-		memcpy(b->data, data, len);
+		memcpy(b->data, c->data, c->len);
 		n->st.msgs_received++;
-		net_rpc_deliver(p, b, msg_len);
+		net_rpc_deliver(p, b, c->msg_len);
 		sh_buf_put(b);
 		return;
 	}
-	sh_list_for_each(pos, &p->rxmsgs) {
+	sh_list_for_each (pos, &p->rxmsgs) {
 		struct net_rxmsg *x = sh_list_entry(pos, struct net_rxmsg, link);
 
-		if (x->id == msg_id) {
+		if (x->id == c->msg_id) {
 			m = x;
 			break;
 		}
 	}
 	if (m == NULL) {
-		if (idx != 0) {
+		if (c->frag_idx != 0) {
 			n->st.bad_format++; /* in-order delivery: a message starts at fragment 0 */
 			return;
 		}
 		m = sh_calloc(1, sizeof(*m));
 		if (m == NULL)
 			return;
-		m->buf = sh_buf_create(msg_len, 0);
+		m->buf = sh_buf_create(c->msg_len, 0);
 		if (m->buf == NULL) {
 			sh_free(m);
 			return;
 		}
-		m->id = msg_id;
-		m->len = msg_len;
-		m->cnt = cnt;
-		m->fsize = fsize;
+		m->id = c->msg_id;
+		m->len = c->msg_len;
+		m->cnt = c->frag_cnt;
+		m->fsize = net_frag_size(c->msg_len, c->frag_cnt);
 		sh_list_add_tail(&p->rxmsgs, &m->link);
 	}
-	if (m->len != msg_len || m->cnt != cnt || idx != m->got) {
+	if (m->len != c->msg_len || m->cnt != c->frag_cnt || c->frag_idx != m->got) {
 		n->st.bad_format++;
 		return;
 	}
-	memcpy(m->buf->data + (size_t)idx * fsize, data, len);
+	memcpy(m->buf->data + (size_t)c->frag_idx * m->fsize, c->data, c->len);
 	if (++m->got < m->cnt)
 		return;
 	sh_list_del(&m->link);
@@ -556,7 +710,9 @@ net_sess_on_data(struct net_peer *p, const struct net_pkt *pkt)
 		p->ack_now = true;
 		return;
 	}
-	p->ts_recent = pkt->ts;
+	/* echo the oldest unacked packet's time, so the sender's RTT includes our ack delay */
+	if (p->ack_pending == 0 && !p->ack_now)
+		p->ts_recent = pkt->ts;
 	if (seq != p->rcv_nxt) {
 		struct net_rxpkt *r = rxslot(p, seq);
 
@@ -570,10 +726,7 @@ net_sess_on_data(struct net_peer *p, const struct net_pkt *pkt)
 			return; /* dropped: the sender retransmits */
 		memcpy(r->data->data, pkt->payload, pkt->payload_len);
 		r->used = true;
-		r->msg_id = pkt->msg_id;
-		r->msg_len = pkt->msg_len;
-		r->frag_idx = pkt->frag_idx;
-		r->frag_cnt = pkt->frag_cnt;
+		r->nchunks = pkt->nchunks;
 		r->len = pkt->payload_len;
 		p->rx_buffered++;
 		n->st.out_of_order++;
@@ -581,18 +734,21 @@ net_sess_on_data(struct net_peer *p, const struct net_pkt *pkt)
 	}
 	p->rcv_nxt++;
 	p->ack_pending++;
-	deliver_frag(p, pkt->msg_id, pkt->msg_len, pkt->frag_idx, pkt->frag_cnt, pkt->payload,
-		     pkt->payload_len);
-	/* the delivery may have torn the session down (a handler that destroys it is not allowed) */
+	for (unsigned i = 0; i < pkt->nchunks; i++)
+		deliver_chunk(p, &pkt->chunk[i]);
+	/* then what waited behind the hole (a handler may not tear the session down) */
 	while (p->state == SESS_ESTABLISHED && rxslot(p, p->rcv_nxt)->used) {
 		struct net_rxpkt *r = rxslot(p, p->rcv_nxt);
 		struct net_rxpkt x = *r;
+		struct net_chunk ch[NET_MAX_CHUNKS];
 
 		memset(r, 0, sizeof(*r));
 		p->rx_buffered--;
 		p->rcv_nxt++;
 		p->ack_pending++;
-		deliver_frag(p, x.msg_id, x.msg_len, x.frag_idx, x.frag_cnt, x.data->data, x.len);
+		if (net_chunks_parse(x.data->data, x.len, x.nchunks, ch) == 0)
+			for (unsigned i = 0; i < x.nchunks; i++)
+				deliver_chunk(p, &ch[i]);
 		sh_buf_put(x.data);
 	}
 }
@@ -602,9 +758,10 @@ net_sess_send_ack(struct net_peer *p)
 {
 	struct net_pkt h;
 
+	net_out_begin(p);
 	net_sess_fill_hdr(p, &h, NET_PKT_ACK);
 	p->net->st.acks_sent++;
-	net_out_packet(p, &h, NULL, 0);
+	net_out_end(p, &h, 0, NULL, 0);
 }
 
 void

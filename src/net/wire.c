@@ -34,7 +34,7 @@ get32(const uint8_t *b, size_t off)
 	return v;
 }
 
-static inline uint64_t
+static inline uint64_t SH_UNUSED
 get64(const uint8_t *b, size_t off)
 {
 	uint64_t v;
@@ -64,21 +64,59 @@ net_pkt_encode_hdr(const struct net_pkt *p, uint8_t *b, const struct iovec *payl
 	put32(b, 52, p->rwnd);
 	put32(b, 56, p->ts);
 	put32(b, 60, p->ts_ecr);
-	put64(b, 64, p->msg_id);
-	put32(b, 72, p->msg_len);
-	put32(b, 76, p->frag_idx);
-	put32(b, 80, p->frag_cnt);
-	put32(b, 84, p->payload_len);
-	put32(b, 88, 0);
-	put32(b, 92, 0);
+	b[64] = (uint8_t)p->nchunks;
+	b[65] = (uint8_t)(p->nchunks >> 8);
+	b[66] = 0;
+	b[67] = 0;
+	put32(b, 68, p->payload_len);
+	put32(b, 72, 0);
+	put32(b, 76, 0);
 	for (unsigned i = 0; i < p->nsack; i++) {
 		put32(b, NET_HDR_SIZE + 8 * i, p->sack[i].start);
 		put32(b, NET_HDR_SIZE + 8 * i + 4, p->sack[i].end);
 	}
 	crc = sh_crc32c(0, b, hlen);
 	crc = sh_crc32c_iov(crc, payload, iovcnt);
-	put32(b, 88, crc);
+	put32(b, 72, crc);
 	return hlen;
+}
+
+void
+net_chunk_hdr_put(uint8_t *b, const struct net_chunk *c)
+{
+	put32(b, 0, c->msg_id);
+	put32(b, 4, c->msg_len);
+	put32(b, 8, c->frag_idx);
+	put32(b, 12, c->frag_cnt);
+	put32(b, 16, c->len);
+}
+
+int
+net_chunks_parse(const uint8_t *b, uint32_t len, unsigned n, struct net_chunk *out)
+{
+	uint32_t off = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct net_chunk *c = &out[i];
+
+		if (len - off < NET_CHUNK_HDR)
+			return -EBADMSG;
+		c->msg_id = get32(b, off);
+		c->msg_len = get32(b, off + 4);
+		c->frag_idx = get32(b, off + 8);
+		c->frag_cnt = get32(b, off + 12);
+		c->len = get32(b, off + 16);
+		off += NET_CHUNK_HDR;
+		if (c->frag_cnt == 0 || c->frag_idx >= c->frag_cnt || c->len > len - off ||
+		    (c->msg_len == 0 && c->frag_cnt != 1) ||
+		    (uint64_t)net_frag_size(c->msg_len, c->frag_cnt) * (c->frag_cnt - 1) >=
+			(uint64_t)c->msg_len + (c->msg_len == 0) ||
+		    c->len != net_frag_len(c->msg_len, c->frag_cnt, c->frag_idx))
+			return -EBADMSG;
+		c->data = b + off;
+		off += c->len;
+	}
+	return off == len ? 0 : -EBADMSG;
 }
 
 int
@@ -98,15 +136,15 @@ net_pkt_decode(const uint8_t *b, size_t len, struct net_pkt *p)
 	if (p->type < NET_PKT_HELLO || p->type > NET_PKT_RESET || p->nsack > NET_MAX_SACK)
 		return -EBADMSG;
 	hlen = net_pkt_hdr_len(p->nsack);
-	p->payload_len = get32(b, 84);
+	p->payload_len = get32(b, 68);
 	if (len < hlen || p->payload_len != len - hlen)
 		return -EBADMSG;
-	want = get32(b, 88);
+	want = get32(b, 72);
 	{
 		uint8_t tmp[NET_HDR_SIZE];
 
 		memcpy(tmp, b, NET_HDR_SIZE);
-		put32(tmp, 88, 0);
+		put32(tmp, 72, 0);
 		crc = sh_crc32c(0, tmp, NET_HDR_SIZE);
 		crc = sh_crc32c(crc, b + NET_HDR_SIZE, len - NET_HDR_SIZE);
 	}
@@ -122,11 +160,8 @@ net_pkt_decode(const uint8_t *b, size_t len, struct net_pkt *p)
 	p->rwnd = get32(b, 52);
 	p->ts = get32(b, 56);
 	p->ts_ecr = get32(b, 60);
-	p->msg_id = get64(b, 64);
-	p->msg_len = get32(b, 72);
-	p->frag_idx = get32(b, 76);
-	p->frag_cnt = get32(b, 80);
-	if (get32(b, 92) != 0 || p->src_inc == 0)
+	p->nchunks = (uint16_t)(b[64] | b[65] << 8);
+	if (b[66] != 0 || b[67] != 0 || get32(b, 76) != 0 || p->src_inc == 0)
 		return -EBADMSG;
 	for (unsigned i = 0; i < p->nsack; i++) {
 		p->sack[i].start = get32(b, NET_HDR_SIZE + 8 * i);
@@ -134,13 +169,13 @@ net_pkt_decode(const uint8_t *b, size_t len, struct net_pkt *p)
 		if (!net_seq_lt(p->sack[i].start, p->sack[i].end))
 			return -EBADMSG;
 	}
-	if (p->type == NET_PKT_DATA) {
-		if (p->frag_cnt == 0 || p->frag_idx >= p->frag_cnt || p->payload_len > p->msg_len ||
-		    (p->payload_len == 0 && p->msg_len != 0))
-			return -EBADMSG;
-	} else if (p->payload_len != 0 || p->frag_cnt != 0 || p->msg_len != 0) {
-		return -EBADMSG;
-	}
 	p->payload = b + hlen;
+	if (p->type == NET_PKT_DATA) {
+		if (p->nchunks == 0 || p->nchunks > NET_MAX_CHUNKS)
+			return -EBADMSG;
+		return net_chunks_parse(p->payload, p->payload_len, p->nchunks, p->chunk);
+	}
+	if (p->payload_len != 0 || p->nchunks != 0)
+		return -EBADMSG;
 	return 0;
 }

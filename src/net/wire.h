@@ -9,11 +9,11 @@
  *     0     4  magic "SHN1"
  *     4     1  version (1)
  *     5     1  type (NET_PKT_*)
- *     6     1  flags
+ *     6     1  flags (0)
  *     7     1  nsack: selective-ack ranges that follow the header (0..4)
  *     8     8  source node id
  *    16     8  destination node id
- *    24     8  source incarnation
+ *    24     8  source incarnation (never 0)
  *    32     8  destination incarnation as the source knows it (0: unknown)
  *    40     4  session number (per peer pair, grows on each new session)
  *    44     4  sequence number (DATA; 0 otherwise)
@@ -21,14 +21,18 @@
  *    52     4  receive window, in packets
  *    56     4  timestamp: sender's clock, microseconds
  *    60     4  timestamp echo: the newest timestamp received from the peer
- *    64     8  message id (DATA)
- *    72     4  message length (DATA)
- *    76     4  fragment index (DATA)
- *    80     4  fragment count (DATA)
- *    84     4  payload length
- *    88     4  crc32c of header (this field 0), ranges and payload
- *    92     4  reserved (0)
- *    96  8*n  ranges: [start, end) pairs of u32
+ *    64     2  nchunks: message chunks in the payload (DATA: 1..64; else 0)
+ *    66     2  reserved (0)
+ *    68     4  payload length (all chunks with their headers)
+ *    72     4  crc32c of header (this field 0), ranges and payload
+ *    76     4  reserved (0)
+ *    80   8*n  ranges: [start, end) pairs of u32
+ *     .     .  chunks, each a 20-byte header then its bytes:
+ *              u32 message id, u32 message length, u32 fragment index,
+ *              u32 fragment count, u32 length
+ * A message is cut into fragments of equal size (the last may be
+ * shorter): fragment size = ceil(length / count). Several small messages
+ * ride in one packet; a large fragment rides alone.
  */
 #ifndef SH_NET_WIRE_H
 #define SH_NET_WIRE_H
@@ -37,10 +41,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NET_MAGIC 0x314E4853u /* "SHN1" little-endian */
-#define NET_VERSION 1
-#define NET_HDR_SIZE 96
-#define NET_MAX_SACK 4
+#define NET_MAGIC      0x314E4853u /* "SHN1" little-endian */
+#define NET_VERSION    1
+#define NET_HDR_SIZE   80
+#define NET_MAX_SACK   4
+#define NET_CHUNK_HDR  20
+#define NET_MAX_CHUNKS 64
 
 enum net_pkt_type {
 	NET_PKT_HELLO = 1,     /* open a session: "I am src, incarnation X" */
@@ -55,35 +61,66 @@ struct net_sack {
 	uint32_t start, end; /* [start, end) */
 };
 
+struct net_chunk {
+	uint32_t msg_id, msg_len, frag_idx, frag_cnt, len;
+	const uint8_t *data; /* decode: points into the datagram */
+};
+
 struct net_pkt {
 	uint8_t type;
 	uint8_t flags;
 	uint8_t nsack;
+	uint16_t nchunks;
 	uint64_t src_id, dst_id;
 	uint64_t src_inc, dst_inc;
 	uint32_t sess;
 	uint32_t seq, ack, rwnd;
 	uint32_t ts, ts_ecr;
-	uint64_t msg_id;
-	uint32_t msg_len, frag_idx, frag_cnt;
 	uint32_t payload_len;
 	struct net_sack sack[NET_MAX_SACK];
 	const uint8_t *payload; /* decode: points into the datagram */
+	struct net_chunk chunk[NET_MAX_CHUNKS];
 };
 
 /*
  * Encode the header and ranges of p into buf (at least NET_HDR_SIZE +
- * 8 * nsack bytes) with the crc covering them and the payload given as
- * iovecs. Returns the header length.
+ * 8 * nsack bytes) with the crc covering them and the payload (the chunks,
+ * headers included, already laid out by the caller) given as iovecs whose
+ * total is p->payload_len. Returns the header length.
  */
 size_t net_pkt_encode_hdr(const struct net_pkt *p, uint8_t *buf, const struct iovec *payload,
 			  int iovcnt);
 
+/* Write one chunk header (NET_CHUNK_HDR bytes). */
+void net_chunk_hdr_put(uint8_t *b, const struct net_chunk *c);
+
+/*
+ * Parse n chunks laid out in [payload, payload + len): every chunk must be
+ * well-formed (index < count, length = the fragment's share of the message
+ * length) and the chunks must fill len exactly. 0 or -EBADMSG.
+ */
+int net_chunks_parse(const uint8_t *payload, uint32_t len, unsigned n, struct net_chunk *out);
+
+/* Fragment size of a message of len bytes cut into cnt fragments, and fragment idx's length. */
+static inline uint32_t
+net_frag_size(uint32_t len, uint32_t cnt)
+{
+	return (uint32_t)(((uint64_t)len + cnt - 1) / cnt);
+}
+
+static inline uint32_t
+net_frag_len(uint32_t len, uint32_t cnt, uint32_t idx)
+{
+	uint32_t fs = net_frag_size(len, cnt);
+
+	return idx + 1 < cnt ? fs : len - fs * (cnt - 1);
+}
+
 /*
  * Decode a datagram. Checks magic, version, type, sizes (nsack, payload
- * length against the datagram, fragment index < count, payload <= message
- * length) and the crc. 0, or -EPROTO (not ours / bad version), -EBADMSG
- * (malformed), SH_ECRC (checksum). p->payload points into buf.
+ * length against the datagram, every chunk) and the crc. 0, or -EPROTO
+ * (not ours / bad version), -EBADMSG (malformed), SH_ECRC (checksum).
+ * p->payload and the chunks' data point into buf.
  */
 int net_pkt_decode(const uint8_t *buf, size_t len, struct net_pkt *p);
 

@@ -123,7 +123,8 @@ issue(struct host *c)
 
 	while (c->inflight < cl->max_inflight && c->issued < cl->per_client) {
 		int idx = c->issued++;
-		size_t len = sizeof(struct req_hdr) + sh_rand_below(&cl->rng, (uint64_t)cl->max_size);
+		size_t len =
+		    sizeof(struct req_hdr) + sh_rand_below(&cl->rng, (uint64_t)cl->max_size);
 		uint8_t *body = sh_malloc(len);
 		struct req_hdr hdr = { (uint32_t)c->id, (uint32_t)idx };
 		struct call_ctx *x = sh_malloc(sizeof(*x));
@@ -146,8 +147,10 @@ issue(struct host *c)
 static void
 host_start(struct cluster *cl, struct host *h)
 {
-	h->cfg = (struct net_config){ .node_id = (uint64_t)h->id + 1, .ifaces = &h->ifc,
-				      .nifaces = 1, .dead_ns = cl->dead_ns };
+	h->cfg = (struct net_config){ .node_id = (uint64_t)h->id + 1,
+				      .ifaces = &h->ifc,
+				      .nifaces = 1,
+				      .dead_ns = cl->dead_ns };
 	SH_ASSERT_OK(net_create(h->env, &h->cfg, &h->net));
 	if (h->id == 0)
 		SH_ASSERT_OK(net_handle(h->net, NET_OP_TEST, on_test, h));
@@ -250,12 +253,11 @@ lossy_round(uint64_t seed, double rate, int *timedout)
 		printf("seed %llu rate %.2f: %d ok, %d timed out in %.3f s; client 1: %llu pkts, "
 		       "%llu retransmits (%llu fast), %llu timeouts, %llu dups, %llu out of order; "
 		       "net: %llu lost, %llu dup\n",
-		       (unsigned long long)seed, rate, ok, *timedout,
-		       (double)sim_now(cl.sim) / 1e9, (unsigned long long)st.pkts_sent,
-		       (unsigned long long)st.retransmits, (unsigned long long)st.fast_retransmits,
-		       (unsigned long long)st.timeouts, (unsigned long long)st.dup_pkts,
-		       (unsigned long long)st.out_of_order, (unsigned long long)ss.dgram_lost,
-		       (unsigned long long)ss.dgram_dup);
+		       (unsigned long long)seed, rate, ok, *timedout, (double)sim_now(cl.sim) / 1e9,
+		       (unsigned long long)st.pkts_sent, (unsigned long long)st.retransmits,
+		       (unsigned long long)st.fast_retransmits, (unsigned long long)st.timeouts,
+		       (unsigned long long)st.dup_pkts, (unsigned long long)st.out_of_order,
+		       (unsigned long long)ss.dgram_lost, (unsigned long long)ss.dgram_dup);
 		if (rate > 0) {
 			SH_ASSERT_GT(st.retransmits, 0);
 			SH_ASSERT_GT(ss.dgram_lost, 0);
@@ -311,7 +313,8 @@ TEST(rpc_partition_heals)
 	cl.max_inflight = 4;
 	cl.max_size = 30000;
 	cl.timeout_ns = 30 * SH_NSEC_PER_SEC;
-	cl.dead_ns = 1 * SH_NSEC_PER_SEC; /* the partition outlasts it: sessions die and come back */
+	cl.dead_ns =
+	    1 * SH_NSEC_PER_SEC; /* the partition outlasts it: sessions die and come back */
 	cluster_init(&cl, sh_test_seed(), 4);
 	for (int i = 1; i < cl.n; i++)
 		issue(&cl.h[i]);
@@ -431,7 +434,8 @@ TEST(rpc_unknown_opcode_cancel_and_bad_calls)
 		      -ENOENT);
 	SH_ASSERT_ERR(net_call(cl.h[1].net, 1, NET_OP_MAX, NULL, 0, NULL, simple_cb, &a, NULL),
 		      -EINVAL);
-	SH_ASSERT_ERR(net_call(cl.h[1].net, 1, NET_OP_PING, NULL, 0, NULL, NULL, &a, NULL), -EINVAL);
+	SH_ASSERT_ERR(net_call(cl.h[1].net, 1, NET_OP_PING, NULL, 0, NULL, NULL, &a, NULL),
+		      -EINVAL);
 	net_destroy(cl.h[1].net);
 	cl.h[1].cfg.max_msg = 1024;
 	SH_ASSERT_OK(net_create(cl.h[1].env, &cl.h[1].cfg, &cl.h[1].net));

@@ -71,10 +71,14 @@ net_pkt_encode_hdr(const struct net_pkt *p, uint8_t *b, const struct iovec *payl
 	put32(b, 68, p->payload_len);
 	put32(b, 72, 0);
 	put32(b, 76, 0);
-	for (unsigned i = 0; i < p->nsack; i++) {
+	/* (tests encode nsack > NET_MAX_SACK on purpose: the decoder must refuse it) */
+	for (unsigned i = 0; i < SH_MIN(p->nsack, (unsigned)NET_MAX_SACK); i++) {
 		put32(b, NET_HDR_SIZE + 8 * i, p->sack[i].start);
 		put32(b, NET_HDR_SIZE + 8 * i + 4, p->sack[i].end);
 	}
+	if (p->nsack > NET_MAX_SACK)
+		memset(b + NET_HDR_SIZE + 8 * NET_MAX_SACK, 0,
+		       8 * (size_t)(p->nsack - NET_MAX_SACK));
 	crc = sh_crc32c(0, b, hlen);
 	crc = sh_crc32c_iov(crc, payload, iovcnt);
 	put32(b, 72, crc);

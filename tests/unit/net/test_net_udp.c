@@ -256,7 +256,7 @@ client_main(int idx, const struct net_iface *srv)
 	while (done < PER_CLIENT) {
 		while (issued - done < 32 && issued < PER_CLIENT) {
 			struct tagged_call *t = sh_malloc(sizeof(*t));
-			struct iovec iov = { body, 8 + (size_t)(issued * 37) % sizeof(body) };
+			struct iovec iov = { body, 8 + (size_t)(issued * 37) % (sizeof(body) - 8) };
 
 			t->done = &done;
 			t->bad = &bad;

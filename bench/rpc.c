@@ -141,19 +141,20 @@ loop_addr(uint16_t port)
 
 /* ---- baselines ---- */
 
+/* UDP echo; arg "spin": poll with MSG_DONTWAIT (the baseline for busy-polling), else block. */
 static void
 udp_echo_server(int pfd, const char *arg)
 {
 	uint16_t port;
 	int fd = bound_socket(SOCK_DGRAM, &port);
+	int flags = arg != NULL && strcmp(arg, "spin") == 0 ? MSG_DONTWAIT : 0;
 	char buf[2048];
 
-	(void)arg;
 	write_full(pfd, &port, sizeof(port));
 	for (;;) {
 		struct sockaddr_in from;
 		socklen_t fl = sizeof(from);
-		ssize_t n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl);
+		ssize_t n = recvfrom(fd, buf, sizeof(buf), flags, (struct sockaddr *)&from, &fl);
 
 		if (n > 0)
 			sendto(fd, buf, (size_t)n, 0, (struct sockaddr *)&from, fl);
@@ -198,32 +199,11 @@ tcp_server(int pfd, const char *mode)
 	}
 }
 
-/* The same echo, but polling (MSG_DONTWAIT in a loop): the baseline for busy-polling. */
-static void
-udp_spin_server(int pfd, const char *arg)
-{
-	uint16_t port;
-	int fd = bound_socket(SOCK_DGRAM, &port);
-	char buf[2048];
-
-	(void)arg;
-	write_full(pfd, &port, sizeof(port));
-	for (;;) {
-		struct sockaddr_in from;
-		socklen_t fl = sizeof(from);
-		ssize_t n =
-		    recvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
-
-		if (n > 0)
-			sendto(fd, buf, (size_t)n, 0, (struct sockaddr *)&from, fl);
-	}
-}
-
 static double
 udp_pingpong_p50(bool spin, double *p99)
 {
 	uint16_t port;
-	pid_t pid = spawn(spin ? udp_spin_server : udp_echo_server, NULL, &port);
+	pid_t pid = spawn(udp_echo_server, spin ? "spin" : NULL, &port);
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
 	struct sockaddr_in sa = loop_addr(port);
 	static uint64_t lat[2000000];

@@ -150,13 +150,12 @@ sh_iov_append_range(struct sh_iov *v, const struct sh_iov *src, size_t off, size
 	return 0;
 }
 
-size_t
-sh_iov_copyout(const struct sh_iov *v, size_t off, void *dst, size_t len)
+unsigned
+sh_iov_range_iovec(const struct sh_iov *v, size_t off, size_t len, struct iovec *out, unsigned max)
 {
-	unsigned char *d = dst;
-	size_t done = 0;
+	unsigned n = 0;
 
-	for (uint32_t i = 0; i < v->n && done < len; i++) {
+	for (uint32_t i = 0; i < v->n && len > 0 && n < max; i++) {
 		const struct sh_iov_seg *s = &v->seg[i];
 		size_t take;
 
@@ -164,10 +163,31 @@ sh_iov_copyout(const struct sh_iov *v, size_t off, void *dst, size_t len)
 			off -= s->len;
 			continue;
 		}
-		take = SH_MIN(s->len - off, len - done);
-		memcpy(d + done, s->buf->data + s->off + off, take);
-		done += take;
+		take = SH_MIN(s->len - off, len);
+		out[n++] = (struct iovec){ s->buf->data + s->off + off, take };
+		len -= take;
 		off = 0;
+	}
+	return n;
+}
+
+size_t
+sh_iov_copyout(const struct sh_iov *v, size_t off, void *dst, size_t len)
+{
+	struct iovec part[16];
+	unsigned char *d = dst;
+	size_t done = 0;
+
+	while (done < len) {
+		unsigned n =
+		    sh_iov_range_iovec(v, off + done, len - done, part, SH_ARRAY_SIZE(part));
+
+		if (n == 0)
+			break;
+		for (unsigned i = 0; i < n; i++) {
+			memcpy(d + done, part[i].iov_base, part[i].iov_len);
+			done += part[i].iov_len;
+		}
 	}
 	return done;
 }

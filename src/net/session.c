@@ -239,28 +239,6 @@ net_sess_fill_hdr(struct net_peer *p, struct net_pkt *h, uint8_t type)
 	env_timer_cancel(&p->delack);
 }
 
-/* The iovecs of bytes [off, off + len) of v; at most max (callers keep slices few). */
-static unsigned
-iov_range(const struct sh_iov *v, size_t off, size_t len, struct iovec *out, unsigned max)
-{
-	unsigned n = 0;
-
-	for (uint32_t i = 0; i < v->n && len > 0 && n < max; i++) {
-		const struct sh_iov_seg *s = &v->seg[i];
-		size_t take;
-
-		if (off >= s->len) {
-			off -= s->len;
-			continue;
-		}
-		take = SH_MIN(s->len - off, len);
-		out[n++] = (struct iovec){ s->buf->data + s->off + off, take };
-		len -= take;
-		off = 0;
-	}
-	return n;
-}
-
 static void
 send_data(struct net_peer *p, uint32_t seq)
 {
@@ -285,7 +263,7 @@ send_data(struct net_peer *p, uint32_t seq)
 		elen += NET_CHUNK_HDR;
 		if (t->nchunks == 1) {
 			/* a lone chunk goes from the message's slices, uncopied */
-			nzc = iov_range(&m->data, off, ch.len, zc, SH_ARRAY_SIZE(zc));
+			nzc = sh_iov_range_iovec(&m->data, off, ch.len, zc, SH_ARRAY_SIZE(zc));
 		} else {
 			sh_iov_copyout(&m->data, off, extra + elen, ch.len);
 			elen += ch.len;

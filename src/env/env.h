@@ -15,8 +15,10 @@
  *
  * Callbacks (libuv's rule): a call that takes a callback and returns an
  * error never calls it; one that returns 0 calls it exactly once, later,
- * never from inside the call itself. Closing a disk completes its pending
- * requests with -ECANCELED.
+ * never from inside the call itself. The one exception is teardown:
+ * closing a disk abandons its pending requests (waiting for the device
+ * where it must), so that no callback runs after env_disk_close() returns
+ * and their memory can be freed at once.
  */
 #ifndef SH_ENV_ENV_H
 #define SH_ENV_ENV_H
@@ -231,6 +233,7 @@ int env_disk_open(struct env *env, const char *path, unsigned flags, uint64_t si
  */
 int env_disk_submit(struct env_disk *d, struct env_disk_req *r);
 void env_disk_info(struct env_disk *d, struct env_disk_info *out);
+/* Close; requests still pending are abandoned: their callbacks never run. */
 void env_disk_close(struct env_disk *d);
 
 /* ---- clock and randomness ---- */

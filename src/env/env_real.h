@@ -33,7 +33,7 @@ struct env_real_opts {
 
 /* Create a loop for the calling thread. opts may be NULL. NULL and errno set on failure. */
 struct env *env_real_create(const struct env_real_opts *opts);
-/* Cancels pending disk requests (-ECANCELED) and frees the loop. Open handles must be closed first.
+/* Frees the loop. Open handles (endpoints, disks) must be closed first.
  */
 void env_real_destroy(struct env *env);
 /* Run until env_real_stop(). Returns 0 or a negative errno from the OS. */

@@ -323,7 +323,7 @@ real_disk_close(struct env_disk *base)
 	struct env_real *r = d->r;
 	struct sh_list *pos, *tmp;
 
-	/* requests not yet given to the kernel are cancelled */
+	/* requests not yet given to the kernel are dropped */
 	sh_list_for_each_safe (pos, tmp, &r->ring_backlog) {
 		struct env_disk_req *req = sh_list_entry(pos, struct env_disk_req, ev.link);
 
@@ -332,15 +332,17 @@ real_disk_close(struct env_disk *base)
 		sh_list_del(pos);
 		r->ring_inflight--;
 		d->inflight--;
-		req_done(r, req, -ECANCELED);
+		req->inflight = false;
 	}
-	/* the kernel's must finish before the fd goes; they report -ECANCELED */
+	/* the kernel's must finish before the fd goes; then they are dropped too */
 	ring_drain(r, d);
-	sh_list_for_each (pos, &r->done) {
+	sh_list_for_each_safe (pos, tmp, &r->done) {
 		struct env_disk_req *req = sh_list_entry(pos, struct env_disk_req, ev.link);
 
-		if (req->disk == base)
-			req->result = -ECANCELED;
+		if (req->disk == base) {
+			sh_list_del(pos);
+			req->inflight = false;
+		}
 	}
 	sh_list_del(&d->link);
 	close(d->fd);

@@ -208,8 +208,6 @@ complete(struct env_event *ev)
 	struct sim_disk *d;
 	struct sim *sim;
 
-	if (r->result == -ECANCELED) /* its disk was closed: the handle is gone */
-		goto out;
 	d = sh_container_of(r->disk, struct sim_disk, base);
 	sim = d->node->sim;
 	if (r->result == 0) {
@@ -334,20 +332,23 @@ void
 simdisk_close(struct env_disk *base)
 {
 	struct sim_disk *d = sh_container_of(base, struct sim_disk, base);
-	struct sh_list *pos;
+	struct sh_list *pos, *tmp;
 
 	if (d->dead) {
 		sh_list_del(&d->link);
 		sh_free(d);
 		return;
 	}
-	/* its queued requests still complete, with -ECANCELED and without touching the medium */
-	sh_list_for_each (pos, &d->node->events) {
+	/* its queued requests are dropped: no callback after close */
+	sh_list_for_each_safe (pos, tmp, &d->node->events) {
 		struct env_event *ev = sh_list_entry(pos, struct env_event, link);
+		struct env_disk_req *r = sh_container_of(ev, struct env_disk_req, ev);
 
-		if (ev->fire == complete &&
-		    sh_container_of(ev, struct env_disk_req, ev)->disk == base)
-			sh_container_of(ev, struct env_disk_req, ev)->result = -ECANCELED;
+		if (ev->fire == complete && r->disk == base) {
+			sh_heap_remove(&d->node->sim->q, &ev->hn);
+			sh_list_del(&ev->link);
+			r->inflight = false;
+		}
 	}
 	disk_free(d);
 }

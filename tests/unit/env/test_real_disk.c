@@ -219,15 +219,16 @@ TEST(disk_fault_points_and_cancel)
 	SH_ASSERT_ERR(io[2].result, -EIO);
 	SH_ASSERT_ERR(io[3].result, -EIO);
 
-	/* closing with requests pending completes them with -ECANCELED, after close returns */
+	/* closing with requests pending abandons them: no callback, ever, after close */
 	completed = 0;
 	for (int i = 0; i < 8; i++)
 		submit(d, &io[i], ENV_DISK_WRITE, (uint64_t)i * BS, buf + (size_t)i * BS, BS);
 	env_disk_close(d);
+	for (int i = 0; i < 20; i++)
+		SH_ASSERT_OK(env_real_run_once(env, SH_NSEC_PER_MSEC));
 	SH_ASSERT_EQ(completed, 0);
-	wait_for(env, 8);
 	for (int i = 0; i < 8; i++)
-		SH_ASSERT_ERR(io[i].result, -ECANCELED);
+		SH_ASSERT(!io[i].r.inflight);
 	env_real_destroy(env);
 	sh_free(buf);
 }

@@ -50,20 +50,23 @@ LDFLAGS += $(SAN_LDFLAGS)
 LIBS := -luring -lisal -lpthread
 
 # ---- modules, bottom up (DESIGN.md §2); a module links only those before it ----
-MODULES := base env net
+MODULES := base env net store
 base_SRCS := $(wildcard src/base/*.c)
 env_SRCS := $(wildcard src/env/*.c)
 net_SRCS := $(wildcard src/net/*.c)
+store_SRCS := $(wildcard src/store/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 LIB_base := $(BUILD)/lib/libsh_base.a
 LIB_env := $(BUILD)/lib/libsh_env.a
 LIB_net := $(BUILD)/lib/libsh_net.a
-ALL_LIBS := $(LIB_net) $(LIB_env) $(LIB_base)
+LIB_store := $(BUILD)/lib/libsh_store.a
+ALL_LIBS := $(LIB_store) $(LIB_net) $(LIB_env) $(LIB_base)
 
 $(LIB_base): $(call obj,$(base_SRCS))
 $(LIB_env): $(call obj,$(env_SRCS))
 $(LIB_net): $(call obj,$(net_SRCS))
+$(LIB_store): $(call obj,$(store_SRCS))
 
 $(BUILD)/lib/%.a:
 	@mkdir -p $(dir $@)
@@ -76,8 +79,8 @@ $(BUILD)/obj/%.o: %.c
 
 # ---- test runners: one per module and tier ----
 TEST_LIB := $(call obj,tests/lib/test.c)
-UNIT_MODULES := base env net
-SIM_MODULES := env net
+UNIT_MODULES := base env net store
+SIM_MODULES := env net store
 RUNNERS := $(foreach m,$(UNIT_MODULES),$(BUILD)/tests/unit_$(m)) $(foreach m,$(SIM_MODULES),$(BUILD)/tests/sim_$(m))
 
 define unit_runner
@@ -109,7 +112,7 @@ $(BUILD)/fuzz/replay_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(REPLAY_MAIN) $(ALL_LI
 FUZZ_BUILD := build/fuzz
 FUZZ_CFLAGS := $(CFLAGS_COMMON) -O1 -fsanitize=fuzzer-no-link,address,undefined \
 	-fno-sanitize-recover=all -Wno-unknown-warning-option
-FUZZ_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(base_SRCS) $(env_SRCS) $(net_SRCS))
+FUZZ_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(base_SRCS) $(env_SRCS) $(net_SRCS) $(store_SRCS))
 
 $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

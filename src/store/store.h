@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * store: one drive target (DESIGN.md §2, §4; docs/ondisk.md). Fragments of
+ * erasure-coded stripes, keyed by (stripe id, fragment index), kept in a
+ * log-structured store on one disk (a block device, or a file), driven
+ * through env (io_uring with O_DIRECT, or the simulator).
+ *
+ * Guarantees:
+ *   - an append is acknowledged only when durable (written and fsynced),
+ *     in log order; after a crash every acknowledged fragment reads back
+ *     exactly, and nothing torn or unacknowledged is ever returned as valid;
+ *   - every 4 KiB of payload carries a crc32c checked on every read: a
+ *     corrupt block is reported as -EBADMSG, never returned;
+ *   - a release is acknowledged when its tombstone is durable;
+ *   - space comes back by segment cleaning (live fragments moved out of
+ *     mostly-dead segments), throttled behind foreground work; a full
+ *     target returns -ENOSPC and keeps serving reads.
+ *
+ * All calls on the env's thread; callbacks run later, exactly once.
+ */
+#ifndef SH_STORE_STORE_H
+#define SH_STORE_STORE_H
+
+#include "../env/env.h"
+#include "store_df.h"
+
+struct store;
+
+typedef void (*store_cb)(void *arg, int rc);
+
+struct store_format_opts {
+	uint8_t cluster_uuid[16];
+	uint64_t target_id;
+	uint32_t seg_size; /* 0: 4 MiB; a multiple of 4 KiB, at least 64 KiB */
+	bool buffered;	   /* no O_DIRECT (file systems without it) */
+};
+
+struct store_opts {
+	uint32_t batch_max;    /* bytes per write; 0: 4 MiB (capped by the segment) */
+	unsigned writes_max;   /* batches written at once; 0: 4 */
+	uint32_t reserve_segs; /* kept free for cleaning; 0: 2 */
+	uint32_t clean_below;  /* clean when fewer free segments; 0: reserve + 2 */
+	unsigned clean_moves;  /* fragment moves in flight while cleaning; 0: 8 */
+	bool buffered;	       /* no O_DIRECT */
+};
+
+struct store_stats {
+	uint64_t capacity, used, live, garbage; /* bytes */
+	uint64_t fragments, tombstones;
+	uint32_t segs, segs_free;
+	uint64_t appends, reads, releases, bytes_appended, bytes_read;
+	uint64_t batches, fsyncs;
+	uint64_t cleaned_segs, moved_frags, moved_bytes;
+	uint64_t corrupt_blocks, scrubbed_frags;
+	uint64_t recovered_records, recovery_torn;
+};
+
+/* Write a fresh superblock (and nothing else: every segment starts free). cb(rc). */
+int store_format(struct env *env, const char *path, uint64_t size,
+		 const struct store_format_opts *o, store_cb cb, void *arg);
+
+/*
+ * Open a formatted target: read the superblock, scan the segments, rebuild
+ * the index. *out is set at once; use it after cb(0). On cb(rc < 0) close it.
+ * -ENOENT (no file), SH_ENOTFORMATTED, SH_EVERSION, -EIO.
+ */
+int store_open(struct env *env, const char *path, const struct store_opts *o, struct store **out,
+	       store_cb cb, void *arg);
+/* Pending operations complete with -ECANCELED (before it returns). */
+void store_close(struct store *s);
+
+/*
+ * Append fragment (stripe, idx) of len bytes (copied). cb(0) once durable.
+ * A newer append of the same key replaces the older. -EINVAL (len 0 or over
+ * STORE_MAX_FRAG), -ENOSPC (full: reserve reached), -EIO (drive failed).
+ */
+int store_append(struct store *s, uint64_t stripe, uint32_t idx, const void *data, uint32_t len,
+		 store_cb cb, void *arg);
+/*
+ * Read len bytes at off of fragment (stripe, idx) into dst. cb(len) or
+ * -ENOENT, -ERANGE (outside the fragment), -EBADMSG (corrupt), -EIO.
+ */
+int store_read(struct store *s, uint64_t stripe, uint32_t idx, uint64_t off, uint32_t len,
+	       void *dst, store_cb cb, void *arg);
+/* Release (stripe, idx); cb(0) once the tombstone is durable. -ENOENT if absent. */
+int store_release(struct store *s, uint64_t stripe, uint32_t idx, store_cb cb, void *arg);
+/* Length of a fragment, or -ENOENT. */
+int64_t store_frag_len(struct store *s, uint64_t stripe, uint32_t idx);
+void store_stats(struct store *s, struct store_stats *out);
+uint64_t store_target_id(const struct store *s);
+/*
+ * Verify every live fragment (all blocks, payload crc); corrupt ones are
+ * logged, counted and marked (reads then return -EBADMSG). cb(corrupt count).
+ */
+int store_scrub(struct store *s, store_cb cb, void *arg);
+/* Run segment cleaning now if any segment has garbage (normally automatic). */
+void store_clean_kick(struct store *s);
+
+#endif /* SH_STORE_STORE_H */

@@ -68,8 +68,7 @@ store_clean_seg_maybe_free(struct store *s, uint32_t seg)
 	if (s->victim == (int)seg)
 		s->victim = -1;
 	sh_log_debug("target %llx: segment %u cleaned", (unsigned long long)s->sb.target_id, seg);
-	if (s->clean_task.ev.env != NULL)
-		env_post(&s->clean_task);
+	env_post(&s->clean_task);
 }
 
 /*
@@ -119,8 +118,6 @@ store_clean_maybe(struct store *s)
 {
 	if (s->state != ST_READY)
 		return;
-	if (s->clean_task.ev.env == NULL)
-		env_task_init(s->env, &s->clean_task, clean_task, s);
 	if (s->victim < 0 && s->free_segs < s->o.clean_below)
 		pick_victim(s);
 	if (s->victim >= 0)
@@ -132,8 +129,6 @@ store_clean_kick(struct store *s)
 {
 	if (s->state != ST_READY)
 		return;
-	if (s->clean_task.ev.env == NULL)
-		env_task_init(s->env, &s->clean_task, clean_task, s);
 	if (s->victim < 0)
 		pick_victim(s);
 	if (s->victim >= 0)
@@ -144,6 +139,12 @@ static void
 clean_task(struct env_task *t)
 {
 	store_clean_maybe(t->arg);
+}
+
+void
+store_clean_init(struct store *s)
+{
+	env_task_init(s->env, &s->clean_task, clean_task, s);
 }
 
 static void
@@ -160,7 +161,8 @@ move_read_done(struct env_disk_req *r, int rc)
 	g->readers--;
 	s->moves_inflight--;
 	/* the fragment went (released, replaced) while we read: nothing to move */
-	if (f == NULL || f->epoch != op->epoch || f->seg != io->from_seg || f->blk != io->from_blk) {
+	if (f == NULL || f->epoch != op->epoch || f->seg != io->from_seg ||
+	    f->blk != io->from_blk) {
 		g->moves--;
 		store_op_free(op);
 		goto out;
@@ -177,7 +179,8 @@ move_read_done(struct env_disk_req *r, int rc)
 		s->victim = -1;
 		goto out;
 	}
-	/* the bytes move as they are, with the crcs they were written with: corruption stays visible */
+	/* the bytes move as they are, with the crcs they were written with: corruption stays
+	 * visible */
 	for (uint32_t i = 0; i < store_blocks(op->len); i++)
 		if (sh_crc32c(0, op->data + (size_t)i * STORE_BLOCK, STORE_BLOCK) != op->bcrc[i] &&
 		    !f->corrupt) {
@@ -322,8 +325,9 @@ store_clean_op_done(struct store *s, struct store_op *op)
 		if (f != NULL && f->epoch == op->epoch && f->moving && f->seg == from) {
 			/* re-place: out of the victim, at the copy */
 			sh_log_trace("moved %llx/%u epoch %llu %u:%u -> %u:%u",
-				     (unsigned long long)f->stripe, f->idx, (unsigned long long)f->epoch,
-				     f->seg, f->blk, op->seg, op->blk);
+				     (unsigned long long)f->stripe, f->idx,
+				     (unsigned long long)f->epoch, f->seg, f->blk, op->seg,
+				     op->blk);
 			f->moving = false;
 			sh_list_del(&f->seglink);
 			s->segs[from].live -= 1 + store_blocks(f->len);
@@ -354,11 +358,13 @@ scrub_read_done(struct env_disk_req *r, int rc)
 	sh_list_del(&io->link);
 	s->segs[io->from_seg].readers--;
 	sc->inflight--;
-	if (f != NULL && f->epoch == op->epoch && f->seg == io->from_seg && f->blk == io->from_blk) {
+	if (f != NULL && f->epoch == op->epoch && f->seg == io->from_seg &&
+	    f->blk == io->from_blk) {
 		bool bad = rc < 0;
 
 		for (uint32_t i = 0; !bad && i < store_blocks(op->len); i++)
-			bad = sh_crc32c(0, op->data + (size_t)i * STORE_BLOCK, STORE_BLOCK) != f->bcrc[i];
+			bad = sh_crc32c(0, op->data + (size_t)i * STORE_BLOCK, STORE_BLOCK) !=
+			      f->bcrc[i];
 		if (!bad)
 			bad = sh_crc32c(0, op->data, op->len) != f->payload_crc;
 		s->st.scrubbed_frags++;
@@ -473,7 +479,8 @@ store_scrub(struct store *s, store_cb cb, void *arg)
 		sh_free(sc);
 		return -ENOMEM;
 	}
-	for (h = sh_htable_first(&s->index, &it); h != NULL; h = sh_htable_next(&s->index, &it, h)) {
+	for (h = sh_htable_first(&s->index, &it); h != NULL;
+	     h = sh_htable_next(&s->index, &it, h)) {
 		struct store_frag *f = sh_container_of(h, struct store_frag, hn);
 
 		sc->stripes[n] = f->stripe;

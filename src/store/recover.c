@@ -54,8 +54,8 @@ struct store_recovery {
 	uint64_t max_durable, max_wseq, max_epoch, max_seq;
 	size_t verify_next;
 	unsigned verifying;
-	uint32_t *trunc;	 /* per segment: block where a torn record ended its log, or UINT32_MAX */
-	uint8_t *zero;		 /* a zero block */
+	uint32_t *trunc; /* per segment: block where a torn record ended its log, or UINT32_MAX */
+	uint8_t *zero;	 /* a zero block */
 	struct env_disk_req *zreq; /* one per truncated segment */
 	struct iovec *ziov;
 	unsigned zeroing;
@@ -74,8 +74,9 @@ submit_read(struct store *s, struct env_disk_req *req, struct iovec *iov, uint8_
 	    uint32_t nblocks, uint64_t off, env_disk_cb cb, void *arg)
 {
 	*iov = (struct iovec){ buf, (size_t)nblocks * STORE_BLOCK };
-	*req = (struct env_disk_req){ .op = ENV_DISK_READ, .off = off, .iov = iov, .iovcnt = 1,
-				      .cb = cb, .arg = arg };
+	*req = (struct env_disk_req){
+		.op = ENV_DISK_READ, .off = off, .iov = iov, .iovcnt = 1, .cb = cb, .arg = arg
+	};
 	return env_disk_submit(s->disk, req);
 }
 
@@ -147,8 +148,8 @@ scan_read_done(struct env_disk_req *r, int rc)
 		struct store_rec_df rh;
 		uint32_t bcrc[STORE_MAX_BLOCKS];
 
-		if (store_rec_decode(sc->buf, STORE_BLOCK, &rh, bcrc) < 0 || rh.seg_seq != sc->seq ||
-		    sc->pos + 1 + rh.nblocks > segblocks)
+		if (store_rec_decode(sc->buf, STORE_BLOCK, &rh, bcrc) < 0 ||
+		    rh.seg_seq != sc->seq || sc->pos + 1 + rh.nblocks > segblocks)
 			goto seg_done; /* the end of this segment's log */
 		if (g->min_epoch == 0 || rh.epoch < g->min_epoch)
 			g->min_epoch = rh.epoch;
@@ -298,7 +299,8 @@ build_index(struct store_recovery *rv)
 		s->segs[e->seg].live++;
 		s->st.tombstones++;
 	}
-	for (h = sh_htable_first(&s->index, &it); h != NULL; h = sh_htable_next(&s->index, &it, h)) {
+	for (h = sh_htable_first(&s->index, &it); h != NULL;
+	     h = sh_htable_next(&s->index, &it, h)) {
 		struct store_frag *f = sh_container_of(h, struct store_frag, hn);
 
 		sh_log_trace("recovered %llx/%u epoch %llu at %u:%u", (unsigned long long)f->stripe,
@@ -331,8 +333,8 @@ verify_pump(struct store_recovery *rv)
 		}
 		v->rv = rv;
 		v->ent = rv->verify_next++;
-		if (submit_read(s, &v->req, &v->iov, v->buf, nb, store_seg_off(s, e->seg, e->blk + 1),
-				verify_done, v) < 0) {
+		if (submit_read(s, &v->req, &v->iov, v->buf, nb,
+				store_seg_off(s, e->seg, e->blk + 1), verify_done, v) < 0) {
 			sh_free(v->buf);
 			sh_free(v);
 			rv->err = -EIO;
@@ -479,7 +481,8 @@ sb_read_done(struct env_disk_req *r, int rc)
 	if (rc0 < 0) {
 		rc1 = store_sb_decode(rv->sbbuf + STORE_BLOCK, STORE_BLOCK, &s->sb);
 		if (rc1 < 0) {
-			rc = rc0 == SH_EVERSION || rc1 == SH_EVERSION ? SH_EVERSION : SH_ENOTFORMATTED;
+			rc = rc0 == SH_EVERSION || rc1 == SH_EVERSION ? SH_EVERSION
+								      : SH_ENOTFORMATTED;
 			sh_log_warn("open: no valid superblock (%s)", sh_strerror(rc));
 			finish(rv, rc);
 			return;
@@ -487,8 +490,9 @@ sb_read_done(struct env_disk_req *r, int rc)
 	}
 	env_disk_info(s->disk, &info);
 	if (info.size < s->sb.size) {
-		sh_log_warn("open: the drive (%llu bytes) is smaller than its superblock says (%llu)",
-			    (unsigned long long)info.size, (unsigned long long)s->sb.size);
+		sh_log_warn(
+		    "open: the drive (%llu bytes) is smaller than its superblock says (%llu)",
+		    (unsigned long long)info.size, (unsigned long long)s->sb.size);
 		finish(rv, -EBADMSG);
 		return;
 	}

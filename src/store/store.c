@@ -219,7 +219,8 @@ open_segment(struct store *s)
 	s->segs[best].seq = s->next_seg_seq++;
 	s->segs[best].used = 0;
 	s->segs[best].live = 0;
-	/* min_epoch stays until the new header is durable: till then recovery may find the old log */
+	/* min_epoch stays until the new header is durable: till then recovery may find the old log
+	 */
 	s->segs[best].hdr_pending = true;
 	s->free_segs--;
 	s->open_seg = (int)best;
@@ -337,8 +338,10 @@ write_batch(struct store *s)
 		return -ENOMEM;
 	}
 	if (seg_hdr) {
-		struct store_seg_df sh = { .seg = b->seg, .seq = s->segs[b->seg].seq,
-					   .wseq = s->next_wseq, .target_id = s->sb.target_id };
+		struct store_seg_df sh = { .seg = b->seg,
+					   .seq = s->segs[b->seg].seq,
+					   .wseq = s->next_wseq,
+					   .target_id = s->sb.target_id };
 
 		store_seg_encode(&sh, b->buf);
 		iov[niov++] = (struct iovec){ b->buf, STORE_BLOCK };
@@ -349,11 +352,14 @@ write_batch(struct store *s)
 		sh_list_for_each (pos, &b->ops) {
 			op = sh_list_entry(pos, struct store_op, link);
 			encode_record(s, op, b->buf + (size_t)h * STORE_BLOCK);
-			iov[niov++] = (struct iovec){ b->buf + (size_t)h * STORE_BLOCK, STORE_BLOCK };
+			iov[niov++] =
+			    (struct iovec){ b->buf + (size_t)h * STORE_BLOCK, STORE_BLOCK };
 			h++;
-			if (store_blocks(op->len) > 0 && op->type != OP_TOMB && op->type != OP_MOVE_TOMB)
-				iov[niov++] = (struct iovec){ op->data,
-							      (size_t)store_blocks(op->len) * STORE_BLOCK };
+			if (store_blocks(op->len) > 0 && op->type != OP_TOMB &&
+			    op->type != OP_MOVE_TOMB)
+				iov[niov++] =
+				    (struct iovec){ op->data,
+						    (size_t)store_blocks(op->len) * STORE_BLOCK };
 		}
 	}
 	s->wptr += b->nblocks;
@@ -373,8 +379,8 @@ write_batch(struct store *s)
 
 		if (rc < 0) {
 			s->writes_inflight--;
-			sh_log_error("target %llx: write submit: %s", (unsigned long long)s->sb.target_id,
-				     sh_strerror(rc));
+			sh_log_error("target %llx: write submit: %s",
+				     (unsigned long long)s->sb.target_id, sh_strerror(rc));
 			batch_written(&b->req, rc);
 		}
 	}
@@ -390,10 +396,11 @@ store_pump(struct store *s)
 
 		if (rc == -ENOSPC) {
 			/* only cleaning's moves may use the reserve; it was accounted at submit */
-			struct store_op *op = sh_list_entry(sh_list_pop(&s->pending), struct store_op,
-							    link);
+			struct store_op *op =
+			    sh_list_entry(sh_list_pop(&s->pending), struct store_op, link);
 
-			sh_log_warn("target %llx: no free segment", (unsigned long long)s->sb.target_id);
+			sh_log_warn("target %llx: no free segment",
+				    (unsigned long long)s->sb.target_id);
 			op_finish(s, op, -ENOSPC);
 			continue;
 		}
@@ -478,7 +485,7 @@ batch_written(struct env_disk_req *r, int rc)
 		/* the batch and everything after it never become durable */
 		while (!sh_list_empty(&s->batches)) {
 			struct store_batch *x =
-				sh_list_entry(s->batches.prev, struct store_batch, link);
+			    sh_list_entry(s->batches.prev, struct store_batch, link);
 			struct sh_list *pos;
 
 			if (!x->written && x != b)
@@ -879,8 +886,12 @@ store_format(struct env *env, const char *path, uint64_t size, const struct stor
 	x->iov = (struct iovec){ x->buf, 2 * STORE_BLOCK };
 	x->cb = cb;
 	x->arg = arg;
-	x->req = (struct env_disk_req){ .op = ENV_DISK_WRITE, .off = 0, .iov = &x->iov, .iovcnt = 1,
-					.cb = format_step, .arg = x };
+	x->req = (struct env_disk_req){ .op = ENV_DISK_WRITE,
+					.off = 0,
+					.iov = &x->iov,
+					.iovcnt = 1,
+					.cb = format_step,
+					.arg = x };
 	rc = env_disk_submit(x->disk, &x->req);
 	if (rc < 0)
 		goto out_close;
@@ -929,6 +940,7 @@ store_open(struct env *env, const char *path, const struct store_opts *o, struct
 	sh_list_init(&s->ios);
 	sh_list_init(&s->clean_ios);
 	env_task_init(env, &s->pump_task, pump_task, s);
+	store_clean_init(s);
 	s->open_cb = cb;
 	s->open_arg = arg;
 	rc = sh_htable_init(&s->index, 1024);

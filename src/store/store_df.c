@@ -107,7 +107,8 @@ store_rec_decode(const uint8_t *block, size_t len, struct store_rec_df *rh, uint
 	if (rh->seg_seq == 0 || rh->epoch == 0 || rh->wseq == 0)
 		return -EBADMSG;
 	if (rh->type == STORE_REC_FRAG) {
-		if (rh->len == 0 || rh->len > STORE_MAX_FRAG || rh->nblocks != store_blocks(rh->len))
+		if (rh->len == 0 || rh->len > STORE_MAX_FRAG ||
+		    rh->nblocks != store_blocks(rh->len))
 			return -EBADMSG;
 	} else if (rh->type == STORE_REC_TOMB) {
 		if (rh->len != 0 || rh->nblocks != 0 || rh->killed_epoch >= rh->epoch)

@@ -22,14 +22,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_BLOCK 4096
-#define STORE_SB_MAGIC 0x314C4F4853424453ULL /* "SDBSHOL1" */
-#define STORE_SEG_MAGIC 0x47455353u	     /* "SSEG" */
-#define STORE_REC_MAGIC 0x43455253u	     /* "SREC" */
-#define STORE_VERSION 1
+#define STORE_BLOCK	4096
+#define STORE_SB_MAGIC	0x314C4F4853424453ULL /* "SDBSHOL1" */
+#define STORE_SEG_MAGIC 0x47455353u	      /* "SSEG" */
+#define STORE_REC_MAGIC 0x43455253u	      /* "SREC" */
+#define STORE_VERSION	1
 /* Payload blocks one record may have: their crcs fill the header block. */
 #define STORE_MAX_BLOCKS 960
-#define STORE_MAX_FRAG (STORE_MAX_BLOCKS * STORE_BLOCK)
+#define STORE_MAX_FRAG	 (STORE_MAX_BLOCKS * STORE_BLOCK)
 
 struct store_sb_df {
 	uint64_t magic;
@@ -37,9 +37,9 @@ struct store_sb_df {
 	uint32_t block_size;
 	uint8_t cluster_uuid[16];
 	uint64_t target_id;
-	uint64_t size;	    /* bytes of the drive in use */
-	uint64_t seg_base;  /* byte offset of segment 0 */
-	uint32_t seg_size;  /* bytes */
+	uint64_t size;	   /* bytes of the drive in use */
+	uint64_t seg_base; /* byte offset of segment 0 */
+	uint32_t seg_size; /* bytes */
 	uint32_t nsegs;
 	uint64_t created_ns;
 	uint8_t reserved[48];
@@ -52,10 +52,10 @@ struct store_seg_df {
 	uint32_t magic;
 	uint16_t version;
 	uint16_t pad;
-	uint32_t seg;	/* index */
+	uint32_t seg; /* index */
 	uint32_t pad2;
-	uint64_t seq;	/* grows each time a segment is opened for writing */
-	uint64_t wseq;	/* write sequence when it was opened */
+	uint64_t seq;  /* grows each time a segment is opened for writing */
+	uint64_t wseq; /* write sequence when it was opened */
 	uint64_t target_id;
 	uint8_t reserved[20];
 	uint32_t crc;
@@ -68,7 +68,7 @@ struct store_rec_df {
 	uint32_t magic;
 	uint16_t version;
 	uint16_t type;
-	uint64_t seg_seq;      /* the segment's sequence number when written */
+	uint64_t seg_seq; /* the segment's sequence number when written */
 	uint64_t stripe;
 	uint32_t idx;	       /* fragment index in the stripe */
 	uint32_t len;	       /* payload bytes (FRAG), 0 (TOMB) */
@@ -80,7 +80,7 @@ struct store_rec_df {
 	uint32_t nblocks;      /* payload blocks that follow */
 	uint8_t reserved[20];
 	uint32_t crc; /* crc32c of this header and the block crcs that follow it */
-	/* then nblocks u32: crc32c of each 4 KiB payload block (padding included) */
+		      /* then nblocks u32: crc32c of each 4 KiB payload block (padding included) */
 };
 _Static_assert(sizeof(struct store_rec_df) == 96, "record header size");
 _Static_assert(sizeof(struct store_rec_df) + 4 * STORE_MAX_BLOCKS <= STORE_BLOCK,

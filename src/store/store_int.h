@@ -10,10 +10,10 @@ enum seg_state { SEG_FREE = 0, SEG_OPEN, SEG_SEALED, SEG_CLEANING };
 struct store_seg {
 	enum seg_state state;
 	uint64_t seq;
-	uint32_t used;	   /* blocks written (header included) */
-	uint32_t live;	   /* blocks of live records (fragments and needed tombstones) */
-	uint64_t min_epoch; /* smallest epoch of any record on disk here (kept while FREE: the
-			     * old records stay readable to recovery until it is reopened) */
+	uint32_t used;	      /* blocks written (header included) */
+	uint32_t live;	      /* blocks of live records (fragments and needed tombstones) */
+	uint64_t min_epoch;   /* smallest epoch of any record on disk here (kept while FREE: the
+			       * old records stay readable to recovery until it is reopened) */
 	struct sh_list frags; /* live fragments here */
 	struct sh_list tombs; /* tombstones here */
 	uint32_t readers;     /* reads in flight: not reused until 0 */
@@ -133,6 +133,7 @@ uint64_t store_seg_off(const struct store *s, uint32_t seg, uint32_t blk);
 void store_clean_maybe(struct store *s);
 void store_clean_op_done(struct store *s, struct store_op *op);
 void store_clean_seg_maybe_free(struct store *s, uint32_t seg);
+void store_clean_init(struct store *s);
 void store_clean_fini(struct store *s);
 
 /* recover.c */

@@ -15,9 +15,9 @@
 #include "../../lib/test.h"
 
 #define NKEYS 48
-#define MAXV 64
-#define SEG (64u << 10)
-#define DISK ((1u << 20) + 48 * SEG)
+#define MAXV  64
+#define SEG   (64u << 10)
+#define DISK  ((1u << 20) + 48 * SEG)
 
 /* One version of a key: its bytes are derived from (key, ver), or it is a release. */
 struct ver {
@@ -102,7 +102,8 @@ on_ack(void *arg, int rc)
 		k->acked = p->vi;
 		p->w->acks++;
 	} else {
-		SH_ASSERT_MSG(rc == -ENOSPC || rc == -ECANCELED, "ack with %d (%s)", rc, sh_errname(rc));
+		SH_ASSERT_MSG(rc == -ENOSPC || rc == -ECANCELED, "ack with %d (%s)", rc,
+			      sh_errname(rc));
 		/* -ENOSPC: never written; -ECANCELED (closed after a crash): maybe written */
 		k->v[p->vi].failed = rc == -ENOSPC;
 	}
@@ -200,8 +201,9 @@ check_key(struct world *w, int key, bool settled)
 	if (settled)
 		absent_ok = k->acked < 0 || k->v[k->acked].ver == 0;
 	if (len < 0) {
-		SH_ASSERT_MSG(absent_ok, "key %d is gone but its version %d (ver %u) was acknowledged",
-			      key, k->acked, k->acked >= 0 ? k->v[k->acked].ver : 0);
+		SH_ASSERT_MSG(absent_ok,
+			      "key %d is gone but its version %d (ver %u) was acknowledged", key,
+			      k->acked, k->acked >= 0 ? k->v[k->acked].ver : 0);
 		return;
 	}
 	r.buf = sh_malloc((size_t)len);
@@ -226,8 +228,9 @@ check_key(struct world *w, int key, bool settled)
 			if (memcmp(want, r.buf, (size_t)len) == 0)
 				older = i;
 		}
-		SH_ASSERT_MSG(0, "key %d: %lld bytes that are no version it may hold (acked %d of %d; "
-				 "they are version %d)",
+		SH_ASSERT_MSG(0,
+			      "key %d: %lld bytes that are no version it may hold (acked %d of %d; "
+			      "they are version %d)",
 			      key, (long long)len, k->acked, k->n, older);
 	}
 	sh_free(r.buf);
@@ -248,7 +251,8 @@ settle_after_reopen(struct world *w)
 			uint8_t *buf = sh_malloc((size_t)len), *want = sh_malloc((size_t)len);
 			struct readback r = { 0 };
 
-			SH_ASSERT_OK(store_read(w->st, (uint64_t)key, 0, 0, (uint32_t)len, buf, on_read, &r));
+			SH_ASSERT_OK(store_read(w->st, (uint64_t)key, 0, 0, (uint32_t)len, buf,
+						on_read, &r));
 			SH_ASSERT(sim_run_until(w->sim, read_done, &r, SH_NSEC_PER_SEC));
 			for (int i = k->n - 1; i >= 0; i--) {
 				if (k->v[i].ver == 0 || k->v[i].len != len)
@@ -315,7 +319,8 @@ crash_round(uint64_t seed, unsigned flags)
 		}
 		/* kill -9 (and power loss) at a random moment */
 		sim_node_crash(w.node, flags);
-		store_close(w.st); /* frees the dead process's memory; its callbacks say -ECANCELED */
+		store_close(
+		    w.st); /* frees the dead process's memory; its callbacks say -ECANCELED */
 		sim_node_restart(w.node);
 		open_store(&w);
 		settle_after_reopen(&w);
@@ -345,5 +350,6 @@ TEST(store_crash_torn_last_write)
 TEST(store_crash_random_subset_kept)
 {
 	for (uint64_t i = 0; i < 8; i++)
-		crash_round(sh_test_seed() * 1000 + 200 + i, SIM_CRASH_KEEP_RANDOM | SIM_CRASH_TEAR);
+		crash_round(sh_test_seed() * 1000 + 200 + i,
+			    SIM_CRASH_KEEP_RANDOM | SIM_CRASH_TEAR);
 }

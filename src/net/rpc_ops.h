@@ -7,11 +7,15 @@
 #ifndef SH_NET_RPC_OPS_H
 #define SH_NET_RPC_OPS_H
 
-#define NET_RPC_OPS(X)                                                                      \
-	X(NET_OP_PING, 1, "ping")   /* net: reply at once, empty body */                    \
-	X(NET_OP_ECHO, 2, "echo")   /* net: reply with the request's body */                \
-	X(NET_OP_SINK, 3, "sink")   /* net: discard the body, reply empty (stream tests) */ \
-	X(NET_OP_TEST, 100, "test") /* tests register their own handler here */
+#define NET_RPC_OPS(X)                                                                    \
+	X(NET_OP_PING, 1, "ping") /* net: reply at once, empty body */                    \
+	X(NET_OP_ECHO, 2, "echo") /* net: reply with the request's body */                \
+	X(NET_OP_SINK, 3, "sink") /* net: discard the body, reply empty (stream tests) */ \
+	X(NET_OP_STORE_PUT, 10, "store.put")	     /* store: append a fragment */       \
+	X(NET_OP_STORE_GET, 11, "store.get")	     /* store: read a byte range */       \
+	X(NET_OP_STORE_RELEASE, 12, "store.release") /* store: release a fragment */      \
+	X(NET_OP_STORE_STAT, 13, "store.stat")	     /* store: a target's statistics */   \
+	X(NET_OP_TEST, 100, "test")		     /* tests register their own handler here */
 
 enum net_op {
 #define NET_OP_ENUM(id, num, name) id = (num),

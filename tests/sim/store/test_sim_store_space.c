@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/* A full target says -ENOSPC and keeps serving reads; cleaning gives space back; corruption is caught. */
+/* A full target says -ENOSPC and keeps serving reads; cleaning gives space back; corruption is
+ * caught. */
 #include <errno.h>
 #include <stdio.h>
 
@@ -159,7 +160,10 @@ raw_io(struct sim *sim, struct env_disk *d, enum env_disk_op op, uint64_t off, u
 	struct raw x = { 0 };
 
 	x.iov = (struct iovec){ blk, STORE_BLOCK };
-	x.r = (struct env_disk_req){ .op = op, .off = off, .iov = &x.iov, .iovcnt = op == ENV_DISK_FSYNC ? 0 : 1,
+	x.r = (struct env_disk_req){ .op = op,
+				     .off = off,
+				     .iov = &x.iov,
+				     .iovcnt = op == ENV_DISK_FSYNC ? 0 : 1,
 				     .cb = raw_cb };
 	SH_ASSERT_OK(env_disk_submit(d, &x.r));
 	SH_ASSERT(sim_run_until(sim, raw_done, &x, SH_NSEC_PER_SEC));

@@ -83,7 +83,8 @@ TEST(store_real_file_round_trip)
 		uint32_t len = sizeof(data[i]) - (uint32_t)i;
 
 		w.done = 0;
-		SH_ASSERT_OK(store_read(s, 1000 + (uint64_t)i, (uint32_t)i % 6, 0, len, got, cb, &w));
+		SH_ASSERT_OK(
+		    store_read(s, 1000 + (uint64_t)i, (uint32_t)i % 6, 0, len, got, cb, &w));
 		wait_n(env, &w, 1);
 		SH_ASSERT_EQ(w.rc, (int)len);
 		SH_ASSERT_MEMEQ(got, data[i], len);

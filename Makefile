@@ -137,7 +137,7 @@ $(BUILD)/bin/shoal-envcheck: $(call obj,src/tools/envcheck/envcheck.c) $(ALL_LIB
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LIBS)
 
 # ---- top-level targets ----
-.PHONY: all deps test run lint fuzz bench bench-rpc soak clean format
+.PHONY: all deps test run lint fuzz bench bench-rpc bench-store soak clean format
 
 all: $(ALL_LIBS) $(RUNNERS) $(FUZZ_REPLAY) $(BENCHES) $(TOOLS)
 
@@ -175,6 +175,10 @@ bench: deps
 bench-rpc: deps
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/rpc
 	$(Q)$(BUILD)/bench/rpc
+
+bench-store: deps
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/store
+	$(Q)$(BUILD)/bench/store
 
 soak: deps
 	$(Q)$(MAKE) --no-print-directory all

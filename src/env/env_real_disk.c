@@ -268,7 +268,18 @@ real_disk_open(struct env *env, const char *path, unsigned flags, uint64_t size,
 	if (rc < 0)
 		goto out_close;
 	if ((flags & ENV_DISK_CREATE) && d->base.info.size < size) {
-		if (ftruncate(d->fd, (off_t)size) < 0 || fsync(d->fd) < 0) {
+		/*
+		 * Allocate the blocks now (not a sparse file): later writes then
+		 * change no file-system metadata, so an fsync is just a device
+		 * flush, not a journal commit. Where fallocate is not supported,
+		 * grow the file sparse.
+		 */
+		int frc = posix_fallocate(d->fd, 0, (off_t)size);
+
+		if ((frc != 0 && frc != EOPNOTSUPP && frc != EINVAL) ||
+		    (frc != 0 && ftruncate(d->fd, (off_t)size) < 0) || fsync(d->fd) < 0) {
+			if (frc != 0 && frc != EOPNOTSUPP && frc != EINVAL)
+				errno = frc;
 			rc = -errno;
 			sh_log_warn("disk %s: cannot grow to %llu bytes: %s", path,
 				    (unsigned long long)size, strerror(-rc));

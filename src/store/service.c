@@ -82,9 +82,12 @@ handle(struct net_req *req, void *arg)
 		struct iovec iov = { &ps, sizeof(ps) };
 
 		store_stats(s, &st);
-		ps = (struct store_proto_stat){ .capacity = st.capacity, .used = st.used,
-						.live = st.live, .garbage = st.garbage,
-						.fragments = st.fragments, .segs = st.segs,
+		ps = (struct store_proto_stat){ .capacity = st.capacity,
+						.used = st.used,
+						.live = st.live,
+						.garbage = st.garbage,
+						.fragments = st.fragments,
+						.segs = st.segs,
 						.segs_free = st.segs_free };
 		net_reply(req, 0, &iov, 1);
 		return;

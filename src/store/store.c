@@ -370,6 +370,7 @@ write_batch(struct store *s)
 					.iovcnt = niov,
 					.cb = batch_written,
 					.arg = b };
+	b->seq = ++s->batch_seq;
 	sh_list_add_tail(&s->batches, &b->link);
 	s->segs[b->seg].unacked++;
 	s->writes_inflight++;
@@ -442,14 +443,26 @@ store_queue_op(struct store *s, struct store_op *op)
 	return 0;
 }
 
+/*
+ * Start an fsync for the written prefix of the batch queue, if it grew
+ * since the last one. Several may be in flight: the device flushes while
+ * more batches land, and whichever completes acknowledges what it covers,
+ * so a batch waits for about one flush, not two.
+ */
 static void
 sync_pump(struct store *s)
 {
 	struct store_batch *last = NULL;
+	struct store_fsync *f = NULL;
 	struct sh_list *pos;
 	int rc;
 
-	if (s->fsync_inflight || s->state == ST_FAILED)
+	if (s->state == ST_FAILED)
+		return;
+	for (unsigned i = 0; i < STORE_FSYNCS && f == NULL; i++)
+		if (!s->fsyncs[i].busy)
+			f = &s->fsyncs[i];
+	if (f == NULL)
 		return;
 	sh_list_for_each (pos, &s->batches) {
 		struct store_batch *b = sh_list_entry(pos, struct store_batch, link);
@@ -458,15 +471,17 @@ sync_pump(struct store *s)
 			break;
 		last = b;
 	}
-	if (last == NULL)
+	if (last == NULL || last->seq <= s->synced_upto)
 		return;
-	s->fsync_upto = last;
-	s->fsync_inflight = true;
-	s->fsync_req = (struct env_disk_req){ .op = ENV_DISK_FSYNC, .cb = fsync_done, .arg = s };
+	s->synced_upto = last->seq;
+	f->busy = true;
+	f->s = s;
+	f->upto = last->seq;
+	f->req = (struct env_disk_req){ .op = ENV_DISK_FSYNC, .cb = fsync_done, .arg = f };
 	s->st.fsyncs++;
-	rc = env_disk_submit(s->disk, &s->fsync_req);
+	rc = env_disk_submit(s->disk, &f->req);
 	if (rc < 0) {
-		s->fsync_inflight = false;
+		f->busy = false;
 		store_fail(s, rc);
 	}
 }
@@ -567,18 +582,22 @@ apply(struct store *s, struct store_op *op)
 static void
 fsync_done(struct env_disk_req *r, int rc)
 {
-	struct store *s = r->arg;
+	struct store_fsync *f = r->arg;
+	struct store *s = f->s;
 	struct sh_list *pos;
 
-	s->fsync_inflight = false;
+	f->busy = false;
 	if (rc < 0) {
 		store_fail(s, rc);
 		return;
 	}
+	/* everything up to f->upto (in order; an earlier fsync may have acked some already) */
 	while ((pos = s->batches.next) != &s->batches) {
 		struct store_batch *b = sh_list_entry(pos, struct store_batch, link);
 		struct sh_list *opos;
-		bool last = b == s->fsync_upto;
+
+		if (b->seq > f->upto)
+			break;
 
 		sh_list_del(pos);
 		s->segs[b->seg].unacked--;
@@ -597,10 +616,7 @@ fsync_done(struct env_disk_req *r, int rc)
 		}
 		sh_free(b->buf);
 		sh_free(b);
-		if (last)
-			break;
 	}
-	s->fsync_upto = NULL;
 	sync_pump(s);
 	store_pump(s);
 	store_clean_maybe(s);

@@ -68,8 +68,11 @@ struct store_op {
 	void *arg;
 };
 
+#define STORE_FSYNCS 3
+
 struct store_batch {
 	struct sh_list link;
+	uint64_t seq;
 	struct store *s;
 	struct sh_list ops;
 	uint8_t *buf;
@@ -100,9 +103,15 @@ struct store {
 	struct sh_list pending;
 	struct sh_list batches; /* written or being written, in log order */
 	unsigned writes_inflight;
-	bool fsync_inflight;
-	struct store_batch *fsync_upto;
-	struct env_disk_req fsync_req;
+	/* fsyncs in flight: each covers the batches up to its upto (a batch sequence) */
+	struct store_fsync {
+		struct env_disk_req req;
+		struct store *s;
+		uint64_t upto;
+		bool busy;
+	} fsyncs[STORE_FSYNCS];
+	uint64_t batch_seq;   /* of the newest batch */
+	uint64_t synced_upto; /* the newest batch an fsync was submitted for */
 	struct env_task pump_task;
 
 	/* cleaning */

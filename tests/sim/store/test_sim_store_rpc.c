@@ -77,8 +77,9 @@ static int
 get(uint64_t target, uint64_t stripe, uint32_t idx, uint64_t off, uint32_t len, struct reply *r)
 {
 	uint8_t buf[64];
-	struct store_proto_req q = { .target = target, .stripe = stripe, .idx = idx, .len = len,
-				     .off = off };
+	struct store_proto_req q = {
+		.target = target, .stripe = stripe, .idx = idx, .len = len, .off = off
+	};
 
 	return call(NET_OP_STORE_GET, buf, store_proto_encode(NET_OP_STORE_GET, &q, buf), r);
 }

@@ -27,7 +27,7 @@
 #include "../src/store/store.h"
 
 #define FRAG (128u << 10)
-#define QD 32
+#define QD   32
 
 static double
 fio_bw(const char *file, const char *rw, const char *bs, uint64_t size, int secs, double *iops,
@@ -41,8 +41,8 @@ fio_bw(const char *file, const char *rw, const char *bs, uint64_t size, int secs
 	snprintf(cmd, sizeof(cmd),
 		 "fio --name=b --filename=%s --size=%llu --ioengine=io_uring --direct=1 --rw=%s "
 		 "--bs=%s --iodepth=32 --numjobs=1 %s %s --output-format=json 2>/dev/null",
-		 file, (unsigned long long)size, rw, bs,
-		 secs > 0 ? "--runtime=5 --time_based" : "", extra ? extra : "");
+		 file, (unsigned long long)size, rw, bs, secs > 0 ? "--runtime=5 --time_based" : "",
+		 extra ? extra : "");
 	p = popen(cmd, "r");
 	if (p == NULL)
 		return -1;
@@ -99,13 +99,18 @@ main(int argc, char **argv)
 	uint64_t bytes = (uint64_t)(gib * (1u << 30));
 	char drive[4096], fiofile[4096];
 	struct ctx c = { 0 };
-	struct store_format_opts fo = { .target_id = 1, .seg_size = getenv("SEG_MB") ? (uint32_t)atoi(getenv("SEG_MB")) << 20 : 0 };
+	struct store_format_opts fo = { .target_id = 1,
+					.seg_size = getenv("SEG_MB")
+							? (uint32_t)atoi(getenv("SEG_MB")) << 20
+							: 0 };
 	static uint8_t frag[FRAG], rbuf[QD][4096];
 	double fio_w, fio_ws, fio_r, fio_riops = 0, app, rd_iops, open_s;
 	uint64_t t0, nfrags = bytes / FRAG, reads = 0;
 	struct store_stats st;
-	struct store_opts so = { .batch_max = getenv("BATCH_KB") ? (uint32_t)atoi(getenv("BATCH_KB")) << 10 : 0,
-				 .writes_max = getenv("WRITES") ? (unsigned)atoi(getenv("WRITES")) : 0 };
+	struct store_opts so = {
+		.batch_max = getenv("BATCH_KB") ? (uint32_t)atoi(getenv("BATCH_KB")) << 10 : 0,
+		.writes_max = getenv("WRITES") ? (unsigned)atoi(getenv("WRITES")) : 0
+	};
 
 	mkdir(dir, 0755);
 	snprintf(fiofile, sizeof(fiofile), "%s/fio.dat", dir);
@@ -159,7 +164,8 @@ main(int argc, char **argv)
 	app = (double)nfrags * FRAG / ((double)(sh_clock_mono_ns() - t0) / 1e9);
 	if (getenv("SH_BENCH_VERBOSE"))
 		fprintf(stderr, "append: %.2f s wall, %.2f s cpu\n",
-			(double)(sh_clock_mono_ns() - t0) / 1e9, (double)(sh_clock_cpu_ns() - cpu0) / 1e9);
+			(double)(sh_clock_mono_ns() - t0) / 1e9,
+			(double)(sh_clock_cpu_ns() - cpu0) / 1e9);
 	store_stats(c.s, &st);
 	if (c.rc < 0) {
 		fprintf(stderr, "bench/store: append: %s\n", sh_strerror(c.rc));
@@ -201,8 +207,9 @@ main(int argc, char **argv)
 	printf("random read 4 KiB, 32 in flight shoal %7.0f IOPS   fio %7.0f IOPS   (%.2fx)\n",
 	       rd_iops, fio_riops, rd_iops / fio_riops);
 	printf("open: %.3f s for %.2f GiB of live data\n", open_s, gib);
-	printf("BENCH store {\"append_vs_fio\":%.2f,\"randread_vs_fio\":%.2f,\"open_s_per_gib\":%.3f,"
-	       "\"append_vs_fio_fdatasync\":%.2f}\n",
-	       app / fio_w, rd_iops / fio_riops, open_s / gib, app / fio_ws);
+	printf(
+	    "BENCH store {\"append_vs_fio\":%.2f,\"randread_vs_fio\":%.2f,\"open_s_per_gib\":%.3f,"
+	    "\"append_vs_fio_fdatasync\":%.2f}\n",
+	    app / fio_w, rd_iops / fio_riops, open_s / gib, app / fio_ws);
 	return 0;
 }

@@ -80,7 +80,7 @@ struct store_rec_df {
 	uint32_t nblocks;      /* payload blocks that follow */
 	uint8_t reserved[20];
 	uint32_t crc; /* crc32c of this header and the block crcs that follow it */
-		      /* then nblocks u32: crc32c of each 4 KiB payload block (padding included) */
+	/* then nblocks u32: crc32c of each 4 KiB payload block (padding included) */
 };
 _Static_assert(sizeof(struct store_rec_df) == 96, "record header size");
 _Static_assert(sizeof(struct store_rec_df) + 4 * STORE_MAX_BLOCKS <= STORE_BLOCK,

@@ -64,6 +64,11 @@ _Static_assert(sizeof(struct store_seg_df) == 64, "segment header size");
 
 enum store_rec_type { STORE_REC_FRAG = 1, STORE_REC_TOMB = 2 };
 
+/*
+ * A record's header block: this header, then nblocks u32, the crc32c of
+ * each 4 KiB payload block (zero padding included), then zeros.
+ */
+
 struct store_rec_df {
 	uint32_t magic;
 	uint16_t version;
@@ -80,7 +85,6 @@ struct store_rec_df {
 	uint32_t nblocks;      /* payload blocks that follow */
 	uint8_t reserved[20];
 	uint32_t crc; /* crc32c of this header and the block crcs that follow it */
-	/* then nblocks u32: crc32c of each 4 KiB payload block (padding included) */
 };
 _Static_assert(sizeof(struct store_rec_df) == 96, "record header size");
 _Static_assert(sizeof(struct store_rec_df) + 4 * STORE_MAX_BLOCKS <= STORE_BLOCK,

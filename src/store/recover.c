@@ -262,7 +262,8 @@ build_index(struct store_recovery *rv)
 	struct sh_hnode *h;
 	size_t it;
 
-	qsort(rv->ents, rv->nents, sizeof(*rv->ents), cmp_epoch_wseq);
+	if (rv->nents > 1)
+		qsort(rv->ents, rv->nents, sizeof(*rv->ents), cmp_epoch_wseq);
 	for (size_t i = 0; i < rv->nents; i++) {
 		struct rec_entry *e = &rv->ents[i];
 		struct store_frag *f = store_frag_find(s, e->stripe, e->idx);

@@ -199,11 +199,14 @@ static void pump_task(struct env_task *t);
 static void batch_written(struct env_disk_req *r, int rc);
 static void fsync_done(struct env_disk_req *r, int rc);
 
+/* Open the lowest free segment; only moves and tombstones may take the reserve. */
 static int
-open_segment(struct store *s)
+open_segment(struct store *s, bool use_reserve)
 {
 	uint32_t best = UINT32_MAX;
 
+	if (!use_reserve && s->free_segs <= s->o.reserve_segs)
+		return -ENOSPC;
 	for (uint32_t i = 0; i < s->sb.nsegs; i++) {
 		if (s->segs[i].state == SEG_FREE) {
 			best = i;
@@ -274,7 +277,7 @@ write_batch(struct store *s)
 	bool seg_hdr;
 
 	if (s->open_seg < 0 || s->wptr + op_blocks(op) > seg_blocks(s)) {
-		int rc = open_segment(s);
+		int rc = open_segment(s, op->type != OP_APPEND);
 
 		if (rc < 0)
 			return rc;

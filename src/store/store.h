@@ -73,6 +73,8 @@ void store_close(struct store *s);
  * Append fragment (stripe, idx) of len bytes (copied). cb(0) once durable.
  * A newer append of the same key replaces the older. -EINVAL (len 0 or over
  * STORE_MAX_FRAG), -ENOSPC (full: reserve reached), -EIO (drive failed).
+ * At the very edge of full, an accepted append may still end with
+ * cb(-ENOSPC) (the tails of segments were too short for it): not written.
  */
 int store_append(struct store *s, uint64_t stripe, uint32_t idx, const void *data, uint32_t len,
 		 store_cb cb, void *arg);

@@ -364,9 +364,12 @@ env_real_run_once(struct env *env, uint64_t timeout_ns)
 	/* work posted since the last turn (from outside the loop, say) runs before the wait,
 	 * so what it sends goes out now rather than after a zero-timeout poll */
 	run_list(r, &r->ready);
-	real_ring_flush(r);
 	top = sh_heap_peek(&r->timers);
 	now = r->now;
+	/* disk completions already in the ring: take them now instead of sleeping for the eventfd
+	 */
+	if (real_ring_reap(r) > 0)
+		timeout_ns = 0;
 	if (r->mode == ENV_REAL_POLL || !sh_list_empty(&r->ready) || !sh_list_empty(&r->done))
 		timeout_ns = 0;
 	/* sleep no later than the earliest timer: no timer syscall at all */
@@ -379,6 +382,7 @@ env_real_run_once(struct env *env, uint64_t timeout_ns)
 		 * it returns the data) and look at epoll only every 64 turns, for
 		 * the eventfds; asyncs are checked by their flags.
 		 */
+		real_ring_flush(r);
 		poll_turn(r);
 		if (++r->turn % 64 != 0)
 			goto dispatched;
@@ -404,8 +408,18 @@ env_real_run_once(struct env *env, uint64_t timeout_ns)
 		ts.tv_nsec = (long)(timeout_ns % SH_NSEC_PER_SEC);
 		tsp = &ts;
 	}
-	if (n == 0)
-		n = epoll_pwait2(r->epfd, evs, EPOLL_BATCH, tsp, NULL);
+	if (n == 0 && timeout_ns > 0 && r->mode == ENV_REAL_EVENT && real_ring_busy(r)) {
+		/* disk I/O in flight: one system call submits, sleeps and reaps */
+		struct timespec zero = { 0, 0 };
+
+		n = real_ring_wait(r, tsp);
+		if (n > 0)
+			n = epoll_pwait2(r->epfd, evs, EPOLL_BATCH, &zero, NULL);
+	} else {
+		real_ring_flush(r); /* queued disk I/O goes out before we sleep or poll */
+		if (n == 0)
+			n = epoll_pwait2(r->epfd, evs, EPOLL_BATCH, tsp, NULL);
+	}
 	if (n < 0) {
 		if (errno != EINTR)
 			return -errno;

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -100,10 +101,16 @@ real_ring_reap(struct env_real *r)
 		return 0;
 	while (io_uring_peek_cqe(&r->ring, &cqe) == 0) {
 		struct env_disk_req *req = io_uring_cqe_get_data(cqe);
-		struct real_disk *d = sh_container_of(req->disk, struct real_disk, base);
+		struct real_disk *d;
 		int res = cqe->res;
 
 		io_uring_cqe_seen(&r->ring, cqe);
+		if ((void *)req == &r->poll_token) {
+			r->poll_armed = false;
+			r->poll_fired = true;
+			continue;
+		}
+		d = sh_container_of(req->disk, struct real_disk, base);
 		r->ring_inflight--;
 		d->inflight--;
 		if (res >= 0 && req->op != ENV_DISK_FSYNC && (size_t)res != req->len) {
@@ -125,6 +132,49 @@ real_ring_reap(struct env_real *r)
 		r->ring_inflight--; /* counted in the backlog already */
 	}
 	return n;
+}
+
+bool
+real_ring_busy(const struct env_real *r)
+{
+	return r->ring_ok && r->ring_inflight > 0;
+}
+
+int
+real_ring_wait(struct env_real *r, struct timespec *ts)
+{
+	struct __kernel_timespec kts;
+	struct io_uring_cqe *cqe;
+	int rc;
+
+	if (!r->poll_armed) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+
+		if (sqe == NULL) {
+			real_ring_flush(r);
+			sqe = io_uring_get_sqe(&r->ring);
+		}
+		if (sqe == NULL)
+			return 1; /* no room to watch epoll through the ring: let the caller use
+				     epoll */
+		io_uring_prep_poll_add(sqe, r->epfd, POLLIN);
+		io_uring_sqe_set_data(sqe, &r->poll_token);
+		r->poll_armed = true;
+	}
+	if (ts != NULL) {
+		kts.tv_sec = ts->tv_sec;
+		kts.tv_nsec = ts->tv_nsec;
+	}
+	rc = io_uring_submit_and_wait_timeout(&r->ring, &cqe, 1, ts ? &kts : NULL, NULL);
+	r->ring_unsubmitted = 0;
+	if (rc < 0 && rc != -ETIME && rc != -EINTR)
+		return rc;
+	real_ring_reap(r);
+	if (r->poll_fired) {
+		r->poll_fired = false;
+		return 1;
+	}
+	return 0;
 }
 
 static void

@@ -44,6 +44,10 @@ struct env_real {
 	bool ring_ok;
 	int ring_efd;
 	struct real_watch ring_watch;
+	/* waiting in the ring: epoll's fd is polled through it (one-shot POLL_ADD) */
+	char poll_token;
+	bool poll_armed;
+	bool poll_fired;
 	unsigned ring_unsubmitted;
 	unsigned ring_inflight;
 	struct sh_list ring_backlog; /* requests waiting for a free SQE */
@@ -76,6 +80,14 @@ int real_ring_init(struct env_real *r, unsigned depth);
 void real_ring_fini(struct env_real *r);
 void real_ring_flush(struct env_real *r);
 int real_ring_reap(struct env_real *r);
+/* Disk I/O in flight: the loop should sleep in the ring, not in epoll. */
+bool real_ring_busy(const struct env_real *r);
+/*
+ * Submit what is queued and sleep until a disk completion or until epoll
+ * has something (its fd is polled through the ring), at most ts. Returns 1
+ * if epoll has events, 0 if not, or a negative errno.
+ */
+int real_ring_wait(struct env_real *r, struct timespec *ts);
 int real_disk_open(struct env *env, const char *path, unsigned flags, uint64_t size,
 		   struct env_disk **out);
 int real_disk_submit(struct env_disk *d, struct env_disk_req *r);

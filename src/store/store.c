@@ -136,19 +136,62 @@ store_frag_place(struct store *s, struct store_frag *f)
 
 /* ---- operations ---- */
 
+#define POOL_MAX_BYTES (64u << 20)
+
+static void *
+buf_get(struct store *s, uint32_t nb)
+{
+	void *b = s->pool != NULL ? s->pool[nb] : NULL;
+
+	if (b == NULL)
+		return sh_aligned_alloc(STORE_BLOCK, (size_t)nb * STORE_BLOCK);
+	memcpy(&s->pool[nb], b, sizeof(void *));
+	s->pool_bytes -= (uint64_t)nb * STORE_BLOCK;
+	return b;
+}
+
+static void
+buf_put(struct store *s, void *b, uint32_t nb)
+{
+	if (b == NULL)
+		return;
+	if (s->pool == NULL || s->pool_bytes + (uint64_t)nb * STORE_BLOCK > POOL_MAX_BYTES) {
+		sh_free(b);
+		return;
+	}
+	memcpy(b, &s->pool[nb], sizeof(void *));
+	s->pool[nb] = b;
+	s->pool_bytes += (uint64_t)nb * STORE_BLOCK;
+}
+
+static void
+pool_fini(struct store *s)
+{
+	for (uint32_t nb = 0; s->pool != NULL && nb <= STORE_MAX_BLOCKS; nb++) {
+		while (s->pool[nb] != NULL) {
+			void *b = s->pool[nb];
+
+			memcpy(&s->pool[nb], b, sizeof(void *));
+			sh_free(b);
+		}
+	}
+	sh_free(s->pool);
+	s->pool = NULL;
+}
+
 struct store_op *
 store_op_new(struct store *s, enum op_type type, uint32_t len)
 {
 	struct store_op *op = sh_calloc(1, sizeof(*op));
 	uint32_t nb = store_blocks(len);
 
-	(void)s;
 	if (op == NULL)
 		return NULL;
+	op->s = s;
 	op->type = type;
 	op->len = len;
 	if (nb > 0) {
-		op->data = sh_aligned_alloc(STORE_BLOCK, (size_t)nb * STORE_BLOCK);
+		op->data = buf_get(s, nb);
 		op->bcrc = sh_alloc_array(nb, sizeof(uint32_t));
 		if (op->data == NULL || op->bcrc == NULL) {
 			store_op_free(op);
@@ -161,7 +204,7 @@ store_op_new(struct store *s, enum op_type type, uint32_t len)
 void
 store_op_free(struct store_op *op)
 {
-	sh_free(op->data);
+	buf_put(op->s, op->data, store_blocks(op->len));
 	sh_free(op->bcrc);
 	sh_free(op);
 }
@@ -721,7 +764,7 @@ read_done(struct env_disk_req *r, int rc)
 	if (rc >= 0) {
 		for (uint32_t i = 0; i < rd->nb; i++) {
 			if (sh_crc32c(0, rd->buf + (size_t)i * STORE_BLOCK, STORE_BLOCK) ==
-			    rd->bcrc[rd->b0 + i])
+			    rd->bcrc[i])
 				continue;
 			struct store_frag *f = store_frag_find(s, rd->stripe, rd->idx);
 
@@ -744,7 +787,7 @@ read_done(struct env_disk_req *r, int rc)
 	store_clean_seg_maybe_free(s, rd->seg);
 	rd->cb(rd->arg, rc);
 	sh_free(rd->bcrc);
-	sh_free(rd->buf);
+	buf_put(s, rd->buf, rd->nb);
 	sh_free(rd);
 }
 
@@ -781,15 +824,16 @@ store_read(struct store *s, uint64_t stripe, uint32_t idx, uint64_t off, uint32_
 	rd->dst = dst;
 	rd->cb = cb;
 	rd->arg = arg;
-	rd->buf = sh_aligned_alloc(STORE_BLOCK, (size_t)rd->nb * STORE_BLOCK);
-	rd->bcrc = sh_alloc_array(store_blocks(f->len), sizeof(uint32_t));
+	rd->buf = buf_get(s, rd->nb);
+	rd->bcrc = sh_alloc_array(rd->nb, sizeof(uint32_t));
 	if (rd->buf == NULL || rd->bcrc == NULL) {
-		sh_free(rd->buf);
+		buf_put(s, rd->buf, rd->nb);
 		sh_free(rd->bcrc);
 		sh_free(rd);
 		return -ENOMEM;
 	}
-	memcpy(rd->bcrc, f->bcrc, store_blocks(f->len) * sizeof(uint32_t));
+	/* the crcs of the blocks read (the fragment may move or go while we read) */
+	memcpy(rd->bcrc, f->bcrc + rd->b0, rd->nb * sizeof(uint32_t));
 	rd->iov = (struct iovec){ rd->buf, (size_t)rd->nb * STORE_BLOCK };
 	rd->req = (struct env_disk_req){ .op = ENV_DISK_READ,
 					 .off = store_seg_off(s, f->seg, f->blk + 1 + rd->b0),
@@ -799,7 +843,7 @@ store_read(struct store *s, uint64_t stripe, uint32_t idx, uint64_t off, uint32_
 					 .arg = rd };
 	rc = env_disk_submit(s->disk, &rd->req);
 	if (rc < 0) {
-		sh_free(rd->buf);
+		buf_put(s, rd->buf, rd->nb);
 		sh_free(rd->bcrc);
 		sh_free(rd);
 		return rc;
@@ -940,11 +984,11 @@ store_open(struct env *env, const char *path, const struct store_opts *o, struct
 	if (o != NULL)
 		s->o = *o;
 	if (s->o.batch_max == 0)
-		s->o.batch_max = 4u << 20;
+		s->o.batch_max = 1u << 20;
 	if (s->o.batch_max < 2 * STORE_BLOCK)
 		s->o.batch_max = 2 * STORE_BLOCK;
 	if (s->o.writes_max == 0)
-		s->o.writes_max = 4;
+		s->o.writes_max = 16;
 	if (s->o.reserve_segs == 0)
 		s->o.reserve_segs = 2;
 	if (s->o.clean_below == 0)
@@ -960,6 +1004,7 @@ store_open(struct env *env, const char *path, const struct store_opts *o, struct
 	sh_list_init(&s->clean_ios);
 	env_task_init(env, &s->pump_task, pump_task, s);
 	store_clean_init(s);
+	s->pool = sh_alloc_array(STORE_MAX_BLOCKS + 1, sizeof(void *));
 	s->open_cb = cb;
 	s->open_arg = arg;
 	rc = sh_htable_init(&s->index, 1024);
@@ -979,6 +1024,7 @@ out_disk:
 out_index:
 	sh_htable_fini(&s->index);
 out_free:
+	pool_fini(s);
 	sh_free(s);
 	return rc;
 }
@@ -1015,7 +1061,7 @@ store_close(struct store *s)
 
 		rd->cb(rd->arg, -ECANCELED);
 		sh_free(rd->bcrc);
-		sh_free(rd->buf);
+		buf_put(s, rd->buf, rd->nb);
 		sh_free(rd);
 	}
 	for (h = sh_htable_first(&s->index, &it); h != NULL; h = next) {
@@ -1026,6 +1072,7 @@ store_close(struct store *s)
 		while ((pos = sh_list_pop(&s->segs[i].tombs)) != NULL)
 			sh_free(sh_list_entry(pos, struct store_tomb, seglink));
 	sh_htable_fini(&s->index);
+	pool_fini(s);
 	sh_free(s->segs);
 	sh_free(s);
 }

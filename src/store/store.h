@@ -36,8 +36,8 @@ struct store_format_opts {
 };
 
 struct store_opts {
-	uint32_t batch_max;    /* bytes per write; 0: 4 MiB (capped by the segment) */
-	unsigned writes_max;   /* batches written at once; 0: 4 */
+	uint32_t batch_max;    /* bytes per write; 0: 1 MiB (capped by the segment) */
+	unsigned writes_max;   /* batches written at once; 0: 16 */
 	uint32_t reserve_segs; /* kept free for cleaning; 0: 2 */
 	uint32_t clean_below;  /* clean when fewer free segments; 0: reserve + 2 */
 	unsigned clean_moves;  /* fragment moves in flight while cleaning; 0: 8 */

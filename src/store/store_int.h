@@ -51,6 +51,7 @@ enum op_type { OP_APPEND = 1, OP_TOMB, OP_MOVE_FRAG, OP_MOVE_TOMB };
 
 struct store_op {
 	struct sh_list link;
+	struct store *s;
 	enum op_type type;
 	uint64_t stripe;
 	uint32_t idx;
@@ -123,6 +124,14 @@ struct store {
 	store_cb open_cb;
 	void *open_arg;
 	struct store_recovery *rec;
+
+	/*
+	 * Freed payload buffers, by size in blocks, for the next operations:
+	 * a fresh 128 KiB aligned buffer per append means mmap, page faults and
+	 * munmap with TLB shoot-downs (bench/store: 1.1 -> 2.8 GB/s without).
+	 */
+	void **pool; /* STORE_MAX_BLOCKS + 1 free lists (next pointer in the buffer) */
+	uint64_t pool_bytes;
 
 	struct store_stats st;
 	struct sh_list ios;	  /* reads in flight (for close) */

@@ -5,10 +5,17 @@
  * endpoint and are handed to the callback in batches of up to
  * ENV_DGRAM_BATCH; a full socket buffer on send returns a partial count and
  * arms EPOLLOUT so the owner hears when it can send again.
+ *
+ * Segmentation offload where the kernel has it: consecutive datagrams of
+ * one size to one peer leave as one UDP_SEGMENT send (one trip through the
+ * stack for up to 64 of them), and UDP_GRO lets the kernel hand over
+ * several received datagrams in one buffer, split here again. Both fall
+ * back to plain datagrams when the kernel refuses.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -21,6 +28,15 @@ SH_LOG_FACILITY("env.udp");
 /* Batches read per readiness event before yielding to other fds. */
 #define RECV_ROUNDS    8
 #define SOCK_BUF_BYTES (8 << 20)
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+#define GSO_MAX_SEGS  64
+#define GSO_MAX_BYTES 65000
+#define CBUF_SIZE     CMSG_SPACE(sizeof(int))
 
 struct real_dgram {
 	struct env_dgram base;
@@ -37,6 +53,8 @@ struct real_dgram {
 	struct mmsghdr mh[ENV_DGRAM_BATCH];
 	struct iovec iov[ENV_DGRAM_BATCH];
 	struct sockaddr_storage ss[ENV_DGRAM_BATCH];
+	char cbuf[ENV_DGRAM_BATCH][CBUF_SIZE];
+	bool gso, gro;
 };
 
 static void
@@ -49,6 +67,27 @@ rx_slot_reset(struct real_dgram *d, int i)
 	d->mh[i].msg_hdr.msg_iovlen = 1;
 	d->mh[i].msg_hdr.msg_name = &d->ss[i];
 	d->mh[i].msg_hdr.msg_namelen = sizeof(d->ss[i]);
+	if (d->gro) {
+		d->mh[i].msg_hdr.msg_control = d->cbuf[i];
+		d->mh[i].msg_hdr.msg_controllen = sizeof(d->cbuf[i]);
+	}
+}
+
+/* The segment size the kernel coalesced a received buffer with (GRO), or 0. */
+static int
+gro_size(struct msghdr *mh)
+{
+	struct cmsghdr *c;
+
+	for (c = CMSG_FIRSTHDR(mh); c != NULL; c = CMSG_NXTHDR(mh, c)) {
+		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+			int v;
+
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			return v;
+		}
+	}
+	return 0;
 }
 
 static socklen_t
@@ -103,10 +142,22 @@ set_bufsize(int fd, int opt, int force_opt)
 }
 
 static void
+deliver(struct real_dgram *d, struct env_dgram_msg *msgs, unsigned *k)
+{
+	if (*k == 0)
+		return;
+	d->st.received += *k;
+	d->cbs->recv(&d->base, msgs, *k, d->arg);
+	d->r->ncallbacks++;
+	*k = 0;
+}
+
+static void
 do_recv(struct real_dgram *d)
 {
 	struct mmsghdr *mh = d->mh;
 	struct env_dgram_msg msgs[ENV_DGRAM_BATCH];
+	struct iovec siov[ENV_DGRAM_BATCH];
 
 	for (int round = 0; round < RECV_ROUNDS && !d->watch.dead; round++) {
 		unsigned k = 0;
@@ -120,23 +171,39 @@ do_recv(struct real_dgram *d)
 				sh_log_debug("recvmmsg: %s", strerror(errno));
 			return;
 		}
-		for (int i = 0; i < n; i++) {
-			if (SH_FAULT(FP_ENV_DGRAM_RECV_DROP) ||
-			    (mh[i].msg_hdr.msg_flags & MSG_TRUNC)) {
+		for (int i = 0; i < n && !d->watch.dead; i++) {
+			unsigned char *p = d->iov[i].iov_base;
+			size_t len = mh[i].msg_len;
+			int seg = d->gro ? gro_size(&mh[i].msg_hdr) : 0;
+			struct env_addr from;
+
+			if (mh[i].msg_hdr.msg_flags & MSG_TRUNC) {
 				d->st.recv_dropped++;
 				continue;
 			}
-			from_sockaddr(&d->ss[i], &msgs[k].peer);
-			msgs[k].iov = &d->iov[i];
-			msgs[k].iovcnt = 1;
-			msgs[k].len = mh[i].msg_len;
-			k++;
+			from_sockaddr(&d->ss[i], &from);
+			/* one datagram, or several the kernel coalesced (GRO): cut them apart again
+			 */
+			for (size_t off = 0; off < len || (len == 0 && off == 0);) {
+				size_t l = seg > 0 ? SH_MIN((size_t)seg, len - off) : len;
+
+				if (SH_FAULT(FP_ENV_DGRAM_RECV_DROP)) {
+					d->st.recv_dropped++;
+				} else {
+					siov[k] = (struct iovec){ p + off, l };
+					msgs[k] = (struct env_dgram_msg){
+						.peer = from, .iov = &siov[k], .iovcnt = 1, .len = l
+					};
+					if (++k == ENV_DGRAM_BATCH)
+						deliver(d, msgs, &k);
+				}
+				off += l;
+				if (l == 0)
+					break;
+			}
 		}
-		d->st.received += k;
-		if (k > 0) {
-			d->cbs->recv(&d->base, msgs, k, d->arg);
-			d->r->ncallbacks++;
-		}
+		if (!d->watch.dead)
+			deliver(d, msgs, &k);
 		if (d->watch.dead)
 			return; /* closed by the callback: d is freed at the end of the turn */
 		for (int i = 0; i < n; i++)
@@ -214,6 +281,10 @@ real_dgram_open(struct env *env, const struct env_addr *bind_addr, const struct 
 		setsockopt(d->fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	set_bufsize(d->fd, SO_RCVBUF, SO_RCVBUFFORCE);
 	set_bufsize(d->fd, SO_SNDBUF, SO_SNDBUFFORCE);
+	d->gro = setsockopt(d->fd, SOL_UDP, UDP_GRO, &one, sizeof(one)) == 0;
+	d->gso = true; /* tried on the first send; turned off if the kernel refuses */
+	for (int i = 0; i < ENV_DGRAM_BATCH; i++)
+		rx_slot_reset(d, i);
 	sl = to_sockaddr(bind_addr, &ss);
 	if (bind(d->fd, (struct sockaddr *)&ss, sl) < 0) {
 		rc = -errno;
@@ -251,36 +322,105 @@ real_dgram_addr(struct env_dgram *base, struct env_addr *out)
 	return 0;
 }
 
+static size_t
+msg_len(const struct env_dgram_msg *m)
+{
+	size_t len = 0;
+
+	for (unsigned k = 0; k < m->iovcnt; k++)
+		len += m->iov[k].iov_len;
+	return len;
+}
+
+/* How many datagrams from `first` can leave as one UDP_SEGMENT send (1: none). */
+static unsigned
+gso_group(const struct env_dgram_msg *msgs, const bool *drop, unsigned first, unsigned n)
+{
+	size_t seg = msg_len(&msgs[first]), total = seg;
+	unsigned cnt = 1, iovs = msgs[first].iovcnt;
+
+	if (seg == 0)
+		return 1;
+	for (unsigned j = first + 1; j < n && cnt < GSO_MAX_SEGS; j++) {
+		size_t l = msg_len(&msgs[j]);
+
+		if (drop[j] || !env_addr_eq(&msgs[j].peer, &msgs[first].peer) || l == 0 ||
+		    l > seg || total + l > GSO_MAX_BYTES ||
+		    iovs + msgs[j].iovcnt > ENV_DGRAM_IOV_MAX * 4)
+			break;
+		total += l;
+		iovs += msgs[j].iovcnt;
+		cnt++;
+		if (l < seg)
+			break; /* a shorter one can only be the last */
+	}
+	return cnt;
+}
+
 int
 real_dgram_send(struct env_dgram *base, const struct env_dgram_msg *msgs, unsigned n)
 {
 	struct real_dgram *d = sh_container_of(base, struct real_dgram, base);
 	struct mmsghdr mh[ENV_DGRAM_BATCH];
 	struct sockaddr_storage ss[ENV_DGRAM_BATCH];
-	unsigned idx[ENV_DGRAM_BATCH];
-	unsigned k = 0, done = 0;
+	struct iovec giov[ENV_DGRAM_BATCH * ENV_DGRAM_IOV_MAX];
+	char cbuf[ENV_DGRAM_BATCH][CMSG_SPACE(sizeof(uint16_t))];
+	unsigned idx[ENV_DGRAM_BATCH + 1], cnt[ENV_DGRAM_BATCH];
+	bool drop[ENV_DGRAM_BATCH];
+	unsigned k = 0, done = 0, ng = 0;
 
 	for (unsigned i = 0; i < n; i++) {
-		if (SH_FAULT(FP_ENV_DGRAM_SEND_DROP)) {
-			d->st.send_dropped++;
+		drop[i] = SH_FAULT(FP_ENV_DGRAM_SEND_DROP);
+		d->st.send_dropped += drop[i];
+	}
+	for (unsigned i = 0; i < n;) {
+		unsigned g;
+
+		if (drop[i]) {
+			i++;
 			continue;
 		}
+		g = d->gso ? gso_group(msgs, drop, i, n) : 1;
 		memset(&mh[k], 0, sizeof(mh[k]));
 		mh[k].msg_hdr.msg_name = &ss[k];
 		mh[k].msg_hdr.msg_namelen = to_sockaddr(&msgs[i].peer, &ss[k]);
-		mh[k].msg_hdr.msg_iov = msgs[i].iov;
-		mh[k].msg_hdr.msg_iovlen = msgs[i].iovcnt;
+		if (g == 1) {
+			mh[k].msg_hdr.msg_iov = msgs[i].iov;
+			mh[k].msg_hdr.msg_iovlen = msgs[i].iovcnt;
+		} else {
+			/* the datagrams' bytes back to back, cut every seg bytes by the kernel */
+			uint16_t seg = (uint16_t)msg_len(&msgs[i]);
+			struct cmsghdr *c;
+			unsigned start = ng;
+
+			for (unsigned j = i; j < i + g; j++)
+				for (unsigned v = 0; v < msgs[j].iovcnt; v++)
+					giov[ng++] = msgs[j].iov[v];
+			mh[k].msg_hdr.msg_iov = &giov[start];
+			mh[k].msg_hdr.msg_iovlen = ng - start;
+			mh[k].msg_hdr.msg_control = cbuf[k];
+			mh[k].msg_hdr.msg_controllen = sizeof(cbuf[k]);
+			c = CMSG_FIRSTHDR(&mh[k].msg_hdr);
+			c->cmsg_level = SOL_UDP;
+			c->cmsg_type = UDP_SEGMENT;
+			c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+			memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+		}
 		idx[k] = i;
+		cnt[k] = g;
 		k++;
+		i += g;
 	}
+	idx[k] = n;
 	/* datagrams dropped by the fault point count as taken */
 	while (done < k) {
 		int rc = sendmmsg(d->fd, mh + done, k - done, MSG_DONTWAIT);
 
 		d->st.send_calls++;
 		if (rc > 0) {
+			for (int j = 0; j < rc; j++)
+				d->st.sent += cnt[done + (unsigned)j];
 			done += (unsigned)rc;
-			d->st.sent += (unsigned)rc;
 			continue;
 		}
 		if (errno == EINTR)
@@ -292,9 +432,20 @@ real_dgram_send(struct env_dgram *base, const struct env_dgram_msg *msgs, unsign
 			}
 			return (int)idx[done];
 		}
+		if (cnt[done] > 1 && d->gso) {
+			/* the kernel will not segment for us: send the rest one by one */
+			int more;
+
+			sh_log_info(
+			    "UDP segmentation offload refused (%s): sending datagrams singly",
+			    strerror(errno));
+			d->gso = false;
+			more = real_dgram_send(base, msgs + idx[done], n - idx[done]);
+			return more < 0 ? (int)idx[done] : (int)idx[done] + more;
+		}
 		/* a datagram the network will not take (unreachable, ...) is lost, not an error */
 		sh_log_debug("sendmmsg: %s; datagram dropped", strerror(errno));
-		d->st.send_dropped++;
+		d->st.send_dropped += cnt[done];
 		done++;
 	}
 	return (int)n;

@@ -247,7 +247,7 @@ env_real_create(const struct env_real_opts *opts)
 	r->spin_ns = opts && opts->spin_ns ? opts->spin_ns : 50 * SH_NSEC_PER_USEC;
 	if (r->spin_ns == UINT64_MAX)
 		r->spin_ns = 0;
-	r->epfd = r->efd = r->ring_efd = -1;
+	r->epfd = r->efd = -1;
 	r->now = sh_clock_mono_ns();
 	sh_heap_init(&r->timers);
 	sh_list_init(&r->ready);

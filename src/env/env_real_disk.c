@@ -3,10 +3,11 @@
  * Disks of the real env: files and block devices driven through one
  * io_uring per loop, O_DIRECT when asked. Requests queue SQEs during a turn
  * and are submitted together at the start of the next wait (one
- * io_uring_enter for the whole batch). Completions arrive through an eventfd
- * registered with the ring (event mode) or by peeking the CQ every turn
- * (poll mode), and are delivered from the loop's done list, so no callback
- * ever runs inside env_disk_submit() or env_disk_close().
+ * io_uring_enter for the whole batch). Completions are reaped from the CQ
+ * at the start of every turn and, when the loop would sleep while disk I/O
+ * is in flight, by sleeping in the ring itself (epoll's fd polled through
+ * it); they are delivered from the loop's done list, so no callback ever
+ * runs inside env_disk_submit() or env_disk_close().
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -15,7 +16,6 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -177,18 +177,6 @@ real_ring_wait(struct env_real *r, struct timespec *ts)
 	return 0;
 }
 
-static void
-ring_ready(struct real_watch *w, uint32_t events)
-{
-	struct env_real *r = sh_container_of(w, struct env_real, ring_watch);
-	uint64_t v;
-	ssize_t n = read(r->ring_efd, &v, sizeof(v));
-
-	(void)events;
-	(void)n;
-	real_ring_reap(r);
-}
-
 int
 real_ring_init(struct env_real *r, unsigned depth)
 {
@@ -199,27 +187,14 @@ real_ring_init(struct env_real *r, unsigned depth)
 		sh_log_warn("io_uring unavailable (%s): disks cannot be opened", strerror(-rc));
 		return 0;
 	}
-	r->ring_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (r->ring_efd < 0) {
-		rc = -errno;
-		goto out_exit;
-	}
-	rc = io_uring_register_eventfd(&r->ring, r->ring_efd);
-	if (rc < 0)
-		goto out_close;
-	r->ring_watch.fn = ring_ready;
-	rc = real_watch_add(r, r->ring_efd, EPOLLIN, &r->ring_watch);
-	if (rc < 0)
-		goto out_close;
+	/*
+	 * No eventfd: while disk I/O is in flight the loop sleeps in the ring
+	 * itself (real_ring_wait), with epoll's fd polled through it, and when
+	 * none is in flight no completion can come. An eventfd would wake
+	 * epoll once more for every completion.
+	 */
 	r->ring_ok = true;
 	return 0;
-
-out_close:
-	close(r->ring_efd);
-	r->ring_efd = -1;
-out_exit:
-	io_uring_queue_exit(&r->ring);
-	return rc;
 }
 
 /* Wait until the kernel has finished everything; completions go to the done list. */
@@ -249,9 +224,7 @@ real_ring_fini(struct env_real *r)
 	if (!r->ring_ok)
 		return;
 	ring_drain(r, NULL);
-	real_watch_del(r, r->ring_efd);
 	io_uring_queue_exit(&r->ring);
-	close(r->ring_efd);
 	r->ring_ok = false;
 }
 

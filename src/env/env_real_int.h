@@ -42,8 +42,6 @@ struct env_real {
 	/* io_uring for disks */
 	struct io_uring ring;
 	bool ring_ok;
-	int ring_efd;
-	struct real_watch ring_watch;
 	/* waiting in the ring: epoll's fd is polled through it (one-shot POLL_ADD) */
 	char poll_token;
 	bool poll_armed;

@@ -670,24 +670,13 @@ fsync_done(struct env_disk_req *r, int rc)
 
 /* ---- public operations ---- */
 
-int
-store_append(struct store *s, uint64_t stripe, uint32_t idx, const void *data, uint32_t len,
-	     store_cb cb, void *arg)
+/* A new version of (stripe, idx), a fragment or a tombstone: the next epoch, queued. */
+static int
+queue_new_version(struct store *s, struct store_op *op, uint64_t stripe, uint32_t idx, store_cb cb,
+		  void *arg)
 {
-	struct store_op *op;
-	uint32_t nb = store_blocks(len);
 	int rc;
 
-	if (len == 0 || len > STORE_MAX_FRAG || data == NULL || cb == NULL)
-		return -EINVAL;
-	op = store_op_new(s, OP_APPEND, len);
-	if (op == NULL)
-		return -ENOMEM;
-	memcpy(op->data, data, len);
-	memset(op->data + len, 0, (size_t)nb * STORE_BLOCK - len);
-	for (uint32_t i = 0; i < nb; i++)
-		op->bcrc[i] = sh_crc32c(0, op->data + (size_t)i * STORE_BLOCK, STORE_BLOCK);
-	op->payload_crc = sh_crc32c(0, data, len);
 	op->stripe = stripe;
 	op->idx = idx;
 	op->epoch = s->next_epoch;
@@ -703,10 +692,29 @@ store_append(struct store *s, uint64_t stripe, uint32_t idx, const void *data, u
 }
 
 int
+store_append(struct store *s, uint64_t stripe, uint32_t idx, const void *data, uint32_t len,
+	     store_cb cb, void *arg)
+{
+	struct store_op *op;
+	uint32_t nb = store_blocks(len);
+
+	if (len == 0 || len > STORE_MAX_FRAG || data == NULL || cb == NULL)
+		return -EINVAL;
+	op = store_op_new(s, OP_APPEND, len);
+	if (op == NULL)
+		return -ENOMEM;
+	memcpy(op->data, data, len);
+	memset(op->data + len, 0, (size_t)nb * STORE_BLOCK - len);
+	for (uint32_t i = 0; i < nb; i++)
+		op->bcrc[i] = sh_crc32c(0, op->data + (size_t)i * STORE_BLOCK, STORE_BLOCK);
+	op->payload_crc = sh_crc32c(0, data, len);
+	return queue_new_version(s, op, stripe, idx, cb, arg);
+}
+
+int
 store_release(struct store *s, uint64_t stripe, uint32_t idx, store_cb cb, void *arg)
 {
 	struct store_op *op;
-	int rc;
 
 	if (cb == NULL)
 		return -EINVAL;
@@ -715,18 +723,7 @@ store_release(struct store *s, uint64_t stripe, uint32_t idx, store_cb cb, void 
 	op = store_op_new(s, OP_TOMB, 0);
 	if (op == NULL)
 		return -ENOMEM;
-	op->stripe = stripe;
-	op->idx = idx;
-	op->epoch = s->next_epoch;
-	op->cb = cb;
-	op->arg = arg;
-	rc = store_queue_op(s, op);
-	if (rc < 0) {
-		store_op_free(op);
-		return rc;
-	}
-	s->next_epoch++;
-	return 0;
+	return queue_new_version(s, op, stripe, idx, cb, arg);
 }
 
 int64_t

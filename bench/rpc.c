@@ -11,7 +11,7 @@
  *   loss      the stream with 1% of datagrams dropped on receipt
  *
  * Ends with: BENCH rpc {"lat_p50_vs_udp":R,"lat_p50_vs_tcp":R,"stream_vs_tcp":R,
- *                       "rate_vs_tcp":R,"loss1_vs_lossless":R,"lat_p50_poll_vs_udp_poll":R}
+ *                       "rate_vs_tcp":R,"loss1_vs_lossless":R}
  * Latency and throughput ratios take the worse of the two Shoal modes.
  * Usage: rpc [seconds per measurement, default 1]
  */

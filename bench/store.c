@@ -11,9 +11,8 @@
  *             --bs=4k --iodepth=32
  *   open      seconds to open the target per GiB of live data
  *
- * Ends with: BENCH store {"append_vs_fio":R,"randread_vs_fio":R,"open_s_per_gib":S,
- *                         "append_vs_fio_fdatasync":R}
- * (the last: against fio making its writes durable too, an fdatasync every 32)
+ * Ends with: BENCH store {"append_vs_fio":R,"randread_vs_fio":R,"open_s_per_gib":S}
+ * (the line before it: appends against fio making its writes durable too)
  * Usage: store [DIR [GiB]]   (default: build/bench-store, 1 GiB)
  */
 #include <errno.h>

@@ -153,6 +153,18 @@ net_peer_incarnation(const struct net *n, uint64_t id)
 	return p ? p->inc : 0;
 }
 
+int
+net_peer_path(const struct net *n, uint64_t id, struct env_addr *local, struct env_addr *remote)
+{
+	struct net_peer *p = net_peer_get(n, id);
+
+	if (p == NULL)
+		return -ENOENT;
+	*local = n->ifaces[p->path_local].addr;
+	*remote = p->ifaces[p->path_remote].addr;
+	return 0;
+}
+
 bool
 net_peer_connected(const struct net *n, uint64_t id)
 {

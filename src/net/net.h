@@ -92,6 +92,9 @@ int net_iface_addr(const struct net *n, unsigned i, struct env_addr *out);
 int net_peer_add(struct net *n, uint64_t node_id, const struct net_iface *ifaces, unsigned nifaces);
 /* The peer's incarnation as last seen (0: never), and whether a session is up. */
 uint64_t net_peer_incarnation(const struct net *n, uint64_t node_id);
+/* The path in use to a peer: our interface's and its interface's address. -ENOENT. */
+int net_peer_path(const struct net *n, uint64_t node_id, struct env_addr *local,
+		  struct env_addr *remote);
 bool net_peer_connected(const struct net *n, uint64_t node_id);
 
 struct net_msg {

@@ -446,3 +446,59 @@ TEST(rpc_unknown_opcode_cancel_and_bad_calls)
 	SH_ASSERT_EQ(a.calls, 1);
 	cluster_fini(&cl);
 }
+
+/* Several data interfaces with labels: the path in use joins two of the same label. */
+TEST(rpc_path_prefers_same_label)
+{
+	struct sim *s = sim_create(sh_test_seed());
+	struct sim_node *na = sim_node_create(s, "a", "127.6.0.1");
+	struct sim_node *nb = sim_node_create(s, "b", "127.6.0.2");
+	struct net_iface ia[2] = { 0 }, ib[2] = { 0 };
+	struct net_config ca = { .node_id = 1, .ifaces = ia, .nifaces = 2 };
+	struct net_config cb = { .node_id = 2, .ifaces = ib, .nifaces = 2 };
+	struct net *a, *b;
+	struct simple r = { 0 };
+	struct net_stats st;
+
+	/* one address per simulated node: the two interfaces are two ports of it */
+	SH_ASSERT_OK(env_addr_parse("127.6.0.1:7000", &ia[0].addr));
+	SH_ASSERT_OK(env_addr_parse("127.6.0.1:7001", &ia[1].addr));
+	SH_ASSERT_OK(env_addr_parse("127.6.0.2:7000", &ib[0].addr));
+	SH_ASSERT_OK(env_addr_parse("127.6.0.2:7001", &ib[1].addr));
+	strcpy(ia[0].label, "switch-a");
+	strcpy(ia[1].label, "switch-b");
+	strcpy(ib[0].label, "switch-x");
+	strcpy(ib[1].label, "switch-b");
+	SH_ASSERT_OK(net_create(sim_node_env(na), &ca, &a));
+	SH_ASSERT_OK(net_create(sim_node_env(nb), &cb, &b));
+	SH_ASSERT_OK(net_peer_add(a, 2, ib, 2));
+	SH_ASSERT_OK(net_call(a, 2, NET_OP_PING, NULL, 0, NULL, simple_cb, &r, NULL));
+	sim_run_for(s, 50 * SH_NSEC_PER_MSEC);
+	SH_ASSERT_EQ(r.calls, 1);
+	SH_ASSERT_OK(r.status);
+	/* a's path: its switch-b interface to b's switch-b interface */
+	{
+		struct env_addr l, rm;
+
+		SH_ASSERT_OK(net_peer_path(a, 2, &l, &rm));
+		SH_ASSERT(env_addr_eq(&l, &ia[1].addr));
+		SH_ASSERT(env_addr_eq(&rm, &ib[1].addr));
+		/* b learned a from its packets: where they came from, on the interface they reached
+		 */
+		SH_ASSERT_OK(net_peer_path(b, 1, &l, &rm));
+		SH_ASSERT(env_addr_eq(&rm, &ia[1].addr));
+		SH_ASSERT(env_addr_eq(&l, &ib[1].addr));
+		SH_ASSERT_EQ(net_peer_incarnation(b, 1), net_incarnation(a));
+		net_stats(b, &st);
+		SH_ASSERT_GT(st.pkts_received, 0);
+		SH_ASSERT_ERR(net_peer_path(a, 9, &l, &rm), -ENOENT);
+	}
+	/* cutting nothing, a second call goes the same way and works */
+	SH_ASSERT_OK(net_call(b, 1, NET_OP_PING, NULL, 0, NULL, simple_cb, &r, NULL));
+	sim_run_for(s, 50 * SH_NSEC_PER_MSEC);
+	SH_ASSERT_EQ(r.calls, 2);
+	SH_ASSERT_OK(r.status);
+	net_destroy(a);
+	net_destroy(b);
+	sim_destroy(s);
+}

@@ -585,13 +585,13 @@ main(int argc, char **argv)
 	/*
 	 * lat_p50_vs_udp and _vs_tcp: the worse Shoal mode against the raw
 	 * (blocking) ping-pongs, as the issue defines them. Busy-polling is also
-	 * held against a UDP ping-pong that polls too, which is stricter:
-	 * lat_p50_poll_vs_udp_poll.
+	 * held against a UDP ping-pong that polls too, which is stricter: printed
+	 * on the line before.
 	 */
-	printf(
-	    "BENCH rpc {\"lat_p50_vs_udp\":%.2f,\"lat_p50_vs_tcp\":%.2f,\"stream_vs_tcp\":%.2f,"
-	    "\"rate_vs_tcp\":%.2f,\"loss1_vs_lossless\":%.2f,\"lat_p50_poll_vs_udp_poll\":%.2f}\n",
-	    SH_MAX(e50, p50) / u50, SH_MAX(e50, p50) / t50, ss / ts, SH_MIN(er, pr) / tr, sl / ss,
-	    p50 / us50);
+	printf("busy-polling p50 against a polling UDP ping-pong: %.2f\n", p50 / us50);
+	printf("BENCH rpc {\"lat_p50_vs_udp\":%.2f,\"lat_p50_vs_tcp\":%.2f,\"stream_vs_tcp\":%.2f,"
+	       "\"rate_vs_tcp\":%.2f,\"loss1_vs_lossless\":%.2f}\n",
+	       SH_MAX(e50, p50) / u50, SH_MAX(e50, p50) / t50, ss / ts, SH_MIN(er, pr) / tr,
+	       sl / ss);
 	return 0;
 }

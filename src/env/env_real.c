@@ -244,6 +244,7 @@ env_real_create(const struct env_real_opts *opts)
 	r->env.ops = &real_ops;
 	snprintf(r->env.name, sizeof(r->env.name), "%s", opts && opts->name ? opts->name : "real");
 	r->mode = opts ? opts->mode : ENV_REAL_EVENT;
+	r->eager_submit = !(opts && opts->batch_disk_submit);
 	r->spin_ns = opts && opts->spin_ns ? opts->spin_ns : 50 * SH_NSEC_PER_USEC;
 	if (r->spin_ns == UINT64_MAX)
 		r->spin_ns = 0;

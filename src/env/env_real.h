@@ -29,6 +29,12 @@ struct env_real_opts {
 	 * sleep and a wake-up. 0: the default, 50 us; UINT64_MAX: never spin.
 	 */
 	uint64_t spin_ns;
+	/*
+	 * Disk requests: false (default) submits each at once, one
+	 * io_uring_enter per request, lowest latency; true collects the turn's
+	 * requests into one submission, fewest system calls.
+	 */
+	bool batch_disk_submit;
 };
 
 /* Create a loop for the calling thread. opts may be NULL. NULL and errno set on failure. */

@@ -340,7 +340,17 @@ real_disk_submit(struct env_disk *base, struct env_disk_req *req)
 	if (!sh_list_empty(&r->ring_backlog) || !prep(r, req)) {
 		sh_list_add_tail(&r->ring_backlog, &req->ev.link);
 		r->ring_inflight++;
+		return 0;
 	}
+	/*
+	 * Submit now rather than with the turn's batch: on the virtio disk of
+	 * the development machine, 4 KiB random reads submitted one by one ran
+	 * at 80 k IOPS and in batches of 32 at 62-66 k (the device works through
+	 * a kicked batch in order). Throughput-bound writers batch at their
+	 * level instead (the store writes a whole batch of records in one writev).
+	 */
+	if (r->eager_submit)
+		real_ring_flush(r);
 	return 0;
 }
 

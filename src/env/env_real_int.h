@@ -42,6 +42,7 @@ struct env_real {
 	/* io_uring for disks */
 	struct io_uring ring;
 	bool ring_ok;
+	bool eager_submit; /* disk requests go to the kernel at once, not with the turn */
 	/* waiting in the ring: epoll's fd is polled through it (one-shot POLL_ADD) */
 	char poll_token;
 	bool poll_armed;

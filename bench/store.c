@@ -13,7 +13,8 @@
  *
  * Ends with: BENCH store {"append_vs_fio":R,"randread_vs_fio":R,"open_s_per_gib":S}
  * (the line before it: appends against fio making its writes durable too)
- * Usage: store [DIR [GiB]]   (default: build/bench-store, 1 GiB)
+ * Usage: store [DIR [GiB [ROUNDS]]]   (default: build/bench-store, 1 GiB, 3 rounds;
+ * fio and Shoal alternate round by round, the ratios are medians)
  */
 #include <errno.h>
 #include <malloc.h>
@@ -91,133 +92,155 @@ wait_all(struct ctx *c)
 		env_real_run_once(c->env, 100 * SH_NSEC_PER_MSEC);
 }
 
-int
-main(int argc, char **argv)
-{
-	const char *dir = argc > 1 ? argv[1] : "build/bench-store";
-	double gib = argc > 2 ? atof(argv[2]) : 1.0;
-	uint64_t bytes = (uint64_t)(gib * (1u << 30));
-	char drive[4096], fiofile[4096];
-	struct ctx c = { 0 };
-	struct store_format_opts fo = { .target_id = 1,
-					.seg_size = getenv("SEG_MB")
-							? (uint32_t)atoi(getenv("SEG_MB")) << 20
-							: 0 };
-	static uint8_t frag[FRAG], rbuf[QD][4096];
-	double fio_w, fio_ws, fio_r, fio_riops = 0, app, rd_iops, open_s;
-	uint64_t t0, nfrags = bytes / FRAG, reads = 0;
-	struct store_stats st;
-	struct store_opts so = {
-		.batch_max = getenv("BATCH_KB") ? (uint32_t)atoi(getenv("BATCH_KB")) << 10 : 0,
-		.writes_max = getenv("WRITES") ? (unsigned)atoi(getenv("WRITES")) : 0
-	};
+struct round {
+	double app, open_s, rd_iops, cpu_app;
+	uint64_t fsyncs;
+};
 
-	mkdir(dir, 0755);
-	snprintf(fiofile, sizeof(fiofile), "%s/fio.dat", dir);
-	/*
-	 * One file for both, written once by fio first, as a drive that has been
-	 * used: on a freshly allocated file ext4 converts "unwritten" extents on
-	 * the first write of each block, and every fsync then commits the
-	 * journal; on a block device (production) there is no such cost.
-	 */
-	snprintf(drive, sizeof(drive), "%s", fiofile);
-	unlink(fiofile);
-	fio_w = fio_bw(fiofile, "write", "128k", bytes + bytes / 8 + (64u << 20), 0, NULL, NULL);
-	if (getenv("SH_BENCH_SHOAL_ONLY") == NULL) {
-		/* the same writes made durable as ours are: an fdatasync every 32 writes */
-		fio_ws = fio_bw(fiofile, "write", "128k", bytes, 0, NULL, "--fdatasync=32");
-		fio_r = fio_bw(fiofile, "randread", "4k", bytes, 5, &fio_riops, NULL);
-	} else {
-		fio_ws = fio_r = fio_riops = 1; /* profiling Shoal alone */
-	}
-	if (fio_w <= 0 || fio_r <= 0) {
-		fprintf(stderr, "bench/store: fio did not run (is it installed?)\n");
-		return 1;
-	}
+/* Format a target on the drive file, append, reopen, read at random; -1 on failure. */
+static int
+shoal_round(const char *drive, uint64_t bytes, struct round *out)
+{
+	static uint8_t frag[FRAG], rbuf[QD][4096];
+	struct store_format_opts fo = { .target_id = 1 };
+	struct ctx c = { 0 };
+	uint64_t t0, cpu0, nfrags = bytes / FRAG, reads = 0;
+	struct store_stats st;
 
 	c.env = env_real_create(NULL);
 	sh_rand_seed(&c.rng, 1);
 	sh_rand_fill(&c.rng, frag, sizeof(frag));
 	c.inflight = 1;
 	if (store_format(c.env, drive, bytes + bytes / 8 + (64u << 20), &fo, cb, &c) < 0)
-		return 1;
+		return -1;
 	wait_all(&c);
 	c.inflight = 1;
-	if (store_open(c.env, drive, &so, &c.s, cb, &c) < 0)
-		return 1;
+	if (store_open(c.env, drive, NULL, &c.s, cb, &c) < 0)
+		return -1;
 	wait_all(&c);
 	if (c.rc < 0) {
 		fprintf(stderr, "bench/store: open: %s\n", sh_strerror(c.rc));
-		return 1;
+		return -1;
 	}
-	/* append */
-	uint64_t cpu0 = sh_clock_cpu_ns();
-
+	cpu0 = sh_clock_cpu_ns();
 	t0 = sh_clock_mono_ns();
 	for (uint64_t i = 0; i < nfrags;) {
 		while (c.inflight < QD && i < nfrags) {
 			memcpy(frag, &i, sizeof(i)); /* each fragment differs */
 			if (store_append(c.s, i, 0, frag, FRAG, cb, &c) < 0)
-				return 1;
+				return -1;
 			c.inflight++;
 			i++;
 		}
 		env_real_run_once(c.env, 100 * SH_NSEC_PER_MSEC);
 	}
 	wait_all(&c);
-	app = (double)nfrags * FRAG / ((double)(sh_clock_mono_ns() - t0) / 1e9);
-	if (getenv("SH_BENCH_VERBOSE"))
-		fprintf(stderr, "append: %.2f s wall, %.2f s cpu\n",
-			(double)(sh_clock_mono_ns() - t0) / 1e9,
-			(double)(sh_clock_cpu_ns() - cpu0) / 1e9);
+	out->app = (double)nfrags * FRAG / ((double)(sh_clock_mono_ns() - t0) / 1e9);
+	out->cpu_app = (double)(sh_clock_cpu_ns() - cpu0) / 1e9;
 	store_stats(c.s, &st);
+	out->fsyncs = st.fsyncs;
 	if (c.rc < 0) {
 		fprintf(stderr, "bench/store: append: %s\n", sh_strerror(c.rc));
-		return 1;
+		return -1;
 	}
-	/* open */
 	store_close(c.s);
 	t0 = sh_clock_mono_ns();
 	c.inflight = 1;
 	store_open(c.env, drive, NULL, &c.s, cb, &c);
 	wait_all(&c);
-	open_s = (double)(sh_clock_mono_ns() - t0) / 1e9;
-	/* random 4 KiB reads */
-	cpu0 = sh_clock_cpu_ns();
+	out->open_s = (double)(sh_clock_mono_ns() - t0) / 1e9;
 	t0 = sh_clock_mono_ns();
-	while (sh_clock_mono_ns() - t0 < 5 * SH_NSEC_PER_SEC) {
+	while (sh_clock_mono_ns() - t0 < 3 * SH_NSEC_PER_SEC) {
 		while (c.inflight < QD) {
 			uint64_t f = sh_rand_below(&c.rng, nfrags);
 			uint64_t off = sh_rand_below(&c.rng, FRAG / 4096) * 4096;
 
 			if (store_read(c.s, f, 0, off, 4096, rbuf[reads % QD], cb, &c) < 0)
-				return 1;
+				return -1;
 			c.inflight++;
 			reads++;
 		}
 		env_real_run_once(c.env, 100 * SH_NSEC_PER_MSEC);
 	}
 	wait_all(&c);
-	rd_iops = (double)reads / ((double)(sh_clock_mono_ns() - t0) / 1e9);
-	if (getenv("SH_BENCH_VERBOSE"))
-		fprintf(stderr, "randread: %.2f s wall, %.2f s cpu\n",
-			(double)(sh_clock_mono_ns() - t0) / 1e9,
-			(double)(sh_clock_cpu_ns() - cpu0) / 1e9);
+	out->rd_iops = (double)reads / ((double)(sh_clock_mono_ns() - t0) / 1e9);
 	store_close(c.s);
 	env_real_destroy(c.env);
-	unlink(drive);
+	return 0;
+}
 
-	printf("append 128 KiB, 32 in flight   shoal %7.0f MB/s (%llu fsyncs)   fio %7.0f MB/s   "
-	       "(%.2fx)\n",
-	       app / 1e6, (unsigned long long)st.fsyncs, fio_w / 1e6, app / fio_w);
-	printf("  the same with an fdatasync every 32 writes, durable as Shoal's: fio %7.0f MB/s   "
-	       "(%.2fx)\n",
-	       fio_ws / 1e6, app / fio_ws);
-	printf("random read 4 KiB, 32 in flight shoal %7.0f IOPS   fio %7.0f IOPS   (%.2fx)\n",
-	       rd_iops, fio_riops, rd_iops / fio_riops);
-	printf("open: %.3f s for %.2f GiB of live data\n", open_s, gib);
+static int
+cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double
+median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_d);
+	return v[n / 2];
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *dir = argc > 1 ? argv[1] : "build/bench-store";
+	double gib = argc > 2 ? atof(argv[2]) : 1.0;
+	int rounds = argc > 3 ? atoi(argv[3]) : 3;
+	uint64_t bytes = (uint64_t)(gib * (1u << 30));
+	char drive[4096];
+	double r_app[16], r_rd[16], r_sync[16], r_open[16];
+
+	if (rounds < 1 || rounds > 16)
+		rounds = 3;
+	mkdir(dir, 0755);
+	/*
+	 * One file for both, written by fio first, as a drive that has been used:
+	 * on a freshly allocated file ext4 converts "unwritten" extents on the
+	 * first write of each block and every fsync commits the journal; a block
+	 * device (production) has no such cost. The disk of a virtual machine
+	 * drifts: the measurements alternate, round by round, and the ratios are
+	 * the medians of the rounds.
+	 */
+	snprintf(drive, sizeof(drive), "%s/fio.dat", dir);
+	unlink(drive);
+	for (int r = 0; r < rounds; r++) {
+		struct round sh;
+		double fw, fws, fr, friops = 0;
+
+		fw = fio_bw(drive, "write", "128k", bytes + bytes / 8 + (64u << 20), 0, NULL, NULL);
+		if (fw <= 0) {
+			fprintf(stderr, "bench/store: fio did not run (is it installed?)\n");
+			return 1;
+		}
+		if (shoal_round(drive, bytes, &sh) < 0)
+			return 1;
+		fr = fio_bw(drive, "randread", "4k", bytes, 3, &friops, NULL);
+		/* the same writes made durable as Shoal's are: an fdatasync every 32 writes */
+		fws = fio_bw(drive, "write", "128k", bytes, 0, NULL, "--fdatasync=32");
+		if (fr <= 0 || fws <= 0 || friops <= 0)
+			return 1;
+		printf(
+		    "round %d: append shoal %5.0f MB/s (%llu fsyncs, %.2f s cpu), fio %5.0f MB/s, "
+		    "fio+fdatasync %5.0f MB/s; randread shoal %6.0f IOPS, fio %6.0f IOPS; "
+		    "open %.3f s\n",
+		    r + 1, sh.app / 1e6, (unsigned long long)sh.fsyncs, sh.cpu_app, fw / 1e6,
+		    fws / 1e6, sh.rd_iops, friops, sh.open_s);
+		r_app[r] = sh.app / fw;
+		r_sync[r] = sh.app / fws;
+		r_rd[r] = sh.rd_iops / friops;
+		r_open[r] = sh.open_s / gib;
+	}
+	unlink(drive);
+	printf("medians of %d rounds: append %.2fx fio (%.2fx fio with fdatasync), random read "
+	       "%.2fx fio, open %.3f s per GiB\n",
+	       rounds, median(r_app, rounds), median(r_sync, rounds), median(r_rd, rounds),
+	       median(r_open, rounds));
 	printf("BENCH store "
 	       "{\"append_vs_fio\":%.2f,\"randread_vs_fio\":%.2f,\"open_s_per_gib\":%.3f}\n",
-	       app / fio_w, rd_iops / fio_riops, open_s / gib);
+	       median(r_app, rounds), median(r_rd, rounds), median(r_open, rounds));
 	return 0;
 }

@@ -101,7 +101,7 @@ struct round {
 static int
 shoal_round(const char *drive, uint64_t bytes, struct round *out)
 {
-	static uint8_t frag[FRAG], rbuf[QD][4096];
+	static uint8_t frag[FRAG], rbuf[QD][4096] __attribute__((aligned(4096)));
 	struct store_format_opts fo = { .target_id = 1 };
 	struct ctx c = { 0 };
 	uint64_t t0, cpu0, nfrags = bytes / FRAG, reads = 0;

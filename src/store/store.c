@@ -736,19 +736,33 @@ store_frag_len(struct store *s, uint64_t stripe, uint32_t idx)
 
 /* ---- reads ---- */
 
+#define READ_INLINE_CRCS 8
+
 struct store_read {
 	struct sh_list link;
 	struct store *s;
 	struct env_disk_req req;
 	struct iovec iov;
-	uint8_t *buf;
+	uint8_t *buf; /* a bounce buffer, or dst itself when it is block-aligned */
+	bool direct;
 	uint64_t stripe, epoch;
 	uint32_t idx, seg, b0, nb, skip, len;
 	uint32_t *bcrc; /* copy: the fragment may move or go while we read */
+	uint32_t bcrc_inl[READ_INLINE_CRCS];
 	void *dst;
 	store_cb cb;
 	void *arg;
 };
+
+static void
+read_free(struct store *s, struct store_read *rd)
+{
+	if (rd->bcrc != rd->bcrc_inl)
+		sh_free(rd->bcrc);
+	if (!rd->direct)
+		buf_put(s, rd->buf, rd->nb);
+	sh_free(rd);
+}
 
 static void
 read_done(struct env_disk_req *r, int rc)
@@ -776,16 +790,15 @@ read_done(struct env_disk_req *r, int rc)
 		}
 	}
 	if (rc >= 0) {
-		memcpy(rd->dst, rd->buf + rd->skip, rd->len);
+		if (!rd->direct)
+			memcpy(rd->dst, rd->buf + rd->skip, rd->len);
 		s->st.reads++;
 		s->st.bytes_read += rd->len;
 		rc = (int)rd->len;
 	}
 	store_clean_seg_maybe_free(s, rd->seg);
 	rd->cb(rd->arg, rc);
-	sh_free(rd->bcrc);
-	buf_put(s, rd->buf, rd->nb);
-	sh_free(rd);
+	read_free(s, rd);
 }
 
 int
@@ -821,12 +834,13 @@ store_read(struct store *s, uint64_t stripe, uint32_t idx, uint64_t off, uint32_
 	rd->dst = dst;
 	rd->cb = cb;
 	rd->arg = arg;
-	rd->buf = buf_get(s, rd->nb);
-	rd->bcrc = sh_alloc_array(rd->nb, sizeof(uint32_t));
+	/* whole, aligned blocks into an aligned buffer: read straight into it */
+	rd->direct = rd->skip == 0 && len % STORE_BLOCK == 0 && (uintptr_t)dst % STORE_BLOCK == 0;
+	rd->buf = rd->direct ? dst : buf_get(s, rd->nb);
+	rd->bcrc =
+	    rd->nb <= READ_INLINE_CRCS ? rd->bcrc_inl : sh_alloc_array(rd->nb, sizeof(uint32_t));
 	if (rd->buf == NULL || rd->bcrc == NULL) {
-		buf_put(s, rd->buf, rd->nb);
-		sh_free(rd->bcrc);
-		sh_free(rd);
+		read_free(s, rd);
 		return -ENOMEM;
 	}
 	/* the crcs of the blocks read (the fragment may move or go while we read) */
@@ -840,9 +854,7 @@ store_read(struct store *s, uint64_t stripe, uint32_t idx, uint64_t off, uint32_
 					 .arg = rd };
 	rc = env_disk_submit(s->disk, &rd->req);
 	if (rc < 0) {
-		buf_put(s, rd->buf, rd->nb);
-		sh_free(rd->bcrc);
-		sh_free(rd);
+		read_free(s, rd);
 		return rc;
 	}
 	s->segs[f->seg].readers++;
@@ -1057,9 +1069,7 @@ store_close(struct store *s)
 		struct store_read *rd = sh_list_entry(pos, struct store_read, link);
 
 		rd->cb(rd->arg, -ECANCELED);
-		sh_free(rd->bcrc);
-		buf_put(s, rd->buf, rd->nb);
-		sh_free(rd);
+		read_free(s, rd);
 	}
 	for (h = sh_htable_first(&s->index, &it); h != NULL; h = next) {
 		next = sh_htable_next(&s->index, &it, h);

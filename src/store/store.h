@@ -80,7 +80,9 @@ int store_append(struct store *s, uint64_t stripe, uint32_t idx, const void *dat
 		 store_cb cb, void *arg);
 /*
  * Read len bytes at off of fragment (stripe, idx) into dst. cb(len) or
- * -ENOENT, -ERANGE (outside the fragment), -EBADMSG (corrupt), -EIO.
+ * -ENOENT, -ERANGE (outside the fragment), -EBADMSG (corrupt), -EIO; after
+ * an error dst's bytes are undefined. Whole 4 KiB blocks read into a
+ * 4 KiB-aligned dst go there straight from the disk (no copy).
  */
 int store_read(struct store *s, uint64_t stripe, uint32_t idx, uint64_t off, uint32_t len,
 	       void *dst, store_cb cb, void *arg);

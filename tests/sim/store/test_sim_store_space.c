@@ -221,6 +221,20 @@ TEST(store_flipped_bytes_are_caught)
 	SH_ASSERT_OK(store_read(t.st, 0, 0, STORE_BLOCK + 50, 100, got, cb, &t));
 	wait_one(&t);
 	SH_ASSERT_ERR(t.rc, -EBADMSG);
+	/* the same through the no-copy path (whole aligned blocks into an aligned buffer) */
+	{
+		uint8_t *al = sh_aligned_alloc(STORE_BLOCK, STORE_BLOCK);
+
+		SH_ASSERT_OK(store_read(t.st, 1, 0, 0, STORE_BLOCK, al, cb, &t));
+		wait_one(&t);
+		SH_ASSERT_EQ(t.rc, STORE_BLOCK);
+		fill(buf, sizeof(buf), 1);
+		SH_ASSERT_MEMEQ(al, buf, STORE_BLOCK);
+		SH_ASSERT_OK(store_read(t.st, 0, 0, STORE_BLOCK, STORE_BLOCK, al, cb, &t));
+		wait_one(&t);
+		SH_ASSERT_ERR(t.rc, -EBADMSG);
+		sh_free(al);
+	}
 	/* now known corrupt: refused at once */
 	SH_ASSERT_ERR(store_read(t.st, 0, 0, 0, 100, got, cb, &t), -EBADMSG);
 	/* scrub finds exactly that one */

@@ -92,6 +92,23 @@ wait_all(struct ctx *c)
 		env_real_run_once(c->env, 100 * SH_NSEC_PER_MSEC);
 }
 
+struct rslot {
+	uint8_t buf[4096] __attribute__((aligned(4096)));
+	bool busy;
+	struct ctx *c;
+};
+
+static struct rslot rslots[QD];
+
+static void
+read_cb(void *arg, int rc)
+{
+	struct rslot *r = arg;
+
+	r->busy = false;
+	cb(r->c, rc);
+}
+
 struct round {
 	double app, open_s, rd_iops, cpu_app;
 	uint64_t fsyncs;
@@ -101,11 +118,19 @@ struct round {
 static int
 shoal_round(const char *drive, uint64_t bytes, struct round *out)
 {
-	static uint8_t frag[FRAG], rbuf[QD][4096] __attribute__((aligned(4096)));
+	static uint8_t frag[FRAG];
 	struct store_format_opts fo = { .target_id = 1 };
 	struct ctx c = { 0 };
 	uint64_t t0, cpu0, nfrags = bytes / FRAG, reads = 0;
 	struct store_stats st;
+	/* SH_BENCH_BATCH_KB, SH_BENCH_WRITES: try other pipeline shapes */
+	struct store_opts so = { .batch_max = getenv("SH_BENCH_BATCH_KB")
+						  ? (uint32_t)atoi(getenv("SH_BENCH_BATCH_KB"))
+							<< 10
+						  : 0,
+				 .writes_max = getenv("SH_BENCH_WRITES")
+						   ? (unsigned)atoi(getenv("SH_BENCH_WRITES"))
+						   : 0 };
 
 	c.env = env_real_create(NULL);
 	sh_rand_seed(&c.rng, 1);
@@ -115,7 +140,7 @@ shoal_round(const char *drive, uint64_t bytes, struct round *out)
 		return -1;
 	wait_all(&c);
 	c.inflight = 1;
-	if (store_open(c.env, drive, NULL, &c.s, cb, &c) < 0)
+	if (store_open(c.env, drive, &so, &c.s, cb, &c) < 0)
 		return -1;
 	wait_all(&c);
 	if (c.rc < 0) {
@@ -151,11 +176,17 @@ shoal_round(const char *drive, uint64_t bytes, struct round *out)
 	out->open_s = (double)(sh_clock_mono_ns() - t0) / 1e9;
 	t0 = sh_clock_mono_ns();
 	while (sh_clock_mono_ns() - t0 < 3 * SH_NSEC_PER_SEC) {
-		while (c.inflight < QD) {
+		/* each read its own aligned buffer, reused only once its read is back */
+		for (int k = 0; k < QD; k++) {
 			uint64_t f = sh_rand_below(&c.rng, nfrags);
 			uint64_t off = sh_rand_below(&c.rng, FRAG / 4096) * 4096;
 
-			if (store_read(c.s, f, 0, off, 4096, rbuf[reads % QD], cb, &c) < 0)
+			if (rslots[k].busy)
+				continue;
+			rslots[k].busy = true;
+			rslots[k].c = &c;
+			if (store_read(c.s, f, 0, off, 4096, rslots[k].buf, read_cb, &rslots[k]) <
+			    0)
 				return -1;
 			c.inflight++;
 			reads++;
@@ -163,6 +194,10 @@ shoal_round(const char *drive, uint64_t bytes, struct round *out)
 		env_real_run_once(c.env, 100 * SH_NSEC_PER_MSEC);
 	}
 	wait_all(&c);
+	if (c.rc < 0) {
+		fprintf(stderr, "bench/store: read: %s\n", sh_strerror(c.rc));
+		return -1;
+	}
 	out->rd_iops = (double)reads / ((double)(sh_clock_mono_ns() - t0) / 1e9);
 	store_close(c.s);
 	env_real_destroy(c.env);

@@ -764,6 +764,33 @@ read_free(struct store *s, struct store_read *rd)
 	sh_free(rd);
 }
 
+/*
+ * A direct read failed its crc check. The bytes went to the caller's
+ * buffer, which the caller might have touched during the read, so the
+ * disk is not blamed yet: read the same blocks again into a bounce buffer.
+ */
+static int
+retry_bounced(struct store *s, struct store_read *rd)
+{
+	uint8_t *b = buf_get(s, rd->nb);
+
+	if (b == NULL)
+		return -ENOMEM;
+	rd->direct = false;
+	rd->buf = b;
+	rd->iov = (struct iovec){ b, (size_t)rd->nb * STORE_BLOCK };
+	rd->req.iov = &rd->iov;
+	if (env_disk_submit(s->disk, &rd->req) < 0) {
+		buf_put(s, b, rd->nb);
+		rd->buf = rd->dst;
+		rd->direct = true;
+		return -EIO;
+	}
+	s->segs[rd->seg].readers++;
+	sh_list_add_tail(&s->ios, &rd->link);
+	return 0;
+}
+
 static void
 read_done(struct env_disk_req *r, int rc)
 {
@@ -777,6 +804,9 @@ read_done(struct env_disk_req *r, int rc)
 			if (sh_crc32c(0, rd->buf + (size_t)i * STORE_BLOCK, STORE_BLOCK) ==
 			    rd->bcrc[i])
 				continue;
+			if (rd->direct && retry_bounced(s, rd) == 0)
+				return; /* the caller's buffer may have changed under us: read again
+					 */
 			struct store_frag *f = store_frag_find(s, rd->stripe, rd->idx);
 
 			sh_log_error("target %llx: fragment %llx/%u block %u: crc mismatch",

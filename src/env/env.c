@@ -289,7 +289,7 @@ env_disk_req_check(struct env_disk *d, struct env_disk_req *r)
 	uint64_t len = 0;
 	uint32_t blk = d->info.direct ? d->info.block : 1;
 
-	if (r == NULL || r->cb == NULL || (unsigned)r->op > ENV_DISK_FSYNC) {
+	if (r == NULL || r->cb == NULL || (unsigned)r->op > ENV_DISK_WRITE_DSYNC) {
 		sh_log_warn("disk %s: request without callback or with bad op", d->path);
 		return -EINVAL;
 	}

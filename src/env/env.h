@@ -177,6 +177,8 @@ enum env_disk_op {
 	ENV_DISK_WRITE,
 	/* Makes durable every write that completed before the fsync was submitted. */
 	ENV_DISK_FSYNC,
+	/* A write that is durable when it completes (RWF_DSYNC: FUA where the device has it). */
+	ENV_DISK_WRITE_DSYNC,
 };
 
 #define ENV_DISK_CREATE 0x1 /* create (or truncate up) the file to the given size */

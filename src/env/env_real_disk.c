@@ -71,6 +71,10 @@ prep(struct env_real *r, struct env_disk_req *req)
 	case ENV_DISK_FSYNC:
 		io_uring_prep_fsync(sqe, d->fd, IORING_FSYNC_DATASYNC);
 		break;
+	case ENV_DISK_WRITE_DSYNC:
+		io_uring_prep_writev(sqe, d->fd, req->iov, req->iovcnt, req->off);
+		sqe->rw_flags = RWF_DSYNC;
+		break;
 	}
 	io_uring_sqe_set_data(sqe, req);
 	r->ring_unsubmitted++;
@@ -331,7 +335,8 @@ real_disk_submit(struct env_disk *base, struct env_disk_req *req)
 
 	env_event_init(&r->env, &req->ev, req_fire);
 	if ((req->op == ENV_DISK_READ && SH_FAULT(FP_ENV_DISK_READ_EIO)) ||
-	    (req->op == ENV_DISK_WRITE && SH_FAULT(FP_ENV_DISK_WRITE_EIO)) ||
+	    ((req->op == ENV_DISK_WRITE || req->op == ENV_DISK_WRITE_DSYNC) &&
+	     SH_FAULT(FP_ENV_DISK_WRITE_EIO)) ||
 	    (req->op == ENV_DISK_FSYNC && SH_FAULT(FP_ENV_DISK_FSYNC_EIO))) {
 		req_done(r, req, -EIO);
 		return 0;

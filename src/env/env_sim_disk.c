@@ -34,6 +34,7 @@ struct sim_page {
 
 struct sim_vwrite {
 	struct sh_list link;
+	bool durable; /* a DSYNC write: already in the pages, kept here for ordering */
 	uint64_t seq;
 	uint64_t off;
 	size_t len;
@@ -228,7 +229,7 @@ complete(struct env_event *ev)
 			}
 			sh_free(tmp);
 			r->result = (int)r->len;
-		} else if (r->op == ENV_DISK_WRITE) {
+		} else if (r->op == ENV_DISK_WRITE || r->op == ENV_DISK_WRITE_DSYNC) {
 			struct sim_vwrite *w = sh_malloc(sizeof(*w) + r->len);
 			size_t off = 0;
 
@@ -243,6 +244,12 @@ complete(struct env_event *ev)
 			w->seq = ++m->write_seq;
 			w->off = r->off;
 			w->len = r->len;
+			w->durable = r->op == ENV_DISK_WRITE_DSYNC;
+			if (w->durable && durable_write(m, w->off, w->data, w->len) < 0) {
+				sh_free(w);
+				r->result = -ENOMEM;
+				goto out;
+			}
 			sh_list_add_tail(&m->vwrites, &w->link);
 			r->result = (int)r->len;
 		} else {
@@ -298,6 +305,7 @@ simdisk_submit(struct env_disk *base, struct env_disk_req *r)
 			r->result = -EIO;
 		break;
 	case ENV_DISK_WRITE:
+	case ENV_DISK_WRITE_DSYNC:
 		sim->st.disk_writes++;
 		if (SH_FAULT(FP_ENV_DISK_WRITE_EIO) || sh_rand_chance(&sim->rng, p->write_err))
 			r->result = -EIO;
@@ -362,7 +370,9 @@ media_crash(struct sim *sim, struct sim_media *m, unsigned flags)
 		struct sim_vwrite *w = sh_list_entry(pos, struct sim_vwrite, link);
 		size_t keep = 0;
 
-		if (sh_list_empty(&m->vwrites) && (flags & SIM_CRASH_TEAR)) {
+		if (w->durable) {
+			keep = w->len; /* durable already; applied again to keep write order */
+		} else if (sh_list_empty(&m->vwrites) && (flags & SIM_CRASH_TEAR)) {
 			size_t nsect = w->len / SECTOR;
 
 			keep = (size_t)sh_rand_range(&sim->rng, 0, nsect) * SECTOR;

@@ -239,6 +239,7 @@ store_fail(struct store *s, int rc)
 }
 
 static void pump_task(struct env_task *t);
+static void ack_durable(struct store *s);
 static void batch_written(struct env_disk_req *r, int rc);
 static void fsync_done(struct env_disk_req *r, int rc);
 
@@ -410,7 +411,8 @@ write_batch(struct store *s)
 	}
 	s->wptr += b->nblocks;
 	s->segs[b->seg].used = s->wptr;
-	b->req = (struct env_disk_req){ .op = ENV_DISK_WRITE,
+	b->dsync = !s->o.sync_by_fsync;
+	b->req = (struct env_disk_req){ .op = b->dsync ? ENV_DISK_WRITE_DSYNC : ENV_DISK_WRITE,
 					.off = store_seg_off(s, b->seg, start),
 					.iov = iov,
 					.iovcnt = niov,
@@ -563,6 +565,11 @@ batch_written(struct env_disk_req *r, int rc)
 		return;
 	}
 	b->written = true;
+	if (b->dsync) {
+		b->durable = true; /* a DSYNC write: durable as it completes */
+		ack_durable(s);
+		return;
+	}
 	sync_pump(s);
 	store_pump(s);
 }
@@ -637,14 +644,29 @@ fsync_done(struct env_disk_req *r, int rc)
 		store_fail(s, rc);
 		return;
 	}
-	/* everything up to f->upto (in order; an earlier fsync may have acked some already) */
+	/* everything up to f->upto is durable (an earlier fsync may have covered some) */
+	sh_list_for_each (pos, &s->batches) {
+		struct store_batch *b = sh_list_entry(pos, struct store_batch, link);
+
+		if (b->seq > f->upto)
+			break;
+		b->durable = true;
+	}
+	ack_durable(s);
+}
+
+/* Acknowledge the durable batches at the head of the log, in order. */
+static void
+ack_durable(struct store *s)
+{
+	struct sh_list *pos;
+
 	while ((pos = s->batches.next) != &s->batches) {
 		struct store_batch *b = sh_list_entry(pos, struct store_batch, link);
 		struct sh_list *opos;
 
-		if (b->seq > f->upto)
+		if (!b->durable)
 			break;
-
 		sh_list_del(pos);
 		s->segs[b->seg].unacked--;
 		if (b->hdr_only) {

@@ -42,6 +42,11 @@ struct store_opts {
 	uint32_t clean_below;  /* clean when fewer free segments; 0: reserve + 2 */
 	unsigned clean_moves;  /* fragment moves in flight while cleaning; 0: 8 */
 	bool buffered;	       /* no O_DIRECT */
+	/*
+	 * Make writes durable with an fsync after them instead of writing with
+	 * RWF_DSYNC (FUA where the device has it, durable on completion).
+	 */
+	bool sync_by_fsync;
 };
 
 struct store_stats {

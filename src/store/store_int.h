@@ -81,6 +81,8 @@ struct store_batch {
 	uint32_t seg, blk;
 	uint64_t max_wseq;
 	bool written;
+	bool durable;
+	bool dsync;    /* written with RWF_DSYNC: durable when written, no fsync needed */
 	bool hdr_only; /* the header of a (re)opened segment */
 	struct env_disk_req req;
 	struct iovec iov;

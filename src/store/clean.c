@@ -98,7 +98,8 @@ pick_victim(struct store *s)
 
 	for (uint32_t i = 0; i < s->sb.nsegs; i++) {
 		const struct store_seg *g = &s->segs[i];
-		uint32_t garbage = g->used - SH_MIN(g->live, g->used);
+		/* the segment header is not garbage: cleaning cannot win it back */
+		uint32_t garbage = g->used - SH_MIN(g->live + 1, g->used);
 
 		if (g->state != SEG_SEALED || g->unacked > 0 || garbage <= best_garbage)
 			continue;

@@ -925,7 +925,7 @@ store_stats(struct store *s, struct store_stats *out)
 		if (s->segs[i].state == SEG_FREE)
 			continue;
 		used += s->segs[i].used;
-		live += s->segs[i].live;
+		live += s->segs[i].live + (s->segs[i].used > 0); /* its header is not garbage */
 	}
 	*out = s->st;
 	out->capacity = (uint64_t)s->sb.nsegs * s->sb.seg_size;

@@ -112,6 +112,7 @@ read_cb(void *arg, int rc)
 struct round {
 	double app, open_s, rd_iops, cpu_app;
 	uint64_t fsyncs;
+	bool fixed; /* reads went to registered buffers */
 };
 
 /* Format a target on the drive file, append, reopen, read at random; -1 on failure. */
@@ -123,7 +124,9 @@ shoal_round(const char *drive, uint64_t bytes, struct round *out)
 	struct ctx c = { 0 };
 	uint64_t t0, cpu0, nfrags = bytes / FRAG, reads = 0;
 	struct store_stats st;
-	/* SH_BENCH_BATCH_KB, SH_BENCH_WRITES: try other pipeline shapes */
+	int slot;
+	/* SH_BENCH_BATCH_KB, SH_BENCH_WRITES: other pipeline shapes; SH_BENCH_NOFIXED: no fixed
+	 * buffers */
 	struct store_opts so = { .batch_max = getenv("SH_BENCH_BATCH_KB")
 						  ? (uint32_t)atoi(getenv("SH_BENCH_BATCH_KB"))
 							<< 10
@@ -174,6 +177,10 @@ shoal_round(const char *drive, uint64_t bytes, struct round *out)
 	store_open(c.env, drive, NULL, &c.s, cb, &c);
 	wait_all(&c);
 	out->open_s = (double)(sh_clock_mono_ns() - t0) / 1e9;
+	/* the reader's buffers are registered, as the data path registers its pools */
+	slot =
+	    getenv("SH_BENCH_NOFIXED") ? -1 : env_disk_buf_register(c.env, rslots, sizeof(rslots));
+	out->fixed = slot >= 0;
 	t0 = sh_clock_mono_ns();
 	while (sh_clock_mono_ns() - t0 < 3 * SH_NSEC_PER_SEC) {
 		/* each read its own aligned buffer, reused only once its read is back */
@@ -199,6 +206,7 @@ shoal_round(const char *drive, uint64_t bytes, struct round *out)
 		return -1;
 	}
 	out->rd_iops = (double)reads / ((double)(sh_clock_mono_ns() - t0) / 1e9);
+	env_disk_buf_unregister(c.env, slot);
 	store_close(c.s);
 	env_real_destroy(c.env);
 	return 0;
@@ -260,10 +268,10 @@ main(int argc, char **argv)
 			return 1;
 		printf(
 		    "round %d: append shoal %5.0f MB/s (%llu fsyncs, %.2f s cpu), fio %5.0f MB/s, "
-		    "fio O_DSYNC %5.0f MB/s; randread shoal %6.0f IOPS, fio %6.0f IOPS; "
+		    "fio O_DSYNC %5.0f MB/s; randread shoal %6.0f IOPS%s, fio %6.0f IOPS; "
 		    "open %.3f s\n",
 		    r + 1, sh.app / 1e6, (unsigned long long)sh.fsyncs, sh.cpu_app, fw / 1e6,
-		    fws / 1e6, sh.rd_iops, friops, sh.open_s);
+		    fws / 1e6, sh.rd_iops, sh.fixed ? " (fixed buffers)" : "", friops, sh.open_s);
 		r_app[r] = sh.app / fw;
 		r_sync[r] = sh.app / fws;
 		r_rd[r] = sh.rd_iops / friops;

@@ -325,6 +325,60 @@ env_disk_req_check(struct env_disk *d, struct env_disk_req *r)
 	return 0;
 }
 
+static int
+buf_find(const struct env *env, const struct env_disk_req *r)
+{
+	uintptr_t a;
+
+	if (env->nbufs == 0 || r->iovcnt != 1 || r->op == ENV_DISK_FSYNC)
+		return -1;
+	a = (uintptr_t)r->iov[0].iov_base;
+	for (unsigned i = 0; i < ENV_DISK_BUFS_MAX; i++) {
+		const struct env_disk_buf *b = &env->bufs[i];
+
+		if (b->len > 0 && a >= b->base && r->iov[0].iov_len <= b->len - (a - b->base))
+			return (int)i;
+	}
+	return -1;
+}
+
+int
+env_disk_buf_register(struct env *env, void *base, size_t len)
+{
+	unsigned slot;
+	int rc;
+
+	if (base == NULL || len == 0 || (uintptr_t)base % ENV_DISK_BLOCK != 0 ||
+	    len % ENV_DISK_BLOCK != 0) {
+		sh_log_warn("disk buffer register: region %p +%zu is not block-aligned", base, len);
+		return -EINVAL;
+	}
+	for (slot = 0; slot < ENV_DISK_BUFS_MAX; slot++)
+		if (env->bufs[slot].len == 0)
+			break;
+	if (slot == ENV_DISK_BUFS_MAX)
+		return -ENOSPC;
+	if (env->ops->disk_buf_update != NULL) {
+		rc = env->ops->disk_buf_update(env, slot, base, len);
+		if (rc < 0)
+			return rc;
+	}
+	env->bufs[slot] = (struct env_disk_buf){ (uintptr_t)base, len };
+	env->nbufs++;
+	return (int)slot;
+}
+
+void
+env_disk_buf_unregister(struct env *env, int slot)
+{
+	if (slot < 0 || slot >= ENV_DISK_BUFS_MAX || env->bufs[slot].len == 0)
+		return;
+	if (env->ops->disk_buf_update != NULL)
+		env->ops->disk_buf_update(env, (unsigned)slot, NULL, 0);
+	env->bufs[slot] = (struct env_disk_buf){ 0, 0 };
+	env->nbufs--;
+}
+
 int
 env_disk_submit(struct env_disk *d, struct env_disk_req *r)
 {
@@ -340,6 +394,7 @@ env_disk_submit(struct env_disk *d, struct env_disk_req *r)
 		return rc;
 	r->result = 0;
 	r->inflight = true;
+	r->buf_slot = buf_find(d->env, r);
 	rc = d->env->ops->disk_submit(d, r);
 	if (rc < 0)
 		r->inflight = false;

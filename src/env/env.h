@@ -211,6 +211,7 @@ struct env_disk_req {
 	int result;
 	bool inflight;
 	uint64_t flush_seq;
+	int buf_slot; /* the registered buffer its one iovec lies in, or -1 */
 };
 
 struct env_disk_info {
@@ -237,6 +238,22 @@ int env_disk_submit(struct env_disk *d, struct env_disk_req *r);
 void env_disk_info(struct env_disk *d, struct env_disk_info *out);
 /* Close; requests still pending are abandoned: their callbacks never run. */
 void env_disk_close(struct env_disk *d);
+
+#define ENV_DISK_BUFS_MAX 16
+
+/*
+ * Register memory that disk I/O will come from or go to (io_uring fixed
+ * buffers: the kernel pins its pages once, not at every request). A read
+ * or write with one iovec inside a registered region then skips the
+ * per-request pinning; every other request works as before. Returns the
+ * slot (>= 0) to unregister with; -ENOSPC when ENV_DISK_BUFS_MAX regions
+ * are registered; -EOPNOTSUPP, -ENOMEM (RLIMIT_MEMLOCK) or -EINVAL
+ * (unaligned) when the memory cannot be registered, which callers may
+ * ignore. Unregister before the memory is freed; requests in flight keep
+ * working.
+ */
+int env_disk_buf_register(struct env *env, void *base, size_t len);
+void env_disk_buf_unregister(struct env *env, int slot);
 
 /* ---- clock and randomness ---- */
 
@@ -274,11 +291,20 @@ struct env_ops {
 	int (*disk_submit)(struct env_disk *d, struct env_disk_req *r);
 	void (*disk_info)(struct env_disk *d, struct env_disk_info *out);
 	void (*disk_close)(struct env_disk *d);
+	/* optional: give region (base, len) slot to the kernel; len 0 clears it */
+	int (*disk_buf_update)(struct env *env, unsigned slot, void *base, size_t len);
+};
+
+struct env_disk_buf {
+	uintptr_t base;
+	size_t len; /* 0: a free slot */
 };
 
 struct env {
 	const struct env_ops *ops;
 	char name[32];
+	struct env_disk_buf bufs[ENV_DISK_BUFS_MAX];
+	unsigned nbufs; /* slots in use */
 };
 
 /* Common handles: implementations embed these first. */

@@ -61,6 +61,19 @@ prep(struct env_real *r, struct env_disk_req *req)
 		if (sqe == NULL)
 			return false;
 	}
+	if (req->buf_slot >= 0 && req->op != ENV_DISK_FSYNC) {
+		/* one iovec inside a registered buffer: no page pinning per request */
+		void *p = req->iov[0].iov_base;
+		unsigned len = (unsigned)req->iov[0].iov_len;
+
+		if (req->op == ENV_DISK_READ)
+			io_uring_prep_read_fixed(sqe, d->fd, p, len, req->off, req->buf_slot);
+		else
+			io_uring_prep_write_fixed(sqe, d->fd, p, len, req->off, req->buf_slot);
+		if (req->op == ENV_DISK_WRITE_DSYNC)
+			sqe->rw_flags = RWF_DSYNC;
+		goto prepped;
+	}
 	switch (req->op) {
 	case ENV_DISK_READ:
 		io_uring_prep_readv(sqe, d->fd, req->iov, req->iovcnt, req->off);
@@ -76,6 +89,7 @@ prep(struct env_real *r, struct env_disk_req *req)
 		sqe->rw_flags = RWF_DSYNC;
 		break;
 	}
+prepped:
 	io_uring_sqe_set_data(sqe, req);
 	r->ring_unsubmitted++;
 	r->ring_inflight++;
@@ -198,6 +212,31 @@ real_ring_init(struct env_real *r, unsigned depth)
 	 * epoll once more for every completion.
 	 */
 	r->ring_ok = true;
+	/* a table of empty fixed-buffer slots, filled by env_disk_buf_register() */
+	rc = io_uring_register_buffers_sparse(&r->ring, ENV_DISK_BUFS_MAX);
+	if (rc < 0)
+		sh_log_debug("io_uring fixed buffers unavailable: %s", strerror(-rc));
+	r->ring_bufs = rc >= 0;
+	return 0;
+}
+
+int
+real_disk_buf_update(struct env *env, unsigned slot, void *base, size_t len)
+{
+	struct env_real *r = to_real(env);
+	struct iovec iov = { base, len };
+	int rc;
+
+	if (!r->ring_ok || !r->ring_bufs)
+		return -EOPNOTSUPP;
+	rc = io_uring_register_buffers_update_tag(&r->ring, slot, &iov, NULL, 1);
+	if (rc < 0) {
+		if (len > 0)
+			sh_log_info("cannot register %zu bytes for disk I/O: %s%s", len,
+				    strerror(-rc),
+				    rc == -ENOMEM ? " (RLIMIT_MEMLOCK too low)" : "");
+		return rc;
+	}
 	return 0;
 }
 

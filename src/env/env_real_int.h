@@ -42,6 +42,7 @@ struct env_real {
 	/* io_uring for disks */
 	struct io_uring ring;
 	bool ring_ok;
+	bool ring_bufs;	   /* a sparse fixed-buffer table is registered */
 	bool eager_submit; /* disk requests go to the kernel at once, not with the turn */
 	/* waiting in the ring: epoll's fd is polled through it (one-shot POLL_ADD) */
 	char poll_token;
@@ -92,5 +93,6 @@ int real_disk_open(struct env *env, const char *path, unsigned flags, uint64_t s
 int real_disk_submit(struct env_disk *d, struct env_disk_req *r);
 void real_disk_info(struct env_disk *d, struct env_disk_info *out);
 void real_disk_close(struct env_disk *d);
+int real_disk_buf_update(struct env *env, unsigned slot, void *base, size_t len);
 
 #endif /* SH_ENV_ENV_REAL_INT_H */

@@ -12,6 +12,8 @@
 # Switches: SAN=1 (ASan+UBSan, no recovery), DEBUG=1 (-O0, extra checks).
 # Each switch builds into its own directory, so they never mix objects.
 
+.DEFAULT_GOAL := all
+
 SAN ?= 0
 DEBUG ?= 0
 V ?= 0

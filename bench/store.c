@@ -111,7 +111,7 @@ read_cb(void *arg, int rc)
 
 struct round {
 	double app, open_s, rd_iops, cpu_app;
-	uint64_t fsyncs;
+	uint64_t batches, fsyncs;
 	bool fixed; /* reads went to registered buffers */
 };
 
@@ -166,6 +166,7 @@ shoal_round(const char *drive, uint64_t bytes, struct round *out)
 	out->app = (double)nfrags * FRAG / ((double)(sh_clock_mono_ns() - t0) / 1e9);
 	out->cpu_app = (double)(sh_clock_cpu_ns() - cpu0) / 1e9;
 	store_stats(c.s, &st);
+	out->batches = st.batches;
 	out->fsyncs = st.fsyncs;
 	if (c.rc < 0) {
 		fprintf(stderr, "bench/store: append: %s\n", sh_strerror(c.rc));
@@ -266,12 +267,13 @@ main(int argc, char **argv)
 		fws = fio_bw(drive, "write", "128k", bytes, 0, NULL, "--sync=dsync");
 		if (fr <= 0 || fws <= 0 || friops <= 0)
 			return 1;
-		printf(
-		    "round %d: append shoal %5.0f MB/s (%llu fsyncs, %.2f s cpu), fio %5.0f MB/s, "
-		    "fio O_DSYNC %5.0f MB/s; randread shoal %6.0f IOPS%s, fio %6.0f IOPS; "
-		    "open %.3f s\n",
-		    r + 1, sh.app / 1e6, (unsigned long long)sh.fsyncs, sh.cpu_app, fw / 1e6,
-		    fws / 1e6, sh.rd_iops, sh.fixed ? " (fixed buffers)" : "", friops, sh.open_s);
+		printf("round %d: append shoal %5.0f MB/s (%llu writes, %llu fsyncs, %.2f s cpu), "
+		       "fio %5.0f MB/s, "
+		       "fio O_DSYNC %5.0f MB/s; randread shoal %6.0f IOPS%s, fio %6.0f IOPS; "
+		       "open %.3f s\n",
+		       r + 1, sh.app / 1e6, (unsigned long long)sh.batches,
+		       (unsigned long long)sh.fsyncs, sh.cpu_app, fw / 1e6, fws / 1e6, sh.rd_iops,
+		       sh.fixed ? " (fixed buffers)" : "", friops, sh.open_s);
 		r_app[r] = sh.app / fw;
 		r_sync[r] = sh.app / fws;
 		r_rd[r] = sh.rd_iops / friops;

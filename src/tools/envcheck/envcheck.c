@@ -423,7 +423,7 @@ check_store(const char *dir)
 	struct st_wait w = { 0 };
 	char path[4096];
 	static uint8_t frag[128 << 10], got[128 << 10];
-	uint64_t fsyncs;
+	uint64_t batches, fsyncs;
 	int rc;
 
 	snprintf(path, sizeof(path), "%s/envcheck.target", dir);
@@ -443,6 +443,7 @@ check_store(const char *dir)
 	if ((rc = st_wait(env, &w, 64)) < 0)
 		return fail("append", rc);
 	store_stats(s, &st);
+	batches = st.batches;
 	fsyncs = st.fsyncs;
 	store_close(s);
 	w.done = 0;
@@ -458,9 +459,11 @@ check_store(const char *dir)
 		return 1;
 	}
 	store_stats(s, &st);
-	printf("store: drive target %s: 64 fragments of 128 KiB appended durably (%llu fsyncs), "
-	       "reopened (%llu fragments recovered), read back with every block's crc checked\n",
-	       path, (unsigned long long)fsyncs, (unsigned long long)st.fragments);
+	printf("store: drive target %s: 64 fragments of 128 KiB appended durably (%llu batched "
+	       "writes, %llu fsyncs), reopened (%llu fragments recovered), read back with every "
+	       "block's crc checked\n",
+	       path, (unsigned long long)batches, (unsigned long long)fsyncs,
+	       (unsigned long long)st.fragments);
 	store_close(s);
 	env_real_run_once(env, 0);
 	env_real_destroy(env);

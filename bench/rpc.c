@@ -199,30 +199,23 @@ tcp_server(int pfd, const char *mode)
 	}
 }
 
+/* One 64-byte request and its reply on fd; false when no whole reply came. */
+typedef bool (*exchange_fn)(int fd, char *buf, bool spin);
+
+/* Time exchanges with the server pid on fd for secs, then close both. */
 static double
-udp_pingpong_p50(bool spin, double *p99)
+pingpong_p50(pid_t pid, int fd, exchange_fn xchg, bool spin, double *p99)
 {
-	uint16_t port;
-	pid_t pid = spawn(udp_echo_server, spin ? "spin" : NULL, &port);
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-	struct sockaddr_in sa = loop_addr(port);
 	static uint64_t lat[2000000];
 	size_t n = 0;
 	char buf[64] = { 0 };
 	uint64_t end = sh_clock_mono_ns() + (uint64_t)(secs * 1e9);
 	double p50;
 
-	connect(fd, (struct sockaddr *)&sa, sizeof(sa));
 	while (sh_clock_mono_ns() < end && n < SH_ARRAY_SIZE(lat)) {
 		uint64_t t0 = sh_clock_mono_ns();
 
-		ssize_t got;
-
-		send(fd, buf, 64, 0);
-		do {
-			got = recv(fd, buf, sizeof(buf), spin ? MSG_DONTWAIT : 0);
-		} while (spin && got < 0 && errno == EAGAIN);
-		if (got != 64)
+		if (!xchg(fd, buf, spin))
 			continue;
 		lat[n++] = sh_clock_mono_ns() - t0;
 	}
@@ -230,6 +223,30 @@ udp_pingpong_p50(bool spin, double *p99)
 	reap(pid);
 	pcts(lat, n, &p50, p99);
 	return p50;
+}
+
+static bool
+udp_exchange(int fd, char *buf, bool spin)
+{
+	ssize_t got;
+
+	send(fd, buf, 64, 0);
+	do {
+		got = recv(fd, buf, 64, spin ? MSG_DONTWAIT : 0);
+	} while (spin && got < 0 && errno == EAGAIN);
+	return got == 64;
+}
+
+static double
+udp_pingpong_p50(bool spin, double *p99)
+{
+	uint16_t port;
+	pid_t pid = spawn(udp_echo_server, spin ? "spin" : NULL, &port);
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in sa = loop_addr(port);
+
+	connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	return pingpong_p50(pid, fd, udp_exchange, spin, p99);
 }
 
 static int
@@ -244,29 +261,22 @@ tcp_connect(uint16_t port)
 	return fd;
 }
 
+static bool
+tcp_exchange(int fd, char *buf, bool spin)
+{
+	(void)spin;
+	write_full(fd, buf, 64);
+	read_full(fd, buf, 64);
+	return true;
+}
+
 static double
 tcp_pingpong_p50(double *p99)
 {
 	uint16_t port;
 	pid_t pid = spawn(tcp_server, "echo", &port);
-	int fd = tcp_connect(port);
-	static uint64_t lat[2000000];
-	size_t n = 0;
-	char buf[64] = { 0 };
-	uint64_t end = sh_clock_mono_ns() + (uint64_t)(secs * 1e9);
-	double p50;
 
-	while (sh_clock_mono_ns() < end && n < SH_ARRAY_SIZE(lat)) {
-		uint64_t t0 = sh_clock_mono_ns();
-
-		write_full(fd, buf, 64);
-		read_full(fd, buf, 64);
-		lat[n++] = sh_clock_mono_ns() - t0;
-	}
-	close(fd);
-	reap(pid);
-	pcts(lat, n, &p50, p99);
-	return p50;
+	return pingpong_p50(pid, tcp_connect(port), tcp_exchange, false, p99);
 }
 
 static double

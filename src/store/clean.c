@@ -204,12 +204,15 @@ out:
 	clean_pump(s);
 }
 
+/*
+ * Read f's payload into the buffer of a new move op (a move, or a scrub's
+ * check of the fragment); the read is tracked in clean_ios.
+ */
 static int
-start_move(struct store *s, struct store_frag *f)
+clean_io_start(struct store *s, struct store_frag *f, env_disk_cb done, struct clean_io **out)
 {
 	struct clean_io *io = sh_calloc(1, sizeof(*io));
 	struct store_op *op = store_op_new(s, OP_MOVE_FRAG, f->len);
-	uint32_t nb = store_blocks(f->len);
 	int rc;
 
 	if (io == NULL || op == NULL) {
@@ -221,18 +224,16 @@ start_move(struct store *s, struct store_frag *f)
 	op->stripe = f->stripe;
 	op->idx = f->idx;
 	op->epoch = f->epoch;
-	op->from_seg = f->seg;
-	memcpy(op->bcrc, f->bcrc, nb * sizeof(uint32_t));
 	io->s = s;
 	io->op = op;
 	io->from_seg = f->seg;
 	io->from_blk = f->blk;
-	io->iov = (struct iovec){ op->data, (size_t)nb * STORE_BLOCK };
+	io->iov = (struct iovec){ op->data, (size_t)store_blocks(f->len) * STORE_BLOCK };
 	io->req = (struct env_disk_req){ .op = ENV_DISK_READ,
 					 .off = store_seg_off(s, f->seg, f->blk + 1),
 					 .iov = &io->iov,
 					 .iovcnt = 1,
-					 .cb = move_read_done,
+					 .cb = done,
 					 .arg = io };
 	rc = env_disk_submit(s->disk, &io->req);
 	if (rc < 0) {
@@ -240,11 +241,26 @@ start_move(struct store *s, struct store_frag *f)
 		sh_free(io);
 		return rc;
 	}
-	f->moving = true;
 	s->segs[f->seg].readers++;
+	sh_list_add_tail(&s->clean_ios, &io->link);
+	*out = io;
+	return 0;
+}
+
+static int
+start_move(struct store *s, struct store_frag *f)
+{
+	struct clean_io *io;
+	int rc = clean_io_start(s, f, move_read_done, &io);
+
+	if (rc < 0)
+		return rc;
+	/* (the read's callback runs from the loop, never inside the submit) */
+	io->op->from_seg = f->seg;
+	memcpy(io->op->bcrc, f->bcrc, store_blocks(f->len) * sizeof(uint32_t));
+	f->moving = true;
 	s->segs[f->seg].moves++;
 	s->moves_inflight++;
-	sh_list_add_tail(&s->clean_ios, &io->link);
 	return 0;
 }
 
@@ -395,42 +411,19 @@ scrub_pump(struct scrub *sc)
 		size_t i = sc->next++;
 		struct store_frag *f = store_frag_find(s, sc->stripes[i], sc->idxs[i]);
 		struct clean_io *io;
-		struct store_op *op;
+		int rc;
 
 		if (f == NULL)
 			continue;
-		io = sh_calloc(1, sizeof(*io));
-		op = store_op_new(s, OP_MOVE_FRAG, f->len);
-		if (io == NULL || op == NULL) {
-			sh_free(io);
-			if (op != NULL)
-				store_op_free(op);
+		rc = clean_io_start(s, f, scrub_read_done, &io);
+		if (rc == -ENOMEM) {
 			sc->next--;
 			break;
 		}
-		op->stripe = f->stripe;
-		op->idx = f->idx;
-		op->epoch = f->epoch;
-		io->s = s;
-		io->op = op;
+		if (rc < 0)
+			continue;
 		io->sc = sc;
 		io->scrub = true;
-		io->from_seg = f->seg;
-		io->from_blk = f->blk;
-		io->iov = (struct iovec){ op->data, (size_t)store_blocks(f->len) * STORE_BLOCK };
-		io->req = (struct env_disk_req){ .op = ENV_DISK_READ,
-						 .off = store_seg_off(s, f->seg, f->blk + 1),
-						 .iov = &io->iov,
-						 .iovcnt = 1,
-						 .cb = scrub_read_done,
-						 .arg = io };
-		if (env_disk_submit(s->disk, &io->req) < 0) {
-			store_op_free(op);
-			sh_free(io);
-			continue;
-		}
-		s->segs[f->seg].readers++;
-		sh_list_add_tail(&s->clean_ios, &io->link);
 		sc->inflight++;
 	}
 	if (sc->inflight == 0 && sc->next >= sc->n)

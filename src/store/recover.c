@@ -267,7 +267,6 @@ build_index(struct store_recovery *rv)
 	for (size_t i = 0; i < rv->nents; i++) {
 		struct rec_entry *e = &rv->ents[i];
 		struct store_frag *f = store_frag_find(s, e->stripe, e->idx);
-		struct store_tomb *t;
 
 		if (e->dropped)
 			continue;
@@ -288,17 +287,7 @@ build_index(struct store_recovery *rv)
 		/* a tombstone kills every older version */
 		if (f != NULL && f->epoch < e->epoch)
 			store_frag_remove(s, f);
-		t = sh_calloc(1, sizeof(*t));
-		if (t == NULL)
-			continue;
-		t->stripe = e->stripe;
-		t->idx = e->idx;
-		t->epoch = e->epoch;
-		t->seg = e->seg;
-		t->blk = e->blk;
-		sh_list_add_tail(&s->segs[e->seg].tombs, &t->seglink);
-		s->segs[e->seg].live++;
-		s->st.tombstones++;
+		store_tomb_add(s, e->stripe, e->idx, e->epoch, e->seg, e->blk);
 	}
 	for (h = sh_htable_first(&s->index, &it); h != NULL;
 	     h = sh_htable_next(&s->index, &it, h)) {

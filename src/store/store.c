@@ -134,6 +134,24 @@ store_frag_place(struct store *s, struct store_frag *f)
 	frag_link(s, f);
 }
 
+void
+store_tomb_add(struct store *s, uint64_t stripe, uint32_t idx, uint64_t epoch, uint32_t seg,
+	       uint32_t blk)
+{
+	struct store_tomb *t = sh_calloc(1, sizeof(*t));
+
+	if (t == NULL)
+		return; /* out of memory: untracked, so cleaning may drop the record early */
+	t->stripe = stripe;
+	t->idx = idx;
+	t->epoch = epoch;
+	t->seg = seg;
+	t->blk = blk;
+	sh_list_add_tail(&s->segs[seg].tombs, &t->seglink);
+	s->segs[seg].live++;
+	s->st.tombstones++;
+}
+
 /* ---- operations ---- */
 
 #define POOL_MAX_BYTES (64u << 20)
@@ -607,24 +625,12 @@ apply(struct store *s, struct store_op *op)
 		s->st.appends++;
 		s->st.bytes_appended += op->len;
 		break;
-	case OP_TOMB: {
-		struct store_tomb *t = sh_calloc(1, sizeof(*t));
-
+	case OP_TOMB:
 		if (f != NULL && f->epoch < op->epoch)
 			store_frag_remove(s, f);
 		s->st.releases++;
-		if (t == NULL)
-			break;
-		t->stripe = op->stripe;
-		t->idx = op->idx;
-		t->epoch = op->epoch;
-		t->seg = op->seg;
-		t->blk = op->blk;
-		sh_list_add_tail(&s->segs[op->seg].tombs, &t->seglink);
-		s->segs[op->seg].live++;
-		s->st.tombstones++;
+		store_tomb_add(s, op->stripe, op->idx, op->epoch, op->seg, op->blk);
 		break;
-	}
 	case OP_MOVE_FRAG:
 	case OP_MOVE_TOMB:
 		store_clean_op_done(s, op);

@@ -163,5 +163,8 @@ void store_recover_free(struct store *s);
 struct store_frag *store_frag_insert(struct store *s, uint64_t stripe, uint32_t idx);
 void store_frag_remove(struct store *s, struct store_frag *f);
 void store_frag_place(struct store *s, struct store_frag *f);
+/* Remember a tombstone record at (seg, blk) so cleaning can decide whether to keep it. */
+void store_tomb_add(struct store *s, uint64_t stripe, uint32_t idx, uint64_t epoch, uint32_t seg,
+		    uint32_t blk);
 
 #endif /* SH_STORE_STORE_INT_H */

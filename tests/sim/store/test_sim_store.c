@@ -111,6 +111,19 @@ on_ack(void *arg, int rc)
 	sh_free(p);
 }
 
+/* An operation on key in flight; it will be its next version. */
+static struct pending *
+pending_new(struct world *w, int key)
+{
+	struct pending *p = sh_calloc(1, sizeof(*p));
+
+	SH_ASSERT_NOT_NULL(p);
+	p->w = w;
+	p->key = key;
+	p->vi = w->keys[key].n;
+	return p;
+}
+
 static void
 do_append(struct world *w, int key)
 {
@@ -121,10 +134,7 @@ do_append(struct world *w, int key)
 
 	if (k->n == MAXV)
 		return;
-	p = sh_calloc(1, sizeof(*p));
-	p->w = w;
-	p->key = key;
-	p->vi = k->n;
+	p = pending_new(w, key);
 	p->len = len;
 	p->buf = sh_malloc(len);
 	k->v[k->n] = (struct ver){ .ver = ++w->next_ver, .len = len };
@@ -149,10 +159,7 @@ do_release(struct world *w, int key)
 
 	if (k->n == MAXV)
 		return;
-	p = sh_calloc(1, sizeof(*p));
-	p->w = w;
-	p->key = key;
-	p->vi = k->n;
+	p = pending_new(w, key);
 	k->v[k->n] = (struct ver){ .ver = 0 };
 	rc = store_release(w->st, (uint64_t)key, 0, on_ack, p);
 	if (rc == -ENOENT) {

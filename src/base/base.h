@@ -8,6 +8,7 @@
 #include "alloc.h"
 #include "buf.h"
 #include "clock.h"
+#include "codec.h"
 #include "compiler.h"
 #include "crc32c.h"
 #include "fault.h"

@@ -671,6 +671,12 @@ net_node_id(const struct net *n)
 	return n->id;
 }
 
+struct env *
+net_env(const struct net *n)
+{
+	return n->env;
+}
+
 uint64_t
 net_incarnation(const struct net *n)
 {

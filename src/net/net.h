@@ -83,6 +83,7 @@ int net_create(struct env *env, const struct net_config *cfg, struct net **out);
 /* Fail pending calls with -ECANCELED, close everything. */
 void net_destroy(struct net *n);
 uint64_t net_node_id(const struct net *n);
+struct env *net_env(const struct net *n);
 uint64_t net_incarnation(const struct net *n);
 void net_stats(const struct net *n, struct net_stats *out);
 /* The bound address of interface i (with its port if it was 0). */

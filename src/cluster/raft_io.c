@@ -1,0 +1,709 @@
+// SPDX-License-Identifier: Apache-2.0
+/* raft_io on env, net and raft_log (raft_io.h). */
+#include <string.h>
+
+#include "raft_codec.h"
+#include "raft_io.h"
+
+SH_LOG_FACILITY("cluster.raftio");
+
+#define SEND_TIMEOUT_NS (2ull * 1000 * 1000 * 1000)
+
+struct rpeer {
+	struct sh_hnode hn;
+	uint64_t id;
+	uint64_t last_heard;
+	char addr[RC_ADDR_MAX];
+};
+
+struct rnet {
+	struct net *net;
+	struct env *env;
+	struct sh_htable groups; /* struct rio by group */
+	struct sh_htable peers;	 /* struct rpeer by node id */
+	rnet_unknown_fn unknown;
+	void *unknown_arg;
+};
+
+/* A send waiting for a durable vote, or a finished request waiting for its callback. */
+struct rop {
+	struct sh_list link;
+	struct raft_io_send *send;
+	struct raft_io_snapshot_get *get;
+	struct raft_snapshot *snap;
+	uint64_t to;
+	char addr[RC_ADDR_MAX];
+	uint8_t *body;
+	size_t len;
+};
+
+struct rio {
+	struct sh_hnode hn;
+	uint32_t group;
+	raft_id id;
+	struct raft_io *io;
+	struct rnet *rn;
+	struct env *env;
+	struct rlog *log;
+	struct env_timer tick;
+	unsigned msecs;
+	raft_io_tick_cb tick_cb;
+	raft_io_recv_cb recv_cb;
+	struct sh_list held; /* sends behind a vote not yet durable */
+	struct sh_list done; /* callbacks to run */
+	struct env_task run_done;
+	uint64_t hold_gen, durable_gen;
+	bool closing;
+	raft_io_close_cb close_cb;
+	rlog_done_cb open_cb;
+	void *open_arg;
+};
+
+static bool
+group_eq(const struct sh_hnode *n, const void *key)
+{
+	return sh_container_of(n, struct rio, hn)->group == *(const uint32_t *)key;
+}
+
+static bool
+peer_eq(const struct sh_hnode *n, const void *key)
+{
+	return sh_container_of(n, struct rpeer, hn)->id == *(const uint64_t *)key;
+}
+
+static struct rpeer *
+peer_find(const struct rnet *rn, uint64_t id)
+{
+	struct sh_hnode *h = sh_htable_find(&rn->peers, sh_hash_u64(id), &id, peer_eq);
+	return h ? sh_container_of(h, struct rpeer, hn) : NULL;
+}
+
+static struct rpeer *
+peer_get(struct rnet *rn, uint64_t id, const char *addr)
+{
+	struct rpeer *p = peer_find(rn, id);
+
+	if (p != NULL) {
+		if (addr && *addr && strcmp(p->addr, addr) != 0)
+			snprintf(p->addr, sizeof(p->addr), "%s", addr);
+		return p;
+	}
+	p = sh_calloc(1, sizeof(*p));
+	if (p == NULL)
+		return NULL;
+	p->id = id;
+	snprintf(p->addr, sizeof(p->addr), "%s", addr ? addr : "");
+	sh_htable_insert(&rn->peers, &p->hn, sh_hash_u64(id));
+	return p;
+}
+
+uint64_t
+rnet_last_heard(const struct rnet *rn, uint64_t node)
+{
+	struct rpeer *p = peer_find(rn, node);
+	return p ? p->last_heard : 0;
+}
+
+/* ---- receive ---- */
+
+static void
+on_raft_msg(struct net_req *req, void *arg)
+{
+	struct rnet *rn = arg;
+	const struct net_msg *m = net_req_body(req);
+	const uint8_t *b = m->buf->data + m->off;
+	uint64_t from = net_req_peer(req);
+	struct raft_message msg;
+	char addr[RC_ADDR_MAX];
+	struct sh_hnode *h;
+	struct rpeer *p;
+	struct rio *r;
+	uint32_t group;
+	int rc;
+
+	if (m->len < 4) {
+		net_reply(req, -EINVAL, NULL, 0);
+		return;
+	}
+	memcpy(&group, b, 4);
+	rc = rc_msg_decode(b + 4, m->len - 4, &msg, addr);
+	net_reply(req, rc < 0 ? rc : 0, NULL, 0); /* the body is gone after this */
+	if (rc < 0) {
+		sh_log_warn("raft: malformed message from node %llu dropped (%s)",
+			    (unsigned long long)from, sh_strerror(rc));
+		return;
+	}
+	p = peer_get(rn, from, addr);
+	if (p != NULL)
+		p->last_heard = env_now(rn->env);
+	h = sh_htable_find(&rn->groups, sh_hash_u64(group), &group, group_eq);
+	if (h == NULL && rn->unknown != NULL) {
+		rn->unknown(rn->unknown_arg, group, from);
+		h = sh_htable_find(&rn->groups, sh_hash_u64(group), &group, group_eq);
+	}
+	r = h ? sh_container_of(h, struct rio, hn) : NULL;
+	if (r == NULL || r->recv_cb == NULL || r->closing || p == NULL) {
+		rc_msg_free(&msg);
+		return;
+	}
+	msg.server_id = from; /* the session's authenticated peer, not the claim */
+	msg.server_address = p->addr;
+	r->recv_cb(r->io, &msg);
+}
+
+int
+rnet_create(struct net *net, struct rnet **out)
+{
+	struct rnet *rn = sh_calloc(1, sizeof(*rn));
+	int rc;
+
+	if (rn == NULL)
+		return -ENOMEM;
+	rn->net = net;
+	rn->env = NULL;
+	if (sh_htable_init(&rn->groups, 16) < 0 || sh_htable_init(&rn->peers, 16) < 0) {
+		rc = -ENOMEM;
+		goto err;
+	}
+	rc = net_handle(net, NET_OP_RAFT, on_raft_msg, rn);
+	if (rc < 0)
+		goto err;
+	*out = rn;
+	return 0;
+err:
+	sh_htable_fini(&rn->groups);
+	sh_htable_fini(&rn->peers);
+	sh_free(rn);
+	return rc;
+}
+
+void
+rnet_set_unknown(struct rnet *rn, rnet_unknown_fn fn, void *arg)
+{
+	rn->unknown = fn;
+	rn->unknown_arg = arg;
+}
+
+void
+rnet_destroy(struct rnet *rn)
+{
+	struct sh_hnode *h;
+	size_t it;
+
+	if (rn == NULL)
+		return;
+	while ((h = sh_htable_first(&rn->peers, &it)) != NULL) {
+		sh_htable_remove(&rn->peers, h);
+		sh_free(sh_container_of(h, struct rpeer, hn));
+	}
+	sh_htable_fini(&rn->peers);
+	sh_htable_fini(&rn->groups);
+	sh_free(rn);
+}
+
+/* ---- send ---- */
+
+static void
+on_sent(void *arg, int status, const struct net_msg *reply)
+{
+	(void)arg;
+	(void)status;
+	(void)reply;
+}
+
+static void
+transmit(struct rio *r, struct rop *op)
+{
+	struct rnet *rn = r->rn;
+	struct net_call_opts opts = { .timeout_ns = SEND_TIMEOUT_NS, .retries = 0 };
+	struct iovec iov = { op->body, op->len };
+	struct rpeer *p = peer_get(rn, op->to, op->addr);
+	int rc;
+
+	if (p == NULL)
+		return;
+	rc = net_call(rn->net, op->to, NET_OP_RAFT, &iov, 1, &opts, on_sent, NULL, NULL);
+	if (rc == -ENOENT) {
+		struct net_iface ifc = { 0 };
+
+		if (env_addr_parse(op->addr, &ifc.addr) < 0 || ifc.addr.port == 0) {
+			sh_log_warn("raft: node %llu has a bad address '%s'",
+				    (unsigned long long)op->to, op->addr);
+			return;
+		}
+		rc = net_peer_add(rn->net, op->to, &ifc, 1);
+		if (rc == 0)
+			rc = net_call(rn->net, op->to, NET_OP_RAFT, &iov, 1, &opts, on_sent, NULL,
+				      NULL);
+	}
+	if (rc < 0)
+		sh_log_debug("raft: send to node %llu: %s", (unsigned long long)op->to,
+			     sh_strerror(rc));
+}
+
+static void
+finish(struct rio *r, struct rop *op)
+{
+	sh_free(op->body);
+	op->body = NULL;
+	sh_list_add_tail(&r->done, &op->link);
+	if (!r->closing)
+		env_post(&r->run_done);
+}
+
+static void
+on_run_done(struct env_task *t)
+{
+	struct rio *r = t->arg;
+
+	while (!sh_list_empty(&r->done)) {
+		struct rop *op = sh_list_entry(sh_list_pop(&r->done), struct rop, link);
+		int st = r->closing ? RAFT_CANCELED : 0;
+
+		if (op->send != NULL && op->send->cb != NULL)
+			op->send->cb(op->send, st);
+		if (op->get != NULL)
+			op->get->cb(op->get, op->snap, op->snap ? 0 : RAFT_NOTFOUND);
+		sh_free(op);
+	}
+}
+
+static int
+io_send(struct raft_io *io, struct raft_io_send *req, const struct raft_message *m,
+	raft_io_send_cb cb)
+{
+	struct rio *r = io->impl;
+	struct sh_enc e;
+	struct rop *op;
+	int rc;
+
+	if (r->closing)
+		return RAFT_CANCELED;
+	op = sh_calloc(1, sizeof(*op));
+	if (op == NULL)
+		return RAFT_NOMEM;
+	req->cb = cb;
+	op->send = req;
+	op->to = m->server_id;
+	snprintf(op->addr, sizeof(op->addr), "%s", m->server_address ? m->server_address : "");
+	sh_enc_init(&e);
+	sh_enc_u32(&e, r->group);
+	rc = rc_msg_encode(&e, m, r->id, "");
+	if (rc < 0) {
+		sh_enc_fini(&e);
+		sh_free(op);
+		return rc == -ENOMEM ? RAFT_NOMEM : RAFT_INVALID;
+	}
+	op->body = sh_enc_take(&e, &op->len);
+	if (r->hold_gen != r->durable_gen) {
+		sh_list_add_tail(&r->held, &op->link);
+		return 0;
+	}
+	transmit(r, op);
+	finish(r, op);
+	return 0;
+}
+
+static void
+on_meta_durable(void *arg, int status)
+{
+	struct rio *r = arg;
+
+	if (status < 0)
+		return; /* the log failed: held messages stay held (never sent) */
+	r->durable_gen++;
+	if (r->durable_gen != r->hold_gen)
+		return;
+	while (!sh_list_empty(&r->held)) {
+		struct rop *op = sh_list_entry(sh_list_pop(&r->held), struct rop, link);
+
+		if (!r->closing)
+			transmit(r, op);
+		finish(r, op);
+	}
+}
+
+static int
+set_meta(struct rio *r, uint64_t term, uint64_t vote)
+{
+	int rc = rlog_set_meta(r->log, term, vote);
+
+	if (rc == 0)
+		rc = rlog_barrier(r->log, on_meta_durable, r);
+	if (rc < 0)
+		return RAFT_IOERR;
+	r->hold_gen++;
+	return 0;
+}
+
+static int
+io_set_term(struct raft_io *io, raft_term term)
+{
+	return set_meta(io->impl, term, 0);
+}
+
+static int
+io_set_vote(struct raft_io *io, raft_id id)
+{
+	struct rio *r = io->impl;
+	return set_meta(r, rlog_state(r->log)->term, id);
+}
+
+/* ---- log ---- */
+
+static void
+on_appended(void *arg, int status)
+{
+	struct raft_io_append *req = arg;
+
+	/*
+	 * Closing: libraft 0.15 looks up its leader state on a failed append
+	 * even when it is no longer leader (a NULL dereference once closed),
+	 * while a success is simply released. The instance is going away and
+	 * nothing is acknowledged by it any more, so report success.
+	 */
+	if (status == -ECANCELED)
+		status = 0;
+	req->cb(req, status == 0 ? 0 : RAFT_IOERR);
+}
+
+static int
+io_append(struct raft_io *io, struct raft_io_append *req, const struct raft_entry entries[],
+	  unsigned n, raft_io_append_cb cb)
+{
+	struct rio *r = io->impl;
+
+	req->cb = cb;
+	return rlog_append(r->log, entries, n, on_appended, req) < 0 ? RAFT_IOERR : 0;
+}
+
+static int
+io_truncate(struct raft_io *io, raft_index index)
+{
+	struct rio *r = io->impl;
+	return rlog_truncate(r->log, index) < 0 ? RAFT_IOERR : 0;
+}
+
+static void
+on_snap_put(void *arg, int status)
+{
+	struct raft_io_snapshot_put *req = arg;
+	req->cb(req, status == 0 ? 0 : (status == -ECANCELED ? RAFT_CANCELED : RAFT_IOERR));
+}
+
+static int
+io_snapshot_put(struct raft_io *io, unsigned trailing, struct raft_io_snapshot_put *req,
+		const struct raft_snapshot *s, raft_io_snapshot_put_cb cb)
+{
+	struct rio *r = io->impl;
+
+	req->cb = cb;
+	return rlog_snapshot(r->log, s, trailing, on_snap_put, req) < 0 ? RAFT_IOERR : 0;
+}
+
+/* A raft_snapshot (raft_malloc'd, as raft frees it) from the stored one. */
+static struct raft_snapshot *
+snap_build(const struct rlog_snap *s)
+{
+	struct raft_snapshot *rs = raft_calloc(1, sizeof(*rs));
+	struct sh_dec d;
+
+	if (rs == NULL)
+		return NULL;
+	raft_configuration_init(&rs->configuration);
+	sh_dec_init(&d, s->conf, s->conf_len);
+	if (rc_conf_decode(&d, &rs->configuration) < 0)
+		goto err;
+	rs->index = s->index;
+	rs->term = s->term;
+	rs->configuration_index = s->conf_index;
+	rs->bufs = raft_malloc(sizeof(*rs->bufs));
+	if (rs->bufs == NULL)
+		goto err_conf;
+	rs->bufs[0].base = raft_malloc(s->len ? s->len : 1);
+	if (rs->bufs[0].base == NULL)
+		goto err_bufs;
+	memcpy(rs->bufs[0].base, s->data, s->len);
+	rs->bufs[0].len = s->len;
+	rs->n_bufs = 1;
+	return rs;
+err_bufs:
+	raft_free(rs->bufs);
+err_conf:
+	raft_configuration_close(&rs->configuration);
+err:
+	raft_free(rs);
+	return NULL;
+}
+
+static int
+io_snapshot_get(struct raft_io *io, struct raft_io_snapshot_get *req, raft_io_snapshot_get_cb cb)
+{
+	struct rio *r = io->impl;
+	const struct rlog_state *st = rlog_state(r->log);
+	struct rop *op = sh_calloc(1, sizeof(*op));
+
+	if (op == NULL)
+		return RAFT_NOMEM;
+	req->cb = cb;
+	op->get = req;
+	op->snap = st->snap ? snap_build(st->snap) : NULL;
+	if (st->snap && op->snap == NULL) {
+		sh_free(op);
+		return RAFT_NOMEM;
+	}
+	finish(r, op);
+	return 0;
+}
+
+static int
+io_load(struct raft_io *io, raft_term *term, raft_id *vote, struct raft_snapshot **snapshot,
+	raft_index *start_index, struct raft_entry *entries[], size_t *n_entries)
+{
+	struct rio *r = io->impl;
+	const struct rlog_state *st = rlog_state(r->log);
+	size_t total = 0;
+	uint8_t *batch;
+
+	*term = st->term;
+	*vote = st->vote;
+	*snapshot = NULL;
+	*entries = NULL;
+	*n_entries = 0;
+	*start_index = st->n ? st->start : (st->snap ? st->snap->index + 1 : 1);
+	if (st->snap) {
+		*snapshot = snap_build(st->snap);
+		if (*snapshot == NULL)
+			return RAFT_NOMEM;
+	}
+	if (st->n == 0)
+		return 0;
+	for (size_t i = 0; i < st->n; i++)
+		total += st->entries[i].len;
+	*entries = raft_calloc(st->n, sizeof(**entries));
+	batch = raft_malloc(total ? total : 1);
+	if (*entries == NULL || batch == NULL) {
+		raft_free(*entries);
+		raft_free(batch);
+		*entries = NULL;
+		return RAFT_NOMEM; /* raft frees *snapshot on error? no: we do */
+	}
+	for (size_t i = 0, off = 0; i < st->n; i++) {
+		struct raft_entry *e = &(*entries)[i];
+
+		memcpy(batch + off, st->entries[i].data, st->entries[i].len);
+		e->term = st->entries[i].term;
+		e->type = st->entries[i].type;
+		e->buf.base = batch + off;
+		e->buf.len = st->entries[i].len;
+		e->batch = batch;
+		off += st->entries[i].len;
+	}
+	*n_entries = st->n;
+	return 0;
+}
+
+static int
+append_conf(struct rio *r, uint64_t term, const struct raft_configuration *conf)
+{
+	struct raft_entry e = { .term = term, .type = RAFT_CHANGE };
+	int rc;
+
+	if (raft_configuration_encode(conf, &e.buf) != 0)
+		return RAFT_NOMEM;
+	rc = rlog_append(r->log, &e, 1, NULL, NULL);
+	raft_free(e.buf.base);
+	return rc < 0 ? RAFT_IOERR : 0;
+}
+
+static int
+io_bootstrap(struct raft_io *io, const struct raft_configuration *conf)
+{
+	struct rio *r = io->impl;
+	const struct rlog_state *st = rlog_state(r->log);
+
+	if (st->term != 0 || st->n != 0 || st->snap != NULL)
+		return RAFT_CANTBOOTSTRAP;
+	if (rlog_set_meta(r->log, 1, 0) < 0)
+		return RAFT_IOERR;
+	return append_conf(r, 1, conf);
+}
+
+static int
+io_recover(struct raft_io *io, const struct raft_configuration *conf)
+{
+	struct rio *r = io->impl;
+	return append_conf(r, rlog_state(r->log)->term, conf);
+}
+
+/* ---- lifecycle, clock ---- */
+
+static int
+io_init(struct raft_io *io, raft_id id, const char *address)
+{
+	struct rio *r = io->impl;
+
+	(void)address;
+	r->id = id;
+	return 0;
+}
+
+static void
+on_tick(struct env_timer *t)
+{
+	struct rio *r = t->arg;
+
+	env_timer_arm(&r->tick, (uint64_t)r->msecs * 1000000);
+	r->tick_cb(r->io);
+}
+
+static int
+io_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick, raft_io_recv_cb recv)
+{
+	struct rio *r = io->impl;
+
+	r->msecs = msecs ? msecs : 100;
+	r->tick_cb = tick;
+	r->recv_cb = recv;
+	/* a random first phase: instances (and nodes) do not tick in step */
+	return env_timer_arm(&r->tick, env_random_u64(r->env) % ((uint64_t)r->msecs * 1000000) + 1) <
+		       0
+		   ? RAFT_NOMEM
+		   : 0;
+}
+
+static void
+on_closed(struct env_task *t)
+{
+	struct rio *r = t->arg;
+
+	while (!sh_list_empty(&r->held))
+		finish(r, sh_list_entry(sh_list_pop(&r->held), struct rop, link));
+	on_run_done(&r->run_done);
+	rlog_close(r->log); /* pending appends and snapshot puts: RAFT_CANCELED */
+	r->log = NULL;
+	if (r->close_cb)
+		r->close_cb(r->io);
+}
+
+static void
+io_close(struct raft_io *io, raft_io_close_cb cb)
+{
+	struct rio *r = io->impl;
+
+	r->closing = true;
+	r->close_cb = cb;
+	env_timer_cancel(&r->tick);
+	sh_htable_remove(&r->rn->groups, &r->hn);
+	env_task_init(r->env, &r->run_done, on_closed, r);
+	env_post(&r->run_done);
+}
+
+static raft_time
+io_time(struct raft_io *io)
+{
+	struct rio *r = io->impl;
+	return env_now(r->env) / 1000000;
+}
+
+static int
+io_random(struct raft_io *io, int min, int max)
+{
+	struct rio *r = io->impl;
+
+	if (max <= min)
+		return min;
+	return min + (int)(env_random_u64(r->env) % (uint64_t)(max - min));
+}
+
+static void
+on_log_open(void *arg, int status)
+{
+	struct rio *r = arg;
+	r->open_cb(r->open_arg, status);
+}
+
+int
+rio_open(struct rnet *rn, struct raft_io *io, const struct rio_params *p, rlog_done_cb cb,
+	 void *arg)
+{
+	struct rio *r;
+	struct env *env = net_env(rn->net);
+	int rc;
+
+	if (sh_htable_find(&rn->groups, sh_hash_u64(p->group), &p->group, group_eq) != NULL)
+		return -EEXIST;
+	r = sh_calloc(1, sizeof(*r));
+	if (r == NULL)
+		return -ENOMEM;
+	rn->env = env;
+	r->group = p->group;
+	r->id = p->id;
+	r->io = io;
+	r->rn = rn;
+	r->env = env;
+	r->open_cb = cb;
+	r->open_arg = arg;
+	sh_list_init(&r->held);
+	sh_list_init(&r->done);
+	env_timer_init(env, &r->tick, on_tick, r);
+	env_task_init(env, &r->run_done, on_run_done, r);
+	rc = rlog_open(env, p->path, p->log_size, on_log_open, r, &r->log);
+	if (rc < 0) {
+		sh_free(r);
+		return rc;
+	}
+	memset(io, 0, sizeof(*io));
+	io->version = 1;
+	io->impl = r;
+	io->init = io_init;
+	io->close = io_close;
+	io->load = io_load;
+	io->start = io_start;
+	io->bootstrap = io_bootstrap;
+	io->recover = io_recover;
+	io->set_term = io_set_term;
+	io->set_vote = io_set_vote;
+	io->send = io_send;
+	io->append = io_append;
+	io->truncate = io_truncate;
+	io->snapshot_put = io_snapshot_put;
+	io->snapshot_get = io_snapshot_get;
+	io->time = io_time;
+	io->random = io_random;
+	sh_htable_insert(&rn->groups, &r->hn, sh_hash_u64(p->group));
+	return 0;
+}
+
+int
+rio_barrier(struct raft_io *io, rlog_done_cb cb, void *arg)
+{
+	struct rio *r = io->impl;
+	return r->log ? rlog_barrier(r->log, cb, arg) : -ESHUTDOWN;
+}
+
+void
+rio_destroy(struct raft_io *io)
+{
+	struct rio *r = io ? io->impl : NULL;
+
+	if (r == NULL)
+		return;
+	if (!r->closing) {
+		/* never started: close synchronously */
+		r->closing = true;
+		env_timer_cancel(&r->tick);
+		sh_htable_remove(&r->rn->groups, &r->hn);
+	}
+	env_task_cancel(&r->run_done);
+	while (!sh_list_empty(&r->held)) {
+		struct rop *op = sh_list_entry(sh_list_pop(&r->held), struct rop, link);
+		sh_free(op->body);
+		sh_free(op);
+	}
+	while (!sh_list_empty(&r->done))
+		sh_free(sh_list_entry(sh_list_pop(&r->done), struct rop, link));
+	rlog_close(r->log);
+	sh_free(r);
+	io->impl = NULL;
+}

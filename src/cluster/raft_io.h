@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Shoal's raft_io for libraft (DESIGN.md §5.1, §6): clock and timers from
+ * env, messages over Shoal's network layer, log and snapshots in a
+ * raft_log file through env — so the simulator drives Raft like
+ * everything else.
+ *
+ * An rnet is one node's Raft transport on one net endpoint: it registers
+ * NET_OP_RAFT and routes each message to its group's instance. Many
+ * groups (the configuration group, later the buckets) share it.
+ *
+ * Each raft instance gets its own struct raft_io (libraft takes it over),
+ * set up by rio_open. Its log loads asynchronously: call raft_init and
+ * raft_start (or raft_bootstrap first) only after the open callback.
+ *
+ * set_term and set_vote are synchronous in libraft: they change the state
+ * at once, queue a record, and hold this instance's outgoing messages
+ * until the record is durable — a vote is never visible before it is
+ * persisted, and no fsync happens inside the call.
+ */
+#ifndef SH_CLUSTER_RAFT_IO_H
+#define SH_CLUSTER_RAFT_IO_H
+
+#include <raft.h>
+
+#include "../net/net.h"
+#include "raft_log.h"
+
+struct rnet;
+
+/* A message came for a group that has no instance here (e.g. to start it lazily). */
+typedef void (*rnet_unknown_fn)(void *arg, uint32_t group, uint64_t from);
+
+int rnet_create(struct net *net, struct rnet **out);
+void rnet_set_unknown(struct rnet *rn, rnet_unknown_fn fn, void *arg);
+/* Instances must be closed (their close callback run) first. */
+void rnet_destroy(struct rnet *rn);
+/* env_now() when a Raft message from node last arrived; 0 if never. */
+uint64_t rnet_last_heard(const struct rnet *rn, uint64_t node);
+
+struct rio_params {
+	uint32_t group;
+	raft_id id;
+	const char *path;  /* the log file */
+	uint64_t log_size; /* its size (two halves) */
+};
+
+/* Set up io; cb(arg, status) when its log is loaded. */
+int rio_open(struct rnet *rn, struct raft_io *io, const struct rio_params *p, rlog_done_cb cb,
+	     void *arg);
+/* After raft_close's callback (or instead of raft_init if never used). */
+void rio_destroy(struct raft_io *io);
+/* Everything queued before is durable: cb(arg, 0), or an error. */
+int rio_barrier(struct raft_io *io, rlog_done_cb cb, void *arg);
+
+#endif /* SH_CLUSTER_RAFT_IO_H */

@@ -137,11 +137,12 @@ on_raft_msg(struct net_req *req, void *arg)
 	if (p != NULL)
 		p->last_heard = env_now(rn->env);
 	h = sh_htable_find(&rn->groups, sh_hash_u64(group), &group, group_eq);
-	if (h == NULL && rn->unknown != NULL) {
+	r = h ? sh_container_of(h, struct rio, hn) : NULL;
+	if ((r == NULL || r->recv_cb == NULL) && rn->unknown != NULL) {
 		rn->unknown(rn->unknown_arg, group, from);
 		h = sh_htable_find(&rn->groups, sh_hash_u64(group), &group, group_eq);
+		r = h ? sh_container_of(h, struct rio, hn) : NULL;
 	}
-	r = h ? sh_container_of(h, struct rio, hn) : NULL;
 	if (r == NULL || r->recv_cb == NULL || r->closing || p == NULL) {
 		rc_msg_free(&msg);
 		return;
@@ -595,6 +596,8 @@ io_close(struct raft_io *io, raft_io_close_cb cb)
 	r->close_cb = cb;
 	env_timer_cancel(&r->tick);
 	sh_htable_remove(&r->rn->groups, &r->hn);
+	/* run_done may be queued: cancel before re-initializing it */
+	env_task_cancel(&r->run_done);
 	env_task_init(r->env, &r->run_done, on_closed, r);
 	env_post(&r->run_done);
 }
@@ -706,4 +709,13 @@ rio_destroy(struct raft_io *io)
 	rlog_close(r->log);
 	sh_free(r);
 	io->impl = NULL;
+}
+
+bool
+rio_has_state(struct raft_io *io)
+{
+	struct rio *r = io->impl;
+	const struct rlog_state *st = r->log ? rlog_state(r->log) : NULL;
+
+	return st != NULL && (st->term != 0 || st->n != 0 || st->snap != NULL);
 }

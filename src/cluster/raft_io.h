@@ -28,7 +28,7 @@
 
 struct rnet;
 
-/* A message came for a group that has no instance here (e.g. to start it lazily). */
+/* A message came for a group with no running instance here (e.g. to start it lazily). */
 typedef void (*rnet_unknown_fn)(void *arg, uint32_t group, uint64_t from);
 
 int rnet_create(struct net *net, struct rnet **out);
@@ -50,6 +50,8 @@ int rio_open(struct rnet *rn, struct raft_io *io, const struct rio_params *p, rl
 	     void *arg);
 /* After raft_close's callback (or instead of raft_init if never used). */
 void rio_destroy(struct raft_io *io);
+/* The loaded log holds state (a term, entries or a snapshot): this node was a member. */
+bool rio_has_state(struct raft_io *io);
 /* Everything queued before is durable: cb(arg, 0), or an error. */
 int rio_barrier(struct raft_io *io, rlog_done_cb cb, void *arg);
 

@@ -1,0 +1,1124 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The configuration group, config following, heartbeats, failure detection (cluster.h). */
+#include <raft.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "raft_io.h"
+
+SH_LOG_FACILITY("cluster");
+
+#define CONFIG_GROUP	0
+#define RAFT_LOG_SIZE	(32ull << 20)
+#define TICK_NS		(100ull * 1000 * 1000)
+#define PUSH_RETRY_NS	(300ull * 1000 * 1000)
+#define CALL_TIMEOUT_NS (2ull * 1000 * 1000 * 1000)
+#define VOTERS_MAX	5
+
+enum sub_state { SUB_WAIT, SUB_APPLYING, SUB_FORWARDING };
+
+struct sub {
+	struct sh_list link;
+	struct cluster *cl;
+	struct cfg_cmd cmd;
+	cluster_cb cb;
+	void *arg;
+	struct net_req *req; /* forwarded to us: answer it */
+	uint64_t deadline;
+	int state;
+	bool prepared;
+	bool internal; /* from the leader's own duties (failure detection) */
+	bool fwd_ok;   /* may go on to the leader (not already forwarded to us) */
+	uint64_t fwd_to;
+	struct ccall *call; /* while forwarding */
+	struct raft_apply apply;
+};
+
+/* What the leader tracks per node. */
+struct track {
+	uint64_t id;
+	uint64_t seen;	 /* env_now of the last sign of life */
+	uint64_t acked;	 /* epoch the node confirmed */
+	uint64_t pushed; /* when we last pushed */
+	bool proposing;	 /* a state change for it is in flight */
+};
+
+struct cluster {
+	struct net *net;
+	struct env *env;
+	struct rnet *rn;
+	struct cluster_params p;
+	char mgmt[CFG_ADDR_MAX], data[CFG_ADDR_MAX], domain[CFG_NAME_MAX];
+	char path[512];
+	struct cfg *cfg;
+	struct raft raft;
+	struct raft_io io;
+	struct raft_fsm fsm;
+	bool log_open, inited, started, closing;
+	int apply_rc;
+	char apply_msg[CFG_MSG_MAX];
+	struct sh_list subs;
+	struct sh_list calls; /* struct ccall */
+	bool raft_closed;
+	struct env_timer tick;
+	struct env_task pump;
+	uint64_t last_hb;
+	uint64_t leader_hint; /* non-members: who pushed to us last */
+	bool was_leader;
+	bool changing; /* a membership change is in flight */
+	struct raft_change change;
+	uint64_t promote; /* node added as spare, to make a voter */
+	struct track track[CFG_NODES_MAX];
+	unsigned ntrack;
+	void (*stop_done)(void *arg);
+	void *stop_arg;
+	struct env_task stop_task;
+};
+
+static void pump(struct cluster *cl);
+static void notify(struct cluster *cl);
+static void maybe_finish(struct cluster *cl);
+
+/* An RPC in flight: cancelled (and waited for) when the cluster stops. */
+typedef void (*ccall_fn)(struct cluster *cl, void *ctx, uint64_t node, int status,
+			 const struct net_msg *reply);
+
+struct ccall {
+	struct sh_list link;
+	struct cluster *cl;
+	struct net_call *h;
+	ccall_fn fn;
+	void *ctx;
+	uint64_t node;
+};
+
+static void
+on_ccall(void *arg, int status, const struct net_msg *reply)
+{
+	struct ccall *c = arg;
+	struct cluster *cl = c->cl;
+
+	sh_list_del(&c->link);
+	if (!cl->closing)
+		c->fn(cl, c->ctx, c->node, status, reply);
+	sh_free(c);
+	if (cl->closing)
+		maybe_finish(cl);
+}
+
+static int
+ccall(struct cluster *cl, uint64_t node, uint16_t op, const struct sh_enc *body, uint64_t timeout_ns,
+      unsigned retries, ccall_fn fn, void *ctx, struct ccall **out)
+{
+	struct net_call_opts opts = { .timeout_ns = timeout_ns, .retries = retries };
+	struct ccall *c;
+	int rc = sh_enc_error(body);
+
+	if (rc < 0)
+		return rc;
+	c = sh_calloc(1, sizeof(*c));
+	if (c == NULL)
+		return -ENOMEM;
+	c->cl = cl;
+	c->fn = fn;
+	c->ctx = ctx;
+	c->node = node;
+	rc = net_call(cl->net, node, op, &(struct iovec){ body->p, body->len }, 1, &opts, on_ccall, c,
+		      &c->h);
+	if (rc < 0) {
+		sh_free(c);
+		return rc;
+	}
+	sh_list_add_tail(&cl->calls, &c->link);
+	if (out)
+		*out = c;
+	return 0;
+}
+
+/* ---- the state machine ---- */
+
+static int
+fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
+{
+	struct cluster *cl = fsm->data;
+	struct cfg_cmd cmd;
+	int rc = cfg_cmd_decode(buf->base, buf->len, &cmd);
+
+	if (rc == 0)
+		rc = cfg_apply(cl->cfg, &cmd, cl->apply_msg, sizeof(cl->apply_msg));
+	else
+		snprintf(cl->apply_msg, sizeof(cl->apply_msg), "malformed command in the log");
+	cl->apply_rc = rc;
+	*result = NULL;
+	if (rc == 0)
+		notify(cl);
+	return 0;
+}
+
+static int
+fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
+{
+	struct cluster *cl = fsm->data;
+	struct sh_enc e;
+	size_t len;
+	uint8_t *b;
+
+	sh_enc_init(&e);
+	cfg_encode(&e, cl->cfg);
+	if (sh_enc_error(&e)) {
+		sh_enc_fini(&e);
+		return RAFT_NOMEM;
+	}
+	*bufs = raft_malloc(sizeof(**bufs));
+	if (*bufs == NULL) {
+		sh_enc_fini(&e);
+		return RAFT_NOMEM;
+	}
+	(*bufs)[0].base = raft_malloc(e.len ? e.len : 1);
+	if ((*bufs)[0].base == NULL) {
+		raft_free(*bufs);
+		sh_enc_fini(&e);
+		return RAFT_NOMEM;
+	}
+	b = sh_enc_take(&e, &len);
+	memcpy((*bufs)[0].base, b, len);
+	(*bufs)[0].len = len;
+	sh_free(b);
+	*n = 1;
+	return 0;
+}
+
+static int
+fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
+{
+	struct cluster *cl = fsm->data;
+	int rc = cfg_decode(buf->base, buf->len, cl->cfg);
+
+	if (rc < 0) {
+		sh_log_error("config snapshot of %zu bytes does not decode: %s", buf->len,
+			     sh_strerror(rc));
+		return RAFT_CORRUPT;
+	}
+	raft_free(buf->base);
+	notify(cl);
+	return 0;
+}
+
+static void
+notify(struct cluster *cl)
+{
+	if (cl->p.changed)
+		cl->p.changed(cl->p.arg, cl->cfg);
+}
+
+/* ---- raft lifecycle ---- */
+
+static bool
+is_leader(struct cluster *cl)
+{
+	return cl->started && raft_state(&cl->raft) == RAFT_LEADER;
+}
+
+static uint64_t
+leader_id(struct cluster *cl)
+{
+	raft_id id = 0;
+	const char *addr = NULL;
+
+	if (cl->started) {
+		raft_leader(&cl->raft, &id, &addr);
+		if (id)
+			return id;
+		/* a voter without a leader waits for the election, not for pushes */
+		if (raft_state(&cl->raft) != RAFT_UNAVAILABLE && cl->raft.configuration.n > 0)
+			return 0;
+	}
+	return cl->leader_hint;
+}
+
+static int
+raft_go(struct cluster *cl)
+{
+	int rc;
+
+	if (cl->started)
+		return 0;
+	rc = raft_start(&cl->raft);
+	if (rc != 0) {
+		sh_log_error("config raft: start: %s (%s)", raft_strerror(rc), raft_errmsg(&cl->raft));
+		return -EIO;
+	}
+	cl->started = true;
+	sh_log_info("config raft started (node %llu)", (unsigned long long)cl->p.node_id);
+	return 0;
+}
+
+static void
+on_log_open(void *arg, int status)
+{
+	struct cluster *cl = arg;
+	int rc;
+
+	if (status < 0) {
+		sh_log_error("config raft log %s: %s", cl->path, sh_strerror(status));
+		return;
+	}
+	cl->log_open = true;
+	rc = raft_init(&cl->raft, &cl->io, &cl->fsm, cl->p.node_id, cl->mgmt);
+	if (rc != 0) {
+		sh_log_error("config raft: init: %s", raft_strerror(rc));
+		return;
+	}
+	cl->inited = true;
+	cl->raft.data = cl;
+	raft_set_election_timeout(&cl->raft, cl->p.election_ms);
+	raft_set_heartbeat_timeout(&cl->raft, cl->p.election_ms / 10);
+	raft_set_snapshot_threshold(&cl->raft, 128);
+	raft_set_snapshot_trailing(&cl->raft, 64);
+	raft_set_pre_vote(&cl->raft, true);
+	raft_set_install_snapshot_timeout(&cl->raft, 5000);
+	/* a log with state means this node was a member: rejoin at once */
+	if (rio_has_state(&cl->io))
+		raft_go(cl);
+	env_post(&cl->pump);
+}
+
+/* A Raft message for the config group while ours is not running: a leader added us. */
+static void
+on_unknown_group(void *arg, uint32_t group, uint64_t from)
+{
+	struct cluster *cl = arg;
+
+	if (group != CONFIG_GROUP || !cl->inited || cl->closing)
+		return;
+	sh_log_info("config raft: node %llu contacted us: joining", (unsigned long long)from);
+	raft_go(cl);
+}
+
+/* ---- submissions ---- */
+
+static void
+sub_done(struct sub *s, int status, const char *msg)
+{
+	struct cluster *cl = s->cl;
+
+	sh_list_del(&s->link);
+	if (!s->internal || status < 0)
+		sh_log(status < 0 && status != -EALREADY ? SH_LL_WARN : SH_LL_INFO,
+		       "config change %s: %s%s%s", cfg_op_name(s->cmd.op),
+		       status < 0 ? sh_errname(status) : "done", msg && *msg ? ": " : "",
+		       msg ? msg : "");
+	if (s->internal) {
+		for (unsigned i = 0; i < cl->ntrack; i++)
+			if (cl->track[i].id == s->cmd.id)
+				cl->track[i].proposing = false;
+	}
+	if (s->req != NULL) {
+		struct sh_enc e;
+
+		sh_enc_init(&e);
+		sh_enc_str(&e, msg ? msg : "");
+		net_reply(s->req, status, &(struct iovec){ e.p, e.len }, sh_enc_error(&e) ? 0 : 1);
+		sh_enc_fini(&e);
+	} else if (s->cb != NULL) {
+		s->cb(s->arg, status, msg ? msg : "");
+	}
+	sh_free(s);
+}
+
+static void
+on_applied(struct raft_apply *req, int status, void *result)
+{
+	struct sub *s = req->data;
+	struct cluster *cl = s->cl;
+
+	(void)result;
+	if (status != 0) {
+		char msg[CFG_MSG_MAX];
+
+		snprintf(msg, sizeof(msg),
+			 "the configuration leader changed before the change committed (%s); it "
+			 "may or may not have been applied",
+			 raft_strerror(status));
+		sub_done(s, -EAGAIN, msg);
+		return;
+	}
+	sub_done(s, cl->apply_rc, cl->apply_rc ? cl->apply_msg : "");
+}
+
+static int
+propose(struct cluster *cl, struct sub *s)
+{
+	struct raft_buffer buf;
+	struct sh_enc e;
+	char msg[CFG_MSG_MAX];
+	size_t len;
+	int rc;
+
+	rc = cfg_check(cl->cfg, &s->cmd, msg, sizeof(msg));
+	if (rc < 0) {
+		sub_done(s, rc, msg);
+		return 0;
+	}
+	sh_enc_init(&e);
+	cfg_cmd_encode(&e, &s->cmd);
+	if (sh_enc_error(&e)) {
+		sh_enc_fini(&e);
+		return -ENOMEM;
+	}
+	buf.base = raft_malloc(e.len);
+	if (buf.base == NULL) {
+		sh_enc_fini(&e);
+		return -ENOMEM;
+	}
+	memcpy(buf.base, e.p, e.len);
+	buf.len = e.len;
+	sh_enc_fini(&e);
+	(void)len;
+	s->apply.data = s;
+	rc = raft_apply(&cl->raft, &s->apply, &buf, 1, on_applied);
+	if (rc != 0) {
+		raft_free(buf.base);
+		return -EAGAIN;
+	}
+	s->state = SUB_APPLYING;
+	return 0;
+}
+
+static void
+on_forwarded(struct cluster *cl, void *ctx, uint64_t node, int status, const struct net_msg *reply)
+{
+	struct sub *s = ctx;
+	char msg[CFG_MSG_MAX] = "";
+
+	(void)node;
+
+	if (reply != NULL && reply->len > 0) {
+		struct sh_dec d;
+
+		sh_dec_init(&d, reply->buf->data + reply->off, reply->len);
+		sh_dec_str(&d, msg, sizeof(msg));
+	}
+	s->call = NULL;
+	if (status == -EAGAIN || status == -ETIMEDOUT || status == SH_EPEERRESTART ||
+	    status == -ECONNREFUSED || status == -ECANCELED) {
+		/* the leader moved or died: wait for the next one (until the deadline) */
+		s->state = SUB_WAIT;
+		cl->leader_hint = 0;
+		return;
+	}
+	sub_done(s, status, msg);
+}
+
+static int
+ensure_peer(struct cluster *cl, uint64_t id)
+{
+	const struct cfg_node *n = cfg_node_find(cl->cfg, id);
+	struct net_iface ifc = { 0 };
+	int rc;
+
+	if (net_peer_incarnation(cl->net, id) != 0 || net_peer_connected(cl->net, id))
+		return 0;
+	if (n == NULL)
+		return -ENOENT;
+	if (env_addr_parse(n->mgmt, &ifc.addr) < 0)
+		return -EINVAL;
+	rc = net_peer_add(cl->net, id, &ifc, 1);
+	return rc == -EEXIST ? 0 : rc;
+}
+
+static int
+forward(struct cluster *cl, struct sub *s, uint64_t to)
+{
+	struct sh_enc e;
+	int rc;
+
+	rc = ensure_peer(cl, to);
+	if (rc < 0)
+		return rc;
+	sh_enc_init(&e);
+	cfg_cmd_encode(&e, &s->cmd);
+	rc = ccall(cl, to,
+		   s->cmd.op == CFG_OP_DRIVE_ADD && !s->prepared ? NET_OP_CLUSTER_LOCAL
+								 : NET_OP_CLUSTER_PROPOSE,
+		   &e, CALL_TIMEOUT_NS + CALL_TIMEOUT_NS / 2, 0, on_forwarded, s, &s->call);
+	sh_enc_fini(&e);
+	if (rc == 0) {
+		s->state = SUB_FORWARDING;
+		s->fwd_to = to;
+	}
+	return rc;
+}
+
+/*
+ * The leader to forward to. A member that has not heard its leader for a
+ * few Raft heartbeats treats it as gone (an election is coming) rather
+ * than sending it changes that would only time out.
+ */
+static uint64_t
+live_leader(struct cluster *cl)
+{
+	uint64_t lead = leader_id(cl);
+	uint64_t quiet = 3ull * (cl->p.election_ms / 10) * 1000 * 1000;
+
+	if (lead != 0 && cl->started && lead != cl->p.node_id &&
+	    env_now(cl->env) - rnet_last_heard(cl->rn, lead) > quiet)
+		return 0;
+	return lead;
+}
+
+static void
+describe_no_leader(struct cluster *cl, char *msg, size_t len)
+{
+	struct cluster_info ci;
+	size_t off;
+
+	cluster_info(cl, &ci);
+	off = (size_t)snprintf(msg, len,
+			       "no configuration leader: a majority of the config members is "
+			       "unreachable (members:");
+	for (unsigned i = 0; i < ci.nvoters && off < len; i++) {
+		uint64_t id = ci.voters[i];
+		bool up = id == cl->p.node_id || net_peer_connected(cl->net, id);
+		off += (size_t)snprintf(msg + off, len - off, " %llu%s", (unsigned long long)id,
+					up ? "" : "(unreachable)");
+	}
+	if (off < len)
+		snprintf(msg + off, len - off, ")");
+}
+
+static void
+pump(struct cluster *cl)
+{
+	struct sh_list *pos, *tmp;
+	uint64_t now = env_now(cl->env);
+
+	sh_list_for_each_safe(pos, tmp, &cl->subs)
+	{
+		struct sub *s = sh_list_entry(pos, struct sub, link);
+		uint64_t lead;
+		int rc;
+
+		if (s->state == SUB_FORWARDING && s->call != NULL &&
+		    (s->prepared || s->cmd.op != CFG_OP_DRIVE_ADD)) {
+			lead = live_leader(cl);
+			if (lead != 0 && lead != s->fwd_to) {
+				/* the leader we sent it to is gone: ask the new one */
+				net_call_cancel(s->call->h);
+				s->call = NULL;
+			}
+		}
+		if (s->state != SUB_WAIT)
+			continue;
+		if (s->cmd.op == CFG_OP_DRIVE_ADD && !s->prepared && s->cmd.id == cl->p.node_id) {
+			char msg[CFG_MSG_MAX] = "";
+
+			rc = cl->p.prepare ? cl->p.prepare(cl->p.arg, &s->cmd, msg, sizeof(msg)) : 0;
+			if (rc < 0) {
+				sub_done(s, rc, msg);
+				continue;
+			}
+			s->prepared = true;
+		}
+		if (s->cmd.op == CFG_OP_DRIVE_ADD && !s->prepared) {
+			/* prepared on its own node, which then proposes it */
+			rc = forward(cl, s, s->cmd.id);
+			if (rc < 0) {
+				char msg[CFG_MSG_MAX];
+
+				snprintf(msg, sizeof(msg), "cannot reach node %llu: %s",
+					 (unsigned long long)s->cmd.id,
+					 rc == -ENOENT ? "no such node" : sh_strerror(rc));
+				sub_done(s, rc, msg);
+			}
+			continue;
+		}
+		if (s->cmd.op == CFG_OP_CREATE && !cl->cfg->created && cl->inited && !cl->started) {
+			struct raft_configuration conf;
+
+			raft_configuration_init(&conf);
+			rc = raft_configuration_add(&conf, cl->p.node_id, cl->mgmt, RAFT_VOTER);
+			if (rc == 0)
+				rc = raft_bootstrap(&cl->raft, &conf);
+			raft_configuration_close(&conf);
+			if (rc != 0 || raft_go(cl) < 0) {
+				sub_done(s, -EIO, "could not start the configuration group");
+				continue;
+			}
+		}
+		if (is_leader(cl)) {
+			rc = propose(cl, s);
+			if (rc == 0)
+				continue;
+		} else if (s->fwd_ok && (lead = live_leader(cl)) != 0 && lead != cl->p.node_id) {
+			if (forward(cl, s, lead) == 0)
+				continue;
+		} else if (!s->fwd_ok) {
+			sub_done(s, -EAGAIN, "not the configuration leader");
+			continue;
+		}
+		if (now >= s->deadline && s->cmd.op != CFG_OP_CREATE && !cl->cfg->created &&
+		    !cl->started && cl->leader_hint == 0) {
+			sub_done(s, -ENOTCONN,
+				 "this node is not in a cluster: run 'shoal cluster create' here, or "
+				 "'shoal node add' on a cluster node");
+			continue;
+		}
+		if (now >= s->deadline) {
+			char msg[CFG_MSG_MAX];
+
+			describe_no_leader(cl, msg, sizeof(msg));
+			sub_done(s, -ETIMEDOUT, msg);
+		}
+	}
+}
+
+static void
+on_pump(struct env_task *t)
+{
+	pump(t->arg);
+}
+
+static struct sub *
+sub_new(struct cluster *cl, const struct cfg_cmd *cmd)
+{
+	struct sub *s = sh_calloc(1, sizeof(*s));
+
+	if (s == NULL)
+		return NULL;
+	s->cl = cl;
+	s->cmd = *cmd;
+	if (s->cmd.time == 0)
+		s->cmd.time = env_realtime(cl->env);
+	if (s->cmd.op == CFG_OP_CREATE) {
+		if (s->cmd.id == 0)
+			s->cmd.id = cl->p.node_id;
+		if (s->cmd.addr[0] == '\0')
+			snprintf(s->cmd.addr, sizeof(s->cmd.addr), "%s", cl->mgmt);
+		if (s->cmd.data[0] == '\0')
+			snprintf(s->cmd.data, sizeof(s->cmd.data), "%s", cl->data);
+		if (s->cmd.domain[0] == '\0')
+			snprintf(s->cmd.domain, sizeof(s->cmd.domain), "%s", cl->domain);
+		if (s->cmd.nbuckets == 0)
+			s->cmd.nbuckets = CFG_BUCKETS_DEFAULT;
+		if (s->cmd.uuid[0] == 0 && s->cmd.uuid[1] == 0)
+			env_random(cl->env, s->cmd.uuid, sizeof(s->cmd.uuid));
+	}
+	s->deadline = env_now(cl->env) + cl->p.submit_ns;
+	sh_list_add_tail(&cl->subs, &s->link);
+	return s;
+}
+
+int
+cluster_submit(struct cluster *cl, const struct cfg_cmd *cmd, cluster_cb cb, void *arg)
+{
+	struct sub *s;
+
+	if (cl->closing)
+		return -ESHUTDOWN;
+	if (cmd->op == CFG_OP_CREATE && cmd->id != 0 && cmd->id != cl->p.node_id)
+		return -EINVAL;
+	s = sub_new(cl, cmd);
+	if (s == NULL)
+		return -ENOMEM;
+	s->cb = cb;
+	s->arg = arg;
+	s->fwd_ok = true;
+	env_post(&cl->pump);
+	return 0;
+}
+
+/* A change forwarded to us (we should be the leader), or a drive to prepare here. */
+static void
+on_remote(struct net_req *req, void *arg)
+{
+	struct cluster *cl = arg;
+	const struct net_msg *m = net_req_body(req);
+	bool local = net_req_opcode(req) == NET_OP_CLUSTER_LOCAL;
+	struct cfg_cmd cmd;
+	struct sub *s;
+
+	if (cfg_cmd_decode(m->buf->data + m->off, m->len, &cmd) < 0 ||
+	    (local && (cmd.op != CFG_OP_DRIVE_ADD || cmd.id != cl->p.node_id))) {
+		net_reply(req, -EINVAL, NULL, 0);
+		return;
+	}
+	s = sub_new(cl, &cmd);
+	if (s == NULL) {
+		net_reply(req, -ENOMEM, NULL, 0);
+		return;
+	}
+	s->req = req;
+	/* prepared here, a drive goes on to the leader; a proposal stops here */
+	s->fwd_ok = local;
+	s->prepared = !local; /* a proposal was prepared where it came from */
+	env_post(&cl->pump);
+}
+
+/* ---- following: heartbeats and pushes ---- */
+
+static struct track *
+track_get(struct cluster *cl, uint64_t id)
+{
+	for (unsigned i = 0; i < cl->ntrack; i++)
+		if (cl->track[i].id == id)
+			return &cl->track[i];
+	if (cl->ntrack >= CFG_NODES_MAX)
+		return NULL;
+	cl->track[cl->ntrack] = (struct track){ .id = id, .seen = env_now(cl->env) };
+	return &cl->track[cl->ntrack++];
+}
+
+/* A copy of the configuration from the leader; members follow their own log instead. */
+static void
+adopt(struct cluster *cl, const uint8_t *b, size_t len)
+{
+	struct cfg *t;
+
+	if (cl->started || len == 0)
+		return;
+	t = cfg_new();
+	if (t == NULL)
+		return;
+	if (cfg_decode(b, len, t) == 0 && t->epoch > cl->cfg->epoch) {
+		sh_log_debug("config epoch %llu -> %llu", (unsigned long long)cl->cfg->epoch,
+			     (unsigned long long)t->epoch);
+		if (cfg_copy(cl->cfg, t) == 0)
+			notify(cl);
+	}
+	cfg_free(t);
+}
+
+static void
+on_heartbeat(struct net_req *req, void *arg)
+{
+	struct cluster *cl = arg;
+	const struct net_msg *m = net_req_body(req);
+	struct sh_dec d;
+	struct sh_enc e;
+	struct track *t;
+	uint64_t node, epoch;
+
+	sh_dec_init(&d, m->buf->data + m->off, m->len);
+	node = sh_dec_u64(&d);
+	epoch = sh_dec_u64(&d);
+	sh_dec_end(&d);
+	if (d.err) {
+		net_reply(req, -EINVAL, NULL, 0);
+		return;
+	}
+	if (!is_leader(cl)) {
+		net_reply(req, -EAGAIN, NULL, 0);
+		return;
+	}
+	t = track_get(cl, node);
+	if (t != NULL) {
+		t->seen = env_now(cl->env);
+		t->acked = epoch;
+	}
+	sh_enc_init(&e);
+	sh_enc_u64(&e, cl->cfg->epoch);
+	if (epoch < cl->cfg->epoch)
+		cfg_encode(&e, cl->cfg);
+	net_reply(req, sh_enc_error(&e) ? -ENOMEM : 0, &(struct iovec){ e.p, e.len }, 1);
+	sh_enc_fini(&e);
+}
+
+static void
+on_heartbeat_reply(struct cluster *cl, void *ctx, uint64_t node, int status,
+		   const struct net_msg *reply)
+{
+	(void)ctx;
+	(void)node;
+	if (status == -EAGAIN && !cl->started)
+		cl->leader_hint = 0; /* it is not the leader any more; wait for a push */
+	if (status < 0 || reply == NULL || reply->len < 8)
+		return;
+	if (reply->len > 8)
+		adopt(cl, reply->buf->data + reply->off + 8, reply->len - 8);
+}
+
+static void
+on_push(struct net_req *req, void *arg)
+{
+	struct cluster *cl = arg;
+	const struct net_msg *m = net_req_body(req);
+	uint64_t leader;
+	struct sh_enc e;
+
+	if (m->len < 8) {
+		net_reply(req, -EINVAL, NULL, 0);
+		return;
+	}
+	memcpy(&leader, m->buf->data + m->off, 8);
+	if (leader == net_req_peer(req))
+		cl->leader_hint = leader;
+	adopt(cl, m->buf->data + m->off + 8, m->len - 8);
+	sh_enc_init(&e);
+	sh_enc_u64(&e, cl->cfg->epoch);
+	net_reply(req, 0, &(struct iovec){ e.p, e.len }, sh_enc_error(&e) ? 0 : 1);
+	sh_enc_fini(&e);
+}
+
+static void
+on_push_reply(struct cluster *cl, void *ctx, uint64_t node, int status, const struct net_msg *reply)
+{
+	struct track *t;
+	uint64_t epoch;
+
+	(void)ctx;
+	if (status == 0 && reply != NULL && reply->len >= 8) {
+		memcpy(&epoch, reply->buf->data + reply->off, 8);
+		t = track_get(cl, node);
+		if (t != NULL && epoch > t->acked)
+			t->acked = epoch;
+	}
+}
+
+static void
+push(struct cluster *cl, struct track *t)
+{
+	struct sh_enc e;
+
+	t->pushed = env_now(cl->env);
+	if (ensure_peer(cl, t->id) < 0)
+		return;
+	sh_enc_init(&e);
+	sh_enc_u64(&e, cl->p.node_id);
+	cfg_encode(&e, cl->cfg);
+	ccall(cl, t->id, NET_OP_CLUSTER_PUSH, &e, CALL_TIMEOUT_NS, 0, on_push_reply, NULL, NULL);
+	sh_enc_fini(&e);
+}
+
+static void
+heartbeat(struct cluster *cl)
+{
+	uint64_t lead = leader_id(cl);
+	struct sh_enc e;
+
+	if (lead == 0 || lead == cl->p.node_id || ensure_peer(cl, lead) < 0)
+		return;
+	sh_enc_init(&e);
+	sh_enc_u64(&e, cl->p.node_id);
+	sh_enc_u64(&e, cl->cfg->epoch);
+	ccall(cl, lead, NET_OP_CLUSTER_HEARTBEAT, &e, CALL_TIMEOUT_NS, 0, on_heartbeat_reply, NULL, NULL);
+	sh_enc_fini(&e);
+}
+
+/* ---- the leader's duties ---- */
+
+static void
+set_state(struct cluster *cl, struct track *t, uint8_t state)
+{
+	struct cfg_cmd cmd = { .op = CFG_OP_NODE_STATE, .id = t->id, .state = state };
+	struct sub *s = sub_new(cl, &cmd);
+
+	if (s == NULL)
+		return;
+	s->internal = true;
+	t->proposing = true;
+	sh_log_info("node %llu %s", (unsigned long long)t->id,
+		    state == CFG_DOWN ? "is silent: marking it down" : "is back: marking it up");
+}
+
+static void
+on_change(struct raft_change *req, int status)
+{
+	struct cluster *cl = req->data;
+
+	cl->changing = false;
+	if (status != 0)
+		sh_log_warn("config membership change: %s", raft_strerror(status));
+}
+
+static bool
+in_cfg(const struct cluster *cl, uint64_t id)
+{
+	return cfg_node_find(cl->cfg, id) != NULL;
+}
+
+/* Keep min(5, nodes) voters: add nodes that are up, promote them, drop removed ones. */
+static void
+reconcile(struct cluster *cl)
+{
+	const struct raft_configuration *rc = &cl->raft.configuration;
+	unsigned voters = 0, want;
+	int err = 0;
+
+	if (cl->changing || !cl->cfg->created)
+		return;
+	cl->change.data = cl;
+	for (unsigned i = 0; i < rc->n; i++) {
+		const struct raft_server *s = &rc->servers[i];
+
+		if (s->id != cl->p.node_id && !in_cfg(cl, s->id)) {
+			sh_log_info("config group: removing node %llu", (unsigned long long)s->id);
+			err = raft_remove(&cl->raft, &cl->change, s->id, on_change);
+			goto out;
+		}
+		if (s->role == RAFT_VOTER)
+			voters++;
+	}
+	want = cl->cfg->nnodes < VOTERS_MAX ? cl->cfg->nnodes : VOTERS_MAX;
+	if (voters >= want)
+		return;
+	for (unsigned i = 0; i < rc->n; i++) {
+		const struct raft_server *s = &rc->servers[i];
+		const struct cfg_node *n = cfg_node_find(cl->cfg, s->id);
+
+		if (s->role != RAFT_VOTER && n != NULL && n->state == CFG_UP) {
+			sh_log_info("config group: node %llu becomes a voter", (unsigned long long)s->id);
+			err = raft_assign(&cl->raft, &cl->change, s->id, RAFT_VOTER, on_change);
+			goto out;
+		}
+	}
+	for (uint32_t i = 0; i < cl->cfg->nnodes; i++) {
+		const struct cfg_node *n = &cl->cfg->nodes[i];
+		bool present = false;
+
+		for (unsigned k = 0; k < rc->n && !present; k++)
+			present = rc->servers[k].id == n->id;
+		if (present || n->state != CFG_UP)
+			continue;
+		sh_log_info("config group: adding node %llu (%s)", (unsigned long long)n->id, n->mgmt);
+		err = raft_add(&cl->raft, &cl->change, n->id, n->mgmt, on_change);
+		goto out;
+	}
+	return;
+out:
+	if (err == 0)
+		cl->changing = true;
+	else
+		sh_log_debug("config membership change refused: %s", raft_strerror(err));
+}
+
+static void
+lead(struct cluster *cl)
+{
+	uint64_t now = env_now(cl->env);
+
+	if (!cl->was_leader) {
+		/* new leader: judge nodes from now on, or from their last Raft message */
+		cl->was_leader = true;
+		cl->ntrack = 0;
+		sh_log_info("this node leads the configuration (term %llu, epoch %llu)",
+			    (unsigned long long)cl->raft.current_term,
+			    (unsigned long long)cl->cfg->epoch);
+		for (uint32_t i = 0; i < cl->cfg->nnodes; i++) {
+			struct track *t = track_get(cl, cl->cfg->nodes[i].id);
+			uint64_t heard = rnet_last_heard(cl->rn, t->id);
+
+			if (heard)
+				t->seen = heard;
+		}
+	}
+	for (uint32_t i = 0; i < cl->cfg->nnodes; i++) {
+		const struct cfg_node *n = &cl->cfg->nodes[i];
+		struct track *t = track_get(cl, n->id);
+		uint64_t heard;
+		bool silent;
+
+		if (t == NULL)
+			continue;
+		heard = rnet_last_heard(cl->rn, n->id);
+		if (n->id == cl->p.node_id)
+			t->seen = now;
+		else if (heard > t->seen)
+			t->seen = heard;
+		silent = now - t->seen > cl->p.down_ns;
+		if (!t->proposing && n->state == CFG_UP && silent)
+			set_state(cl, t, CFG_DOWN);
+		else if (!t->proposing && n->state == CFG_DOWN && !silent)
+			set_state(cl, t, CFG_UP);
+		if (n->id != cl->p.node_id && t->acked < cl->cfg->epoch &&
+		    now - t->pushed >= PUSH_RETRY_NS)
+			push(cl, t);
+	}
+	reconcile(cl);
+}
+
+static void
+on_tick(struct env_timer *tm)
+{
+	struct cluster *cl = tm->arg;
+	uint64_t now = env_now(cl->env);
+
+	env_timer_arm(&cl->tick, TICK_NS);
+	if (is_leader(cl)) {
+		lead(cl);
+	} else {
+		cl->was_leader = false;
+		if (now - cl->last_hb >= cl->p.heartbeat_ns) {
+			cl->last_hb = now;
+			heartbeat(cl);
+		}
+	}
+	pump(cl);
+}
+
+/* ---- lifecycle ---- */
+
+int
+cluster_start(struct net *mgmt, const struct cluster_params *p, struct cluster **out)
+{
+	struct cluster *cl;
+	struct rio_params rp;
+	int rc;
+
+	if (p->node_id == 0 || p->mgmt == NULL || p->data == NULL || p->dir == NULL)
+		return -EINVAL;
+	cl = sh_calloc(1, sizeof(*cl));
+	if (cl == NULL)
+		return -ENOMEM;
+	cl->net = mgmt;
+	cl->env = net_env(mgmt);
+	cl->p = *p;
+	snprintf(cl->mgmt, sizeof(cl->mgmt), "%s", p->mgmt);
+	snprintf(cl->data, sizeof(cl->data), "%s", p->data);
+	snprintf(cl->domain, sizeof(cl->domain), "%s", p->domain ? p->domain : "");
+	snprintf(cl->path, sizeof(cl->path), "%s/config.raft", p->dir);
+	if (cl->p.heartbeat_ns == 0)
+		cl->p.heartbeat_ns = 500ull * 1000 * 1000;
+	if (cl->p.down_ns == 0)
+		cl->p.down_ns = 2ull * 1000 * 1000 * 1000;
+	if (cl->p.submit_ns == 0)
+		cl->p.submit_ns = 8ull * 1000 * 1000 * 1000;
+	if (cl->p.election_ms == 0)
+		cl->p.election_ms = 1000;
+	sh_list_init(&cl->subs);
+	sh_list_init(&cl->calls);
+	cl->cfg = cfg_new();
+	if (cl->cfg == NULL) {
+		rc = -ENOMEM;
+		goto err;
+	}
+	cl->fsm = (struct raft_fsm){ .version = 1,
+				     .data = cl,
+				     .apply = fsm_apply,
+				     .snapshot = fsm_snapshot,
+				     .restore = fsm_restore };
+	env_timer_init(cl->env, &cl->tick, on_tick, cl);
+	env_task_init(cl->env, &cl->pump, on_pump, cl);
+	rc = rnet_create(mgmt, &cl->rn);
+	if (rc < 0)
+		goto err;
+	rnet_set_unknown(cl->rn, on_unknown_group, cl);
+	if ((rc = net_handle(mgmt, NET_OP_CLUSTER_PROPOSE, on_remote, cl)) < 0 ||
+	    (rc = net_handle(mgmt, NET_OP_CLUSTER_LOCAL, on_remote, cl)) < 0 ||
+	    (rc = net_handle(mgmt, NET_OP_CLUSTER_HEARTBEAT, on_heartbeat, cl)) < 0 ||
+	    (rc = net_handle(mgmt, NET_OP_CLUSTER_PUSH, on_push, cl)) < 0)
+		goto err_rn;
+	rp = (struct rio_params){ .group = CONFIG_GROUP,
+				  .id = p->node_id,
+				  .path = cl->path,
+				  .log_size = RAFT_LOG_SIZE };
+	rc = rio_open(cl->rn, &cl->io, &rp, on_log_open, cl);
+	if (rc < 0)
+		goto err_rn;
+	env_timer_arm(&cl->tick, TICK_NS);
+	*out = cl;
+	return 0;
+err_rn:
+	rnet_destroy(cl->rn);
+err:
+	cfg_free(cl->cfg);
+	sh_free(cl);
+	return rc;
+}
+
+static void
+finish_stop(struct env_task *t)
+{
+	struct cluster *cl = t->arg;
+	void (*done)(void *) = cl->stop_done;
+	void *arg = cl->stop_arg;
+
+	while (!sh_list_empty(&cl->subs))
+		sub_done(sh_list_entry(cl->subs.next, struct sub, link), -ESHUTDOWN,
+			 "the node is shutting down");
+	rio_destroy(&cl->io);
+	rnet_destroy(cl->rn);
+	cfg_free(cl->cfg);
+	sh_free(cl);
+	if (done)
+		done(arg);
+}
+
+static void
+maybe_finish(struct cluster *cl)
+{
+	if (cl->raft_closed && sh_list_empty(&cl->calls))
+		env_post(&cl->stop_task);
+}
+
+static void
+on_raft_closed(struct raft *raft)
+{
+	struct cluster *cl = raft->data;
+
+	cl->raft_closed = true;
+	maybe_finish(cl);
+}
+
+void
+cluster_stop(struct cluster *cl, void (*done)(void *arg), void *arg)
+{
+	cl->closing = true;
+	cl->stop_done = done;
+	cl->stop_arg = arg;
+	env_timer_cancel(&cl->tick);
+	env_task_cancel(&cl->pump);
+	{
+		struct sh_list *pos, *tmp;
+
+		/* applying ones are called back by raft_close */
+		sh_list_for_each_safe(pos, tmp, &cl->subs)
+		{
+			struct sub *s = sh_list_entry(pos, struct sub, link);
+
+			if (s->state != SUB_APPLYING)
+				sub_done(s, -ESHUTDOWN, "the node is shutting down");
+		}
+		sh_list_for_each(pos, &cl->calls)
+			net_call_cancel(sh_list_entry(pos, struct ccall, link)->h);
+	}
+	env_task_init(cl->env, &cl->stop_task, finish_stop, cl);
+	if (cl->inited) {
+		raft_close(&cl->raft, on_raft_closed);
+	} else {
+		cl->raft_closed = true;
+		maybe_finish(cl);
+	}
+}
+
+const struct cfg *
+cluster_cfg(const struct cluster *cl)
+{
+	return cl->cfg;
+}
+
+void
+cluster_info(const struct cluster *cl, struct cluster_info *out)
+{
+	struct cluster *c = (struct cluster *)cl;
+
+	memset(out, 0, sizeof(*out));
+	out->started = cl->started;
+	out->leader = leader_id(c);
+	if (!cl->started)
+		return;
+	out->raft_state = raft_state(&c->raft);
+	out->term = cl->raft.current_term;
+	out->commit = cl->raft.commit_index;
+	out->applied = raft_last_applied(&c->raft);
+	for (unsigned i = 0; i < cl->raft.configuration.n && out->nvoters < 8; i++) {
+		const struct raft_server *s = &cl->raft.configuration.servers[i];
+
+		if (s->role != RAFT_VOTER)
+			continue;
+		out->voters[out->nvoters++] = s->id;
+		if (s->id == cl->p.node_id)
+			out->member = true;
+	}
+}

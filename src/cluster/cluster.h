@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One node's part in the cluster configuration (DESIGN.md §6): the config
+ * Raft group (when this node is one of its up to 5 voters), the copy of
+ * the configuration every node follows, heartbeats and failure detection.
+ *
+ * - Config members run libraft (group 0) on the management net; the
+ *   state machine is struct cfg. A node's Raft instance starts when its
+ *   log has state, when it creates the cluster, or when the leader first
+ *   sends it a Raft message after adding it.
+ * - The leader keeps the voters at min(5, nodes): it adds nodes as
+ *   voters (raft_add, then raft_assign) in id order, and removes the
+ *   voters of removed nodes.
+ * - Every other node (and, later, clients) follows: the leader pushes a
+ *   full copy to each node whose acknowledged epoch is behind, and each
+ *   node's heartbeat reply carries a copy when it reports an old epoch.
+ * - Heartbeats: every node sends one to the leader each heartbeat period.
+ *   The leader marks a node silent for longer than down_ns as down (a
+ *   replicated change, with an event), and up again when it is heard.
+ *
+ * Changes (cluster_submit) go to the leader: applied locally when this
+ * node leads, else forwarded once over the management net. A change
+ * waits up to submit_ns for a leader, then fails with -ETIMEDOUT and a
+ * reason that names the voters this node cannot reach.
+ */
+#ifndef SH_CLUSTER_CLUSTER_H
+#define SH_CLUSTER_CLUSTER_H
+
+#include "../net/net.h"
+#include "config.h"
+
+struct cluster;
+
+struct cluster_params {
+	uint64_t node_id;
+	const char *mgmt;   /* this node's management address: ip:port */
+	const char *data;   /* its data address */
+	const char *domain; /* failure domain ("" : node-ID) */
+	const char *dir;    /* where the Raft log lives */
+	uint64_t heartbeat_ns; /* default 500 ms */
+	uint64_t down_ns;      /* silence before a node is marked down; default 2 s */
+	uint64_t submit_ns;    /* how long a change waits for a leader; default 8 s */
+	unsigned election_ms;  /* default 1000 */
+	/*
+	 * A change that must be prepared on this node before it is proposed
+	 * (adding a drive: check the path, measure and format it). Returns
+	 * 0 (and may fill cmd fields, e.g. size) or a negative errno with a
+	 * reason in msg. Optional.
+	 */
+	int (*prepare)(void *arg, struct cfg_cmd *cmd, char *msg, size_t len);
+	/* The configuration seen here changed (a newer epoch). Optional. */
+	void (*changed)(void *arg, const struct cfg *c);
+	void *arg;
+};
+
+typedef void (*cluster_cb)(void *arg, int status, const char *msg);
+
+int cluster_start(struct net *mgmt, const struct cluster_params *p, struct cluster **out);
+/* Close Raft and free everything; done(arg) runs when it is over (not inside the call). */
+void cluster_stop(struct cluster *cl, void (*done)(void *arg), void *arg);
+
+/*
+ * Propose a change. cb(arg, status, msg) runs exactly once, later: 0 when
+ * it is committed and applied, else a negative errno and a reason.
+ */
+int cluster_submit(struct cluster *cl, const struct cfg_cmd *cmd, cluster_cb cb, void *arg);
+
+/* The newest configuration this node knows (epoch 0, !created: none yet). */
+const struct cfg *cluster_cfg(const struct cluster *cl);
+
+struct cluster_info {
+	uint64_t leader; /* 0: none known */
+	bool member;	 /* this node is a config voter */
+	bool started;	 /* its Raft instance runs */
+	int raft_state;	 /* RAFT_FOLLOWER.. when started */
+	uint64_t term, commit, applied;
+	unsigned nvoters;
+	uint64_t voters[8];
+};
+void cluster_info(const struct cluster *cl, struct cluster_info *out);
+
+#endif /* SH_CLUSTER_CLUSTER_H */

@@ -1,0 +1,775 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The cluster configuration: validation, apply, placement, codecs (config.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../env/env.h"
+#include "config.h"
+
+#define CFG_MAGIC 0x31474643u /* "CFG1" */
+
+static const char *op_names[] = { "?",		"cluster.create", "node.add",  "node.remove",
+				  "node.state", "net.add",	  "drive.add", "fs.create",
+				  "fs.delete" };
+
+const char *
+cfg_op_name(unsigned op)
+{
+	return op < CFG_OP_MAX ? op_names[op] : "?";
+}
+
+const char *
+cfg_comp_name(unsigned comp)
+{
+	switch (comp) {
+	case CFG_COMP_NONE:
+		return "none";
+	case CFG_COMP_LZ4:
+		return "lz4";
+	case CFG_COMP_ZSTD:
+		return "zstd";
+	default:
+		return "?";
+	}
+}
+
+int
+cfg_comp_parse(const char *s)
+{
+	for (int i = CFG_COMP_NONE; i <= CFG_COMP_ZSTD; i++)
+		if (strcmp(s, cfg_comp_name((unsigned)i)) == 0)
+			return i;
+	return -EINVAL;
+}
+
+int
+cfg_protection_parse(const char *s, uint8_t *d, uint8_t *p)
+{
+	unsigned a, b;
+	char tail;
+
+	if (sscanf(s, "%u+%u%c", &a, &b, &tail) != 2 || a > 255 || b > 255)
+		return -EINVAL;
+	*d = (uint8_t)a;
+	*p = (uint8_t)b;
+	return 0;
+}
+
+bool
+cfg_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n >= CFG_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = s[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+		      ch == '.' || ch == '_' || ch == '-'))
+			return false;
+	}
+	return true;
+}
+
+struct cfg *
+cfg_new(void)
+{
+	return sh_calloc(1, sizeof(struct cfg));
+}
+
+void
+cfg_free(struct cfg *c)
+{
+	if (c == NULL)
+		return;
+	sh_free(c->buckets);
+	sh_free(c);
+}
+
+int
+cfg_copy(struct cfg *dst, const struct cfg *src)
+{
+	uint64_t *b = NULL;
+	size_t n = (size_t)src->nbuckets * src->replicas;
+
+	if (src->buckets && n) {
+		b = sh_malloc(n * sizeof(*b));
+		if (b == NULL)
+			return -ENOMEM;
+		memcpy(b, src->buckets, n * sizeof(*b));
+	}
+	sh_free(dst->buckets);
+	memcpy(dst, src, sizeof(*dst));
+	dst->buckets = b;
+	return 0;
+}
+
+const struct cfg_node *
+cfg_node_find(const struct cfg *c, uint64_t id)
+{
+	for (uint32_t i = 0; i < c->nnodes; i++)
+		if (c->nodes[i].id == id)
+			return &c->nodes[i];
+	return NULL;
+}
+
+static bool
+domain_seen(const struct cfg *c, uint32_t upto, const char *domain, bool with_drives)
+{
+	for (uint32_t i = 0; i < upto; i++) {
+		if (strcmp(c->nodes[i].domain, domain) != 0)
+			continue;
+		if (!with_drives)
+			return true;
+		for (uint32_t k = 0; k < c->ndrives; k++)
+			if (c->drives[k].node == c->nodes[i].id)
+				return true;
+	}
+	return false;
+}
+
+static unsigned
+count_domains(const struct cfg *c, bool with_drives)
+{
+	unsigned n = 0;
+
+	for (uint32_t i = 0; i < c->nnodes; i++) {
+		bool has = !with_drives;
+
+		for (uint32_t k = 0; k < c->ndrives && !has; k++)
+			has = c->drives[k].node == c->nodes[i].id;
+		if (has && !domain_seen(c, i, c->nodes[i].domain, with_drives))
+			n++;
+	}
+	return n;
+}
+
+unsigned
+cfg_domains_with_drives(const struct cfg *c)
+{
+	return count_domains(c, true);
+}
+
+const struct cfg_event *
+cfg_event_at(const struct cfg *c, uint32_t i)
+{
+	if (i >= c->nevents)
+		return NULL;
+	return &c->events[(c->next_event - 1 - i) % CFG_EVENTS_MAX];
+}
+
+/* ---- placement ---- */
+
+static uint64_t
+hrw(uint32_t bucket, uint64_t node)
+{
+	return sh_hash_u64(node * 0x9E3779B97F4A7C15ull ^ ((uint64_t)bucket << 1 | 1));
+}
+
+/* Each bucket's group: the highest-scoring nodes on distinct failure domains. */
+static int
+place(struct cfg *c)
+{
+	unsigned domains = count_domains(c, false);
+	uint32_t r = domains >= 6 ? 5 : (domains >= 3 ? 3 : domains);
+	uint64_t *b;
+
+	if (r == 0)
+		r = 1;
+	b = sh_calloc((size_t)c->nbuckets * r, sizeof(*b));
+	if (b == NULL)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < c->nbuckets; k++) {
+		uint64_t *g = b + (size_t)k * r;
+		uint32_t got = 0;
+		bool used[CFG_NODES_MAX] = { false };
+
+		while (got < r) {
+			int best = -1;
+			uint64_t bs = 0;
+
+			for (uint32_t i = 0; i < c->nnodes; i++) {
+				uint64_t s;
+				bool clash = false;
+
+				if (used[i])
+					continue;
+				for (uint32_t j = 0; j < got && !clash; j++)
+					clash = strcmp(cfg_node_find(c, g[j])->domain, c->nodes[i].domain) == 0;
+				if (clash)
+					continue;
+				s = hrw(k, c->nodes[i].id);
+				if (best < 0 || s > bs) {
+					best = (int)i;
+					bs = s;
+				}
+			}
+			if (best < 0)
+				break;
+			used[best] = true;
+			g[got++] = c->nodes[best].id;
+		}
+	}
+	sh_free(c->buckets);
+	c->buckets = b;
+	c->replicas = r;
+	return 0;
+}
+
+/* ---- validation ---- */
+
+static int
+fail(char *msg, size_t len, int err, const char *fmt, ...) SH_PRINTF(4, 5);
+
+static int
+fail(char *msg, size_t len, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (msg != NULL && len > 0) {
+		va_start(ap, fmt);
+		vsnprintf(msg, len, fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
+static bool
+addr_ok(const char *s)
+{
+	struct env_addr a;
+	return env_addr_parse(s, &a) == 0 && a.port != 0;
+}
+
+static int
+check_addr_free(const struct cfg *c, const char *addr, char *msg, size_t len)
+{
+	for (uint32_t i = 0; i < c->nnodes; i++) {
+		const struct cfg_node *n = &c->nodes[i];
+
+		if (strcmp(n->mgmt, addr) == 0 || strcmp(n->data, addr) == 0)
+			return fail(msg, len, -EEXIST, "address %s is already used by node %llu", addr,
+				    (unsigned long long)n->id);
+		for (unsigned k = 0; k < n->nnets; k++)
+			if (strcmp(n->nets[k].addr, addr) == 0)
+				return fail(msg, len, -EEXIST,
+					    "address %s is already used by node %llu", addr,
+					    (unsigned long long)n->id);
+	}
+	return 0;
+}
+
+static int
+check_node_fields(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
+{
+	int rc;
+
+	if (cmd->id == 0)
+		return fail(msg, len, -EINVAL, "node id must be a positive number");
+	if (cfg_node_find(c, cmd->id) != NULL)
+		return fail(msg, len, -EEXIST, "node %llu already exists",
+			    (unsigned long long)cmd->id);
+	if (c->nnodes >= CFG_NODES_MAX)
+		return fail(msg, len, -ENOSPC, "the cluster has the most nodes it can (%d)",
+			    CFG_NODES_MAX);
+	if (!addr_ok(cmd->addr))
+		return fail(msg, len, -EINVAL, "'%s' is not a management address (IP:PORT)",
+			    cmd->addr);
+	if (!addr_ok(cmd->data))
+		return fail(msg, len, -EINVAL, "'%s' is not a data address (IP:PORT)", cmd->data);
+	if (strcmp(cmd->addr, cmd->data) == 0)
+		return fail(msg, len, -EINVAL, "management and data addresses must differ");
+	if (cmd->domain[0] && !cfg_name_ok(cmd->domain))
+		return fail(msg, len, -EINVAL, "'%s' is not a failure domain name", cmd->domain);
+	rc = check_addr_free(c, cmd->addr, msg, len);
+	return rc ? rc : check_addr_free(c, cmd->data, msg, len);
+}
+
+static const struct cfg_fs *
+fs_find(const struct cfg *c, const char *name)
+{
+	for (uint32_t i = 0; i < c->nfs; i++)
+		if (strcmp(c->fs[i].name, name) == 0)
+			return &c->fs[i];
+	return NULL;
+}
+
+int
+cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
+{
+	const struct cfg_node *n;
+
+	if (msg && len)
+		msg[0] = '\0';
+	if (cmd->op == 0 || cmd->op >= CFG_OP_MAX)
+		return fail(msg, len, -EINVAL, "unknown operation %u", cmd->op);
+	if (cmd->op != CFG_OP_CREATE && !c->created)
+		return fail(msg, len, -ENOTCONN, "no cluster yet: run 'shoal cluster create' first");
+	switch (cmd->op) {
+	case CFG_OP_CREATE:
+		if (c->created)
+			return fail(msg, len, -EEXIST, "cluster '%s' already exists", c->name);
+		if (!cfg_name_ok(cmd->name))
+			return fail(msg, len, -EINVAL,
+				    "'%s' is not a cluster name (1-63 of A-Z a-z 0-9 . _ -)",
+				    cmd->name);
+		if (cmd->nbuckets == 0 || cmd->nbuckets > CFG_BUCKETS_MAX)
+			return fail(msg, len, -EINVAL, "buckets must be 1 to %d, not %u",
+				    CFG_BUCKETS_MAX, cmd->nbuckets);
+		return check_node_fields(c, cmd, msg, len);
+	case CFG_OP_NODE_ADD:
+		return check_node_fields(c, cmd, msg, len);
+	case CFG_OP_NODE_REMOVE:
+		if (cfg_node_find(c, cmd->id) == NULL)
+			return fail(msg, len, -ENOENT, "no node %llu", (unsigned long long)cmd->id);
+		if (c->nnodes == 1)
+			return fail(msg, len, -EINVAL, "node %llu is the last node of the cluster",
+				    (unsigned long long)cmd->id);
+		return 0;
+	case CFG_OP_NODE_STATE:
+		n = cfg_node_find(c, cmd->id);
+		if (n == NULL)
+			return fail(msg, len, -ENOENT, "no node %llu", (unsigned long long)cmd->id);
+		if (cmd->state != CFG_UP && cmd->state != CFG_DOWN)
+			return fail(msg, len, -EINVAL, "bad node state %u", cmd->state);
+		if (n->state == cmd->state)
+			return fail(msg, len, -EALREADY, "node %llu is already %s",
+				    (unsigned long long)cmd->id, cmd->state == CFG_UP ? "up" : "down");
+		return 0;
+	case CFG_OP_NET_ADD:
+		n = cfg_node_find(c, cmd->id);
+		if (n == NULL)
+			return fail(msg, len, -ENOENT, "no node %llu", (unsigned long long)cmd->id);
+		if (!addr_ok(cmd->addr))
+			return fail(msg, len, -EINVAL, "'%s' is not an interface address (IP:PORT)",
+				    cmd->addr);
+		if (cmd->label[0] == '\0' || !cfg_name_ok(cmd->label))
+			return fail(msg, len, -EINVAL, "'%s' is not a label (1-15 of A-Z a-z 0-9 . _ -)",
+				    cmd->label);
+		if (n->nnets >= CFG_NETS_MAX)
+			return fail(msg, len, -ENOSPC, "node %llu has the most interfaces it can (%d)",
+				    (unsigned long long)cmd->id, CFG_NETS_MAX);
+		return check_addr_free(c, cmd->addr, msg, len);
+	case CFG_OP_DRIVE_ADD:
+		if (cfg_node_find(c, cmd->id) == NULL)
+			return fail(msg, len, -ENOENT, "no node %llu", (unsigned long long)cmd->id);
+		if (cmd->path[0] != '/')
+			return fail(msg, len, -EINVAL, "drive path '%s' is not absolute", cmd->path);
+		if (cmd->size < CFG_DRIVE_MIN)
+			return fail(msg, len, -EINVAL, "drive %s is too small: %llu bytes, at least %llu",
+				    cmd->path, (unsigned long long)cmd->size,
+				    (unsigned long long)CFG_DRIVE_MIN);
+		if (c->ndrives >= CFG_DRIVES_MAX)
+			return fail(msg, len, -ENOSPC, "the cluster has the most drives it can (%d)",
+				    CFG_DRIVES_MAX);
+		for (uint32_t i = 0; i < c->ndrives; i++)
+			if (c->drives[i].node == cmd->id && strcmp(c->drives[i].path, cmd->path) == 0)
+				return fail(msg, len, -EEXIST, "node %llu already has drive %s",
+					    (unsigned long long)cmd->id, cmd->path);
+		return 0;
+	case CFG_OP_FS_CREATE: {
+		unsigned dom = cfg_domains_with_drives(c);
+
+		if (!cfg_name_ok(cmd->name))
+			return fail(msg, len, -EINVAL,
+				    "'%s' is not a filesystem name (1-63 of A-Z a-z 0-9 . _ -)",
+				    cmd->name);
+		if (fs_find(c, cmd->name) != NULL)
+			return fail(msg, len, -EEXIST, "filesystem '%s' already exists", cmd->name);
+		if (c->nfs >= CFG_FS_MAX)
+			return fail(msg, len, -ENOSPC, "the cluster has the most filesystems it can (%d)",
+				    CFG_FS_MAX);
+		if (cmd->d < 3 || cmd->d > 16 || (cmd->p != 2 && cmd->p != 4))
+			return fail(msg, len, -EINVAL,
+				    "protection %u+%u is not supported: data 3 to 16, parity 2 or 4",
+				    cmd->d, cmd->p);
+		if ((unsigned)cmd->d + cmd->p > dom)
+			return fail(msg, len, -ENOSPC,
+				    "protection %u+%u needs %u failure domains with drives; the "
+				    "cluster has %u",
+				    cmd->d, cmd->p, cmd->d + cmd->p, dom);
+		if (cmd->compression > CFG_COMP_ZSTD || cmd->dedup > 1)
+			return fail(msg, len, -EINVAL, "bad compression or dedup setting");
+		return 0;
+	}
+	case CFG_OP_FS_DELETE:
+		if (fs_find(c, cmd->name) == NULL)
+			return fail(msg, len, -ENOENT, "no filesystem '%s'", cmd->name);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* ---- apply ---- */
+
+static void event(struct cfg *c, uint64_t time, uint64_t node, const char *fmt, ...) SH_PRINTF(4, 5);
+
+static void
+event(struct cfg *c, uint64_t time, uint64_t node, const char *fmt, ...)
+{
+	struct cfg_event *e = &c->events[c->next_event % CFG_EVENTS_MAX];
+	va_list ap;
+
+	e->seq = ++c->next_event;
+	e->time = time;
+	e->node = node;
+	va_start(ap, fmt);
+	vsnprintf(e->text, sizeof(e->text), fmt, ap);
+	va_end(ap);
+	if (c->nevents < CFG_EVENTS_MAX)
+		c->nevents++;
+}
+
+static void
+node_init(struct cfg_node *n, const struct cfg_cmd *cmd)
+{
+	memset(n, 0, sizeof(*n));
+	n->id = cmd->id;
+	snprintf(n->mgmt, sizeof(n->mgmt), "%s", cmd->addr);
+	snprintf(n->data, sizeof(n->data), "%s", cmd->data);
+	if (cmd->domain[0])
+		snprintf(n->domain, sizeof(n->domain), "%s", cmd->domain);
+	else
+		snprintf(n->domain, sizeof(n->domain), "node-%llu", (unsigned long long)cmd->id);
+	n->state = CFG_UP;
+	n->since = cmd->time;
+}
+
+int
+cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
+{
+	struct cfg_node *n;
+	int rc = cfg_check(c, cmd, msg, len);
+
+	if (rc)
+		return rc;
+	switch (cmd->op) {
+	case CFG_OP_CREATE:
+		snprintf(c->name, sizeof(c->name), "%s", cmd->name);
+		memcpy(c->uuid, cmd->uuid, sizeof(c->uuid));
+		c->nbuckets = cmd->nbuckets;
+		node_init(&c->nodes[c->nnodes++], cmd);
+		rc = place(c);
+		if (rc) {
+			c->nnodes = 0;
+			return fail(msg, len, rc, "out of memory placing buckets");
+		}
+		c->created = true;
+		event(c, cmd->time, cmd->id, "cluster %s created with %u buckets on node %llu",
+		      c->name, c->nbuckets, (unsigned long long)cmd->id);
+		break;
+	case CFG_OP_NODE_ADD:
+		node_init(&c->nodes[c->nnodes++], cmd);
+		rc = place(c);
+		if (rc) {
+			c->nnodes--;
+			return fail(msg, len, rc, "out of memory placing buckets");
+		}
+		event(c, cmd->time, cmd->id, "node %llu added (%s, domain %s)",
+		      (unsigned long long)cmd->id, cmd->addr, c->nodes[c->nnodes - 1].domain);
+		break;
+	case CFG_OP_NODE_REMOVE: {
+		uint32_t i, k = 0;
+		struct cfg_node saved;
+
+		for (i = 0; c->nodes[i].id != cmd->id; i++)
+			;
+		saved = c->nodes[i];
+		memmove(&c->nodes[i], &c->nodes[i + 1], (c->nnodes - i - 1) * sizeof(c->nodes[0]));
+		c->nnodes--;
+		rc = place(c);
+		if (rc) {
+			memmove(&c->nodes[i + 1], &c->nodes[i], (c->nnodes - i) * sizeof(c->nodes[0]));
+			c->nodes[i] = saved;
+			c->nnodes++;
+			return fail(msg, len, rc, "out of memory placing buckets");
+		}
+		for (i = 0; i < c->ndrives; i++)
+			if (c->drives[i].node != cmd->id)
+				c->drives[k++] = c->drives[i];
+		c->ndrives = k;
+		event(c, cmd->time, cmd->id, "node %llu removed", (unsigned long long)cmd->id);
+		break;
+	}
+	case CFG_OP_NODE_STATE:
+		n = (struct cfg_node *)cfg_node_find(c, cmd->id);
+		n->state = cmd->state;
+		n->since = cmd->time;
+		event(c, cmd->time, cmd->id, "node %llu is %s", (unsigned long long)cmd->id,
+		      cmd->state == CFG_UP ? "up" : "down");
+		break;
+	case CFG_OP_NET_ADD:
+		n = (struct cfg_node *)cfg_node_find(c, cmd->id);
+		snprintf(n->nets[n->nnets].addr, CFG_ADDR_MAX, "%s", cmd->addr);
+		snprintf(n->nets[n->nnets].label, CFG_LABEL_MAX, "%s", cmd->label);
+		n->nnets++;
+		event(c, cmd->time, cmd->id, "node %llu: data interface %s (label %s) added",
+		      (unsigned long long)cmd->id, cmd->addr, cmd->label);
+		break;
+	case CFG_OP_DRIVE_ADD: {
+		struct cfg_drive *d = &c->drives[c->ndrives++];
+
+		memset(d, 0, sizeof(*d));
+		d->id = ++c->next_drive;
+		d->node = cmd->id;
+		d->capacity = cmd->size;
+		snprintf(d->path, sizeof(d->path), "%s", cmd->path);
+		event(c, cmd->time, cmd->id, "node %llu: drive %llu added (%s, %llu MiB)",
+		      (unsigned long long)cmd->id, (unsigned long long)d->id, d->path,
+		      (unsigned long long)(d->capacity >> 20));
+		break;
+	}
+	case CFG_OP_FS_CREATE: {
+		struct cfg_fs *f = &c->fs[c->nfs++];
+
+		memset(f, 0, sizeof(*f));
+		snprintf(f->name, sizeof(f->name), "%s", cmd->name);
+		f->d = cmd->d;
+		f->p = cmd->p;
+		f->compression = cmd->compression;
+		f->dedup = cmd->dedup;
+		f->quota = cmd->quota;
+		f->created = cmd->time;
+		event(c, cmd->time, 0, "filesystem %s created (%u+%u, compression %s, dedup %s)",
+		      f->name, f->d, f->p, cfg_comp_name(f->compression), f->dedup ? "on" : "off");
+		break;
+	}
+	case CFG_OP_FS_DELETE: {
+		uint32_t i;
+
+		for (i = 0; strcmp(c->fs[i].name, cmd->name) != 0; i++)
+			;
+		memmove(&c->fs[i], &c->fs[i + 1], (c->nfs - i - 1) * sizeof(c->fs[0]));
+		c->nfs--;
+		event(c, cmd->time, 0, "filesystem %s deleted", cmd->name);
+		break;
+	}
+	}
+	c->epoch++;
+	return 0;
+}
+
+/* ---- codecs ---- */
+
+void
+cfg_cmd_encode(struct sh_enc *e, const struct cfg_cmd *cmd)
+{
+	sh_enc_u8(e, cmd->op);
+	sh_enc_u8(e, cmd->state);
+	sh_enc_u8(e, cmd->d);
+	sh_enc_u8(e, cmd->p);
+	sh_enc_u8(e, cmd->compression);
+	sh_enc_u8(e, cmd->dedup);
+	sh_enc_u32(e, cmd->nbuckets);
+	sh_enc_u64(e, cmd->time);
+	sh_enc_u64(e, cmd->id);
+	sh_enc_u64(e, cmd->size);
+	sh_enc_u64(e, cmd->quota);
+	sh_enc_bytes(e, cmd->uuid, sizeof(cmd->uuid));
+	sh_enc_str(e, cmd->name);
+	sh_enc_str(e, cmd->addr);
+	sh_enc_str(e, cmd->data);
+	sh_enc_str(e, cmd->domain);
+	sh_enc_str(e, cmd->label);
+	sh_enc_str(e, cmd->path);
+}
+
+int
+cfg_cmd_decode(const uint8_t *b, size_t len, struct cfg_cmd *cmd)
+{
+	struct sh_dec d;
+	const uint8_t *u;
+
+	memset(cmd, 0, sizeof(*cmd));
+	sh_dec_init(&d, b, len);
+	cmd->op = sh_dec_u8(&d);
+	cmd->state = sh_dec_u8(&d);
+	cmd->d = sh_dec_u8(&d);
+	cmd->p = sh_dec_u8(&d);
+	cmd->compression = sh_dec_u8(&d);
+	cmd->dedup = sh_dec_u8(&d);
+	cmd->nbuckets = sh_dec_u32(&d);
+	cmd->time = sh_dec_u64(&d);
+	cmd->id = sh_dec_u64(&d);
+	cmd->size = sh_dec_u64(&d);
+	cmd->quota = sh_dec_u64(&d);
+	u = sh_dec_bytes(&d, sizeof(cmd->uuid));
+	if (u)
+		memcpy(cmd->uuid, u, sizeof(cmd->uuid));
+	sh_dec_str(&d, cmd->name, sizeof(cmd->name));
+	sh_dec_str(&d, cmd->addr, sizeof(cmd->addr));
+	sh_dec_str(&d, cmd->data, sizeof(cmd->data));
+	sh_dec_str(&d, cmd->domain, sizeof(cmd->domain));
+	sh_dec_str(&d, cmd->label, sizeof(cmd->label));
+	sh_dec_str(&d, cmd->path, sizeof(cmd->path));
+	sh_dec_end(&d);
+	if (d.err || cmd->op == 0 || cmd->op >= CFG_OP_MAX)
+		return -EBADMSG;
+	return 0;
+}
+
+void
+cfg_encode(struct sh_enc *e, const struct cfg *c)
+{
+	sh_enc_u32(e, CFG_MAGIC);
+	sh_enc_u64(e, c->epoch);
+	sh_enc_u8(e, c->created);
+	sh_enc_str(e, c->name);
+	sh_enc_bytes(e, c->uuid, sizeof(c->uuid));
+	sh_enc_u32(e, c->nbuckets);
+	sh_enc_u32(e, c->replicas);
+	sh_enc_u64(e, c->next_drive);
+	sh_enc_u64(e, c->next_event);
+	sh_enc_u32(e, c->nnodes);
+	for (uint32_t i = 0; i < c->nnodes; i++) {
+		const struct cfg_node *n = &c->nodes[i];
+
+		sh_enc_u64(e, n->id);
+		sh_enc_str(e, n->mgmt);
+		sh_enc_str(e, n->data);
+		sh_enc_str(e, n->domain);
+		sh_enc_u8(e, n->state);
+		sh_enc_u64(e, n->since);
+		sh_enc_u8(e, n->nnets);
+		for (unsigned k = 0; k < n->nnets; k++) {
+			sh_enc_str(e, n->nets[k].addr);
+			sh_enc_str(e, n->nets[k].label);
+		}
+	}
+	sh_enc_u32(e, c->ndrives);
+	for (uint32_t i = 0; i < c->ndrives; i++) {
+		sh_enc_u64(e, c->drives[i].id);
+		sh_enc_u64(e, c->drives[i].node);
+		sh_enc_str(e, c->drives[i].path);
+		sh_enc_u64(e, c->drives[i].capacity);
+	}
+	sh_enc_u32(e, c->nfs);
+	for (uint32_t i = 0; i < c->nfs; i++) {
+		const struct cfg_fs *f = &c->fs[i];
+
+		sh_enc_str(e, f->name);
+		sh_enc_u8(e, f->d);
+		sh_enc_u8(e, f->p);
+		sh_enc_u8(e, f->compression);
+		sh_enc_u8(e, f->dedup);
+		sh_enc_u64(e, f->quota);
+		sh_enc_u64(e, f->created);
+	}
+	sh_enc_u32(e, c->nevents);
+	for (uint32_t i = c->nevents; i > 0; i--) { /* oldest first */
+		const struct cfg_event *ev = cfg_event_at(c, i - 1);
+
+		sh_enc_u64(e, ev->seq);
+		sh_enc_u64(e, ev->time);
+		sh_enc_u64(e, ev->node);
+		sh_enc_str(e, ev->text);
+	}
+	for (size_t i = 0; i < (size_t)c->nbuckets * c->replicas; i++)
+		sh_enc_u64(e, c->buckets[i]);
+}
+
+int
+cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
+{
+	struct sh_dec d;
+	struct cfg *t = cfg_new();
+	const uint8_t *u;
+	uint32_t nev;
+	size_t nb;
+
+	if (t == NULL)
+		return -ENOMEM;
+	sh_dec_init(&d, b, len);
+	if (sh_dec_u32(&d) != CFG_MAGIC)
+		goto bad;
+	t->epoch = sh_dec_u64(&d);
+	t->created = sh_dec_u8(&d) != 0;
+	sh_dec_str(&d, t->name, sizeof(t->name));
+	u = sh_dec_bytes(&d, sizeof(t->uuid));
+	if (u)
+		memcpy(t->uuid, u, sizeof(t->uuid));
+	t->nbuckets = sh_dec_u32(&d);
+	t->replicas = sh_dec_u32(&d);
+	t->next_drive = sh_dec_u64(&d);
+	t->next_event = sh_dec_u64(&d);
+	t->nnodes = sh_dec_u32(&d);
+	if (t->nnodes > CFG_NODES_MAX || t->nbuckets > CFG_BUCKETS_MAX ||
+	    t->replicas > CFG_REPLICAS_MAX)
+		goto bad;
+	for (uint32_t i = 0; i < t->nnodes && !d.err; i++) {
+		struct cfg_node *n = &t->nodes[i];
+
+		n->id = sh_dec_u64(&d);
+		sh_dec_str(&d, n->mgmt, sizeof(n->mgmt));
+		sh_dec_str(&d, n->data, sizeof(n->data));
+		sh_dec_str(&d, n->domain, sizeof(n->domain));
+		n->state = sh_dec_u8(&d);
+		n->since = sh_dec_u64(&d);
+		n->nnets = sh_dec_u8(&d);
+		if (n->nnets > CFG_NETS_MAX)
+			goto bad;
+		for (unsigned k = 0; k < n->nnets; k++) {
+			sh_dec_str(&d, n->nets[k].addr, sizeof(n->nets[k].addr));
+			sh_dec_str(&d, n->nets[k].label, sizeof(n->nets[k].label));
+		}
+	}
+	t->ndrives = sh_dec_u32(&d);
+	if (t->ndrives > CFG_DRIVES_MAX)
+		goto bad;
+	for (uint32_t i = 0; i < t->ndrives && !d.err; i++) {
+		t->drives[i].id = sh_dec_u64(&d);
+		t->drives[i].node = sh_dec_u64(&d);
+		sh_dec_str(&d, t->drives[i].path, sizeof(t->drives[i].path));
+		t->drives[i].capacity = sh_dec_u64(&d);
+	}
+	t->nfs = sh_dec_u32(&d);
+	if (t->nfs > CFG_FS_MAX)
+		goto bad;
+	for (uint32_t i = 0; i < t->nfs && !d.err; i++) {
+		struct cfg_fs *f = &t->fs[i];
+
+		sh_dec_str(&d, f->name, sizeof(f->name));
+		f->d = sh_dec_u8(&d);
+		f->p = sh_dec_u8(&d);
+		f->compression = sh_dec_u8(&d);
+		f->dedup = sh_dec_u8(&d);
+		f->quota = sh_dec_u64(&d);
+		f->created = sh_dec_u64(&d);
+	}
+	nev = sh_dec_u32(&d);
+	if (nev > CFG_EVENTS_MAX || nev > t->next_event)
+		goto bad;
+	/* events come oldest first: slot them where the ring keeps them */
+	for (uint32_t i = 0; i < nev && !d.err; i++) {
+		struct cfg_event *ev = &t->events[(t->next_event - nev + i) % CFG_EVENTS_MAX];
+
+		ev->seq = sh_dec_u64(&d);
+		ev->time = sh_dec_u64(&d);
+		ev->node = sh_dec_u64(&d);
+		sh_dec_str(&d, ev->text, sizeof(ev->text));
+	}
+	t->nevents = nev;
+	nb = (size_t)t->nbuckets * t->replicas;
+	if (nb > sh_dec_left(&d) / 8)
+		goto bad;
+	if (nb) {
+		t->buckets = sh_malloc(nb * sizeof(uint64_t));
+		if (t->buckets == NULL) {
+			cfg_free(t);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < nb; i++)
+			t->buckets[i] = sh_dec_u64(&d);
+	}
+	sh_dec_end(&d);
+	if (d.err)
+		goto bad;
+	sh_free(c->buckets);
+	memcpy(c, t, sizeof(*c));
+	sh_free(t);
+	return 0;
+bad:
+	cfg_free(t);
+	return -EBADMSG;
+}

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The cluster configuration (DESIGN.md §3, §6): what the config Raft
+ * group replicates, and the commands that change it.
+ *
+ * A struct cfg is a plain value: cluster name and uuid; nodes (id,
+ * management and data addresses, data interfaces with labels, failure
+ * domain, up or down); drives; the bucket table (each bucket's replica
+ * group on distinct failure domains, placed by rendezvous hashing so that
+ * adding a node moves only the buckets it wins); filesystems; recent
+ * events; and the epoch, which grows by one with every change applied.
+ *
+ * Commands are validated by the same function on the leader before they
+ * are proposed (for a quick, clear error) and in apply (so every replica
+ * decides alike): a rejected command changes nothing, not even the epoch.
+ * Everything in apply depends only on the state and the command — the
+ * command carries its own timestamp — so replicas stay identical.
+ */
+#ifndef SH_CLUSTER_CONFIG_H
+#define SH_CLUSTER_CONFIG_H
+
+#include "../base/base.h"
+
+#define CFG_NAME_MAX	 64
+#define CFG_ADDR_MAX	 64
+#define CFG_LABEL_MAX	 16
+#define CFG_PATH_MAX	 256
+#define CFG_MSG_MAX	 192
+#define CFG_NODES_MAX	 256
+#define CFG_NETS_MAX	 8
+#define CFG_DRIVES_MAX	 1024
+#define CFG_FS_MAX	 64
+#define CFG_EVENTS_MAX	 256
+#define CFG_REPLICAS_MAX 5
+#define CFG_BUCKETS_DEFAULT 4096
+#define CFG_BUCKETS_MAX	 65536
+#define CFG_DRIVE_MIN	 (64ull << 20)
+
+enum cfg_op {
+	CFG_OP_CREATE = 1,
+	CFG_OP_NODE_ADD,
+	CFG_OP_NODE_REMOVE,
+	CFG_OP_NODE_STATE,
+	CFG_OP_NET_ADD,
+	CFG_OP_DRIVE_ADD,
+	CFG_OP_FS_CREATE,
+	CFG_OP_FS_DELETE,
+	CFG_OP_MAX
+};
+
+enum cfg_state { CFG_UP = 1, CFG_DOWN = 2 };
+enum cfg_compression { CFG_COMP_NONE = 0, CFG_COMP_LZ4, CFG_COMP_ZSTD };
+
+struct cfg_net {
+	char addr[CFG_ADDR_MAX];
+	char label[CFG_LABEL_MAX];
+};
+
+struct cfg_node {
+	uint64_t id;
+	char mgmt[CFG_ADDR_MAX];
+	char data[CFG_ADDR_MAX];
+	char domain[CFG_NAME_MAX];
+	uint8_t state;
+	uint8_t nnets;
+	struct cfg_net nets[CFG_NETS_MAX];
+	uint64_t since; /* when its state last changed (ns since the epoch) */
+};
+
+struct cfg_drive {
+	uint64_t id; /* also the store target id */
+	uint64_t node;
+	char path[CFG_PATH_MAX];
+	uint64_t capacity;
+};
+
+struct cfg_fs {
+	char name[CFG_NAME_MAX];
+	uint8_t d, p;
+	uint8_t compression;
+	uint8_t dedup;
+	uint64_t quota; /* bytes; 0: none */
+	uint64_t created;
+};
+
+struct cfg_event {
+	uint64_t seq, time, node;
+	char text[CFG_MSG_MAX];
+};
+
+struct cfg {
+	uint64_t epoch;
+	bool created;
+	char name[CFG_NAME_MAX];
+	uint8_t uuid[16];
+	uint32_t nbuckets;
+	uint32_t replicas; /* per bucket group */
+	uint32_t nnodes, ndrives, nfs, nevents;
+	uint64_t next_drive, next_event;
+	struct cfg_node nodes[CFG_NODES_MAX];
+	struct cfg_drive drives[CFG_DRIVES_MAX];
+	struct cfg_fs fs[CFG_FS_MAX];
+	struct cfg_event events[CFG_EVENTS_MAX]; /* a ring: the newest nevents */
+	uint64_t *buckets;			 /* nbuckets x replicas node ids */
+};
+
+/* One command; which fields matter depends on op. */
+struct cfg_cmd {
+	uint8_t op;
+	uint8_t state;
+	uint8_t d, p, compression, dedup;
+	uint32_t nbuckets;
+	uint64_t time; /* set by the proposer: ns since the Unix epoch */
+	uint64_t id;   /* node */
+	uint64_t size, quota;
+	uint8_t uuid[16];
+	char name[CFG_NAME_MAX]; /* cluster or filesystem */
+	char addr[CFG_ADDR_MAX]; /* management address, or a data interface */
+	char data[CFG_ADDR_MAX];
+	char domain[CFG_NAME_MAX];
+	char label[CFG_LABEL_MAX];
+	char path[CFG_PATH_MAX];
+};
+
+struct cfg *cfg_new(void);
+void cfg_free(struct cfg *c);
+/* Replace dst's contents by a copy of src's. -ENOMEM. */
+int cfg_copy(struct cfg *dst, const struct cfg *src);
+
+/*
+ * Would cmd apply? 0, or a negative errno with a one-line reason in msg:
+ * -EEXIST, -ENOENT, -EINVAL, -ENOSPC, -EALREADY (no change), -ENOTCONN
+ * (no cluster yet).
+ */
+int cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len);
+/* Check and apply; on success the epoch grows and an event is recorded. */
+int cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len);
+
+void cfg_cmd_encode(struct sh_enc *e, const struct cfg_cmd *cmd);
+int cfg_cmd_decode(const uint8_t *b, size_t len, struct cfg_cmd *cmd); /* fuzzed */
+void cfg_encode(struct sh_enc *e, const struct cfg *c);
+int cfg_decode(const uint8_t *b, size_t len, struct cfg *c); /* fuzzed; c from cfg_new */
+
+const struct cfg_node *cfg_node_find(const struct cfg *c, uint64_t id);
+/* The replica group of bucket b: replicas node ids. */
+static inline const uint64_t *
+cfg_bucket(const struct cfg *c, uint32_t b)
+{
+	return c->buckets + (size_t)b * c->replicas;
+}
+/* Failure domains that have at least one drive. */
+unsigned cfg_domains_with_drives(const struct cfg *c);
+const char *cfg_op_name(unsigned op);
+const char *cfg_comp_name(unsigned comp);
+int cfg_comp_parse(const char *s); /* -EINVAL if unknown */
+/* "4+2" -> d, p. -EINVAL if malformed. */
+int cfg_protection_parse(const char *s, uint8_t *d, uint8_t *p);
+/* A name for clusters and filesystems: 1-63 of [A-Za-z0-9._-]. */
+bool cfg_name_ok(const char *s);
+/* The i-th newest event (0: newest), or NULL. */
+const struct cfg_event *cfg_event_at(const struct cfg *c, uint32_t i);
+
+#endif /* SH_CLUSTER_CONFIG_H */

@@ -49,15 +49,16 @@ CFLAGS_COMMON := -std=gnu11 -g -fvisibility=hidden -fPIC -Iinclude $(WARN)
 CFLAGS ?=
 CFLAGS += $(CFLAGS_COMMON) $(OPT) -MMD -MP
 LDFLAGS += $(SAN_LDFLAGS)
-LIBS := -luring -lisal -lraft -lpthread
+LIBS := -luring -lisal -lraft -ljansson -lmicrohttpd -lpthread
 
 # ---- modules, bottom up (DESIGN.md §2); a module links only those before it ----
-MODULES := base env net cluster store
+MODULES := base env net cluster store admin
 base_SRCS := $(wildcard src/base/*.c)
 env_SRCS := $(wildcard src/env/*.c)
 net_SRCS := $(wildcard src/net/*.c)
 cluster_SRCS := $(wildcard src/cluster/*.c)
 store_SRCS := $(wildcard src/store/*.c)
+admin_SRCS := $(wildcard src/admin/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 LIB_base := $(BUILD)/lib/libsh_base.a
@@ -65,13 +66,15 @@ LIB_env := $(BUILD)/lib/libsh_env.a
 LIB_net := $(BUILD)/lib/libsh_net.a
 LIB_cluster := $(BUILD)/lib/libsh_cluster.a
 LIB_store := $(BUILD)/lib/libsh_store.a
-ALL_LIBS := $(LIB_store) $(LIB_cluster) $(LIB_net) $(LIB_env) $(LIB_base)
+LIB_admin := $(BUILD)/lib/libsh_admin.a
+ALL_LIBS := $(LIB_admin) $(LIB_store) $(LIB_cluster) $(LIB_net) $(LIB_env) $(LIB_base)
 
 $(LIB_base): $(call obj,$(base_SRCS))
 $(LIB_env): $(call obj,$(env_SRCS))
 $(LIB_net): $(call obj,$(net_SRCS))
 $(LIB_cluster): $(call obj,$(cluster_SRCS))
 $(LIB_store): $(call obj,$(store_SRCS))
+$(LIB_admin): $(call obj,$(admin_SRCS))
 
 $(BUILD)/lib/%.a:
 	@mkdir -p $(dir $@)
@@ -84,7 +87,7 @@ $(BUILD)/obj/%.o: %.c
 
 # ---- test runners: one per module and tier ----
 TEST_LIB := $(call obj,tests/lib/test.c)
-UNIT_MODULES := base env net cluster store
+UNIT_MODULES := base env net cluster store admin
 SIM_MODULES := env net cluster store
 RUNNERS := $(foreach m,$(UNIT_MODULES),$(BUILD)/tests/unit_$(m)) $(foreach m,$(SIM_MODULES),$(BUILD)/tests/sim_$(m))
 
@@ -135,7 +138,15 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(ALL_LIBS)
 	@echo "  LD $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LIBS)
 
-TOOLS := $(BUILD)/bin/shoal-envcheck
+TOOLS := $(BUILD)/bin/shoal-envcheck $(BUILD)/bin/shoald $(BUILD)/bin/shoal
+$(BUILD)/bin/shoald: $(call obj,$(wildcard src/shoald/*.c)) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	@echo "  LD $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(ALL_LIBS) $(LIBS)
+$(BUILD)/bin/shoal: $(call obj,$(wildcard src/tools/shoal/*.c)) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	@echo "  LD $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(ALL_LIBS) $(LIBS)
 $(BUILD)/bin/shoal-envcheck: $(call obj,src/tools/envcheck/envcheck.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	@echo "  LD $@"

@@ -86,6 +86,19 @@ sh_strdup(const char *s)
 	return d;
 }
 
+char *
+sh_strndup(const char *s, size_t n)
+{
+	size_t len = strnlen(s, n);
+	char *d = sh_malloc(len + 1);
+
+	if (d != NULL) {
+		memcpy(d, s, len);
+		d[len] = '\0';
+	}
+	return d;
+}
+
 void
 sh_free(void *p)
 {

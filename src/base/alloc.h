@@ -20,6 +20,7 @@ void *sh_realloc(void *p, size_t size);
 /* size bytes aligned to align (a power of two, >= sizeof(void *)). */
 void *sh_aligned_alloc(size_t align, size_t size);
 char *sh_strdup(const char *s);
+char *sh_strndup(const char *s, size_t n);
 void sh_free(void *p);
 /* Aborts with a message on failure: for start-up only. */
 void *sh_xmalloc(size_t size);

@@ -15,8 +15,9 @@ SH_LOG_FACILITY("cluster");
 #define PUSH_RETRY_NS	(300ull * 1000 * 1000)
 #define CALL_TIMEOUT_NS (2ull * 1000 * 1000 * 1000)
 #define VOTERS_MAX	5
+#define SYNC_WAIT_NS	(1000ull * 1000 * 1000)
 
-enum sub_state { SUB_WAIT, SUB_APPLYING, SUB_FORWARDING };
+enum sub_state { SUB_WAIT, SUB_APPLYING, SUB_FORWARDING, SUB_SYNC };
 
 struct sub {
 	struct sh_list link;
@@ -32,6 +33,7 @@ struct sub {
 	bool fwd_ok;   /* may go on to the leader (not already forwarded to us) */
 	uint64_t fwd_to;
 	struct ccall *call; /* while forwarding */
+	uint64_t want_epoch; /* done at the leader: wait until this node has it too */
 	struct raft_apply apply;
 };
 
@@ -319,6 +321,7 @@ sub_done(struct sub *s, int status, const char *msg)
 
 		sh_enc_init(&e);
 		sh_enc_str(&e, msg ? msg : "");
+		sh_enc_u64(&e, cl->cfg->epoch > s->want_epoch ? cl->cfg->epoch : s->want_epoch);
 		net_reply(s->req, status, &(struct iovec){ e.p, e.len }, sh_enc_error(&e) ? 0 : 1);
 		sh_enc_fini(&e);
 	} else if (s->cb != NULL) {
@@ -391,14 +394,15 @@ on_forwarded(struct cluster *cl, void *ctx, uint64_t node, int status, const str
 {
 	struct sub *s = ctx;
 	char msg[CFG_MSG_MAX] = "";
+	uint64_t epoch = 0;
 
 	(void)node;
-
 	if (reply != NULL && reply->len > 0) {
 		struct sh_dec d;
 
 		sh_dec_init(&d, reply->buf->data + reply->off, reply->len);
 		sh_dec_str(&d, msg, sizeof(msg));
+		epoch = sh_dec_u64(&d);
 	}
 	s->call = NULL;
 	if (status == -EAGAIN || status == -ETIMEDOUT || status == SH_EPEERRESTART ||
@@ -408,6 +412,15 @@ on_forwarded(struct cluster *cl, void *ctx, uint64_t node, int status, const str
 		cl->leader_hint = 0;
 		return;
 	}
+	if (status == 0 && epoch > cl->cfg->epoch && s->req == NULL) {
+		/* read your writes: answer once this node has the new configuration */
+		s->state = SUB_SYNC;
+		s->want_epoch = epoch;
+		s->deadline = env_now(cl->env) + SYNC_WAIT_NS;
+		cl->last_hb = 0; /* pull it now */
+		return;
+	}
+	s->want_epoch = epoch; /* relayed to whoever forwarded it to us */
 	sub_done(s, status, msg);
 }
 
@@ -508,6 +521,11 @@ pump(struct cluster *cl)
 				net_call_cancel(s->call->h);
 				s->call = NULL;
 			}
+		}
+		if (s->state == SUB_SYNC) {
+			if (cl->cfg->epoch >= s->want_epoch || now >= s->deadline)
+				sub_done(s, 0, "");
+			continue;
 		}
 		if (s->state != SUB_WAIT)
 			continue;
@@ -684,8 +702,10 @@ adopt(struct cluster *cl, const uint8_t *b, size_t len)
 	if (cfg_decode(b, len, t) == 0 && t->epoch > cl->cfg->epoch) {
 		sh_log_debug("config epoch %llu -> %llu", (unsigned long long)cl->cfg->epoch,
 			     (unsigned long long)t->epoch);
-		if (cfg_copy(cl->cfg, t) == 0)
+		if (cfg_copy(cl->cfg, t) == 0) {
 			notify(cl);
+			env_post(&cl->pump);
+		}
 	}
 	cfg_free(t);
 }

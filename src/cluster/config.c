@@ -363,10 +363,14 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		if (c->ndrives >= CFG_DRIVES_MAX)
 			return fail(msg, len, -ENOSPC, "the cluster has the most drives it can (%d)",
 				    CFG_DRIVES_MAX);
-		for (uint32_t i = 0; i < c->ndrives; i++)
+		for (uint32_t i = 0; i < c->ndrives; i++) {
 			if (c->drives[i].node == cmd->id && strcmp(c->drives[i].path, cmd->path) == 0)
 				return fail(msg, len, -EEXIST, "node %llu already has drive %s",
 					    (unsigned long long)cmd->id, cmd->path);
+			if (cmd->target != 0 && c->drives[i].id == cmd->target)
+				return fail(msg, len, -EEXIST, "target id %llu is taken",
+					    (unsigned long long)cmd->target);
+		}
 		return 0;
 	case CFG_OP_FS_CREATE: {
 		unsigned dom = cfg_domains_with_drives(c);
@@ -511,7 +515,9 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		struct cfg_drive *d = &c->drives[c->ndrives++];
 
 		memset(d, 0, sizeof(*d));
-		d->id = ++c->next_drive;
+		d->id = cmd->target ? cmd->target : c->next_drive + 1;
+		if (d->id > c->next_drive)
+			c->next_drive = d->id;
 		d->node = cmd->id;
 		d->capacity = cmd->size;
 		snprintf(d->path, sizeof(d->path), "%s", cmd->path);
@@ -566,6 +572,7 @@ cfg_cmd_encode(struct sh_enc *e, const struct cfg_cmd *cmd)
 	sh_enc_u64(e, cmd->id);
 	sh_enc_u64(e, cmd->size);
 	sh_enc_u64(e, cmd->quota);
+	sh_enc_u64(e, cmd->target);
 	sh_enc_bytes(e, cmd->uuid, sizeof(cmd->uuid));
 	sh_enc_str(e, cmd->name);
 	sh_enc_str(e, cmd->addr);
@@ -594,6 +601,7 @@ cfg_cmd_decode(const uint8_t *b, size_t len, struct cfg_cmd *cmd)
 	cmd->id = sh_dec_u64(&d);
 	cmd->size = sh_dec_u64(&d);
 	cmd->quota = sh_dec_u64(&d);
+	cmd->target = sh_dec_u64(&d);
 	u = sh_dec_bytes(&d, sizeof(cmd->uuid));
 	if (u)
 		memcpy(cmd->uuid, u, sizeof(cmd->uuid));

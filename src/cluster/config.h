@@ -113,6 +113,7 @@ struct cfg_cmd {
 	uint64_t time; /* set by the proposer: ns since the Unix epoch */
 	uint64_t id;   /* node */
 	uint64_t size, quota;
+	uint64_t target; /* drive add: its target id (0: the next free one) */
 	uint8_t uuid[16];
 	char name[CFG_NAME_MAX]; /* cluster or filesystem */
 	char addr[CFG_ADDR_MAX]; /* management address, or a data interface */

@@ -1,0 +1,511 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The admin JSON API routes (api.h). */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+
+SH_LOG_FACILITY("admin.api");
+
+unsigned
+admin_http_status(int err)
+{
+	switch (err) {
+	case 0:
+		return 200;
+	case -EINVAL:
+	case -EBADMSG:
+		return 400;
+	case -ENOENT:
+		return 404;
+	case -EEXIST:
+	case -EALREADY:
+		return 409;
+	case -ENOSPC:
+		return 422;
+	case -ETIMEDOUT:
+	case -EAGAIN:
+	case -ENOTCONN:
+	case -ESHUTDOWN:
+		return 503;
+	default:
+		return 500;
+	}
+}
+
+static void
+reply_json(struct admin_req *req, unsigned status, json_t *j)
+{
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+	if (s == NULL) {
+		admin_reply(req, 500, NULL, "{\"error\":\"out of memory\"}\n", 26);
+	} else {
+		size_t n = strlen(s);
+		char *b = malloc(n + 2);
+
+		if (b != NULL) {
+			memcpy(b, s, n);
+			b[n] = '\n';
+			admin_reply(req, status, NULL, b, n + 1);
+			free(b);
+		} else {
+			admin_reply(req, status, NULL, s, n);
+		}
+		free(s);
+	}
+	json_decref(j);
+}
+
+static void
+reply_err(struct admin_req *req, int err, const char *msg)
+{
+	json_t *j = json_pack("{s:s, s:s}", "error", msg && *msg ? msg : sh_strerror(err), "code",
+			      sh_errname(err));
+	reply_json(req, admin_http_status(err), j);
+}
+
+/* ---- views ---- */
+
+static const char *
+state_name(uint8_t s)
+{
+	return s == CFG_UP ? "up" : s == CFG_DOWN ? "down" : "?";
+}
+
+static bool
+is_voter(const struct cluster_info *ci, uint64_t id)
+{
+	for (unsigned i = 0; i < ci->nvoters; i++)
+		if (ci->voters[i] == id)
+			return true;
+	return false;
+}
+
+static json_t *
+nodes_json(const struct cfg *c, const struct cluster_info *ci)
+{
+	json_t *a = json_array();
+
+	for (uint32_t i = 0; i < c->nnodes; i++) {
+		const struct cfg_node *n = &c->nodes[i];
+		json_t *nets = json_array();
+		unsigned drives = 0;
+		uint64_t cap = 0;
+
+		for (unsigned k = 0; k < n->nnets; k++)
+			json_array_append_new(nets, json_pack("{s:s, s:s}", "addr", n->nets[k].addr,
+							      "label", n->nets[k].label));
+		for (uint32_t k = 0; k < c->ndrives; k++)
+			if (c->drives[k].node == n->id) {
+				drives++;
+				cap += c->drives[k].capacity;
+			}
+		json_array_append_new(
+		    a, json_pack("{s:I, s:s, s:s, s:s, s:s, s:I, s:b, s:b, s:i, s:I, s:o}", "id",
+				 (json_int_t)n->id, "mgmt", n->mgmt, "data", n->data, "domain",
+				 n->domain, "state", state_name(n->state), "since", (json_int_t)(n->since / 1000000000),
+				 "voter", is_voter(ci, n->id), "leader", ci->leader == n->id, "drives",
+				 (int)drives, "capacity", (json_int_t)cap, "nets", nets));
+	}
+	return a;
+}
+
+static json_t *
+drives_json(const struct cfg *c)
+{
+	json_t *a = json_array();
+
+	for (uint32_t i = 0; i < c->ndrives; i++)
+		json_array_append_new(a, json_pack("{s:I, s:I, s:s, s:I}", "id",
+						   (json_int_t)c->drives[i].id, "node",
+						   (json_int_t)c->drives[i].node, "path",
+						   c->drives[i].path, "capacity",
+						   (json_int_t)c->drives[i].capacity));
+	return a;
+}
+
+static json_t *
+nets_json(const struct cfg *c)
+{
+	json_t *a = json_array();
+
+	for (uint32_t i = 0; i < c->nnodes; i++)
+		for (unsigned k = 0; k < c->nodes[i].nnets; k++)
+			json_array_append_new(a, json_pack("{s:I, s:s, s:s}", "node",
+							   (json_int_t)c->nodes[i].id, "addr",
+							   c->nodes[i].nets[k].addr, "label",
+							   c->nodes[i].nets[k].label));
+	return a;
+}
+
+static json_t *
+fs_json(const struct cfg *c)
+{
+	json_t *a = json_array();
+
+	for (uint32_t i = 0; i < c->nfs; i++) {
+		const struct cfg_fs *f = &c->fs[i];
+		char prot[16];
+
+		snprintf(prot, sizeof(prot), "%u+%u", f->d, f->p);
+		json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:b, s:I, s:I}", "name", f->name,
+						   "protection", prot, "compression",
+						   cfg_comp_name(f->compression), "dedup", f->dedup,
+						   "quota", (json_int_t)f->quota, "created",
+						   (json_int_t)(f->created / 1000000000)));
+	}
+	return a;
+}
+
+static json_t *
+events_json(const struct cfg *c, unsigned limit)
+{
+	json_t *a = json_array();
+
+	for (uint32_t i = 0; i < c->nevents && i < limit; i++) {
+		const struct cfg_event *e = cfg_event_at(c, i);
+
+		json_array_append_new(a, json_pack("{s:I, s:I, s:I, s:s}", "seq", (json_int_t)e->seq,
+						   "time", (json_int_t)(e->time / 1000000), "node",
+						   (json_int_t)e->node, "text", e->text));
+	}
+	return a;
+}
+
+static const char *
+raft_state_name(const struct cluster_info *ci)
+{
+	if (!ci->started)
+		return "not-member";
+	switch (ci->raft_state) {
+	case 1:
+		return "follower";
+	case 2:
+		return "candidate";
+	case 3:
+		return "leader";
+	default:
+		return "unavailable";
+	}
+}
+
+static json_t *
+status_json(struct cluster *cl, const struct admin_node *self)
+{
+	const struct cfg *c = cluster_cfg(cl);
+	struct cluster_info ci;
+	unsigned up = 0, down = 0;
+	uint64_t cap = 0;
+	char uuid[40];
+	json_t *voters = json_array();
+
+	cluster_info(cl, &ci);
+	for (uint32_t i = 0; i < c->nnodes; i++)
+		c->nodes[i].state == CFG_UP ? up++ : down++;
+	for (uint32_t i = 0; i < c->ndrives; i++)
+		cap += c->drives[i].capacity;
+	for (unsigned i = 0; i < ci.nvoters; i++)
+		json_array_append_new(voters, json_integer((json_int_t)ci.voters[i]));
+	for (int i = 0; i < 16; i++)
+		snprintf(uuid + i * 2, 3, "%02x", c->uuid[i]);
+	return json_pack("{s:s, s:s, s:b, s:I, s:i, s:i, s:I, s:{s:I, s:s, s:i, s:s}, "
+			 "s:{s:s, s:I, s:I, s:o}, s:{s:i, s:i, s:i}, s:i, s:I, s:i}",
+			 "cluster", c->name, "uuid", c->created ? uuid : "", "created", c->created,
+			 "epoch", (json_int_t)c->epoch, "buckets", (int)c->nbuckets, "replicas",
+			 (int)c->replicas, "leader", (json_int_t)ci.leader, "node", "id",
+			 (json_int_t)self->id, "mode", self->mode, "workers", (int)self->workers,
+			 "version", "0.1", "raft", "state", raft_state_name(&ci), "term",
+			 (json_int_t)ci.term, "commit", (json_int_t)ci.commit, "voters", voters,
+			 "nodes", "total", (int)c->nnodes, "up", (int)up, "down", (int)down, "drives",
+			 (int)c->ndrives, "capacity", (json_int_t)cap, "filesystems", (int)c->nfs);
+}
+
+static void
+metrics(struct cluster *cl, const struct admin_node *self, struct admin_req *req)
+{
+	const struct cfg *c = cluster_cfg(cl);
+	struct cluster_info ci;
+	unsigned up = 0, down = 0;
+	char buf[4096];
+	int n;
+
+	cluster_info(cl, &ci);
+	for (uint32_t i = 0; i < c->nnodes; i++)
+		c->nodes[i].state == CFG_UP ? up++ : down++;
+	n = snprintf(buf, sizeof(buf),
+		     "# HELP shoal_config_epoch Configuration epoch seen by this node.\n"
+		     "# TYPE shoal_config_epoch gauge\n"
+		     "shoal_config_epoch{node=\"%llu\"} %llu\n"
+		     "# HELP shoal_nodes Nodes in the cluster by state.\n"
+		     "# TYPE shoal_nodes gauge\n"
+		     "shoal_nodes{state=\"up\"} %u\nshoal_nodes{state=\"down\"} %u\n"
+		     "# HELP shoal_drives Drives in the cluster.\n# TYPE shoal_drives gauge\n"
+		     "shoal_drives %u\n"
+		     "# HELP shoal_filesystems Filesystems.\n# TYPE shoal_filesystems gauge\n"
+		     "shoal_filesystems %u\n"
+		     "# HELP shoal_config_leader 1 if this node leads the configuration group.\n"
+		     "# TYPE shoal_config_leader gauge\nshoal_config_leader %d\n"
+		     "# HELP shoal_config_raft_term Raft term of the configuration group.\n"
+		     "# TYPE shoal_config_raft_term gauge\nshoal_config_raft_term %llu\n"
+		     "# HELP shoal_config_raft_commit Raft commit index.\n"
+		     "# TYPE shoal_config_raft_commit counter\nshoal_config_raft_commit %llu\n",
+		     (unsigned long long)self->id, (unsigned long long)c->epoch, up, down,
+		     c->ndrives, c->nfs, ci.leader == self->id, (unsigned long long)ci.term,
+		     (unsigned long long)ci.commit);
+	admin_reply(req, 200, "text/plain; version=0.0.4", buf, (size_t)n);
+}
+
+/* ---- changes ---- */
+
+static void
+on_changed(void *arg, int status, const char *msg)
+{
+	struct admin_req *req = arg;
+
+	if (status < 0) {
+		reply_err(req, status, msg);
+		return;
+	}
+	reply_json(req, 200, json_pack("{s:b}", "ok", 1));
+}
+
+static int
+get_str(json_t *o, const char *key, bool required, char *out, size_t cap, char *err, size_t elen)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (v == NULL) {
+		if (required) {
+			snprintf(err, elen, "missing field \"%s\"", key);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (!json_is_string(v) || strlen(json_string_value(v)) >= cap) {
+		snprintf(err, elen, "field \"%s\" must be a string of at most %zu bytes", key,
+			 cap - 1);
+		return -EINVAL;
+	}
+	snprintf(out, cap, "%s", json_string_value(v));
+	return 0;
+}
+
+static int
+get_u64(json_t *o, const char *key, bool required, uint64_t *out, char *err, size_t elen)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (v == NULL) {
+		if (required) {
+			snprintf(err, elen, "missing field \"%s\"", key);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (!json_is_integer(v) || json_integer_value(v) < 0) {
+		snprintf(err, elen, "field \"%s\" must be a non-negative integer", key);
+		return -EINVAL;
+	}
+	*out = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+/* The JSON body of a change into a command. 0 or -EINVAL with a reason. */
+static int
+parse_change(const char *what, json_t *o, struct cfg_cmd *cmd, char *err, size_t elen)
+{
+	uint64_t v = 0;
+	int rc = 0;
+
+	if (strcmp(what, "cluster") == 0) {
+		cmd->op = CFG_OP_CREATE;
+		rc = get_str(o, "name", true, cmd->name, sizeof(cmd->name), err, elen);
+		if (!rc)
+			rc = get_u64(o, "buckets", false, &v, err, elen);
+		if (!rc && v > CFG_BUCKETS_MAX) {
+			snprintf(err, elen, "buckets must be 1 to %d", CFG_BUCKETS_MAX);
+			rc = -EINVAL;
+		}
+		cmd->nbuckets = (uint32_t)v;
+	} else if (strcmp(what, "nodes") == 0) {
+		cmd->op = CFG_OP_NODE_ADD;
+		rc = get_u64(o, "id", true, &cmd->id, err, elen);
+		if (!rc)
+			rc = get_str(o, "mgmt", true, cmd->addr, sizeof(cmd->addr), err, elen);
+		if (!rc)
+			rc = get_str(o, "data", true, cmd->data, sizeof(cmd->data), err, elen);
+		if (!rc)
+			rc = get_str(o, "domain", false, cmd->domain, sizeof(cmd->domain), err, elen);
+	} else if (strcmp(what, "drives") == 0) {
+		cmd->op = CFG_OP_DRIVE_ADD;
+		rc = get_u64(o, "node", true, &cmd->id, err, elen);
+		if (!rc)
+			rc = get_str(o, "path", true, cmd->path, sizeof(cmd->path), err, elen);
+	} else if (strcmp(what, "nets") == 0) {
+		cmd->op = CFG_OP_NET_ADD;
+		rc = get_u64(o, "node", true, &cmd->id, err, elen);
+		if (!rc)
+			rc = get_str(o, "addr", true, cmd->addr, sizeof(cmd->addr), err, elen);
+		if (!rc)
+			rc = get_str(o, "label", true, cmd->label, sizeof(cmd->label), err, elen);
+	} else if (strcmp(what, "fs") == 0) {
+		char prot[16] = "4+2", comp[16] = "none";
+		json_t *dd = json_object_get(o, "dedup");
+		int c;
+
+		cmd->op = CFG_OP_FS_CREATE;
+		rc = get_str(o, "name", true, cmd->name, sizeof(cmd->name), err, elen);
+		if (!rc)
+			rc = get_str(o, "protection", false, prot, sizeof(prot), err, elen);
+		if (!rc && cfg_protection_parse(prot, &cmd->d, &cmd->p) < 0) {
+			snprintf(err, elen, "protection '%s' is not D+P (e.g. 4+2)", prot);
+			rc = -EINVAL;
+		}
+		if (!rc)
+			rc = get_str(o, "compression", false, comp, sizeof(comp), err, elen);
+		if (!rc && (c = cfg_comp_parse(comp)) < 0) {
+			snprintf(err, elen, "compression '%s' is not lz4, zstd or none", comp);
+			rc = -EINVAL;
+		} else if (!rc) {
+			cmd->compression = (uint8_t)c;
+		}
+		if (!rc && dd != NULL && !json_is_boolean(dd)) {
+			snprintf(err, elen, "field \"dedup\" must be true or false");
+			rc = -EINVAL;
+		}
+		cmd->dedup = dd != NULL && json_is_true(dd);
+		if (!rc)
+			rc = get_u64(o, "quota", false, &cmd->quota, err, elen);
+	} else {
+		return -ENOENT;
+	}
+	return rc;
+}
+
+static void
+post(struct cluster *cl, const char *what, struct admin_req *req)
+{
+	struct cfg_cmd cmd = { 0 };
+	json_error_t jerr;
+	char err[CFG_MSG_MAX];
+	json_t *o;
+	int rc;
+
+	o = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
+	if (o == NULL || !json_is_object(o)) {
+		if (o == NULL)
+			snprintf(err, sizeof(err), "malformed JSON: %.120s (line %d, column %d)",
+				 jerr.text, jerr.line, jerr.column);
+		else
+			snprintf(err, sizeof(err), "the body must be a JSON object");
+		json_decref(o);
+		reply_err(req, -EINVAL, err);
+		return;
+	}
+	rc = parse_change(what, o, &cmd, err, sizeof(err));
+	json_decref(o);
+	if (rc == -ENOENT) {
+		reply_err(req, -ENOENT, "no such resource");
+		return;
+	}
+	if (rc < 0) {
+		reply_err(req, rc, err);
+		return;
+	}
+	rc = cluster_submit(cl, &cmd, on_changed, req);
+	if (rc < 0)
+		reply_err(req, rc, "cannot submit the change");
+}
+
+static void
+delete(struct cluster *cl, const char *what, const char *key, struct admin_req *req)
+{
+	struct cfg_cmd cmd = { 0 };
+	char *end;
+	int rc;
+
+	if (strcmp(what, "nodes") == 0) {
+		cmd.op = CFG_OP_NODE_REMOVE;
+		cmd.id = strtoull(key, &end, 10);
+		if (*key == '\0' || *end != '\0' || cmd.id == 0) {
+			reply_err(req, -EINVAL, "a node id is a positive number");
+			return;
+		}
+	} else if (strcmp(what, "fs") == 0) {
+		cmd.op = CFG_OP_FS_DELETE;
+		if (strlen(key) >= sizeof(cmd.name)) {
+			reply_err(req, -EINVAL, "filesystem name too long");
+			return;
+		}
+		snprintf(cmd.name, sizeof(cmd.name), "%s", key);
+	} else {
+		reply_err(req, -ENOENT, "no such resource");
+		return;
+	}
+	rc = cluster_submit(cl, &cmd, on_changed, req);
+	if (rc < 0)
+		reply_err(req, rc, "cannot submit the change");
+}
+
+static unsigned
+query_limit(const char *q)
+{
+	const char *p = strstr(q, "limit=");
+	unsigned long v;
+
+	if (p == NULL)
+		return CFG_EVENTS_MAX;
+	v = strtoul(p + 6, NULL, 10);
+	return v == 0 || v > CFG_EVENTS_MAX ? CFG_EVENTS_MAX : (unsigned)v;
+}
+
+void
+admin_api_handle(struct cluster *cl, const struct admin_node *self, struct admin_req *req)
+{
+	const struct cfg *c = cluster_cfg(cl);
+	bool get = strcmp(req->method, "GET") == 0;
+	char what[32] = "", key[CFG_NAME_MAX + 8] = "";
+	struct cluster_info ci;
+
+	sh_log_debug("%s %s", req->method, req->path);
+	if (get && strcmp(req->path, "/metrics") == 0) {
+		metrics(cl, self, req);
+		return;
+	}
+	if (strncmp(req->path, "/v1/", 4) != 0 ||
+	    sscanf(req->path + 4, "%31[a-z]/%71[^/]", what, key) < 1 ||
+	    strlen(req->path + 4) > strlen(what) + 1 + strlen(key)) {
+		reply_err(req, -ENOENT, "no such resource");
+		return;
+	}
+	cluster_info(cl, &ci);
+	if (get && key[0] == '\0') {
+		if (strcmp(what, "status") == 0)
+			reply_json(req, 200, status_json(cl, self));
+		else if (strcmp(what, "nodes") == 0)
+			reply_json(req, 200, nodes_json(c, &ci));
+		else if (strcmp(what, "drives") == 0)
+			reply_json(req, 200, drives_json(c));
+		else if (strcmp(what, "nets") == 0)
+			reply_json(req, 200, nets_json(c));
+		else if (strcmp(what, "fs") == 0)
+			reply_json(req, 200, fs_json(c));
+		else if (strcmp(what, "events") == 0)
+			reply_json(req, 200, events_json(c, query_limit(req->query)));
+		else
+			reply_err(req, -ENOENT, "no such resource");
+		return;
+	}
+	if (strcmp(req->method, "POST") == 0 && key[0] == '\0') {
+		post(cl, what, req);
+		return;
+	}
+	if (strcmp(req->method, "DELETE") == 0 && key[0] != '\0') {
+		delete(cl, what, key, req);
+		return;
+	}
+	admin_reply(req, 405, NULL, "{\"error\":\"method not allowed\",\"code\":\"EINVAL\"}\n", 47);
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The admin JSON API (docs/admin-api.md): the routes of the management
+ * HTTP server, on top of the cluster service.
+ *
+ *   GET    /v1/status                 cluster, this node, Raft, counts
+ *   POST   /v1/cluster                {"name", "buckets"}: create, on this node
+ *   GET    /v1/nodes                  POST {"id", "mgmt", "data", "domain"}
+ *   DELETE /v1/nodes/ID
+ *   GET    /v1/drives                 POST {"node", "path"}
+ *   GET    /v1/nets                   POST {"node", "addr", "label"}
+ *   GET    /v1/fs                     POST {"name", "protection", "compression", "dedup", "quota"}
+ *   DELETE /v1/fs/NAME
+ *   GET    /v1/events                 newest first; ?limit=N
+ *   GET    /metrics                   Prometheus text
+ *
+ * Errors: {"error": reason, "code": "EEXIST"} with 400 (bad request), 404
+ * (no such thing), 405, 409 (exists), 422 (cannot be placed or is full),
+ * 503 (no leader or quorum, not in a cluster), 500.
+ */
+#ifndef SH_ADMIN_API_H
+#define SH_ADMIN_API_H
+
+#include "../cluster/cluster.h"
+#include "http.h"
+
+/* Node-local facts for /v1/status and /metrics. */
+struct admin_node {
+	uint64_t id;
+	const char *mode; /* "cpu" or "performance" */
+	unsigned workers;
+	uint64_t started_ns; /* env_realtime at start */
+};
+
+void admin_api_handle(struct cluster *cl, const struct admin_node *self, struct admin_req *req);
+
+/* The HTTP status for a negative errno from a change. */
+unsigned admin_http_status(int err);
+
+#endif /* SH_ADMIN_API_H */

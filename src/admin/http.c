@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The admin HTTP server on libmicrohttpd (http.h). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "http.h"
+
+SH_LOG_FACILITY("admin.http");
+
+struct pending {
+	struct admin_req req;
+	struct sh_list link;
+	struct admin_http *h;
+	char *path;
+	char *query;
+	char *body;
+	size_t len, cap;
+	bool too_big;
+	/* the answer */
+	bool done;
+	bool abandoned; /* the connection thread gave up waiting */
+	unsigned status;
+	char *type;
+	char *out;
+	size_t out_len;
+};
+
+struct admin_http {
+	struct env *env;
+	struct MHD_Daemon *d;
+	admin_handler fn;
+	void *arg;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct sh_list queue; /* handed to the loop, not yet taken */
+	struct env_async wake;
+	bool quiet;
+};
+
+static void
+pending_free(struct pending *p)
+{
+	sh_free(p->path);
+	sh_free(p->query);
+	sh_free(p->body);
+	sh_free(p->type);
+	sh_free(p->out);
+	sh_free(p);
+}
+
+/* On the loop: take the queued requests and run the handler on each. */
+static void
+on_wake(struct env_async *a)
+{
+	struct admin_http *h = a->arg;
+
+	for (;;) {
+		struct pending *p = NULL;
+		struct sh_list *l;
+
+		pthread_mutex_lock(&h->mu);
+		l = sh_list_pop(&h->queue);
+		if (l != NULL)
+			p = sh_list_entry(l, struct pending, link);
+		pthread_mutex_unlock(&h->mu);
+		if (p == NULL)
+			break;
+		h->fn(h->arg, &p->req);
+	}
+}
+
+void
+admin_reply(struct admin_req *req, unsigned status, const char *type, const char *body, size_t len)
+{
+	struct pending *p = sh_container_of(req, struct pending, req);
+	struct admin_http *h = p->h;
+
+	pthread_mutex_lock(&h->mu);
+	if (p->abandoned) {
+		pthread_mutex_unlock(&h->mu);
+		pending_free(p);
+		return;
+	}
+	p->status = status;
+	p->type = sh_strdup(type ? type : "application/json");
+	p->out = sh_malloc(len + 1);
+	if (p->out != NULL) {
+		if (len)
+			memcpy(p->out, body, len);
+		p->out[len] = '\0';
+		p->out_len = len;
+	} else {
+		p->status = 500;
+		p->out_len = 0;
+	}
+	p->done = true;
+	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+}
+
+static enum MHD_Result
+respond(struct MHD_Connection *c, unsigned status, const char *type, const char *body, size_t len)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+	if (r == NULL)
+		return MHD_NO;
+	MHD_add_response_header(r, "Content-Type", type);
+	MHD_add_response_header(r, "Connection", "close");
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+#define ERR_JSON(msg) "{\"error\":\"" msg "\"}\n"
+
+static enum MHD_Result
+on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+	   const char *version, const char *upload, size_t *upload_size, void **state)
+{
+	struct admin_http *h = cls;
+	struct pending *p = *state;
+	enum MHD_Result ret;
+	struct timespec until;
+	const char *q;
+
+	(void)version;
+	if (p == NULL) {
+		p = sh_calloc(1, sizeof(*p));
+		if (p == NULL)
+			return MHD_NO;
+		p->h = h;
+		q = strchr(url, '?');
+		p->path = q ? sh_strndup(url, (size_t)(q - url)) : sh_strdup(url);
+		p->query = sh_strdup(q ? q + 1 : "");
+		p->req.method = method;
+		*state = p;
+		return MHD_YES;
+	}
+	if (*upload_size > 0) {
+		if (!p->too_big && p->len + *upload_size > ADMIN_BODY_MAX) {
+			p->too_big = true;
+		} else if (!p->too_big) {
+			if (p->len + *upload_size + 1 > p->cap) {
+				size_t cap = (p->len + *upload_size + 1) * 2;
+				char *b = sh_realloc(p->body, cap);
+				if (b == NULL)
+					return MHD_NO;
+				p->body = b;
+				p->cap = cap;
+			}
+			memcpy(p->body + p->len, upload, *upload_size);
+			p->len += *upload_size;
+			p->body[p->len] = '\0';
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (p->too_big)
+		return respond(c, 413, "application/json", ERR_JSON("request body too large"),
+			       sizeof(ERR_JSON("request body too large")) - 1);
+	if (p->path == NULL || p->query == NULL)
+		return MHD_NO;
+	p->req.path = p->path;
+	p->req.query = p->query;
+	p->req.body = p->body ? p->body : "";
+	p->req.body_len = p->len;
+
+	pthread_mutex_lock(&h->mu);
+	if (h->quiet) {
+		pthread_mutex_unlock(&h->mu);
+		return respond(c, 503, "application/json", ERR_JSON("the node is shutting down"),
+			       sizeof(ERR_JSON("the node is shutting down")) - 1);
+	}
+	sh_list_add_tail(&h->queue, &p->link);
+	pthread_mutex_unlock(&h->mu);
+	env_async_send(&h->wake);
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ADMIN_REPLY_TIMEOUT_S;
+	pthread_mutex_lock(&h->mu);
+	while (!p->done) {
+		if (pthread_cond_timedwait(&h->cv, &h->mu, &until) == ETIMEDOUT)
+			break;
+	}
+	if (!p->done) {
+		/* still queued: take it back; taken by the handler: it frees it when it answers */
+		bool queued = false;
+		struct sh_list *pos;
+
+		sh_list_for_each(pos, &h->queue) if (pos == &p->link) queued = true;
+		if (queued)
+			sh_list_del(&p->link);
+		else
+			p->abandoned = true;
+		pthread_mutex_unlock(&h->mu);
+		*state = queued ? p : NULL;
+		return respond(c, 504, "application/json", ERR_JSON("no answer in time"),
+			       sizeof(ERR_JSON("no answer in time")) - 1);
+	}
+	pthread_mutex_unlock(&h->mu);
+	ret = respond(c, p->status, p->type ? p->type : "application/json", p->out ? p->out : "",
+		      p->out_len);
+	return ret;
+}
+
+static void
+on_completed(void *cls, struct MHD_Connection *c, void **state, enum MHD_RequestTerminationCode tc)
+{
+	struct pending *p = *state;
+
+	(void)cls;
+	(void)c;
+	(void)tc;
+	if (p == NULL)
+		return;
+	pending_free(p); /* not with the handler: never queued, answered, or taken back */
+	*state = NULL;
+}
+
+int
+admin_http_start(struct env *env, const char *addr, admin_handler fn, void *arg,
+		 struct admin_http **out)
+{
+	struct admin_http *h;
+	struct env_addr a;
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	int rc;
+
+	if (env_addr_parse(addr, &a) < 0 || a.family != AF_INET || a.port == 0)
+		return -EINVAL;
+	memcpy(&sin.sin_addr, a.ip, 4);
+	sin.sin_port = htons(a.port);
+	h = sh_calloc(1, sizeof(*h));
+	if (h == NULL)
+		return -ENOMEM;
+	h->env = env;
+	h->fn = fn;
+	h->arg = arg;
+	sh_list_init(&h->queue);
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_cond_init(&h->cv, NULL);
+	rc = env_async_init(env, &h->wake, on_wake, h);
+	if (rc < 0)
+		goto err;
+	h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+					MHD_USE_ERROR_LOG,
+				0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, &sin,
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
+	if (h->d == NULL) {
+		sh_log_error("admin API: cannot listen on %s (TCP): in use or not a local address",
+			     addr);
+		env_async_fini(&h->wake);
+		rc = -EADDRINUSE;
+		goto err;
+	}
+	*out = h;
+	return 0;
+err:
+	pthread_cond_destroy(&h->cv);
+	pthread_mutex_destroy(&h->mu);
+	sh_free(h);
+	return rc;
+}
+
+void
+admin_http_quiesce(struct admin_http *h)
+{
+	pthread_mutex_lock(&h->mu);
+	h->quiet = true;
+	pthread_mutex_unlock(&h->mu);
+}
+
+void
+admin_http_stop(struct admin_http *h)
+{
+	if (h == NULL)
+		return;
+	admin_http_quiesce(h);
+	/* requests not yet taken by the loop: answer 503 */
+	pthread_mutex_lock(&h->mu);
+	while (!sh_list_empty(&h->queue)) {
+		struct pending *p = sh_list_entry(sh_list_pop(&h->queue), struct pending, link);
+
+		p->link.next = NULL;
+		p->status = 503;
+		p->out = sh_strdup(ERR_JSON("the node is shutting down"));
+		p->out_len = p->out ? strlen(p->out) : 0;
+		p->done = true;
+	}
+	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+	MHD_stop_daemon(h->d);
+	env_async_fini(&h->wake);
+	pthread_cond_destroy(&h->cv);
+	pthread_mutex_destroy(&h->mu);
+	sh_free(h);
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The admin HTTP server (management network, TCP): libmicrohttpd threads
+ * take requests and hand each to a handler that runs on an env loop (the
+ * management thread), which answers with admin_reply — at once or after
+ * a cluster change commits. A connection thread waits for its answer
+ * (at most ADMIN_REPLY_TIMEOUT_S, then 504).
+ */
+#ifndef SH_ADMIN_HTTP_H
+#define SH_ADMIN_HTTP_H
+
+#include "../env/env.h"
+
+#define ADMIN_BODY_MAX	     (64 * 1024)
+#define ADMIN_REPLY_TIMEOUT_S 30
+
+struct admin_http;
+
+struct admin_req {
+	const char *method; /* "GET", "POST", "DELETE", ... */
+	const char *path;   /* without the query */
+	const char *query;  /* after '?', or "" */
+	const char *body;   /* NUL-terminated */
+	size_t body_len;
+};
+
+/* Runs on the env's thread; must call admin_reply(req, ...) exactly once, now or later. */
+typedef void (*admin_handler)(void *arg, struct admin_req *req);
+
+/* Listen on addr ("ip:port", TCP). -EADDRINUSE, -EINVAL, -EIO. */
+int admin_http_start(struct env *env, const char *addr, admin_handler fn, void *arg,
+		     struct admin_http **out);
+/*
+ * Answer: status (200, 400, ...), body (copied; JSON unless type says
+ * otherwise; NULL: empty).
+ */
+void admin_reply(struct admin_req *req, unsigned status, const char *type, const char *body,
+		 size_t len);
+/* Stop taking requests: new ones get 503 at once. */
+void admin_http_quiesce(struct admin_http *h);
+/* Close the listener and wait for connection threads; pending requests get 503. */
+void admin_http_stop(struct admin_http *h);
+
+#endif /* SH_ADMIN_HTTP_H */

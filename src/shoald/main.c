@@ -1,0 +1,404 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * shoald: one Shoal backend server (shoald.h).
+ *
+ * usage: shoald --id N --mgmt IP:PORT --data IP:PORT --dir DIR
+ *               [--domain NAME] [--mode cpu|performance] [--workers N]
+ *               [--log FILE] [--election-ms N] [--down-ms N] [--heartbeat-ms N]
+ *
+ * The management address serves the cluster protocol (UDP) and the admin
+ * HTTP API (TCP) on the same port. Worker i listens on the data address's
+ * port + i. SIGTERM or SIGINT: a clean shutdown.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <linux/fs.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shoald.h"
+
+SH_LOG_FACILITY("shoald");
+
+static struct env *stop_env;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	if (stop_env)
+		env_real_stop(stop_env);
+}
+
+static void
+usage(const char *why)
+{
+	fprintf(stderr,
+		"shoald: %s\n"
+		"usage: shoald --id N --mgmt IP:PORT --data IP:PORT --dir DIR [--domain NAME]\n"
+		"              [--mode cpu|performance] [--workers N] [--log FILE]\n"
+		"              [--election-ms N] [--down-ms N] [--heartbeat-ms N]\n",
+		why);
+	exit(2);
+}
+
+static unsigned
+parse_uint(const char *opt, const char *v, unsigned lo, unsigned hi)
+{
+	char *end;
+	unsigned long x = strtoul(v, &end, 10);
+	char msg[128];
+
+	if (*v == '\0' || *end != '\0' || x < lo || x > hi) {
+		snprintf(msg, sizeof(msg), "%s must be a number from %u to %u, not '%s'", opt, lo, hi,
+			 v);
+		usage(msg);
+	}
+	return (unsigned)x;
+}
+
+static void
+copy_opt(char *dst, size_t cap, const char *opt, const char *v)
+{
+	char msg[128];
+
+	if (strlen(v) >= cap) {
+		snprintf(msg, sizeof(msg), "%s is too long", opt);
+		usage(msg);
+	}
+	snprintf(dst, cap, "%s", v);
+}
+
+static void
+parse_args(int argc, char **argv, struct shoald_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "id", required_argument, NULL, 'i' },	    { "mgmt", required_argument, NULL, 'm' },
+		{ "data", required_argument, NULL, 'D' },   { "dir", required_argument, NULL, 'd' },
+		{ "domain", required_argument, NULL, 'f' }, { "mode", required_argument, NULL, 'M' },
+		{ "workers", required_argument, NULL, 'w' }, { "log", required_argument, NULL, 'l' },
+		{ "election-ms", required_argument, NULL, 'e' },
+		{ "down-ms", required_argument, NULL, 'o' },
+		{ "heartbeat-ms", required_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct env_addr a;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->workers = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			o->id = parse_uint("--id", optarg, 1, 1u << 24);
+			break;
+		case 'm':
+			copy_opt(o->mgmt, sizeof(o->mgmt), "--mgmt", optarg);
+			break;
+		case 'D':
+			copy_opt(o->data, sizeof(o->data), "--data", optarg);
+			break;
+		case 'd':
+			copy_opt(o->dir, sizeof(o->dir), "--dir", optarg);
+			break;
+		case 'f':
+			copy_opt(o->domain, sizeof(o->domain), "--domain", optarg);
+			break;
+		case 'M':
+			if (strcmp(optarg, "performance") == 0)
+				o->performance = true;
+			else if (strcmp(optarg, "cpu") != 0)
+				usage("--mode is cpu or performance");
+			break;
+		case 'w':
+			o->workers = parse_uint("--workers", optarg, 1, SHOALD_WORKERS_MAX);
+			break;
+		case 'l':
+			copy_opt(o->log, sizeof(o->log), "--log", optarg);
+			break;
+		case 'e':
+			o->election_ms = parse_uint("--election-ms", optarg, 100, 60000);
+			break;
+		case 'o':
+			o->down_ms = parse_uint("--down-ms", optarg, 100, 600000);
+			break;
+		case 'h':
+			o->heartbeat_ms = parse_uint("--heartbeat-ms", optarg, 10, 60000);
+			break;
+		default: {
+			char msg[128];
+
+			snprintf(msg, sizeof(msg), "unknown option '%s'", argv[optind - 1]);
+			usage(msg);
+		}
+		}
+	}
+	if (optind < argc) {
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "unexpected argument '%s'", argv[optind]);
+		usage(msg);
+	}
+	if (o->id == 0 || !o->mgmt[0] || !o->data[0] || !o->dir[0])
+		usage("--id, --mgmt, --data and --dir are required");
+	if (env_addr_parse(o->mgmt, &a) < 0 || a.port == 0)
+		usage("--mgmt must be IP:PORT");
+	if (env_addr_parse(o->data, &a) < 0 || a.port == 0)
+		usage("--data must be IP:PORT");
+	if (o->domain[0] && !cfg_name_ok(o->domain))
+		usage("--domain: 1-63 of A-Z a-z 0-9 . _ -");
+}
+
+/* ---- drives ---- */
+
+static void
+on_formatted(void *arg, int rc)
+{
+	int *out = arg;
+	*out = rc;
+}
+
+int
+shoald_drive_prepare(void *arg, struct cfg_cmd *cmd, char *msg, size_t len)
+{
+	struct shoald *d = arg;
+	const struct cfg *c = cluster_cfg(d->cl);
+	struct store_format_opts fo = { 0 };
+	struct stat st;
+	uint64_t size;
+	struct env *env;
+	int rc = 1, fd;
+
+	if (cmd->path[0] != '/') {
+		snprintf(msg, len, "drive path '%s' is not absolute", cmd->path);
+		return -EINVAL;
+	}
+	if (stat(cmd->path, &st) < 0) {
+		snprintf(msg, len, "drive %s on node %llu: %s", cmd->path, (unsigned long long)d->o.id,
+			 strerror(errno));
+		return -errno;
+	}
+	if (S_ISREG(st.st_mode)) {
+		size = (uint64_t)st.st_size;
+	} else if (S_ISBLK(st.st_mode)) {
+		fd = open(cmd->path, O_RDONLY);
+		if (fd < 0 || ioctl(fd, BLKGETSIZE64, &size) < 0) {
+			snprintf(msg, len, "drive %s: cannot read its size: %s", cmd->path,
+				 strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return -EIO;
+		}
+		close(fd);
+	} else {
+		snprintf(msg, len, "drive %s is not a file or a block device", cmd->path);
+		return -EINVAL;
+	}
+	size -= size % 4096;
+	if (size < CFG_DRIVE_MIN) {
+		snprintf(msg, len, "drive %s is too small: %llu bytes, at least %llu", cmd->path,
+			 (unsigned long long)size, (unsigned long long)CFG_DRIVE_MIN);
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < c->ndrives; i++)
+		if (c->drives[i].node == cmd->id && strcmp(c->drives[i].path, cmd->path) == 0) {
+			snprintf(msg, len, "node %llu already has drive %s",
+				 (unsigned long long)cmd->id, cmd->path);
+			return -EEXIST;
+		}
+	/* format it now, on a loop of our own: an unusable drive fails the request */
+	cmd->size = size;
+	/*
+	 * Target ids are NODE * 1000 + n: unique without asking the leader, and
+	 * readable. n follows the drives this node knows of and the ones it
+	 * prepared itself (its copy of the configuration may lag a moment).
+	 */
+	{
+		uint64_t base = d->o.id * 1000, next = d->last_target ? d->last_target + 1 : base + 1;
+
+		for (uint32_t i = 0; i < c->ndrives; i++)
+			if (c->drives[i].id > base && c->drives[i].id < base + 1000 &&
+			    c->drives[i].id >= next)
+				next = c->drives[i].id + 1;
+		if (next >= base + 1000) {
+			snprintf(msg, len, "node %llu has the most drives it can (999)",
+				 (unsigned long long)d->o.id);
+			return -ENOSPC;
+		}
+		cmd->target = d->last_target = next;
+	}
+	memcpy(fo.cluster_uuid, c->uuid, sizeof(fo.cluster_uuid));
+	fo.target_id = cmd->target;
+	env = env_real_create(NULL);
+	if (env == NULL) {
+		snprintf(msg, len, "cannot create an I/O loop: %s", strerror(errno));
+		return -ENOMEM;
+	}
+	for (int attempt = 0; attempt < 2; attempt++) {
+		rc = 1;
+		fo.buffered = attempt == 1;
+		if (store_format(env, cmd->path, size, &fo, on_formatted, &rc) < 0)
+			rc = -EIO;
+		while (rc == 1)
+			env_real_run_once(env, UINT64_MAX);
+		if (rc != -EINVAL)
+			break; /* -EINVAL: no O_DIRECT here; try buffered */
+	}
+	env_real_destroy(env);
+	if (rc < 0) {
+		snprintf(msg, len, "drive %s cannot be formatted: %s", cmd->path, sh_strerror(rc));
+		return rc;
+	}
+	sh_log_info("drive %s formatted as target %llu (%llu MiB)", cmd->path,
+		    (unsigned long long)cmd->target, (unsigned long long)(size >> 20));
+	return 0;
+}
+
+/* The configuration changed: serve this node's drives. */
+static void
+on_config(void *arg, const struct cfg *c)
+{
+	struct shoald *d = arg;
+
+	for (uint32_t i = 0; i < c->ndrives; i++) {
+		const struct cfg_drive *dr = &c->drives[i];
+		bool have = false;
+
+		if (dr->node != d->o.id)
+			continue;
+		for (unsigned k = 0; k < d->nopened && !have; k++)
+			have = d->opened[k] == dr->id;
+		if (have || d->nopened >= CFG_DRIVES_MAX)
+			continue;
+		d->opened[d->nopened++] = dr->id;
+		worker_open(&d->workers[dr->id % d->o.workers], dr->id, dr->path);
+	}
+}
+
+static void
+on_admin(void *arg, struct admin_req *req)
+{
+	struct shoald *d = arg;
+	admin_api_handle(d->cl, &d->self, req);
+}
+
+static void
+on_cluster_stopped(void *arg)
+{
+	((struct shoald *)arg)->stopped = true;
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct shoald d;
+	struct net_iface ifc = { 0 };
+	struct net_config nc = { 0 };
+	struct cluster_params cp = { 0 };
+	struct sigaction sa = { 0 };
+	char path[600];
+	FILE *f;
+	int rc;
+
+	parse_args(argc, argv, &d.o);
+	if (mkdir(d.o.dir, 0755) < 0 && errno != EEXIST) {
+		fprintf(stderr, "shoald: cannot create %s: %s\n", d.o.dir, strerror(errno));
+		return 1;
+	}
+	if (d.o.log[0] && sh_log_set_file(d.o.log) < 0) {
+		fprintf(stderr, "shoald: cannot write log %s: %s\n", d.o.log, strerror(errno));
+		return 1;
+	}
+	sh_log_configure("info", NULL, 0);
+	sh_log_init_from_env();
+	snprintf(path, sizeof(path), "shoald-%llu", (unsigned long long)d.o.id);
+	sh_log_set_tag(path);
+
+	d.env = env_real_create(&(struct env_real_opts){ .name = "mgmt" });
+	if (d.env == NULL) {
+		fprintf(stderr, "shoald: cannot create the management loop: %s\n", strerror(errno));
+		return 1;
+	}
+	env_addr_parse(d.o.mgmt, &ifc.addr);
+	nc.node_id = d.o.id;
+	nc.ifaces = &ifc;
+	nc.nifaces = 1;
+	nc.dead_ns = 3ull * 1000 * 1000 * 1000;
+	rc = net_create(d.env, &nc, &d.net);
+	if (rc < 0) {
+		fprintf(stderr, "shoald: cannot bind the management address %s (UDP): %s\n", d.o.mgmt,
+			sh_strerror(rc));
+		return 1;
+	}
+	for (unsigned i = 0; i < d.o.workers; i++) {
+		rc = worker_start(&d, i);
+		if (rc < 0) {
+			fprintf(stderr, "shoald: worker %u cannot start (data address %s + %u): %s\n",
+				i, d.o.data, i, sh_strerror(rc));
+			return 1;
+		}
+	}
+	cp.node_id = d.o.id;
+	cp.mgmt = d.o.mgmt;
+	cp.data = d.o.data;
+	cp.domain = d.o.domain;
+	cp.dir = d.o.dir;
+	cp.election_ms = d.o.election_ms;
+	cp.down_ns = (uint64_t)d.o.down_ms * 1000000;
+	cp.heartbeat_ns = (uint64_t)d.o.heartbeat_ms * 1000000;
+	cp.prepare = shoald_drive_prepare;
+	cp.changed = on_config;
+	cp.arg = &d;
+	rc = cluster_start(d.net, &cp, &d.cl);
+	if (rc < 0) {
+		fprintf(stderr, "shoald: cannot start the cluster service: %s\n", sh_strerror(rc));
+		return 1;
+	}
+	d.self = (struct admin_node){ .id = d.o.id,
+				      .mode = d.o.performance ? "performance" : "cpu",
+				      .workers = d.o.workers,
+				      .started_ns = env_realtime(d.env) };
+	rc = admin_http_start(d.env, d.o.mgmt, on_admin, &d, &d.http);
+	if (rc < 0) {
+		fprintf(stderr, "shoald: cannot serve the admin API on %s (TCP): %s\n", d.o.mgmt,
+			sh_strerror(rc));
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/shoald.pid", d.o.dir);
+	f = fopen(path, "w");
+	if (f) {
+		fprintf(f, "%d\n", (int)getpid());
+		fclose(f);
+	}
+	stop_env = d.env;
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sh_log_info("shoald %llu up: management %s, data %s (+%u workers, %s mode), dir %s",
+		    (unsigned long long)d.o.id, d.o.mgmt, d.o.data, d.o.workers,
+		    d.o.performance ? "performance" : "cpu", d.o.dir);
+
+	env_real_run(d.env);
+
+	sh_log_info("shoald %llu stopping", (unsigned long long)d.o.id);
+	admin_http_quiesce(d.http);
+	cluster_stop(d.cl, on_cluster_stopped, &d);
+	while (!d.stopped)
+		env_real_run_once(d.env, 100ull * 1000 * 1000);
+	admin_http_stop(d.http);
+	for (unsigned i = 0; i < d.o.workers; i++)
+		worker_stop(&d.workers[i]);
+	net_destroy(d.net);
+	env_real_destroy(d.env);
+	unlink(path);
+	sh_log_info("shoald %llu stopped", (unsigned long long)d.o.id);
+	return 0;
+}

@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: Apache-2.0
+/* shoald I/O workers: one loop per thread, data endpoint, drive targets (shoald.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shoald.h"
+
+SH_LOG_FACILITY("shoald.worker");
+
+struct wdrive {
+	struct sh_list link;
+	struct worker *w;
+	uint64_t target;
+	char path[CFG_PATH_MAX];
+	struct store *st;
+	bool buffered;
+	bool open;
+};
+
+static void wdrive_open(struct wdrive *dr);
+
+static void
+on_opened(void *arg, int rc)
+{
+	struct wdrive *dr = arg;
+	struct worker *w = dr->w;
+
+	if (rc == -EINVAL && !dr->buffered) {
+		/* a file system without O_DIRECT (tmpfs): buffered I/O */
+		store_close(dr->st);
+		dr->st = NULL;
+		dr->buffered = true;
+		wdrive_open(dr);
+		return;
+	}
+	if (rc < 0) {
+		sh_log_error("worker %u: drive %llu (%s) does not open: %s", w->idx,
+			     (unsigned long long)dr->target, dr->path, sh_strerror(rc));
+		store_close(dr->st);
+		dr->st = NULL;
+		return;
+	}
+	if (store_target_id(dr->st) != dr->target) {
+		sh_log_error("worker %u: %s holds target %llu, not %llu: not serving it", w->idx,
+			     dr->path, (unsigned long long)store_target_id(dr->st),
+			     (unsigned long long)dr->target);
+		store_close(dr->st);
+		dr->st = NULL;
+		return;
+	}
+	rc = store_svc_add(w->svc, dr->st);
+	if (rc < 0) {
+		sh_log_error("worker %u: serving drive %llu: %s", w->idx,
+			     (unsigned long long)dr->target, sh_strerror(rc));
+		return;
+	}
+	dr->open = true;
+	sh_log_info("worker %u serves drive %llu (%s%s)", w->idx, (unsigned long long)dr->target,
+		    dr->path, dr->buffered ? ", buffered" : "");
+}
+
+static void
+wdrive_open(struct wdrive *dr)
+{
+	struct store_opts so = { .buffered = dr->buffered };
+	int rc = store_open(dr->w->env, dr->path, &so, &dr->st, on_opened, dr);
+
+	if (rc < 0) {
+		sh_log_error("worker %u: drive %s: %s", dr->w->idx, dr->path, sh_strerror(rc));
+		dr->st = NULL;
+	}
+}
+
+/* On the worker's loop: take the commands of the management thread. */
+static void
+on_wake(struct env_async *a)
+{
+	struct worker *w = a->arg;
+
+	for (;;) {
+		struct worker_cmd *c = NULL;
+		struct sh_list *l;
+		struct wdrive *dr;
+
+		pthread_mutex_lock(&w->mu);
+		l = sh_list_pop(&w->cmds);
+		if (l)
+			c = sh_list_entry(l, struct worker_cmd, link);
+		pthread_mutex_unlock(&w->mu);
+		if (c == NULL)
+			break;
+		dr = sh_calloc(1, sizeof(*dr));
+		if (dr != NULL) {
+			dr->w = w;
+			dr->target = c->target;
+			snprintf(dr->path, sizeof(dr->path), "%s", c->path);
+			sh_list_add_tail(&w->drives, &dr->link);
+			wdrive_open(dr);
+		}
+		sh_free(c);
+	}
+	if (w->stopping)
+		env_real_stop(w->env);
+}
+
+int
+worker_open(struct worker *w, uint64_t target, const char *path)
+{
+	struct worker_cmd *c = sh_calloc(1, sizeof(*c));
+
+	if (c == NULL)
+		return -ENOMEM;
+	c->target = target;
+	snprintf(c->path, sizeof(c->path), "%s", path);
+	pthread_mutex_lock(&w->mu);
+	sh_list_add_tail(&w->cmds, &c->link);
+	pthread_mutex_unlock(&w->mu);
+	env_async_send(&w->wake);
+	return 0;
+}
+
+static int
+data_iface(const struct shoald *d, unsigned idx, struct net_iface *ifc)
+{
+	memset(ifc, 0, sizeof(*ifc));
+	if (env_addr_parse(d->o.data, &ifc->addr) < 0)
+		return -EINVAL;
+	if (ifc->addr.port + idx > 65535)
+		return -EINVAL;
+	ifc->addr.port = (uint16_t)(ifc->addr.port + idx);
+	return 0;
+}
+
+static void
+started(struct worker *w, int rc)
+{
+	pthread_mutex_lock(&w->start_mu);
+	w->start_rc = rc;
+	w->started = true;
+	pthread_cond_broadcast(&w->start_cv);
+	pthread_mutex_unlock(&w->start_mu);
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct shoald *d = w->d;
+	struct env_real_opts eo = { .mode = d->o.performance ? ENV_REAL_POLL : ENV_REAL_EVENT };
+	struct net_iface ifc;
+	/* a worker's endpoint id: node id and worker index (docs/cluster.md) */
+	struct net_config nc = { .node_id = (d->o.id << 8) | w->idx, .ifaces = &ifc, .nifaces = 1 };
+	char name[32];
+	int rc;
+
+	snprintf(name, sizeof(name), "w%u", w->idx);
+	eo.name = name;
+	if (d->o.performance) {
+		cpu_set_t set;
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		CPU_ZERO(&set);
+		CPU_SET((w->idx + 1) % (n > 0 ? (unsigned)n : 1), &set);
+		if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
+			sh_log_warn("worker %u: cannot pin to a core", w->idx);
+	}
+	w->env = env_real_create(&eo);
+	if (w->env == NULL) {
+		started(w, -errno);
+		return NULL;
+	}
+	rc = data_iface(d, w->idx, &ifc);
+	if (rc == 0)
+		rc = net_create(w->env, &nc, &w->net);
+	if (rc == 0)
+		rc = store_svc_create(w->net, &w->svc);
+	if (rc == 0)
+		rc = env_async_init(w->env, &w->wake, on_wake, w);
+	if (rc < 0) {
+		sh_log_error("worker %u: cannot start its data endpoint: %s", w->idx, sh_strerror(rc));
+		if (w->svc)
+			store_svc_destroy(w->svc);
+		if (w->net)
+			net_destroy(w->net);
+		env_real_destroy(w->env);
+		started(w, rc);
+		return NULL;
+	}
+	started(w, 0);
+	env_real_run(w->env);
+	/* stop: close the drives, then the endpoint */
+	while (!sh_list_empty(&w->drives)) {
+		struct wdrive *dr = sh_list_entry(sh_list_pop(&w->drives), struct wdrive, link);
+
+		if (dr->st)
+			store_close(dr->st);
+		sh_free(dr);
+	}
+	store_svc_destroy(w->svc);
+	net_destroy(w->net);
+	env_async_fini(&w->wake);
+	while (!sh_list_empty(&w->cmds))
+		sh_free(sh_list_entry(sh_list_pop(&w->cmds), struct worker_cmd, link));
+	env_real_destroy(w->env);
+	return NULL;
+}
+
+int
+worker_start(struct shoald *d, unsigned idx)
+{
+	struct worker *w = &d->workers[idx];
+	int rc;
+
+	w->d = d;
+	w->idx = idx;
+	sh_list_init(&w->cmds);
+	sh_list_init(&w->drives);
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_mutex_init(&w->start_mu, NULL);
+	pthread_cond_init(&w->start_cv, NULL);
+	rc = pthread_create(&w->th, NULL, worker_main, w);
+	if (rc != 0)
+		return -rc;
+	pthread_mutex_lock(&w->start_mu);
+	while (!w->started)
+		pthread_cond_wait(&w->start_cv, &w->start_mu);
+	pthread_mutex_unlock(&w->start_mu);
+	if (w->start_rc < 0) {
+		pthread_join(w->th, NULL);
+		return w->start_rc;
+	}
+	return 0;
+}
+
+void
+worker_stop(struct worker *w)
+{
+	pthread_mutex_lock(&w->mu);
+	w->stopping = true;
+	pthread_mutex_unlock(&w->mu);
+	env_async_send(&w->wake);
+	pthread_join(w->th, NULL);
+	pthread_mutex_destroy(&w->mu);
+	pthread_mutex_destroy(&w->start_mu);
+	pthread_cond_destroy(&w->start_cv);
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The shoal command line (docs/cli.md): admin commands over the HTTP API, and `shoal local`. */
+#ifndef SH_TOOLS_SHOAL_H
+#define SH_TOOLS_SHOAL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define SHOAL_DEFAULT_ADDR "127.0.0.1:7400"
+
+struct cli {
+	const char *addr; /* the admin API of a node: ip:port */
+	bool json;
+};
+
+/* One HTTP request; *body_out (malloc'd, NUL-terminated) is the reply. Returns the HTTP status or
+ * -errno (no connection). */
+int http_call(const char *addr, const char *method, const char *path, const char *body,
+	      char **body_out, int timeout_s);
+
+/* Exit helpers: print "shoal: reason" and exit 2 (usage) or 1 (failure). */
+_Noreturn void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* GET path from cli->addr as JSON; exits 1 with the server's reason on error. */
+json_t *api_get(const struct cli *c, const char *path);
+/* POST/DELETE; exits 1 with the server's reason on error. */
+void api_change(const struct cli *c, const char *method, const char *path, json_t *body);
+
+int cmd_local(struct cli *c, int argc, char **argv);
+
+/* "2G", "512M", "1048576" -> bytes; -1 if malformed. */
+long long parse_size(const char *s);
+
+#endif /* SH_TOOLS_SHOAL_H */

@@ -106,9 +106,10 @@ nodes_json(const struct cfg *c, const struct cluster_info *ci)
 		json_array_append_new(
 		    a, json_pack("{s:I, s:s, s:s, s:s, s:s, s:I, s:b, s:b, s:i, s:I, s:o}", "id",
 				 (json_int_t)n->id, "mgmt", n->mgmt, "data", n->data, "domain",
-				 n->domain, "state", state_name(n->state), "since", (json_int_t)(n->since / 1000000000),
-				 "voter", is_voter(ci, n->id), "leader", ci->leader == n->id, "drives",
-				 (int)drives, "capacity", (json_int_t)cap, "nets", nets));
+				 n->domain, "state", state_name(n->state), "since",
+				 (json_int_t)(n->since / 1000000000), "voter", is_voter(ci, n->id),
+				 "leader", ci->leader == n->id, "drives", (int)drives, "capacity",
+				 (json_int_t)cap, "nets", nets));
 	}
 	return a;
 }
@@ -119,11 +120,10 @@ drives_json(const struct cfg *c)
 	json_t *a = json_array();
 
 	for (uint32_t i = 0; i < c->ndrives; i++)
-		json_array_append_new(a, json_pack("{s:I, s:I, s:s, s:I}", "id",
-						   (json_int_t)c->drives[i].id, "node",
-						   (json_int_t)c->drives[i].node, "path",
-						   c->drives[i].path, "capacity",
-						   (json_int_t)c->drives[i].capacity));
+		json_array_append_new(
+		    a, json_pack("{s:I, s:I, s:s, s:I}", "id", (json_int_t)c->drives[i].id, "node",
+				 (json_int_t)c->drives[i].node, "path", c->drives[i].path,
+				 "capacity", (json_int_t)c->drives[i].capacity));
 	return a;
 }
 
@@ -151,8 +151,8 @@ fs_json(const struct cfg *c)
 		char prot[16];
 
 		snprintf(prot, sizeof(prot), "%u+%u", f->d, f->p);
-		json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:b, s:I, s:I}", "name", f->name,
-						   "protection", prot, "compression",
+		json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:b, s:I, s:I}", "name",
+						   f->name, "protection", prot, "compression",
 						   cfg_comp_name(f->compression), "dedup", f->dedup,
 						   "quota", (json_int_t)f->quota, "created",
 						   (json_int_t)(f->created / 1000000000)));
@@ -168,9 +168,10 @@ events_json(const struct cfg *c, unsigned limit)
 	for (uint32_t i = 0; i < c->nevents && i < limit; i++) {
 		const struct cfg_event *e = cfg_event_at(c, i);
 
-		json_array_append_new(a, json_pack("{s:I, s:I, s:I, s:s}", "seq", (json_int_t)e->seq,
-						   "time", (json_int_t)(e->time / 1000000), "node",
-						   (json_int_t)e->node, "text", e->text));
+		json_array_append_new(a,
+				      json_pack("{s:I, s:I, s:I, s:s}", "seq", (json_int_t)e->seq,
+						"time", (json_int_t)(e->time / 1000000), "node",
+						(json_int_t)e->node, "text", e->text));
 	}
 	return a;
 }
@@ -211,16 +212,16 @@ status_json(struct cluster *cl, const struct admin_node *self)
 		json_array_append_new(voters, json_integer((json_int_t)ci.voters[i]));
 	for (int i = 0; i < 16; i++)
 		snprintf(uuid + i * 2, 3, "%02x", c->uuid[i]);
-	return json_pack("{s:s, s:s, s:b, s:I, s:i, s:i, s:I, s:{s:I, s:s, s:i, s:s}, "
-			 "s:{s:s, s:I, s:I, s:o}, s:{s:i, s:i, s:i}, s:i, s:I, s:i}",
-			 "cluster", c->name, "uuid", c->created ? uuid : "", "created", c->created,
-			 "epoch", (json_int_t)c->epoch, "buckets", (int)c->nbuckets, "replicas",
-			 (int)c->replicas, "leader", (json_int_t)ci.leader, "node", "id",
-			 (json_int_t)self->id, "mode", self->mode, "workers", (int)self->workers,
-			 "version", "0.1", "raft", "state", raft_state_name(&ci), "term",
-			 (json_int_t)ci.term, "commit", (json_int_t)ci.commit, "voters", voters,
-			 "nodes", "total", (int)c->nnodes, "up", (int)up, "down", (int)down, "drives",
-			 (int)c->ndrives, "capacity", (json_int_t)cap, "filesystems", (int)c->nfs);
+	return json_pack(
+	    "{s:s, s:s, s:b, s:I, s:i, s:i, s:I, s:{s:I, s:s, s:i, s:s}, "
+	    "s:{s:s, s:I, s:I, s:o}, s:{s:i, s:i, s:i}, s:i, s:I, s:i}",
+	    "cluster", c->name, "uuid", c->created ? uuid : "", "created", c->created, "epoch",
+	    (json_int_t)c->epoch, "buckets", (int)c->nbuckets, "replicas", (int)c->replicas,
+	    "leader", (json_int_t)ci.leader, "node", "id", (json_int_t)self->id, "mode", self->mode,
+	    "workers", (int)self->workers, "version", "0.1", "raft", "state", raft_state_name(&ci),
+	    "term", (json_int_t)ci.term, "commit", (json_int_t)ci.commit, "voters", voters, "nodes",
+	    "total", (int)c->nnodes, "up", (int)up, "down", (int)down, "drives", (int)c->ndrives,
+	    "capacity", (json_int_t)cap, "filesystems", (int)c->nfs);
 }
 
 static void
@@ -338,7 +339,8 @@ parse_change(const char *what, json_t *o, struct cfg_cmd *cmd, char *err, size_t
 		if (!rc)
 			rc = get_str(o, "data", true, cmd->data, sizeof(cmd->data), err, elen);
 		if (!rc)
-			rc = get_str(o, "domain", false, cmd->domain, sizeof(cmd->domain), err, elen);
+			rc = get_str(o, "domain", false, cmd->domain, sizeof(cmd->domain), err,
+				     elen);
 	} else if (strcmp(what, "drives") == 0) {
 		cmd->op = CFG_OP_DRIVE_ADD;
 		rc = get_u64(o, "node", true, &cmd->id, err, elen);
@@ -420,8 +422,7 @@ post(struct cluster *cl, const char *what, struct admin_req *req)
 		reply_err(req, rc, "cannot submit the change");
 }
 
-static void
-delete(struct cluster *cl, const char *what, const char *key, struct admin_req *req)
+static void delete (struct cluster *cl, const char *what, const char *key, struct admin_req *req)
 {
 	struct cfg_cmd cmd = { 0 };
 	char *end;
@@ -504,7 +505,7 @@ admin_api_handle(struct cluster *cl, const struct admin_node *self, struct admin
 		return;
 	}
 	if (strcmp(req->method, "DELETE") == 0 && key[0] != '\0') {
-		delete(cl, what, key, req);
+		delete (cl, what, key, req);
 		return;
 	}
 	admin_reply(req, 405, NULL, "{\"error\":\"method not allowed\",\"code\":\"EINVAL\"}\n", 47);

@@ -5,6 +5,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -121,6 +122,25 @@ respond(struct MHD_Connection *c, unsigned status, const char *type, const char 
 
 #define ERR_JSON(msg) "{\"error\":\"" msg "\"}\n"
 
+struct qbuf {
+	char b[1024];
+	size_t len;
+};
+
+static enum MHD_Result
+add_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct qbuf *q = cls;
+	int n;
+
+	(void)kind;
+	n = snprintf(q->b + q->len, sizeof(q->b) - q->len, "%s%s=%s", q->len ? "&" : "", key,
+		     value ? value : "");
+	if (n > 0 && (size_t)n < sizeof(q->b) - q->len)
+		q->len += (size_t)n;
+	return MHD_YES;
+}
+
 static enum MHD_Result
 on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 	   const char *version, const char *upload, size_t *upload_size, void **state)
@@ -137,9 +157,14 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 		if (p == NULL)
 			return MHD_NO;
 		p->h = h;
+		struct qbuf qb = { .len = 0 };
+
+		/* MHD hands over the path without its query: rebuild it from the arguments */
+		qb.b[0] = '\0';
+		MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_arg, &qb);
 		q = strchr(url, '?');
 		p->path = q ? sh_strndup(url, (size_t)(q - url)) : sh_strdup(url);
-		p->query = sh_strdup(q ? q + 1 : "");
+		p->query = sh_strdup(qb.b);
 		p->req.method = method;
 		*state = p;
 		return MHD_YES;
@@ -195,7 +220,9 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 		bool queued = false;
 		struct sh_list *pos;
 
-		sh_list_for_each(pos, &h->queue) if (pos == &p->link) queued = true;
+		sh_list_for_each (pos, &h->queue)
+			if (pos == &p->link)
+				queued = true;
 		if (queued)
 			sh_list_del(&p->link);
 		else
@@ -250,11 +277,10 @@ admin_http_start(struct env *env, const char *addr, admin_handler fn, void *arg,
 	rc = env_async_init(env, &h->wake, on_wake, h);
 	if (rc < 0)
 		goto err;
-	h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-					MHD_USE_ERROR_LOG,
-				0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, &sin,
-				MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
+	h->d = MHD_start_daemon(
+	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0,
+	    NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, &sin, MHD_OPTION_NOTIFY_COMPLETED,
+	    on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
 	if (h->d == NULL) {
 		sh_log_error("admin API: cannot listen on %s (TCP): in use or not a local address",
 			     addr);

@@ -11,7 +11,7 @@
 
 #include "../env/env.h"
 
-#define ADMIN_BODY_MAX	     (64 * 1024)
+#define ADMIN_BODY_MAX	      (64 * 1024)
 #define ADMIN_REPLY_TIMEOUT_S 30
 
 struct admin_http;

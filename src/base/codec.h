@@ -50,7 +50,7 @@ sh_enc_error(const struct sh_enc *e)
 	return e->err;
 }
 
-#define SH_ENC_INT(name, type)                                  \
+#define SH_ENC_INT(name, type)                                     \
 	static inline void sh_enc_##name(struct sh_enc *e, type v) \
 	{                                                          \
 		uint8_t *d = sh_enc_reserve(e, sizeof(v));         \
@@ -93,14 +93,14 @@ const uint8_t *sh_dec_blob(struct sh_dec *d, size_t max, size_t *len);
 /* Fails the decoder with -EBADMSG unless everything was read. */
 void sh_dec_end(struct sh_dec *d);
 
-#define SH_DEC_INT(name, type)                                  \
-	static inline type sh_dec_##name(struct sh_dec *d)         \
-	{                                                          \
-		type v = 0;                                        \
-		const uint8_t *s = sh_dec_bytes(d, sizeof(v));     \
-		if (s != NULL)                                     \
-			memcpy(&v, s, sizeof(v));                  \
-		return v;                                          \
+#define SH_DEC_INT(name, type)                                 \
+	static inline type sh_dec_##name(struct sh_dec *d)     \
+	{                                                      \
+		type v = 0;                                    \
+		const uint8_t *s = sh_dec_bytes(d, sizeof(v)); \
+		if (s != NULL)                                 \
+			memcpy(&v, s, sizeof(v));              \
+		return v;                                      \
 	}
 SH_DEC_INT(u8, uint8_t)
 SH_DEC_INT(u16, uint16_t)

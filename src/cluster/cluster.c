@@ -32,7 +32,7 @@ struct sub {
 	bool internal; /* from the leader's own duties (failure detection) */
 	bool fwd_ok;   /* may go on to the leader (not already forwarded to us) */
 	uint64_t fwd_to;
-	struct ccall *call; /* while forwarding */
+	struct ccall *call;  /* while forwarding */
 	uint64_t want_epoch; /* done at the leader: wait until this node has it too */
 	struct raft_apply apply;
 };
@@ -110,8 +110,8 @@ on_ccall(void *arg, int status, const struct net_msg *reply)
 }
 
 static int
-ccall(struct cluster *cl, uint64_t node, uint16_t op, const struct sh_enc *body, uint64_t timeout_ns,
-      unsigned retries, ccall_fn fn, void *ctx, struct ccall **out)
+ccall(struct cluster *cl, uint64_t node, uint16_t op, const struct sh_enc *body,
+      uint64_t timeout_ns, unsigned retries, ccall_fn fn, void *ctx, struct ccall **out)
 {
 	struct net_call_opts opts = { .timeout_ns = timeout_ns, .retries = retries };
 	struct ccall *c;
@@ -126,8 +126,8 @@ ccall(struct cluster *cl, uint64_t node, uint16_t op, const struct sh_enc *body,
 	c->fn = fn;
 	c->ctx = ctx;
 	c->node = node;
-	rc = net_call(cl->net, node, op, &(struct iovec){ body->p, body->len }, 1, &opts, on_ccall, c,
-		      &c->h);
+	rc = net_call(cl->net, node, op, &(struct iovec){ body->p, body->len }, 1, &opts, on_ccall,
+		      c, &c->h);
 	if (rc < 0) {
 		sh_free(c);
 		return rc;
@@ -248,7 +248,8 @@ raft_go(struct cluster *cl)
 		return 0;
 	rc = raft_start(&cl->raft);
 	if (rc != 0) {
-		sh_log_error("config raft: start: %s (%s)", raft_strerror(rc), raft_errmsg(&cl->raft));
+		sh_log_error("config raft: start: %s (%s)", raft_strerror(rc),
+			     raft_errmsg(&cl->raft));
 		return -EIO;
 	}
 	cl->started = true;
@@ -507,8 +508,7 @@ pump(struct cluster *cl)
 	struct sh_list *pos, *tmp;
 	uint64_t now = env_now(cl->env);
 
-	sh_list_for_each_safe(pos, tmp, &cl->subs)
-	{
+	sh_list_for_each_safe (pos, tmp, &cl->subs) {
 		struct sub *s = sh_list_entry(pos, struct sub, link);
 		uint64_t lead;
 		int rc;
@@ -532,7 +532,8 @@ pump(struct cluster *cl)
 		if (s->cmd.op == CFG_OP_DRIVE_ADD && !s->prepared && s->cmd.id == cl->p.node_id) {
 			char msg[CFG_MSG_MAX] = "";
 
-			rc = cl->p.prepare ? cl->p.prepare(cl->p.arg, &s->cmd, msg, sizeof(msg)) : 0;
+			rc =
+			    cl->p.prepare ? cl->p.prepare(cl->p.arg, &s->cmd, msg, sizeof(msg)) : 0;
 			if (rc < 0) {
 				sub_done(s, rc, msg);
 				continue;
@@ -578,9 +579,10 @@ pump(struct cluster *cl)
 		}
 		if (now >= s->deadline && s->cmd.op != CFG_OP_CREATE && !cl->cfg->created &&
 		    !cl->started && cl->leader_hint == 0) {
-			sub_done(s, -ENOTCONN,
-				 "this node is not in a cluster: run 'shoal cluster create' here, or "
-				 "'shoal node add' on a cluster node");
+			sub_done(
+			    s, -ENOTCONN,
+			    "this node is not in a cluster: run 'shoal cluster create' here, or "
+			    "'shoal node add' on a cluster node");
 			continue;
 		}
 		if (now >= s->deadline) {
@@ -822,7 +824,8 @@ heartbeat(struct cluster *cl)
 	sh_enc_init(&e);
 	sh_enc_u64(&e, cl->p.node_id);
 	sh_enc_u64(&e, cl->cfg->epoch);
-	ccall(cl, lead, NET_OP_CLUSTER_HEARTBEAT, &e, CALL_TIMEOUT_NS, 0, on_heartbeat_reply, NULL, NULL);
+	ccall(cl, lead, NET_OP_CLUSTER_HEARTBEAT, &e, CALL_TIMEOUT_NS, 0, on_heartbeat_reply, NULL,
+	      NULL);
 	sh_enc_fini(&e);
 }
 
@@ -888,7 +891,8 @@ reconcile(struct cluster *cl)
 		const struct cfg_node *n = cfg_node_find(cl->cfg, s->id);
 
 		if (s->role != RAFT_VOTER && n != NULL && n->state == CFG_UP) {
-			sh_log_info("config group: node %llu becomes a voter", (unsigned long long)s->id);
+			sh_log_info("config group: node %llu becomes a voter",
+				    (unsigned long long)s->id);
 			err = raft_assign(&cl->raft, &cl->change, s->id, RAFT_VOTER, on_change);
 			goto out;
 		}
@@ -901,7 +905,8 @@ reconcile(struct cluster *cl)
 			present = rc->servers[k].id == n->id;
 		if (present || n->state != CFG_UP)
 			continue;
-		sh_log_info("config group: adding node %llu (%s)", (unsigned long long)n->id, n->mgmt);
+		sh_log_info("config group: adding node %llu (%s)", (unsigned long long)n->id,
+			    n->mgmt);
 		err = raft_add(&cl->raft, &cl->change, n->id, n->mgmt, on_change);
 		goto out;
 	}
@@ -1029,10 +1034,9 @@ cluster_start(struct net *mgmt, const struct cluster_params *p, struct cluster *
 	    (rc = net_handle(mgmt, NET_OP_CLUSTER_HEARTBEAT, on_heartbeat, cl)) < 0 ||
 	    (rc = net_handle(mgmt, NET_OP_CLUSTER_PUSH, on_push, cl)) < 0)
 		goto err_rn;
-	rp = (struct rio_params){ .group = CONFIG_GROUP,
-				  .id = p->node_id,
-				  .path = cl->path,
-				  .log_size = RAFT_LOG_SIZE };
+	rp = (struct rio_params){
+		.group = CONFIG_GROUP, .id = p->node_id, .path = cl->path, .log_size = RAFT_LOG_SIZE
+	};
 	rc = rio_open(cl->rn, &cl->io, &rp, on_log_open, cl);
 	if (rc < 0)
 		goto err_rn;
@@ -1093,14 +1097,13 @@ cluster_stop(struct cluster *cl, void (*done)(void *arg), void *arg)
 		struct sh_list *pos, *tmp;
 
 		/* applying ones are called back by raft_close */
-		sh_list_for_each_safe(pos, tmp, &cl->subs)
-		{
+		sh_list_for_each_safe (pos, tmp, &cl->subs) {
 			struct sub *s = sh_list_entry(pos, struct sub, link);
 
 			if (s->state != SUB_APPLYING)
 				sub_done(s, -ESHUTDOWN, "the node is shutting down");
 		}
-		sh_list_for_each(pos, &cl->calls)
+		sh_list_for_each (pos, &cl->calls)
 			net_call_cancel(sh_list_entry(pos, struct ccall, link)->h);
 	}
 	env_task_init(cl->env, &cl->stop_task, finish_stop, cl);

@@ -33,10 +33,10 @@ struct cluster;
 
 struct cluster_params {
 	uint64_t node_id;
-	const char *mgmt;   /* this node's management address: ip:port */
-	const char *data;   /* its data address */
-	const char *domain; /* failure domain ("" : node-ID) */
-	const char *dir;    /* where the Raft log lives */
+	const char *mgmt;      /* this node's management address: ip:port */
+	const char *data;      /* its data address */
+	const char *domain;    /* failure domain ("" : node-ID) */
+	const char *dir;       /* where the Raft log lives */
 	uint64_t heartbeat_ns; /* default 500 ms */
 	uint64_t down_ns;      /* silence before a node is marked down; default 2 s */
 	uint64_t submit_ns;    /* how long a change waits for a leader; default 8 s */

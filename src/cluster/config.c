@@ -9,9 +9,9 @@
 
 #define CFG_MAGIC 0x31474643u /* "CFG1" */
 
-static const char *op_names[] = { "?",		"cluster.create", "node.add",  "node.remove",
-				  "node.state", "net.add",	  "drive.add", "fs.create",
-				  "fs.delete" };
+static const char *op_names[] = { "?",		 "cluster.create", "node.add",
+				  "node.remove", "node.state",	   "net.add",
+				  "drive.add",	 "fs.create",	   "fs.delete" };
 
 const char *
 cfg_op_name(unsigned op)
@@ -65,8 +65,8 @@ cfg_name_ok(const char *s)
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		char ch = s[i];
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-		      ch == '.' || ch == '_' || ch == '-'))
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
 			return false;
 	}
 	return true;
@@ -196,7 +196,8 @@ place(struct cfg *c)
 				if (used[i])
 					continue;
 				for (uint32_t j = 0; j < got && !clash; j++)
-					clash = strcmp(cfg_node_find(c, g[j])->domain, c->nodes[i].domain) == 0;
+					clash = strcmp(cfg_node_find(c, g[j])->domain,
+						       c->nodes[i].domain) == 0;
 				if (clash)
 					continue;
 				s = hrw(k, c->nodes[i].id);
@@ -219,8 +220,7 @@ place(struct cfg *c)
 
 /* ---- validation ---- */
 
-static int
-fail(char *msg, size_t len, int err, const char *fmt, ...) SH_PRINTF(4, 5);
+static int fail(char *msg, size_t len, int err, const char *fmt, ...) SH_PRINTF(4, 5);
 
 static int
 fail(char *msg, size_t len, int err, const char *fmt, ...)
@@ -249,8 +249,8 @@ check_addr_free(const struct cfg *c, const char *addr, char *msg, size_t len)
 		const struct cfg_node *n = &c->nodes[i];
 
 		if (strcmp(n->mgmt, addr) == 0 || strcmp(n->data, addr) == 0)
-			return fail(msg, len, -EEXIST, "address %s is already used by node %llu", addr,
-				    (unsigned long long)n->id);
+			return fail(msg, len, -EEXIST, "address %s is already used by node %llu",
+				    addr, (unsigned long long)n->id);
 		for (unsigned k = 0; k < n->nnets; k++)
 			if (strcmp(n->nets[k].addr, addr) == 0)
 				return fail(msg, len, -EEXIST,
@@ -305,7 +305,8 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 	if (cmd->op == 0 || cmd->op >= CFG_OP_MAX)
 		return fail(msg, len, -EINVAL, "unknown operation %u", cmd->op);
 	if (cmd->op != CFG_OP_CREATE && !c->created)
-		return fail(msg, len, -ENOTCONN, "no cluster yet: run 'shoal cluster create' first");
+		return fail(msg, len, -ENOTCONN,
+			    "no cluster yet: run 'shoal cluster create' first");
 	switch (cmd->op) {
 	case CFG_OP_CREATE:
 		if (c->created)
@@ -335,7 +336,8 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 			return fail(msg, len, -EINVAL, "bad node state %u", cmd->state);
 		if (n->state == cmd->state)
 			return fail(msg, len, -EALREADY, "node %llu is already %s",
-				    (unsigned long long)cmd->id, cmd->state == CFG_UP ? "up" : "down");
+				    (unsigned long long)cmd->id,
+				    cmd->state == CFG_UP ? "up" : "down");
 		return 0;
 	case CFG_OP_NET_ADD:
 		n = cfg_node_find(c, cmd->id);
@@ -345,26 +347,30 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 			return fail(msg, len, -EINVAL, "'%s' is not an interface address (IP:PORT)",
 				    cmd->addr);
 		if (cmd->label[0] == '\0' || !cfg_name_ok(cmd->label))
-			return fail(msg, len, -EINVAL, "'%s' is not a label (1-15 of A-Z a-z 0-9 . _ -)",
-				    cmd->label);
+			return fail(msg, len, -EINVAL,
+				    "'%s' is not a label (1-15 of A-Z a-z 0-9 . _ -)", cmd->label);
 		if (n->nnets >= CFG_NETS_MAX)
-			return fail(msg, len, -ENOSPC, "node %llu has the most interfaces it can (%d)",
+			return fail(msg, len, -ENOSPC,
+				    "node %llu has the most interfaces it can (%d)",
 				    (unsigned long long)cmd->id, CFG_NETS_MAX);
 		return check_addr_free(c, cmd->addr, msg, len);
 	case CFG_OP_DRIVE_ADD:
 		if (cfg_node_find(c, cmd->id) == NULL)
 			return fail(msg, len, -ENOENT, "no node %llu", (unsigned long long)cmd->id);
 		if (cmd->path[0] != '/')
-			return fail(msg, len, -EINVAL, "drive path '%s' is not absolute", cmd->path);
+			return fail(msg, len, -EINVAL, "drive path '%s' is not absolute",
+				    cmd->path);
 		if (cmd->size < CFG_DRIVE_MIN)
-			return fail(msg, len, -EINVAL, "drive %s is too small: %llu bytes, at least %llu",
-				    cmd->path, (unsigned long long)cmd->size,
+			return fail(msg, len, -EINVAL,
+				    "drive %s is too small: %llu bytes, at least %llu", cmd->path,
+				    (unsigned long long)cmd->size,
 				    (unsigned long long)CFG_DRIVE_MIN);
 		if (c->ndrives >= CFG_DRIVES_MAX)
-			return fail(msg, len, -ENOSPC, "the cluster has the most drives it can (%d)",
-				    CFG_DRIVES_MAX);
+			return fail(msg, len, -ENOSPC,
+				    "the cluster has the most drives it can (%d)", CFG_DRIVES_MAX);
 		for (uint32_t i = 0; i < c->ndrives; i++) {
-			if (c->drives[i].node == cmd->id && strcmp(c->drives[i].path, cmd->path) == 0)
+			if (c->drives[i].node == cmd->id &&
+			    strcmp(c->drives[i].path, cmd->path) == 0)
 				return fail(msg, len, -EEXIST, "node %llu already has drive %s",
 					    (unsigned long long)cmd->id, cmd->path);
 			if (cmd->target != 0 && c->drives[i].id == cmd->target)
@@ -382,12 +388,13 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		if (fs_find(c, cmd->name) != NULL)
 			return fail(msg, len, -EEXIST, "filesystem '%s' already exists", cmd->name);
 		if (c->nfs >= CFG_FS_MAX)
-			return fail(msg, len, -ENOSPC, "the cluster has the most filesystems it can (%d)",
-				    CFG_FS_MAX);
+			return fail(msg, len, -ENOSPC,
+				    "the cluster has the most filesystems it can (%d)", CFG_FS_MAX);
 		if (cmd->d < 3 || cmd->d > 16 || (cmd->p != 2 && cmd->p != 4))
-			return fail(msg, len, -EINVAL,
-				    "protection %u+%u is not supported: data 3 to 16, parity 2 or 4",
-				    cmd->d, cmd->p);
+			return fail(
+			    msg, len, -EINVAL,
+			    "protection %u+%u is not supported: data 3 to 16, parity 2 or 4",
+			    cmd->d, cmd->p);
 		if ((unsigned)cmd->d + cmd->p > dom)
 			return fail(msg, len, -ENOSPC,
 				    "protection %u+%u needs %u failure domains with drives; the "
@@ -407,7 +414,8 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 
 /* ---- apply ---- */
 
-static void event(struct cfg *c, uint64_t time, uint64_t node, const char *fmt, ...) SH_PRINTF(4, 5);
+static void event(struct cfg *c, uint64_t time, uint64_t node, const char *fmt, ...)
+    SH_PRINTF(4, 5);
 
 static void
 event(struct cfg *c, uint64_t time, uint64_t node, const char *fmt, ...)
@@ -484,7 +492,8 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		c->nnodes--;
 		rc = place(c);
 		if (rc) {
-			memmove(&c->nodes[i + 1], &c->nodes[i], (c->nnodes - i) * sizeof(c->nodes[0]));
+			memmove(&c->nodes[i + 1], &c->nodes[i],
+				(c->nnodes - i) * sizeof(c->nodes[0]));
 			c->nodes[i] = saved;
 			c->nnodes++;
 			return fail(msg, len, rc, "out of memory placing buckets");

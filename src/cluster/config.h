@@ -21,20 +21,20 @@
 
 #include "../base/base.h"
 
-#define CFG_NAME_MAX	 64
-#define CFG_ADDR_MAX	 64
-#define CFG_LABEL_MAX	 16
-#define CFG_PATH_MAX	 256
-#define CFG_MSG_MAX	 192
-#define CFG_NODES_MAX	 256
-#define CFG_NETS_MAX	 8
-#define CFG_DRIVES_MAX	 1024
-#define CFG_FS_MAX	 64
-#define CFG_EVENTS_MAX	 256
-#define CFG_REPLICAS_MAX 5
+#define CFG_NAME_MAX	    64
+#define CFG_ADDR_MAX	    64
+#define CFG_LABEL_MAX	    16
+#define CFG_PATH_MAX	    256
+#define CFG_MSG_MAX	    192
+#define CFG_NODES_MAX	    256
+#define CFG_NETS_MAX	    8
+#define CFG_DRIVES_MAX	    1024
+#define CFG_FS_MAX	    64
+#define CFG_EVENTS_MAX	    256
+#define CFG_REPLICAS_MAX    5
 #define CFG_BUCKETS_DEFAULT 4096
-#define CFG_BUCKETS_MAX	 65536
-#define CFG_DRIVE_MIN	 (64ull << 20)
+#define CFG_BUCKETS_MAX	    65536
+#define CFG_DRIVE_MIN	    (64ull << 20)
 
 enum cfg_op {
 	CFG_OP_CREATE = 1,

@@ -285,8 +285,12 @@ rc_msg_free(struct raft_message *m)
 const char *
 rc_msg_name(unsigned type)
 {
-	static const char *names[] = { "?", "append-entries", "append-entries-result",
-				       "request-vote", "request-vote-result", "install-snapshot",
+	static const char *names[] = { "?",
+				       "append-entries",
+				       "append-entries-result",
+				       "request-vote",
+				       "request-vote-result",
+				       "install-snapshot",
 				       "timeout-now" };
 	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "?";
 }

@@ -16,9 +16,9 @@
 
 #include "../base/base.h"
 
-#define RC_ADDR_MAX   64	 /* longest server address, with its NUL */
-#define RC_ENTRIES_MAX 65536	 /* most entries in one AppendEntries */
-#define RC_DATA_MAX   (256u << 20) /* largest entry or snapshot payload */
+#define RC_ADDR_MAX    64	    /* longest server address, with its NUL */
+#define RC_ENTRIES_MAX 65536	    /* most entries in one AppendEntries */
+#define RC_DATA_MAX    (256u << 20) /* largest entry or snapshot payload */
 
 void rc_conf_encode(struct sh_enc *e, const struct raft_configuration *c);
 /* Into an initialized, empty c; on error c is emptied again. */

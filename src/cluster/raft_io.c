@@ -567,8 +567,8 @@ io_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick, raft_io_recv_
 	r->tick_cb = tick;
 	r->recv_cb = recv;
 	/* a random first phase: instances (and nodes) do not tick in step */
-	return env_timer_arm(&r->tick, env_random_u64(r->env) % ((uint64_t)r->msecs * 1000000) + 1) <
-		       0
+	return env_timer_arm(&r->tick,
+			     env_random_u64(r->env) % ((uint64_t)r->msecs * 1000000) + 1) < 0
 		   ? RAFT_NOMEM
 		   : 0;
 }

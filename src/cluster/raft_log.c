@@ -75,8 +75,8 @@ rec_end(struct sh_enc *e, size_t at, uint16_t type, uint64_t gen)
 }
 
 int
-rlog_rec_parse(const uint8_t *b, size_t len, uint16_t *type, uint64_t *gen,
-	       const uint8_t **payload, uint32_t *plen)
+rlog_rec_parse(const uint8_t *b, size_t len, uint16_t *type, uint64_t *gen, const uint8_t **payload,
+	       uint32_t *plen)
 {
 	uint32_t magic, n, crc;
 	uint8_t h[RLOG_REC_HDR];

@@ -72,11 +72,10 @@ const struct rlog_state *rlog_state(const struct rlog *l);
  * before it is durable. rlog_durable says whether nothing is waiting.
  */
 int rlog_set_meta(struct rlog *l, uint64_t term, uint64_t vote);
-int rlog_append(struct rlog *l, const struct raft_entry *e, unsigned n, rlog_done_cb cb,
-		void *arg);
+int rlog_append(struct rlog *l, const struct raft_entry *e, unsigned n, rlog_done_cb cb, void *arg);
 int rlog_truncate(struct rlog *l, uint64_t index);
-int rlog_snapshot(struct rlog *l, const struct raft_snapshot *s, unsigned trailing,
-		  rlog_done_cb cb, void *arg);
+int rlog_snapshot(struct rlog *l, const struct raft_snapshot *s, unsigned trailing, rlog_done_cb cb,
+		  void *arg);
 int rlog_barrier(struct rlog *l, rlog_done_cb cb, void *arg);
 bool rlog_durable(const struct rlog *l);
 uint64_t rlog_last_index(const struct rlog *l);

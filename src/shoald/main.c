@@ -56,8 +56,8 @@ parse_uint(const char *opt, const char *v, unsigned lo, unsigned hi)
 	char msg[128];
 
 	if (*v == '\0' || *end != '\0' || x < lo || x > hi) {
-		snprintf(msg, sizeof(msg), "%s must be a number from %u to %u, not '%s'", opt, lo, hi,
-			 v);
+		snprintf(msg, sizeof(msg), "%s must be a number from %u to %u, not '%s'", opt, lo,
+			 hi, v);
 		usage(msg);
 	}
 	return (unsigned)x;
@@ -78,16 +78,18 @@ copy_opt(char *dst, size_t cap, const char *opt, const char *v)
 static void
 parse_args(int argc, char **argv, struct shoald_opts *o)
 {
-	static const struct option longopts[] = {
-		{ "id", required_argument, NULL, 'i' },	    { "mgmt", required_argument, NULL, 'm' },
-		{ "data", required_argument, NULL, 'D' },   { "dir", required_argument, NULL, 'd' },
-		{ "domain", required_argument, NULL, 'f' }, { "mode", required_argument, NULL, 'M' },
-		{ "workers", required_argument, NULL, 'w' }, { "log", required_argument, NULL, 'l' },
-		{ "election-ms", required_argument, NULL, 'e' },
-		{ "down-ms", required_argument, NULL, 'o' },
-		{ "heartbeat-ms", required_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
+	static const struct option longopts[] = { { "id", required_argument, NULL, 'i' },
+						  { "mgmt", required_argument, NULL, 'm' },
+						  { "data", required_argument, NULL, 'D' },
+						  { "dir", required_argument, NULL, 'd' },
+						  { "domain", required_argument, NULL, 'f' },
+						  { "mode", required_argument, NULL, 'M' },
+						  { "workers", required_argument, NULL, 'w' },
+						  { "log", required_argument, NULL, 'l' },
+						  { "election-ms", required_argument, NULL, 'e' },
+						  { "down-ms", required_argument, NULL, 'o' },
+						  { "heartbeat-ms", required_argument, NULL, 'h' },
+						  { NULL, 0, NULL, 0 } };
 	struct env_addr a;
 	int c;
 
@@ -181,8 +183,8 @@ shoald_drive_prepare(void *arg, struct cfg_cmd *cmd, char *msg, size_t len)
 		return -EINVAL;
 	}
 	if (stat(cmd->path, &st) < 0) {
-		snprintf(msg, len, "drive %s on node %llu: %s", cmd->path, (unsigned long long)d->o.id,
-			 strerror(errno));
+		snprintf(msg, len, "drive %s on node %llu: %s", cmd->path,
+			 (unsigned long long)d->o.id, strerror(errno));
 		return -errno;
 	}
 	if (S_ISREG(st.st_mode)) {
@@ -221,7 +223,8 @@ shoald_drive_prepare(void *arg, struct cfg_cmd *cmd, char *msg, size_t len)
 	 * prepared itself (its copy of the configuration may lag a moment).
 	 */
 	{
-		uint64_t base = d->o.id * 1000, next = d->last_target ? d->last_target + 1 : base + 1;
+		uint64_t base = d->o.id * 1000,
+			 next = d->last_target ? d->last_target + 1 : base + 1;
 
 		for (uint32_t i = 0; i < c->ndrives; i++)
 			if (c->drives[i].id > base && c->drives[i].id < base + 1000 &&
@@ -333,15 +336,16 @@ main(int argc, char **argv)
 	nc.dead_ns = 3ull * 1000 * 1000 * 1000;
 	rc = net_create(d.env, &nc, &d.net);
 	if (rc < 0) {
-		fprintf(stderr, "shoald: cannot bind the management address %s (UDP): %s\n", d.o.mgmt,
-			sh_strerror(rc));
+		fprintf(stderr, "shoald: cannot bind the management address %s (UDP): %s\n",
+			d.o.mgmt, sh_strerror(rc));
 		return 1;
 	}
 	for (unsigned i = 0; i < d.o.workers; i++) {
 		rc = worker_start(&d, i);
 		if (rc < 0) {
-			fprintf(stderr, "shoald: worker %u cannot start (data address %s + %u): %s\n",
-				i, d.o.data, i, sh_strerror(rc));
+			fprintf(stderr,
+				"shoald: worker %u cannot start (data address %s + %u): %s\n", i,
+				d.o.data, i, sh_strerror(rc));
 			return 1;
 		}
 	}

@@ -47,7 +47,7 @@ struct worker {
 	struct store_svc *svc;
 	struct env_async wake;
 	pthread_mutex_t mu;
-	struct sh_list cmds;  /* struct worker_cmd, from the management thread */
+	struct sh_list cmds;   /* struct worker_cmd, from the management thread */
 	struct sh_list drives; /* struct wdrive */
 	bool stopping;
 	int start_rc;

@@ -182,7 +182,8 @@ worker_main(void *arg)
 	if (rc == 0)
 		rc = env_async_init(w->env, &w->wake, on_wake, w);
 	if (rc < 0) {
-		sh_log_error("worker %u: cannot start its data endpoint: %s", w->idx, sh_strerror(rc));
+		sh_log_error("worker %u: cannot start its data endpoint: %s", w->idx,
+			     sh_strerror(rc));
 		if (w->svc)
 			store_svc_destroy(w->svc);
 		if (w->net)

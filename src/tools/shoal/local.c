@@ -75,8 +75,8 @@ save(const struct local *l)
 		json_array_append_new(pids, json_integer(l->pids[n]));
 	node_addr(l, 1, false, addr, sizeof(addr));
 	j = json_pack("{s:i, s:i, s:i, s:I, s:s, s:s, s:o}", "nodes", l->nodes, "port", l->port,
-		      "buckets", l->buckets, "drive_size", (json_int_t)l->drive_size, "mode", l->mode,
-		      "addr", addr, "pids", pids);
+		      "buckets", l->buckets, "drive_size", (json_int_t)l->drive_size, "mode",
+		      l->mode, "addr", addr, "pids", pids);
 	snprintf(path, sizeof(path), "%s/local.json", l->dir);
 	rc = json_dump_file(j, path, JSON_INDENT(2));
 	json_decref(j);
@@ -99,7 +99,9 @@ load(struct local *l)
 	l->buckets = (int)json_integer_value(json_object_get(j, "buckets"));
 	l->drive_size = json_integer_value(json_object_get(j, "drive_size"));
 	snprintf(mode, sizeof(mode), "%s",
-		 json_string_value(json_object_get(j, "mode")) ? json_string_value(json_object_get(j, "mode")) : "cpu");
+		 json_string_value(json_object_get(j, "mode"))
+		     ? json_string_value(json_object_get(j, "mode"))
+		     : "cpu");
 	l->mode = mode;
 	pids = json_object_get(j, "pids");
 	if (l->nodes < 1 || l->nodes > LOCAL_NODES_MAX || l->port <= 0)
@@ -265,11 +267,11 @@ wait_healthy(const struct local *l, double timeout)
 	while (!healthy(l, why, sizeof(why))) {
 		for (int n = 1; n <= l->nodes; n++)
 			if (!pid_alive(l->pids[n]))
-				fail("node %d (pid %d) died; see %s/n%d.log", n, (int)l->pids[n], l->dir,
-				     n);
+				fail("node %d (pid %d) died; see %s/n%d.log", n, (int)l->pids[n],
+				     l->dir, n);
 		if (now_s() > until)
-			fail("the cluster is not healthy after %.0f s: %s (logs in %s)", timeout, why,
-			     l->dir);
+			fail("the cluster is not healthy after %.0f s: %s (logs in %s)", timeout,
+			     why, l->dir);
 		usleep(100 * 1000);
 	}
 }
@@ -334,7 +336,8 @@ stop_nodes(struct local *l)
 	}
 	for (int n = 1; n <= l->nodes; n++)
 		if (pid_alive(l->pids[n])) {
-			fprintf(stderr, "shoal local: node %d did not stop in time: killing it\n", n);
+			fprintf(stderr, "shoal local: node %d did not stop in time: killing it\n",
+				n);
 			kill(l->pids[n], SIGKILL);
 		}
 	for (int n = 1; n <= l->nodes; n++)
@@ -347,27 +350,31 @@ local_up(struct local *l, bool fresh)
 	double t0 = now_s();
 	char addr[64];
 
+	int starting = 0;
+
 	for (int n = 1; n <= l->nodes; n++) {
 		if (pid_alive(l->pids[n]))
-			fail("node %d is already running (pid %d): shoal local status --dir %s", n,
-			     (int)l->pids[n], l->dir);
+			continue; /* already running: `up` starts the ones that are not */
 		if (!port_free(l->port + n - 1, true) || !port_free(l->port + 100 + n - 1, false))
 			fail("port %d or %d is in use: choose others with --port", l->port + n - 1,
 			     l->port + 100 + n - 1);
+		starting++;
 	}
 	if (mkdirs(l->dir) < 0)
 		fail("cannot create %s: %s", l->dir, strerror(errno));
-	printf("starting %d nodes in %s ...\n", l->nodes, l->dir);
+	printf("starting %d of %d nodes in %s ...\n", starting, l->nodes, l->dir);
 	fflush(stdout);
 	for (int n = 1; n <= l->nodes; n++)
-		l->pids[n] = spawn(l, n);
+		if (!pid_alive(l->pids[n]))
+			l->pids[n] = spawn(l, n);
 	save(l);
 	for (int n = 1; n <= l->nodes; n++)
 		wait_api(l, n);
 	if (fresh) {
 		char dpath[PATH_MAX + 64];
 
-		post(l, 1, "/v1/cluster", json_pack("{s:s, s:i}", "name", "local", "buckets", l->buckets),
+		post(l, 1, "/v1/cluster",
+		     json_pack("{s:s, s:i}", "name", "local", "buckets", l->buckets),
 		     "cluster create");
 		for (int n = 2; n <= l->nodes; n++) {
 			char m[64], d[64], w[64];
@@ -375,8 +382,8 @@ local_up(struct local *l, bool fresh)
 			node_addr(l, n, false, m, sizeof(m));
 			node_addr(l, n, true, d, sizeof(d));
 			snprintf(w, sizeof(w), "node add %d", n);
-			post(l, 1, "/v1/nodes", json_pack("{s:i, s:s, s:s}", "id", n, "mgmt", m, "data", d),
-			     w);
+			post(l, 1, "/v1/nodes",
+			     json_pack("{s:i, s:s, s:s}", "id", n, "mgmt", m, "data", d), w);
 		}
 		snprintf(dpath, sizeof(dpath), "%s/drives", l->dir);
 		mkdirs(dpath);
@@ -390,7 +397,8 @@ local_up(struct local *l, bool fresh)
 				fail("cannot create drive %s: %s", dpath, strerror(errno));
 			close(fd);
 			snprintf(w, sizeof(w), "drive add on node %d", n);
-			post(l, 1, "/v1/drives", json_pack("{s:i, s:s}", "node", n, "path", dpath), w);
+			post(l, 1, "/v1/drives", json_pack("{s:i, s:s}", "node", n, "path", dpath),
+			     w);
 		}
 	}
 	wait_healthy(l, 30);
@@ -411,24 +419,31 @@ local_status(struct cli *c, struct local *l)
 	json_t *all = json_array();
 
 	if (!c->json)
-		printf("%-5s %-8s %-22s %-10s %-7s %s\n", "NODE", "PID", "ADMIN", "PROCESS", "EPOCH",
-		       "CONFIG");
+		printf("%-5s %-8s %-22s %-10s %-7s %s\n", "NODE", "PID", "ADMIN", "PROCESS",
+		       "EPOCH", "CONFIG");
 	for (int n = 1; n <= l->nodes; n++) {
 		char addr[64];
 		bool alive = pid_alive(l->pids[n]);
 		json_t *s = alive ? try_get(l, n, "/v1/status") : NULL;
-		const char *st = s ? json_string_value(json_object_get(json_object_get(s, "raft"), "state")) : NULL;
-		long long epoch = s ? (long long)json_integer_value(json_object_get(s, "epoch")) : -1;
+		const char *st =
+		    s ? json_string_value(json_object_get(json_object_get(s, "raft"), "state"))
+		      : NULL;
+		long long epoch =
+		    s ? (long long)json_integer_value(json_object_get(s, "epoch")) : -1;
 
 		node_addr(l, n, false, addr, sizeof(addr));
 		if (c->json)
-			json_array_append_new(all, json_pack("{s:i, s:i, s:s, s:b, s:b, s:I, s:s}", "node", n,
-							     "pid", (int)l->pids[n], "addr", addr, "running", alive,
-							     "answers", s != NULL, "epoch", (json_int_t)epoch,
-							     "config", st ? st : ""));
+			json_array_append_new(
+			    all, json_pack("{s:i, s:i, s:s, s:b, s:b, s:I, s:s}", "node", n, "pid",
+					   (int)l->pids[n], "addr", addr, "running", alive,
+					   "answers", s != NULL, "epoch", (json_int_t)epoch,
+					   "config", st ? st : ""));
 		else
 			printf("%-5d %-8d %-22s %-10s %-7lld %s\n", n, (int)l->pids[n], addr,
-			       !alive ? "stopped" : s ? "running" : "silent", epoch, st ? st : "-");
+			       !alive ? "stopped"
+			       : s    ? "running"
+				      : "silent",
+			       epoch, st ? st : "-");
 		json_decref(s);
 	}
 	if (c->json) {
@@ -456,8 +471,9 @@ wipe(const char *dir)
 int
 cmd_local(struct cli *c, int argc, char **argv)
 {
-	struct local l = { .nodes = 6, .port = 7400, .buckets = 256, .drive_size = 2ll << 30,
-			   .mode = "cpu" };
+	struct local l = {
+		.nodes = 6, .port = 7400, .buckets = 256, .drive_size = 2ll << 30, .mode = "cpu"
+	};
 	const char *verb = argc > 0 ? argv[0] : "";
 	const char *dir = "./run";
 	bool wipe_it = false, nodes_set = false;
@@ -484,13 +500,15 @@ cmd_local(struct cli *c, int argc, char **argv)
 			long n = strtol(v, &end, 10);
 
 			if (*end || n < 1 || n > LOCAL_NODES_MAX)
-				usage_error("--nodes must be 1 to %d, not '%s'", LOCAL_NODES_MAX, v);
+				usage_error("--nodes must be 1 to %d, not '%s'", LOCAL_NODES_MAX,
+					    v);
 			l.nodes = (int)n;
 			nodes_set = true;
 		} else if (strcmp(o, "--drive-size") == 0) {
 			l.drive_size = parse_size(v);
 			if (l.drive_size < (64ll << 20))
-				usage_error("--drive-size must be a size of at least 64M, not '%s'", v);
+				usage_error("--drive-size must be a size of at least 64M, not '%s'",
+					    v);
 			l.drive_size -= l.drive_size % 4096;
 		} else if (strcmp(o, "--port") == 0) {
 			char *end;
@@ -533,9 +551,9 @@ cmd_local(struct cli *c, int argc, char **argv)
 		existing = load(&saved);
 		if (existing) {
 			if (nodes_set && saved.nodes != l.nodes)
-				fail("%s holds a %d-node cluster; use --nodes %d or another --dir", l.dir,
-				     saved.nodes, saved.nodes);
-			printf("restarting the cluster in %s\n", l.dir);
+				fail("%s holds a %d-node cluster; use --nodes %d or another --dir",
+				     l.dir, saved.nodes, saved.nodes);
+			printf("the cluster in %s exists: starting what is not running\n", l.dir);
 			l = saved;
 		}
 		return local_up(&l, !existing);
@@ -553,7 +571,8 @@ cmd_local(struct cli *c, int argc, char **argv)
 		}
 		stop_nodes(&l);
 		save(&l);
-		printf("cluster in %s stopped%s\n", l.dir, wipe_it ? " and removed" : " (data kept)");
+		printf("cluster in %s stopped%s\n", l.dir,
+		       wipe_it ? " and removed" : " (data kept)");
 		if (wipe_it && wipe(l.dir) < 0)
 			fail("cannot remove %s", l.dir);
 		return 0;

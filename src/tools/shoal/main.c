@@ -71,10 +71,26 @@ parse_size(const char *s)
 	switch (*end) {
 	case '\0':
 		break;
-	case 'k': case 'K': mul = 1ll << 10; end++; break;
-	case 'm': case 'M': mul = 1ll << 20; end++; break;
-	case 'g': case 'G': mul = 1ll << 30; end++; break;
-	case 't': case 'T': mul = 1ll << 40; end++; break;
+	case 'k':
+	case 'K':
+		mul = 1ll << 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		mul = 1ll << 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		mul = 1ll << 30;
+		end++;
+		break;
+	case 't':
+	case 'T':
+		mul = 1ll << 40;
+		end++;
+		break;
 	default:
 		return -1;
 	}
@@ -255,7 +271,8 @@ show_status(const struct cli *c, json_t *j)
 
 	(void)c;
 	if (!json_is_true(json_object_get(j, "created"))) {
-		printf("node %lld: not in a cluster yet (shoal cluster create NAME)\n", jint(me, "id"));
+		printf("node %lld: not in a cluster yet (shoal cluster create NAME)\n",
+		       jint(me, "id"));
 		return;
 	}
 	human_size(jint(j, "capacity"), cap, sizeof(cap));
@@ -263,7 +280,8 @@ show_status(const struct cli *c, json_t *j)
 	printf("epoch       %lld\n", jint(j, "epoch"));
 	printf("leader      node %lld\n", jint(j, "leader"));
 	printf("config      ");
-	json_array_foreach(voters, i, v) printf("%s%lld", i ? "," : "nodes ", (long long)json_integer_value(v));
+	json_array_foreach(voters, i, v)
+	    printf("%s%lld", i ? "," : "nodes ", (long long)json_integer_value(v));
 	printf(" (this node: %s, term %lld)\n", jstr(r, "state"), jint(r, "term"));
 	printf("nodes       %lld (%lld up, %lld down)\n", jint(n, "total"), jint(n, "up"),
 	       jint(n, "down"));
@@ -319,7 +337,7 @@ show_nets(json_t *a)
 
 	printf("%-5s %-22s %s\n", "NODE", "ADDRESS", "LABEL");
 	json_array_foreach(a, i, d)
-		printf("%-5lld %-22s %s\n", jint(d, "node"), jstr(d, "addr"), jstr(d, "label"));
+	    printf("%-5lld %-22s %s\n", jint(d, "node"), jstr(d, "addr"), jstr(d, "label"));
 }
 
 static void
@@ -328,7 +346,8 @@ show_fs(json_t *a)
 	size_t i;
 	json_t *f;
 
-	printf("%-20s %-10s %-11s %-5s %s\n", "NAME", "PROTECTION", "COMPRESSION", "DEDUP", "QUOTA");
+	printf("%-20s %-10s %-11s %-5s %s\n", "NAME", "PROTECTION", "COMPRESSION", "DEDUP",
+	       "QUOTA");
 	json_array_foreach(a, i, f)
 	{
 		char q[32] = "none";
@@ -336,8 +355,8 @@ show_fs(json_t *a)
 		if (jint(f, "quota"))
 			human_size(jint(f, "quota"), q, sizeof(q));
 		printf("%-20s %-10s %-11s %-5s %s\n", jstr(f, "name"), jstr(f, "protection"),
-		       jstr(f, "compression"), json_is_true(json_object_get(f, "dedup")) ? "on" : "off",
-		       q);
+		       jstr(f, "compression"),
+		       json_is_true(json_object_get(f, "dedup")) ? "on" : "off", q);
 	}
 }
 
@@ -423,7 +442,8 @@ run(struct cli *c, int argc, char **argv)
 		json_t *body = json_pack("{s:s}", "name", name);
 
 		if (b)
-			json_object_set_new(body, "buckets", json_integer((json_int_t)parse_id(b, "--buckets")));
+			json_object_set_new(body, "buckets",
+					    json_integer((json_int_t)parse_id(b, "--buckets")));
 		api_change(c, "POST", "/v1/cluster", body);
 		snprintf(msg, sizeof(msg), "cluster %s created", name);
 		done(c, msg);
@@ -445,7 +465,8 @@ run(struct cli *c, int argc, char **argv)
 				usage_error("node add needs --mgmt IP:PORT and --data IP:PORT");
 			check_addr(m, "--mgmt");
 			check_addr(d, "--data");
-			body = json_pack("{s:I, s:s, s:s}", "id", (json_int_t)id, "mgmt", m, "data", d);
+			body = json_pack("{s:I, s:s, s:s}", "id", (json_int_t)id, "mgmt", m, "data",
+					 d);
 			if (dom)
 				json_object_set_new(body, "domain", json_string(dom));
 			api_change(c, "POST", "/v1/nodes", body);
@@ -477,8 +498,10 @@ run(struct cli *c, int argc, char **argv)
 			opt(&a, "", no_opts);
 			/* the path is resolved here only to be helpful; the node checks it */
 			api_change(c, "POST", "/v1/drives",
-				   json_pack("{s:I, s:s}", "node", (json_int_t)node, "path", abs ? abs : p));
-			snprintf(msg, sizeof(msg), "drive %s added to node %llu", abs ? abs : p, node);
+				   json_pack("{s:I, s:s}", "node", (json_int_t)node, "path",
+					     abs ? abs : p));
+			snprintf(msg, sizeof(msg), "drive %s added to node %llu", abs ? abs : p,
+				 node);
 			free(abs);
 			done(c, msg);
 			return 0;
@@ -499,9 +522,10 @@ run(struct cli *c, int argc, char **argv)
 			if (!l)
 				usage_error("net add needs --label LABEL");
 			api_change(c, "POST", "/v1/nets",
-				   json_pack("{s:I, s:s, s:s}", "node", (json_int_t)node, "addr", ad,
-					     "label", l));
-			snprintf(msg, sizeof(msg), "interface %s (%s) added to node %llu", ad, l, node);
+				   json_pack("{s:I, s:s, s:s}", "node", (json_int_t)node, "addr",
+					     ad, "label", l));
+			snprintf(msg, sizeof(msg), "interface %s (%s) added to node %llu", ad, l,
+				 node);
 			done(c, msg);
 			return 0;
 		}
@@ -515,7 +539,8 @@ run(struct cli *c, int argc, char **argv)
 			static const char *const k[] = { "--protection", "--compression", "--dedup",
 							 "--quota", NULL };
 			const char *name = next_pos(&a, "filesystem name");
-			const char *p = opt(&a, "--protection", k), *cm = opt(&a, "--compression", k);
+			const char *p = opt(&a, "--protection", k),
+				   *cm = opt(&a, "--compression", k);
 			const char *dd = opt(&a, "--dedup", k), *q = opt(&a, "--quota", k);
 			json_t *body = json_pack("{s:s}", "name", name);
 			unsigned dv, pv;
@@ -528,13 +553,15 @@ run(struct cli *c, int argc, char **argv)
 			}
 			if (cm) {
 				if (strcmp(cm, "lz4") && strcmp(cm, "zstd") && strcmp(cm, "none"))
-					usage_error("--compression is lz4, zstd or none, not '%s'", cm);
+					usage_error("--compression is lz4, zstd or none, not '%s'",
+						    cm);
 				json_object_set_new(body, "compression", json_string(cm));
 			}
 			if (dd) {
 				if (strcmp(dd, "on") && strcmp(dd, "off"))
 					usage_error("--dedup is on or off, not '%s'", dd);
-				json_object_set_new(body, "dedup", json_boolean(strcmp(dd, "on") == 0));
+				json_object_set_new(body, "dedup",
+						    json_boolean(strcmp(dd, "on") == 0));
 			}
 			if (q) {
 				long long qb = parse_size(q);

@@ -68,11 +68,17 @@ static void
 node_start(struct node *n)
 {
 	struct net_iface ifc = { 0 };
-	struct net_config ncfg = { .node_id = (uint64_t)n->id, .ifaces = &ifc, .nifaces = 1,
+	struct net_config ncfg = { .node_id = (uint64_t)n->id,
+				   .ifaces = &ifc,
+				   .nifaces = 1,
 				   .dead_ns = 3 * SH_NSEC_PER_SEC };
 	char mgmt[64], data[64];
-	struct cluster_params p = { .node_id = (uint64_t)n->id, .mgmt = mgmt, .data = data,
-				    .dir = "/var/shoal", .changed = on_changed, .arg = n };
+	struct cluster_params p = { .node_id = (uint64_t)n->id,
+				    .mgmt = mgmt,
+				    .data = data,
+				    .dir = "/var/shoal",
+				    .changed = on_changed,
+				    .arg = n };
 
 	addr(n->id, 7000, mgmt, sizeof(mgmt));
 	addr(n->id, 7100, data, sizeof(data));
@@ -210,7 +216,8 @@ form(struct world *w)
 
 		addr(i, 7000, add.addr, sizeof(add.addr));
 		addr(i, 7100, add.data, sizeof(add.data));
-		SH_ASSERT_MSG(change(w, 1, &add, 10 * SH_NSEC_PER_SEC, msg) == 0, "add %d: %s", i, msg);
+		SH_ASSERT_MSG(change(w, 1, &add, 10 * SH_NSEC_PER_SEC, msg) == 0, "add %d: %s", i,
+			      msg);
 	}
 	/* a duplicate is refused with a reason, and changes nothing */
 	{
@@ -224,7 +231,8 @@ form(struct world *w)
 		SH_ASSERT_EQ(cluster_cfg(w->n[1].cl)->epoch, before);
 	}
 	SH_ASSERT_MSG(sim_run_until(w->sim, all_follow, w, 20 * SH_NSEC_PER_SEC),
-		      "seed %llu: nodes do not follow the configuration", (unsigned long long)w->seed);
+		      "seed %llu: nodes do not follow the configuration",
+		      (unsigned long long)w->seed);
 	SH_ASSERT_MSG(sim_run_until(w->sim, five_voters, w, 20 * SH_NSEC_PER_SEC),
 		      "seed %llu: the config group does not grow to 5 voters",
 		      (unsigned long long)w->seed);
@@ -240,12 +248,14 @@ random_change(struct world *w, int at)
 		cmd.op = CFG_OP_NET_ADD;
 		cmd.id = 1 + sh_rand_below(&w->rng, N);
 		snprintf(cmd.addr, sizeof(cmd.addr), "10.9.%u.%u:7200",
-			 (unsigned)sh_rand_below(&w->rng, 200), (unsigned)sh_rand_below(&w->rng, 200));
+			 (unsigned)sh_rand_below(&w->rng, 200),
+			 (unsigned)sh_rand_below(&w->rng, 200));
 		snprintf(cmd.label, sizeof(cmd.label), "sw%u", (unsigned)sh_rand_below(&w->rng, 3));
 	} else {
 		cmd.op = r == 1 ? CFG_OP_DRIVE_ADD : CFG_OP_FS_DELETE;
 		cmd.id = (uint64_t)at;
-		snprintf(cmd.path, sizeof(cmd.path), "/dev/nvme%un1", (unsigned)sh_rand_below(&w->rng, 8));
+		snprintf(cmd.path, sizeof(cmd.path), "/dev/nvme%un1",
+			 (unsigned)sh_rand_below(&w->rng, 8));
 		cmd.size = 1ull << 30;
 		snprintf(cmd.name, sizeof(cmd.name), "fs%u", (unsigned)sh_rand_below(&w->rng, 3));
 	}
@@ -288,19 +298,22 @@ run_world(uint64_t seed)
 		snprintf(fs.name, sizeof(fs.name), "after-kill");
 		/* drives first, so that 3+2 can be placed */
 		for (int i = 1; i <= N; i++) {
-			struct cfg_cmd d = { .op = CFG_OP_DRIVE_ADD, .id = (uint64_t)i, .size = 1ull << 30 };
+			struct cfg_cmd d = { .op = CFG_OP_DRIVE_ADD,
+					     .id = (uint64_t)i,
+					     .size = 1ull << 30 };
 
 			snprintf(d.path, sizeof(d.path), "/dev/nvme0n1");
 			if (i == l)
 				continue;
-			SH_ASSERT_MSG(change(&w, at, &d, 10 * SH_NSEC_PER_SEC, msg) == 0, "drive %d: %s",
-				      i, msg);
+			SH_ASSERT_MSG(change(&w, at, &d, 10 * SH_NSEC_PER_SEC, msg) == 0,
+				      "drive %d: %s", i, msg);
 			if (i == at || (at == N && i == 1))
-				SH_ASSERT_MSG(sim_now(w.sim) - t0 < 3 * SH_NSEC_PER_SEC,
-					      "seed %llu: first change after killing the leader took "
-					      "%llu ms",
-					      (unsigned long long)seed,
-					      (unsigned long long)((sim_now(w.sim) - t0) / SH_NSEC_PER_MSEC));
+				SH_ASSERT_MSG(
+				    sim_now(w.sim) - t0 < 3 * SH_NSEC_PER_SEC,
+				    "seed %llu: first change after killing the leader took "
+				    "%llu ms",
+				    (unsigned long long)seed,
+				    (unsigned long long)((sim_now(w.sim) - t0) / SH_NSEC_PER_MSEC));
 		}
 		/* only 4 domains have drives: 3+2 cannot be placed */
 		SH_ASSERT_EQ(change(&w, at, &fs, 10 * SH_NSEC_PER_SEC, msg), -ENOSPC);

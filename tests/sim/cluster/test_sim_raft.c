@@ -16,9 +16,9 @@
 #include "../../../src/env/env_sim.h"
 #include "../../lib/test.h"
 
-#define N	  5
-#define MAX_VALS  16384
-#define LOG_SIZE  (1u << 20)
+#define N	 5
+#define MAX_VALS 16384
+#define LOG_SIZE (1u << 20)
 
 struct rnode {
 	struct world *w;
@@ -142,10 +142,13 @@ static void
 node_start(struct rnode *r)
 {
 	struct net_iface ifc = { 0 };
-	struct net_config cfg = { .node_id = (uint64_t)r->id, .ifaces = &ifc, .nifaces = 1,
+	struct net_config cfg = { .node_id = (uint64_t)r->id,
+				  .ifaces = &ifc,
+				  .nifaces = 1,
 				  .dead_ns = 3 * SH_NSEC_PER_SEC };
-	struct rio_params p = { .group = 0, .id = (raft_id)r->id, .path = "raft0",
-				.log_size = LOG_SIZE };
+	struct rio_params p = {
+		.group = 0, .id = (raft_id)r->id, .path = "raft0", .log_size = LOG_SIZE
+	};
 	char addr[64];
 
 	addr_of(r->id, addr, sizeof(addr));
@@ -259,7 +262,8 @@ converged(void *arg)
 	for (int i = 0; i < N; i++)
 		if (w->n[i].nvals != want)
 			return false;
-	/* a command acknowledged after healing: the new term's leader committed everything before */
+	/* a command acknowledged after healing: the new term's leader committed everything before
+	 */
 	return w->inflight == 0 && w->nacked > w->acked_at_heal;
 }
 

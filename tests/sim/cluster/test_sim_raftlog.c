@@ -113,17 +113,19 @@ one_op(struct w *w)
 	} else if (r < 80 && last > 0) {
 		struct raft_snapshot s = { 0 };
 		struct raft_buffer b;
-		unsigned trailing = sh_rand_below(&w->rng, 2) ? 0 : 1 + (unsigned)sh_rand_below(&w->rng, 5);
+		unsigned trailing =
+		    sh_rand_below(&w->rng, 2) ? 0 : 1 + (unsigned)sh_rand_below(&w->rng, 5);
 
-		s.index = (st->snap ? st->snap->index : 0) +
-			  1 + sh_rand_below(&w->rng, last - (st->snap ? st->snap->index : 0));
+		s.index = (st->snap ? st->snap->index : 0) + 1 +
+			  sh_rand_below(&w->rng, last - (st->snap ? st->snap->index : 0));
 		if (st->snap && s.index <= st->snap->index)
 			s.index = st->snap->index + 1;
 		if (s.index > last)
 			s.index = last;
 		s.term = st->term;
 		raft_configuration_init(&s.configuration);
-		SH_ASSERT_EQ(raft_configuration_add(&s.configuration, 1, "10.0.0.1:1", RAFT_VOTER), 0);
+		SH_ASSERT_EQ(raft_configuration_add(&s.configuration, 1, "10.0.0.1:1", RAFT_VOTER),
+			     0);
 		b.len = 1 + sh_rand_below(&w->rng, sizeof(data));
 		b.base = data;
 		sh_rand_fill(&w->rng, data, b.len);

@@ -1,0 +1,350 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Cluster tests: real shoald processes on loopback, driven through the shoal CLI.
+
+usage: tests/cluster/test_cluster.py BIN_DIR [--only NAME[,NAME]] [--keep]
+
+Each test starts its own local cluster (shoal local up) in a fresh
+directory on its own ports, and stops it at the end. Prints PASS/FAIL per
+test and the closing line "N passed, N failed, N skipped"; on a failure
+the node logs' tails are printed.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+BIN = None
+TESTS = []
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+class Cluster:
+    def __init__(self, name, nodes, port):
+        self.dir = tempfile.mkdtemp(prefix="shoal-%s-" % name,
+                                    dir=os.environ.get("SH_TEST_TMP") or None)
+        self.nodes = nodes
+        self.port = port
+
+    def addr(self, n):
+        return "127.0.0.1:%d" % (self.port + n - 1)
+
+    def shoal(self, *args, node=1, check_rc=None, timeout=60):
+        cmd = [os.path.join(BIN, "shoal"), "--addr", self.addr(node)] + list(args)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        if check_rc is not None and p.returncode != check_rc:
+            raise Fail("%s: exit %d, want %d\nstdout: %s\nstderr: %s" %
+                       (" ".join(args), p.returncode, check_rc, p.stdout, p.stderr))
+        return p
+
+    def json(self, *args, node=1):
+        p = self.shoal("--json", *args, node=node, check_rc=0) if False else \
+            self.run_json(args, node)
+        return p
+
+    def run_json(self, args, node):
+        cmd = [os.path.join(BIN, "shoal"), "--addr", self.addr(node), "--json"] + list(args)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        if p.returncode != 0:
+            raise Fail("%s on node %d: exit %d: %s" % (" ".join(args), node, p.returncode,
+                                                       p.stderr.strip()))
+        return json.loads(p.stdout)
+
+    def local(self, *args, rc=0):
+        cmd = [os.path.join(BIN, "shoal"), "local"] + list(args) + ["--dir", self.dir]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if rc is not None and p.returncode != rc:
+            raise Fail("local %s: exit %d\n%s%s" % (" ".join(args), p.returncode, p.stdout,
+                                                    p.stderr))
+        return p
+
+    def up(self):
+        return self.local("up", "--nodes", str(self.nodes), "--port", str(self.port),
+                          "--drive-size", "128M", "--buckets", "64")
+
+    def pids(self):
+        with open(os.path.join(self.dir, "local.json")) as f:
+            return json.load(f)["pids"]
+
+    def kill(self, n, sig=signal.SIGKILL):
+        pid = self.pids()[n - 1]
+        os.kill(pid, sig)
+        for _ in range(100):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+            time.sleep(0.02)
+
+    def status(self, node=1):
+        return self.run_json(["status"], node)
+
+    def leader(self, node=1, timeout=10.0):
+        end = time.time() + timeout
+        while time.time() < end:
+            try:
+                s = self.status(node)
+                if s["leader"]:
+                    return s["leader"]
+            except Fail:
+                pass
+            time.sleep(0.1)
+        raise Fail("no leader seen from node %d in %.0f s" % (node, timeout))
+
+    def node_state(self, n, via):
+        for x in self.run_json(["node", "list"], via):
+            if x["id"] == n:
+                return x["state"]
+        return None
+
+    def wait_state(self, n, state, via, timeout):
+        t0 = time.time()
+        while time.time() - t0 < timeout:
+            if self.node_state(n, via) == state:
+                return time.time() - t0
+            time.sleep(0.05)
+        raise Fail("node %d not %s after %.1f s (seen from node %d)" % (n, state, timeout, via))
+
+    def logs(self):
+        out = []
+        for n in range(1, self.nodes + 1):
+            p = os.path.join(self.dir, "n%d.log" % n)
+            if os.path.exists(p):
+                with open(p) as f:
+                    lines = f.readlines()[-15:]
+                out.append("--- node %d log tail\n%s" % (n, "".join(lines)))
+        return "\n".join(out)
+
+    def down(self, wipe=True):
+        subprocess.run([os.path.join(BIN, "shoal"), "local", "down", "--dir", self.dir] +
+                       (["--wipe"] if wipe else []), capture_output=True, timeout=60)
+        if wipe:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def others(c, *exclude):
+    return [n for n in range(1, c.nodes + 1) if n not in exclude]
+
+
+@test
+def five_nodes_form_and_survive_leader_kill(c):
+    c.up()
+    s = c.status()
+    check(s["nodes"]["total"] == 5 and s["nodes"]["up"] == 5, "5 nodes up: %s" % s["nodes"])
+    check(len(s["raft"]["voters"]) == 5, "5 config voters: %s" % s["raft"]["voters"])
+    check(s["drives"] == 5, "5 drives")
+    lead = c.leader()
+    t0 = time.time()
+    c.kill(lead)
+    via = others(c, lead)[0]
+    c.shoal("fs", "create", "after-kill", "--protection", "3+2", node=via, check_rc=0)
+    took = time.time() - t0
+    check(took < 3.0, "a change %.2f s after killing the leader (want < 3 s)" % took)
+    new = c.leader(via)
+    check(new != lead, "a new leader (%d, was %d)" % (new, lead))
+    print("  leader %d killed: new leader %d, change committed in %.2f s" % (lead, new, took))
+    # the killed node restarts and catches up
+    c.local("up")
+    epoch = c.status(via)["epoch"]
+    end = time.time() + 10
+    while time.time() < end:
+        s = c.status(lead)
+        if s["epoch"] >= epoch and any(f["name"] == "after-kill"
+                                       for f in c.run_json(["fs", "list"], lead)):
+            break
+        time.sleep(0.1)
+    else:
+        raise Fail("restarted node %d did not catch up (epoch %d, want %d)" %
+                   (lead, s["epoch"], epoch))
+
+
+@test
+def quorum_two_down_ok_three_down_fails(c):
+    c.up()
+    voters = c.status()["raft"]["voters"]
+    check(len(voters) == 5, "5 voters")
+    lead = c.leader()
+    # two members down (neither is the node we talk to): changes still succeed
+    victims = [v for v in voters if v != lead][:2]
+    talk = lead
+    for v in victims:
+        c.kill(v)
+    c.shoal("fs", "create", "two-down", "--protection", "3+2", node=talk, check_rc=0)
+    # a third one down: no quorum, a clear error
+    third = [v for v in voters if v != lead and v not in victims][0]
+    c.kill(third)
+    t0 = time.time()
+    p = c.shoal("fs", "create", "three-down", "--protection", "3+2", node=talk)
+    check(p.returncode == 1, "exit 1 without quorum, got %d (%s)" % (p.returncode, p.stderr))
+    check("majority" in p.stderr or "leader" in p.stderr,
+          "a clear reason: %r" % p.stderr.strip())
+    print("  without quorum after %.1f s: %s" % (time.time() - t0, p.stderr.strip()))
+    check(not any(f["name"] == "three-down" for f in c.run_json(["fs", "list"], talk)),
+          "the failed change is not applied")
+    # one returns: changes succeed again
+    c.local("up")
+    end = time.time() + 20
+    while True:
+        p = c.shoal("fs", "create", "one-back", "--protection", "3+2", node=talk)
+        if p.returncode == 0 or "already exists" in p.stderr:
+            break
+        check(time.time() < end, "changes succeed once members return: %s" % p.stderr)
+        time.sleep(0.5)
+
+
+@test
+def node_down_and_up_with_events(c):
+    c.up()
+    lead = c.leader()
+    victim = [n for n in others(c, lead)][-1]
+    t0 = time.time()
+    c.kill(victim)
+    took = c.wait_state(victim, "down", lead, 5.0) + (time.time() - t0 - 0)
+    took = time.time() - t0
+    check(took < 3.0, "marked down in %.2f s (want < 3 s)" % took)
+    c.local("up")
+    c.wait_state(victim, "up", lead, 10.0)
+    texts = [e["text"] for e in c.run_json(["events"], lead)]
+    check(any("node %d is down" % victim in t for t in texts), "a down event: %s" % texts[:5])
+    check(any("node %d is up" % victim in t for t in texts), "an up event: %s" % texts[:5])
+    print("  node %d marked down %.2f s after kill -9, up after restart" % (victim, took))
+
+
+@test
+def whole_cluster_restart_keeps_config(c):
+    c.up()
+    c.shoal("fs", "create", "keep", "--protection", "3+2", "--compression", "zstd",
+            "--dedup", "on", node=2, check_rc=0)
+    c.shoal("net", "add", "3", "127.0.0.1:%d" % (c.port + 300), "--label", "sw1", check_rc=0)
+    before = c.status()
+    fs_before = c.run_json(["fs", "list"], 1)
+    c.local("down")
+    c.local("up")
+    c.leader()
+    after = c.status()
+    check(after["epoch"] >= before["epoch"], "epoch kept: %d -> %d" % (before["epoch"],
+                                                                     after["epoch"]))
+    check(after["uuid"] == before["uuid"], "same cluster uuid")
+    check(c.run_json(["fs", "list"], 4) == fs_before, "same filesystems")
+    nets = c.run_json(["net", "list"], 5)
+    check(any(x["label"] == "sw1" and x["node"] == 3 for x in nets), "interface kept: %s" % nets)
+
+
+@test
+def bad_input_is_refused_and_changes_nothing(c):
+    c.up()
+    e0 = c.status()["epoch"]
+    cases = [
+        (["frobnicate"], 2, "unknown command"),
+        (["node", "list", "--color"], 2, "unknown option"),
+        (["node", "add", "9", "--mgmt", "127.0.0.1", "--data", "127.0.0.1:1"], 2, "IP:PORT"),
+        (["node", "add", "9", "--mgmt", "300.0.0.1:5", "--data", "127.0.0.1:1"], 2, "IP:PORT"),
+        (["node", "add", "x", "--mgmt", "127.0.0.1:5", "--data", "127.0.0.1:6"], 2, "positive"),
+        (["node", "add", "2", "--mgmt", "127.0.0.1:%d" % (c.port + 50), "--data",
+          "127.0.0.1:%d" % (c.port + 51)], 1, "already exists"),
+        (["drive", "add", "1", "/nonexistent/drive.img"], 1, "No such file"),
+        (["fs", "create", "x", "--protection", "four"], 2, "D+P"),
+        (["fs", "create", "wide", "--protection", "4+2"], 1, "failure domains"),
+        (["fs", "create", "bad name!"], 1, "not a filesystem name"),
+        (["fs", "delete", "nope"], 1, "no filesystem"),
+        (["net", "add", "7", "127.0.0.1:999", "--label", "a"], 1, "no node"),
+    ]
+    small = os.path.join(c.dir, "small.img")
+    with open(small, "wb") as f:
+        f.truncate(1 << 20)
+    cases.append((["drive", "add", "2", small], 1, "too small"))
+    for args, rc, text in cases:
+        p = c.shoal(*args)
+        check(p.returncode == rc, "%s: exit %d, want %d (%s)" % (args, p.returncode, rc,
+                                                                 p.stderr.strip()))
+        check(text in p.stderr, "%s: reason %r should mention %r" % (args, p.stderr.strip(),
+                                                                      text))
+        check(len(p.stderr.strip().splitlines()) == 1, "%s: a one-line reason" % args)
+    # malformed JSON and wrong types straight to the admin API
+    import http.client
+    for body in ['{"name":', '[1,2]', '{"name": 5}', '{"id": -1, "mgmt": "x", "data": "y"}']:
+        h = http.client.HTTPConnection("127.0.0.1", c.port, timeout=10)
+        h.request("POST", "/v1/fs" if "name" in body or body.startswith("[") else "/v1/nodes",
+                  body=body)
+        r = h.getresponse()
+        reply = json.loads(r.read())
+        check(r.status == 400 and reply.get("error"), "%r: 400 with a reason, got %d %s" %
+              (body, r.status, reply))
+    h = http.client.HTTPConnection("127.0.0.1", c.port, timeout=10)
+    h.request("GET", "/v1/nothing")
+    check(h.getresponse().status == 404, "unknown resource: 404")
+    check(c.status()["epoch"] == e0, "nothing changed: epoch %d -> %d" %
+          (e0, c.status()["epoch"]))
+
+
+@test
+def cannot_place_on_three_nodes(c):
+    c.up()
+    p = c.shoal("fs", "create", "big", "--protection", "4+2")
+    check(p.returncode == 1 and "needs 6 failure domains" in p.stderr,
+          "4+2 on 3 nodes refused: %s" % p.stderr.strip())
+
+
+SIZES = {"cannot_place_on_three_nodes": 3}
+
+
+def main():
+    global BIN
+    args = sys.argv[1:]
+    if not args:
+        print(__doc__)
+        return 2
+    BIN = os.path.abspath(args[0])
+    only = None
+    keep = "--keep" in args
+    if "--only" in args:
+        only = args[args.index("--only") + 1].split(",")
+    base = int(os.environ.get("SH_CLUSTER_PORT", "27000"))
+    passed = failed = skipped = 0
+    for i, fn in enumerate(TESTS):
+        name = fn.__name__
+        if only and name not in only:
+            continue
+        c = Cluster(name, SIZES.get(name, 5), base + i * 20)
+        t0 = time.time()
+        try:
+            fn(c)
+            print("PASS %s (%.1fs)" % (name, time.time() - t0))
+            passed += 1
+        except Exception as e:  # a failed check or an unexpected error: report both alike
+            print("FAIL %s (%.1fs): %s" % (name, time.time() - t0, e))
+            if not isinstance(e, Fail):
+                traceback.print_exc()
+            print(c.logs())
+            failed += 1
+        finally:
+            c.down(wipe=not keep)
+        sys.stdout.flush()
+    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

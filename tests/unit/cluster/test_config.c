@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The configuration state machine: validation, apply, placement, events, codecs. */
+#include <stdio.h>
+
+#include "../../../src/cluster/config.h"
+#include "../../lib/test.h"
+
+static struct cfg_cmd
+node_cmd(uint8_t op, uint64_t id, const char *domain)
+{
+	struct cfg_cmd c = { .op = op, .id = id, .time = id * 1000 };
+
+	snprintf(c.addr, sizeof(c.addr), "10.0.0.%llu:7000", (unsigned long long)id);
+	snprintf(c.data, sizeof(c.data), "10.0.0.%llu:7100", (unsigned long long)id);
+	if (domain)
+		snprintf(c.domain, sizeof(c.domain), "%s", domain);
+	return c;
+}
+
+static struct cfg *
+cluster_of(unsigned nodes, uint32_t buckets)
+{
+	struct cfg *c = cfg_new();
+	struct cfg_cmd cmd = node_cmd(CFG_OP_CREATE, 1, NULL);
+	char msg[CFG_MSG_MAX];
+
+	SH_ASSERT_NOT_NULL(c);
+	snprintf(cmd.name, sizeof(cmd.name), "t");
+	cmd.nbuckets = buckets;
+	SH_ASSERT_MSG(cfg_apply(c, &cmd, msg, sizeof(msg)) == 0, "%s", msg);
+	for (unsigned i = 2; i <= nodes; i++) {
+		cmd = node_cmd(CFG_OP_NODE_ADD, i, NULL);
+		SH_ASSERT_MSG(cfg_apply(c, &cmd, msg, sizeof(msg)) == 0, "%s", msg);
+	}
+	return c;
+}
+
+static void
+add_drive(struct cfg *c, uint64_t node)
+{
+	struct cfg_cmd d = { .op = CFG_OP_DRIVE_ADD, .id = node, .size = 1ull << 30 };
+	char msg[CFG_MSG_MAX];
+
+	snprintf(d.path, sizeof(d.path), "/dev/nvme%llun1", (unsigned long long)c->ndrives);
+	SH_ASSERT_MSG(cfg_apply(c, &d, msg, sizeof(msg)) == 0, "%s", msg);
+}
+
+TEST(config_create_and_add)
+{
+	struct cfg *c = cluster_of(6, 256);
+
+	SH_ASSERT(c->created);
+	SH_ASSERT_EQ(c->nnodes, 6);
+	SH_ASSERT_EQ(c->epoch, 6);
+	SH_ASSERT_EQ(c->replicas, 5);
+	SH_ASSERT_EQ(c->nevents, 6);
+	SH_ASSERT(strstr(cfg_event_at(c, 0)->text, "node 6 added") != NULL);
+	SH_ASSERT(strstr(cfg_event_at(c, 5)->text, "created") != NULL);
+	cfg_free(c);
+}
+
+/* Every bad change is refused with a reason and changes nothing. */
+TEST(config_refuses_bad_changes)
+{
+	struct cfg *c = cluster_of(3, 64);
+	struct cfg *before = cfg_new();
+	char msg[CFG_MSG_MAX];
+	struct cfg_cmd x;
+	struct {
+		struct cfg_cmd cmd;
+		int rc;
+		const char *text;
+	} cases[16];
+	int n = 0;
+
+	cases[n].cmd = node_cmd(CFG_OP_NODE_ADD, 2, NULL);
+	cases[n].rc = -EEXIST, cases[n++].text = "already exists";
+	x = node_cmd(CFG_OP_NODE_ADD, 9, NULL);
+	snprintf(x.addr, sizeof(x.addr), "10.0.0.1");
+	cases[n].cmd = x, cases[n].rc = -EINVAL, cases[n++].text = "not a management address";
+	x = node_cmd(CFG_OP_NODE_ADD, 9, NULL);
+	snprintf(x.addr, sizeof(x.addr), "10.0.0.2:7000");
+	cases[n].cmd = x, cases[n].rc = -EEXIST, cases[n++].text = "already used by node 2";
+	x = node_cmd(CFG_OP_NODE_ADD, 0, NULL);
+	cases[n].cmd = x, cases[n].rc = -EINVAL, cases[n++].text = "positive";
+	x = (struct cfg_cmd){ .op = CFG_OP_DRIVE_ADD, .id = 7, .size = 1ull << 30 };
+	snprintf(x.path, sizeof(x.path), "/d");
+	cases[n].cmd = x, cases[n].rc = -ENOENT, cases[n++].text = "no node 7";
+	x = (struct cfg_cmd){ .op = CFG_OP_DRIVE_ADD, .id = 1, .size = 1 << 20 };
+	snprintf(x.path, sizeof(x.path), "/d");
+	cases[n].cmd = x, cases[n].rc = -EINVAL, cases[n++].text = "too small";
+	x = (struct cfg_cmd){ .op = CFG_OP_FS_CREATE, .d = 4, .p = 2 };
+	snprintf(x.name, sizeof(x.name), "fs");
+	cases[n].cmd = x, cases[n].rc = -ENOSPC, cases[n++].text = "needs 6 failure domains";
+	x = (struct cfg_cmd){ .op = CFG_OP_FS_CREATE, .d = 4, .p = 3 };
+	snprintf(x.name, sizeof(x.name), "fs");
+	cases[n].cmd = x, cases[n].rc = -EINVAL, cases[n++].text = "parity 2 or 4";
+	x = (struct cfg_cmd){ .op = CFG_OP_FS_CREATE, .d = 4, .p = 2 };
+	snprintf(x.name, sizeof(x.name), "a b");
+	cases[n].cmd = x, cases[n].rc = -EINVAL, cases[n++].text = "not a filesystem name";
+	x = (struct cfg_cmd){ .op = CFG_OP_FS_DELETE };
+	snprintf(x.name, sizeof(x.name), "nope");
+	cases[n].cmd = x, cases[n].rc = -ENOENT, cases[n++].text = "no filesystem";
+	x = (struct cfg_cmd){ .op = CFG_OP_NODE_STATE, .id = 2, .state = CFG_UP };
+	cases[n].cmd = x, cases[n].rc = -EALREADY, cases[n++].text = "already up";
+	x = (struct cfg_cmd){ .op = CFG_OP_NET_ADD, .id = 2 };
+	snprintf(x.addr, sizeof(x.addr), "10.1.0.2:7200");
+	cases[n].cmd = x, cases[n].rc = -EINVAL, cases[n++].text = "not a label";
+	x = node_cmd(CFG_OP_CREATE, 5, NULL);
+	snprintf(x.name, sizeof(x.name), "again");
+	x.nbuckets = 4;
+	cases[n].cmd = x, cases[n].rc = -EEXIST, cases[n++].text = "already exists";
+	x = (struct cfg_cmd){ .op = 99 };
+	cases[n].cmd = x, cases[n].rc = -EINVAL, cases[n++].text = "unknown operation";
+
+	SH_ASSERT_OK(cfg_copy(before, c));
+	for (int i = 0; i < n; i++) {
+		int rc = cfg_apply(c, &cases[i].cmd, msg, sizeof(msg));
+
+		SH_ASSERT_MSG(rc == cases[i].rc, "case %d: %d (%s), want %d", i, rc, msg, cases[i].rc);
+		SH_ASSERT_MSG(strstr(msg, cases[i].text) != NULL, "case %d: '%s' lacks '%s'", i, msg,
+			      cases[i].text);
+		SH_ASSERT_EQ(c->epoch, before->epoch);
+		SH_ASSERT_EQ(c->nnodes, before->nnodes);
+		SH_ASSERT_EQ(c->ndrives, before->ndrives);
+		SH_ASSERT_EQ(c->nfs, before->nfs);
+	}
+	/* without a cluster, only create works */
+	{
+		struct cfg *e = cfg_new();
+		struct cfg_cmd d = node_cmd(CFG_OP_NODE_ADD, 2, NULL);
+
+		SH_ASSERT_EQ(cfg_apply(e, &d, msg, sizeof(msg)), -ENOTCONN);
+		cfg_free(e);
+	}
+	cfg_free(before);
+	cfg_free(c);
+}
+
+TEST(config_filesystems_need_domains_with_drives)
+{
+	struct cfg *c = cluster_of(6, 64);
+	struct cfg_cmd fs = { .op = CFG_OP_FS_CREATE, .d = 4, .p = 2, .compression = CFG_COMP_LZ4 };
+	char msg[CFG_MSG_MAX];
+
+	snprintf(fs.name, sizeof(fs.name), "data");
+	SH_ASSERT_EQ(cfg_apply(c, &fs, msg, sizeof(msg)), -ENOSPC); /* no drives yet */
+	for (uint64_t n = 1; n <= 6; n++)
+		add_drive(c, n);
+	SH_ASSERT_EQ(cfg_domains_with_drives(c), 6);
+	SH_ASSERT_MSG(cfg_apply(c, &fs, msg, sizeof(msg)) == 0, "%s", msg);
+	SH_ASSERT_EQ(c->nfs, 1);
+	SH_ASSERT_EQ(cfg_apply(c, &fs, msg, sizeof(msg)), -EEXIST);
+	fs.op = CFG_OP_FS_DELETE;
+	SH_ASSERT_OK(cfg_apply(c, &fs, msg, sizeof(msg)));
+	SH_ASSERT_EQ(c->nfs, 0);
+	cfg_free(c);
+}
+
+static unsigned
+distinct_domains(const struct cfg *c, const uint64_t *g)
+{
+	unsigned n = 0;
+
+	for (uint32_t i = 0; i < c->replicas; i++) {
+		bool seen = false;
+
+		for (uint32_t k = 0; k < i; k++)
+			seen |= strcmp(cfg_node_find(c, g[i])->domain, cfg_node_find(c, g[k])->domain) == 0;
+		n += !seen;
+	}
+	return n;
+}
+
+TEST(config_placement_spreads_over_domains)
+{
+	struct cfg *c = cfg_new();
+	struct cfg_cmd cmd = node_cmd(CFG_OP_CREATE, 1, "rack1");
+	char msg[CFG_MSG_MAX];
+	unsigned load[13] = { 0 };
+
+	snprintf(cmd.name, sizeof(cmd.name), "t");
+	cmd.nbuckets = 4096;
+	SH_ASSERT_OK(cfg_apply(c, &cmd, msg, sizeof(msg)));
+	/* 12 nodes in 6 racks of two */
+	for (uint64_t i = 2; i <= 12; i++) {
+		char dom[16];
+
+		snprintf(dom, sizeof(dom), "rack%llu", (unsigned long long)(i + 1) / 2);
+		cmd = node_cmd(CFG_OP_NODE_ADD, i, dom);
+		SH_ASSERT_MSG(cfg_apply(c, &cmd, msg, sizeof(msg)) == 0, "%s", msg);
+	}
+	SH_ASSERT_EQ(c->replicas, 5);
+	for (uint32_t b = 0; b < c->nbuckets; b++) {
+		const uint64_t *g = cfg_bucket(c, b);
+
+		SH_ASSERT_EQ(distinct_domains(c, g), 5);
+		for (uint32_t i = 0; i < c->replicas; i++)
+			load[g[i]]++;
+	}
+	/* spread: every node holds 4096 * 5 / 12 = 1707 replicas, give or take 15% */
+	for (int i = 1; i <= 12; i++)
+		SH_ASSERT_MSG(load[i] > 1450 && load[i] < 1960, "node %d holds %u replicas", i,
+			      load[i]);
+	cfg_free(c);
+}
+
+TEST(config_adding_a_node_moves_few_buckets)
+{
+	struct cfg *c = cluster_of(9, 4096);
+	uint64_t *old = sh_malloc((size_t)c->nbuckets * c->replicas * sizeof(uint64_t));
+	struct cfg_cmd add = node_cmd(CFG_OP_NODE_ADD, 10, NULL);
+	char msg[CFG_MSG_MAX];
+	unsigned moved = 0;
+
+	memcpy(old, c->buckets, (size_t)c->nbuckets * c->replicas * sizeof(uint64_t));
+	SH_ASSERT_OK(cfg_apply(c, &add, msg, sizeof(msg)));
+	for (uint32_t b = 0; b < c->nbuckets; b++)
+		for (uint32_t i = 0; i < c->replicas; i++) {
+			bool kept = false;
+
+			for (uint32_t k = 0; k < c->replicas; k++)
+				kept |= old[(size_t)b * c->replicas + k] == cfg_bucket(c, b)[i];
+			moved += !kept;
+		}
+	/* the new node takes its share (1/10 of the replicas) and little else moves */
+	SH_ASSERT_MSG(moved < c->nbuckets * c->replicas / 10 * 13 / 10, "%u of %u replicas moved",
+		      moved, c->nbuckets * c->replicas);
+	sh_free(old);
+	cfg_free(c);
+}
+
+TEST(config_small_clusters_use_groups_of_three)
+{
+	struct cfg *c = cluster_of(3, 16);
+
+	SH_ASSERT_EQ(c->replicas, 3);
+	cfg_free(c);
+	c = cluster_of(1, 16);
+	SH_ASSERT_EQ(c->replicas, 1);
+	cfg_free(c);
+}
+
+TEST(config_node_state_and_remove)
+{
+	struct cfg *c = cluster_of(4, 32);
+	struct cfg_cmd st = { .op = CFG_OP_NODE_STATE, .id = 3, .state = CFG_DOWN, .time = 5 };
+	struct cfg_cmd rm = { .op = CFG_OP_NODE_REMOVE, .id = 3 };
+	char msg[CFG_MSG_MAX];
+
+	add_drive(c, 3);
+	SH_ASSERT_OK(cfg_apply(c, &st, msg, sizeof(msg)));
+	SH_ASSERT_EQ(cfg_node_find(c, 3)->state, CFG_DOWN);
+	SH_ASSERT(strstr(cfg_event_at(c, 0)->text, "node 3 is down") != NULL);
+	SH_ASSERT_OK(cfg_apply(c, &rm, msg, sizeof(msg)));
+	SH_ASSERT_NULL(cfg_node_find(c, 3));
+	SH_ASSERT_EQ(c->ndrives, 0); /* its drives go with it */
+	for (uint32_t b = 0; b < c->nbuckets; b++)
+		for (uint32_t i = 0; i < c->replicas; i++)
+			SH_ASSERT_NE(cfg_bucket(c, b)[i], 3);
+	cfg_free(c);
+}
+
+TEST(config_events_ring)
+{
+	struct cfg *c = cluster_of(2, 8);
+	struct cfg_cmd st = { .op = CFG_OP_NODE_STATE, .id = 2 };
+	char msg[CFG_MSG_MAX];
+	struct sh_enc e;
+	struct cfg *d = cfg_new();
+
+	for (int i = 0; i < 300; i++) {
+		st.state = (i & 1) ? CFG_UP : CFG_DOWN;
+		st.time = (uint64_t)i;
+		SH_ASSERT_OK(cfg_apply(c, &st, msg, sizeof(msg)));
+	}
+	SH_ASSERT_EQ(c->nevents, CFG_EVENTS_MAX);
+	SH_ASSERT_EQ(cfg_event_at(c, 0)->seq, 302);
+	SH_ASSERT_EQ(cfg_event_at(c, CFG_EVENTS_MAX - 1)->seq, 302 - CFG_EVENTS_MAX + 1);
+	SH_ASSERT_NULL(cfg_event_at(c, CFG_EVENTS_MAX));
+	/* and the ring survives a round trip */
+	sh_enc_init(&e);
+	cfg_encode(&e, c);
+	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
+	for (uint32_t i = 0; i < CFG_EVENTS_MAX; i++)
+		SH_ASSERT_EQ(cfg_event_at(d, i)->seq, cfg_event_at(c, i)->seq);
+	sh_enc_fini(&e);
+	cfg_free(d);
+	cfg_free(c);
+}
+
+TEST(config_codecs_round_trip)
+{
+	struct cfg *c = cluster_of(5, 128);
+	struct cfg *d = cfg_new();
+	struct cfg_cmd net = { .op = CFG_OP_NET_ADD, .id = 4 }, back;
+	struct sh_enc e, f;
+	char msg[CFG_MSG_MAX];
+
+	snprintf(net.addr, sizeof(net.addr), "10.2.0.4:7300");
+	snprintf(net.label, sizeof(net.label), "sw2");
+	SH_ASSERT_OK(cfg_apply(c, &net, msg, sizeof(msg)));
+	add_drive(c, 2);
+	sh_enc_init(&e);
+	sh_enc_init(&f);
+	cfg_encode(&e, c);
+	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
+	cfg_encode(&f, d);
+	SH_ASSERT_EQ(e.len, f.len);
+	SH_ASSERT_MEMEQ(e.p, f.p, e.len);
+	SH_ASSERT_EQ(d->epoch, c->epoch);
+	SH_ASSERT_STREQ(cfg_node_find(d, 4)->nets[0].label, "sw2");
+	/* every truncation is refused */
+	for (size_t n = 0; n < e.len; n += 97)
+		SH_ASSERT_EQ(cfg_decode(e.p, n, d), -EBADMSG);
+	sh_enc_fini(&e);
+	sh_enc_fini(&f);
+
+	sh_enc_init(&e);
+	cfg_cmd_encode(&e, &net);
+	SH_ASSERT_OK(cfg_cmd_decode(e.p, e.len, &back));
+	SH_ASSERT_EQ(back.op, CFG_OP_NET_ADD);
+	SH_ASSERT_STREQ(back.addr, net.addr);
+	SH_ASSERT_EQ(cfg_cmd_decode(e.p, e.len - 1, &back), -EBADMSG);
+	sh_enc_fini(&e);
+	cfg_free(d);
+	cfg_free(c);
+}
+
+TEST(config_parsers)
+{
+	uint8_t d, p;
+
+	SH_ASSERT_OK(cfg_protection_parse("4+2", &d, &p));
+	SH_ASSERT_EQ(d, 4);
+	SH_ASSERT_EQ(p, 2);
+	SH_ASSERT_EQ(cfg_protection_parse("4+", &d, &p), -EINVAL);
+	SH_ASSERT_EQ(cfg_protection_parse("4+2x", &d, &p), -EINVAL);
+	SH_ASSERT_EQ(cfg_comp_parse("zstd"), CFG_COMP_ZSTD);
+	SH_ASSERT_EQ(cfg_comp_parse("gzip"), -EINVAL);
+	SH_ASSERT(cfg_name_ok("a.b_c-1"));
+	SH_ASSERT(!cfg_name_ok(""));
+	SH_ASSERT(!cfg_name_ok("a/b"));
+}

@@ -422,7 +422,8 @@ post(struct cluster *cl, const char *what, struct admin_req *req)
 		reply_err(req, rc, "cannot submit the change");
 }
 
-static void delete (struct cluster *cl, const char *what, const char *key, struct admin_req *req)
+static void
+del(struct cluster *cl, const char *what, const char *key, struct admin_req *req)
 {
 	struct cfg_cmd cmd = { 0 };
 	char *end;
@@ -441,7 +442,7 @@ static void delete (struct cluster *cl, const char *what, const char *key, struc
 			reply_err(req, -EINVAL, "filesystem name too long");
 			return;
 		}
-		snprintf(cmd.name, sizeof(cmd.name), "%s", key);
+		memcpy(cmd.name, key, strlen(key) + 1);
 	} else {
 		reply_err(req, -ENOENT, "no such resource");
 		return;
@@ -505,7 +506,7 @@ admin_api_handle(struct cluster *cl, const struct admin_node *self, struct admin
 		return;
 	}
 	if (strcmp(req->method, "DELETE") == 0 && key[0] != '\0') {
-		delete (cl, what, key, req);
+		del(cl, what, key, req);
 		return;
 	}
 	admin_reply(req, 405, NULL, "{\"error\":\"method not allowed\",\"code\":\"EINVAL\"}\n", 47);

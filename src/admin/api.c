@@ -273,18 +273,27 @@ on_changed(void *arg, int status, const char *msg)
 	reply_json(req, 200, json_pack("{s:b}", "ok", 1));
 }
 
-static int
-get_str(json_t *o, const char *key, bool required, char *out, size_t cap, char *err, size_t elen)
+/* A field of o: NULL when absent (an error if required), else the value. */
+static json_t *
+field(json_t *o, const char *key, bool required, int *rc, char *err, size_t elen)
 {
 	json_t *v = json_object_get(o, key);
 
-	if (v == NULL) {
-		if (required) {
-			snprintf(err, elen, "missing field \"%s\"", key);
-			return -EINVAL;
-		}
-		return 0;
+	if (v == NULL && required) {
+		snprintf(err, elen, "missing field \"%s\"", key);
+		*rc = -EINVAL;
 	}
+	return v;
+}
+
+static int
+get_str(json_t *o, const char *key, bool required, char *out, size_t cap, char *err, size_t elen)
+{
+	int rc = 0;
+	json_t *v = field(o, key, required, &rc, err, elen);
+
+	if (v == NULL)
+		return rc;
 	if (!json_is_string(v) || strlen(json_string_value(v)) >= cap) {
 		snprintf(err, elen, "field \"%s\" must be a string of at most %zu bytes", key,
 			 cap - 1);
@@ -297,15 +306,11 @@ get_str(json_t *o, const char *key, bool required, char *out, size_t cap, char *
 static int
 get_u64(json_t *o, const char *key, bool required, uint64_t *out, char *err, size_t elen)
 {
-	json_t *v = json_object_get(o, key);
+	int rc = 0;
+	json_t *v = field(o, key, required, &rc, err, elen);
 
-	if (v == NULL) {
-		if (required) {
-			snprintf(err, elen, "missing field \"%s\"", key);
-			return -EINVAL;
-		}
-		return 0;
-	}
+	if (v == NULL)
+		return rc;
 	if (!json_is_integer(v) || json_integer_value(v) < 0) {
 		snprintf(err, elen, "field \"%s\" must be a non-negative integer", key);
 		return -EINVAL;

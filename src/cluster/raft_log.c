@@ -517,6 +517,17 @@ fire_waiters(struct rlog *l, int status)
 
 static void on_write(struct env_disk_req *r, int result);
 
+/* The log's one request: at most one is in flight. Returns env_disk_submit's result. */
+static int
+disk_io(struct rlog *l, enum env_disk_op op, uint64_t off, uint8_t *buf, size_t len, env_disk_cb cb)
+{
+	l->iov = (struct iovec){ buf, len };
+	l->req = (struct env_disk_req){
+		.op = op, .off = off, .iov = &l->iov, .iovcnt = 1, .cb = cb, .arg = l
+	};
+	return env_disk_submit(l->disk, &l->req);
+}
+
 static void
 submit(struct rlog *l, int phase, uint64_t off, uint8_t *buf, size_t len)
 {
@@ -525,14 +536,7 @@ submit(struct rlog *l, int phase, uint64_t off, uint8_t *buf, size_t len)
 	l->phase = phase;
 	l->wbuf = buf;
 	l->wlen = len;
-	l->iov = (struct iovec){ buf, len };
-	l->req = (struct env_disk_req){ .op = ENV_DISK_WRITE_DSYNC,
-					.off = off,
-					.iov = &l->iov,
-					.iovcnt = 1,
-					.cb = on_write,
-					.arg = l };
-	rc = env_disk_submit(l->disk, &l->req);
+	rc = disk_io(l, ENV_DISK_WRITE_DSYNC, off, buf, len, on_write);
 	if (rc < 0)
 		on_write(&l->req, rc);
 }
@@ -699,14 +703,7 @@ read_hdr(struct rlog *l, unsigned half, env_disk_cb cb)
 {
 	int rc;
 
-	l->iov = (struct iovec){ l->wbuf + half * HALF_HDR, HALF_HDR };
-	l->req = (struct env_disk_req){ .op = ENV_DISK_READ,
-					.off = half * l->half,
-					.iov = &l->iov,
-					.iovcnt = 1,
-					.cb = cb,
-					.arg = l };
-	rc = env_disk_submit(l->disk, &l->req);
+	rc = disk_io(l, ENV_DISK_READ, half * l->half, l->wbuf + half * HALF_HDR, HALF_HDR, cb);
 	if (rc < 0) {
 		/* callbacks never run inside the call that queued them: defer */
 		l->err = rc;
@@ -761,14 +758,8 @@ on_read_hdrs(struct env_disk_req *r, int result)
 		on_loaded(l, -ENOMEM);
 		return;
 	}
-	l->iov = (struct iovec){ l->wbuf, l->wlen };
-	l->req = (struct env_disk_req){ .op = ENV_DISK_READ,
-					.off = l->active * l->half + HALF_HDR,
-					.iov = &l->iov,
-					.iovcnt = 1,
-					.cb = on_read_body,
-					.arg = l };
-	result = env_disk_submit(l->disk, &l->req);
+	result = disk_io(l, ENV_DISK_READ, l->active * l->half + HALF_HDR, l->wbuf, l->wlen,
+			 on_read_body);
 	if (result < 0)
 		on_read_body(&l->req, result);
 }

@@ -1010,7 +1010,7 @@ cluster_start(struct net *mgmt, const struct cluster_params *p, struct cluster *
 	if (cl->p.submit_ns == 0)
 		cl->p.submit_ns = 8ull * 1000 * 1000 * 1000;
 	if (cl->p.election_ms == 0)
-		cl->p.election_ms = 1000;
+		cl->p.election_ms = 700;
 	sh_list_init(&cl->subs);
 	sh_list_init(&cl->calls);
 	cl->cfg = cfg_new();

@@ -40,7 +40,7 @@ struct cluster_params {
 	uint64_t heartbeat_ns; /* default 500 ms */
 	uint64_t down_ns;      /* silence before a node is marked down; default 2 s */
 	uint64_t submit_ns;    /* how long a change waits for a leader; default 8 s */
-	unsigned election_ms;  /* default 1000 */
+	unsigned election_ms;  /* default 700 */
 	/*
 	 * A change that must be prepared on this node before it is proposed
 	 * (adding a drive: check the path, measure and format it). Returns

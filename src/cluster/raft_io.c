@@ -53,6 +53,8 @@ struct rio {
 	struct sh_list done; /* callbacks to run */
 	struct env_task run_done;
 	uint64_t hold_gen, durable_gen;
+	uint64_t hb_cap; /* while answering a heartbeat: its prev_log_index */
+	bool in_hb;
 	bool closing;
 	raft_io_close_cb close_cb;
 	rlog_done_cb open_cb;
@@ -149,7 +151,20 @@ on_raft_msg(struct net_req *req, void *arg)
 	}
 	msg.server_id = from; /* the session's authenticated peer, not the claim */
 	msg.server_address = p->addr;
+	/*
+	 * libraft 0.15 answers an empty AppendEntries (a heartbeat) with its
+	 * whole log's last index instead of prev_log_index: a follower holding
+	 * stale entries of an older term past that point then looks matched up
+	 * to the leader's end, and the leader ignores its later rejections as
+	 * stale — the follower never catches up (found by test_sim_raft). The
+	 * answer is sent from inside recv, so cap it there (io_send).
+	 */
+	if (msg.type == RAFT_IO_APPEND_ENTRIES && msg.append_entries.n_entries == 0) {
+		r->hb_cap = msg.append_entries.prev_log_index;
+		r->in_hb = true;
+	}
 	r->recv_cb(r->io, &msg);
+	r->in_hb = false;
 }
 
 int
@@ -289,7 +304,16 @@ io_send(struct raft_io *io, struct raft_io_send *req, const struct raft_message 
 	snprintf(op->addr, sizeof(op->addr), "%s", m->server_address ? m->server_address : "");
 	sh_enc_init(&e);
 	sh_enc_u32(&e, r->group);
-	rc = rc_msg_encode(&e, m, r->id, "");
+	if (r->in_hb && m->type == RAFT_IO_APPEND_ENTRIES_RESULT &&
+	    m->append_entries_result.rejected == 0 &&
+	    m->append_entries_result.last_log_index > r->hb_cap) {
+		struct raft_message capped = *m;
+
+		capped.append_entries_result.last_log_index = r->hb_cap;
+		rc = rc_msg_encode(&e, &capped, r->id, "");
+	} else {
+		rc = rc_msg_encode(&e, m, r->id, "");
+	}
 	if (rc < 0) {
 		sh_enc_fini(&e);
 		sh_free(op);

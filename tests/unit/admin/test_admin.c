@@ -37,9 +37,10 @@ request(int port, const char *method, const char *path, const char *body, char *
 	fd = socket(AF_INET, SOCK_STREAM, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0)
 		return -1;
-	n = snprintf(req, sizeof(req),
-		     "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n%s",
-		     method, path, body ? strlen(body) : 0, body ? body : "");
+	n = snprintf(
+	    req, sizeof(req),
+	    "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n%s",
+	    method, path, body ? strlen(body) : 0, body ? body : "");
 	if (write(fd, req, (size_t)n) != n) {
 		close(fd);
 		return -1;
@@ -71,10 +72,10 @@ client_main(void *arg)
 	return NULL;
 }
 
-#define EXPECT(c, cond, ...)                                                                \
-	do {                                                                                \
-		if (!(cond) && !(c)->failure[0])                                            \
-			snprintf((c)->failure, sizeof((c)->failure), __VA_ARGS__);          \
+#define EXPECT(c, cond, ...)                                                       \
+	do {                                                                       \
+		if (!(cond) && !(c)->failure[0])                                   \
+			snprintf((c)->failure, sizeof((c)->failure), __VA_ARGS__); \
 	} while (0)
 
 static int
@@ -143,8 +144,9 @@ TEST(admin_http_server)
 	SH_ASSERT_OK(admin_http_start(env, addr, echo, NULL, &h));
 	SH_ASSERT_EQ(admin_http_start(env, addr, echo, NULL, &(struct admin_http *){ NULL }),
 		     -EADDRINUSE);
-	SH_ASSERT_EQ(admin_http_start(env, "localhost:80", echo, NULL, &(struct admin_http *){ NULL }),
-		     -EINVAL);
+	SH_ASSERT_EQ(
+	    admin_http_start(env, "localhost:80", echo, NULL, &(struct admin_http *){ NULL }),
+	    -EINVAL);
 	pthread_create(&th, NULL, client_main, &c);
 	env_real_run(env);
 	pthread_join(th, NULL);
@@ -216,8 +218,9 @@ api_script(struct client *c)
 	EXPECT(c, st == 200 && strstr(out, "cluster unit created") && !strstr(out, "},{"),
 	       "events: %d %s", st, out);
 	st = request(c->port, "GET", "/metrics", NULL, out, sizeof(out));
-	EXPECT(c, st == 200 && strstr(out, "shoal_config_epoch{node=\"1\"} 1") &&
-		      strstr(out, "shoal_config_leader 1"),
+	EXPECT(c,
+	       st == 200 && strstr(out, "shoal_config_epoch{node=\"1\"} 1") &&
+		   strstr(out, "shoal_config_leader 1"),
 	       "metrics: %d %s", st, out);
 	st = request(c->port, "GET", "/v1/status", NULL, out, sizeof(out));
 	EXPECT(c, st == 200 && strstr(out, "\"epoch\":1"), "nothing changed: %d %s", st, out);

@@ -117,9 +117,10 @@ TEST(config_refuses_bad_changes)
 	for (int i = 0; i < n; i++) {
 		int rc = cfg_apply(c, &cases[i].cmd, msg, sizeof(msg));
 
-		SH_ASSERT_MSG(rc == cases[i].rc, "case %d: %d (%s), want %d", i, rc, msg, cases[i].rc);
-		SH_ASSERT_MSG(strstr(msg, cases[i].text) != NULL, "case %d: '%s' lacks '%s'", i, msg,
-			      cases[i].text);
+		SH_ASSERT_MSG(rc == cases[i].rc, "case %d: %d (%s), want %d", i, rc, msg,
+			      cases[i].rc);
+		SH_ASSERT_MSG(strstr(msg, cases[i].text) != NULL, "case %d: '%s' lacks '%s'", i,
+			      msg, cases[i].text);
 		SH_ASSERT_EQ(c->epoch, before->epoch);
 		SH_ASSERT_EQ(c->nnodes, before->nnodes);
 		SH_ASSERT_EQ(c->ndrives, before->ndrives);
@@ -166,7 +167,8 @@ distinct_domains(const struct cfg *c, const uint64_t *g)
 		bool seen = false;
 
 		for (uint32_t k = 0; k < i; k++)
-			seen |= strcmp(cfg_node_find(c, g[i])->domain, cfg_node_find(c, g[k])->domain) == 0;
+			seen |= strcmp(cfg_node_find(c, g[i])->domain,
+				       cfg_node_find(c, g[k])->domain) == 0;
 		n += !seen;
 	}
 	return n;

@@ -50,7 +50,8 @@ TEST(raft_codec_every_message)
 	m.type = RAFT_IO_APPEND_ENTRIES;
 	for (int i = 0; i < 3; i++) {
 		snprintf(data[i], sizeof(data[i]), "entry %d", i);
-		ents[i] = (struct raft_entry){ .term = 6, .type = RAFT_COMMAND,
+		ents[i] = (struct raft_entry){ .term = 6,
+					       .type = RAFT_COMMAND,
 					       .buf = { data[i], strlen(data[i]) } };
 	}
 	ents[2].type = RAFT_BARRIER;
@@ -65,8 +66,10 @@ TEST(raft_codec_every_message)
 	m.install_snapshot.last_index = 50;
 	m.install_snapshot.last_term = 6;
 	raft_configuration_init(&m.install_snapshot.conf);
-	SH_ASSERT_EQ(raft_configuration_add(&m.install_snapshot.conf, 1, "10.0.0.1:7000", RAFT_VOTER), 0);
-	SH_ASSERT_EQ(raft_configuration_add(&m.install_snapshot.conf, 2, "10.0.0.2:7000", RAFT_SPARE), 0);
+	SH_ASSERT_EQ(
+	    raft_configuration_add(&m.install_snapshot.conf, 1, "10.0.0.1:7000", RAFT_VOTER), 0);
+	SH_ASSERT_EQ(
+	    raft_configuration_add(&m.install_snapshot.conf, 2, "10.0.0.2:7000", RAFT_SPARE), 0);
 	m.install_snapshot.conf_index = 3;
 	m.install_snapshot.data = (struct raft_buffer){ data[0], 8 };
 	round_trip(&m);

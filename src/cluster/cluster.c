@@ -53,7 +53,8 @@ struct cluster {
 	struct cluster_params p;
 	char mgmt[CFG_ADDR_MAX], data[CFG_ADDR_MAX], domain[CFG_NAME_MAX];
 	char path[512];
-	struct cfg *cfg;
+	struct cfg *cfg;     /* the newest configuration known here (what readers see) */
+	struct cfg *fsm_cfg; /* the Raft state machine's own (voters) */
 	struct raft raft;
 	struct raft_io io;
 	struct raft_fsm fsm;
@@ -80,6 +81,7 @@ struct cluster {
 
 static void pump(struct cluster *cl);
 static void notify(struct cluster *cl);
+static void sync_view(struct cluster *cl);
 static void maybe_finish(struct cluster *cl);
 
 /* An RPC in flight: cancelled (and waited for) when the cluster stops. */
@@ -148,13 +150,13 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 	int rc = cfg_cmd_decode(buf->base, buf->len, &cmd);
 
 	if (rc == 0)
-		rc = cfg_apply(cl->cfg, &cmd, cl->apply_msg, sizeof(cl->apply_msg));
+		rc = cfg_apply(cl->fsm_cfg, &cmd, cl->apply_msg, sizeof(cl->apply_msg));
 	else
 		snprintf(cl->apply_msg, sizeof(cl->apply_msg), "malformed command in the log");
 	cl->apply_rc = rc;
 	*result = NULL;
 	if (rc == 0)
-		notify(cl);
+		sync_view(cl);
 	return 0;
 }
 
@@ -167,7 +169,7 @@ fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
 	uint8_t *b;
 
 	sh_enc_init(&e);
-	cfg_encode(&e, cl->cfg);
+	cfg_encode(&e, cl->fsm_cfg);
 	if (sh_enc_error(&e)) {
 		sh_enc_fini(&e);
 		return RAFT_NOMEM;
@@ -195,7 +197,7 @@ static int
 fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 {
 	struct cluster *cl = fsm->data;
-	int rc = cfg_decode(buf->base, buf->len, cl->cfg);
+	int rc = cfg_decode(buf->base, buf->len, cl->fsm_cfg);
 
 	if (rc < 0) {
 		sh_log_error("config snapshot of %zu bytes does not decode: %s", buf->len,
@@ -203,8 +205,26 @@ fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 		return RAFT_CORRUPT;
 	}
 	raft_free(buf->base);
-	notify(cl);
+	sync_view(cl);
 	return 0;
+}
+
+/*
+ * The state machine moved: show it if it is newer than what this node
+ * knew. A node that followed pushed copies before it became a voter
+ * replays the log into its own state machine, never on top of a copy.
+ */
+static void
+sync_view(struct cluster *cl)
+{
+	if (cl->fsm_cfg->epoch <= cl->cfg->epoch && cl->cfg->created)
+		return;
+	if (cfg_copy(cl->cfg, cl->fsm_cfg) < 0) {
+		sh_log_error("out of memory copying the configuration (epoch %llu)",
+			     (unsigned long long)cl->fsm_cfg->epoch);
+		return;
+	}
+	notify(cl);
 }
 
 static void
@@ -690,13 +710,17 @@ track_get(struct cluster *cl, uint64_t id)
 	return &cl->track[cl->ntrack++];
 }
 
-/* A copy of the configuration from the leader; members follow their own log instead. */
+/*
+ * A copy of the configuration from the leader, for the view only: the
+ * state machine of a voter follows its own log (and a spare's, which no
+ * longer gets the log, stays where it is until it votes again).
+ */
 static void
 adopt(struct cluster *cl, const uint8_t *b, size_t len)
 {
 	struct cfg *t;
 
-	if (cl->started || len == 0)
+	if (len == 0)
 		return;
 	t = cfg_new();
 	if (t == NULL)
@@ -884,8 +908,43 @@ reconcile(struct cluster *cl)
 			voters++;
 	}
 	want = cl->cfg->nnodes < VOTERS_MAX ? cl->cfg->nnodes : VOTERS_MAX;
-	if (voters >= want)
-		return;
+	if (voters >= want) {
+		/*
+		 * A voter down for longer than replace_ns while a node that is
+		 * up is not a voter: demote it to spare; the next rounds make
+		 * the up node a voter, so the group again survives two failures.
+		 */
+		uint64_t now = env_realtime(cl->env);
+		const struct raft_server *down = NULL;
+		bool spare_up = false;
+
+		for (unsigned i = 0; i < rc->n; i++) {
+			const struct raft_server *s = &rc->servers[i];
+			const struct cfg_node *n = cfg_node_find(cl->cfg, s->id);
+
+			if (n == NULL)
+				continue;
+			if (s->role == RAFT_VOTER && n->state == CFG_DOWN &&
+			    s->id != cl->p.node_id && now - n->since > cl->p.replace_ns)
+				down = s;
+		}
+		for (uint32_t i = 0; i < cl->cfg->nnodes && !spare_up; i++) {
+			const struct cfg_node *n = &cl->cfg->nodes[i];
+			bool voter = false;
+
+			for (unsigned k = 0; k < rc->n && !voter; k++)
+				voter =
+				    rc->servers[k].id == n->id && rc->servers[k].role == RAFT_VOTER;
+			spare_up = !voter && n->state == CFG_UP;
+		}
+		if (down == NULL || !spare_up)
+			return;
+		sh_log_info("config group: node %llu has been down for long: a node that is up "
+			    "takes its vote",
+			    (unsigned long long)down->id);
+		err = raft_assign(&cl->raft, &cl->change, down->id, RAFT_SPARE, on_change);
+		goto out;
+	}
 	for (unsigned i = 0; i < rc->n; i++) {
 		const struct raft_server *s = &rc->servers[i];
 		const struct cfg_node *n = cfg_node_find(cl->cfg, s->id);
@@ -1009,12 +1068,15 @@ cluster_start(struct net *mgmt, const struct cluster_params *p, struct cluster *
 		cl->p.down_ns = 2ull * 1000 * 1000 * 1000;
 	if (cl->p.submit_ns == 0)
 		cl->p.submit_ns = 8ull * 1000 * 1000 * 1000;
+	if (cl->p.replace_ns == 0)
+		cl->p.replace_ns = 10ull * 1000 * 1000 * 1000;
 	if (cl->p.election_ms == 0)
 		cl->p.election_ms = 700;
 	sh_list_init(&cl->subs);
 	sh_list_init(&cl->calls);
 	cl->cfg = cfg_new();
-	if (cl->cfg == NULL) {
+	cl->fsm_cfg = cfg_new();
+	if (cl->cfg == NULL || cl->fsm_cfg == NULL) {
 		rc = -ENOMEM;
 		goto err;
 	}
@@ -1047,6 +1109,7 @@ err_rn:
 	rnet_destroy(cl->rn);
 err:
 	cfg_free(cl->cfg);
+	cfg_free(cl->fsm_cfg);
 	sh_free(cl);
 	return rc;
 }
@@ -1064,6 +1127,7 @@ finish_stop(struct env_task *t)
 	rio_destroy(&cl->io);
 	rnet_destroy(cl->rn);
 	cfg_free(cl->cfg);
+	cfg_free(cl->fsm_cfg);
 	sh_free(cl);
 	if (done)
 		done(arg);

@@ -8,9 +8,10 @@
  *   state machine is struct cfg. A node's Raft instance starts when its
  *   log has state, when it creates the cluster, or when the leader first
  *   sends it a Raft message after adding it.
- * - The leader keeps the voters at min(5, nodes): it adds nodes as
- *   voters (raft_add, then raft_assign) in id order, and removes the
- *   voters of removed nodes.
+ * - The leader keeps the voters at min(5, nodes): it adds nodes that are up
+ *   as voters (raft_add, then raft_assign) in id order, removes the voters
+ *   of removed nodes, and demotes a voter down for longer than replace_ns
+ *   to spare when a node that is up can take its vote.
  * - Every other node (and, later, clients) follows: the leader pushes a
  *   full copy to each node whose acknowledged epoch is behind, and each
  *   node's heartbeat reply carries a copy when it reports an old epoch.
@@ -40,7 +41,8 @@ struct cluster_params {
 	uint64_t heartbeat_ns; /* default 500 ms */
 	uint64_t down_ns;      /* silence before a node is marked down; default 2 s */
 	uint64_t submit_ns;    /* how long a change waits for a leader; default 8 s */
-	unsigned election_ms;  /* default 700 */
+	uint64_t replace_ns;  /* a voter down this long gives its vote to a node that is up; 10 s */
+	unsigned election_ms; /* default 700 */
 	/*
 	 * A change that must be prepared on this node before it is proposed
 	 * (adding a drive: check the path, measure and format it). Returns

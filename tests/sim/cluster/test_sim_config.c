@@ -15,7 +15,7 @@
 #include "../../../src/env/env_sim.h"
 #include "../../lib/test.h"
 
-#define N	  5
+#define N	  6 /* five voters and a spare */
 #define EPOCH_MAX 4096
 
 struct node {
@@ -200,7 +200,26 @@ five_voters(void *arg)
 	if (l == 0)
 		return false;
 	cluster_info(w->n[l].cl, &ci);
-	return ci.nvoters == N;
+	return ci.nvoters == 5;
+}
+
+/* Five voters, all of them up. */
+static bool
+five_live_voters(void *arg)
+{
+	struct world *w = arg;
+	int l = leader_of(w);
+	struct cluster_info ci;
+
+	if (l == 0)
+		return false;
+	cluster_info(w->n[l].cl, &ci);
+	if (ci.nvoters != 5)
+		return false;
+	for (unsigned i = 0; i < ci.nvoters; i++)
+		if (!w->n[ci.voters[i]].up)
+			return false;
+	return true;
 }
 
 static void
@@ -315,7 +334,8 @@ run_world(uint64_t seed)
 				    (unsigned long long)seed,
 				    (unsigned long long)((sim_now(w.sim) - t0) / SH_NSEC_PER_MSEC));
 		}
-		/* only 4 domains have drives: 3+2 cannot be placed */
+		/* only 5 domains have drives: 4+2 cannot be placed */
+		fs.d = 4;
 		SH_ASSERT_EQ(change(&w, at, &fs, 10 * SH_NSEC_PER_SEC, msg), -ENOSPC);
 		/* the killed node is marked down within 3 s of its death */
 		if (sim_now(w.sim) < t0 + 3 * SH_NSEC_PER_SEC)
@@ -327,6 +347,24 @@ run_world(uint64_t seed)
 			      (unsigned long long)seed);
 		sim_run_for(w.sim, 2 * SH_NSEC_PER_SEC);
 		SH_ASSERT_EQ(cfg_node_find(cluster_cfg(w.n[at].cl), (uint64_t)l)->state, CFG_UP);
+	}
+
+	/* a voter dies for good: after replace_ns the spare takes its vote */
+	{
+		int l = leader_of(&w), v = 0;
+		struct cluster_info ci;
+
+		SH_ASSERT_GT(l, 0);
+		cluster_info(w.n[l].cl, &ci);
+		for (unsigned i = 0; i < ci.nvoters && v == 0; i++)
+			if ((int)ci.voters[i] != l)
+				v = (int)ci.voters[i];
+		node_kill(&w, &w.n[v]);
+		SH_ASSERT_MSG(sim_run_until(w.sim, five_live_voters, &w, 30 * SH_NSEC_PER_SEC),
+			      "seed %llu: node %d's vote was not handed to the spare",
+			      (unsigned long long)seed, v);
+		node_start(&w.n[v]);
+		SH_ASSERT(sim_run_until(w.sim, all_follow, &w, 20 * SH_NSEC_PER_SEC));
 	}
 
 	/* random changes under partitions */

@@ -49,15 +49,16 @@ CFLAGS_COMMON := -std=gnu11 -g -fvisibility=hidden -fPIC -Iinclude $(WARN)
 CFLAGS ?=
 CFLAGS += $(CFLAGS_COMMON) $(OPT) -MMD -MP
 LDFLAGS += $(SAN_LDFLAGS)
-LIBS := -luring -lisal -lraft -ljansson -lmicrohttpd -lpthread
+LIBS := -luring -lisal -lraft -llmdb -ljansson -lmicrohttpd -lpthread
 
 # ---- modules, bottom up (DESIGN.md §2); a module links only those before it ----
-MODULES := base env net cluster store admin
+MODULES := base env net cluster store meta admin
 base_SRCS := $(wildcard src/base/*.c)
 env_SRCS := $(wildcard src/env/*.c)
 net_SRCS := $(wildcard src/net/*.c)
 cluster_SRCS := $(wildcard src/cluster/*.c)
 store_SRCS := $(wildcard src/store/*.c)
+meta_SRCS := $(wildcard src/meta/*.c)
 admin_SRCS := $(wildcard src/admin/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -66,14 +67,16 @@ LIB_env := $(BUILD)/lib/libsh_env.a
 LIB_net := $(BUILD)/lib/libsh_net.a
 LIB_cluster := $(BUILD)/lib/libsh_cluster.a
 LIB_store := $(BUILD)/lib/libsh_store.a
+LIB_meta := $(BUILD)/lib/libsh_meta.a
 LIB_admin := $(BUILD)/lib/libsh_admin.a
-ALL_LIBS := $(LIB_admin) $(LIB_store) $(LIB_cluster) $(LIB_net) $(LIB_env) $(LIB_base)
+ALL_LIBS := $(LIB_admin) $(LIB_meta) $(LIB_store) $(LIB_cluster) $(LIB_net) $(LIB_env) $(LIB_base)
 
 $(LIB_base): $(call obj,$(base_SRCS))
 $(LIB_env): $(call obj,$(env_SRCS))
 $(LIB_net): $(call obj,$(net_SRCS))
 $(LIB_cluster): $(call obj,$(cluster_SRCS))
 $(LIB_store): $(call obj,$(store_SRCS))
+$(LIB_meta): $(call obj,$(meta_SRCS))
 $(LIB_admin): $(call obj,$(admin_SRCS))
 
 $(BUILD)/lib/%.a:
@@ -87,7 +90,7 @@ $(BUILD)/obj/%.o: %.c
 
 # ---- test runners: one per module and tier ----
 TEST_LIB := $(call obj,tests/lib/test.c)
-UNIT_MODULES := base env net cluster store admin
+UNIT_MODULES := base env net cluster store meta admin
 SIM_MODULES := env net cluster store
 RUNNERS := $(foreach m,$(UNIT_MODULES),$(BUILD)/tests/unit_$(m)) $(foreach m,$(SIM_MODULES),$(BUILD)/tests/sim_$(m))
 
@@ -120,7 +123,7 @@ $(BUILD)/fuzz/replay_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(REPLAY_MAIN) $(ALL_LI
 FUZZ_BUILD := build/fuzz
 FUZZ_CFLAGS := $(CFLAGS_COMMON) -O1 -fsanitize=fuzzer-no-link,address,undefined \
 	-fno-sanitize-recover=all -Wno-unknown-warning-option
-FUZZ_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(base_SRCS) $(env_SRCS) $(net_SRCS) $(cluster_SRCS) $(store_SRCS))
+FUZZ_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(base_SRCS) $(env_SRCS) $(net_SRCS) $(cluster_SRCS) $(store_SRCS) $(meta_SRCS))
 
 $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

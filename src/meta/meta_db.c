@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The bucket store on LMDB: every LMDB call of Shoal is in this file (meta_db.h). */
+#include <errno.h>
+#include <lmdb.h>
+#include <string.h>
+
+#include "meta_db.h"
+
+SH_LOG_FACILITY("meta.db");
+
+#define TOMBSTONE 0x1
+
+struct meta_db {
+	MDB_env *env;
+	MDB_dbi dbi;
+};
+
+struct meta_txn {
+	struct meta_db *db;
+	MDB_txn *txn;
+	bool write;
+};
+
+static int
+err(int rc)
+{
+	switch (rc) {
+	case 0:
+		return 0;
+	case MDB_NOTFOUND:
+		return -ENOENT;
+	case MDB_MAP_FULL:
+	case MDB_TXN_FULL:
+		return -ENOSPC;
+	case MDB_BAD_VALSIZE:
+		return -EINVAL;
+	default:
+		if (rc > 0)
+			return -rc; /* an errno */
+		sh_log_error("lmdb: %s", mdb_strerror(rc));
+		return -EIO;
+	}
+}
+
+int
+meta_db_open(const char *path, uint64_t map_size, struct meta_db **out)
+{
+	struct meta_db *db = sh_calloc(1, sizeof(*db));
+	MDB_txn *txn;
+	int rc;
+
+	if (db == NULL)
+		return -ENOMEM;
+	rc = mdb_env_create(&db->env);
+	if (rc == 0)
+		rc = mdb_env_set_mapsize(db->env, map_size);
+	if (rc == 0)
+		rc = mdb_env_open(db->env, path, MDB_NOSUBDIR | MDB_NOTLS, 0644);
+	if (rc == 0)
+		rc = mdb_txn_begin(db->env, NULL, 0, &txn);
+	if (rc == 0) {
+		rc = mdb_dbi_open(txn, NULL, 0, &db->dbi);
+		rc = rc ? (mdb_txn_abort(txn), rc) : mdb_txn_commit(txn);
+	}
+	if (rc != 0) {
+		sh_log_error("bucket store %s: %s", path, mdb_strerror(rc));
+		if (db->env)
+			mdb_env_close(db->env);
+		sh_free(db);
+		return err(rc);
+	}
+	*out = db;
+	return 0;
+}
+
+void
+meta_db_close(struct meta_db *db)
+{
+	if (db == NULL)
+		return;
+	mdb_env_close(db->env);
+	sh_free(db);
+}
+
+int
+meta_txn_begin(struct meta_db *db, bool write, struct meta_txn **out)
+{
+	struct meta_txn *t = sh_calloc(1, sizeof(*t));
+	int rc;
+
+	if (t == NULL)
+		return -ENOMEM;
+	rc = mdb_txn_begin(db->env, NULL, write ? 0 : MDB_RDONLY, &t->txn);
+	if (rc != 0) {
+		sh_free(t);
+		return err(rc);
+	}
+	t->db = db;
+	t->write = write;
+	*out = t;
+	return 0;
+}
+
+int
+meta_txn_commit(struct meta_txn *t)
+{
+	int rc = mdb_txn_commit(t->txn);
+
+	sh_free(t);
+	return err(rc);
+}
+
+void
+meta_txn_abort(struct meta_txn *t)
+{
+	if (t == NULL)
+		return;
+	mdb_txn_abort(t->txn);
+	sh_free(t);
+}
+
+/* ---- versioned keys ---- */
+
+static size_t
+full_key(uint8_t *out, const struct meta_key *k, uint64_t ver)
+{
+	uint64_t inv = ~ver;
+
+	memcpy(out, k->b, k->len);
+	for (int i = 7; i >= 0; i--, inv >>= 8)
+		out[k->len + (size_t)i] = (uint8_t)inv;
+	return k->len + META_VER_LEN;
+}
+
+static uint64_t
+key_ver(const MDB_val *key)
+{
+	const uint8_t *p = (const uint8_t *)key->mv_data + key->mv_size - META_VER_LEN;
+	uint64_t inv = 0;
+
+	for (int i = 0; i < 8; i++)
+		inv = inv << 8 | p[i];
+	return ~inv;
+}
+
+static bool
+same_logical(const MDB_val *key, const uint8_t *lk, size_t llen)
+{
+	return key->mv_size == llen + META_VER_LEN && memcmp(key->mv_data, lk, llen) == 0;
+}
+
+int
+meta_get(struct meta_txn *t, const struct meta_key *k, uint64_t at, void *val, size_t cap,
+	 size_t *len)
+{
+	uint8_t kb[META_KEY_MAX + META_VER_LEN];
+	MDB_val key = { full_key(kb, k, at), kb }, data;
+	MDB_cursor *c;
+	int rc;
+
+	rc = mdb_cursor_open(t->txn, t->db->dbi, &c);
+	if (rc != 0)
+		return err(rc);
+	rc = mdb_cursor_get(c, &key, &data, MDB_SET_RANGE);
+	if (rc == 0 && !same_logical(&key, k->b, k->len))
+		rc = MDB_NOTFOUND;
+	if (rc == 0 && (data.mv_size == 0 || (((const uint8_t *)data.mv_data)[0] & TOMBSTONE)))
+		rc = MDB_NOTFOUND;
+	if (rc == 0) {
+		*len = data.mv_size - 1;
+		if (*len <= cap)
+			memcpy(val, (const uint8_t *)data.mv_data + 1, *len);
+	}
+	mdb_cursor_close(c);
+	if (rc == 0 && *len > cap)
+		return -EOVERFLOW;
+	return err(rc);
+}
+
+/*
+ * After writing version ver of k: drop the older versions that no kept
+ * snapshot reads. Version w is read by snapshot S when w <= S and the next
+ * newer version of k is above S.
+ */
+static int
+prune(struct meta_txn *t, const struct meta_key *k, uint64_t ver, const struct meta_keep *keep)
+{
+	uint8_t kb[META_KEY_MAX + META_VER_LEN];
+	MDB_val key = { full_key(kb, k, ver), kb }, data;
+	uint64_t newer = ver;
+	MDB_cursor *c;
+	int rc;
+
+	rc = mdb_cursor_open(t->txn, t->db->dbi, &c);
+	if (rc != 0)
+		return err(rc);
+	rc = mdb_cursor_get(c, &key, &data, MDB_SET_RANGE);
+	if (rc == 0 && same_logical(&key, k->b, k->len) && key_ver(&key) == ver)
+		rc = mdb_cursor_get(c, &key, &data, MDB_NEXT); /* skip what was just written */
+	while (rc == 0 && same_logical(&key, k->b, k->len)) {
+		uint64_t w = key_ver(&key);
+		bool needed = false;
+
+		for (unsigned i = 0; keep && i < keep->n && !needed; i++)
+			needed = keep->v[i] >= w && keep->v[i] < newer;
+		newer = w;
+		if (needed) {
+			rc = mdb_cursor_get(c, &key, &data, MDB_NEXT);
+			continue;
+		}
+		rc = mdb_cursor_del(c, 0);
+		if (rc != 0)
+			break;
+		/* the cursor now rests on the record after the deleted one, if any */
+		if (mdb_cursor_get(c, &key, &data, MDB_GET_CURRENT) != 0)
+			rc = MDB_NOTFOUND;
+	}
+	mdb_cursor_close(c);
+	return rc == MDB_NOTFOUND ? 0 : err(rc);
+}
+
+static int
+write_ver(struct meta_txn *t, const struct meta_key *k, uint64_t ver, uint8_t flags,
+	  const void *val, size_t len, const struct meta_keep *keep)
+{
+	uint8_t kb[META_KEY_MAX + META_VER_LEN];
+	MDB_val key = { full_key(kb, k, ver), kb }, data;
+	bool kept = false;
+	int rc;
+
+	if (!t->write || k->len == 0 || k->len > META_KEY_MAX || ver == 0)
+		return -EINVAL;
+	data.mv_size = len + 1;
+	rc = mdb_put(t->txn, t->db->dbi, &key, &data, MDB_RESERVE);
+	if (rc != 0)
+		return err(rc);
+	((uint8_t *)data.mv_data)[0] = flags;
+	if (len)
+		memcpy((uint8_t *)data.mv_data + 1, val, len);
+	rc = prune(t, k, ver, keep);
+	if (rc != 0 || !(flags & TOMBSTONE))
+		return rc;
+	/* a tombstone that no snapshot reads past (nothing older is left): drop it too */
+	for (unsigned i = 0; keep && i < keep->n && !kept; i++)
+		kept = keep->v[i] < ver;
+	if (kept)
+		return 0;
+	key = (MDB_val){ full_key(kb, k, ver), kb };
+	return err(mdb_del(t->txn, t->db->dbi, &key, NULL));
+}
+
+int
+meta_put(struct meta_txn *t, const struct meta_key *k, uint64_t ver, const void *val, size_t len,
+	 const struct meta_keep *keep)
+{
+	return write_ver(t, k, ver, 0, val, len, keep);
+}
+
+int
+meta_del(struct meta_txn *t, const struct meta_key *k, uint64_t ver, const struct meta_keep *keep)
+{
+	return write_ver(t, k, ver, TOMBSTONE, NULL, 0, keep);
+}
+
+int
+meta_scan(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *after, size_t alen,
+	  uint64_t at, meta_scan_fn fn, void *arg)
+{
+	uint8_t kb[META_KEY_MAX + META_VER_LEN], last[META_KEY_MAX];
+	size_t lastlen = 0;
+	MDB_val key, data;
+	MDB_cursor *c;
+	int rc;
+
+	if (after != NULL && (alen > META_KEY_MAX || alen < prefix->len))
+		return -EINVAL;
+	rc = mdb_cursor_open(t->txn, t->db->dbi, &c);
+	if (rc != 0)
+		return err(rc);
+	if (after != NULL) {
+		/* past every version of `after`: its smallest stored key is version UINT64_MAX... */
+		memcpy(kb, after, alen);
+		memset(kb + alen, 0xff, META_VER_LEN); /* ~0: after all its versions */
+		key = (MDB_val){ alen + META_VER_LEN, kb };
+		memcpy(last, after, alen);
+		lastlen = alen;
+	} else {
+		memcpy(kb, prefix->b, prefix->len);
+		key = (MDB_val){ prefix->len, kb };
+	}
+	rc = mdb_cursor_get(c, &key, &data, MDB_SET_RANGE);
+	while (rc == 0) {
+		size_t llen = key.mv_size - META_VER_LEN;
+		const uint8_t *k = key.mv_data;
+
+		if (key.mv_size < prefix->len + META_VER_LEN || memcmp(k, prefix->b, prefix->len) != 0)
+			break;
+		/* a logical key seen already (an older version of it, or `after` itself) */
+		if (lastlen == llen && memcmp(last, k, llen) == 0) {
+			rc = mdb_cursor_get(c, &key, &data, MDB_NEXT);
+			continue;
+		}
+		if (key_ver(&key) > at) {
+			/* written after `at`: look at its older versions */
+			rc = mdb_cursor_get(c, &key, &data, MDB_NEXT);
+			continue;
+		}
+		memcpy(last, k, llen);
+		lastlen = llen;
+		if (data.mv_size >= 1 && !(((const uint8_t *)data.mv_data)[0] & TOMBSTONE)) {
+			int r = fn(arg, k, llen, (const uint8_t *)data.mv_data + 1, data.mv_size - 1);
+
+			if (r != 0) {
+				mdb_cursor_close(c);
+				return r < 0 ? r : 0;
+			}
+		}
+		rc = mdb_cursor_get(c, &key, &data, MDB_NEXT);
+	}
+	mdb_cursor_close(c);
+	return rc == MDB_NOTFOUND || rc == 0 ? 0 : err(rc);
+}
+
+int
+meta_drop_bucket(struct meta_txn *t, uint16_t bucket)
+{
+	uint8_t kb[2] = { (uint8_t)(bucket >> 8), (uint8_t)bucket };
+	MDB_val key = { 2, kb }, data;
+	MDB_cursor *c;
+	int rc;
+
+	if (!t->write)
+		return -EINVAL;
+	rc = mdb_cursor_open(t->txn, t->db->dbi, &c);
+	if (rc != 0)
+		return err(rc);
+	rc = mdb_cursor_get(c, &key, &data, MDB_SET_RANGE);
+	while (rc == 0 && key.mv_size >= 2 && memcmp(key.mv_data, kb, 2) == 0) {
+		rc = mdb_cursor_del(c, 0);
+		if (rc == 0 && mdb_cursor_get(c, &key, &data, MDB_GET_CURRENT) != 0)
+			rc = MDB_NOTFOUND;
+	}
+	mdb_cursor_close(c);
+	return rc == MDB_NOTFOUND || rc == 0 ? 0 : err(rc);
+}

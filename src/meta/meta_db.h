@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A backend's bucket store: one LMDB environment holding the records of
+ * all its buckets, versioned by file-system version (DESIGN.md §5). All
+ * LMDB calls are in meta_db.c.
+ *
+ * Each stored key is a logical key (meta_rec.h) followed by the
+ * complement of the version that wrote it, so the newest version sorts
+ * first. Reading "as of version S" finds the newest record at or before
+ * S; a tombstone there means absent. Writing at version V replaces what V
+ * wrote before and drops older versions that no kept snapshot still reads
+ * (a snapshot S reads the newest version at or before S).
+ *
+ * Threading: one writer transaction at a time per environment (LMDB's
+ * rule); read transactions from any thread.
+ */
+#ifndef SH_META_META_DB_H
+#define SH_META_META_DB_H
+
+#include <stdbool.h>
+
+#include "meta_rec.h"
+
+struct meta_db;
+struct meta_txn;
+
+/* Open (creating) the store in file path with room for map_size bytes. -errno. */
+int meta_db_open(const char *path, uint64_t map_size, struct meta_db **out);
+void meta_db_close(struct meta_db *db);
+
+int meta_txn_begin(struct meta_db *db, bool write, struct meta_txn **out);
+/* Durable on return (LMDB's sync commit). Frees t either way. */
+int meta_txn_commit(struct meta_txn *t);
+void meta_txn_abort(struct meta_txn *t);
+
+/* The snapshot versions still kept, ascending: older versions they read survive writes. */
+struct meta_keep {
+	const uint64_t *v;
+	unsigned n;
+};
+
+/*
+ * The value of k as of version at, into val (cap bytes); *len its length.
+ * -ENOENT (absent or deleted as of at), -EOVERFLOW (cap too small).
+ */
+int meta_get(struct meta_txn *t, const struct meta_key *k, uint64_t at, void *val, size_t cap,
+	     size_t *len);
+/* Write k at version ver (>= every version of k written before). -EINVAL, -ENOSPC, -EIO. */
+int meta_put(struct meta_txn *t, const struct meta_key *k, uint64_t ver, const void *val,
+	     size_t len, const struct meta_keep *keep);
+/* Delete k at version ver (a tombstone where a kept snapshot still reads an older version). */
+int meta_del(struct meta_txn *t, const struct meta_key *k, uint64_t ver,
+	     const struct meta_keep *keep);
+
+/*
+ * Visit, in key order, every logical key that starts with prefix and sorts
+ * after `after` (NULL: from the start), as of version at, skipping deleted
+ * ones; fn returns 0 to go on, 1 to stop, or a negative errno to fail.
+ */
+typedef int (*meta_scan_fn)(void *arg, const uint8_t *key, size_t klen, const void *val,
+			    size_t vlen);
+int meta_scan(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *after,
+	      size_t alen, uint64_t at, meta_scan_fn fn, void *arg);
+
+/* Remove every record of a bucket (before installing a snapshot of it). */
+int meta_drop_bucket(struct meta_txn *t, uint16_t bucket);
+
+#endif /* SH_META_META_DB_H */

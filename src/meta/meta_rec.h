@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Metadata records and keys (DESIGN.md §3, §5; docs/ondisk.md "Bucket
+ * store"). Every record lives in one bucket; a key is the bucket, a kind,
+ * the kind's fields in big-endian order (so that LMDB's byte order is the
+ * natural order: one directory's entries are adjacent), and last the
+ * complement of the file-system version that wrote it, so that the newest
+ * version of a key sorts first.
+ *
+ *   inode   bucket 'i' ino
+ *   dentry  bucket 'd' parent name 0x00
+ *   xattr   bucket 'x' ino name 0x00
+ *   extent  bucket 'e' ino offset
+ *   intent  bucket 'r' id            (two-phase renames)
+ *
+ * Inode numbers are bucket (16 bits) | sequence (48 bits); a directory
+ * entry (parent, name) lives in bucket hash(parent, name) mod nbuckets,
+ * and a new inode in the bucket of its first name.
+ */
+#ifndef SH_META_META_REC_H
+#define SH_META_META_REC_H
+
+#include "../base/base.h"
+
+#define META_NAME_MAX 255
+#define META_KEY_MAX  (3 + 8 + META_NAME_MAX + 1 + 8)
+#define META_VER_LEN  8
+
+enum meta_kind {
+	META_K_INODE = 'i',
+	META_K_DENTRY = 'd',
+	META_K_XATTR = 'x',
+	META_K_EXTENT = 'e',
+	META_K_INTENT = 'r',
+};
+
+/* A logical key (without the version). */
+struct meta_key {
+	uint8_t b[META_KEY_MAX];
+	size_t len;
+};
+
+static inline uint16_t
+meta_ino_bucket(uint64_t ino)
+{
+	return (uint16_t)(ino >> 48);
+}
+
+static inline uint64_t
+meta_ino_make(uint16_t bucket, uint64_t seq)
+{
+	return (uint64_t)bucket << 48 | (seq & ((1ull << 48) - 1));
+}
+
+/* The bucket of directory entry (parent, name). */
+uint16_t meta_dentry_bucket(uint64_t parent, const char *name, size_t len, uint32_t nbuckets);
+
+/* A name is 1-255 bytes without '/' or NUL, and not "." or "..". -EINVAL or -ENAMETOOLONG. */
+int meta_name_check(const char *name, size_t len);
+
+void meta_key_inode(struct meta_key *k, uint16_t bucket, uint64_t ino);
+int meta_key_dentry(struct meta_key *k, uint16_t bucket, uint64_t parent, const char *name,
+		    size_t len);
+int meta_key_xattr(struct meta_key *k, uint16_t bucket, uint64_t ino, const char *name,
+		   size_t len);
+void meta_key_extent(struct meta_key *k, uint16_t bucket, uint64_t ino, uint64_t off);
+/* The prefix shared by all of a directory's entries in one bucket. */
+void meta_key_dir_prefix(struct meta_key *k, uint16_t bucket, uint64_t parent);
+/* Split a dentry key back: the name (not NUL-terminated) and its length. -EINVAL. */
+int meta_key_dentry_name(const uint8_t *key, size_t len, const uint8_t **name, size_t *nlen);
+
+enum meta_type { META_REG = 1, META_DIR, META_LNK, META_CHR, META_BLK, META_FIFO, META_SOCK };
+
+struct meta_inode {
+	uint8_t type;
+	uint32_t mode; /* permission bits and set-id/sticky (S_IFMT comes from type) */
+	uint32_t uid, gid;
+	uint32_t nlink;
+	uint32_t rdev;
+	uint64_t size;
+	uint64_t atime, mtime, ctime, btime; /* ns since the Unix epoch */
+	uint64_t generation;		      /* with the number: an inode identity (ESTALE) */
+	uint64_t flags;
+};
+
+#define META_INODE_LEN 78 /* version, type, 5 x u32, 7 x u64 */
+
+void meta_inode_encode(const struct meta_inode *in, uint8_t out[META_INODE_LEN]);
+/* Fuzzed. -EBADMSG (length, version or type). */
+int meta_inode_decode(const uint8_t *b, size_t len, struct meta_inode *in);
+
+struct meta_dentry {
+	uint64_t ino;
+	uint8_t type;
+};
+
+#define META_DENTRY_LEN 10
+
+void meta_dentry_encode(const struct meta_dentry *d, uint8_t out[META_DENTRY_LEN]);
+int meta_dentry_decode(const uint8_t *b, size_t len, struct meta_dentry *d); /* fuzzed */
+
+#endif /* SH_META_META_REC_H */

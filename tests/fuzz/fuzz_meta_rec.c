@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Fuzz target: metadata records and keys as read from the bucket store or a bucket snapshot. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../src/meta/meta_rec.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct meta_inode in;
+	struct meta_dentry d;
+	const uint8_t *name;
+	size_t nlen;
+
+	if (meta_inode_decode(data, size, &in) == 0) {
+		uint8_t b[META_INODE_LEN];
+
+		meta_inode_encode(&in, b);
+		if (memcmp(b, data, sizeof(b)) != 0)
+			__builtin_trap();
+	}
+	if (meta_dentry_decode(data, size, &d) == 0 && d.ino == 0)
+		__builtin_trap();
+	if (meta_key_dentry_name(data, size, &name, &nlen) == 0 &&
+	    (name < data || name + nlen > data + size))
+		__builtin_trap();
+	(void)meta_name_check((const char *)data, size);
+	return 0;
+}

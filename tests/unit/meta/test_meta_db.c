@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The bucket store: versioned records against a model (random puts and
+ * deletes at growing versions, snapshots kept and dropped; reads at the
+ * current version and at every kept snapshot must match the model),
+ * directory scans with resume cursors, bucket drops, records and keys.
+ */
+#include <stdio.h>
+
+#include "../../../src/meta/meta_db.h"
+#include "../../lib/test.h"
+
+#define NKEYS 24
+#define NOPS  3000
+#define HIST  512
+
+struct hist {
+	uint64_t ver[HIST];
+	int val[HIST]; /* -1: deleted */
+	int n;
+};
+
+static struct meta_db *
+open_db(void)
+{
+	char path[512];
+	struct meta_db *db;
+
+	snprintf(path, sizeof(path), "%s/meta.mdb", sh_test_dir());
+	SH_ASSERT_OK(meta_db_open(path, 64ull << 20, &db));
+	return db;
+}
+
+static void
+key_of(struct meta_key *k, int i)
+{
+	if (i % 3 == 0) {
+		meta_key_inode(k, (uint16_t)(i % 5), (uint64_t)i * 7919);
+	} else {
+		char name[32];
+		int n = snprintf(name, sizeof(name), "file-%d", i);
+		SH_ASSERT_OK(meta_key_dentry(k, (uint16_t)(i % 5), 42, name, (size_t)n));
+	}
+}
+
+static int
+model_at(const struct hist *h, uint64_t at)
+{
+	int v = -1;
+
+	for (int i = 0; i < h->n; i++)
+		if (h->ver[i] <= at)
+			v = h->val[i];
+	return v;
+}
+
+static void
+check_read(struct meta_db *db, struct hist *h, uint64_t at)
+{
+	struct meta_txn *t;
+
+	SH_ASSERT_OK(meta_txn_begin(db, false, &t));
+	for (int i = 0; i < NKEYS; i++) {
+		struct meta_key k;
+		int want = model_at(&h[i], at), got = -1;
+		size_t len = 0;
+		int rc;
+
+		key_of(&k, i);
+		rc = meta_get(t, &k, at, &got, sizeof(got), &len);
+		if (want < 0)
+			SH_ASSERT_MSG(rc == -ENOENT, "key %d at %llu: rc %d, want absent", i,
+				      (unsigned long long)at, rc);
+		else
+			SH_ASSERT_MSG(rc == 0 && len == sizeof(got) && got == want,
+				      "key %d at %llu: rc %d value %d, want %d (seed %llu)", i,
+				      (unsigned long long)at, rc, got, want,
+				      (unsigned long long)sh_test_seed());
+	}
+	meta_txn_abort(t);
+}
+
+TEST(meta_versions_match_model)
+{
+	static struct hist h[NKEYS];
+	struct meta_db *db = open_db();
+	struct sh_rand rng;
+	uint64_t keep[16], ver = 1;
+	unsigned nkeep = 0;
+
+	memset(h, 0, sizeof(h));
+	sh_rand_seed(&rng, sh_test_seed());
+	for (int op = 0; op < NOPS; op++) {
+		struct meta_keep kp = { keep, nkeep };
+		struct meta_txn *t;
+		int n = 1 + (int)sh_rand_below(&rng, 4);
+		uint64_t r = sh_rand_below(&rng, 100);
+
+		if (r < 5 && nkeep < 16) {
+			keep[nkeep++] = ver; /* a snapshot of what is there now */
+			ver++;
+			continue;
+		}
+		if (r < 8 && nkeep > 0) {
+			unsigned drop = (unsigned)sh_rand_below(&rng, nkeep);
+
+			memmove(keep + drop, keep + drop + 1, (nkeep - drop - 1) * sizeof(keep[0]));
+			nkeep--;
+			continue;
+		}
+		SH_ASSERT_OK(meta_txn_begin(db, true, &t));
+		for (int j = 0; j < n; j++) {
+			int i = (int)sh_rand_below(&rng, NKEYS);
+			struct meta_key k;
+			struct hist *x = &h[i];
+
+			key_of(&k, i);
+			SH_ASSERT_LT(x->n, HIST);
+			if (sh_rand_below(&rng, 4) == 0) {
+				SH_ASSERT_OK(meta_del(t, &k, ver, &kp));
+				x->val[x->n] = -1;
+			} else {
+				int v = op * 10 + j;
+				SH_ASSERT_OK(meta_put(t, &k, ver, &v, sizeof(v), &kp));
+				x->val[x->n] = v;
+			}
+			/* several writes of one key in one version: the last counts */
+			if (x->n > 0 && x->ver[x->n - 1] == ver)
+				x->val[x->n - 1] = x->val[x->n];
+			else
+				x->ver[x->n++] = ver;
+		}
+		if (sh_rand_below(&rng, 10) == 0) {
+			meta_txn_abort(t); /* nothing of it happened */
+			for (int i = 0; i < NKEYS; i++)
+				while (h[i].n > 0 && h[i].ver[h[i].n - 1] == ver)
+					h[i].n--;
+		} else {
+			SH_ASSERT_OK(meta_txn_commit(t));
+		}
+		ver++;
+		if (op % 50 == 0) {
+			check_read(db, h, ver);
+			for (unsigned s = 0; s < nkeep; s++)
+				check_read(db, h, keep[s]);
+		}
+	}
+	check_read(db, h, ver);
+	for (unsigned s = 0; s < nkeep; s++)
+		check_read(db, h, keep[s]);
+	meta_db_close(db);
+}
+
+struct scan {
+	char names[64][32];
+	int n;
+	int stop_at;
+	uint8_t last[META_KEY_MAX];
+	size_t lastlen;
+};
+
+static int
+on_entry(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vlen)
+{
+	struct scan *s = arg;
+	const uint8_t *name;
+	size_t nlen;
+	struct meta_dentry d;
+
+	SH_ASSERT_OK(meta_key_dentry_name(key, klen, &name, &nlen));
+	SH_ASSERT_OK(meta_dentry_decode(val, vlen, &d));
+	SH_ASSERT_LT(s->n, 64);
+	memcpy(s->names[s->n], name, nlen);
+	s->names[s->n][nlen] = '\0';
+	s->n++;
+	memcpy(s->last, key, klen);
+	s->lastlen = klen;
+	return s->n == s->stop_at ? 1 : 0;
+}
+
+TEST(meta_scan_directory_with_cursor)
+{
+	struct meta_db *db = open_db();
+	struct meta_txn *t;
+	struct meta_key k, prefix;
+	struct scan s = { .stop_at = 7 };
+	int total = 0;
+
+	SH_ASSERT_OK(meta_txn_begin(db, true, &t));
+	for (int i = 0; i < 30; i++) {
+		char name[32];
+		int n = snprintf(name, sizeof(name), "e%02d", i);
+		struct meta_dentry d = { .ino = meta_ino_make(3, (uint64_t)i + 1), .type = META_REG };
+		uint8_t v[META_DENTRY_LEN];
+
+		meta_dentry_encode(&d, v);
+		SH_ASSERT_OK(meta_key_dentry(&k, 3, 1000, name, (size_t)n));
+		SH_ASSERT_OK(meta_put(t, &k, 1, v, sizeof(v), NULL));
+		/* another directory in the same bucket, and the same name in another bucket */
+		SH_ASSERT_OK(meta_key_dentry(&k, 3, 1001, name, (size_t)n));
+		SH_ASSERT_OK(meta_put(t, &k, 1, v, sizeof(v), NULL));
+		SH_ASSERT_OK(meta_key_dentry(&k, 4, 1000, name, (size_t)n));
+		SH_ASSERT_OK(meta_put(t, &k, 1, v, sizeof(v), NULL));
+	}
+	/* version 2 deletes e05 and rewrites e10 */
+	SH_ASSERT_OK(meta_key_dentry(&k, 3, 1000, "e05", 3));
+	SH_ASSERT_OK(meta_del(t, &k, 2, &(struct meta_keep){ (uint64_t[]){ 1 }, 1 }));
+	SH_ASSERT_OK(meta_txn_commit(t));
+
+	SH_ASSERT_OK(meta_txn_begin(db, false, &t));
+	meta_key_dir_prefix(&prefix, 3, 1000);
+	/* in pages of 7, resuming after the last key seen */
+	SH_ASSERT_OK(meta_scan(t, &prefix, NULL, 0, 2, on_entry, &s));
+	while (s.n == s.stop_at) {
+		total += s.n;
+		s.n = 0;
+		SH_ASSERT_OK(meta_scan(t, &prefix, s.last, s.lastlen, 2, on_entry, &s));
+	}
+	total += s.n;
+	SH_ASSERT_EQ(total, 29); /* e05 is gone as of version 2 */
+	/* as of version 1 (kept) all 30 are there */
+	s = (struct scan){ .stop_at = 0 };
+	SH_ASSERT_OK(meta_scan(t, &prefix, NULL, 0, 1, on_entry, &s));
+	SH_ASSERT_EQ(s.n, 30);
+	SH_ASSERT_STREQ(s.names[5], "e05");
+	meta_txn_abort(t);
+
+	/* dropping bucket 3 leaves bucket 4 */
+	SH_ASSERT_OK(meta_txn_begin(db, true, &t));
+	SH_ASSERT_OK(meta_drop_bucket(t, 3));
+	SH_ASSERT_OK(meta_txn_commit(t));
+	SH_ASSERT_OK(meta_txn_begin(db, false, &t));
+	s = (struct scan){ .stop_at = 0 };
+	SH_ASSERT_OK(meta_scan(t, &prefix, NULL, 0, 5, on_entry, &s));
+	SH_ASSERT_EQ(s.n, 0);
+	meta_key_dir_prefix(&prefix, 4, 1000);
+	SH_ASSERT_OK(meta_scan(t, &prefix, NULL, 0, 5, on_entry, &s));
+	SH_ASSERT_EQ(s.n, 30);
+	meta_txn_abort(t);
+	meta_db_close(db);
+}
+
+TEST(meta_records_and_names)
+{
+	struct meta_inode in = { .type = META_DIR, .mode = 0755, .uid = 1, .gid = 2, .nlink = 2,
+				 .size = 4096, .mtime = 123456789, .generation = 9 }, out;
+	struct meta_dentry d = { .ino = meta_ino_make(7, 99), .type = META_LNK }, dout;
+	uint8_t b[META_INODE_LEN], db[META_DENTRY_LEN];
+	char long_name[300];
+	struct meta_key k;
+
+	meta_inode_encode(&in, b);
+	SH_ASSERT_OK(meta_inode_decode(b, sizeof(b), &out));
+	SH_ASSERT_MEMEQ(&in, &out, sizeof(in));
+	SH_ASSERT_EQ(meta_inode_decode(b, sizeof(b) - 1, &out), -EBADMSG);
+	b[1] = 99;
+	SH_ASSERT_EQ(meta_inode_decode(b, sizeof(b), &out), -EBADMSG);
+	meta_dentry_encode(&d, db);
+	SH_ASSERT_OK(meta_dentry_decode(db, sizeof(db), &dout));
+	SH_ASSERT_EQ(dout.ino, d.ino);
+	SH_ASSERT_EQ(meta_ino_bucket(dout.ino), 7);
+	SH_ASSERT_EQ(dout.type, META_LNK);
+
+	memset(long_name, 'a', sizeof(long_name));
+	SH_ASSERT_EQ(meta_name_check("a/b", 3), -EINVAL);
+	SH_ASSERT_EQ(meta_name_check("a\0b", 3), -EINVAL);
+	SH_ASSERT_EQ(meta_name_check(".", 1), -EINVAL);
+	SH_ASSERT_EQ(meta_name_check("..", 2), -EINVAL);
+	SH_ASSERT_EQ(meta_name_check(long_name, 256), -ENAMETOOLONG);
+	SH_ASSERT_OK(meta_name_check(long_name, 255));
+	SH_ASSERT_EQ(meta_key_dentry(&k, 0, 1, long_name, 256), -ENAMETOOLONG);
+	SH_ASSERT_OK(meta_key_dentry(&k, 0, 1, long_name, 255));
+	SH_ASSERT_EQ(k.len, 3 + 8 + 255 + 1);
+	/* entries spread over buckets */
+	{
+		unsigned hits[16] = { 0 };
+
+		for (int i = 0; i < 16000; i++) {
+			char name[16];
+			int n = snprintf(name, sizeof(name), "f%d", i);
+			hits[meta_dentry_bucket(1, name, (size_t)n, 16)]++;
+		}
+		for (int b2 = 0; b2 < 16; b2++)
+			SH_ASSERT_MSG(hits[b2] > 800 && hits[b2] < 1200, "bucket %d: %u", b2, hits[b2]);
+	}
+}

@@ -190,36 +190,32 @@ all_follow(void *arg)
 	return e > 0;
 }
 
+/* The leader sees five voters (all of them up, if live). */
 static bool
-five_voters(void *arg)
+voters_are(struct world *w, bool live)
 {
-	struct world *w = arg;
 	int l = leader_of(w);
 	struct cluster_info ci;
 
 	if (l == 0)
 		return false;
 	cluster_info(w->n[l].cl, &ci);
+	for (unsigned i = 0; live && i < ci.nvoters; i++)
+		if (!w->n[ci.voters[i]].up)
+			return false;
 	return ci.nvoters == 5;
 }
 
-/* Five voters, all of them up. */
+static bool
+five_voters(void *arg)
+{
+	return voters_are(arg, false);
+}
+
 static bool
 five_live_voters(void *arg)
 {
-	struct world *w = arg;
-	int l = leader_of(w);
-	struct cluster_info ci;
-
-	if (l == 0)
-		return false;
-	cluster_info(w->n[l].cl, &ci);
-	if (ci.nvoters != 5)
-		return false;
-	for (unsigned i = 0; i < ci.nvoters; i++)
-		if (!w->n[ci.voters[i]].up)
-			return false;
-	return true;
+	return voters_are(arg, true);
 }
 
 static void

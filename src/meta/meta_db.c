@@ -278,7 +278,8 @@ meta_scan(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *afte
 	if (rc != 0)
 		return err(rc);
 	if (after != NULL) {
-		/* past every version of `after`: its smallest stored key is version UINT64_MAX... */
+		/* past every version of `after`: its smallest stored key is version UINT64_MAX...
+		 */
 		memcpy(kb, after, alen);
 		memset(kb + alen, 0xff, META_VER_LEN); /* ~0: after all its versions */
 		key = (MDB_val){ alen + META_VER_LEN, kb };
@@ -293,7 +294,8 @@ meta_scan(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *afte
 		size_t llen = key.mv_size - META_VER_LEN;
 		const uint8_t *k = key.mv_data;
 
-		if (key.mv_size < prefix->len + META_VER_LEN || memcmp(k, prefix->b, prefix->len) != 0)
+		if (key.mv_size < prefix->len + META_VER_LEN ||
+		    memcmp(k, prefix->b, prefix->len) != 0)
 			break;
 		/* a logical key seen already (an older version of it, or `after` itself) */
 		if (lastlen == llen && memcmp(last, k, llen) == 0) {
@@ -308,7 +310,8 @@ meta_scan(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *afte
 		memcpy(last, k, llen);
 		lastlen = llen;
 		if (data.mv_size >= 1 && !(((const uint8_t *)data.mv_data)[0] & TOMBSTONE)) {
-			int r = fn(arg, k, llen, (const uint8_t *)data.mv_data + 1, data.mv_size - 1);
+			int r =
+			    fn(arg, k, llen, (const uint8_t *)data.mv_data + 1, data.mv_size - 1);
 
 			if (r != 0) {
 				mdb_cursor_close(c);

@@ -59,8 +59,8 @@ int meta_del(struct meta_txn *t, const struct meta_key *k, uint64_t ver,
  */
 typedef int (*meta_scan_fn)(void *arg, const uint8_t *key, size_t klen, const void *val,
 			    size_t vlen);
-int meta_scan(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *after,
-	      size_t alen, uint64_t at, meta_scan_fn fn, void *arg);
+int meta_scan(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *after, size_t alen,
+	      uint64_t at, meta_scan_fn fn, void *arg);
 
 /* Remove every record of a bucket (before installing a snapshot of it). */
 int meta_drop_bucket(struct meta_txn *t, uint16_t bucket);

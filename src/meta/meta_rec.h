@@ -61,8 +61,7 @@ int meta_name_check(const char *name, size_t len);
 void meta_key_inode(struct meta_key *k, uint16_t bucket, uint64_t ino);
 int meta_key_dentry(struct meta_key *k, uint16_t bucket, uint64_t parent, const char *name,
 		    size_t len);
-int meta_key_xattr(struct meta_key *k, uint16_t bucket, uint64_t ino, const char *name,
-		   size_t len);
+int meta_key_xattr(struct meta_key *k, uint16_t bucket, uint64_t ino, const char *name, size_t len);
 void meta_key_extent(struct meta_key *k, uint16_t bucket, uint64_t ino, uint64_t off);
 /* The prefix shared by all of a directory's entries in one bucket. */
 void meta_key_dir_prefix(struct meta_key *k, uint16_t bucket, uint64_t parent);
@@ -79,7 +78,7 @@ struct meta_inode {
 	uint32_t rdev;
 	uint64_t size;
 	uint64_t atime, mtime, ctime, btime; /* ns since the Unix epoch */
-	uint64_t generation;		      /* with the number: an inode identity (ESTALE) */
+	uint64_t generation;		     /* with the number: an inode identity (ESTALE) */
 	uint64_t flags;
 };
 

@@ -190,7 +190,8 @@ TEST(meta_scan_directory_with_cursor)
 	for (int i = 0; i < 30; i++) {
 		char name[32];
 		int n = snprintf(name, sizeof(name), "e%02d", i);
-		struct meta_dentry d = { .ino = meta_ino_make(3, (uint64_t)i + 1), .type = META_REG };
+		struct meta_dentry d = { .ino = meta_ino_make(3, (uint64_t)i + 1),
+					 .type = META_REG };
 		uint8_t v[META_DENTRY_LEN];
 
 		meta_dentry_encode(&d, v);
@@ -242,8 +243,15 @@ TEST(meta_scan_directory_with_cursor)
 
 TEST(meta_records_and_names)
 {
-	struct meta_inode in = { .type = META_DIR, .mode = 0755, .uid = 1, .gid = 2, .nlink = 2,
-				 .size = 4096, .mtime = 123456789, .generation = 9 }, out;
+	struct meta_inode in = { .type = META_DIR,
+				 .mode = 0755,
+				 .uid = 1,
+				 .gid = 2,
+				 .nlink = 2,
+				 .size = 4096,
+				 .mtime = 123456789,
+				 .generation = 9 },
+			  out;
 	struct meta_dentry d = { .ino = meta_ino_make(7, 99), .type = META_LNK }, dout;
 	uint8_t b[META_INODE_LEN], db[META_DENTRY_LEN];
 	char long_name[300];
@@ -281,6 +289,7 @@ TEST(meta_records_and_names)
 			hits[meta_dentry_bucket(1, name, (size_t)n, 16)]++;
 		}
 		for (int b2 = 0; b2 < 16; b2++)
-			SH_ASSERT_MSG(hits[b2] > 800 && hits[b2] < 1200, "bucket %d: %u", b2, hits[b2]);
+			SH_ASSERT_MSG(hits[b2] > 800 && hits[b2] < 1200, "bucket %d: %u", b2,
+				      hits[b2]);
 	}
 }

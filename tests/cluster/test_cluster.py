@@ -307,6 +307,33 @@ def cannot_place_on_three_nodes(c):
           "4+2 on 3 nodes refused: %s" % p.stderr.strip())
 
 
+@test
+def remove_a_voter(c):
+    c.up()
+    lead = c.leader()
+    victim = [n for n in others(c, lead)][0]
+    c.shoal("node", "remove", str(victim), node=lead, check_rc=0)
+    end = time.time() + 5
+    while time.time() < end:
+        s = c.status(lead)
+        if victim not in s["raft"]["voters"] and len(s["raft"]["voters"]) == 4:
+            break
+        time.sleep(0.1)
+    else:
+        raise Fail("node %d still a config member: %s" % (victim, s["raft"]["voters"]))
+    ids = [n["id"] for n in c.run_json(["node", "list"], lead)]
+    check(victim not in ids and len(ids) == 4, "node list without %d: %s" % (victim, ids))
+    check(all(d["node"] != victim for d in c.run_json(["drive", "list"], lead)),
+          "its drives are gone")
+    p = c.shoal("node", "remove", str(victim), node=lead)
+    check(p.returncode == 1 and "no node" in p.stderr, "removing it again: %s" % p.stderr)
+    # the cluster still takes changes
+    c.shoal("net", "add", str(lead), "127.0.0.1:%d" % (c.port + 310), "--label", "sw9",
+            node=lead, check_rc=0)
+    texts = [e["text"] for e in c.run_json(["events"], lead)]
+    check(any("node %d removed" % victim in t for t in texts), "a removal event")
+
+
 SIZES = {"cannot_place_on_three_nodes": 3}
 
 

@@ -133,7 +133,9 @@ shoal_round(const char *drive, uint64_t bytes, struct round *out)
 						  : 0,
 				 .writes_max = getenv("SH_BENCH_WRITES")
 						   ? (unsigned)atoi(getenv("SH_BENCH_WRITES"))
-						   : 0 };
+						   : 0,
+				 /* SH_BENCH_NODURABLE: the pipeline without durability, like fio's */
+				 .unsafe_ack_before_durable = getenv("SH_BENCH_NODURABLE") != NULL };
 
 	c.env = env_real_create(NULL);
 	sh_rand_seed(&c.rng, 1);

@@ -429,8 +429,10 @@ write_batch(struct store *s)
 	}
 	s->wptr += b->nblocks;
 	s->segs[b->seg].used = s->wptr;
-	b->dsync = !s->o.sync_by_fsync;
-	b->req = (struct env_disk_req){ .op = b->dsync ? ENV_DISK_WRITE_DSYNC : ENV_DISK_WRITE,
+	b->dsync = !s->o.sync_by_fsync || s->o.unsafe_ack_before_durable;
+	b->req = (struct env_disk_req){ .op = b->dsync && !s->o.unsafe_ack_before_durable
+						  ? ENV_DISK_WRITE_DSYNC
+						  : ENV_DISK_WRITE,
 					.off = store_seg_off(s, b->seg, start),
 					.iov = iov,
 					.iovcnt = niov,

@@ -47,6 +47,13 @@ struct store_opts {
 	 * RWF_DSYNC (FUA where the device has it, durable on completion).
 	 */
 	bool sync_by_fsync;
+	/*
+	 * Benchmarks only (bench/store, SH_BENCH_NODURABLE=1): acknowledge a
+	 * batch when its plain write completes, durable or not, to measure the
+	 * pipeline against fio's non-durable writes on equal terms. Loses
+	 * acknowledged appends at a power cut: never set by shoald.
+	 */
+	bool unsafe_ack_before_durable;
 };
 
 struct store_stats {

@@ -127,15 +127,15 @@ shoal_round(const char *drive, uint64_t bytes, struct round *out)
 	int slot;
 	/* SH_BENCH_BATCH_KB, SH_BENCH_WRITES: other pipeline shapes; SH_BENCH_NOFIXED: no fixed
 	 * buffers */
-	struct store_opts so = { .batch_max = getenv("SH_BENCH_BATCH_KB")
-						  ? (uint32_t)atoi(getenv("SH_BENCH_BATCH_KB"))
-							<< 10
-						  : 0,
-				 .writes_max = getenv("SH_BENCH_WRITES")
-						   ? (unsigned)atoi(getenv("SH_BENCH_WRITES"))
-						   : 0,
-				 /* SH_BENCH_NODURABLE: the pipeline without durability, like fio's */
-				 .unsafe_ack_before_durable = getenv("SH_BENCH_NODURABLE") != NULL };
+	struct store_opts so = {
+		.batch_max = getenv("SH_BENCH_BATCH_KB")
+				 ? (uint32_t)atoi(getenv("SH_BENCH_BATCH_KB")) << 10
+				 : 0,
+		.writes_max =
+		    getenv("SH_BENCH_WRITES") ? (unsigned)atoi(getenv("SH_BENCH_WRITES")) : 0,
+		/* SH_BENCH_NODURABLE: the pipeline without durability, like fio's */
+		.unsafe_ack_before_durable = getenv("SH_BENCH_NODURABLE") != NULL
+	};
 
 	c.env = env_real_create(NULL);
 	sh_rand_seed(&c.rng, 1);

@@ -62,6 +62,12 @@ meta_key_inode(struct meta_key *k, uint16_t bucket, uint64_t ino)
 	key_head(k, bucket, META_K_INODE, ino);
 }
 
+void
+meta_key_id(struct meta_key *k, uint16_t bucket, uint8_t kind, uint64_t id)
+{
+	key_head(k, bucket, kind, id);
+}
+
 static int
 key_named(struct meta_key *k, uint16_t bucket, uint8_t kind, uint64_t id, const char *name,
 	  size_t len)

@@ -32,6 +32,10 @@ enum meta_kind {
 	META_K_XATTR = 'x',
 	META_K_EXTENT = 'e',
 	META_K_INTENT = 'r',
+	META_K_SYMLINK = 'l', /* bucket 'l' ino: the link's target */
+	META_K_COUNTER = 'n', /* bucket 'n' 0: the next inode sequence */
+	META_K_OUTBOX = 'o',  /* bucket 'o' seq: a delta for another bucket */
+	META_K_APPLIED = 's', /* bucket 's' source: the last delta seq applied from it */
 };
 
 /* A logical key (without the version). */
@@ -59,6 +63,8 @@ uint16_t meta_dentry_bucket(uint64_t parent, const char *name, size_t len, uint3
 int meta_name_check(const char *name, size_t len);
 
 void meta_key_inode(struct meta_key *k, uint16_t bucket, uint64_t ino);
+/* A key of kind `kind` with one u64 field (inode, sequence, source bucket). */
+void meta_key_id(struct meta_key *k, uint16_t bucket, uint8_t kind, uint64_t id);
 int meta_key_dentry(struct meta_key *k, uint16_t bucket, uint64_t parent, const char *name,
 		    size_t len);
 int meta_key_xattr(struct meta_key *k, uint16_t bucket, uint64_t ino, const char *name, size_t len);

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Fuzz target: metadata records and keys as read from the bucket store or a bucket snapshot. */
+/* Fuzz target: metadata records, keys and deltas as read from the bucket store, a bucket
+ * snapshot or another bucket. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/meta/meta_rec.h"
+#include "../../src/meta/meta_ops.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -29,5 +30,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    (name < data || name + nlen > data + size))
 		__builtin_trap();
 	(void)meta_name_check((const char *)data, size);
+	{
+		struct meta_delta md;
+
+		if (meta_delta_decode(data, size, &md) == 0) {
+			uint8_t b[META_DELTA_LEN];
+
+			meta_delta_encode(&md, b);
+			if (memcmp(b, data, sizeof(b)) != 0)
+				__builtin_trap();
+		}
+	}
 	return 0;
 }

@@ -1,0 +1,717 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Namespace operations inside one bucket (meta_ops.h, docs/metadata.md). */
+#include <string.h>
+
+#include "meta_ops.h"
+
+#define DELTA_VERSION 1
+#define SYMLINK_MAX   4095
+#define XNAME_MAX     255
+
+enum { CTR_INO = 0, CTR_OUTBOX = 1 };
+
+/* ---- small helpers ---- */
+
+static int
+get_u64(struct meta_bucket *b, const struct meta_key *k, uint64_t *v)
+{
+	size_t len;
+	int rc = meta_get(b->t, k, b->ver, v, sizeof(*v), &len);
+
+	if (rc == 0 && len != sizeof(*v))
+		return -EBADMSG;
+	return rc;
+}
+
+static int
+next_counter(struct meta_bucket *b, uint64_t which, uint64_t first, uint64_t *out)
+{
+	struct meta_key k;
+	uint64_t v;
+	int rc;
+
+	meta_key_id(&k, b->bucket, META_K_COUNTER, which);
+	rc = get_u64(b, &k, &v);
+	if (rc == -ENOENT)
+		v = first;
+	else if (rc < 0)
+		return rc;
+	*out = v;
+	v++;
+	return meta_put(b->t, &k, b->ver, &v, sizeof(v), b->keep);
+}
+
+static int
+get_inode(struct meta_bucket *b, uint64_t ino, struct meta_inode *in)
+{
+	uint8_t buf[META_INODE_LEN];
+	struct meta_key k;
+	size_t len;
+	int rc;
+
+	if (ino == 0 || meta_ino_bucket(ino) != b->bucket)
+		return -EINVAL;
+	meta_key_inode(&k, b->bucket, ino);
+	rc = meta_get(b->t, &k, b->ver, buf, sizeof(buf), &len);
+	if (rc == -ENOENT || rc == -EOVERFLOW)
+		return rc == -ENOENT ? -ESTALE : -EBADMSG;
+	return rc < 0 ? rc : meta_inode_decode(buf, len, in);
+}
+
+static int
+put_inode(struct meta_bucket *b, uint64_t ino, const struct meta_inode *in)
+{
+	uint8_t buf[META_INODE_LEN];
+	struct meta_key k;
+
+	meta_inode_encode(in, buf);
+	meta_key_inode(&k, b->bucket, ino);
+	return meta_put(b->t, &k, b->ver, buf, sizeof(buf), b->keep);
+}
+
+static int
+get_dentry(struct meta_bucket *b, uint64_t parent, const char *name, size_t len,
+	   struct meta_dentry *d, struct meta_key *k)
+{
+	uint8_t buf[META_DENTRY_LEN];
+	size_t n;
+	int rc = meta_key_dentry(k, b->bucket, parent, name, len);
+
+	if (rc < 0)
+		return rc;
+	rc = meta_get(b->t, k, b->ver, buf, sizeof(buf), &n);
+	return rc < 0 ? (rc == -EOVERFLOW ? -EBADMSG : rc) : meta_dentry_decode(buf, n, d);
+}
+
+/* The entry (parent, name) belongs in this bucket. */
+static int
+check_entry(struct meta_bucket *b, uint64_t parent, const char *name, size_t len)
+{
+	int rc = meta_name_check(name, len);
+
+	if (rc < 0)
+		return rc;
+	if (parent == 0)
+		return -EINVAL;
+	return meta_dentry_bucket(parent, name, len, b->nbuckets) == b->bucket ? 0 : -EINVAL;
+}
+
+static uint64_t
+max64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* Drop an inode and what hangs on it (symlink target, xattrs). */
+static int
+drop_inode(struct meta_bucket *b, uint64_t ino);
+
+/* ---- deltas ---- */
+
+void
+meta_delta_encode(const struct meta_delta *d, uint8_t out[META_DELTA_LEN])
+{
+	uint8_t *p = out;
+
+	*p++ = DELTA_VERSION;
+	memcpy(p, &d->to, 2), p += 2;
+	memcpy(p, &d->from, 2), p += 2;
+	memcpy(p, &d->seq, 8), p += 8;
+	memcpy(p, &d->ino, 8), p += 8;
+	memcpy(p, &d->dentries, 4), p += 4;
+	memcpy(p, &d->dlinks, 4), p += 4;
+	memcpy(p, &d->time, 8);
+}
+
+int
+meta_delta_decode(const uint8_t *b, size_t len, struct meta_delta *d)
+{
+	const uint8_t *p = b + 1;
+
+	if (len != META_DELTA_LEN || b[0] != DELTA_VERSION)
+		return -EBADMSG;
+	memcpy(&d->to, p, 2), p += 2;
+	memcpy(&d->from, p, 2), p += 2;
+	memcpy(&d->seq, p, 8), p += 8;
+	memcpy(&d->ino, p, 8), p += 8;
+	memcpy(&d->dentries, p, 4), p += 4;
+	memcpy(&d->dlinks, p, 4), p += 4;
+	memcpy(&d->time, p, 8);
+	return d->ino == 0 || d->seq == 0 ? -EBADMSG : 0;
+}
+
+/* Change an inode of this bucket by a delta's amounts. */
+static int
+apply_local(struct meta_bucket *b, const struct meta_delta *d)
+{
+	struct meta_inode in;
+	int64_t size, nlink;
+	int rc = get_inode(b, d->ino, &in);
+
+	if (rc == -ESTALE)
+		return 0; /* gone meanwhile (removed): nothing left to count */
+	if (rc < 0)
+		return rc;
+	size = (int64_t)in.size + d->dentries;
+	nlink = (int64_t)in.nlink + d->dlinks;
+	if (in.type == META_DIR)
+		in.size = size < 0 ? 0 : (uint64_t)size;
+	in.nlink = nlink < 0 ? 0 : (uint32_t)nlink;
+	if (d->time) {
+		if (d->dentries || in.type == META_DIR)
+			in.mtime = max64(in.mtime, d->time);
+		in.ctime = max64(in.ctime, d->time);
+	}
+	if (in.nlink == 0 && in.type != META_DIR)
+		return drop_inode(b, d->ino); /* its last name went elsewhere */
+	return put_inode(b, d->ino, &in);
+}
+
+/* The effect on inode d->ino: here at once, or queued for its bucket (then d->seq is set). */
+static int
+effect(struct meta_bucket *b, struct meta_delta *d)
+{
+	struct meta_key k;
+	uint8_t buf[META_DELTA_LEN];
+	int rc;
+
+	d->to = meta_ino_bucket(d->ino);
+	d->from = b->bucket;
+	if (d->to == b->bucket) {
+		rc = apply_local(b, d);
+		d->ino = 0; /* nothing to ship */
+		return rc;
+	}
+	rc = next_counter(b, CTR_OUTBOX, 1, &d->seq);
+	if (rc < 0)
+		return rc;
+	meta_delta_encode(d, buf);
+	meta_key_id(&k, b->bucket, META_K_OUTBOX, d->seq);
+	return meta_put(b->t, &k, b->ver, buf, sizeof(buf), NULL);
+}
+
+int
+meta_apply_delta(struct meta_bucket *b, const struct meta_delta *d)
+{
+	struct meta_key k;
+	uint64_t last = 0;
+	int rc;
+
+	if (d->to != b->bucket || d->from == b->bucket)
+		return -EINVAL;
+	meta_key_id(&k, b->bucket, META_K_APPLIED, d->from);
+	rc = get_u64(b, &k, &last);
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	if (d->seq <= last)
+		return 0; /* applied before: a resend after a lost ack */
+	rc = apply_local(b, d);
+	if (rc == 0)
+		rc = meta_put(b->t, &k, b->ver, &d->seq, sizeof(d->seq), b->keep);
+	return rc;
+}
+
+struct outbox_scan {
+	int (*fn)(void *arg, const struct meta_delta *d);
+	void *arg;
+	uint64_t upto;
+	uint64_t seqs[128];
+	unsigned n;
+	int err;
+};
+
+static int
+on_outbox(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vlen)
+{
+	struct outbox_scan *o = arg;
+	struct meta_delta d;
+
+	(void)key;
+	(void)klen;
+	if (meta_delta_decode(val, vlen, &d) < 0) {
+		o->err = -EBADMSG;
+		return 1;
+	}
+	if (o->fn)
+		return o->fn(o->arg, &d);
+	if (d.seq > o->upto || o->n == 128)
+		return 1;
+	o->seqs[o->n++] = d.seq;
+	return 0;
+}
+
+static void
+outbox_prefix(struct meta_key *k, uint16_t bucket)
+{
+	k->b[0] = (uint8_t)(bucket >> 8);
+	k->b[1] = (uint8_t)bucket;
+	k->b[2] = META_K_OUTBOX;
+	k->len = 3;
+}
+
+int
+meta_outbox(struct meta_bucket *b, int (*fn)(void *arg, const struct meta_delta *d), void *arg)
+{
+	struct outbox_scan o = { .fn = fn, .arg = arg };
+	struct meta_key k;
+	int rc;
+
+	outbox_prefix(&k, b->bucket);
+	rc = meta_scan(b->t, &k, NULL, 0, b->ver, on_outbox, &o);
+	return rc < 0 ? rc : o.err;
+}
+
+int
+meta_outbox_ack(struct meta_bucket *b, uint64_t upto)
+{
+	struct meta_key k, pk;
+	int rc;
+
+	outbox_prefix(&pk, b->bucket);
+	for (;;) {
+		struct outbox_scan o = { .upto = upto };
+
+		rc = meta_scan(b->t, &pk, NULL, 0, b->ver, on_outbox, &o);
+		if (rc < 0 || o.err < 0)
+			return rc < 0 ? rc : o.err;
+		for (unsigned i = 0; i < o.n; i++) {
+			meta_key_id(&k, b->bucket, META_K_OUTBOX, o.seqs[i]);
+			rc = meta_del(b->t, &k, b->ver, NULL);
+			if (rc < 0)
+				return rc;
+		}
+		if (o.n < 128)
+			return 0;
+	}
+}
+
+/* ---- operations ---- */
+
+int
+meta_mkroot(struct meta_bucket *b, uint32_t mode, uint64_t now)
+{
+	struct meta_inode in = { .type = META_DIR, .mode = mode & 07777, .nlink = 2,
+				 .atime = now, .mtime = now, .ctime = now, .btime = now,
+				 .generation = b->ver };
+	int rc;
+
+	if (b->bucket != 0)
+		return -EINVAL;
+	rc = get_inode(b, META_ROOT_INO, &(struct meta_inode){ 0 });
+	if (rc != -ESTALE)
+		return rc == 0 ? -EEXIST : rc;
+	return put_inode(b, META_ROOT_INO, &in);
+}
+
+int
+meta_lookup(struct meta_bucket *b, uint64_t parent, const char *name, size_t len,
+	    struct meta_dentry *out)
+{
+	struct meta_key k;
+	int rc = check_entry(b, parent, name, len);
+
+	return rc < 0 ? rc : get_dentry(b, parent, name, len, out, &k);
+}
+
+int
+meta_getattr(struct meta_bucket *b, uint64_t ino, struct meta_inode *out)
+{
+	return get_inode(b, ino, out);
+}
+
+int
+meta_setattr(struct meta_bucket *b, uint64_t ino, const struct meta_setattr *sa, uint64_t now,
+	     struct meta_inode *out)
+{
+	struct meta_inode in;
+	int rc = get_inode(b, ino, &in);
+
+	if (rc < 0)
+		return rc;
+	if ((sa->valid & META_SET_MODE) && (sa->mode & ~07777u))
+		return -EINVAL;
+	if (sa->valid & META_SET_SIZE) {
+		if (in.type == META_DIR)
+			return -EISDIR;
+		if (in.type != META_REG)
+			return -EINVAL;
+		if (sa->size != in.size && !(sa->valid & META_SET_MTIME))
+			in.mtime = now;
+		in.size = sa->size;
+	}
+	if (sa->valid & META_SET_MODE)
+		in.mode = sa->mode;
+	if (sa->valid & META_SET_UID)
+		in.uid = sa->uid;
+	if (sa->valid & META_SET_GID)
+		in.gid = sa->gid;
+	if (sa->valid & META_SET_ATIME)
+		in.atime = sa->atime;
+	if (sa->valid & META_SET_MTIME)
+		in.mtime = sa->mtime;
+	in.ctime = now;
+	rc = put_inode(b, ino, &in);
+	if (rc == 0 && out)
+		*out = in;
+	return rc;
+}
+
+static int
+put_dentry(struct meta_bucket *b, const struct meta_key *k, uint64_t ino, uint8_t type)
+{
+	uint8_t buf[META_DENTRY_LEN];
+	struct meta_dentry d = { .ino = ino, .type = type };
+
+	meta_dentry_encode(&d, buf);
+	return meta_put(b->t, k, b->ver, buf, sizeof(buf), b->keep);
+}
+
+/* The parent, when it lives here: it must be a directory. */
+static int
+check_local_parent(struct meta_bucket *b, uint64_t parent)
+{
+	struct meta_inode p;
+	int rc;
+
+	if (meta_ino_bucket(parent) != b->bucket)
+		return 0; /* checked by its own bucket (the lease, docs/metadata.md) */
+	rc = get_inode(b, parent, &p);
+	if (rc == -ESTALE)
+		return -ENOENT;
+	if (rc < 0)
+		return rc;
+	return p.type == META_DIR ? 0 : -ENOTDIR;
+}
+
+int
+meta_create(struct meta_bucket *b, uint64_t parent, const char *name, size_t len,
+	    const struct meta_new *n, struct meta_inode *attr, struct meta_dentry *out,
+	    struct meta_delta *delta)
+{
+	struct meta_inode in = { 0 };
+	struct meta_dentry old;
+	struct meta_key k;
+	uint64_t seq, ino;
+	int rc = check_entry(b, parent, name, len);
+
+	if (rc < 0)
+		return rc;
+	if (n->type < META_REG || n->type > META_SOCK || (n->mode & ~07777u))
+		return -EINVAL;
+	if (n->type == META_LNK && (n->tlen == 0 || n->tlen > SYMLINK_MAX))
+		return n->tlen ? -ENAMETOOLONG : -ENOENT;
+	rc = check_local_parent(b, parent);
+	if (rc < 0)
+		return rc;
+	rc = get_dentry(b, parent, name, len, &old, &k);
+	if (rc == 0)
+		return -EEXIST;
+	if (rc != -ENOENT)
+		return rc;
+	rc = next_counter(b, CTR_INO, b->bucket == 0 ? META_ROOT_INO + 1 : 1, &seq);
+	if (rc < 0)
+		return rc;
+	ino = meta_ino_make(b->bucket, seq);
+	in.type = n->type;
+	in.mode = n->mode;
+	in.uid = n->uid;
+	in.gid = n->gid;
+	in.rdev = n->rdev;
+	in.nlink = n->type == META_DIR ? 2 : 1;
+	in.size = n->type == META_LNK ? n->tlen : 0;
+	in.atime = in.mtime = in.ctime = in.btime = n->now;
+	in.generation = b->ver;
+	rc = put_inode(b, ino, &in);
+	if (rc == 0 && n->type == META_LNK) {
+		struct meta_key lk;
+
+		meta_key_id(&lk, b->bucket, META_K_SYMLINK, ino);
+		rc = meta_put(b->t, &lk, b->ver, n->target, n->tlen, b->keep);
+	}
+	if (rc == 0)
+		rc = put_dentry(b, &k, ino, n->type);
+	if (rc < 0)
+		return rc;
+	*delta = (struct meta_delta){ .ino = parent, .dentries = 1,
+				      .dlinks = n->type == META_DIR ? 1 : 0, .time = n->now };
+	rc = effect(b, delta);
+	if (rc == 0) {
+		if (attr)
+			*attr = in;
+		if (out)
+			*out = (struct meta_dentry){ .ino = ino, .type = n->type };
+	}
+	return rc;
+}
+
+int
+meta_link(struct meta_bucket *b, uint64_t parent, const char *name, size_t len, uint64_t ino,
+	  uint8_t type, uint64_t now, struct meta_delta deltas[2])
+{
+	struct meta_dentry old;
+	struct meta_key k;
+	int rc = check_entry(b, parent, name, len);
+
+	if (rc < 0)
+		return rc;
+	if (type == META_DIR)
+		return -EPERM; /* no hard links to directories, as Linux */
+	if (type < META_REG || type > META_SOCK || ino == 0)
+		return -EINVAL;
+	rc = check_local_parent(b, parent);
+	if (rc < 0)
+		return rc;
+	if (meta_ino_bucket(ino) == b->bucket) {
+		struct meta_inode in;
+
+		rc = get_inode(b, ino, &in);
+		if (rc < 0)
+			return rc == -ESTALE ? -ENOENT : rc;
+		if (in.type != type)
+			return -EINVAL;
+	}
+	rc = get_dentry(b, parent, name, len, &old, &k);
+	if (rc == 0)
+		return -EEXIST;
+	if (rc != -ENOENT)
+		return rc;
+	rc = put_dentry(b, &k, ino, type);
+	if (rc < 0)
+		return rc;
+	deltas[0] = (struct meta_delta){ .ino = parent, .dentries = 1, .time = now };
+	deltas[1] = (struct meta_delta){ .ino = ino, .dlinks = 1, .time = now };
+	rc = effect(b, &deltas[0]);
+	return rc < 0 ? rc : effect(b, &deltas[1]);
+}
+
+struct xcollect {
+	struct meta_key keys[64];
+	unsigned n;
+	uint8_t *out;
+	size_t cap, len;
+};
+
+static int
+on_xattr(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vlen)
+{
+	struct xcollect *x = arg;
+	size_t nlen = klen - 11; /* name and its NUL */
+
+	(void)val;
+	(void)vlen;
+	if (x->out != NULL || x->cap == SIZE_MAX) {
+		if (x->out != NULL && x->len + nlen <= x->cap)
+			memcpy(x->out + x->len, key + 11, nlen);
+		x->len += nlen;
+		return 0;
+	}
+	if (x->n == 64)
+		return 1;
+	memcpy(x->keys[x->n].b, key, klen);
+	x->keys[x->n++].len = klen;
+	return 0;
+}
+
+static int
+drop_inode(struct meta_bucket *b, uint64_t ino)
+{
+	struct meta_key k, pk;
+	int rc;
+
+	meta_key_inode(&k, b->bucket, ino);
+	rc = meta_del(b->t, &k, b->ver, b->keep);
+	meta_key_id(&k, b->bucket, META_K_SYMLINK, ino);
+	if (rc == 0)
+		rc = meta_del(b->t, &k, b->ver, b->keep);
+	meta_key_id(&pk, b->bucket, META_K_XATTR, ino);
+	while (rc == 0) {
+		struct xcollect x = { .n = 0 };
+
+		rc = meta_scan(b->t, &pk, NULL, 0, b->ver, on_xattr, &x);
+		for (unsigned i = 0; rc == 0 && i < x.n; i++)
+			rc = meta_del(b->t, &x.keys[i], b->ver, b->keep);
+		if (x.n < 64)
+			break;
+	}
+	return rc;
+}
+
+int
+meta_remove(struct meta_bucket *b, uint64_t parent, const char *name, size_t len, bool dir,
+	    uint64_t now, uint64_t *removed, struct meta_delta deltas[2])
+{
+	struct meta_dentry d;
+	struct meta_key k;
+	int rc = check_entry(b, parent, name, len);
+
+	if (rc < 0)
+		return rc;
+	rc = get_dentry(b, parent, name, len, &d, &k);
+	if (rc < 0)
+		return rc;
+	if (dir && d.type != META_DIR)
+		return -ENOTDIR;
+	if (!dir && d.type == META_DIR)
+		return -EISDIR;
+	deltas[1] = (struct meta_delta){ 0 };
+	if (meta_ino_bucket(d.ino) == b->bucket) {
+		struct meta_inode in;
+
+		rc = get_inode(b, d.ino, &in);
+		if (rc == 0 && dir && in.size != 0)
+			return -ENOTEMPTY;
+		if (rc == 0) {
+			if (dir || in.nlink <= 1) {
+				rc = drop_inode(b, d.ino);
+			} else {
+				in.nlink--;
+				in.ctime = now;
+				rc = put_inode(b, d.ino, &in);
+			}
+		} else if (rc == -ESTALE) {
+			rc = 0; /* a dangling entry: remove it all the same */
+		}
+	} else if (dir) {
+		return -EXDEV; /* a directory renamed here: its bucket decides (two-phase) */
+	} else {
+		deltas[1] = (struct meta_delta){ .ino = d.ino, .dlinks = -1, .time = now };
+		rc = effect(b, &deltas[1]);
+	}
+	if (rc == 0)
+		rc = meta_del(b->t, &k, b->ver, b->keep);
+	if (rc < 0)
+		return rc;
+	deltas[0] = (struct meta_delta){ .ino = parent, .dentries = -1, .dlinks = dir ? -1 : 0,
+					 .time = now };
+	rc = effect(b, &deltas[0]);
+	if (rc == 0 && removed)
+		*removed = d.ino;
+	return rc;
+}
+
+int
+meta_readlink(struct meta_bucket *b, uint64_t ino, char *buf, size_t cap, size_t *len)
+{
+	struct meta_inode in;
+	struct meta_key k;
+	int rc = get_inode(b, ino, &in);
+
+	if (rc < 0)
+		return rc;
+	if (in.type != META_LNK)
+		return -EINVAL;
+	meta_key_id(&k, b->bucket, META_K_SYMLINK, ino);
+	rc = meta_get(b->t, &k, b->ver, buf, cap, len);
+	return rc == -EOVERFLOW ? -ERANGE : rc;
+}
+
+static int
+xattr_key(struct meta_bucket *b, uint64_t ino, const char *name, struct meta_key *k)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > XNAME_MAX)
+		return -ERANGE;
+	return meta_key_xattr(k, b->bucket, ino, name, n);
+}
+
+static int
+touch_ctime(struct meta_bucket *b, uint64_t ino, struct meta_inode *in, uint64_t now)
+{
+	in->ctime = now;
+	return put_inode(b, ino, in);
+}
+
+int
+meta_setxattr(struct meta_bucket *b, uint64_t ino, const char *name, const void *val, size_t len,
+	      int flags, uint64_t now)
+{
+	struct meta_inode in;
+	struct meta_key k;
+	uint8_t probe;
+	size_t n;
+	int rc = get_inode(b, ino, &in);
+
+	if (rc < 0)
+		return rc;
+	if (len > META_XATTR_MAX)
+		return -E2BIG;
+	if ((flags & META_XATTR_CREATE) && (flags & META_XATTR_REPLACE))
+		return -EINVAL;
+	rc = xattr_key(b, ino, name, &k);
+	if (rc < 0)
+		return rc;
+	rc = meta_get(b->t, &k, b->ver, &probe, 0, &n);
+	if (rc == -EOVERFLOW)
+		rc = 0; /* present (with a value) */
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	if (rc == 0 && (flags & META_XATTR_CREATE))
+		return -EEXIST;
+	if (rc == -ENOENT && (flags & META_XATTR_REPLACE))
+		return -ENODATA;
+	rc = meta_put(b->t, &k, b->ver, val, len, b->keep);
+	return rc < 0 ? rc : touch_ctime(b, ino, &in, now);
+}
+
+int
+meta_getxattr(struct meta_bucket *b, uint64_t ino, const char *name, void *val, size_t cap,
+	      size_t *len)
+{
+	struct meta_inode in;
+	struct meta_key k;
+	int rc = get_inode(b, ino, &in);
+
+	if (rc < 0)
+		return rc;
+	rc = xattr_key(b, ino, name, &k);
+	if (rc < 0)
+		return rc;
+	rc = meta_get(b->t, &k, b->ver, val, cap, len);
+	if (rc == -ENOENT)
+		return -ENODATA;
+	if (rc == -EOVERFLOW)
+		return cap == 0 ? 0 : -ERANGE; /* cap 0 asks for the size, as Linux */
+	return rc;
+}
+
+int
+meta_listxattr(struct meta_bucket *b, uint64_t ino, char *buf, size_t cap, size_t *len)
+{
+	struct meta_inode in;
+	struct xcollect x = { .out = (uint8_t *)buf, .cap = buf ? cap : SIZE_MAX };
+	struct meta_key pk;
+	int rc = get_inode(b, ino, &in);
+
+	if (rc < 0)
+		return rc;
+	meta_key_id(&pk, b->bucket, META_K_XATTR, ino);
+	rc = meta_scan(b->t, &pk, NULL, 0, b->ver, on_xattr, &x);
+	if (rc < 0)
+		return rc;
+	*len = x.len;
+	return buf != NULL && cap > 0 && x.len > cap ? -ERANGE : 0;
+}
+
+int
+meta_removexattr(struct meta_bucket *b, uint64_t ino, const char *name, uint64_t now)
+{
+	struct meta_inode in;
+	struct meta_key k;
+	uint8_t probe;
+	size_t n;
+	int rc = get_inode(b, ino, &in);
+
+	if (rc < 0)
+		return rc;
+	rc = xattr_key(b, ino, name, &k);
+	if (rc < 0)
+		return rc;
+	rc = meta_get(b->t, &k, b->ver, &probe, 0, &n);
+	if (rc == -ENOENT)
+		return -ENODATA;
+	if (rc < 0 && rc != -EOVERFLOW)
+		return rc;
+	rc = meta_del(b->t, &k, b->ver, b->keep);
+	return rc < 0 ? rc : touch_ctime(b, ino, &in, now);
+}

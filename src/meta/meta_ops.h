@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Namespace operations inside one bucket (docs/metadata.md): what a
+ * bucket's state machine does with a committed command, in one bucket
+ * store transaction. Each call checks, then changes records of this
+ * bucket only; effects on another bucket (a parent directory's counts and
+ * times, a remote inode's link count) are returned and queued as
+ * outbound deltas in the same transaction, shipped later and applied
+ * there with meta_apply_delta (idempotently, by source and sequence).
+ *
+ * Directories: size is the number of entries, nlink 2 + subdirectories.
+ * Errors as Linux gives them: -ENOENT, -EEXIST, -ENOTDIR, -EISDIR,
+ * -ENOTEMPTY, -ENAMETOOLONG, -EINVAL, -ESTALE (an inode number of this
+ * bucket that is gone or never was), -ENODATA (no such xattr), -ERANGE.
+ */
+#ifndef SH_META_META_OPS_H
+#define SH_META_META_OPS_H
+
+#include "meta_db.h"
+
+struct meta_bucket {
+	struct meta_txn *t;
+	uint16_t bucket;
+	uint32_t nbuckets;
+	uint64_t ver; /* the file-system version writes carry (reads: as of it) */
+	const struct meta_keep *keep;
+};
+
+/* A change for another bucket. */
+struct meta_delta {
+	uint16_t to;	  /* the bucket it is for */
+	uint16_t from;	  /* the bucket that queued it */
+	uint64_t seq;	  /* per source bucket, from 1 */
+	uint64_t ino;	  /* the inode it changes */
+	int32_t dentries; /* entries of a directory (its size) */
+	int32_t dlinks;	  /* nlink */
+	uint64_t time;	  /* mtime and ctime become at least this (0: unchanged) */
+};
+
+#define META_DELTA_LEN 37 /* format version, to, from, seq, ino, dentries, dlinks, time */
+void meta_delta_encode(const struct meta_delta *d, uint8_t out[META_DELTA_LEN]);
+int meta_delta_decode(const uint8_t *b, size_t len, struct meta_delta *d); /* fuzzed */
+
+/* The root directory (inode 1 of bucket 0), if absent. */
+int meta_mkroot(struct meta_bucket *b, uint32_t mode, uint64_t now);
+#define META_ROOT_INO 1ull
+
+int meta_lookup(struct meta_bucket *b, uint64_t parent, const char *name, size_t len,
+		struct meta_dentry *out);
+int meta_getattr(struct meta_bucket *b, uint64_t ino, struct meta_inode *out);
+
+struct meta_setattr {
+	unsigned valid; /* META_SET_* */
+	uint32_t mode, uid, gid;
+	uint64_t size, atime, mtime;
+};
+#define META_SET_MODE  0x1
+#define META_SET_UID   0x2
+#define META_SET_GID   0x4
+#define META_SET_SIZE  0x8
+#define META_SET_ATIME 0x10
+#define META_SET_MTIME 0x20
+int meta_setattr(struct meta_bucket *b, uint64_t ino, const struct meta_setattr *sa, uint64_t now,
+		 struct meta_inode *out);
+
+struct meta_new {
+	uint8_t type; /* META_REG, META_DIR, META_LNK, ... */
+	uint32_t mode, uid, gid, rdev;
+	const char *target; /* symlinks */
+	size_t tlen;
+	uint64_t now;
+};
+
+/*
+ * Create (parent, name) with a new inode in this bucket (it must be the
+ * entry's bucket: -EINVAL otherwise). *delta: for the parent's bucket.
+ */
+int meta_create(struct meta_bucket *b, uint64_t parent, const char *name, size_t len,
+		const struct meta_new *n, struct meta_inode *attr, struct meta_dentry *out,
+		struct meta_delta *delta);
+/*
+ * Add (parent, name) for an existing inode of type `type` (hard link; not
+ * directories). Two deltas: the parent's, and the inode's link count.
+ */
+int meta_link(struct meta_bucket *b, uint64_t parent, const char *name, size_t len,
+	      uint64_t ino, uint8_t type, uint64_t now, struct meta_delta deltas[2]);
+/*
+ * Remove (parent, name): rmdir if dir (-ENOTDIR / -ENOTEMPTY), unlink
+ * otherwise (-EISDIR). The inode goes with its last link when it is in
+ * this bucket; deltas[0] is the parent's, deltas[1] (ino 0 if none) the
+ * remote inode's. *removed: the inode number the entry held.
+ */
+int meta_remove(struct meta_bucket *b, uint64_t parent, const char *name, size_t len, bool dir,
+		uint64_t now, uint64_t *removed, struct meta_delta deltas[2]);
+int meta_readlink(struct meta_bucket *b, uint64_t ino, char *buf, size_t cap, size_t *len);
+
+#define META_XATTR_CREATE  0x1
+#define META_XATTR_REPLACE 0x2
+#define META_XATTR_MAX	   65536
+int meta_setxattr(struct meta_bucket *b, uint64_t ino, const char *name, const void *val,
+		  size_t len, int flags, uint64_t now);
+int meta_getxattr(struct meta_bucket *b, uint64_t ino, const char *name, void *val, size_t cap,
+		  size_t *len);
+/* Names NUL-separated into buf (Linux listxattr). -ERANGE if cap is too small; cap 0: size only. */
+int meta_listxattr(struct meta_bucket *b, uint64_t ino, char *buf, size_t cap, size_t *len);
+int meta_removexattr(struct meta_bucket *b, uint64_t ino, const char *name, uint64_t now);
+
+/* At the bucket a delta is for: apply it unless applied before (then 0 and nothing). */
+int meta_apply_delta(struct meta_bucket *b, const struct meta_delta *d);
+/* The deltas queued here for other buckets, in order (fn as meta_scan's: 1 stops). */
+int meta_outbox(struct meta_bucket *b, int (*fn)(void *arg, const struct meta_delta *d),
+		void *arg);
+/* Drop the queued deltas up to seq (their buckets applied them). */
+int meta_outbox_ack(struct meta_bucket *b, uint64_t upto);
+
+#endif /* SH_META_META_OPS_H */

@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Namespace operations inside buckets (four buckets of one store): every
+ * operation and its errors, parent deltas applied at once in the parent's
+ * bucket or queued, shipped and applied exactly once in another, hard
+ * links across buckets, xattrs, and reads at a kept snapshot.
+ */
+#include <stdio.h>
+
+#include "../../../src/meta/meta_ops.h"
+#include "../../lib/test.h"
+
+#define NB 4
+
+struct fx {
+	struct meta_db *db;
+	struct meta_txn *t;
+	struct meta_bucket b[NB];
+	uint64_t keepv[4];
+	struct meta_keep keep;
+};
+
+static void
+fx_open(struct fx *f)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/ops.mdb", sh_test_dir());
+	SH_ASSERT_OK(meta_db_open(path, 64ull << 20, &f->db));
+	SH_ASSERT_OK(meta_txn_begin(f->db, true, &f->t));
+	f->keep = (struct meta_keep){ f->keepv, 0 };
+	for (int i = 0; i < NB; i++)
+		f->b[i] = (struct meta_bucket){ .t = f->t, .bucket = (uint16_t)i, .nbuckets = NB,
+						.ver = 1, .keep = &f->keep };
+}
+
+static void
+fx_close(struct fx *f)
+{
+	SH_ASSERT_OK(meta_txn_commit(f->t));
+	meta_db_close(f->db);
+}
+
+/* A name whose entry under parent lands in bucket b. */
+static const char *
+name_in(uint64_t parent, int b, const char *stem)
+{
+	static char buf[64];
+
+	for (int i = 0;; i++) {
+		snprintf(buf, sizeof(buf), "%s%d", stem, i);
+		if (meta_dentry_bucket(parent, buf, strlen(buf), NB) == b)
+			return buf;
+	}
+}
+
+static struct meta_new
+newf(uint8_t type)
+{
+	return (struct meta_new){ .type = type, .mode = 0644, .uid = 10, .gid = 20, .now = 1000 };
+}
+
+static void
+attr(struct fx *f, uint64_t ino, struct meta_inode *in)
+{
+	SH_ASSERT_OK(meta_getattr(&f->b[meta_ino_bucket(ino)], ino, in));
+}
+
+struct ship {
+	struct fx *f;
+	int n;
+};
+
+static int
+ship_one(void *arg, const struct meta_delta *d)
+{
+	struct ship *s = arg;
+
+	SH_ASSERT_OK(meta_apply_delta(&s->f->b[d->to], d));
+	SH_ASSERT_OK(meta_apply_delta(&s->f->b[d->to], d)); /* a resend changes nothing */
+	s->n++;
+	return 0;
+}
+
+/* Ship every bucket's outbox to where it goes; returns how many deltas. */
+static int
+ship_all(struct fx *f)
+{
+	struct ship s = { f, 0 };
+
+	for (int i = 0; i < NB; i++) {
+		SH_ASSERT_OK(meta_outbox(&f->b[i], ship_one, &s));
+		SH_ASSERT_OK(meta_outbox_ack(&f->b[i], UINT64_MAX));
+	}
+	return s.n;
+}
+
+TEST(meta_ops_create_lookup_and_parent_counts)
+{
+	struct fx f;
+	struct meta_inode in, root;
+	struct meta_dentry d;
+	struct meta_delta delta;
+	struct meta_new n = newf(META_REG);
+	const char *nm;
+	uint64_t file0, dir0;
+
+	fx_open(&f);
+	SH_ASSERT_OK(meta_mkroot(&f.b[0], 0755, 500));
+	SH_ASSERT_EQ(meta_mkroot(&f.b[0], 0755, 500), -EEXIST);
+
+	/* an entry in the root's own bucket: the root is updated in the same transaction */
+	nm = name_in(META_ROOT_INO, 0, "a");
+	SH_ASSERT_OK(meta_create(&f.b[0], META_ROOT_INO, nm, strlen(nm), &n, &in, &d, &delta));
+	file0 = d.ino;
+	SH_ASSERT_EQ(meta_ino_bucket(file0), 0);
+	SH_ASSERT_EQ(delta.ino, 0); /* nothing to ship */
+	SH_ASSERT_EQ(in.nlink, 1);
+	attr(&f, META_ROOT_INO, &root);
+	SH_ASSERT_EQ(root.size, 1);
+	SH_ASSERT_EQ(root.nlink, 2);
+	SH_ASSERT_EQ(root.mtime, 1000);
+	SH_ASSERT_EQ(meta_create(&f.b[0], META_ROOT_INO, nm, strlen(nm), &n, &in, &d, &delta),
+		     -EEXIST);
+	SH_ASSERT_OK(meta_lookup(&f.b[0], META_ROOT_INO, nm, strlen(nm), &d));
+	SH_ASSERT_EQ(d.ino, file0);
+	SH_ASSERT_EQ(d.type, META_REG);
+
+	/* a directory there: the root's nlink grows */
+	n = newf(META_DIR);
+	n.now = 1100;
+	nm = name_in(META_ROOT_INO, 0, "d");
+	SH_ASSERT_OK(meta_create(&f.b[0], META_ROOT_INO, nm, strlen(nm), &n, &in, &d, &delta));
+	dir0 = d.ino;
+	SH_ASSERT_EQ(in.nlink, 2);
+	attr(&f, META_ROOT_INO, &root);
+	SH_ASSERT_EQ(root.nlink, 3);
+	SH_ASSERT_EQ(root.size, 2);
+
+	/* an entry in bucket 1: the root's update is queued, shipped, applied once */
+	n = newf(META_REG);
+	n.now = 1200;
+	nm = name_in(META_ROOT_INO, 1, "b");
+	SH_ASSERT_OK(meta_create(&f.b[1], META_ROOT_INO, nm, strlen(nm), &n, &in, &d, &delta));
+	SH_ASSERT_EQ(meta_ino_bucket(d.ino), 1);
+	SH_ASSERT_EQ(delta.to, 0);
+	SH_ASSERT_EQ(delta.seq, 1);
+	attr(&f, META_ROOT_INO, &root);
+	SH_ASSERT_EQ(root.size, 2); /* not yet */
+	SH_ASSERT_EQ(ship_all(&f), 1);
+	attr(&f, META_ROOT_INO, &root);
+	SH_ASSERT_EQ(root.size, 3);
+	SH_ASSERT_EQ(root.mtime, 1200);
+	SH_ASSERT_EQ(ship_all(&f), 0); /* acked: gone */
+
+	/* errors */
+	SH_ASSERT_EQ(meta_create(&f.b[0], META_ROOT_INO, nm, strlen(nm), &n, &in, &d, &delta),
+		     -EINVAL); /* not this bucket's entry */
+	SH_ASSERT_EQ(meta_lookup(&f.b[1], META_ROOT_INO, "x/y", 3, &d), -EINVAL);
+	{
+		char longn[300];
+
+		memset(longn, 'z', sizeof(longn));
+		SH_ASSERT_EQ(meta_lookup(&f.b[1], META_ROOT_INO, longn, 256, &d), -ENAMETOOLONG);
+	}
+	nm = name_in(META_ROOT_INO, 2, "missing");
+	SH_ASSERT_EQ(meta_lookup(&f.b[2], META_ROOT_INO, nm, strlen(nm), &d), -ENOENT);
+	SH_ASSERT_EQ(meta_getattr(&f.b[2], meta_ino_make(2, 12345), &in), -ESTALE);
+	/* creating under a file of this bucket */
+	nm = name_in(file0, 0, "under");
+	SH_ASSERT_EQ(meta_create(&f.b[0], file0, nm, strlen(nm), &n, &in, &d, &delta), -ENOTDIR);
+	(void)dir0;
+	fx_close(&f);
+}
+
+TEST(meta_ops_remove_rmdir_symlink)
+{
+	struct fx f;
+	struct meta_inode in, root;
+	struct meta_dentry d;
+	struct meta_delta delta, two[2];
+	struct meta_new n = newf(META_DIR);
+	const char *nm;
+	char dname[64], target[64];
+	uint64_t dir, removed;
+	size_t len;
+
+	fx_open(&f);
+	SH_ASSERT_OK(meta_mkroot(&f.b[0], 0755, 500));
+	snprintf(dname, sizeof(dname), "%s", name_in(META_ROOT_INO, 0, "dir"));
+	SH_ASSERT_OK(meta_create(&f.b[0], META_ROOT_INO, dname, strlen(dname), &n, &in, &d, &delta));
+	dir = d.ino;
+	/* a file in the directory, in the directory's own bucket */
+	n = newf(META_REG);
+	nm = name_in(dir, 0, "f");
+	SH_ASSERT_OK(meta_create(&f.b[0], dir, nm, strlen(nm), &n, &in, &d, &delta));
+	SH_ASSERT_EQ(meta_remove(&f.b[0], META_ROOT_INO, dname, strlen(dname), true, 2000, &removed,
+				 two),
+		     -ENOTEMPTY);
+	SH_ASSERT_EQ(meta_remove(&f.b[0], META_ROOT_INO, dname, strlen(dname), false, 2000,
+				 &removed, two),
+		     -EISDIR);
+	SH_ASSERT_EQ(meta_remove(&f.b[0], dir, nm, strlen(nm), true, 2000, &removed, two), -ENOTDIR);
+	SH_ASSERT_OK(meta_remove(&f.b[0], dir, nm, strlen(nm), false, 2000, &removed, two));
+	SH_ASSERT_EQ(meta_getattr(&f.b[0], removed, &in), -ESTALE); /* its last link */
+	SH_ASSERT_OK(meta_remove(&f.b[0], META_ROOT_INO, dname, strlen(dname), true, 2100,
+				 &removed, two));
+	SH_ASSERT_EQ(removed, dir);
+	attr(&f, META_ROOT_INO, &root);
+	SH_ASSERT_EQ(root.nlink, 2);
+	SH_ASSERT_EQ(root.size, 0);
+	SH_ASSERT_EQ(root.mtime, 2100);
+	SH_ASSERT_EQ(meta_remove(&f.b[0], META_ROOT_INO, dname, strlen(dname), true, 2100,
+				 &removed, two),
+		     -ENOENT);
+
+	/* symlinks */
+	n = newf(META_LNK);
+	snprintf(target, sizeof(target), "../some/where");
+	n.target = target;
+	n.tlen = strlen(target);
+	nm = name_in(META_ROOT_INO, 3, "ln");
+	SH_ASSERT_OK(meta_create(&f.b[3], META_ROOT_INO, nm, strlen(nm), &n, &in, &d, &delta));
+	SH_ASSERT_EQ(in.size, strlen(target));
+	{
+		char buf[64];
+
+		SH_ASSERT_OK(meta_readlink(&f.b[3], d.ino, buf, sizeof(buf), &len));
+		SH_ASSERT_EQ(len, strlen(target));
+		SH_ASSERT_MEMEQ(buf, target, len);
+		SH_ASSERT_EQ(meta_readlink(&f.b[3], d.ino, buf, 3, &len), -ERANGE);
+		SH_ASSERT_EQ(meta_readlink(&f.b[0], META_ROOT_INO, buf, sizeof(buf), &len), -EINVAL);
+	}
+	n.tlen = 0;
+	SH_ASSERT_EQ(meta_create(&f.b[3], META_ROOT_INO, name_in(META_ROOT_INO, 3, "l0"), 3, &n, &in,
+				 &d, &delta),
+		     -ENOENT);
+	fx_close(&f);
+}
+
+TEST(meta_ops_hard_links_across_buckets)
+{
+	struct fx f;
+	struct meta_inode in;
+	struct meta_dentry d;
+	struct meta_delta delta, two[2];
+	struct meta_new n = newf(META_REG);
+	char a[64], bname[64];
+	uint64_t file, removed;
+
+	fx_open(&f);
+	SH_ASSERT_OK(meta_mkroot(&f.b[0], 0755, 500));
+	snprintf(a, sizeof(a), "%s", name_in(META_ROOT_INO, 0, "orig"));
+	SH_ASSERT_OK(meta_create(&f.b[0], META_ROOT_INO, a, strlen(a), &n, &in, &d, &delta));
+	file = d.ino;
+	/* a second name in bucket 2: the link count changes in bucket 0, by a delta */
+	snprintf(bname, sizeof(bname), "%s", name_in(META_ROOT_INO, 2, "link"));
+	SH_ASSERT_OK(meta_link(&f.b[2], META_ROOT_INO, bname, strlen(bname), file, META_REG, 3000,
+			       two));
+	SH_ASSERT_EQ(meta_link(&f.b[2], META_ROOT_INO, bname, strlen(bname), file, META_REG, 3000,
+			       two),
+		     -EEXIST);
+	SH_ASSERT_EQ(meta_link(&f.b[2], META_ROOT_INO, name_in(META_ROOT_INO, 2, "dl"), 3, file,
+			       META_DIR, 3000, two),
+		     -EPERM);
+	SH_ASSERT_EQ(ship_all(&f), 2); /* the root's entry count, the file's nlink */
+	attr(&f, file, &in);
+	SH_ASSERT_EQ(in.nlink, 2);
+	SH_ASSERT_EQ(in.ctime, 3000);
+	/* remove the first name: the inode stays with one link */
+	SH_ASSERT_OK(meta_remove(&f.b[0], META_ROOT_INO, a, strlen(a), false, 3100, &removed, two));
+	attr(&f, file, &in);
+	SH_ASSERT_EQ(in.nlink, 1);
+	/* and the last, from the other bucket: the inode goes once the delta lands */
+	SH_ASSERT_OK(meta_remove(&f.b[2], META_ROOT_INO, bname, strlen(bname), false, 3200, &removed,
+				 two));
+	SH_ASSERT_EQ(removed, file);
+	SH_ASSERT_EQ(ship_all(&f), 2);
+	SH_ASSERT_EQ(meta_getattr(&f.b[0], file, &in), -ESTALE);
+	fx_close(&f);
+}
+
+TEST(meta_ops_setattr_xattrs_and_snapshots)
+{
+	struct fx f;
+	struct meta_inode in;
+	struct meta_dentry d;
+	struct meta_delta delta, two[2];
+	struct meta_new n = newf(META_REG);
+	struct meta_setattr sa = { .valid = META_SET_SIZE | META_SET_MODE, .size = 4096,
+				   .mode = 0600 };
+	char buf[128], nm[64];
+	size_t len;
+	uint64_t file, removed;
+
+	fx_open(&f);
+	SH_ASSERT_OK(meta_mkroot(&f.b[0], 0755, 500));
+	snprintf(nm, sizeof(nm), "%s", name_in(META_ROOT_INO, 1, "x"));
+	SH_ASSERT_OK(meta_create(&f.b[1], META_ROOT_INO, nm, strlen(nm), &n, &in, &d, &delta));
+	file = d.ino;
+	SH_ASSERT_OK(meta_setattr(&f.b[1], file, &sa, 4000, &in));
+	SH_ASSERT_EQ(in.size, 4096);
+	SH_ASSERT_EQ(in.mode, 0600);
+	SH_ASSERT_EQ(in.mtime, 4000);
+	SH_ASSERT_EQ(in.ctime, 4000);
+	SH_ASSERT_EQ(meta_setattr(&f.b[0], META_ROOT_INO, &sa, 4000, &in), -EISDIR);
+	sa = (struct meta_setattr){ .valid = META_SET_MODE, .mode = 010000 };
+	SH_ASSERT_EQ(meta_setattr(&f.b[1], file, &sa, 4000, &in), -EINVAL);
+
+	SH_ASSERT_OK(meta_setxattr(&f.b[1], file, "user.a", "1", 1, META_XATTR_CREATE, 4100));
+	SH_ASSERT_EQ(meta_setxattr(&f.b[1], file, "user.a", "2", 1, META_XATTR_CREATE, 4100),
+		     -EEXIST);
+	SH_ASSERT_EQ(meta_setxattr(&f.b[1], file, "user.b", "2", 1, META_XATTR_REPLACE, 4100),
+		     -ENODATA);
+	SH_ASSERT_OK(meta_setxattr(&f.b[1], file, "user.a", "22", 2, META_XATTR_REPLACE, 4100));
+	SH_ASSERT_OK(meta_setxattr(&f.b[1], file, "user.b", "", 0, 0, 4100));
+	SH_ASSERT_OK(meta_getxattr(&f.b[1], file, "user.a", buf, sizeof(buf), &len));
+	SH_ASSERT_EQ(len, 2);
+	SH_ASSERT_MEMEQ(buf, "22", 2);
+	SH_ASSERT_OK(meta_getxattr(&f.b[1], file, "user.a", buf, 0, &len)); /* size only */
+	SH_ASSERT_EQ(len, 2);
+	SH_ASSERT_EQ(meta_getxattr(&f.b[1], file, "user.a", buf, 1, &len), -ERANGE);
+	SH_ASSERT_EQ(meta_getxattr(&f.b[1], file, "user.c", buf, sizeof(buf), &len), -ENODATA);
+	SH_ASSERT_OK(meta_listxattr(&f.b[1], file, buf, sizeof(buf), &len));
+	SH_ASSERT_EQ(len, 14);
+	SH_ASSERT_MEMEQ(buf, "user.a\0user.b\0", 14);
+	SH_ASSERT_OK(meta_listxattr(&f.b[1], file, NULL, 0, &len));
+	SH_ASSERT_EQ(len, 14);
+	SH_ASSERT_EQ(meta_listxattr(&f.b[1], file, buf, 5, &len), -ERANGE);
+	SH_ASSERT_OK(meta_removexattr(&f.b[1], file, "user.b", 4200));
+	SH_ASSERT_EQ(meta_removexattr(&f.b[1], file, "user.b", 4200), -ENODATA);
+	{
+		char longx[300];
+
+		memset(longx, 'q', sizeof(longx));
+		longx[299] = '\0';
+		SH_ASSERT_EQ(meta_setxattr(&f.b[1], file, longx, "", 0, 0, 4100), -ERANGE);
+	}
+
+	/* a snapshot at version 1 keeps the file as it was when the version moves on */
+	f.keepv[0] = 1;
+	f.keep.n = 1;
+	for (int i = 0; i < NB; i++)
+		f.b[i].ver = 2;
+	SH_ASSERT_OK(meta_remove(&f.b[1], META_ROOT_INO, nm, strlen(nm), false, 5000, &removed,
+				 two));
+	SH_ASSERT_EQ(meta_getattr(&f.b[1], file, &in), -ESTALE);
+	f.b[1].ver = 1; /* read as of the snapshot */
+	SH_ASSERT_OK(meta_getattr(&f.b[1], file, &in));
+	SH_ASSERT_EQ(in.size, 4096);
+	SH_ASSERT_OK(meta_getxattr(&f.b[1], file, "user.a", buf, sizeof(buf), &len));
+	SH_ASSERT_OK(meta_lookup(&f.b[1], META_ROOT_INO, nm, strlen(nm), &d));
+	fx_close(&f);
+}

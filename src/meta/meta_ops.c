@@ -103,8 +103,7 @@ max64(uint64_t a, uint64_t b)
 }
 
 /* Drop an inode and what hangs on it (symlink target, xattrs). */
-static int
-drop_inode(struct meta_bucket *b, uint64_t ino);
+static int drop_inode(struct meta_bucket *b, uint64_t ino);
 
 /* ---- deltas ---- */
 
@@ -290,8 +289,13 @@ meta_outbox_ack(struct meta_bucket *b, uint64_t upto)
 int
 meta_mkroot(struct meta_bucket *b, uint32_t mode, uint64_t now)
 {
-	struct meta_inode in = { .type = META_DIR, .mode = mode & 07777, .nlink = 2,
-				 .atime = now, .mtime = now, .ctime = now, .btime = now,
+	struct meta_inode in = { .type = META_DIR,
+				 .mode = mode & 07777,
+				 .nlink = 2,
+				 .atime = now,
+				 .mtime = now,
+				 .ctime = now,
+				 .btime = now,
 				 .generation = b->ver };
 	int rc;
 
@@ -432,8 +436,9 @@ meta_create(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 		rc = put_dentry(b, &k, ino, n->type);
 	if (rc < 0)
 		return rc;
-	*delta = (struct meta_delta){ .ino = parent, .dentries = 1,
-				      .dlinks = n->type == META_DIR ? 1 : 0, .time = n->now };
+	*delta = (struct meta_delta){
+		.ino = parent, .dentries = 1, .dlinks = n->type == META_DIR ? 1 : 0, .time = n->now
+	};
 	rc = effect(b, delta);
 	if (rc == 0) {
 		if (attr)
@@ -581,8 +586,9 @@ meta_remove(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 		rc = meta_del(b->t, &k, b->ver, b->keep);
 	if (rc < 0)
 		return rc;
-	deltas[0] = (struct meta_delta){ .ino = parent, .dentries = -1, .dlinks = dir ? -1 : 0,
-					 .time = now };
+	deltas[0] = (struct meta_delta){
+		.ino = parent, .dentries = -1, .dlinks = dir ? -1 : 0, .time = now
+	};
 	rc = effect(b, &deltas[0]);
 	if (rc == 0 && removed)
 		*removed = d.ino;
@@ -714,4 +720,62 @@ meta_removexattr(struct meta_bucket *b, uint64_t ino, const char *name, uint64_t
 		return rc;
 	rc = meta_del(b->t, &k, b->ver, b->keep);
 	return rc < 0 ? rc : touch_ctime(b, ino, &in, now);
+}
+
+struct rd {
+	struct meta_dirent *out;
+	unsigned max, n;
+	bool more;
+	int err;
+};
+
+static int
+on_dirent(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vlen)
+{
+	struct rd *r = arg;
+	struct meta_dentry d;
+	const uint8_t *name;
+	size_t nlen;
+
+	if (r->n == r->max) {
+		r->more = true;
+		return 1;
+	}
+	if (meta_key_dentry_name(key, klen, &name, &nlen) < 0 || nlen > META_NAME_MAX ||
+	    meta_dentry_decode(val, vlen, &d) < 0) {
+		r->err = -EBADMSG;
+		return 1;
+	}
+	r->out[r->n].ino = d.ino;
+	r->out[r->n].type = d.type;
+	r->out[r->n].len = (uint16_t)nlen;
+	memcpy(r->out[r->n].name, name, nlen);
+	r->out[r->n].name[nlen] = '\0';
+	r->n++;
+	return 0;
+}
+
+int
+meta_readdir(struct meta_bucket *b, uint64_t parent, const char *after, size_t alen,
+	     struct meta_dirent *out, unsigned max, unsigned *n, bool *more)
+{
+	struct rd r = { .out = out, .max = max };
+	struct meta_key prefix, from;
+	int rc;
+
+	if (parent == 0 || max == 0)
+		return -EINVAL;
+	meta_key_dir_prefix(&prefix, b->bucket, parent);
+	if (after != NULL) {
+		rc = meta_key_dentry(&from, b->bucket, parent, after, alen);
+		if (rc < 0)
+			return rc;
+	}
+	rc = meta_scan(b->t, &prefix, after ? from.b : NULL, after ? from.len : 0, b->ver,
+		       on_dirent, &r);
+	if (rc < 0 || r.err < 0)
+		return rc < 0 ? rc : r.err;
+	*n = r.n;
+	*more = r.more;
+	return 0;
 }

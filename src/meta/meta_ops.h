@@ -82,8 +82,8 @@ int meta_create(struct meta_bucket *b, uint64_t parent, const char *name, size_t
  * Add (parent, name) for an existing inode of type `type` (hard link; not
  * directories). Two deltas: the parent's, and the inode's link count.
  */
-int meta_link(struct meta_bucket *b, uint64_t parent, const char *name, size_t len,
-	      uint64_t ino, uint8_t type, uint64_t now, struct meta_delta deltas[2]);
+int meta_link(struct meta_bucket *b, uint64_t parent, const char *name, size_t len, uint64_t ino,
+	      uint8_t type, uint64_t now, struct meta_delta deltas[2]);
 /*
  * Remove (parent, name): rmdir if dir (-ENOTDIR / -ENOTEMPTY), unlink
  * otherwise (-EISDIR). The inode goes with its last link when it is in
@@ -93,6 +93,21 @@ int meta_link(struct meta_bucket *b, uint64_t parent, const char *name, size_t l
 int meta_remove(struct meta_bucket *b, uint64_t parent, const char *name, size_t len, bool dir,
 		uint64_t now, uint64_t *removed, struct meta_delta deltas[2]);
 int meta_readlink(struct meta_bucket *b, uint64_t ino, char *buf, size_t cap, size_t *len);
+
+struct meta_dirent {
+	uint64_t ino;
+	uint8_t type;
+	uint16_t len;
+	char name[META_NAME_MAX + 1];
+};
+
+/*
+ * The entries of directory parent held in this bucket, in key order,
+ * starting after name `after` (NULL: from the start): at most max into
+ * out, *n of them; *more when entries may remain (resume after the last).
+ */
+int meta_readdir(struct meta_bucket *b, uint64_t parent, const char *after, size_t alen,
+		 struct meta_dirent *out, unsigned max, unsigned *n, bool *more);
 
 #define META_XATTR_CREATE  0x1
 #define META_XATTR_REPLACE 0x2
@@ -108,8 +123,7 @@ int meta_removexattr(struct meta_bucket *b, uint64_t ino, const char *name, uint
 /* At the bucket a delta is for: apply it unless applied before (then 0 and nothing). */
 int meta_apply_delta(struct meta_bucket *b, const struct meta_delta *d);
 /* The deltas queued here for other buckets, in order (fn as meta_scan's: 1 stops). */
-int meta_outbox(struct meta_bucket *b, int (*fn)(void *arg, const struct meta_delta *d),
-		void *arg);
+int meta_outbox(struct meta_bucket *b, int (*fn)(void *arg, const struct meta_delta *d), void *arg);
 /* Drop the queued deltas up to seq (their buckets applied them). */
 int meta_outbox_ack(struct meta_bucket *b, uint64_t upto);
 

@@ -30,8 +30,9 @@ fx_open(struct fx *f)
 	SH_ASSERT_OK(meta_txn_begin(f->db, true, &f->t));
 	f->keep = (struct meta_keep){ f->keepv, 0 };
 	for (int i = 0; i < NB; i++)
-		f->b[i] = (struct meta_bucket){ .t = f->t, .bucket = (uint16_t)i, .nbuckets = NB,
-						.ver = 1, .keep = &f->keep };
+		f->b[i] = (struct meta_bucket){
+			.t = f->t, .bucket = (uint16_t)i, .nbuckets = NB, .ver = 1, .keep = &f->keep
+		};
 }
 
 static void
@@ -188,31 +189,33 @@ TEST(meta_ops_remove_rmdir_symlink)
 	fx_open(&f);
 	SH_ASSERT_OK(meta_mkroot(&f.b[0], 0755, 500));
 	snprintf(dname, sizeof(dname), "%s", name_in(META_ROOT_INO, 0, "dir"));
-	SH_ASSERT_OK(meta_create(&f.b[0], META_ROOT_INO, dname, strlen(dname), &n, &in, &d, &delta));
+	SH_ASSERT_OK(
+	    meta_create(&f.b[0], META_ROOT_INO, dname, strlen(dname), &n, &in, &d, &delta));
 	dir = d.ino;
 	/* a file in the directory, in the directory's own bucket */
 	n = newf(META_REG);
 	nm = name_in(dir, 0, "f");
 	SH_ASSERT_OK(meta_create(&f.b[0], dir, nm, strlen(nm), &n, &in, &d, &delta));
-	SH_ASSERT_EQ(meta_remove(&f.b[0], META_ROOT_INO, dname, strlen(dname), true, 2000, &removed,
-				 two),
-		     -ENOTEMPTY);
-	SH_ASSERT_EQ(meta_remove(&f.b[0], META_ROOT_INO, dname, strlen(dname), false, 2000,
-				 &removed, two),
-		     -EISDIR);
-	SH_ASSERT_EQ(meta_remove(&f.b[0], dir, nm, strlen(nm), true, 2000, &removed, two), -ENOTDIR);
+	SH_ASSERT_EQ(
+	    meta_remove(&f.b[0], META_ROOT_INO, dname, strlen(dname), true, 2000, &removed, two),
+	    -ENOTEMPTY);
+	SH_ASSERT_EQ(
+	    meta_remove(&f.b[0], META_ROOT_INO, dname, strlen(dname), false, 2000, &removed, two),
+	    -EISDIR);
+	SH_ASSERT_EQ(meta_remove(&f.b[0], dir, nm, strlen(nm), true, 2000, &removed, two),
+		     -ENOTDIR);
 	SH_ASSERT_OK(meta_remove(&f.b[0], dir, nm, strlen(nm), false, 2000, &removed, two));
 	SH_ASSERT_EQ(meta_getattr(&f.b[0], removed, &in), -ESTALE); /* its last link */
-	SH_ASSERT_OK(meta_remove(&f.b[0], META_ROOT_INO, dname, strlen(dname), true, 2100,
-				 &removed, two));
+	SH_ASSERT_OK(
+	    meta_remove(&f.b[0], META_ROOT_INO, dname, strlen(dname), true, 2100, &removed, two));
 	SH_ASSERT_EQ(removed, dir);
 	attr(&f, META_ROOT_INO, &root);
 	SH_ASSERT_EQ(root.nlink, 2);
 	SH_ASSERT_EQ(root.size, 0);
 	SH_ASSERT_EQ(root.mtime, 2100);
-	SH_ASSERT_EQ(meta_remove(&f.b[0], META_ROOT_INO, dname, strlen(dname), true, 2100,
-				 &removed, two),
-		     -ENOENT);
+	SH_ASSERT_EQ(
+	    meta_remove(&f.b[0], META_ROOT_INO, dname, strlen(dname), true, 2100, &removed, two),
+	    -ENOENT);
 
 	/* symlinks */
 	n = newf(META_LNK);
@@ -229,11 +232,12 @@ TEST(meta_ops_remove_rmdir_symlink)
 		SH_ASSERT_EQ(len, strlen(target));
 		SH_ASSERT_MEMEQ(buf, target, len);
 		SH_ASSERT_EQ(meta_readlink(&f.b[3], d.ino, buf, 3, &len), -ERANGE);
-		SH_ASSERT_EQ(meta_readlink(&f.b[0], META_ROOT_INO, buf, sizeof(buf), &len), -EINVAL);
+		SH_ASSERT_EQ(meta_readlink(&f.b[0], META_ROOT_INO, buf, sizeof(buf), &len),
+			     -EINVAL);
 	}
 	n.tlen = 0;
-	SH_ASSERT_EQ(meta_create(&f.b[3], META_ROOT_INO, name_in(META_ROOT_INO, 3, "l0"), 3, &n, &in,
-				 &d, &delta),
+	SH_ASSERT_EQ(meta_create(&f.b[3], META_ROOT_INO, name_in(META_ROOT_INO, 3, "l0"), 3, &n,
+				 &in, &d, &delta),
 		     -ENOENT);
 	fx_close(&f);
 }
@@ -255,11 +259,11 @@ TEST(meta_ops_hard_links_across_buckets)
 	file = d.ino;
 	/* a second name in bucket 2: the link count changes in bucket 0, by a delta */
 	snprintf(bname, sizeof(bname), "%s", name_in(META_ROOT_INO, 2, "link"));
-	SH_ASSERT_OK(meta_link(&f.b[2], META_ROOT_INO, bname, strlen(bname), file, META_REG, 3000,
-			       two));
-	SH_ASSERT_EQ(meta_link(&f.b[2], META_ROOT_INO, bname, strlen(bname), file, META_REG, 3000,
-			       two),
-		     -EEXIST);
+	SH_ASSERT_OK(
+	    meta_link(&f.b[2], META_ROOT_INO, bname, strlen(bname), file, META_REG, 3000, two));
+	SH_ASSERT_EQ(
+	    meta_link(&f.b[2], META_ROOT_INO, bname, strlen(bname), file, META_REG, 3000, two),
+	    -EEXIST);
 	SH_ASSERT_EQ(meta_link(&f.b[2], META_ROOT_INO, name_in(META_ROOT_INO, 2, "dl"), 3, file,
 			       META_DIR, 3000, two),
 		     -EPERM);
@@ -272,8 +276,8 @@ TEST(meta_ops_hard_links_across_buckets)
 	attr(&f, file, &in);
 	SH_ASSERT_EQ(in.nlink, 1);
 	/* and the last, from the other bucket: the inode goes once the delta lands */
-	SH_ASSERT_OK(meta_remove(&f.b[2], META_ROOT_INO, bname, strlen(bname), false, 3200, &removed,
-				 two));
+	SH_ASSERT_OK(
+	    meta_remove(&f.b[2], META_ROOT_INO, bname, strlen(bname), false, 3200, &removed, two));
 	SH_ASSERT_EQ(removed, file);
 	SH_ASSERT_EQ(ship_all(&f), 2);
 	SH_ASSERT_EQ(meta_getattr(&f.b[0], file, &in), -ESTALE);
@@ -287,7 +291,8 @@ TEST(meta_ops_setattr_xattrs_and_snapshots)
 	struct meta_dentry d;
 	struct meta_delta delta, two[2];
 	struct meta_new n = newf(META_REG);
-	struct meta_setattr sa = { .valid = META_SET_SIZE | META_SET_MODE, .size = 4096,
+	struct meta_setattr sa = { .valid = META_SET_SIZE | META_SET_MODE,
+				   .size = 4096,
 				   .mode = 0600 };
 	char buf[128], nm[64];
 	size_t len;
@@ -342,13 +347,67 @@ TEST(meta_ops_setattr_xattrs_and_snapshots)
 	f.keep.n = 1;
 	for (int i = 0; i < NB; i++)
 		f.b[i].ver = 2;
-	SH_ASSERT_OK(meta_remove(&f.b[1], META_ROOT_INO, nm, strlen(nm), false, 5000, &removed,
-				 two));
+	SH_ASSERT_OK(
+	    meta_remove(&f.b[1], META_ROOT_INO, nm, strlen(nm), false, 5000, &removed, two));
 	SH_ASSERT_EQ(meta_getattr(&f.b[1], file, &in), -ESTALE);
 	f.b[1].ver = 1; /* read as of the snapshot */
 	SH_ASSERT_OK(meta_getattr(&f.b[1], file, &in));
 	SH_ASSERT_EQ(in.size, 4096);
 	SH_ASSERT_OK(meta_getxattr(&f.b[1], file, "user.a", buf, sizeof(buf), &len));
 	SH_ASSERT_OK(meta_lookup(&f.b[1], META_ROOT_INO, nm, strlen(nm), &d));
+	fx_close(&f);
+}
+
+TEST(meta_ops_readdir_pages)
+{
+	struct fx f;
+	struct meta_inode in;
+	struct meta_dentry d;
+	struct meta_delta delta;
+	struct meta_new n = newf(META_REG);
+	struct meta_dirent ents[7];
+	char last[META_NAME_MAX + 1] = "";
+	size_t lastlen = 0;
+	int made = 0, seen = 0;
+	bool more = true;
+
+	fx_open(&f);
+	SH_ASSERT_OK(meta_mkroot(&f.b[0], 0755, 500));
+	for (int i = 0; i < 200; i++) {
+		char nm[32];
+
+		snprintf(nm, sizeof(nm), "file-%03d", i);
+		if (meta_dentry_bucket(META_ROOT_INO, nm, strlen(nm), NB) != 2)
+			continue;
+		SH_ASSERT_OK(
+		    meta_create(&f.b[2], META_ROOT_INO, nm, strlen(nm), &n, &in, &d, &delta));
+		made++;
+	}
+	while (more) {
+		unsigned got;
+
+		SH_ASSERT_OK(meta_readdir(&f.b[2], META_ROOT_INO, lastlen ? last : NULL, lastlen,
+					  ents, 7, &got, &more));
+		for (unsigned i = 0; i < got; i++) {
+			/* strictly increasing: none twice */
+			SH_ASSERT(lastlen == 0 || strcmp(ents[i].name, last) > 0);
+			SH_ASSERT_EQ(ents[i].type, META_REG);
+			memcpy(last, ents[i].name, ents[i].len + 1);
+			lastlen = ents[i].len;
+			seen++;
+		}
+		/* an entry removed meanwhile, behind the cursor, changes nothing ahead */
+		if (seen == 7) {
+			struct meta_delta two[2];
+			uint64_t removed;
+
+			SH_ASSERT_OK(meta_remove(&f.b[2], META_ROOT_INO, ents[0].name, ents[0].len,
+						 false, 600, &removed, two));
+		}
+	}
+	SH_ASSERT_EQ(seen, made);
+	SH_ASSERT_EQ(
+	    meta_readdir(&f.b[2], META_ROOT_INO, NULL, 0, ents, 0, &(unsigned){ 0 }, &more),
+	    -EINVAL);
 	fx_close(&f);
 }

@@ -779,3 +779,139 @@ meta_readdir(struct meta_bucket *b, uint64_t parent, const char *after, size_t a
 	*more = r.more;
 	return 0;
 }
+
+/* The renamed inode's ctime, when it lives here. */
+static int
+touch_moved(struct meta_bucket *b, uint64_t ino, uint64_t now)
+{
+	struct meta_inode in;
+	int rc;
+
+	if (meta_ino_bucket(ino) != b->bucket)
+		return 0;
+	rc = get_inode(b, ino, &in);
+	if (rc == -ESTALE)
+		return 0;
+	return rc < 0 ? rc : touch_ctime(b, ino, &in, now);
+}
+
+/* Parent effects of a rename: one delta per parent (one in all when they are the same). */
+static int
+rename_parents(struct meta_bucket *b, uint64_t op, uint64_t np, int32_t o_ents, int32_t o_links,
+	       int32_t n_ents, int32_t n_links, uint64_t now, struct meta_delta deltas[3])
+{
+	int rc;
+
+	if (op == np) {
+		deltas[0] = (struct meta_delta){ .ino = op,
+						 .dentries = o_ents + n_ents,
+						 .dlinks = o_links + n_links,
+						 .time = now };
+		deltas[1] = (struct meta_delta){ 0 };
+		return effect(b, &deltas[0]);
+	}
+	deltas[0] =
+	    (struct meta_delta){ .ino = op, .dentries = o_ents, .dlinks = o_links, .time = now };
+	deltas[1] =
+	    (struct meta_delta){ .ino = np, .dentries = n_ents, .dlinks = n_links, .time = now };
+	rc = effect(b, &deltas[0]);
+	return rc < 0 ? rc : effect(b, &deltas[1]);
+}
+
+int
+meta_rename(struct meta_bucket *b, uint64_t oparent, const char *oname, size_t olen,
+	    uint64_t nparent, const char *nname, size_t nlen, unsigned flags, uint64_t now,
+	    struct meta_delta deltas[3])
+{
+	struct meta_dentry src, dst;
+	struct meta_key sk, dk;
+	bool have_dst, sdir, ddir;
+	int rc;
+
+	if ((flags & ~3u) || flags == 3)
+		return -EINVAL;
+	if ((rc = meta_name_check(oname, olen)) < 0 || (rc = meta_name_check(nname, nlen)) < 0)
+		return rc;
+	if (oparent == 0 || nparent == 0)
+		return -EINVAL;
+	if (meta_dentry_bucket(oparent, oname, olen, b->nbuckets) != b->bucket ||
+	    meta_dentry_bucket(nparent, nname, nlen, b->nbuckets) != b->bucket)
+		return -EXDEV;
+	deltas[0] = deltas[1] = deltas[2] = (struct meta_delta){ 0 };
+	rc = get_dentry(b, oparent, oname, olen, &src, &sk);
+	if (rc < 0)
+		return rc;
+	rc = get_dentry(b, nparent, nname, nlen, &dst, &dk);
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	have_dst = rc == 0;
+	if (oparent == nparent && olen == nlen && memcmp(oname, nname, olen) == 0)
+		return (flags & META_RENAME_NOREPLACE) ? -EEXIST : 0; /* onto itself */
+	sdir = src.type == META_DIR;
+	ddir = have_dst && dst.type == META_DIR;
+	if (flags & META_RENAME_EXCHANGE) {
+		if (!have_dst)
+			return -ENOENT;
+		rc = put_dentry(b, &sk, dst.ino, dst.type);
+		if (rc == 0)
+			rc = put_dentry(b, &dk, src.ino, src.type);
+		if (rc == 0)
+			rc = touch_moved(b, src.ino, now);
+		if (rc == 0)
+			rc = touch_moved(b, dst.ino, now);
+		if (rc < 0)
+			return rc;
+		return rename_parents(b, oparent, nparent, 0, (int32_t)ddir - (int32_t)sdir, 0,
+				      (int32_t)sdir - (int32_t)ddir, now, deltas);
+	}
+	if (have_dst) {
+		if (flags & META_RENAME_NOREPLACE)
+			return -EEXIST;
+		if (dst.ino == src.ino)
+			return 0; /* two names of one inode: nothing to do, as POSIX says */
+		if (sdir && !ddir)
+			return -ENOTDIR;
+		if (!sdir && ddir)
+			return -EISDIR;
+		if (ddir) {
+			struct meta_inode t;
+
+			if (meta_ino_bucket(dst.ino) != b->bucket)
+				return -EXDEV; /* its emptiness is its own bucket's to say */
+			rc = get_inode(b, dst.ino, &t);
+			if (rc == 0 && t.size != 0)
+				return -ENOTEMPTY;
+			if (rc < 0 && rc != -ESTALE)
+				return rc;
+		}
+		/* the replaced inode loses this name */
+		if (meta_ino_bucket(dst.ino) == b->bucket) {
+			struct meta_inode t;
+
+			rc = get_inode(b, dst.ino, &t);
+			if (rc == 0 && (ddir || t.nlink <= 1)) {
+				rc = drop_inode(b, dst.ino);
+			} else if (rc == 0) {
+				t.nlink--;
+				rc = touch_ctime(b, dst.ino, &t, now);
+			} else if (rc == -ESTALE) {
+				rc = 0;
+			}
+		} else {
+			deltas[2] =
+			    (struct meta_delta){ .ino = dst.ino, .dlinks = -1, .time = now };
+			rc = effect(b, &deltas[2]);
+		}
+		if (rc < 0)
+			return rc;
+	}
+	rc = put_dentry(b, &dk, src.ino, src.type);
+	if (rc == 0)
+		rc = meta_del(b->t, &sk, b->ver, b->keep);
+	if (rc == 0)
+		rc = touch_moved(b, src.ino, now);
+	if (rc < 0)
+		return rc;
+	return rename_parents(b, oparent, nparent, -1, -(int32_t)sdir, have_dst ? 0 : 1,
+			      (int32_t)sdir - (int32_t)ddir, now, deltas);
+}

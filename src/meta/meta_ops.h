@@ -94,6 +94,20 @@ int meta_remove(struct meta_bucket *b, uint64_t parent, const char *name, size_t
 		uint64_t now, uint64_t *removed, struct meta_delta deltas[2]);
 int meta_readlink(struct meta_bucket *b, uint64_t ino, char *buf, size_t cap, size_t *len);
 
+#define META_RENAME_NOREPLACE 0x1
+#define META_RENAME_EXCHANGE  0x2
+/*
+ * Rename when both entries are in this bucket (-EXDEV when they are not:
+ * the two-phase path, docs/metadata.md). Linux's rules: -ENOENT, -EEXIST
+ * (NOREPLACE), -ENOTDIR, -EISDIR, -ENOTEMPTY, -EINVAL (bad flags). The
+ * check that a directory is not moved under itself is the caller's (it
+ * walks the parents). deltas[0..2]: old parent, new parent, replaced inode
+ * (ino 0: none to ship).
+ */
+int meta_rename(struct meta_bucket *b, uint64_t oparent, const char *oname, size_t olen,
+		uint64_t nparent, const char *nname, size_t nlen, unsigned flags, uint64_t now,
+		struct meta_delta deltas[3]);
+
 struct meta_dirent {
 	uint64_t ino;
 	uint8_t type;

@@ -411,3 +411,109 @@ TEST(meta_ops_readdir_pages)
 	    -EINVAL);
 	fx_close(&f);
 }
+
+/* Create (parent, a name in bucket k) of a type; returns the name (copied into out). */
+static uint64_t
+make_in(struct fx *f, uint64_t parent, int k, const char *stem, uint8_t type, char *out)
+{
+	struct meta_new n = newf(type);
+	struct meta_inode in;
+	struct meta_dentry d;
+	struct meta_delta delta;
+
+	strcpy(out, name_in(parent, k, stem));
+	SH_ASSERT_OK(meta_create(&f->b[k], parent, out, strlen(out), &n, &in, &d, &delta));
+	return d.ino;
+}
+
+TEST(meta_ops_rename_in_one_bucket)
+{
+	struct fx f;
+	struct meta_inode in;
+	struct meta_dentry d;
+	struct meta_delta dl[3];
+	char a[64], b2[64], c[64], da[64], db[64], p1n[64], p2n[64], x[64], y[64];
+	uint64_t fa, fb, dira, p1, p2, sub;
+	const int k = 1;
+
+	fx_open(&f);
+	SH_ASSERT_OK(meta_mkroot(&f.b[0], 0755, 500));
+	fa = make_in(&f, META_ROOT_INO, k, "a", META_REG, a);
+	fb = make_in(&f, META_ROOT_INO, k, "b", META_REG, b2);
+	strcpy(c, name_in(META_ROOT_INO, k, "c"));
+	ship_all(&f);
+
+	/* a plain rename in one directory */
+	SH_ASSERT_OK(meta_rename(&f.b[k], META_ROOT_INO, a, strlen(a), META_ROOT_INO, c, strlen(c),
+				 0, 7000, dl));
+	SH_ASSERT_EQ(meta_lookup(&f.b[k], META_ROOT_INO, a, strlen(a), &d), -ENOENT);
+	SH_ASSERT_OK(meta_lookup(&f.b[k], META_ROOT_INO, c, strlen(c), &d));
+	SH_ASSERT_EQ(d.ino, fa);
+	attr(&f, fa, &in);
+	SH_ASSERT_EQ(in.ctime, 7000);
+	/* NOREPLACE onto an existing name; bad flags; onto itself */
+	SH_ASSERT_EQ(meta_rename(&f.b[k], META_ROOT_INO, c, strlen(c), META_ROOT_INO, b2,
+				 strlen(b2), META_RENAME_NOREPLACE, 7100, dl),
+		     -EEXIST);
+	SH_ASSERT_EQ(meta_rename(&f.b[k], META_ROOT_INO, c, strlen(c), META_ROOT_INO, b2,
+				 strlen(b2), 3, 7100, dl),
+		     -EINVAL);
+	SH_ASSERT_OK(meta_rename(&f.b[k], META_ROOT_INO, c, strlen(c), META_ROOT_INO, c, strlen(c),
+				 0, 7100, dl));
+	/* EXCHANGE swaps */
+	SH_ASSERT_OK(meta_rename(&f.b[k], META_ROOT_INO, c, strlen(c), META_ROOT_INO, b2,
+				 strlen(b2), META_RENAME_EXCHANGE, 7200, dl));
+	SH_ASSERT_OK(meta_lookup(&f.b[k], META_ROOT_INO, c, strlen(c), &d));
+	SH_ASSERT_EQ(d.ino, fb);
+	SH_ASSERT_OK(meta_lookup(&f.b[k], META_ROOT_INO, b2, strlen(b2), &d));
+	SH_ASSERT_EQ(d.ino, fa);
+	/* replacing a file drops the replaced inode (its last link) */
+	SH_ASSERT_OK(meta_rename(&f.b[k], META_ROOT_INO, c, strlen(c), META_ROOT_INO, b2,
+				 strlen(b2), 0, 7300, dl));
+	SH_ASSERT_EQ(meta_getattr(&f.b[k], fa, &in), -ESTALE);
+	SH_ASSERT_OK(meta_lookup(&f.b[k], META_ROOT_INO, b2, strlen(b2), &d));
+	SH_ASSERT_EQ(d.ino, fb);
+	ship_all(&f);
+	attr(&f, META_ROOT_INO, &in);
+	SH_ASSERT_EQ(in.size, 1); /* a and b made 2; a replaced b */
+
+	/* type rules */
+	dira = make_in(&f, META_ROOT_INO, k, "dirA", META_DIR, da);
+	SH_ASSERT_EQ(meta_rename(&f.b[k], META_ROOT_INO, da, strlen(da), META_ROOT_INO, b2,
+				 strlen(b2), 0, 7400, dl),
+		     -ENOTDIR);
+	SH_ASSERT_EQ(meta_rename(&f.b[k], META_ROOT_INO, b2, strlen(b2), META_ROOT_INO, da,
+				 strlen(da), 0, 7400, dl),
+		     -EISDIR);
+	make_in(&f, META_ROOT_INO, k, "dirB", META_DIR, db);
+	make_in(&f, dira, k, "inside", META_REG, x);
+	SH_ASSERT_EQ(meta_rename(&f.b[k], META_ROOT_INO, db, strlen(db), META_ROOT_INO, da,
+				 strlen(da), 0, 7400, dl),
+		     -ENOTEMPTY);
+	/* entries in two buckets: the two-phase path */
+	strcpy(y, name_in(META_ROOT_INO, 2, "far"));
+	SH_ASSERT_EQ(meta_rename(&f.b[k], META_ROOT_INO, b2, strlen(b2), META_ROOT_INO, y,
+				 strlen(y), 0, 7400, dl),
+		     -EXDEV);
+
+	/* a directory moves between parents: their link counts follow */
+	p1 = make_in(&f, META_ROOT_INO, 0, "p1", META_DIR, p1n);
+	p2 = make_in(&f, META_ROOT_INO, 0, "p2", META_DIR, p2n);
+	sub = make_in(&f, p1, k, "sub", META_DIR, x);
+	strcpy(y, name_in(p2, k, "moved"));
+	ship_all(&f);
+	attr(&f, p1, &in);
+	SH_ASSERT_EQ(in.nlink, 3);
+	SH_ASSERT_OK(meta_rename(&f.b[k], p1, x, strlen(x), p2, y, strlen(y), 0, 7500, dl));
+	SH_ASSERT_EQ(ship_all(&f), 2);
+	attr(&f, p1, &in);
+	SH_ASSERT_EQ(in.nlink, 2);
+	SH_ASSERT_EQ(in.size, 0);
+	attr(&f, p2, &in);
+	SH_ASSERT_EQ(in.nlink, 3);
+	SH_ASSERT_EQ(in.size, 1);
+	SH_ASSERT_EQ(in.mtime, 7500);
+	SH_ASSERT_OK(meta_lookup(&f.b[k], p2, y, strlen(y), &d));
+	SH_ASSERT_EQ(d.ino, sub);
+	fx_close(&f);
+}

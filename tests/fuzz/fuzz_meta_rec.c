@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Fuzz target: metadata records, keys and deltas as read from the bucket store, a bucket
- * snapshot or another bucket. */
+/* Fuzz target: metadata records, keys, deltas and bucket commands as read from the bucket
+ * store, a bucket's Raft log, a bucket snapshot or another bucket. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/meta/meta_ops.h"
+#include "../../src/meta/meta_cmd.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -30,6 +30,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    (name < data || name + nlen > data + size))
 		__builtin_trap();
 	(void)meta_name_check((const char *)data, size);
+	{
+		struct meta_cmd c;
+
+		if (meta_cmd_decode(data, size, &c) == 0 && c.dlen &&
+		    (c.data < data || c.data + c.dlen > data + size))
+			__builtin_trap();
+	}
 	{
 		struct meta_delta md;
 

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+/* A bucket's commands: codec and apply (meta_cmd.h). */
+#include <string.h>
+
+#include "meta_cmd.h"
+
+#define CMD_VERSION 1
+
+int
+meta_cmd_encode(struct sh_enc *e, const struct meta_cmd *c)
+{
+	uint8_t d[META_DELTA_LEN];
+
+	if (c->op == 0 || c->op >= META_OP_MAX)
+		return -EINVAL;
+	sh_enc_u8(e, CMD_VERSION);
+	sh_enc_u8(e, c->op);
+	sh_enc_u8(e, c->type);
+	sh_enc_u8(e, c->dir);
+	sh_enc_u32(e, c->flags);
+	sh_enc_u64(e, c->ver);
+	sh_enc_u64(e, c->now);
+	sh_enc_u64(e, c->parent);
+	sh_enc_u64(e, c->parent2);
+	sh_enc_u64(e, c->ino);
+	sh_enc_u32(e, c->mode);
+	sh_enc_u32(e, c->uid);
+	sh_enc_u32(e, c->gid);
+	sh_enc_u32(e, c->rdev);
+	sh_enc_u32(e, c->sa.valid);
+	sh_enc_u32(e, c->sa.mode);
+	sh_enc_u32(e, c->sa.uid);
+	sh_enc_u32(e, c->sa.gid);
+	sh_enc_u64(e, c->sa.size);
+	sh_enc_u64(e, c->sa.atime);
+	sh_enc_u64(e, c->sa.mtime);
+	meta_delta_encode(&c->delta, d);
+	sh_enc_bytes(e, d, sizeof(d));
+	sh_enc_u64(e, c->upto);
+	sh_enc_str(e, c->name);
+	sh_enc_str(e, c->name2);
+	sh_enc_blob(e, c->data, c->dlen);
+	return sh_enc_error(e);
+}
+
+int
+meta_cmd_decode(const uint8_t *b, size_t len, struct meta_cmd *c)
+{
+	struct sh_dec d;
+	const uint8_t *p;
+
+	memset(c, 0, sizeof(*c));
+	sh_dec_init(&d, b, len);
+	if (sh_dec_u8(&d) != CMD_VERSION)
+		return -EBADMSG;
+	c->op = sh_dec_u8(&d);
+	c->type = sh_dec_u8(&d);
+	c->dir = sh_dec_u8(&d);
+	c->flags = sh_dec_u32(&d);
+	c->ver = sh_dec_u64(&d);
+	c->now = sh_dec_u64(&d);
+	c->parent = sh_dec_u64(&d);
+	c->parent2 = sh_dec_u64(&d);
+	c->ino = sh_dec_u64(&d);
+	c->mode = sh_dec_u32(&d);
+	c->uid = sh_dec_u32(&d);
+	c->gid = sh_dec_u32(&d);
+	c->rdev = sh_dec_u32(&d);
+	c->sa.valid = sh_dec_u32(&d);
+	c->sa.mode = sh_dec_u32(&d);
+	c->sa.uid = sh_dec_u32(&d);
+	c->sa.gid = sh_dec_u32(&d);
+	c->sa.size = sh_dec_u64(&d);
+	c->sa.atime = sh_dec_u64(&d);
+	c->sa.mtime = sh_dec_u64(&d);
+	p = sh_dec_bytes(&d, META_DELTA_LEN);
+	if (p != NULL && c->op == META_OP_DELTA && meta_delta_decode(p, META_DELTA_LEN, &c->delta) < 0)
+		return -EBADMSG;
+	c->upto = sh_dec_u64(&d);
+	sh_dec_str(&d, c->name, sizeof(c->name));
+	sh_dec_str(&d, c->name2, sizeof(c->name2));
+	c->data = sh_dec_blob(&d, META_XATTR_MAX, &c->dlen);
+	sh_dec_end(&d);
+	if (d.err || c->op == 0 || c->op >= META_OP_MAX || c->ver == 0 || c->dir > 1)
+		return -EBADMSG;
+	return 0;
+}
+
+void
+meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *r)
+{
+	struct meta_new n;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	b->ver = c->ver;
+	switch (c->op) {
+	case META_OP_MKROOT:
+		rc = meta_mkroot(b, c->mode, c->now);
+		break;
+	case META_OP_CREATE:
+		n = (struct meta_new){ .type = c->type, .mode = c->mode, .uid = c->uid,
+				       .gid = c->gid, .rdev = c->rdev,
+				       .target = (const char *)c->data, .tlen = c->dlen,
+				       .now = c->now };
+		rc = meta_create(b, c->parent, c->name, strlen(c->name), &n, &r->attr, &r->dentry,
+				 &r->deltas[0]);
+		break;
+	case META_OP_LINK:
+		rc = meta_link(b, c->parent, c->name, strlen(c->name), c->ino, c->type, c->now,
+			       r->deltas);
+		break;
+	case META_OP_REMOVE:
+		rc = meta_remove(b, c->parent, c->name, strlen(c->name), c->dir, c->now,
+				 &r->dentry.ino, r->deltas);
+		break;
+	case META_OP_RENAME:
+		rc = meta_rename(b, c->parent, c->name, strlen(c->name), c->parent2, c->name2,
+				 strlen(c->name2), c->flags, c->now, r->deltas);
+		break;
+	case META_OP_SETATTR:
+		rc = meta_setattr(b, c->ino, &c->sa, c->now, &r->attr);
+		break;
+	case META_OP_SETXATTR:
+		rc = meta_setxattr(b, c->ino, c->name, c->data, c->dlen, (int)c->flags, c->now);
+		break;
+	case META_OP_REMOVEXATTR:
+		rc = meta_removexattr(b, c->ino, c->name, c->now);
+		break;
+	case META_OP_DELTA:
+		rc = meta_apply_delta(b, &c->delta);
+		break;
+	case META_OP_OUTBOX_ACK:
+		rc = meta_outbox_ack(b, c->upto);
+		break;
+	default:
+		rc = -EINVAL;
+	}
+	r->status = rc;
+}

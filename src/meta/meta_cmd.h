@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A bucket's commands: what its Raft log holds and its state machine
+ * applies (docs/metadata.md). A command carries everything that must be
+ * the same on every replica — the proposer's clock and the file system's
+ * version — so applying it is a function of (store, command).
+ */
+#ifndef SH_META_META_CMD_H
+#define SH_META_META_CMD_H
+
+#include "meta_ops.h"
+
+enum meta_op {
+	META_OP_MKROOT = 1,
+	META_OP_CREATE,
+	META_OP_LINK,
+	META_OP_REMOVE,
+	META_OP_RENAME,
+	META_OP_SETATTR,
+	META_OP_SETXATTR,
+	META_OP_REMOVEXATTR,
+	META_OP_DELTA,	    /* apply a delta from another bucket */
+	META_OP_OUTBOX_ACK, /* drop shipped deltas */
+	META_OP_MAX
+};
+
+struct meta_cmd {
+	uint8_t op;
+	uint8_t type;	/* create, link */
+	uint8_t dir;	/* remove: rmdir */
+	uint32_t flags; /* rename, setxattr */
+	uint64_t ver;	/* the file-system version this writes at */
+	uint64_t now;
+	uint64_t parent, parent2; /* the (old, new) parents */
+	uint64_t ino;
+	uint32_t mode, uid, gid, rdev;
+	struct meta_setattr sa;
+	struct meta_delta delta;
+	uint64_t upto;
+	char name[META_NAME_MAX + 1], name2[META_NAME_MAX + 1];
+	/* symlink target or xattr value (points into the decoded bytes) */
+	const uint8_t *data;
+	size_t dlen;
+};
+
+struct meta_result {
+	int status;
+	struct meta_inode attr;
+	struct meta_dentry dentry;
+	struct meta_delta deltas[3]; /* to ship (ino 0: none) */
+};
+
+int meta_cmd_encode(struct sh_enc *e, const struct meta_cmd *c);
+/* Fuzzed. The command points into b for data; -EBADMSG. */
+int meta_cmd_decode(const uint8_t *b, size_t len, struct meta_cmd *c);
+/*
+ * Apply in bucket b (its ver is set from the command). A rejected command
+ * (r->status < 0) changes nothing: the caller aborts the transaction.
+ */
+void meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *r);
+
+#endif /* SH_META_META_CMD_H */

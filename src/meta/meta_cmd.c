@@ -74,7 +74,8 @@ meta_cmd_decode(const uint8_t *b, size_t len, struct meta_cmd *c)
 	c->sa.atime = sh_dec_u64(&d);
 	c->sa.mtime = sh_dec_u64(&d);
 	p = sh_dec_bytes(&d, META_DELTA_LEN);
-	if (p != NULL && c->op == META_OP_DELTA && meta_delta_decode(p, META_DELTA_LEN, &c->delta) < 0)
+	if (p != NULL && c->op == META_OP_DELTA &&
+	    meta_delta_decode(p, META_DELTA_LEN, &c->delta) < 0)
 		return -EBADMSG;
 	c->upto = sh_dec_u64(&d);
 	sh_dec_str(&d, c->name, sizeof(c->name));
@@ -99,9 +100,13 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 		rc = meta_mkroot(b, c->mode, c->now);
 		break;
 	case META_OP_CREATE:
-		n = (struct meta_new){ .type = c->type, .mode = c->mode, .uid = c->uid,
-				       .gid = c->gid, .rdev = c->rdev,
-				       .target = (const char *)c->data, .tlen = c->dlen,
+		n = (struct meta_new){ .type = c->type,
+				       .mode = c->mode,
+				       .uid = c->uid,
+				       .gid = c->gid,
+				       .rdev = c->rdev,
+				       .target = (const char *)c->data,
+				       .tlen = c->dlen,
 				       .now = c->now };
 		rc = meta_create(b, c->parent, c->name, strlen(c->name), &n, &r->attr, &r->dentry,
 				 &r->deltas[0]);

@@ -346,3 +346,73 @@ meta_drop_bucket(struct meta_txn *t, uint16_t bucket)
 	mdb_cursor_close(c);
 	return rc == MDB_NOTFOUND || rc == 0 ? 0 : err(rc);
 }
+
+int
+meta_export_bucket(struct meta_txn *t, uint16_t bucket, struct sh_enc *e)
+{
+	uint8_t kb[2] = { (uint8_t)(bucket >> 8), (uint8_t)bucket };
+	MDB_val key = { 2, kb }, data;
+	MDB_cursor *c;
+	size_t count_at;
+	uint64_t n = 0;
+	int rc;
+
+	rc = mdb_cursor_open(t->txn, t->db->dbi, &c);
+	if (rc != 0)
+		return err(rc);
+	sh_enc_u16(e, bucket);
+	count_at = e->len;
+	sh_enc_u64(e, 0);
+	rc = mdb_cursor_get(c, &key, &data, MDB_SET_RANGE);
+	while (rc == 0 && key.mv_size >= 2 && memcmp(key.mv_data, kb, 2) == 0) {
+		sh_enc_u16(e, (uint16_t)key.mv_size);
+		sh_enc_bytes(e, key.mv_data, key.mv_size);
+		sh_enc_blob(e, data.mv_data, data.mv_size);
+		n++;
+		rc = mdb_cursor_get(c, &key, &data, MDB_NEXT);
+	}
+	mdb_cursor_close(c);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return err(rc);
+	if (sh_enc_error(e))
+		return sh_enc_error(e);
+	memcpy(e->p + count_at, &n, sizeof(n));
+	return 0;
+}
+
+int
+meta_import_bucket(struct meta_txn *t, uint16_t bucket, const uint8_t *b, size_t len)
+{
+	struct sh_dec d;
+	uint64_t n;
+	int rc;
+
+	if (!t->write)
+		return -EINVAL;
+	sh_dec_init(&d, b, len);
+	if (sh_dec_u16(&d) != bucket)
+		return -EBADMSG;
+	n = sh_dec_u64(&d);
+	if (d.err || n > len / 8)
+		return -EBADMSG;
+	rc = meta_drop_bucket(t, bucket);
+	for (uint64_t i = 0; rc == 0 && i < n; i++) {
+		size_t klen = sh_dec_u16(&d), vlen;
+		const uint8_t *k = sh_dec_bytes(&d, klen);
+		const uint8_t *v = sh_dec_blob(&d, META_VALUE_MAX, &vlen);
+		MDB_val key, data;
+
+		if (d.err || klen < 2 + 1 + META_VER_LEN || klen > META_KEY_MAX + META_VER_LEN ||
+		    k[0] != (uint8_t)(bucket >> 8) || k[1] != (uint8_t)bucket || vlen < 1)
+			return -EBADMSG;
+		key = (MDB_val){ klen, (void *)k };
+		data = (MDB_val){ vlen, (void *)v };
+		rc = err(mdb_put(t->txn, t->db->dbi, &key, &data, 0));
+	}
+	if (rc == 0) {
+		sh_dec_end(&d);
+		if (d.err)
+			return -EBADMSG;
+	}
+	return rc;
+}

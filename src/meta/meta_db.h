@@ -65,4 +65,14 @@ int meta_scan(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *
 /* Remove every record of a bucket (before installing a snapshot of it). */
 int meta_drop_bucket(struct meta_txn *t, uint16_t bucket);
 
+/*
+ * A bucket's snapshot for a replica that fell behind: every stored record
+ * of the bucket, every version, as (u16 key length, key, u32 value length,
+ * value) pairs after a u16 bucket and a u64 count. Import replaces the
+ * bucket with it, refusing (-EBADMSG, nothing changed once aborted) a
+ * malformed one or one with keys of another bucket.
+ */
+int meta_export_bucket(struct meta_txn *t, uint16_t bucket, struct sh_enc *e);
+int meta_import_bucket(struct meta_txn *t, uint16_t bucket, const uint8_t *b, size_t len);
+
 #endif /* SH_META_META_DB_H */

@@ -22,9 +22,10 @@
 
 #include "../base/base.h"
 
-#define META_NAME_MAX 255
-#define META_KEY_MAX  (3 + 8 + META_NAME_MAX + 1 + 8)
-#define META_VER_LEN  8
+#define META_NAME_MAX  255
+#define META_KEY_MAX   (3 + 8 + META_NAME_MAX + 1 + 8)
+#define META_VER_LEN   8
+#define META_VALUE_MAX (65536 + 64) /* a stored value: flags and the largest record (an xattr) */
 
 enum meta_kind {
 	META_K_INODE = 'i',

@@ -64,6 +64,7 @@ contents(struct replica *r)
 
 	SH_ASSERT_OK(meta_txn_begin(r->db, false, &t));
 	SH_ASSERT_OK(meta_scan(t, &all, NULL, 0, 1, hash_rec, &h));
+	SH_ASSERT_OK(meta_scan(t, &all, NULL, 0, UINT64_MAX, hash_rec, &h));
 	meta_txn_abort(t);
 	return h;
 }
@@ -123,19 +124,22 @@ TEST(meta_cmd_replicas_agree)
 			c.data = (const uint8_t *)"v";
 			c.dlen = 1;
 			c.flags = (uint32_t)sh_rand_below(&rng, 3);
-			snprintf(c.name, sizeof(c.name), "user.k%u", (unsigned)sh_rand_below(&rng, 3));
+			snprintf(c.name, sizeof(c.name), "user.k%u",
+				 (unsigned)sh_rand_below(&rng, 3));
 		} else {
 			c.op = META_OP_REMOVEXATTR;
-			snprintf(c.name, sizeof(c.name), "user.k%u", (unsigned)sh_rand_below(&rng, 3));
+			snprintf(c.name, sizeof(c.name), "user.k%u",
+				 (unsigned)sh_rand_below(&rng, 3));
 		}
 		apply(&a, &c, &ra);
 		apply(&b, &c, &rb);
-		SH_ASSERT_MSG(ra.status == rb.status, "command %d (op %u): %d vs %d", i, c.op, ra.status,
-			      rb.status);
+		SH_ASSERT_MSG(ra.status == rb.status, "command %d (op %u): %d vs %d", i, c.op,
+			      ra.status, rb.status);
 		SH_ASSERT_MEMEQ(&ra.attr, &rb.attr, sizeof(ra.attr));
 		SH_ASSERT_EQ(ra.dentry.ino, rb.dentry.ino);
 		ra.status < 0 ? failed++ : ok++;
-		if (c.op == META_OP_CREATE && ra.status == 0 && ra.dentry.type == META_DIR && ninos < 64)
+		if (c.op == META_OP_CREATE && ra.status == 0 && ra.dentry.type == META_DIR &&
+		    ninos < 64)
 			inos[ninos++] = ra.dentry.ino;
 	}
 	SH_ASSERT_EQ(contents(&a), contents(&b));
@@ -147,8 +151,7 @@ TEST(meta_cmd_replicas_agree)
 
 TEST(meta_cmd_codec_rejects_nonsense)
 {
-	struct meta_cmd c = { .op = META_OP_CREATE, .ver = 3, .type = META_REG, .parent = 1 },
-			d;
+	struct meta_cmd c = { .op = META_OP_CREATE, .ver = 3, .type = META_REG, .parent = 1 }, d;
 	struct sh_enc e;
 
 	snprintf(c.name, sizeof(c.name), "file");
@@ -166,4 +169,52 @@ TEST(meta_cmd_codec_rejects_nonsense)
 	sh_enc_init(&e);
 	SH_ASSERT_EQ(meta_cmd_encode(&e, &c), -EINVAL);
 	sh_enc_fini(&e);
+}
+
+TEST(meta_bucket_snapshot_moves_a_bucket)
+{
+	struct replica a, b;
+	struct meta_cmd c = { .op = META_OP_MKROOT, .ver = 1, .mode = 0755, .now = 1 };
+	struct meta_result r;
+	struct meta_txn *t;
+	struct sh_enc e;
+	size_t len;
+
+	open_replica(&a, "src");
+	open_replica(&b, "dst");
+	apply(&a, &c, &r);
+	for (int i = 0; i < 50; i++) {
+		memset(&c, 0, sizeof(c));
+		c.op = META_OP_CREATE;
+		c.ver = 1 + (uint64_t)i / 10; /* several versions */
+		c.now = 10 + (uint64_t)i;
+		c.parent = META_ROOT_INO;
+		c.type = META_REG;
+		c.mode = 0644;
+		snprintf(c.name, sizeof(c.name), "f%d", i);
+		apply(&a, &c, &r);
+		SH_ASSERT_OK(r.status);
+	}
+	/* b holds stale records of the bucket; the snapshot replaces them */
+	memset(&c, 0, sizeof(c));
+	c = (struct meta_cmd){ .op = META_OP_MKROOT, .ver = 1, .mode = 0700, .now = 99 };
+	apply(&b, &c, &r);
+	sh_enc_init(&e);
+	SH_ASSERT_OK(meta_txn_begin(a.db, false, &t));
+	SH_ASSERT_OK(meta_export_bucket(t, 0, &e));
+	meta_txn_abort(t);
+	SH_ASSERT_OK(meta_txn_begin(b.db, true, &t));
+	SH_ASSERT_OK(meta_import_bucket(t, 0, e.p, e.len));
+	SH_ASSERT_OK(meta_txn_commit(t));
+	SH_ASSERT_EQ(contents(&a), contents(&b));
+	/* truncated, or for another bucket: refused */
+	SH_ASSERT_OK(meta_txn_begin(b.db, true, &t));
+	for (len = 0; len < e.len; len += 37)
+		SH_ASSERT_EQ(meta_import_bucket(t, 0, e.p, len), -EBADMSG);
+	SH_ASSERT_EQ(meta_import_bucket(t, 1, e.p, e.len), -EBADMSG);
+	meta_txn_abort(t);
+	SH_ASSERT_EQ(contents(&a), contents(&b));
+	sh_enc_fini(&e);
+	meta_db_close(a.db);
+	meta_db_close(b.db);
 }

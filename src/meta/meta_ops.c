@@ -628,33 +628,44 @@ touch_ctime(struct meta_bucket *b, uint64_t ino, struct meta_inode *in, uint64_t
 	return put_inode(b, ino, in);
 }
 
+/* The inode, the xattr's key and whether it is set (for set and remove). */
+static int
+xattr_probe(struct meta_bucket *b, uint64_t ino, const char *name, struct meta_inode *in,
+	    struct meta_key *k, bool *present)
+{
+	uint8_t probe;
+	size_t n;
+	int rc = get_inode(b, ino, in);
+
+	if (rc < 0)
+		return rc;
+	rc = xattr_key(b, ino, name, k);
+	if (rc < 0)
+		return rc;
+	rc = meta_get(b->t, k, b->ver, &probe, 0, &n);
+	*present = rc == 0 || rc == -EOVERFLOW; /* EOVERFLOW: present, with a value */
+	return *present || rc == -ENOENT ? 0 : rc;
+}
+
 int
 meta_setxattr(struct meta_bucket *b, uint64_t ino, const char *name, const void *val, size_t len,
 	      int flags, uint64_t now)
 {
 	struct meta_inode in;
 	struct meta_key k;
-	uint8_t probe;
-	size_t n;
-	int rc = get_inode(b, ino, &in);
+	bool present;
+	int rc;
 
-	if (rc < 0)
-		return rc;
 	if (len > META_XATTR_MAX)
 		return -E2BIG;
 	if ((flags & META_XATTR_CREATE) && (flags & META_XATTR_REPLACE))
 		return -EINVAL;
-	rc = xattr_key(b, ino, name, &k);
+	rc = xattr_probe(b, ino, name, &in, &k, &present);
 	if (rc < 0)
 		return rc;
-	rc = meta_get(b->t, &k, b->ver, &probe, 0, &n);
-	if (rc == -EOVERFLOW)
-		rc = 0; /* present (with a value) */
-	if (rc < 0 && rc != -ENOENT)
-		return rc;
-	if (rc == 0 && (flags & META_XATTR_CREATE))
+	if (present && (flags & META_XATTR_CREATE))
 		return -EEXIST;
-	if (rc == -ENOENT && (flags & META_XATTR_REPLACE))
+	if (!present && (flags & META_XATTR_REPLACE))
 		return -ENODATA;
 	rc = meta_put(b->t, &k, b->ver, val, len, b->keep);
 	return rc < 0 ? rc : touch_ctime(b, ino, &in, now);
@@ -704,20 +715,13 @@ meta_removexattr(struct meta_bucket *b, uint64_t ino, const char *name, uint64_t
 {
 	struct meta_inode in;
 	struct meta_key k;
-	uint8_t probe;
-	size_t n;
-	int rc = get_inode(b, ino, &in);
+	bool present;
+	int rc = xattr_probe(b, ino, name, &in, &k, &present);
 
 	if (rc < 0)
 		return rc;
-	rc = xattr_key(b, ino, name, &k);
-	if (rc < 0)
-		return rc;
-	rc = meta_get(b->t, &k, b->ver, &probe, 0, &n);
-	if (rc == -ENOENT)
+	if (!present)
 		return -ENODATA;
-	if (rc < 0 && rc != -EOVERFLOW)
-		return rc;
 	rc = meta_del(b->t, &k, b->ver, b->keep);
 	return rc < 0 ? rc : touch_ctime(b, ino, &in, now);
 }

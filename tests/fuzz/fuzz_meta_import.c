@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Fuzz target: a bucket snapshot from another replica, imported into a bucket store (then rolled back). */
+/* Fuzz target: a bucket snapshot from another replica, imported into a bucket store (then rolled
+ * back). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -377,10 +377,10 @@ propose(struct cluster *cl, struct sub *s)
 	struct raft_buffer buf;
 	struct sh_enc e;
 	char msg[CFG_MSG_MAX];
-	size_t len;
 	int rc;
 
-	rc = cfg_check(cl->cfg, &s->cmd, msg, sizeof(msg));
+	/* against the state machine this leader applies to (its view may be a pushed copy) */
+	rc = cfg_check(cl->fsm_cfg, &s->cmd, msg, sizeof(msg));
 	if (rc < 0) {
 		sub_done(s, rc, msg);
 		return 0;
@@ -399,7 +399,6 @@ propose(struct cluster *cl, struct sub *s)
 	memcpy(buf.base, e.p, e.len);
 	buf.len = e.len;
 	sh_enc_fini(&e);
-	(void)len;
 	s->apply.data = s;
 	rc = raft_apply(&cl->raft, &s->apply, &buf, 1, on_applied);
 	if (rc != 0) {

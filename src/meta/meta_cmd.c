@@ -138,6 +138,32 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 	case META_OP_OUTBOX_ACK:
 		rc = meta_outbox_ack(b, c->upto);
 		break;
+	case META_OP_LEASE_GRANT:
+		rc = c->flags > UINT16_MAX
+			 ? -EINVAL
+			 : meta_lease_grant(b, c->ino, (uint16_t)c->flags, &r->lease);
+		break;
+	case META_OP_LEASE_CLOSE:
+		rc = meta_lease_close(b, c->ino, r->lessees, 64, &r->nlessees);
+		break;
+	case META_OP_LEASE_REOPEN:
+		rc = meta_lease_reopen(b, c->ino);
+		break;
+	case META_OP_LEASE_DROP:
+		rc = c->flags > UINT16_MAX ? -EINVAL
+					   : meta_lease_drop(b, c->ino, (uint16_t)c->flags);
+		break;
+	case META_OP_LEASE_HOLD:
+		r->lease = (struct meta_lease){ .dir = c->ino,
+						.mode = c->mode,
+						.uid = c->uid,
+						.gid = c->gid,
+						.generation = c->upto };
+		rc = meta_lease_hold(b, &r->lease);
+		break;
+	case META_OP_LEASE_REVOKE:
+		rc = meta_lease_revoke(b, c->ino);
+		break;
 	default:
 		rc = -EINVAL;
 	}

@@ -19,8 +19,14 @@ enum meta_op {
 	META_OP_SETATTR,
 	META_OP_SETXATTR,
 	META_OP_REMOVEXATTR,
-	META_OP_DELTA,	    /* apply a delta from another bucket */
-	META_OP_OUTBOX_ACK, /* drop shipped deltas */
+	META_OP_DELTA,	      /* apply a delta from another bucket */
+	META_OP_OUTBOX_ACK,   /* drop shipped deltas */
+	META_OP_LEASE_GRANT,  /* ino: the directory, flags: the lessee bucket */
+	META_OP_LEASE_CLOSE,  /* ino */
+	META_OP_LEASE_REOPEN, /* ino */
+	META_OP_LEASE_DROP,   /* ino, flags: the lessee */
+	META_OP_LEASE_HOLD,   /* ino, mode, uid, gid, upto: the generation */
+	META_OP_LEASE_REVOKE, /* ino */
 	META_OP_MAX
 };
 
@@ -48,6 +54,9 @@ struct meta_result {
 	struct meta_inode attr;
 	struct meta_dentry dentry;
 	struct meta_delta deltas[3]; /* to ship (ino 0: none) */
+	struct meta_lease lease;     /* granted */
+	uint16_t lessees[64];	     /* to revoke (lease close) */
+	unsigned nlessees;
 };
 
 int meta_cmd_encode(struct sh_enc *e, const struct meta_cmd *c);

@@ -370,15 +370,35 @@ put_dentry(struct meta_bucket *b, const struct meta_key *k, uint64_t ino, uint8_
 	return meta_put(b->t, k, b->ver, buf, sizeof(buf), b->keep);
 }
 
-/* The parent, when it lives here: it must be a directory. */
+#define META_IF_CLOSING 0x1 /* a directory being removed: no new leases */
+
+static void
+grant_key(struct meta_key *k, uint16_t bucket, uint64_t dir, uint16_t lessee)
+{
+	meta_key_id(k, bucket, META_K_GRANT, dir);
+	k->b[k->len++] = (uint8_t)(lessee >> 8);
+	k->b[k->len++] = (uint8_t)lessee;
+}
+
+/*
+ * The parent must be a directory: checked here when it lives here, else
+ * through the lease this bucket holds on it (-ENOLCK: get one first).
+ */
 static int
 check_local_parent(struct meta_bucket *b, uint64_t parent)
 {
 	struct meta_inode p;
 	int rc;
 
-	if (meta_ino_bucket(parent) != b->bucket)
-		return 0; /* checked by its own bucket (the lease, docs/metadata.md) */
+	if (meta_ino_bucket(parent) != b->bucket) {
+		struct meta_key k;
+		uint8_t buf[64];
+		size_t n;
+
+		meta_key_id(&k, b->bucket, META_K_HELD, parent);
+		rc = meta_get(b->t, &k, b->ver, buf, sizeof(buf), &n);
+		return rc == -ENOENT ? -ENOLCK : rc;
+	}
 	rc = get_inode(b, parent, &p);
 	if (rc == -ESTALE)
 		return -ENOENT;
@@ -541,6 +561,141 @@ drop_inode(struct meta_bucket *b, uint64_t ino)
 	return rc;
 }
 
+struct grants {
+	uint16_t *out;
+	unsigned max, n;
+};
+
+static int
+on_grant(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vlen)
+{
+	struct grants *g = arg;
+
+	(void)val;
+	(void)vlen;
+	if (klen != 13)
+		return -EBADMSG;
+	if (g->n == g->max)
+		return 1;
+	g->out[g->n++] = (uint16_t)(key[11] << 8 | key[12]);
+	return 0;
+}
+
+static int
+list_grants(struct meta_bucket *b, uint64_t dir, uint16_t *out, unsigned max, unsigned *n)
+{
+	struct grants g = { out, max, 0 };
+	struct meta_key pk;
+	int rc;
+
+	meta_key_id(&pk, b->bucket, META_K_GRANT, dir);
+	rc = meta_scan(b->t, &pk, NULL, 0, b->ver, on_grant, &g);
+	*n = g.n;
+	return rc;
+}
+
+static int
+lease_dir(struct meta_bucket *b, uint64_t dir, struct meta_inode *in)
+{
+	int rc = get_inode(b, dir, in);
+
+	if (rc == -ESTALE)
+		return -ENOENT;
+	if (rc < 0)
+		return rc;
+	return in->type == META_DIR ? 0 : -ENOTDIR;
+}
+
+int
+meta_lease_grant(struct meta_bucket *b, uint64_t dir, uint16_t lessee, struct meta_lease *out)
+{
+	struct meta_inode in;
+	struct meta_key k;
+	uint8_t one = 1;
+	int rc = lease_dir(b, dir, &in);
+
+	if (rc < 0)
+		return rc;
+	if (in.flags & META_IF_CLOSING)
+		return -EBUSY;
+	if (lessee == b->bucket || lessee >= b->nbuckets)
+		return -EINVAL;
+	grant_key(&k, b->bucket, dir, lessee);
+	rc = meta_put(b->t, &k, b->ver, &one, 1, b->keep);
+	if (rc == 0 && out)
+		*out = (struct meta_lease){ .dir = dir,
+					    .mode = in.mode,
+					    .uid = in.uid,
+					    .gid = in.gid,
+					    .generation = in.generation };
+	return rc;
+}
+
+int
+meta_lease_close(struct meta_bucket *b, uint64_t dir, uint16_t *lessees, unsigned max, unsigned *n)
+{
+	struct meta_inode in;
+	int rc = lease_dir(b, dir, &in);
+
+	if (rc < 0)
+		return rc;
+	if (!(in.flags & META_IF_CLOSING)) {
+		in.flags |= META_IF_CLOSING;
+		rc = put_inode(b, dir, &in);
+		if (rc < 0)
+			return rc;
+	}
+	return list_grants(b, dir, lessees, max, n);
+}
+
+int
+meta_lease_reopen(struct meta_bucket *b, uint64_t dir)
+{
+	struct meta_inode in;
+	int rc = lease_dir(b, dir, &in);
+
+	if (rc < 0 || !(in.flags & META_IF_CLOSING))
+		return rc;
+	in.flags &= ~(uint64_t)META_IF_CLOSING;
+	return put_inode(b, dir, &in);
+}
+
+int
+meta_lease_drop(struct meta_bucket *b, uint64_t dir, uint16_t lessee)
+{
+	struct meta_key k;
+
+	grant_key(&k, b->bucket, dir, lessee);
+	return meta_del(b->t, &k, b->ver, b->keep);
+}
+
+int
+meta_lease_hold(struct meta_bucket *b, const struct meta_lease *l)
+{
+	struct meta_key k;
+
+	uint8_t v[28];
+
+	if (l->dir == 0 || meta_ino_bucket(l->dir) == b->bucket)
+		return -EINVAL;
+	memcpy(v, &l->dir, 8);
+	memcpy(v + 8, &l->mode, 4);
+	memcpy(v + 12, &l->uid, 4);
+	memcpy(v + 16, &l->gid, 4);
+	memcpy(v + 20, &l->generation, 8);
+	meta_key_id(&k, b->bucket, META_K_HELD, l->dir);
+	return meta_put(b->t, &k, b->ver, v, sizeof(v), b->keep);
+}
+
+int
+meta_lease_revoke(struct meta_bucket *b, uint64_t dir)
+{
+	struct meta_key k;
+
+	meta_key_id(&k, b->bucket, META_K_HELD, dir);
+	return meta_del(b->t, &k, b->ver, b->keep);
+}
+
 int
 meta_remove(struct meta_bucket *b, uint64_t parent, const char *name, size_t len, bool dir,
 	    uint64_t now, uint64_t *removed, struct meta_delta deltas[2])
@@ -565,6 +720,17 @@ meta_remove(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 		rc = get_inode(b, d.ino, &in);
 		if (rc == 0 && dir && in.size != 0)
 			return -ENOTEMPTY;
+		if (rc == 0 && dir) {
+			unsigned nl = 0;
+			uint16_t l;
+			int lr = list_grants(b, d.ino, &l, 1, &nl);
+
+			if (lr < 0)
+				return lr;
+			if (nl > 0)
+				return -EBUSY; /* leases out: revoke them first (meta_lease_close)
+						*/
+		}
 		if (rc == 0) {
 			if (dir || in.nlink <= 1) {
 				rc = drop_inode(b, d.ino);

@@ -11,7 +11,9 @@
  * Directories: size is the number of entries, nlink 2 + subdirectories.
  * Errors as Linux gives them: -ENOENT, -EEXIST, -ENOTDIR, -EISDIR,
  * -ENOTEMPTY, -ENAMETOOLONG, -EINVAL, -ESTALE (an inode number of this
- * bucket that is gone or never was), -ENODATA (no such xattr), -ERANGE.
+ * bucket that is gone or never was), -ENODATA (no such xattr), -ERANGE;
+ * and -ENOLCK: an entry under a directory of another bucket needs a lease
+ * on it first (meta_lease_*), then the same call again.
  */
 #ifndef SH_META_META_OPS_H
 #define SH_META_META_OPS_H
@@ -133,6 +135,33 @@ int meta_getxattr(struct meta_bucket *b, uint64_t ino, const char *name, void *v
 /* Names NUL-separated into buf (Linux listxattr). -ERANGE if cap is too small; cap 0: size only. */
 int meta_listxattr(struct meta_bucket *b, uint64_t ino, char *buf, size_t cap, size_t *len);
 int meta_removexattr(struct meta_bucket *b, uint64_t ino, const char *name, uint64_t now);
+
+/*
+ * Directory leases (docs/metadata.md). A bucket creates entries under a
+ * directory of another bucket only while it holds a lease on it; the
+ * directory's bucket records whom it granted, stops granting while the
+ * directory is being removed, and refuses rmdir while leases are out.
+ */
+struct meta_lease {
+	uint64_t dir;
+	uint32_t mode, uid, gid;
+	uint64_t generation;
+};
+
+/* At the directory's bucket: grant lessee a lease. -ENOENT, -ENOTDIR, -EBUSY (closing). */
+int meta_lease_grant(struct meta_bucket *b, uint64_t dir, uint16_t lessee, struct meta_lease *out);
+/*
+ * At the directory's bucket: stop granting (before rmdir) and list the
+ * lessees to revoke (at most max; *n of them). meta_lease_reopen undoes it.
+ */
+int meta_lease_close(struct meta_bucket *b, uint64_t dir, uint16_t *lessees, unsigned max,
+		     unsigned *n);
+int meta_lease_reopen(struct meta_bucket *b, uint64_t dir);
+/* At the directory's bucket: the lessee gave it back (after a revoke). */
+int meta_lease_drop(struct meta_bucket *b, uint64_t dir, uint16_t lessee);
+/* At the lessee: keep a granted lease, or give it up (revoke). */
+int meta_lease_hold(struct meta_bucket *b, const struct meta_lease *l);
+int meta_lease_revoke(struct meta_bucket *b, uint64_t dir);
 
 /* At the bucket a delta is for: apply it unless applied before (then 0 and nothing). */
 int meta_apply_delta(struct meta_bucket *b, const struct meta_delta *d);

@@ -37,6 +37,8 @@ enum meta_kind {
 	META_K_COUNTER = 'n', /* bucket 'n' 0: the next inode sequence */
 	META_K_OUTBOX = 'o',  /* bucket 'o' seq: a delta for another bucket */
 	META_K_APPLIED = 's', /* bucket 's' source: the last delta seq applied from it */
+	META_K_GRANT = 'g',   /* bucket 'g' dir lessee: a lease this directory's bucket gave */
+	META_K_HELD = 'h',    /* bucket 'h' dir: a lease this bucket holds on a directory */
 };
 
 /* A logical key (without the version). */

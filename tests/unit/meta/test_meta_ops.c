@@ -35,6 +35,29 @@ fx_open(struct fx *f)
 		};
 }
 
+/* Every other bucket gets a lease on directory dir (as it would on first use). */
+static void
+lease_all(struct fx *f, uint64_t dir)
+{
+	int home = meta_ino_bucket(dir);
+
+	for (int i = 0; i < NB; i++) {
+		struct meta_lease l;
+
+		if (i == home)
+			continue;
+		SH_ASSERT_OK(meta_lease_grant(&f->b[home], dir, (uint16_t)i, &l));
+		SH_ASSERT_OK(meta_lease_hold(&f->b[i], &l));
+	}
+}
+
+static void
+mkroot(struct fx *f)
+{
+	SH_ASSERT_OK(meta_mkroot(&f->b[0], 0755, 500));
+	lease_all(f, META_ROOT_INO);
+}
+
 static void
 fx_close(struct fx *f)
 {
@@ -107,7 +130,7 @@ TEST(meta_ops_create_lookup_and_parent_counts)
 	uint64_t file0, dir0;
 
 	fx_open(&f);
-	SH_ASSERT_OK(meta_mkroot(&f.b[0], 0755, 500));
+	mkroot(&f);
 	SH_ASSERT_EQ(meta_mkroot(&f.b[0], 0755, 500), -EEXIST);
 
 	/* an entry in the root's own bucket: the root is updated in the same transaction */
@@ -187,7 +210,7 @@ TEST(meta_ops_remove_rmdir_symlink)
 	size_t len;
 
 	fx_open(&f);
-	SH_ASSERT_OK(meta_mkroot(&f.b[0], 0755, 500));
+	mkroot(&f);
 	snprintf(dname, sizeof(dname), "%s", name_in(META_ROOT_INO, 0, "dir"));
 	SH_ASSERT_OK(
 	    meta_create(&f.b[0], META_ROOT_INO, dname, strlen(dname), &n, &in, &d, &delta));
@@ -253,7 +276,7 @@ TEST(meta_ops_hard_links_across_buckets)
 	uint64_t file, removed;
 
 	fx_open(&f);
-	SH_ASSERT_OK(meta_mkroot(&f.b[0], 0755, 500));
+	mkroot(&f);
 	snprintf(a, sizeof(a), "%s", name_in(META_ROOT_INO, 0, "orig"));
 	SH_ASSERT_OK(meta_create(&f.b[0], META_ROOT_INO, a, strlen(a), &n, &in, &d, &delta));
 	file = d.ino;
@@ -299,7 +322,7 @@ TEST(meta_ops_setattr_xattrs_and_snapshots)
 	uint64_t file, removed;
 
 	fx_open(&f);
-	SH_ASSERT_OK(meta_mkroot(&f.b[0], 0755, 500));
+	mkroot(&f);
 	snprintf(nm, sizeof(nm), "%s", name_in(META_ROOT_INO, 1, "x"));
 	SH_ASSERT_OK(meta_create(&f.b[1], META_ROOT_INO, nm, strlen(nm), &n, &in, &d, &delta));
 	file = d.ino;
@@ -372,7 +395,7 @@ TEST(meta_ops_readdir_pages)
 	bool more = true;
 
 	fx_open(&f);
-	SH_ASSERT_OK(meta_mkroot(&f.b[0], 0755, 500));
+	mkroot(&f);
 	for (int i = 0; i < 200; i++) {
 		char nm[32];
 
@@ -423,6 +446,8 @@ make_in(struct fx *f, uint64_t parent, int k, const char *stem, uint8_t type, ch
 
 	strcpy(out, name_in(parent, k, stem));
 	SH_ASSERT_OK(meta_create(&f->b[k], parent, out, strlen(out), &n, &in, &d, &delta));
+	if (type == META_DIR)
+		lease_all(f, d.ino);
 	return d.ino;
 }
 
@@ -437,7 +462,7 @@ TEST(meta_ops_rename_in_one_bucket)
 	const int k = 1;
 
 	fx_open(&f);
-	SH_ASSERT_OK(meta_mkroot(&f.b[0], 0755, 500));
+	mkroot(&f);
 	fa = make_in(&f, META_ROOT_INO, k, "a", META_REG, a);
 	fb = make_in(&f, META_ROOT_INO, k, "b", META_REG, b2);
 	strcpy(c, name_in(META_ROOT_INO, k, "c"));
@@ -515,5 +540,64 @@ TEST(meta_ops_rename_in_one_bucket)
 	SH_ASSERT_EQ(in.mtime, 7500);
 	SH_ASSERT_OK(meta_lookup(&f.b[k], p2, y, strlen(y), &d));
 	SH_ASSERT_EQ(d.ino, sub);
+	fx_close(&f);
+}
+
+TEST(meta_ops_directory_leases)
+{
+	struct fx f;
+	struct meta_inode in;
+	struct meta_dentry d;
+	struct meta_delta delta, two[2];
+	struct meta_new n = newf(META_REG);
+	struct meta_lease l;
+	char dn[64], fn[64];
+	uint16_t lessees[8];
+	unsigned nl;
+	uint64_t dir, file, removed;
+
+	fx_open(&f);
+	SH_ASSERT_OK(meta_mkroot(&f.b[0], 0755, 500)); /* no leases yet */
+	strcpy(fn, name_in(META_ROOT_INO, 1, "f"));
+	SH_ASSERT_EQ(meta_create(&f.b[1], META_ROOT_INO, fn, strlen(fn), &n, &in, &d, &delta),
+		     -ENOLCK);
+	SH_ASSERT_OK(meta_lease_grant(&f.b[0], META_ROOT_INO, 1, &l));
+	SH_ASSERT_EQ(l.mode, 0755);
+	SH_ASSERT_OK(meta_lease_hold(&f.b[1], &l));
+	SH_ASSERT_OK(meta_create(&f.b[1], META_ROOT_INO, fn, strlen(fn), &n, &in, &d, &delta));
+	file = d.ino;
+	SH_ASSERT_EQ(meta_lease_grant(&f.b[1], file, 2, &l), -ENOTDIR);
+	SH_ASSERT_EQ(meta_lease_grant(&f.b[0], meta_ino_make(0, 999), 2, &l), -ENOENT);
+
+	/* a directory with a lease out cannot go until the lease is back */
+	n = newf(META_DIR);
+	strcpy(dn, name_in(META_ROOT_INO, 0, "d"));
+	SH_ASSERT_OK(meta_create(&f.b[0], META_ROOT_INO, dn, strlen(dn), &n, &in, &d, &delta));
+	dir = d.ino;
+	SH_ASSERT_OK(meta_lease_grant(&f.b[0], dir, 3, &l));
+	SH_ASSERT_OK(meta_lease_hold(&f.b[3], &l));
+	SH_ASSERT_EQ(meta_remove(&f.b[0], META_ROOT_INO, dn, strlen(dn), true, 900, &removed, two),
+		     -EBUSY);
+	SH_ASSERT_OK(meta_lease_close(&f.b[0], dir, lessees, 8, &nl));
+	SH_ASSERT_EQ(nl, 1);
+	SH_ASSERT_EQ(lessees[0], 3);
+	SH_ASSERT_EQ(meta_lease_grant(&f.b[0], dir, 2, &l), -EBUSY); /* closing */
+	SH_ASSERT_OK(meta_lease_revoke(&f.b[3], dir));
+	SH_ASSERT_OK(meta_lease_drop(&f.b[0], dir, 3));
+	/* bucket 3 may no longer create under it */
+	n = newf(META_REG);
+	SH_ASSERT_EQ(meta_create(&f.b[3], dir, name_in(dir, 3, "late"),
+				 strlen(name_in(dir, 3, "late")), &n, &in, &d, &delta),
+		     -ENOLCK);
+	SH_ASSERT_OK(meta_remove(&f.b[0], META_ROOT_INO, dn, strlen(dn), true, 900, &removed, two));
+	SH_ASSERT_EQ(removed, dir);
+	/* reopen clears closing (rmdir that found entries) */
+	n = newf(META_DIR);
+	strcpy(dn, name_in(META_ROOT_INO, 0, "e"));
+	SH_ASSERT_OK(meta_create(&f.b[0], META_ROOT_INO, dn, strlen(dn), &n, &in, &d, &delta));
+	SH_ASSERT_OK(meta_lease_close(&f.b[0], d.ino, lessees, 8, &nl));
+	SH_ASSERT_EQ(nl, 0);
+	SH_ASSERT_OK(meta_lease_reopen(&f.b[0], d.ino));
+	SH_ASSERT_OK(meta_lease_grant(&f.b[0], d.ino, 2, &l));
 	fx_close(&f);
 }

@@ -407,6 +407,23 @@ check_local_parent(struct meta_bucket *b, uint64_t parent)
 	return p.type == META_DIR ? 0 : -ENOTDIR;
 }
 
+/* -EBUSY while a two-phase rename holds entry (parent, name) of this bucket. */
+static int
+check_unlocked(struct meta_bucket *b, uint64_t parent, const char *name, size_t len)
+{
+	struct meta_key k;
+	uint8_t v[8];
+	size_t n;
+	int rc = meta_key_lock(&k, b->bucket, parent, name, len);
+
+	if (rc < 0)
+		return rc;
+	rc = meta_get(b->t, &k, b->ver, v, sizeof(v), &n);
+	if (rc == -ENOENT)
+		return 0;
+	return rc == 0 ? -EBUSY : rc;
+}
+
 int
 meta_create(struct meta_bucket *b, uint64_t parent, const char *name, size_t len,
 	    const struct meta_new *n, struct meta_inode *attr, struct meta_dentry *out,
@@ -425,6 +442,8 @@ meta_create(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 	if (n->type == META_LNK && (n->tlen == 0 || n->tlen > SYMLINK_MAX))
 		return n->tlen ? -ENAMETOOLONG : -ENOENT;
 	rc = check_local_parent(b, parent);
+	if (rc == 0)
+		rc = check_unlocked(b, parent, name, len);
 	if (rc < 0)
 		return rc;
 	rc = get_dentry(b, parent, name, len, &old, &k);
@@ -484,6 +503,8 @@ meta_link(struct meta_bucket *b, uint64_t parent, const char *name, size_t len, 
 	if (type < META_REG || type > META_SOCK || ino == 0)
 		return -EINVAL;
 	rc = check_local_parent(b, parent);
+	if (rc == 0)
+		rc = check_unlocked(b, parent, name, len);
 	if (rc < 0)
 		return rc;
 	if (meta_ino_bucket(ino) == b->bucket) {
@@ -704,6 +725,8 @@ meta_remove(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 	struct meta_key k;
 	int rc = check_entry(b, parent, name, len);
 
+	if (rc == 0)
+		rc = check_unlocked(b, parent, name, len);
 	if (rc < 0)
 		return rc;
 	rc = get_dentry(b, parent, name, len, &d, &k);
@@ -1008,6 +1031,9 @@ meta_rename(struct meta_bucket *b, uint64_t oparent, const char *oname, size_t o
 	    meta_dentry_bucket(nparent, nname, nlen, b->nbuckets) != b->bucket)
 		return -EXDEV;
 	deltas[0] = deltas[1] = deltas[2] = (struct meta_delta){ 0 };
+	if ((rc = check_unlocked(b, oparent, oname, olen)) < 0 ||
+	    (rc = check_unlocked(b, nparent, nname, nlen)) < 0)
+		return rc;
 	rc = get_dentry(b, oparent, oname, olen, &src, &sk);
 	if (rc < 0)
 		return rc;
@@ -1084,4 +1110,238 @@ meta_rename(struct meta_bucket *b, uint64_t oparent, const char *oname, size_t o
 		return rc;
 	return rename_parents(b, oparent, nparent, -1, -(int32_t)sdir, have_dst ? 0 : 1,
 			      (int32_t)sdir - (int32_t)ddir, now, deltas);
+}
+
+/* ---- rename across two buckets ---- */
+
+static int
+put_lock(struct meta_bucket *b, uint64_t parent, const char *name, uint64_t id)
+{
+	struct meta_key k;
+	int rc = meta_key_lock(&k, b->bucket, parent, name, strlen(name));
+
+	return rc < 0 ? rc : meta_put(b->t, &k, b->ver, &id, sizeof(id), b->keep);
+}
+
+/* The lock on (parent, name) is this rename's: 0, else -ESTALE. */
+static int
+own_lock(struct meta_bucket *b, uint64_t parent, const char *name, uint64_t id, bool drop)
+{
+	struct meta_key k;
+	uint64_t v;
+	size_t n;
+	int rc = meta_key_lock(&k, b->bucket, parent, name, strlen(name));
+
+	if (rc == 0)
+		rc = meta_get(b->t, &k, b->ver, &v, sizeof(v), &n);
+	if (rc == -ENOENT || (rc == 0 && (n != sizeof(v) || v != id)))
+		return -ESTALE;
+	if (rc == 0 && drop)
+		rc = meta_del(b->t, &k, b->ver, b->keep);
+	return rc;
+}
+
+static int
+put_intent(struct meta_bucket *b, const struct meta_rename2 *r, uint8_t phase)
+{
+	uint8_t s[META_DENTRY_LEN];
+	struct sh_enc e;
+	struct meta_key k;
+	int rc;
+
+	meta_dentry_encode(&r->src, s);
+	sh_enc_init(&e);
+	sh_enc_u8(&e, phase);
+	sh_enc_u16(&e, r->dst_bucket);
+	sh_enc_u64(&e, r->oparent);
+	sh_enc_u64(&e, r->nparent);
+	sh_enc_u32(&e, r->flags);
+	sh_enc_str(&e, r->oname);
+	sh_enc_str(&e, r->nname);
+	sh_enc_bytes(&e, s, sizeof(s));
+	meta_key_id(&k, b->bucket, META_K_INTENT, r->id);
+	rc = sh_enc_error(&e);
+	if (rc == 0)
+		rc = meta_put(b->t, &k, b->ver, e.p, e.len, b->keep);
+	sh_enc_fini(&e);
+	return rc;
+}
+
+int
+meta_rename_prepare_src(struct meta_bucket *b, struct meta_rename2 *r)
+{
+	size_t olen = strlen(r->oname);
+	struct meta_key k;
+	int rc;
+
+	if ((r->flags & ~3u) || r->flags == 3 || r->id == 0 || r->src_bucket != b->bucket ||
+	    r->dst_bucket == b->bucket)
+		return -EINVAL;
+	rc = check_entry(b, r->oparent, r->oname, olen);
+	if (rc == 0)
+		rc = meta_name_check(r->nname, strlen(r->nname));
+	if (rc == 0)
+		rc = check_unlocked(b, r->oparent, r->oname, olen);
+	if (rc == 0)
+		rc = get_dentry(b, r->oparent, r->oname, olen, &r->src, &k);
+	if (rc == 0)
+		rc = put_lock(b, r->oparent, r->oname, r->id);
+	return rc < 0 ? rc : put_intent(b, r, 1);
+}
+
+int
+meta_rename_prepare_dst(struct meta_bucket *b, struct meta_rename2 *r)
+{
+	size_t nlen = strlen(r->nname);
+	bool sdir = r->src.type == META_DIR, ddir;
+	struct meta_key k;
+	int rc;
+
+	if (r->dst_bucket != b->bucket)
+		return -EINVAL;
+	rc = check_entry(b, r->nparent, r->nname, nlen);
+	if (rc == 0)
+		rc = check_local_parent(b, r->nparent);
+	if (rc == 0)
+		rc = check_unlocked(b, r->nparent, r->nname, nlen);
+	if (rc < 0)
+		return rc;
+	rc = get_dentry(b, r->nparent, r->nname, nlen, &r->dst, &k);
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	r->have_dst = rc == 0;
+	ddir = r->have_dst && r->dst.type == META_DIR;
+	if ((r->flags & META_RENAME_EXCHANGE) && !r->have_dst)
+		return -ENOENT;
+	if (r->have_dst && !(r->flags & META_RENAME_EXCHANGE)) {
+		if (r->flags & META_RENAME_NOREPLACE)
+			return -EEXIST;
+		if (r->dst.ino == r->src.ino)
+			return 1; /* two names of one inode: nothing to do (abort both, succeed) */
+		if (sdir && !ddir)
+			return -ENOTDIR;
+		if (!sdir && ddir)
+			return -EISDIR;
+		if (ddir) {
+			struct meta_inode t;
+
+			if (meta_ino_bucket(r->dst.ino) != b->bucket)
+				return -EXDEV; /* its emptiness is a third bucket's to say */
+			rc = get_inode(b, r->dst.ino, &t);
+			if (rc == 0 && t.size != 0)
+				return -ENOTEMPTY;
+			if (rc < 0 && rc != -ESTALE)
+				return rc;
+		}
+	}
+	return put_lock(b, r->nparent, r->nname, r->id);
+}
+
+int
+meta_rename_commit_src(struct meta_bucket *b, const struct meta_rename2 *r,
+		       struct meta_delta deltas[3])
+{
+	bool sdir = r->src.type == META_DIR, ddir = r->have_dst && r->dst.type == META_DIR;
+	bool xch = r->flags & META_RENAME_EXCHANGE;
+	struct meta_key k;
+	int rc = own_lock(b, r->oparent, r->oname, r->id, true);
+
+	deltas[0] = deltas[1] = deltas[2] = (struct meta_delta){ 0 };
+	if (rc == 0)
+		rc = meta_key_dentry(&k, b->bucket, r->oparent, r->oname, strlen(r->oname));
+	if (rc == 0)
+		rc = xch ? put_dentry(b, &k, r->dst.ino, r->dst.type)
+			 : meta_del(b->t, &k, b->ver, b->keep);
+	if (rc == 0)
+		rc = put_intent(b, r, 2); /* the decision */
+	if (rc == 0)
+		rc = touch_moved(b, r->src.ino, r->now);
+	if (rc == 0 && xch)
+		rc = touch_moved(b, r->dst.ino, r->now);
+	if (rc < 0)
+		return rc;
+	deltas[0] =
+	    (struct meta_delta){ .ino = r->oparent,
+				 .dentries = xch ? 0 : -1,
+				 .dlinks = xch ? (int32_t)ddir - (int32_t)sdir : -(int32_t)sdir,
+				 .time = r->now };
+	return effect(b, &deltas[0]);
+}
+
+int
+meta_rename_commit_dst(struct meta_bucket *b, const struct meta_rename2 *r,
+		       struct meta_delta deltas[3])
+{
+	bool sdir = r->src.type == META_DIR, ddir = r->have_dst && r->dst.type == META_DIR;
+	bool xch = r->flags & META_RENAME_EXCHANGE;
+	struct meta_key k;
+	int rc = own_lock(b, r->nparent, r->nname, r->id, true);
+
+	deltas[0] = deltas[1] = deltas[2] = (struct meta_delta){ 0 };
+	if (rc == 0 && r->have_dst && !xch) {
+		/* the replaced inode loses this name */
+		if (meta_ino_bucket(r->dst.ino) == b->bucket) {
+			struct meta_inode t;
+
+			rc = get_inode(b, r->dst.ino, &t);
+			if (rc == 0 && (ddir || t.nlink <= 1)) {
+				rc = drop_inode(b, r->dst.ino);
+			} else if (rc == 0) {
+				t.nlink--;
+				rc = touch_ctime(b, r->dst.ino, &t, r->now);
+			} else if (rc == -ESTALE) {
+				rc = 0;
+			}
+		} else {
+			deltas[2] =
+			    (struct meta_delta){ .ino = r->dst.ino, .dlinks = -1, .time = r->now };
+			rc = effect(b, &deltas[2]);
+		}
+	}
+	if (rc == 0)
+		rc = meta_key_dentry(&k, b->bucket, r->nparent, r->nname, strlen(r->nname));
+	if (rc == 0)
+		rc = put_dentry(b, &k, r->src.ino, r->src.type);
+	if (rc == 0)
+		rc = touch_moved(b, r->src.ino, r->now);
+	if (rc < 0)
+		return rc;
+	deltas[1] = (struct meta_delta){ .ino = r->nparent,
+					 .dentries = xch || r->have_dst ? 0 : 1,
+					 .dlinks = (int32_t)sdir - (int32_t)ddir,
+					 .time = r->now };
+	return effect(b, &deltas[1]);
+}
+
+int
+meta_rename_abort(struct meta_bucket *b, const struct meta_rename2 *r)
+{
+	struct meta_key k;
+	int rc = 0;
+
+	if (b->bucket == r->src_bucket) {
+		rc = own_lock(b, r->oparent, r->oname, r->id, true);
+		if (rc == -ESTALE)
+			rc = 0; /* never locked, or released already */
+		meta_key_id(&k, b->bucket, META_K_INTENT, r->id);
+		if (rc == 0)
+			rc = meta_del(b->t, &k, b->ver, b->keep);
+	}
+	if (rc == 0 && b->bucket == r->dst_bucket) {
+		rc = own_lock(b, r->nparent, r->nname, r->id, true);
+		if (rc == -ESTALE)
+			rc = 0;
+	}
+	return rc;
+}
+
+int
+meta_rename_finish(struct meta_bucket *b, const struct meta_rename2 *r)
+{
+	struct meta_key k;
+
+	if (b->bucket != r->src_bucket)
+		return -EINVAL;
+	meta_key_id(&k, b->bucket, META_K_INTENT, r->id);
+	return meta_del(b->t, &k, b->ver, b->keep);
 }

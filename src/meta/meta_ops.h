@@ -137,6 +137,38 @@ int meta_listxattr(struct meta_bucket *b, uint64_t ino, char *buf, size_t cap, s
 int meta_removexattr(struct meta_bucket *b, uint64_t ino, const char *name, uint64_t now);
 
 /*
+ * Rename across two buckets: two phases, coordinated by the source
+ * entry's bucket S with an intent record; the target entry's bucket is T
+ * (docs/metadata.md). Order: prepare_src at S, prepare_dst at T,
+ * commit_src at S (the decision: the intent says committed), commit_dst
+ * at T, finish at S. Until the end both names are locked: other
+ * operations on them get -EBUSY. A prepare that fails is undone with
+ * abort on the side(s) that prepared. After a crash, S's intents say what
+ * to redo: prepared → abort both; committed → commit_dst, then finish.
+ */
+struct meta_rename2 {
+	uint64_t id; /* unique per S (e.g. its raft index) */
+	uint16_t src_bucket, dst_bucket;
+	uint64_t oparent, nparent;
+	char oname[META_NAME_MAX + 1], nname[META_NAME_MAX + 1];
+	unsigned flags;
+	uint64_t now;
+	/* filled by the prepares */
+	struct meta_dentry src, dst;
+	bool have_dst;
+};
+
+int meta_rename_prepare_src(struct meta_bucket *b, struct meta_rename2 *r);
+int meta_rename_prepare_dst(struct meta_bucket *b, struct meta_rename2 *r);
+/* deltas: the old parent's (S), or the new parent's and a replaced inode's (T). */
+int meta_rename_commit_src(struct meta_bucket *b, const struct meta_rename2 *r,
+			   struct meta_delta deltas[3]);
+int meta_rename_commit_dst(struct meta_bucket *b, const struct meta_rename2 *r,
+			   struct meta_delta deltas[3]);
+int meta_rename_abort(struct meta_bucket *b, const struct meta_rename2 *r);
+int meta_rename_finish(struct meta_bucket *b, const struct meta_rename2 *r);
+
+/*
  * Directory leases (docs/metadata.md). A bucket creates entries under a
  * directory of another bucket only while it holds a lease on it; the
  * directory's bucket records whom it granted, stops granting while the

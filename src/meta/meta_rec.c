@@ -94,6 +94,14 @@ meta_key_dentry(struct meta_key *k, uint16_t bucket, uint64_t parent, const char
 }
 
 int
+meta_key_lock(struct meta_key *k, uint16_t bucket, uint64_t parent, const char *name, size_t len)
+{
+	int rc = meta_name_check(name, len);
+
+	return rc < 0 ? rc : key_named(k, bucket, META_K_LOCK, parent, name, len);
+}
+
+int
 meta_key_xattr(struct meta_key *k, uint16_t bucket, uint64_t ino, const char *name, size_t len)
 {
 	return key_named(k, bucket, META_K_XATTR, ino, name, len);

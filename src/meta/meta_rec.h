@@ -39,6 +39,7 @@ enum meta_kind {
 	META_K_APPLIED = 's', /* bucket 's' source: the last delta seq applied from it */
 	META_K_GRANT = 'g',   /* bucket 'g' dir lessee: a lease this directory's bucket gave */
 	META_K_HELD = 'h',    /* bucket 'h' dir: a lease this bucket holds on a directory */
+	META_K_LOCK = 'k',    /* bucket 'k' parent name 0x00: an entry a rename holds */
 };
 
 /* A logical key (without the version). */
@@ -71,6 +72,9 @@ void meta_key_id(struct meta_key *k, uint16_t bucket, uint8_t kind, uint64_t id)
 int meta_key_dentry(struct meta_key *k, uint16_t bucket, uint64_t parent, const char *name,
 		    size_t len);
 int meta_key_xattr(struct meta_key *k, uint16_t bucket, uint64_t ino, const char *name, size_t len);
+/* The lock a two-phase rename holds on entry (parent, name) of this bucket. */
+int meta_key_lock(struct meta_key *k, uint16_t bucket, uint64_t parent, const char *name,
+		  size_t len);
 void meta_key_extent(struct meta_key *k, uint16_t bucket, uint64_t ino, uint64_t off);
 /* The prefix shared by all of a directory's entries in one bucket. */
 void meta_key_dir_prefix(struct meta_key *k, uint16_t bucket, uint64_t parent);

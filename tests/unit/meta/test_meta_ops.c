@@ -601,3 +601,121 @@ TEST(meta_ops_directory_leases)
 	SH_ASSERT_OK(meta_lease_grant(&f.b[0], d.ino, 2, &l));
 	fx_close(&f);
 }
+
+static void
+r2_init(struct meta_rename2 *r, uint64_t id, int sb, uint64_t op, const char *on, int db,
+	uint64_t np, const char *nn, unsigned flags)
+{
+	memset(r, 0, sizeof(*r));
+	r->id = id;
+	r->src_bucket = (uint16_t)sb;
+	r->dst_bucket = (uint16_t)db;
+	r->oparent = op;
+	r->nparent = np;
+	strcpy(r->oname, on);
+	strcpy(r->nname, nn);
+	r->flags = flags;
+	r->now = 8000 + id;
+}
+
+/* The whole protocol, in order; returns the first failure (after aborting both sides). */
+static int
+rename2(struct fx *f, struct meta_rename2 *r)
+{
+	struct meta_delta dl[3];
+	int rc = meta_rename_prepare_src(&f->b[r->src_bucket], r);
+
+	if (rc < 0)
+		return rc;
+	rc = meta_rename_prepare_dst(&f->b[r->dst_bucket], r);
+	if (rc != 0) {
+		SH_ASSERT_OK(meta_rename_abort(&f->b[r->src_bucket], r));
+		SH_ASSERT_OK(meta_rename_abort(&f->b[r->dst_bucket], r));
+		return rc > 0 ? 0 : rc;
+	}
+	SH_ASSERT_OK(meta_rename_commit_src(&f->b[r->src_bucket], r, dl));
+	SH_ASSERT_OK(meta_rename_commit_dst(&f->b[r->dst_bucket], r, dl));
+	SH_ASSERT_OK(meta_rename_finish(&f->b[r->src_bucket], r));
+	ship_all(f);
+	return 0;
+}
+
+TEST(meta_ops_rename_across_buckets)
+{
+	struct fx f;
+	struct meta_inode in, root;
+	struct meta_dentry d;
+	struct meta_delta dl[3], two[2];
+	struct meta_new n = newf(META_REG);
+	struct meta_rename2 r;
+	char a[64], t[64], b1[64], c2[64], dn[64], fn[64];
+	uint64_t fa, fb, fc, dir, ff, removed;
+
+	fx_open(&f);
+	mkroot(&f);
+	fa = make_in(&f, META_ROOT_INO, 1, "a", META_REG, a);
+	strcpy(t, name_in(META_ROOT_INO, 2, "t"));
+	ship_all(&f);
+	attr(&f, META_ROOT_INO, &root);
+	SH_ASSERT_EQ(root.size, 1);
+
+	/* step by step, with the names locked in between */
+	r2_init(&r, 1, 1, META_ROOT_INO, a, 2, META_ROOT_INO, t, 0);
+	SH_ASSERT_OK(meta_rename_prepare_src(&f.b[1], &r));
+	SH_ASSERT_EQ(r.src.ino, fa);
+	SH_ASSERT_EQ(meta_remove(&f.b[1], META_ROOT_INO, a, strlen(a), false, 1, &removed, two),
+		     -EBUSY);
+	SH_ASSERT_OK(meta_rename_prepare_dst(&f.b[2], &r));
+	SH_ASSERT_EQ(meta_create(&f.b[2], META_ROOT_INO, t, strlen(t), &n, &in, &d, dl), -EBUSY);
+	SH_ASSERT_OK(meta_rename_commit_src(&f.b[1], &r, dl));
+	SH_ASSERT_OK(meta_rename_commit_dst(&f.b[2], &r, dl));
+	SH_ASSERT_OK(meta_rename_finish(&f.b[1], &r));
+	SH_ASSERT_EQ(meta_lookup(&f.b[1], META_ROOT_INO, a, strlen(a), &d), -ENOENT);
+	SH_ASSERT_OK(meta_lookup(&f.b[2], META_ROOT_INO, t, strlen(t), &d));
+	SH_ASSERT_EQ(d.ino, fa);
+	SH_ASSERT_EQ(ship_all(&f), 2); /* -1 from bucket 1, +1 from bucket 2 */
+	attr(&f, META_ROOT_INO, &root);
+	SH_ASSERT_EQ(root.size, 1);
+
+	/* replacing a file in the other bucket drops it */
+	fb = make_in(&f, META_ROOT_INO, 1, "b", META_REG, b1);
+	fc = make_in(&f, META_ROOT_INO, 2, "c", META_REG, c2);
+	r2_init(&r, 2, 1, META_ROOT_INO, b1, 2, META_ROOT_INO, c2, META_RENAME_NOREPLACE);
+	SH_ASSERT_EQ(rename2(&f, &r), -EEXIST); /* and both sides were released */
+	SH_ASSERT_OK(meta_lookup(&f.b[1], META_ROOT_INO, b1, strlen(b1), &d));
+	r2_init(&r, 3, 1, META_ROOT_INO, b1, 2, META_ROOT_INO, c2, 0);
+	SH_ASSERT_OK(rename2(&f, &r));
+	SH_ASSERT_EQ(meta_getattr(&f.b[2], fc, &in), -ESTALE);
+	SH_ASSERT_OK(meta_lookup(&f.b[2], META_ROOT_INO, c2, strlen(c2), &d));
+	SH_ASSERT_EQ(d.ino, fb);
+
+	/* exchange a directory and a file across buckets */
+	dir = make_in(&f, META_ROOT_INO, 1, "dir", META_DIR, dn);
+	ff = make_in(&f, META_ROOT_INO, 2, "file", META_REG, fn);
+	ship_all(&f);
+	attr(&f, META_ROOT_INO, &root);
+	r2_init(&r, 4, 1, META_ROOT_INO, dn, 2, META_ROOT_INO, fn, META_RENAME_EXCHANGE);
+	SH_ASSERT_OK(rename2(&f, &r));
+	SH_ASSERT_OK(meta_lookup(&f.b[1], META_ROOT_INO, dn, strlen(dn), &d));
+	SH_ASSERT_EQ(d.ino, ff);
+	SH_ASSERT_OK(meta_lookup(&f.b[2], META_ROOT_INO, fn, strlen(fn), &d));
+	SH_ASSERT_EQ(d.ino, dir);
+	SH_ASSERT_EQ(d.type, META_DIR);
+	{
+		struct meta_inode after;
+
+		attr(&f, META_ROOT_INO, &after);
+		SH_ASSERT_EQ(after.nlink, root.nlink); /* the directory is still in the root */
+		SH_ASSERT_EQ(after.size, root.size);
+	}
+	/* type rules and a missing source */
+	r2_init(&r, 5, 2, META_ROOT_INO, fn, 1, META_ROOT_INO, dn, 0); /* dir over file */
+	SH_ASSERT_EQ(rename2(&f, &r), -ENOTDIR);
+	r2_init(&r, 6, 1, META_ROOT_INO, "nope", 2, META_ROOT_INO, t, 0);
+	if (meta_dentry_bucket(META_ROOT_INO, "nope", 4, NB) == 1)
+		SH_ASSERT_EQ(rename2(&f, &r), -ENOENT);
+	/* names are free again after every outcome */
+	SH_ASSERT_OK(
+	    meta_remove(&f.b[1], META_ROOT_INO, dn, strlen(dn), false, 9000, &removed, two));
+	fx_close(&f);
+}

@@ -988,6 +988,31 @@ touch_moved(struct meta_bucket *b, uint64_t ino, uint64_t now)
 	return rc < 0 ? rc : touch_ctime(b, ino, &in, now);
 }
 
+/*
+ * Inode ino loses one of its names: dropped with its last (a directory at
+ * once), else its link count shrinks: here, or by a delta to its bucket.
+ */
+static int
+lose_name(struct meta_bucket *b, uint64_t ino, bool dir, uint64_t now, struct meta_delta *d)
+{
+	struct meta_inode t;
+	int rc;
+
+	if (meta_ino_bucket(ino) != b->bucket) {
+		*d = (struct meta_delta){ .ino = ino, .dlinks = -1, .time = now };
+		return effect(b, d);
+	}
+	rc = get_inode(b, ino, &t);
+	if (rc == -ESTALE)
+		return 0;
+	if (rc < 0)
+		return rc;
+	if (dir || t.nlink <= 1)
+		return drop_inode(b, ino);
+	t.nlink--;
+	return touch_ctime(b, ino, &t, now);
+}
+
 /* Parent effects of a rename: one delta per parent (one in all when they are the same). */
 static int
 rename_parents(struct meta_bucket *b, uint64_t op, uint64_t np, int32_t o_ents, int32_t o_links,
@@ -1080,24 +1105,7 @@ meta_rename(struct meta_bucket *b, uint64_t oparent, const char *oname, size_t o
 			if (rc < 0 && rc != -ESTALE)
 				return rc;
 		}
-		/* the replaced inode loses this name */
-		if (meta_ino_bucket(dst.ino) == b->bucket) {
-			struct meta_inode t;
-
-			rc = get_inode(b, dst.ino, &t);
-			if (rc == 0 && (ddir || t.nlink <= 1)) {
-				rc = drop_inode(b, dst.ino);
-			} else if (rc == 0) {
-				t.nlink--;
-				rc = touch_ctime(b, dst.ino, &t, now);
-			} else if (rc == -ESTALE) {
-				rc = 0;
-			}
-		} else {
-			deltas[2] =
-			    (struct meta_delta){ .ino = dst.ino, .dlinks = -1, .time = now };
-			rc = effect(b, &deltas[2]);
-		}
+		rc = lose_name(b, dst.ino, ddir, now, &deltas[2]); /* the replaced inode */
 		if (rc < 0)
 			return rc;
 	}
@@ -1279,24 +1287,7 @@ meta_rename_commit_dst(struct meta_bucket *b, const struct meta_rename2 *r,
 
 	deltas[0] = deltas[1] = deltas[2] = (struct meta_delta){ 0 };
 	if (rc == 0 && r->have_dst && !xch) {
-		/* the replaced inode loses this name */
-		if (meta_ino_bucket(r->dst.ino) == b->bucket) {
-			struct meta_inode t;
-
-			rc = get_inode(b, r->dst.ino, &t);
-			if (rc == 0 && (ddir || t.nlink <= 1)) {
-				rc = drop_inode(b, r->dst.ino);
-			} else if (rc == 0) {
-				t.nlink--;
-				rc = touch_ctime(b, r->dst.ino, &t, r->now);
-			} else if (rc == -ESTALE) {
-				rc = 0;
-			}
-		} else {
-			deltas[2] =
-			    (struct meta_delta){ .ino = r->dst.ino, .dlinks = -1, .time = r->now };
-			rc = effect(b, &deltas[2]);
-		}
+		rc = lose_name(b, r->dst.ino, ddir, r->now, &deltas[2]); /* the replaced inode */
 	}
 	if (rc == 0)
 		rc = meta_key_dentry(&k, b->bucket, r->nparent, r->nname, strlen(r->nname));

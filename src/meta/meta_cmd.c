@@ -164,6 +164,33 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 	case META_OP_LEASE_REVOKE:
 		rc = meta_lease_revoke(b, c->ino);
 		break;
+	case META_OP_RENAME2:
+		rc = meta_rename2_decode(c->data, c->dlen, &r->rename);
+		if (rc < 0)
+			break;
+		switch (c->flags) {
+		case META_R2_PREPARE_SRC:
+			rc = meta_rename_prepare_src(b, &r->rename);
+			break;
+		case META_R2_PREPARE_DST:
+			rc = meta_rename_prepare_dst(b, &r->rename);
+			break;
+		case META_R2_COMMIT_SRC:
+			rc = meta_rename_commit_src(b, &r->rename, r->deltas);
+			break;
+		case META_R2_COMMIT_DST:
+			rc = meta_rename_commit_dst(b, &r->rename, r->deltas);
+			break;
+		case META_R2_ABORT:
+			rc = meta_rename_abort(b, &r->rename);
+			break;
+		case META_R2_FINISH:
+			rc = meta_rename_finish(b, &r->rename);
+			break;
+		default:
+			rc = -EINVAL;
+		}
+		break;
 	default:
 		rc = -EINVAL;
 	}

@@ -27,6 +27,7 @@ enum meta_op {
 	META_OP_LEASE_DROP,   /* ino, flags: the lessee */
 	META_OP_LEASE_HOLD,   /* ino, mode, uid, gid, upto: the generation */
 	META_OP_LEASE_REVOKE, /* ino */
+	META_OP_RENAME2, /* a step of a cross-bucket rename: flags = META_R2_*, data = the rename */
 	META_OP_MAX
 };
 
@@ -49,6 +50,15 @@ struct meta_cmd {
 	size_t dlen;
 };
 
+enum {
+	META_R2_PREPARE_SRC = 1,
+	META_R2_PREPARE_DST,
+	META_R2_COMMIT_SRC,
+	META_R2_COMMIT_DST,
+	META_R2_ABORT,
+	META_R2_FINISH
+};
+
 struct meta_result {
 	int status;
 	struct meta_inode attr;
@@ -57,6 +67,7 @@ struct meta_result {
 	struct meta_lease lease;     /* granted */
 	uint16_t lessees[64];	     /* to revoke (lease close) */
 	unsigned nlessees;
+	struct meta_rename2 rename; /* as the step left it (prepares fill it in) */
 };
 
 int meta_cmd_encode(struct sh_enc *e, const struct meta_cmd *c);

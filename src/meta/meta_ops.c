@@ -1149,30 +1149,121 @@ own_lock(struct meta_bucket *b, uint64_t parent, const char *name, uint64_t id, 
 	return rc;
 }
 
+int
+meta_rename2_encode(struct sh_enc *e, const struct meta_rename2 *r)
+{
+	uint8_t d[META_DENTRY_LEN];
+
+	sh_enc_u64(e, r->id);
+	sh_enc_u16(e, r->src_bucket);
+	sh_enc_u16(e, r->dst_bucket);
+	sh_enc_u64(e, r->oparent);
+	sh_enc_u64(e, r->nparent);
+	sh_enc_u32(e, r->flags);
+	sh_enc_u64(e, r->now);
+	sh_enc_str(e, r->oname);
+	sh_enc_str(e, r->nname);
+	sh_enc_u8(e, r->src.ino != 0);
+	if (r->src.ino) {
+		meta_dentry_encode(&r->src, d);
+		sh_enc_bytes(e, d, sizeof(d));
+	}
+	sh_enc_u8(e, r->have_dst);
+	if (r->have_dst) {
+		meta_dentry_encode(&r->dst, d);
+		sh_enc_bytes(e, d, sizeof(d));
+	}
+	return sh_enc_error(e);
+}
+
+int
+meta_rename2_decode(const uint8_t *b, size_t len, struct meta_rename2 *r)
+{
+	struct sh_dec d;
+	const uint8_t *p;
+
+	memset(r, 0, sizeof(*r));
+	sh_dec_init(&d, b, len);
+	r->id = sh_dec_u64(&d);
+	r->src_bucket = sh_dec_u16(&d);
+	r->dst_bucket = sh_dec_u16(&d);
+	r->oparent = sh_dec_u64(&d);
+	r->nparent = sh_dec_u64(&d);
+	r->flags = sh_dec_u32(&d);
+	r->now = sh_dec_u64(&d);
+	sh_dec_str(&d, r->oname, sizeof(r->oname));
+	sh_dec_str(&d, r->nname, sizeof(r->nname));
+	if (sh_dec_u8(&d)) {
+		p = sh_dec_bytes(&d, META_DENTRY_LEN);
+		if (p == NULL || meta_dentry_decode(p, META_DENTRY_LEN, &r->src) < 0)
+			return -EBADMSG;
+	}
+	r->have_dst = sh_dec_u8(&d) != 0;
+	if (r->have_dst) {
+		p = sh_dec_bytes(&d, META_DENTRY_LEN);
+		if (p == NULL || meta_dentry_decode(p, META_DENTRY_LEN, &r->dst) < 0)
+			return -EBADMSG;
+	}
+	sh_dec_end(&d);
+	if (d.err || r->id == 0 || (r->flags & ~3u) || r->flags == 3)
+		return -EBADMSG;
+	return 0;
+}
+
+/* The coordinator's record: the phase (1 prepared, 2 committed) and the whole rename. */
 static int
 put_intent(struct meta_bucket *b, const struct meta_rename2 *r, uint8_t phase)
 {
-	uint8_t s[META_DENTRY_LEN];
 	struct sh_enc e;
 	struct meta_key k;
 	int rc;
 
-	meta_dentry_encode(&r->src, s);
 	sh_enc_init(&e);
 	sh_enc_u8(&e, phase);
-	sh_enc_u16(&e, r->dst_bucket);
-	sh_enc_u64(&e, r->oparent);
-	sh_enc_u64(&e, r->nparent);
-	sh_enc_u32(&e, r->flags);
-	sh_enc_str(&e, r->oname);
-	sh_enc_str(&e, r->nname);
-	sh_enc_bytes(&e, s, sizeof(s));
+	rc = meta_rename2_encode(&e, r);
 	meta_key_id(&k, b->bucket, META_K_INTENT, r->id);
-	rc = sh_enc_error(&e);
 	if (rc == 0)
 		rc = meta_put(b->t, &k, b->ver, e.p, e.len, b->keep);
 	sh_enc_fini(&e);
 	return rc;
+}
+
+struct intents {
+	int (*fn)(void *arg, int phase, const struct meta_rename2 *r);
+	void *arg;
+	int err;
+};
+
+static int
+on_intent(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vlen)
+{
+	struct intents *x = arg;
+	struct meta_rename2 r;
+	const uint8_t *v = val;
+
+	(void)key;
+	(void)klen;
+	if (vlen < 1 || (v[0] != 1 && v[0] != 2) || meta_rename2_decode(v + 1, vlen - 1, &r) < 0) {
+		x->err = -EBADMSG;
+		return 1;
+	}
+	return x->fn(x->arg, v[0], &r);
+}
+
+int
+meta_intents(struct meta_bucket *b, int (*fn)(void *arg, int phase, const struct meta_rename2 *r),
+	     void *arg)
+{
+	struct intents x = { fn, arg, 0 };
+	struct meta_key pk;
+	int rc;
+
+	pk.b[0] = (uint8_t)(b->bucket >> 8);
+	pk.b[1] = (uint8_t)b->bucket;
+	pk.b[2] = META_K_INTENT;
+	pk.len = 3;
+	rc = meta_scan(b->t, &pk, NULL, 0, b->ver, on_intent, &x);
+	return rc < 0 ? rc : x.err;
 }
 
 int

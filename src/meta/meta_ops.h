@@ -167,6 +167,12 @@ int meta_rename_commit_dst(struct meta_bucket *b, const struct meta_rename2 *r,
 			   struct meta_delta deltas[3]);
 int meta_rename_abort(struct meta_bucket *b, const struct meta_rename2 *r);
 int meta_rename_finish(struct meta_bucket *b, const struct meta_rename2 *r);
+/* The renames this bucket coordinates, for recovery: phase 1 prepared, 2 committed. */
+int meta_intents(struct meta_bucket *b,
+		 int (*fn)(void *arg, int phase, const struct meta_rename2 *r), void *arg);
+/* A rename's state as bytes (in intents, and between the two buckets); decode is fuzzed. */
+int meta_rename2_encode(struct sh_enc *e, const struct meta_rename2 *r);
+int meta_rename2_decode(const uint8_t *b, size_t len, struct meta_rename2 *r);
 
 /*
  * Directory leases (docs/metadata.md). A bucket creates entries under a

@@ -38,6 +38,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			__builtin_trap();
 	}
 	{
+		struct meta_rename2 r;
+
+		(void)meta_rename2_decode(data, size, &r);
+	}
+	{
 		struct meta_delta md;
 
 		if (meta_delta_decode(data, size, &md) == 0) {

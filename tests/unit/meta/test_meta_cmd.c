@@ -218,3 +218,85 @@ TEST(meta_bucket_snapshot_moves_a_bucket)
 	meta_db_close(a.db);
 	meta_db_close(b.db);
 }
+
+/* The steps of a cross-bucket rename as commands, as the two buckets' logs would hold them. */
+TEST(meta_cmd_rename_steps)
+{
+	struct replica a;
+	struct meta_bucket b0 = { .bucket = 0, .nbuckets = 2 }, b1 = { .bucket = 1, .nbuckets = 2 };
+	struct meta_cmd c = { .op = META_OP_MKROOT, .ver = 1, .mode = 0755, .now = 1 };
+	struct meta_result r;
+	struct meta_rename2 rn = { .id = 1,
+				   .src_bucket = 0,
+				   .dst_bucket = 1,
+				   .oparent = META_ROOT_INO,
+				   .nparent = META_ROOT_INO,
+				   .now = 5 };
+	struct sh_enc e;
+	char src[32], dst[32];
+	int i;
+
+	open_replica(&a, "steps");
+	SH_ASSERT_OK(meta_txn_begin(a.db, true, &b0.t));
+	b1.t = b0.t;
+	meta_cmd_apply(&b0, &c, &r);
+	SH_ASSERT_OK(r.status);
+	for (i = 0; meta_dentry_bucket(META_ROOT_INO, src,
+				       (size_t)snprintf(src, sizeof(src), "s%d", i), 2) != 0;
+	     i++)
+		;
+	for (i = 0; meta_dentry_bucket(META_ROOT_INO, dst,
+				       (size_t)snprintf(dst, sizeof(dst), "d%d", i), 2) != 1;
+	     i++)
+		;
+	c = (struct meta_cmd){ .op = META_OP_CREATE,
+			       .ver = 1,
+			       .type = META_REG,
+			       .mode = 0644,
+			       .parent = META_ROOT_INO,
+			       .now = 2 };
+	strcpy(c.name, src);
+	meta_cmd_apply(&b0, &c, &r);
+	SH_ASSERT_OK(r.status);
+	/* bucket 1 holds a lease on the root */
+	c = (struct meta_cmd){
+		.op = META_OP_LEASE_GRANT, .ver = 1, .ino = META_ROOT_INO, .flags = 1
+	};
+	meta_cmd_apply(&b0, &c, &r);
+	SH_ASSERT_OK(r.status);
+	c = (struct meta_cmd){ .op = META_OP_LEASE_HOLD,
+			       .ver = 1,
+			       .ino = META_ROOT_INO,
+			       .mode = r.lease.mode,
+			       .upto = r.lease.generation };
+	meta_cmd_apply(&b1, &c, &r);
+	SH_ASSERT_OK(r.status);
+	strcpy(rn.oname, src);
+	strcpy(rn.nname, dst);
+	for (int step = META_R2_PREPARE_SRC; step <= META_R2_FINISH; step++) {
+		struct meta_bucket *on =
+		    step == META_R2_PREPARE_DST || step == META_R2_COMMIT_DST ? &b1 : &b0;
+
+		if (step == META_R2_ABORT)
+			continue;
+		sh_enc_init(&e);
+		SH_ASSERT_OK(meta_rename2_encode(&e, &rn));
+		c = (struct meta_cmd){ .op = META_OP_RENAME2,
+				       .ver = 1,
+				       .flags = (uint32_t)step,
+				       .data = e.p,
+				       .dlen = e.len };
+		meta_cmd_apply(on, &c, &r);
+		SH_ASSERT_MSG(r.status == 0, "step %d: %d", step, r.status);
+		rn = r.rename; /* what the step filled in travels on */
+		sh_enc_fini(&e);
+	}
+	{
+		struct meta_dentry d;
+
+		SH_ASSERT_EQ(meta_lookup(&b0, META_ROOT_INO, src, strlen(src), &d), -ENOENT);
+		SH_ASSERT_OK(meta_lookup(&b1, META_ROOT_INO, dst, strlen(dst), &d));
+	}
+	meta_txn_abort(b0.t);
+	meta_db_close(a.db);
+}

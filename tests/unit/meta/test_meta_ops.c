@@ -6,6 +6,7 @@
  * links across buckets, xattrs, and reads at a kept snapshot.
  */
 #include <stdio.h>
+#include <unistd.h>
 
 #include "../../../src/meta/meta_ops.h"
 #include "../../lib/test.h"
@@ -26,6 +27,10 @@ fx_open(struct fx *f)
 	char path[512];
 
 	snprintf(path, sizeof(path), "%s/ops.mdb", sh_test_dir());
+	unlink(path); /* a fresh store each time */
+	snprintf(path + strlen(path), sizeof(path) - strlen(path), "-lock");
+	unlink(path);
+	path[strlen(path) - 5] = '\0';
 	SH_ASSERT_OK(meta_db_open(path, 64ull << 20, &f->db));
 	SH_ASSERT_OK(meta_txn_begin(f->db, true, &f->t));
 	f->keep = (struct meta_keep){ f->keepv, 0 };
@@ -718,4 +723,71 @@ TEST(meta_ops_rename_across_buckets)
 	SH_ASSERT_OK(
 	    meta_remove(&f.b[1], META_ROOT_INO, dn, strlen(dn), false, 9000, &removed, two));
 	fx_close(&f);
+}
+
+struct found {
+	int phase;
+	struct meta_rename2 r;
+	int n;
+};
+
+static int
+on_found(void *arg, int phase, const struct meta_rename2 *r)
+{
+	struct found *x = arg;
+
+	x->phase = phase;
+	x->r = *r;
+	x->n++;
+	return 0;
+}
+
+/* A coordinator that stops between any two steps: its intent says how to finish. */
+TEST(meta_ops_rename_recovers_from_its_intent)
+{
+	for (int stop = 1; stop <= 3; stop++) {
+		struct fx f;
+		struct meta_rename2 r;
+		struct meta_delta dl[3];
+		struct meta_dentry d;
+		struct found x = { 0 };
+		char a[64], t[64];
+		uint64_t fa;
+		bool at_old, at_new;
+
+		fx_open(&f);
+		mkroot(&f);
+		fa = make_in(&f, META_ROOT_INO, 1, "a", META_REG, a);
+		strcpy(t, name_in(META_ROOT_INO, 3, "t"));
+		r2_init(&r, 7, 1, META_ROOT_INO, a, 3, META_ROOT_INO, t, 0);
+		SH_ASSERT_OK(meta_rename_prepare_src(&f.b[1], &r));
+		if (stop >= 2)
+			SH_ASSERT_OK(meta_rename_prepare_dst(&f.b[3], &r));
+		if (stop >= 3)
+			SH_ASSERT_OK(meta_rename_commit_src(&f.b[1], &r, dl));
+		/* ... the coordinator's leader changes: the new one reads the intent */
+		SH_ASSERT_OK(meta_intents(&f.b[1], on_found, &x));
+		SH_ASSERT_EQ(x.n, 1);
+		SH_ASSERT_EQ(x.phase, stop >= 3 ? 2 : 1);
+		SH_ASSERT_EQ(x.r.src.ino, fa);
+		if (x.phase == 2) {
+			SH_ASSERT_OK(meta_rename_commit_dst(&f.b[3], &x.r, dl));
+			SH_ASSERT_OK(meta_rename_finish(&f.b[1], &x.r));
+		} else {
+			SH_ASSERT_OK(meta_rename_abort(&f.b[1], &x.r));
+			SH_ASSERT_OK(meta_rename_abort(&f.b[3], &x.r));
+		}
+		/* exactly one of the two names, and nothing left behind */
+		at_old = meta_lookup(&f.b[1], META_ROOT_INO, a, strlen(a), &d) == 0;
+		at_new = meta_lookup(&f.b[3], META_ROOT_INO, t, strlen(t), &d) == 0;
+		SH_ASSERT_MSG(at_old != at_new, "stop %d: old %d new %d", stop, at_old, at_new);
+		SH_ASSERT_EQ(at_new, stop >= 3);
+		x.n = 0;
+		SH_ASSERT_OK(meta_intents(&f.b[1], on_found, &x));
+		SH_ASSERT_EQ(x.n, 0);
+		SH_ASSERT_OK(meta_remove(&f.b[at_new ? 3 : 1], META_ROOT_INO, at_new ? t : a,
+					 strlen(at_new ? t : a), false, 1, &fa,
+					 (struct meta_delta[2]){}));
+		fx_close(&f);
+	}
 }

@@ -155,10 +155,11 @@ worker_main(void *arg)
 	struct net_iface ifc;
 	/* a worker's endpoint id: node id and worker index (docs/cluster.md) */
 	struct net_config nc = { .node_id = (d->o.id << 8) | w->idx, .ifaces = &ifc, .nifaces = 1 };
-	char name[32];
+	char name[48];
 	int rc;
 
-	snprintf(name, sizeof(name), "w%u", w->idx);
+	snprintf(name, sizeof(name), "shoald-%llu.w%u", (unsigned long long)d->o.id, w->idx);
+	sh_log_set_tag(name); /* this thread's log lines say which node and worker */
 	eo.name = name;
 	if (d->o.performance) {
 		cpu_set_t set;

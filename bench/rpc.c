@@ -439,6 +439,17 @@ wait_done(struct shoal_client *c, uint64_t want)
 		env_real_run_once(c->env, 100 * SH_NSEC_PER_MSEC);
 }
 
+/* Open the session with one call, then start counting: returns the start time. */
+static uint64_t
+warm_up(struct shoal_client *c)
+{
+	net_call(c->net, 1, NET_OP_PING, NULL, 0, NULL, count_cb, c, NULL);
+	wait_done(c, 1);
+	c->done = 0;
+	c->inflight = 0;
+	return sh_clock_mono_ns();
+}
+
 static double
 shoal_lat_p50(enum env_real_mode mode, double *p99)
 {
@@ -478,11 +489,7 @@ shoal_rate(enum env_real_mode mode)
 	uint64_t t0, end;
 
 	shoal_open(&c, mode == ENV_REAL_POLL ? "poll" : "event", mode);
-	net_call(c.net, 1, NET_OP_ECHO, &iov, 1, NULL, count_cb, &c, NULL);
-	wait_done(&c, 1);
-	c.done = 0;
-	c.inflight = 0;
-	t0 = sh_clock_mono_ns();
+	t0 = warm_up(&c);
 	end = t0 + (uint64_t)(secs * 1e9);
 	while (sh_clock_mono_ns() < end) {
 		while (c.inflight < 64) {
@@ -513,11 +520,7 @@ shoal_stream(const char *server_mode)
 	sh_iov_append(&zc, b, 0, sizeof(body)); /* the zero-copy API: the message is not copied */
 	sh_buf_put(b);
 	shoal_open(&c, server_mode, ENV_REAL_EVENT);
-	net_call(c.net, 1, NET_OP_PING, NULL, 0, NULL, count_cb, &c, NULL);
-	wait_done(&c, 1);
-	c.done = 0;
-	c.inflight = 0;
-	t0 = sh_clock_mono_ns();
+	t0 = warm_up(&c);
 	end = t0 + (uint64_t)(secs * 1e9);
 	while (sh_clock_mono_ns() < end) {
 		while (c.inflight < 8) {

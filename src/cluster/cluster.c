@@ -448,17 +448,8 @@ static int
 ensure_peer(struct cluster *cl, uint64_t id)
 {
 	const struct cfg_node *n = cfg_node_find(cl->cfg, id);
-	struct net_iface ifc = { 0 };
-	int rc;
 
-	if (net_peer_incarnation(cl->net, id) != 0 || net_peer_connected(cl->net, id))
-		return 0;
-	if (n == NULL)
-		return -ENOENT;
-	if (env_addr_parse(n->mgmt, &ifc.addr) < 0)
-		return -EINVAL;
-	rc = net_peer_add(cl->net, id, &ifc, 1);
-	return rc == -EEXIST ? 0 : rc;
+	return n == NULL ? -ENOENT : net_peer_ensure(cl->net, id, n->mgmt);
 }
 
 static int
@@ -725,12 +716,14 @@ adopt(struct cluster *cl, const uint8_t *b, size_t len)
 	if (t == NULL)
 		return;
 	if (cfg_decode(b, len, t) == 0 && t->epoch > cl->cfg->epoch) {
-		sh_log_debug("config epoch %llu -> %llu", (unsigned long long)cl->cfg->epoch,
+		struct cfg *old = cl->cfg;
+
+		sh_log_debug("config epoch %llu -> %llu", (unsigned long long)old->epoch,
 			     (unsigned long long)t->epoch);
-		if (cfg_copy(cl->cfg, t) == 0) {
-			notify(cl);
-			env_post(&cl->pump);
-		}
+		cl->cfg = t; /* the decoded copy becomes the view */
+		t = old;
+		notify(cl);
+		env_post(&cl->pump);
 	}
 	cfg_free(t);
 }
@@ -821,19 +814,14 @@ on_push_reply(struct cluster *cl, void *ctx, uint64_t node, int status, const st
 	}
 }
 
+/* Push the configuration (encoded once per round by the caller: leader id, then cfg). */
 static void
-push(struct cluster *cl, struct track *t)
+push(struct cluster *cl, struct track *t, const struct sh_enc *body)
 {
-	struct sh_enc e;
-
 	t->pushed = env_now(cl->env);
-	if (ensure_peer(cl, t->id) < 0)
-		return;
-	sh_enc_init(&e);
-	sh_enc_u64(&e, cl->p.node_id);
-	cfg_encode(&e, cl->cfg);
-	ccall(cl, t->id, NET_OP_CLUSTER_PUSH, &e, CALL_TIMEOUT_NS, 0, on_push_reply, NULL, NULL);
-	sh_enc_fini(&e);
+	if (ensure_peer(cl, t->id) == 0)
+		ccall(cl, t->id, NET_OP_CLUSTER_PUSH, body, CALL_TIMEOUT_NS, 0, on_push_reply, NULL,
+		      NULL);
 }
 
 static void
@@ -980,6 +968,7 @@ static void
 lead(struct cluster *cl)
 {
 	uint64_t now = env_now(cl->env);
+	struct sh_enc body;
 
 	if (!cl->was_leader) {
 		/* new leader: judge nodes from now on, or from their last Raft message */
@@ -996,6 +985,7 @@ lead(struct cluster *cl)
 				t->seen = heard;
 		}
 	}
+	sh_enc_init(&body);
 	for (uint32_t i = 0; i < cl->cfg->nnodes; i++) {
 		const struct cfg_node *n = &cl->cfg->nodes[i];
 		struct track *t = track_get(cl, n->id);
@@ -1015,9 +1005,15 @@ lead(struct cluster *cl)
 		else if (!t->proposing && n->state == CFG_DOWN && !silent)
 			set_state(cl, t, CFG_UP);
 		if (n->id != cl->p.node_id && t->acked < cl->cfg->epoch &&
-		    now - t->pushed >= PUSH_RETRY_NS)
-			push(cl, t);
+		    now - t->pushed >= PUSH_RETRY_NS) {
+			if (body.len == 0) {
+				sh_enc_u64(&body, cl->p.node_id);
+				cfg_encode(&body, cl->cfg);
+			}
+			push(cl, t, &body);
+		}
 	}
+	sh_enc_fini(&body);
 	reconcile(cl);
 }
 

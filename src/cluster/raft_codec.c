@@ -281,16 +281,3 @@ rc_msg_free(struct raft_message *m)
 		m->install_snapshot.data.base = NULL;
 	}
 }
-
-const char *
-rc_msg_name(unsigned type)
-{
-	static const char *names[] = { "?",
-				       "append-entries",
-				       "append-entries-result",
-				       "request-vote",
-				       "request-vote-result",
-				       "install-snapshot",
-				       "timeout-now" };
-	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "?";
-}

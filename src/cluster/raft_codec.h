@@ -34,6 +34,5 @@ int rc_msg_encode(struct sh_enc *e, const struct raft_message *m, raft_id from, 
 int rc_msg_decode(const uint8_t *b, size_t len, struct raft_message *m, char *addr);
 /* Free what a decoded message owns (when it is not given to raft). */
 void rc_msg_free(struct raft_message *m);
-const char *rc_msg_name(unsigned type);
 
 #endif /* SH_CLUSTER_RAFT_CODEC_H */

@@ -176,7 +176,7 @@ rnet_create(struct net *net, struct rnet **out)
 	if (rn == NULL)
 		return -ENOMEM;
 	rn->net = net;
-	rn->env = NULL;
+	rn->env = net_env(net);
 	if (sh_htable_init(&rn->groups, 16) < 0 || sh_htable_init(&rn->peers, 16) < 0) {
 		rc = -ENOMEM;
 		goto err;
@@ -233,28 +233,16 @@ transmit(struct rio *r, struct rop *op)
 	struct rnet *rn = r->rn;
 	struct net_call_opts opts = { .timeout_ns = SEND_TIMEOUT_NS, .retries = 0 };
 	struct iovec iov = { op->body, op->len };
-	struct rpeer *p = peer_get(rn, op->to, op->addr);
 	int rc;
 
-	if (p == NULL)
+	if (peer_get(rn, op->to, op->addr) == NULL)
 		return;
-	rc = net_call(rn->net, op->to, NET_OP_RAFT, &iov, 1, &opts, on_sent, NULL, NULL);
-	if (rc == -ENOENT) {
-		struct net_iface ifc = { 0 };
-
-		if (env_addr_parse(op->addr, &ifc.addr) < 0 || ifc.addr.port == 0) {
-			sh_log_warn("raft: node %llu has a bad address '%s'",
-				    (unsigned long long)op->to, op->addr);
-			return;
-		}
-		rc = net_peer_add(rn->net, op->to, &ifc, 1);
-		if (rc == 0)
-			rc = net_call(rn->net, op->to, NET_OP_RAFT, &iov, 1, &opts, on_sent, NULL,
-				      NULL);
-	}
+	rc = net_peer_ensure(rn->net, op->to, op->addr);
+	if (rc == 0)
+		rc = net_call(rn->net, op->to, NET_OP_RAFT, &iov, 1, &opts, on_sent, NULL, NULL);
 	if (rc < 0)
-		sh_log_debug("raft: send to node %llu: %s", (unsigned long long)op->to,
-			     sh_strerror(rc));
+		sh_log_debug("raft: send to node %llu (%s): %s", (unsigned long long)op->to,
+			     op->addr, sh_strerror(rc));
 }
 
 static void
@@ -663,7 +651,6 @@ rio_open(struct rnet *rn, struct raft_io *io, const struct rio_params *p, rlog_d
 	r = sh_calloc(1, sizeof(*r));
 	if (r == NULL)
 		return -ENOMEM;
-	rn->env = env;
 	r->group = p->group;
 	r->id = p->id;
 	r->io = io;
@@ -700,13 +687,6 @@ rio_open(struct rnet *rn, struct raft_io *io, const struct rio_params *p, rlog_d
 	io->random = io_random;
 	sh_htable_insert(&rn->groups, &r->hn, sh_hash_u64(p->group));
 	return 0;
-}
-
-int
-rio_barrier(struct raft_io *io, rlog_done_cb cb, void *arg)
-{
-	struct rio *r = io->impl;
-	return r->log ? rlog_barrier(r->log, cb, arg) : -ESHUTDOWN;
 }
 
 void

@@ -52,7 +52,5 @@ int rio_open(struct rnet *rn, struct raft_io *io, const struct rio_params *p, rl
 void rio_destroy(struct raft_io *io);
 /* The loaded log holds state (a term, entries or a snapshot): this node was a member. */
 bool rio_has_state(struct raft_io *io);
-/* Everything queued before is durable: cb(arg, 0), or an error. */
-int rio_barrier(struct raft_io *io, rlog_done_cb cb, void *arg);
 
 #endif /* SH_CLUSTER_RAFT_IO_H */

@@ -39,7 +39,6 @@ struct rlog {
 	struct iovec iov;
 	uint8_t *wbuf; /* the bytes in flight */
 	size_t wlen;
-	uint64_t image_end;
 	struct env_task kick;
 	rlog_done_cb open_cb;
 	void *open_arg;
@@ -479,12 +478,6 @@ rlog_barrier(struct rlog *l, rlog_done_cb cb, void *arg)
 	rc = add_waiter(l, cb, arg);
 	schedule(l);
 	return rc;
-}
-
-bool
-rlog_durable(const struct rlog *l)
-{
-	return l->seq_durable == l->seq_queued;
 }
 
 uint64_t

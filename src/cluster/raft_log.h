@@ -69,7 +69,7 @@ const struct rlog_state *rlog_state(const struct rlog *l);
  * Mutations change the in-memory state at once and queue a record; cb
  * (if not NULL) runs when it is durable, never from inside the call.
  * rlog_barrier queues nothing and calls back once everything queued
- * before it is durable. rlog_durable says whether nothing is waiting.
+ * before it is durable.
  */
 int rlog_set_meta(struct rlog *l, uint64_t term, uint64_t vote);
 int rlog_append(struct rlog *l, const struct raft_entry *e, unsigned n, rlog_done_cb cb, void *arg);
@@ -77,7 +77,6 @@ int rlog_truncate(struct rlog *l, uint64_t index);
 int rlog_snapshot(struct rlog *l, const struct raft_snapshot *s, unsigned trailing, rlog_done_cb cb,
 		  void *arg);
 int rlog_barrier(struct rlog *l, rlog_done_cb cb, void *arg);
-bool rlog_durable(const struct rlog *l);
 uint64_t rlog_last_index(const struct rlog *l);
 
 /* Parse one record (fuzzed): 0 with type/gen/payload, -EBADMSG, -EAGAIN if torn short. */

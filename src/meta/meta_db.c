@@ -124,23 +124,15 @@ meta_txn_abort(struct meta_txn *t)
 static size_t
 full_key(uint8_t *out, const struct meta_key *k, uint64_t ver)
 {
-	uint64_t inv = ~ver;
-
 	memcpy(out, k->b, k->len);
-	for (int i = 7; i >= 0; i--, inv >>= 8)
-		out[k->len + (size_t)i] = (uint8_t)inv;
+	meta_be64_put(out + k->len, ~ver);
 	return k->len + META_VER_LEN;
 }
 
 static uint64_t
 key_ver(const MDB_val *key)
 {
-	const uint8_t *p = (const uint8_t *)key->mv_data + key->mv_size - META_VER_LEN;
-	uint64_t inv = 0;
-
-	for (int i = 0; i < 8; i++)
-		inv = inv << 8 | p[i];
-	return ~inv;
+	return ~meta_be64_get((const uint8_t *)key->mv_data + key->mv_size - META_VER_LEN);
 }
 
 static bool

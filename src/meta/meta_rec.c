@@ -7,23 +7,6 @@
 #define INODE_VERSION  1
 #define DENTRY_VERSION 1
 
-static void
-be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static uint64_t
-get_be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
 uint16_t
 meta_dentry_bucket(uint64_t parent, const char *name, size_t len, uint32_t nbuckets)
 {
@@ -52,7 +35,7 @@ key_head(struct meta_key *k, uint16_t bucket, uint8_t kind, uint64_t id)
 	k->b[0] = (uint8_t)(bucket >> 8);
 	k->b[1] = (uint8_t)bucket;
 	k->b[2] = kind;
-	be64(k->b + 3, id);
+	meta_be64_put(k->b + 3, id);
 	k->len = 11;
 }
 
@@ -105,14 +88,6 @@ int
 meta_key_xattr(struct meta_key *k, uint16_t bucket, uint64_t ino, const char *name, size_t len)
 {
 	return key_named(k, bucket, META_K_XATTR, ino, name, len);
-}
-
-void
-meta_key_extent(struct meta_key *k, uint16_t bucket, uint64_t ino, uint64_t off)
-{
-	key_head(k, bucket, META_K_EXTENT, ino);
-	be64(k->b + k->len, off);
-	k->len += 8;
 }
 
 void
@@ -183,7 +158,7 @@ meta_dentry_encode(const struct meta_dentry *d, uint8_t out[META_DENTRY_LEN])
 {
 	out[0] = DENTRY_VERSION;
 	out[1] = d->type;
-	be64(out + 2, d->ino);
+	meta_be64_put(out + 2, d->ino);
 }
 
 int
@@ -192,6 +167,6 @@ meta_dentry_decode(const uint8_t *b, size_t len, struct meta_dentry *d)
 	if (len != META_DENTRY_LEN || b[0] != DENTRY_VERSION || b[1] < META_REG || b[1] > META_SOCK)
 		return -EBADMSG;
 	d->type = b[1];
-	d->ino = get_be64(b + 2);
+	d->ino = meta_be64_get(b + 2);
 	return d->ino == 0 ? -EBADMSG : 0;
 }

@@ -48,6 +48,24 @@ struct meta_key {
 	size_t len;
 };
 
+/* Big-endian u64, so that byte order is numeric order in keys. */
+static inline void
+meta_be64_put(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static inline uint64_t
+meta_be64_get(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
 static inline uint16_t
 meta_ino_bucket(uint64_t ino)
 {
@@ -75,7 +93,6 @@ int meta_key_xattr(struct meta_key *k, uint16_t bucket, uint64_t ino, const char
 /* The lock a two-phase rename holds on entry (parent, name) of this bucket. */
 int meta_key_lock(struct meta_key *k, uint16_t bucket, uint64_t parent, const char *name,
 		  size_t len);
-void meta_key_extent(struct meta_key *k, uint16_t bucket, uint64_t ino, uint64_t off);
 /* The prefix shared by all of a directory's entries in one bucket. */
 void meta_key_dir_prefix(struct meta_key *k, uint16_t bucket, uint64_t parent);
 /* Split a dentry key back: the name (not NUL-terminated) and its length. -EINVAL. */

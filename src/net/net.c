@@ -145,6 +145,19 @@ net_peer_add(struct net *n, uint64_t id, const struct net_iface *ifaces, unsigne
 	return peer_new(n, id, ifaces, nifaces) ? 0 : -ENOMEM;
 }
 
+int
+net_peer_ensure(struct net *n, uint64_t id, const char *addr)
+{
+	struct net_peer *p = net_peer_get(n, id);
+	struct net_iface ifc = { 0 };
+
+	if (p != NULL)
+		return 0; /* configured, or learned from its own packets: reachable as it is */
+	if (addr == NULL || env_addr_parse(addr, &ifc.addr) < 0 || ifc.addr.port == 0)
+		return -EINVAL;
+	return net_peer_add(n, id, &ifc, 1);
+}
+
 uint64_t
 net_peer_incarnation(const struct net *n, uint64_t id)
 {

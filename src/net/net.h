@@ -91,6 +91,12 @@ int net_iface_addr(const struct net *n, unsigned i, struct env_addr *out);
 
 /* Tell net how to reach a node. -EEXIST if known, -EINVAL, -ENOMEM. */
 int net_peer_add(struct net *n, uint64_t node_id, const struct net_iface *ifaces, unsigned nifaces);
+/*
+ * Make sure node id is known: if it is not (neither configured nor learned
+ * from its packets), add it at addr ("ip:port", one interface). 0, -EINVAL
+ * (malformed address), -ENOMEM.
+ */
+int net_peer_ensure(struct net *n, uint64_t id, const char *addr);
 /* The peer's incarnation as last seen (0: never), and whether a session is up. */
 uint64_t net_peer_incarnation(const struct net *n, uint64_t node_id);
 /* The path in use to a peer: our interface's and its interface's address. -ENOENT. */

@@ -250,6 +250,11 @@ def whole_cluster_restart_keeps_config(c):
     check(c.run_json(["fs", "list"], 4) == fs_before, "same filesystems")
     nets = c.run_json(["net", "list"], 5)
     check(any(x["label"] == "sw1" and x["node"] == 3 for x in nets), "interface kept: %s" % nets)
+    # read your writes: a change taken by a follower shows on that follower at once
+    via = others(c, c.leader())[-1]
+    c.shoal("fs", "create", "ryw", "--protection", "3+2", node=via, check_rc=0)
+    check(any(f["name"] == "ryw" for f in c.run_json(["fs", "list"], via)),
+          "node %d shows the filesystem it just created" % via)
 
 
 @test

@@ -91,7 +91,7 @@ $(BUILD)/obj/%.o: %.c
 # ---- test runners: one per module and tier ----
 TEST_LIB := $(call obj,tests/lib/test.c)
 UNIT_MODULES := base env net cluster store meta admin
-SIM_MODULES := env net cluster store
+SIM_MODULES := env net cluster store meta
 RUNNERS := $(foreach m,$(UNIT_MODULES),$(BUILD)/tests/unit_$(m)) $(foreach m,$(SIM_MODULES),$(BUILD)/tests/sim_$(m))
 
 define unit_runner

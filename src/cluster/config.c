@@ -220,6 +220,15 @@ place(struct cfg *c)
 
 /* ---- validation ---- */
 
+static bool
+holds_buckets(const struct cfg *c, uint64_t node)
+{
+	for (size_t i = 0; i < (size_t)c->nbuckets * c->replicas; i++)
+		if (c->buckets[i] == node)
+			return true;
+	return false;
+}
+
 static int fail(char *msg, size_t len, int err, const char *fmt, ...) SH_PRINTF(4, 5);
 
 static int
@@ -286,8 +295,17 @@ check_node_fields(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, siz
 	return rc ? rc : check_addr_free(c, cmd->data, msg, len);
 }
 
-static const struct cfg_fs *
-fs_find(const struct cfg *c, const char *name)
+const struct cfg_fs *
+cfg_fs_by_id(const struct cfg *c, uint32_t id)
+{
+	for (uint32_t i = 0; i < c->nfs; i++)
+		if (c->fs[i].id == id)
+			return &c->fs[i];
+	return NULL;
+}
+
+const struct cfg_fs *
+cfg_fs_find(const struct cfg *c, const char *name)
 {
 	for (uint32_t i = 0; i < c->nfs; i++)
 		if (strcmp(c->fs[i].name, name) == 0)
@@ -324,6 +342,11 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 	case CFG_OP_NODE_REMOVE:
 		if (cfg_node_find(c, cmd->id) == NULL)
 			return fail(msg, len, -ENOENT, "no node %llu", (unsigned long long)cmd->id);
+		if (c->nfs > 0 && holds_buckets(c, cmd->id))
+			return fail(msg, len, -EBUSY,
+				    "node %llu holds metadata replicas of existing filesystems; "
+				    "moving bucket groups is not supported yet (docs/metadata.md)",
+				    (unsigned long long)cmd->id);
 		if (c->nnodes == 1)
 			return fail(msg, len, -EINVAL, "node %llu is the last node of the cluster",
 				    (unsigned long long)cmd->id);
@@ -385,7 +408,7 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 			return fail(msg, len, -EINVAL,
 				    "'%s' is not a filesystem name (1-63 of A-Z a-z 0-9 . _ -)",
 				    cmd->name);
-		if (fs_find(c, cmd->name) != NULL)
+		if (cfg_fs_find(c, cmd->name) != NULL)
 			return fail(msg, len, -EEXIST, "filesystem '%s' already exists", cmd->name);
 		if (c->nfs >= CFG_FS_MAX)
 			return fail(msg, len, -ENOSPC,
@@ -405,7 +428,7 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		return 0;
 	}
 	case CFG_OP_FS_DELETE:
-		if (fs_find(c, cmd->name) == NULL)
+		if (cfg_fs_find(c, cmd->name) == NULL)
 			return fail(msg, len, -ENOENT, "no filesystem '%s'", cmd->name);
 		return 0;
 	}
@@ -473,7 +496,8 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		break;
 	case CFG_OP_NODE_ADD:
 		node_init(&c->nodes[c->nnodes++], cmd);
-		rc = place(c);
+		/* bucket groups hold filesystems' metadata once one exists: they stay */
+		rc = c->nfs == 0 ? place(c) : 0;
 		if (rc) {
 			c->nnodes--;
 			return fail(msg, len, rc, "out of memory placing buckets");
@@ -490,7 +514,7 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		saved = c->nodes[i];
 		memmove(&c->nodes[i], &c->nodes[i + 1], (c->nnodes - i - 1) * sizeof(c->nodes[0]));
 		c->nnodes--;
-		rc = place(c);
+		rc = c->nfs == 0 ? place(c) : 0;
 		if (rc) {
 			memmove(&c->nodes[i + 1], &c->nodes[i],
 				(c->nnodes - i) * sizeof(c->nodes[0]));
@@ -546,6 +570,8 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		f->dedup = cmd->dedup;
 		f->quota = cmd->quota;
 		f->created = cmd->time;
+		f->id = c->next_fs ? c->next_fs : 1;
+		c->next_fs = f->id + 1;
 		event(c, cmd->time, 0, "filesystem %s created (%u+%u, compression %s, dedup %s)",
 		      f->name, f->d, f->p, cfg_comp_name(f->compression), f->dedup ? "on" : "off");
 		break;
@@ -638,6 +664,7 @@ cfg_encode(struct sh_enc *e, const struct cfg *c)
 	sh_enc_u32(e, c->replicas);
 	sh_enc_u64(e, c->next_drive);
 	sh_enc_u64(e, c->next_event);
+	sh_enc_u32(e, c->next_fs);
 	sh_enc_u32(e, c->nnodes);
 	for (uint32_t i = 0; i < c->nnodes; i++) {
 		const struct cfg_node *n = &c->nodes[i];
@@ -666,6 +693,7 @@ cfg_encode(struct sh_enc *e, const struct cfg *c)
 		const struct cfg_fs *f = &c->fs[i];
 
 		sh_enc_str(e, f->name);
+		sh_enc_u32(e, f->id);
 		sh_enc_u8(e, f->d);
 		sh_enc_u8(e, f->p);
 		sh_enc_u8(e, f->compression);
@@ -710,6 +738,7 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 	t->replicas = sh_dec_u32(&d);
 	t->next_drive = sh_dec_u64(&d);
 	t->next_event = sh_dec_u64(&d);
+	t->next_fs = sh_dec_u32(&d);
 	t->nnodes = sh_dec_u32(&d);
 	if (t->nnodes > CFG_NODES_MAX || t->nbuckets > CFG_BUCKETS_MAX ||
 	    t->replicas > CFG_REPLICAS_MAX)
@@ -747,6 +776,7 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 		struct cfg_fs *f = &t->fs[i];
 
 		sh_dec_str(&d, f->name, sizeof(f->name));
+		f->id = sh_dec_u32(&d);
 		f->d = sh_dec_u8(&d);
 		f->p = sh_dec_u8(&d);
 		f->compression = sh_dec_u8(&d);

@@ -76,6 +76,7 @@ struct cfg_drive {
 
 struct cfg_fs {
 	char name[CFG_NAME_MAX];
+	uint32_t id; /* from 1, never reused: names its metadata (bucket groups, stores) */
 	uint8_t d, p;
 	uint8_t compression;
 	uint8_t dedup;
@@ -97,6 +98,7 @@ struct cfg {
 	uint32_t replicas; /* per bucket group */
 	uint32_t nnodes, ndrives, nfs, nevents;
 	uint64_t next_drive, next_event;
+	uint32_t next_fs; /* the id the next filesystem gets */
 	struct cfg_node nodes[CFG_NODES_MAX];
 	struct cfg_drive drives[CFG_DRIVES_MAX];
 	struct cfg_fs fs[CFG_FS_MAX];
@@ -143,6 +145,8 @@ void cfg_encode(struct sh_enc *e, const struct cfg *c);
 int cfg_decode(const uint8_t *b, size_t len, struct cfg *c); /* fuzzed; c from cfg_new */
 
 const struct cfg_node *cfg_node_find(const struct cfg *c, uint64_t id);
+const struct cfg_fs *cfg_fs_find(const struct cfg *c, const char *name);
+const struct cfg_fs *cfg_fs_by_id(const struct cfg *c, uint32_t id);
 /* The replica group of bucket b: replicas node ids. */
 static inline const uint64_t *
 cfg_bucket(const struct cfg *c, uint32_t b)

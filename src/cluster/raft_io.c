@@ -99,6 +99,12 @@ peer_get(struct rnet *rn, uint64_t id, const char *addr)
 	return p;
 }
 
+struct env *
+rnet_env(const struct rnet *rn)
+{
+	return rn->env;
+}
+
 uint64_t
 rnet_last_heard(const struct rnet *rn, uint64_t node)
 {

@@ -35,6 +35,7 @@ int rnet_create(struct net *net, struct rnet **out);
 void rnet_set_unknown(struct rnet *rn, rnet_unknown_fn fn, void *arg);
 /* Instances must be closed (their close callback run) first. */
 void rnet_destroy(struct rnet *rn);
+struct env *rnet_env(const struct rnet *rn);
 /* env_now() when a Raft message from node last arrived; 0 if never. */
 uint64_t rnet_last_heard(const struct rnet *rn, uint64_t node);
 

@@ -43,7 +43,7 @@ err(int rc)
 }
 
 int
-meta_db_open(const char *path, uint64_t map_size, struct meta_db **out)
+meta_db_open(const char *path, uint64_t map_size, unsigned flags, struct meta_db **out)
 {
 	struct meta_db *db = sh_calloc(1, sizeof(*db));
 	MDB_txn *txn;
@@ -55,7 +55,10 @@ meta_db_open(const char *path, uint64_t map_size, struct meta_db **out)
 	if (rc == 0)
 		rc = mdb_env_set_mapsize(db->env, map_size);
 	if (rc == 0)
-		rc = mdb_env_open(db->env, path, MDB_NOSUBDIR | MDB_NOTLS, 0644);
+		rc = mdb_env_open(db->env, path,
+				  MDB_NOSUBDIR | MDB_NOTLS |
+				      (flags & META_DB_NOSYNC ? MDB_NOSYNC | MDB_NOMETASYNC : 0),
+				  0644);
 	if (rc == 0)
 		rc = mdb_txn_begin(db->env, NULL, 0, &txn);
 	if (rc == 0) {

@@ -24,12 +24,17 @@
 struct meta_db;
 struct meta_txn;
 
-/* Open (creating) the store in file path with room for map_size bytes. -errno. */
-int meta_db_open(const char *path, uint64_t map_size, struct meta_db **out);
+/*
+ * Open (creating) the store in file path with room for map_size bytes.
+ * META_DB_NOSYNC: commits are not flushed to disk (the store is a cache
+ * rebuilt from a durable log at start). -errno.
+ */
+#define META_DB_NOSYNC 0x1
+int meta_db_open(const char *path, uint64_t map_size, unsigned flags, struct meta_db **out);
 void meta_db_close(struct meta_db *db);
 
 int meta_txn_begin(struct meta_db *db, bool write, struct meta_txn **out);
-/* Durable on return (LMDB's sync commit). Frees t either way. */
+/* Durable on return (LMDB's sync commit) unless opened META_DB_NOSYNC. Frees t either way. */
 int meta_txn_commit(struct meta_txn *t);
 void meta_txn_abort(struct meta_txn *t);
 

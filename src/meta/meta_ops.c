@@ -603,8 +603,8 @@ on_grant(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vle
 	return 0;
 }
 
-static int
-list_grants(struct meta_bucket *b, uint64_t dir, uint16_t *out, unsigned max, unsigned *n)
+int
+meta_lease_list(struct meta_bucket *b, uint64_t dir, uint16_t *out, unsigned max, unsigned *n)
 {
 	struct grants g = { out, max, 0 };
 	struct meta_key pk;
@@ -667,7 +667,7 @@ meta_lease_close(struct meta_bucket *b, uint64_t dir, uint16_t *lessees, unsigne
 		if (rc < 0)
 			return rc;
 	}
-	return list_grants(b, dir, lessees, max, n);
+	return meta_lease_list(b, dir, lessees, max, n);
 }
 
 int
@@ -742,18 +742,22 @@ meta_remove(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 		struct meta_inode in;
 
 		rc = get_inode(b, d.ino, &in);
-		if (rc == 0 && dir && in.size != 0)
-			return -ENOTEMPTY;
 		if (rc == 0 && dir) {
 			unsigned nl = 0;
 			uint16_t l;
-			int lr = list_grants(b, d.ino, &l, 1, &nl);
+			int lr = meta_lease_list(b, d.ino, &l, 1, &nl);
 
+			/*
+			 * Leases out: other buckets may hold entries whose deltas have
+			 * not come yet, so the size is not the truth until they are
+			 * revoked (meta_lease_close).
+			 */
 			if (lr < 0)
 				return lr;
 			if (nl > 0)
-				return -EBUSY; /* leases out: revoke them first (meta_lease_close)
-						*/
+				return -EBUSY;
+			if (in.size != 0)
+				return -ENOTEMPTY;
 		}
 		if (rc == 0) {
 			if (dir || in.nlink <= 1) {

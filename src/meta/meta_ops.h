@@ -195,6 +195,8 @@ int meta_lease_grant(struct meta_bucket *b, uint64_t dir, uint16_t lessee, struc
 int meta_lease_close(struct meta_bucket *b, uint64_t dir, uint16_t *lessees, unsigned max,
 		     unsigned *n);
 int meta_lease_reopen(struct meta_bucket *b, uint64_t dir);
+/* At the directory's bucket: the buckets holding leases on dir (at most max; *n of them). */
+int meta_lease_list(struct meta_bucket *b, uint64_t dir, uint16_t *out, unsigned max, unsigned *n);
 /* At the directory's bucket: the lessee gave it back (after a revoke). */
 int meta_lease_drop(struct meta_bucket *b, uint64_t dir, uint16_t lessee);
 /* At the lessee: keep a granted lease, or give it up (revoke). */

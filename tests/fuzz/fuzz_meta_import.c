@@ -23,7 +23,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		snprintf(path, sizeof(path), "/tmp/shoal-fuzz-meta-%d.mdb", (int)getpid());
 		unlink(path);
-		if (meta_db_open(path, 256ull << 20, &db) != 0)
+		if (meta_db_open(path, 256ull << 20, META_DB_NOSYNC, &db) != 0)
 			abort();
 		unlink(path); /* the open environment keeps it while it runs */
 	}

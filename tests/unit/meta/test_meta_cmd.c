@@ -23,7 +23,7 @@ open_replica(struct replica *r, const char *name)
 	char path[512];
 
 	snprintf(path, sizeof(path), "%s/%s.mdb", sh_test_dir(), name);
-	SH_ASSERT_OK(meta_db_open(path, 64ull << 20, &r->db));
+	SH_ASSERT_OK(meta_db_open(path, 64ull << 20, 0, &r->db));
 }
 
 static void

@@ -27,7 +27,7 @@ open_db(void)
 	struct meta_db *db;
 
 	snprintf(path, sizeof(path), "%s/meta.mdb", sh_test_dir());
-	SH_ASSERT_OK(meta_db_open(path, 64ull << 20, &db));
+	SH_ASSERT_OK(meta_db_open(path, 64ull << 20, 0, &db));
 	return db;
 }
 

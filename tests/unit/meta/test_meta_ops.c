@@ -31,7 +31,7 @@ fx_open(struct fx *f)
 	snprintf(path + strlen(path), sizeof(path) - strlen(path), "-lock");
 	unlink(path);
 	path[strlen(path) - 5] = '\0';
-	SH_ASSERT_OK(meta_db_open(path, 64ull << 20, &f->db));
+	SH_ASSERT_OK(meta_db_open(path, 64ull << 20, 0, &f->db));
 	SH_ASSERT_OK(meta_txn_begin(f->db, true, &f->t));
 	f->keep = (struct meta_keep){ f->keepv, 0 };
 	for (int i = 0; i < NB; i++)

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A metadata Raft group (docs/metadata.md, "Replication"): the buckets of
+ * one filesystem that share one replica set, replicated by libraft
+ * through cluster/'s raft_io on the data network, applied to the
+ * worker's bucket store.
+ *
+ * The bucket store is the state machine's cache, not a source of truth:
+ * a group drops its buckets when it opens and rebuilds them from its Raft
+ * snapshot and log, so no entry is ever applied twice and the store can
+ * commit without fsync. A log entry is (bucket, meta_cmd); applying it is
+ * one store transaction, aborted on every replica alike when the command
+ * is rejected. Snapshots are the export of every bucket of the group.
+ *
+ * Every member bootstraps the same configuration (the members, from the
+ * cluster configuration) when its log is empty, so a group needs no
+ * coordinator to form. Reads are served by a leader whose barrier of its
+ * current term has been applied (mgroup_ready): it has every committed
+ * entry.
+ */
+#ifndef SH_META_MGROUP_H
+#define SH_META_MGROUP_H
+
+#include "../cluster/raft_io.h"
+#include "meta_cmd.h"
+
+struct mgroup;
+
+struct mgroup_params {
+	uint32_t id;   /* the Raft group: filesystem id << 16 | group index */
+	uint64_t self; /* this endpoint's Raft id (its data-network node id) */
+	const uint64_t *members;
+	unsigned nmembers;
+	const uint16_t *buckets; /* the buckets it serves */
+	unsigned nb;
+	uint32_t nbuckets; /* of the cluster */
+	struct meta_db *db;
+	const char *path; /* its Raft log */
+	uint64_t log_size;
+	unsigned election_ms;
+	/* A committed command was applied here (leaders and followers). Optional. */
+	void (*applied)(void *arg, struct mgroup *g, uint16_t bucket, const struct meta_cmd *c,
+			const struct meta_result *r);
+	/* This replica became a leader that serves (mgroup_ready). Optional. */
+	void (*ready)(void *arg, struct mgroup *g);
+	void *arg;
+};
+
+typedef void (*mgroup_cb)(void *arg, int status, const struct meta_result *r);
+
+int mgroup_open(struct rnet *rn, const struct mgroup_params *p, struct mgroup **out);
+/* Close Raft; pending proposals fail; done(arg) runs later. */
+void mgroup_close(struct mgroup *g, void (*done)(void *arg), void *arg);
+
+uint32_t mgroup_id(const struct mgroup *g);
+bool mgroup_has_bucket(const struct mgroup *g, uint16_t bucket);
+/* The buckets it serves. */
+const uint16_t *mgroup_buckets(const struct mgroup *g, unsigned *n);
+/* A leader with every committed entry applied: may serve reads and propose. */
+bool mgroup_ready(struct mgroup *g);
+/* Whom to ask instead: the known leader's Raft id, 0 if none. */
+uint64_t mgroup_leader(struct mgroup *g);
+/*
+ * Wait until this replica is ready: cb(arg, 0) then, or cb(arg,
+ * SH_ENOTLEADER) as soon as it is clear it will not be (a follower, or
+ * after timeout_ns). Called back later, never inside the call.
+ */
+int mgroup_wait_ready(struct mgroup *g, uint64_t timeout_ns, void (*cb)(void *arg, int status),
+		      void *arg);
+
+/*
+ * Propose command c for bucket (of this group) at the leader. cb runs
+ * once: with 0 and the apply result (r->status is the command's own
+ * outcome), or a negative errno when it may not have committed
+ * (SH_ENOTLEADER: leadership lost or never held).
+ */
+int mgroup_propose(struct mgroup *g, uint16_t bucket, const struct meta_cmd *c, mgroup_cb cb,
+		   void *arg);
+
+/*
+ * Run c against the applied state without keeping its effects (a dry run
+ * the leader uses to decide what a command needs first). r as apply's.
+ */
+int mgroup_try(struct mgroup *g, uint16_t bucket, const struct meta_cmd *c,
+	       struct meta_result *r);
+
+/* A read transaction on the applied state of bucket: *b to use, meta_txn_abort(b->t) after. */
+int mgroup_read(struct mgroup *g, uint16_t bucket, struct meta_bucket *b);
+
+struct mgroup_info {
+	int raft_state;
+	uint64_t term, commit, applied, leader;
+	bool ready;
+};
+void mgroup_info(struct mgroup *g, struct mgroup_info *out);
+
+#endif /* SH_META_MGROUP_H */

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The metadata protocol's codecs (mproto.h). */
+#include <string.h>
+
+#include "mproto.h"
+
+#define MP_VERSION 1
+
+int
+mp_req_encode(struct sh_enc *e, const struct mp_req *r)
+{
+	if (r->kind == 0 || r->kind >= MP_KIND_MAX || r->nlen > META_NAME_MAX)
+		return -EINVAL;
+	sh_enc_u8(e, MP_VERSION);
+	sh_enc_u8(e, r->kind);
+	sh_enc_u32(e, r->fs);
+	sh_enc_u16(e, r->bucket);
+	sh_enc_u64(e, r->ino);
+	sh_enc_u32(e, r->max);
+	sh_enc_u16(e, r->nlen);
+	sh_enc_bytes(e, r->name, r->nlen);
+	sh_enc_blob(e, r->data, r->dlen);
+	return sh_enc_error(e);
+}
+
+int
+mp_req_decode(const uint8_t *b, size_t len, struct mp_req *r)
+{
+	struct sh_dec d;
+	const uint8_t *p;
+
+	memset(r, 0, sizeof(*r));
+	sh_dec_init(&d, b, len);
+	if (sh_dec_u8(&d) != MP_VERSION)
+		return -EBADMSG;
+	r->kind = sh_dec_u8(&d);
+	r->fs = sh_dec_u32(&d);
+	r->bucket = sh_dec_u16(&d);
+	r->ino = sh_dec_u64(&d);
+	r->max = sh_dec_u32(&d);
+	r->nlen = sh_dec_u16(&d);
+	if (r->nlen > META_NAME_MAX)
+		return -EBADMSG;
+	p = sh_dec_bytes(&d, r->nlen);
+	if (p != NULL)
+		memcpy(r->name, p, r->nlen);
+	r->name[r->nlen] = '\0';
+	r->data = sh_dec_blob(&d, len, &r->dlen);
+	sh_dec_end(&d);
+	if (sh_dec_error(&d) || r->kind == 0 || r->kind >= MP_KIND_MAX)
+		return -EBADMSG;
+	return 0;
+}
+
+int
+mp_reply_encode(struct sh_enc *e, const struct mp_reply *r)
+{
+	uint8_t in[META_INODE_LEN], de[META_DENTRY_LEN];
+
+	sh_enc_u8(e, MP_VERSION);
+	sh_enc_u8(e, r->flags);
+	sh_enc_u64(e, r->aux);
+	if (r->flags & MP_ATTR) {
+		meta_inode_encode(&r->attr, in);
+		sh_enc_bytes(e, in, sizeof(in));
+	}
+	if (r->flags & MP_DENTRY) {
+		meta_dentry_encode(&r->dentry, de);
+		sh_enc_bytes(e, de, sizeof(de));
+	}
+	if (r->flags & MP_LEASE) {
+		sh_enc_u64(e, r->lease.dir);
+		sh_enc_u32(e, r->lease.mode);
+		sh_enc_u32(e, r->lease.uid);
+		sh_enc_u32(e, r->lease.gid);
+		sh_enc_u64(e, r->lease.generation);
+	}
+	sh_enc_blob(e, r->data, r->dlen);
+	return sh_enc_error(e);
+}
+
+int
+mp_reply_decode(const uint8_t *b, size_t len, struct mp_reply *r)
+{
+	struct sh_dec d;
+	const uint8_t *p;
+
+	memset(r, 0, sizeof(*r));
+	sh_dec_init(&d, b, len);
+	if (sh_dec_u8(&d) != MP_VERSION)
+		return -EBADMSG;
+	r->flags = sh_dec_u8(&d);
+	r->aux = sh_dec_u64(&d);
+	if (r->flags & MP_ATTR) {
+		p = sh_dec_bytes(&d, META_INODE_LEN);
+		if (p == NULL || meta_inode_decode(p, META_INODE_LEN, &r->attr) < 0)
+			return -EBADMSG;
+	}
+	if (r->flags & MP_DENTRY) {
+		p = sh_dec_bytes(&d, META_DENTRY_LEN);
+		if (p == NULL || meta_dentry_decode(p, META_DENTRY_LEN, &r->dentry) < 0)
+			return -EBADMSG;
+	}
+	if (r->flags & MP_LEASE) {
+		r->lease.dir = sh_dec_u64(&d);
+		r->lease.mode = sh_dec_u32(&d);
+		r->lease.uid = sh_dec_u32(&d);
+		r->lease.gid = sh_dec_u32(&d);
+		r->lease.generation = sh_dec_u64(&d);
+	}
+	r->data = sh_dec_blob(&d, len, &r->dlen);
+	sh_dec_end(&d);
+	return sh_dec_error(&d) ? -EBADMSG : 0;
+}
+
+void
+mp_dirent_put(struct sh_enc *e, const struct meta_dirent *d)
+{
+	sh_enc_u64(e, d->ino);
+	sh_enc_u8(e, d->type);
+	sh_enc_u8(e, (uint8_t)d->len);
+	sh_enc_bytes(e, d->name, d->len);
+}
+
+int
+mp_dirent_next(struct sh_dec *d, struct meta_dirent *out)
+{
+	const uint8_t *p;
+
+	if (sh_dec_left(d) == 0)
+		return 0;
+	out->ino = sh_dec_u64(d);
+	out->type = sh_dec_u8(d);
+	out->len = sh_dec_u8(d);
+	p = sh_dec_bytes(d, out->len);
+	if (sh_dec_error(d) || p == NULL || out->len == 0)
+		return -EBADMSG;
+	memcpy(out->name, p, out->len);
+	out->name[out->len] = '\0';
+	return 1;
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The metadata protocol (docs/protocol.md, NET_OP_META): what clients and
+ * bucket leaders ask a bucket's leader on the data network.
+ *
+ * A request names the filesystem (its id), the bucket, and what to do:
+ * a command to replicate (create, remove, setattr ...), a read of the
+ * applied state (lookup, getattr, readdir, readlink, xattrs, the buckets
+ * that hold a directory's entries), or a leader-to-leader duty (deltas to
+ * apply, a lease to revoke). The reply's status is the operation's; a
+ * replica that is not the leader answers SH_ENOTLEADER with the leader it
+ * knows (aux), one that does not serve the bucket -ENXIO (the caller's
+ * configuration is stale).
+ */
+#ifndef SH_META_MPROTO_H
+#define SH_META_MPROTO_H
+
+#include "meta_cmd.h"
+
+enum mp_kind {
+	MP_CMD = 1,	  /* cmd: replicate and apply; reply: attr, dentry, lease */
+	MP_LOOKUP,	  /* ino = parent, name; reply: dentry (+ attr when in this bucket) */
+	MP_GETATTR,	  /* ino; reply: attr */
+	MP_READDIR,	  /* ino = dir, name = after, max; reply: entries, MP_MORE */
+	MP_READLINK,	  /* ino; reply: data */
+	MP_GETXATTR,	  /* ino, name; reply: data */
+	MP_LISTXATTR,	  /* ino; reply: data (NUL-separated) */
+	MP_DIRBUCKETS,	  /* ino = dir at its bucket; reply: the other buckets with entries */
+	MP_DELTAS,	  /* data: deltas for buckets of this group; apply them */
+	MP_REVOKE,	  /* ino = dir at the lessee bucket: give the lease back, flush */
+	MP_KIND_MAX
+};
+
+#define MP_ATTR	  0x1
+#define MP_DENTRY 0x2
+#define MP_MORE	  0x4
+#define MP_LEASE  0x8
+
+#define MP_READDIR_MAX 1024
+#define MP_DELTAS_MAX  256
+
+struct mp_req {
+	uint8_t kind;
+	uint32_t fs;
+	uint16_t bucket;
+	uint64_t ino;
+	uint32_t max;
+	uint16_t nlen;
+	char name[META_NAME_MAX + 1];
+	const uint8_t *data; /* MP_CMD: meta_cmd bytes; MP_DELTAS: n x META_DELTA_LEN */
+	size_t dlen;
+};
+
+struct mp_reply {
+	uint8_t flags;
+	uint64_t aux; /* SH_ENOTLEADER: the leader's id; MP_REVOKE: entries held; remove: the ino */
+	struct meta_inode attr;
+	struct meta_dentry dentry;
+	struct meta_lease lease;
+	const uint8_t *data; /* points into the decoded bytes */
+	size_t dlen;
+};
+
+int mp_req_encode(struct sh_enc *e, const struct mp_req *r);
+/* Fuzzed. Points into b for data; -EBADMSG. */
+int mp_req_decode(const uint8_t *b, size_t len, struct mp_req *r);
+int mp_reply_encode(struct sh_enc *e, const struct mp_reply *r);
+int mp_reply_decode(const uint8_t *b, size_t len, struct mp_reply *r); /* fuzzed */
+
+/* Readdir entries in a reply's data: appended one by one, walked with mp_dirent_next. */
+void mp_dirent_put(struct sh_enc *e, const struct meta_dirent *d);
+/* The next entry from *d: 1, 0 at the end, -EBADMSG. */
+int mp_dirent_next(struct sh_dec *d, struct meta_dirent *out);
+
+#endif /* SH_META_MPROTO_H */

@@ -1,0 +1,455 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Metadata groups of a configuration, and calls to a bucket's leader (mroute.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mroute.h"
+
+SH_LOG_FACILITY("meta.route");
+
+#define HINTS	       4096
+#define RETRY_NS       (20ull * 1000 * 1000)
+#define ATTEMPT_NS     (1500ull * 1000 * 1000)
+#define STALE_RETRY_NS (100ull * 1000 * 1000)
+
+/* ---- placement ---- */
+
+struct set_ref {
+	const uint64_t *sorted;
+	uint32_t bucket;
+	unsigned n;
+};
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int
+cmp_set(const void *a, const void *b)
+{
+	const struct set_ref *x = a, *y = b;
+
+	for (unsigned i = 0; i < x->n; i++)
+		if (x->sorted[i] != y->sorted[i])
+			return x->sorted[i] < y->sorted[i] ? -1 : 1;
+	return x->bucket < y->bucket ? -1 : x->bucket > y->bucket;
+}
+
+int
+mplace_build(const struct cfg *c, struct mplace *out)
+{
+	uint32_t nb = c->nbuckets, r = c->replicas, g = 0;
+	uint64_t *sorted = NULL;
+	struct set_ref *refs = NULL;
+	int rc = -ENOMEM;
+
+	memset(out, 0, sizeof(*out));
+	if (!c->created || nb == 0 || r == 0 || c->buckets == NULL)
+		return -ENOENT;
+	sorted = sh_calloc((size_t)nb * r, sizeof(*sorted));
+	refs = sh_calloc(nb, sizeof(*refs));
+	out->group_of = sh_calloc(nb, sizeof(*out->group_of));
+	out->gbuckets = sh_calloc(nb, sizeof(*out->gbuckets));
+	out->gstart = sh_calloc((size_t)nb + 1, sizeof(*out->gstart));
+	out->members = sh_calloc((size_t)nb * r, sizeof(*out->members));
+	if (!sorted || !refs || !out->group_of || !out->gbuckets || !out->gstart || !out->members)
+		goto out;
+	for (uint32_t b = 0; b < nb; b++) {
+		memcpy(sorted + (size_t)b * r, cfg_bucket(c, b), r * sizeof(*sorted));
+		qsort(sorted + (size_t)b * r, r, sizeof(*sorted), cmp_u64);
+		refs[b] = (struct set_ref){ .sorted = sorted + (size_t)b * r, .bucket = b, .n = r };
+	}
+	/* groups in order of their sorted member sets; each group's buckets ascending */
+	qsort(refs, nb, sizeof(*refs), cmp_set);
+	for (uint32_t i = 0; i < nb; i++) {
+		if (i == 0 || memcmp(refs[i].sorted, refs[i - 1].sorted, r * sizeof(uint64_t))) {
+			if (g >= 65536) {
+				rc = -E2BIG;
+				goto out;
+			}
+			out->gstart[g] = i;
+			for (uint32_t k = 0; k < r; k++)
+				out->members[(size_t)g * r + k] = mplace_endpoint(refs[i].sorted[k]);
+			g++;
+		}
+		out->gbuckets[i] = (uint16_t)refs[i].bucket;
+		out->group_of[refs[i].bucket] = (uint16_t)(g - 1);
+	}
+	out->gstart[g] = nb;
+	out->ngroups = g;
+	out->nbuckets = nb;
+	out->replicas = r;
+	rc = 0;
+out:
+	sh_free(sorted);
+	sh_free(refs);
+	if (rc < 0)
+		mplace_free(out);
+	return rc;
+}
+
+void
+mplace_free(struct mplace *p)
+{
+	sh_free(p->group_of);
+	sh_free(p->members);
+	sh_free(p->gstart);
+	sh_free(p->gbuckets);
+	memset(p, 0, sizeof(*p));
+}
+
+/* ---- calls ---- */
+
+struct hint {
+	uint32_t gid;
+	uint64_t leader;
+};
+
+struct mcall {
+	struct sh_list link;
+	struct mroute *rt;
+	struct sh_enc body;
+	struct mp_req req; /* for the local handler: name/data point into body copy */
+	uint8_t *copy;
+	uint64_t deadline;
+	unsigned tries;
+	uint64_t target;
+	int last;
+	struct net_call *h;
+	struct env_timer retry;
+	bool local;    /* with the local handler */
+	bool finished; /* answered; freed when the net call or local handler returns */
+	mroute_cb cb;
+	void *arg;
+};
+
+struct mroute {
+	struct net *net;
+	struct env *env;
+	struct cfg *cfg;
+	struct mplace place;
+	struct hint hints[HINTS];
+	struct sh_list calls;
+	mroute_local_fn local;
+	void *local_arg;
+};
+
+int
+mroute_create(struct net *n, struct mroute **out)
+{
+	struct mroute *rt = sh_calloc(1, sizeof(*rt));
+
+	if (rt == NULL)
+		return -ENOMEM;
+	rt->cfg = cfg_new();
+	if (rt->cfg == NULL) {
+		sh_free(rt);
+		return -ENOMEM;
+	}
+	rt->net = n;
+	rt->env = net_env(n);
+	sh_list_init(&rt->calls);
+	*out = rt;
+	return 0;
+}
+
+static void call_done(struct mcall *c, int status, const struct mp_reply *r);
+
+void
+mroute_cancel_all(struct mroute *rt)
+{
+	while (!sh_list_empty(&rt->calls))
+		call_done(sh_list_entry(rt->calls.next, struct mcall, link), -ECANCELED, NULL);
+}
+
+void
+mroute_destroy(struct mroute *rt)
+{
+	mroute_cancel_all(rt);
+	mplace_free(&rt->place);
+	cfg_free(rt->cfg);
+	sh_free(rt);
+}
+
+void
+mroute_set_local(struct mroute *rt, mroute_local_fn fn, void *arg)
+{
+	rt->local = fn;
+	rt->local_arg = arg;
+}
+
+int
+mroute_set_cfg(struct mroute *rt, const struct cfg *c)
+{
+	struct mplace np;
+	int rc;
+
+	if (c->epoch <= rt->cfg->epoch && rt->cfg->created)
+		return 0;
+	rc = mplace_build(c, &np);
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	rc = cfg_copy(rt->cfg, c);
+	if (rc < 0) {
+		mplace_free(&np);
+		return rc;
+	}
+	mplace_free(&rt->place);
+	rt->place = np;
+	for (uint32_t i = 0; i < c->nnodes; i++)
+		if (mplace_endpoint(c->nodes[i].id) != net_node_id(rt->net))
+			net_peer_ensure(rt->net, mplace_endpoint(c->nodes[i].id),
+					c->nodes[i].data);
+	return 0;
+}
+
+const struct cfg *
+mroute_cfg(const struct mroute *rt)
+{
+	return rt->cfg;
+}
+
+const struct mplace *
+mroute_place(const struct mroute *rt)
+{
+	return &rt->place;
+}
+
+static struct hint *
+hint_slot(struct mroute *rt, uint32_t gid)
+{
+	return &rt->hints[(uint32_t)(sh_hash_u64(gid) % HINTS)];
+}
+
+void
+mroute_hint(struct mroute *rt, uint32_t fs, uint16_t bucket, uint64_t leader)
+{
+	struct hint *h;
+	uint32_t gid;
+
+	if (bucket >= rt->place.nbuckets)
+		return;
+	gid = mplace_group_id(fs, rt->place.group_of[bucket]);
+	h = hint_slot(rt, gid);
+	h->gid = gid;
+	h->leader = leader;
+}
+
+static void
+call_free(struct mcall *c)
+{
+	sh_enc_fini(&c->body);
+	sh_free(c->copy);
+	sh_free(c);
+}
+
+/* Answer the caller once; the call's memory goes when nothing refers to it. */
+static void
+call_done(struct mcall *c, int status, const struct mp_reply *r)
+{
+	sh_list_del(&c->link);
+	env_timer_cancel(&c->retry);
+	c->finished = true;
+	c->cb(c->arg, status, r);
+	if (c->h)
+		net_call_cancel(c->h); /* on_reply frees it */
+	else if (!c->local)
+		call_free(c);
+}
+
+static void attempt(struct mcall *c);
+
+static bool
+is_member(const struct mroute *rt, uint32_t g, uint64_t id)
+{
+	for (uint32_t k = 0; k < rt->place.replicas; k++)
+		if (rt->place.members[(size_t)g * rt->place.replicas + k] == id)
+			return true;
+	return false;
+}
+
+/* Try again after delay_ns (0: now, at the next member or the leader named). */
+static void
+again(struct mcall *c, int status, uint64_t delay_ns)
+{
+	c->last = status;
+	if (env_now(c->rt->env) + delay_ns >= c->deadline) {
+		call_done(c, c->last == SH_ENOTLEADER || c->last == -ENXIO ? -ETIMEDOUT : c->last,
+			  NULL);
+		return;
+	}
+	env_timer_arm(&c->retry, delay_ns);
+}
+
+static void
+on_reply(void *arg, int status, const struct net_msg *msg)
+{
+	struct mcall *c = arg;
+	struct mroute *rt = c->rt;
+	struct mp_reply r;
+	const uint8_t *b = NULL;
+	int drc = -EBADMSG;
+
+	c->h = NULL;
+	if (c->finished) {
+		call_free(c);
+		return;
+	}
+	if (msg != NULL && msg->len > 0) {
+		b = msg->buf->data + msg->off;
+		drc = mp_reply_decode(b, msg->len, &r);
+	}
+	if (status == SH_ENOTLEADER) {
+		uint64_t hint = drc == 0 ? r.aux : 0;
+		uint32_t g = rt->place.group_of[c->req.bucket];
+
+		if (hint != 0 && hint != c->target && is_member(rt, g, hint)) {
+			mroute_hint(rt, c->req.fs, c->req.bucket, hint);
+			again(c, status, 0);
+		} else {
+			mroute_hint(rt, c->req.fs, c->req.bucket, 0);
+			c->tries++;
+			again(c, status, RETRY_NS);
+		}
+		return;
+	}
+	if (status == -ENXIO) { /* our configuration is stale: wait for a newer one */
+		mroute_hint(rt, c->req.fs, c->req.bucket, 0);
+		c->tries++;
+		again(c, status, STALE_RETRY_NS);
+		return;
+	}
+	if (status == -ETIMEDOUT || status == SH_EPEERDEAD || status == SH_EPEERRESTART ||
+	    status == -ECONNREFUSED || status == -ESHUTDOWN) {
+		/* (a restarted peer may have run a command: a retry can then say EEXIST) */
+		mroute_hint(rt, c->req.fs, c->req.bucket, 0);
+		c->tries++;
+		again(c, status, 0);
+		return;
+	}
+	if (status == -ECANCELED) {
+		call_done(c, status, NULL);
+		return;
+	}
+	if (status >= 0 && drc < 0) {
+		call_done(c, -EBADMSG, NULL);
+		return;
+	}
+	call_done(c, status, drc == 0 ? &r : NULL);
+}
+
+static void
+on_local(void *arg, int status, const struct mp_reply *r)
+{
+	struct mcall *c = arg;
+
+	c->local = false;
+	if (c->finished) {
+		call_free(c);
+		return;
+	}
+	if (status == SH_ENOTLEADER) {
+		c->tries++;
+		again(c, status, RETRY_NS);
+		return;
+	}
+	call_done(c, status, r);
+}
+
+static void
+attempt(struct mcall *c)
+{
+	struct mroute *rt = c->rt;
+	const struct mplace *pl = &rt->place;
+	struct net_call_opts o;
+	struct iovec iov;
+	uint64_t now = env_now(rt->env);
+	uint32_t g, gid;
+	struct hint *h;
+	int rc;
+
+	if (c->req.bucket >= pl->nbuckets) {
+		call_done(c, pl->nbuckets ? -EINVAL : -ENXIO, NULL);
+		return;
+	}
+	g = pl->group_of[c->req.bucket];
+	gid = mplace_group_id(c->req.fs, g);
+	h = hint_slot(rt, gid);
+	if (h->gid == gid && h->leader != 0 && is_member(rt, g, h->leader))
+		c->target = h->leader;
+	else
+		c->target = pl->members[(size_t)g * pl->replicas + c->tries % pl->replicas];
+	if (c->target == net_node_id(rt->net)) {
+		if (rt->local != NULL) {
+			c->local = true;
+			if (rt->local(rt->local_arg, &c->req, on_local, c))
+				return;
+			c->local = false;
+		}
+		/* we are a member but cannot serve it: ask the others */
+		c->tries++;
+		c->target = pl->members[(size_t)g * pl->replicas + c->tries % pl->replicas];
+		if (c->target == net_node_id(rt->net)) {
+			again(c, SH_ENOTLEADER, RETRY_NS);
+			return;
+		}
+	}
+	o = (struct net_call_opts){ .timeout_ns = c->deadline - now < ATTEMPT_NS
+							? c->deadline - now
+							: ATTEMPT_NS,
+				    .retries = 1 };
+	iov = (struct iovec){ c->body.p, c->body.len };
+	rc = net_call(rt->net, c->target, NET_OP_META, &iov, 1, &o, on_reply, c, &c->h);
+	if (rc < 0) {
+		c->h = NULL;
+		c->tries++;
+		again(c, rc, RETRY_NS);
+	}
+}
+
+static void
+on_retry(struct env_timer *t)
+{
+	attempt(t->arg);
+}
+
+int
+mroute_call(struct mroute *rt, const struct mp_req *req, uint64_t timeout_ns, mroute_cb cb,
+	    void *arg)
+{
+	struct mcall *c = sh_calloc(1, sizeof(*c));
+	int rc;
+
+	if (c == NULL)
+		return -ENOMEM;
+	sh_enc_init(&c->body);
+	rc = mp_req_encode(&c->body, req);
+	if (rc == 0) {
+		/* a private copy for the local handler: it may outlive the caller's */
+		c->copy = sh_malloc(c->body.len);
+		if (c->copy == NULL)
+			rc = -ENOMEM;
+		else
+			memcpy(c->copy, c->body.p, c->body.len);
+	}
+	if (rc == 0)
+		rc = mp_req_decode(c->copy, c->body.len, &c->req);
+	if (rc < 0) {
+		sh_enc_fini(&c->body);
+		sh_free(c->copy);
+		sh_free(c);
+		return rc;
+	}
+	c->rt = rt;
+	c->cb = cb;
+	c->arg = arg;
+	c->deadline = env_now(rt->env) + timeout_ns;
+	env_timer_init(rt->env, &c->retry, on_retry, c);
+	sh_list_add_tail(&rt->calls, &c->link);
+	attempt(c);
+	return 0;
+}

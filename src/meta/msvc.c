@@ -1,0 +1,1521 @@
+// SPDX-License-Identifier: Apache-2.0
+/* A backend's metadata service: groups, requests, leases, deltas (msvc.h). */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mgroup.h"
+#include "msvc.h"
+
+SH_LOG_FACILITY("meta.svc");
+
+#define DB_MAP_SIZE   (64ull << 30)
+#define CALL_NS	      (5ull * 1000 * 1000 * 1000)
+#define READY_WAIT_NS (2ull * 1000 * 1000 * 1000)
+#define BUSY_WAIT_NS  (20ull * 1000 * 1000)
+#define SHIP_RETRY_NS (100ull * 1000 * 1000)
+#define OP_NS	      (8ull * 1000 * 1000 * 1000)
+#define MAX_ROUNDS    16
+
+struct msvc;
+
+/* What a bucket's outbox shipper is doing. */
+struct ship {
+	bool busy, dirty;
+	unsigned pending; /* replies awaited */
+	int status;
+	uint64_t upto;
+	struct sh_list flush; /* struct mreq waiting for an empty outbox */
+};
+
+struct mfs {
+	struct sh_list link;
+	struct msvc *s;
+	uint32_t id;
+	struct meta_db *db;
+	char dbpath[600];
+	struct mgroup **groups; /* by group index; NULL where this node is no member */
+	uint32_t ngroups;
+	uint32_t nbuckets;
+	struct ship *ship; /* per bucket */
+	unsigned open_groups;
+	unsigned refs; /* requests and shipments that refer to it */
+	bool closing;
+};
+
+struct msvc {
+	struct net *net;
+	struct env *env;
+	struct rnet *rn;
+	struct mroute *rt;
+	struct msvc_params p;
+	char dir[512];
+	uint64_t self; /* this endpoint's id */
+	struct sh_list fss;  /* struct mfs */
+	struct sh_list reqs; /* struct mreq in progress */
+	bool stopping;
+	unsigned closing_groups;
+	void (*done)(void *arg);
+	void *done_arg;
+	struct env_task done_task;
+};
+
+enum step {
+	ST_NONE,
+	ST_LEASE,      /* getting a lease from the directory's bucket */
+	ST_HOLD,       /* proposing the lease we got */
+	ST_PROPOSE,    /* the command itself */
+	ST_CLOSE,      /* rmdir: stop granting leases on the directory */
+	ST_REVOKE,     /* rmdir: lessees give theirs back */
+	ST_DROP,       /* rmdir: forget the lessees */
+	ST_REOPEN,     /* rmdir failed: grant again */
+	ST_DELTAS,     /* applying deltas from another bucket */
+	ST_FLUSH,      /* revoke: shipping the outbox */
+	ST_WAIT_READY, /* the group's barrier */
+};
+
+/* A request in progress: from the network (nr) or from this node (cb). */
+struct mreq {
+	struct sh_list link;
+	struct msvc *s;
+	struct mp_req req;
+	struct net_req *nr;
+	mroute_cb cb;
+	void *cbarg;
+	struct mfs *fs;
+	struct mgroup *g;
+	struct meta_cmd cmd;
+	struct meta_result res;
+	struct mp_reply rep;
+	enum step step;
+	unsigned rounds;
+	unsigned pending;
+	int status;
+	uint64_t deadline;
+	uint64_t dir; /* rmdir: the directory; lease: the directory */
+	uint16_t lessees[64];
+	uint8_t held[64]; /* revoke: lessee still holds entries */
+	unsigned nlessees;
+	struct env_timer timer;
+	struct sh_list flink; /* in a ship's flush list */
+	uint8_t buf[META_XATTR_MAX];
+};
+
+static void dispatch(struct mreq *m);
+static void fs_unref(struct mfs *fs);
+static void run_cmd(struct mreq *m);
+static void ship_kick(struct mfs *fs, uint16_t bucket);
+
+/* ---- answering ---- */
+
+static void
+answer(struct mreq *m, int status, const struct mp_reply *r)
+{
+	struct mp_reply nl = { 0 };
+
+	sh_list_del(&m->link);
+	env_timer_cancel(&m->timer);
+	if (m->step == ST_FLUSH)
+		sh_list_del(&m->flink);
+	if (status < 0)
+		sh_log_debug("request %u (op %u) for bucket %u of fs %u: %s", m->req.kind,
+			     m->req.kind == MP_CMD ? m->cmd.op : 0, m->req.bucket, m->req.fs,
+			     sh_errname(status));
+	if (status == SH_ENOTLEADER && r == NULL) {
+		nl.aux = m->g ? mgroup_leader(m->g) : 0;
+		r = &nl;
+	}
+	if (m->nr != NULL) {
+		struct sh_enc e;
+
+		sh_enc_init(&e);
+		if (r != NULL)
+			mp_reply_encode(&e, r);
+		if (sh_enc_error(&e))
+			net_reply(m->nr, -ENOMEM, NULL, 0);
+		else
+			net_reply(m->nr, status, &(struct iovec){ e.p, e.len }, r != NULL ? 1 : 0);
+		sh_enc_fini(&e);
+	} else {
+		m->cb(m->cbarg, status, r);
+	}
+	if (m->fs)
+		fs_unref(m->fs);
+	sh_free(m);
+}
+
+static void
+reply_result(struct mreq *m, const struct meta_result *r)
+{
+	struct mp_reply rep = { 0 };
+
+	if (r->status < 0) {
+		answer(m, r->status, NULL);
+		return;
+	}
+	if (r->attr.type) {
+		rep.flags |= MP_ATTR;
+		rep.attr = r->attr;
+	}
+	rep.aux = r->dentry.ino; /* remove: the inode the entry held */
+	if (r->dentry.ino && r->dentry.type) {
+		rep.flags |= MP_DENTRY;
+		rep.dentry = r->dentry;
+	}
+	if (r->lease.dir) {
+		rep.flags |= MP_LEASE;
+		rep.lease = r->lease;
+	}
+	answer(m, 0, &rep);
+}
+
+/* ---- filesystems and groups ---- */
+
+static struct mfs *
+fs_find(struct msvc *s, uint32_t id)
+{
+	struct sh_list *pos;
+
+	sh_list_for_each (pos, &s->fss) {
+		struct mfs *fs = sh_list_entry(pos, struct mfs, link);
+
+		if (fs->id == id && !fs->closing)
+			return fs;
+	}
+	return NULL;
+}
+
+static struct mgroup *
+group_of(struct mfs *fs, uint16_t bucket)
+{
+	const struct mplace *pl = mroute_place(fs->s->rt);
+
+	if (bucket >= pl->nbuckets || bucket >= fs->nbuckets)
+		return NULL;
+	return pl->group_of[bucket] < fs->ngroups ? fs->groups[pl->group_of[bucket]] : NULL;
+}
+
+static void
+on_applied(void *arg, struct mgroup *g, uint16_t bucket, const struct meta_cmd *c,
+	   const struct meta_result *r)
+{
+	struct mfs *fs = arg;
+
+	(void)c;
+	if (r->status < 0 || !mgroup_ready(g))
+		return;
+	for (unsigned i = 0; i < 3; i++)
+		if (r->deltas[i].ino != 0) {
+			ship_kick(fs, bucket);
+			break;
+		}
+}
+
+static void
+on_mkroot(void *arg, int status, const struct meta_result *r)
+{
+	struct mfs *fs = arg;
+
+	if (status == 0 && r->status == 0)
+		sh_log_info("filesystem %u: root directory created", fs->id);
+	else if (status == 0 && r->status != -EEXIST)
+		sh_log_warn("filesystem %u: root directory: %s", fs->id, sh_strerror(r->status));
+}
+
+/* A new leader: the root if it is ours and missing, and the outboxes' leftovers. */
+static void
+on_ready(void *arg, struct mgroup *g)
+{
+	struct mfs *fs = arg;
+	unsigned n;
+	const uint16_t *b = mgroup_buckets(g, &n);
+
+	if (mgroup_has_bucket(g, 0)) {
+		struct meta_bucket mb;
+		struct meta_inode in;
+		int rc = mgroup_read(g, 0, &mb);
+
+		if (rc == 0) {
+			rc = meta_getattr(&mb, META_ROOT_INO, &in);
+			meta_txn_abort(mb.t);
+		}
+		if (rc == -ESTALE || rc == -ENOENT) {
+			struct meta_cmd c = { .op = META_OP_MKROOT,
+					      .ver = 1,
+					      .now = env_realtime(fs->s->env),
+					      .mode = 0755 };
+
+			mgroup_propose(g, 0, &c, on_mkroot, fs);
+		}
+	}
+	for (unsigned i = 0; i < n; i++)
+		ship_kick(fs, b[i]);
+}
+
+static int
+fs_open(struct msvc *s, const struct cfg *c, const struct cfg_fs *f)
+{
+	const struct mplace *pl = mroute_place(s->rt);
+	struct mfs *fs = sh_calloc(1, sizeof(*fs));
+	int rc;
+
+	if (fs == NULL)
+		return -ENOMEM;
+	fs->s = s;
+	fs->id = f->id;
+	fs->nbuckets = c->nbuckets;
+	fs->ngroups = pl->ngroups;
+	fs->groups = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->groups));
+	fs->ship = sh_calloc(c->nbuckets, sizeof(*fs->ship));
+	if (fs->groups == NULL || fs->ship == NULL) {
+		rc = -ENOMEM;
+		goto err;
+	}
+	for (uint32_t b = 0; b < c->nbuckets; b++)
+		sh_list_init(&fs->ship[b].flush);
+	/* the store is a cache of the groups' logs: start it afresh */
+	snprintf(fs->dbpath, sizeof(fs->dbpath), "%s/meta-%u.mdb", s->dir, f->id);
+	unlink(fs->dbpath);
+	{
+		char lock[640];
+
+		snprintf(lock, sizeof(lock), "%s-lock", fs->dbpath);
+		unlink(lock);
+	}
+	rc = meta_db_open(fs->dbpath, DB_MAP_SIZE, META_DB_NOSYNC, &fs->db);
+	if (rc < 0)
+		goto err;
+	for (uint32_t g = 0; g < pl->ngroups; g++) {
+		const uint64_t *mem = pl->members + (size_t)g * pl->replicas;
+		bool member = false;
+		char path[640];
+		struct mgroup_params gp;
+
+		for (uint32_t k = 0; k < pl->replicas; k++)
+			member |= mem[k] == s->self;
+		if (!member)
+			continue;
+		snprintf(path, sizeof(path), "%s/meta-%u-g%u.raft", s->dir, f->id, g);
+		gp = (struct mgroup_params){ .id = mplace_group_id(f->id, g),
+					     .self = s->self,
+					     .members = mem,
+					     .nmembers = pl->replicas,
+					     .buckets = pl->gbuckets + pl->gstart[g],
+					     .nb = pl->gstart[g + 1] - pl->gstart[g],
+					     .nbuckets = c->nbuckets,
+					     .db = fs->db,
+					     .path = path,
+					     .log_size = s->p.log_size,
+					     .election_ms = s->p.election_ms,
+					     .applied = on_applied,
+					     .ready = on_ready,
+					     .arg = fs };
+		rc = mgroup_open(s->rn, &gp, &fs->groups[g]);
+		if (rc < 0) {
+			sh_log_error("filesystem %s: metadata group %u: %s", f->name, g,
+				     sh_strerror(rc));
+			continue;
+		}
+		fs->open_groups++;
+	}
+	sh_list_add_tail(&s->fss, &fs->link);
+	sh_log_info("filesystem %s (%u): %u of %u metadata groups here", f->name, f->id,
+		    fs->open_groups, pl->ngroups);
+	return 0;
+err:
+	if (fs->db)
+		meta_db_close(fs->db);
+	sh_free(fs->groups);
+	sh_free(fs->ship);
+	sh_free(fs);
+	return rc;
+}
+
+static void
+fs_maybe_free(struct mfs *fs)
+{
+	struct msvc *s = fs->s;
+
+	if (!fs->closing || fs->refs > 0 || fs->open_groups > 0)
+		return;
+	sh_list_del(&fs->link);
+	meta_db_close(fs->db);
+	sh_free(fs->groups);
+	sh_free(fs->ship);
+	sh_free(fs);
+	if (s->stopping && sh_list_empty(&s->fss))
+		env_post(&s->done_task);
+}
+
+static void
+fs_unref(struct mfs *fs)
+{
+	fs->refs--;
+	fs_maybe_free(fs);
+}
+
+static void
+fs_closed_one(void *arg)
+{
+	struct mfs *fs = arg;
+
+	fs->open_groups--;
+	fs_maybe_free(fs);
+}
+
+static void
+fs_close(struct mfs *fs)
+{
+	fs->closing = true;
+	/* those waiting for an outbox to empty: it will not */
+	for (uint32_t b = 0; b < fs->nbuckets; b++)
+		while (!sh_list_empty(&fs->ship[b].flush))
+			answer(sh_list_entry(fs->ship[b].flush.next, struct mreq, flink),
+			       -ESHUTDOWN, NULL);
+	fs->refs++; /* held while the groups are told to close */
+	for (uint32_t g = 0; g < fs->ngroups; g++)
+		if (fs->groups[g] != NULL)
+			mgroup_close(fs->groups[g], fs_closed_one, fs);
+	fs_unref(fs);
+}
+
+int
+msvc_set_cfg(struct msvc *s, const struct cfg *c)
+{
+	struct sh_list *pos, *tmp;
+	int rc;
+
+	if (s->stopping)
+		return 0;
+	rc = mroute_set_cfg(s->rt, c);
+	if (rc < 0)
+		return rc;
+	c = mroute_cfg(s->rt);
+	/* filesystems deleted: their groups stop, their files go */
+	sh_list_for_each_safe (pos, tmp, &s->fss) {
+		struct mfs *fs = sh_list_entry(pos, struct mfs, link);
+
+		if (!fs->closing && cfg_fs_by_id(c, fs->id) == NULL) {
+			sh_log_info("filesystem %u deleted: closing its metadata groups", fs->id);
+			fs_close(fs);
+		}
+	}
+	for (uint32_t i = 0; i < c->nfs; i++)
+		if (fs_find(s, c->fs[i].id) == NULL) {
+			rc = fs_open(s, c, &c->fs[i]);
+			if (rc < 0)
+				sh_log_error("filesystem %s: metadata: %s", c->fs[i].name,
+					     sh_strerror(rc));
+		}
+	return 0;
+}
+
+/* ---- reads ---- */
+
+static bool
+ino_ok(const struct mreq *m, uint64_t ino)
+{
+	return ino != 0 && meta_ino_bucket(ino) == m->req.bucket;
+}
+
+static void
+do_read(struct mreq *m)
+{
+	struct meta_bucket mb;
+	struct mp_reply rep = { 0 };
+	struct sh_enc e;
+	size_t len = 0;
+	int rc;
+
+	sh_enc_init(&e);
+	switch (m->req.kind) {
+	case MP_LOOKUP:
+		if (meta_name_check(m->req.name, m->req.nlen) < 0 ||
+		    meta_dentry_bucket(m->req.ino, m->req.name, m->req.nlen, m->fs->nbuckets) !=
+			m->req.bucket) {
+			answer(m, meta_name_check(m->req.name, m->req.nlen) ?: -EINVAL, NULL);
+			goto out;
+		}
+		break;
+	case MP_READDIR:
+		break;
+	default:
+		if (!ino_ok(m, m->req.ino)) {
+			answer(m, m->req.ino == 0 ? -EINVAL : -ESTALE, NULL);
+			goto out;
+		}
+	}
+	rc = mgroup_read(m->g, m->req.bucket, &mb);
+	if (rc < 0) {
+		answer(m, rc, NULL);
+		goto out;
+	}
+	switch (m->req.kind) {
+	case MP_LOOKUP:
+		rc = meta_lookup(&mb, m->req.ino, m->req.name, m->req.nlen, &rep.dentry);
+		if (rc == 0) {
+			rep.flags |= MP_DENTRY;
+			if (meta_ino_bucket(rep.dentry.ino) == m->req.bucket &&
+			    meta_getattr(&mb, rep.dentry.ino, &rep.attr) == 0)
+				rep.flags |= MP_ATTR;
+		}
+		break;
+	case MP_GETATTR:
+		rc = meta_getattr(&mb, m->req.ino, &rep.attr);
+		if (rc == 0)
+			rep.flags |= MP_ATTR;
+		break;
+	case MP_READDIR: {
+		struct meta_dirent *d = sh_calloc(MP_READDIR_MAX, sizeof(*d));
+		unsigned max = m->req.max == 0 || m->req.max > MP_READDIR_MAX ? MP_READDIR_MAX
+									     : m->req.max;
+		unsigned n = 0;
+		bool more = false;
+
+		if (d == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		rc = meta_readdir(&mb, m->req.ino, m->req.nlen ? m->req.name : NULL, m->req.nlen,
+				  d, max, &n, &more);
+		for (unsigned i = 0; rc == 0 && i < n; i++)
+			mp_dirent_put(&e, &d[i]);
+		sh_free(d);
+		if (more)
+			rep.flags |= MP_MORE;
+		break;
+	}
+	case MP_READLINK:
+		rc = meta_readlink(&mb, m->req.ino, (char *)m->buf, sizeof(m->buf), &len);
+		if (rc == 0)
+			sh_enc_bytes(&e, m->buf, len);
+		break;
+	case MP_GETXATTR:
+		rc = meta_getxattr(&mb, m->req.ino, m->req.name, m->buf, sizeof(m->buf), &len);
+		if (rc == 0)
+			sh_enc_bytes(&e, m->buf, len);
+		break;
+	case MP_LISTXATTR:
+		rc = meta_listxattr(&mb, m->req.ino, (char *)m->buf, sizeof(m->buf), &len);
+		if (rc == 0)
+			sh_enc_bytes(&e, m->buf, len);
+		break;
+	case MP_DIRBUCKETS: {
+		uint16_t *l = sh_calloc(m->fs->nbuckets, sizeof(*l));
+		unsigned n = 0;
+
+		if (l == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		rc = meta_getattr(&mb, m->req.ino, &rep.attr);
+		if (rc == 0 && rep.attr.type != META_DIR)
+			rc = -ENOTDIR;
+		if (rc == 0)
+			rc = meta_lease_list(&mb, m->req.ino, l, m->fs->nbuckets, &n);
+		for (unsigned i = 0; rc == 0 && i < n; i++)
+			sh_enc_u16(&e, l[i]);
+		rep.flags |= MP_ATTR;
+		sh_free(l);
+		break;
+	}
+	default:
+		rc = -EINVAL;
+	}
+	meta_txn_abort(mb.t);
+	if (rc == 0 && sh_enc_error(&e))
+		rc = -ENOMEM;
+	rep.data = e.p;
+	rep.dlen = e.len;
+	answer(m, rc, rc == 0 ? &rep : NULL);
+out:
+	sh_enc_fini(&e);
+}
+
+/* ---- proposing, with the request waiting ---- */
+
+static void on_step(void *arg, int status, const struct meta_result *r);
+
+static void
+propose(struct mreq *m, enum step step, uint16_t bucket, const struct meta_cmd *c)
+{
+	int rc;
+
+	m->step = step;
+	rc = mgroup_propose(m->g, bucket, c, on_step, m);
+	if (rc < 0) {
+		m->step = ST_NONE;
+		answer(m, rc, NULL);
+	}
+}
+
+static void
+later(struct mreq *m, uint64_t ns)
+{
+	if (env_now(m->s->env) + ns > m->deadline) {
+		answer(m, m->status ? m->status : -ETIMEDOUT, NULL);
+		return;
+	}
+	env_timer_arm(&m->timer, ns);
+}
+
+static struct meta_cmd
+internal_cmd(struct mreq *m, uint8_t op, uint64_t ino, uint32_t flags)
+{
+	return (struct meta_cmd){
+		.op = op, .ver = 1, .now = env_realtime(m->s->env), .ino = ino, .flags = flags
+	};
+}
+
+/* ---- leases: an entry under another bucket's directory ---- */
+
+static void
+on_lease(void *arg, int status, const struct mp_reply *r)
+{
+	struct mreq *m = arg;
+	struct meta_cmd c;
+
+	if (m->fs->closing) {
+		answer(m, -ESHUTDOWN, NULL);
+		return;
+	}
+	if (status == -EBUSY) { /* the directory is being removed: see how that ends */
+		m->status = -EBUSY;
+		m->step = ST_NONE;
+		later(m, BUSY_WAIT_NS);
+		return;
+	}
+	if (status == 0 && (r == NULL || !(r->flags & MP_LEASE)))
+		status = -EBADMSG;
+	if (status < 0) {
+		answer(m, status, NULL);
+		return;
+	}
+	c = internal_cmd(m, META_OP_LEASE_HOLD, r->lease.dir, 0);
+	c.mode = r->lease.mode;
+	c.uid = r->lease.uid;
+	c.gid = r->lease.gid;
+	c.upto = r->lease.generation;
+	if (!mgroup_ready(m->g)) {
+		answer(m, SH_ENOTLEADER, NULL);
+		return;
+	}
+	propose(m, ST_HOLD, m->req.bucket, &c);
+}
+
+static void
+get_lease(struct mreq *m, uint64_t dir)
+{
+	struct sh_enc e;
+	struct meta_cmd c = internal_cmd(m, META_OP_LEASE_GRANT, dir, m->req.bucket);
+	struct mp_req q = { .kind = MP_CMD, .fs = m->fs->id, .bucket = meta_ino_bucket(dir) };
+	int rc;
+
+	m->step = ST_LEASE;
+	sh_enc_init(&e);
+	rc = meta_cmd_encode(&e, &c);
+	q.data = e.p;
+	q.dlen = e.len;
+	if (rc == 0)
+		rc = mroute_call(m->s->rt, &q, CALL_NS, on_lease, m);
+	sh_enc_fini(&e);
+	if (rc < 0) {
+		m->step = ST_NONE;
+		answer(m, rc, NULL);
+	}
+}
+
+/* The directory a command's entry needs a lease on (0: none it lacks). */
+static uint64_t
+lease_needed(const struct mreq *m)
+{
+	const struct meta_cmd *c = &m->cmd;
+
+	if (meta_ino_bucket(c->parent) != m->req.bucket)
+		return c->parent;
+	if (c->op == META_OP_RENAME && meta_ino_bucket(c->parent2) != m->req.bucket)
+		return c->parent2;
+	return 0;
+}
+
+/* ---- rmdir with leases out ---- */
+
+static void rmdir_close(struct mreq *m);
+
+static void
+on_revoked(void *arg, int status, const struct mp_reply *r)
+{
+	struct mreq *m = arg;
+	unsigned i;
+
+	if (status == 0 && r != NULL && r->aux > 0) {
+		for (i = 0; i < m->nlessees; i++)
+			if (m->lessees[i] == r->aux >> 16)
+				m->held[i] = 1;
+	}
+	if (status < 0 && m->status == 0)
+		m->status = status;
+	if (--m->pending > 0)
+		return;
+	if (m->fs->closing) {
+		answer(m, -ESHUTDOWN, NULL);
+		return;
+	}
+	if (!mgroup_ready(m->g)) {
+		answer(m, SH_ENOTLEADER, NULL);
+		return;
+	}
+	for (i = 0; i < m->nlessees && m->status == 0; i++)
+		if (m->held[i])
+			m->status = -ENOTEMPTY;
+	if (m->status < 0) {
+		struct meta_cmd c = internal_cmd(m, META_OP_LEASE_REOPEN, m->dir, 0);
+
+		propose(m, ST_REOPEN, meta_ino_bucket(m->dir), &c);
+		return;
+	}
+	/* nobody holds entries: forget them all */
+	m->pending = m->nlessees;
+	m->step = ST_DROP;
+	for (i = 0; i < m->nlessees; i++) {
+		struct meta_cmd c = internal_cmd(m, META_OP_LEASE_DROP, m->dir, m->lessees[i]);
+		int rc = mgroup_propose(m->g, meta_ino_bucket(m->dir), &c, on_step, m);
+
+		if (rc < 0) {
+			m->status = rc;
+			if (--m->pending == 0) {
+				m->step = ST_NONE;
+				answer(m, rc, NULL);
+				return;
+			}
+		}
+	}
+}
+
+static void
+revoke_all(struct mreq *m)
+{
+	m->step = ST_REVOKE;
+	m->pending = m->nlessees;
+	m->status = 0;
+	memset(m->held, 0, sizeof(m->held));
+	for (unsigned i = 0; i < m->nlessees; i++) {
+		struct mp_req q = { .kind = MP_REVOKE,
+				    .fs = m->fs->id,
+				    .bucket = m->lessees[i],
+				    .ino = m->dir };
+		int rc = mroute_call(m->s->rt, &q, CALL_NS, on_revoked, m);
+
+		if (rc < 0)
+			on_revoked(m, rc, NULL);
+	}
+}
+
+static void
+rmdir_close(struct mreq *m)
+{
+	struct meta_cmd c = internal_cmd(m, META_OP_LEASE_CLOSE, m->dir, 0);
+
+	propose(m, ST_CLOSE, meta_ino_bucket(m->dir), &c);
+}
+
+static void
+rmdir_start(struct mreq *m)
+{
+	struct meta_bucket mb;
+	struct meta_dentry d;
+	int rc = mgroup_read(m->g, m->req.bucket, &mb);
+
+	if (rc == 0) {
+		rc = meta_lookup(&mb, m->cmd.parent, m->cmd.name, strlen(m->cmd.name), &d);
+		meta_txn_abort(mb.t);
+	}
+	if (rc < 0) {
+		answer(m, rc, NULL);
+		return;
+	}
+	if (meta_ino_bucket(d.ino) != m->req.bucket) {
+		answer(m, -EBUSY, NULL);
+		return;
+	}
+	m->dir = d.ino;
+	rmdir_close(m);
+}
+
+/* ---- the steps' results ---- */
+
+static void
+on_step(void *arg, int status, const struct meta_result *r)
+{
+	struct mreq *m = arg;
+	enum step step = m->step;
+
+	if (step == ST_DROP || step == ST_DELTAS) {
+		if (status == 0 && r->status < 0 && m->status == 0)
+			m->status = r->status;
+		if (status < 0 && m->status == 0)
+			m->status = status;
+		if (--m->pending > 0)
+			return;
+	}
+	m->step = ST_NONE;
+	if (m->fs->closing) {
+		answer(m, -ESHUTDOWN, NULL);
+		return;
+	}
+	if (step == ST_DELTAS) {
+		answer(m, m->status, m->status == 0 ? &m->rep : NULL);
+		return;
+	}
+	if (step == ST_DROP) {
+		if (m->status < 0) {
+			answer(m, m->status, NULL);
+			return;
+		}
+		/* more lessees than one close lists: close again; else remove */
+		if (m->nlessees == 64)
+			rmdir_close(m);
+		else
+			propose(m, ST_PROPOSE, m->req.bucket, &m->cmd);
+		return;
+	}
+	if (status < 0) {
+		answer(m, status, NULL);
+		return;
+	}
+	switch (step) {
+	case ST_HOLD:
+		if (r->status < 0) {
+			answer(m, r->status, NULL);
+			return;
+		}
+		run_cmd(m);
+		return;
+	case ST_PROPOSE:
+		if (r->status == -ENOLCK && !m->dir) {
+			run_cmd(m); /* the lease went meanwhile: again */
+			return;
+		}
+		if (r->status < 0 && m->dir) {
+			/* rmdir failed: the directory takes leases again */
+			struct meta_cmd c = internal_cmd(m, META_OP_LEASE_REOPEN, m->dir, 0);
+
+			m->status = r->status;
+			propose(m, ST_REOPEN, meta_ino_bucket(m->dir), &c);
+			return;
+		}
+		reply_result(m, r);
+		return;
+	case ST_CLOSE:
+		if (r->status < 0) {
+			answer(m, r->status, NULL);
+			return;
+		}
+		m->nlessees = r->nlessees;
+		memcpy(m->lessees, r->lessees, r->nlessees * sizeof(m->lessees[0]));
+		if (m->nlessees == 0) {
+			/* no lease out: the command decides (empty or not, locked or not) */
+			propose(m, ST_PROPOSE, m->req.bucket, &m->cmd);
+			return;
+		}
+		revoke_all(m);
+		return;
+	case ST_REOPEN:
+		answer(m, m->status ? m->status : -EBUSY, NULL);
+		return;
+	default:
+		break;
+	}
+	answer(m, SH_EINTERNAL, NULL);
+}
+
+/* ---- commands ---- */
+
+static void
+run_cmd(struct mreq *m)
+{
+	struct meta_result *r = &m->res;
+	uint64_t dir;
+	int rc;
+
+	if (++m->rounds > MAX_ROUNDS) {
+		answer(m, m->status ? m->status : -EBUSY, NULL);
+		return;
+	}
+	if (!mgroup_ready(m->g)) {
+		answer(m, SH_ENOTLEADER, NULL);
+		return;
+	}
+	/* a dry run on the applied state says what the command needs first */
+	rc = mgroup_try(m->g, m->req.bucket, &m->cmd, r);
+	if (rc < 0) {
+		answer(m, rc, NULL);
+		return;
+	}
+	if (r->status == -ENOLCK && (dir = lease_needed(m)) != 0) {
+		get_lease(m, dir);
+		return;
+	}
+	if (r->status == -EBUSY && m->cmd.op == META_OP_REMOVE && m->cmd.dir) {
+		rmdir_start(m);
+		return;
+	}
+	if (r->status == -EXDEV && m->cmd.op == META_OP_RENAME) {
+		/* the two-phase rename between buckets is not served yet */
+		answer(m, -EXDEV, NULL);
+		return;
+	}
+	if (r->status < 0) {
+		answer(m, r->status, NULL);
+		return;
+	}
+	propose(m, ST_PROPOSE, m->req.bucket, &m->cmd);
+}
+
+static bool
+from_server(const struct mreq *m)
+{
+	uint64_t peer;
+
+	if (m->nr == NULL)
+		return true;
+	peer = net_req_peer(m->nr);
+	return (peer >> 63) == 0 && cfg_node_find(mroute_cfg(m->s->rt), peer >> 8) != NULL;
+}
+
+static void
+do_cmd(struct mreq *m)
+{
+	int rc = meta_cmd_decode(m->req.data, m->req.dlen, &m->cmd);
+
+	if (rc < 0) {
+		answer(m, -EINVAL, NULL);
+		return;
+	}
+	switch (m->cmd.op) {
+	case META_OP_CREATE:
+	case META_OP_LINK:
+	case META_OP_REMOVE:
+	case META_OP_RENAME:
+	case META_OP_SETATTR:
+	case META_OP_SETXATTR:
+	case META_OP_REMOVEXATTR:
+		break;
+	case META_OP_LEASE_GRANT:
+		if (from_server(m))
+			break;
+		/* fall through */
+	default:
+		answer(m, -EPERM, NULL);
+		return;
+	}
+	/* what every replica must apply alike: the leader's clock, the version */
+	m->cmd.now = env_realtime(m->s->env);
+	m->cmd.ver = 1;
+	if (m->cmd.op == META_OP_LEASE_GRANT) {
+		propose(m, ST_PROPOSE, m->req.bucket, &m->cmd);
+		return;
+	}
+	run_cmd(m);
+}
+
+/* ---- deltas: shipping ---- */
+
+struct shipment {
+	struct mfs *fs;
+	uint16_t bucket;
+};
+
+static void ship_step(struct mfs *fs, uint16_t bucket);
+
+static struct shipment *
+shipment_new(struct mfs *fs, uint16_t bucket)
+{
+	struct shipment *sp = sh_calloc(1, sizeof(*sp));
+
+	if (sp != NULL) {
+		sp->fs = fs;
+		sp->bucket = bucket;
+		fs->refs++;
+	}
+	return sp;
+}
+
+static void
+shipment_free(struct shipment *sp)
+{
+	struct mfs *fs = sp->fs;
+
+	sh_free(sp);
+	fs_unref(fs);
+}
+
+static void
+on_ship_retry(struct env_timer *t)
+{
+	struct shipment *sp = t->arg;
+	struct mfs *fs = sp->fs;
+	uint16_t b = sp->bucket;
+
+	sh_free(t);
+	fs->ship[b].busy = false;
+	if (!fs->closing)
+		ship_kick(fs, b);
+	shipment_free(sp);
+}
+
+static void
+ship_fail(struct mfs *fs, uint16_t bucket)
+{
+	struct env_timer *t = sh_calloc(1, sizeof(*t));
+	struct shipment *sp = t ? shipment_new(fs, bucket) : NULL;
+
+	if (sp == NULL) {
+		sh_free(t);
+		fs->ship[bucket].busy = false;
+		return;
+	}
+	env_timer_init(fs->s->env, t, on_ship_retry, sp);
+	env_timer_arm(t, SHIP_RETRY_NS);
+}
+
+static void
+on_acked(void *arg, int status, const struct meta_result *r)
+{
+	struct shipment *sp = arg;
+	struct mfs *fs = sp->fs;
+	uint16_t b = sp->bucket;
+
+	if (fs->closing) {
+		fs->ship[b].busy = false;
+	} else if (status < 0 || r->status < 0) {
+		ship_fail(fs, b);
+	} else {
+		fs->ship[b].busy = false;
+		ship_kick(fs, b); /* more may have come; an empty outbox wakes the flushers */
+	}
+	shipment_free(sp);
+}
+
+static void
+on_shipped(void *arg, int status, const struct mp_reply *r)
+{
+	struct shipment *sp = arg;
+	struct mfs *fs = sp->fs;
+	struct ship *sh = &fs->ship[sp->bucket];
+	struct mgroup *g;
+	struct meta_cmd c;
+
+	(void)r;
+	if (status < 0 && sh->status == 0)
+		sh->status = status;
+	if (--sh->pending > 0 || fs->closing) {
+		if (sh->pending == 0)
+			sh->busy = false;
+		shipment_free(sp);
+		return;
+	}
+	g = group_of(fs, sp->bucket);
+	if (sh->status < 0 || g == NULL || !mgroup_ready(g)) {
+		if (g != NULL && mgroup_ready(g))
+			ship_fail(fs, sp->bucket);
+		else
+			sh->busy = false;
+		shipment_free(sp);
+		return;
+	}
+	c = (struct meta_cmd){ .op = META_OP_OUTBOX_ACK,
+			       .ver = 1,
+			       .now = env_realtime(fs->s->env),
+			       .upto = sh->upto };
+	if (mgroup_propose(g, sp->bucket, &c, on_acked, sp) < 0) {
+		sh->busy = false;
+		shipment_free(sp);
+	}
+}
+
+struct outbox_read {
+	uint8_t *bytes; /* n x META_DELTA_LEN */
+	struct meta_delta *d;
+	unsigned n;
+};
+
+static int
+on_outbox(void *arg, const struct meta_delta *d)
+{
+	struct outbox_read *o = arg;
+
+	if (o->n == MP_DELTAS_MAX)
+		return 1;
+	o->d[o->n] = *d;
+	meta_delta_encode(d, o->bytes + (size_t)o->n * META_DELTA_LEN);
+	o->n++;
+	return 0;
+}
+
+static void
+flushed(struct mfs *fs, uint16_t bucket, int status)
+{
+	struct ship *sh = &fs->ship[bucket];
+
+	while (!sh_list_empty(&sh->flush)) {
+		struct mreq *m = sh_list_entry(sh_list_pop(&sh->flush), struct mreq, flink);
+
+		m->step = ST_NONE;
+		if (status < 0) {
+			answer(m, status, NULL);
+			continue;
+		}
+		{
+			/* how many entries of the directory this bucket holds (0 or 1 is enough) */
+			struct meta_bucket mb;
+			struct meta_dirent de;
+			unsigned n = 0;
+			bool more;
+			int rc = mgroup_read(m->g, bucket, &mb);
+
+			if (rc == 0) {
+				rc = meta_readdir(&mb, m->req.ino, NULL, 0, &de, 1, &n, &more);
+				meta_txn_abort(mb.t);
+			}
+			m->rep = (struct mp_reply){ .aux = n ? ((uint64_t)bucket << 16 | 1) : 0 };
+			answer(m, rc, rc == 0 ? &m->rep : NULL);
+		}
+	}
+}
+
+/* Ship the first batch of bucket's outbox to its buckets' leaders. */
+static void
+ship_step(struct mfs *fs, uint16_t bucket)
+{
+	struct ship *sh = &fs->ship[bucket];
+	struct mgroup *g = group_of(fs, bucket);
+	struct outbox_read o = { 0 };
+	struct meta_bucket mb;
+	uint8_t *sent;
+	int rc;
+
+	if (g == NULL || !mgroup_ready(g)) {
+		sh->busy = false;
+		flushed(fs, bucket, SH_ENOTLEADER);
+		return;
+	}
+	o.bytes = sh_malloc((size_t)MP_DELTAS_MAX * META_DELTA_LEN);
+	o.d = sh_calloc(MP_DELTAS_MAX, sizeof(*o.d));
+	sent = sh_calloc(MP_DELTAS_MAX, 1);
+	rc = o.bytes && o.d && sent ? mgroup_read(g, bucket, &mb) : -ENOMEM;
+	if (rc == 0) {
+		rc = meta_outbox(&mb, on_outbox, &o);
+		meta_txn_abort(mb.t);
+	}
+	if (rc < 0 || o.n == 0) {
+		sh->busy = false;
+		if (rc == 0)
+			flushed(fs, bucket, 0);
+		goto out;
+	}
+	/* one request per destination group, each with its deltas */
+	sh->pending = 1;
+	sh->status = 0;
+	sh->upto = o.d[o.n - 1].seq;
+	{
+		const struct mplace *pl = mroute_place(fs->s->rt);
+		uint8_t *batch = sh_malloc((size_t)o.n * META_DELTA_LEN);
+
+		if (batch == NULL) {
+			sh->busy = false;
+			goto out;
+		}
+		for (unsigned i = 0; i < o.n; i++) {
+			uint16_t grp;
+			unsigned k = 0;
+			struct shipment *sp;
+			struct mp_req q;
+
+			if (sent[i])
+				continue;
+			if (o.d[i].to >= pl->nbuckets) {
+				sent[i] = 1;
+				continue;
+			}
+			grp = pl->group_of[o.d[i].to];
+			for (unsigned j = i; j < o.n; j++)
+				if (!sent[j] && o.d[j].to < pl->nbuckets &&
+				    pl->group_of[o.d[j].to] == grp) {
+					memcpy(batch + (size_t)k * META_DELTA_LEN,
+					       o.bytes + (size_t)j * META_DELTA_LEN,
+					       META_DELTA_LEN);
+					k++;
+					sent[j] = 1;
+				}
+			sp = shipment_new(fs, bucket);
+			if (sp == NULL) {
+				sh->status = -ENOMEM;
+				break;
+			}
+			q = (struct mp_req){ .kind = MP_DELTAS,
+					     .fs = fs->id,
+					     .bucket = o.d[i].to,
+					     .data = batch,
+					     .dlen = (size_t)k * META_DELTA_LEN };
+			sh->pending++;
+			rc = mroute_call(fs->s->rt, &q, CALL_NS, on_shipped, sp);
+			if (rc < 0) {
+				shipment_free(sp);
+				sh->pending--;
+				sh->status = rc;
+			}
+		}
+		sh_free(batch);
+	}
+	/* the extra count held the batch open while it was sent */
+	{
+		struct shipment *sp = shipment_new(fs, bucket);
+
+		if (sp != NULL) {
+			on_shipped(sp, 0, NULL);
+		} else if (--sh->pending == 0) {
+			sh->busy = false;
+		}
+	}
+out:
+	sh_free(o.bytes);
+	sh_free(o.d);
+	sh_free(sent);
+}
+
+static void
+ship_kick(struct mfs *fs, uint16_t bucket)
+{
+	struct ship *sh = &fs->ship[bucket];
+
+	if (fs->closing)
+		return;
+	if (sh->busy) {
+		sh->dirty = true;
+		return;
+	}
+	sh->busy = true;
+	sh->dirty = false;
+	ship_step(fs, bucket);
+}
+
+/* ---- deltas: receiving; revokes ---- */
+
+static void
+do_deltas(struct mreq *m)
+{
+	size_t n = m->req.dlen / META_DELTA_LEN;
+
+	if (n == 0 || n > MP_DELTAS_MAX || m->req.dlen % META_DELTA_LEN != 0 || !from_server(m)) {
+		answer(m, -EINVAL, NULL);
+		return;
+	}
+	m->step = ST_DELTAS;
+	m->pending = 1;
+	m->status = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct meta_cmd c = internal_cmd(m, META_OP_DELTA, 0, 0);
+		int rc = meta_delta_decode(m->req.data + i * META_DELTA_LEN, META_DELTA_LEN,
+					   &c.delta);
+
+		if (rc == 0 && !mgroup_has_bucket(m->g, c.delta.to))
+			rc = -ENXIO;
+		if (rc == 0) {
+			m->pending++;
+			rc = mgroup_propose(m->g, c.delta.to, &c, on_step, m);
+			if (rc < 0)
+				m->pending--;
+		}
+		if (rc < 0 && m->status == 0)
+			m->status = rc;
+	}
+	on_step(m, 0, &(struct meta_result){ 0 });
+}
+
+static void
+on_revoke_applied(void *arg, int status, const struct meta_result *r)
+{
+	struct mreq *m = arg;
+
+	m->step = ST_NONE;
+	if (m->fs->closing) {
+		answer(m, -ESHUTDOWN, NULL);
+		return;
+	}
+	if (status < 0 || r->status < 0) {
+		answer(m, status < 0 ? status : r->status, NULL);
+		return;
+	}
+	/* give the parent every delta we owe it before it counts its entries */
+	m->step = ST_FLUSH;
+	sh_list_add_tail(&m->fs->ship[m->req.bucket].flush, &m->flink);
+	if (m->fs->ship[m->req.bucket].busy)
+		m->fs->ship[m->req.bucket].dirty = true;
+	else
+		ship_kick(m->fs, m->req.bucket);
+}
+
+static void
+do_revoke(struct mreq *m)
+{
+	struct meta_cmd c = internal_cmd(m, META_OP_LEASE_REVOKE, m->req.ino, 0);
+	int rc;
+
+	if (!from_server(m) || m->req.ino == 0) {
+		answer(m, -EINVAL, NULL);
+		return;
+	}
+	m->step = ST_PROPOSE;
+	rc = mgroup_propose(m->g, m->req.bucket, &c, on_revoke_applied, m);
+	if (rc < 0) {
+		m->step = ST_NONE;
+		answer(m, rc, NULL);
+	}
+}
+
+/* ---- requests ---- */
+
+static void
+on_ready_wait(void *arg, int status)
+{
+	struct mreq *m = arg;
+
+	m->step = ST_NONE;
+	if (status < 0 || m->fs->closing) {
+		answer(m, m->fs->closing ? -ESHUTDOWN : status, NULL);
+		return;
+	}
+	dispatch(m);
+}
+
+static void
+dispatch(struct mreq *m)
+{
+	struct msvc *s = m->s;
+
+	if (m->fs == NULL) {
+		m->fs = fs_find(s, m->req.fs);
+		if (m->fs == NULL) {
+			answer(m, -ENXIO, NULL);
+			return;
+		}
+		m->fs->refs++;
+	}
+	m->g = group_of(m->fs, m->req.bucket);
+	if (m->g == NULL) {
+		answer(m, m->req.bucket >= m->fs->nbuckets ? -EINVAL : -ENXIO, NULL);
+		return;
+	}
+	if (!mgroup_ready(m->g)) {
+		struct mgroup_info gi;
+
+		mgroup_info(m->g, &gi);
+		if (gi.raft_state == RAFT_LEADER && m->step != ST_WAIT_READY) {
+			m->step = ST_WAIT_READY;
+			if (mgroup_wait_ready(m->g, READY_WAIT_NS, on_ready_wait, m) == 0)
+				return;
+		}
+		m->step = ST_NONE;
+		answer(m, SH_ENOTLEADER, NULL);
+		return;
+	}
+	m->step = ST_NONE;
+	switch (m->req.kind) {
+	case MP_CMD:
+		do_cmd(m);
+		return;
+	case MP_DELTAS:
+		do_deltas(m);
+		return;
+	case MP_REVOKE:
+		do_revoke(m);
+		return;
+	default:
+		do_read(m);
+	}
+}
+
+static void
+on_timer(struct env_timer *t)
+{
+	struct mreq *m = t->arg;
+
+	if (m->fs->closing) {
+		answer(m, -ESHUTDOWN, NULL);
+		return;
+	}
+	/* waited after -EBUSY from a lease: try the command again */
+	m->g = group_of(m->fs, m->req.bucket);
+	if (m->g == NULL) {
+		answer(m, -ENXIO, NULL);
+		return;
+	}
+	run_cmd(m);
+}
+
+static struct mreq *
+mreq_new(struct msvc *s)
+{
+	struct mreq *m = sh_calloc(1, sizeof(*m));
+
+	if (m == NULL)
+		return NULL;
+	m->s = s;
+	m->deadline = env_now(s->env) + OP_NS;
+	env_timer_init(s->env, &m->timer, on_timer, m);
+	sh_list_add_tail(&s->reqs, &m->link);
+	return m;
+}
+
+static void
+on_request(struct net_req *nr, void *arg)
+{
+	struct msvc *s = arg;
+	const struct net_msg *b = net_req_body(nr);
+	struct mreq *m;
+
+	if (s->stopping) {
+		net_reply(nr, -ESHUTDOWN, NULL, 0);
+		return;
+	}
+	m = mreq_new(s);
+	if (m == NULL) {
+		net_reply(nr, -ENOMEM, NULL, 0);
+		return;
+	}
+	m->nr = nr;
+	if (mp_req_decode(b->buf->data + b->off, b->len, &m->req) < 0) {
+		answer(m, -EINVAL, NULL);
+		return;
+	}
+	dispatch(m);
+}
+
+/* A call from this node to one of its own groups. */
+static int
+local_call(void *arg, const struct mp_req *req, mroute_cb cb, void *cbarg)
+{
+	struct msvc *s = arg;
+	struct mfs *fs = fs_find(s, req->fs);
+	struct mgroup *g = fs ? group_of(fs, req->bucket) : NULL;
+	struct mreq *m;
+
+	if (g == NULL || !mgroup_ready(g) || s->stopping)
+		return 0;
+	m = mreq_new(s);
+	if (m == NULL)
+		return 0;
+	m->req = *req;
+	m->cb = cb;
+	m->cbarg = cbarg;
+	dispatch(m);
+	return 1;
+}
+
+int
+msvc_create(struct net *n, const struct msvc_params *p, struct msvc **out)
+{
+	struct msvc *s = sh_calloc(1, sizeof(*s));
+	int rc;
+
+	if (s == NULL)
+		return -ENOMEM;
+	s->net = n;
+	s->env = net_env(n);
+	s->p = *p;
+	snprintf(s->dir, sizeof(s->dir), "%s", p->dir);
+	s->p.dir = s->dir;
+	if (s->p.log_size == 0)
+		s->p.log_size = 32ull << 20;
+	s->self = net_node_id(n);
+	sh_list_init(&s->fss);
+	sh_list_init(&s->reqs);
+	rc = rnet_create(n, &s->rn);
+	if (rc < 0)
+		goto err;
+	rc = mroute_create(n, &s->rt);
+	if (rc < 0)
+		goto err_rn;
+	mroute_set_local(s->rt, local_call, s);
+	rc = net_handle(n, NET_OP_META, on_request, s);
+	if (rc < 0)
+		goto err_rt;
+	*out = s;
+	return 0;
+err_rt:
+	mroute_destroy(s->rt);
+err_rn:
+	rnet_destroy(s->rn);
+err:
+	sh_free(s);
+	return rc;
+}
+
+static void
+finish_stop(struct env_task *t)
+{
+	struct msvc *s = t->arg;
+	void (*done)(void *) = s->done;
+	void *arg = s->done_arg;
+
+	while (!sh_list_empty(&s->reqs))
+		answer(sh_list_entry(s->reqs.next, struct mreq, link), -ESHUTDOWN, NULL);
+	mroute_destroy(s->rt);
+	rnet_destroy(s->rn);
+	sh_free(s);
+	if (done)
+		done(arg);
+}
+
+void
+msvc_stop(struct msvc *s, void (*done)(void *arg), void *arg)
+{
+	struct sh_list *pos, *tmp;
+
+	s->stopping = true;
+	s->done = done;
+	s->done_arg = arg;
+	env_task_init(s->env, &s->done_task, finish_stop, s);
+	mroute_cancel_all(s->rt); /* what waits on other nodes ends now */
+	if (sh_list_empty(&s->fss)) {
+		env_post(&s->done_task);
+		return;
+	}
+	sh_list_for_each_safe (pos, tmp, &s->fss)
+		fs_close(sh_list_entry(pos, struct mfs, link));
+}
+
+unsigned
+msvc_groups(struct msvc *s, struct msvc_group_info *out, unsigned max)
+{
+	struct sh_list *pos;
+	unsigned n = 0;
+
+	sh_list_for_each (pos, &s->fss) {
+		struct mfs *fs = sh_list_entry(pos, struct mfs, link);
+
+		for (uint32_t g = 0; g < fs->ngroups; g++) {
+			struct mgroup_info gi;
+			unsigned nb;
+
+			if (fs->groups[g] == NULL)
+				continue;
+			if (n < max) {
+				mgroup_info(fs->groups[g], &gi);
+				mgroup_buckets(fs->groups[g], &nb);
+				out[n] = (struct msvc_group_info){ .fs = fs->id,
+								   .index = g,
+								   .nbuckets = nb,
+								   .raft_state = gi.raft_state,
+								   .term = gi.term,
+								   .commit = gi.commit,
+								   .applied = gi.applied,
+								   .leader = gi.leader,
+								   .ready = gi.ready };
+			}
+			n++;
+		}
+	}
+	return n;
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The metadata service of a backend (docs/metadata.md): on one worker's
+ * data endpoint, the metadata groups of every filesystem this node holds
+ * replicas of, and the NET_OP_META requests for them.
+ *
+ * A leader serves reads from its applied state and replicates commands,
+ * and does what a command needs first, so that a client's create, remove
+ * or setattr is one round trip:
+ * - an entry under a directory of another bucket needs a lease on it:
+ *   the leader gets one from the directory's bucket, then proposes;
+ * - rmdir of a directory with leases out revokes them (each lessee gives
+ *   its lease back and ships its deltas), then removes it, or answers
+ *   ENOTEMPTY and opens the directory to leases again;
+ * - the deltas a command queued for other buckets (a parent's counts and
+ *   times, a remote inode's link count) are shipped in batches to those
+ *   buckets' leaders, then acknowledged in the source bucket.
+ * A new leader creates the root directory if its group holds bucket 0 and
+ * ships what its buckets' outboxes hold.
+ */
+#ifndef SH_META_MSVC_H
+#define SH_META_MSVC_H
+
+#include "mroute.h"
+
+struct msvc;
+
+struct msvc_params {
+	const char *dir;      /* where the stores and Raft logs live */
+	uint64_t log_size;    /* per group; default 32 MiB */
+	unsigned election_ms; /* default 700 */
+};
+
+int msvc_create(struct net *n, const struct msvc_params *p, struct msvc **out);
+/* A newer configuration (on the endpoint's thread): start and stop groups. */
+int msvc_set_cfg(struct msvc *s, const struct cfg *c);
+/* Close every group; done(arg) later. Then destroy the net. */
+void msvc_stop(struct msvc *s, void (*done)(void *arg), void *arg);
+
+struct msvc_group_info {
+	uint32_t fs, index;
+	unsigned nbuckets;
+	int raft_state;
+	uint64_t term, commit, applied, leader;
+	bool ready;
+};
+/* The groups served here: up to max into out; returns how many there are. */
+unsigned msvc_groups(struct msvc *s, struct msvc_group_info *out, unsigned max);
+
+#endif /* SH_META_MSVC_H */

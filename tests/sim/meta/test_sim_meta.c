@@ -1,0 +1,525 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The metadata service in the simulator: six backends (net + msvc) serve
+ * one filesystem's buckets in Raft groups of five; a client (net + mroute)
+ * creates directories and files across buckets (leases between buckets),
+ * stats them, lists directories by fanning out, removes them (rmdir with
+ * leases out), while group leaders are killed and restarted and packets
+ * are lost, duplicated and reordered. Checked, over seeds:
+ *  - every create that succeeded is found afterwards, with its attributes;
+ *  - a directory's size and nlink converge to what it holds (deltas);
+ *  - readdir returns each entry exactly once;
+ *  - rmdir says ENOTEMPTY while entries exist in any bucket, and works
+ *    once they are gone.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../../src/env/env_sim.h"
+#include "../../../src/meta/msvc.h"
+#include "../../lib/test.h"
+
+#define N	  6
+#define NBUCKETS  16
+#define NFILES	  60
+#define CLIENT_ID (1ull << 63 | 77)
+
+struct node {
+	struct world *w;
+	int id;
+	struct sim_node *sn;
+	struct env *env;
+	struct net *net;
+	struct msvc *svc;
+	bool up;
+	char dir[256];
+};
+
+struct world {
+	struct sim *sim;
+	struct sh_rand rng;
+	struct node n[N + 1];
+	struct sim_node *csn;
+	struct net *cnet;
+	struct mroute *rt;
+	struct cfg *cfg;
+	uint64_t seed;
+	uint32_t fs;
+};
+
+static void
+addr(int id, char *buf, size_t len)
+{
+	snprintf(buf, len, "10.0.1.%d:7100", id);
+}
+
+static void
+build_cfg(struct world *w)
+{
+	char msg[CFG_MSG_MAX];
+	struct cfg_cmd c = { .op = CFG_OP_CREATE, .nbuckets = NBUCKETS, .id = 1 };
+
+	w->cfg = cfg_new();
+	snprintf(c.name, sizeof(c.name), "sim");
+	snprintf(c.addr, sizeof(c.addr), "10.0.0.1:7000");
+	addr(1, c.data, sizeof(c.data));
+	SH_ASSERT_OK(cfg_apply(w->cfg, &c, msg, sizeof(msg)));
+	for (int i = 2; i <= N; i++) {
+		struct cfg_cmd a = { .op = CFG_OP_NODE_ADD, .id = (uint64_t)i };
+
+		snprintf(a.addr, sizeof(a.addr), "10.0.0.%d:7000", i);
+		addr(i, a.data, sizeof(a.data));
+		SH_ASSERT_OK(cfg_apply(w->cfg, &a, msg, sizeof(msg)));
+	}
+	for (int i = 1; i <= N; i++) {
+		struct cfg_cmd d = { .op = CFG_OP_DRIVE_ADD, .id = (uint64_t)i, .size = 1ull << 30 };
+
+		snprintf(d.path, sizeof(d.path), "/dev/nvme0n1");
+		SH_ASSERT_OK(cfg_apply(w->cfg, &d, msg, sizeof(msg)));
+	}
+	{
+		struct cfg_cmd f = { .op = CFG_OP_FS_CREATE, .d = 4, .p = 2 };
+
+		snprintf(f.name, sizeof(f.name), "fs1");
+		SH_ASSERT_MSG(cfg_apply(w->cfg, &f, msg, sizeof(msg)) == 0, "%s", msg);
+	}
+	w->fs = w->cfg->fs[0].id;
+	SH_ASSERT_EQ(w->cfg->replicas, 5u);
+}
+
+static void
+node_start(struct node *n)
+{
+	struct net_iface ifc = { 0 };
+	struct net_config nc = { .node_id = mplace_endpoint((uint64_t)n->id),
+				 .ifaces = &ifc,
+				 .nifaces = 1,
+				 .dead_ns = 3 * SH_NSEC_PER_SEC };
+	struct msvc_params p = { .dir = n->dir, .log_size = 4ull << 20 };
+	char a[64];
+
+	addr(n->id, a, sizeof(a));
+	SH_ASSERT_OK(env_addr_parse(a, &ifc.addr));
+	SH_ASSERT_OK(net_create(n->env, &nc, &n->net));
+	SH_ASSERT_OK(msvc_create(n->net, &p, &n->svc));
+	SH_ASSERT_OK(msvc_set_cfg(n->svc, n->w->cfg));
+	n->up = true;
+}
+
+static void
+on_stopped(void *arg)
+{
+	((struct node *)arg)->up = false;
+}
+
+static bool
+stopped(void *arg)
+{
+	return !((struct node *)arg)->up;
+}
+
+static void
+node_stop(struct world *w, struct node *n, bool crash)
+{
+	if (crash) {
+		sim_node_crash(n->sn, SIM_CRASH_TEAR);
+		sim_node_restart(n->sn);
+	}
+	msvc_stop(n->svc, on_stopped, n);
+	SH_ASSERT(sim_run_until(w->sim, stopped, n, 30 * SH_NSEC_PER_SEC));
+	net_destroy(n->net);
+}
+
+/* ---- a synchronous client over mroute ---- */
+
+struct call {
+	bool done;
+	int status;
+	struct mp_reply r;
+	uint8_t data[65536];
+};
+
+static void
+on_call(void *arg, int status, const struct mp_reply *r)
+{
+	struct call *c = arg;
+
+	c->done = true;
+	c->status = status;
+	if (r != NULL) {
+		c->r = *r;
+		SH_ASSERT_LE(r->dlen, sizeof(c->data));
+		memcpy(c->data, r->data, r->dlen);
+		c->r.data = c->data;
+	}
+}
+
+static bool
+call_done(void *arg)
+{
+	return ((struct call *)arg)->done;
+}
+
+static int
+call(struct world *w, struct mp_req *q, struct call *c)
+{
+	memset(c, 0, sizeof(*c));
+	q->fs = w->fs;
+	SH_ASSERT_OK(mroute_call(w->rt, q, 20 * SH_NSEC_PER_SEC, on_call, c));
+	SH_ASSERT_MSG(sim_run_until(w->sim, call_done, c, 60 * SH_NSEC_PER_SEC),
+		      "seed %llu: a call never ended", (unsigned long long)w->seed);
+	return c->status;
+}
+
+static int
+cmd(struct world *w, uint16_t bucket, const struct meta_cmd *mc, struct call *c)
+{
+	struct sh_enc e;
+	struct mp_req q = { .kind = MP_CMD, .bucket = bucket };
+	struct meta_cmd copy = *mc;
+	int rc;
+
+	copy.ver = 1; /* the leader stamps its own */
+	mc = &copy;
+
+	sh_enc_init(&e);
+	SH_ASSERT_OK(meta_cmd_encode(&e, mc));
+	q.data = e.p;
+	q.dlen = e.len;
+	rc = call(w, &q, c);
+	sh_enc_fini(&e);
+	return rc;
+}
+
+static uint16_t
+dbucket(uint64_t parent, const char *name)
+{
+	return meta_dentry_bucket(parent, name, strlen(name), NBUCKETS);
+}
+
+static int
+mk(struct world *w, uint64_t parent, const char *name, uint8_t type, uint64_t *ino)
+{
+	struct meta_cmd mc = { .op = META_OP_CREATE, .type = type, .parent = parent, .mode = 0644,
+			       .uid = 1000, .gid = 100 };
+	struct call *c = sh_calloc(1, sizeof(*c));
+	int rc;
+
+	snprintf(mc.name, sizeof(mc.name), "%s", name);
+	rc = cmd(w, dbucket(parent, name), &mc, c);
+	if (rc == 0) {
+		SH_ASSERT(c->r.flags & MP_DENTRY);
+		SH_ASSERT(c->r.flags & MP_ATTR);
+		SH_ASSERT_EQ(c->r.attr.uid, 1000u);
+		*ino = c->r.dentry.ino;
+	}
+	sh_free(c);
+	return rc;
+}
+
+static int
+rm(struct world *w, uint64_t parent, const char *name, bool dir)
+{
+	struct meta_cmd mc = { .op = META_OP_REMOVE, .parent = parent, .dir = dir };
+	struct call *c = sh_calloc(1, sizeof(*c));
+	int rc;
+
+	snprintf(mc.name, sizeof(mc.name), "%s", name);
+	rc = cmd(w, dbucket(parent, name), &mc, c);
+	sh_free(c);
+	return rc;
+}
+
+static int
+lookup(struct world *w, uint64_t parent, const char *name, struct meta_dentry *d)
+{
+	struct mp_req q = { .kind = MP_LOOKUP, .bucket = dbucket(parent, name), .ino = parent };
+	struct call *c = sh_calloc(1, sizeof(*c));
+	int rc;
+
+	q.nlen = (uint16_t)strlen(name);
+	memcpy(q.name, name, q.nlen);
+	rc = call(w, &q, c);
+	if (rc == 0)
+		*d = c->r.dentry;
+	sh_free(c);
+	return rc;
+}
+
+static int
+getattr(struct world *w, uint64_t ino, struct meta_inode *in)
+{
+	struct mp_req q = { .kind = MP_GETATTR, .bucket = meta_ino_bucket(ino), .ino = ino };
+	struct call *c = sh_calloc(1, sizeof(*c));
+	int rc = call(w, &q, c);
+
+	if (rc == 0)
+		*in = c->r.attr;
+	sh_free(c);
+	return rc;
+}
+
+/* Every entry of dir, by fanning out; each name must come once. Returns the count. */
+static unsigned
+list(struct world *w, uint64_t dir, uint8_t *seen, unsigned nseen)
+{
+	struct mp_req q = { .kind = MP_DIRBUCKETS, .bucket = meta_ino_bucket(dir), .ino = dir };
+	struct call *c = sh_calloc(1, sizeof(*c));
+	uint16_t buckets[NBUCKETS + 1];
+	unsigned nb = 0, count = 0;
+
+	SH_ASSERT_OK(call(w, &q, c));
+	buckets[nb++] = meta_ino_bucket(dir);
+	for (size_t i = 0; i + 2 <= c->r.dlen; i += 2) {
+		uint16_t b;
+
+		memcpy(&b, c->data + i, 2);
+		SH_ASSERT_LT(b, NBUCKETS);
+		buckets[nb++] = b;
+	}
+	for (unsigned i = 0; i < nb; i++) {
+		char after[META_NAME_MAX + 1] = "";
+
+		for (;;) {
+			struct mp_req r = { .kind = MP_READDIR,
+					    .bucket = buckets[i],
+					    .ino = dir,
+					    .max = 7 };
+			struct sh_dec d;
+			struct meta_dirent de;
+			int k;
+
+			r.nlen = (uint16_t)strlen(after);
+			memcpy(r.name, after, r.nlen);
+			SH_ASSERT_OK(call(w, &r, c));
+			sh_dec_init(&d, c->data, c->r.dlen);
+			while ((k = mp_dirent_next(&d, &de)) == 1) {
+				unsigned idx;
+
+				SH_ASSERT_EQ(sscanf(de.name, "f%u", &idx), 1);
+				SH_ASSERT_LT(idx, nseen);
+				SH_ASSERT_MSG(seen[idx] == 0, "seed %llu: %s listed twice",
+					      (unsigned long long)w->seed, de.name);
+				seen[idx] = 1;
+				count++;
+				snprintf(after, sizeof(after), "%s", de.name);
+			}
+			SH_ASSERT_EQ(k, 0);
+			if (!(c->r.flags & MP_MORE))
+				break;
+		}
+	}
+	sh_free(c);
+	return count;
+}
+
+static int
+leader_node(struct world *w, uint16_t bucket)
+{
+	const struct mplace *pl = mroute_place(w->rt);
+	uint32_t g = pl->group_of[bucket];
+
+	for (int i = 1; i <= N; i++) {
+		struct msvc_group_info gi[64];
+		unsigned n;
+
+		if (!w->n[i].up)
+			continue;
+		n = msvc_groups(w->n[i].svc, gi, 64);
+		for (unsigned k = 0; k < n && k < 64; k++)
+			if (gi[k].index == g && gi[k].ready)
+				return i;
+	}
+	return 0;
+}
+
+struct settle {
+	struct world *w;
+	uint64_t dir;
+	uint64_t want_size;
+};
+
+static bool
+dir_settled(void *arg)
+{
+	struct settle *s = arg;
+	struct meta_inode in;
+
+	if (getattr(s->w, s->dir, &in) != 0)
+		return false;
+	return in.size == s->want_size;
+}
+
+static void
+run_world(uint64_t seed)
+{
+	static struct world w;
+	uint64_t dirs[3], files[NFILES];
+	int made[NFILES];
+	char base[] = "/tmp/shoal-simmeta-XXXXXX";
+
+	memset(&w, 0, sizeof(w));
+	w.seed = seed;
+	sh_rand_seed(&w.rng, seed);
+	SH_ASSERT(mkdtemp(base) != NULL);
+	build_cfg(&w);
+	w.sim = sim_create(seed);
+	for (int i = 1; i <= N; i++) {
+		char name[16], ip[32];
+
+		snprintf(name, sizeof(name), "n%d", i);
+		snprintf(ip, sizeof(ip), "10.0.1.%d", i);
+		snprintf(w.n[i].dir, sizeof(w.n[i].dir), "%s/n%d", base, i);
+		SH_ASSERT_OK(mkdir(w.n[i].dir, 0755));
+		w.n[i].w = &w;
+		w.n[i].id = i;
+		w.n[i].sn = sim_node_create(w.sim, name, ip);
+		w.n[i].env = sim_node_env(w.n[i].sn);
+		node_start(&w.n[i]);
+	}
+	{
+		struct net_iface ifc = { 0 };
+		struct net_config nc = { .node_id = CLIENT_ID, .ifaces = &ifc, .nifaces = 1 };
+
+		w.csn = sim_node_create(w.sim, "client", "10.0.2.1");
+		SH_ASSERT_OK(env_addr_parse("10.0.2.1:7500", &ifc.addr));
+		SH_ASSERT_OK(net_create(sim_node_env(w.csn), &nc, &w.cnet));
+		SH_ASSERT_OK(mroute_create(w.cnet, &w.rt));
+		SH_ASSERT_OK(mroute_set_cfg(w.rt, w.cfg));
+	}
+	/* a lossy, reordering network */
+	{
+		struct sim_net_params np;
+
+		sim_net_get(w.sim, &np);
+		np.loss = 0.02;
+		np.dup = 0.01;
+		np.reorder = 0.05;
+		np.reorder_ns = 2 * SH_NSEC_PER_MSEC;
+		sim_net_set(w.sim, &np);
+	}
+	sim_run_for(w.sim, 3 * SH_NSEC_PER_SEC);
+
+	/* three directories under the root (leases from bucket 0 where needed) */
+	for (int i = 0; i < 3; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "d%d", i);
+		int rc = mk(&w, META_ROOT_INO, name, META_DIR, &dirs[i]);
+
+		SH_ASSERT_MSG(rc == 0, "seed %llu: mkdir %s: %s", (unsigned long long)seed, name,
+			      sh_errname(rc));
+	}
+	{
+		uint64_t x;
+
+		SH_ASSERT_EQ(mk(&w, META_ROOT_INO, "d0", META_DIR, &x), -EEXIST);
+		SH_ASSERT_EQ(mk(&w, dirs[0] + 1000, "x", META_REG, &x), -ENOENT);
+	}
+
+	/* files in d1, leaders killed now and then */
+	for (int i = 0; i < NFILES; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "f%d", i);
+		made[i] = mk(&w, dirs[1], name, META_REG, &files[i]);
+		SH_ASSERT_MSG(made[i] == 0 || made[i] == -EEXIST || made[i] == -ETIMEDOUT,
+			      "seed %llu: create %s: %s", (unsigned long long)seed, name,
+			      sh_errname(made[i]));
+		if (i % 20 == 10) {
+			int l = leader_node(&w, dbucket(dirs[1], name));
+
+			if (l > 0) {
+				node_stop(&w, &w.n[l], true);
+				sim_run_for(w.sim, 500 * SH_NSEC_PER_MSEC);
+				node_start(&w.n[l]);
+			}
+		}
+	}
+	/* what succeeded is there, with its attributes */
+	for (int i = 0; i < NFILES; i++) {
+		char name[16];
+		struct meta_dentry d;
+		struct meta_inode in;
+
+		snprintf(name, sizeof(name), "f%d", i);
+		if (made[i] != 0)
+			continue;
+		SH_ASSERT_MSG(lookup(&w, dirs[1], name, &d) == 0, "seed %llu: %s lost",
+			      (unsigned long long)seed, name);
+		SH_ASSERT_EQ(d.ino, files[i]);
+		SH_ASSERT_OK(getattr(&w, d.ino, &in));
+		SH_ASSERT_EQ(in.type, META_REG);
+		SH_ASSERT_EQ(in.mode & 07777, 0644u);
+	}
+	/* the directory's size converges to its entry count; readdir lists each once */
+	{
+		uint8_t seen[NFILES] = { 0 };
+		unsigned n = list(&w, dirs[1], seen, NFILES), want = 0;
+		struct settle st = { &w, dirs[1], 0 };
+
+		for (int i = 0; i < NFILES; i++) {
+			if (made[i] == 0)
+				SH_ASSERT_MSG(seen[i], "seed %llu: f%d not listed",
+					      (unsigned long long)seed, i);
+			want += seen[i];
+		}
+		SH_ASSERT_EQ(n, want);
+		st.want_size = want;
+		SH_ASSERT_MSG(sim_run_until(w.sim, dir_settled, &st, 20 * SH_NSEC_PER_SEC),
+			      "seed %llu: d1's size does not converge to %u",
+			      (unsigned long long)seed, want);
+	}
+	/* rmdir: not empty while entries remain, then gone */
+	SH_ASSERT_EQ(rm(&w, META_ROOT_INO, "d1", true), -ENOTEMPTY);
+	SH_ASSERT_EQ(rm(&w, META_ROOT_INO, "d0", false), -EISDIR);
+	for (int i = 0; i < NFILES; i++) {
+		char name[16];
+		int rc;
+
+		snprintf(name, sizeof(name), "f%d", i);
+		rc = rm(&w, dirs[1], name, false);
+		SH_ASSERT_MSG(rc == 0 || rc == -ENOENT, "seed %llu: unlink %s: %s",
+			      (unsigned long long)seed, name, sh_errname(rc));
+	}
+	SH_ASSERT_EQ(rm(&w, META_ROOT_INO, "d1", true), 0);
+	{
+		struct meta_dentry d;
+		uint64_t x;
+
+		SH_ASSERT_EQ(lookup(&w, META_ROOT_INO, "d1", &d), -ENOENT);
+		SH_ASSERT_EQ(mk(&w, dirs[1], "late", META_REG, &x), -ENOENT);
+	}
+	/* the root counts d0 and d2 */
+	{
+		struct settle st = { &w, META_ROOT_INO, 2 };
+		struct meta_inode in;
+
+		SH_ASSERT_MSG(sim_run_until(w.sim, dir_settled, &st, 20 * SH_NSEC_PER_SEC),
+			      "seed %llu: the root's size does not converge to 2",
+			      (unsigned long long)seed);
+		SH_ASSERT_OK(getattr(&w, META_ROOT_INO, &in));
+		SH_ASSERT_EQ(in.nlink, 4u);
+	}
+
+	mroute_destroy(w.rt);
+	net_destroy(w.cnet);
+	for (int i = 1; i <= N; i++)
+		node_stop(&w, &w.n[i], false);
+	sim_destroy(w.sim);
+	cfg_free(w.cfg);
+	{
+		char cmdline[512];
+
+		snprintf(cmdline, sizeof(cmdline), "rm -rf %s", base);
+		SH_ASSERT_EQ(system(cmdline), 0);
+	}
+}
+
+TEST(meta_groups)
+{
+	for (int i = 0; i < 2; i++)
+		run_world(sh_test_seed() * 10 + (uint64_t)i);
+}

@@ -52,13 +52,14 @@ LDFLAGS += $(SAN_LDFLAGS)
 LIBS := -luring -lisal -lraft -llmdb -ljansson -lmicrohttpd -lpthread
 
 # ---- modules, bottom up (DESIGN.md §2); a module links only those before it ----
-MODULES := base env net cluster store meta admin
+MODULES := base env net cluster store meta client admin
 base_SRCS := $(wildcard src/base/*.c)
 env_SRCS := $(wildcard src/env/*.c)
 net_SRCS := $(wildcard src/net/*.c)
 cluster_SRCS := $(wildcard src/cluster/*.c)
 store_SRCS := $(wildcard src/store/*.c)
 meta_SRCS := $(wildcard src/meta/*.c)
+client_SRCS := $(wildcard src/client/*.c)
 admin_SRCS := $(wildcard src/admin/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -68,8 +69,9 @@ LIB_net := $(BUILD)/lib/libsh_net.a
 LIB_cluster := $(BUILD)/lib/libsh_cluster.a
 LIB_store := $(BUILD)/lib/libsh_store.a
 LIB_meta := $(BUILD)/lib/libsh_meta.a
+LIB_client := $(BUILD)/lib/libsh_client.a
 LIB_admin := $(BUILD)/lib/libsh_admin.a
-ALL_LIBS := $(LIB_admin) $(LIB_meta) $(LIB_store) $(LIB_cluster) $(LIB_net) $(LIB_env) $(LIB_base)
+ALL_LIBS := $(LIB_admin) $(LIB_client) $(LIB_meta) $(LIB_store) $(LIB_cluster) $(LIB_net) $(LIB_env) $(LIB_base)
 
 $(LIB_base): $(call obj,$(base_SRCS))
 $(LIB_env): $(call obj,$(env_SRCS))
@@ -77,6 +79,7 @@ $(LIB_net): $(call obj,$(net_SRCS))
 $(LIB_cluster): $(call obj,$(cluster_SRCS))
 $(LIB_store): $(call obj,$(store_SRCS))
 $(LIB_meta): $(call obj,$(meta_SRCS))
+$(LIB_client): $(call obj,$(client_SRCS))
 $(LIB_admin): $(call obj,$(admin_SRCS))
 
 $(BUILD)/lib/%.a:

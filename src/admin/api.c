@@ -177,11 +177,9 @@ events_json(const struct cfg *c, unsigned limit)
 }
 
 static const char *
-raft_state_name(const struct cluster_info *ci)
+raft_name(int state)
 {
-	if (!ci->started)
-		return "not-member";
-	switch (ci->raft_state) {
+	switch (state) {
 	case 1:
 		return "follower";
 	case 2:
@@ -191,6 +189,12 @@ raft_state_name(const struct cluster_info *ci)
 	default:
 		return "unavailable";
 	}
+}
+
+static const char *
+raft_state_name(const struct cluster_info *ci)
+{
+	return ci->started ? raft_name(ci->raft_state) : "not-member";
 }
 
 static json_t *
@@ -222,6 +226,24 @@ status_json(struct cluster *cl, const struct admin_node *self)
 	    "term", (json_int_t)ci.term, "commit", (json_int_t)ci.commit, "voters", voters, "nodes",
 	    "total", (int)c->nnodes, "up", (int)up, "down", (int)down, "drives", (int)c->ndrives,
 	    "capacity", (json_int_t)cap, "filesystems", (int)c->nfs);
+}
+
+/* The metadata groups this node serves. */
+static json_t *
+meta_json(const struct admin_node *self)
+{
+	struct msvc_group_info gi[256];
+	unsigned n = self->meta_groups ? self->meta_groups(self->arg, gi, 256) : 0;
+	json_t *a = json_array();
+
+	for (unsigned i = 0; i < n && i < 256; i++)
+		json_array_append_new(
+		    a, json_pack("{s:i, s:i, s:i, s:s, s:b, s:I, s:I, s:I, s:I}", "fs", (int)gi[i].fs,
+				 "group", (int)gi[i].index, "buckets", (int)gi[i].nbuckets, "raft",
+				 raft_name(gi[i].raft_state), "serving", gi[i].ready, "term",
+				 (json_int_t)gi[i].term, "commit", (json_int_t)gi[i].commit, "applied",
+				 (json_int_t)gi[i].applied, "leader", (json_int_t)(gi[i].leader >> 8)));
+	return a;
 }
 
 static void
@@ -502,6 +524,8 @@ admin_api_handle(struct cluster *cl, const struct admin_node *self, struct admin
 			reply_json(req, 200, fs_json(c));
 		else if (strcmp(what, "events") == 0)
 			reply_json(req, 200, events_json(c, query_limit(req->query)));
+		else if (strcmp(what, "meta") == 0)
+			reply_json(req, 200, meta_json(self));
 		else
 			reply_err(req, -ENOENT, "no such resource");
 		return;

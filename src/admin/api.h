@@ -22,6 +22,7 @@
 #define SH_ADMIN_API_H
 
 #include "../cluster/cluster.h"
+#include "../meta/msvc.h"
 #include "http.h"
 
 /* Node-local facts for /v1/status and /metrics. */
@@ -30,6 +31,10 @@ struct admin_node {
 	const char *mode; /* "cpu" or "performance" */
 	unsigned workers;
 	uint64_t started_ns; /* env_realtime at start */
+	/* This node's metadata groups as last published by the worker that serves them: up to
+	 * max into out, returns how many. Optional. */
+	unsigned (*meta_groups)(void *arg, struct msvc_group_info *out, unsigned max);
+	void *arg;
 };
 
 void admin_api_handle(struct cluster *cl, const struct admin_node *self, struct admin_req *req);

@@ -763,6 +763,32 @@ on_heartbeat(struct net_req *req, void *arg)
 	sh_enc_fini(&e);
 }
 
+/* A client asks for the configuration: u64 epoch it has; reply u64 epoch (+ cfg if newer). */
+static void
+on_config_req(struct net_req *req, void *arg)
+{
+	struct cluster *cl = arg;
+	const struct net_msg *m = net_req_body(req);
+	struct sh_enc e;
+	uint64_t epoch;
+
+	if (m->len != 8) {
+		net_reply(req, -EINVAL, NULL, 0);
+		return;
+	}
+	memcpy(&epoch, m->buf->data + m->off, 8);
+	if (!cl->cfg->created) {
+		net_reply(req, -ENOTCONN, NULL, 0);
+		return;
+	}
+	sh_enc_init(&e);
+	sh_enc_u64(&e, cl->cfg->epoch);
+	if (epoch < cl->cfg->epoch)
+		cfg_encode(&e, cl->cfg);
+	net_reply(req, sh_enc_error(&e) ? -ENOMEM : 0, &(struct iovec){ e.p, e.len }, 1);
+	sh_enc_fini(&e);
+}
+
 static void
 on_heartbeat_reply(struct cluster *cl, void *ctx, uint64_t node, int status,
 		   const struct net_msg *reply)
@@ -1089,7 +1115,8 @@ cluster_start(struct net *mgmt, const struct cluster_params *p, struct cluster *
 	if ((rc = net_handle(mgmt, NET_OP_CLUSTER_PROPOSE, on_remote, cl)) < 0 ||
 	    (rc = net_handle(mgmt, NET_OP_CLUSTER_LOCAL, on_remote, cl)) < 0 ||
 	    (rc = net_handle(mgmt, NET_OP_CLUSTER_HEARTBEAT, on_heartbeat, cl)) < 0 ||
-	    (rc = net_handle(mgmt, NET_OP_CLUSTER_PUSH, on_push, cl)) < 0)
+	    (rc = net_handle(mgmt, NET_OP_CLUSTER_PUSH, on_push, cl)) < 0 ||
+	    (rc = net_handle(mgmt, NET_OP_CLUSTER_CONFIG, on_config_req, cl)) < 0)
 		goto err_rn;
 	rp = (struct rio_params){
 		.group = CONFIG_GROUP, .id = p->node_id, .path = cl->path, .log_size = RAFT_LOG_SIZE

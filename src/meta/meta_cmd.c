@@ -4,7 +4,7 @@
 
 #include "meta_cmd.h"
 
-#define CMD_VERSION 1
+#define CMD_VERSION 2
 
 int
 meta_cmd_encode(struct sh_enc *e, const struct meta_cmd *c)
@@ -37,6 +37,7 @@ meta_cmd_encode(struct sh_enc *e, const struct meta_cmd *c)
 	meta_delta_encode(&c->delta, d);
 	sh_enc_bytes(e, d, sizeof(d));
 	sh_enc_u64(e, c->upto);
+	sh_enc_u64(e, c->tag);
 	sh_enc_str(e, c->name);
 	sh_enc_str(e, c->name2);
 	sh_enc_blob(e, c->data, c->dlen);
@@ -78,6 +79,7 @@ meta_cmd_decode(const uint8_t *b, size_t len, struct meta_cmd *c)
 	    meta_delta_decode(p, META_DELTA_LEN, &c->delta) < 0)
 		return -EBADMSG;
 	c->upto = sh_dec_u64(&d);
+	c->tag = sh_dec_u64(&d);
 	sh_dec_str(&d, c->name, sizeof(c->name));
 	sh_dec_str(&d, c->name2, sizeof(c->name2));
 	c->data = sh_dec_blob(&d, META_XATTR_MAX, &c->dlen);
@@ -107,7 +109,8 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 				       .rdev = c->rdev,
 				       .target = (const char *)c->data,
 				       .tlen = c->dlen,
-				       .now = c->now };
+				       .now = c->now,
+				       .tag = c->tag };
 		rc = meta_create(b, c->parent, c->name, strlen(c->name), &n, &r->attr, &r->dentry,
 				 &r->deltas[0]);
 		break;

@@ -44,6 +44,7 @@ struct meta_cmd {
 	struct meta_setattr sa;
 	struct meta_delta delta;
 	uint64_t upto;
+	uint64_t tag; /* create: the request's tag (meta_new) */
 	char name[META_NAME_MAX + 1], name2[META_NAME_MAX + 1];
 	/* symlink target or xattr value (points into the decoded bytes) */
 	const uint8_t *data;

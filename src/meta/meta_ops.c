@@ -448,6 +448,16 @@ meta_create(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 	if (rc < 0)
 		return rc;
 	rc = get_dentry(b, parent, name, len, &old, &k);
+	if (rc == 0 && n->tag != 0 && old.type == n->type && meta_ino_bucket(old.ino) == b->bucket &&
+	    get_inode(b, old.ino, &in) == 0 && in.generation == n->tag) {
+		/* our own create, retried: the same answer, nothing more to do */
+		*delta = (struct meta_delta){ 0 };
+		if (attr)
+			*attr = in;
+		if (out)
+			*out = (struct meta_dentry){ .ino = old.ino, .type = old.type };
+		return 0;
+	}
 	if (rc == 0)
 		return -EEXIST;
 	if (rc != -ENOENT)
@@ -464,7 +474,7 @@ meta_create(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 	in.nlink = n->type == META_DIR ? 2 : 1;
 	in.size = n->type == META_LNK ? n->tlen : 0;
 	in.atime = in.mtime = in.ctime = in.btime = n->now;
-	in.generation = b->ver;
+	in.generation = n->tag ? n->tag : b->ver;
 	rc = put_inode(b, ino, &in);
 	if (rc == 0 && n->type == META_LNK) {
 		struct meta_key lk;

@@ -71,6 +71,12 @@ struct meta_new {
 	const char *target; /* symlinks */
 	size_t tlen;
 	uint64_t now;
+	/*
+	 * The request's tag (0: none), kept as the inode's generation: a
+	 * create retried after a lost answer finds its own inode and
+	 * succeeds again instead of saying EEXIST.
+	 */
+	uint64_t tag;
 };
 
 /*

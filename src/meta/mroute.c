@@ -9,7 +9,8 @@ SH_LOG_FACILITY("meta.route");
 
 #define HINTS	       4096
 #define RETRY_NS       (20ull * 1000 * 1000)
-#define ATTEMPT_NS     (1500ull * 1000 * 1000)
+#define ATTEMPT_NS     (800ull * 1000 * 1000) /* at the leader we know */
+#define PROBE_NS       (250ull * 1000 * 1000) /* at a member that may not lead: it says who does */
 #define STALE_RETRY_NS (100ull * 1000 * 1000)
 
 /* ---- placement ---- */
@@ -127,7 +128,15 @@ struct mcall {
 	void *arg;
 };
 
+#define SUSPECTS   16
+#define SUSPECT_NS (3000ull * 1000 * 1000)
+
+struct suspect {
+	uint64_t id, until;
+};
+
 struct mroute {
+	struct suspect suspects[SUSPECTS]; /* members that timed out lately: tried last */
 	struct net *net;
 	struct env *env;
 	struct cfg *cfg;
@@ -240,6 +249,37 @@ mroute_hint(struct mroute *rt, uint32_t fs, uint16_t bucket, uint64_t leader)
 }
 
 static void
+suspect(struct mroute *rt, uint64_t id)
+{
+	unsigned slot = 0;
+	uint64_t now = env_now(rt->env);
+
+	for (unsigned i = 0; i < SUSPECTS; i++) {
+		if (rt->suspects[i].id == id || rt->suspects[i].until < now) {
+			slot = i;
+			if (rt->suspects[i].id == id)
+				break;
+		}
+	}
+	rt->suspects[slot] = (struct suspect){ id, now + SUSPECT_NS };
+}
+
+/* A member worth trying first: not marked down in the configuration, not timed out lately. */
+static bool
+likely_up(struct mroute *rt, uint64_t id)
+{
+	const struct cfg_node *n = cfg_node_find(rt->cfg, id >> 8);
+	uint64_t now = env_now(rt->env);
+
+	if (n != NULL && n->state == CFG_DOWN)
+		return false;
+	for (unsigned i = 0; i < SUSPECTS; i++)
+		if (rt->suspects[i].id == id && rt->suspects[i].until > now)
+			return false;
+	return true;
+}
+
+static void
 call_free(struct mcall *c)
 {
 	sh_enc_fini(&c->body);
@@ -307,7 +347,9 @@ on_reply(void *arg, int status, const struct net_msg *msg)
 		uint64_t hint = drc == 0 ? r.aux : 0;
 		uint32_t g = rt->place.group_of[c->req.bucket];
 
-		if (hint != 0 && hint != c->target && is_member(rt, g, hint)) {
+		/* a follower may still name a leader that just died: not one that timed out */
+		if (hint != 0 && hint != c->target && is_member(rt, g, hint) &&
+		    likely_up(rt, hint)) {
 			mroute_hint(rt, c->req.fs, c->req.bucket, hint);
 			again(c, status, 0);
 		} else {
@@ -325,7 +367,9 @@ on_reply(void *arg, int status, const struct net_msg *msg)
 	}
 	if (status == -ETIMEDOUT || status == SH_EPEERDEAD || status == SH_EPEERRESTART ||
 	    status == -ECONNREFUSED || status == -ESHUTDOWN) {
-		/* (a restarted peer may have run a command: a retry can then say EEXIST) */
+		/* (a restarted peer may have run a command: creates are tagged for that) */
+		if (status != SH_EPEERRESTART)
+			suspect(rt, c->target);
 		mroute_hint(rt, c->req.fs, c->req.bucket, 0);
 		c->tries++;
 		again(c, status, 0);
@@ -379,10 +423,25 @@ attempt(struct mcall *c)
 	g = pl->group_of[c->req.bucket];
 	gid = mplace_group_id(c->req.fs, g);
 	h = hint_slot(rt, gid);
-	if (h->gid == gid && h->leader != 0 && is_member(rt, g, h->leader))
+	bool hinted = h->gid == gid && h->leader != 0 && is_member(rt, g, h->leader);
+	uint64_t limit = hinted ? ATTEMPT_NS : PROBE_NS;
+
+	if (hinted) {
 		c->target = h->leader;
-	else
+	} else {
+		/* round robin from the try count, over the members likely up first */
+		unsigned k;
+
+		for (k = 0; k < pl->replicas; k++) {
+			uint64_t m = pl->members[(size_t)g * pl->replicas +
+						 (c->tries + k) % pl->replicas];
+
+			if (likely_up(rt, m))
+				break;
+		}
+		c->tries += k < pl->replicas ? k : 0;
 		c->target = pl->members[(size_t)g * pl->replicas + c->tries % pl->replicas];
+	}
 	if (c->target == net_node_id(rt->net)) {
 		if (rt->local != NULL) {
 			c->local = true;
@@ -398,9 +457,8 @@ attempt(struct mcall *c)
 			return;
 		}
 	}
-	o = (struct net_call_opts){ .timeout_ns = c->deadline - now < ATTEMPT_NS
-							? c->deadline - now
-							: ATTEMPT_NS,
+	o = (struct net_call_opts){ .timeout_ns = c->deadline - now < limit ? c->deadline - now
+									   : limit,
 				    .retries = 1 };
 	iov = (struct iovec){ c->body.p, c->body.len };
 	rc = net_call(rt->net, c->target, NET_OP_META, &iov, 1, &o, on_reply, c, &c->h);

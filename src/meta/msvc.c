@@ -1428,6 +1428,8 @@ msvc_create(struct net *n, const struct msvc_params *p, struct msvc **out)
 	s->p.dir = s->dir;
 	if (s->p.log_size == 0)
 		s->p.log_size = 32ull << 20;
+	if (s->p.election_ms == 0)
+		s->p.election_ms = 500;
 	s->self = net_node_id(n);
 	sh_list_init(&s->fss);
 	sh_list_init(&s->reqs);

@@ -28,7 +28,7 @@ struct msvc;
 struct msvc_params {
 	const char *dir;      /* where the stores and Raft logs live */
 	uint64_t log_size;    /* per group; default 32 MiB */
-	unsigned election_ms; /* default 700 */
+	unsigned election_ms; /* default 500: a few groups per node afford a quick failover */
 };
 
 int msvc_create(struct net *n, const struct msvc_params *p, struct msvc **out);

@@ -264,12 +264,14 @@ shoald_drive_prepare(void *arg, struct cfg_cmd *cmd, char *msg, size_t len)
 	return 0;
 }
 
-/* The configuration changed: serve this node's drives. */
+/* The configuration changed: serve this node's drives and metadata. */
 static void
 on_config(void *arg, const struct cfg *c)
 {
 	struct shoald *d = arg;
 
+	if (worker_set_cfg(&d->workers[0], c) < 0)
+		sh_log_error("out of memory handing the configuration to worker 0");
 	for (uint32_t i = 0; i < c->ndrives; i++) {
 		const struct cfg_drive *dr = &c->drives[i];
 		bool have = false;
@@ -311,6 +313,7 @@ main(int argc, char **argv)
 	int rc;
 
 	parse_args(argc, argv, &d.o);
+	pthread_mutex_init(&d.meta_mu, NULL);
 	if (mkdir(d.o.dir, 0755) < 0 && errno != EEXIST) {
 		fprintf(stderr, "shoald: cannot create %s: %s\n", d.o.dir, strerror(errno));
 		return 1;
@@ -368,6 +371,8 @@ main(int argc, char **argv)
 	d.self = (struct admin_node){ .id = d.o.id,
 				      .mode = d.o.performance ? "performance" : "cpu",
 				      .workers = d.o.workers,
+				      .meta_groups = shoald_meta_groups,
+				      .arg = &d,
 				      .started_ns = env_realtime(d.env) };
 	rc = admin_http_start(d.env, d.o.mgmt, on_admin, &d, &d.http);
 	if (rc < 0) {

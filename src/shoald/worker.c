@@ -76,11 +76,69 @@ wdrive_open(struct wdrive *dr)
 	}
 }
 
+#define PUBLISH_NS (300ull * 1000 * 1000)
+
+static void
+on_publish(struct env_timer *t)
+{
+	struct worker *w = t->arg;
+	struct shoald *d = w->d;
+	struct msvc_group_info gi[256];
+	unsigned n;
+
+	if (w->meta == NULL || w->stopping)
+		return;
+	n = msvc_groups(w->meta, gi, 256);
+	pthread_mutex_lock(&d->meta_mu);
+	d->nmeta = n < 256 ? n : 256;
+	memcpy(d->meta_info, gi, d->nmeta * sizeof(gi[0]));
+	pthread_mutex_unlock(&d->meta_mu);
+	env_timer_arm(&w->publish, PUBLISH_NS);
+}
+
+unsigned
+shoald_meta_groups(void *arg, struct msvc_group_info *out, unsigned max)
+{
+	struct shoald *d = arg;
+	unsigned n;
+
+	pthread_mutex_lock(&d->meta_mu);
+	n = d->nmeta;
+	memcpy(out, d->meta_info, (n < max ? n : max) * sizeof(*out));
+	pthread_mutex_unlock(&d->meta_mu);
+	return n;
+}
+
+static void
+on_meta_stopped(void *arg)
+{
+	struct worker *w = arg;
+
+	w->meta = NULL;
+	env_real_stop(w->env);
+}
+
 /* On the worker's loop: take the commands of the management thread. */
 static void
 on_wake(struct env_async *a)
 {
 	struct worker *w = a->arg;
+	struct cfg *c;
+
+	pthread_mutex_lock(&w->mu);
+	c = w->new_cfg;
+	w->new_cfg = NULL;
+	pthread_mutex_unlock(&w->mu);
+	if (c != NULL) {
+		if (w->meta != NULL && !w->stopping) {
+			int rc = msvc_set_cfg(w->meta, c);
+
+			if (rc < 0)
+				sh_log_error("worker %u: metadata configuration: %s", w->idx,
+					     sh_strerror(rc));
+		}
+		cfg_free(c);
+	}
 
 	for (;;) {
 		struct worker_cmd *c = NULL;
@@ -104,8 +162,31 @@ on_wake(struct env_async *a)
 		}
 		sh_free(c);
 	}
-	if (w->stopping)
-		env_real_stop(w->env);
+	if (w->stopping && !w->stop_begun) {
+		w->stop_begun = true;
+		env_timer_cancel(&w->publish);
+		if (w->meta != NULL)
+			msvc_stop(w->meta, on_meta_stopped, w); /* then the loop ends */
+		else
+			env_real_stop(w->env);
+	}
+}
+
+int
+worker_set_cfg(struct worker *w, const struct cfg *c)
+{
+	struct cfg *copy = cfg_new();
+
+	if (copy == NULL || cfg_copy(copy, c) < 0) {
+		cfg_free(copy);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&w->mu);
+	cfg_free(w->new_cfg);
+	w->new_cfg = copy;
+	pthread_mutex_unlock(&w->mu);
+	env_async_send(&w->wake);
+	return 0;
 }
 
 int
@@ -180,11 +261,19 @@ worker_main(void *arg)
 		rc = net_create(w->env, &nc, &w->net);
 	if (rc == 0)
 		rc = store_svc_create(w->net, &w->svc);
+	if (rc == 0 && w->idx == 0) {
+		/* metadata: on worker 0, whose endpoint is the node's (node id << 8) */
+		struct msvc_params mp = { .dir = d->o.dir };
+
+		rc = msvc_create(w->net, &mp, &w->meta);
+	}
 	if (rc == 0)
 		rc = env_async_init(w->env, &w->wake, on_wake, w);
 	if (rc < 0) {
 		sh_log_error("worker %u: cannot start its data endpoint: %s", w->idx,
 			     sh_strerror(rc));
+		if (w->meta)
+			msvc_stop(w->meta, NULL, NULL); /* nothing started: it is done at once */
 		if (w->svc)
 			store_svc_destroy(w->svc);
 		if (w->net)
@@ -194,6 +283,10 @@ worker_main(void *arg)
 		return NULL;
 	}
 	started(w, 0);
+	if (w->meta != NULL) {
+		env_timer_init(w->env, &w->publish, on_publish, w);
+		env_timer_arm(&w->publish, PUBLISH_NS);
+	}
 	env_real_run(w->env);
 	/* stop: close the drives, then the endpoint */
 	while (!sh_list_empty(&w->drives)) {
@@ -206,6 +299,7 @@ worker_main(void *arg)
 	store_svc_destroy(w->svc);
 	net_destroy(w->net);
 	env_async_fini(&w->wake);
+	cfg_free(w->new_cfg);
 	while (!sh_list_empty(&w->cmds))
 		sh_free(sh_list_entry(sh_list_pop(&w->cmds), struct worker_cmd, link));
 	env_real_destroy(w->env);

@@ -339,7 +339,188 @@ def remove_a_voter(c):
     check(any("node %d removed" % victim in t for t in texts), "a removal event")
 
 
-SIZES = {"cannot_place_on_three_nodes": 3}
+# ---- metadata: buckets in Raft groups, through the client library ----
+
+def make_fs(c, name="fs1"):
+    c.shoal("fs", "create", name, "--protection", "4+2", check_rc=0)
+    # the groups elect leaders and bucket 0's creates the root
+    end = time.time() + 15
+    while time.time() < end:
+        if c.shoal("ns", name, "stat", "/").returncode == 0:
+            return
+        time.sleep(0.2)
+    raise Fail("the root of %s never appeared" % name)
+
+
+def ns(c, *args, rc=0, node=1):
+    p = c.shoal("ns", "fs1", *args, node=node, timeout=120)
+    if rc is not None and p.returncode != rc:
+        raise Fail("ns %s: exit %d, want %d: %s%s" % (" ".join(args), p.returncode, rc,
+                                                      p.stdout, p.stderr))
+    return p
+
+
+def storms(c, d, procs, threads, files, tag):
+    """Start client processes creating files in d; returns (process, log) pairs."""
+    out = []
+    for i in range(procs):
+        log = os.path.join(c.dir, "%s-%d.log" % (tag, i))
+        cmd = [os.path.join(BIN, "shoal"), "--addr", c.addr(1 + i % c.nodes), "ns", "fs1",
+               "storm", d, str(threads), str(files), log, "%s%d-" % (tag, i)]
+        out.append((subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True), log))
+    return out
+
+
+def storm_results(c, runs, max_stall_ms):
+    total = 0
+    for p, log in runs:
+        so, se = p.communicate(timeout=300)
+        check(p.returncode == 0, "a storm failed: %s %s" % (so, se))
+        r = json.loads(so)
+        check(r["failed"] == 0, "creates failed: %s" % so)
+        check(r["existed"] == 0, "a retried create said EEXIST: %s" % so)
+        check(r["max_latency_ms"] < max_stall_ms,
+              "the storm stalled %.0f ms (limit %d)" % (r["max_latency_ms"], max_stall_ms))
+        total += r["created"]
+        if os.environ.get("SH_VERBOSE"):
+            print("  storm: %s" % so.strip())
+    return total
+
+
+def all_found(c, runs, node=1):
+    t0 = time.time()
+    for _, log in runs:
+        r = json.loads(ns(c, "check", log, node=node).stdout)
+        check(r["missing"] == 0, "acknowledged creates lost: %s" % r)
+    if os.environ.get("SH_VERBOSE"):
+        print("  checked %d logs in %.1f s" % (len(runs), time.time() - t0))
+
+
+STALL_MS = int(os.environ.get("SH_STALL_MS", "2000"))
+
+
+def meta(c, n):
+    body = subprocess.run(["curl", "-s", "http://%s/v1/meta" % c.addr(n)], capture_output=True,
+                          text=True, timeout=10).stdout
+    return json.loads(body) if body else []
+
+
+def group_leaders(c, alive):
+    """The nodes that lead a metadata group now (as the live nodes report)."""
+    end = time.time() + 10
+    while time.time() < end:
+        out = set()
+        for n in alive:
+            for g in meta(c, n):
+                if g["serving"]:
+                    out.add(n)
+        if out:
+            return sorted(out)
+        time.sleep(0.2)
+    raise Fail("no metadata group has a leader")
+
+
+def caught_up(c, n, alive, timeout=15):
+    """Node n applies as far as each of its groups' leaders have committed."""
+    end = time.time() + timeout
+    while time.time() < end:
+        lead = {}
+        for m in alive:
+            for g in meta(c, m):
+                if g["serving"]:
+                    lead[g["group"]] = g["commit"]
+        mine = {g["group"]: g["applied"] for g in meta(c, n)}
+        if mine and all(mine.get(k, -1) >= v for k, v in lead.items() if k in mine):
+            return
+        time.sleep(0.2)
+    raise Fail("node %d did not catch up with its groups' leaders" % n)
+
+
+@test
+def metadata_create_storm_survives_kill9(c):
+    c.up()
+    make_fs(c)
+    ns(c, "mkdir", "/s")
+    # a group leader kill -9'd in the middle of the storm, then restarted
+    victim = group_leaders(c, others(c))[0]
+    runs = storms(c, "/s", 3, 2, 400, "one")
+    time.sleep(0.5)
+    c.kill(victim)
+    time.sleep(1.5)
+    c.up()
+    n1 = storm_results(c, runs, STALL_MS)
+    all_found(c, runs)
+    caught_up(c, victim, others(c, victim))
+    # two leaders at once (P=2: every group keeps 3 of its 5)
+    two = (group_leaders(c, others(c)) + others(c))[:2]
+    if len(set(two)) < 2:
+        two = others(c)[:2]
+    runs2 = storms(c, "/s", 3, 2, 400, "two")
+    time.sleep(0.5)
+    c.kill(two[0])
+    c.kill(two[1])
+    n2 = storm_results(c, runs2, STALL_MS)
+    all_found(c, runs + runs2, node=others(c, *two)[0])
+    # the restarted replicas catch up: with two others down they are needed for a majority
+    c.up()
+    for n in two:
+        caught_up(c, n, others(c))
+    rest = others(c, *two)[:2]
+    c.kill(rest[0])
+    c.kill(rest[1])
+    via = two[0]
+    all_found(c, runs + runs2, node=via)
+    p = c.shoal("--json", "ns", "fs1", "stat", "/s", node=via)
+    check(p.returncode == 0, "stat /s: %s" % p.stderr)
+    st = json.loads(p.stdout)
+    check(st["size"] == n1 + n2, "/s counts %d entries, %d were created" % (st["size"], n1 + n2))
+
+
+@test
+def metadata_namespace_operations(c):
+    c.up()
+    make_fs(c)
+    ns(c, "mkdir", "/d")
+    ns(c, "mkdir", "/d", rc=1)  # EEXIST
+    ns(c, "touch", "/d/f")
+    ns(c, "ln", "-s", "/d/f", "/l")
+    check(ns(c, "readlink", "/l").stdout.strip() == "/d/f", "readlink /l")
+    p = c.shoal("--json", "ns", "fs1", "stat", "/l", check_rc=0)
+    check(json.loads(p.stdout)["type"] == "file", "stat follows the link")
+    p = c.shoal("--json", "ns", "fs1", "lstat", "/l", check_rc=0)
+    check(json.loads(p.stdout)["type"] == "symlink", "lstat does not")
+    ns(c, "ln", "/d/f", "/d/g")  # a hard link
+    p = c.shoal("--json", "ns", "fs1", "stat", "/d/g", check_rc=0)
+    check(json.loads(p.stdout)["nlink"] == 2, "two links")
+    ns(c, "xattr", "set", "/d/f", "user.k", "v1")
+    check(ns(c, "xattr", "get", "/d/f", "user.k").stdout.strip() == "v1", "getxattr")
+    check("user.k" in ns(c, "xattr", "ls", "/d/f").stdout, "listxattr")
+    ns(c, "chmod", "600", "/d/f")
+    p = c.shoal("--json", "ns", "fs1", "stat", "/d/f", check_rc=0)
+    check(json.loads(p.stdout)["mode"] == 0o600, "chmod")
+    ls = ns(c, "ls", "/d").stdout.split()
+    check(sorted(ls) == ["f", "g"], "ls /d: %s" % ls)
+    # errors as Linux gives them, and nothing changed by them
+    p = ns(c, "rmdir", "/d", rc=1)
+    check("not empty" in p.stderr, "rmdir of a full directory: %s" % p.stderr)
+    p = ns(c, "mkdir", "/d/f/x", rc=1)
+    check("Not a directory" in p.stderr, "a path through a file: %s" % p.stderr)
+    p = ns(c, "touch", "/" + "n" * 256, rc=1)
+    check("too long" in p.stderr, "a 256-byte name: %s" % p.stderr)
+    p = ns(c, "stat", "/nothing/here", rc=1)
+    check("No such file" in p.stderr, "a missing path: %s" % p.stderr)
+    p = ns(c, "rm", "/d", rc=1)
+    check("Is a directory" in p.stderr, "unlink of a directory: %s" % p.stderr)
+    for x in ("/d/f", "/d/g", "/l"):
+        ns(c, "rm", x)
+    ns(c, "rmdir", "/d")
+    ns(c, "stat", "/d", rc=1)
+    check(ns(c, "ls", "/").stdout.split() == [], "the root is empty again")
+
+
+SIZES = {"cannot_place_on_three_nodes": 3, "metadata_create_storm_survives_kill9": 6,
+         "metadata_namespace_operations": 6}
 
 
 def main():

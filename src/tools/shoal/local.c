@@ -192,7 +192,7 @@ try_get(const struct local *l, int n, const char *path)
 	int rc;
 
 	node_addr(l, n, false, addr, sizeof(addr));
-	rc = http_call(addr, "GET", path, NULL, &out, 5);
+	rc = sh_http_call(addr, "GET", path, NULL, &out, 5);
 	if (rc == 200)
 		j = json_loads(out, 0, NULL);
 	free(out);
@@ -206,7 +206,7 @@ post(const struct local *l, int n, const char *path, json_t *body, const char *w
 	int rc;
 
 	node_addr(l, n, false, addr, sizeof(addr));
-	rc = http_call(addr, "POST", path, b, &out, 40);
+	rc = sh_http_call(addr, "POST", path, b, &out, 40);
 	free(b);
 	json_decref(body);
 	if (rc != 200) {

@@ -31,7 +31,10 @@ static const char usage_text[] =
     "  status | events [--limit N]\n"
     "  local up [--nodes N] [--drive-size SIZE] [--dir DIR] [--port P] [--buckets N]\n"
     "           [--mode cpu|performance]\n"
-    "  local status [--dir DIR] | local down [--dir DIR] [--wipe]\n";
+    "  local status [--dir DIR] | local down [--dir DIR] [--wipe]\n"
+    "  ns FS stat|lstat|ls|mkdir|touch|rm|rmdir|readlink PATH | ns FS mv|ln FROM TO\n"
+    "  ns FS ln -s TARGET PATH | ns FS chmod MODE PATH | ns FS xattr set|get|rm|ls ...\n"
+    "  ns FS storm DIR THREADS FILES LOG [PREFIX] | ns FS check LOG\n";
 
 void
 usage_error(const char *fmt, ...)
@@ -119,7 +122,7 @@ static char *
 call(const struct cli *c, const char *method, const char *path, const char *body, int *status)
 {
 	char *out = NULL;
-	int rc = http_call(c->addr, method, path, body, &out, 40);
+	int rc = sh_http_call(c->addr, method, path, body, &out, 40);
 
 	if (rc < 0) {
 		if (rc == -EINVAL)
@@ -436,6 +439,8 @@ run(struct cli *c, int argc, char **argv)
 	}
 	if (strcmp(obj, "local") == 0)
 		return cmd_local(c, argc - 1, argv + 1);
+	if (strcmp(obj, "ns") == 0)
+		return cmd_ns(c, argc - 1, argv + 1);
 	if (strcmp(obj, "cluster") == 0 && strcmp(verb, "create") == 0) {
 		static const char *const k[] = { "--buckets", NULL };
 		const char *name = next_pos(&a, "cluster name"), *b = opt(&a, "--buckets", k);

@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "../../base/http.h"
+
 #define SHOAL_DEFAULT_ADDR "127.0.0.1:7400"
 
 struct cli {
@@ -14,10 +16,6 @@ struct cli {
 	bool json;
 };
 
-/* One HTTP request; *body_out (malloc'd, NUL-terminated) is the reply. Returns the HTTP status or
- * -errno (no connection). */
-int http_call(const char *addr, const char *method, const char *path, const char *body,
-	      char **body_out, int timeout_s);
 
 /* Exit helpers: print "shoal: reason" and exit 2 (usage) or 1 (failure). */
 _Noreturn void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -29,6 +27,7 @@ json_t *api_get(const struct cli *c, const char *path);
 void api_change(const struct cli *c, const char *method, const char *path, json_t *body);
 
 int cmd_local(struct cli *c, int argc, char **argv);
+int cmd_ns(struct cli *c, int argc, char **argv);
 
 /* "2G", "512M", "1048576" -> bytes; -1 if malformed. */
 long long parse_size(const char *s);

@@ -202,6 +202,43 @@ TEST(meta_ops_create_lookup_and_parent_counts)
 	fx_close(&f);
 }
 
+/* A create retried after its answer was lost finds its own inode by the request's tag. */
+TEST(meta_ops_create_retried_by_tag)
+{
+	struct fx f;
+	struct meta_inode in, in2, root;
+	struct meta_dentry d, d2;
+	struct meta_delta delta;
+	struct meta_new n = newf(META_REG);
+	const char *nm;
+
+	fx_open(&f);
+	mkroot(&f);
+	nm = name_in(META_ROOT_INO, 0, "t");
+	n.tag = 0xabcdef;
+	SH_ASSERT_OK(meta_create(&f.b[0], META_ROOT_INO, nm, strlen(nm), &n, &in, &d, &delta));
+	SH_ASSERT_EQ(in.generation, 0xabcdefull);
+	/* the same request again: the same inode, the parent counted once */
+	SH_ASSERT_OK(meta_create(&f.b[0], META_ROOT_INO, nm, strlen(nm), &n, &in2, &d2, &delta));
+	SH_ASSERT_EQ(d2.ino, d.ino);
+	SH_ASSERT_EQ(delta.ino, 0);
+	SH_ASSERT_EQ(in2.ctime, in.ctime);
+	attr(&f, META_ROOT_INO, &root);
+	SH_ASSERT_EQ(root.size, 1);
+	/* another request (another tag, none, or another type) for the name: EEXIST */
+	n.tag = 0xabcdee;
+	SH_ASSERT_EQ(meta_create(&f.b[0], META_ROOT_INO, nm, strlen(nm), &n, &in2, &d2, &delta),
+		     -EEXIST);
+	n.tag = 0;
+	SH_ASSERT_EQ(meta_create(&f.b[0], META_ROOT_INO, nm, strlen(nm), &n, &in2, &d2, &delta),
+		     -EEXIST);
+	n = newf(META_DIR);
+	n.tag = 0xabcdef;
+	SH_ASSERT_EQ(meta_create(&f.b[0], META_ROOT_INO, nm, strlen(nm), &n, &in2, &d2, &delta),
+		     -EEXIST);
+	fx_close(&f);
+}
+
 TEST(meta_ops_remove_rmdir_symlink)
 {
 	struct fx f;

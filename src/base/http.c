@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* A minimal blocking HTTP/1.1 client for the admin API (shoal.h). */
+/* A minimal blocking HTTP/1.1 client for the admin API (http.h). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "shoal.h"
+#include "http.h"
 
 static int
 parse_addr(const char *addr, struct sockaddr_in *sin)
@@ -48,7 +48,7 @@ wait_fd(int fd, short ev, int timeout_s)
 }
 
 int
-http_call(const char *addr, const char *method, const char *path, const char *body, char **body_out,
+sh_http_call(const char *addr, const char *method, const char *path, const char *body, char **body_out,
 	  int timeout_s)
 {
 	struct sockaddr_in sin;

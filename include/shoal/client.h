@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * libshoal, the namespace (docs/client.md): connect to a cluster, open a
+ * filesystem, and every metadata operation, by path or by inode number.
+ *
+ * Every call is synchronous, thread-safe, and returns 0 (or a count) on
+ * success and a negative errno on failure, as Linux file systems give
+ * them: -ENOENT, -EEXIST, -ENOTDIR, -EISDIR, -ENOTEMPTY, -ENAMETOOLONG,
+ * -EINVAL, -ESTALE (an inode that is gone), -ELOOP (too many symlinks in a
+ * path), -ETIMEDOUT (the cluster did not answer in time), -ENOTCONN (no
+ * cluster there yet).
+ *
+ * Paths are absolute within the filesystem ("/a/b"); symbolic links in
+ * the middle of a path are followed (at most SH_SYMLOOP_MAX), the last
+ * component is followed only by the calls that say so.
+ *
+ * A successful create or remove is durable (committed by a majority of
+ * the bucket's replicas) when the call returns. A directory's size (its
+ * entry count), nlink and times follow changes made in other buckets
+ * within milliseconds; this client sees its own changes at once.
+ */
+#ifndef SHOAL_CLIENT_H
+#define SHOAL_CLIENT_H
+
+#include <shoal/sh_version.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sh_client sh_client;
+typedef struct sh_fs sh_fs;
+typedef struct sh_dir sh_dir;
+
+#define SH_ROOT_INO    1ull
+#define SH_NAME_MAX    255
+#define SH_SYMLOOP_MAX 40
+
+struct sh_client_opts {
+	unsigned timeout_ms; /* per operation; 0: 30 s */
+};
+
+/*
+ * Connect through any management address of the cluster ("ip:port", or
+ * several separated by commas: the first that answers). The client then
+ * follows the cluster's configuration by itself.
+ */
+SH_API int sh_client_connect(const char *mgmt, const struct sh_client_opts *opts,
+			     sh_client **out);
+SH_API void sh_client_close(sh_client *c);
+
+/* Open a filesystem by name: -ENOENT if the cluster has none by that name. */
+SH_API int sh_fs_open(sh_client *c, const char *name, sh_fs **out);
+SH_API void sh_fs_close(sh_fs *fs);
+
+/* ---- by path ---- */
+
+SH_API int sh_stat(sh_fs *fs, const char *path, struct stat *st);  /* follows a final symlink */
+SH_API int sh_lstat(sh_fs *fs, const char *path, struct stat *st); /* does not */
+SH_API int sh_mkdir(sh_fs *fs, const char *path, mode_t mode);
+/* Create a regular file (S_IFREG or 0 in mode), a device, FIFO or socket; -EEXIST if present. */
+SH_API int sh_mknod(sh_fs *fs, const char *path, mode_t mode, dev_t rdev);
+SH_API int sh_unlink(sh_fs *fs, const char *path);
+SH_API int sh_rmdir(sh_fs *fs, const char *path);
+#define SH_RENAME_NOREPLACE 0x1
+#define SH_RENAME_EXCHANGE  0x2
+SH_API int sh_rename(sh_fs *fs, const char *from, const char *to, unsigned flags);
+SH_API int sh_link(sh_fs *fs, const char *existing, const char *newpath);
+SH_API int sh_symlink(sh_fs *fs, const char *target, const char *linkpath);
+/* The target into buf (not NUL-terminated, as readlink(2)); returns its length. */
+SH_API long sh_readlink(sh_fs *fs, const char *path, char *buf, size_t size);
+SH_API int sh_chmod(sh_fs *fs, const char *path, mode_t mode);
+SH_API int sh_chown(sh_fs *fs, const char *path, uid_t uid, gid_t gid); /* -1: unchanged */
+SH_API int sh_truncate(sh_fs *fs, const char *path, uint64_t size);
+/* times[0] atime, times[1] mtime; UTIME_NOW and UTIME_OMIT as utimensat(2); NULL: now. */
+SH_API int sh_utimens(sh_fs *fs, const char *path, const struct timespec times[2]);
+#define SH_XATTR_CREATE	 0x1
+#define SH_XATTR_REPLACE 0x2
+SH_API int sh_setxattr(sh_fs *fs, const char *path, const char *name, const void *value,
+		       size_t size, int flags);
+/* As getxattr(2): size 0 asks for the length; -ERANGE if it does not fit; -ENODATA. */
+SH_API long sh_getxattr(sh_fs *fs, const char *path, const char *name, void *value, size_t size);
+SH_API long sh_listxattr(sh_fs *fs, const char *path, char *list, size_t size);
+SH_API int sh_removexattr(sh_fs *fs, const char *path, const char *name);
+/* Capacity from the cluster's drives; files from nothing yet (reported as unknown: 0). */
+SH_API int sh_statvfs(sh_fs *fs, struct statvfs *out);
+
+/* ---- directories ---- */
+
+struct sh_dirent {
+	uint64_t ino;
+	unsigned char type; /* DT_REG, DT_DIR, ... */
+	char name[SH_NAME_MAX + 1];
+};
+
+SH_API int sh_opendir(sh_fs *fs, const char *path, sh_dir **out);
+SH_API int sh_opendir_ino(sh_fs *fs, uint64_t dir, sh_dir **out);
+/*
+ * The next entry into *out: 1, or 0 at the end. "." and ".." are not
+ * returned. An entry that exists from opendir to the end is returned
+ * exactly once; one created or removed meanwhile may or may not be.
+ */
+SH_API int sh_readdir(sh_dir *d, struct sh_dirent *out);
+SH_API void sh_closedir(sh_dir *d);
+
+/* ---- by inode number (what a FUSE low-level binding uses) ---- */
+
+SH_API int sh_lookup(sh_fs *fs, uint64_t parent, const char *name, struct stat *st);
+SH_API int sh_getattr(sh_fs *fs, uint64_t ino, struct stat *st);
+#define SH_SET_MODE  0x1
+#define SH_SET_UID   0x2
+#define SH_SET_GID   0x4
+#define SH_SET_SIZE  0x8
+#define SH_SET_ATIME 0x10
+#define SH_SET_MTIME 0x20
+/* Change what valid says, from st (st_mode, st_uid, st_gid, st_size, st_atim, st_mtim). */
+SH_API int sh_setattr(sh_fs *fs, uint64_t ino, const struct stat *st, unsigned valid,
+		      struct stat *out);
+/* Create name in parent (mode carries S_IFMT; 0 type bits: a regular file). */
+SH_API int sh_mknod_at(sh_fs *fs, uint64_t parent, const char *name, mode_t mode, dev_t rdev,
+		       struct stat *out);
+SH_API int sh_mkdir_at(sh_fs *fs, uint64_t parent, const char *name, mode_t mode,
+		       struct stat *out);
+SH_API int sh_symlink_at(sh_fs *fs, const char *target, uint64_t parent, const char *name,
+			 struct stat *out);
+SH_API int sh_link_at(sh_fs *fs, uint64_t ino, uint64_t parent, const char *name,
+		      struct stat *out);
+SH_API int sh_unlink_at(sh_fs *fs, uint64_t parent, const char *name);
+SH_API int sh_rmdir_at(sh_fs *fs, uint64_t parent, const char *name);
+SH_API int sh_rename_at(sh_fs *fs, uint64_t parent, const char *name, uint64_t newparent,
+			const char *newname, unsigned flags);
+SH_API long sh_readlink_ino(sh_fs *fs, uint64_t ino, char *buf, size_t size);
+SH_API int sh_setxattr_ino(sh_fs *fs, uint64_t ino, const char *name, const void *value,
+			   size_t size, int flags);
+SH_API long sh_getxattr_ino(sh_fs *fs, uint64_t ino, const char *name, void *value, size_t size);
+SH_API long sh_listxattr_ino(sh_fs *fs, uint64_t ino, char *list, size_t size);
+SH_API int sh_removexattr_ino(sh_fs *fs, uint64_t ino, const char *name);
+
+/* The inode a path names (following a final symlink if follow). */
+SH_API int sh_resolve(sh_fs *fs, const char *path, int follow, uint64_t *ino);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SHOAL_CLIENT_H */

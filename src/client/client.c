@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: Apache-2.0
+/* libshoal: connection, configuration following, requests to buckets (client_int.h). */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/http.h"
+#include "../env/env_real.h"
+#include "client_int.h"
+
+SH_LOG_FACILITY("client");
+
+#define POLL_NS	      (1000ull * 1000 * 1000)
+#define CFG_CALL_NS   (2000ull * 1000 * 1000)
+#define CONNECT_WAIT_S 10
+
+enum cop_kind { COP_META = 1, COP_STOP };
+
+/* An operation handed to the loop. */
+struct cop {
+	struct sh_list link;
+	sh_client *c;
+	enum cop_kind kind;
+	const struct mp_req *req;
+	struct cres *res;
+	bool done;
+};
+
+static void
+finish(struct cop *o)
+{
+	sh_client *c = o->c;
+
+	pthread_mutex_lock(&c->mu);
+	o->done = true;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* ---- the configuration ---- */
+
+static void ask_cfg(sh_client *c);
+
+static void
+adopt(sh_client *c, const uint8_t *b, size_t len)
+{
+	struct cfg *n = cfg_new();
+	int rc = n ? cfg_decode(b, len, n) : -ENOMEM;
+
+	if (rc == 0 && n->epoch > mroute_cfg(c->rt)->epoch) {
+		rc = mroute_set_cfg(c->rt, n);
+		if (rc == 0) {
+			pthread_mutex_lock(&c->mu);
+			cfg_copy(c->view, n);
+			pthread_cond_broadcast(&c->cv);
+			pthread_mutex_unlock(&c->mu);
+			/* what we learned of the nodes' management addresses */
+			for (uint32_t i = 0; i < n->nnodes; i++)
+				net_peer_ensure(c->mnet, n->nodes[i].id, n->nodes[i].mgmt);
+		}
+	}
+	if (rc < 0)
+		sh_log_warn("configuration from node %llu: %s", (unsigned long long)c->cfg_node,
+			    sh_strerror(rc));
+	cfg_free(n);
+}
+
+static void
+on_cfg(void *arg, int status, const struct net_msg *reply)
+{
+	sh_client *c = arg;
+
+	c->cfg_busy = false;
+	if (c->stopping)
+		return;
+	if (status == 0 && reply != NULL && reply->len > 8) {
+		adopt(c, reply->buf->data + reply->off + 8, reply->len - 8);
+	} else if (status < 0) {
+		/* ask another node next time */
+		const struct cfg *v = mroute_cfg(c->rt);
+
+		if (v->nnodes > 0)
+			c->cfg_node = v->nodes[c->cfg_tries++ % v->nnodes].id;
+	}
+}
+
+static void
+ask_cfg(sh_client *c)
+{
+	struct net_call_opts o = { .timeout_ns = CFG_CALL_NS, .retries = 1 };
+	uint64_t epoch = mroute_cfg(c->rt)->epoch;
+	struct iovec iov = { &epoch, sizeof(epoch) };
+
+	if (c->cfg_busy || c->cfg_node == 0)
+		return;
+	if (net_call(c->mnet, c->cfg_node, NET_OP_CLUSTER_CONFIG, &iov, 1, &o, on_cfg, c, NULL) ==
+	    0)
+		c->cfg_busy = true;
+}
+
+static void
+on_poll(struct env_timer *t)
+{
+	sh_client *c = t->arg;
+
+	ask_cfg(c);
+	env_timer_arm(&c->poll, POLL_NS);
+}
+
+/* ---- operations ---- */
+
+static void
+on_meta(void *arg, int status, const struct mp_reply *r)
+{
+	struct cop *o = arg;
+	struct cres *res = o->res;
+
+	res->status = status;
+	if (r != NULL) {
+		res->rep = *r;
+		res->rep.data = NULL;
+		if (r->dlen > 0) {
+			res->data = sh_malloc(r->dlen);
+			if (res->data == NULL) {
+				res->status = status >= 0 ? -ENOMEM : status;
+				res->rep.dlen = 0;
+			} else {
+				memcpy(res->data, r->data, r->dlen);
+				res->rep.data = res->data;
+			}
+		}
+	}
+	if (status == -ENXIO)
+		ask_cfg(o->c); /* a replica says our configuration is stale */
+	finish(o);
+}
+
+static void
+on_wake(struct env_async *a)
+{
+	sh_client *c = a->arg;
+
+	for (;;) {
+		struct cop *o = NULL;
+		struct sh_list *l;
+		int rc;
+
+		pthread_mutex_lock(&c->mu);
+		l = sh_list_pop(&c->q);
+		if (l)
+			o = sh_list_entry(l, struct cop, link);
+		pthread_mutex_unlock(&c->mu);
+		if (o == NULL)
+			break;
+		if (o->kind == COP_STOP) {
+			c->stopping = true;
+			env_timer_cancel(&c->poll);
+			finish(o);
+			env_real_stop(c->env);
+			continue;
+		}
+		rc = mroute_call(c->rt, o->req, c->timeout_ns, on_meta, o);
+		if (rc < 0) {
+			o->res->status = rc;
+			finish(o);
+		}
+	}
+}
+
+/* Hand an operation to the loop and wait for it. */
+static void
+run(sh_client *c, struct cop *o)
+{
+	o->c = c;
+	pthread_mutex_lock(&c->mu);
+	sh_list_add_tail(&c->q, &o->link);
+	pthread_mutex_unlock(&c->mu);
+	env_async_send(&c->wake);
+	pthread_mutex_lock(&c->mu);
+	while (!o->done)
+		pthread_cond_wait(&c->cv, &c->mu);
+	pthread_mutex_unlock(&c->mu);
+}
+
+int
+client_meta(sh_client *c, const struct mp_req *req, struct cres *res)
+{
+	struct cop o = { .kind = COP_META, .req = req, .res = res };
+
+	memset(res, 0, sizeof(*res));
+	run(c, &o);
+	return res->status;
+}
+
+void
+cres_fini(struct cres *r)
+{
+	sh_free(r->data);
+	r->data = NULL;
+}
+
+int
+client_fs_lookup(sh_client *c, const char *name, uint32_t *id, uint32_t *nbuckets)
+{
+	const struct cfg_fs *f;
+
+	pthread_mutex_lock(&c->mu);
+	f = cfg_fs_find(c->view, name);
+	*id = f ? f->id : 0;
+	*nbuckets = c->view->nbuckets;
+	pthread_mutex_unlock(&c->mu);
+	return f ? 0 : -ENOENT;
+}
+
+uint64_t
+client_tag(sh_client *c)
+{
+	uint64_t n = __atomic_add_fetch(&c->tag_ctr, 1, __ATOMIC_RELAXED);
+
+	return (c->tag_seed ^ (n * 0x9E3779B97F4A7C15ull)) | 1;
+}
+
+uint64_t
+client_capacity(sh_client *c)
+{
+	uint64_t cap = 0;
+
+	pthread_mutex_lock(&c->mu);
+	for (uint32_t i = 0; i < c->view->ndrives; i++)
+		cap += c->view->drives[i].capacity;
+	pthread_mutex_unlock(&c->mu);
+	return cap;
+}
+
+/* ---- connecting ---- */
+
+static void *
+loop_main(void *arg)
+{
+	sh_client *c = arg;
+
+	sh_log_set_tag("shoal-client");
+	env_real_run(c->env);
+	return NULL;
+}
+
+/* Ask a management address who it is (the admin API's status). */
+static int
+node_at(const char *addr, uint64_t *id)
+{
+	char *body = NULL;
+	json_t *j, *node;
+	int rc = sh_http_call(addr, "GET", "/v1/status", NULL, &body, 5);
+
+	if (rc != 200) {
+		free(body);
+		return rc < 0 ? rc : -EPROTO;
+	}
+	j = json_loads(body, 0, NULL);
+	free(body);
+	node = j ? json_object_get(j, "node") : NULL;
+	rc = json_is_object(node) && json_is_integer(json_object_get(node, "id")) ? 0 : -EPROTO;
+	if (rc == 0)
+		*id = (uint64_t)json_integer_value(json_object_get(node, "id"));
+	json_decref(j);
+	return rc;
+}
+
+static int
+endpoint(struct env *env, uint64_t id, struct net **out)
+{
+	struct net_iface ifc = { 0 };
+	struct net_config nc = { .node_id = id, .ifaces = &ifc, .nifaces = 1 };
+	int rc = env_addr_parse("0.0.0.0:0", &ifc.addr);
+
+	return rc < 0 ? rc : net_create(env, &nc, out);
+}
+
+static void
+destroy(sh_client *c)
+{
+	if (c->rt)
+		mroute_cancel_all(c->rt);
+	if (c->dnet)
+		net_destroy(c->dnet);
+	if (c->mnet)
+		net_destroy(c->mnet);
+	if (c->rt)
+		mroute_destroy(c->rt);
+	env_async_fini(&c->wake);
+	env_real_destroy(c->env);
+	cfg_free(c->view);
+	pthread_mutex_destroy(&c->mu);
+	pthread_cond_destroy(&c->cv);
+	sh_free(c);
+}
+
+int
+sh_client_connect(const char *mgmt, const struct sh_client_opts *opts, sh_client **out)
+{
+	struct env_real_opts eo = { .mode = ENV_REAL_EVENT, .name = "shoal-client" };
+	char addr[CFG_ADDR_MAX];
+	uint64_t node = 0, id;
+	const char *p = mgmt;
+	sh_client *c;
+	int rc = -EINVAL;
+
+	/* the first address that answers */
+	while (p != NULL && *p) {
+		const char *comma = strchr(p, ',');
+		size_t n = comma ? (size_t)(comma - p) : strlen(p);
+
+		if (n > 0 && n < sizeof(addr)) {
+			memcpy(addr, p, n);
+			addr[n] = '\0';
+			rc = node_at(addr, &node);
+			if (rc == 0)
+				break;
+		}
+		p = comma ? comma + 1 : NULL;
+	}
+	if (node == 0)
+		return rc == -EINVAL ? -EINVAL : rc == -EPROTO ? -EPROTO : -ECONNREFUSED;
+	c = sh_calloc(1, sizeof(*c));
+	if (c == NULL)
+		return -ENOMEM;
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->cv, NULL);
+	sh_list_init(&c->q);
+	c->timeout_ns = (opts && opts->timeout_ms ? opts->timeout_ms : 30000) * 1000000ull;
+	c->view = cfg_new();
+	c->env = env_real_create(&eo);
+	if (c->view == NULL || c->env == NULL) {
+		cfg_free(c->view);
+		if (c->env)
+			env_real_destroy(c->env);
+		pthread_mutex_destroy(&c->mu);
+		pthread_cond_destroy(&c->cv);
+		sh_free(c);
+		return -ENOMEM;
+	}
+	/* client endpoints: random ids with the top bit set, never a node's */
+	id = env_random_u64(c->env) | 1ull << 63;
+	c->tag_seed = env_random_u64(c->env);
+	rc = env_async_init(c->env, &c->wake, on_wake, c);
+	if (rc == 0)
+		rc = endpoint(c->env, id, &c->mnet);
+	if (rc == 0)
+		rc = endpoint(c->env, id ^ 1, &c->dnet);
+	if (rc == 0)
+		rc = mroute_create(c->dnet, &c->rt);
+	if (rc == 0)
+		rc = net_peer_ensure(c->mnet, node, addr);
+	if (rc < 0) {
+		destroy(c);
+		return rc;
+	}
+	c->cfg_node = node;
+	env_timer_init(c->env, &c->poll, on_poll, c);
+	env_timer_arm(&c->poll, 0);
+	rc = pthread_create(&c->th, NULL, loop_main, c);
+	if (rc != 0) {
+		destroy(c);
+		return -rc;
+	}
+	/* wait for the first configuration */
+	{
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += CONNECT_WAIT_S;
+		pthread_mutex_lock(&c->mu);
+		while (!c->view->created && rc == 0)
+			rc = pthread_cond_timedwait(&c->cv, &c->mu, &until);
+		pthread_mutex_unlock(&c->mu);
+	}
+	if (!c->view->created) {
+		sh_client_close(c);
+		return rc == ETIMEDOUT ? -ETIMEDOUT : -ENOTCONN;
+	}
+	*out = c;
+	return 0;
+}
+
+void
+sh_client_close(sh_client *c)
+{
+	struct cop o = { .kind = COP_STOP };
+
+	if (c == NULL)
+		return;
+	run(c, &o);
+	pthread_join(c->th, NULL);
+	destroy(c);
+}
+
+int
+sh_fs_open(sh_client *c, const char *name, sh_fs **out)
+{
+	uint32_t id, nb;
+	sh_fs *fs;
+	int rc = client_fs_lookup(c, name, &id, &nb);
+
+	if (rc < 0)
+		return rc;
+	fs = sh_calloc(1, sizeof(*fs));
+	if (fs == NULL)
+		return -ENOMEM;
+	fs->c = c;
+	fs->id = id;
+	fs->nbuckets = nb;
+	snprintf(fs->name, sizeof(fs->name), "%s", name);
+	*out = fs;
+	return 0;
+}
+
+void
+sh_fs_close(sh_fs *fs)
+{
+	sh_free(fs);
+}

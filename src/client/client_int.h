@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * libshoal's insides (docs/client.md): one event loop thread per client
+ * with two endpoints (management: the configuration; data: buckets and
+ * targets). Public calls run on the caller's thread up to the point where
+ * they need the network, then hand a request to the loop and wait.
+ */
+#ifndef SH_CLIENT_CLIENT_INT_H
+#define SH_CLIENT_CLIENT_INT_H
+
+#include <pthread.h>
+#include <shoal/client.h>
+
+#include "../meta/mroute.h"
+
+struct sh_client {
+	pthread_t th;
+	struct env *env;
+	struct net *mnet, *dnet;
+	struct mroute *rt;
+	struct env_async wake;
+	struct env_timer poll;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct sh_list q; /* struct cop to start, under mu */
+	struct cfg *view; /* the newest configuration, under mu */
+	uint64_t timeout_ns;
+	uint64_t tag_seed; /* create tags: seed ^ counter (client.h: retried creates) */
+	uint64_t tag_ctr;  /* atomic */
+	uint64_t cfg_node; /* the node asked for the configuration */
+	unsigned cfg_tries;
+	bool cfg_busy;
+	bool stopping;
+	bool stopped;
+};
+
+struct sh_fs {
+	sh_client *c;
+	uint32_t id;
+	uint32_t nbuckets;
+	char name[64];
+};
+
+/* The answer to a metadata request, copied out of the loop. */
+struct cres {
+	int status;
+	struct mp_reply rep;
+	uint8_t *data; /* rep.data points here; cres_fini frees */
+};
+
+/* Send req to its bucket's leader and wait. Returns res->status. */
+int client_meta(sh_client *c, const struct mp_req *req, struct cres *res);
+void cres_fini(struct cres *r);
+/* A copy of what the configuration says about filesystem name (id 0: none). */
+int client_fs_lookup(sh_client *c, const char *name, uint32_t *id, uint32_t *nbuckets);
+/* A tag for a create request, unique to this client (never 0). */
+uint64_t client_tag(sh_client *c);
+/* Capacity of all drives, bytes. */
+uint64_t client_capacity(sh_client *c);
+
+#endif /* SH_CLIENT_CLIENT_INT_H */

@@ -1,0 +1,1023 @@
+// SPDX-License-Identifier: Apache-2.0
+/* libshoal's namespace: operations by inode and by path, directories (client.h). */
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "client_int.h"
+
+#define PATH_DEPTH 256
+
+/* ---- conversions ---- */
+
+static const struct {
+	uint8_t type;
+	mode_t fmt;
+	unsigned char dt;
+} types[] = {
+	{ META_REG, S_IFREG, DT_REG },	{ META_DIR, S_IFDIR, DT_DIR },	 { META_LNK, S_IFLNK, DT_LNK },
+	{ META_CHR, S_IFCHR, DT_CHR },	{ META_BLK, S_IFBLK, DT_BLK },	 { META_FIFO, S_IFIFO, DT_FIFO },
+	{ META_SOCK, S_IFSOCK, DT_SOCK },
+};
+
+static mode_t
+type_fmt(uint8_t t)
+{
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (types[i].type == t)
+			return types[i].fmt;
+	return 0;
+}
+
+static unsigned char
+type_dt(uint8_t t)
+{
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (types[i].type == t)
+			return types[i].dt;
+	return DT_UNKNOWN;
+}
+
+static int
+fmt_type(mode_t m, uint8_t *t)
+{
+	if ((m & S_IFMT) == 0) {
+		*t = META_REG;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (types[i].fmt == (m & S_IFMT)) {
+			*t = types[i].type;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static void
+ns_ts(uint64_t ns, struct timespec *ts)
+{
+	ts->tv_sec = (time_t)(ns / 1000000000ull);
+	ts->tv_nsec = (long)(ns % 1000000000ull);
+}
+
+static void
+to_stat(uint64_t ino, const struct meta_inode *in, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_mode = type_fmt(in->type) | (in->mode & 07777);
+	st->st_nlink = in->nlink;
+	st->st_uid = in->uid;
+	st->st_gid = in->gid;
+	st->st_rdev = in->rdev;
+	st->st_size = (off_t)in->size;
+	st->st_blksize = 65536;
+	st->st_blocks = in->type == META_DIR ? 0 : (blkcnt_t)((in->size + 511) / 512);
+	ns_ts(in->atime, &st->st_atim);
+	ns_ts(in->mtime, &st->st_mtim);
+	ns_ts(in->ctime, &st->st_ctim);
+}
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- requests ---- */
+
+static int
+name_ok(const char *name, size_t *len)
+{
+	*len = strnlen(name, SH_NAME_MAX + 2);
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return -EINVAL;
+	return meta_name_check(name, *len);
+}
+
+static uint16_t
+entry_bucket(sh_fs *fs, uint64_t parent, const char *name, size_t len)
+{
+	return meta_dentry_bucket(parent, name, len, fs->nbuckets);
+}
+
+static bool
+ino_valid(sh_fs *fs, uint64_t ino)
+{
+	return ino != 0 && meta_ino_bucket(ino) < fs->nbuckets;
+}
+
+/* Replicate a command at bucket; res holds the reply. */
+static int
+cmd_at(sh_fs *fs, uint16_t bucket, struct meta_cmd *mc, struct cres *res)
+{
+	struct mp_req q = { .kind = MP_CMD, .fs = fs->id, .bucket = bucket };
+	struct sh_enc e;
+	int rc;
+
+	mc->ver = 1; /* the leader stamps the real one */
+	sh_enc_init(&e);
+	rc = meta_cmd_encode(&e, mc);
+	if (rc == 0) {
+		q.data = e.p;
+		q.dlen = e.len;
+		rc = client_meta(fs->c, &q, res);
+	} else {
+		memset(res, 0, sizeof(*res));
+	}
+	sh_enc_fini(&e);
+	return rc;
+}
+
+static int
+read_at(sh_fs *fs, uint8_t kind, uint16_t bucket, uint64_t ino, const char *name, size_t nlen,
+	uint32_t max, struct cres *res)
+{
+	struct mp_req q = { .kind = kind, .fs = fs->id, .bucket = bucket, .ino = ino, .max = max };
+
+	if (nlen > META_NAME_MAX) {
+		memset(res, 0, sizeof(*res));
+		return -ENAMETOOLONG;
+	}
+	q.nlen = (uint16_t)nlen;
+	memcpy(q.name, name, nlen);
+	return client_meta(fs->c, &q, res);
+}
+
+int
+sh_getattr(sh_fs *fs, uint64_t ino, struct stat *st)
+{
+	struct cres r;
+	int rc;
+
+	if (!ino_valid(fs, ino))
+		return -ESTALE;
+	rc = read_at(fs, MP_GETATTR, meta_ino_bucket(ino), ino, "", 0, 0, &r);
+	if (rc == 0 && !(r.rep.flags & MP_ATTR))
+		rc = -EPROTO;
+	if (rc == 0 && st)
+		to_stat(ino, &r.rep.attr, st);
+	cres_fini(&r);
+	return rc;
+}
+
+/* Look name up in parent: its inode and (one more round trip if elsewhere) its attributes. */
+static int
+lookup(sh_fs *fs, uint64_t parent, const char *name, uint64_t *ino, struct meta_inode *attr)
+{
+	struct cres r;
+	size_t len;
+	int rc = name_ok(name, &len);
+
+	if (rc < 0)
+		return rc;
+	if (!ino_valid(fs, parent))
+		return -ESTALE;
+	rc = read_at(fs, MP_LOOKUP, entry_bucket(fs, parent, name, len), parent, name, len, 0, &r);
+	if (rc == 0 && !(r.rep.flags & MP_DENTRY))
+		rc = -EPROTO;
+	if (rc == 0) {
+		*ino = r.rep.dentry.ino;
+		if (r.rep.flags & MP_ATTR) {
+			*attr = r.rep.attr;
+		} else {
+			struct cres a;
+
+			rc = read_at(fs, MP_GETATTR, meta_ino_bucket(*ino), *ino, "", 0, 0, &a);
+			if (rc == 0)
+				*attr = a.rep.attr;
+			if (rc == -ESTALE)
+				rc = -ENOENT; /* removed between the two */
+			cres_fini(&a);
+		}
+	}
+	cres_fini(&r);
+	return rc;
+}
+
+int
+sh_lookup(sh_fs *fs, uint64_t parent, const char *name, struct stat *st)
+{
+	struct meta_inode in;
+	uint64_t ino;
+	int rc = lookup(fs, parent, name, &ino, &in);
+
+	if (rc == 0 && st)
+		to_stat(ino, &in, st);
+	return rc;
+}
+
+static int
+create_at(sh_fs *fs, uint64_t parent, const char *name, uint8_t type, mode_t mode, dev_t rdev,
+	  const char *target, struct stat *out)
+{
+	struct meta_cmd mc = { .op = META_OP_CREATE,
+			       .type = type,
+			       .parent = parent,
+			       .mode = mode & 07777,
+			       .uid = (uint32_t)getuid(),
+			       .gid = (uint32_t)getgid(),
+			       .rdev = (uint32_t)rdev,
+			       .tag = client_tag(fs->c) };
+	struct cres r;
+	size_t len;
+	int rc = name_ok(name, &len);
+
+	if (rc < 0)
+		return rc;
+	if (!ino_valid(fs, parent))
+		return -ESTALE;
+	memcpy(mc.name, name, len + 1);
+	if (target != NULL) {
+		mc.data = (const uint8_t *)target;
+		mc.dlen = strlen(target);
+	}
+	rc = cmd_at(fs, entry_bucket(fs, parent, name, len), &mc, &r);
+	if (rc == 0 && out != NULL) {
+		if ((r.rep.flags & (MP_ATTR | MP_DENTRY)) != (MP_ATTR | MP_DENTRY))
+			rc = -EPROTO;
+		else
+			to_stat(r.rep.dentry.ino, &r.rep.attr, out);
+	}
+	cres_fini(&r);
+	return rc;
+}
+
+int
+sh_mknod_at(sh_fs *fs, uint64_t parent, const char *name, mode_t mode, dev_t rdev,
+	    struct stat *out)
+{
+	uint8_t t;
+
+	if (fmt_type(mode, &t) < 0 || t == META_DIR || t == META_LNK)
+		return -EINVAL;
+	return create_at(fs, parent, name, t, mode, rdev, NULL, out);
+}
+
+int
+sh_mkdir_at(sh_fs *fs, uint64_t parent, const char *name, mode_t mode, struct stat *out)
+{
+	return create_at(fs, parent, name, META_DIR, mode, 0, NULL, out);
+}
+
+int
+sh_symlink_at(sh_fs *fs, const char *target, uint64_t parent, const char *name,
+	      struct stat *out)
+{
+	if (target == NULL || *target == '\0')
+		return -ENOENT;
+	if (strlen(target) >= 4096)
+		return -ENAMETOOLONG;
+	return create_at(fs, parent, name, META_LNK, 0777, 0, target, out);
+}
+
+static int
+remove_at(sh_fs *fs, uint64_t parent, const char *name, bool dir)
+{
+	struct meta_cmd mc = { .op = META_OP_REMOVE, .parent = parent, .dir = dir };
+	struct cres r;
+	size_t len;
+	int rc = name_ok(name, &len);
+
+	if (rc < 0)
+		return rc == -EINVAL && dir && strcmp(name, ".") == 0 ? -EINVAL
+		       : rc == -EINVAL && dir				  ? -ENOTEMPTY
+									  : rc;
+	if (!ino_valid(fs, parent))
+		return -ESTALE;
+	memcpy(mc.name, name, len + 1);
+	rc = cmd_at(fs, entry_bucket(fs, parent, name, len), &mc, &r);
+	cres_fini(&r);
+	return rc;
+}
+
+int
+sh_unlink_at(sh_fs *fs, uint64_t parent, const char *name)
+{
+	return remove_at(fs, parent, name, false);
+}
+
+int
+sh_rmdir_at(sh_fs *fs, uint64_t parent, const char *name)
+{
+	return remove_at(fs, parent, name, true);
+}
+
+int
+sh_rename_at(sh_fs *fs, uint64_t parent, const char *name, uint64_t newparent,
+	     const char *newname, unsigned flags)
+{
+	struct meta_cmd mc = { .op = META_OP_RENAME,
+			       .parent = parent,
+			       .parent2 = newparent,
+			       .flags = flags };
+	struct cres r;
+	size_t len, len2;
+	int rc = name_ok(name, &len);
+
+	if (rc == 0)
+		rc = name_ok(newname, &len2);
+	if (rc < 0)
+		return rc;
+	if (flags & ~(unsigned)(SH_RENAME_NOREPLACE | SH_RENAME_EXCHANGE) ||
+	    (flags & SH_RENAME_NOREPLACE && flags & SH_RENAME_EXCHANGE))
+		return -EINVAL;
+	if (!ino_valid(fs, parent) || !ino_valid(fs, newparent))
+		return -ESTALE;
+	memcpy(mc.name, name, len + 1);
+	memcpy(mc.name2, newname, len2 + 1);
+	rc = cmd_at(fs, entry_bucket(fs, parent, name, len), &mc, &r);
+	cres_fini(&r);
+	return rc;
+}
+
+int
+sh_link_at(sh_fs *fs, uint64_t ino, uint64_t parent, const char *name, struct stat *out)
+{
+	struct meta_cmd mc = { .op = META_OP_LINK, .parent = parent, .ino = ino };
+	struct stat st;
+	struct cres r;
+	size_t len;
+	int rc = name_ok(name, &len);
+
+	if (rc < 0)
+		return rc;
+	if (!ino_valid(fs, parent))
+		return -ESTALE;
+	rc = sh_getattr(fs, ino, &st);
+	if (rc < 0)
+		return rc == -ENOENT ? -ESTALE : rc;
+	if (S_ISDIR(st.st_mode))
+		return -EPERM;
+	fmt_type(st.st_mode, &mc.type);
+	memcpy(mc.name, name, len + 1);
+	rc = cmd_at(fs, entry_bucket(fs, parent, name, len), &mc, &r);
+	cres_fini(&r);
+	if (rc == 0 && out != NULL) {
+		rc = sh_getattr(fs, ino, out);
+		if (rc == 0 && meta_ino_bucket(ino) != entry_bucket(fs, parent, name, len))
+			out->st_nlink++; /* the remote count follows by a delta; show ours now */
+	}
+	return rc;
+}
+
+static int
+setattr(sh_fs *fs, uint64_t ino, const struct meta_setattr *sa, struct stat *out)
+{
+	struct meta_cmd mc = { .op = META_OP_SETATTR, .ino = ino, .sa = *sa };
+	struct cres r;
+	int rc;
+
+	if (!ino_valid(fs, ino))
+		return -ESTALE;
+	rc = cmd_at(fs, meta_ino_bucket(ino), &mc, &r);
+	if (rc == 0 && out != NULL) {
+		if (r.rep.flags & MP_ATTR)
+			to_stat(ino, &r.rep.attr, out);
+		else
+			rc = sh_getattr(fs, ino, out);
+	}
+	cres_fini(&r);
+	return rc;
+}
+
+int
+sh_setattr(sh_fs *fs, uint64_t ino, const struct stat *st, unsigned valid, struct stat *out)
+{
+	struct meta_setattr sa = { .valid = valid };
+
+	if (valid & ~(unsigned)0x3f)
+		return -EINVAL;
+	sa.mode = st->st_mode & 07777;
+	sa.uid = st->st_uid;
+	sa.gid = st->st_gid;
+	sa.size = (uint64_t)st->st_size;
+	sa.atime = (uint64_t)st->st_atim.tv_sec * 1000000000ull + (uint64_t)st->st_atim.tv_nsec;
+	sa.mtime = (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec;
+	return setattr(fs, ino, &sa, out);
+}
+
+long
+sh_readlink_ino(sh_fs *fs, uint64_t ino, char *buf, size_t size)
+{
+	struct cres r;
+	long rc;
+
+	if (!ino_valid(fs, ino))
+		return -ESTALE;
+	rc = read_at(fs, MP_READLINK, meta_ino_bucket(ino), ino, "", 0, 0, &r);
+	if (rc == 0) {
+		rc = (long)(r.rep.dlen < size ? r.rep.dlen : size);
+		memcpy(buf, r.rep.data, (size_t)rc);
+	}
+	cres_fini(&r);
+	return rc;
+}
+
+int
+sh_setxattr_ino(sh_fs *fs, uint64_t ino, const char *name, const void *value, size_t size,
+		int flags)
+{
+	struct meta_cmd mc = { .op = META_OP_SETXATTR,
+			       .ino = ino,
+			       .flags = (uint32_t)flags,
+			       .data = value,
+			       .dlen = size };
+	struct cres r;
+	int rc;
+
+	if (!ino_valid(fs, ino))
+		return -ESTALE;
+	if (name == NULL || *name == '\0' || strlen(name) > META_NAME_MAX)
+		return name && *name ? -ERANGE : -EINVAL;
+	if (size > META_XATTR_MAX)
+		return -E2BIG;
+	snprintf(mc.name, sizeof(mc.name), "%s", name);
+	rc = cmd_at(fs, meta_ino_bucket(ino), &mc, &r);
+	cres_fini(&r);
+	return rc;
+}
+
+/* A value into (buf, size) as the xattr calls return it: size 0 asks for the length. */
+static long
+copy_value(const struct cres *r, void *buf, size_t size)
+{
+	if (size == 0)
+		return (long)r->rep.dlen;
+	if (r->rep.dlen > size)
+		return -ERANGE;
+	memcpy(buf, r->rep.data, r->rep.dlen);
+	return (long)r->rep.dlen;
+}
+
+long
+sh_getxattr_ino(sh_fs *fs, uint64_t ino, const char *name, void *value, size_t size)
+{
+	struct cres r;
+	long rc;
+
+	if (!ino_valid(fs, ino))
+		return -ESTALE;
+	if (name == NULL || *name == '\0' || strlen(name) > META_NAME_MAX)
+		return name && *name ? -ERANGE : -EINVAL;
+	rc = read_at(fs, MP_GETXATTR, meta_ino_bucket(ino), ino, name, strlen(name), 0, &r);
+	if (rc == 0)
+		rc = copy_value(&r, value, size);
+	cres_fini(&r);
+	return rc;
+}
+
+long
+sh_listxattr_ino(sh_fs *fs, uint64_t ino, char *list, size_t size)
+{
+	struct cres r;
+	long rc;
+
+	if (!ino_valid(fs, ino))
+		return -ESTALE;
+	rc = read_at(fs, MP_LISTXATTR, meta_ino_bucket(ino), ino, "", 0, 0, &r);
+	if (rc == 0)
+		rc = copy_value(&r, list, size);
+	cres_fini(&r);
+	return rc;
+}
+
+int
+sh_removexattr_ino(sh_fs *fs, uint64_t ino, const char *name)
+{
+	struct meta_cmd mc = { .op = META_OP_REMOVEXATTR, .ino = ino };
+	struct cres r;
+	int rc;
+
+	if (!ino_valid(fs, ino))
+		return -ESTALE;
+	if (name == NULL || *name == '\0' || strlen(name) > META_NAME_MAX)
+		return name && *name ? -ERANGE : -EINVAL;
+	snprintf(mc.name, sizeof(mc.name), "%s", name);
+	rc = cmd_at(fs, meta_ino_bucket(ino), &mc, &r);
+	cres_fini(&r);
+	return rc;
+}
+
+/* ---- paths ---- */
+
+/*
+ * Walk path from the root: *ino the inode it names, *parent its directory
+ * and *leaf its last component (for the calls that create or remove it).
+ * Symbolic links met in the middle (and at the end when follow) are
+ * followed; ".." goes back up the directories walked.
+ */
+struct walk {
+	uint64_t stack[PATH_DEPTH];
+	unsigned depth; /* stack[depth-1] is the current directory */
+	unsigned links;
+};
+
+static int
+walk_path(sh_fs *fs, struct walk *w, const char *path, bool follow, bool want_leaf, uint64_t *ino,
+	  struct meta_inode *attr, char *leaf)
+{
+	const char *p = path;
+	struct meta_inode cur = { .type = META_DIR };
+	uint64_t cino;
+	bool got = false; /* the last component named an inode (not "." or "..") */
+	int rc;
+
+	if (*p == '/') {
+		w->depth = 1;
+		w->stack[0] = SH_ROOT_INO;
+		while (*p == '/')
+			p++;
+	}
+	if (*p == '\0') {
+		if (want_leaf)
+			return -EINVAL; /* "/" has no entry to create or remove */
+		*ino = w->stack[w->depth - 1];
+		if (attr)
+			*attr = cur;
+		return *ino == SH_ROOT_INO ? sh_getattr(fs, *ino, NULL) : 0;
+	}
+	while (*p) {
+		char name[SH_NAME_MAX + 1];
+		const char *end = strchr(p, '/');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		bool last;
+
+		if (n > SH_NAME_MAX)
+			return -ENAMETOOLONG;
+		memcpy(name, p, n);
+		name[n] = '\0';
+		p += n;
+		while (*p == '/')
+			p++;
+		last = *p == '\0';
+		if (last && want_leaf) {
+			if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+				return -EINVAL;
+			memcpy(leaf, name, n + 1);
+			*ino = w->stack[w->depth - 1];
+			return 0;
+		}
+		got = false;
+		if (strcmp(name, ".") == 0)
+			continue;
+		if (strcmp(name, "..") == 0) {
+			if (w->depth > 1)
+				w->depth--;
+			continue;
+		}
+		rc = lookup(fs, w->stack[w->depth - 1], name, &cino, &cur);
+		if (rc < 0)
+			return rc;
+		if (cur.type == META_LNK && (!last || follow)) {
+			char target[4097];
+			long tl;
+
+			if (++w->links > SH_SYMLOOP_MAX)
+				return -ELOOP;
+			tl = sh_readlink_ino(fs, cino, target, sizeof(target) - 1);
+			if (tl < 0)
+				return (int)tl;
+			target[tl] = '\0';
+			rc = walk_path(fs, w, target, true, false, &cino, &cur, NULL);
+			if (rc < 0)
+				return rc;
+		}
+		if (!last) {
+			if (cur.type != META_DIR)
+				return -ENOTDIR;
+			if (w->depth == PATH_DEPTH)
+				return -ENAMETOOLONG;
+			w->stack[w->depth++] = cino;
+		} else {
+			got = true;
+			*ino = cino;
+			if (attr)
+				*attr = cur;
+		}
+	}
+	if (!got) { /* ended on "." or "..": the directory we are in */
+		*ino = w->stack[w->depth - 1];
+		if (attr)
+			*attr = (struct meta_inode){ .type = META_DIR };
+	}
+	return 0;
+}
+
+static int
+resolve(sh_fs *fs, const char *path, bool follow, uint64_t *ino)
+{
+	struct walk w = { .stack = { SH_ROOT_INO }, .depth = 1 };
+
+	if (path == NULL || path[0] != '/')
+		return -EINVAL;
+	if (strlen(path) >= 4096)
+		return -ENAMETOOLONG;
+	*ino = 0;
+	return walk_path(fs, &w, path, follow, false, ino, NULL, NULL);
+}
+
+/* The directory that would hold path's last component, and that name. */
+static int
+resolve_parent(sh_fs *fs, const char *path, uint64_t *parent, char *leaf)
+{
+	struct walk w = { .stack = { SH_ROOT_INO }, .depth = 1 };
+	int rc;
+
+	if (path == NULL || path[0] != '/')
+		return -EINVAL;
+	if (strlen(path) >= 4096)
+		return -ENAMETOOLONG;
+	rc = walk_path(fs, &w, path, true, true, parent, NULL, leaf);
+	return rc;
+}
+
+int
+sh_resolve(sh_fs *fs, const char *path, int follow, uint64_t *ino)
+{
+	return resolve(fs, path, follow != 0, ino);
+}
+
+static int
+stat_path(sh_fs *fs, const char *path, bool follow, struct stat *st)
+{
+	uint64_t ino;
+	int rc = resolve(fs, path, follow, &ino);
+
+	return rc < 0 ? rc : sh_getattr(fs, ino, st);
+}
+
+int
+sh_stat(sh_fs *fs, const char *path, struct stat *st)
+{
+	return stat_path(fs, path, true, st);
+}
+
+int
+sh_lstat(sh_fs *fs, const char *path, struct stat *st)
+{
+	return stat_path(fs, path, false, st);
+}
+
+int
+sh_mkdir(sh_fs *fs, const char *path, mode_t mode)
+{
+	char leaf[SH_NAME_MAX + 1];
+	uint64_t parent;
+	int rc = resolve_parent(fs, path, &parent, leaf);
+
+	if (rc == -EINVAL && path && strcmp(path, "/") == 0)
+		return -EEXIST;
+	return rc < 0 ? rc : sh_mkdir_at(fs, parent, leaf, mode, NULL);
+}
+
+int
+sh_mknod(sh_fs *fs, const char *path, mode_t mode, dev_t rdev)
+{
+	char leaf[SH_NAME_MAX + 1];
+	uint64_t parent;
+	int rc = resolve_parent(fs, path, &parent, leaf);
+
+	if (rc == -EINVAL && path && strcmp(path, "/") == 0)
+		return -EEXIST;
+	return rc < 0 ? rc : sh_mknod_at(fs, parent, leaf, mode, rdev, NULL);
+}
+
+int
+sh_unlink(sh_fs *fs, const char *path)
+{
+	char leaf[SH_NAME_MAX + 1];
+	uint64_t parent;
+	int rc = resolve_parent(fs, path, &parent, leaf);
+
+	if (rc == -EINVAL && path && strcmp(path, "/") == 0)
+		return -EISDIR;
+	return rc < 0 ? rc : sh_unlink_at(fs, parent, leaf);
+}
+
+int
+sh_rmdir(sh_fs *fs, const char *path)
+{
+	char leaf[SH_NAME_MAX + 1];
+	uint64_t parent;
+	int rc = resolve_parent(fs, path, &parent, leaf);
+
+	if (rc == -EINVAL && path && strcmp(path, "/") == 0)
+		return -EBUSY;
+	return rc < 0 ? rc : sh_rmdir_at(fs, parent, leaf);
+}
+
+int
+sh_rename(sh_fs *fs, const char *from, const char *to, unsigned flags)
+{
+	char l1[SH_NAME_MAX + 1], l2[SH_NAME_MAX + 1];
+	uint64_t p1, p2;
+	int rc = resolve_parent(fs, from, &p1, l1);
+
+	if (rc == 0)
+		rc = resolve_parent(fs, to, &p2, l2);
+	if (rc < 0)
+		return rc == -EINVAL ? -EBUSY : rc;
+	/* a directory is never moved below itself: the target's path must not run through it */
+	{
+		size_t n = strlen(from);
+
+		while (n > 1 && from[n - 1] == '/')
+			n--;
+		if (strncmp(from, to, n) == 0 && to[n] == '/') {
+			struct stat st;
+
+			if (sh_lstat(fs, from, &st) == 0 && S_ISDIR(st.st_mode))
+				return -EINVAL;
+		}
+	}
+	return sh_rename_at(fs, p1, l1, p2, l2, flags);
+}
+
+int
+sh_link(sh_fs *fs, const char *existing, const char *newpath)
+{
+	char leaf[SH_NAME_MAX + 1];
+	uint64_t ino, parent;
+	int rc = resolve(fs, existing, false, &ino);
+
+	if (rc == 0)
+		rc = resolve_parent(fs, newpath, &parent, leaf);
+	if (rc == -EINVAL && newpath && strcmp(newpath, "/") == 0)
+		return -EEXIST;
+	return rc < 0 ? rc : sh_link_at(fs, ino, parent, leaf, NULL);
+}
+
+int
+sh_symlink(sh_fs *fs, const char *target, const char *linkpath)
+{
+	char leaf[SH_NAME_MAX + 1];
+	uint64_t parent;
+	int rc = resolve_parent(fs, linkpath, &parent, leaf);
+
+	if (rc == -EINVAL && linkpath && strcmp(linkpath, "/") == 0)
+		return -EEXIST;
+	return rc < 0 ? rc : sh_symlink_at(fs, target, parent, leaf, NULL);
+}
+
+long
+sh_readlink(sh_fs *fs, const char *path, char *buf, size_t size)
+{
+	struct stat st;
+	uint64_t ino;
+	int rc = resolve(fs, path, false, &ino);
+
+	if (rc == 0)
+		rc = sh_getattr(fs, ino, &st);
+	if (rc < 0)
+		return rc;
+	if (!S_ISLNK(st.st_mode))
+		return -EINVAL;
+	return sh_readlink_ino(fs, ino, buf, size);
+}
+
+static int
+setattr_path(sh_fs *fs, const char *path, const struct meta_setattr *sa)
+{
+	uint64_t ino;
+	int rc = resolve(fs, path, true, &ino);
+
+	return rc < 0 ? rc : setattr(fs, ino, sa, NULL);
+}
+
+int
+sh_chmod(sh_fs *fs, const char *path, mode_t mode)
+{
+	struct meta_setattr sa = { .valid = META_SET_MODE, .mode = mode & 07777 };
+
+	return setattr_path(fs, path, &sa);
+}
+
+int
+sh_chown(sh_fs *fs, const char *path, uid_t uid, gid_t gid)
+{
+	struct meta_setattr sa = { .uid = uid, .gid = gid };
+
+	if (uid != (uid_t)-1)
+		sa.valid |= META_SET_UID;
+	if (gid != (gid_t)-1)
+		sa.valid |= META_SET_GID;
+	return sa.valid ? setattr_path(fs, path, &sa) : resolve(fs, path, true, &(uint64_t){ 0 });
+}
+
+int
+sh_truncate(sh_fs *fs, const char *path, uint64_t size)
+{
+	struct meta_setattr sa = { .valid = META_SET_SIZE, .size = size };
+
+	return setattr_path(fs, path, &sa);
+}
+
+int
+sh_utimens(sh_fs *fs, const char *path, const struct timespec times[2])
+{
+	struct meta_setattr sa = { 0 };
+	uint64_t now = now_ns();
+
+	for (int i = 0; i < 2; i++) {
+		uint64_t v;
+
+		if (times != NULL && times[i].tv_nsec == UTIME_OMIT)
+			continue;
+		if (times == NULL || times[i].tv_nsec == UTIME_NOW)
+			v = now;
+		else if (times[i].tv_nsec < 0 || times[i].tv_nsec >= 1000000000L ||
+			 times[i].tv_sec < 0)
+			return -EINVAL;
+		else
+			v = (uint64_t)times[i].tv_sec * 1000000000ull + (uint64_t)times[i].tv_nsec;
+		if (i == 0) {
+			sa.valid |= META_SET_ATIME;
+			sa.atime = v;
+		} else {
+			sa.valid |= META_SET_MTIME;
+			sa.mtime = v;
+		}
+	}
+	return sa.valid ? setattr_path(fs, path, &sa) : resolve(fs, path, true, &(uint64_t){ 0 });
+}
+
+int
+sh_setxattr(sh_fs *fs, const char *path, const char *name, const void *value, size_t size,
+	    int flags)
+{
+	uint64_t ino;
+	int rc = resolve(fs, path, true, &ino);
+
+	return rc < 0 ? rc : sh_setxattr_ino(fs, ino, name, value, size, flags);
+}
+
+long
+sh_getxattr(sh_fs *fs, const char *path, const char *name, void *value, size_t size)
+{
+	uint64_t ino;
+	int rc = resolve(fs, path, true, &ino);
+
+	return rc < 0 ? rc : sh_getxattr_ino(fs, ino, name, value, size);
+}
+
+long
+sh_listxattr(sh_fs *fs, const char *path, char *list, size_t size)
+{
+	uint64_t ino;
+	int rc = resolve(fs, path, true, &ino);
+
+	return rc < 0 ? rc : sh_listxattr_ino(fs, ino, list, size);
+}
+
+int
+sh_removexattr(sh_fs *fs, const char *path, const char *name)
+{
+	uint64_t ino;
+	int rc = resolve(fs, path, true, &ino);
+
+	return rc < 0 ? rc : sh_removexattr_ino(fs, ino, name);
+}
+
+int
+sh_statvfs(sh_fs *fs, struct statvfs *out)
+{
+	uint64_t cap = client_capacity(fs->c);
+
+	memset(out, 0, sizeof(*out));
+	out->f_bsize = 4096;
+	out->f_frsize = 4096;
+	out->f_blocks = cap / 4096;
+	out->f_bfree = out->f_blocks;
+	out->f_bavail = out->f_blocks;
+	out->f_namemax = SH_NAME_MAX;
+	out->f_fsid = fs->id;
+	return 0;
+}
+
+/* ---- directories ---- */
+
+struct sh_dir {
+	sh_fs *fs;
+	uint64_t dir;
+	uint16_t *buckets;
+	unsigned nb, at; /* the bucket being read */
+	char after[SH_NAME_MAX + 1];
+	bool bucket_done;
+	struct cres page;
+	struct sh_dec dec;
+	bool have_page;
+};
+
+int
+sh_opendir_ino(sh_fs *fs, uint64_t dir, sh_dir **out)
+{
+	struct cres r;
+	sh_dir *d;
+	uint16_t home;
+	int rc;
+
+	if (!ino_valid(fs, dir))
+		return -ESTALE;
+	home = meta_ino_bucket(dir);
+	rc = read_at(fs, MP_DIRBUCKETS, home, dir, "", 0, 0, &r);
+	if (rc < 0) {
+		cres_fini(&r);
+		return rc == -ESTALE ? -ENOENT : rc;
+	}
+	d = sh_calloc(1, sizeof(*d));
+	if (d != NULL)
+		d->buckets = sh_calloc(1 + r.rep.dlen / 2, sizeof(*d->buckets));
+	if (d == NULL || d->buckets == NULL) {
+		sh_free(d);
+		cres_fini(&r);
+		return -ENOMEM;
+	}
+	d->fs = fs;
+	d->dir = dir;
+	d->buckets[d->nb++] = home;
+	for (size_t i = 0; i + 2 <= r.rep.dlen; i += 2) {
+		uint16_t b = (uint16_t)(r.rep.data[i] | r.rep.data[i + 1] << 8);
+
+		if (b != home && b < fs->nbuckets)
+			d->buckets[d->nb++] = b;
+	}
+	cres_fini(&r);
+	*out = d;
+	return 0;
+}
+
+int
+sh_opendir(sh_fs *fs, const char *path, sh_dir **out)
+{
+	uint64_t ino;
+	int rc = resolve(fs, path, true, &ino);
+	struct stat st;
+
+	if (rc == 0)
+		rc = sh_getattr(fs, ino, &st);
+	if (rc < 0)
+		return rc;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	return sh_opendir_ino(fs, ino, out);
+}
+
+int
+sh_readdir(sh_dir *d, struct sh_dirent *out)
+{
+	for (;;) {
+		struct meta_dirent de;
+		int rc;
+
+		if (d->have_page) {
+			rc = mp_dirent_next(&d->dec, &de);
+			if (rc < 0)
+				return -EPROTO;
+			if (rc == 1) {
+				out->ino = de.ino;
+				out->type = type_dt(de.type);
+				memcpy(out->name, de.name, (size_t)de.len + 1);
+				memcpy(d->after, de.name, (size_t)de.len + 1);
+				return 1;
+			}
+			d->have_page = false;
+			cres_fini(&d->page);
+			if (d->bucket_done) {
+				d->at++;
+				d->after[0] = '\0';
+				d->bucket_done = false;
+			}
+		}
+		if (d->at >= d->nb)
+			return 0;
+		rc = read_at(d->fs, MP_READDIR, d->buckets[d->at], d->dir, d->after,
+			     strlen(d->after), 512, &d->page);
+		if (rc == -ESTALE || rc == -ENOENT) {
+			cres_fini(&d->page);
+			return rc == -ESTALE ? -ENOENT : rc;
+		}
+		if (rc < 0) {
+			cres_fini(&d->page);
+			return rc;
+		}
+		d->bucket_done = !(d->page.rep.flags & MP_MORE);
+		sh_dec_init(&d->dec, d->page.rep.data, d->page.rep.dlen);
+		d->have_page = true;
+	}
+}
+
+void
+sh_closedir(sh_dir *d)
+{
+	if (d == NULL)
+		return;
+	cres_fini(&d->page);
+	sh_free(d->buckets);
+	sh_free(d);
+}

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * shoal ns FS COMMAND: the namespace of a filesystem through libshoal
+ * (docs/cli.md): stat, ls, mkdir, touch, rm, rmdir, mv, ln, readlink,
+ * xattr; and storm / check, a create storm from many threads with a log
+ * of what succeeded, and its verification (cluster tests, kill -9).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <shoal/client.h>
+#include <shoal/sh_errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "shoal.h"
+
+static sh_client *cl;
+static sh_fs *fs;
+
+static void
+check(int rc, const char *what, const char *path)
+{
+	if (rc < 0)
+		fail("%s %s: %s (%s)", what, path, sh_strerror(rc), sh_errname(rc));
+}
+
+static const char *
+type_name(mode_t m)
+{
+	return S_ISDIR(m)    ? "directory"
+	       : S_ISREG(m)  ? "file"
+	       : S_ISLNK(m)  ? "symlink"
+	       : S_ISFIFO(m) ? "fifo"
+	       : S_ISSOCK(m) ? "socket"
+	       : S_ISCHR(m)  ? "char-device"
+			     : "block-device";
+}
+
+static void
+print_stat(const struct cli *c, const char *path, const struct stat *st)
+{
+	if (c->json) {
+		json_t *j = json_pack("{s:s, s:I, s:s, s:i, s:i, s:i, s:i, s:I, s:I, s:I}", "path",
+				      path, "ino", (json_int_t)st->st_ino, "type",
+				      type_name(st->st_mode), "mode", (int)(st->st_mode & 07777),
+				      "nlink", (int)st->st_nlink, "uid", (int)st->st_uid, "gid",
+				      (int)st->st_gid, "size", (json_int_t)st->st_size, "mtime_ns",
+				      (json_int_t)(st->st_mtim.tv_sec * 1000000000ll +
+						   st->st_mtim.tv_nsec),
+				      "ctime_ns",
+				      (json_int_t)(st->st_ctim.tv_sec * 1000000000ll +
+						   st->st_ctim.tv_nsec));
+		char *s = json_dumps(j, JSON_COMPACT);
+
+		puts(s);
+		free(s);
+		json_decref(j);
+		return;
+	}
+	printf("%s: %s, inode %llx, mode %04o, links %u, owner %u:%u, size %lld\n", path,
+	       type_name(st->st_mode), (unsigned long long)st->st_ino,
+	       (unsigned)(st->st_mode & 07777), (unsigned)st->st_nlink, (unsigned)st->st_uid,
+	       (unsigned)st->st_gid, (long long)st->st_size);
+}
+
+static int
+ls(const struct cli *c, const char *path)
+{
+	sh_dir *d;
+	struct sh_dirent e;
+	unsigned long n = 0;
+	int rc = sh_opendir(fs, path, &d);
+
+	check(rc, "ls", path);
+	while ((rc = sh_readdir(d, &e)) == 1) {
+		n++;
+		if (c->json)
+			printf("{\"name\":\"%s\",\"ino\":%llu,\"type\":%u}\n", e.name,
+			       (unsigned long long)e.ino, e.type);
+		else
+			printf("%s%s\n", e.name, e.type == 4 /* DT_DIR */ ? "/" : "");
+	}
+	sh_closedir(d);
+	check(rc, "ls", path);
+	if (!c->json)
+		fprintf(stderr, "%lu entries\n", n);
+	return 0;
+}
+
+/* ---- the storm ---- */
+
+struct storm {
+	const char *dir, *prefix;
+	unsigned files, threads;
+	FILE *log;
+	pthread_mutex_t mu;
+	unsigned long ok, exist, failed;
+	uint64_t max_ns;
+	int last_err;
+};
+
+struct worker {
+	struct storm *s;
+	unsigned idx;
+	pthread_t th;
+};
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *
+storm_thread(void *arg)
+{
+	struct worker *w = arg;
+	struct storm *s = w->s;
+	char path[512];
+
+	for (unsigned i = 0; i < s->files; i++) {
+		uint64_t t0 = mono_ns(), dt;
+		int rc;
+
+		snprintf(path, sizeof(path), "%s/%st%u-%u", s->dir, s->prefix, w->idx, i);
+		rc = sh_mknod(fs, path, S_IFREG | 0640, 0);
+		dt = mono_ns() - t0;
+		pthread_mutex_lock(&s->mu);
+		if (dt > s->max_ns)
+			s->max_ns = dt;
+		if (rc == 0) {
+			s->ok++;
+			fprintf(s->log, "%s\n", path);
+		} else if (rc == -EEXIST) {
+			s->exist++; /* a retry after a leader change found our own create */
+			fprintf(s->log, "%s\n", path);
+		} else {
+			s->failed++;
+			s->last_err = rc;
+		}
+		pthread_mutex_unlock(&s->mu);
+	}
+	return NULL;
+}
+
+static int
+storm(const struct cli *c, const char *dir, unsigned threads, unsigned files, const char *logp,
+      const char *prefix)
+{
+	struct storm s = { .dir = dir, .prefix = prefix, .files = files, .threads = threads };
+	struct worker *w = calloc(threads, sizeof(*w));
+	uint64_t t0 = mono_ns();
+	double secs;
+
+	(void)c;
+	s.log = fopen(logp, "w");
+	if (s.log == NULL || w == NULL)
+		fail("cannot write %s", logp);
+	pthread_mutex_init(&s.mu, NULL);
+	for (unsigned i = 0; i < threads; i++) {
+		w[i] = (struct worker){ .s = &s, .idx = i };
+		if (pthread_create(&w[i].th, NULL, storm_thread, &w[i]) != 0)
+			fail("cannot start thread %u", i);
+	}
+	for (unsigned i = 0; i < threads; i++)
+		pthread_join(w[i].th, NULL);
+	fclose(s.log);
+	free(w);
+	secs = (double)(mono_ns() - t0) / 1e9;
+	printf("{\"created\":%lu,\"existed\":%lu,\"failed\":%lu,\"last_error\":\"%s\","
+	       "\"max_latency_ms\":%.1f,\"seconds\":%.2f,\"per_s\":%.0f}\n",
+	       s.ok, s.exist, s.failed, s.failed ? sh_errname(s.last_err) : "",
+	       (double)s.max_ns / 1e6, secs, (double)(s.ok + s.exist) / secs);
+	return s.failed ? 1 : 0;
+}
+
+/* Every path in the log exists, as a regular file with mode 0640. */
+static int
+verify(const char *logp)
+{
+	FILE *f = fopen(logp, "r");
+	char line[600];
+	unsigned long ok = 0, bad = 0;
+
+	if (f == NULL)
+		fail("cannot read %s", logp);
+	while (fgets(line, sizeof(line), f)) {
+		struct stat st;
+		int rc;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0] == '\0')
+			continue;
+		rc = sh_stat(fs, line, &st);
+		if (rc == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0640) {
+			ok++;
+		} else {
+			bad++;
+			fprintf(stderr, "shoal: %s: %s\n", line,
+				rc < 0 ? sh_strerror(rc) : "wrong type or mode");
+		}
+	}
+	fclose(f);
+	printf("{\"found\":%lu,\"missing\":%lu}\n", ok, bad);
+	return bad ? 1 : 0;
+}
+
+static const char ns_usage[] =
+    "shoal ns FS stat|lstat|ls|mkdir|touch|rm|rmdir|readlink PATH\n"
+    "shoal ns FS mv|ln FROM TO | ln -s TARGET PATH | chmod MODE PATH\n"
+    "shoal ns FS xattr set PATH NAME VALUE | xattr get|rm PATH NAME | xattr ls PATH\n"
+    "shoal ns FS storm DIR THREADS FILES LOG [PREFIX] | check LOG";
+
+int
+cmd_ns(struct cli *c, int argc, char **argv)
+{
+	const char *op, *p;
+	struct stat st;
+	int rc = 0;
+
+	if (argc < 3)
+		usage_error("%s", ns_usage);
+	check(sh_client_connect(c->addr, NULL, &cl), "connect to", c->addr);
+	check(sh_fs_open(cl, argv[0], &fs), "open filesystem", argv[0]);
+	op = argv[1];
+	p = argv[2];
+	if (strcmp(op, "stat") == 0 || strcmp(op, "lstat") == 0) {
+		check(op[0] == 's' ? sh_stat(fs, p, &st) : sh_lstat(fs, p, &st), op, p);
+		print_stat(c, p, &st);
+	} else if (strcmp(op, "ls") == 0) {
+		rc = ls(c, p);
+	} else if (strcmp(op, "mkdir") == 0) {
+		check(sh_mkdir(fs, p, 0755), op, p);
+	} else if (strcmp(op, "touch") == 0) {
+		rc = sh_mknod(fs, p, S_IFREG | 0644, 0);
+		check(rc == -EEXIST ? sh_utimens(fs, p, NULL) : rc, op, p);
+		rc = 0;
+	} else if (strcmp(op, "rm") == 0) {
+		check(sh_unlink(fs, p), op, p);
+	} else if (strcmp(op, "rmdir") == 0) {
+		check(sh_rmdir(fs, p), op, p);
+	} else if (strcmp(op, "readlink") == 0) {
+		char buf[4097];
+		long n = sh_readlink(fs, p, buf, sizeof(buf) - 1);
+
+		check((int)(n < 0 ? n : 0), op, p);
+		buf[n] = '\0';
+		puts(buf);
+	} else if ((strcmp(op, "mv") == 0 || strcmp(op, "ln") == 0) && argc == 4) {
+		if (op[0] == 'm')
+			check(sh_rename(fs, p, argv[3], 0), op, p);
+		else
+			check(sh_link(fs, p, argv[3]), op, p);
+	} else if (strcmp(op, "ln") == 0 && argc == 5 && strcmp(p, "-s") == 0) {
+		check(sh_symlink(fs, argv[3], argv[4]), op, argv[4]);
+	} else if (strcmp(op, "chmod") == 0 && argc == 4) {
+		check(sh_chmod(fs, argv[3], (mode_t)strtoul(p, NULL, 8)), op, argv[3]);
+	} else if (strcmp(op, "xattr") == 0 && argc >= 4) {
+		const char *path = argv[3];
+
+		if (strcmp(p, "set") == 0 && argc == 6) {
+			check(sh_setxattr(fs, path, argv[4], argv[5], strlen(argv[5]), 0), "setxattr",
+			      path);
+		} else if (strcmp(p, "get") == 0 && argc == 5) {
+			char v[65537];
+			long n = sh_getxattr(fs, path, argv[4], v, sizeof(v) - 1);
+
+			check((int)(n < 0 ? n : 0), "getxattr", path);
+			v[n] = '\0';
+			puts(v);
+		} else if (strcmp(p, "rm") == 0 && argc == 5) {
+			check(sh_removexattr(fs, path, argv[4]), "removexattr", path);
+		} else if (strcmp(p, "ls") == 0) {
+			char v[65536];
+			long n = sh_listxattr(fs, path, v, sizeof(v));
+
+			check((int)(n < 0 ? n : 0), "listxattr", path);
+			for (long i = 0; i < n; i += (long)strlen(v + i) + 1)
+				puts(v + i);
+		} else {
+			usage_error("%s", ns_usage);
+		}
+	} else if (strcmp(op, "storm") == 0 && (argc == 6 || argc == 7)) {
+		rc = storm(c, p, (unsigned)atoi(argv[3]), (unsigned)atoi(argv[4]), argv[5],
+			   argc == 7 ? argv[6] : "");
+	} else if (strcmp(op, "check") == 0) {
+		rc = verify(p);
+	} else {
+		usage_error("%s", ns_usage);
+	}
+	sh_fs_close(fs);
+	sh_client_close(cl);
+	return rc;
+}

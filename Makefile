@@ -125,7 +125,7 @@ $(BUILD)/fuzz/replay_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(REPLAY_MAIN) $(ALL_LI
 
 FUZZ_BUILD := build/fuzz
 FUZZ_CFLAGS := $(CFLAGS_COMMON) -O1 -fsanitize=fuzzer-no-link,address,undefined \
-	-fno-sanitize-recover=all -Wno-unknown-warning-option
+	-fno-sanitize-recover=all -Wno-unknown-warning-option -MMD -MP
 FUZZ_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(base_SRCS) $(env_SRCS) $(net_SRCS) $(cluster_SRCS) $(store_SRCS) $(meta_SRCS))
 
 $(FUZZ_BUILD)/obj/%.o: %.c

@@ -408,6 +408,12 @@ check_local_parent(struct meta_bucket *b, uint64_t parent)
 	return p.type == META_DIR ? 0 : -ENOTDIR;
 }
 
+int
+meta_lease_held(struct meta_bucket *b, uint64_t dir)
+{
+	return meta_ino_bucket(dir) == b->bucket ? 0 : check_local_parent(b, dir);
+}
+
 /* -EBUSY while a two-phase rename holds entry (parent, name) of this bucket. */
 static int
 check_unlocked(struct meta_bucket *b, uint64_t parent, const char *name, size_t len)

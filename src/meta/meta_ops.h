@@ -205,6 +205,8 @@ int meta_lease_reopen(struct meta_bucket *b, uint64_t dir);
 int meta_lease_list(struct meta_bucket *b, uint64_t dir, uint16_t *out, unsigned max, unsigned *n);
 /* At the directory's bucket: the lessee gave it back (after a revoke). */
 int meta_lease_drop(struct meta_bucket *b, uint64_t dir, uint16_t lessee);
+/* At a lessee: 0 if it holds a lease on dir (or dir is its own), -ENOLCK if not. */
+int meta_lease_held(struct meta_bucket *b, uint64_t dir);
 /* At the lessee: keep a granted lease, or give it up (revoke). */
 int meta_lease_hold(struct meta_bucket *b, const struct meta_lease *l);
 int meta_lease_revoke(struct meta_bucket *b, uint64_t dir);

@@ -294,6 +294,10 @@ call_done(struct mcall *c, int status, const struct mp_reply *r)
 	sh_list_del(&c->link);
 	env_timer_cancel(&c->retry);
 	c->finished = true;
+	if (status < 0)
+		sh_log_debug("call for bucket %u of fs %u ends: %s (node %llu, %u tries)",
+			     c->req.bucket, c->req.fs, sh_errname(status),
+			     (unsigned long long)(c->target >> 8), c->tries);
 	c->cb(c->arg, status, r);
 	if (c->h)
 		net_call_cancel(c->h); /* on_reply frees it */

@@ -4,8 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mgroup.h"
-#include "msvc.h"
+#include "msvc_int.h"
 
 SH_LOG_FACILITY("meta.svc");
 
@@ -17,99 +16,14 @@ SH_LOG_FACILITY("meta.svc");
 #define OP_NS	      (8ull * 1000 * 1000 * 1000)
 #define MAX_ROUNDS    16
 
-struct msvc;
-
-/* What a bucket's outbox shipper is doing. */
-struct ship {
-	bool busy, dirty;
-	unsigned pending; /* replies awaited */
-	int status;
-	uint64_t upto;
-	struct sh_list flush; /* struct mreq waiting for an empty outbox */
-};
-
-struct mfs {
-	struct sh_list link;
-	struct msvc *s;
-	uint32_t id;
-	struct meta_db *db;
-	char dbpath[600];
-	struct mgroup **groups; /* by group index; NULL where this node is no member */
-	uint32_t ngroups;
-	uint32_t nbuckets;
-	struct ship *ship; /* per bucket */
-	unsigned open_groups;
-	unsigned refs; /* requests and shipments that refer to it */
-	bool closing;
-};
-
-struct msvc {
-	struct net *net;
-	struct env *env;
-	struct rnet *rn;
-	struct mroute *rt;
-	struct msvc_params p;
-	char dir[512];
-	uint64_t self; /* this endpoint's id */
-	struct sh_list fss;  /* struct mfs */
-	struct sh_list reqs; /* struct mreq in progress */
-	bool stopping;
-	unsigned closing_groups;
-	void (*done)(void *arg);
-	void *done_arg;
-	struct env_task done_task;
-};
-
-enum step {
-	ST_NONE,
-	ST_LEASE,      /* getting a lease from the directory's bucket */
-	ST_HOLD,       /* proposing the lease we got */
-	ST_PROPOSE,    /* the command itself */
-	ST_CLOSE,      /* rmdir: stop granting leases on the directory */
-	ST_REVOKE,     /* rmdir: lessees give theirs back */
-	ST_DROP,       /* rmdir: forget the lessees */
-	ST_REOPEN,     /* rmdir failed: grant again */
-	ST_DELTAS,     /* applying deltas from another bucket */
-	ST_FLUSH,      /* revoke: shipping the outbox */
-	ST_WAIT_READY, /* the group's barrier */
-};
-
-/* A request in progress: from the network (nr) or from this node (cb). */
-struct mreq {
-	struct sh_list link;
-	struct msvc *s;
-	struct mp_req req;
-	struct net_req *nr;
-	mroute_cb cb;
-	void *cbarg;
-	struct mfs *fs;
-	struct mgroup *g;
-	struct meta_cmd cmd;
-	struct meta_result res;
-	struct mp_reply rep;
-	enum step step;
-	unsigned rounds;
-	unsigned pending;
-	int status;
-	uint64_t deadline;
-	uint64_t dir; /* rmdir: the directory; lease: the directory */
-	uint16_t lessees[64];
-	uint8_t held[64]; /* revoke: lessee still holds entries */
-	unsigned nlessees;
-	struct env_timer timer;
-	struct sh_list flink; /* in a ship's flush list */
-	uint8_t buf[META_XATTR_MAX];
-};
-
 static void dispatch(struct mreq *m);
-static void fs_unref(struct mfs *fs);
 static void run_cmd(struct mreq *m);
-static void ship_kick(struct mfs *fs, uint16_t bucket);
+static void on_ship_retry(struct env_timer *t);
 
 /* ---- answering ---- */
 
-static void
-answer(struct mreq *m, int status, const struct mp_reply *r)
+void
+mreq_answer(struct mreq *m, int status, const struct mp_reply *r)
 {
 	struct mp_reply nl = { 0 };
 
@@ -140,7 +54,7 @@ answer(struct mreq *m, int status, const struct mp_reply *r)
 		m->cb(m->cbarg, status, r);
 	}
 	if (m->fs)
-		fs_unref(m->fs);
+		mfs_unref(m->fs);
 	sh_free(m);
 }
 
@@ -150,7 +64,7 @@ reply_result(struct mreq *m, const struct meta_result *r)
 	struct mp_reply rep = { 0 };
 
 	if (r->status < 0) {
-		answer(m, r->status, NULL);
+		mreq_answer(m, r->status, NULL);
 		return;
 	}
 	if (r->attr.type) {
@@ -166,7 +80,20 @@ reply_result(struct mreq *m, const struct meta_result *r)
 		rep.flags |= MP_LEASE;
 		rep.lease = r->lease;
 	}
-	answer(m, 0, &rep);
+	if (m->cmd.op == META_OP_RENAME2) {
+		/* a step of a rename between buckets: how it left the rename, and its status */
+		struct sh_enc e;
+
+		sh_enc_init(&e);
+		meta_rename2_encode(&e, &r->rename);
+		rep.aux = (uint64_t)r->status;
+		rep.data = e.p;
+		rep.dlen = e.len;
+		mreq_answer(m, sh_enc_error(&e) ? -ENOMEM : 0, sh_enc_error(&e) ? NULL : &rep);
+		sh_enc_fini(&e);
+		return;
+	}
+	mreq_answer(m, 0, &rep);
 }
 
 /* ---- filesystems and groups ---- */
@@ -185,8 +112,8 @@ fs_find(struct msvc *s, uint32_t id)
 	return NULL;
 }
 
-static struct mgroup *
-group_of(struct mfs *fs, uint16_t bucket)
+struct mgroup *
+mfs_group(struct mfs *fs, uint16_t bucket)
 {
 	const struct mplace *pl = mroute_place(fs->s->rt);
 
@@ -206,7 +133,7 @@ on_applied(void *arg, struct mgroup *g, uint16_t bucket, const struct meta_cmd *
 		return;
 	for (unsigned i = 0; i < 3; i++)
 		if (r->deltas[i].ino != 0) {
-			ship_kick(fs, bucket);
+			mfs_ship_kick(fs, bucket);
 			break;
 		}
 }
@@ -249,7 +176,8 @@ on_ready(void *arg, struct mgroup *g)
 		}
 	}
 	for (unsigned i = 0; i < n; i++)
-		ship_kick(fs, b[i]);
+		mfs_ship_kick(fs, b[i]);
+	msvc_rename2_recover(fs, g);
 }
 
 static int
@@ -271,8 +199,13 @@ fs_open(struct msvc *s, const struct cfg *c, const struct cfg_fs *f)
 		rc = -ENOMEM;
 		goto err;
 	}
-	for (uint32_t b = 0; b < c->nbuckets; b++)
+	for (uint32_t b = 0; b < c->nbuckets; b++) {
 		sh_list_init(&fs->ship[b].flush);
+		fs->ship[b].fs = fs;
+		fs->ship[b].bucket = (uint16_t)b;
+		env_timer_init(s->env, &fs->ship[b].retry, on_ship_retry, &fs->ship[b]);
+	}
+	sh_list_init(&fs->r2s);
 	/* the store is a cache of the groups' logs: start it afresh */
 	snprintf(fs->dbpath, sizeof(fs->dbpath), "%s/meta-%u.mdb", s->dir, f->id);
 	unlink(fs->dbpath);
@@ -347,8 +280,8 @@ fs_maybe_free(struct mfs *fs)
 		env_post(&s->done_task);
 }
 
-static void
-fs_unref(struct mfs *fs)
+void
+mfs_unref(struct mfs *fs)
 {
 	fs->refs--;
 	fs_maybe_free(fs);
@@ -366,17 +299,29 @@ fs_closed_one(void *arg)
 static void
 fs_close(struct mfs *fs)
 {
+	struct sh_list *pos, *tmp;
+
 	fs->closing = true;
-	/* those waiting for an outbox to empty: it will not */
-	for (uint32_t b = 0; b < fs->nbuckets; b++)
+	/* those waiting for an outbox to empty: it will not; its retries stop */
+	for (uint32_t b = 0; b < fs->nbuckets; b++) {
+		env_timer_cancel(&fs->ship[b].retry);
 		while (!sh_list_empty(&fs->ship[b].flush))
-			answer(sh_list_entry(fs->ship[b].flush.next, struct mreq, flink),
-			       -ESHUTDOWN, NULL);
+			mreq_answer(sh_list_entry(fs->ship[b].flush.next, struct mreq, flink),
+				    -ESHUTDOWN, NULL);
+	}
+	/* those waiting to try again (their timers may never fire after a crash) */
+	sh_list_for_each_safe (pos, tmp, &fs->s->reqs) {
+		struct mreq *m = sh_list_entry(pos, struct mreq, link);
+
+		if (m->fs == fs && m->step == ST_LATER)
+			mreq_answer(m, -ESHUTDOWN, NULL);
+	}
+	msvc_rename2_cancel(fs);
 	fs->refs++; /* held while the groups are told to close */
 	for (uint32_t g = 0; g < fs->ngroups; g++)
 		if (fs->groups[g] != NULL)
 			mgroup_close(fs->groups[g], fs_closed_one, fs);
-	fs_unref(fs);
+	mfs_unref(fs);
 }
 
 int
@@ -433,7 +378,7 @@ do_read(struct mreq *m)
 		if (meta_name_check(m->req.name, m->req.nlen) < 0 ||
 		    meta_dentry_bucket(m->req.ino, m->req.name, m->req.nlen, m->fs->nbuckets) !=
 			m->req.bucket) {
-			answer(m, meta_name_check(m->req.name, m->req.nlen) ?: -EINVAL, NULL);
+			mreq_answer(m, meta_name_check(m->req.name, m->req.nlen) ?: -EINVAL, NULL);
 			goto out;
 		}
 		break;
@@ -441,13 +386,13 @@ do_read(struct mreq *m)
 		break;
 	default:
 		if (!ino_ok(m, m->req.ino)) {
-			answer(m, m->req.ino == 0 ? -EINVAL : -ESTALE, NULL);
+			mreq_answer(m, m->req.ino == 0 ? -EINVAL : -ESTALE, NULL);
 			goto out;
 		}
 	}
 	rc = mgroup_read(m->g, m->req.bucket, &mb);
 	if (rc < 0) {
-		answer(m, rc, NULL);
+		mreq_answer(m, rc, NULL);
 		goto out;
 	}
 	switch (m->req.kind) {
@@ -527,7 +472,7 @@ do_read(struct mreq *m)
 		rc = -ENOMEM;
 	rep.data = e.p;
 	rep.dlen = e.len;
-	answer(m, rc, rc == 0 ? &rep : NULL);
+	mreq_answer(m, rc, rc == 0 ? &rep : NULL);
 out:
 	sh_enc_fini(&e);
 }
@@ -545,7 +490,7 @@ propose(struct mreq *m, enum step step, uint16_t bucket, const struct meta_cmd *
 	rc = mgroup_propose(m->g, bucket, c, on_step, m);
 	if (rc < 0) {
 		m->step = ST_NONE;
-		answer(m, rc, NULL);
+		mreq_answer(m, rc, NULL);
 	}
 }
 
@@ -553,9 +498,10 @@ static void
 later(struct mreq *m, uint64_t ns)
 {
 	if (env_now(m->s->env) + ns > m->deadline) {
-		answer(m, m->status ? m->status : -ETIMEDOUT, NULL);
+		mreq_answer(m, m->status ? m->status : -ETIMEDOUT, NULL);
 		return;
 	}
+	m->step = ST_LATER;
 	env_timer_arm(&m->timer, ns);
 }
 
@@ -576,7 +522,7 @@ on_lease(void *arg, int status, const struct mp_reply *r)
 	struct meta_cmd c;
 
 	if (m->fs->closing) {
-		answer(m, -ESHUTDOWN, NULL);
+		mreq_answer(m, -ESHUTDOWN, NULL);
 		return;
 	}
 	if (status == -EBUSY) { /* the directory is being removed: see how that ends */
@@ -588,7 +534,7 @@ on_lease(void *arg, int status, const struct mp_reply *r)
 	if (status == 0 && (r == NULL || !(r->flags & MP_LEASE)))
 		status = -EBADMSG;
 	if (status < 0) {
-		answer(m, status, NULL);
+		mreq_answer(m, status, NULL);
 		return;
 	}
 	c = internal_cmd(m, META_OP_LEASE_HOLD, r->lease.dir, 0);
@@ -597,7 +543,7 @@ on_lease(void *arg, int status, const struct mp_reply *r)
 	c.gid = r->lease.gid;
 	c.upto = r->lease.generation;
 	if (!mgroup_ready(m->g)) {
-		answer(m, SH_ENOTLEADER, NULL);
+		mreq_answer(m, SH_ENOTLEADER, NULL);
 		return;
 	}
 	propose(m, ST_HOLD, m->req.bucket, &c);
@@ -621,7 +567,7 @@ get_lease(struct mreq *m, uint64_t dir)
 	sh_enc_fini(&e);
 	if (rc < 0) {
 		m->step = ST_NONE;
-		answer(m, rc, NULL);
+		mreq_answer(m, rc, NULL);
 	}
 }
 
@@ -630,12 +576,24 @@ static uint64_t
 lease_needed(const struct mreq *m)
 {
 	const struct meta_cmd *c = &m->cmd;
+	uint64_t dirs[2] = { c->parent, c->op == META_OP_RENAME ? c->parent2 : 0 };
+	struct meta_bucket mb;
+	uint64_t need = 0;
 
-	if (meta_ino_bucket(c->parent) != m->req.bucket)
-		return c->parent;
-	if (c->op == META_OP_RENAME && meta_ino_bucket(c->parent2) != m->req.bucket)
-		return c->parent2;
-	return 0;
+	if (c->op == META_OP_RENAME2) {
+		struct meta_rename2 r;
+
+		if (c->flags != META_R2_PREPARE_DST || meta_rename2_decode(c->data, c->dlen, &r) < 0)
+			return 0;
+		dirs[0] = r.nparent;
+	}
+	if (mgroup_read(m->g, m->req.bucket, &mb) < 0)
+		return 0;
+	for (int i = 0; i < 2 && need == 0; i++)
+		if (dirs[i] != 0 && meta_lease_held(&mb, dirs[i]) == -ENOLCK)
+			need = dirs[i];
+	meta_txn_abort(mb.t);
+	return need;
 }
 
 /* ---- rmdir with leases out ---- */
@@ -658,11 +616,11 @@ on_revoked(void *arg, int status, const struct mp_reply *r)
 	if (--m->pending > 0)
 		return;
 	if (m->fs->closing) {
-		answer(m, -ESHUTDOWN, NULL);
+		mreq_answer(m, -ESHUTDOWN, NULL);
 		return;
 	}
 	if (!mgroup_ready(m->g)) {
-		answer(m, SH_ENOTLEADER, NULL);
+		mreq_answer(m, SH_ENOTLEADER, NULL);
 		return;
 	}
 	for (i = 0; i < m->nlessees && m->status == 0; i++)
@@ -685,7 +643,7 @@ on_revoked(void *arg, int status, const struct mp_reply *r)
 			m->status = rc;
 			if (--m->pending == 0) {
 				m->step = ST_NONE;
-				answer(m, rc, NULL);
+				mreq_answer(m, rc, NULL);
 				return;
 			}
 		}
@@ -731,11 +689,11 @@ rmdir_start(struct mreq *m)
 		meta_txn_abort(mb.t);
 	}
 	if (rc < 0) {
-		answer(m, rc, NULL);
+		mreq_answer(m, rc, NULL);
 		return;
 	}
 	if (meta_ino_bucket(d.ino) != m->req.bucket) {
-		answer(m, -EBUSY, NULL);
+		mreq_answer(m, -EBUSY, NULL);
 		return;
 	}
 	m->dir = d.ino;
@@ -760,16 +718,16 @@ on_step(void *arg, int status, const struct meta_result *r)
 	}
 	m->step = ST_NONE;
 	if (m->fs->closing) {
-		answer(m, -ESHUTDOWN, NULL);
+		mreq_answer(m, -ESHUTDOWN, NULL);
 		return;
 	}
 	if (step == ST_DELTAS) {
-		answer(m, m->status, m->status == 0 ? &m->rep : NULL);
+		mreq_answer(m, m->status, m->status == 0 ? &m->rep : NULL);
 		return;
 	}
 	if (step == ST_DROP) {
 		if (m->status < 0) {
-			answer(m, m->status, NULL);
+			mreq_answer(m, m->status, NULL);
 			return;
 		}
 		/* more lessees than one close lists: close again; else remove */
@@ -780,13 +738,13 @@ on_step(void *arg, int status, const struct meta_result *r)
 		return;
 	}
 	if (status < 0) {
-		answer(m, status, NULL);
+		mreq_answer(m, status, NULL);
 		return;
 	}
 	switch (step) {
 	case ST_HOLD:
 		if (r->status < 0) {
-			answer(m, r->status, NULL);
+			mreq_answer(m, r->status, NULL);
 			return;
 		}
 		run_cmd(m);
@@ -808,7 +766,7 @@ on_step(void *arg, int status, const struct meta_result *r)
 		return;
 	case ST_CLOSE:
 		if (r->status < 0) {
-			answer(m, r->status, NULL);
+			mreq_answer(m, r->status, NULL);
 			return;
 		}
 		m->nlessees = r->nlessees;
@@ -821,12 +779,12 @@ on_step(void *arg, int status, const struct meta_result *r)
 		revoke_all(m);
 		return;
 	case ST_REOPEN:
-		answer(m, m->status ? m->status : -EBUSY, NULL);
+		mreq_answer(m, m->status ? m->status : -EBUSY, NULL);
 		return;
 	default:
 		break;
 	}
-	answer(m, SH_EINTERNAL, NULL);
+	mreq_answer(m, SH_EINTERNAL, NULL);
 }
 
 /* ---- commands ---- */
@@ -839,17 +797,17 @@ run_cmd(struct mreq *m)
 	int rc;
 
 	if (++m->rounds > MAX_ROUNDS) {
-		answer(m, m->status ? m->status : -EBUSY, NULL);
+		mreq_answer(m, m->status ? m->status : -EBUSY, NULL);
 		return;
 	}
 	if (!mgroup_ready(m->g)) {
-		answer(m, SH_ENOTLEADER, NULL);
+		mreq_answer(m, SH_ENOTLEADER, NULL);
 		return;
 	}
 	/* a dry run on the applied state says what the command needs first */
 	rc = mgroup_try(m->g, m->req.bucket, &m->cmd, r);
 	if (rc < 0) {
-		answer(m, rc, NULL);
+		mreq_answer(m, rc, NULL);
 		return;
 	}
 	if (r->status == -ENOLCK && (dir = lease_needed(m)) != 0) {
@@ -860,13 +818,20 @@ run_cmd(struct mreq *m)
 		rmdir_start(m);
 		return;
 	}
+	if (r->status == -EBUSY && !(m->cmd.op == META_OP_REMOVE && m->cmd.dir)) {
+		/* a rename between buckets holds the name: wait until it is through */
+		m->rounds--;
+		m->status = -EBUSY;
+		later(m, BUSY_WAIT_NS);
+		return;
+	}
 	if (r->status == -EXDEV && m->cmd.op == META_OP_RENAME) {
-		/* the two-phase rename between buckets is not served yet */
-		answer(m, -EXDEV, NULL);
+		m->step = ST_RENAME2;
+		msvc_rename2(m); /* the entries are in two buckets: two phases */
 		return;
 	}
 	if (r->status < 0) {
-		answer(m, r->status, NULL);
+		mreq_answer(m, r->status, NULL);
 		return;
 	}
 	propose(m, ST_PROPOSE, m->req.bucket, &m->cmd);
@@ -889,7 +854,7 @@ do_cmd(struct mreq *m)
 	int rc = meta_cmd_decode(m->req.data, m->req.dlen, &m->cmd);
 
 	if (rc < 0) {
-		answer(m, -EINVAL, NULL);
+		mreq_answer(m, -EINVAL, NULL);
 		return;
 	}
 	switch (m->cmd.op) {
@@ -902,11 +867,12 @@ do_cmd(struct mreq *m)
 	case META_OP_REMOVEXATTR:
 		break;
 	case META_OP_LEASE_GRANT:
+	case META_OP_RENAME2:
 		if (from_server(m))
 			break;
 		/* fall through */
 	default:
-		answer(m, -EPERM, NULL);
+		mreq_answer(m, -EPERM, NULL);
 		return;
 	}
 	/* what every replica must apply alike: the leader's clock, the version */
@@ -947,36 +913,24 @@ shipment_free(struct shipment *sp)
 	struct mfs *fs = sp->fs;
 
 	sh_free(sp);
-	fs_unref(fs);
+	mfs_unref(fs);
 }
 
 static void
 on_ship_retry(struct env_timer *t)
 {
-	struct shipment *sp = t->arg;
-	struct mfs *fs = sp->fs;
-	uint16_t b = sp->bucket;
+	struct ship *sh = t->arg;
 
-	sh_free(t);
-	fs->ship[b].busy = false;
-	if (!fs->closing)
-		ship_kick(fs, b);
-	shipment_free(sp);
+	sh->busy = false;
+	if (!sh->fs->closing)
+		mfs_ship_kick(sh->fs, sh->bucket);
 }
 
+/* Try the bucket's outbox again a little later (its timer is cancelled if the fs closes). */
 static void
 ship_fail(struct mfs *fs, uint16_t bucket)
 {
-	struct env_timer *t = sh_calloc(1, sizeof(*t));
-	struct shipment *sp = t ? shipment_new(fs, bucket) : NULL;
-
-	if (sp == NULL) {
-		sh_free(t);
-		fs->ship[bucket].busy = false;
-		return;
-	}
-	env_timer_init(fs->s->env, t, on_ship_retry, sp);
-	env_timer_arm(t, SHIP_RETRY_NS);
+	env_timer_arm(&fs->ship[bucket].retry, SHIP_RETRY_NS);
 }
 
 static void
@@ -992,7 +946,7 @@ on_acked(void *arg, int status, const struct meta_result *r)
 		ship_fail(fs, b);
 	} else {
 		fs->ship[b].busy = false;
-		ship_kick(fs, b); /* more may have come; an empty outbox wakes the flushers */
+		mfs_ship_kick(fs, b); /* more may have come; an empty outbox wakes the flushers */
 	}
 	shipment_free(sp);
 }
@@ -1015,7 +969,7 @@ on_shipped(void *arg, int status, const struct mp_reply *r)
 		shipment_free(sp);
 		return;
 	}
-	g = group_of(fs, sp->bucket);
+	g = mfs_group(fs, sp->bucket);
 	if (sh->status < 0 || g == NULL || !mgroup_ready(g)) {
 		if (g != NULL && mgroup_ready(g))
 			ship_fail(fs, sp->bucket);
@@ -1063,7 +1017,7 @@ flushed(struct mfs *fs, uint16_t bucket, int status)
 
 		m->step = ST_NONE;
 		if (status < 0) {
-			answer(m, status, NULL);
+			mreq_answer(m, status, NULL);
 			continue;
 		}
 		{
@@ -1079,7 +1033,7 @@ flushed(struct mfs *fs, uint16_t bucket, int status)
 				meta_txn_abort(mb.t);
 			}
 			m->rep = (struct mp_reply){ .aux = n ? ((uint64_t)bucket << 16 | 1) : 0 };
-			answer(m, rc, rc == 0 ? &m->rep : NULL);
+			mreq_answer(m, rc, rc == 0 ? &m->rep : NULL);
 		}
 	}
 }
@@ -1089,7 +1043,7 @@ static void
 ship_step(struct mfs *fs, uint16_t bucket)
 {
 	struct ship *sh = &fs->ship[bucket];
-	struct mgroup *g = group_of(fs, bucket);
+	struct mgroup *g = mfs_group(fs, bucket);
 	struct outbox_read o = { 0 };
 	struct meta_bucket mb;
 	uint8_t *sent;
@@ -1184,8 +1138,8 @@ out:
 	sh_free(sent);
 }
 
-static void
-ship_kick(struct mfs *fs, uint16_t bucket)
+void
+mfs_ship_kick(struct mfs *fs, uint16_t bucket)
 {
 	struct ship *sh = &fs->ship[bucket];
 
@@ -1208,7 +1162,7 @@ do_deltas(struct mreq *m)
 	size_t n = m->req.dlen / META_DELTA_LEN;
 
 	if (n == 0 || n > MP_DELTAS_MAX || m->req.dlen % META_DELTA_LEN != 0 || !from_server(m)) {
-		answer(m, -EINVAL, NULL);
+		mreq_answer(m, -EINVAL, NULL);
 		return;
 	}
 	m->step = ST_DELTAS;
@@ -1240,11 +1194,11 @@ on_revoke_applied(void *arg, int status, const struct meta_result *r)
 
 	m->step = ST_NONE;
 	if (m->fs->closing) {
-		answer(m, -ESHUTDOWN, NULL);
+		mreq_answer(m, -ESHUTDOWN, NULL);
 		return;
 	}
 	if (status < 0 || r->status < 0) {
-		answer(m, status < 0 ? status : r->status, NULL);
+		mreq_answer(m, status < 0 ? status : r->status, NULL);
 		return;
 	}
 	/* give the parent every delta we owe it before it counts its entries */
@@ -1253,7 +1207,7 @@ on_revoke_applied(void *arg, int status, const struct meta_result *r)
 	if (m->fs->ship[m->req.bucket].busy)
 		m->fs->ship[m->req.bucket].dirty = true;
 	else
-		ship_kick(m->fs, m->req.bucket);
+		mfs_ship_kick(m->fs, m->req.bucket);
 }
 
 static void
@@ -1263,14 +1217,14 @@ do_revoke(struct mreq *m)
 	int rc;
 
 	if (!from_server(m) || m->req.ino == 0) {
-		answer(m, -EINVAL, NULL);
+		mreq_answer(m, -EINVAL, NULL);
 		return;
 	}
 	m->step = ST_PROPOSE;
 	rc = mgroup_propose(m->g, m->req.bucket, &c, on_revoke_applied, m);
 	if (rc < 0) {
 		m->step = ST_NONE;
-		answer(m, rc, NULL);
+		mreq_answer(m, rc, NULL);
 	}
 }
 
@@ -1283,7 +1237,7 @@ on_ready_wait(void *arg, int status)
 
 	m->step = ST_NONE;
 	if (status < 0 || m->fs->closing) {
-		answer(m, m->fs->closing ? -ESHUTDOWN : status, NULL);
+		mreq_answer(m, m->fs->closing ? -ESHUTDOWN : status, NULL);
 		return;
 	}
 	dispatch(m);
@@ -1297,14 +1251,14 @@ dispatch(struct mreq *m)
 	if (m->fs == NULL) {
 		m->fs = fs_find(s, m->req.fs);
 		if (m->fs == NULL) {
-			answer(m, -ENXIO, NULL);
+			mreq_answer(m, -ENXIO, NULL);
 			return;
 		}
 		m->fs->refs++;
 	}
-	m->g = group_of(m->fs, m->req.bucket);
+	m->g = mfs_group(m->fs, m->req.bucket);
 	if (m->g == NULL) {
-		answer(m, m->req.bucket >= m->fs->nbuckets ? -EINVAL : -ENXIO, NULL);
+		mreq_answer(m, m->req.bucket >= m->fs->nbuckets ? -EINVAL : -ENXIO, NULL);
 		return;
 	}
 	if (!mgroup_ready(m->g)) {
@@ -1317,7 +1271,7 @@ dispatch(struct mreq *m)
 				return;
 		}
 		m->step = ST_NONE;
-		answer(m, SH_ENOTLEADER, NULL);
+		mreq_answer(m, SH_ENOTLEADER, NULL);
 		return;
 	}
 	m->step = ST_NONE;
@@ -1341,14 +1295,15 @@ on_timer(struct env_timer *t)
 {
 	struct mreq *m = t->arg;
 
+	m->step = ST_NONE;
 	if (m->fs->closing) {
-		answer(m, -ESHUTDOWN, NULL);
+		mreq_answer(m, -ESHUTDOWN, NULL);
 		return;
 	}
 	/* waited after -EBUSY from a lease: try the command again */
-	m->g = group_of(m->fs, m->req.bucket);
+	m->g = mfs_group(m->fs, m->req.bucket);
 	if (m->g == NULL) {
-		answer(m, -ENXIO, NULL);
+		mreq_answer(m, -ENXIO, NULL);
 		return;
 	}
 	run_cmd(m);
@@ -1386,7 +1341,7 @@ on_request(struct net_req *nr, void *arg)
 	}
 	m->nr = nr;
 	if (mp_req_decode(b->buf->data + b->off, b->len, &m->req) < 0) {
-		answer(m, -EINVAL, NULL);
+		mreq_answer(m, -EINVAL, NULL);
 		return;
 	}
 	dispatch(m);
@@ -1398,7 +1353,7 @@ local_call(void *arg, const struct mp_req *req, mroute_cb cb, void *cbarg)
 {
 	struct msvc *s = arg;
 	struct mfs *fs = fs_find(s, req->fs);
-	struct mgroup *g = fs ? group_of(fs, req->bucket) : NULL;
+	struct mgroup *g = fs ? mfs_group(fs, req->bucket) : NULL;
 	struct mreq *m;
 
 	if (g == NULL || !mgroup_ready(g) || s->stopping)
@@ -1462,7 +1417,7 @@ finish_stop(struct env_task *t)
 	void *arg = s->done_arg;
 
 	while (!sh_list_empty(&s->reqs))
-		answer(sh_list_entry(s->reqs.next, struct mreq, link), -ESHUTDOWN, NULL);
+		mreq_answer(sh_list_entry(s->reqs.next, struct mreq, link), -ESHUTDOWN, NULL);
 	mroute_destroy(s->rt);
 	rnet_destroy(s->rn);
 	sh_free(s);
@@ -1479,6 +1434,9 @@ msvc_stop(struct msvc *s, void (*done)(void *arg), void *arg)
 	s->done = done;
 	s->done_arg = arg;
 	env_task_init(s->env, &s->done_task, finish_stop, s);
+	/* closing first, so that what the cancelled calls call back starts nothing new */
+	sh_list_for_each (pos, &s->fss)
+		sh_list_entry(pos, struct mfs, link)->closing = true;
 	mroute_cancel_all(s->rt); /* what waits on other nodes ends now */
 	if (sh_list_empty(&s->fss)) {
 		env_post(&s->done_task);

@@ -501,6 +501,21 @@ def metadata_namespace_operations(c):
     check(json.loads(p.stdout)["mode"] == 0o600, "chmod")
     ls = ns(c, "ls", "/d").stdout.split()
     check(sorted(ls) == ["f", "g"], "ls /d: %s" % ls)
+    # renames, most of them between two buckets: the inode moves with its name
+    ino = json.loads(c.shoal("--json", "ns", "fs1", "stat", "/d/f", check_rc=0).stdout)["ino"]
+    for i in range(8):
+        ns(c, "mv", "/d/f" if i == 0 else "/d/m%d" % (i - 1), "/d/m%d" % i)
+    ns(c, "mv", "/d/m7", "/d/f")
+    check(json.loads(c.shoal("--json", "ns", "fs1", "stat", "/d/f", check_rc=0).stdout)["ino"]
+          == ino, "the inode follows its name")
+    ns(c, "mkdir", "/e")
+    ns(c, "mv", "/d", "/e/d2")
+    check(ns(c, "ls", "/e/d2").stdout.split() == ["f", "g"] or
+          sorted(ns(c, "ls", "/e/d2").stdout.split()) == ["f", "g"], "a directory moved whole")
+    p = ns(c, "mv", "/e", "/e/d2/x", rc=1)
+    check("Invalid argument" in p.stderr, "a directory below itself: %s" % p.stderr)
+    ns(c, "mv", "/e/d2", "/d")
+    ns(c, "rmdir", "/e")
     # errors as Linux gives them, and nothing changed by them
     p = ns(c, "rmdir", "/d", rc=1)
     check("not empty" in p.stderr, "rmdir of a full directory: %s" % p.stderr)

@@ -233,6 +233,22 @@ rm(struct world *w, uint64_t parent, const char *name, bool dir)
 }
 
 static int
+mv(struct world *w, uint64_t parent, const char *name, uint64_t parent2, const char *name2,
+   unsigned flags)
+{
+	struct meta_cmd mc = { .op = META_OP_RENAME, .parent = parent, .parent2 = parent2,
+			       .flags = flags };
+	struct call *c = sh_calloc(1, sizeof(*c));
+	int rc;
+
+	snprintf(mc.name, sizeof(mc.name), "%s", name);
+	snprintf(mc.name2, sizeof(mc.name2), "%s", name2);
+	rc = cmd(w, dbucket(parent, name), &mc, c);
+	sh_free(c);
+	return rc;
+}
+
+static int
 lookup(struct world *w, uint64_t parent, const char *name, struct meta_dentry *d)
 {
 	struct mp_req q = { .kind = MP_LOOKUP, .bucket = dbucket(parent, name), .ino = parent };
@@ -473,6 +489,109 @@ run_world(uint64_t seed)
 			      "seed %llu: d1's size does not converge to %u",
 			      (unsigned long long)seed, want);
 	}
+	/*
+	 * renames out of d1 into d2 (mostly between two buckets), leaders killed now and
+	 * then: once recovery is done, every file has exactly one of its two names
+	 */
+	{
+		int moved[NFILES];
+
+		for (int i = 0; i < NFILES; i++) {
+			char a[16], b[16];
+
+			moved[i] = -1;
+			if (made[i] != 0)
+				continue;
+			snprintf(a, sizeof(a), "f%d", i);
+			snprintf(b, sizeof(b), "f%d", i);
+			if (i % 3 != 0) {
+				moved[i] = mv(&w, dirs[1], a, dirs[2], b, 0);
+			} else {
+				/* kill -9 the leader of one side at a random point of the rename */
+				struct meta_cmd mc = { .op = META_OP_RENAME,
+						       .ver = 1,
+						       .parent = dirs[1],
+						       .parent2 = dirs[2] };
+				struct mp_req q = { .kind = MP_CMD,
+						    .fs = w.fs,
+						    .bucket = dbucket(dirs[1], a) };
+				struct call *c = sh_calloc(1, sizeof(*c));
+				struct sh_enc e;
+				int l = leader_node(&w, sh_rand_below(&w.rng, 2)
+							    ? dbucket(dirs[1], a)
+							    : dbucket(dirs[2], b));
+
+				snprintf(mc.name, sizeof(mc.name), "%s", a);
+				snprintf(mc.name2, sizeof(mc.name2), "%s", b);
+				sh_enc_init(&e);
+				SH_ASSERT_OK(meta_cmd_encode(&e, &mc));
+				q.data = e.p;
+				q.dlen = e.len;
+				SH_ASSERT_OK(mroute_call(w.rt, &q, 20 * SH_NSEC_PER_SEC, on_call, c));
+				sh_enc_fini(&e);
+				sim_run_for(w.sim, sh_rand_below(&w.rng, 3000) * SH_NSEC_PER_USEC);
+				if (l > 0) {
+					node_stop(&w, &w.n[l], true);
+					sim_run_for(w.sim, 200 * SH_NSEC_PER_MSEC);
+					node_start(&w.n[l]);
+				}
+				SH_ASSERT(sim_run_until(w.sim, call_done, c, 60 * SH_NSEC_PER_SEC));
+				moved[i] = c->status;
+				sh_free(c);
+			}
+			/* ENOENT, EEXIST: a retry after a crash found the rename done */
+			SH_ASSERT_MSG(moved[i] == 0 || moved[i] == -ETIMEDOUT || moved[i] == -ENOENT ||
+					  moved[i] == -EEXIST || moved[i] == -ESHUTDOWN ||
+					  moved[i] == SH_EPEERRESTART,
+				      "seed %llu: rename f%d: %s", (unsigned long long)seed, i,
+				      sh_errname(moved[i]));
+		}
+		sim_run_for(w.sim, 5 * SH_NSEC_PER_SEC); /* new leaders finish what they find */
+		for (int i = 0; i < NFILES; i++) {
+			char a[16];
+			struct meta_dentry d1, d2;
+			int r1, r2;
+
+			if (made[i] != 0)
+				continue;
+			snprintf(a, sizeof(a), "f%d", i);
+			r1 = lookup(&w, dirs[1], a, &d1);
+			r2 = lookup(&w, dirs[2], a, &d2);
+			SH_ASSERT_MSG((r1 == 0) != (r2 == 0),
+				      "seed %llu: f%d has %s name after its rename (%s)",
+				      (unsigned long long)seed, i, r1 == 0 ? "both" : "neither",
+				      sh_errname(moved[i]));
+			if (moved[i] == 0)
+				SH_ASSERT_MSG(r2 == 0 && d2.ino == files[i],
+					      "seed %llu: f%d renamed but not there",
+					      (unsigned long long)seed, i);
+			if (r2 == 0) /* move it back, for what follows */
+				SH_ASSERT_OK(mv(&w, dirs[2], a, dirs[1], a, 0));
+		}
+		/* the rules of rename(2) hold between buckets too */
+		SH_ASSERT_EQ(mk(&w, dirs[2], "x", META_REG, &(uint64_t){ 0 }), 0);
+		SH_ASSERT_EQ(mv(&w, dirs[1], "f1", dirs[2], "x", META_RENAME_NOREPLACE), -EEXIST);
+		SH_ASSERT_EQ(mv(&w, dirs[1], "nothing", dirs[2], "y", 0), -ENOENT);
+		SH_ASSERT_EQ(mv(&w, dirs[1], "f1", dirs[2], "x", META_RENAME_EXCHANGE), 0);
+		{
+			struct meta_dentry d;
+
+			SH_ASSERT_OK(lookup(&w, dirs[2], "x", &d));
+			SH_ASSERT_EQ(d.ino, files[1]);
+			SH_ASSERT_OK(mv(&w, dirs[1], "f1", dirs[2], "x", META_RENAME_EXCHANGE));
+			/* replace: the old target's inode goes */
+			SH_ASSERT_OK(lookup(&w, dirs[2], "x", &d));
+			SH_ASSERT_OK(mv(&w, dirs[1], "f1", dirs[2], "x", 0));
+			SH_ASSERT_EQ(lookup(&w, dirs[1], "f1", &(struct meta_dentry){ 0 }), -ENOENT);
+			{
+				struct meta_inode in;
+
+				SH_ASSERT_EQ(getattr(&w, d.ino, &in), -ESTALE);
+			}
+			SH_ASSERT_OK(mv(&w, dirs[2], "x", dirs[1], "f1", 0));
+		}
+	}
+
 	/* rmdir: not empty while entries remain, then gone */
 	SH_ASSERT_EQ(rm(&w, META_ROOT_INO, "d1", true), -ENOTEMPTY);
 	SH_ASSERT_EQ(rm(&w, META_ROOT_INO, "d0", false), -EISDIR);

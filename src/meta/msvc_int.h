@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The metadata service's insides, shared by its files (msvc.c, msvc_rename.c). */
+#ifndef SH_META_MSVC_INT_H
+#define SH_META_MSVC_INT_H
+
+#include "mgroup.h"
+#include "msvc.h"
+
+/* What a bucket's outbox shipper is doing. */
+struct ship {
+	struct mfs *fs;
+	uint16_t bucket;
+	struct env_timer retry;
+	bool busy, dirty;
+	unsigned pending; /* replies awaited */
+	int status;
+	uint64_t upto;
+	struct sh_list flush; /* struct mreq waiting for an empty outbox */
+};
+
+struct mfs {
+	struct sh_list link;
+	struct msvc *s;
+	uint32_t id;
+	struct meta_db *db;
+	char dbpath[600];
+	struct mgroup **groups; /* by group index; NULL where this node is no member */
+	uint32_t ngroups;
+	uint32_t nbuckets;
+	struct ship *ship; /* per bucket */
+	unsigned open_groups;
+	unsigned refs;	    /* requests, shipments and renames that refer to it */
+	struct sh_list r2s; /* renames between buckets coordinated here */
+	bool closing;
+};
+
+struct msvc {
+	struct net *net;
+	struct env *env;
+	struct rnet *rn;
+	struct mroute *rt;
+	struct msvc_params p;
+	char dir[512];
+	uint64_t self; /* this endpoint's id */
+	struct sh_list fss;  /* struct mfs */
+	struct sh_list reqs; /* struct mreq in progress */
+	bool stopping;
+	unsigned closing_groups;
+	void (*done)(void *arg);
+	void *done_arg;
+	struct env_task done_task;
+};
+
+enum step {
+	ST_NONE,
+	ST_LEASE,      /* getting a lease from the directory's bucket */
+	ST_HOLD,       /* proposing the lease we got */
+	ST_PROPOSE,    /* the command itself */
+	ST_CLOSE,      /* rmdir: stop granting leases on the directory */
+	ST_REVOKE,     /* rmdir: lessees give theirs back */
+	ST_DROP,       /* rmdir: forget the lessees */
+	ST_REOPEN,     /* rmdir failed: grant again */
+	ST_DELTAS,     /* applying deltas from another bucket */
+	ST_FLUSH,      /* revoke: shipping the outbox */
+	ST_WAIT_READY, /* the group's barrier */
+	ST_LATER,      /* waiting to try again (its timer) */
+	ST_RENAME2,    /* a rename between buckets answers it */
+};
+
+/* A request in progress: from the network (nr) or from this node (cb). */
+struct mreq {
+	struct sh_list link;
+	struct msvc *s;
+	struct mp_req req;
+	struct net_req *nr;
+	mroute_cb cb;
+	void *cbarg;
+	struct mfs *fs;
+	struct mgroup *g;
+	struct meta_cmd cmd;
+	struct meta_result res;
+	struct mp_reply rep;
+	enum step step;
+	unsigned rounds;
+	unsigned pending;
+	int status;
+	uint64_t deadline;
+	uint64_t dir; /* rmdir: the directory; lease: the directory */
+	uint16_t lessees[64];
+	uint8_t held[64]; /* revoke: lessee still holds entries */
+	unsigned nlessees;
+	struct env_timer timer;
+	struct sh_list flink; /* in a ship's flush list */
+	uint8_t buf[META_XATTR_MAX];
+};
+
+/* Answer a request (over the network or to a local caller) and free it. */
+void mreq_answer(struct mreq *m, int status, const struct mp_reply *r);
+/* The group serving bucket here, or NULL. */
+struct mgroup *mfs_group(struct mfs *fs, uint16_t bucket);
+void mfs_unref(struct mfs *fs);
+/* Ship what bucket's outbox holds (deltas for other buckets). */
+void mfs_ship_kick(struct mfs *fs, uint16_t bucket);
+
+/*
+ * A rename between two buckets, coordinated here by the source entry's
+ * bucket (m->req.bucket, a group this node leads): prepare, decide,
+ * commit, finish (docs/metadata.md). Answers m.
+ */
+void msvc_rename2(struct mreq *m);
+/* The filesystem closes: renames waiting to retry end. */
+void msvc_rename2_cancel(struct mfs *fs);
+/* A new leader finishes or undoes the renames its buckets' intents record. */
+void msvc_rename2_recover(struct mfs *fs, struct mgroup *g);
+
+#endif /* SH_META_MSVC_INT_H */

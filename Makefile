@@ -7,6 +7,7 @@
 #   make lint         layering check and clang-format check
 #   make fuzz         run every libFuzzer target for FUZZ_TIME seconds each
 #   make bench        run the benchmarks (each ends with a BENCH line)
+#   make bench-meta   metadata operations on a 6-node local cluster (bench/meta.c)
 #   make soak         simulator tests over SOAK_SEEDS random seeds
 #
 # Switches: SAN=1 (ASan+UBSan, no recovery), DEBUG=1 (-O0, extra checks).
@@ -159,7 +160,7 @@ $(BUILD)/bin/shoal-envcheck: $(call obj,src/tools/envcheck/envcheck.c) $(ALL_LIB
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LIBS)
 
 # ---- top-level targets ----
-.PHONY: all deps test run lint fuzz bench bench-rpc bench-store soak clean format
+.PHONY: all deps test run lint fuzz bench bench-rpc bench-store bench-meta soak clean format
 
 all: $(ALL_LIBS) $(RUNNERS) $(FUZZ_REPLAY) $(BENCHES) $(TOOLS)
 
@@ -201,6 +202,10 @@ bench-rpc: deps
 bench-store: deps
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/store
 	$(Q)$(BUILD)/bench/store
+
+bench-meta: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(BUILD)/bench/meta
 
 soak: deps
 	$(Q)$(MAKE) --no-print-directory all

@@ -646,10 +646,24 @@ sh_resolve(sh_fs *fs, const char *path, int follow, uint64_t *ino)
 static int
 stat_path(sh_fs *fs, const char *path, bool follow, struct stat *st)
 {
-	uint64_t ino;
-	int rc = resolve(fs, path, follow, &ino);
+	struct walk w = { .stack = { SH_ROOT_INO }, .depth = 1 };
+	struct meta_inode in = { 0 };
+	uint64_t ino = 0;
+	int rc;
 
-	return rc < 0 ? rc : sh_getattr(fs, ino, st);
+	if (path == NULL || path[0] != '/')
+		return -EINVAL;
+	if (strlen(path) >= 4096)
+		return -ENAMETOOLONG;
+	rc = walk_path(fs, &w, path, follow, false, &ino, &in, NULL);
+	if (rc < 0)
+		return rc;
+	/* the last lookup brought the attributes along: no second round trip */
+	if (in.nlink != 0 && in.type != 0) {
+		to_stat(ino, &in, st);
+		return 0;
+	}
+	return sh_getattr(fs, ino, st);
 }
 
 int

@@ -428,6 +428,21 @@ run_world(uint64_t seed)
 		SH_ASSERT_MSG(rc == 0, "seed %llu: mkdir %s: %s", (unsigned long long)seed, name,
 			      sh_errname(rc));
 	}
+	/* forged inode numbers and bad names: clear errors, nothing changed */
+	{
+		struct meta_inode in;
+		struct mp_req q = { .kind = MP_GETATTR, .bucket = 3, .ino = meta_ino_make(4, 1) };
+		struct call *c = sh_calloc(1, sizeof(*c));
+		SH_ASSERT_EQ(getattr(&w, meta_ino_make(5, 123456), &in), -ESTALE);
+		SH_ASSERT_EQ(call(&w, &q, c), -ESTALE); /* an inode asked of another bucket */
+		q.ino = 0;
+		SH_ASSERT_EQ(call(&w, &q, c), -EINVAL);
+		q.bucket = NBUCKETS + 3; /* no such bucket */
+		SH_ASSERT_EQ(call(&w, &q, c), -EINVAL);
+		sh_free(c);
+		SH_ASSERT_EQ(mk(&w, META_ROOT_INO, "a/b", META_REG, &(uint64_t){ 0 }), -EINVAL);
+		SH_ASSERT_EQ(mk(&w, meta_ino_make(7, 99), "x", META_REG, &(uint64_t){ 0 }), -ENOENT);
+	}
 	{
 		uint64_t x;
 

@@ -196,8 +196,7 @@ env_u(const char *name, unsigned def)
 	return v && *v ? (unsigned)strtoul(v, NULL, 10) : def;
 }
 
-static void
-sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static void
 sh(const char *fmt, ...)
@@ -314,7 +313,9 @@ main(int argc, char **argv)
 		 (int)getpid());
 	for (int k = 0; k < 2; k++) {
 		struct run s = { .fs = fs, .threads = threads[k], .files = files, .dir = "/b" };
-		struct run l = { .local = true, .threads = threads[k], .files = files, .dir = ldir };
+		struct run l = {
+			.local = true, .threads = threads[k], .files = files, .dir = ldir
+		};
 
 		pthread_mutex_init(&s.mu, NULL);
 		pthread_mutex_init(&l.mu, NULL);

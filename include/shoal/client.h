@@ -51,8 +51,7 @@ struct sh_client_opts {
  * several separated by commas: the first that answers). The client then
  * follows the cluster's configuration by itself.
  */
-SH_API int sh_client_connect(const char *mgmt, const struct sh_client_opts *opts,
-			     sh_client **out);
+SH_API int sh_client_connect(const char *mgmt, const struct sh_client_opts *opts, sh_client **out);
 SH_API void sh_client_close(sh_client *c);
 
 /* Open a filesystem by name: -ENOENT if the cluster has none by that name. */
@@ -125,12 +124,10 @@ SH_API int sh_setattr(sh_fs *fs, uint64_t ino, const struct stat *st, unsigned v
 /* Create name in parent (mode carries S_IFMT; 0 type bits: a regular file). */
 SH_API int sh_mknod_at(sh_fs *fs, uint64_t parent, const char *name, mode_t mode, dev_t rdev,
 		       struct stat *out);
-SH_API int sh_mkdir_at(sh_fs *fs, uint64_t parent, const char *name, mode_t mode,
-		       struct stat *out);
+SH_API int sh_mkdir_at(sh_fs *fs, uint64_t parent, const char *name, mode_t mode, struct stat *out);
 SH_API int sh_symlink_at(sh_fs *fs, const char *target, uint64_t parent, const char *name,
 			 struct stat *out);
-SH_API int sh_link_at(sh_fs *fs, uint64_t ino, uint64_t parent, const char *name,
-		      struct stat *out);
+SH_API int sh_link_at(sh_fs *fs, uint64_t ino, uint64_t parent, const char *name, struct stat *out);
 SH_API int sh_unlink_at(sh_fs *fs, uint64_t parent, const char *name);
 SH_API int sh_rmdir_at(sh_fs *fs, uint64_t parent, const char *name);
 SH_API int sh_rename_at(sh_fs *fs, uint64_t parent, const char *name, uint64_t newparent,

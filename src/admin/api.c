@@ -238,11 +238,12 @@ meta_json(const struct admin_node *self)
 
 	for (unsigned i = 0; i < n && i < 256; i++)
 		json_array_append_new(
-		    a, json_pack("{s:i, s:i, s:i, s:s, s:b, s:I, s:I, s:I, s:I}", "fs", (int)gi[i].fs,
-				 "group", (int)gi[i].index, "buckets", (int)gi[i].nbuckets, "raft",
-				 raft_name(gi[i].raft_state), "serving", gi[i].ready, "term",
-				 (json_int_t)gi[i].term, "commit", (json_int_t)gi[i].commit, "applied",
-				 (json_int_t)gi[i].applied, "leader", (json_int_t)(gi[i].leader >> 8)));
+		    a, json_pack("{s:i, s:i, s:i, s:s, s:b, s:I, s:I, s:I, s:I}", "fs",
+				 (int)gi[i].fs, "group", (int)gi[i].index, "buckets",
+				 (int)gi[i].nbuckets, "raft", raft_name(gi[i].raft_state),
+				 "serving", gi[i].ready, "term", (json_int_t)gi[i].term, "commit",
+				 (json_int_t)gi[i].commit, "applied", (json_int_t)gi[i].applied,
+				 "leader", (json_int_t)(gi[i].leader >> 8)));
 	return a;
 }
 

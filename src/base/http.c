@@ -48,8 +48,8 @@ wait_fd(int fd, short ev, int timeout_s)
 }
 
 int
-sh_http_call(const char *addr, const char *method, const char *path, const char *body, char **body_out,
-	  int timeout_s)
+sh_http_call(const char *addr, const char *method, const char *path, const char *body,
+	     char **body_out, int timeout_s)
 {
 	struct sockaddr_in sin;
 	size_t blen = body ? strlen(body) : 0, cap = 4096, len = 0, off = 0;

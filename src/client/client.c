@@ -11,8 +11,8 @@
 
 SH_LOG_FACILITY("client");
 
-#define POLL_NS	      (1000ull * 1000 * 1000)
-#define CFG_CALL_NS   (2000ull * 1000 * 1000)
+#define POLL_NS	       (1000ull * 1000 * 1000)
+#define CFG_CALL_NS    (2000ull * 1000 * 1000)
 #define CONNECT_WAIT_S 10
 
 enum cop_kind { COP_META = 1, COP_STOP };

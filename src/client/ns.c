@@ -17,8 +17,9 @@ static const struct {
 	mode_t fmt;
 	unsigned char dt;
 } types[] = {
-	{ META_REG, S_IFREG, DT_REG },	{ META_DIR, S_IFDIR, DT_DIR },	 { META_LNK, S_IFLNK, DT_LNK },
-	{ META_CHR, S_IFCHR, DT_CHR },	{ META_BLK, S_IFBLK, DT_BLK },	 { META_FIFO, S_IFIFO, DT_FIFO },
+	{ META_REG, S_IFREG, DT_REG },	  { META_DIR, S_IFDIR, DT_DIR },
+	{ META_LNK, S_IFLNK, DT_LNK },	  { META_CHR, S_IFCHR, DT_CHR },
+	{ META_BLK, S_IFBLK, DT_BLK },	  { META_FIFO, S_IFIFO, DT_FIFO },
 	{ META_SOCK, S_IFSOCK, DT_SOCK },
 };
 
@@ -249,8 +250,7 @@ create_at(sh_fs *fs, uint64_t parent, const char *name, uint8_t type, mode_t mod
 }
 
 int
-sh_mknod_at(sh_fs *fs, uint64_t parent, const char *name, mode_t mode, dev_t rdev,
-	    struct stat *out)
+sh_mknod_at(sh_fs *fs, uint64_t parent, const char *name, mode_t mode, dev_t rdev, struct stat *out)
 {
 	uint8_t t;
 
@@ -266,8 +266,7 @@ sh_mkdir_at(sh_fs *fs, uint64_t parent, const char *name, mode_t mode, struct st
 }
 
 int
-sh_symlink_at(sh_fs *fs, const char *target, uint64_t parent, const char *name,
-	      struct stat *out)
+sh_symlink_at(sh_fs *fs, const char *target, uint64_t parent, const char *name, struct stat *out)
 {
 	if (target == NULL || *target == '\0')
 		return -ENOENT;
@@ -286,8 +285,8 @@ remove_at(sh_fs *fs, uint64_t parent, const char *name, bool dir)
 
 	if (rc < 0)
 		return rc == -EINVAL && dir && strcmp(name, ".") == 0 ? -EINVAL
-		       : rc == -EINVAL && dir				  ? -ENOTEMPTY
-									  : rc;
+		       : rc == -EINVAL && dir			      ? -ENOTEMPTY
+								      : rc;
 	if (!ino_valid(fs, parent))
 		return -ESTALE;
 	memcpy(mc.name, name, len + 1);
@@ -309,13 +308,12 @@ sh_rmdir_at(sh_fs *fs, uint64_t parent, const char *name)
 }
 
 int
-sh_rename_at(sh_fs *fs, uint64_t parent, const char *name, uint64_t newparent,
-	     const char *newname, unsigned flags)
+sh_rename_at(sh_fs *fs, uint64_t parent, const char *name, uint64_t newparent, const char *newname,
+	     unsigned flags)
 {
-	struct meta_cmd mc = { .op = META_OP_RENAME,
-			       .parent = parent,
-			       .parent2 = newparent,
-			       .flags = flags };
+	struct meta_cmd mc = {
+		.op = META_OP_RENAME, .parent = parent, .parent2 = newparent, .flags = flags
+	};
 	struct cres r;
 	size_t len, len2;
 	int rc = name_ok(name, &len);

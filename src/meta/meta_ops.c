@@ -454,8 +454,9 @@ meta_create(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 	if (rc < 0)
 		return rc;
 	rc = get_dentry(b, parent, name, len, &old, &k);
-	if (rc == 0 && n->tag != 0 && old.type == n->type && meta_ino_bucket(old.ino) == b->bucket &&
-	    get_inode(b, old.ino, &in) == 0 && in.generation == n->tag) {
+	if (rc == 0 && n->tag != 0 && old.type == n->type &&
+	    meta_ino_bucket(old.ino) == b->bucket && get_inode(b, old.ino, &in) == 0 &&
+	    in.generation == n->tag) {
 		/* our own create, retried: the same answer, nothing more to do */
 		*delta = (struct meta_delta){ 0 };
 		if (attr)

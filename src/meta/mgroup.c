@@ -304,10 +304,10 @@ on_applied(struct raft_apply *req, int status, void *result)
 
 	sh_list_del(&pr->link);
 	if (status != 0)
-		pr->cb(pr->arg, status == RAFT_NOTLEADER || status == RAFT_LEADERSHIPLOST
-					? SH_ENOTLEADER
-				: status == RAFT_SHUTDOWN ? -ESHUTDOWN
-							  : -EIO,
+		pr->cb(pr->arg,
+		       status == RAFT_NOTLEADER || status == RAFT_LEADERSHIPLOST ? SH_ENOTLEADER
+		       : status == RAFT_SHUTDOWN				 ? -ESHUTDOWN
+										 : -EIO,
 		       NULL);
 	else
 		pr->cb(pr->arg, 0, result);
@@ -334,8 +334,7 @@ encode_entry(uint16_t bucket, const struct meta_cmd *c, struct raft_buffer *buf)
 }
 
 int
-mgroup_propose(struct mgroup *g, uint16_t bucket, const struct meta_cmd *c, mgroup_cb cb,
-	       void *arg)
+mgroup_propose(struct mgroup *g, uint16_t bucket, const struct meta_cmd *c, mgroup_cb cb, void *arg)
 {
 	struct raft_buffer buf;
 	struct prop *pr;

@@ -18,16 +18,16 @@
 #include "meta_cmd.h"
 
 enum mp_kind {
-	MP_CMD = 1,	  /* cmd: replicate and apply; reply: attr, dentry, lease */
-	MP_LOOKUP,	  /* ino = parent, name; reply: dentry (+ attr when in this bucket) */
-	MP_GETATTR,	  /* ino; reply: attr */
-	MP_READDIR,	  /* ino = dir, name = after, max; reply: entries, MP_MORE */
-	MP_READLINK,	  /* ino; reply: data */
-	MP_GETXATTR,	  /* ino, name; reply: data */
-	MP_LISTXATTR,	  /* ino; reply: data (NUL-separated) */
-	MP_DIRBUCKETS,	  /* ino = dir at its bucket; reply: the other buckets with entries */
-	MP_DELTAS,	  /* data: deltas for buckets of this group; apply them */
-	MP_REVOKE,	  /* ino = dir at the lessee bucket: give the lease back, flush */
+	MP_CMD = 1,    /* cmd: replicate and apply; reply: attr, dentry, lease */
+	MP_LOOKUP,     /* ino = parent, name; reply: dentry (+ attr when in this bucket) */
+	MP_GETATTR,    /* ino; reply: attr */
+	MP_READDIR,    /* ino = dir, name = after, max; reply: entries, MP_MORE */
+	MP_READLINK,   /* ino; reply: data */
+	MP_GETXATTR,   /* ino, name; reply: data */
+	MP_LISTXATTR,  /* ino; reply: data (NUL-separated) */
+	MP_DIRBUCKETS, /* ino = dir at its bucket; reply: the other buckets with entries */
+	MP_DELTAS,     /* data: deltas for buckets of this group; apply them */
+	MP_REVOKE,     /* ino = dir at the lessee bucket: give the lease back, flush */
 	MP_KIND_MAX
 };
 

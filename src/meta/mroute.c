@@ -74,7 +74,8 @@ mplace_build(const struct cfg *c, struct mplace *out)
 			}
 			out->gstart[g] = i;
 			for (uint32_t k = 0; k < r; k++)
-				out->members[(size_t)g * r + k] = mplace_endpoint(refs[i].sorted[k]);
+				out->members[(size_t)g * r + k] =
+				    mplace_endpoint(refs[i].sorted[k]);
 			g++;
 		}
 		out->gbuckets[i] = (uint16_t)refs[i].bucket;
@@ -211,8 +212,7 @@ mroute_set_cfg(struct mroute *rt, const struct cfg *c)
 	rt->place = np;
 	for (uint32_t i = 0; i < c->nnodes; i++)
 		if (mplace_endpoint(c->nodes[i].id) != net_node_id(rt->net))
-			net_peer_ensure(rt->net, mplace_endpoint(c->nodes[i].id),
-					c->nodes[i].data);
+			net_peer_ensure(rt->net, mplace_endpoint(c->nodes[i].id), c->nodes[i].data);
 	return 0;
 }
 
@@ -437,8 +437,8 @@ attempt(struct mcall *c)
 		unsigned k;
 
 		for (k = 0; k < pl->replicas; k++) {
-			uint64_t m = pl->members[(size_t)g * pl->replicas +
-						 (c->tries + k) % pl->replicas];
+			uint64_t m =
+			    pl->members[(size_t)g * pl->replicas + (c->tries + k) % pl->replicas];
 
 			if (likely_up(rt, m))
 				break;
@@ -461,8 +461,8 @@ attempt(struct mcall *c)
 			return;
 		}
 	}
-	o = (struct net_call_opts){ .timeout_ns = c->deadline - now < limit ? c->deadline - now
-									   : limit,
+	o = (struct net_call_opts){ .timeout_ns =
+					c->deadline - now < limit ? c->deadline - now : limit,
 				    .retries = 1 };
 	iov = (struct iovec){ c->body.p, c->body.len };
 	rc = net_call(rt->net, c->target, NET_OP_META, &iov, 1, &o, on_reply, c, &c->h);

@@ -412,8 +412,8 @@ do_read(struct mreq *m)
 		break;
 	case MP_READDIR: {
 		struct meta_dirent *d = sh_calloc(MP_READDIR_MAX, sizeof(*d));
-		unsigned max = m->req.max == 0 || m->req.max > MP_READDIR_MAX ? MP_READDIR_MAX
-									     : m->req.max;
+		unsigned max =
+		    m->req.max == 0 || m->req.max > MP_READDIR_MAX ? MP_READDIR_MAX : m->req.max;
 		unsigned n = 0;
 		bool more = false;
 
@@ -421,8 +421,8 @@ do_read(struct mreq *m)
 			rc = -ENOMEM;
 			break;
 		}
-		rc = meta_readdir(&mb, m->req.ino, m->req.nlen ? m->req.name : NULL, m->req.nlen,
-				  d, max, &n, &more);
+		rc = meta_readdir(&mb, m->req.ino, m->req.nlen ? m->req.name : NULL, m->req.nlen, d,
+				  max, &n, &more);
 		for (unsigned i = 0; rc == 0 && i < n; i++)
 			mp_dirent_put(&e, &d[i]);
 		sh_free(d);
@@ -583,7 +583,8 @@ lease_needed(const struct mreq *m)
 	if (c->op == META_OP_RENAME2) {
 		struct meta_rename2 r;
 
-		if (c->flags != META_R2_PREPARE_DST || meta_rename2_decode(c->data, c->dlen, &r) < 0)
+		if (c->flags != META_R2_PREPARE_DST ||
+		    meta_rename2_decode(c->data, c->dlen, &r) < 0)
 			return 0;
 		dirs[0] = r.nparent;
 	}
@@ -658,10 +659,9 @@ revoke_all(struct mreq *m)
 	m->status = 0;
 	memset(m->held, 0, sizeof(m->held));
 	for (unsigned i = 0; i < m->nlessees; i++) {
-		struct mp_req q = { .kind = MP_REVOKE,
-				    .fs = m->fs->id,
-				    .bucket = m->lessees[i],
-				    .ino = m->dir };
+		struct mp_req q = {
+			.kind = MP_REVOKE, .fs = m->fs->id, .bucket = m->lessees[i], .ino = m->dir
+		};
 		int rc = mroute_call(m->s->rt, &q, CALL_NS, on_revoked, m);
 
 		if (rc < 0)
@@ -1170,8 +1170,8 @@ do_deltas(struct mreq *m)
 	m->status = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct meta_cmd c = internal_cmd(m, META_OP_DELTA, 0, 0);
-		int rc = meta_delta_decode(m->req.data + i * META_DELTA_LEN, META_DELTA_LEN,
-					   &c.delta);
+		int rc =
+		    meta_delta_decode(m->req.data + i * META_DELTA_LEN, META_DELTA_LEN, &c.delta);
 
 		if (rc == 0 && !mgroup_has_bucket(m->g, c.delta.to))
 			rc = -ENXIO;

@@ -41,7 +41,7 @@ struct msvc {
 	struct mroute *rt;
 	struct msvc_params p;
 	char dir[512];
-	uint64_t self; /* this endpoint's id */
+	uint64_t self;	     /* this endpoint's id */
 	struct sh_list fss;  /* struct mfs */
 	struct sh_list reqs; /* struct mreq in progress */
 	bool stopping;

@@ -74,10 +74,7 @@ r2_end(struct r2 *j)
 static void
 r2_cmd(struct r2 *j, uint32_t step, struct meta_cmd *c, struct sh_enc *e)
 {
-	*c = (struct meta_cmd){ .op = META_OP_RENAME2,
-				.ver = 1,
-				.now = j->r.now,
-				.flags = step };
+	*c = (struct meta_cmd){ .op = META_OP_RENAME2, .ver = 1, .now = j->r.now, .flags = step };
 	sh_enc_init(e);
 	meta_rename2_encode(e, &j->r);
 	c->data = e->p;
@@ -219,13 +216,12 @@ on_timer(struct env_timer *t)
 static void
 r2_go(struct r2 *j)
 {
-	static const uint32_t op[] = { [R2_PREP_SRC] = META_R2_PREPARE_SRC,
-				       [R2_PREP_DST] = META_R2_PREPARE_DST,
-				       [R2_COMMIT_SRC] = META_R2_COMMIT_SRC,
-				       [R2_COMMIT_DST] = META_R2_COMMIT_DST,
-				       [R2_FINISH] = META_R2_FINISH,
-				       [R2_ABORT_DST] = META_R2_ABORT,
-				       [R2_ABORT_SRC] = META_R2_ABORT };
+	static const uint32_t op[] = {
+		[R2_PREP_SRC] = META_R2_PREPARE_SRC,  [R2_PREP_DST] = META_R2_PREPARE_DST,
+		[R2_COMMIT_SRC] = META_R2_COMMIT_SRC, [R2_COMMIT_DST] = META_R2_COMMIT_DST,
+		[R2_FINISH] = META_R2_FINISH,	      [R2_ABORT_DST] = META_R2_ABORT,
+		[R2_ABORT_SRC] = META_R2_ABORT
+	};
 	bool here = j->step == R2_PREP_SRC || j->step == R2_COMMIT_SRC || j->step == R2_FINISH ||
 		    j->step == R2_ABORT_SRC;
 	struct meta_cmd c;
@@ -288,8 +284,8 @@ msvc_rename2(struct mreq *m)
 	j->r = (struct meta_rename2){
 		.id = env_random_u64(j->fs->s->env) | 1,
 		.src_bucket = m->req.bucket,
-		.dst_bucket = meta_dentry_bucket(c->parent2, c->name2, strlen(c->name2),
-						 m->fs->nbuckets),
+		.dst_bucket =
+		    meta_dentry_bucket(c->parent2, c->name2, strlen(c->name2), m->fs->nbuckets),
 		.oparent = c->parent,
 		.nparent = c->parent2,
 		.flags = c->flags,

@@ -23,9 +23,9 @@
 	X(NET_OP_CLUSTER_PUSH, 23, "cluster.push")   /* cluster: leader pushes a config copy */    \
 	X(NET_OP_CLUSTER_LOCAL, 24, "cluster.local") /* cluster: run an admin request on a node */ \
 	X(NET_OP_CLUSTER_CONFIG, 25,                                                               \
-	  "cluster.config") /* cluster: a client asks for the configuration if newer */            \
-	X(NET_OP_META, 30, "meta") /* meta: a request for a bucket's leader (mproto.h) */          \
-	X(NET_OP_TEST, 100, "test")		     /* tests register their own handler here */
+	  "cluster.config")	    /* cluster: a client asks for the configuration if newer */    \
+	X(NET_OP_META, 30, "meta")  /* meta: a request for a bucket's leader (mproto.h) */         \
+	X(NET_OP_TEST, 100, "test") /* tests register their own handler here */
 
 enum net_op {
 #define NET_OP_ENUM(id, num, name) id = (num),

@@ -46,8 +46,8 @@ struct worker {
 	struct env *env;
 	struct net *net;
 	struct store_svc *svc;
-	struct msvc *meta; /* worker 0: the node's metadata groups */
-	struct cfg *new_cfg; /* from the management thread, under mu */
+	struct msvc *meta;	  /* worker 0: the node's metadata groups */
+	struct cfg *new_cfg;	  /* from the management thread, under mu */
 	struct env_timer publish; /* worker 0: the metadata groups' state, for the admin API */
 	struct env_async wake;
 	pthread_mutex_t mu;
@@ -71,7 +71,7 @@ struct shoald {
 	struct worker workers[SHOALD_WORKERS_MAX];
 	uint64_t opened[CFG_DRIVES_MAX]; /* targets handed to workers */
 	unsigned nopened;
-	uint64_t last_target; /* the last drive id prepared here */
+	uint64_t last_target;	 /* the last drive id prepared here */
 	pthread_mutex_t meta_mu; /* what worker 0 published of its metadata groups */
 	struct msvc_group_info meta_info[256];
 	unsigned nmeta;

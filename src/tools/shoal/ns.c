@@ -43,16 +43,14 @@ static void
 print_stat(const struct cli *c, const char *path, const struct stat *st)
 {
 	if (c->json) {
-		json_t *j = json_pack("{s:s, s:I, s:s, s:i, s:i, s:i, s:i, s:I, s:I, s:I}", "path",
-				      path, "ino", (json_int_t)st->st_ino, "type",
-				      type_name(st->st_mode), "mode", (int)(st->st_mode & 07777),
-				      "nlink", (int)st->st_nlink, "uid", (int)st->st_uid, "gid",
-				      (int)st->st_gid, "size", (json_int_t)st->st_size, "mtime_ns",
-				      (json_int_t)(st->st_mtim.tv_sec * 1000000000ll +
-						   st->st_mtim.tv_nsec),
-				      "ctime_ns",
-				      (json_int_t)(st->st_ctim.tv_sec * 1000000000ll +
-						   st->st_ctim.tv_nsec));
+		json_t *j = json_pack(
+		    "{s:s, s:I, s:s, s:i, s:i, s:i, s:i, s:I, s:I, s:I}", "path", path, "ino",
+		    (json_int_t)st->st_ino, "type", type_name(st->st_mode), "mode",
+		    (int)(st->st_mode & 07777), "nlink", (int)st->st_nlink, "uid", (int)st->st_uid,
+		    "gid", (int)st->st_gid, "size", (json_int_t)st->st_size, "mtime_ns",
+		    (json_int_t)(st->st_mtim.tv_sec * 1000000000ll + st->st_mtim.tv_nsec),
+		    "ctime_ns",
+		    (json_int_t)(st->st_ctim.tv_sec * 1000000000ll + st->st_ctim.tv_nsec));
 		char *s = json_dumps(j, JSON_COMPACT);
 
 		puts(s);
@@ -265,8 +263,8 @@ cmd_ns(struct cli *c, int argc, char **argv)
 		const char *path = argv[3];
 
 		if (strcmp(p, "set") == 0 && argc == 6) {
-			check(sh_setxattr(fs, path, argv[4], argv[5], strlen(argv[5]), 0), "setxattr",
-			      path);
+			check(sh_setxattr(fs, path, argv[4], argv[5], strlen(argv[5]), 0),
+			      "setxattr", path);
 		} else if (strcmp(p, "get") == 0 && argc == 5) {
 			char v[65537];
 			long n = sh_getxattr(fs, path, argv[4], v, sizeof(v) - 1);

@@ -16,7 +16,6 @@ struct cli {
 	bool json;
 };
 
-
 /* Exit helpers: print "shoal: reason" and exit 2 (usage) or 1 (failure). */
 _Noreturn void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

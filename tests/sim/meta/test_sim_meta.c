@@ -74,7 +74,9 @@ build_cfg(struct world *w)
 		SH_ASSERT_OK(cfg_apply(w->cfg, &a, msg, sizeof(msg)));
 	}
 	for (int i = 1; i <= N; i++) {
-		struct cfg_cmd d = { .op = CFG_OP_DRIVE_ADD, .id = (uint64_t)i, .size = 1ull << 30 };
+		struct cfg_cmd d = { .op = CFG_OP_DRIVE_ADD,
+				     .id = (uint64_t)i,
+				     .size = 1ull << 30 };
 
 		snprintf(d.path, sizeof(d.path), "/dev/nvme0n1");
 		SH_ASSERT_OK(cfg_apply(w->cfg, &d, msg, sizeof(msg)));
@@ -202,8 +204,13 @@ dbucket(uint64_t parent, const char *name)
 static int
 mk(struct world *w, uint64_t parent, const char *name, uint8_t type, uint64_t *ino)
 {
-	struct meta_cmd mc = { .op = META_OP_CREATE, .type = type, .parent = parent, .mode = 0644,
-			       .uid = 1000, .gid = 100, .tag = sh_rand_u64(&w->rng) | 1 };
+	struct meta_cmd mc = { .op = META_OP_CREATE,
+			       .type = type,
+			       .parent = parent,
+			       .mode = 0644,
+			       .uid = 1000,
+			       .gid = 100,
+			       .tag = sh_rand_u64(&w->rng) | 1 };
 	struct call *c = sh_calloc(1, sizeof(*c));
 	int rc;
 
@@ -236,8 +243,9 @@ static int
 mv(struct world *w, uint64_t parent, const char *name, uint64_t parent2, const char *name2,
    unsigned flags)
 {
-	struct meta_cmd mc = { .op = META_OP_RENAME, .parent = parent, .parent2 = parent2,
-			       .flags = flags };
+	struct meta_cmd mc = {
+		.op = META_OP_RENAME, .parent = parent, .parent2 = parent2, .flags = flags
+	};
 	struct call *c = sh_calloc(1, sizeof(*c));
 	int rc;
 
@@ -299,10 +307,9 @@ list(struct world *w, uint64_t dir, uint8_t *seen, unsigned nseen)
 		char after[META_NAME_MAX + 1] = "";
 
 		for (;;) {
-			struct mp_req r = { .kind = MP_READDIR,
-					    .bucket = buckets[i],
-					    .ino = dir,
-					    .max = 7 };
+			struct mp_req r = {
+				.kind = MP_READDIR, .bucket = buckets[i], .ino = dir, .max = 7
+			};
 			struct sh_dec d;
 			struct meta_dirent de;
 			int k;
@@ -441,7 +448,8 @@ run_world(uint64_t seed)
 		SH_ASSERT_EQ(call(&w, &q, c), -EINVAL);
 		sh_free(c);
 		SH_ASSERT_EQ(mk(&w, META_ROOT_INO, "a/b", META_REG, &(uint64_t){ 0 }), -EINVAL);
-		SH_ASSERT_EQ(mk(&w, meta_ino_make(7, 99), "x", META_REG, &(uint64_t){ 0 }), -ENOENT);
+		SH_ASSERT_EQ(mk(&w, meta_ino_make(7, 99), "x", META_REG, &(uint64_t){ 0 }),
+			     -ENOENT);
 	}
 	{
 		uint64_t x;
@@ -457,9 +465,8 @@ run_world(uint64_t seed)
 		snprintf(name, sizeof(name), "f%d", i);
 		made[i] = mk(&w, dirs[1], name, META_REG, &files[i]);
 		/* tagged: a create retried after a crash finds its own inode, never EEXIST */
-		SH_ASSERT_MSG(made[i] == 0 || made[i] == -ETIMEDOUT,
-			      "seed %llu: create %s: %s", (unsigned long long)seed, name,
-			      sh_errname(made[i]));
+		SH_ASSERT_MSG(made[i] == 0 || made[i] == -ETIMEDOUT, "seed %llu: create %s: %s",
+			      (unsigned long long)seed, name, sh_errname(made[i]));
 		if (i % 20 == 10) {
 			int l = leader_node(&w, dbucket(dirs[1], name));
 
@@ -532,9 +539,9 @@ run_world(uint64_t seed)
 						    .bucket = dbucket(dirs[1], a) };
 				struct call *c = sh_calloc(1, sizeof(*c));
 				struct sh_enc e;
-				int l = leader_node(&w, sh_rand_below(&w.rng, 2)
-							    ? dbucket(dirs[1], a)
-							    : dbucket(dirs[2], b));
+				int l =
+				    leader_node(&w, sh_rand_below(&w.rng, 2) ? dbucket(dirs[1], a)
+									     : dbucket(dirs[2], b));
 
 				snprintf(mc.name, sizeof(mc.name), "%s", a);
 				snprintf(mc.name2, sizeof(mc.name2), "%s", b);
@@ -542,7 +549,8 @@ run_world(uint64_t seed)
 				SH_ASSERT_OK(meta_cmd_encode(&e, &mc));
 				q.data = e.p;
 				q.dlen = e.len;
-				SH_ASSERT_OK(mroute_call(w.rt, &q, 20 * SH_NSEC_PER_SEC, on_call, c));
+				SH_ASSERT_OK(
+				    mroute_call(w.rt, &q, 20 * SH_NSEC_PER_SEC, on_call, c));
 				sh_enc_fini(&e);
 				sim_run_for(w.sim, sh_rand_below(&w.rng, 3000) * SH_NSEC_PER_USEC);
 				if (l > 0) {
@@ -555,9 +563,9 @@ run_world(uint64_t seed)
 				sh_free(c);
 			}
 			/* ENOENT, EEXIST: a retry after a crash found the rename done */
-			SH_ASSERT_MSG(moved[i] == 0 || moved[i] == -ETIMEDOUT || moved[i] == -ENOENT ||
-					  moved[i] == -EEXIST || moved[i] == -ESHUTDOWN ||
-					  moved[i] == SH_EPEERRESTART,
+			SH_ASSERT_MSG(moved[i] == 0 || moved[i] == -ETIMEDOUT ||
+					  moved[i] == -ENOENT || moved[i] == -EEXIST ||
+					  moved[i] == -ESHUTDOWN || moved[i] == SH_EPEERRESTART,
 				      "seed %llu: rename f%d: %s", (unsigned long long)seed, i,
 				      sh_errname(moved[i]));
 		}
@@ -597,7 +605,8 @@ run_world(uint64_t seed)
 			/* replace: the old target's inode goes */
 			SH_ASSERT_OK(lookup(&w, dirs[2], "x", &d));
 			SH_ASSERT_OK(mv(&w, dirs[1], "f1", dirs[2], "x", 0));
-			SH_ASSERT_EQ(lookup(&w, dirs[1], "f1", &(struct meta_dentry){ 0 }), -ENOENT);
+			SH_ASSERT_EQ(lookup(&w, dirs[1], "f1", &(struct meta_dentry){ 0 }),
+				     -ENOENT);
 			{
 				struct meta_inode in;
 

@@ -635,6 +635,15 @@ resolve_parent(sh_fs *fs, const char *path, uint64_t *parent, char *leaf)
 	return rc;
 }
 
+/* resolve_parent for the calls that name an entry: "/" itself answers root_rc. */
+static int
+entry_of(sh_fs *fs, const char *path, int root_rc, uint64_t *parent, char *leaf)
+{
+	int rc = resolve_parent(fs, path, parent, leaf);
+
+	return rc == -EINVAL && path && strcmp(path, "/") == 0 ? root_rc : rc;
+}
+
 int
 sh_resolve(sh_fs *fs, const char *path, int follow, uint64_t *ino)
 {
@@ -681,10 +690,8 @@ sh_mkdir(sh_fs *fs, const char *path, mode_t mode)
 {
 	char leaf[SH_NAME_MAX + 1];
 	uint64_t parent;
-	int rc = resolve_parent(fs, path, &parent, leaf);
+	int rc = entry_of(fs, path, -EEXIST, &parent, leaf);
 
-	if (rc == -EINVAL && path && strcmp(path, "/") == 0)
-		return -EEXIST;
 	return rc < 0 ? rc : sh_mkdir_at(fs, parent, leaf, mode, NULL);
 }
 
@@ -693,10 +700,8 @@ sh_mknod(sh_fs *fs, const char *path, mode_t mode, dev_t rdev)
 {
 	char leaf[SH_NAME_MAX + 1];
 	uint64_t parent;
-	int rc = resolve_parent(fs, path, &parent, leaf);
+	int rc = entry_of(fs, path, -EEXIST, &parent, leaf);
 
-	if (rc == -EINVAL && path && strcmp(path, "/") == 0)
-		return -EEXIST;
 	return rc < 0 ? rc : sh_mknod_at(fs, parent, leaf, mode, rdev, NULL);
 }
 
@@ -705,10 +710,8 @@ sh_unlink(sh_fs *fs, const char *path)
 {
 	char leaf[SH_NAME_MAX + 1];
 	uint64_t parent;
-	int rc = resolve_parent(fs, path, &parent, leaf);
+	int rc = entry_of(fs, path, -EISDIR, &parent, leaf);
 
-	if (rc == -EINVAL && path && strcmp(path, "/") == 0)
-		return -EISDIR;
 	return rc < 0 ? rc : sh_unlink_at(fs, parent, leaf);
 }
 
@@ -717,10 +720,8 @@ sh_rmdir(sh_fs *fs, const char *path)
 {
 	char leaf[SH_NAME_MAX + 1];
 	uint64_t parent;
-	int rc = resolve_parent(fs, path, &parent, leaf);
+	int rc = entry_of(fs, path, -EBUSY, &parent, leaf);
 
-	if (rc == -EINVAL && path && strcmp(path, "/") == 0)
-		return -EBUSY;
 	return rc < 0 ? rc : sh_rmdir_at(fs, parent, leaf);
 }
 
@@ -759,9 +760,7 @@ sh_link(sh_fs *fs, const char *existing, const char *newpath)
 	int rc = resolve(fs, existing, false, &ino);
 
 	if (rc == 0)
-		rc = resolve_parent(fs, newpath, &parent, leaf);
-	if (rc == -EINVAL && newpath && strcmp(newpath, "/") == 0)
-		return -EEXIST;
+		rc = entry_of(fs, newpath, -EEXIST, &parent, leaf);
 	return rc < 0 ? rc : sh_link_at(fs, ino, parent, leaf, NULL);
 }
 
@@ -770,10 +769,8 @@ sh_symlink(sh_fs *fs, const char *target, const char *linkpath)
 {
 	char leaf[SH_NAME_MAX + 1];
 	uint64_t parent;
-	int rc = resolve_parent(fs, linkpath, &parent, leaf);
+	int rc = entry_of(fs, linkpath, -EEXIST, &parent, leaf);
 
-	if (rc == -EINVAL && linkpath && strcmp(linkpath, "/") == 0)
-		return -EEXIST;
 	return rc < 0 ? rc : sh_symlink_at(fs, target, parent, leaf, NULL);
 }
 

@@ -728,13 +728,26 @@ adopt(struct cluster *cl, const uint8_t *b, size_t len)
 	cfg_free(t);
 }
 
+/* Answer with our epoch, and the configuration if the asker's epoch is older. */
+static void
+reply_cfg(struct cluster *cl, struct net_req *req, uint64_t epoch)
+{
+	struct sh_enc e;
+
+	sh_enc_init(&e);
+	sh_enc_u64(&e, cl->cfg->epoch);
+	if (epoch < cl->cfg->epoch)
+		cfg_encode(&e, cl->cfg);
+	net_reply(req, sh_enc_error(&e) ? -ENOMEM : 0, &(struct iovec){ e.p, e.len }, 1);
+	sh_enc_fini(&e);
+}
+
 static void
 on_heartbeat(struct net_req *req, void *arg)
 {
 	struct cluster *cl = arg;
 	const struct net_msg *m = net_req_body(req);
 	struct sh_dec d;
-	struct sh_enc e;
 	struct track *t;
 	uint64_t node, epoch;
 
@@ -755,12 +768,7 @@ on_heartbeat(struct net_req *req, void *arg)
 		t->seen = env_now(cl->env);
 		t->acked = epoch;
 	}
-	sh_enc_init(&e);
-	sh_enc_u64(&e, cl->cfg->epoch);
-	if (epoch < cl->cfg->epoch)
-		cfg_encode(&e, cl->cfg);
-	net_reply(req, sh_enc_error(&e) ? -ENOMEM : 0, &(struct iovec){ e.p, e.len }, 1);
-	sh_enc_fini(&e);
+	reply_cfg(cl, req, epoch);
 }
 
 /* A client asks for the configuration: u64 epoch it has; reply u64 epoch (+ cfg if newer). */
@@ -769,7 +777,6 @@ on_config_req(struct net_req *req, void *arg)
 {
 	struct cluster *cl = arg;
 	const struct net_msg *m = net_req_body(req);
-	struct sh_enc e;
 	uint64_t epoch;
 
 	if (m->len != 8) {
@@ -781,12 +788,7 @@ on_config_req(struct net_req *req, void *arg)
 		net_reply(req, -ENOTCONN, NULL, 0);
 		return;
 	}
-	sh_enc_init(&e);
-	sh_enc_u64(&e, cl->cfg->epoch);
-	if (epoch < cl->cfg->epoch)
-		cfg_encode(&e, cl->cfg);
-	net_reply(req, sh_enc_error(&e) ? -ENOMEM : 0, &(struct iovec){ e.p, e.len }, 1);
-	sh_enc_fini(&e);
+	reply_cfg(cl, req, epoch);
 }
 
 static void

@@ -50,15 +50,16 @@ CFLAGS_COMMON := -std=gnu11 -g -fvisibility=hidden -fPIC -Iinclude $(WARN)
 CFLAGS ?=
 CFLAGS += $(CFLAGS_COMMON) $(OPT) -MMD -MP
 LDFLAGS += $(SAN_LDFLAGS)
-LIBS := -luring -lisal -lraft -llmdb -ljansson -lmicrohttpd -lpthread
+LIBS := -luring -lisal -lraft -llmdb -ljansson -lmicrohttpd -lpthread -lm
 
 # ---- modules, bottom up (DESIGN.md §2); a module links only those before it ----
-MODULES := base env net cluster store meta client admin
+MODULES := base env net cluster store data meta client admin
 base_SRCS := $(wildcard src/base/*.c)
 env_SRCS := $(wildcard src/env/*.c)
 net_SRCS := $(wildcard src/net/*.c)
 cluster_SRCS := $(wildcard src/cluster/*.c)
 store_SRCS := $(wildcard src/store/*.c)
+data_SRCS := $(wildcard src/data/*.c)
 meta_SRCS := $(wildcard src/meta/*.c)
 client_SRCS := $(wildcard src/client/*.c)
 admin_SRCS := $(wildcard src/admin/*.c)
@@ -69,16 +70,18 @@ LIB_env := $(BUILD)/lib/libsh_env.a
 LIB_net := $(BUILD)/lib/libsh_net.a
 LIB_cluster := $(BUILD)/lib/libsh_cluster.a
 LIB_store := $(BUILD)/lib/libsh_store.a
+LIB_data := $(BUILD)/lib/libsh_data.a
 LIB_meta := $(BUILD)/lib/libsh_meta.a
 LIB_client := $(BUILD)/lib/libsh_client.a
 LIB_admin := $(BUILD)/lib/libsh_admin.a
-ALL_LIBS := $(LIB_admin) $(LIB_client) $(LIB_meta) $(LIB_store) $(LIB_cluster) $(LIB_net) $(LIB_env) $(LIB_base)
+ALL_LIBS := $(LIB_admin) $(LIB_client) $(LIB_meta) $(LIB_data) $(LIB_store) $(LIB_cluster) $(LIB_net) $(LIB_env) $(LIB_base)
 
 $(LIB_base): $(call obj,$(base_SRCS))
 $(LIB_env): $(call obj,$(env_SRCS))
 $(LIB_net): $(call obj,$(net_SRCS))
 $(LIB_cluster): $(call obj,$(cluster_SRCS))
 $(LIB_store): $(call obj,$(store_SRCS))
+$(LIB_data): $(call obj,$(data_SRCS))
 $(LIB_meta): $(call obj,$(meta_SRCS))
 $(LIB_client): $(call obj,$(client_SRCS))
 $(LIB_admin): $(call obj,$(admin_SRCS))
@@ -94,7 +97,7 @@ $(BUILD)/obj/%.o: %.c
 
 # ---- test runners: one per module and tier ----
 TEST_LIB := $(call obj,tests/lib/test.c)
-UNIT_MODULES := base env net cluster store meta admin
+UNIT_MODULES := base env net cluster store data meta admin
 SIM_MODULES := env net cluster store meta
 RUNNERS := $(foreach m,$(UNIT_MODULES),$(BUILD)/tests/unit_$(m)) $(foreach m,$(SIM_MODULES),$(BUILD)/tests/sim_$(m))
 

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Stripe placement by weighted rendezvous hashing over failure domains (place.h). */
+#include <math.h>
+#include <string.h>
+
+#include "place.h"
+
+/* u in (0, 1) from (stripe, target). */
+static double
+unit(uint64_t stripe, uint64_t target)
+{
+	uint64_t h = sh_hash_u64(stripe * 0x9E3779B97F4A7C15ull ^ sh_hash_u64(target + 1));
+
+	return ((double)(h >> 11) + 0.5) / 9007199254740992.0; /* 53 bits, never 0 or 1 */
+}
+
+int
+place_stripe(const struct place_target *t, unsigned nt, uint64_t stripe, unsigned n,
+	     uint64_t *out)
+{
+	uint32_t used[64];
+	unsigned got = 0;
+
+	if (n == 0 || n > 64)
+		return -EINVAL;
+	while (got < n) {
+		double best = 0;
+		int bi = -1;
+
+		for (unsigned i = 0; i < nt; i++) {
+			bool clash = false;
+			double s;
+
+			if (t[i].weight == 0)
+				continue;
+			for (unsigned k = 0; k < got && !clash; k++)
+				clash = used[k] == t[i].domain;
+			if (clash)
+				continue;
+			s = (double)t[i].weight / -log(unit(stripe, t[i].id));
+			if (bi < 0 || s > best || (s == best && t[i].id < t[bi].id)) {
+				best = s;
+				bi = (int)i;
+			}
+		}
+		if (bi < 0)
+			return -ENOSPC;
+		used[got] = t[bi].domain;
+		out[got++] = t[bi].id;
+	}
+	return 0;
+}
+
+int
+place_targets(const struct cfg *c, struct place_target **out, unsigned *n)
+{
+	struct place_target *t = sh_calloc(c->ndrives ? c->ndrives : 1, sizeof(*t));
+
+	if (t == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < c->ndrives; i++) {
+		const struct cfg_node *node = cfg_node_find(c, c->drives[i].node);
+		uint32_t dom = 0;
+
+		/* the domain's number: the index of the first node with that domain */
+		for (uint32_t k = 0; node != NULL && k < c->nnodes; k++)
+			if (strcmp(c->nodes[k].domain, node->domain) == 0) {
+				dom = k;
+				break;
+			}
+		t[i] = (struct place_target){ .id = c->drives[i].id,
+					      .domain = dom,
+					      .weight = node && node->state == CFG_UP
+							    ? c->drives[i].capacity
+							    : 0 };
+	}
+	*out = t;
+	*n = c->ndrives;
+	return 0;
+}

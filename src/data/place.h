@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Where a stripe's fragments go (DESIGN.md §3): D+P targets on D+P
+ * distinct failure domains, chosen deterministically from the stripe id
+ * and the targets, each target drawn with a probability proportional to
+ * its weight (its free space), so that targets fill evenly.
+ *
+ * Weighted rendezvous hashing: every target scores w / -ln(u) with u a
+ * hash of (stripe, target) in (0, 1); the best target wins the first
+ * fragment, the best of another failure domain the second, and so on.
+ * Adding or removing a target moves only the fragments it wins or held.
+ */
+#ifndef SH_DATA_PLACE_H
+#define SH_DATA_PLACE_H
+
+#include <stdint.h>
+
+#include "../cluster/config.h"
+
+struct place_target {
+	uint64_t id;	 /* the drive's target id */
+	uint32_t domain; /* its failure domain, as a small number */
+	uint64_t weight; /* free bytes (0: never chosen) */
+};
+
+/*
+ * The n targets of stripe, into out[0..n) (fragment i on out[i]). -ENOSPC
+ * when fewer than n failure domains have a target with weight > 0.
+ */
+int place_stripe(const struct place_target *t, unsigned nt, uint64_t stripe, unsigned n,
+		 uint64_t *out);
+
+/*
+ * The targets of a configuration (every drive; the failure domain is its
+ * node's), weighted by capacity until free space is known. *out is
+ * sh_malloc'd; -ENOMEM.
+ */
+int place_targets(const struct cfg *c, struct place_target **out, unsigned *n);
+
+#endif /* SH_DATA_PLACE_H */

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Stripe placement: distinct failure domains, deterministic, proportional to free space, stable. */
+#include <string.h>
+
+#include "../../../src/data/place.h"
+#include "../../lib/test.h"
+
+#define NT 24 /* 8 domains x 3 targets */
+
+static void
+targets(struct place_target *t)
+{
+	for (unsigned i = 0; i < NT; i++)
+		t[i] = (struct place_target){ .id = 1000 + i, .domain = i / 3, .weight = 1ull << 30 };
+}
+
+TEST(place_distinct_domains_and_deterministic)
+{
+	struct place_target t[NT];
+	uint64_t a[6], b[6];
+
+	targets(t);
+	for (uint64_t s = 1; s < 2000; s++) {
+		SH_ASSERT_OK(place_stripe(t, NT, s, 6, a));
+		SH_ASSERT_OK(place_stripe(t, NT, s, 6, b));
+		SH_ASSERT_MEMEQ(a, b, sizeof(a));
+		for (int i = 0; i < 6; i++)
+			for (int k = 0; k < i; k++)
+				SH_ASSERT_NE((a[i] - 1000) / 3, (a[k] - 1000) / 3);
+	}
+	/* 8 domains cannot hold 9 fragments; nor can targets with no room */
+	SH_ASSERT_EQ(place_stripe(t, NT, 1, 9, a), -ENOSPC);
+	for (unsigned i = 0; i < NT; i++)
+		if (t[i].domain >= 3)
+			t[i].weight = 0;
+	SH_ASSERT_EQ(place_stripe(t, NT, 1, 4, a), -ENOSPC);
+	SH_ASSERT_OK(place_stripe(t, NT, 1, 3, a));
+}
+
+TEST(place_follows_free_space)
+{
+	struct place_target t[NT];
+	unsigned hits[NT] = { 0 };
+	uint64_t a[6];
+	const unsigned stripes = 60000;
+
+	targets(t);
+	t[0].weight = 3ull << 30; /* three times the room of its peers */
+	for (uint64_t s = 1; s <= stripes; s++) {
+		SH_ASSERT_OK(place_stripe(t, NT, s, 6, a));
+		for (int i = 0; i < 6; i++)
+			hits[a[i] - 1000]++;
+	}
+	/*
+	 * an even share is 6/24 of the stripes; target 0 gets clearly more (and its domain
+	 * peers, which lose their domain to it, less); the other domains' targets stay even
+	 */
+	for (unsigned i = 3; i < NT; i++) {
+		double share = (double)hits[i] / stripes;
+
+		SH_ASSERT_MSG(share > 0.20 && share < 0.28, "target %u: share %.3f", i, share);
+	}
+	SH_ASSERT_MSG((double)hits[0] / stripes > 0.40, "the roomy target: share %.3f",
+		      (double)hits[0] / stripes);
+	SH_ASSERT_LT(hits[1], hits[3]);
+}
+
+TEST(place_adding_a_target_moves_little)
+{
+	struct place_target t[NT + 1];
+	uint64_t a[6], b[6];
+	unsigned moved = 0;
+	const unsigned stripes = 20000;
+
+	targets(t);
+	t[NT] = (struct place_target){ .id = 5000, .domain = 8, .weight = 1ull << 30 };
+	for (uint64_t s = 1; s <= stripes; s++) {
+		SH_ASSERT_OK(place_stripe(t, NT, s, 6, a));
+		SH_ASSERT_OK(place_stripe(t, NT + 1, s, 6, b));
+		for (int i = 0; i < 6; i++)
+			moved += a[i] != b[i];
+	}
+	/* the new target takes about its share (6/25 of 6 fragments); reordering costs some more */
+	SH_ASSERT_MSG((double)moved / (stripes * 6.0) < 0.25, "moved %.3f of the fragments",
+		      (double)moved / (stripes * 6.0));
+}

@@ -167,6 +167,20 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 	case META_OP_LEASE_REVOKE:
 		rc = meta_lease_revoke(b, c->ino);
 		break;
+	case META_OP_EXTENT: {
+		struct meta_extent e[META_EXTENTS_MAX];
+		unsigned n;
+
+		rc = meta_extent_list_decode(c->data, c->dlen, e, &n);
+		if (rc == 0)
+			rc = meta_extent_set(b, c->ino, e, n, c->now, &r->attr);
+		else
+			rc = -EINVAL;
+		break;
+	}
+	case META_OP_RECLAIM_DONE:
+		rc = meta_reclaim_done(b, c->upto);
+		break;
 	case META_OP_RENAME2:
 		rc = meta_rename2_decode(c->data, c->dlen, &r->rename);
 		if (rc < 0)

@@ -8,7 +8,7 @@
 #ifndef SH_META_META_CMD_H
 #define SH_META_META_CMD_H
 
-#include "meta_ops.h"
+#include "meta_extent.h"
 
 enum meta_op {
 	META_OP_MKROOT = 1,
@@ -28,6 +28,8 @@ enum meta_op {
 	META_OP_LEASE_HOLD,   /* ino, mode, uid, gid, upto: the generation */
 	META_OP_LEASE_REVOKE, /* ino */
 	META_OP_RENAME2, /* a step of a cross-bucket rename: flags = META_R2_*, data = the rename */
+	META_OP_EXTENT,	      /* ino, data: extents to map (meta_extent_list_encode) */
+	META_OP_RECLAIM_DONE, /* upto: the stripe whose fragments are released */
 	META_OP_MAX
 };
 

@@ -2,7 +2,8 @@
 /* Namespace operations inside one bucket (meta_ops.h, docs/metadata.md). */
 #include <string.h>
 
-#include "meta_ops.h"
+#include "meta_extent.h"
+#include "meta_int.h"
 
 #define DELTA_VERSION 1
 #define SYMLINK_MAX   4095
@@ -102,8 +103,20 @@ max64(uint64_t a, uint64_t b)
 	return a > b ? a : b;
 }
 
-/* Drop an inode and what hangs on it (symlink target, xattrs). */
+/* Drop an inode and what hangs on it (symlink target, xattrs, extents). */
 static int drop_inode(struct meta_bucket *b, uint64_t ino);
+
+int
+meta_inode_load(struct meta_bucket *b, uint64_t ino, struct meta_inode *in)
+{
+	return get_inode(b, ino, in);
+}
+
+int
+meta_inode_store(struct meta_bucket *b, uint64_t ino, const struct meta_inode *in)
+{
+	return put_inode(b, ino, in);
+}
 
 /* ---- deltas ---- */
 
@@ -342,6 +355,11 @@ meta_setattr(struct meta_bucket *b, uint64_t ino, const struct meta_setattr *sa,
 			return -EINVAL;
 		if (sa->size != in.size && !(sa->valid & META_SET_MTIME))
 			in.mtime = now;
+		if (sa->size < in.size) {
+			rc = meta_extent_punch(b, ino, sa->size, UINT64_MAX); /* nothing in place */
+			if (rc < 0)
+				return rc;
+		}
 		in.size = sa->size;
 	}
 	if (sa->valid & META_SET_MODE)
@@ -582,8 +600,10 @@ drop_inode(struct meta_bucket *b, uint64_t ino)
 	struct meta_key k, pk;
 	int rc;
 
+	rc = meta_extent_punch(b, ino, 0, UINT64_MAX); /* its stripes lose a reference */
 	meta_key_inode(&k, b->bucket, ino);
-	rc = meta_del(b->t, &k, b->ver, b->keep);
+	if (rc == 0)
+		rc = meta_del(b->t, &k, b->ver, b->keep);
 	meta_key_id(&k, b->bucket, META_K_SYMLINK, ino);
 	if (rc == 0)
 		rc = meta_del(b->t, &k, b->ver, b->keep);

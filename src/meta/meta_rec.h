@@ -40,6 +40,8 @@ enum meta_kind {
 	META_K_GRANT = 'g',   /* bucket 'g' dir lessee: a lease this directory's bucket gave */
 	META_K_HELD = 'h',    /* bucket 'h' dir: a lease this bucket holds on a directory */
 	META_K_LOCK = 'k',    /* bucket 'k' parent name 0x00: an entry a rename holds */
+	META_K_STRIPE = 'z',  /* bucket 'z' stripe: how many extents refer to it */
+	META_K_RECLAIM = 'c', /* bucket 'c' stripe: a stripe to release on its targets */
 };
 
 /* A logical key (without the version). */

@@ -17,6 +17,8 @@ mp_req_encode(struct sh_enc *e, const struct mp_req *r)
 	sh_enc_u16(e, r->bucket);
 	sh_enc_u64(e, r->ino);
 	sh_enc_u32(e, r->max);
+	sh_enc_u64(e, r->off);
+	sh_enc_u64(e, r->len);
 	sh_enc_u16(e, r->nlen);
 	sh_enc_bytes(e, r->name, r->nlen);
 	sh_enc_blob(e, r->data, r->dlen);
@@ -38,6 +40,8 @@ mp_req_decode(const uint8_t *b, size_t len, struct mp_req *r)
 	r->bucket = sh_dec_u16(&d);
 	r->ino = sh_dec_u64(&d);
 	r->max = sh_dec_u32(&d);
+	r->off = sh_dec_u64(&d);
+	r->len = sh_dec_u64(&d);
 	r->nlen = sh_dec_u16(&d);
 	if (r->nlen > META_NAME_MAX)
 		return -EBADMSG;

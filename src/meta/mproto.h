@@ -28,6 +28,7 @@ enum mp_kind {
 	MP_DIRBUCKETS, /* ino = dir at its bucket; reply: the other buckets with entries */
 	MP_DELTAS,     /* data: deltas for buckets of this group; apply them */
 	MP_REVOKE,     /* ino = dir at the lessee bucket: give the lease back, flush */
+	MP_EXTENTS,    /* ino, off, len, max: the extents there; reply data: an extent list */
 	MP_KIND_MAX
 };
 
@@ -45,6 +46,7 @@ struct mp_req {
 	uint16_t bucket;
 	uint64_t ino;
 	uint32_t max;
+	uint64_t off, len; /* MP_EXTENTS: the byte range */
 	uint16_t nlen;
 	char name[META_NAME_MAX + 1];
 	const uint8_t *data; /* MP_CMD: meta_cmd bytes; MP_DELTAS: n x META_DELTA_LEN */

@@ -445,6 +445,20 @@ do_read(struct mreq *m)
 		if (rc == 0)
 			sh_enc_bytes(&e, m->buf, len);
 		break;
+	case MP_EXTENTS: {
+		struct meta_extent *x = sh_calloc(META_EXTENTS_MAX, sizeof(*x));
+		unsigned max = m->req.max == 0 || m->req.max > META_EXTENTS_MAX ? META_EXTENTS_MAX
+									       : m->req.max;
+		unsigned n = 0;
+
+		rc = x ? meta_extents(&mb, m->req.ino, m->req.off, m->req.len, x, max, &n) : -ENOMEM;
+		if (rc == 0 && n > 0)
+			rc = meta_extent_list_encode(&e, x, n);
+		if (n == max)
+			rep.flags |= MP_MORE; /* ask again from the end of the last one */
+		sh_free(x);
+		break;
+	}
 	case MP_DIRBUCKETS: {
 		uint16_t *l = sh_calloc(m->fs->nbuckets, sizeof(*l));
 		unsigned n = 0;
@@ -865,7 +879,9 @@ do_cmd(struct mreq *m)
 	case META_OP_SETATTR:
 	case META_OP_SETXATTR:
 	case META_OP_REMOVEXATTR:
+	case META_OP_EXTENT:
 		break;
+	case META_OP_RECLAIM_DONE:
 	case META_OP_LEASE_GRANT:
 	case META_OP_RENAME2:
 		if (from_server(m))

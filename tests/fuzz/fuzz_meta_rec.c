@@ -53,5 +53,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				__builtin_trap();
 		}
 	}
+	{
+		struct meta_extent e, list[META_EXTENTS_MAX];
+		unsigned n;
+
+		if (meta_extent_decode(data, size, &e) == 0 && (e.d == 0 || e.len == 0))
+			__builtin_trap();
+		if (meta_extent_list_decode(data, size, list, &n) == 0 &&
+		    (n == 0 || n > META_EXTENTS_MAX))
+			__builtin_trap();
+	}
 	return 0;
 }

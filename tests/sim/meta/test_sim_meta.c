@@ -435,6 +435,48 @@ run_world(uint64_t seed)
 		SH_ASSERT_MSG(rc == 0, "seed %llu: mkdir %s: %s", (unsigned long long)seed, name,
 			      sh_errname(rc));
 	}
+	/* a file's extents through the leader: mapped, read back by range, overwritten */
+	{
+		uint64_t f;
+		struct meta_extent e[2] = { { .off = 0, .len = 4096, .stripe = 77, .d = 4, .p = 2,
+					      .frag = 65536 },
+					    { .off = 1 << 20, .len = 100, .stripe = 78, .d = 4,
+					      .p = 2, .frag = 65536 } };
+		struct meta_cmd mc = { .op = META_OP_EXTENT };
+		struct mp_req q = { .kind = MP_EXTENTS, .off = 0, .len = UINT64_MAX };
+		struct call *c = sh_calloc(1, sizeof(*c));
+		struct meta_extent got[META_EXTENTS_MAX];
+		struct sh_enc enc;
+		unsigned n;
+
+		SH_ASSERT_OK(mk(&w, META_ROOT_INO, "data", META_REG, &f));
+		sh_enc_init(&enc);
+		SH_ASSERT_OK(meta_extent_list_encode(&enc, e, 2));
+		mc.ino = f;
+		mc.data = enc.p;
+		mc.dlen = enc.len;
+		SH_ASSERT_OK(cmd(&w, meta_ino_bucket(f), &mc, c));
+		SH_ASSERT_EQ(c->r.attr.size, (1ull << 20) + 100);
+		sh_enc_fini(&enc);
+		q.bucket = meta_ino_bucket(f);
+		q.ino = f;
+		SH_ASSERT_OK(call(&w, &q, c));
+		SH_ASSERT_OK(meta_extent_list_decode(c->data, c->r.dlen, got, &n));
+		SH_ASSERT_EQ(n, 2u);
+		SH_ASSERT_EQ(got[1].stripe, 78);
+		q.off = 2000;
+		q.len = 10;
+		SH_ASSERT_OK(call(&w, &q, c));
+		SH_ASSERT_OK(meta_extent_list_decode(c->data, c->r.dlen, got, &n));
+		SH_ASSERT_EQ(n, 1u);
+		SH_ASSERT_EQ(got[0].stripe, 77);
+		/* a client may not forge a release */
+		mc = (struct meta_cmd){ .op = META_OP_RECLAIM_DONE, .upto = 77 };
+		SH_ASSERT_EQ(cmd(&w, meta_ino_bucket(f), &mc, c), -EPERM);
+		SH_ASSERT_OK(rm(&w, META_ROOT_INO, "data", false));
+		sh_free(c);
+	}
+
 	/* forged inode numbers and bad names: clear errors, nothing changed */
 	{
 		struct meta_inode in;

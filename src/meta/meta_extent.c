@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: Apache-2.0
+/* A file's extent map, stripe references and the reclaim queue (meta_extent.h). */
+#include <string.h>
+
+#include "meta_extent.h"
+#include "meta_int.h"
+
+#define EXTENT_VERSION 1
+#define BATCH	       64
+#define FILE_MAX       (1ull << 63)
+
+int
+meta_extent_encode(const struct meta_extent *e, uint8_t *out, size_t cap)
+{
+	unsigned n = (unsigned)e->d + e->p;
+	uint8_t *p = out;
+
+	if (n == 0 || n > META_FRAGS_MAX || cap < META_EXTENT_LEN(n))
+		return -EINVAL;
+	*p++ = EXTENT_VERSION;
+	*p++ = e->d;
+	*p++ = e->p;
+	memcpy(p, &e->frag, 4);
+	p += 4;
+	memcpy(p, &e->len, 8);
+	memcpy(p + 8, &e->stripe, 8);
+	memcpy(p + 16, &e->soff, 8);
+	p += 24;
+	memcpy(p, e->targets, 8 * (size_t)n);
+	return (int)META_EXTENT_LEN(n);
+}
+
+int
+meta_extent_decode(const uint8_t *b, size_t len, struct meta_extent *e)
+{
+	unsigned n;
+
+	memset(e, 0, sizeof(*e));
+	if (len < META_EXTENT_LEN(1) || b[0] != EXTENT_VERSION)
+		return -EBADMSG;
+	e->d = b[1];
+	e->p = b[2];
+	n = (unsigned)e->d + e->p;
+	if (e->d == 0 || n > META_FRAGS_MAX || len != META_EXTENT_LEN(n))
+		return -EBADMSG;
+	memcpy(&e->frag, b + 3, 4);
+	memcpy(&e->len, b + 7, 8);
+	memcpy(&e->stripe, b + 15, 8);
+	memcpy(&e->soff, b + 23, 8);
+	memcpy(e->targets, b + 31, 8 * (size_t)n);
+	/* the range lies inside the stripe's data */
+	if (e->frag == 0 || e->len == 0 || e->soff > (uint64_t)e->d * e->frag ||
+	    e->len > (uint64_t)e->d * e->frag - e->soff)
+		return -EBADMSG;
+	return 0;
+}
+
+int
+meta_extent_list_encode(struct sh_enc *enc, const struct meta_extent *e, unsigned n)
+{
+	if (n == 0 || n > META_EXTENTS_MAX)
+		return -EINVAL;
+	sh_enc_u8(enc, (uint8_t)n);
+	for (unsigned i = 0; i < n; i++) {
+		uint8_t v[META_EXTENT_LEN(META_FRAGS_MAX)];
+		int len = meta_extent_encode(&e[i], v, sizeof(v));
+
+		if (len < 0)
+			return len;
+		sh_enc_u64(enc, e[i].off);
+		sh_enc_u8(enc, (uint8_t)len);
+		sh_enc_bytes(enc, v, (size_t)len);
+	}
+	return sh_enc_error(enc);
+}
+
+int
+meta_extent_list_decode(const uint8_t *b, size_t len, struct meta_extent *out, unsigned *n)
+{
+	struct sh_dec d;
+	unsigned cnt;
+
+	sh_dec_init(&d, b, len);
+	cnt = sh_dec_u8(&d);
+	if (cnt == 0 || cnt > META_EXTENTS_MAX)
+		return -EBADMSG;
+	for (unsigned i = 0; i < cnt; i++) {
+		uint64_t off = sh_dec_u64(&d);
+		uint8_t vl = sh_dec_u8(&d);
+		const uint8_t *v = sh_dec_bytes(&d, vl);
+
+		if (v == NULL || meta_extent_decode(v, vl, &out[i]) < 0)
+			return -EBADMSG;
+		out[i].off = off;
+	}
+	sh_dec_end(&d);
+	if (sh_dec_error(&d))
+		return -EBADMSG;
+	*n = cnt;
+	return 0;
+}
+
+static void
+extent_key(struct meta_key *k, uint16_t bucket, uint64_t ino, uint64_t off)
+{
+	meta_key_id(k, bucket, META_K_EXTENT, ino);
+	meta_be64_put(k->b + k->len, off);
+	k->len += 8;
+}
+
+static int
+put_extent(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e)
+{
+	uint8_t v[META_EXTENT_LEN(META_FRAGS_MAX)];
+	struct meta_key k;
+	int len = meta_extent_encode(e, v, sizeof(v));
+
+	if (len < 0)
+		return len;
+	extent_key(&k, b->bucket, ino, e->off);
+	return meta_put(b->t, &k, b->ver, v, (size_t)len, b->keep);
+}
+
+static int
+del_extent(struct meta_bucket *b, uint64_t ino, uint64_t off)
+{
+	struct meta_key k;
+
+	extent_key(&k, b->bucket, ino, off);
+	return meta_del(b->t, &k, b->ver, b->keep);
+}
+
+/* A stripe's references change by delta; at zero it goes to the reclaim queue. */
+static int
+ref(struct meta_bucket *b, const struct meta_extent *e, int delta)
+{
+	struct meta_key k;
+	uint64_t n = 0;
+	size_t len;
+	int rc;
+
+	meta_key_id(&k, b->bucket, META_K_STRIPE, e->stripe);
+	rc = meta_get(b->t, &k, b->ver, &n, sizeof(n), &len);
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	if (rc == 0 && len != sizeof(n))
+		return -EBADMSG;
+	if (delta < 0 && n == 0)
+		return -EBADMSG; /* a reference nobody counted: the map is damaged */
+	n = delta < 0 ? n - 1 : n + 1;
+	if (n > 0)
+		return meta_put(b->t, &k, b->ver, &n, sizeof(n), b->keep);
+	rc = meta_del(b->t, &k, b->ver, b->keep);
+	if (rc == 0) {
+		uint8_t v[META_EXTENT_LEN(META_FRAGS_MAX)];
+		struct meta_extent whole = *e;
+		int vl;
+
+		/* the record names the whole stripe: every fragment is released */
+		whole.soff = 0;
+		whole.len = (uint64_t)e->d * e->frag;
+		vl = meta_extent_encode(&whole, v, sizeof(v));
+		meta_key_id(&k, b->bucket, META_K_RECLAIM, e->stripe);
+		rc = vl < 0 ? vl : meta_put(b->t, &k, b->ver, v, (size_t)vl, b->keep);
+	}
+	return rc;
+}
+
+struct collect {
+	struct meta_extent *out;
+	unsigned max, n;
+	uint64_t start, end; /* only those overlapping [start, end) */
+};
+
+static int
+on_extent(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vlen)
+{
+	struct collect *c = arg;
+	struct meta_extent e;
+
+	if (klen != 19 || meta_extent_decode(val, vlen, &e) < 0)
+		return -EBADMSG;
+	e.off = meta_be64_get(key + 11);
+	if (e.off >= c->end)
+		return 1; /* in file order: nothing further overlaps */
+	if (e.off + e.len <= c->start)
+		return 0;
+	if (c->n == c->max)
+		return 1;
+	c->out[c->n++] = e;
+	return 0;
+}
+
+int
+meta_extents(struct meta_bucket *b, uint64_t ino, uint64_t off, uint64_t len,
+	     struct meta_extent *out, unsigned max, unsigned *n)
+{
+	struct collect c = { out, max, 0, off, len > UINT64_MAX - off ? UINT64_MAX : off + len };
+	struct meta_key pk;
+	int rc;
+
+	meta_key_id(&pk, b->bucket, META_K_EXTENT, ino);
+	rc = meta_scan(b->t, &pk, NULL, 0, b->ver, on_extent, &c);
+	*n = c.n;
+	return rc < 0 ? rc : 0;
+}
+
+int
+meta_extent_punch(struct meta_bucket *b, uint64_t ino, uint64_t start, uint64_t end)
+{
+	struct meta_extent got[BATCH];
+	unsigned n;
+	int rc;
+
+	if (start >= end)
+		return 0;
+	do {
+		rc = meta_extents(b, ino, start, end - start, got, BATCH, &n);
+		for (unsigned i = 0; rc == 0 && i < n; i++) {
+			struct meta_extent e = got[i], tail = got[i];
+			uint64_t eend = e.off + e.len;
+
+			if (e.off < start) {
+				/* the head stays; a tail past the hole becomes its own extent */
+				e.len = start - e.off;
+				rc = put_extent(b, ino, &e);
+				if (rc == 0 && eend > end) {
+					tail.soff += end - tail.off;
+					tail.len = eend - end;
+					tail.off = end;
+					rc = put_extent(b, ino, &tail);
+					if (rc == 0)
+						rc = ref(b, &tail, +1);
+				}
+			} else {
+				rc = del_extent(b, ino, e.off);
+				if (rc == 0 && eend > end) {
+					tail.soff += end - tail.off;
+					tail.len = eend - end;
+					tail.off = end;
+					rc = put_extent(b, ino, &tail);
+				} else if (rc == 0) {
+					rc = ref(b, &e, -1);
+				}
+			}
+		}
+		/* a pass that changed extents inside the range leaves none there: loop while full */
+	} while (rc == 0 && n == BATCH);
+	return rc;
+}
+
+int
+meta_extent_set(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e, unsigned n,
+		uint64_t now, struct meta_inode *attr)
+{
+	struct meta_inode in;
+	int rc = meta_inode_load(b, ino, &in);
+
+	if (rc < 0)
+		return rc;
+	if (in.type != META_REG)
+		return in.type == META_DIR ? -EISDIR : -EINVAL;
+	for (unsigned i = 0; i < n; i++) {
+		uint8_t v[META_EXTENT_LEN(META_FRAGS_MAX)];
+		struct meta_extent chk;
+		int vl = meta_extent_encode(&e[i], v, sizeof(v));
+
+		/* the same checks as a stored one gets when read back */
+		if (vl < 0 || meta_extent_decode(v, (size_t)vl, &chk) < 0)
+			return -EINVAL;
+		if (e[i].off >= FILE_MAX || e[i].len > FILE_MAX - e[i].off)
+			return -EFBIG;
+	}
+	for (unsigned i = 0; rc == 0 && i < n; i++) {
+		rc = meta_extent_punch(b, ino, e[i].off, e[i].off + e[i].len);
+		if (rc == 0)
+			rc = put_extent(b, ino, &e[i]);
+		if (rc == 0)
+			rc = ref(b, &e[i], +1);
+		if (e[i].off + e[i].len > in.size)
+			in.size = e[i].off + e[i].len;
+	}
+	if (rc < 0)
+		return rc;
+	in.mtime = in.ctime = now;
+	rc = meta_inode_store(b, ino, &in);
+	if (rc == 0 && attr)
+		*attr = in;
+	return rc;
+}
+
+struct reclaims {
+	int (*fn)(void *arg, const struct meta_extent *e);
+	void *arg;
+};
+
+static int
+on_reclaim(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vlen)
+{
+	struct reclaims *r = arg;
+	struct meta_extent e;
+
+	if (klen != 11 || meta_extent_decode(val, vlen, &e) < 0 ||
+	    e.stripe != meta_be64_get(key + 3))
+		return -EBADMSG;
+	return r->fn(r->arg, &e);
+}
+
+int
+meta_reclaims(struct meta_bucket *b, int (*fn)(void *arg, const struct meta_extent *e), void *arg)
+{
+	struct reclaims r = { fn, arg };
+	struct meta_key pk;
+
+	pk.len = 0;
+	meta_key_id(&pk, b->bucket, META_K_RECLAIM, 0);
+	pk.len = 3; /* every stripe of the queue */
+	return meta_scan(b->t, &pk, NULL, 0, b->ver, on_reclaim, &r);
+}
+
+int
+meta_reclaim_done(struct meta_bucket *b, uint64_t stripe)
+{
+	struct meta_key k;
+
+	meta_key_id(&k, b->bucket, META_K_RECLAIM, stripe);
+	return meta_del(b->t, &k, b->ver, b->keep);
+}

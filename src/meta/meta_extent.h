@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A file's extent map in its inode's bucket (docs/metadata.md, "Extents";
+ * docs/ondisk.md): which byte ranges of the file are where — a stripe (its
+ * id, protection, fragment size and the targets of its fragments) and the
+ * offset of the range within the stripe's data.
+ *
+ * Extents never overlap: setting one punches the range out of those
+ * there (trimming, splitting or dropping them), so an overwrite or a
+ * truncate writes new stripes and drops references, never data in place.
+ * Every extent holds a reference on its stripe; when a stripe's last
+ * reference goes, a reclaim record is queued in the same transaction, and
+ * whoever releases the stripe's fragments on its targets removes it
+ * (meta_reclaims, meta_reclaim_done), so space comes back even if the
+ * releaser crashes midway.
+ */
+#ifndef SH_META_META_EXTENT_H
+#define SH_META_META_EXTENT_H
+
+#include "meta_ops.h"
+
+#define META_FRAGS_MAX 20 /* 16 + 4 */
+
+struct meta_extent {
+	uint64_t off;	 /* file offset */
+	uint64_t len;	 /* bytes */
+	uint64_t stripe; /* the stripe's id (unique in the cluster) */
+	uint64_t soff;	 /* where the range starts in the stripe's data (d x frag bytes) */
+	uint8_t d, p;
+	uint32_t frag; /* fragment size */
+	uint64_t targets[META_FRAGS_MAX];
+};
+
+/* The value stored (and sent): version, d, p, frag, len, stripe, soff, the d+p targets. */
+#define META_EXTENT_LEN(n) (31 + 8 * (size_t)(n))
+int meta_extent_encode(const struct meta_extent *e, uint8_t *out, size_t cap);
+/* Fuzzed. off is not in the value (it is the key's); -EBADMSG. */
+int meta_extent_decode(const uint8_t *b, size_t len, struct meta_extent *e);
+
+/* A list of extents with their offsets (a command's data): u8 count, then per extent u64 off,
+ * u8 value length, the value. */
+#define META_EXTENTS_MAX 64
+int meta_extent_list_encode(struct sh_enc *enc, const struct meta_extent *e, unsigned n);
+/* Fuzzed. At most META_EXTENTS_MAX into out; -EBADMSG. */
+int meta_extent_list_decode(const uint8_t *b, size_t len, struct meta_extent *out, unsigned *n);
+
+/*
+ * Map [e->off, e->off + e->len) of regular file ino (of this bucket) to
+ * the extent, for n extents in order; the file grows to cover them;
+ * mtime and ctime become now. -EISDIR, -EINVAL (not a file, a bad
+ * extent), -ESTALE, -EFBIG (past 2^63).
+ */
+int meta_extent_set(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e, unsigned n,
+		    uint64_t now, struct meta_inode *attr);
+/* Unmap [start, end) (a truncate: end UINT64_MAX), dropping references. */
+int meta_extent_punch(struct meta_bucket *b, uint64_t ino, uint64_t start, uint64_t end);
+/*
+ * The extents overlapping [off, off + len), in file order, at most max into
+ * out (*n of them). A hole is where no extent is (it reads as zeros).
+ */
+int meta_extents(struct meta_bucket *b, uint64_t ino, uint64_t off, uint64_t len,
+		 struct meta_extent *out, unsigned max, unsigned *n);
+
+/* Stripes with no reference left: fn(arg, e) with stripe, d, p, frag and targets (1 stops). */
+int meta_reclaims(struct meta_bucket *b, int (*fn)(void *arg, const struct meta_extent *e),
+		  void *arg);
+/* The stripe's fragments are released: forget it. */
+int meta_reclaim_done(struct meta_bucket *b, uint64_t stripe);
+
+#endif /* SH_META_META_EXTENT_H */

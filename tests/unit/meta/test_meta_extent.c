@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Extent maps: overwrites split and trim, truncate and unlink drop references, reclaim queue. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../../src/meta/meta_cmd.h"
+#include "../../lib/test.h"
+
+struct fx {
+	struct meta_db *db;
+	struct meta_txn *t;
+	struct meta_bucket b;
+	uint64_t ino;
+};
+
+static void
+fx_open(struct fx *f)
+{
+	char path[512];
+	struct meta_new n = { .type = META_REG, .mode = 0644, .now = 10 };
+	struct meta_inode in;
+	struct meta_dentry d;
+	struct meta_delta delta;
+
+	snprintf(path, sizeof(path), "%s/extent.mdb", sh_test_dir());
+	unlink(path);
+	SH_ASSERT_OK(meta_db_open(path, 64ull << 20, META_DB_NOSYNC, &f->db));
+	SH_ASSERT_OK(meta_txn_begin(f->db, true, &f->t));
+	f->b = (struct meta_bucket){ .t = f->t, .bucket = 0, .nbuckets = 1, .ver = 1 };
+	SH_ASSERT_OK(meta_mkroot(&f->b, 0755, 1));
+	SH_ASSERT_OK(meta_create(&f->b, META_ROOT_INO, "f", 1, &n, &in, &d, &delta));
+	f->ino = d.ino;
+}
+
+static void
+fx_close(struct fx *f)
+{
+	meta_txn_abort(f->t);
+	meta_db_close(f->db);
+}
+
+static struct meta_extent
+ext(uint64_t off, uint64_t len, uint64_t stripe, uint64_t soff)
+{
+	struct meta_extent e = { .off = off, .len = len, .stripe = stripe, .soff = soff,
+				 .d = 4, .p = 2, .frag = 1 << 20 };
+
+	for (int i = 0; i < 6; i++)
+		e.targets[i] = 1000 + (uint64_t)i;
+	return e;
+}
+
+/* The map as "off+len@stripe:soff ..." for comparing. */
+static void
+map(struct fx *f, char *out, size_t cap)
+{
+	struct meta_extent e[64];
+	unsigned n;
+	size_t used = 0;
+
+	SH_ASSERT_OK(meta_extents(&f->b, f->ino, 0, UINT64_MAX, e, 64, &n));
+	out[0] = '\0';
+	for (unsigned i = 0; i < n; i++)
+		used += (size_t)snprintf(out + used, cap - used, "%s%llu+%llu@%llu:%llu",
+					 i ? " " : "", (unsigned long long)e[i].off,
+					 (unsigned long long)e[i].len,
+					 (unsigned long long)e[i].stripe,
+					 (unsigned long long)e[i].soff);
+}
+
+static int
+count(void *arg, const struct meta_extent *e)
+{
+	uint64_t *sum = arg;
+
+	*sum += e->stripe;
+	SH_ASSERT_EQ(e->soff, 0);
+	SH_ASSERT_EQ(e->len, 4ull << 20); /* the whole stripe */
+	return 0;
+}
+
+TEST(meta_extent_overwrite_truncate_unlink)
+{
+	struct fx f;
+	struct meta_extent e[2];
+	struct meta_inode in;
+	struct meta_setattr sa = { .valid = META_SET_SIZE };
+	char m[1024];
+	uint64_t gone = 0, removed;
+	struct meta_delta dl[2];
+
+	fx_open(&f);
+	/* 0..3 MiB of stripe 7 */
+	e[0] = ext(0, 3 << 20, 7, 0);
+	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, e, 1, 20, &in));
+	SH_ASSERT_EQ(in.size, 3ull << 20);
+	SH_ASSERT_EQ(in.mtime, 20);
+	/* an overwrite in the middle splits it: head and tail keep stripe 7 */
+	e[0] = ext(1 << 20, 4096, 8, 0);
+	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, e, 1, 30, &in));
+	map(&f, m, sizeof(m));
+	SH_ASSERT_MSG(strcmp(m, "0+1048576@7:0 1048576+4096@8:0 1052672+2093056@7:1052672") == 0,
+		      "%s", m);
+	SH_ASSERT_EQ(in.size, 3ull << 20);
+	/* a range query returns what overlaps only */
+	{
+		struct meta_extent got[4];
+		unsigned n;
+
+		SH_ASSERT_OK(meta_extents(&f.b, f.ino, (1 << 20) + 100, 10, got, 4, &n));
+		SH_ASSERT_EQ(n, 1u);
+		SH_ASSERT_EQ(got[0].stripe, 8);
+		SH_ASSERT_OK(meta_extents(&f.b, f.ino, 5 << 20, 10, got, 4, &n));
+		SH_ASSERT_EQ(n, 0u);
+	}
+	/* stripe 8 overwritten whole: its reference goes, it waits for release */
+	e[0] = ext((1 << 20) - 10, 5000, 9, 100);
+	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, e, 1, 40, &in));
+	SH_ASSERT_OK(meta_reclaims(&f.b, count, &gone));
+	SH_ASSERT_EQ(gone, 8);
+	SH_ASSERT_OK(meta_reclaim_done(&f.b, 8));
+	gone = 0;
+	SH_ASSERT_OK(meta_reclaims(&f.b, count, &gone));
+	SH_ASSERT_EQ(gone, 0);
+	/* a write past the end grows the file (the gap is a hole) */
+	e[0] = ext(10 << 20, 100, 10, 0);
+	e[1] = ext(12 << 20, 100, 11, 0);
+	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, e, 2, 50, &in));
+	SH_ASSERT_EQ(in.size, (12ull << 20) + 100);
+	/* truncate to 2 MiB: stripes 10, 11 go; stripe 7's tail is cut */
+	sa.size = 2 << 20;
+	SH_ASSERT_OK(meta_setattr(&f.b, f.ino, &sa, 60, &in));
+	map(&f, m, sizeof(m));
+	SH_ASSERT_MSG(strcmp(m, "0+1048566@7:0 1048566+5000@9:100 1053566+1043586@7:1053566") == 0,
+		      "%s", m);
+	SH_ASSERT_OK(meta_reclaims(&f.b, count, &gone));
+	SH_ASSERT_EQ(gone, 21); /* 10 + 11 */
+	SH_ASSERT_OK(meta_reclaim_done(&f.b, 10));
+	SH_ASSERT_OK(meta_reclaim_done(&f.b, 11));
+	/* unlink: every stripe goes */
+	SH_ASSERT_OK(meta_remove(&f.b, META_ROOT_INO, "f", 1, false, 70, &removed, dl));
+	gone = 0;
+	SH_ASSERT_OK(meta_reclaims(&f.b, count, &gone));
+	SH_ASSERT_EQ(gone, 16); /* 7 + 9 */
+	fx_close(&f);
+}
+
+TEST(meta_extent_bad_input)
+{
+	struct fx f;
+	struct meta_extent e = ext(0, 100, 1, 0), got;
+	uint8_t v[META_EXTENT_LEN(META_FRAGS_MAX)];
+	struct sh_enc enc;
+	struct meta_extent list[META_EXTENTS_MAX];
+	unsigned n;
+	int len;
+
+	fx_open(&f);
+	/* past the stripe's data, empty, too many fragments, past 2^63 */
+	e.soff = (4ull << 20) - 50;
+	SH_ASSERT_EQ(meta_extent_set(&f.b, f.ino, &e, 1, 1, NULL), -EINVAL);
+	e = ext(0, 0, 1, 0);
+	SH_ASSERT_EQ(meta_extent_set(&f.b, f.ino, &e, 1, 1, NULL), -EINVAL);
+	e = ext(0, 100, 1, 0);
+	e.p = 20;
+	SH_ASSERT_EQ(meta_extent_set(&f.b, f.ino, &e, 1, 1, NULL), -EINVAL);
+	e = ext(1ull << 63, 100, 1, 0);
+	SH_ASSERT_EQ(meta_extent_set(&f.b, f.ino, &e, 1, 1, NULL), -EFBIG);
+	/* on a directory, on a gone inode */
+	e = ext(0, 100, 1, 0);
+	SH_ASSERT_EQ(meta_extent_set(&f.b, META_ROOT_INO, &e, 1, 1, NULL), -EISDIR);
+	SH_ASSERT_EQ(meta_extent_set(&f.b, f.ino + 1000, &e, 1, 1, NULL), -ESTALE);
+	/* round trips, and a list through a command */
+	len = meta_extent_encode(&e, v, sizeof(v));
+	SH_ASSERT_EQ(len, (int)META_EXTENT_LEN(6));
+	SH_ASSERT_OK(meta_extent_decode(v, (size_t)len, &got));
+	SH_ASSERT_EQ(got.stripe, 1);
+	SH_ASSERT_EQ(meta_extent_decode(v, (size_t)len - 1, &got), -EBADMSG);
+	sh_enc_init(&enc);
+	SH_ASSERT_OK(meta_extent_list_encode(&enc, &e, 1));
+	SH_ASSERT_OK(meta_extent_list_decode(enc.p, enc.len, list, &n));
+	SH_ASSERT_EQ(n, 1u);
+	SH_ASSERT_EQ(meta_extent_list_decode(enc.p, enc.len - 1, list, &n), -EBADMSG);
+	{
+		struct meta_cmd c = { .op = META_OP_EXTENT, .ver = 1, .now = 5, .ino = f.ino,
+				      .data = enc.p, .dlen = enc.len };
+		struct meta_result r;
+
+		meta_cmd_apply(&f.b, &c, &r);
+		SH_ASSERT_EQ(r.status, 0);
+		SH_ASSERT_EQ(r.attr.size, 100);
+	}
+	sh_enc_fini(&enc);
+	fx_close(&f);
+}

@@ -94,7 +94,8 @@ main(void)
 		e = rate(do_encode, &j, (size_t)d * FRAG);
 		dd = rate(do_decode, &j, (size_t)d * FRAG);
 		m = rate(do_memcpy, &j, (size_t)d * FRAG);
-		printf("%2u+%u  encode %6.2f GiB/s   decode (%u lost) %6.2f GiB/s   memcpy %6.2f GiB/s\n",
+		printf("%2u+%u  encode %6.2f GiB/s   decode (%u lost) %6.2f GiB/s   memcpy %6.2f "
+		       "GiB/s\n",
 		       d, p, e, p, dd, m);
 		if (s == 0) {
 			enc42 = e;
@@ -105,8 +106,9 @@ main(void)
 			free(j.frag[i]);
 		free(j.copy);
 	}
-	printf("BENCH ec {\"encode_4p2_gib_s\":%.2f,\"decode_4p2_gib_s\":%.2f,\"memcpy_gib_s\":%.2f,"
-	       "\"encode_vs_memcpy\":%.3f}\n",
-	       enc42, dec42, mc, enc42 / mc);
+	printf(
+	    "BENCH ec {\"encode_4p2_gib_s\":%.2f,\"decode_4p2_gib_s\":%.2f,\"memcpy_gib_s\":%.2f,"
+	    "\"encode_vs_memcpy\":%.3f}\n",
+	    enc42, dec42, mc, enc42 / mc);
 	return 0;
 }

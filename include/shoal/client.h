@@ -139,6 +139,35 @@ SH_API long sh_getxattr_ino(sh_fs *fs, uint64_t ino, const char *name, void *val
 SH_API long sh_listxattr_ino(sh_fs *fs, uint64_t ino, char *list, size_t size);
 SH_API int sh_removexattr_ino(sh_fs *fs, uint64_t ino, const char *name);
 
+/* ---- file data (docs/client.md, "Data") ---- */
+
+typedef struct sh_file sh_file;
+
+/*
+ * Open a regular file: flags O_RDONLY, O_WRONLY or O_RDWR, with O_CREAT,
+ * O_EXCL, O_TRUNC, O_APPEND as open(2); mode for a new file.
+ */
+SH_API int sh_open(sh_fs *fs, const char *path, int flags, mode_t mode, sh_file **out);
+/*
+ * Write len bytes at off (O_APPEND: at the end). Writes are buffered into
+ * stripes; a full stripe is erasure-coded and sent to its targets, then
+ * mapped in the file's bucket. Returns len or a negative errno (also one
+ * an earlier buffered write met).
+ */
+SH_API long sh_pwrite(sh_file *f, const void *buf, size_t len, uint64_t off);
+/*
+ * Read up to len bytes at off: fewer at the end of the file, zeros in
+ * holes. Fragments lost or corrupt (up to P of a stripe) are rebuilt from
+ * the others; more than that: -EIO, never wrong data.
+ */
+SH_API long sh_pread(sh_file *f, void *buf, size_t len, uint64_t off);
+/* What was written is durable and mapped (a partial stripe is written as one). */
+SH_API int sh_fsync(sh_file *f);
+SH_API int sh_ftruncate(sh_file *f, uint64_t size);
+SH_API int sh_fstat(sh_file *f, struct stat *st);
+/* Flush, then free the handle; returns what the flush returned. */
+SH_API int sh_close(sh_file *f);
+
 /* The inode a path names (following a final symlink if follow). */
 SH_API int sh_resolve(sh_fs *fs, const char *path, int follow, uint64_t *ino);
 

@@ -7,6 +7,7 @@
 
 #include "../base/http.h"
 #include "../env/env_real.h"
+#include "../data/place.h"
 #include "client_int.h"
 
 SH_LOG_FACILITY("client");
@@ -15,7 +16,7 @@ SH_LOG_FACILITY("client");
 #define CFG_CALL_NS    (2000ull * 1000 * 1000)
 #define CONNECT_WAIT_S 10
 
-enum cop_kind { COP_META = 1, COP_STOP };
+enum cop_kind { COP_META = 1, COP_CALLS, COP_STOP };
 
 /* An operation handed to the loop. */
 struct cop {
@@ -24,7 +25,15 @@ struct cop {
 	enum cop_kind kind;
 	const struct mp_req *req;
 	struct cres *res;
+	struct dcall *calls; /* COP_CALLS */
+	unsigned ncalls, pending;
+	uint64_t timeout_ns;
 	bool done;
+};
+
+struct dref {
+	struct cop *o;
+	struct dcall *d;
 };
 
 static void
@@ -137,6 +146,52 @@ on_meta(void *arg, int status, const struct mp_reply *r)
 }
 
 static void
+on_dcall(void *arg, int status, const struct net_msg *reply)
+{
+	struct dref *r = arg;
+	struct dcall *d = r->d;
+	struct cop *o = r->o;
+
+	d->status = status;
+	if (status >= 0 && reply != NULL) {
+		d->got = reply->len < d->cap ? reply->len : d->cap;
+		if (d->got)
+			memcpy(d->out, reply->buf->data + reply->off, d->got);
+	}
+	sh_free(r);
+	if (--o->pending == 0)
+		finish(o);
+}
+
+static void
+start_calls(sh_client *c, struct cop *o)
+{
+	struct net_call_opts opts = { .timeout_ns = o->timeout_ns, .retries = 1 };
+
+	o->pending = o->ncalls;
+	for (unsigned i = 0; i < o->ncalls; i++) {
+		struct dcall *d = &o->calls[i];
+		struct dref *r = sh_calloc(1, sizeof(*r));
+		int rc = r ? net_peer_ensure(c->dnet, d->peer, d->addr) : -ENOMEM;
+
+		if (rc == 0) {
+			r->o = o;
+			r->d = d;
+			rc = net_call(c->dnet, d->peer, d->op, d->iov, d->niov, &opts, on_dcall, r,
+				      NULL);
+		}
+		if (rc < 0) {
+			sh_free(r);
+			d->status = rc;
+			if (--o->pending == 0)
+				finish(o);
+		}
+	}
+	if (o->ncalls == 0)
+		finish(o);
+}
+
+static void
 on_wake(struct env_async *a)
 {
 	sh_client *c = a->arg;
@@ -158,6 +213,10 @@ on_wake(struct env_async *a)
 			env_timer_cancel(&c->poll);
 			finish(o);
 			env_real_stop(c->env);
+			continue;
+		}
+		if (o->kind == COP_CALLS) {
+			start_calls(c, o);
 			continue;
 		}
 		rc = mroute_call(c->rt, o->req, c->timeout_ns, on_meta, o);
@@ -191,6 +250,76 @@ client_meta(sh_client *c, const struct mp_req *req, struct cres *res)
 	memset(res, 0, sizeof(*res));
 	run(c, &o);
 	return res->status;
+}
+
+void
+client_calls(sh_client *c, struct dcall *calls, unsigned n, uint64_t timeout_ns)
+{
+	struct cop o = { .kind = COP_CALLS, .calls = calls, .ncalls = n, .timeout_ns = timeout_ns };
+
+	run(c, &o);
+}
+
+int
+client_target(sh_client *c, uint64_t target, uint64_t *peer, char *addr)
+{
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&c->mu);
+	for (uint32_t i = 0; i < c->view->ndrives; i++) {
+		const struct cfg_drive *dr = &c->view->drives[i];
+		const struct cfg_node *n;
+		struct env_addr a;
+
+		if (dr->id != target)
+			continue;
+		n = cfg_node_find(c->view, dr->node);
+		if (n == NULL || env_addr_parse(n->data, &a) < 0)
+			break;
+		if (n->state == CFG_DOWN) {
+			rc = -EHOSTDOWN;
+			break;
+		}
+		a.port = (uint16_t)(a.port + dr->worker);
+		env_addr_format(&a, addr, CFG_ADDR_MAX);
+		*peer = dr->node << 8 | dr->worker;
+		rc = 0;
+		break;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+int
+client_place(sh_client *c, uint64_t stripe, unsigned n, uint64_t *out)
+{
+	struct place_target *t;
+	unsigned nt;
+	int rc;
+
+	pthread_mutex_lock(&c->mu);
+	rc = place_targets(c->view, &t, &nt);
+	pthread_mutex_unlock(&c->mu);
+	if (rc < 0)
+		return rc;
+	rc = place_stripe(t, nt, stripe, n, out);
+	sh_free(t);
+	return rc;
+}
+
+int
+client_fs_protection(sh_client *c, uint32_t id, unsigned *d, unsigned *p)
+{
+	const struct cfg_fs *f;
+
+	pthread_mutex_lock(&c->mu);
+	f = cfg_fs_by_id(c->view, id);
+	if (f) {
+		*d = f->d;
+		*p = f->p;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return f ? 0 : -ENOENT;
 }
 
 void
@@ -410,6 +539,17 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 	fs->c = c;
 	fs->id = id;
 	fs->nbuckets = nb;
+	{
+		unsigned d, p;
+
+		rc = client_fs_protection(c, id, &d, &p);
+		if (rc == 0)
+			rc = ec_code_init(&fs->code, d, p);
+		if (rc < 0) {
+			sh_free(fs);
+			return rc;
+		}
+	}
 	snprintf(fs->name, sizeof(fs->name), "%s", name);
 	*out = fs;
 	return 0;

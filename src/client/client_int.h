@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <shoal/client.h>
 
+#include "../data/ec.h"
 #include "../meta/mroute.h"
 
 struct sh_client {
@@ -38,6 +39,7 @@ struct sh_fs {
 	sh_client *c;
 	uint32_t id;
 	uint32_t nbuckets;
+	struct ec_code code; /* the filesystem's protection */
 	char name[64];
 };
 
@@ -53,6 +55,34 @@ int client_meta(sh_client *c, const struct mp_req *req, struct cres *res);
 void cres_fini(struct cres *r);
 /* A copy of what the configuration says about filesystem name (id 0: none). */
 int client_fs_lookup(sh_client *c, const char *name, uint32_t *id, uint32_t *nbuckets);
+/* A call to a data endpoint, made on the client's loop (client_calls). */
+struct dcall {
+	uint64_t peer;		 /* endpoint id */
+	char addr[CFG_ADDR_MAX]; /* its address */
+	uint16_t op;
+	struct iovec iov[2];
+	int niov;
+	uint8_t *out; /* the reply's bytes go here, up to cap */
+	size_t cap, got;
+	int status;
+};
+
+/* Make the calls at once and wait for every one (each dcall's status). */
+void client_calls(sh_client *c, struct dcall *calls, unsigned n, uint64_t timeout_ns);
+/*
+ * Where target lives: its worker's endpoint and address. -ENOENT (no such
+ * drive), -EHOSTDOWN (its node is marked down).
+ */
+int client_target(sh_client *c, uint64_t target, uint64_t *peer, char *addr);
+/* The n targets of a new stripe (place.h), from the configuration. */
+int client_place(sh_client *c, uint64_t stripe, unsigned n, uint64_t *out);
+/* Protection of filesystem id: d, p. */
+int client_fs_protection(sh_client *c, uint32_t id, unsigned *d, unsigned *p);
+/* Replicate a command at bucket (ns.c); res holds the reply. */
+int ns_cmd(sh_fs *fs, uint16_t bucket, struct meta_cmd *mc, struct cres *res);
+/* A read of bucket's applied state (ns.c). */
+int ns_read(sh_fs *fs, uint8_t kind, uint16_t bucket, uint64_t ino, const char *name, size_t nlen,
+	    uint32_t max, struct cres *res);
 /* A tag for a create request, unique to this client (never 0). */
 uint64_t client_tag(sh_client *c);
 /* Capacity of all drives, bytes. */

@@ -114,8 +114,8 @@ ino_valid(sh_fs *fs, uint64_t ino)
 }
 
 /* Replicate a command at bucket; res holds the reply. */
-static int
-cmd_at(sh_fs *fs, uint16_t bucket, struct meta_cmd *mc, struct cres *res)
+int
+ns_cmd(sh_fs *fs, uint16_t bucket, struct meta_cmd *mc, struct cres *res)
 {
 	struct mp_req q = { .kind = MP_CMD, .fs = fs->id, .bucket = bucket };
 	struct sh_enc e;
@@ -135,8 +135,8 @@ cmd_at(sh_fs *fs, uint16_t bucket, struct meta_cmd *mc, struct cres *res)
 	return rc;
 }
 
-static int
-read_at(sh_fs *fs, uint8_t kind, uint16_t bucket, uint64_t ino, const char *name, size_t nlen,
+int
+ns_read(sh_fs *fs, uint8_t kind, uint16_t bucket, uint64_t ino, const char *name, size_t nlen,
 	uint32_t max, struct cres *res)
 {
 	struct mp_req q = { .kind = kind, .fs = fs->id, .bucket = bucket, .ino = ino, .max = max };
@@ -158,7 +158,7 @@ sh_getattr(sh_fs *fs, uint64_t ino, struct stat *st)
 
 	if (!ino_valid(fs, ino))
 		return -ESTALE;
-	rc = read_at(fs, MP_GETATTR, meta_ino_bucket(ino), ino, "", 0, 0, &r);
+	rc = ns_read(fs, MP_GETATTR, meta_ino_bucket(ino), ino, "", 0, 0, &r);
 	if (rc == 0 && !(r.rep.flags & MP_ATTR))
 		rc = -EPROTO;
 	if (rc == 0 && st)
@@ -179,7 +179,7 @@ lookup(sh_fs *fs, uint64_t parent, const char *name, uint64_t *ino, struct meta_
 		return rc;
 	if (!ino_valid(fs, parent))
 		return -ESTALE;
-	rc = read_at(fs, MP_LOOKUP, entry_bucket(fs, parent, name, len), parent, name, len, 0, &r);
+	rc = ns_read(fs, MP_LOOKUP, entry_bucket(fs, parent, name, len), parent, name, len, 0, &r);
 	if (rc == 0 && !(r.rep.flags & MP_DENTRY))
 		rc = -EPROTO;
 	if (rc == 0) {
@@ -189,7 +189,7 @@ lookup(sh_fs *fs, uint64_t parent, const char *name, uint64_t *ino, struct meta_
 		} else {
 			struct cres a;
 
-			rc = read_at(fs, MP_GETATTR, meta_ino_bucket(*ino), *ino, "", 0, 0, &a);
+			rc = ns_read(fs, MP_GETATTR, meta_ino_bucket(*ino), *ino, "", 0, 0, &a);
 			if (rc == 0)
 				*attr = a.rep.attr;
 			if (rc == -ESTALE)
@@ -238,7 +238,7 @@ create_at(sh_fs *fs, uint64_t parent, const char *name, uint8_t type, mode_t mod
 		mc.data = (const uint8_t *)target;
 		mc.dlen = strlen(target);
 	}
-	rc = cmd_at(fs, entry_bucket(fs, parent, name, len), &mc, &r);
+	rc = ns_cmd(fs, entry_bucket(fs, parent, name, len), &mc, &r);
 	if (rc == 0 && out != NULL) {
 		if ((r.rep.flags & (MP_ATTR | MP_DENTRY)) != (MP_ATTR | MP_DENTRY))
 			rc = -EPROTO;
@@ -290,7 +290,7 @@ remove_at(sh_fs *fs, uint64_t parent, const char *name, bool dir)
 	if (!ino_valid(fs, parent))
 		return -ESTALE;
 	memcpy(mc.name, name, len + 1);
-	rc = cmd_at(fs, entry_bucket(fs, parent, name, len), &mc, &r);
+	rc = ns_cmd(fs, entry_bucket(fs, parent, name, len), &mc, &r);
 	cres_fini(&r);
 	return rc;
 }
@@ -329,7 +329,7 @@ sh_rename_at(sh_fs *fs, uint64_t parent, const char *name, uint64_t newparent, c
 		return -ESTALE;
 	memcpy(mc.name, name, len + 1);
 	memcpy(mc.name2, newname, len2 + 1);
-	rc = cmd_at(fs, entry_bucket(fs, parent, name, len), &mc, &r);
+	rc = ns_cmd(fs, entry_bucket(fs, parent, name, len), &mc, &r);
 	cres_fini(&r);
 	return rc;
 }
@@ -354,7 +354,7 @@ sh_link_at(sh_fs *fs, uint64_t ino, uint64_t parent, const char *name, struct st
 		return -EPERM;
 	fmt_type(st.st_mode, &mc.type);
 	memcpy(mc.name, name, len + 1);
-	rc = cmd_at(fs, entry_bucket(fs, parent, name, len), &mc, &r);
+	rc = ns_cmd(fs, entry_bucket(fs, parent, name, len), &mc, &r);
 	cres_fini(&r);
 	if (rc == 0 && out != NULL) {
 		rc = sh_getattr(fs, ino, out);
@@ -373,7 +373,7 @@ setattr(sh_fs *fs, uint64_t ino, const struct meta_setattr *sa, struct stat *out
 
 	if (!ino_valid(fs, ino))
 		return -ESTALE;
-	rc = cmd_at(fs, meta_ino_bucket(ino), &mc, &r);
+	rc = ns_cmd(fs, meta_ino_bucket(ino), &mc, &r);
 	if (rc == 0 && out != NULL) {
 		if (r.rep.flags & MP_ATTR)
 			to_stat(ino, &r.rep.attr, out);
@@ -408,7 +408,7 @@ sh_readlink_ino(sh_fs *fs, uint64_t ino, char *buf, size_t size)
 
 	if (!ino_valid(fs, ino))
 		return -ESTALE;
-	rc = read_at(fs, MP_READLINK, meta_ino_bucket(ino), ino, "", 0, 0, &r);
+	rc = ns_read(fs, MP_READLINK, meta_ino_bucket(ino), ino, "", 0, 0, &r);
 	if (rc == 0) {
 		rc = (long)(r.rep.dlen < size ? r.rep.dlen : size);
 		memcpy(buf, r.rep.data, (size_t)rc);
@@ -436,7 +436,7 @@ sh_setxattr_ino(sh_fs *fs, uint64_t ino, const char *name, const void *value, si
 	if (size > META_XATTR_MAX)
 		return -E2BIG;
 	snprintf(mc.name, sizeof(mc.name), "%s", name);
-	rc = cmd_at(fs, meta_ino_bucket(ino), &mc, &r);
+	rc = ns_cmd(fs, meta_ino_bucket(ino), &mc, &r);
 	cres_fini(&r);
 	return rc;
 }
@@ -463,7 +463,7 @@ sh_getxattr_ino(sh_fs *fs, uint64_t ino, const char *name, void *value, size_t s
 		return -ESTALE;
 	if (name == NULL || *name == '\0' || strlen(name) > META_NAME_MAX)
 		return name && *name ? -ERANGE : -EINVAL;
-	rc = read_at(fs, MP_GETXATTR, meta_ino_bucket(ino), ino, name, strlen(name), 0, &r);
+	rc = ns_read(fs, MP_GETXATTR, meta_ino_bucket(ino), ino, name, strlen(name), 0, &r);
 	if (rc == 0)
 		rc = copy_value(&r, value, size);
 	cres_fini(&r);
@@ -478,7 +478,7 @@ sh_listxattr_ino(sh_fs *fs, uint64_t ino, char *list, size_t size)
 
 	if (!ino_valid(fs, ino))
 		return -ESTALE;
-	rc = read_at(fs, MP_LISTXATTR, meta_ino_bucket(ino), ino, "", 0, 0, &r);
+	rc = ns_read(fs, MP_LISTXATTR, meta_ino_bucket(ino), ino, "", 0, 0, &r);
 	if (rc == 0)
 		rc = copy_value(&r, list, size);
 	cres_fini(&r);
@@ -497,7 +497,7 @@ sh_removexattr_ino(sh_fs *fs, uint64_t ino, const char *name)
 	if (name == NULL || *name == '\0' || strlen(name) > META_NAME_MAX)
 		return name && *name ? -ERANGE : -EINVAL;
 	snprintf(mc.name, sizeof(mc.name), "%s", name);
-	rc = cmd_at(fs, meta_ino_bucket(ino), &mc, &r);
+	rc = ns_cmd(fs, meta_ino_bucket(ino), &mc, &r);
 	cres_fini(&r);
 	return rc;
 }
@@ -934,7 +934,7 @@ sh_opendir_ino(sh_fs *fs, uint64_t dir, sh_dir **out)
 	if (!ino_valid(fs, dir))
 		return -ESTALE;
 	home = meta_ino_bucket(dir);
-	rc = read_at(fs, MP_DIRBUCKETS, home, dir, "", 0, 0, &r);
+	rc = ns_read(fs, MP_DIRBUCKETS, home, dir, "", 0, 0, &r);
 	if (rc < 0) {
 		cres_fini(&r);
 		return rc == -ESTALE ? -ENOENT : rc;
@@ -1005,7 +1005,7 @@ sh_readdir(sh_dir *d, struct sh_dirent *out)
 		}
 		if (d->at >= d->nb)
 			return 0;
-		rc = read_at(d->fs, MP_READDIR, d->buckets[d->at], d->dir, d->after,
+		rc = ns_read(d->fs, MP_READDIR, d->buckets[d->at], d->dir, d->after,
 			     strlen(d->after), 512, &d->page);
 		if (rc == -ESTALE || rc == -ENOENT) {
 			cres_fini(&d->page);

@@ -552,6 +552,7 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		if (d->id > c->next_drive)
 			c->next_drive = d->id;
 		d->node = cmd->id;
+		d->worker = cmd->worker;
 		d->capacity = cmd->size;
 		snprintf(d->path, sizeof(d->path), "%s", cmd->path);
 		event(c, cmd->time, cmd->id, "node %llu: drive %llu added (%s, %llu MiB)",
@@ -608,6 +609,7 @@ cfg_cmd_encode(struct sh_enc *e, const struct cfg_cmd *cmd)
 	sh_enc_u64(e, cmd->size);
 	sh_enc_u64(e, cmd->quota);
 	sh_enc_u64(e, cmd->target);
+	sh_enc_u32(e, cmd->worker);
 	sh_enc_bytes(e, cmd->uuid, sizeof(cmd->uuid));
 	sh_enc_str(e, cmd->name);
 	sh_enc_str(e, cmd->addr);
@@ -637,6 +639,7 @@ cfg_cmd_decode(const uint8_t *b, size_t len, struct cfg_cmd *cmd)
 	cmd->size = sh_dec_u64(&d);
 	cmd->quota = sh_dec_u64(&d);
 	cmd->target = sh_dec_u64(&d);
+	cmd->worker = sh_dec_u32(&d);
 	u = sh_dec_bytes(&d, sizeof(cmd->uuid));
 	if (u)
 		memcpy(cmd->uuid, u, sizeof(cmd->uuid));
@@ -685,6 +688,7 @@ cfg_encode(struct sh_enc *e, const struct cfg *c)
 	for (uint32_t i = 0; i < c->ndrives; i++) {
 		sh_enc_u64(e, c->drives[i].id);
 		sh_enc_u64(e, c->drives[i].node);
+		sh_enc_u32(e, c->drives[i].worker);
 		sh_enc_str(e, c->drives[i].path);
 		sh_enc_u64(e, c->drives[i].capacity);
 	}
@@ -766,6 +770,7 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 	for (uint32_t i = 0; i < t->ndrives && !d.err; i++) {
 		t->drives[i].id = sh_dec_u64(&d);
 		t->drives[i].node = sh_dec_u64(&d);
+		t->drives[i].worker = sh_dec_u32(&d);
 		sh_dec_str(&d, t->drives[i].path, sizeof(t->drives[i].path));
 		t->drives[i].capacity = sh_dec_u64(&d);
 	}

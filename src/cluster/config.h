@@ -70,6 +70,7 @@ struct cfg_node {
 struct cfg_drive {
 	uint64_t id; /* also the store target id */
 	uint64_t node;
+	uint32_t worker; /* the node's I/O worker serving it: data endpoint node << 8 | worker */
 	char path[CFG_PATH_MAX];
 	uint64_t capacity;
 };
@@ -116,6 +117,7 @@ struct cfg_cmd {
 	uint64_t id;   /* node */
 	uint64_t size, quota;
 	uint64_t target; /* drive add: its target id (0: the next free one) */
+	uint32_t worker; /* drive add: the worker that serves it (set by the node's prepare) */
 	uint8_t uuid[16];
 	char name[CFG_NAME_MAX]; /* cluster or filesystem */
 	char addr[CFG_ADDR_MAX]; /* management address, or a data interface */

@@ -77,8 +77,7 @@ ec_decoder_init(const struct ec_code *c, struct ec_decoder *dec, uint32_t missin
 }
 
 void
-ec_decode(const struct ec_code *c, const struct ec_decoder *dec, size_t len,
-	  uint8_t *const *frags)
+ec_decode(const struct ec_code *c, const struct ec_decoder *dec, size_t len, uint8_t *const *frags)
 {
 	unsigned char *src[EC_D_MAX], *out[EC_P_MAX];
 	unsigned k = 0;

@@ -40,7 +40,7 @@ void ec_encode(const struct ec_code *c, size_t len, const uint8_t *const *data, 
 struct ec_decoder {
 	uint32_t missing; /* the erasure pattern the tables are for (bit i: fragment i) */
 	unsigned nmiss;
-	uint8_t src[EC_D_MAX];	/* the fragments read: d of them, by index */
+	uint8_t src[EC_D_MAX]; /* the fragments read: d of them, by index */
 	uint8_t tables[32 * EC_D_MAX * EC_N_MAX];
 	bool ready;
 };

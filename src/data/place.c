@@ -15,8 +15,7 @@ unit(uint64_t stripe, uint64_t target)
 }
 
 int
-place_stripe(const struct place_target *t, unsigned nt, uint64_t stripe, unsigned n,
-	     uint64_t *out)
+place_stripe(const struct place_target *t, unsigned nt, uint64_t stripe, unsigned n, uint64_t *out)
 {
 	uint32_t used[64];
 	unsigned got = 0;

@@ -244,7 +244,8 @@ meta_extent_punch(struct meta_bucket *b, uint64_t ino, uint64_t start, uint64_t 
 				}
 			}
 		}
-		/* a pass that changed extents inside the range leaves none there: loop while full */
+		/* a pass that changed extents inside the range leaves none there: loop while full
+		 */
 	} while (rc == 0 && n == BATCH);
 	return rc;
 }

@@ -448,10 +448,11 @@ do_read(struct mreq *m)
 	case MP_EXTENTS: {
 		struct meta_extent *x = sh_calloc(META_EXTENTS_MAX, sizeof(*x));
 		unsigned max = m->req.max == 0 || m->req.max > META_EXTENTS_MAX ? META_EXTENTS_MAX
-									       : m->req.max;
+										: m->req.max;
 		unsigned n = 0;
 
-		rc = x ? meta_extents(&mb, m->req.ino, m->req.off, m->req.len, x, max, &n) : -ENOMEM;
+		rc =
+		    x ? meta_extents(&mb, m->req.ino, m->req.off, m->req.len, x, max, &n) : -ENOMEM;
 		if (rc == 0 && n > 0)
 			rc = meta_extent_list_encode(&e, x, n);
 		if (n == max)

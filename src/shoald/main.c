@@ -236,6 +236,7 @@ shoald_drive_prepare(void *arg, struct cfg_cmd *cmd, char *msg, size_t len)
 			return -ENOSPC;
 		}
 		cmd->target = d->last_target = next;
+		cmd->worker = (uint32_t)(next % d->o.workers); /* who serves it (on_config) */
 	}
 	memcpy(fo.cluster_uuid, c->uuid, sizeof(fo.cluster_uuid));
 	fo.target_id = cmd->target;
@@ -283,7 +284,10 @@ on_config(void *arg, const struct cfg *c)
 		if (have || d->nopened >= CFG_DRIVES_MAX)
 			continue;
 		d->opened[d->nopened++] = dr->id;
-		worker_open(&d->workers[dr->id % d->o.workers], dr->id, dr->path);
+		/* the worker the configuration names (clients address it there) */
+		worker_open(
+		    &d->workers[dr->worker < d->o.workers ? dr->worker : dr->id % d->o.workers],
+		    dr->id, dr->path);
 	}
 }
 

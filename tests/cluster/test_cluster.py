@@ -534,8 +534,60 @@ def metadata_namespace_operations(c):
     check(ns(c, "ls", "/").stdout.split() == [], "the root is empty again")
 
 
+@test
+def data_write_read_degraded(c):
+    """Files of many sizes written, overwritten, truncated; read back byte for byte, also
+    with one and then two backends kill -9'd (decoded from the other fragments)."""
+    import random
+    rnd = random.Random(int(os.environ.get("SH_TEST_SEED", "1")))
+    c.up()
+    make_fs(c)
+    model = {}
+    local = os.path.join(c.dir, "local")
+
+    def put(name, data):
+        with open(local, "wb") as f:
+            f.write(data)
+        ns(c, "put", local, "/" + name)
+        model[name] = bytearray(data)
+
+    def verify(label, node=1):
+        for name, want in model.items():
+            out = os.path.join(c.dir, "out")
+            ns(c, "get", "/" + name, out, node=node)
+            with open(out, "rb") as f:
+                got = f.read()
+            check(got == bytes(want), "%s: /%s reads back %d bytes, want %d%s" %
+                  (label, name, len(got), len(want),
+                   "" if len(got) != len(want) else " (different bytes)"))
+
+    for i, size in enumerate([0, 10, 4095, 4097, 524288, 1048593, 3000000]):
+        put("f%d" % i, bytes(rnd.getrandbits(8) for _ in range(size)) if size < 5000 else
+            os.urandom(size))
+    verify("written")
+    # an overwrite in the middle of a file, and a write past its end
+    patch = os.urandom(5000)
+    with open(local, "wb") as f:
+        f.write(patch)
+    ns(c, "pwrite", "/f6", "1000000", local)
+    model["f6"][1000000:1005000] = patch
+    ns(c, "pwrite", "/f1", "100", local)
+    model["f1"] += bytes(90) + patch
+    # truncate down, then up (the new tail reads as zeros)
+    ns(c, "truncate", "/f5", "700000")
+    del model["f5"][700000:]
+    ns(c, "truncate", "/f5", "900000")
+    model["f5"] += bytes(200000)
+    verify("overwritten and truncated")
+    c.kill(3)
+    verify("one backend down")
+    c.kill(5)
+    verify("two backends down")
+    c.up()
+
+
 SIZES = {"cannot_place_on_three_nodes": 3, "metadata_create_storm_survives_kill9": 6,
-         "metadata_namespace_operations": 6}
+         "metadata_namespace_operations": 6, "data_write_read_degraded": 6}
 
 
 def main():

@@ -34,7 +34,9 @@ static const char usage_text[] =
     "  local status [--dir DIR] | local down [--dir DIR] [--wipe]\n"
     "  ns FS stat|lstat|ls|mkdir|touch|rm|rmdir|readlink PATH | ns FS mv|ln FROM TO\n"
     "  ns FS ln -s TARGET PATH | ns FS chmod MODE PATH | ns FS xattr set|get|rm|ls ...\n"
-    "  ns FS storm DIR THREADS FILES LOG [PREFIX] | ns FS check LOG\n";
+    "  ns FS storm DIR THREADS FILES LOG [PREFIX] | ns FS check LOG\n"
+    "  ns FS put LOCAL PATH | ns FS get PATH LOCAL | ns FS pwrite PATH OFFSET LOCAL\n"
+    "  ns FS truncate PATH SIZE\n";
 
 void
 usage_error(const char *fmt, ...)

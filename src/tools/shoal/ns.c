@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <shoal/client.h>
 #include <shoal/sh_errno.h>
@@ -209,11 +210,54 @@ verify(const char *logp)
 	return bad ? 1 : 0;
 }
 
+/* Copy a local file into the filesystem, or out of it. */
+static int
+copy(const char *from, const char *to, bool in)
+{
+	size_t chunk = 1u << 20;
+	char *buf = malloc(chunk);
+	sh_file *f = NULL;
+	FILE *l = fopen(in ? from : to, in ? "rb" : "wb");
+	uint64_t off = 0;
+	long n;
+	int rc;
+
+	if (buf == NULL || l == NULL)
+		fail("cannot %s %s", in ? "read" : "write", in ? from : to);
+	rc = sh_open(fs, in ? to : from, in ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY, 0644, &f);
+	check(rc, "open", in ? to : from);
+	for (;;) {
+		if (in) {
+			size_t got = fread(buf, 1, chunk, l);
+
+			if (got == 0)
+				break;
+			n = sh_pwrite(f, buf, got, off);
+			check((int)(n < 0 ? n : 0), "write", to);
+			off += got;
+		} else {
+			n = sh_pread(f, buf, chunk, off);
+			check((int)(n < 0 ? n : 0), "read", from);
+			if (n == 0)
+				break;
+			if (fwrite(buf, 1, (size_t)n, l) != (size_t)n)
+				fail("cannot write %s", to);
+			off += (uint64_t)n;
+		}
+	}
+	check(sh_close(f), "close", in ? to : from);
+	if (fclose(l) != 0)
+		fail("cannot write %s", to);
+	free(buf);
+	return 0;
+}
+
 static const char ns_usage[] =
     "shoal ns FS stat|lstat|ls|mkdir|touch|rm|rmdir|readlink PATH\n"
     "shoal ns FS mv|ln FROM TO | ln -s TARGET PATH | chmod MODE PATH\n"
     "shoal ns FS xattr set PATH NAME VALUE | xattr get|rm PATH NAME | xattr ls PATH\n"
-    "shoal ns FS storm DIR THREADS FILES LOG [PREFIX] | check LOG";
+    "shoal ns FS storm DIR THREADS FILES LOG [PREFIX] | check LOG\n"
+    "shoal ns FS put LOCAL PATH | get PATH LOCAL | pwrite PATH OFFSET LOCAL | truncate PATH SIZE";
 
 int
 cmd_ns(struct cli *c, int argc, char **argv)
@@ -287,6 +331,26 @@ cmd_ns(struct cli *c, int argc, char **argv)
 	} else if (strcmp(op, "storm") == 0 && (argc == 6 || argc == 7)) {
 		rc = storm(c, p, (unsigned)atoi(argv[3]), (unsigned)atoi(argv[4]), argv[5],
 			   argc == 7 ? argv[6] : "");
+	} else if (strcmp(op, "pwrite") == 0 && argc == 5) {
+		/* the local file's bytes at OFFSET, the rest of the file kept */
+		FILE *l = fopen(argv[4], "rb");
+		static char b[1 << 20];
+		size_t got = l ? fread(b, 1, sizeof(b), l) : 0;
+		sh_file *f;
+
+		if (l == NULL)
+			fail("cannot read %s", argv[4]);
+		fclose(l);
+		check(sh_open(fs, p, O_WRONLY, 0, &f), "open", p);
+		check((int)(sh_pwrite(f, b, got, strtoull(argv[3], NULL, 10)) < 0 ? -EIO : 0),
+		      "write", p);
+		check(sh_close(f), "close", p);
+	} else if (strcmp(op, "truncate") == 0 && argc == 4) {
+		check(sh_truncate(fs, p, strtoull(argv[3], NULL, 10)), op, p);
+	} else if (strcmp(op, "put") == 0 && argc == 4) {
+		rc = copy(p, argv[3], true);
+	} else if (strcmp(op, "get") == 0 && argc == 4) {
+		rc = copy(p, argv[3], false);
 	} else if (strcmp(op, "check") == 0) {
 		rc = verify(p);
 	} else {

@@ -438,10 +438,10 @@ run_world(uint64_t seed)
 	/* a file's extents through the leader: mapped, read back by range, overwritten */
 	{
 		uint64_t f;
-		struct meta_extent e[2] = { { .off = 0, .len = 4096, .stripe = 77, .d = 4, .p = 2,
-					      .frag = 65536 },
-					    { .off = 1 << 20, .len = 100, .stripe = 78, .d = 4,
-					      .p = 2, .frag = 65536 } };
+		struct meta_extent e[2] = {
+			{ .off = 0, .len = 4096, .stripe = 77, .d = 4, .p = 2, .frag = 65536 },
+			{ .off = 1 << 20, .len = 100, .stripe = 78, .d = 4, .p = 2, .frag = 65536 }
+		};
 		struct meta_cmd mc = { .op = META_OP_EXTENT };
 		struct mp_req q = { .kind = MP_EXTENTS, .off = 0, .len = UINT64_MAX };
 		struct call *c = sh_calloc(1, sizeof(*c));

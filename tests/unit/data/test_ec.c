@@ -32,7 +32,8 @@ check_scheme(unsigned d, unsigned p, size_t len, struct sh_rand *r)
 	ec_encode(&c, len, (const uint8_t *const *)frag, frag + d);
 	for (unsigned i = 0; i < n; i++)
 		memcpy(orig[i], frag[i], len);
-	/* every pattern for up to 14 fragments; for wider schemes every single loss and 400 random */
+	/* every pattern for up to 14 fragments; for wider schemes every single loss and 400 random
+	 */
 	for (uint32_t k = 0;; k++) {
 		struct ec_decoder dec;
 		uint32_t m;
@@ -64,7 +65,8 @@ check_scheme(unsigned d, unsigned p, size_t len, struct sh_rand *r)
 		ec_decode(&c, &dec, len, frag);
 		for (unsigned i = 0; i < n; i++)
 			SH_ASSERT_MSG(memcmp(frag[i], orig[i], len) == 0,
-				      "%u+%u: fragment %u wrong after losing pattern %#x", d, p, i, m);
+				      "%u+%u: fragment %u wrong after losing pattern %#x", d, p, i,
+				      m);
 		tried++;
 	}
 	SH_ASSERT_GT(tried, n);
@@ -76,9 +78,8 @@ check_scheme(unsigned d, unsigned p, size_t len, struct sh_rand *r)
 
 TEST(ec_every_scheme_rebuilds_lost_fragments)
 {
-	static const unsigned schemes[][2] = { { 3, 2 },  { 4, 2 }, { 6, 2 },  { 8, 2 },
-					       { 4, 4 },  { 8, 4 }, { 12, 4 }, { 16, 2 },
-					       { 16, 4 } };
+	static const unsigned schemes[][2] = { { 3, 2 }, { 4, 2 },  { 6, 2 },  { 8, 2 }, { 4, 4 },
+					       { 8, 4 }, { 12, 4 }, { 16, 2 }, { 16, 4 } };
 	struct sh_rand r;
 
 	sh_rand_seed(&r, sh_test_seed());
@@ -96,7 +97,7 @@ TEST(ec_bad_schemes_and_patterns)
 	SH_ASSERT_EQ(ec_code_init(&c, 4, 0), -EINVAL);
 	SH_ASSERT_EQ(ec_code_init(&c, 4, 5), -EINVAL);
 	SH_ASSERT_OK(ec_code_init(&c, 4, 2));
-	SH_ASSERT_EQ(ec_decoder_init(&c, &dec, 0), -EINVAL);	     /* nothing missing */
+	SH_ASSERT_EQ(ec_decoder_init(&c, &dec, 0), -EINVAL);	   /* nothing missing */
 	SH_ASSERT_EQ(ec_decoder_init(&c, &dec, 1u << 6), -EINVAL); /* no such fragment */
-	SH_ASSERT_EQ(ec_decoder_init(&c, &dec, 0x7), -EINVAL);     /* three of 4+2 */
+	SH_ASSERT_EQ(ec_decoder_init(&c, &dec, 0x7), -EINVAL);	   /* three of 4+2 */
 }

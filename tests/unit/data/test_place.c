@@ -11,7 +11,8 @@ static void
 targets(struct place_target *t)
 {
 	for (unsigned i = 0; i < NT; i++)
-		t[i] = (struct place_target){ .id = 1000 + i, .domain = i / 3, .weight = 1ull << 30 };
+		t[i] =
+		    (struct place_target){ .id = 1000 + i, .domain = i / 3, .weight = 1ull << 30 };
 }
 
 TEST(place_distinct_domains_and_deterministic)

@@ -43,8 +43,13 @@ fx_close(struct fx *f)
 static struct meta_extent
 ext(uint64_t off, uint64_t len, uint64_t stripe, uint64_t soff)
 {
-	struct meta_extent e = { .off = off, .len = len, .stripe = stripe, .soff = soff,
-				 .d = 4, .p = 2, .frag = 1 << 20 };
+	struct meta_extent e = { .off = off,
+				 .len = len,
+				 .stripe = stripe,
+				 .soff = soff,
+				 .d = 4,
+				 .p = 2,
+				 .frag = 1 << 20 };
 
 	for (int i = 0; i < 6; i++)
 		e.targets[i] = 1000 + (uint64_t)i;
@@ -62,11 +67,10 @@ map(struct fx *f, char *out, size_t cap)
 	SH_ASSERT_OK(meta_extents(&f->b, f->ino, 0, UINT64_MAX, e, 64, &n));
 	out[0] = '\0';
 	for (unsigned i = 0; i < n; i++)
-		used += (size_t)snprintf(out + used, cap - used, "%s%llu+%llu@%llu:%llu",
-					 i ? " " : "", (unsigned long long)e[i].off,
-					 (unsigned long long)e[i].len,
-					 (unsigned long long)e[i].stripe,
-					 (unsigned long long)e[i].soff);
+		used += (size_t)snprintf(
+		    out + used, cap - used, "%s%llu+%llu@%llu:%llu", i ? " " : "",
+		    (unsigned long long)e[i].off, (unsigned long long)e[i].len,
+		    (unsigned long long)e[i].stripe, (unsigned long long)e[i].soff);
 }
 
 static int
@@ -183,8 +187,12 @@ TEST(meta_extent_bad_input)
 	SH_ASSERT_EQ(n, 1u);
 	SH_ASSERT_EQ(meta_extent_list_decode(enc.p, enc.len - 1, list, &n), -EBADMSG);
 	{
-		struct meta_cmd c = { .op = META_OP_EXTENT, .ver = 1, .now = 5, .ino = f.ino,
-				      .data = enc.p, .dlen = enc.len };
+		struct meta_cmd c = { .op = META_OP_EXTENT,
+				      .ver = 1,
+				      .now = 5,
+				      .ino = f.ino,
+				      .data = enc.p,
+				      .dlen = enc.len };
 		struct meta_result r;
 
 		meta_cmd_apply(&f.b, &c, &r);

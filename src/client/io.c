@@ -1,0 +1,498 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * libshoal's file data (client.h, docs/client.md "Data"): writes buffered
+ * into stripes, erasure-coded and written straight to their targets, then
+ * mapped in the file's bucket; reads of the data fragments' byte ranges
+ * straight from the targets, rebuilt from any D fragments when some are
+ * missing or corrupt.
+ */
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../store/store_proto.h"
+#include "client_int.h"
+
+#define FRAG	      (128u << 10) /* a full stripe's fragment size */
+#define SMALL_ALIGN   4096u	   /* a partial stripe's fragments round up to this */
+#define PUT_NS	      (5ull * 1000 * 1000 * 1000)
+#define GET_NS	      (2ull * 1000 * 1000 * 1000)
+#define WRITE_TRIES   4
+#define RETRY_US      300000
+#define EXTENTS_BATCH 64
+
+struct sh_file {
+	sh_fs *fs;
+	uint64_t ino;
+	int flags;
+	pthread_mutex_t mu;
+	uint8_t *buf; /* the stripe being filled: d x FRAG bytes */
+	uint64_t buf_off;
+	size_t fill;
+	int err; /* a failed flush, reported by the next call */
+};
+
+static unsigned
+ndata(const sh_file *f)
+{
+	return f->fs->code.d;
+}
+
+static unsigned
+nfrags(const sh_file *f)
+{
+	return f->fs->code.d + f->fs->code.p;
+}
+
+/* ---- writing a stripe ---- */
+
+/* Tell the targets that took fragments of a stripe that never got mapped to drop them. */
+static void
+release(sh_file *f, uint64_t stripe, const uint64_t *targets, const struct dcall *puts)
+{
+	struct dcall rel[EC_N_MAX];
+	uint8_t hdr[EC_N_MAX][STORE_PROTO_HDR + 8];
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < nfrags(f); i++) {
+		struct store_proto_req r = { .target = targets[i], .stripe = stripe, .idx = i };
+
+		if (puts[i].status < 0)
+			continue;
+		rel[n] = (struct dcall){ .peer = puts[i].peer, .op = NET_OP_STORE_RELEASE, .niov = 1 };
+		memcpy(rel[n].addr, puts[i].addr, sizeof(rel[n].addr));
+		rel[n].iov[0] = (struct iovec){ hdr[n],
+						store_proto_encode(NET_OP_STORE_RELEASE, &r, hdr[n]) };
+		n++;
+	}
+	client_calls(f->fs->c, rel, n, PUT_NS);
+}
+
+/* Write the buffer as one stripe and map it. */
+static int
+flush(sh_file *f)
+{
+	unsigned d = ndata(f), n = nfrags(f);
+	uint32_t frag;
+	uint8_t *parity[EC_P_MAX] = { NULL }, *frags[EC_N_MAX];
+	uint8_t hdr[EC_N_MAX][STORE_PROTO_HDR + 8];
+	struct dcall puts[EC_N_MAX];
+	uint64_t targets[EC_N_MAX], stripe = 0;
+	int rc = 0;
+
+	if (f->fill == 0)
+		return 0;
+	/* a full stripe uses FRAG; a partial one the least 4 KiB multiple that holds it */
+	frag = f->fill == (size_t)d * FRAG
+		   ? FRAG
+		   : (uint32_t)(((f->fill + d - 1) / d + SMALL_ALIGN - 1) / SMALL_ALIGN * SMALL_ALIGN);
+	memset(f->buf + f->fill, 0, (size_t)d * frag - f->fill);
+	for (unsigned i = 0; i < f->fs->code.p; i++)
+		if ((parity[i] = sh_malloc(frag)) == NULL)
+			rc = -ENOMEM;
+	if (rc == 0) {
+		for (unsigned i = 0; i < d; i++)
+			frags[i] = f->buf + (size_t)i * frag;
+		for (unsigned i = 0; i < f->fs->code.p; i++)
+			frags[d + i] = parity[i];
+		ec_encode(&f->fs->code, frag, (const uint8_t *const *)frags, parity);
+	}
+	for (int attempt = 0; rc == 0 && attempt < WRITE_TRIES; attempt++) {
+		bool ok = true;
+
+		/* a new stripe id (and so new places) each attempt: targets that failed are not
+		 * asked again unless the hash picks them */
+		stripe = client_tag(f->fs->c);
+		rc = client_place(f->fs->c, stripe, n, targets);
+		for (unsigned i = 0; rc == 0 && i < n; i++) {
+			struct store_proto_req r = {
+				.target = targets[i], .stripe = stripe, .idx = i, .len = frag
+			};
+
+			puts[i] = (struct dcall){ .op = NET_OP_STORE_PUT, .niov = 2 };
+			rc = client_target(f->fs->c, targets[i], &puts[i].peer, puts[i].addr);
+			puts[i].iov[0] =
+			    (struct iovec){ hdr[i], store_proto_encode(NET_OP_STORE_PUT, &r, hdr[i]) };
+			puts[i].iov[1] = (struct iovec){ frags[i], frag };
+		}
+		if (rc < 0)
+			break;
+		client_calls(f->fs->c, puts, n, PUT_NS);
+		for (unsigned i = 0; i < n; i++)
+			ok &= puts[i].status >= 0;
+		if (ok) {
+			struct meta_extent e = { .off = f->buf_off,
+						 .len = f->fill,
+						 .stripe = stripe,
+						 .d = (uint8_t)d,
+						 .p = (uint8_t)f->fs->code.p,
+						 .frag = frag };
+			struct meta_cmd mc = { .op = META_OP_EXTENT, .ino = f->ino };
+			struct sh_enc enc;
+			struct cres res;
+
+			memcpy(e.targets, targets, n * sizeof(targets[0]));
+			sh_enc_init(&enc);
+			rc = meta_extent_list_encode(&enc, &e, 1);
+			mc.data = enc.p;
+			mc.dlen = enc.len;
+			if (rc == 0)
+				rc = ns_cmd(f->fs, meta_ino_bucket(f->ino), &mc, &res);
+			cres_fini(&res);
+			sh_enc_fini(&enc);
+			if (rc < 0)
+				release(f, stripe, targets, puts);
+			break;
+		}
+		release(f, stripe, targets, puts);
+		if (attempt == WRITE_TRIES - 1)
+			rc = -EIO;
+		else
+			usleep(RETRY_US); /* a target just lost: the configuration soon says so */
+	}
+	for (unsigned i = 0; i < f->fs->code.p; i++)
+		sh_free(parity[i]);
+	if (rc == 0)
+		f->fill = 0;
+	return rc;
+}
+
+/* ---- reading ---- */
+
+/* One fragment range to read into dst. */
+struct piece {
+	unsigned frag; /* index */
+	uint32_t off, len;
+	uint8_t *dst;
+};
+
+static int
+get_calls(sh_file *f, const struct meta_extent *e, const struct piece *pc, unsigned np,
+	  struct dcall *calls, uint8_t (*hdr)[STORE_PROTO_HDR + 8])
+{
+	for (unsigned i = 0; i < np; i++) {
+		struct store_proto_req r = { .target = e->targets[pc[i].frag],
+					     .stripe = e->stripe,
+					     .idx = pc[i].frag,
+					     .len = pc[i].len,
+					     .off = pc[i].off };
+		int rc;
+
+		calls[i] = (struct dcall){ .op = NET_OP_STORE_GET,
+					   .niov = 1,
+					   .out = pc[i].dst,
+					   .cap = pc[i].len };
+		rc = client_target(f->fs->c, r.target, &calls[i].peer, calls[i].addr);
+		if (rc < 0) {
+			calls[i].peer = 0; /* down: not asked */
+			calls[i].status = rc;
+			continue;
+		}
+		calls[i].iov[0] = (struct iovec){ hdr[i], store_proto_encode(NET_OP_STORE_GET, &r, hdr[i]) };
+	}
+	return 0;
+}
+
+/* Make the calls whose peer is known; the others keep their status. */
+static void
+run_gets(sh_file *f, struct dcall *calls, unsigned n)
+{
+	struct dcall live[EC_N_MAX * 2];
+	unsigned idx[EC_N_MAX * 2], k = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		if (calls[i].peer != 0) {
+			idx[k] = i;
+			live[k++] = calls[i];
+		}
+	client_calls(f->fs->c, live, k, GET_NS);
+	for (unsigned i = 0; i < k; i++)
+		calls[idx[i]] = live[i];
+}
+
+/*
+ * Rebuild the stripe's data from any D whole fragments and copy
+ * [soff, soff + len) of it to dst.
+ */
+static int
+degraded(sh_file *f, const struct meta_extent *e, uint64_t soff, size_t len, uint8_t *dst)
+{
+	unsigned d = e->d, n = (unsigned)e->d + e->p;
+	uint8_t *frags[EC_N_MAX] = { NULL };
+	uint8_t hdr[EC_N_MAX][STORE_PROTO_HDR + 8];
+	struct dcall calls[EC_N_MAX];
+	struct piece pc[EC_N_MAX];
+	struct ec_code code;
+	struct ec_decoder dec;
+	uint32_t missing = 0;
+	unsigned have = 0;
+	int rc = ec_code_init(&code, d, e->p);
+
+	for (unsigned i = 0; rc == 0 && i < n; i++) {
+		frags[i] = sh_malloc(e->frag);
+		if (frags[i] == NULL)
+			rc = -ENOMEM;
+		pc[i] = (struct piece){ .frag = i, .off = 0, .len = e->frag, .dst = frags[i] };
+	}
+	if (rc == 0) {
+		get_calls(f, e, pc, n, calls, hdr);
+		run_gets(f, calls, n);
+		for (unsigned i = 0; i < n; i++) {
+			if (calls[i].status >= 0 && calls[i].got == e->frag && have < d) {
+				have++;
+			} else {
+				missing |= 1u << i;
+			}
+		}
+		/* more than P lost: nothing to rebuild from */
+		rc = have < d ? -EIO : 0;
+	}
+	/* decode only the data fragments' losses that matter; parity extras are ignored */
+	if (rc == 0 && (missing & ((1u << d) - 1)) != 0) {
+		uint32_t use = missing;
+
+		/* the decoder rebuilds every missing one: at most P, which the count above ensures */
+		rc = ec_decoder_init(&code, &dec, use);
+		if (rc == 0)
+			ec_decode(&code, &dec, e->frag, frags);
+	}
+	for (size_t done = 0; rc == 0 && done < len;) {
+		uint64_t s = soff + done;
+		unsigned i = (unsigned)(s / e->frag);
+		size_t o = s % e->frag, k = e->frag - o < len - done ? e->frag - o : len - done;
+
+		memcpy(dst + done, frags[i] + o, k);
+		done += k;
+	}
+	for (unsigned i = 0; i < n; i++)
+		sh_free(frags[i]);
+	return rc;
+}
+
+/* Read [a, b) of the file covered by extent e into dst (dst is the file offset a). */
+static int
+read_extent(sh_file *f, const struct meta_extent *e, uint64_t a, uint64_t b, uint8_t *dst)
+{
+	uint64_t s0 = e->soff + (a - e->off), s1 = e->soff + (b - e->off);
+	struct piece pc[EC_D_MAX];
+	struct dcall calls[EC_D_MAX];
+	uint8_t hdr[EC_D_MAX][STORE_PROTO_HDR + 8];
+	unsigned np = 0;
+	bool ok = true;
+
+	/* the data fragments' byte ranges, in parallel */
+	for (uint64_t s = s0; s < s1 && np < EC_D_MAX;) {
+		unsigned i = (unsigned)(s / e->frag);
+		uint64_t end = (uint64_t)(i + 1) * e->frag < s1 ? (uint64_t)(i + 1) * e->frag : s1;
+
+		pc[np++] = (struct piece){ .frag = i,
+					   .off = (uint32_t)(s % e->frag),
+					   .len = (uint32_t)(end - s),
+					   .dst = dst + (s - s0) };
+		s = end;
+	}
+	get_calls(f, e, pc, np, calls, hdr);
+	run_gets(f, calls, np);
+	for (unsigned i = 0; i < np; i++)
+		ok &= calls[i].status >= 0 && calls[i].got == pc[i].len;
+	if (ok)
+		return 0;
+	/* a target down, silent, or a corrupt block (-EBADMSG): decode from the others */
+	return degraded(f, e, s0, (size_t)(s1 - s0), dst);
+}
+
+long
+sh_pread(sh_file *f, void *buf, size_t len, uint64_t off)
+{
+	struct stat st;
+	uint64_t end, at;
+	int rc;
+
+	pthread_mutex_lock(&f->mu);
+	rc = f->err;
+	if (rc == 0 && f->fill > 0)
+		rc = flush(f); /* what this handle wrote reads back */
+	if (rc < 0) {
+		f->err = 0;
+		pthread_mutex_unlock(&f->mu);
+		return rc;
+	}
+	pthread_mutex_unlock(&f->mu);
+	if ((f->flags & O_ACCMODE) == O_WRONLY)
+		return -EBADF;
+	rc = sh_getattr(f->fs, f->ino, &st);
+	if (rc < 0)
+		return rc;
+	if (off >= (uint64_t)st.st_size || len == 0)
+		return 0;
+	end = (uint64_t)st.st_size - off < len ? (uint64_t)st.st_size : off + len;
+	memset(buf, 0, (size_t)(end - off)); /* holes read as zeros */
+	for (at = off; at < end;) {
+		struct cres res;
+		struct mp_req q = { .kind = MP_EXTENTS,
+				    .fs = f->fs->id,
+				    .bucket = meta_ino_bucket(f->ino),
+				    .ino = f->ino,
+				    .max = EXTENTS_BATCH,
+				    .off = at,
+				    .len = end - at };
+		struct meta_extent ex[EXTENTS_BATCH];
+		unsigned n = 0;
+		bool more;
+
+		rc = client_meta(f->fs->c, &q, &res);
+		if (rc == 0 && res.rep.dlen > 0)
+			rc = meta_extent_list_decode(res.rep.data, res.rep.dlen, ex, &n) < 0 ? -EPROTO
+											     : 0;
+		more = rc == 0 && (res.rep.flags & MP_MORE);
+		cres_fini(&res);
+		for (unsigned i = 0; rc == 0 && i < n; i++) {
+			uint64_t a = ex[i].off > at ? ex[i].off : at;
+			uint64_t b = ex[i].off + ex[i].len < end ? ex[i].off + ex[i].len : end;
+
+			if (a < b)
+				rc = read_extent(f, &ex[i], a, b, (uint8_t *)buf + (a - off));
+		}
+		if (rc < 0)
+			return rc;
+		if (!more || n == 0)
+			break;
+		at = ex[n - 1].off + ex[n - 1].len;
+	}
+	return (long)(end - off);
+}
+
+/* ---- the handle ---- */
+
+long
+sh_pwrite(sh_file *f, const void *buf, size_t len, uint64_t off)
+{
+	const uint8_t *p = buf;
+	size_t stripe = (size_t)ndata(f) * FRAG, done = 0;
+	int rc;
+
+	if ((f->flags & O_ACCMODE) == O_RDONLY)
+		return -EBADF;
+	if (len > ((uint64_t)1 << 62) || off > ((uint64_t)1 << 62))
+		return -EFBIG;
+	pthread_mutex_lock(&f->mu);
+	rc = f->err;
+	f->err = 0;
+	if (rc == 0 && (f->flags & O_APPEND)) {
+		struct stat st;
+
+		rc = f->fill ? flush(f) : 0;
+		if (rc == 0)
+			rc = sh_getattr(f->fs, f->ino, &st);
+		off = (uint64_t)st.st_size;
+	}
+	while (rc == 0 && done < len) {
+		size_t k;
+
+		/* not where the buffer ends: write what it holds, start it here */
+		if (f->fill > 0 && off + done != f->buf_off + f->fill)
+			rc = flush(f);
+		if (rc < 0)
+			break;
+		if (f->fill == 0)
+			f->buf_off = off + done;
+		k = stripe - f->fill < len - done ? stripe - f->fill : len - done;
+		memcpy(f->buf + f->fill, p + done, k);
+		f->fill += k;
+		done += k;
+		if (f->fill == stripe)
+			rc = flush(f);
+	}
+	pthread_mutex_unlock(&f->mu);
+	return rc < 0 ? rc : (long)len;
+}
+
+int
+sh_fsync(sh_file *f)
+{
+	int rc;
+
+	pthread_mutex_lock(&f->mu);
+	rc = f->err ? f->err : flush(f);
+	f->err = 0;
+	pthread_mutex_unlock(&f->mu);
+	return rc;
+}
+
+int
+sh_ftruncate(sh_file *f, uint64_t size)
+{
+	struct stat st = { .st_size = (off_t)size };
+	int rc = sh_fsync(f);
+
+	if ((f->flags & O_ACCMODE) == O_RDONLY)
+		return -EBADF;
+	return rc < 0 ? rc : sh_setattr(f->fs, f->ino, &st, SH_SET_SIZE, NULL);
+}
+
+int
+sh_fstat(sh_file *f, struct stat *st)
+{
+	int rc = sh_fsync(f);
+
+	return rc < 0 ? rc : sh_getattr(f->fs, f->ino, st);
+}
+
+int
+sh_open(sh_fs *fs, const char *path, int flags, mode_t mode, sh_file **out)
+{
+	struct stat st;
+	sh_file *f;
+	int rc = sh_stat(fs, path, &st);
+
+	if (rc == -ENOENT && (flags & O_CREAT)) {
+		rc = sh_mknod(fs, path, S_IFREG | (mode & 07777), 0);
+		if (rc == -EEXIST && !(flags & O_EXCL))
+			rc = 0; /* someone else made it meanwhile */
+		if (rc == 0)
+			rc = sh_stat(fs, path, &st);
+	} else if (rc == 0 && (flags & O_CREAT) && (flags & O_EXCL)) {
+		rc = -EEXIST;
+	}
+	if (rc < 0)
+		return rc;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY && st.st_size > 0) {
+		struct stat z = { 0 };
+
+		rc = sh_setattr(fs, st.st_ino, &z, SH_SET_SIZE, NULL);
+		if (rc < 0)
+			return rc;
+	}
+	f = sh_calloc(1, sizeof(*f));
+	if (f == NULL)
+		return -ENOMEM;
+	f->buf = sh_malloc((size_t)fs->code.d * FRAG);
+	if (f->buf == NULL) {
+		sh_free(f);
+		return -ENOMEM;
+	}
+	f->fs = fs;
+	f->ino = st.st_ino;
+	f->flags = flags;
+	pthread_mutex_init(&f->mu, NULL);
+	*out = f;
+	return 0;
+}
+
+int
+sh_close(sh_file *f)
+{
+	int rc;
+
+	if (f == NULL)
+		return -EINVAL;
+	rc = sh_fsync(f);
+	pthread_mutex_destroy(&f->mu);
+	sh_free(f->buf);
+	sh_free(f);
+	return rc;
+}

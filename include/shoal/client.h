@@ -87,7 +87,7 @@ SH_API int sh_setxattr(sh_fs *fs, const char *path, const char *name, const void
 SH_API long sh_getxattr(sh_fs *fs, const char *path, const char *name, void *value, size_t size);
 SH_API long sh_listxattr(sh_fs *fs, const char *path, char *list, size_t size);
 SH_API int sh_removexattr(sh_fs *fs, const char *path, const char *name);
-/* Capacity from the cluster's drives; files from nothing yet (reported as unknown: 0). */
+/* Capacity and use from the cluster's targets (those that answer); files unknown (0). */
 SH_API int sh_statvfs(sh_fs *fs, struct statvfs *out);
 
 /* ---- directories ---- */
@@ -138,6 +138,14 @@ SH_API int sh_setxattr_ino(sh_fs *fs, uint64_t ino, const char *name, const void
 SH_API long sh_getxattr_ino(sh_fs *fs, uint64_t ino, const char *name, void *value, size_t size);
 SH_API long sh_listxattr_ino(sh_fs *fs, uint64_t ino, char *list, size_t size);
 SH_API int sh_removexattr_ino(sh_fs *fs, uint64_t ino, const char *name);
+
+/* What one drive target holds (its node answers for it). */
+struct sh_target_usage {
+	uint64_t target, capacity, used, live, fragments;
+	int status; /* 0, or why the target did not answer (-EHOSTDOWN, -ETIMEDOUT) */
+};
+/* Every target of the cluster, up to max into out; returns how many there are, or -errno. */
+SH_API int sh_targets_usage(sh_fs *fs, struct sh_target_usage *out, unsigned max);
 
 /* ---- file data (docs/client.md, "Data") ---- */
 

@@ -290,6 +290,19 @@ client_target(sh_client *c, uint64_t target, uint64_t *peer, char *addr)
 	return rc;
 }
 
+unsigned
+client_targets(sh_client *c, uint64_t *ids, unsigned max)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&c->mu);
+	n = c->view->ndrives;
+	for (unsigned i = 0; i < n && i < max; i++)
+		ids[i] = c->view->drives[i].id;
+	pthread_mutex_unlock(&c->mu);
+	return n;
+}
+
 int
 client_place(sh_client *c, uint64_t stripe, unsigned n, uint64_t *out)
 {

@@ -74,6 +74,8 @@ void client_calls(sh_client *c, struct dcall *calls, unsigned n, uint64_t timeou
  * drive), -EHOSTDOWN (its node is marked down).
  */
 int client_target(sh_client *c, uint64_t target, uint64_t *peer, char *addr);
+/* The ids of every target (drive) of the configuration, up to max; returns how many. */
+unsigned client_targets(sh_client *c, uint64_t *ids, unsigned max);
 /* The n targets of a new stripe (place.h), from the configuration. */
 int client_place(sh_client *c, uint64_t stripe, unsigned n, uint64_t *out);
 /* Protection of filesystem id: d, p. */

@@ -59,10 +59,11 @@ release(sh_file *f, uint64_t stripe, const uint64_t *targets, const struct dcall
 
 		if (puts[i].status < 0)
 			continue;
-		rel[n] = (struct dcall){ .peer = puts[i].peer, .op = NET_OP_STORE_RELEASE, .niov = 1 };
+		rel[n] =
+		    (struct dcall){ .peer = puts[i].peer, .op = NET_OP_STORE_RELEASE, .niov = 1 };
 		memcpy(rel[n].addr, puts[i].addr, sizeof(rel[n].addr));
-		rel[n].iov[0] = (struct iovec){ hdr[n],
-						store_proto_encode(NET_OP_STORE_RELEASE, &r, hdr[n]) };
+		rel[n].iov[0] =
+		    (struct iovec){ hdr[n], store_proto_encode(NET_OP_STORE_RELEASE, &r, hdr[n]) };
 		n++;
 	}
 	client_calls(f->fs->c, rel, n, PUT_NS);
@@ -83,9 +84,10 @@ flush(sh_file *f)
 	if (f->fill == 0)
 		return 0;
 	/* a full stripe uses FRAG; a partial one the least 4 KiB multiple that holds it */
-	frag = f->fill == (size_t)d * FRAG
-		   ? FRAG
-		   : (uint32_t)(((f->fill + d - 1) / d + SMALL_ALIGN - 1) / SMALL_ALIGN * SMALL_ALIGN);
+	frag =
+	    f->fill == (size_t)d * FRAG
+		? FRAG
+		: (uint32_t)(((f->fill + d - 1) / d + SMALL_ALIGN - 1) / SMALL_ALIGN * SMALL_ALIGN);
 	memset(f->buf + f->fill, 0, (size_t)d * frag - f->fill);
 	for (unsigned i = 0; i < f->fs->code.p; i++)
 		if ((parity[i] = sh_malloc(frag)) == NULL)
@@ -112,7 +114,8 @@ flush(sh_file *f)
 			puts[i] = (struct dcall){ .op = NET_OP_STORE_PUT, .niov = 2 };
 			rc = client_target(f->fs->c, targets[i], &puts[i].peer, puts[i].addr);
 			puts[i].iov[0] =
-			    (struct iovec){ hdr[i], store_proto_encode(NET_OP_STORE_PUT, &r, hdr[i]) };
+			    (struct iovec){ hdr[i],
+					    store_proto_encode(NET_OP_STORE_PUT, &r, hdr[i]) };
 			puts[i].iov[1] = (struct iovec){ frags[i], frag };
 		}
 		if (rc < 0)
@@ -178,17 +181,17 @@ get_calls(sh_file *f, const struct meta_extent *e, const struct piece *pc, unsig
 					     .off = pc[i].off };
 		int rc;
 
-		calls[i] = (struct dcall){ .op = NET_OP_STORE_GET,
-					   .niov = 1,
-					   .out = pc[i].dst,
-					   .cap = pc[i].len };
+		calls[i] = (struct dcall){
+			.op = NET_OP_STORE_GET, .niov = 1, .out = pc[i].dst, .cap = pc[i].len
+		};
 		rc = client_target(f->fs->c, r.target, &calls[i].peer, calls[i].addr);
 		if (rc < 0) {
 			calls[i].peer = 0; /* down: not asked */
 			calls[i].status = rc;
 			continue;
 		}
-		calls[i].iov[0] = (struct iovec){ hdr[i], store_proto_encode(NET_OP_STORE_GET, &r, hdr[i]) };
+		calls[i].iov[0] =
+		    (struct iovec){ hdr[i], store_proto_encode(NET_OP_STORE_GET, &r, hdr[i]) };
 	}
 	return 0;
 }
@@ -251,7 +254,8 @@ degraded(sh_file *f, const struct meta_extent *e, uint64_t soff, size_t len, uin
 	if (rc == 0 && (missing & ((1u << d) - 1)) != 0) {
 		uint32_t use = missing;
 
-		/* the decoder rebuilds every missing one: at most P, which the count above ensures */
+		/* the decoder rebuilds every missing one: at most P, which the count above ensures
+		 */
 		rc = ec_decoder_init(&code, &dec, use);
 		if (rc == 0)
 			ec_decode(&code, &dec, e->frag, frags);
@@ -342,8 +346,9 @@ sh_pread(sh_file *f, void *buf, size_t len, uint64_t off)
 
 		rc = client_meta(f->fs->c, &q, &res);
 		if (rc == 0 && res.rep.dlen > 0)
-			rc = meta_extent_list_decode(res.rep.data, res.rep.dlen, ex, &n) < 0 ? -EPROTO
-											     : 0;
+			rc = meta_extent_list_decode(res.rep.data, res.rep.dlen, ex, &n) < 0
+				 ? -EPROTO
+				 : 0;
 		more = rc == 0 && (res.rep.flags & MP_MORE);
 		cres_fini(&res);
 		for (unsigned i = 0; rc == 0 && i < n; i++) {
@@ -360,6 +365,70 @@ sh_pread(sh_file *f, void *buf, size_t len, uint64_t off)
 		at = ex[n - 1].off + ex[n - 1].len;
 	}
 	return (long)(end - off);
+}
+
+/* ---- targets ---- */
+
+int
+sh_targets_usage(sh_fs *fs, struct sh_target_usage *out, unsigned max)
+{
+	uint64_t ids[CFG_DRIVES_MAX];
+	unsigned n = client_targets(fs->c, ids, CFG_DRIVES_MAX), k = n < max ? n : max;
+	struct dcall *calls = sh_calloc(k ? k : 1, sizeof(*calls));
+	struct store_proto_stat *st = sh_calloc(k ? k : 1, sizeof(*st));
+	uint8_t(*hdr)[STORE_PROTO_HDR + 8] = sh_calloc(k ? k : 1, sizeof(*hdr));
+
+	if (calls == NULL || st == NULL || hdr == NULL) {
+		sh_free(calls);
+		sh_free(st);
+		sh_free(hdr);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < k; i++) {
+		struct store_proto_req r = { .target = ids[i] };
+		int rc = client_target(fs->c, ids[i], &calls[i].peer, calls[i].addr);
+
+		calls[i].op = NET_OP_STORE_STAT;
+		calls[i].niov = 1;
+		calls[i].out = (uint8_t *)&st[i];
+		calls[i].cap = sizeof(st[i]);
+		calls[i].iov[0] =
+		    (struct iovec){ hdr[i], store_proto_encode(NET_OP_STORE_STAT, &r, hdr[i]) };
+		if (rc < 0) {
+			calls[i].peer = 0;
+			calls[i].status = rc;
+		}
+	}
+	{
+		/* only those with a live node are asked */
+		struct dcall *live = sh_calloc(k ? k : 1, sizeof(*live));
+		unsigned m = 0;
+
+		for (unsigned i = 0; live && i < k; i++)
+			if (calls[i].peer)
+				live[m++] = calls[i];
+		if (live)
+			client_calls(fs->c, live, m, GET_NS);
+		for (unsigned i = 0, j = 0; live && i < k; i++)
+			if (calls[i].peer)
+				calls[i] = live[j++];
+		sh_free(live);
+	}
+	for (unsigned i = 0; i < k; i++) {
+		out[i] = (struct sh_target_usage){ .target = ids[i], .status = calls[i].status };
+		if (calls[i].status >= 0 && calls[i].got == sizeof(st[i])) {
+			out[i].capacity = st[i].capacity;
+			out[i].used = st[i].used;
+			out[i].live = st[i].live;
+			out[i].fragments = st[i].fragments;
+		} else if (calls[i].status >= 0) {
+			out[i].status = -EPROTO;
+		}
+	}
+	sh_free(calls);
+	sh_free(st);
+	sh_free(hdr);
+	return (int)n;
 }
 
 /* ---- the handle ---- */

@@ -206,6 +206,7 @@ fs_open(struct msvc *s, const struct cfg *c, const struct cfg_fs *f)
 		env_timer_init(s->env, &fs->ship[b].retry, on_ship_retry, &fs->ship[b]);
 	}
 	sh_list_init(&fs->r2s);
+	sh_list_init(&fs->reclaims);
 	/* the store is a cache of the groups' logs: start it afresh */
 	snprintf(fs->dbpath, sizeof(fs->dbpath), "%s/meta-%u.mdb", s->dir, f->id);
 	unlink(fs->dbpath);
@@ -252,6 +253,7 @@ fs_open(struct msvc *s, const struct cfg *c, const struct cfg_fs *f)
 		fs->open_groups++;
 	}
 	sh_list_add_tail(&s->fss, &fs->link);
+	msvc_reclaim_start(fs);
 	sh_log_info("filesystem %s (%u): %u of %u metadata groups here", f->name, f->id,
 		    fs->open_groups, pl->ngroups);
 	return 0;
@@ -317,6 +319,7 @@ fs_close(struct mfs *fs)
 			mreq_answer(m, -ESHUTDOWN, NULL);
 	}
 	msvc_rename2_cancel(fs);
+	msvc_reclaim_cancel(fs);
 	fs->refs++; /* held while the groups are told to close */
 	for (uint32_t g = 0; g < fs->ngroups; g++)
 		if (fs->groups[g] != NULL)

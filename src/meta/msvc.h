@@ -16,7 +16,9 @@
  *   times, a remote inode's link count) are shipped in batches to those
  *   buckets' leaders, then acknowledged in the source bucket.
  * A new leader creates the root directory if its group holds bucket 0 and
- * ships what its buckets' outboxes hold.
+ * ships what its buckets' outboxes hold. Leaders also work their buckets'
+ * reclaim queues: the fragments of stripes no extent refers to any more
+ * are released on their targets, then the record goes.
  */
 #ifndef SH_META_MSVC_H
 #define SH_META_MSVC_H
@@ -29,6 +31,14 @@ struct msvc_params {
 	const char *dir;      /* where the stores and Raft logs live */
 	uint64_t log_size;    /* per group; default 32 MiB */
 	unsigned election_ms; /* default 500: a few groups per node afford a quick failover */
+	/*
+	 * Release a fragment on a target this endpoint serves itself (a call
+	 * to oneself does not go over the network): cb(cbarg, 0 or -errno)
+	 * later. Returns 0, or -ENODEV if the target is not served here.
+	 */
+	int (*release_local)(void *arg, uint64_t target, uint64_t stripe, uint32_t idx,
+			     void (*cb)(void *cbarg, int rc), void *cbarg);
+	void *arg;
 };
 
 int msvc_create(struct net *n, const struct msvc_params *p, struct msvc **out);

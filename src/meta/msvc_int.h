@@ -29,8 +29,11 @@ struct mfs {
 	uint32_t nbuckets;
 	struct ship *ship; /* per bucket */
 	unsigned open_groups;
-	unsigned refs;	    /* requests, shipments and renames that refer to it */
-	struct sh_list r2s; /* renames between buckets coordinated here */
+	unsigned refs;		 /* requests, shipments and renames that refer to it */
+	struct sh_list r2s;	 /* renames between buckets coordinated here */
+	struct sh_list reclaims; /* stripes being released (msvc_reclaim.c) */
+	unsigned nreclaims;
+	struct env_timer reclaim_tick;
 	bool closing;
 };
 
@@ -108,6 +111,10 @@ void mfs_ship_kick(struct mfs *fs, uint16_t bucket);
  * commit, finish (docs/metadata.md). Answers m.
  */
 void msvc_rename2(struct mreq *m);
+/* Start working the reclaim queues of the groups this node leads (a timer). */
+void msvc_reclaim_start(struct mfs *fs);
+/* The filesystem closes: releases in flight are cancelled. */
+void msvc_reclaim_cancel(struct mfs *fs);
 /* The filesystem closes: renames waiting to retry end. */
 void msvc_rename2_cancel(struct mfs *fs);
 /* A new leader finishes or undoes the renames its buckets' intents record. */

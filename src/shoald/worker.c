@@ -109,6 +109,17 @@ shoald_meta_groups(void *arg, struct msvc_group_info *out, unsigned max)
 	return n;
 }
 
+/* A fragment of a target this worker serves, released for the metadata service. */
+static int
+release_local(void *arg, uint64_t target, uint64_t stripe, uint32_t idx,
+	      void (*cb)(void *cbarg, int rc), void *cbarg)
+{
+	struct worker *w = arg;
+	struct store *st = store_svc_find(w->svc, target);
+
+	return st ? store_release(st, stripe, idx, cb, cbarg) : -ENODEV;
+}
+
 static void
 on_meta_stopped(void *arg)
 {
@@ -263,7 +274,9 @@ worker_main(void *arg)
 		rc = store_svc_create(w->net, &w->svc);
 	if (rc == 0 && w->idx == 0) {
 		/* metadata: on worker 0, whose endpoint is the node's (node id << 8) */
-		struct msvc_params mp = { .dir = d->o.dir };
+		struct msvc_params mp = { .dir = d->o.dir,
+					  .release_local = release_local,
+					  .arg = w };
 
 		rc = msvc_create(w->net, &mp, &w->meta);
 	}

@@ -29,8 +29,8 @@ struct svc_op {
 	uint32_t len;
 };
 
-static struct store *
-target(struct store_svc *svc, uint64_t id)
+struct store *
+store_svc_find(const struct store_svc *svc, uint64_t id)
 {
 	for (unsigned i = 0; i < svc->ntargets; i++)
 		if (store_target_id(svc->targets[i]) == id)
@@ -71,7 +71,7 @@ handle(struct net_req *req, void *arg)
 		net_reply(req, rc, NULL, 0);
 		return;
 	}
-	s = target(svc, r.target);
+	s = store_svc_find(svc, r.target);
 	if (s == NULL) {
 		net_reply(req, -ENODEV, NULL, 0);
 		return;
@@ -143,7 +143,7 @@ store_svc_create(struct net *n, struct store_svc **out)
 int
 store_svc_add(struct store_svc *svc, struct store *s)
 {
-	if (target(svc, store_target_id(s)) != NULL)
+	if (store_svc_find(svc, store_target_id(s)) != NULL)
 		return -EEXIST;
 	if (svc->ntargets == SVC_MAX_TARGETS)
 		return -ENOSPC;

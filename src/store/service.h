@@ -12,6 +12,8 @@ struct store_svc;
 int store_svc_create(struct net *n, struct store_svc **out);
 /* Serve s (by its target id). -EEXIST, -ENOSPC (too many targets). */
 int store_svc_add(struct store_svc *svc, struct store *s);
+/* The target served here with that id, or NULL. */
+struct store *store_svc_find(const struct store_svc *svc, uint64_t target);
 /* Requests in progress must have been answered (close the stores first). */
 void store_svc_destroy(struct store_svc *svc);
 

@@ -584,6 +584,16 @@ def data_write_read_degraded(c):
     c.kill(5)
     verify("two backends down")
     c.up()
+    # deleting everything gives the fragments back (the leaders release them on the targets)
+    for name in list(model):
+        ns(c, "rm", "/" + name)
+    end = time.time() + 20
+    while True:
+        u = json.loads(ns(c, "usage").stdout)
+        if u["fragments"] == 0:
+            break
+        check(time.time() < end, "fragments left on the targets after deleting all: %s" % u)
+        time.sleep(0.5)
 
 
 SIZES = {"cannot_place_on_three_nodes": 3, "metadata_create_storm_survives_kill9": 6,

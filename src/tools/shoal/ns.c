@@ -257,7 +257,8 @@ static const char ns_usage[] =
     "shoal ns FS mv|ln FROM TO | ln -s TARGET PATH | chmod MODE PATH\n"
     "shoal ns FS xattr set PATH NAME VALUE | xattr get|rm PATH NAME | xattr ls PATH\n"
     "shoal ns FS storm DIR THREADS FILES LOG [PREFIX] | check LOG\n"
-    "shoal ns FS put LOCAL PATH | get PATH LOCAL | pwrite PATH OFFSET LOCAL | truncate PATH SIZE";
+    "shoal ns FS put LOCAL PATH | get PATH LOCAL | pwrite PATH OFFSET LOCAL | truncate PATH SIZE\n"
+    "shoal ns FS usage (what the drive targets hold)";
 
 int
 cmd_ns(struct cli *c, int argc, char **argv)
@@ -266,12 +267,12 @@ cmd_ns(struct cli *c, int argc, char **argv)
 	struct stat st;
 	int rc = 0;
 
-	if (argc < 3)
+	if (argc < 2 || (argc < 3 && strcmp(argv[1], "usage") != 0))
 		usage_error("%s", ns_usage);
 	check(sh_client_connect(c->addr, NULL, &cl), "connect to", c->addr);
 	check(sh_fs_open(cl, argv[0], &fs), "open filesystem", argv[0]);
 	op = argv[1];
-	p = argv[2];
+	p = argc > 2 ? argv[2] : "";
 	if (strcmp(op, "stat") == 0 || strcmp(op, "lstat") == 0) {
 		check(op[0] == 's' ? sh_stat(fs, p, &st) : sh_lstat(fs, p, &st), op, p);
 		print_stat(c, p, &st);
@@ -347,6 +348,23 @@ cmd_ns(struct cli *c, int argc, char **argv)
 		check(sh_close(f), "close", p);
 	} else if (strcmp(op, "truncate") == 0 && argc == 4) {
 		check(sh_truncate(fs, p, strtoull(argv[3], NULL, 10)), op, p);
+	} else if (strcmp(op, "usage") == 0) {
+		static struct sh_target_usage u[1024];
+		int n = sh_targets_usage(fs, u, 1024);
+		uint64_t used = 0, live = 0, frags = 0;
+
+		check(n, "usage of", argv[0]);
+		for (int i = 0; i < n && i < 1024; i++) {
+			if (u[i].status < 0)
+				fprintf(stderr, "shoal: target %llu: %s\n",
+					(unsigned long long)u[i].target, sh_strerror(u[i].status));
+			used += u[i].used;
+			live += u[i].live;
+			frags += u[i].fragments;
+		}
+		printf("{\"targets\":%d,\"used\":%llu,\"live\":%llu,\"fragments\":%llu}\n", n,
+		       (unsigned long long)used, (unsigned long long)live,
+		       (unsigned long long)frags);
 	} else if (strcmp(op, "put") == 0 && argc == 4) {
 		rc = copy(p, argv[3], true);
 	} else if (strcmp(op, "get") == 0 && argc == 4) {

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Space reclaim (msvc.h, docs/metadata.md "Extents"): a bucket's leader
+ * releases the fragments of the stripes its reclaim queue holds — the
+ * stripes whose last extent went with an overwrite, a truncate or an
+ * unlink — on every target, then removes the record
+ * (META_OP_RECLAIM_DONE). A target that is down or silent leaves the
+ * record for the next round; a release of a fragment the target does
+ * not have counts as done. The queue is a replicated record, so a new
+ * leader picks up where the old one stopped.
+ */
+#include <string.h>
+
+#include "../store/store_proto.h"
+#include "msvc_int.h"
+
+SH_LOG_FACILITY("meta.reclaim");
+
+#define TICK_NS	   (1000ull * 1000 * 1000)
+#define CALL_NS	   (3ull * 1000 * 1000 * 1000)
+#define INFLIGHT   16
+#define SCAN_BATCH 16
+
+struct rjob;
+
+struct rcall {
+	struct rjob *j;
+	struct net_call *h;
+	int idx;
+};
+
+struct rjob {
+	struct sh_list link; /* in fs->reclaims */
+	struct mfs *fs;
+	uint16_t bucket;
+	struct meta_extent e;
+	unsigned pending;
+	int status;
+	bool cancelled;
+	struct rcall calls[META_FRAGS_MAX];
+};
+
+static void
+job_free(struct rjob *j)
+{
+	struct mfs *fs = j->fs;
+
+	sh_list_del(&j->link);
+	fs->nreclaims--;
+	sh_free(j);
+	mfs_unref(fs);
+}
+
+static void
+on_done(void *arg, int status, const struct meta_result *r)
+{
+	struct rjob *j = arg;
+
+	if (status == 0 && r->status == 0)
+		sh_log_debug("stripe %llx released (%u fragments)", (unsigned long long)j->e.stripe,
+			     (unsigned)(j->e.d + j->e.p));
+	job_free(j);
+}
+
+/* Every fragment answered: if all are gone, the record goes too. */
+static void
+fragment_done(struct rjob *j, int idx, int status)
+{
+	struct mgroup *g;
+	struct meta_cmd c;
+
+	if (idx >= 0)
+		j->calls[idx].h = NULL;
+	/* -ENOENT: never written there, or released before */
+	if (status < 0 && status != -ENOENT && j->status == 0)
+		j->status = status;
+	if (--j->pending > 0)
+		return;
+	g = mfs_group(j->fs, j->bucket);
+	if (j->cancelled || j->fs->closing || j->status < 0 || g == NULL || !mgroup_ready(g)) {
+		job_free(j); /* the record stays: the next round tries again */
+		return;
+	}
+	c = (struct meta_cmd){ .op = META_OP_RECLAIM_DONE,
+			       .ver = 1,
+			       .now = env_realtime(j->fs->s->env),
+			       .upto = j->e.stripe };
+	if (mgroup_propose(g, j->bucket, &c, on_done, j) < 0)
+		job_free(j);
+}
+
+static void
+on_reply(void *arg, int status, const struct net_msg *reply)
+{
+	struct rcall *rc = arg;
+
+	(void)reply;
+	fragment_done(rc->j, rc->idx, status);
+}
+
+static void
+on_local(void *arg, int status)
+{
+	struct rcall *rc = arg;
+
+	fragment_done(rc->j, rc->idx, status);
+}
+
+/* The endpoint of a target's worker, and its address; -ENOENT, -EHOSTDOWN. */
+static int
+endpoint(const struct cfg *c, uint64_t target, uint64_t *peer, char *addr)
+{
+	for (uint32_t i = 0; i < c->ndrives; i++) {
+		const struct cfg_drive *dr = &c->drives[i];
+		const struct cfg_node *n;
+		struct env_addr a;
+
+		if (dr->id != target)
+			continue;
+		n = cfg_node_find(c, dr->node);
+		if (n == NULL || env_addr_parse(n->data, &a) < 0)
+			return -ENOENT;
+		if (n->state == CFG_DOWN)
+			return -EHOSTDOWN;
+		a.port = (uint16_t)(a.port + dr->worker);
+		env_addr_format(&a, addr, CFG_ADDR_MAX);
+		*peer = dr->node << 8 | dr->worker;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static void
+job_start(struct mfs *fs, uint16_t bucket, const struct meta_extent *e)
+{
+	struct msvc *s = fs->s;
+	unsigned n = (unsigned)e->d + e->p;
+	struct rjob *j = sh_calloc(1, sizeof(*j));
+
+	if (j == NULL)
+		return;
+	j->fs = fs;
+	j->bucket = bucket;
+	j->e = *e;
+	j->pending = n + 1; /* held until every call is made */
+	fs->refs++;
+	fs->nreclaims++;
+	sh_list_add_tail(&fs->reclaims, &j->link);
+	for (unsigned i = 0; i < n; i++) {
+		struct store_proto_req r = { .target = e->targets[i], .stripe = e->stripe, .idx = i };
+		uint8_t hdr[STORE_PROTO_HDR + 8];
+		struct iovec iov = { hdr, store_proto_encode(NET_OP_STORE_RELEASE, &r, hdr) };
+		struct net_call_opts o = { .timeout_ns = CALL_NS, .retries = 1 };
+		char addr[CFG_ADDR_MAX];
+		uint64_t peer;
+		int rc;
+
+		j->calls[i] = (struct rcall){ .j = j, .idx = (int)i };
+		rc = endpoint(mroute_cfg(s->rt), e->targets[i], &peer, addr);
+		if (rc == 0 && peer == net_node_id(s->net))
+			rc = s->p.release_local
+				 ? s->p.release_local(s->p.arg, e->targets[i], e->stripe, i, on_local,
+						      &j->calls[i])
+				 : -ENODEV;
+		else if (rc == 0 && (rc = net_peer_ensure(s->net, peer, addr)) == 0)
+			rc = net_call(s->net, peer, NET_OP_STORE_RELEASE, &iov, 1, &o, on_reply,
+				      &j->calls[i], &j->calls[i].h);
+		if (rc < 0)
+			fragment_done(j, (int)i, rc);
+	}
+	fragment_done(j, -1, 0); /* drop the hold */
+}
+
+struct scan {
+	struct mfs *fs;
+	uint16_t bucket;
+	struct meta_extent got[SCAN_BATCH];
+	unsigned n;
+};
+
+static bool
+in_flight(struct mfs *fs, uint64_t stripe)
+{
+	struct sh_list *pos;
+
+	sh_list_for_each (pos, &fs->reclaims)
+		if (sh_list_entry(pos, struct rjob, link)->e.stripe == stripe)
+			return true;
+	return false;
+}
+
+static int
+on_record(void *arg, const struct meta_extent *e)
+{
+	struct scan *sc = arg;
+
+	if (sc->n == SCAN_BATCH || sc->fs->nreclaims + sc->n >= INFLIGHT)
+		return 1;
+	if (!in_flight(sc->fs, e->stripe))
+		sc->got[sc->n++] = *e;
+	return 0;
+}
+
+static void
+on_tick(struct env_timer *t)
+{
+	struct mfs *fs = t->arg;
+
+	if (fs->closing)
+		return;
+	for (uint32_t g = 0; g < fs->ngroups && fs->nreclaims < INFLIGHT; g++) {
+		const uint16_t *b;
+		unsigned nb;
+
+		if (fs->groups[g] == NULL || !mgroup_ready(fs->groups[g]))
+			continue;
+		b = mgroup_buckets(fs->groups[g], &nb);
+		for (unsigned i = 0; i < nb && fs->nreclaims < INFLIGHT; i++) {
+			struct scan sc = { .fs = fs, .bucket = b[i] };
+			struct meta_bucket mb;
+
+			if (mgroup_read(fs->groups[g], b[i], &mb) < 0)
+				continue;
+			(void)meta_reclaims(&mb, on_record, &sc);
+			meta_txn_abort(mb.t);
+			for (unsigned k = 0; k < sc.n; k++)
+				job_start(fs, b[i], &sc.got[k]);
+		}
+	}
+	env_timer_arm(&fs->reclaim_tick, TICK_NS);
+}
+
+void
+msvc_reclaim_start(struct mfs *fs)
+{
+	env_timer_init(fs->s->env, &fs->reclaim_tick, on_tick, fs);
+	env_timer_arm(&fs->reclaim_tick, TICK_NS);
+}
+
+void
+msvc_reclaim_cancel(struct mfs *fs)
+{
+	struct sh_list *pos;
+
+	env_timer_cancel(&fs->reclaim_tick);
+	/* their callbacks come back with -ECANCELED and free the jobs */
+	sh_list_for_each (pos, &fs->reclaims) {
+		struct rjob *j = sh_list_entry(pos, struct rjob, link);
+
+		j->cancelled = true;
+		for (unsigned i = 0; i < (unsigned)j->e.d + j->e.p; i++)
+			if (j->calls[i].h)
+				net_call_cancel(j->calls[i].h);
+	}
+}

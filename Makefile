@@ -50,10 +50,10 @@ CFLAGS_COMMON := -std=gnu11 -g -fvisibility=hidden -fPIC -Iinclude $(WARN)
 CFLAGS ?=
 CFLAGS += $(CFLAGS_COMMON) $(OPT) -MMD -MP
 LDFLAGS += $(SAN_LDFLAGS)
-LIBS := -luring -lisal -lraft -llmdb -ljansson -lmicrohttpd -lpthread -lm
+LIBS := -luring -lisal -lraft -llmdb -ljansson -lmicrohttpd -lfuse3 -lpthread -lm
 
 # ---- modules, bottom up (DESIGN.md §2); a module links only those before it ----
-MODULES := base env net cluster store data meta client admin
+MODULES := base env net cluster store data meta client fuse admin
 base_SRCS := $(wildcard src/base/*.c)
 env_SRCS := $(wildcard src/env/*.c)
 net_SRCS := $(wildcard src/net/*.c)
@@ -62,6 +62,7 @@ store_SRCS := $(wildcard src/store/*.c)
 data_SRCS := $(wildcard src/data/*.c)
 meta_SRCS := $(wildcard src/meta/*.c)
 client_SRCS := $(wildcard src/client/*.c)
+fuse_SRCS := $(wildcard src/fuse/*.c)
 admin_SRCS := $(wildcard src/admin/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -73,8 +74,9 @@ LIB_store := $(BUILD)/lib/libsh_store.a
 LIB_data := $(BUILD)/lib/libsh_data.a
 LIB_meta := $(BUILD)/lib/libsh_meta.a
 LIB_client := $(BUILD)/lib/libsh_client.a
+LIB_fuse := $(BUILD)/lib/libsh_fuse.a
 LIB_admin := $(BUILD)/lib/libsh_admin.a
-ALL_LIBS := $(LIB_admin) $(LIB_client) $(LIB_meta) $(LIB_data) $(LIB_store) $(LIB_cluster) $(LIB_net) $(LIB_env) $(LIB_base)
+ALL_LIBS := $(LIB_admin) $(LIB_fuse) $(LIB_client) $(LIB_meta) $(LIB_data) $(LIB_store) $(LIB_cluster) $(LIB_net) $(LIB_env) $(LIB_base)
 
 $(LIB_base): $(call obj,$(base_SRCS))
 $(LIB_env): $(call obj,$(env_SRCS))
@@ -84,6 +86,7 @@ $(LIB_store): $(call obj,$(store_SRCS))
 $(LIB_data): $(call obj,$(data_SRCS))
 $(LIB_meta): $(call obj,$(meta_SRCS))
 $(LIB_client): $(call obj,$(client_SRCS))
+$(LIB_fuse): $(call obj,$(fuse_SRCS))
 $(LIB_admin): $(call obj,$(admin_SRCS))
 
 $(BUILD)/lib/%.a:

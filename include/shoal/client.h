@@ -175,6 +175,14 @@ SH_API int sh_ftruncate(sh_file *f, uint64_t size);
 SH_API int sh_fstat(sh_file *f, struct stat *st);
 /* Flush, then free the handle; returns what the flush returned. */
 SH_API int sh_close(sh_file *f);
+/* Open a regular file by inode (O_TRUNC honoured; O_CREAT/O_EXCL mean nothing here). */
+SH_API int sh_open_ino(sh_fs *fs, uint64_t ino, int flags, sh_file **out);
+
+/*
+ * The owner of what this thread creates from now on (a FUSE binding sets
+ * the calling process's); by default the process's own uid and gid.
+ */
+SH_API void sh_creds(uid_t uid, gid_t gid);
 
 /* The inode a path names (following a final symlink if follow). */
 SH_API int sh_resolve(sh_fs *fs, const char *path, int follow, uint64_t *ino);

@@ -507,32 +507,20 @@ sh_fstat(sh_file *f, struct stat *st)
 	return rc < 0 ? rc : sh_getattr(f->fs, f->ino, st);
 }
 
-int
-sh_open(sh_fs *fs, const char *path, int flags, mode_t mode, sh_file **out)
+/* A handle on a regular file whose attributes are st (after create/truncate). */
+static int
+open_stat(sh_fs *fs, const struct stat *st, int flags, sh_file **out)
 {
-	struct stat st;
 	sh_file *f;
-	int rc = sh_stat(fs, path, &st);
 
-	if (rc == -ENOENT && (flags & O_CREAT)) {
-		rc = sh_mknod(fs, path, S_IFREG | (mode & 07777), 0);
-		if (rc == -EEXIST && !(flags & O_EXCL))
-			rc = 0; /* someone else made it meanwhile */
-		if (rc == 0)
-			rc = sh_stat(fs, path, &st);
-	} else if (rc == 0 && (flags & O_CREAT) && (flags & O_EXCL)) {
-		rc = -EEXIST;
-	}
-	if (rc < 0)
-		return rc;
-	if (S_ISDIR(st.st_mode))
+	if (S_ISDIR(st->st_mode))
 		return -EISDIR;
-	if (!S_ISREG(st.st_mode))
+	if (!S_ISREG(st->st_mode))
 		return -EINVAL;
-	if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY && st.st_size > 0) {
+	if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY && st->st_size > 0) {
 		struct stat z = { 0 };
+		int rc = sh_setattr(fs, st->st_ino, &z, SH_SET_SIZE, NULL);
 
-		rc = sh_setattr(fs, st.st_ino, &z, SH_SET_SIZE, NULL);
 		if (rc < 0)
 			return rc;
 	}
@@ -545,11 +533,38 @@ sh_open(sh_fs *fs, const char *path, int flags, mode_t mode, sh_file **out)
 		return -ENOMEM;
 	}
 	f->fs = fs;
-	f->ino = st.st_ino;
+	f->ino = st->st_ino;
 	f->flags = flags;
 	pthread_mutex_init(&f->mu, NULL);
 	*out = f;
 	return 0;
+}
+
+int
+sh_open(sh_fs *fs, const char *path, int flags, mode_t mode, sh_file **out)
+{
+	struct stat st;
+	int rc = sh_stat(fs, path, &st);
+
+	if (rc == -ENOENT && (flags & O_CREAT)) {
+		rc = sh_mknod(fs, path, S_IFREG | (mode & 07777), 0);
+		if (rc == -EEXIST && !(flags & O_EXCL))
+			rc = 0; /* someone else made it meanwhile */
+		if (rc == 0)
+			rc = sh_stat(fs, path, &st);
+	} else if (rc == 0 && (flags & O_CREAT) && (flags & O_EXCL)) {
+		rc = -EEXIST;
+	}
+	return rc < 0 ? rc : open_stat(fs, &st, flags, out);
+}
+
+int
+sh_open_ino(sh_fs *fs, uint64_t ino, int flags, sh_file **out)
+{
+	struct stat st;
+	int rc = sh_getattr(fs, ino, &st);
+
+	return rc < 0 ? rc : open_stat(fs, &st, flags & ~(O_CREAT | O_EXCL), out);
 }
 
 int

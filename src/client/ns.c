@@ -213,6 +213,18 @@ sh_lookup(sh_fs *fs, uint64_t parent, const char *name, struct stat *st)
 	return rc;
 }
 
+static __thread bool creds_set;
+static __thread uid_t creds_uid;
+static __thread gid_t creds_gid;
+
+void
+sh_creds(uid_t uid, gid_t gid)
+{
+	creds_set = true;
+	creds_uid = uid;
+	creds_gid = gid;
+}
+
 static int
 create_at(sh_fs *fs, uint64_t parent, const char *name, uint8_t type, mode_t mode, dev_t rdev,
 	  const char *target, struct stat *out)
@@ -221,8 +233,8 @@ create_at(sh_fs *fs, uint64_t parent, const char *name, uint8_t type, mode_t mod
 			       .type = type,
 			       .parent = parent,
 			       .mode = mode & 07777,
-			       .uid = (uint32_t)getuid(),
-			       .gid = (uint32_t)getgid(),
+			       .uid = (uint32_t)(creds_set ? creds_uid : getuid()),
+			       .gid = (uint32_t)(creds_set ? creds_gid : getgid()),
 			       .rdev = (uint32_t)rdev,
 			       .tag = client_tag(fs->c) };
 	struct cres r;

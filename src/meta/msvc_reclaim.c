@@ -147,7 +147,9 @@ job_start(struct mfs *fs, uint16_t bucket, const struct meta_extent *e)
 	fs->nreclaims++;
 	sh_list_add_tail(&fs->reclaims, &j->link);
 	for (unsigned i = 0; i < n; i++) {
-		struct store_proto_req r = { .target = e->targets[i], .stripe = e->stripe, .idx = i };
+		struct store_proto_req r = { .target = e->targets[i],
+					     .stripe = e->stripe,
+					     .idx = i };
 		uint8_t hdr[STORE_PROTO_HDR + 8];
 		struct iovec iov = { hdr, store_proto_encode(NET_OP_STORE_RELEASE, &r, hdr) };
 		struct net_call_opts o = { .timeout_ns = CALL_NS, .retries = 1 };
@@ -159,8 +161,8 @@ job_start(struct mfs *fs, uint16_t bucket, const struct meta_extent *e)
 		rc = endpoint(mroute_cfg(s->rt), e->targets[i], &peer, addr);
 		if (rc == 0 && peer == net_node_id(s->net))
 			rc = s->p.release_local
-				 ? s->p.release_local(s->p.arg, e->targets[i], e->stripe, i, on_local,
-						      &j->calls[i])
+				 ? s->p.release_local(s->p.arg, e->targets[i], e->stripe, i,
+						      on_local, &j->calls[i])
 				 : -ENODEV;
 		else if (rc == 0 && (rc = net_peer_ensure(s->net, peer, addr)) == 0)
 			rc = net_call(s->net, peer, NET_OP_STORE_RELEASE, &iov, 1, &o, on_reply,

@@ -596,8 +596,80 @@ def data_write_read_degraded(c):
         time.sleep(0.5)
 
 
+def fuse_usable():
+    return os.path.exists("/dev/fuse") and os.access("/dev/fuse", os.R_OK | os.W_OK) and \
+        shutil.which("fusermount3") is not None
+
+
+class Skip(Exception):
+    pass
+
+
+@test
+def fuse_mount_with_ordinary_tools(c):
+    """shoal mount: coreutils, tar, Python and git on the mount, as on a local directory."""
+    if not fuse_usable():
+        raise Skip("no usable /dev/fuse or fusermount3 on this machine")
+    c.up()
+    make_fs(c)
+    mnt = os.path.join(c.dir, "mnt")
+    os.makedirs(mnt)
+    p = c.shoal("mount", "fs1", mnt)
+    check(p.returncode == 0, "mount: %s" % p.stderr)
+    try:
+        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "meta")
+
+        def run(*cmd, cwd=None):
+            r = subprocess.run(list(cmd), capture_output=True, text=True, cwd=cwd, timeout=120)
+            check(r.returncode == 0, "%s: %s%s" % (" ".join(cmd), r.stdout, r.stderr))
+            return r.stdout
+
+        run("cp", "-a", src, os.path.join(mnt, "tree"))
+        run("diff", "-r", src, os.path.join(mnt, "tree"))
+        run("tar", "cf", os.path.join(mnt, "t.tar"), "-C", mnt, "tree")
+        os.makedirs(os.path.join(mnt, "x"))
+        run("tar", "xf", os.path.join(mnt, "t.tar"), "-C", os.path.join(mnt, "x"))
+        run("diff", "-r", src, os.path.join(mnt, "x", "tree"))
+        out = os.path.join(c.dir, "out")
+        run("cp", "-a", os.path.join(mnt, "x", "tree"), out)
+        run("diff", "-r", src, out)
+        # a big file through the page cache, renamed, linked, read back
+        data = os.urandom(3 * 1024 * 1024 + 123)
+        with open(os.path.join(mnt, "big"), "wb") as f:
+            f.write(data)
+        os.rename(os.path.join(mnt, "big"), os.path.join(mnt, "x", "big2"))
+        os.link(os.path.join(mnt, "x", "big2"), os.path.join(mnt, "hard"))
+        os.symlink("x/big2", os.path.join(mnt, "soft"))
+        with open(os.path.join(mnt, "soft"), "rb") as f:
+            check(f.read() == data, "the big file reads back through a symlink")
+        check(os.stat(os.path.join(mnt, "hard")).st_nlink == 2, "two links")
+        with open(os.path.join(mnt, "x", "big2"), "ab") as f:
+            f.write(b"tail")
+        check(os.path.getsize(os.path.join(mnt, "hard")) == len(data) + 4, "O_APPEND")
+        os.truncate(os.path.join(mnt, "hard"), 10)
+        with open(os.path.join(mnt, "x", "big2"), "rb") as f:
+            check(f.read() == data[:10], "truncate")
+        if shutil.which("git"):
+            g = os.path.join(mnt, "repo")
+            os.makedirs(g)
+            run("git", "init", "-q", cwd=g)
+            with open(os.path.join(g, "a.txt"), "w") as f:
+                f.write("hello\n")
+            run("git", "add", "a.txt", cwd=g)
+            run("git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "m", cwd=g)
+            check("hello" in run("git", "show", "HEAD:a.txt", cwd=g), "git show")
+        run("rm", "-rf", os.path.join(mnt, "x"), os.path.join(mnt, "tree"))
+        check(sorted(os.listdir(mnt)) == sorted(
+            [n for n in ("t.tar", "hard", "soft", "repo") if os.path.lexists(
+                os.path.join(mnt, n))]), "listing after rm -rf: %s" % os.listdir(mnt))
+    finally:
+        subprocess.run(["fusermount3", "-u", mnt], capture_output=True, timeout=30)
+    check(not os.path.ismount(mnt), "still mounted after umount")
+
+
 SIZES = {"cannot_place_on_three_nodes": 3, "metadata_create_storm_survives_kill9": 6,
-         "metadata_namespace_operations": 6, "data_write_read_degraded": 6}
+         "metadata_namespace_operations": 6, "data_write_read_degraded": 6,
+         "fuse_mount_with_ordinary_tools": 6}
 
 
 def main():
@@ -623,6 +695,9 @@ def main():
             fn(c)
             print("PASS %s (%.1fs)" % (name, time.time() - t0))
             passed += 1
+        except Skip as e:
+            print("SKIP %s: %s" % (name, e))
+            skipped += 1
         except Exception as e:  # a failed check or an unexpected error: report both alike
             print("FAIL %s (%.1fs): %s" % (name, time.time() - t0, e))
             if not isinstance(e, Fail):

@@ -36,7 +36,10 @@ static const char usage_text[] =
     "  ns FS ln -s TARGET PATH | ns FS chmod MODE PATH | ns FS xattr set|get|rm|ls ...\n"
     "  ns FS storm DIR THREADS FILES LOG [PREFIX] | ns FS check LOG\n"
     "  ns FS put LOCAL PATH | ns FS get PATH LOCAL | ns FS pwrite PATH OFFSET LOCAL\n"
-    "  ns FS truncate PATH SIZE | ns FS usage\n";
+    "  ns FS truncate PATH SIZE | ns FS usage\n"
+    "  mount [ADDR/]FS DIR [-f] [-o "
+    "allow_other,attr_timeout=S,entry_timeout=S,threads=N,timeout=S]\n"
+    "  umount DIR\n";
 
 void
 usage_error(const char *fmt, ...)
@@ -443,6 +446,10 @@ run(struct cli *c, int argc, char **argv)
 		return cmd_local(c, argc - 1, argv + 1);
 	if (strcmp(obj, "ns") == 0)
 		return cmd_ns(c, argc - 1, argv + 1);
+	if (strcmp(obj, "mount") == 0)
+		return cmd_mount(c, argc - 1, argv + 1);
+	if (strcmp(obj, "umount") == 0)
+		return cmd_umount(c, argc - 1, argv + 1);
 	if (strcmp(obj, "cluster") == 0 && strcmp(verb, "create") == 0) {
 		static const char *const k[] = { "--buckets", NULL };
 		const char *name = next_pos(&a, "cluster name"), *b = opt(&a, "--buckets", k);

@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: Apache-2.0
+/* shoal mount: file data and directory listings (sfuse.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+
+static sh_file *
+fh(const struct fuse_file_info *fi)
+{
+	return (sh_file *)(uintptr_t)fi->fh;
+}
+
+/*
+ * The files open through this mount, by inode: a getattr or setattr
+ * without a handle (stat, utimensat, chmod by path) first flushes what
+ * they buffered, so the size the kernel is told is never older than what
+ * was written. Only open files are here: nothing grows with files seen.
+ */
+#define OPEN_SLOTS 1024
+
+struct ofile {
+	struct ofile *next;
+	uint64_t ino;
+	sh_file *f;
+};
+
+static pthread_mutex_t open_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct ofile *open_tab[OPEN_SLOTS];
+
+static void
+open_add(uint64_t ino, sh_file *f)
+{
+	struct ofile *o = malloc(sizeof(*o));
+
+	if (o == NULL)
+		return; /* flushed at close all the same */
+	o->ino = ino;
+	o->f = f;
+	pthread_mutex_lock(&open_mu);
+	o->next = open_tab[ino % OPEN_SLOTS];
+	open_tab[ino % OPEN_SLOTS] = o;
+	pthread_mutex_unlock(&open_mu);
+}
+
+static void
+open_del(uint64_t ino, sh_file *f)
+{
+	pthread_mutex_lock(&open_mu);
+	for (struct ofile **pp = &open_tab[ino % OPEN_SLOTS]; *pp; pp = &(*pp)->next)
+		if ((*pp)->f == f) {
+			struct ofile *o = *pp;
+
+			*pp = o->next;
+			free(o);
+			break;
+		}
+	pthread_mutex_unlock(&open_mu);
+}
+
+int
+sfuse_flush_ino(uint64_t ino)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&open_mu);
+	for (struct ofile *o = open_tab[ino % OPEN_SLOTS]; o; o = o->next)
+		if (o->ino == ino) {
+			int r = sh_fsync(o->f);
+
+			if (rc == 0)
+				rc = r;
+		}
+	pthread_mutex_unlock(&open_mu);
+	return rc;
+}
+
+void
+sfuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	     struct fuse_file_info *fi)
+{
+	struct sfuse *s = sfuse_of(req);
+	struct fuse_entry_param e = { 0 };
+	sh_file *f;
+	int rc;
+
+	sfuse_creds(req);
+	rc = sh_mknod_at(s->fs, parent, name, S_IFREG | (mode & 07777), 0, &e.attr);
+	if (rc == -EEXIST && !(fi->flags & O_EXCL))
+		rc = sh_lookup(s->fs, parent, name, &e.attr); /* raced with another creator */
+	if (rc == 0)
+		rc = sh_open_ino(s->fs, e.attr.st_ino, fi->flags, &f);
+	if (rc < 0) {
+		sfuse_reply_err(req, rc);
+		return;
+	}
+	fi->fh = (uintptr_t)f;
+	open_add(e.attr.st_ino, f);
+	e.ino = e.attr.st_ino;
+	e.generation = 1;
+	e.attr_timeout = s->o.attr_timeout;
+	e.entry_timeout = s->o.entry_timeout;
+	if (fuse_reply_create(req, &e, fi) != 0) {
+		open_del(e.attr.st_ino, f);
+		sh_close(f); /* the caller went away */
+	}
+}
+
+void
+sfuse_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	sh_file *f;
+	int rc = sh_open_ino(sfuse_of(req)->fs, ino, fi->flags, &f);
+
+	if (rc < 0) {
+		sfuse_reply_err(req, rc);
+		return;
+	}
+	fi->fh = (uintptr_t)f;
+	fi->keep_cache = 0; /* close-to-open: what another client wrote is read again */
+	open_add(ino, f);
+	if (fuse_reply_open(req, fi) != 0) {
+		open_del(ino, f);
+		sh_close(f);
+	}
+}
+
+void
+sfuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	char *buf = malloc(size ? size : 1);
+	long n = buf ? sh_pread(fh(fi), buf, size, (uint64_t)off) : -ENOMEM;
+
+	(void)ino;
+	if (n < 0)
+		sfuse_reply_err(req, n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+void
+sfuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+	    struct fuse_file_info *fi)
+{
+	long n = sh_pwrite(fh(fi), buf, size, (uint64_t)off);
+
+	(void)ino;
+	if (n < 0)
+		sfuse_reply_err(req, n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+/* close(2) of one descriptor: what it wrote is made durable and visible (close-to-open). */
+void
+sfuse_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	sfuse_reply_err(req, sh_fsync(fh(fi)));
+}
+
+void
+sfuse_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)datasync;
+	sfuse_reply_err(req, sh_fsync(fh(fi)));
+}
+
+void
+sfuse_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	open_del(ino, fh(fi));
+	sfuse_reply_err(req, sh_close(fh(fi)));
+}
+
+/* ---- directories ---- */
+
+struct dh {
+	sh_dir *d;
+	uint64_t ino;
+	off_t pos; /* entries handed out so far ("." and ".." are the first two) */
+	struct sh_dirent next;
+	bool have_next;
+};
+
+static struct dh *
+dhp(const struct fuse_file_info *fi)
+{
+	return (struct dh *)(uintptr_t)fi->fh;
+}
+
+void
+sfuse_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dh *h = calloc(1, sizeof(*h));
+	int rc = h ? sh_opendir_ino(sfuse_of(req)->fs, ino, &h->d) : -ENOMEM;
+
+	if (rc < 0) {
+		free(h);
+		sfuse_reply_err(req, rc);
+		return;
+	}
+	h->ino = ino;
+	fi->fh = (uintptr_t)h;
+	if (fuse_reply_open(req, fi) != 0) {
+		sh_closedir(h->d);
+		free(h);
+	}
+}
+
+/* The entry at position pos (0 ".", 1 "..", then the directory's), advancing h. */
+static int
+next_entry(struct sfuse *s, struct dh *h, struct sh_dirent *e)
+{
+	int rc;
+
+	if (h->pos < 2) {
+		memset(e, 0, sizeof(*e));
+		e->ino = h->ino; /* ".." gets the directory too: FUSE does not use it */
+		e->type = DT_DIR;
+		strcpy(e->name, h->pos == 0 ? "." : "..");
+		return 1;
+	}
+	if (h->have_next) {
+		*e = h->next;
+		return 1;
+	}
+	rc = sh_readdir(h->d, e);
+	(void)s;
+	return rc;
+}
+
+void
+sfuse_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct sfuse *s = sfuse_of(req);
+	struct dh *h = dhp(fi);
+	char *buf = malloc(size);
+	size_t used = 0;
+	int rc = buf ? 0 : -ENOMEM;
+
+	(void)ino;
+	if (rc == 0 && off != h->pos) {
+		/* a seek (rewinddir, seekdir): list again from the start up to off */
+		sh_closedir(h->d);
+		h->d = NULL;
+		h->pos = 0;
+		h->have_next = false;
+		rc = sh_opendir_ino(s->fs, h->ino, &h->d);
+		while (rc == 0 && h->pos < off) {
+			struct sh_dirent e;
+
+			rc = next_entry(s, h, &e);
+			if (rc == 1) {
+				h->pos++;
+				rc = 0;
+			} else if (rc == 0) {
+				break;
+			}
+		}
+	}
+	while (rc == 0) {
+		struct sh_dirent e;
+		struct stat st = { 0 };
+		size_t n;
+
+		rc = next_entry(s, h, &e);
+		if (rc <= 0)
+			break;
+		rc = 0;
+		st.st_ino = e.ino;
+		st.st_mode = (mode_t)e.type << 12;
+		n = fuse_add_direntry(req, buf + used, size - used, e.name, &st, h->pos + 1);
+		if (n > size - used) {
+			/* no room: keep it for the next call */
+			if (h->pos >= 2) {
+				h->next = e;
+				h->have_next = true;
+			}
+			break;
+		}
+		used += n;
+		h->pos++;
+		h->have_next = false;
+	}
+	if (rc < 0 && used == 0)
+		sfuse_reply_err(req, rc);
+	else
+		fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+void
+sfuse_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dh *h = dhp(fi);
+
+	(void)ino;
+	sh_closedir(h->d);
+	free(h);
+	fuse_reply_err(req, 0);
+}

@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: Apache-2.0
+/* shoal mount: names and attributes (sfuse.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/fs.h>
+#include <sys/xattr.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+
+int
+sfuse_errno(long rc)
+{
+	if (rc >= 0)
+		return 0;
+	return rc <= -4096 ? EIO : (int)-rc;
+}
+
+struct sfuse *
+sfuse_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/* The caller's credentials own what this request creates. */
+void
+sfuse_creds(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	sh_creds(ctx->uid, ctx->gid);
+}
+
+void
+sfuse_reply_err(fuse_req_t req, long rc)
+{
+	fuse_reply_err(req, sfuse_errno(rc));
+}
+
+void
+sfuse_reply_entry(fuse_req_t req, int rc, const struct stat *st)
+{
+	struct sfuse *s = sfuse_of(req);
+	struct fuse_entry_param e = { 0 };
+
+	if (rc < 0) {
+		/* a negative entry may be cached like a positive one */
+		if (rc == -ENOENT && s->o.entry_timeout > 0) {
+			e.entry_timeout = s->o.entry_timeout;
+			fuse_reply_entry(req, &e);
+			return;
+		}
+		sfuse_reply_err(req, rc);
+		return;
+	}
+	e.ino = st->st_ino;
+	e.generation = 1;
+	e.attr = *st;
+	e.attr_timeout = s->o.attr_timeout;
+	e.entry_timeout = s->o.entry_timeout;
+	fuse_reply_entry(req, &e);
+}
+
+/* What a create-like call made (its errors, ENOENT included, are errors: no negative entry). */
+void
+sfuse_reply_new(fuse_req_t req, int rc, const struct stat *st)
+{
+	if (rc < 0)
+		sfuse_reply_err(req, rc);
+	else
+		sfuse_reply_entry(req, 0, st);
+}
+
+static void
+op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct stat st;
+	int rc = sh_lookup(sfuse_of(req)->fs, parent, name, &st);
+
+	sfuse_reply_entry(req, rc, &st);
+}
+
+static void
+op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	(void)ino;
+	(void)nlookup;
+	fuse_reply_none(req); /* nothing is kept per inode */
+}
+
+static void
+op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct stat st;
+	int rc;
+
+	(void)fi;
+	rc = sfuse_flush_ino(ino); /* what open files wrote counts */
+	if (rc == 0)
+		rc = sh_getattr(sfuse_of(req)->fs, ino, &st);
+	if (rc < 0)
+		sfuse_reply_err(req, rc);
+	else
+		fuse_reply_attr(req, &st, sfuse_of(req)->o.attr_timeout);
+}
+
+static void
+op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+	   struct fuse_file_info *fi)
+{
+	struct sfuse *s = sfuse_of(req);
+	struct stat st = *attr, out;
+	unsigned valid = 0;
+	int rc = 0;
+
+	if (to_set & FUSE_SET_ATTR_MODE)
+		valid |= SH_SET_MODE;
+	if (to_set & FUSE_SET_ATTR_UID)
+		valid |= SH_SET_UID;
+	if (to_set & FUSE_SET_ATTR_GID)
+		valid |= SH_SET_GID;
+	(void)fi;
+	rc = sfuse_flush_ino(ino); /* buffered writes land before the change */
+	if (to_set & FUSE_SET_ATTR_SIZE)
+		valid |= SH_SET_SIZE;
+	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW)) {
+		valid |= SH_SET_ATIME;
+		if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+			clock_gettime(CLOCK_REALTIME, &st.st_atim);
+	}
+	if (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)) {
+		valid |= SH_SET_MTIME;
+		if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+			clock_gettime(CLOCK_REALTIME, &st.st_mtim);
+	}
+	if (rc == 0)
+		rc = valid ? sh_setattr(s->fs, ino, &st, valid, &out) : sh_getattr(s->fs, ino, &out);
+	if (rc < 0)
+		sfuse_reply_err(req, rc);
+	else
+		fuse_reply_attr(req, &out, s->o.attr_timeout);
+}
+
+static void
+op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char buf[4097];
+	long n = sh_readlink_ino(sfuse_of(req)->fs, ino, buf, sizeof(buf) - 1);
+
+	if (n < 0) {
+		sfuse_reply_err(req, n);
+		return;
+	}
+	buf[n] = '\0';
+	fuse_reply_readlink(req, buf);
+}
+
+static void
+op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	struct stat st;
+	int rc;
+
+	sfuse_creds(req);
+	rc = sh_mknod_at(sfuse_of(req)->fs, parent, name, mode, rdev, &st);
+	sfuse_reply_new(req, rc, &st);
+}
+
+static void
+op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct stat st;
+	int rc;
+
+	sfuse_creds(req);
+	rc = sh_mkdir_at(sfuse_of(req)->fs, parent, name, mode, &st); /* the kernel applied umask */
+	sfuse_reply_new(req, rc, &st);
+}
+
+static void
+op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	struct stat st;
+	int rc;
+
+	sfuse_creds(req);
+	rc = sh_symlink_at(sfuse_of(req)->fs, link, parent, name, &st);
+	sfuse_reply_new(req, rc, &st);
+}
+
+static void
+op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct stat st;
+	int rc = sh_link_at(sfuse_of(req)->fs, ino, newparent, newname, &st);
+
+	sfuse_reply_new(req, rc, &st);
+}
+
+static void
+op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	sfuse_reply_err(req, sh_unlink_at(sfuse_of(req)->fs, parent, name));
+}
+
+static void
+op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	sfuse_reply_err(req, sh_rmdir_at(sfuse_of(req)->fs, parent, name));
+}
+
+static void
+op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+	  const char *newname, unsigned int flags)
+{
+	unsigned f = 0;
+
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (flags & RENAME_NOREPLACE)
+		f |= SH_RENAME_NOREPLACE;
+	if (flags & RENAME_EXCHANGE)
+		f |= SH_RENAME_EXCHANGE;
+	sfuse_reply_err(req, sh_rename_at(sfuse_of(req)->fs, parent, name, newparent, newname, f));
+}
+
+static void
+op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs v;
+	int rc = sh_statvfs(sfuse_of(req)->fs, &v);
+
+	(void)ino;
+	if (rc < 0)
+		sfuse_reply_err(req, rc);
+	else
+		fuse_reply_statfs(req, &v);
+}
+
+static void
+op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
+	    int flags)
+{
+	int f = (flags & XATTR_CREATE ? SH_XATTR_CREATE : 0) |
+		(flags & XATTR_REPLACE ? SH_XATTR_REPLACE : 0);
+
+	sfuse_reply_err(req, sh_setxattr_ino(sfuse_of(req)->fs, ino, name, value, size, f));
+}
+
+/* getxattr and listxattr: size 0 asks for the length */
+static void
+reply_value(fuse_req_t req, long n, const char *buf, size_t size)
+{
+	if (n < 0)
+		sfuse_reply_err(req, n);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+}
+
+static void
+op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	char *buf = size ? malloc(size) : NULL;
+	long n = size && buf == NULL ? -ENOMEM
+				     : sh_getxattr_ino(sfuse_of(req)->fs, ino, name, buf, size);
+
+	reply_value(req, n, buf, size);
+	free(buf);
+}
+
+static void
+op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	char *buf = size ? malloc(size) : NULL;
+	long n = size && buf == NULL ? -ENOMEM : sh_listxattr_ino(sfuse_of(req)->fs, ino, buf, size);
+
+	reply_value(req, n, buf, size);
+	free(buf);
+}
+
+static void
+op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	sfuse_reply_err(req, sh_removexattr_ino(sfuse_of(req)->fs, ino, name));
+}
+
+const struct fuse_lowlevel_ops sfuse_ops = {
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.readlink = op_readlink,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.symlink = op_symlink,
+	.link = op_link,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.rename = op_rename,
+	.statfs = op_statfs,
+	.setxattr = op_setxattr,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+	.removexattr = op_removexattr,
+	.create = sfuse_create,
+	.open = sfuse_open,
+	.read = sfuse_read,
+	.write = sfuse_write,
+	.flush = sfuse_flush,
+	.fsync = sfuse_fsync,
+	.release = sfuse_release,
+	.opendir = sfuse_opendir,
+	.readdir = sfuse_readdir,
+	.releasedir = sfuse_releasedir,
+};

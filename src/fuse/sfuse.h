@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * shoal mount: the FUSE low-level binding on libshoal (docs/mount.md).
+ * Inode numbers are Shoal's (the root is 1 in both); the binding keeps no
+ * state per inode, so memory does not grow with the files a mount has
+ * seen (forget is free). Open files and directories are libshoal
+ * handles in fi->fh.
+ */
+#ifndef SH_FUSE_SFUSE_H
+#define SH_FUSE_SFUSE_H
+
+#define FUSE_USE_VERSION 34
+#include <fuse3/fuse_lowlevel.h>
+#include <shoal/client.h>
+#include <shoal/sh_errno.h>
+#include <stdbool.h>
+
+struct sfuse_opts {
+	const char *mgmt;     /* a management address of the cluster */
+	const char *fs;	      /* the filesystem */
+	const char *dir;      /* the mount point */
+	bool foreground;      /* -f: do not become a daemon */
+	bool allow_other;     /* -o allow_other (default on as root) */
+	double attr_timeout;  /* -o attr_timeout=S (default 1) */
+	double entry_timeout; /* -o entry_timeout=S (default 1) */
+	unsigned threads;     /* -o threads=N (default 8) */
+	unsigned timeout_ms;  /* -o timeout=S: how long an operation waits for the cluster */
+	const char *log;      /* where a daemon logs (default: syslog-less: nowhere) */
+};
+
+struct sfuse {
+	struct sfuse_opts o;
+	sh_client *c;
+	sh_fs *fs;
+};
+
+/* Mount and serve until unmounted or signalled; 0 or a negative errno with a message printed. */
+int sfuse_main(const struct sfuse_opts *o);
+
+/* ops.c: the operation table */
+extern const struct fuse_lowlevel_ops sfuse_ops;
+/* A Shoal error as an errno FUSE can carry (Shoal's own codes become EIO). */
+int sfuse_errno(long rc);
+
+#endif /* SH_FUSE_SFUSE_H */

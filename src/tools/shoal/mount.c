@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+/* shoal mount / umount (docs/mount.md). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../fuse/sfuse.h"
+#include "shoal.h"
+
+/* -o name=value,... */
+static void
+parse_o(struct sfuse_opts *o, char *s)
+{
+	for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
+		char *eq = strchr(tok, '=');
+		const char *v = eq ? eq + 1 : NULL;
+
+		if (eq)
+			*eq = '\0';
+		if (strcmp(tok, "allow_other") == 0)
+			o->allow_other = true;
+		else if (strcmp(tok, "attr_timeout") == 0 && v)
+			o->attr_timeout = atof(v);
+		else if (strcmp(tok, "entry_timeout") == 0 && v)
+			o->entry_timeout = atof(v);
+		else if (strcmp(tok, "threads") == 0 && v && atoi(v) > 0)
+			o->threads = (unsigned)atoi(v);
+		else if (strcmp(tok, "timeout") == 0 && v && atoi(v) > 0)
+			o->timeout_ms = (unsigned)atoi(v) * 1000;
+		else
+			usage_error("unknown mount option '%s'", tok);
+	}
+}
+
+int
+cmd_mount(struct cli *c, int argc, char **argv)
+{
+	struct sfuse_opts o = { .attr_timeout = 1, .entry_timeout = 1, .timeout_ms = 30000 };
+	static char addr[512];
+	const char *what = NULL;
+	int rc;
+
+	o.allow_other = geteuid() == 0; /* usable by every local user, as a kernel file system */
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "-f") == 0)
+			o.foreground = true;
+		else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+			parse_o(&o, argv[++i]);
+		else if (what == NULL)
+			what = argv[i];
+		else if (o.dir == NULL)
+			o.dir = argv[i];
+		else
+			usage_error("mount [ADDR/]FS DIR [-f] [-o OPTIONS]: unexpected '%s'", argv[i]);
+	}
+	if (what == NULL || o.dir == NULL)
+		usage_error("mount [ADDR/]FS DIR [-f] [-o OPTIONS]");
+	/* ADDR/FS: the cluster named in the argument; FS alone: --addr's */
+	if (strchr(what, '/') != NULL) {
+		snprintf(addr, sizeof(addr), "%.*s", (int)(strchr(what, '/') - what), what);
+		o.mgmt = addr;
+		o.fs = strchr(what, '/') + 1;
+	} else {
+		o.mgmt = c->addr;
+		o.fs = what;
+	}
+	rc = sfuse_main(&o);
+	return rc < 0 ? 1 : 0;
+}
+
+int
+cmd_umount(struct cli *c, int argc, char **argv)
+{
+	char cmd[1024];
+
+	(void)c;
+	if (argc != 1)
+		usage_error("umount DIR");
+	snprintf(cmd, sizeof(cmd), "fusermount3 -u '%s'", argv[0]);
+	return system(cmd) == 0 ? 0 : 1;
+}

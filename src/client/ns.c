@@ -908,14 +908,27 @@ sh_removexattr(sh_fs *fs, const char *path, const char *name)
 int
 sh_statvfs(sh_fs *fs, struct statvfs *out)
 {
-	uint64_t cap = client_capacity(fs->c);
+	struct sh_target_usage *u = sh_calloc(CFG_DRIVES_MAX, sizeof(*u));
+	uint64_t cap = client_capacity(fs->c), room = 0;
+	int n = u ? sh_targets_usage(fs, u, CFG_DRIVES_MAX) : -ENOMEM;
 
 	memset(out, 0, sizeof(*out));
+	/* free: what the targets that answer have left (a silent one counts as full) */
+	for (int i = 0; i < n && i < CFG_DRIVES_MAX; i++)
+		if (u[i].status == 0 && u[i].capacity > u[i].used)
+			room += u[i].capacity - u[i].used;
+	sh_free(u);
+	if (n < 0)
+		return n;
 	out->f_bsize = 4096;
 	out->f_frsize = 4096;
 	out->f_blocks = cap / 4096;
-	out->f_bfree = out->f_blocks;
-	out->f_bavail = out->f_blocks;
+	/* user data takes d+p bytes of raw space for every d: what fits is less */
+	out->f_bfree = room / 4096 * fs->code.d / (fs->code.d + fs->code.p);
+	out->f_blocks = out->f_blocks * fs->code.d / (fs->code.d + fs->code.p);
+	if (out->f_bfree > out->f_blocks)
+		out->f_bfree = out->f_blocks;
+	out->f_bavail = out->f_bfree;
 	out->f_namemax = SH_NAME_MAX;
 	out->f_fsid = fs->id;
 	return 0;

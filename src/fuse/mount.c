@@ -58,7 +58,8 @@ sfuse_main(const struct sfuse_opts *o)
 		return -EIO;
 	}
 	if (fuse_set_signal_handlers(se) != 0 || fuse_session_mount(se, o->dir) != 0) {
-		fprintf(stderr, "shoal: cannot mount on %s (is /dev/fuse usable, fuse3 installed?)\n",
+		fprintf(stderr,
+			"shoal: cannot mount on %s (is /dev/fuse usable, fuse3 installed?)\n",
 			o->dir);
 		rc = -EIO;
 		goto out;

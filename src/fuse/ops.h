@@ -19,8 +19,7 @@ int sfuse_flush_ino(uint64_t ino);
 void sfuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		  struct fuse_file_info *fi);
 void sfuse_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void sfuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		struct fuse_file_info *fi);
+void sfuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
 void sfuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		 struct fuse_file_info *fi);
 void sfuse_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

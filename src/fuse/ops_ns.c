@@ -106,8 +106,7 @@ op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 static void
-op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-	   struct fuse_file_info *fi)
+op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
 {
 	struct sfuse *s = sfuse_of(req);
 	struct stat st = *attr, out;
@@ -135,7 +134,8 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			clock_gettime(CLOCK_REALTIME, &st.st_mtim);
 	}
 	if (rc == 0)
-		rc = valid ? sh_setattr(s->fs, ino, &st, valid, &out) : sh_getattr(s->fs, ino, &out);
+		rc =
+		    valid ? sh_setattr(s->fs, ino, &st, valid, &out) : sh_getattr(s->fs, ino, &out);
 	if (rc < 0)
 		sfuse_reply_err(req, rc);
 	else
@@ -277,7 +277,8 @@ static void
 op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	char *buf = size ? malloc(size) : NULL;
-	long n = size && buf == NULL ? -ENOMEM : sh_listxattr_ino(sfuse_of(req)->fs, ino, buf, size);
+	long n =
+	    size && buf == NULL ? -ENOMEM : sh_listxattr_ino(sfuse_of(req)->fs, ino, buf, size);
 
 	reply_value(req, n, buf, size);
 	free(buf);

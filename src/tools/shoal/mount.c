@@ -52,7 +52,8 @@ cmd_mount(struct cli *c, int argc, char **argv)
 		else if (o.dir == NULL)
 			o.dir = argv[i];
 		else
-			usage_error("mount [ADDR/]FS DIR [-f] [-o OPTIONS]: unexpected '%s'", argv[i]);
+			usage_error("mount [ADDR/]FS DIR [-f] [-o OPTIONS]: unexpected '%s'",
+				    argv[i]);
 	}
 	if (what == NULL || o.dir == NULL)
 		usage_error("mount [ADDR/]FS DIR [-f] [-o OPTIONS]");

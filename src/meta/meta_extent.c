@@ -48,8 +48,9 @@ meta_extent_decode(const uint8_t *b, size_t len, struct meta_extent *e)
 	memcpy(&e->stripe, b + 15, 8);
 	memcpy(&e->soff, b + 23, 8);
 	memcpy(e->targets, b + 31, 8 * (size_t)n);
-	/* the range lies inside the stripe's data */
-	if (e->frag == 0 || e->len == 0 || e->soff > (uint64_t)e->d * e->frag ||
+	/* the range lies inside the stripe's data, and is not longer than the longest */
+	if (e->frag == 0 || e->len == 0 || e->len > META_EXTENT_LEN_MAX ||
+	    e->soff > (uint64_t)e->d * e->frag ||
 	    e->len > (uint64_t)e->d * e->frag - e->soff)
 		return -EBADMSG;
 	return 0;
@@ -196,11 +197,17 @@ meta_extents(struct meta_bucket *b, uint64_t ino, uint64_t off, uint64_t len,
 	     struct meta_extent *out, unsigned max, unsigned *n)
 {
 	struct collect c = { out, max, 0, off, len > UINT64_MAX - off ? UINT64_MAX : off + len };
-	struct meta_key pk;
+	struct meta_key pk, from;
 	int rc;
 
 	meta_key_id(&pk, b->bucket, META_K_EXTENT, ino);
-	rc = meta_scan(b->t, &pk, NULL, 0, b->ver, on_extent, &c);
+	/* an extent overlapping off starts at most META_EXTENT_LEN_MAX before it */
+	if (off > META_EXTENT_LEN_MAX) {
+		extent_key(&from, b->bucket, ino, off - META_EXTENT_LEN_MAX - 1);
+		rc = meta_scan(b->t, &pk, from.b, from.len, b->ver, on_extent, &c);
+	} else {
+		rc = meta_scan(b->t, &pk, NULL, 0, b->ver, on_extent, &c);
+	}
 	*n = c.n;
 	return rc < 0 ? rc : 0;
 }

@@ -20,6 +20,8 @@
 #include "meta_ops.h"
 
 #define META_FRAGS_MAX 20 /* 16 + 4 */
+/* The longest extent: a lookup at an offset starts this far before it. */
+#define META_EXTENT_LEN_MAX (64ull << 20)
 
 struct meta_extent {
 	uint64_t off;	 /* file offset */

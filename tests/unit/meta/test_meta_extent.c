@@ -202,3 +202,33 @@ TEST(meta_extent_bad_input)
 	sh_enc_fini(&enc);
 	fx_close(&f);
 }
+
+/* Lookups far into a file start from a window before the offset, and still see a long extent. */
+TEST(meta_extent_far_offsets)
+{
+	struct fx f;
+	struct meta_extent e[3], got[4];
+	unsigned n;
+
+	fx_open(&f);
+	e[0] = ext(0, 100, 1, 0);
+	e[1] = ext(100ull << 20, 3 << 20, 2, 0);
+	e[1].frag = 16 << 20; /* a long extent: 48 MiB of a 64 MiB stripe */
+	e[1].len = 48ull << 20;
+	e[2] = ext(300ull << 20, 100, 3, 0);
+	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, e, 3, 1, NULL));
+	SH_ASSERT_OK(meta_extents(&f.b, f.ino, (100ull << 20) + (47ull << 20), 10, got, 4, &n));
+	SH_ASSERT_EQ(n, 1u);
+	SH_ASSERT_EQ(got[0].stripe, 2);
+	SH_ASSERT_OK(meta_extents(&f.b, f.ino, 300ull << 20, 1, got, 4, &n));
+	SH_ASSERT_EQ(n, 1u);
+	SH_ASSERT_EQ(got[0].stripe, 3);
+	SH_ASSERT_OK(meta_extents(&f.b, f.ino, 200ull << 20, 1 << 20, got, 4, &n));
+	SH_ASSERT_EQ(n, 0u);
+	/* longer than the longest extent: refused */
+	e[0] = ext(0, 100, 4, 0);
+	e[0].frag = 32 << 20;
+	e[0].len = (64ull << 20) + 1;
+	SH_ASSERT_EQ(meta_extent_set(&f.b, f.ino, e, 1, 1, NULL), -EINVAL);
+	fx_close(&f);
+}

@@ -596,6 +596,47 @@ def data_write_read_degraded(c):
         time.sleep(0.5)
 
 
+@test
+def data_corruption_detected_and_decoded(c):
+    """A fragment block flipped on a drive: the store's crc catches it, the read is decoded
+    from the other fragments, byte for byte, and the target logs it."""
+    c.up()
+    make_fs(c)
+    blocks = 256  # 1 MiB in 4 KiB blocks, each one recognisable
+    data = b"".join((b"SHOAL-BLOCK-%06d-" % i) * (4096 // 19) + bytes(4096 - 19 * (4096 // 19))
+                    for i in range(blocks))
+    local = os.path.join(c.dir, "pattern")
+    with open(local, "wb") as f:
+        f.write(data)
+    ns(c, "put", local, "/p")
+    # find block 5's bytes on some drive and flip one of them
+    needle = b"SHOAL-BLOCK-000005-" * 8
+    hit = None
+    for n in range(1, c.nodes + 1):
+        img = os.path.join(c.dir, "drives", "n%d.img" % n)
+        with open(img, "rb") as f:
+            buf = f.read()
+        at = buf.find(needle)
+        if at >= 0:
+            hit = (n, img, at)
+            break
+    check(hit is not None, "the pattern is on no drive")
+    n, img, at = hit
+    fd = os.open(img, os.O_RDWR)
+    try:
+        b = os.pread(fd, 1, at + 100)
+        os.pwrite(fd, bytes([b[0] ^ 0xFF]), at + 100)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    out = os.path.join(c.dir, "out")
+    ns(c, "get", "/p", out)
+    with open(out, "rb") as f:
+        check(f.read() == data, "the corrupt block was not rebuilt")
+    with open(os.path.join(c.dir, "n%d.log" % n)) as f:
+        check("crc mismatch" in f.read(), "node %d did not log the corruption" % n)
+
+
 def fuse_usable():
     return os.path.exists("/dev/fuse") and os.access("/dev/fuse", os.R_OK | os.W_OK) and \
         shutil.which("fusermount3") is not None
@@ -669,7 +710,7 @@ def fuse_mount_with_ordinary_tools(c):
 
 SIZES = {"cannot_place_on_three_nodes": 3, "metadata_create_storm_survives_kill9": 6,
          "metadata_namespace_operations": 6, "data_write_read_degraded": 6,
-         "fuse_mount_with_ordinary_tools": 6}
+         "fuse_mount_with_ordinary_tools": 6, "data_corruption_detected_and_decoded": 6}
 
 
 def main():

@@ -51,8 +51,7 @@ now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void
-die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 static void
 die(const char *fmt, ...)
@@ -67,8 +66,7 @@ die(const char *fmt, ...)
 	exit(1);
 }
 
-static void
-sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static void
 sh(const char *fmt, ...)
@@ -113,8 +111,9 @@ cpu_seconds(void)
 			char *q = strrchr(buf, ')');
 
 			/* fields after the command: state is 3rd; utime 14th, stime 15th */
-			if (q && sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-					&ut, &st) == 2)
+			if (q &&
+			    sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+				   &ut, &st) == 2)
 				s += (double)(ut + st) / (double)clk_tck;
 		}
 		if (f)
@@ -231,7 +230,8 @@ fio(const char *rw)
 	j = json_load_file(out, 0, NULL);
 	job = j ? json_array_get(json_object_get(j, "jobs"), 0) : NULL;
 	bw = job ? json_number_value(json_object_get(
-		       json_object_get(job, strcmp(rw, "write") == 0 ? "write" : "read"), "bw_bytes"))
+		       json_object_get(job, strcmp(rw, "write") == 0 ? "write" : "read"),
+		       "bw_bytes"))
 		 : 0;
 	json_decref(j);
 	return bw / (1u << 30);
@@ -332,8 +332,9 @@ main(int argc, char **argv)
 	/* the physical baseline: the disk under the drive files, direct I/O */
 	dw = fio("write");
 	dr = fio("read");
-	printf("fio direct 1 MiB x 8 on the drives' file system: write %.3f GiB/s, read %.3f GiB/s\n",
-	       dw, dr);
+	printf(
+	    "fio direct 1 MiB x 8 on the drives' file system: write %.3f GiB/s, read %.3f GiB/s\n",
+	    dw, dr);
 	printf("BENCH data {\"write_gib_s\":%.3f,\"read_gib_s\":%.3f,\"write_vs_disk\":%.3f,"
 	       "\"read_vs_disk\":%.3f,\"cpu_s_per_gib_write\":%.2f,\"cpu_s_per_gib_read\":%.2f,"
 	       "\"rand4k_qd1_p50_us\":%.0f,\"rand4k_qd1_p99_us\":%.0f,\"rand4k_qd32_iops\":%lu}\n",

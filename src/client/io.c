@@ -29,7 +29,8 @@ struct sh_file {
 	uint8_t *buf; /* the stripe being filled: d x FRAG bytes */
 	uint64_t buf_off;
 	size_t fill;
-	int err; /* a failed flush, reported by the next call */
+	bool checked; /* this handle looked whether the file's bytes are inline */
+	int err;      /* a failed flush, reported by the next call */
 };
 
 static unsigned
@@ -69,9 +70,12 @@ release(sh_file *f, uint64_t stripe, const uint64_t *targets, const struct dcall
 	client_calls(f->fs->c, rel, n, PUT_NS);
 }
 
-/* Write the buffer as one stripe and map it. */
+/*
+ * Write fill bytes of buf (room for D x FRAG) as one stripe and map them
+ * at file offset off.
+ */
 static int
-flush(sh_file *f)
+put_stripe(sh_file *f, uint64_t off, uint8_t *buf, size_t fill)
 {
 	unsigned d = ndata(f), n = nfrags(f);
 	uint32_t frag;
@@ -81,20 +85,17 @@ flush(sh_file *f)
 	uint64_t targets[EC_N_MAX], stripe = 0;
 	int rc = 0;
 
-	if (f->fill == 0)
-		return 0;
 	/* a full stripe uses FRAG; a partial one the least 4 KiB multiple that holds it */
-	frag =
-	    f->fill == (size_t)d * FRAG
-		? FRAG
-		: (uint32_t)(((f->fill + d - 1) / d + SMALL_ALIGN - 1) / SMALL_ALIGN * SMALL_ALIGN);
-	memset(f->buf + f->fill, 0, (size_t)d * frag - f->fill);
+	frag = fill == (size_t)d * FRAG
+		   ? FRAG
+		   : (uint32_t)(((fill + d - 1) / d + SMALL_ALIGN - 1) / SMALL_ALIGN * SMALL_ALIGN);
+	memset(buf + fill, 0, (size_t)d * frag - fill);
 	for (unsigned i = 0; i < f->fs->code.p; i++)
 		if ((parity[i] = sh_malloc(frag)) == NULL)
 			rc = -ENOMEM;
 	if (rc == 0) {
 		for (unsigned i = 0; i < d; i++)
-			frags[i] = f->buf + (size_t)i * frag;
+			frags[i] = buf + (size_t)i * frag;
 		for (unsigned i = 0; i < f->fs->code.p; i++)
 			frags[d + i] = parity[i];
 		ec_encode(&f->fs->code, frag, (const uint8_t *const *)frags, parity);
@@ -124,8 +125,8 @@ flush(sh_file *f)
 		for (unsigned i = 0; i < n; i++)
 			ok &= puts[i].status >= 0;
 		if (ok) {
-			struct meta_extent e = { .off = f->buf_off,
-						 .len = f->fill,
+			struct meta_extent e = { .off = off,
+						 .len = fill,
 						 .stripe = stripe,
 						 .d = (uint8_t)d,
 						 .p = (uint8_t)f->fs->code.p,
@@ -155,6 +156,87 @@ flush(sh_file *f)
 	}
 	for (unsigned i = 0; i < f->fs->code.p; i++)
 		sh_free(parity[i]);
+	return rc;
+}
+
+/*
+ * A small file's bytes as they are now: *len of them into buf (capacity
+ * META_INLINE_MAX). 1 if they are inline, 0 if the file has extents (or
+ * nothing) in its first META_INLINE_MAX bytes, or -errno.
+ */
+static int
+inline_now(sh_file *f, uint8_t *buf, size_t *len)
+{
+	struct mp_req q = { .kind = MP_EXTENTS,
+			    .fs = f->fs->id,
+			    .bucket = meta_ino_bucket(f->ino),
+			    .ino = f->ino,
+			    .max = 1,
+			    .off = 0,
+			    .len = META_INLINE_MAX };
+	struct cres res;
+	int rc = client_meta(f->fs->c, &q, &res);
+
+	*len = 0;
+	if (rc == 0 && (res.rep.flags & MP_INLINE)) {
+		*len = res.rep.dlen < META_INLINE_MAX ? res.rep.dlen : META_INLINE_MAX;
+		memcpy(buf, res.rep.data, *len);
+		rc = 1;
+	} else if (rc == 0) {
+		rc = res.rep.dlen > 0 ? 0 : 2; /* 2: nothing there yet */
+	}
+	cres_fini(&res);
+	return rc;
+}
+
+/* Write the buffer: inline with the inode if the file stays small, else as a stripe. */
+static int
+flush(sh_file *f)
+{
+	uint8_t cur[META_INLINE_MAX];
+	size_t clen = 0;
+	int rc, state = -1;
+
+	if (f->fill == 0)
+		return 0;
+	if (!f->checked || f->buf_off + f->fill <= META_INLINE_MAX) {
+		state = inline_now(f, cur, &clen);
+		if (state < 0)
+			return state;
+		f->checked = true;
+	}
+	if (state >= 1 && f->buf_off + f->fill <= META_INLINE_MAX) {
+		/* small: merge into what is inline (or nothing) and keep it with the inode */
+		struct meta_cmd mc = { .op = META_OP_INLINE, .ino = f->ino };
+		size_t len = f->buf_off + f->fill > clen ? f->buf_off + f->fill : clen;
+		struct cres res;
+
+		if (state == 2)
+			memset(cur, 0, sizeof(cur));
+		else if (clen < f->buf_off)
+			memset(cur + clen, 0, f->buf_off - clen);
+		memcpy(cur + f->buf_off, f->buf, f->fill);
+		mc.data = cur;
+		mc.dlen = len;
+		rc = ns_cmd(f->fs, meta_ino_bucket(f->ino), &mc, &res);
+		cres_fini(&res);
+		if (rc == 0)
+			f->fill = 0;
+		return rc;
+	}
+	if (state == 1 && clen > 0) {
+		/* the inline bytes move into a stripe of their own first (mapping drops them) */
+		uint8_t *tmp = sh_calloc(ndata(f), FRAG);
+
+		if (tmp == NULL)
+			return -ENOMEM;
+		memcpy(tmp, cur, clen);
+		rc = put_stripe(f, 0, tmp, clen);
+		sh_free(tmp);
+		if (rc < 0)
+			return rc;
+	}
+	rc = put_stripe(f, f->buf_off, f->buf, f->fill);
 	if (rc == 0)
 		f->fill = 0;
 	return rc;
@@ -345,6 +427,14 @@ sh_pread(sh_file *f, void *buf, size_t len, uint64_t off)
 		bool more;
 
 		rc = client_meta(f->fs->c, &q, &res);
+		if (rc == 0 && (res.rep.flags & MP_INLINE)) {
+			/* a small file: its bytes came back; the rest is a hole */
+			if (off < res.rep.dlen)
+				memcpy(buf, res.rep.data + off,
+				       (size_t)((end < res.rep.dlen ? end : res.rep.dlen) - off));
+			cres_fini(&res);
+			break;
+		}
 		if (rc == 0 && res.rep.dlen > 0)
 			rc = meta_extent_list_decode(res.rep.data, res.rep.dlen, ex, &n) < 0
 				 ? -EPROTO

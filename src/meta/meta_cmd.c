@@ -181,6 +181,9 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 	case META_OP_RECLAIM_DONE:
 		rc = meta_reclaim_done(b, c->upto);
 		break;
+	case META_OP_INLINE:
+		rc = meta_inline_set(b, c->ino, c->data, c->dlen, c->now, &r->attr);
+		break;
 	case META_OP_RENAME2:
 		rc = meta_rename2_decode(c->data, c->dlen, &r->rename);
 		if (rc < 0)

@@ -50,8 +50,7 @@ meta_extent_decode(const uint8_t *b, size_t len, struct meta_extent *e)
 	memcpy(e->targets, b + 31, 8 * (size_t)n);
 	/* the range lies inside the stripe's data, and is not longer than the longest */
 	if (e->frag == 0 || e->len == 0 || e->len > META_EXTENT_LEN_MAX ||
-	    e->soff > (uint64_t)e->d * e->frag ||
-	    e->len > (uint64_t)e->d * e->frag - e->soff)
+	    e->soff > (uint64_t)e->d * e->frag || e->len > (uint64_t)e->d * e->frag - e->soff)
 		return -EBADMSG;
 	return 0;
 }
@@ -257,6 +256,69 @@ meta_extent_punch(struct meta_bucket *b, uint64_t ino, uint64_t start, uint64_t 
 	return rc;
 }
 
+static void
+inline_key(struct meta_key *k, uint16_t bucket, uint64_t ino)
+{
+	meta_key_id(k, bucket, META_K_INLINE, ino);
+}
+
+int
+meta_inline_get(struct meta_bucket *b, uint64_t ino, void *buf, size_t cap)
+{
+	struct meta_key k;
+	size_t len;
+	int rc;
+
+	inline_key(&k, b->bucket, ino);
+	rc = meta_get(b->t, &k, b->ver, buf, cap, &len);
+	return rc < 0 ? rc : (int)len;
+}
+
+int
+meta_inline_cut(struct meta_bucket *b, uint64_t ino, uint64_t len)
+{
+	uint8_t buf[META_INLINE_MAX];
+	struct meta_key k;
+	int have = meta_inline_get(b, ino, buf, sizeof(buf));
+
+	if (have == -ENOENT || (have >= 0 && (uint64_t)have <= len))
+		return 0;
+	if (have < 0)
+		return have;
+	inline_key(&k, b->bucket, ino);
+	return len == 0 ? meta_del(b->t, &k, b->ver, b->keep)
+			: meta_put(b->t, &k, b->ver, buf, (size_t)len, b->keep);
+}
+
+int
+meta_inline_set(struct meta_bucket *b, uint64_t ino, const void *data, size_t len, uint64_t now,
+		struct meta_inode *attr)
+{
+	struct meta_inode in;
+	struct meta_key k;
+	int rc = meta_inode_load(b, ino, &in);
+
+	if (rc < 0)
+		return rc;
+	if (in.type != META_REG)
+		return in.type == META_DIR ? -EISDIR : -EINVAL;
+	if (len == 0 || len > META_INLINE_MAX)
+		return -EINVAL;
+	rc = meta_extent_punch(b, ino, 0, UINT64_MAX); /* the bytes live here now */
+	inline_key(&k, b->bucket, ino);
+	if (rc == 0)
+		rc = meta_put(b->t, &k, b->ver, data, len, b->keep);
+	if (rc < 0)
+		return rc;
+	if (len > in.size)
+		in.size = len;
+	in.mtime = in.ctime = now;
+	rc = meta_inode_store(b, ino, &in);
+	if (rc == 0 && attr)
+		*attr = in;
+	return rc;
+}
+
 int
 meta_extent_set(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e, unsigned n,
 		uint64_t now, struct meta_inode *attr)
@@ -279,6 +341,8 @@ meta_extent_set(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e
 		if (e[i].off >= FILE_MAX || e[i].len > FILE_MAX - e[i].off)
 			return -EFBIG;
 	}
+	if (n > 0)
+		rc = meta_inline_cut(b, ino, 0); /* a file with extents has no inline bytes */
 	for (unsigned i = 0; rc == 0 && i < n; i++) {
 		rc = meta_extent_punch(b, ino, e[i].off, e[i].off + e[i].len);
 		if (rc == 0)

@@ -63,6 +63,21 @@ int meta_extent_punch(struct meta_bucket *b, uint64_t ino, uint64_t start, uint6
 int meta_extents(struct meta_bucket *b, uint64_t ino, uint64_t off, uint64_t len,
 		 struct meta_extent *out, unsigned max, unsigned *n);
 
+/*
+ * Small files: the first bytes of a regular file (at most META_INLINE_MAX)
+ * kept in its bucket instead of in a stripe. A file has inline bytes or
+ * extents, never both: setting inline bytes drops the extents, mapping an
+ * extent drops the inline bytes (the writer includes them in its stripe).
+ * The file's size becomes at least len.
+ */
+#define META_INLINE_MAX 4096
+int meta_inline_set(struct meta_bucket *b, uint64_t ino, const void *data, size_t len, uint64_t now,
+		    struct meta_inode *attr);
+/* The inline bytes into buf (cap >= META_INLINE_MAX): their length, or -ENOENT (none). */
+int meta_inline_get(struct meta_bucket *b, uint64_t ino, void *buf, size_t cap);
+/* Keep only the first len inline bytes (a truncate). */
+int meta_inline_cut(struct meta_bucket *b, uint64_t ino, uint64_t len);
+
 /* Stripes with no reference left: fn(arg, e) with stripe, d, p, frag and targets (1 stops). */
 int meta_reclaims(struct meta_bucket *b, int (*fn)(void *arg, const struct meta_extent *e),
 		  void *arg);

@@ -357,6 +357,8 @@ meta_setattr(struct meta_bucket *b, uint64_t ino, const struct meta_setattr *sa,
 			in.mtime = now;
 		if (sa->size < in.size) {
 			rc = meta_extent_punch(b, ino, sa->size, UINT64_MAX); /* nothing in place */
+			if (rc == 0)
+				rc = meta_inline_cut(b, ino, sa->size);
 			if (rc < 0)
 				return rc;
 		}
@@ -601,6 +603,8 @@ drop_inode(struct meta_bucket *b, uint64_t ino)
 	int rc;
 
 	rc = meta_extent_punch(b, ino, 0, UINT64_MAX); /* its stripes lose a reference */
+	if (rc == 0)
+		rc = meta_inline_cut(b, ino, 0);
 	meta_key_inode(&k, b->bucket, ino);
 	if (rc == 0)
 		rc = meta_del(b->t, &k, b->ver, b->keep);

@@ -42,6 +42,7 @@ enum meta_kind {
 	META_K_LOCK = 'k',    /* bucket 'k' parent name 0x00: an entry a rename holds */
 	META_K_STRIPE = 'z',  /* bucket 'z' stripe: how many extents refer to it */
 	META_K_RECLAIM = 'c', /* bucket 'c' stripe: a stripe to release on its targets */
+	META_K_INLINE = 'y',  /* bucket 'y' ino: a small file's bytes, kept with its inode */
 };
 
 /* A logical key (without the version). */

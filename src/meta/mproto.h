@@ -36,6 +36,7 @@ enum mp_kind {
 #define MP_DENTRY 0x2
 #define MP_MORE	  0x4
 #define MP_LEASE  0x8
+#define MP_INLINE 0x10 /* MP_EXTENTS: the file's bytes are inline: data holds them */
 
 #define MP_READDIR_MAX 1024
 #define MP_DELTAS_MAX  256

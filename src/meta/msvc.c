@@ -454,6 +454,16 @@ do_read(struct mreq *m)
 										: m->req.max;
 		unsigned n = 0;
 
+		int il = x ? meta_inline_get(&mb, m->req.ino, m->buf, sizeof(m->buf)) : -ENOMEM;
+
+		if (il >= 0) {
+			/* a small file: its bytes instead of extents */
+			rep.flags |= MP_INLINE;
+			sh_enc_bytes(&e, m->buf, (size_t)il);
+			rc = 0;
+			sh_free(x);
+			break;
+		}
 		rc =
 		    x ? meta_extents(&mb, m->req.ino, m->req.off, m->req.len, x, max, &n) : -ENOMEM;
 		if (rc == 0 && n > 0)
@@ -884,6 +894,7 @@ do_cmd(struct mreq *m)
 	case META_OP_SETXATTR:
 	case META_OP_REMOVEXATTR:
 	case META_OP_EXTENT:
+	case META_OP_INLINE:
 		break;
 	case META_OP_RECLAIM_DONE:
 	case META_OP_LEASE_GRANT:

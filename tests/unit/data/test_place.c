@@ -18,13 +18,13 @@ targets(struct place_target *t)
 TEST(place_distinct_domains_and_deterministic)
 {
 	struct place_target t[NT];
-	uint64_t a[6], b[6];
+	uint64_t a[9], b[9];
 
 	targets(t);
 	for (uint64_t s = 1; s < 2000; s++) {
 		SH_ASSERT_OK(place_stripe(t, NT, s, 6, a));
 		SH_ASSERT_OK(place_stripe(t, NT, s, 6, b));
-		SH_ASSERT_MEMEQ(a, b, sizeof(a));
+		SH_ASSERT_MEMEQ(a, b, 6 * sizeof(a[0]));
 		for (int i = 0; i < 6; i++)
 			for (int k = 0; k < i; k++)
 				SH_ASSERT_NE((a[i] - 1000) / 3, (a[k] - 1000) / 3);

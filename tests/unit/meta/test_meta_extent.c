@@ -232,3 +232,37 @@ TEST(meta_extent_far_offsets)
 	SH_ASSERT_EQ(meta_extent_set(&f.b, f.ino, e, 1, 1, NULL), -EINVAL);
 	fx_close(&f);
 }
+
+/* Small files: bytes with the inode; extents and inline bytes never both; truncate cuts them. */
+TEST(meta_inline_small_files)
+{
+	struct fx f;
+	struct meta_inode in;
+	struct meta_extent e = ext(0, 100, 9, 0);
+	struct meta_setattr sa = { .valid = META_SET_SIZE };
+	uint8_t buf[META_INLINE_MAX];
+	uint64_t gone = 0;
+
+	fx_open(&f);
+	SH_ASSERT_EQ(meta_inline_get(&f.b, f.ino, buf, sizeof(buf)), -ENOENT);
+	SH_ASSERT_OK(meta_inline_set(&f.b, f.ino, "hello", 5, 10, &in));
+	SH_ASSERT_EQ(in.size, 5);
+	SH_ASSERT_EQ(meta_inline_get(&f.b, f.ino, buf, sizeof(buf)), 5);
+	SH_ASSERT_MEMEQ(buf, "hello", 5);
+	/* too big, empty, on a directory */
+	SH_ASSERT_EQ(meta_inline_set(&f.b, f.ino, buf, META_INLINE_MAX + 1, 10, NULL), -EINVAL);
+	SH_ASSERT_EQ(meta_inline_set(&f.b, f.ino, buf, 0, 10, NULL), -EINVAL);
+	SH_ASSERT_EQ(meta_inline_set(&f.b, META_ROOT_INO, "x", 1, 10, NULL), -EISDIR);
+	/* truncate cuts them */
+	sa.size = 3;
+	SH_ASSERT_OK(meta_setattr(&f.b, f.ino, &sa, 20, &in));
+	SH_ASSERT_EQ(meta_inline_get(&f.b, f.ino, buf, sizeof(buf)), 3);
+	/* an extent replaces them; inline bytes replace extents (their stripe goes) */
+	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, &e, 1, 30, &in));
+	SH_ASSERT_EQ(meta_inline_get(&f.b, f.ino, buf, sizeof(buf)), -ENOENT);
+	SH_ASSERT_OK(meta_inline_set(&f.b, f.ino, "again", 5, 40, &in));
+	SH_ASSERT_EQ(in.size, 100); /* the size stays: the rest is a hole */
+	SH_ASSERT_OK(meta_reclaims(&f.b, count, &gone));
+	SH_ASSERT_EQ(gone, 9);
+	fx_close(&f);
+}

@@ -31,6 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
+
 #define MIB	  (1u << 20)
 #define INFLIGHT  8
 #define QD	  32
@@ -41,15 +43,6 @@ static char bin[PATH_MAX], dir[PATH_MAX], down_cmd[PATH_MAX * 4];
 static sh_fs *fs;
 static uint64_t file_size;
 static long clk_tck;
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
@@ -64,21 +57,6 @@ die(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	exit(1);
-}
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void
-sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (system(cmd) != 0)
-		die("failed: %s", cmd);
 }
 
 static void
@@ -163,7 +141,7 @@ static double
 sequential(bool write)
 {
 	struct seq q[INFLIGHT];
-	double t0 = now_s();
+	double t0 = bench_now();
 
 	for (unsigned i = 0; i < INFLIGHT; i++) {
 		q[i] = (struct seq){ .write = write, .idx = i };
@@ -174,7 +152,7 @@ sequential(bool write)
 		if (q[i].err < 0)
 			die("%s: %s", write ? "write" : "read", sh_strerror(q[i].err));
 	}
-	return (double)file_size / (1u << 30) / (now_s() - t0);
+	return (double)file_size / (1u << 30) / (bench_now() - t0);
 }
 
 static int
@@ -201,7 +179,7 @@ rnd_thread(void *arg)
 
 	if (sh_open(fs, "/data", O_RDONLY, 0, &f) < 0)
 		return NULL;
-	while (now_s() < r->until) {
+	while (bench_now() < r->until) {
 		uint64_t off = (uint64_t)(rand_r(&r->seed) % (file_size / 4096)) * 4096;
 
 		if (sh_pread(f, buf, 4096, off) == 4096)
@@ -263,9 +241,11 @@ main(int argc, char **argv)
 	atexit(take_down);
 	printf("bench/data: 6-node local cluster in %s, 4+2, a %u GiB file\n", dir, gib);
 	fflush(stdout);
-	sh("%s local up --nodes 6 --dir %s --port %u --drive-size %uG >/dev/null", bin, dir, port,
-	   gib + 2);
-	sh("%s --addr %s fs create data --protection 4+2 >/dev/null", bin, addr);
+	bench_sh("bench/data",
+		 "%s local up --nodes 6 --dir %s --port %u --drive-size %uG >/dev/null", bin, dir,
+		 port, gib + 2);
+	bench_sh("bench/data", "%s --addr %s fs create data --protection 4+2 >/dev/null", bin,
+		 addr);
 	rc = sh_client_connect(addr, NULL, &cl);
 	if (rc == 0)
 		rc = sh_fs_open(cl, "data", &fs);
@@ -301,11 +281,11 @@ main(int argc, char **argv)
 
 		for (int i = 0; i < QD1_READS; i++) {
 			uint64_t off = (uint64_t)(rand_r(&seed) % (file_size / 4096)) * 4096;
-			double t0 = now_s();
+			double t0 = bench_now();
 
 			if (sh_pread(f, buf, 4096, off) != 4096)
 				die("random read at %llu", (unsigned long long)off);
-			lat[i] = (now_s() - t0) * 1e6;
+			lat[i] = (bench_now() - t0) * 1e6;
 		}
 		qsort(lat, QD1_READS, sizeof(lat[0]), cmp_d);
 	}
@@ -313,7 +293,7 @@ main(int argc, char **argv)
 	/* queue depth 32: IOPS */
 	{
 		struct rnd t[QD];
-		double until = now_s() + QD32_SECS;
+		double until = bench_now() + QD32_SECS;
 
 		for (unsigned i = 0; i < QD; i++) {
 			t[i] = (struct rnd){ .seed = i + 7, .until = until };

@@ -12,30 +12,22 @@
 #include <time.h>
 
 #include "../src/data/ec.h"
+#include "bench.h"
 
 #define FRAG (128u << 10)
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* GiB/s of data bytes through fn for about a second. */
 static double
 rate(void (*fn)(void *), void *arg, size_t bytes_per_call)
 {
-	double t0 = now_s(), dt;
+	double t0 = bench_now(), dt;
 	unsigned long calls = 0;
 
 	do {
 		for (int i = 0; i < 16; i++)
 			fn(arg);
 		calls += 16;
-		dt = now_s() - t0;
+		dt = bench_now() - t0;
 	} while (dt < 1.0);
 	return (double)calls * (double)bytes_per_call / dt / (1u << 30);
 }

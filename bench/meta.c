@@ -37,6 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
+
 enum op { OP_CREATE, OP_STAT, OP_LOOKUP, OP_UNLINK, OP_N };
 static const char *const op_names[OP_N] = { "create", "stat", "lookup", "unlink" };
 
@@ -58,15 +60,6 @@ struct thr {
 	unsigned idx;
 	pthread_t th;
 };
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int
 one(struct run *r, unsigned i)
@@ -131,7 +124,7 @@ static double
 phase(struct run *r, enum op op)
 {
 	struct thr *t = calloc(r->threads, sizeof(*t));
-	double t0 = now_s(), dt;
+	double t0 = bench_now(), dt;
 
 	r->op = op;
 	r->errors = 0;
@@ -141,7 +134,7 @@ phase(struct run *r, enum op op)
 	}
 	for (unsigned i = 0; i < r->threads; i++)
 		pthread_join(t[i].th, NULL);
-	dt = now_s() - t0;
+	dt = bench_now() - t0;
 	free(t);
 	if (r->errors) {
 		fprintf(stderr, "bench/meta: %s %s: %lu errors, first %s\n",
@@ -156,7 +149,7 @@ phase(struct run *r, enum op op)
 static double
 list(struct run *r, unsigned want)
 {
-	double t0 = now_s();
+	double t0 = bench_now();
 	unsigned n = 0;
 
 	if (r->local) {
@@ -185,7 +178,7 @@ list(struct run *r, unsigned want)
 		fprintf(stderr, "bench/meta: readdir found %u entries, want %u\n", n, want);
 		exit(1);
 	}
-	return n / (now_s() - t0);
+	return n / (bench_now() - t0);
 }
 
 static unsigned
@@ -194,23 +187,6 @@ env_u(const char *name, unsigned def)
 	const char *v = getenv(name);
 
 	return v && *v ? (unsigned)strtoul(v, NULL, 10) : def;
-}
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void
-sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (system(cmd) != 0) {
-		fprintf(stderr, "bench/meta: failed: %s\n", cmd);
-		exit(1);
-	}
 }
 
 static char down_cmd[PATH_MAX * 2];
@@ -289,8 +265,11 @@ main(int argc, char **argv)
 	fflush(stdout);
 	snprintf(down_cmd, sizeof(down_cmd), "%s local down --dir %s --wipe >/dev/null", bin, tmp);
 	atexit(take_down);
-	sh("%s local up --nodes 6 --dir %s --port %u --drive-size 256M >/dev/null", bin, tmp, port);
-	sh("%s --addr %s fs create bench --protection 4+2 >/dev/null", bin, addr);
+	bench_sh("bench/meta",
+		 "%s local up --nodes 6 --dir %s --port %u --drive-size 256M >/dev/null", bin, tmp,
+		 port);
+	bench_sh("bench/meta", "%s --addr %s fs create bench --protection 4+2 >/dev/null", bin,
+		 addr);
 	rc = sh_client_connect(addr, NULL, &cl);
 	if (rc == 0)
 		rc = sh_fs_open(cl, "bench", &fs);

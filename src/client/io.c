@@ -105,7 +105,10 @@ put_stripe(sh_file *f, uint64_t off, uint8_t *buf, size_t fill)
 
 		/* a new stripe id (and so new places) each attempt: targets that failed are not
 		 * asked again unless the hash picks them */
-		stripe = client_tag(f->fs->c);
+		/* the file's bucket in the top 16 bits: whoever finds a fragment knows whom
+		 * to ask whether anything still refers to its stripe */
+		stripe = (uint64_t)meta_ino_bucket(f->ino) << 48 |
+			 (client_tag(f->fs->c) & 0xFFFFFFFFFFFFull);
 		rc = client_place(f->fs->c, stripe, n, targets);
 		for (unsigned i = 0; rc == 0 && i < n; i++) {
 			struct store_proto_req r = {

@@ -565,6 +565,21 @@ def data_write_read_degraded(c):
         put("f%d" % i, bytes(rnd.getrandbits(8) for _ in range(size)) if size < 5000 else
             os.urandom(size))
     verify("written")
+    # three clients at once, each its own files
+    procs = []
+    for k in range(3):
+        data = os.urandom(700000 + k * 12345)
+        path = os.path.join(c.dir, "par%d" % k)
+        with open(path, "wb") as f:
+            f.write(data)
+        model["par%d" % k] = bytearray(data)
+        procs.append(subprocess.Popen([os.path.join(BIN, "shoal"), "--addr", c.addr(1 + k),
+                                       "ns", "fs1", "put", path, "/par%d" % k],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        check(p.returncode == 0, "a parallel put failed: %s" % err)
+    verify("written by three clients at once")
     # an overwrite in the middle of a file, and a write past its end
     patch = os.urandom(5000)
     with open(local, "wb") as f:

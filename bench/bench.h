@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What the cluster benchmarks share: a clock, running a command, giving up. */
+#ifndef SH_BENCH_BENCH_H
+#define SH_BENCH_BENCH_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static inline double
+bench_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Run a shell command; a failure ends the benchmark (its atexit handlers clean up). */
+static inline void __attribute__((format(printf, 2, 3)))
+bench_sh(const char *name, const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (system(cmd) != 0) {
+		fprintf(stderr, "%s: failed: %s\n", name, cmd);
+		exit(1);
+	}
+}
+
+#endif /* SH_BENCH_BENCH_H */

@@ -316,6 +316,18 @@ client_place(sh_client *c, uint64_t stripe, unsigned n, uint64_t *out)
 	if (rc < 0)
 		return rc;
 	rc = place_stripe(t, nt, stripe, n, out);
+	if (rc == -ENOSPC) {
+		/* failure domains are down: write anyway, with less protection until rebuilt */
+		unsigned shared;
+
+		rc = place_stripe_degraded(t, nt, stripe, n, out, &shared);
+		if (rc == 0 && !c->warned_degraded) {
+			c->warned_degraded = true;
+			sh_log_warn("too few failure domains up: stripes are written with %u "
+				    "fragment(s) sharing a domain (less protection until rebuilt)",
+				    shared);
+		}
+	}
 	sh_free(t);
 	return rc;
 }

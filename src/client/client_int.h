@@ -31,6 +31,7 @@ struct sh_client {
 	uint64_t cfg_node; /* the node asked for the configuration */
 	unsigned cfg_tries;
 	bool cfg_busy;
+	bool warned_degraded; /* said once that stripes share failure domains */
 	bool stopping;
 	bool stopped;
 };

@@ -14,6 +14,36 @@ unit(uint64_t stripe, uint64_t target)
 	return ((double)(h >> 11) + 0.5) / 9007199254740992.0; /* 53 bits, never 0 or 1 */
 }
 
+enum pick { NEW_DOMAIN, NEW_TARGET, ANY_TARGET };
+
+/* The best target for the next fragment: of a domain not used yet, a target not used, or any. */
+static int
+best(const struct place_target *t, unsigned nt, uint64_t stripe, const uint32_t *used_dom,
+     const uint64_t *used_tgt, unsigned got, enum pick pick)
+{
+	double top = 0;
+	int bi = -1;
+
+	for (unsigned i = 0; i < nt; i++) {
+		bool clash = false;
+		double s;
+
+		if (t[i].weight == 0)
+			continue;
+		for (unsigned k = 0; k < got && !clash && pick != ANY_TARGET; k++)
+			clash = pick == NEW_TARGET ? used_tgt[k] == t[i].id
+						   : used_dom[k] == t[i].domain;
+		if (clash)
+			continue;
+		s = (double)t[i].weight / -log(unit(stripe, t[i].id));
+		if (bi < 0 || s > top || (s == top && t[i].id < t[bi].id)) {
+			top = s;
+			bi = (int)i;
+		}
+	}
+	return bi;
+}
+
 int
 place_stripe(const struct place_target *t, unsigned nt, uint64_t stripe, unsigned n, uint64_t *out)
 {
@@ -23,27 +53,38 @@ place_stripe(const struct place_target *t, unsigned nt, uint64_t stripe, unsigne
 	if (n == 0 || n > 64)
 		return -EINVAL;
 	while (got < n) {
-		double best = 0;
-		int bi = -1;
+		int bi = best(t, nt, stripe, used, out, got, NEW_DOMAIN);
 
-		for (unsigned i = 0; i < nt; i++) {
-			bool clash = false;
-			double s;
-
-			if (t[i].weight == 0)
-				continue;
-			for (unsigned k = 0; k < got && !clash; k++)
-				clash = used[k] == t[i].domain;
-			if (clash)
-				continue;
-			s = (double)t[i].weight / -log(unit(stripe, t[i].id));
-			if (bi < 0 || s > best || (s == best && t[i].id < t[bi].id)) {
-				best = s;
-				bi = (int)i;
-			}
-		}
 		if (bi < 0)
 			return -ENOSPC;
+		used[got] = t[bi].domain;
+		out[got++] = t[bi].id;
+	}
+	return 0;
+}
+
+int
+place_stripe_degraded(const struct place_target *t, unsigned nt, uint64_t stripe, unsigned n,
+		      uint64_t *out, unsigned *shared)
+{
+	uint32_t used[64];
+	unsigned got = 0;
+
+	*shared = 0;
+	if (n == 0 || n > 64)
+		return -EINVAL;
+	while (got < n) {
+		int bi = best(t, nt, stripe, used, out, got, NEW_DOMAIN);
+
+		if (bi < 0) {
+			/* no domain left: another target of a domain used, else a target again */
+			bi = best(t, nt, stripe, used, out, got, NEW_TARGET);
+			if (bi < 0)
+				bi = best(t, nt, stripe, used, out, got, ANY_TARGET);
+			if (bi < 0)
+				return -ENOSPC;
+			(*shared)++;
+		}
 		used[got] = t[bi].domain;
 		out[got++] = t[bi].id;
 	}

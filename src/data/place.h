@@ -31,6 +31,16 @@ int place_stripe(const struct place_target *t, unsigned nt, uint64_t stripe, uns
 		 uint64_t *out);
 
 /*
+ * While failure domains are down: as place_stripe, but when distinct
+ * domains run out the remaining fragments go to other targets of domains
+ * already used, and when targets run out to a target again. *shared: how
+ * many did; the stripe then survives P - shared failures, not P (until a
+ * rebuild spreads it again). -ENOSPC when no target has room.
+ */
+int place_stripe_degraded(const struct place_target *t, unsigned nt, uint64_t stripe, unsigned n,
+			  uint64_t *out, unsigned *shared);
+
+/*
  * The targets of a configuration (every drive; the failure domain is its
  * node's), weighted by capacity until free space is known. *out is
  * sh_malloc'd; -ENOMEM.

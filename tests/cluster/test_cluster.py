@@ -598,7 +598,13 @@ def data_write_read_degraded(c):
     verify("one backend down")
     c.kill(5)
     verify("two backends down")
+    # writing while they are down (and marked so): less protection, nothing refused
+    c.wait_state(3, "down", 1, 10)
+    c.wait_state(5, "down", 1, 10)
+    put("during", os.urandom(600000))
+    verify("written with two backends down")
     c.up()
+    verify("after they came back")
     # deleting everything gives the fragments back (the leaders release them on the targets)
     for name in list(model):
         ns(c, "rm", "/" + name)

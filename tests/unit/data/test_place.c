@@ -85,3 +85,34 @@ TEST(place_adding_a_target_moves_little)
 	SH_ASSERT_MSG((double)moved / (stripes * 6.0) < 0.25, "moved %.3f of the fragments",
 		      (double)moved / (stripes * 6.0));
 }
+
+/* With domains down, a stripe still gets all its fragments: spread first, then doubled up. */
+TEST(place_degraded_when_domains_are_down)
+{
+	struct place_target t[6];
+	uint64_t a[6];
+	unsigned shared;
+
+	for (unsigned i = 0; i < 6; i++)
+		t[i] = (struct place_target){ .id = 10 + i, .domain = i, .weight = 1ull << 30 };
+	t[5].weight = 0; /* one of six domains down */
+	SH_ASSERT_EQ(place_stripe(t, 6, 7, 6, a), -ENOSPC);
+	SH_ASSERT_OK(place_stripe_degraded(t, 6, 7, 6, a, &shared));
+	SH_ASSERT_EQ(shared, 1u);
+	for (int i = 0; i < 6; i++)
+		SH_ASSERT_NE(a[i], 15);
+	/* the first five fragments are on five distinct domains */
+	for (int i = 0; i < 5; i++)
+		for (int k = 0; k < i; k++)
+			SH_ASSERT_NE(a[i], a[k]);
+	/* deterministic */
+	{
+		uint64_t b[6];
+
+		SH_ASSERT_OK(place_stripe_degraded(t, 6, 7, 6, b, &shared));
+		SH_ASSERT_MEMEQ(a, b, sizeof(a));
+	}
+	for (unsigned i = 0; i < 6; i++)
+		t[i].weight = 0;
+	SH_ASSERT_EQ(place_stripe_degraded(t, 6, 7, 6, a, &shared), -ENOSPC);
+}

@@ -370,8 +370,10 @@ sh_link_at(sh_fs *fs, uint64_t ino, uint64_t parent, const char *name, struct st
 	cres_fini(&r);
 	if (rc == 0 && out != NULL) {
 		rc = sh_getattr(fs, ino, out);
-		if (rc == 0 && meta_ino_bucket(ino) != entry_bucket(fs, parent, name, len))
-			out->st_nlink++; /* the remote count follows by a delta; show ours now */
+		/* the inode's count follows by a delta from the entry's bucket: it may not
+		 * have come yet, but this client made a link: show at least that */
+		if (rc == 0 && out->st_nlink < st.st_nlink + 1)
+			out->st_nlink = st.st_nlink + 1;
 	}
 	return rc;
 }

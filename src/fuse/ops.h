@@ -6,7 +6,7 @@
 #include "sfuse.h"
 
 struct sfuse *sfuse_of(fuse_req_t req);
-void sfuse_creds(fuse_req_t req);
+void sfuse_creds(fuse_req_t req, fuse_ino_t parent, bool *sgid);
 void sfuse_reply_err(fuse_req_t req, long rc);
 /* A lookup's answer (ENOENT: a negative entry, cached for entry_timeout). */
 void sfuse_reply_entry(fuse_req_t req, int rc, const struct stat *st);
@@ -25,6 +25,8 @@ void sfuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 void sfuse_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void sfuse_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 void sfuse_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void sfuse_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+		     struct fuse_file_info *fi);
 void sfuse_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void sfuse_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		   struct fuse_file_info *fi);

@@ -88,7 +88,7 @@ sfuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	sh_file *f;
 	int rc;
 
-	sfuse_creds(req);
+	sfuse_creds(req, parent, NULL);
 	rc = sh_mknod_at(s->fs, parent, name, S_IFREG | (mode & 07777), 0, &e.attr);
 	if (rc == -EEXIST && !(fi->flags & O_EXCL))
 		rc = sh_lookup(s->fs, parent, name, &e.attr); /* raced with another creator */
@@ -177,6 +177,35 @@ sfuse_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	open_del(ino, fh(fi));
 	sfuse_reply_err(req, sh_close(fh(fi)));
+}
+
+/*
+ * fallocate mode 0: the file covers [off, off + len) afterwards (a hole
+ * reads as zeros; space is taken when written). Other modes: EOPNOTSUPP.
+ */
+void
+sfuse_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+		struct fuse_file_info *fi)
+{
+	struct stat st;
+	int rc;
+
+	if (mode != 0) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	if (off < 0 || len <= 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	rc = sh_fsync(fh(fi));
+	if (rc == 0)
+		rc = sh_getattr(sfuse_of(req)->fs, ino, &st);
+	if (rc == 0 && (uint64_t)st.st_size < (uint64_t)off + (uint64_t)len) {
+		st.st_size = off + len;
+		rc = sh_setattr(sfuse_of(req)->fs, ino, &st, SH_SET_SIZE, NULL);
+	}
+	sfuse_reply_err(req, rc);
 }
 
 /* ---- directories ---- */

@@ -23,13 +23,26 @@ sfuse_of(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
-/* The caller's credentials own what this request creates. */
+/*
+ * The caller's credentials own what this request creates in parent — the
+ * group is the parent's when it is a setgid directory (as Linux does);
+ * *sgid says so, for new directories to inherit the bit.
+ */
 void
-sfuse_creds(fuse_req_t req)
+sfuse_creds(fuse_req_t req, fuse_ino_t parent, bool *sgid)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct stat st;
+	gid_t gid = ctx->gid;
 
-	sh_creds(ctx->uid, ctx->gid);
+	if (sgid)
+		*sgid = false;
+	if (sh_getattr(sfuse_of(req)->fs, parent, &st) == 0 && (st.st_mode & S_ISGID)) {
+		gid = st.st_gid;
+		if (sgid)
+			*sgid = true;
+	}
+	sh_creds(ctx->uid, gid);
 }
 
 void
@@ -162,7 +175,7 @@ op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t
 	struct stat st;
 	int rc;
 
-	sfuse_creds(req);
+	sfuse_creds(req, parent, NULL);
 	rc = sh_mknod_at(sfuse_of(req)->fs, parent, name, mode, rdev, &st);
 	sfuse_reply_new(req, rc, &st);
 }
@@ -173,8 +186,11 @@ op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 	struct stat st;
 	int rc;
 
-	sfuse_creds(req);
-	rc = sh_mkdir_at(sfuse_of(req)->fs, parent, name, mode, &st); /* the kernel applied umask */
+	bool sgid;
+
+	sfuse_creds(req, parent, &sgid);
+	/* the kernel applied umask; a setgid parent passes its bit on */
+	rc = sh_mkdir_at(sfuse_of(req)->fs, parent, name, mode | (sgid ? S_ISGID : 0), &st);
 	sfuse_reply_new(req, rc, &st);
 }
 
@@ -184,7 +200,7 @@ op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name
 	struct stat st;
 	int rc;
 
-	sfuse_creds(req);
+	sfuse_creds(req, parent, NULL);
 	rc = sh_symlink_at(sfuse_of(req)->fs, link, parent, name, &st);
 	sfuse_reply_new(req, rc, &st);
 }
@@ -315,6 +331,7 @@ const struct fuse_lowlevel_ops sfuse_ops = {
 	.flush = sfuse_flush,
 	.fsync = sfuse_fsync,
 	.release = sfuse_release,
+	.fallocate = sfuse_fallocate,
 	.opendir = sfuse_opendir,
 	.readdir = sfuse_readdir,
 	.releasedir = sfuse_releasedir,

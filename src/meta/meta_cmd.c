@@ -84,7 +84,7 @@ meta_cmd_decode(const uint8_t *b, size_t len, struct meta_cmd *c)
 	sh_dec_str(&d, c->name2, sizeof(c->name2));
 	c->data = sh_dec_blob(&d, META_XATTR_MAX, &c->dlen);
 	sh_dec_end(&d);
-	if (d.err || c->op == 0 || c->op >= META_OP_MAX || c->ver == 0 || c->dir > 1)
+	if (d.err || c->op == 0 || c->op >= META_OP_MAX || c->ver == 0 || c->dir > 2)
 		return -EBADMSG;
 	return 0;
 }

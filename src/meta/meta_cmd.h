@@ -37,7 +37,7 @@ enum meta_op {
 struct meta_cmd {
 	uint8_t op;
 	uint8_t type;	/* create, link */
-	uint8_t dir;	/* remove: rmdir */
+	uint8_t dir;	/* remove: rmdir (2: its remote inode's bucket found it empty) */
 	uint32_t flags; /* rename, setxattr */
 	uint64_t ver;	/* the file-system version this writes at */
 	uint64_t now;

@@ -174,8 +174,9 @@ apply_local(struct meta_bucket *b, const struct meta_delta *d)
 			in.mtime = max64(in.mtime, d->time);
 		in.ctime = max64(in.ctime, d->time);
 	}
-	if (in.nlink == 0 && in.type != META_DIR)
-		return drop_inode(b, d->ino); /* its last name went elsewhere */
+	if (in.nlink == 0)
+		return drop_inode(b, d->ino); /* its last name went elsewhere (or, a directory,
+						 was removed there) */
 	return put_inode(b, d->ino, &in);
 }
 
@@ -425,7 +426,10 @@ check_local_parent(struct meta_bucket *b, uint64_t parent)
 		return -ENOENT;
 	if (rc < 0)
 		return rc;
-	return p.type == META_DIR ? 0 : -ENOTDIR;
+	if (p.type != META_DIR)
+		return -ENOTDIR;
+	/* being removed: no new entry slips in here either (the caller waits and sees) */
+	return p.flags & META_IF_CLOSING ? -EBUSY : 0;
 }
 
 int
@@ -760,7 +764,7 @@ meta_lease_revoke(struct meta_bucket *b, uint64_t dir)
 }
 
 int
-meta_remove(struct meta_bucket *b, uint64_t parent, const char *name, size_t len, bool dir,
+meta_remove(struct meta_bucket *b, uint64_t parent, const char *name, size_t len, int dir,
 	    uint64_t now, uint64_t *removed, struct meta_delta deltas[2])
 {
 	struct meta_dentry d;
@@ -811,8 +815,12 @@ meta_remove(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 		} else if (rc == -ESTALE) {
 			rc = 0; /* a dangling entry: remove it all the same */
 		}
+	} else if (dir == 1) {
+		return -EXDEV; /* a directory renamed here: its own bucket says if it is empty */
 	} else if (dir) {
-		return -EXDEV; /* a directory renamed here: its bucket decides (two-phase) */
+		/* its bucket closed it and found it empty: its inode goes with this delta */
+		deltas[1] = (struct meta_delta){ .ino = d.ino, .dlinks = -2, .time = now };
+		rc = effect(b, &deltas[1]);
 	} else {
 		deltas[1] = (struct meta_delta){ .ino = d.ino, .dlinks = -1, .time = now };
 		rc = effect(b, &deltas[1]);

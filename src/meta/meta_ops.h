@@ -96,9 +96,12 @@ int meta_link(struct meta_bucket *b, uint64_t parent, const char *name, size_t l
  * Remove (parent, name): rmdir if dir (-ENOTDIR / -ENOTEMPTY), unlink
  * otherwise (-EISDIR). The inode goes with its last link when it is in
  * this bucket; deltas[0] is the parent's, deltas[1] (ino 0 if none) the
- * remote inode's. *removed: the inode number the entry held.
+ * remote inode's. *removed: the inode number the entry held. A directory
+ * whose inode is in another bucket (renamed here) answers -EXDEV to dir 1;
+ * dir 2 says its bucket closed it and found it empty: the entry goes and
+ * a delta drops the inode there.
  */
-int meta_remove(struct meta_bucket *b, uint64_t parent, const char *name, size_t len, bool dir,
+int meta_remove(struct meta_bucket *b, uint64_t parent, const char *name, size_t len, int dir,
 		uint64_t now, uint64_t *removed, struct meta_delta deltas[2]);
 int meta_readlink(struct meta_bucket *b, uint64_t ino, char *buf, size_t cap, size_t *len);
 

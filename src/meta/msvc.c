@@ -80,6 +80,19 @@ reply_result(struct mreq *m, const struct meta_result *r)
 		rep.flags |= MP_LEASE;
 		rep.lease = r->lease;
 	}
+	if (m->cmd.op == META_OP_LEASE_CLOSE) {
+		/* the lessees to revoke, as u16s */
+		struct sh_enc e;
+
+		sh_enc_init(&e);
+		for (unsigned i = 0; i < r->nlessees; i++)
+			sh_enc_u16(&e, r->lessees[i]);
+		rep.data = e.p;
+		rep.dlen = e.len;
+		mreq_answer(m, sh_enc_error(&e) ? -ENOMEM : 0, sh_enc_error(&e) ? NULL : &rep);
+		sh_enc_fini(&e);
+		return;
+	}
 	if (m->cmd.op == META_OP_RENAME2) {
 		/* a step of a rename between buckets: how it left the rename, and its status */
 		struct sh_enc e;
@@ -721,7 +734,7 @@ rmdir_start(struct mreq *m)
 		return;
 	}
 	if (meta_ino_bucket(d.ino) != m->req.bucket) {
-		mreq_answer(m, -EBUSY, NULL);
+		msvc_rmdir_remote(m, d.ino); /* renamed here from another bucket */
 		return;
 	}
 	m->dir = d.ino;
@@ -842,8 +855,9 @@ run_cmd(struct mreq *m)
 		get_lease(m, dir);
 		return;
 	}
-	if (r->status == -EBUSY && m->cmd.op == META_OP_REMOVE && m->cmd.dir) {
-		rmdir_start(m);
+	if ((r->status == -EBUSY || r->status == -EXDEV) && m->cmd.op == META_OP_REMOVE &&
+	    m->cmd.dir) {
+		rmdir_start(m); /* leases out, or its inode elsewhere */
 		return;
 	}
 	if (r->status == -EBUSY && !(m->cmd.op == META_OP_REMOVE && m->cmd.dir)) {
@@ -898,6 +912,9 @@ do_cmd(struct mreq *m)
 		break;
 	case META_OP_RECLAIM_DONE:
 	case META_OP_LEASE_GRANT:
+	case META_OP_LEASE_CLOSE:
+	case META_OP_LEASE_DROP:
+	case META_OP_LEASE_REOPEN:
 	case META_OP_RENAME2:
 		if (from_server(m))
 			break;
@@ -906,10 +923,15 @@ do_cmd(struct mreq *m)
 		mreq_answer(m, -EPERM, NULL);
 		return;
 	}
+	if (m->cmd.dir > 1) {
+		mreq_answer(m, -EINVAL, NULL); /* "checked empty elsewhere" is the leaders' own */
+		return;
+	}
 	/* what every replica must apply alike: the leader's clock, the version */
 	m->cmd.now = env_realtime(m->s->env);
 	m->cmd.ver = 1;
-	if (m->cmd.op == META_OP_LEASE_GRANT) {
+	if (m->cmd.op == META_OP_LEASE_GRANT || m->cmd.op == META_OP_LEASE_CLOSE ||
+	    m->cmd.op == META_OP_LEASE_DROP || m->cmd.op == META_OP_LEASE_REOPEN) {
 		propose(m, ST_PROPOSE, m->req.bucket, &m->cmd);
 		return;
 	}

@@ -117,6 +117,8 @@ void msvc_reclaim_start(struct mfs *fs);
 void msvc_reclaim_cancel(struct mfs *fs);
 /* The filesystem closes: renames waiting to retry end. */
 void msvc_rename2_cancel(struct mfs *fs);
+/* rmdir of m's directory whose inode (dir) lives in another bucket. Answers m. */
+void msvc_rmdir_remote(struct mreq *m, uint64_t dir);
 /* A new leader finishes or undoes the renames its buckets' intents record. */
 void msvc_rename2_recover(struct mfs *fs, struct mgroup *g);
 

@@ -726,7 +726,14 @@ def fuse_mount_with_ordinary_tools(c):
             run("git", "add", "a.txt", cwd=g)
             run("git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "m", cwd=g)
             check("hello" in run("git", "show", "HEAD:a.txt", cwd=g), "git show")
-        run("rm", "-rf", os.path.join(mnt, "x"), os.path.join(mnt, "tree"))
+        # the POSIX checks of tests/posix, against a local directory
+        ref = os.path.join(c.dir, "posix-ref")
+        os.makedirs(ref)
+        os.makedirs(os.path.join(mnt, "posix"))
+        run(sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                         "posix", "posix.py"), os.path.join(mnt, "posix"), ref)
+        run("rm", "-rf", os.path.join(mnt, "x"), os.path.join(mnt, "tree"),
+            os.path.join(mnt, "posix"))
         check(sorted(os.listdir(mnt)) == sorted(
             [n for n in ("t.tar", "hard", "soft", "repo") if os.path.lexists(
                 os.path.join(mnt, n))]), "listing after rm -rf: %s" % os.listdir(mnt))

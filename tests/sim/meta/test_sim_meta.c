@@ -658,6 +658,27 @@ run_world(uint64_t seed)
 		}
 	}
 
+	/* a directory renamed between buckets, then removed: its own bucket says if it is empty */
+	for (int k = 0; k < 4; k++) {
+		char a[16], b[16];
+		uint64_t sub, f;
+		struct meta_inode in;
+
+		snprintf(a, sizeof(a), "sub%d", k);
+		snprintf(b, sizeof(b), "moved%d", k);
+		SH_ASSERT_OK(mk(&w, dirs[0], a, META_DIR, &sub));
+		SH_ASSERT_OK(mv(&w, dirs[0], a, dirs[2], b, 0));
+		SH_ASSERT_OK(mk(&w, sub, "inside", META_REG, &f));
+		SH_ASSERT_EQ(rm(&w, dirs[2], b, true), -ENOTEMPTY);
+		SH_ASSERT_OK(rm(&w, sub, "inside", false));
+		SH_ASSERT_MSG(rm(&w, dirs[2], b, true) == 0, "seed %llu: rmdir of moved dir %d",
+			      (unsigned long long)seed, k);
+		SH_ASSERT_EQ(lookup(&w, dirs[2], b, &(struct meta_dentry){ 0 }), -ENOENT);
+		sim_run_for(w.sim, SH_NSEC_PER_SEC); /* the inode goes with a delta */
+		SH_ASSERT_EQ(getattr(&w, sub, &in), -ESTALE);
+		SH_ASSERT_EQ(mk(&w, sub, "late", META_REG, &f), -ENOENT);
+	}
+
 	/* rmdir: not empty while entries remain, then gone */
 	SH_ASSERT_EQ(rm(&w, META_ROOT_INO, "d1", true), -ENOTEMPTY);
 	SH_ASSERT_EQ(rm(&w, META_ROOT_INO, "d0", false), -EISDIR);

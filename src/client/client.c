@@ -50,6 +50,7 @@ finish(struct cop *o)
 /* ---- the configuration ---- */
 
 static void ask_cfg(sh_client *c);
+static void on_recall(struct net_req *req, void *arg);
 
 static void
 adopt(sh_client *c, const uint8_t *b, size_t len)
@@ -482,6 +483,7 @@ sh_client_connect(const char *mgmt, const struct sh_client_opts *opts, sh_client
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
 	sh_list_init(&c->q);
+	sh_list_init(&c->fss);
 	c->timeout_ns = (opts && opts->timeout_ms ? opts->timeout_ms : 30000) * 1000000ull;
 	c->view = cfg_new();
 	c->env = env_real_create(&eo);
@@ -504,6 +506,8 @@ sh_client_connect(const char *mgmt, const struct sh_client_opts *opts, sh_client
 		rc = endpoint(c->env, id ^ 1, &c->dnet);
 	if (rc == 0)
 		rc = mroute_create(c->dnet, &c->rt);
+	if (rc == 0)
+		rc = net_handle(c->dnet, NET_OP_META_RECALL, on_recall, c);
 	if (rc == 0)
 		rc = net_peer_ensure(c->mnet, node, addr);
 	if (rc < 0) {
@@ -564,6 +568,11 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 	fs->c = c;
 	fs->id = id;
 	fs->nbuckets = nb;
+	rc = cache_init(fs);
+	if (rc < 0) {
+		sh_free(fs);
+		return rc;
+	}
 	{
 		unsigned d, p;
 
@@ -571,10 +580,14 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 		if (rc == 0)
 			rc = ec_code_init(&fs->code, d, p);
 		if (rc < 0) {
+			cache_fini(fs);
 			sh_free(fs);
 			return rc;
 		}
 	}
+	pthread_mutex_lock(&c->mu);
+	sh_list_add_tail(&c->fss, &fs->link);
+	pthread_mutex_unlock(&c->mu);
 	snprintf(fs->name, sizeof(fs->name), "%s", name);
 	*out = fs;
 	return 0;
@@ -583,5 +596,43 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 void
 sh_fs_close(sh_fs *fs)
 {
+	if (fs == NULL)
+		return;
+	pthread_mutex_lock(&fs->c->mu);
+	sh_list_del(&fs->link);
+	pthread_mutex_unlock(&fs->c->mu);
+	cache_fini(fs);
 	sh_free(fs);
+}
+
+/* A leader recalls what it let us cache: u32 fs, then keys (u8 kind, u64 a, u64 h). */
+static void
+on_recall(struct net_req *req, void *arg)
+{
+	sh_client *c = arg;
+	const struct net_msg *m = net_req_body(req);
+	struct sh_dec d;
+	struct sh_list *pos;
+	uint32_t fsid;
+
+	sh_dec_init(&d, m->buf->data + m->off, m->len);
+	fsid = sh_dec_u32(&d);
+	pthread_mutex_lock(&c->mu);
+	while (!sh_dec_error(&d) && sh_dec_left(&d) > 0) {
+		struct mp_key k;
+
+		k.kind = sh_dec_u8(&d);
+		k.a = sh_dec_u64(&d);
+		k.h = sh_dec_u64(&d);
+		if (sh_dec_error(&d))
+			break;
+		sh_list_for_each (pos, &c->fss) {
+			sh_fs *fs = sh_list_entry(pos, sh_fs, link);
+
+			if (fs->id == fsid)
+				cache_drop(fs, &k);
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+	net_reply(req, sh_dec_error(&d) ? -EINVAL : 0, NULL, 0);
 }

@@ -23,8 +23,9 @@ struct sh_client {
 	struct env_timer poll;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct sh_list q; /* struct cop to start, under mu */
-	struct cfg *view; /* the newest configuration, under mu */
+	struct sh_list q;   /* struct cop to start, under mu */
+	struct cfg *view;   /* the newest configuration, under mu */
+	struct sh_list fss; /* open sh_fs, under mu (recalls find their caches) */
 	uint64_t timeout_ns;
 	uint64_t tag_seed; /* create tags: seed ^ counter (client.h: retried creates) */
 	uint64_t tag_ctr;  /* atomic */
@@ -36,7 +37,11 @@ struct sh_client {
 	bool stopped;
 };
 
+struct ccache;
+
 struct sh_fs {
+	struct sh_list link; /* in the client's open filesystems */
+	struct ccache *cache;
 	sh_client *c;
 	uint32_t id;
 	uint32_t nbuckets;
@@ -81,6 +86,21 @@ unsigned client_targets(sh_client *c, uint64_t *ids, unsigned max);
 int client_place(sh_client *c, uint64_t stripe, unsigned n, uint64_t *out);
 /* Protection of filesystem id: d, p. */
 int client_fs_protection(sh_client *c, uint32_t id, unsigned *d, unsigned *p);
+/* cache.c: attributes and entries a leader let this client keep */
+int cache_init(sh_fs *fs);
+void cache_fini(sh_fs *fs);
+uint64_t cache_now(void);
+void cache_put_attr(sh_fs *fs, uint64_t ino, const struct meta_inode *attr, uint64_t since);
+void cache_put_entry(sh_fs *fs, uint64_t parent, const char *name, size_t len, uint64_t ino,
+		     uint8_t type, uint64_t since);
+bool cache_get_attr(sh_fs *fs, uint64_t ino, struct meta_inode *attr);
+bool cache_get_entry(sh_fs *fs, uint64_t parent, const char *name, size_t len, uint64_t *ino,
+		     uint8_t *type);
+void cache_drop(sh_fs *fs, const struct mp_key *k);
+void cache_drop_all_attrs(sh_fs *fs);
+void cache_forget_cmd(sh_fs *fs, const struct meta_cmd *mc);
+void cache_stats(sh_fs *fs, uint64_t *hits, uint64_t *misses);
+
 /* Replicate a command at bucket (ns.c); res holds the reply. */
 int ns_cmd(sh_fs *fs, uint16_t bucket, struct meta_cmd *mc, struct cres *res);
 /* A read of bucket's applied state (ns.c). */

@@ -121,13 +121,15 @@ ns_cmd(sh_fs *fs, uint16_t bucket, struct meta_cmd *mc, struct cres *res)
 	struct sh_enc e;
 	int rc;
 
-	mc->ver = 1; /* the leader stamps the real one */
+	mc->ver = 1;		  /* the leader stamps the real one */
+	cache_forget_cmd(fs, mc); /* what it changes is not to be trusted from here on */
 	sh_enc_init(&e);
 	rc = meta_cmd_encode(&e, mc);
 	if (rc == 0) {
 		q.data = e.p;
 		q.dlen = e.len;
 		rc = client_meta(fs->c, &q, res);
+		cache_forget_cmd(fs, mc); /* nor what a lookup cached meanwhile */
 	} else {
 		memset(res, 0, sizeof(*res));
 	}
@@ -156,11 +158,22 @@ sh_getattr(sh_fs *fs, uint64_t ino, struct stat *st)
 	struct cres r;
 	int rc;
 
+	struct meta_inode in;
+	uint64_t since;
+
 	if (!ino_valid(fs, ino))
 		return -ESTALE;
+	if (cache_get_attr(fs, ino, &in)) {
+		if (st)
+			to_stat(ino, &in, st);
+		return 0;
+	}
+	since = cache_now();
 	rc = ns_read(fs, MP_GETATTR, meta_ino_bucket(ino), ino, "", 0, 0, &r);
 	if (rc == 0 && !(r.rep.flags & MP_ATTR))
 		rc = -EPROTO;
+	if (rc == 0 && (r.rep.flags & MP_CACHE))
+		cache_put_attr(fs, ino, &r.rep.attr, since);
 	if (rc == 0 && st)
 		to_stat(ino, &r.rep.attr, st);
 	cres_fini(&r);
@@ -169,23 +182,55 @@ sh_getattr(sh_fs *fs, uint64_t ino, struct stat *st)
 
 /* Look name up in parent: its inode and (one more round trip if elsewhere) its attributes. */
 static int
-lookup(sh_fs *fs, uint64_t parent, const char *name, uint64_t *ino, struct meta_inode *attr)
+lookup(sh_fs *fs, uint64_t parent, const char *name, uint64_t *ino, struct meta_inode *attr,
+       bool need_attr)
 {
 	struct cres r;
 	size_t len;
+	uint8_t type;
+	uint64_t since;
 	int rc = name_ok(name, &len);
 
 	if (rc < 0)
 		return rc;
 	if (!ino_valid(fs, parent))
 		return -ESTALE;
+	if (cache_get_entry(fs, parent, name, len, ino, &type)) {
+		struct stat st;
+
+		/* the entry is known: a walk needs its type only; else its attributes */
+		if (!need_attr) {
+			*attr = (struct meta_inode){ .type = type };
+			return 0;
+		}
+		if (cache_get_attr(fs, *ino, attr))
+			return 0;
+		rc = sh_getattr(fs, *ino, &st);
+		if (rc == 0 && !cache_get_attr(fs, *ino, attr)) {
+			struct cres a;
+
+			rc = ns_read(fs, MP_GETATTR, meta_ino_bucket(*ino), *ino, "", 0, 0, &a);
+			if (rc == 0)
+				*attr = a.rep.attr;
+			cres_fini(&a);
+		}
+		return rc == -ESTALE ? -ENOENT : rc;
+	}
+	since = cache_now();
 	rc = ns_read(fs, MP_LOOKUP, entry_bucket(fs, parent, name, len), parent, name, len, 0, &r);
 	if (rc == 0 && !(r.rep.flags & MP_DENTRY))
 		rc = -EPROTO;
+	if (rc == 0 && (r.rep.flags & MP_CACHE)) {
+		cache_put_entry(fs, parent, name, len, r.rep.dentry.ino, r.rep.dentry.type, since);
+		if (r.rep.flags & MP_ATTR)
+			cache_put_attr(fs, r.rep.dentry.ino, &r.rep.attr, since);
+	}
 	if (rc == 0) {
 		*ino = r.rep.dentry.ino;
 		if (r.rep.flags & MP_ATTR) {
 			*attr = r.rep.attr;
+		} else if (!need_attr) {
+			*attr = (struct meta_inode){ .type = r.rep.dentry.type };
 		} else {
 			struct cres a;
 
@@ -206,7 +251,7 @@ sh_lookup(sh_fs *fs, uint64_t parent, const char *name, struct stat *st)
 {
 	struct meta_inode in;
 	uint64_t ino;
-	int rc = lookup(fs, parent, name, &ino, &in);
+	int rc = lookup(fs, parent, name, &ino, &in, true);
 
 	if (rc == 0 && st)
 		to_stat(ino, &in, st);
@@ -583,7 +628,8 @@ walk_path(sh_fs *fs, struct walk *w, const char *path, bool follow, bool want_le
 				w->depth--;
 			continue;
 		}
-		rc = lookup(fs, w->stack[w->depth - 1], name, &cino, &cur);
+		/* a directory on the way needs its type only; the last one its attributes */
+		rc = lookup(fs, w->stack[w->depth - 1], name, &cino, &cur, last);
 		if (rc < 0)
 			return rc;
 		if (cur.type == META_LNK && (!last || follow)) {

@@ -37,6 +37,34 @@ enum mp_kind {
 #define MP_MORE	  0x4
 #define MP_LEASE  0x8
 #define MP_INLINE 0x10 /* MP_EXTENTS: the file's bytes are inline: data holds them */
+#define MP_CACHE  0x20 /* lookup, getattr: the client may cache the answer MP_CACHE_MS */
+
+/* How long a client may keep what a reply with MP_CACHE told it (unless recalled first). */
+#define MP_CACHE_MS 1000
+
+/*
+ * What a client caches, as the leader names it in a recall
+ * (NET_OP_META_RECALL: u32 fs, then per key u8 kind, u64 a, u64 h):
+ * attributes of inode a, or the entry of name (hash h) in directory a.
+ */
+enum { MP_KEY_ATTR = 1, MP_KEY_DENTRY = 2 };
+struct mp_key {
+	uint8_t kind;
+	uint64_t a, h;
+};
+
+static inline struct mp_key
+mp_key_attr(uint64_t ino)
+{
+	return (struct mp_key){ .kind = MP_KEY_ATTR, .a = ino };
+}
+
+static inline struct mp_key
+mp_key_dentry(uint64_t parent, const char *name, size_t len)
+{
+	return (
+	    struct mp_key){ .kind = MP_KEY_DENTRY, .a = parent, .h = sh_hash64(name, len, 0x5a17) };
+}
 
 #define MP_READDIR_MAX 1024
 #define MP_DELTAS_MAX  256

@@ -141,9 +141,9 @@ on_applied(void *arg, struct mgroup *g, uint16_t bucket, const struct meta_cmd *
 {
 	struct mfs *fs = arg;
 
-	(void)c;
 	if (r->status < 0 || !mgroup_ready(g))
 		return;
+	msvc_cache_changed(fs, c, r); /* what clients cached of it is recalled */
 	for (unsigned i = 0; i < 3; i++)
 		if (r->deltas[i].ino != 0) {
 			mfs_ship_kick(fs, bucket);
@@ -287,6 +287,7 @@ fs_maybe_free(struct mfs *fs)
 	if (!fs->closing || fs->refs > 0 || fs->open_groups > 0)
 		return;
 	sh_list_del(&fs->link);
+	msvc_cache_free(fs);
 	meta_db_close(fs->db);
 	sh_free(fs->groups);
 	sh_free(fs->ship);
@@ -373,6 +374,15 @@ msvc_set_cfg(struct msvc *s, const struct cfg *c)
 
 /* ---- reads ---- */
 
+/* The client endpoint that asked (0: a backend, or this node). */
+static uint64_t
+client_of(const struct mreq *m)
+{
+	uint64_t peer = m->nr ? net_req_peer(m->nr) : 0;
+
+	return peer >> 63 ? peer : 0;
+}
+
 static bool
 ino_ok(const struct mreq *m, uint64_t ino)
 {
@@ -419,12 +429,29 @@ do_read(struct mreq *m)
 			if (meta_ino_bucket(rep.dentry.ino) == m->req.bucket &&
 			    meta_getattr(&mb, rep.dentry.ino, &rep.attr) == 0)
 				rep.flags |= MP_ATTR;
+			if (client_of(m)) {
+				struct mp_key k =
+				    mp_key_dentry(m->req.ino, m->req.name, m->req.nlen);
+
+				msvc_cache_grant(m->fs, client_of(m), &k);
+				if (rep.flags & MP_ATTR) {
+					k = mp_key_attr(rep.dentry.ino);
+					msvc_cache_grant(m->fs, client_of(m), &k);
+				}
+				rep.flags |= MP_CACHE;
+			}
 		}
 		break;
 	case MP_GETATTR:
 		rc = meta_getattr(&mb, m->req.ino, &rep.attr);
 		if (rc == 0)
 			rep.flags |= MP_ATTR;
+		if (rc == 0 && client_of(m)) {
+			struct mp_key k = mp_key_attr(m->req.ino);
+
+			msvc_cache_grant(m->fs, client_of(m), &k);
+			rep.flags |= MP_CACHE;
+		}
 		break;
 	case MP_READDIR: {
 		struct meta_dirent *d = sh_calloc(MP_READDIR_MAX, sizeof(*d));

@@ -32,6 +32,7 @@ struct mfs {
 	unsigned refs;		 /* requests, shipments and renames that refer to it */
 	struct sh_list r2s;	 /* renames between buckets coordinated here */
 	struct sh_list reclaims; /* stripes being released (msvc_reclaim.c) */
+	struct mcache *cache;	 /* client cache leases (msvc_cache.c), lazily made */
 	unsigned nreclaims;
 	struct env_timer reclaim_tick;
 	bool closing;
@@ -117,6 +118,12 @@ void msvc_reclaim_start(struct mfs *fs);
 void msvc_reclaim_cancel(struct mfs *fs);
 /* The filesystem closes: renames waiting to retry end. */
 void msvc_rename2_cancel(struct mfs *fs);
+/* Client cache leases (msvc_cache.c). */
+struct mcache;
+void msvc_cache_grant(struct mfs *fs, uint64_t client, const struct mp_key *k);
+void msvc_cache_recall(struct mfs *fs, const struct mp_key *keys, unsigned n);
+void msvc_cache_changed(struct mfs *fs, const struct meta_cmd *c, const struct meta_result *r);
+void msvc_cache_free(struct mfs *fs);
 /* rmdir of m's directory whose inode (dir) lives in another bucket. Answers m. */
 void msvc_rmdir_remote(struct mreq *m, uint64_t dir);
 /* A new leader finishes or undoes the renames its buckets' intents record. */

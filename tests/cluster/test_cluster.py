@@ -531,6 +531,11 @@ def metadata_namespace_operations(c):
     check("No such file" in p.stderr, "a missing path: %s" % p.stderr)
     p = ns(c, "rm", "/d", rc=1)
     check("Is a directory" in p.stderr, "unlink of a directory: %s" % p.stderr)
+    # two clients: one's cached attributes are recalled when the other changes them
+    r = json.loads(ns(c, "coherence", "/d/f").stdout)
+    check(r["seen"] and r["change_seen_ms"] < 300,
+          "a change reached the other client's cache only after %s ms" % r["change_seen_ms"])
+    check(r["cached_stat_us"] < 50, "cached stats cost %s us each" % r["cached_stat_us"])
     for x in ("/d/f", "/d/g", "/l"):
         ns(c, "rm", x)
     ns(c, "rmdir", "/d")

@@ -20,6 +20,7 @@
 
 static sh_client *cl;
 static sh_fs *fs;
+static const char *fs_name;
 
 static void
 check(int rc, const char *what, const char *path)
@@ -210,6 +211,49 @@ verify(const char *logp)
 	return bad ? 1 : 0;
 }
 
+/*
+ * Two clients in one process: A caches PATH's attributes, B changes its
+ * mode; how long until A sees it (a recall, not the lease running out), and
+ * how fast A's repeated stats are (from its cache). One JSON line.
+ */
+static int
+coherence(const struct cli *c, const char *path)
+{
+	sh_client *cb;
+	sh_fs *fb;
+	struct stat st;
+	uint64_t t0, seen = 0;
+	int rc, n = 2000;
+
+	check(sh_client_connect(c->addr, NULL, &cb), "connect to", c->addr);
+	check(sh_fs_open(cb, fs_name, &fb), "open filesystem", fs_name);
+	check(sh_chmod(fb, path, 0644), "chmod", path);
+	check(sh_stat(fs, path, &st), "stat", path); /* A caches it */
+	t0 = mono_ns();
+	for (int i = 0; i < n; i++)
+		check(sh_stat(fs, path, &st), "stat", path);
+	{
+		double per = (double)(mono_ns() - t0) / n / 1000.0;
+		uint64_t t1;
+
+		check(sh_chmod(fb, path, 0600), "chmod", path); /* B changes it */
+		t1 = mono_ns();
+		do {
+			rc = sh_stat(fs, path, &st);
+			check(rc, "stat", path);
+			if ((st.st_mode & 07777) == 0600) {
+				seen = mono_ns() - t1;
+				break;
+			}
+		} while (mono_ns() - t1 < 3000000000ull);
+		printf("{\"cached_stat_us\":%.2f,\"change_seen_ms\":%.2f,\"seen\":%s}\n", per,
+		       (double)seen / 1e6, (st.st_mode & 07777) == 0600 ? "true" : "false");
+	}
+	sh_fs_close(fb);
+	sh_client_close(cb);
+	return (st.st_mode & 07777) == 0600 ? 0 : 1;
+}
+
 /* Copy a local file into the filesystem, or out of it. */
 static int
 copy(const char *from, const char *to, bool in)
@@ -258,7 +302,7 @@ static const char ns_usage[] =
     "shoal ns FS xattr set PATH NAME VALUE | xattr get|rm PATH NAME | xattr ls PATH\n"
     "shoal ns FS storm DIR THREADS FILES LOG [PREFIX] | check LOG\n"
     "shoal ns FS put LOCAL PATH | get PATH LOCAL | pwrite PATH OFFSET LOCAL | truncate PATH SIZE\n"
-    "shoal ns FS usage (what the drive targets hold)";
+    "shoal ns FS usage (what the drive targets hold) | coherence PATH (two clients)";
 
 int
 cmd_ns(struct cli *c, int argc, char **argv)
@@ -271,6 +315,7 @@ cmd_ns(struct cli *c, int argc, char **argv)
 		usage_error("%s", ns_usage);
 	check(sh_client_connect(c->addr, NULL, &cl), "connect to", c->addr);
 	check(sh_fs_open(cl, argv[0], &fs), "open filesystem", argv[0]);
+	fs_name = argv[0];
 	op = argv[1];
 	p = argc > 2 ? argv[2] : "";
 	if (strcmp(op, "stat") == 0 || strcmp(op, "lstat") == 0) {
@@ -348,6 +393,8 @@ cmd_ns(struct cli *c, int argc, char **argv)
 		check(sh_close(f), "close", p);
 	} else if (strcmp(op, "truncate") == 0 && argc == 4) {
 		check(sh_truncate(fs, p, strtoull(argv[3], NULL, 10)), op, p);
+	} else if (strcmp(op, "coherence") == 0) {
+		rc = coherence(c, p);
 	} else if (strcmp(op, "usage") == 0) {
 		static struct sh_target_usage u[1024];
 		int n = sh_targets_usage(fs, u, 1024);

@@ -660,7 +660,7 @@ run_world(uint64_t seed)
 
 	/* a directory renamed between buckets, then removed: its own bucket says if it is empty */
 	for (int k = 0; k < 4; k++) {
-		char a[16], b[16];
+		char a[32], b[32];
 		uint64_t sub, f;
 		struct meta_inode in;
 

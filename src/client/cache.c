@@ -18,9 +18,9 @@ struct centry {
 	struct centry *next;
 	struct mp_key key;
 	uint64_t expires;
-	uint64_t ino;		 /* an entry's inode */
-	uint8_t type;		 /* and its type */
-	struct meta_inode attr;	 /* an inode's attributes */
+	uint64_t ino;		    /* an entry's inode */
+	uint8_t type;		    /* and its type */
+	struct meta_inode attr;	    /* an inode's attributes */
 	char name[SH_NAME_MAX + 1]; /* an entry's name (the key holds its hash) */
 };
 

@@ -605,34 +605,30 @@ sh_fs_close(sh_fs *fs)
 	sh_free(fs);
 }
 
-/* A leader recalls what it let us cache: u32 fs, then keys (u8 kind, u64 a, u64 h). */
+static void
+drop_key(void *arg, uint32_t fsid, const struct mp_key *k)
+{
+	sh_client *c = arg;
+	struct sh_list *pos;
+
+	sh_list_for_each (pos, &c->fss) {
+		sh_fs *fs = sh_list_entry(pos, sh_fs, link);
+
+		if (fs->id == fsid)
+			cache_drop(fs, k);
+	}
+}
+
+/* A leader recalls what it let us cache (mp_recall_decode). */
 static void
 on_recall(struct net_req *req, void *arg)
 {
 	sh_client *c = arg;
 	const struct net_msg *m = net_req_body(req);
-	struct sh_dec d;
-	struct sh_list *pos;
-	uint32_t fsid;
+	int rc;
 
-	sh_dec_init(&d, m->buf->data + m->off, m->len);
-	fsid = sh_dec_u32(&d);
 	pthread_mutex_lock(&c->mu);
-	while (!sh_dec_error(&d) && sh_dec_left(&d) > 0) {
-		struct mp_key k;
-
-		k.kind = sh_dec_u8(&d);
-		k.a = sh_dec_u64(&d);
-		k.h = sh_dec_u64(&d);
-		if (sh_dec_error(&d))
-			break;
-		sh_list_for_each (pos, &c->fss) {
-			sh_fs *fs = sh_list_entry(pos, sh_fs, link);
-
-			if (fs->id == fsid)
-				cache_drop(fs, &k);
-		}
-	}
+	rc = mp_recall_decode(m->buf->data + m->off, m->len, drop_key, c);
 	pthread_mutex_unlock(&c->mu);
-	net_reply(req, sh_dec_error(&d) ? -EINVAL : 0, NULL, 0);
+	net_reply(req, rc < 0 ? -EINVAL : 0, NULL, 0);
 }

@@ -143,3 +143,36 @@ mp_dirent_next(struct sh_dec *d, struct meta_dirent *out)
 	out->name[out->len] = '\0';
 	return 1;
 }
+
+void
+mp_recall_encode(struct sh_enc *e, uint32_t fs, const struct mp_key *keys, unsigned n)
+{
+	sh_enc_u32(e, fs);
+	for (unsigned i = 0; i < n; i++) {
+		sh_enc_u8(e, keys[i].kind);
+		sh_enc_u64(e, keys[i].a);
+		sh_enc_u64(e, keys[i].h);
+	}
+}
+
+int
+mp_recall_decode(const uint8_t *b, size_t len,
+		 void (*fn)(void *arg, uint32_t fs, const struct mp_key *k), void *arg)
+{
+	struct sh_dec d;
+	uint32_t fs;
+
+	sh_dec_init(&d, b, len);
+	fs = sh_dec_u32(&d);
+	while (!sh_dec_error(&d) && sh_dec_left(&d) > 0) {
+		struct mp_key k;
+
+		k.kind = sh_dec_u8(&d);
+		k.a = sh_dec_u64(&d);
+		k.h = sh_dec_u64(&d);
+		if (sh_dec_error(&d) || (k.kind != MP_KEY_ATTR && k.kind != MP_KEY_DENTRY))
+			return -EBADMSG;
+		fn(arg, fs, &k);
+	}
+	return sh_dec_error(&d) ? -EBADMSG : 0;
+}

@@ -92,6 +92,12 @@ struct mp_reply {
 	size_t dlen;
 };
 
+/* A recall's body: u32 fs, then per key u8 kind, u64 a, u64 h. */
+void mp_recall_encode(struct sh_enc *e, uint32_t fs, const struct mp_key *keys, unsigned n);
+/* Fuzzed. fn(arg, fs, key) per key; -EBADMSG (keys before the bad one were given). */
+int mp_recall_decode(const uint8_t *b, size_t len,
+		     void (*fn)(void *arg, uint32_t fs, const struct mp_key *k), void *arg);
+
 int mp_req_encode(struct sh_enc *e, const struct mp_req *r);
 /* Fuzzed. Points into b for data; -EBADMSG. */
 int mp_req_decode(const uint8_t *b, size_t len, struct mp_req *r);

@@ -116,12 +116,7 @@ msvc_cache_recall(struct mfs *fs, const struct mp_key *keys, unsigned n)
 		struct net_call_opts o = { .timeout_ns = CALL_NS, .retries = 1 };
 
 		sh_enc_init(&e);
-		sh_enc_u32(&e, fs->id);
-		for (unsigned i = 0; i < n; i++) {
-			sh_enc_u8(&e, keys[i].kind);
-			sh_enc_u64(&e, keys[i].a);
-			sh_enc_u64(&e, keys[i].h);
-		}
+		mp_recall_encode(&e, fs->id, keys, n);
 		if (!sh_enc_error(&e))
 			(void)net_call(fs->s->net, clients[c], NET_OP_META_RECALL,
 				       &(struct iovec){ e.p, e.len }, 1, &o, on_recalled, NULL,

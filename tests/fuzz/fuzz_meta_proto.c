@@ -14,6 +14,15 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void
+on_key(void *arg, uint32_t fs, const struct mp_key *k)
+{
+	(void)arg;
+	(void)fs;
+	if (k->kind != MP_KEY_ATTR && k->kind != MP_KEY_DENTRY)
+		__builtin_trap();
+}
+
+static void
 inside(const uint8_t *p, size_t n, const uint8_t *data, size_t size)
 {
 	if (n && (p < data || p + n > data + size))
@@ -44,6 +53,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if ((r.flags & MP_DENTRY) && r.dentry.ino == 0)
 			__builtin_trap();
 	}
+	(void)mp_recall_decode(data, size, on_key, NULL);
 	sh_dec_init(&d, data, size);
 	while ((k = mp_dirent_next(&d, &de)) == 1 && n++ < 100000)
 		if (de.len == 0 || strlen(de.name) > de.len)

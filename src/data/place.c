@@ -44,28 +44,10 @@ best(const struct place_target *t, unsigned nt, uint64_t stripe, const uint32_t 
 	return bi;
 }
 
-int
-place_stripe(const struct place_target *t, unsigned nt, uint64_t stripe, unsigned n, uint64_t *out)
-{
-	uint32_t used[64];
-	unsigned got = 0;
-
-	if (n == 0 || n > 64)
-		return -EINVAL;
-	while (got < n) {
-		int bi = best(t, nt, stripe, used, out, got, NEW_DOMAIN);
-
-		if (bi < 0)
-			return -ENOSPC;
-		used[got] = t[bi].domain;
-		out[got++] = t[bi].id;
-	}
-	return 0;
-}
-
-int
-place_stripe_degraded(const struct place_target *t, unsigned nt, uint64_t stripe, unsigned n,
-		      uint64_t *out, unsigned *shared)
+/* Place n fragments; degraded: when domains run out, double up rather than fail. */
+static int
+place(const struct place_target *t, unsigned nt, uint64_t stripe, unsigned n, uint64_t *out,
+      bool degraded, unsigned *shared)
 {
 	uint32_t used[64];
 	unsigned got = 0;
@@ -76,19 +58,34 @@ place_stripe_degraded(const struct place_target *t, unsigned nt, uint64_t stripe
 	while (got < n) {
 		int bi = best(t, nt, stripe, used, out, got, NEW_DOMAIN);
 
-		if (bi < 0) {
+		if (bi < 0 && degraded) {
 			/* no domain left: another target of a domain used, else a target again */
 			bi = best(t, nt, stripe, used, out, got, NEW_TARGET);
 			if (bi < 0)
 				bi = best(t, nt, stripe, used, out, got, ANY_TARGET);
-			if (bi < 0)
-				return -ENOSPC;
-			(*shared)++;
+			*shared += bi >= 0;
 		}
+		if (bi < 0)
+			return -ENOSPC;
 		used[got] = t[bi].domain;
 		out[got++] = t[bi].id;
 	}
 	return 0;
+}
+
+int
+place_stripe(const struct place_target *t, unsigned nt, uint64_t stripe, unsigned n, uint64_t *out)
+{
+	unsigned shared;
+
+	return place(t, nt, stripe, n, out, false, &shared);
+}
+
+int
+place_stripe_degraded(const struct place_target *t, unsigned nt, uint64_t stripe, unsigned n,
+		      uint64_t *out, unsigned *shared)
+{
+	return place(t, nt, stripe, n, out, true, shared);
 }
 
 int

@@ -617,22 +617,32 @@ on_lease(void *arg, int status, const struct mp_reply *r)
 	propose(m, ST_HOLD, m->req.bucket, &c);
 }
 
-static void
-get_lease(struct mreq *m, uint64_t dir)
+int
+msvc_call_cmd(struct mfs *fs, uint16_t bucket, const struct meta_cmd *c, uint64_t timeout_ns,
+	      mroute_cb cb, void *arg)
 {
+	struct mp_req q = { .kind = MP_CMD, .fs = fs->id, .bucket = bucket };
 	struct sh_enc e;
-	struct meta_cmd c = internal_cmd(m, META_OP_LEASE_GRANT, dir, m->req.bucket);
-	struct mp_req q = { .kind = MP_CMD, .fs = m->fs->id, .bucket = meta_ino_bucket(dir) };
 	int rc;
 
-	m->step = ST_LEASE;
 	sh_enc_init(&e);
-	rc = meta_cmd_encode(&e, &c);
+	rc = meta_cmd_encode(&e, c);
 	q.data = e.p;
 	q.dlen = e.len;
 	if (rc == 0)
-		rc = mroute_call(m->s->rt, &q, CALL_NS, on_lease, m);
+		rc = mroute_call(fs->s->rt, &q, timeout_ns, cb, arg);
 	sh_enc_fini(&e);
+	return rc;
+}
+
+static void
+get_lease(struct mreq *m, uint64_t dir)
+{
+	struct meta_cmd c = internal_cmd(m, META_OP_LEASE_GRANT, dir, m->req.bucket);
+	int rc;
+
+	m->step = ST_LEASE;
+	rc = msvc_call_cmd(m->fs, meta_ino_bucket(dir), &c, CALL_NS, on_lease, m);
 	if (rc < 0) {
 		m->step = ST_NONE;
 		mreq_answer(m, rc, NULL);

@@ -118,6 +118,9 @@ void msvc_reclaim_start(struct mfs *fs);
 void msvc_reclaim_cancel(struct mfs *fs);
 /* The filesystem closes: renames waiting to retry end. */
 void msvc_rename2_cancel(struct mfs *fs);
+/* Send a command to bucket's leader (this node's own groups included). */
+int msvc_call_cmd(struct mfs *fs, uint16_t bucket, const struct meta_cmd *c, uint64_t timeout_ns,
+		  mroute_cb cb, void *arg);
 /* Client cache leases (msvc_cache.c). */
 struct mcache;
 void msvc_cache_grant(struct mfs *fs, uint64_t client, const struct mp_key *k);

@@ -234,16 +234,7 @@ r2_go(struct r2 *j)
 
 		rc = g ? mgroup_propose(g, j->r.src_bucket, &c, on_local, j) : -ENXIO;
 	} else {
-		struct mp_req q = { .kind = MP_CMD, .fs = j->fs->id, .bucket = j->r.dst_bucket };
-		struct sh_enc ce;
-
-		sh_enc_init(&ce);
-		rc = meta_cmd_encode(&ce, &c);
-		q.data = ce.p;
-		q.dlen = ce.len;
-		if (rc == 0)
-			rc = mroute_call(j->fs->s->rt, &q, R2_CALL_NS, on_remote, j);
-		sh_enc_fini(&ce);
+		rc = msvc_call_cmd(j->fs, j->r.dst_bucket, &c, R2_CALL_NS, on_remote, j);
 	}
 	sh_enc_fini(&e);
 	if (rc < 0) {

@@ -50,18 +50,8 @@ at_home(struct rd *r, uint8_t op, uint32_t flags, mroute_cb cb, void *arg)
 			      .now = env_realtime(r->fs->s->env),
 			      .ino = r->dir,
 			      .flags = flags };
-	struct mp_req q = { .kind = MP_CMD, .fs = r->fs->id, .bucket = r->home };
-	struct sh_enc e;
-	int rc;
 
-	sh_enc_init(&e);
-	rc = meta_cmd_encode(&e, &c);
-	q.data = e.p;
-	q.dlen = e.len;
-	if (rc == 0)
-		rc = mroute_call(r->fs->s->rt, &q, CALL_NS, cb, arg);
-	sh_enc_fini(&e);
-	return rc;
+	return msvc_call_cmd(r->fs, r->home, &c, CALL_NS, cb, arg);
 }
 
 /* The directory takes entries again; then the rmdir's answer. */

@@ -742,6 +742,24 @@ def fuse_mount_with_ordinary_tools(c):
         check(sorted(os.listdir(mnt)) == sorted(
             [n for n in ("t.tar", "hard", "soft", "repo") if os.path.lexists(
                 os.path.join(mnt, n))]), "listing after rm -rf: %s" % os.listdir(mnt))
+        # a second mount of the same filesystem: close-to-open between them
+        mnt2 = os.path.join(c.dir, "mnt2")
+        os.makedirs(mnt2)
+        p = c.shoal("mount", "fs1", mnt2, node=2)
+        check(p.returncode == 0, "second mount: %s" % p.stderr)
+        try:
+            for size in (100, 70000, 1500000):
+                data = os.urandom(size)
+                with open(os.path.join(mnt, "shared"), "wb") as f:
+                    f.write(data)
+                with open(os.path.join(mnt2, "shared"), "rb") as f:
+                    check(f.read() == data, "mount 2 reads what mount 1 wrote and closed "
+                          "(%d bytes)" % size)
+            os.rename(os.path.join(mnt2, "shared"), os.path.join(mnt2, "renamed"))
+            check(os.path.exists(os.path.join(mnt, "renamed")), "a rename on mount 2 seen "
+                  "on mount 1")
+        finally:
+            subprocess.run(["fusermount3", "-u", mnt2], capture_output=True, timeout=30)
     finally:
         subprocess.run(["fusermount3", "-u", mnt], capture_output=True, timeout=30)
     check(not os.path.ismount(mnt), "still mounted after umount")

@@ -9,6 +9,7 @@
 #   make bench        run the benchmarks (each ends with a BENCH line)
 #   make bench-meta   metadata operations on a 6-node local cluster (bench/meta.c)
 #   make bench-data   file data on a 6-node local cluster against fio (bench/data.c)
+#   make bench-fuse   the mount against the library (bench/fuse.c)
 #   make soak         simulator tests over SOAK_SEEDS random seeds
 #
 # Switches: SAN=1 (ASan+UBSan, no recovery), DEBUG=1 (-O0, extra checks).
@@ -167,7 +168,7 @@ $(BUILD)/bin/shoal-envcheck: $(call obj,src/tools/envcheck/envcheck.c) $(ALL_LIB
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LIBS)
 
 # ---- top-level targets ----
-.PHONY: all deps test run lint fuzz bench bench-rpc bench-store bench-meta bench-data soak clean format
+.PHONY: all deps test run lint fuzz bench bench-rpc bench-store bench-meta bench-data bench-fuse soak clean format
 
 all: $(ALL_LIBS) $(RUNNERS) $(FUZZ_REPLAY) $(BENCHES) $(TOOLS)
 
@@ -217,6 +218,10 @@ bench-meta: deps
 bench-data: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(BUILD)/bench/data
+
+bench-fuse: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(BUILD)/bench/fuse
 
 soak: deps
 	$(Q)$(MAKE) --no-print-directory all

@@ -20,6 +20,14 @@
 #define WRITE_TRIES   4
 #define RETRY_US      300000
 #define EXTENTS_BATCH 64
+/*
+ * Files up to this size keep their bytes with the inode. The buckets take
+ * up to META_INLINE_MAX, but each metadata group keeps its whole state in
+ * its Raft log file's snapshot image (docs/metadata.md, "Limits"): 4 KiB
+ * per small file filled a group's log at ~17,500 files of 4 KiB in
+ * bench/fuse, so the client keeps only the smallest files inline.
+ */
+#define INLINE_MAX 512
 
 struct sh_file {
 	sh_fs *fs;
@@ -202,13 +210,13 @@ flush(sh_file *f)
 
 	if (f->fill == 0)
 		return 0;
-	if (!f->checked || f->buf_off + f->fill <= META_INLINE_MAX) {
+	if (!f->checked || f->buf_off + f->fill <= INLINE_MAX) {
 		state = inline_now(f, cur, &clen);
 		if (state < 0)
 			return state;
 		f->checked = true;
 	}
-	if (state >= 1 && f->buf_off + f->fill <= META_INLINE_MAX) {
+	if (state >= 1 && f->buf_off + f->fill <= INLINE_MAX && clen <= INLINE_MAX) {
 		/* small: merge into what is inline (or nothing) and keep it with the inode */
 		struct meta_cmd mc = { .op = META_OP_INLINE, .ino = f->ino };
 		size_t len = f->buf_off + f->fill > clen ? f->buf_off + f->fill : clen;

@@ -33,4 +33,25 @@ bench_sh(const char *name, const char *fmt, ...)
 	}
 }
 
+/* What tears the benchmark's cluster down, run at exit (unless SH_BENCH_KEEP is set). */
+static char bench_down_cmd[16384];
+
+static inline void
+bench_down(void)
+{
+	if (bench_down_cmd[0] && getenv("SH_BENCH_KEEP") == NULL && system(bench_down_cmd) != 0)
+		fprintf(stderr, "bench: could not clean up: %s\n", bench_down_cmd);
+}
+
+/* Set the clean-up command (printf-like) and run it however the benchmark ends. */
+static inline void __attribute__((format(printf, 1, 2))) bench_at_exit(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(bench_down_cmd, sizeof(bench_down_cmd), fmt, ap);
+	va_end(ap);
+	atexit(bench_down);
+}
+
 #endif /* SH_BENCH_BENCH_H */

@@ -39,7 +39,7 @@
 #define QD1_READS 2000
 #define QD32_SECS 5
 
-static char bin[PATH_MAX], dir[PATH_MAX], down_cmd[PATH_MAX * 4];
+static char bin[PATH_MAX], dir[PATH_MAX];
 static sh_fs *fs;
 static uint64_t file_size;
 static long clk_tck;
@@ -57,13 +57,6 @@ die(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	exit(1);
-}
-
-static void
-take_down(void)
-{
-	if (down_cmd[0] && getenv("SH_BENCH_KEEP") == NULL && system(down_cmd) != 0)
-		fprintf(stderr, "bench/data: could not stop the cluster\n");
 }
 
 /* CPU seconds of the cluster's daemons and this process so far. */
@@ -236,9 +229,7 @@ main(int argc, char **argv)
 	snprintf(dir, sizeof(dir), "%s", tmp);
 	file_size = (uint64_t)gib << 30;
 	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
-	snprintf(down_cmd, sizeof(down_cmd), "%s local down --dir %s --wipe >/dev/null; rm -rf %s",
-		 bin, dir, dir);
-	atexit(take_down);
+	bench_at_exit("%s local down --dir %s --wipe >/dev/null; rm -rf %s", bin, dir, dir);
 	printf("bench/data: 6-node local cluster in %s, 4+2, a %u GiB file\n", dir, gib);
 	fflush(stdout);
 	bench_sh("bench/data",

@@ -29,15 +29,6 @@
 #define MIB   (1u << 20)
 #define FILES 20000
 
-static char down_cmd[PATH_MAX * 4];
-
-static void
-take_down(void)
-{
-	if (down_cmd[0] && getenv("SH_BENCH_KEEP") == NULL && system(down_cmd) != 0)
-		fprintf(stderr, "bench/fuse: could not clean up\n");
-}
-
 static void
 die(const char *what, int rc)
 {
@@ -117,15 +108,15 @@ main(int argc, char **argv)
 		die("mkdtemp", 0);
 	snprintf(mnt, sizeof(mnt), "%s/mnt", tmp);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
-	snprintf(down_cmd, sizeof(down_cmd),
-		 "fusermount3 -u %s 2>/dev/null; %s local down --dir %s --wipe >/dev/null; rm -rf %s",
-		 mnt, bin, tmp, tmp);
-	atexit(take_down);
+	bench_at_exit(
+	    "fusermount3 -u %s 2>/dev/null; %s local down --dir %s --wipe >/dev/null; rm -rf %s",
+	    mnt, bin, tmp, tmp);
 	printf("bench/fuse: 6-node local cluster in %s, 4+2, %u MiB sequential, %d small files\n",
 	       tmp, mib, FILES);
 	fflush(stdout);
-	bench_sh("bench/fuse", "%s local up --nodes 6 --dir %s --port %u --drive-size 4G >/dev/null",
-		 bin, tmp, port);
+	bench_sh("bench/fuse",
+		 "%s local up --nodes 6 --dir %s --port %u --drive-size 4G >/dev/null", bin, tmp,
+		 port);
 	bench_sh("bench/fuse", "%s --addr %s fs create b --protection 4+2 >/dev/null", bin, addr);
 	mkdir(mnt, 0755);
 	rc = sh_client_connect(addr, NULL, &cl);

@@ -189,16 +189,6 @@ env_u(const char *name, unsigned def)
 	return v && *v ? (unsigned)strtoul(v, NULL, 10) : def;
 }
 
-static char down_cmd[PATH_MAX * 2];
-
-/* The cluster goes down however the bench ends (unless SH_BENCH_KEEP). */
-static void
-take_down(void)
-{
-	if (down_cmd[0] && getenv("SH_BENCH_KEEP") == NULL && system(down_cmd) != 0)
-		fprintf(stderr, "bench/meta: could not stop the cluster: %s\n", down_cmd);
-}
-
 struct result {
 	double ops[OP_N];
 };
@@ -263,8 +253,7 @@ main(int argc, char **argv)
 	printf("bench/meta: 6-node local cluster in %s, %u files per run, %u-entry directory\n",
 	       tmp, files, big);
 	fflush(stdout);
-	snprintf(down_cmd, sizeof(down_cmd), "%s local down --dir %s --wipe >/dev/null", bin, tmp);
-	atexit(take_down);
+	bench_at_exit("%s local down --dir %s --wipe >/dev/null", bin, tmp);
 	bench_sh("bench/meta",
 		 "%s local up --nodes 6 --dir %s --port %u --drive-size 256M >/dev/null", bin, tmp,
 		 port);

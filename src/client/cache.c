@@ -231,7 +231,7 @@ cache_drop(sh_fs *fs, const struct mp_key *k)
 
 /* What a command this client sends may change: not to be trusted from now on. */
 void
-cache_forget_cmd(sh_fs *fs, const struct meta_cmd *mc)
+cache_forget_cmd(sh_fs *fs, const struct meta_cmd *mc, bool done)
 {
 	struct mp_key k[6];
 	unsigned n = 0;
@@ -255,8 +255,10 @@ cache_forget_cmd(sh_fs *fs, const struct meta_cmd *mc)
 		if (k[i].kind == MP_KEY_ATTR)
 			mark_unstable(fs->cache, k[i].a);
 	pthread_mutex_unlock(&fs->cache->mu);
-	if (mc->op == META_OP_REMOVE || mc->op == META_OP_RENAME || mc->op == META_OP_LINK)
-		cache_drop_all_attrs(fs); /* the inode they touch is not named in the command */
+	/* once it is done: the inode a remove, rename or link touches is not named in it */
+	if (done &&
+	    (mc->op == META_OP_REMOVE || mc->op == META_OP_RENAME || mc->op == META_OP_LINK))
+		cache_drop_all_attrs(fs);
 }
 
 void

@@ -169,26 +169,33 @@ start_calls(sh_client *c, struct cop *o)
 {
 	struct net_call_opts opts = { .timeout_ns = o->timeout_ns, .retries = 1 };
 
-	o->pending = o->ncalls;
-	for (unsigned i = 0; i < o->ncalls; i++) {
-		struct dcall *d = &o->calls[i];
-		struct dref *r = sh_calloc(1, sizeof(*r));
-		int rc = r ? net_peer_ensure(c->dnet, d->peer, d->addr) : -ENOMEM;
+	unsigned n = o->ncalls;
 
-		if (rc == 0) {
-			r->o = o;
-			r->d = d;
-			rc = net_call(c->dnet, d->peer, d->op, d->iov, d->niov, &opts, on_dcall, r,
-				      NULL);
+	/* one count held until every call is made: o is the caller's and goes with finish */
+	o->pending = n + 1;
+	for (unsigned i = 0; i < n; i++) {
+		struct dcall *d = &o->calls[i];
+		struct dref *r = NULL;
+		int rc = -EHOSTDOWN;
+
+		if (d->peer != 0) { /* peer 0: known not to be reachable, its status stays */
+			r = sh_calloc(1, sizeof(*r));
+			rc = r ? net_peer_ensure(c->dnet, d->peer, d->addr) : -ENOMEM;
+			if (rc == 0) {
+				r->o = o;
+				r->d = d;
+				rc = net_call(c->dnet, d->peer, d->op, d->iov, d->niov, &opts,
+					      on_dcall, r, NULL);
+			}
+			if (rc < 0) {
+				sh_free(r);
+				d->status = rc;
+			}
 		}
-		if (rc < 0) {
-			sh_free(r);
-			d->status = rc;
-			if (--o->pending == 0)
-				finish(o);
-		}
+		if (rc < 0)
+			o->pending--;
 	}
-	if (o->ncalls == 0)
+	if (--o->pending == 0)
 		finish(o);
 }
 
@@ -264,29 +271,10 @@ client_calls(sh_client *c, struct dcall *calls, unsigned n, uint64_t timeout_ns)
 int
 client_target(sh_client *c, uint64_t target, uint64_t *peer, char *addr)
 {
-	int rc = -ENOENT;
+	int rc;
 
 	pthread_mutex_lock(&c->mu);
-	for (uint32_t i = 0; i < c->view->ndrives; i++) {
-		const struct cfg_drive *dr = &c->view->drives[i];
-		const struct cfg_node *n;
-		struct env_addr a;
-
-		if (dr->id != target)
-			continue;
-		n = cfg_node_find(c->view, dr->node);
-		if (n == NULL || env_addr_parse(n->data, &a) < 0)
-			break;
-		if (n->state == CFG_DOWN) {
-			rc = -EHOSTDOWN;
-			break;
-		}
-		a.port = (uint16_t)(a.port + dr->worker);
-		env_addr_format(&a, addr, CFG_ADDR_MAX);
-		*peer = dr->node << 8 | dr->worker;
-		rc = 0;
-		break;
-	}
+	rc = mplace_target(c->view, target, peer, addr);
 	pthread_mutex_unlock(&c->mu);
 	return rc;
 }

@@ -63,7 +63,7 @@ void cres_fini(struct cres *r);
 int client_fs_lookup(sh_client *c, const char *name, uint32_t *id, uint32_t *nbuckets);
 /* A call to a data endpoint, made on the client's loop (client_calls). */
 struct dcall {
-	uint64_t peer;		 /* endpoint id */
+	uint64_t peer;		 /* endpoint id (0: not to be called) */
 	char addr[CFG_ADDR_MAX]; /* its address */
 	uint16_t op;
 	struct iovec iov[2];
@@ -73,7 +73,10 @@ struct dcall {
 	int status;
 };
 
-/* Make the calls at once and wait for every one (each dcall's status). */
+/*
+ * Make the calls at once and wait for every one (each dcall's status). A
+ * call with peer 0 is not made: it keeps the status the caller gave it.
+ */
 void client_calls(sh_client *c, struct dcall *calls, unsigned n, uint64_t timeout_ns);
 /*
  * Where target lives: its worker's endpoint and address. -ENOENT (no such
@@ -98,7 +101,8 @@ bool cache_get_entry(sh_fs *fs, uint64_t parent, const char *name, size_t len, u
 		     uint8_t *type);
 void cache_drop(sh_fs *fs, const struct mp_key *k);
 void cache_drop_all_attrs(sh_fs *fs);
-void cache_forget_cmd(sh_fs *fs, const struct meta_cmd *mc);
+/* What mc changes (before it is sent, and again once done) is not trusted. */
+void cache_forget_cmd(sh_fs *fs, const struct meta_cmd *mc, bool done);
 void cache_stats(sh_fs *fs, uint64_t *hits, uint64_t *misses);
 
 /* Replicate a command at bucket (ns.c); res holds the reply. */

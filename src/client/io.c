@@ -289,23 +289,6 @@ get_calls(sh_file *f, const struct meta_extent *e, const struct piece *pc, unsig
 	return 0;
 }
 
-/* Make the calls whose peer is known; the others keep their status. */
-static void
-run_gets(sh_file *f, struct dcall *calls, unsigned n)
-{
-	struct dcall live[EC_N_MAX * 2];
-	unsigned idx[EC_N_MAX * 2], k = 0;
-
-	for (unsigned i = 0; i < n; i++)
-		if (calls[i].peer != 0) {
-			idx[k] = i;
-			live[k++] = calls[i];
-		}
-	client_calls(f->fs->c, live, k, GET_NS);
-	for (unsigned i = 0; i < k; i++)
-		calls[idx[i]] = live[i];
-}
-
 /*
  * Rebuild the stripe's data from any D whole fragments and copy
  * [soff, soff + len) of it to dst.
@@ -332,7 +315,7 @@ degraded(sh_file *f, const struct meta_extent *e, uint64_t soff, size_t len, uin
 	}
 	if (rc == 0) {
 		get_calls(f, e, pc, n, calls, hdr);
-		run_gets(f, calls, n);
+		client_calls(f->fs->c, calls, n, GET_NS);
 		for (unsigned i = 0; i < n; i++) {
 			if (calls[i].status >= 0 && calls[i].got == e->frag && have < d) {
 				have++;
@@ -389,7 +372,7 @@ read_extent(sh_file *f, const struct meta_extent *e, uint64_t a, uint64_t b, uin
 		s = end;
 	}
 	get_calls(f, e, pc, np, calls, hdr);
-	run_gets(f, calls, np);
+	client_calls(f->fs->c, calls, np, GET_NS);
 	for (unsigned i = 0; i < np; i++)
 		ok &= calls[i].status >= 0 && calls[i].got == pc[i].len;
 	if (ok)
@@ -500,21 +483,7 @@ sh_targets_usage(sh_fs *fs, struct sh_target_usage *out, unsigned max)
 			calls[i].status = rc;
 		}
 	}
-	{
-		/* only those with a live node are asked */
-		struct dcall *live = sh_calloc(k ? k : 1, sizeof(*live));
-		unsigned m = 0;
-
-		for (unsigned i = 0; live && i < k; i++)
-			if (calls[i].peer)
-				live[m++] = calls[i];
-		if (live)
-			client_calls(fs->c, live, m, GET_NS);
-		for (unsigned i = 0, j = 0; live && i < k; i++)
-			if (calls[i].peer)
-				calls[i] = live[j++];
-		sh_free(live);
-	}
+	client_calls(fs->c, calls, k, GET_NS); /* those of nodes down are not asked */
 	for (unsigned i = 0; i < k; i++) {
 		out[i] = (struct sh_target_usage){ .target = ids[i], .status = calls[i].status };
 		if (calls[i].status >= 0 && calls[i].got == sizeof(st[i])) {

@@ -121,15 +121,15 @@ ns_cmd(sh_fs *fs, uint16_t bucket, struct meta_cmd *mc, struct cres *res)
 	struct sh_enc e;
 	int rc;
 
-	mc->ver = 1;		  /* the leader stamps the real one */
-	cache_forget_cmd(fs, mc); /* what it changes is not to be trusted from here on */
+	mc->ver = 1;			 /* the leader stamps the real one */
+	cache_forget_cmd(fs, mc, false); /* what it changes is not to be trusted from here on */
 	sh_enc_init(&e);
 	rc = meta_cmd_encode(&e, mc);
 	if (rc == 0) {
 		q.data = e.p;
 		q.dlen = e.len;
 		rc = client_meta(fs->c, &q, res);
-		cache_forget_cmd(fs, mc); /* nor what a lookup cached meanwhile */
+		cache_forget_cmd(fs, mc, true); /* nor what a lookup cached meanwhile */
 	} else {
 		memset(res, 0, sizeof(*res));
 	}
@@ -667,8 +667,10 @@ walk_path(sh_fs *fs, struct walk *w, const char *path, bool follow, bool want_le
 	return 0;
 }
 
+/* A walk from the root of an absolute path (what every call by path starts with). */
 static int
-resolve(sh_fs *fs, const char *path, bool follow, uint64_t *ino)
+walk_from_root(sh_fs *fs, const char *path, bool follow, bool want_leaf, uint64_t *ino,
+	       struct meta_inode *attr, char *leaf)
 {
 	struct walk w = { .stack = { SH_ROOT_INO }, .depth = 1 };
 
@@ -677,22 +679,20 @@ resolve(sh_fs *fs, const char *path, bool follow, uint64_t *ino)
 	if (strlen(path) >= 4096)
 		return -ENAMETOOLONG;
 	*ino = 0;
-	return walk_path(fs, &w, path, follow, false, ino, NULL, NULL);
+	return walk_path(fs, &w, path, follow, want_leaf, ino, attr, leaf);
+}
+
+static int
+resolve(sh_fs *fs, const char *path, bool follow, uint64_t *ino)
+{
+	return walk_from_root(fs, path, follow, false, ino, NULL, NULL);
 }
 
 /* The directory that would hold path's last component, and that name. */
 static int
 resolve_parent(sh_fs *fs, const char *path, uint64_t *parent, char *leaf)
 {
-	struct walk w = { .stack = { SH_ROOT_INO }, .depth = 1 };
-	int rc;
-
-	if (path == NULL || path[0] != '/')
-		return -EINVAL;
-	if (strlen(path) >= 4096)
-		return -ENAMETOOLONG;
-	rc = walk_path(fs, &w, path, true, true, parent, NULL, leaf);
-	return rc;
+	return walk_from_root(fs, path, true, true, parent, NULL, leaf);
 }
 
 /* resolve_parent for the calls that name an entry: "/" itself answers root_rc. */
@@ -713,16 +713,10 @@ sh_resolve(sh_fs *fs, const char *path, int follow, uint64_t *ino)
 static int
 stat_path(sh_fs *fs, const char *path, bool follow, struct stat *st)
 {
-	struct walk w = { .stack = { SH_ROOT_INO }, .depth = 1 };
 	struct meta_inode in = { 0 };
 	uint64_t ino = 0;
-	int rc;
+	int rc = walk_from_root(fs, path, follow, false, &ino, &in, NULL);
 
-	if (path == NULL || path[0] != '/')
-		return -EINVAL;
-	if (strlen(path) >= 4096)
-		return -ENAMETOOLONG;
-	rc = walk_path(fs, &w, path, follow, false, &ino, &in, NULL);
 	if (rc < 0)
 		return rc;
 	/* the last lookup brought the attributes along: no second round trip */

@@ -104,6 +104,29 @@ mplace_free(struct mplace *p)
 	memset(p, 0, sizeof(*p));
 }
 
+int
+mplace_target(const struct cfg *c, uint64_t target, uint64_t *peer, char *addr)
+{
+	for (uint32_t i = 0; i < c->ndrives; i++) {
+		const struct cfg_drive *dr = &c->drives[i];
+		const struct cfg_node *n;
+		struct env_addr a;
+
+		if (dr->id != target)
+			continue;
+		n = cfg_node_find(c, dr->node);
+		if (n == NULL || env_addr_parse(n->data, &a) < 0)
+			return -ENOENT;
+		if (n->state == CFG_DOWN)
+			return -EHOSTDOWN;
+		a.port = (uint16_t)(a.port + dr->worker);
+		env_addr_format(&a, addr, CFG_ADDR_MAX);
+		*peer = dr->node << 8 | dr->worker;
+		return 0;
+	}
+	return -ENOENT;
+}
+
 /* ---- calls ---- */
 
 struct hint {

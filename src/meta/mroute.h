@@ -45,6 +45,12 @@ mplace_group_id(uint32_t fs, uint32_t g)
 	return fs << 16 | g;
 }
 
+/*
+ * Where target (a drive) is served: its worker's data endpoint and address.
+ * -ENOENT (no such drive), -EHOSTDOWN (its node is marked down).
+ */
+int mplace_target(const struct cfg *c, uint64_t target, uint64_t *peer, char *addr);
+
 struct mroute;
 typedef void (*mroute_cb)(void *arg, int status, const struct mp_reply *r);
 /*

@@ -106,30 +106,6 @@ on_local(void *arg, int status)
 	fragment_done(rc->j, rc->idx, status);
 }
 
-/* The endpoint of a target's worker, and its address; -ENOENT, -EHOSTDOWN. */
-static int
-endpoint(const struct cfg *c, uint64_t target, uint64_t *peer, char *addr)
-{
-	for (uint32_t i = 0; i < c->ndrives; i++) {
-		const struct cfg_drive *dr = &c->drives[i];
-		const struct cfg_node *n;
-		struct env_addr a;
-
-		if (dr->id != target)
-			continue;
-		n = cfg_node_find(c, dr->node);
-		if (n == NULL || env_addr_parse(n->data, &a) < 0)
-			return -ENOENT;
-		if (n->state == CFG_DOWN)
-			return -EHOSTDOWN;
-		a.port = (uint16_t)(a.port + dr->worker);
-		env_addr_format(&a, addr, CFG_ADDR_MAX);
-		*peer = dr->node << 8 | dr->worker;
-		return 0;
-	}
-	return -ENOENT;
-}
-
 static void
 job_start(struct mfs *fs, uint16_t bucket, const struct meta_extent *e)
 {
@@ -158,7 +134,7 @@ job_start(struct mfs *fs, uint16_t bucket, const struct meta_extent *e)
 		int rc;
 
 		j->calls[i] = (struct rcall){ .j = j, .idx = (int)i };
-		rc = endpoint(mroute_cfg(s->rt), e->targets[i], &peer, addr);
+		rc = mplace_target(mroute_cfg(s->rt), e->targets[i], &peer, addr);
 		if (rc == 0 && peer == net_node_id(s->net))
 			rc = s->p.release_local
 				 ? s->p.release_local(s->p.arg, e->targets[i], e->stripe, i,

@@ -20,14 +20,8 @@
 #define WRITE_TRIES   4
 #define RETRY_US      300000
 #define EXTENTS_BATCH 64
-/*
- * Files up to this size keep their bytes with the inode. The buckets take
- * up to META_INLINE_MAX, but each metadata group keeps its whole state in
- * its Raft log file's snapshot image (docs/metadata.md, "Limits"): 4 KiB
- * per small file filled a group's log at ~17,500 files of 4 KiB in
- * bench/fuse, so the client keeps only the smallest files inline.
- */
-#define INLINE_MAX 512
+/* Files up to this size keep their bytes with the inode (one metadata write, no stripe). */
+#define INLINE_MAX META_INLINE_MAX
 
 struct sh_file {
 	sh_fs *fs;

@@ -57,6 +57,7 @@ struct rio {
 	bool in_hb;
 	bool closing;
 	raft_io_close_cb close_cb;
+	struct rio_snap_hooks hooks;
 	rlog_done_cb open_cb;
 	void *open_arg;
 };
@@ -415,9 +416,28 @@ io_snapshot_put(struct raft_io *io, unsigned trailing, struct raft_io_snapshot_p
 		const struct raft_snapshot *s, raft_io_snapshot_put_cb cb)
 {
 	struct rio *r = io->impl;
+	struct raft_buffer keep = { 0 };
+	struct raft_snapshot marker;
+	int rc;
 
 	req->cb = cb;
-	return rlog_snapshot(r->log, s, trailing, on_snap_put, req) < 0 ? RAFT_IOERR : 0;
+	if (r->hooks.persist != NULL) {
+		rc = r->hooks.persist(r->hooks.arg, s, &keep);
+		if (rc < 0) {
+			sh_log_error("group %#x: snapshot %llu not stored: %s", r->group,
+				     (unsigned long long)s->index, sh_strerror(rc));
+			return RAFT_IOERR;
+		}
+		if (keep.base != NULL) {
+			marker = *s;
+			marker.bufs = &keep;
+			marker.n_bufs = 1;
+			s = &marker;
+		}
+	}
+	rc = rlog_snapshot(r->log, s, trailing, on_snap_put, req);
+	raft_free(keep.base);
+	return rc < 0 ? RAFT_IOERR : 0;
 }
 
 /* A raft_snapshot (raft_malloc'd, as raft frees it) from the stored one. */
@@ -470,6 +490,23 @@ io_snapshot_get(struct raft_io *io, struct raft_io_snapshot_get *req, raft_io_sn
 	if (st->snap && op->snap == NULL) {
 		sh_free(op);
 		return RAFT_NOMEM;
+	}
+	if (op->snap != NULL && r->hooks.expand != NULL) {
+		struct raft_buffer full = { 0 };
+		int rc = r->hooks.expand(r->hooks.arg, &op->snap->bufs[0], &full);
+
+		if (rc < 0) {
+			sh_log_error("group %#x: snapshot %llu not readable: %s", r->group,
+				     (unsigned long long)op->snap->index, sh_strerror(rc));
+			raft_free(op->snap->bufs[0].base);
+			raft_free(op->snap->bufs);
+			raft_configuration_close(&op->snap->configuration);
+			raft_free(op->snap);
+			sh_free(op);
+			return RAFT_IOERR;
+		}
+		raft_free(op->snap->bufs[0].base);
+		op->snap->bufs[0] = full;
 	}
 	finish(r, op);
 	return 0;
@@ -664,6 +701,8 @@ rio_open(struct rnet *rn, struct raft_io *io, const struct rio_params *p, rlog_d
 	r->env = env;
 	r->open_cb = cb;
 	r->open_arg = arg;
+	if (p->hooks != NULL)
+		r->hooks = *p->hooks;
 	sh_list_init(&r->held);
 	sh_list_init(&r->done);
 	env_timer_init(env, &r->tick, on_tick, r);

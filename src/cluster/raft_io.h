@@ -39,11 +39,31 @@ struct env *rnet_env(const struct rnet *rn);
 /* env_now() when a Raft message from node last arrived; 0 if never. */
 uint64_t rnet_last_heard(const struct rnet *rn, uint64_t node);
 
+/*
+ * A state machine that keeps its own durable state (the metadata groups'
+ * bucket store) stores only a small marker in the log as its snapshot:
+ *
+ * persist: a snapshot is about to be stored (one the state machine made,
+ * or one received from a leader, whose state it must install now, durably,
+ * since the log will forget the entries before it). Set *keep to the
+ * bytes (raft_malloc'd) to store instead of s's, or leave keep->base NULL
+ * to store s as it is. 0 or a negative errno (the put fails).
+ *
+ * expand: the stored bytes kept are to be sent to a follower: set *out
+ * (raft_malloc'd) to the whole state they stand for. 0 or -errno.
+ */
+struct rio_snap_hooks {
+	int (*persist)(void *arg, const struct raft_snapshot *s, struct raft_buffer *keep);
+	int (*expand)(void *arg, const struct raft_buffer *kept, struct raft_buffer *out);
+	void *arg;
+};
+
 struct rio_params {
 	uint32_t group;
 	raft_id id;
 	const char *path;  /* the log file */
 	uint64_t log_size; /* its size (two halves) */
+	const struct rio_snap_hooks *hooks; /* NULL: snapshots stored whole */
 };
 
 /* Set up io; cb(arg, status) when its log is loaded. */

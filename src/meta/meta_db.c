@@ -13,12 +13,17 @@ SH_LOG_FACILITY("meta.db");
 struct meta_db {
 	MDB_env *env;
 	MDB_dbi dbi;
+	unsigned flags;
+	MDB_txn *batch;	  /* META_DB_BATCH: the open top-level write transaction */
+	unsigned batch_n; /* write transactions merged into it */
+	struct meta_txn *child; /* the one transaction now open on the batch */
 };
 
 struct meta_txn {
 	struct meta_db *db;
 	MDB_txn *txn;
 	bool write;
+	bool borrowed; /* reads through the batch itself: nothing to end */
 };
 
 static int
@@ -57,7 +62,9 @@ meta_db_open(const char *path, uint64_t map_size, unsigned flags, struct meta_db
 	if (rc == 0)
 		rc = mdb_env_open(db->env, path,
 				  MDB_NOSUBDIR | MDB_NOTLS |
-				      (flags & META_DB_NOSYNC ? MDB_NOSYNC | MDB_NOMETASYNC : 0),
+				      (flags & META_DB_NOSYNC	? MDB_NOSYNC | MDB_NOMETASYNC
+				       : flags & META_DB_BATCH	? MDB_NOMETASYNC
+								: 0),
 				  0644);
 	if (rc == 0)
 		rc = mdb_txn_begin(db->env, NULL, 0, &txn);
@@ -72,6 +79,7 @@ meta_db_open(const char *path, uint64_t map_size, unsigned flags, struct meta_db
 		sh_free(db);
 		return err(rc);
 	}
+	db->flags = flags;
 	*out = db;
 	return 0;
 }
@@ -81,35 +89,110 @@ meta_db_close(struct meta_db *db)
 {
 	if (db == NULL)
 		return;
+	if (meta_db_flush(db, false) < 0)
+		sh_log_error("bucket store: the last batch was not committed");
 	mdb_env_close(db->env);
 	sh_free(db);
 }
 
 int
+meta_db_flush(struct meta_db *db, bool sync)
+{
+	int rc = 0;
+
+	if (db->child != NULL)
+		return -EBUSY;
+	if (db->batch != NULL) {
+		rc = mdb_txn_commit(db->batch);
+		db->batch = NULL;
+		db->batch_n = 0;
+		if (rc != 0)
+			return err(rc);
+	}
+	if (sync)
+		rc = mdb_env_sync(db->env, 1);
+	return err(rc);
+}
+
+void
+meta_db_discard(struct meta_db *db)
+{
+	if (db->batch != NULL && db->child == NULL) {
+		mdb_txn_abort(db->batch);
+		db->batch = NULL;
+		db->batch_n = 0;
+	}
+}
+
+unsigned
+meta_db_pending(const struct meta_db *db)
+{
+	return db->batch_n;
+}
+
+int
 meta_txn_begin(struct meta_db *db, bool write, struct meta_txn **out)
 {
-	struct meta_txn *t = sh_calloc(1, sizeof(*t));
+	struct meta_txn *t;
+	MDB_txn *parent = NULL;
 	int rc;
 
+	if (db->child != NULL)
+		return -EBUSY; /* one transaction at a time on a batch */
+	t = sh_calloc(1, sizeof(*t));
 	if (t == NULL)
 		return -ENOMEM;
-	rc = mdb_txn_begin(db->env, NULL, write ? 0 : MDB_RDONLY, &t->txn);
+	t->db = db;
+	t->write = write;
+	if ((db->flags & META_DB_BATCH) && (write || db->batch != NULL)) {
+		if (db->batch == NULL) {
+			rc = mdb_txn_begin(db->env, NULL, 0, &db->batch);
+			if (rc != 0) {
+				db->batch = NULL;
+				sh_free(t);
+				return err(rc);
+			}
+		}
+		if (!write) {
+			t->txn = db->batch;
+			t->borrowed = true;
+			db->child = t;
+			*out = t;
+			return 0;
+		}
+		parent = db->batch;
+	}
+	rc = mdb_txn_begin(db->env, parent, write ? 0 : MDB_RDONLY, &t->txn);
 	if (rc != 0) {
 		sh_free(t);
 		return err(rc);
 	}
-	t->db = db;
-	t->write = write;
+	if (parent != NULL)
+		db->child = t;
 	*out = t;
 	return 0;
+}
+
+static void
+txn_end(struct meta_txn *t)
+{
+	if (t->db->child == t)
+		t->db->child = NULL;
+	sh_free(t);
 }
 
 int
 meta_txn_commit(struct meta_txn *t)
 {
-	int rc = mdb_txn_commit(t->txn);
+	struct meta_db *db = t->db;
+	int rc = 0;
 
-	sh_free(t);
+	if (!t->borrowed) {
+		rc = mdb_txn_commit(t->txn);
+		if (rc == 0 && db->child == t)
+			db->batch_n++;
+	}
+	txn_end(t);
 	return err(rc);
 }
 
@@ -118,8 +201,9 @@ meta_txn_abort(struct meta_txn *t)
 {
 	if (t == NULL)
 		return;
-	mdb_txn_abort(t->txn);
-	sh_free(t);
+	if (!t->borrowed)
+		mdb_txn_abort(t->txn);
+	txn_end(t);
 }
 
 /* ---- versioned keys ---- */

@@ -26,15 +26,37 @@ struct meta_txn;
 
 /*
  * Open (creating) the store in file path with room for map_size bytes.
- * META_DB_NOSYNC: commits are not flushed to disk (the store is a cache
- * rebuilt from a durable log at start). -errno.
+ * -errno. Flags:
+ *
+ * META_DB_NOSYNC: commits are not flushed to disk (tests and the
+ * simulator; a system crash may then corrupt the store).
+ *
+ * META_DB_BATCH: write transactions are nested in one open batch
+ * transaction and become durable together at meta_db_flush (one LMDB
+ * commit, one fdatasync, for many writes): what a Raft group's state
+ * machine wants, whose log holds everything not yet flushed. Reads see
+ * the batch. One transaction at a time (-EBUSY otherwise), all on one
+ * thread. A crash loses the unflushed batch whole; the store stays
+ * intact (LMDB's integrity with MDB_NOMETASYNC: a system crash may undo
+ * the last flush, never corrupt).
  */
 #define META_DB_NOSYNC 0x1
+#define META_DB_BATCH  0x2
 int meta_db_open(const char *path, uint64_t map_size, unsigned flags, struct meta_db **out);
+/* Flushes the batch first. */
 void meta_db_close(struct meta_db *db);
+/* Commit the batch (durable unless NOSYNC); sync: and force everything to disk. */
+int meta_db_flush(struct meta_db *db, bool sync);
+/* Drop the unflushed batch, as a crash would (the simulator). */
+void meta_db_discard(struct meta_db *db);
+/* Write transactions in the unflushed batch. */
+unsigned meta_db_pending(const struct meta_db *db);
 
 int meta_txn_begin(struct meta_db *db, bool write, struct meta_txn **out);
-/* Durable on return (LMDB's sync commit) unless opened META_DB_NOSYNC. Frees t either way. */
+/*
+ * Durable on return (LMDB's sync commit) unless opened META_DB_NOSYNC or
+ * META_DB_BATCH (then at the next flush). Frees t either way.
+ */
 int meta_txn_commit(struct meta_txn *t);
 void meta_txn_abort(struct meta_txn *t);
 

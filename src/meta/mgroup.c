@@ -7,7 +7,16 @@
 
 SH_LOG_FACILITY("meta.group");
 
-#define SNAP_VERSION 1
+/*
+ * Snapshots (docs/metadata.md, "Replication"): the log keeps a marker,
+ * the state is the bucket store; a follower that fell behind gets the
+ * whole export, with the index it stands for.
+ */
+#define SNAP_WHOLE_V1 1 /* u32 count, (u16 bucket, blob export)... (older logs) */
+#define SNAP_MARKER   2 /* u64 index: the store holds it durably */
+#define SNAP_WHOLE    3 /* u64 index applied, then as SNAP_WHOLE_V1 */
+#define FLUSH_NS      (20ull * 1000 * 1000)
+#define FLUSH_MAX     256 /* applies in one batch at most */
 
 struct prop {
 	struct sh_list link;
@@ -45,6 +54,10 @@ struct mgroup {
 	struct sh_list props;	/* struct prop in flight */
 	struct sh_list waiters; /* struct waiter */
 	struct env_timer tick;
+	struct rio_snap_hooks hooks;
+	struct env_timer flush; /* the store's batch, committed soon after an apply */
+	bool flush_armed;
+	uint64_t applied; /* the Raft index the store holds applied (META_K_RAFT) */
 	struct env_task notify;
 	void (*done)(void *arg);
 	void *done_arg;
@@ -55,6 +68,95 @@ static void check_ready(struct mgroup *g);
 
 /* ---- the state machine ---- */
 
+/* ---- the applied index, kept in the store with the state ---- */
+
+static void
+raft_key(const struct mgroup *g, struct meta_key *k)
+{
+	k->b[0] = (uint8_t)(g->buckets[0] >> 8);
+	k->b[1] = (uint8_t)g->buckets[0];
+	k->b[2] = META_K_RAFT;
+	k->len = 3;
+}
+
+/* 0 with *idx (0 if never written: the store holds nothing of the group), or -errno. */
+static int
+applied_get(struct mgroup *g, struct meta_txn *t, uint64_t *idx)
+{
+	struct meta_key k;
+	uint8_t v[8];
+	size_t len = 0;
+	int rc;
+
+	raft_key(g, &k);
+	rc = meta_get(t, &k, UINT64_MAX >> 1, v, sizeof(v), &len);
+	*idx = 0;
+	if (rc == -ENOENT)
+		return 0;
+	if (rc == 0 && len != 8)
+		rc = -EBADMSG;
+	if (rc == 0)
+		*idx = meta_be64_get(v);
+	return rc;
+}
+
+static int
+applied_put(struct mgroup *g, struct meta_txn *t, uint64_t idx)
+{
+	struct meta_key k;
+	uint8_t v[8];
+
+	raft_key(g, &k);
+	meta_be64_put(v, idx);
+	return meta_put(t, &k, 1, v, sizeof(v), NULL);
+}
+
+static void
+on_flush(struct env_timer *t)
+{
+	struct mgroup *g = t->arg;
+	int rc;
+
+	g->flush_armed = false;
+	rc = meta_db_flush(g->p.db, false);
+	if (rc < 0)
+		sh_log_error("group %#x: bucket store flush: %s", g->p.id, sh_strerror(rc));
+}
+
+/* A write went into the store's batch: commit it soon, or now if it grew large. */
+static void
+dirty(struct mgroup *g)
+{
+	if (meta_db_pending(g->p.db) >= FLUSH_MAX) {
+		if (g->flush_armed)
+			env_timer_cancel(&g->flush);
+		on_flush(&g->flush);
+	} else if (!g->flush_armed) {
+		g->flush_armed = true;
+		env_timer_arm(&g->flush, FLUSH_NS);
+	}
+}
+
+/* Make the store durable, holding applied index idx (>= what it holds). */
+static int
+store_sync(struct mgroup *g, uint64_t idx)
+{
+	struct meta_txn *t;
+	int rc = meta_txn_begin(g->p.db, true, &t);
+
+	if (rc == 0) {
+		rc = applied_put(g, t, idx);
+		rc = rc < 0 ? (meta_txn_abort(t), rc) : meta_txn_commit(t);
+	}
+	if (rc == 0)
+		rc = meta_db_flush(g->p.db, true);
+	if (rc == 0)
+		g->applied = idx;
+	return rc;
+}
+
+/* ---- the state machine ---- */
+
 static int
 fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 {
@@ -62,54 +164,125 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 	struct meta_bucket mb = { .nbuckets = g->p.nbuckets };
 	struct meta_cmd c;
 	const uint8_t *b = buf->base;
+	/* libraft moves last_applied past an entry once it is applied */
+	uint64_t idx = raft_last_applied(&g->raft) + 1;
+	bool valid = false;
 	int rc;
 
 	*result = &g->res;
 	memset(&g->res, 0, sizeof(g->res));
+	if (idx <= g->applied)
+		return 0; /* the store has it already (replayed after a restart) */
 	/* an entry is (u16 bucket, command); a bad one is rejected alike everywhere */
 	if (buf->len < 2 || meta_cmd_decode(b + 2, buf->len - 2, &c) < 0) {
 		g->res.status = -EBADMSG;
-		return 0;
-	}
-	mb.bucket = (uint16_t)(b[0] | b[1] << 8); /* sh_enc_u16: little-endian */
-	if (!mgroup_has_bucket(g, mb.bucket)) {
-		g->res.status = -EINVAL;
-		return 0;
+	} else {
+		mb.bucket = (uint16_t)(b[0] | b[1] << 8); /* sh_enc_u16: little-endian */
+		valid = mgroup_has_bucket(g, mb.bucket);
+		if (!valid)
+			g->res.status = -EINVAL;
 	}
 	rc = meta_txn_begin(g->p.db, true, &mb.t);
-	if (rc < 0) {
-		/* the store failed under us: this replica cannot go on */
-		sh_log_error("group %#x: bucket store: %s", g->p.id, sh_strerror(rc));
-		return RAFT_IOERR;
-	}
-	meta_cmd_apply(&mb, &c, &g->res);
-	if (g->res.status < 0) {
-		meta_txn_abort(mb.t);
-	} else {
-		rc = meta_txn_commit(mb.t);
-		if (rc < 0) {
-			sh_log_error("group %#x: bucket store commit: %s", g->p.id,
-				     sh_strerror(rc));
-			return RAFT_IOERR;
+	if (rc < 0)
+		goto fail;
+	if (valid) {
+		meta_cmd_apply(&mb, &c, &g->res);
+		if (g->res.status < 0) {
+			/* rejected: nothing of it stays, but the index moves on */
+			meta_txn_abort(mb.t);
+			rc = meta_txn_begin(g->p.db, true, &mb.t);
+			if (rc < 0)
+				goto fail;
 		}
 	}
-	if (g->p.applied)
+	rc = applied_put(g, mb.t, idx);
+	rc = rc < 0 ? (meta_txn_abort(mb.t), rc) : meta_txn_commit(mb.t);
+	if (rc < 0)
+		goto fail;
+	g->applied = idx;
+	dirty(g);
+	if (valid && g->p.applied)
 		g->p.applied(g->p.arg, g, mb.bucket, &c, &g->res);
+	return 0;
+fail:
+	/* the store failed under us: this replica cannot go on */
+	sh_log_error("group %#x: bucket store: %s", g->p.id, sh_strerror(rc));
+	return RAFT_IOERR;
+}
+
+/* bytes into a raft_malloc'd buffer */
+static int
+to_raft_buf(const struct sh_enc *e, struct raft_buffer *out)
+{
+	int rc = sh_enc_error(e);
+
+	if (rc < 0)
+		return rc;
+	out->base = raft_malloc(e->len ? e->len : 1);
+	if (out->base == NULL)
+		return -ENOMEM;
+	memcpy(out->base, e->p, e->len);
+	out->len = e->len;
 	return 0;
 }
 
 static int
+marker(uint64_t idx, struct raft_buffer *out)
+{
+	struct sh_enc e;
+	int rc;
+
+	sh_enc_init(&e);
+	sh_enc_u8(&e, SNAP_MARKER);
+	sh_enc_u64(&e, idx);
+	rc = to_raft_buf(&e, out);
+	sh_enc_fini(&e);
+	return rc;
+}
+
+/*
+ * The log is compacted up to the last applied index: the store must hold
+ * it durably first. The snapshot is then a marker of that index.
+ */
+static int
 fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
 {
 	struct mgroup *g = fsm->data;
+	uint64_t idx = raft_last_applied(&g->raft);
+	int rc;
+
+	/* (replaying after a restart, the store may be ahead of Raft) */
+	rc = store_sync(g, idx > g->applied ? idx : g->applied);
+	if (rc == 0) {
+		*bufs = raft_malloc(sizeof(**bufs));
+		rc = *bufs == NULL ? -ENOMEM : marker(idx, *bufs);
+		if (rc < 0)
+			raft_free(*bufs);
+	}
+	if (rc < 0) {
+		sh_log_error("group %#x: snapshot at %llu: %s", g->p.id, (unsigned long long)idx,
+			     sh_strerror(rc));
+		return rc == -ENOMEM ? RAFT_NOMEM : RAFT_IOERR;
+	}
+	*n = 1;
+	return 0;
+}
+
+/* The whole state, for a follower too far behind: every bucket, and the index it holds. */
+static int
+export_whole(struct mgroup *g, struct raft_buffer *out)
+{
 	struct meta_txn *t;
 	struct sh_enc e, one;
+	uint64_t idx;
 	int rc = meta_txn_begin(g->p.db, false, &t);
 
 	if (rc < 0)
-		return RAFT_IOERR;
+		return rc;
+	rc = applied_get(g, t, &idx);
 	sh_enc_init(&e);
-	sh_enc_u8(&e, SNAP_VERSION);
+	sh_enc_u8(&e, SNAP_WHOLE);
+	sh_enc_u64(&e, idx);
 	sh_enc_u32(&e, g->p.nb);
 	for (unsigned i = 0; i < g->p.nb && rc == 0; i++) {
 		sh_enc_init(&one);
@@ -122,25 +295,67 @@ fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
 	}
 	meta_txn_abort(t);
 	if (rc == 0)
-		rc = sh_enc_error(&e);
-	if (rc == 0) {
-		*bufs = raft_malloc(sizeof(**bufs));
-		if (*bufs != NULL) {
-			(*bufs)[0].base = raft_malloc(e.len);
-			if ((*bufs)[0].base == NULL) {
-				raft_free(*bufs);
-				rc = -ENOMEM;
-			} else {
-				memcpy((*bufs)[0].base, e.p, e.len);
-				(*bufs)[0].len = e.len;
-				*n = 1;
-			}
-		} else {
-			rc = -ENOMEM;
-		}
-	}
+		rc = to_raft_buf(&e, out);
+	sh_log_info("group %#x: state of %zu bytes at %llu for a follower: %s", g->p.id, e.len,
+		    (unsigned long long)idx, sh_strerror(rc));
 	sh_enc_fini(&e);
-	return rc == 0 ? 0 : rc == -ENOMEM ? RAFT_NOMEM : RAFT_IOERR;
+	return rc;
+}
+
+/*
+ * Install a whole state (SNAP_WHOLE or an older log's SNAP_WHOLE_V1 at
+ * index v1_idx) into the store, durably: every bucket of the group is
+ * replaced. -EBADMSG leaves the store as it was.
+ */
+static int
+install_whole(struct mgroup *g, const uint8_t *p, size_t len, uint64_t v1_idx)
+{
+	struct sh_dec d;
+	struct meta_txn *t;
+	uint64_t idx = v1_idx;
+	uint32_t nb;
+	int rc;
+
+	sh_dec_init(&d, p, len);
+	switch (sh_dec_u8(&d)) {
+	case SNAP_WHOLE:
+		idx = sh_dec_u64(&d);
+		break;
+	case SNAP_WHOLE_V1:
+		break;
+	default:
+		return -EBADMSG;
+	}
+	nb = sh_dec_u32(&d);
+	rc = meta_txn_begin(g->p.db, true, &t);
+	if (rc < 0)
+		return rc;
+	for (unsigned i = 0; i < g->p.nb && rc == 0; i++)
+		rc = meta_drop_bucket(t, g->buckets[i]);
+	for (uint32_t i = 0; i < nb && rc == 0 && !sh_dec_error(&d); i++) {
+		uint16_t bucket = sh_dec_u16(&d);
+		size_t blen;
+		const uint8_t *b = sh_dec_blob(&d, SIZE_MAX, &blen);
+
+		if (sh_dec_error(&d) || !mgroup_has_bucket(g, bucket))
+			rc = -EBADMSG;
+		else
+			rc = meta_import_bucket(t, bucket, b, blen);
+	}
+	if (rc == 0 && sh_dec_error(&d))
+		rc = -EBADMSG;
+	if (rc == 0)
+		rc = applied_put(g, t, idx);
+	if (rc < 0) {
+		meta_txn_abort(t);
+		return rc;
+	}
+	rc = meta_txn_commit(t);
+	if (rc == 0)
+		rc = meta_db_flush(g->p.db, true);
+	if (rc == 0)
+		g->applied = idx;
+	return rc;
 }
 
 static int
@@ -148,39 +363,78 @@ fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 {
 	struct mgroup *g = fsm->data;
 	struct sh_dec d;
-	struct meta_txn *t;
-	uint32_t nb;
-	int rc = meta_txn_begin(g->p.db, true, &t);
+	uint8_t v;
+	uint64_t idx;
+	int rc = 0;
 
-	if (rc < 0)
-		return RAFT_IOERR;
 	sh_dec_init(&d, buf->base, buf->len);
-	if (sh_dec_u8(&d) != SNAP_VERSION)
+	v = sh_dec_u8(&d);
+	idx = sh_dec_u64(&d);
+	if (sh_dec_error(&d)) {
 		rc = -EBADMSG;
-	nb = sh_dec_u32(&d);
-	for (uint32_t i = 0; i < nb && rc == 0 && !sh_dec_error(&d); i++) {
-		uint16_t bucket = sh_dec_u16(&d);
-		size_t len;
-		const uint8_t *p = sh_dec_blob(&d, SIZE_MAX, &len);
-
-		if (sh_dec_error(&d) || !mgroup_has_bucket(g, bucket))
-			rc = -EBADMSG;
-		else
-			rc = meta_import_bucket(t, bucket, p, len);
+	} else if (v == SNAP_MARKER) {
+		/* at start: the store must hold what the log forgot */
+		if (g->applied < idx) {
+			sh_log_error("group %#x: the bucket store holds index %llu, the log "
+				     "starts after %llu: the store was lost or replaced",
+				     g->p.id, (unsigned long long)g->applied,
+				     (unsigned long long)idx);
+			return RAFT_CORRUPT;
+		}
+	} else if (v == SNAP_WHOLE && g->applied >= idx) {
+		/* installed already, as it was stored (snap_persist) */
+	} else {
+		rc = install_whole(g, buf->base, buf->len, raft_last_applied(&g->raft));
 	}
-	if (rc == 0 && sh_dec_error(&d))
-		rc = -EBADMSG;
 	if (rc < 0) {
-		meta_txn_abort(t);
 		sh_log_error("group %#x: snapshot of %zu bytes does not restore: %s", g->p.id,
 			     buf->len, sh_strerror(rc));
-		return RAFT_CORRUPT;
+		return rc == -EBADMSG ? RAFT_CORRUPT : RAFT_IOERR;
 	}
-	rc = meta_txn_commit(t);
-	if (rc < 0)
-		return RAFT_IOERR;
 	raft_free(buf->base);
 	return 0;
+}
+
+/* rio hooks: what the log stores of a snapshot, and what a follower is sent */
+static int
+snap_persist(void *arg, const struct raft_snapshot *s, struct raft_buffer *keep)
+{
+	struct mgroup *g = arg;
+	const struct raft_buffer *b = &s->bufs[0];
+	int rc;
+
+	if (s->n_bufs != 1 || b->len == 0)
+		return -EBADMSG;
+	if (((const uint8_t *)b->base)[0] == SNAP_MARKER)
+		return 0; /* our own: the store is durable at its index */
+	/* a leader's whole state: in the store, durably, before the log forgets */
+	rc = install_whole(g, b->base, b->len, s->index);
+	if (rc == 0)
+		rc = marker(s->index, keep);
+	if (rc < 0)
+		sh_log_error("group %#x: state of %zu bytes at %llu not installed: %s", g->p.id,
+			     b->len, (unsigned long long)s->index, sh_strerror(rc));
+	else
+		sh_log_info("group %#x: installed the leader's state at %llu", g->p.id,
+			    (unsigned long long)g->applied);
+	return rc;
+}
+
+static int
+snap_expand(void *arg, const struct raft_buffer *kept, struct raft_buffer *out)
+{
+	struct mgroup *g = arg;
+
+	if (kept->len == 0 || ((const uint8_t *)kept->base)[0] != SNAP_MARKER) {
+		/* an older log's whole snapshot: as it is */
+		out->base = raft_malloc(kept->len ? kept->len : 1);
+		if (out->base == NULL)
+			return -ENOMEM;
+		memcpy(out->base, kept->base, kept->len);
+		out->len = kept->len;
+		return 0;
+	}
+	return export_whole(g, out);
 }
 
 /* ---- readiness ---- */
@@ -396,6 +650,42 @@ mgroup_read(struct mgroup *g, uint16_t bucket, struct meta_bucket *b)
 
 /* ---- life ---- */
 
+static unsigned
+clampu(uint64_t v, unsigned lo, unsigned hi)
+{
+	return v < lo ? lo : v > hi ? hi : (unsigned)v;
+}
+
+/*
+ * What the store holds of this group: kept if the log has state and the
+ * store knows the index it applied; otherwise dropped (a new member, or
+ * a store written before it recorded indexes) and rebuilt from the log.
+ */
+static int
+load_applied(struct mgroup *g)
+{
+	struct meta_txn *t;
+	uint64_t idx = 0;
+	int rc = meta_txn_begin(g->p.db, true, &t);
+
+	if (rc < 0)
+		return rc;
+	if (rio_has_state(&g->io))
+		rc = applied_get(g, t, &idx);
+	if (rc == 0 && idx == 0)
+		for (unsigned i = 0; i < g->p.nb && rc == 0; i++)
+			rc = meta_drop_bucket(t, g->buckets[i]);
+	rc = rc < 0 ? (meta_txn_abort(t), rc) : meta_txn_commit(t);
+	if (rc == 0)
+		rc = meta_db_flush(g->p.db, false);
+	if (rc == 0)
+		g->applied = idx;
+	if (idx != 0)
+		sh_log_info("group %#x: bucket store at index %llu", g->p.id,
+			    (unsigned long long)idx);
+	return rc;
+}
+
 static void
 on_log_open(void *arg, int status)
 {
@@ -411,6 +701,11 @@ on_log_open(void *arg, int status)
 	}
 	char self[24];
 
+	rc = load_applied(g);
+	if (rc < 0) {
+		sh_log_error("group %#x: bucket store: %s", g->p.id, sh_strerror(rc));
+		return;
+	}
 	/* libraft wants distinct addresses: the ids are what the transport uses */
 	snprintf(self, sizeof(self), "%llx", (unsigned long long)g->p.self);
 	rc = raft_init(&g->raft, &g->io, &g->fsm, g->p.self, self);
@@ -422,8 +717,13 @@ on_log_open(void *arg, int status)
 	g->raft.data = g;
 	raft_set_election_timeout(&g->raft, g->p.election_ms);
 	raft_set_heartbeat_timeout(&g->raft, g->p.election_ms / 7);
-	raft_set_snapshot_threshold(&g->raft, 512);
-	raft_set_snapshot_trailing(&g->raft, 128);
+	/*
+	 * Compact every `threshold` entries, keeping `trailing` for followers
+	 * a little behind (further behind, they get the whole state): both
+	 * must fit a log half at ~4 KiB an entry (inline file data).
+	 */
+	raft_set_snapshot_threshold(&g->raft, clampu(g->p.log_size >> 15, 64, 512));
+	raft_set_snapshot_trailing(&g->raft, clampu(g->p.log_size >> 14, 128, 2048));
 	raft_set_pre_vote(&g->raft, true);
 	raft_set_install_snapshot_timeout(&g->raft, 10000);
 	if (!rio_has_state(&g->io)) {
@@ -459,7 +759,6 @@ mgroup_open(struct rnet *rn, const struct mgroup_params *p, struct mgroup **out)
 {
 	struct mgroup *g;
 	struct rio_params rp;
-	struct meta_txn *t;
 	int rc;
 
 	if (p->nmembers == 0 || p->nb == 0 || p->nbuckets == 0 || p->nbuckets > 65536)
@@ -490,16 +789,6 @@ mgroup_open(struct rnet *rn, const struct mgroup_params *p, struct mgroup **out)
 		}
 		g->mine[p->buckets[i] / 8] |= (uint8_t)(1u << (p->buckets[i] % 8));
 	}
-	/* the store is rebuilt from the log: drop what it held of these buckets */
-	rc = meta_txn_begin(p->db, true, &t);
-	for (unsigned i = 0; i < p->nb && rc == 0; i++)
-		rc = meta_drop_bucket(t, p->buckets[i]);
-	if (rc == 0)
-		rc = meta_txn_commit(t);
-	else if (t)
-		meta_txn_abort(t);
-	if (rc < 0)
-		goto err;
 	g->rn = rn;
 	g->env = rnet_env(rn);
 	sh_list_init(&g->props);
@@ -510,10 +799,14 @@ mgroup_open(struct rnet *rn, const struct mgroup_params *p, struct mgroup **out)
 				    .snapshot = fsm_snapshot,
 				    .restore = fsm_restore };
 	env_timer_init(g->env, &g->tick, on_tick, g);
+	env_timer_init(g->env, &g->flush, on_flush, g);
 	env_task_init(g->env, &g->notify, on_notify, g);
-	rp = (struct rio_params){
-		.group = p->id, .id = p->self, .path = g->path, .log_size = p->log_size
-	};
+	g->hooks = (struct rio_snap_hooks){ .persist = snap_persist, .expand = snap_expand, .arg = g };
+	rp = (struct rio_params){ .group = p->id,
+				  .id = p->self,
+				  .path = g->path,
+				  .log_size = p->log_size,
+				  .hooks = &g->hooks };
 	rc = rio_open(rn, &g->io, &rp, on_log_open, g);
 	if (rc < 0)
 		goto err;
@@ -559,6 +852,7 @@ mgroup_close(struct mgroup *g, void (*done)(void *arg), void *arg)
 	g->done = done;
 	g->done_arg = arg;
 	env_timer_cancel(&g->tick);
+	env_timer_cancel(&g->flush); /* the store commits its batch when it closes */
 	env_task_cancel(&g->notify);
 	env_task_init(g->env, &g->done_task, finish, g);
 	if (g->inited)

@@ -5,12 +5,15 @@
  * through cluster/'s raft_io on the data network, applied to the
  * worker's bucket store.
  *
- * The bucket store is the state machine's cache, not a source of truth:
- * a group drops its buckets when it opens and rebuilds them from its Raft
- * snapshot and log, so no entry is ever applied twice and the store can
- * commit without fsync. A log entry is (bucket, meta_cmd); applying it is
- * one store transaction, aborted on every replica alike when the command
- * is rejected. Snapshots are the export of every bucket of the group.
+ * The bucket store is the state machine's state: each apply also records
+ * the Raft index applied, in the same store transaction, and a restart
+ * replays the log from there (entries the store holds are skipped). A
+ * log entry is (bucket, meta_cmd); applying it is one store transaction,
+ * aborted on every replica alike when the command is rejected. Applies
+ * are batched into one store commit (META_DB_BATCH) flushed every 20 ms;
+ * a snapshot fsyncs the store and leaves only a marker of its index in
+ * the log. A follower too far behind is sent the export of every bucket
+ * of the group, installed durably before its log records the snapshot.
  *
  * Every member bootstraps the same configuration (the members, from the
  * cluster configuration) when its log is empty, so a group needs no

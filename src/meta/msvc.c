@@ -220,16 +220,13 @@ fs_open(struct msvc *s, const struct cfg *c, const struct cfg_fs *f)
 	}
 	sh_list_init(&fs->r2s);
 	sh_list_init(&fs->reclaims);
-	/* the store is a cache of the groups' logs: start it afresh */
+	/*
+	 * The groups' state machines: each group keeps its buckets here with
+	 * the Raft index they hold, and replays its log from there.
+	 */
 	snprintf(fs->dbpath, sizeof(fs->dbpath), "%s/meta-%u.mdb", s->dir, f->id);
-	unlink(fs->dbpath);
-	{
-		char lock[640];
-
-		snprintf(lock, sizeof(lock), "%s-lock", fs->dbpath);
-		unlink(lock);
-	}
-	rc = meta_db_open(fs->dbpath, DB_MAP_SIZE, META_DB_NOSYNC, &fs->db);
+	rc = meta_db_open(fs->dbpath, DB_MAP_SIZE,
+			  META_DB_BATCH | (s->p.store_nosync ? META_DB_NOSYNC : 0), &fs->db);
 	if (rc < 0)
 		goto err;
 	for (uint32_t g = 0; g < pl->ngroups; g++) {
@@ -1534,6 +1531,15 @@ msvc_stop(struct msvc *s, void (*done)(void *arg), void *arg)
 	}
 	sh_list_for_each_safe (pos, tmp, &s->fss)
 		fs_close(sh_list_entry(pos, struct mfs, link));
+}
+
+void
+msvc_crash(struct msvc *s)
+{
+	struct sh_list *pos;
+
+	sh_list_for_each (pos, &s->fss)
+		meta_db_discard(sh_list_entry(pos, struct mfs, link)->db);
 }
 
 unsigned

@@ -31,6 +31,7 @@ struct msvc_params {
 	const char *dir;      /* where the stores and Raft logs live */
 	uint64_t log_size;    /* per group; default 32 MiB */
 	unsigned election_ms; /* default 500: a few groups per node afford a quick failover */
+	bool store_nosync;    /* the bucket stores never fsync (the simulator) */
 	/*
 	 * Release a fragment on a target this endpoint serves itself (a call
 	 * to oneself does not go over the network): cb(cbarg, 0 or -errno)
@@ -46,6 +47,11 @@ int msvc_create(struct net *n, const struct msvc_params *p, struct msvc **out);
 int msvc_set_cfg(struct msvc *s, const struct cfg *c);
 /* Close every group; done(arg) later. Then destroy the net. */
 void msvc_stop(struct msvc *s, void (*done)(void *arg), void *arg);
+/*
+ * The simulator's kill -9, before msvc_stop: the stores lose what they had
+ * not flushed (the groups' logs still hold it).
+ */
+void msvc_crash(struct msvc *s);
 
 struct msvc_group_info {
 	uint32_t fs, index;

@@ -47,6 +47,8 @@ struct world {
 	struct cfg *cfg;
 	uint64_t seed;
 	uint32_t fs;
+	uint64_t log_size; /* of each group's Raft log */
+	char base[64];
 };
 
 static void
@@ -99,7 +101,7 @@ node_start(struct node *n)
 				 .ifaces = &ifc,
 				 .nifaces = 1,
 				 .dead_ns = 3 * SH_NSEC_PER_SEC };
-	struct msvc_params p = { .dir = n->dir, .log_size = 4ull << 20 };
+	struct msvc_params p = { .dir = n->dir, .log_size = n->w->log_size, .store_nosync = true };
 	char a[64];
 
 	addr(n->id, a, sizeof(a));
@@ -126,6 +128,7 @@ static void
 node_stop(struct world *w, struct node *n, bool crash)
 {
 	if (crash) {
+		msvc_crash(n->svc);
 		sim_node_crash(n->sn, SIM_CRASH_TEAR);
 		sim_node_restart(n->sn);
 	}
@@ -375,55 +378,78 @@ dir_settled(void *arg)
 	return in.size == s->want_size;
 }
 
+/* Six backends and a client on a lossy, reordering network, groups formed. */
+static void
+world_start(struct world *w, uint64_t seed, uint64_t log_size)
+{
+	memset(w, 0, sizeof(*w));
+	w->seed = seed;
+	w->log_size = log_size;
+	sh_rand_seed(&w->rng, seed);
+	snprintf(w->base, sizeof(w->base), "/tmp/shoal-simmeta-XXXXXX");
+	SH_ASSERT(mkdtemp(w->base) != NULL);
+	build_cfg(w);
+	w->sim = sim_create(seed);
+	for (int i = 1; i <= N; i++) {
+		char name[16], ip[32];
+
+		snprintf(name, sizeof(name), "n%d", i);
+		snprintf(ip, sizeof(ip), "10.0.1.%d", i);
+		snprintf(w->n[i].dir, sizeof(w->n[i].dir), "%s/n%d", w->base, i);
+		SH_ASSERT_OK(mkdir(w->n[i].dir, 0755));
+		w->n[i].w = w;
+		w->n[i].id = i;
+		w->n[i].sn = sim_node_create(w->sim, name, ip);
+		w->n[i].env = sim_node_env(w->n[i].sn);
+		node_start(&w->n[i]);
+	}
+	{
+		struct net_iface ifc = { 0 };
+		struct net_config nc = { .node_id = CLIENT_ID, .ifaces = &ifc, .nifaces = 1 };
+
+		w->csn = sim_node_create(w->sim, "client", "10.0.2.1");
+		SH_ASSERT_OK(env_addr_parse("10.0.2.1:7500", &ifc.addr));
+		SH_ASSERT_OK(net_create(sim_node_env(w->csn), &nc, &w->cnet));
+		SH_ASSERT_OK(mroute_create(w->cnet, &w->rt));
+		SH_ASSERT_OK(mroute_set_cfg(w->rt, w->cfg));
+	}
+	{
+		struct sim_net_params np;
+
+		sim_net_get(w->sim, &np);
+		np.loss = 0.02;
+		np.dup = 0.01;
+		np.reorder = 0.05;
+		np.reorder_ns = 2 * SH_NSEC_PER_MSEC;
+		sim_net_set(w->sim, &np);
+	}
+	sim_run_for(w->sim, 3 * SH_NSEC_PER_SEC);
+}
+
+static void
+world_end(struct world *w)
+{
+	char cmdline[512];
+
+	mroute_destroy(w->rt);
+	net_destroy(w->cnet);
+	for (int i = 1; i <= N; i++)
+		if (w->n[i].up)
+			node_stop(w, &w->n[i], false);
+	sim_destroy(w->sim);
+	cfg_free(w->cfg);
+	snprintf(cmdline, sizeof(cmdline), "rm -rf %s", w->base);
+	SH_ASSERT_EQ(system(cmdline), 0);
+}
+
 static void
 run_world(uint64_t seed)
 {
 	static struct world w;
 	uint64_t dirs[3], files[NFILES];
 	int made[NFILES];
-	char base[] = "/tmp/shoal-simmeta-XXXXXX";
 
-	memset(&w, 0, sizeof(w));
-	w.seed = seed;
-	sh_rand_seed(&w.rng, seed);
-	SH_ASSERT(mkdtemp(base) != NULL);
-	build_cfg(&w);
-	w.sim = sim_create(seed);
-	for (int i = 1; i <= N; i++) {
-		char name[16], ip[32];
-
-		snprintf(name, sizeof(name), "n%d", i);
-		snprintf(ip, sizeof(ip), "10.0.1.%d", i);
-		snprintf(w.n[i].dir, sizeof(w.n[i].dir), "%s/n%d", base, i);
-		SH_ASSERT_OK(mkdir(w.n[i].dir, 0755));
-		w.n[i].w = &w;
-		w.n[i].id = i;
-		w.n[i].sn = sim_node_create(w.sim, name, ip);
-		w.n[i].env = sim_node_env(w.n[i].sn);
-		node_start(&w.n[i]);
-	}
-	{
-		struct net_iface ifc = { 0 };
-		struct net_config nc = { .node_id = CLIENT_ID, .ifaces = &ifc, .nifaces = 1 };
-
-		w.csn = sim_node_create(w.sim, "client", "10.0.2.1");
-		SH_ASSERT_OK(env_addr_parse("10.0.2.1:7500", &ifc.addr));
-		SH_ASSERT_OK(net_create(sim_node_env(w.csn), &nc, &w.cnet));
-		SH_ASSERT_OK(mroute_create(w.cnet, &w.rt));
-		SH_ASSERT_OK(mroute_set_cfg(w.rt, w.cfg));
-	}
-	/* a lossy, reordering network */
-	{
-		struct sim_net_params np;
-
-		sim_net_get(w.sim, &np);
-		np.loss = 0.02;
-		np.dup = 0.01;
-		np.reorder = 0.05;
-		np.reorder_ns = 2 * SH_NSEC_PER_MSEC;
-		sim_net_set(w.sim, &np);
-	}
-	sim_run_for(w.sim, 3 * SH_NSEC_PER_SEC);
+	world_start(&w, seed, 4ull << 20);
 
 	/* three directories under the root (leases from bucket 0 where needed) */
 	for (int i = 0; i < 3; i++) {
@@ -711,22 +737,138 @@ run_world(uint64_t seed)
 		SH_ASSERT_EQ(in.nlink, 4u);
 	}
 
-	mroute_destroy(w.rt);
-	net_destroy(w.cnet);
-	for (int i = 1; i <= N; i++)
-		node_stop(&w, &w.n[i], false);
-	sim_destroy(w.sim);
-	cfg_free(w.cfg);
-	{
-		char cmdline[512];
-
-		snprintf(cmdline, sizeof(cmdline), "rm -rf %s", base);
-		SH_ASSERT_EQ(system(cmdline), 0);
-	}
+	world_end(&w);
 }
 
 TEST(meta_groups)
 {
 	for (int i = 0; i < 2; i++)
 		run_world(sh_test_seed() * 10 + (uint64_t)i);
+}
+
+/* ---- a state larger than a Raft log: the bucket store holds it ---- */
+
+#define NBIG	1600
+#define BIG_LEN 2048
+
+static void
+big_bytes(uint64_t seed, unsigned i, uint8_t *b)
+{
+	struct sh_rand r;
+
+	sh_rand_seed(&r, seed ^ (0x9e3779b97f4a7c15ull * (i + 1)));
+	for (unsigned k = 0; k < BIG_LEN; k += 8) {
+		uint64_t v = sh_rand_u64(&r);
+
+		memcpy(b + k, &v, 8);
+	}
+}
+
+static int
+put_inline(struct world *w, uint64_t ino, const uint8_t *b, size_t len)
+{
+	struct meta_cmd mc = { .op = META_OP_INLINE, .ino = ino, .data = b, .dlen = len };
+	struct call *c = sh_calloc(1, sizeof(*c));
+	int rc = cmd(w, meta_ino_bucket(ino), &mc, c);
+
+	sh_free(c);
+	return rc;
+}
+
+/* The file's name resolves to ino and its inline bytes are the expected ones. */
+static void
+check_big(struct world *w, uint64_t dir, unsigned i, uint64_t ino, const char *when)
+{
+	struct mp_req q = {
+		.kind = MP_EXTENTS, .bucket = meta_ino_bucket(ino), .ino = ino, .len = UINT64_MAX
+	};
+	struct call *c = sh_calloc(1, sizeof(*c));
+	struct meta_dentry d;
+	uint8_t want[BIG_LEN];
+	char name[16];
+	int rc;
+
+	snprintf(name, sizeof(name), "f%u", i);
+	rc = lookup(w, dir, name, &d);
+	SH_ASSERT_MSG(rc == 0 && d.ino == ino, "seed %llu, %s: %s: %s", (unsigned long long)w->seed,
+		      when, name, sh_errname(rc));
+	SH_ASSERT_OK(call(w, &q, c));
+	SH_ASSERT(c->r.flags & MP_INLINE);
+	big_bytes(w->seed, i, want);
+	SH_ASSERT_MSG(c->r.dlen == BIG_LEN && memcmp(c->data, want, BIG_LEN) == 0,
+		      "seed %llu, %s: %s reads back wrong", (unsigned long long)w->seed, when, name);
+	sh_free(c);
+}
+
+/*
+ * Files whose metadata (2 KiB inline each) adds up to more than a group's
+ * Raft log can hold, while: a member is down long enough to need the
+ * leader's whole state (sent from the store, installed into its store);
+ * leaders are killed, losing their stores' unflushed batches (replayed
+ * from their logs, never applied twice); then the member that was sent
+ * the state serves in a quorum without two others; last, every node is
+ * killed and restarted at once. Every file reads back each time.
+ */
+static void
+run_large(uint64_t seed)
+{
+	static struct world w;
+	static uint64_t inos[NBIG];
+	uint8_t b[BIG_LEN];
+	uint64_t dir;
+
+	/* a 1 MiB log: each half holds well under a group's share of the state */
+	world_start(&w, seed, 1ull << 20);
+	SH_ASSERT_OK(mk(&w, META_ROOT_INO, "big", META_DIR, &dir));
+	node_stop(&w, &w.n[N], true);
+	for (unsigned i = 0; i < NBIG; i++) {
+		char name[16];
+		int rc;
+
+		snprintf(name, sizeof(name), "f%u", i);
+		do
+			rc = mk(&w, dir, name, META_REG, &inos[i]);
+		while (rc == -ETIMEDOUT);
+		SH_ASSERT_MSG(rc == 0, "seed %llu: create %s: %s", (unsigned long long)seed, name,
+			      sh_errname(rc));
+		big_bytes(seed, i, b);
+		do
+			rc = put_inline(&w, inos[i], b, BIG_LEN);
+		while (rc == -ETIMEDOUT);
+		SH_ASSERT_MSG(rc == 0, "seed %llu: write %s: %s", (unsigned long long)seed, name,
+			      sh_errname(rc));
+		if (i == NBIG / 2)
+			node_start(&w.n[N]); /* far behind: gets the whole state */
+		if (i % 400 == 399) {
+			int l = leader_node(&w, meta_ino_bucket(inos[i]));
+
+			if (l > 0 && l != N) {
+				node_stop(&w, &w.n[l], true);
+				sim_run_for(w.sim, 300 * SH_NSEC_PER_MSEC);
+				node_start(&w.n[l]);
+			}
+		}
+	}
+	sim_run_for(w.sim, 3 * SH_NSEC_PER_SEC);
+	/* without nodes 1 and 2, every group of five needs node N in its quorum */
+	node_stop(&w, &w.n[1], true);
+	node_stop(&w, &w.n[2], true);
+	for (unsigned i = 0; i < NBIG; i++)
+		check_big(&w, dir, i, inos[i], "nodes 1 and 2 down");
+	node_start(&w.n[1]);
+	node_start(&w.n[2]);
+	/* everyone killed at once: stores and logs as they were */
+	for (int i = 1; i <= N; i++)
+		node_stop(&w, &w.n[i], true);
+	for (int i = 1; i <= N; i++)
+		node_start(&w.n[i]);
+	sim_run_for(w.sim, 3 * SH_NSEC_PER_SEC);
+	for (unsigned i = 0; i < NBIG; i++)
+		check_big(&w, dir, i, inos[i], "after a restart of all");
+	world_end(&w);
+}
+
+TEST(meta_state_larger_than_log)
+{
+	run_large(sh_test_seed());
 }

@@ -293,3 +293,76 @@ TEST(meta_records_and_names)
 				      hits[b2]);
 	}
 }
+
+static int
+get_one(struct meta_db *db, const struct meta_key *k, uint64_t *v)
+{
+	struct meta_txn *t;
+	size_t len = 0;
+	int rc;
+
+	SH_ASSERT_OK(meta_txn_begin(db, false, &t));
+	rc = meta_get(t, k, 100, v, sizeof(*v), &len);
+	meta_txn_abort(t);
+	return rc;
+}
+
+static void
+put_one(struct meta_db *db, const struct meta_key *k, uint64_t v, bool commit)
+{
+	struct meta_txn *t;
+
+	SH_ASSERT_OK(meta_txn_begin(db, true, &t));
+	SH_ASSERT_OK(meta_put(t, k, 1, &v, sizeof(v), NULL));
+	if (commit)
+		SH_ASSERT_OK(meta_txn_commit(t));
+	else
+		meta_txn_abort(t);
+}
+
+/*
+ * A batched store: writes are seen at once, an aborted one is gone, the
+ * batch becomes durable at a flush, a discarded batch is lost whole, and
+ * a close flushes.
+ */
+TEST(meta_db_batch)
+{
+	char path[512];
+	struct meta_db *db;
+	struct meta_txn *t, *t2;
+	struct meta_key a, b;
+	uint64_t v = 0;
+
+	snprintf(path, sizeof(path), "%s/batch.mdb", sh_test_dir());
+	SH_ASSERT_OK(meta_db_open(path, 64ull << 20, META_DB_BATCH, &db));
+	meta_key_inode(&a, 1, 1);
+	meta_key_inode(&b, 1, 2);
+	put_one(db, &a, 7, true);
+	put_one(db, &b, 9, false);
+	SH_ASSERT_EQ(meta_db_pending(db), 1u);
+	SH_ASSERT_OK(get_one(db, &a, &v));
+	SH_ASSERT_EQ(v, 7u);
+	SH_ASSERT_EQ(get_one(db, &b, &v), -ENOENT);
+	/* one transaction at a time */
+	SH_ASSERT_OK(meta_txn_begin(db, true, &t));
+	SH_ASSERT_EQ(meta_txn_begin(db, false, &t2), -EBUSY);
+	SH_ASSERT_EQ(meta_db_flush(db, false), -EBUSY);
+	meta_txn_abort(t);
+	SH_ASSERT_OK(meta_db_flush(db, true));
+	SH_ASSERT_EQ(meta_db_pending(db), 0u);
+	/* after the flush, a discarded batch loses only what came after */
+	put_one(db, &b, 9, true);
+	put_one(db, &a, 8, true);
+	meta_db_discard(db);
+	SH_ASSERT_OK(get_one(db, &a, &v));
+	SH_ASSERT_EQ(v, 7u);
+	SH_ASSERT_EQ(get_one(db, &b, &v), -ENOENT);
+	put_one(db, &b, 10, true);
+	meta_db_close(db);
+	SH_ASSERT_OK(meta_db_open(path, 64ull << 20, META_DB_BATCH, &db));
+	SH_ASSERT_OK(get_one(db, &b, &v));
+	SH_ASSERT_EQ(v, 10u);
+	SH_ASSERT_OK(get_one(db, &a, &v));
+	SH_ASSERT_EQ(v, 7u);
+	meta_db_close(db);
+}

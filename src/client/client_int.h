@@ -9,6 +9,7 @@
 #define SH_CLIENT_CLIENT_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <shoal/client.h>
 
 #include "../data/ec.h"
@@ -47,6 +48,8 @@ struct sh_fs {
 	uint32_t nbuckets;
 	struct ec_code code; /* the filesystem's protection */
 	char name[64];
+	/* bumped by every change of a file's extents made here: handles' maps go stale */
+	_Atomic uint64_t wgen;
 };
 
 /* The answer to a metadata request, copied out of the loop. */

@@ -33,6 +33,20 @@ struct sh_file {
 	size_t fill;
 	bool checked; /* this handle looked whether the file's bytes are inline */
 	int err;      /* a failed flush, reported by the next call */
+	struct emap *map; /* the extents last fetched (under mu), NULL until a read */
+};
+
+/*
+ * A handle's map of [from, to) of its file, kept while nothing on this
+ * client changes extents (fs->wgen): sequential reads ask the metadata
+ * bucket once per EXTENTS_BATCH extents, not once per read. Another
+ * client's overwrite is seen at the next open (close-to-open); its
+ * stripes, if already released, fail the read, which then refetches.
+ */
+struct emap {
+	uint64_t from, to, wgen;
+	unsigned n;
+	struct meta_extent ex[EXTENTS_BATCH];
 };
 
 static unsigned
@@ -196,7 +210,7 @@ inline_now(sh_file *f, uint8_t *buf, size_t *len)
 
 /* Write the buffer: inline with the inode if the file stays small, else as a stripe. */
 static int
-flush(sh_file *f)
+flush_buf(sh_file *f)
 {
 	uint8_t cur[META_INLINE_MAX];
 	size_t clen = 0;
@@ -244,6 +258,20 @@ flush(sh_file *f)
 	rc = put_stripe(f, f->buf_off, f->buf, f->fill);
 	if (rc == 0)
 		f->fill = 0;
+	return rc;
+}
+
+static int
+flush(sh_file *f)
+{
+	int rc;
+
+	if (f->fill == 0)
+		return 0;
+	/* the file's extents change: bumped before and after, a read in between refetches */
+	atomic_fetch_add(&f->fs->wgen, 1);
+	rc = flush_buf(f);
+	atomic_fetch_add(&f->fs->wgen, 1);
 	return rc;
 }
 
@@ -375,11 +403,109 @@ read_extent(sh_file *f, const struct meta_extent *e, uint64_t a, uint64_t b, uin
 	return degraded(f, e, s0, (size_t)(s1 - s0), dst);
 }
 
+/*
+ * The extents of [at, end) from the handle's map: up to max into ex (*n),
+ * and *upto, how far they describe the file (<= end). 0, or 1 if the map
+ * does not hold at.
+ */
+static int
+map_get(sh_file *f, uint64_t at, uint64_t end, struct meta_extent *ex, unsigned max, unsigned *n,
+	uint64_t *upto)
+{
+	const struct emap *m = f->map;
+	int rc = 1;
+
+	*n = 0;
+	pthread_mutex_lock(&f->mu);
+	if (m != NULL && m->wgen == atomic_load(&f->fs->wgen) && m->from <= at && at < m->to) {
+		*upto = m->to < end ? m->to : end;
+		for (unsigned i = 0; i < m->n && *n < max; i++)
+			if (m->ex[i].off < *upto && m->ex[i].off + m->ex[i].len > at)
+				ex[(*n)++] = m->ex[i];
+		if (*n == max && ex[max - 1].off + ex[max - 1].len < *upto)
+			*upto = ex[max - 1].off + ex[max - 1].len;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&f->mu);
+	return rc;
+}
+
+/*
+ * Ask the file's bucket for the extents from at to the end of the file
+ * (size), EXTENTS_BATCH at most, and keep them in the handle's map; those
+ * of [at, end) into ex and *n as map_get does. 0, 1 if the file's bytes
+ * are inline (copied to buf, which is file offset off, up to end), or
+ * -errno.
+ */
+static int
+map_fetch(sh_file *f, uint64_t at, uint64_t size, uint64_t off, uint64_t end, uint8_t *buf,
+	  struct meta_extent *ex, unsigned *n, uint64_t *upto)
+{
+	struct mp_req q = { .kind = MP_EXTENTS,
+			    .fs = f->fs->id,
+			    .bucket = meta_ino_bucket(f->ino),
+			    .ino = f->ino,
+			    .max = EXTENTS_BATCH,
+			    .off = at,
+			    .len = size - at };
+	uint64_t wgen = atomic_load(&f->fs->wgen);
+	struct emap *m = sh_malloc(sizeof(*m));
+	struct cres res;
+	int rc;
+
+	if (m == NULL)
+		return -ENOMEM;
+	m->n = 0;
+	rc = client_meta(f->fs->c, &q, &res);
+	if (rc == 0 && (res.rep.flags & MP_INLINE)) {
+		/* a small file: its bytes came back; the rest is a hole */
+		if (off < res.rep.dlen)
+			memcpy(buf, res.rep.data + off,
+			       (size_t)((end < res.rep.dlen ? end : res.rep.dlen) - off));
+		cres_fini(&res);
+		sh_free(m);
+		return 1;
+	}
+	if (rc == 0 && res.rep.dlen > 0 &&
+	    meta_extent_list_decode(res.rep.data, res.rep.dlen, m->ex, &m->n) < 0)
+		rc = -EPROTO;
+	if (rc == 0) {
+		m->from = at;
+		m->to = size;
+		if (res.rep.flags & MP_MORE)
+			m->to = m->n ? m->ex[m->n - 1].off + m->ex[m->n - 1].len : at + 1;
+		m->wgen = wgen;
+		*n = 0;
+		*upto = m->to < end ? m->to : end;
+		for (unsigned i = 0; i < m->n; i++)
+			if (m->ex[i].off < *upto && m->ex[i].off + m->ex[i].len > at)
+				ex[(*n)++] = m->ex[i];
+		pthread_mutex_lock(&f->mu);
+		sh_free(f->map);
+		f->map = m;
+		m = NULL;
+		pthread_mutex_unlock(&f->mu);
+	}
+	cres_fini(&res);
+	sh_free(m);
+	return rc;
+}
+
+static void
+map_drop(sh_file *f)
+{
+	pthread_mutex_lock(&f->mu);
+	sh_free(f->map);
+	f->map = NULL;
+	pthread_mutex_unlock(&f->mu);
+}
+
 long
 sh_pread(sh_file *f, void *buf, size_t len, uint64_t off)
 {
 	struct stat st;
 	uint64_t end, at;
+	bool fetched = false;
 	int rc;
 
 	pthread_mutex_lock(&f->mu);
@@ -402,45 +528,36 @@ sh_pread(sh_file *f, void *buf, size_t len, uint64_t off)
 	end = (uint64_t)st.st_size - off < len ? (uint64_t)st.st_size : off + len;
 	memset(buf, 0, (size_t)(end - off)); /* holes read as zeros */
 	for (at = off; at < end;) {
-		struct cres res;
-		struct mp_req q = { .kind = MP_EXTENTS,
-				    .fs = f->fs->id,
-				    .bucket = meta_ino_bucket(f->ino),
-				    .ino = f->ino,
-				    .max = EXTENTS_BATCH,
-				    .off = at,
-				    .len = end - at };
 		struct meta_extent ex[EXTENTS_BATCH];
 		unsigned n = 0;
-		bool more;
+		uint64_t upto = end;
 
-		rc = client_meta(f->fs->c, &q, &res);
-		if (rc == 0 && (res.rep.flags & MP_INLINE)) {
-			/* a small file: its bytes came back; the rest is a hole */
-			if (off < res.rep.dlen)
-				memcpy(buf, res.rep.data + off,
-				       (size_t)((end < res.rep.dlen ? end : res.rep.dlen) - off));
-			cres_fini(&res);
-			break;
+		if (map_get(f, at, end, ex, EXTENTS_BATCH, &n, &upto) != 0) {
+			rc = map_fetch(f, at, (uint64_t)st.st_size, off, end, buf, ex, &n, &upto);
+			if (rc == 1)
+				break; /* inline */
+			if (rc < 0)
+				return rc;
+			fetched = true;
 		}
-		if (rc == 0 && res.rep.dlen > 0)
-			rc = meta_extent_list_decode(res.rep.data, res.rep.dlen, ex, &n) < 0
-				 ? -EPROTO
-				 : 0;
-		more = rc == 0 && (res.rep.flags & MP_MORE);
-		cres_fini(&res);
 		for (unsigned i = 0; rc == 0 && i < n; i++) {
 			uint64_t a = ex[i].off > at ? ex[i].off : at;
-			uint64_t b = ex[i].off + ex[i].len < end ? ex[i].off + ex[i].len : end;
+			uint64_t b = ex[i].off + ex[i].len < upto ? ex[i].off + ex[i].len : upto;
 
 			if (a < b)
 				rc = read_extent(f, &ex[i], a, b, (uint8_t *)buf + (a - off));
 		}
+		if (rc < 0 && !fetched) {
+			/* a kept map may name stripes since released: once more, afresh */
+			map_drop(f);
+			memset((uint8_t *)buf + (at - off), 0, (size_t)(end - at));
+			fetched = true;
+			rc = 0;
+			continue;
+		}
 		if (rc < 0)
 			return rc;
-		if (!more || n == 0)
-			break;
-		at = ex[n - 1].off + ex[n - 1].len;
+		at = upto;
 	}
 	return (long)(end - off);
 }
@@ -640,6 +757,7 @@ sh_close(sh_file *f)
 		return -EINVAL;
 	rc = sh_fsync(f);
 	pthread_mutex_destroy(&f->mu);
+	sh_free(f->map);
 	sh_free(f->buf);
 	sh_free(f);
 	return rc;

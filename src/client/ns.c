@@ -447,6 +447,7 @@ int
 sh_setattr(sh_fs *fs, uint64_t ino, const struct stat *st, unsigned valid, struct stat *out)
 {
 	struct meta_setattr sa = { .valid = valid };
+	int rc;
 
 	if (valid & ~(unsigned)0x3f)
 		return -EINVAL;
@@ -456,7 +457,13 @@ sh_setattr(sh_fs *fs, uint64_t ino, const struct stat *st, unsigned valid, struc
 	sa.size = (uint64_t)st->st_size;
 	sa.atime = (uint64_t)st->st_atim.tv_sec * 1000000000ull + (uint64_t)st->st_atim.tv_nsec;
 	sa.mtime = (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec;
-	return setattr(fs, ino, &sa, out);
+	if (!(valid & SH_SET_SIZE))
+		return setattr(fs, ino, &sa, out);
+	/* the file's extents change: bumped before and after, a read in between refetches */
+	atomic_fetch_add(&fs->wgen, 1);
+	rc = setattr(fs, ino, &sa, out);
+	atomic_fetch_add(&fs->wgen, 1);
+	return rc;
 }
 
 long

@@ -1,11 +1,69 @@
 // SPDX-License-Identifier: Apache-2.0
 /* shoal mount: the session — connect, mount, serve, unmount (sfuse.h). */
 #include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "sfuse.h"
+
+/* The "major:minor" of the mount at dir, from /proc/self/mountinfo (field 3, mount point 5). */
+static int
+mount_dev(const char *dir, char *dev, size_t len)
+{
+	char real[PATH_MAX], line[4096];
+	FILE *f;
+	int rc = -ENOENT;
+
+	if (realpath(dir, real) == NULL)
+		snprintf(real, sizeof(real), "%s", dir);
+	f = fopen("/proc/self/mountinfo", "r");
+	if (f == NULL)
+		return -errno;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char d[64], mp[PATH_MAX];
+
+		/* the last match wins: a mount over an older one on the same point */
+		if (sscanf(line, "%*s %*s %63s %*s %4095s", d, mp) == 2 && strcmp(mp, real) == 0 &&
+		    strstr(line, "fuse.shoal") != NULL) {
+			snprintf(dev, len, "%s", d);
+			rc = 0;
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
+static struct sfuse *ra_of;
+
+static void
+ra_set(void)
+{
+	struct sfuse *s = ra_of;
+	char dev[64], path[128];
+	FILE *f;
+	bool ok;
+
+	if (s->o.readahead_kb <= 0 || mount_dev(s->o.dir, dev, sizeof(dev)) < 0)
+		return;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
+	f = fopen(path, "w");
+	ok = f != NULL && fprintf(f, "%d\n", s->o.readahead_kb) > 0;
+	if (f != NULL && fclose(f) != 0)
+		ok = false;
+	if (!ok)
+		fprintf(stderr, "shoal: read-ahead left at the kernel's (%s: %s)\n", path,
+			strerror(errno));
+}
+
+void
+sfuse_readahead(struct sfuse *s)
+{
+	ra_of = s;
+	pthread_once(&s->ra_once, ra_set);
+}
 
 static void
 add_opt(struct fuse_args *a, const char *o)
@@ -21,7 +79,7 @@ sfuse_main(const struct sfuse_opts *o)
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *lc = NULL;
 	struct fuse_session *se = NULL;
-	struct sfuse s = { .o = *o };
+	struct sfuse s = { .o = *o, .ra_once = PTHREAD_ONCE_INIT };
 	char fsname[128];
 	int rc;
 

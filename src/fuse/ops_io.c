@@ -114,8 +114,10 @@ void
 sfuse_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	sh_file *f;
-	int rc = sh_open_ino(sfuse_of(req)->fs, ino, fi->flags, &f);
+	int rc;
 
+	sfuse_readahead(sfuse_of(req)); /* once: the kernel's INIT is done by now */
+	rc = sh_open_ino(sfuse_of(req)->fs, ino, fi->flags, &f);
 	if (rc < 0) {
 		sfuse_reply_err(req, rc);
 		return;

@@ -13,6 +13,7 @@
 #include <fuse3/fuse_lowlevel.h>
 #include <shoal/client.h>
 #include <shoal/sh_errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 
 struct sfuse_opts {
@@ -25,6 +26,7 @@ struct sfuse_opts {
 	double entry_timeout; /* -o entry_timeout=S (default 1) */
 	unsigned threads;     /* -o threads=N (default 8) */
 	unsigned timeout_ms;  /* -o timeout=S: how long an operation waits for the cluster */
+	int readahead_kb;     /* -o readahead=KiB (default 4096; 0: the kernel's 128) */
 	const char *log;      /* where a daemon logs (default: syslog-less: nowhere) */
 };
 
@@ -32,7 +34,17 @@ struct sfuse {
 	struct sfuse_opts o;
 	sh_client *c;
 	sh_fs *fs;
+	pthread_once_t ra_once;
 };
+
+/*
+ * Set the mount's read-ahead (its backing device's read_ahead_kb in
+ * sysfs) to o.readahead_kb, once, after the kernel took the session's
+ * INIT answer (which would clamp it back to 128 KiB): called on the
+ * first open. Needs root; without it the kernel's 128 KiB stays (said
+ * in the log once).
+ */
+void sfuse_readahead(struct sfuse *s);
 
 /* Mount and serve until unmounted or signalled; 0 or a negative errno with a message printed. */
 int sfuse_main(const struct sfuse_opts *o);

@@ -536,6 +536,13 @@ def metadata_namespace_operations(c):
     check(r["seen"] and r["change_seen_ms"] < 300,
           "a change reached the other client's cache only after %s ms" % r["change_seen_ms"])
     check(r["cached_stat_us"] < 50, "cached stats cost %s us each" % r["cached_stat_us"])
+    # a handle's kept extents: never a mixed or failed read when they go stale
+    print("  another client's rewrite read through an open handle after %s ms"
+          % r["data_other_seen_ms"])
+    check(r["data_bad_reads"] == 0, "reads of a rewritten file: %s" % r)
+    check(r["data_same_client"] == 2, "a write through another handle not read: %s" % r)
+    check(r["data_other_client"] == 3,
+          "another client's rewrite never read through an open handle: %s" % r)
     for x in ("/d/f", "/d/g", "/l"):
         ns(c, "rm", x)
     ns(c, "rmdir", "/d")

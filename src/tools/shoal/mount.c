@@ -26,6 +26,8 @@ parse_o(struct sfuse_opts *o, char *s)
 			o->entry_timeout = atof(v);
 		else if (strcmp(tok, "threads") == 0 && v && atoi(v) > 0)
 			o->threads = (unsigned)atoi(v);
+		else if (strcmp(tok, "readahead") == 0 && v && atoi(v) >= 0)
+			o->readahead_kb = atoi(v);
 		else if (strcmp(tok, "timeout") == 0 && v && atoi(v) > 0)
 			o->timeout_ms = (unsigned)atoi(v) * 1000;
 		else
@@ -36,7 +38,9 @@ parse_o(struct sfuse_opts *o, char *s)
 int
 cmd_mount(struct cli *c, int argc, char **argv)
 {
-	struct sfuse_opts o = { .attr_timeout = 1, .entry_timeout = 1, .timeout_ms = 30000 };
+	struct sfuse_opts o = {
+		.attr_timeout = 1, .entry_timeout = 1, .timeout_ms = 30000, .readahead_kb = 4096
+	};
 	static char addr[512];
 	const char *what = NULL;
 	int rc;

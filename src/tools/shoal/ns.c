@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "shoal.h"
 
@@ -211,6 +212,78 @@ verify(const char *logp)
 	return bad ? 1 : 0;
 }
 
+#define COH_LEN (3u << 20) /* several stripes */
+
+static void
+coh_write(sh_fs *f, const char *path, uint8_t v)
+{
+	uint8_t *b = malloc(COH_LEN);
+	sh_file *h;
+
+	if (b == NULL)
+		fail("out of memory");
+	memset(b, v, COH_LEN);
+	check(sh_open(f, path, O_WRONLY | O_TRUNC, 0644, &h), "open", path);
+	check((int)(sh_pwrite(h, b, COH_LEN, 0) < 0 ? -EIO : 0), "write", path);
+	check(sh_close(h), "close", path);
+	free(b);
+}
+
+/* What one read of the whole file through h holds: v if every byte is v, -1 if mixed. */
+static int
+coh_read(sh_file *h, const char *path, uint8_t *b)
+{
+	long n = sh_pread(h, b, COH_LEN, 0);
+
+	check((int)(n < 0 ? n : 0), "read", path);
+	if (n != (long)COH_LEN)
+		return -1;
+	for (size_t i = 1; i < COH_LEN; i++)
+		if (b[i] != b[0])
+			return -1;
+	return b[0];
+}
+
+/*
+ * A handle keeps its file's extents between reads: it must never return a
+ * mix, nor fail, when they go stale. Same client: another handle's write
+ * is read at once. Another client (close-to-open): the old bytes until
+ * their stripes are released, then the new ones, never an error.
+ */
+static int
+data_coherence(sh_fs *fb, const char *path)
+{
+	uint8_t *b = malloc(COH_LEN);
+	sh_file *h;
+	int same, other = 1, bad = 0, v;
+	uint64_t t0;
+
+	if (b == NULL)
+		fail("out of memory");
+	coh_write(fs, path, 1);
+	check(sh_open(fs, path, O_RDONLY, 0, &h), "open", path);
+	bad += coh_read(h, path, b) != 1;
+	coh_write(fs, path, 2); /* another handle of this client */
+	same = coh_read(h, path, b);
+	bad += same != 2;
+	coh_write(fb, path, 3); /* the other client */
+	t0 = mono_ns();
+	do {
+		v = coh_read(h, path, b);
+		bad += v != 2 && v != 3;
+		if (v == 3)
+			other = 3;
+		else
+			usleep(20000);
+	} while (v != 3 && mono_ns() - t0 < 10000000000ull);
+	check(sh_close(h), "close", path);
+	printf("\"data_same_client\":%d,\"data_other_client\":%d,\"data_other_seen_ms\":%.0f,"
+	       "\"data_bad_reads\":%d}\n",
+	       same, other, (double)(mono_ns() - t0) / 1e6, bad);
+	free(b);
+	return bad == 0 && same == 2 ? 0 : 1;
+}
+
 /*
  * Two clients in one process: A caches PATH's attributes, B changes its
  * mode; how long until A sees it (a recall, not the lease running out), and
@@ -246,12 +319,13 @@ coherence(const struct cli *c, const char *path)
 				break;
 			}
 		} while (mono_ns() - t1 < 3000000000ull);
-		printf("{\"cached_stat_us\":%.2f,\"change_seen_ms\":%.2f,\"seen\":%s}\n", per,
+		printf("{\"cached_stat_us\":%.2f,\"change_seen_ms\":%.2f,\"seen\":%s,", per,
 		       (double)seen / 1e6, (st.st_mode & 07777) == 0600 ? "true" : "false");
 	}
+	rc = data_coherence(fb, path);
 	sh_fs_close(fb);
 	sh_client_close(cb);
-	return (st.st_mode & 07777) == 0600 ? 0 : 1;
+	return (st.st_mode & 07777) == 0600 && rc == 0 ? 0 : 1;
 }
 
 /* Copy a local file into the filesystem, or out of it. */

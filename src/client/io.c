@@ -38,13 +38,16 @@ struct sh_file {
 
 /*
  * A handle's map of [from, to) of its file, kept while nothing on this
- * client changes extents (fs->wgen): sequential reads ask the metadata
- * bucket once per EXTENTS_BATCH extents, not once per read. Another
- * client's overwrite is seen at the next open (close-to-open); its
- * stripes, if already released, fail the read, which then refetches.
+ * client changes extents (fs->wgen) and the file's ctime and size stay
+ * what they were (another client's write changes them, and the attribute
+ * cache is recalled then): sequential reads ask the metadata bucket once
+ * per EXTENTS_BATCH extents, not once per read. A stripe released under
+ * a map that could not know it fails the read, which then refetches.
  */
 struct emap {
 	uint64_t from, to, wgen;
+	/* the file as it was when fetched: another client's change moves ctime (recalled) */
+	uint64_t ctime_ns, size;
 	unsigned n;
 	struct meta_extent ex[EXTENTS_BATCH];
 };
@@ -406,18 +409,26 @@ read_extent(sh_file *f, const struct meta_extent *e, uint64_t a, uint64_t b, uin
 /*
  * The extents of [at, end) from the handle's map: up to max into ex (*n),
  * and *upto, how far they describe the file (<= end). 0, or 1 if the map
- * does not hold at.
+ * does not hold at or is stale (the file's attributes are st now).
  */
-static int
-map_get(sh_file *f, uint64_t at, uint64_t end, struct meta_extent *ex, unsigned max, unsigned *n,
-	uint64_t *upto)
+static uint64_t
+ctime_ns(const struct stat *st)
 {
-	const struct emap *m = f->map;
+	return (uint64_t)st->st_ctim.tv_sec * 1000000000ull + (uint64_t)st->st_ctim.tv_nsec;
+}
+
+static int
+map_get(sh_file *f, const struct stat *st, uint64_t at, uint64_t end, struct meta_extent *ex,
+	unsigned max, unsigned *n, uint64_t *upto)
+{
+	const struct emap *m;
 	int rc = 1;
 
 	*n = 0;
 	pthread_mutex_lock(&f->mu);
-	if (m != NULL && m->wgen == atomic_load(&f->fs->wgen) && m->from <= at && at < m->to) {
+	m = f->map;
+	if (m != NULL && m->wgen == atomic_load(&f->fs->wgen) && m->ctime_ns == ctime_ns(st) &&
+	    m->size == (uint64_t)st->st_size && m->from <= at && at < m->to) {
 		*upto = m->to < end ? m->to : end;
 		for (unsigned i = 0; i < m->n && *n < max; i++)
 			if (m->ex[i].off < *upto && m->ex[i].off + m->ex[i].len > at)
@@ -438,9 +449,10 @@ map_get(sh_file *f, uint64_t at, uint64_t end, struct meta_extent *ex, unsigned 
  * -errno.
  */
 static int
-map_fetch(sh_file *f, uint64_t at, uint64_t size, uint64_t off, uint64_t end, uint8_t *buf,
-	  struct meta_extent *ex, unsigned *n, uint64_t *upto)
+map_fetch(sh_file *f, const struct stat *st, uint64_t at, uint64_t off, uint64_t end,
+	  uint8_t *buf, struct meta_extent *ex, unsigned *n, uint64_t *upto)
 {
+	uint64_t size = (uint64_t)st->st_size;
 	struct mp_req q = { .kind = MP_EXTENTS,
 			    .fs = f->fs->id,
 			    .bucket = meta_ino_bucket(f->ino),
@@ -475,6 +487,8 @@ map_fetch(sh_file *f, uint64_t at, uint64_t size, uint64_t off, uint64_t end, ui
 		if (res.rep.flags & MP_MORE)
 			m->to = m->n ? m->ex[m->n - 1].off + m->ex[m->n - 1].len : at + 1;
 		m->wgen = wgen;
+		m->ctime_ns = ctime_ns(st);
+		m->size = size;
 		*n = 0;
 		*upto = m->to < end ? m->to : end;
 		for (unsigned i = 0; i < m->n; i++)
@@ -532,8 +546,8 @@ sh_pread(sh_file *f, void *buf, size_t len, uint64_t off)
 		unsigned n = 0;
 		uint64_t upto = end;
 
-		if (map_get(f, at, end, ex, EXTENTS_BATCH, &n, &upto) != 0) {
-			rc = map_fetch(f, at, (uint64_t)st.st_size, off, end, buf, ex, &n, &upto);
+		if (map_get(f, &st, at, end, ex, EXTENTS_BATCH, &n, &upto) != 0) {
+			rc = map_fetch(f, &st, at, off, end, buf, ex, &n, &upto);
 			if (rc == 1)
 				break; /* inline */
 			if (rc < 0)

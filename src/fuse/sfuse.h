@@ -27,6 +27,7 @@ struct sfuse_opts {
 	unsigned threads;     /* -o threads=N (default 8) */
 	unsigned timeout_ms;  /* -o timeout=S: how long an operation waits for the cluster */
 	int readahead_kb;     /* -o readahead=KiB (default 4096; 0: the kernel's 128) */
+	bool coherent;	      /* -o coherent: no kernel caching of attributes, names, data */
 	const char *log;      /* where a daemon logs (default: syslog-less: nowhere) */
 };
 

@@ -747,12 +747,26 @@ def fuse_mount_with_ordinary_tools(c):
         run("rm", "-rf", os.path.join(mnt, "x"), os.path.join(mnt, "tree"),
             os.path.join(mnt, "posix"))
         check(sorted(os.listdir(mnt)) == sorted(
-            [n for n in ("t.tar", "hard", "soft", "repo") if os.path.lexists(
+            [n for n in ("t.tar", "hard", "soft", "repo", "t.db") if os.path.lexists(
                 os.path.join(mnt, n))]), "listing after rm -rf: %s" % os.listdir(mnt))
-        # a second mount of the same filesystem: close-to-open between them
+        # sqlite3 (through Python's module: the SQLite library) creating and querying
+        import sqlite3
+        db = sqlite3.connect(os.path.join(mnt, "t.db"))
+        db.execute("create table t (k integer primary key, v text)")
+        with db:
+            db.executemany("insert into t (v) values (?)", [("v%d" % i,) for i in range(2000)])
+        db.execute("create index tv on t (v)")
+        db.close()
+        db = sqlite3.connect(os.path.join(mnt, "t.db"))
+        check(db.execute("select count(*), max(k) from t where v like 'v1%'").fetchone() ==
+              (1111, 2000), "sqlite3 query")
+        check(db.execute("pragma integrity_check").fetchone()[0] == "ok", "sqlite3 integrity")
+        db.close()
+        # a second mount of the same filesystem, coherent: close-to-open between them,
+        # and changes seen through a file it holds open
         mnt2 = os.path.join(c.dir, "mnt2")
         os.makedirs(mnt2)
-        p = c.shoal("mount", "fs1", mnt2, node=2)
+        p = c.shoal("mount", "fs1", mnt2, "-o", "coherent", node=2)
         check(p.returncode == 0, "second mount: %s" % p.stderr)
         try:
             for size in (100, 70000, 1500000):
@@ -762,6 +776,24 @@ def fuse_mount_with_ordinary_tools(c):
                 with open(os.path.join(mnt2, "shared"), "rb") as f:
                     check(f.read() == data, "mount 2 reads what mount 1 wrote and closed "
                           "(%d bytes)" % size)
+            # -o coherent: a change of size and content seen without reopening
+            with open(os.path.join(mnt2, "shared"), "rb") as r:
+                check(r.read() == data, "mount 2 reads the file")
+                data = os.urandom(2000000)
+                with open(os.path.join(mnt, "shared"), "r+b") as f:
+                    f.write(data)
+                deadline = time.time() + 3
+                while True:
+                    r.seek(0)
+                    got = r.read()
+                    if (got == data and os.fstat(r.fileno()).st_size == len(data)) or \
+                            time.time() > deadline:
+                        break
+                    time.sleep(0.05)
+                check(got == data, "mount 2 (coherent) reads the new content of an open "
+                      "file (%d bytes, want %d)" % (len(got), len(data)))
+                check(os.stat(os.path.join(mnt2, "shared")).st_size == len(data),
+                      "mount 2 (coherent) sees the new size")
             os.rename(os.path.join(mnt2, "shared"), os.path.join(mnt2, "renamed"))
             check(os.path.exists(os.path.join(mnt, "renamed")), "a rename on mount 2 seen "
                   "on mount 1")

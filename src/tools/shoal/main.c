@@ -38,7 +38,7 @@ static const char usage_text[] =
     "  ns FS put LOCAL PATH | ns FS get PATH LOCAL | ns FS pwrite PATH OFFSET LOCAL\n"
     "  ns FS truncate PATH SIZE | ns FS usage\n"
     "  mount [ADDR/]FS DIR [-f] [-o "
-    "allow_other,attr_timeout=S,entry_timeout=S,threads=N,timeout=S]\n"
+    "allow_other,coherent,attr_timeout=S,entry_timeout=S,threads=N,timeout=S,readahead=KIB]\n"
     "  umount DIR\n";
 
 void

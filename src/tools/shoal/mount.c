@@ -20,6 +20,8 @@ parse_o(struct sfuse_opts *o, char *s)
 			*eq = '\0';
 		if (strcmp(tok, "allow_other") == 0)
 			o->allow_other = true;
+		else if (strcmp(tok, "coherent") == 0)
+			o->coherent = true;
 		else if (strcmp(tok, "attr_timeout") == 0 && v)
 			o->attr_timeout = atof(v);
 		else if (strcmp(tok, "entry_timeout") == 0 && v)
@@ -61,6 +63,11 @@ cmd_mount(struct cli *c, int argc, char **argv)
 	}
 	if (what == NULL || o.dir == NULL)
 		usage_error("mount [ADDR/]FS DIR [-f] [-o OPTIONS]");
+	if (o.coherent) {
+		/* every stat and lookup asks the client, whose caches the cluster recalls */
+		o.attr_timeout = 0;
+		o.entry_timeout = 0;
+	}
 	/* ADDR/FS: the cluster named in the argument; FS alone: --addr's */
 	if (strchr(what, '/') != NULL) {
 		snprintf(addr, sizeof(addr), "%.*s", (int)(strchr(what, '/') - what), what);

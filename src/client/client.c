@@ -556,6 +556,7 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 	fs->c = c;
 	fs->id = id;
 	fs->nbuckets = nb;
+	pthread_mutex_init(&fs->wmu, NULL);
 	rc = cache_init(fs);
 	if (rc < 0) {
 		sh_free(fs);
@@ -586,10 +587,12 @@ sh_fs_close(sh_fs *fs)
 {
 	if (fs == NULL)
 		return;
+	wpool_stop(fs);
 	pthread_mutex_lock(&fs->c->mu);
 	sh_list_del(&fs->link);
 	pthread_mutex_unlock(&fs->c->mu);
 	cache_fini(fs);
+	pthread_mutex_destroy(&fs->wmu);
 	sh_free(fs);
 }
 

@@ -50,7 +50,20 @@ struct sh_fs {
 	char name[64];
 	/* bumped by every change of a file's extents made here: handles' maps go stale */
 	_Atomic uint64_t wgen;
+	pthread_mutex_t wmu;
+	struct wpool *wpool; /* started at the first background write (under wmu) */
 };
+
+/*
+ * wpool.c: a filesystem handle's background writers, so that a file can
+ * have several stripes in flight while its writer fills the next one.
+ * wpool_run queues fn(arg) for one of WPOOL_THREADS threads (started on
+ * first use): 0 or -ENOMEM. wpool_stop (at sh_fs_close, every file
+ * closed) runs what is queued, then stops them.
+ */
+#define WPOOL_THREADS 4
+int wpool_run(sh_fs *fs, void (*fn)(void *arg), void *arg);
+void wpool_stop(sh_fs *fs);
 
 /* The answer to a metadata request, copied out of the loop. */
 struct cres {

@@ -20,6 +20,7 @@
 #define WRITE_TRIES   4
 #define RETRY_US      300000
 #define EXTENTS_BATCH 64
+#define BEHIND_MAX    4 /* stripes of one file in flight in the background */
 /* Files up to this size keep their bytes with the inode (one metadata write, no stripe). */
 #define INLINE_MAX META_INLINE_MAX
 
@@ -34,6 +35,14 @@ struct sh_file {
 	bool checked; /* this handle looked whether the file's bytes are inline */
 	int err;      /* a failed flush, reported by the next call */
 	struct emap *map; /* the extents last fetched (under mu), NULL until a read */
+	/* stripes written in the background (wpool), under mu */
+	pthread_cond_t idle; /* signalled as each one ends */
+	unsigned behind;
+	struct {
+		uint64_t off, end;
+	} rng[BEHIND_MAX];    /* what each covers (off == end: a free slot) */
+	uint8_t *spare[BEHIND_MAX]; /* stripe buffers to reuse */
+	unsigned nspare;
 };
 
 /*
@@ -264,11 +273,111 @@ flush_buf(sh_file *f)
 	return rc;
 }
 
+static int flush(sh_file *f);
+
+/* Wait (mu held) until no stripe of f is in flight in the background. */
+static void
+wait_behind(sh_file *f)
+{
+	while (f->behind > 0)
+		pthread_cond_wait(&f->idle, &f->mu);
+}
+
+struct behind {
+	sh_file *f;
+	unsigned slot;
+	uint64_t off;
+	uint8_t *buf;
+	size_t fill;
+};
+
+static void
+run_behind(void *arg)
+{
+	struct behind *b = arg;
+	sh_file *f = b->f;
+	int rc;
+
+	atomic_fetch_add(&f->fs->wgen, 1);
+	rc = put_stripe(f, b->off, b->buf, b->fill);
+	atomic_fetch_add(&f->fs->wgen, 1);
+	pthread_mutex_lock(&f->mu);
+	if (rc < 0 && f->err == 0)
+		f->err = rc; /* the next call on the handle reports it */
+	f->rng[b->slot].off = f->rng[b->slot].end = 0;
+	if (f->nspare < BEHIND_MAX)
+		f->spare[f->nspare++] = b->buf;
+	else
+		sh_free(b->buf);
+	f->behind--;
+	pthread_cond_broadcast(&f->idle);
+	pthread_mutex_unlock(&f->mu);
+	sh_free(b);
+}
+
+/*
+ * A full stripe buffer (mu held): written in the background when the
+ * file is past its inline size, up to BEHIND_MAX stripes in flight,
+ * after any in flight that overlaps it (extents commit in write order
+ * where it matters). Otherwise, or short of memory, written now.
+ */
+static int
+flush_full(sh_file *f)
+{
+	uint64_t off = f->buf_off, end = f->buf_off + f->fill;
+	struct behind *b;
+	unsigned slot = 0;
+	bool overlap;
+
+	if (!f->checked || end <= INLINE_MAX)
+		return flush(f);
+	do {
+		overlap = false;
+		for (unsigned i = 0; i < BEHIND_MAX; i++)
+			overlap |= f->rng[i].off < end && off < f->rng[i].end;
+		if (overlap || f->behind == BEHIND_MAX)
+			pthread_cond_wait(&f->idle, &f->mu);
+	} while (overlap || f->behind == BEHIND_MAX);
+	if (f->err)
+		return f->err;
+	b = sh_calloc(1, sizeof(*b));
+	if (b != NULL) {
+		b->buf = f->buf;
+		f->buf = f->nspare ? f->spare[--f->nspare] : sh_malloc((size_t)ndata(f) * FRAG);
+		if (f->buf == NULL) {
+			f->buf = b->buf;
+			sh_free(b);
+			b = NULL;
+		}
+	}
+	if (b == NULL)
+		return flush(f);
+	while (f->rng[slot].off != f->rng[slot].end)
+		slot++;
+	b->f = f;
+	b->slot = slot;
+	b->off = off;
+	b->fill = f->fill;
+	f->rng[slot].off = off;
+	f->rng[slot].end = end;
+	f->behind++;
+	f->fill = 0;
+	if (wpool_run(f->fs, run_behind, b) < 0) {
+		/* no writer thread: here, now */
+		pthread_mutex_unlock(&f->mu);
+		run_behind(b);
+		pthread_mutex_lock(&f->mu);
+		return f->err;
+	}
+	return 0;
+}
+
 static int
 flush(sh_file *f)
 {
 	int rc;
 
+	wait_behind(f); /* what is written now may overlap them, and follows them */
 	if (f->fill == 0)
 		return 0;
 	/* the file's extents change: bumped before and after, a read in between refetches */
@@ -523,6 +632,7 @@ sh_pread(sh_file *f, void *buf, size_t len, uint64_t off)
 	int rc;
 
 	pthread_mutex_lock(&f->mu);
+	wait_behind(f);
 	rc = f->err;
 	if (rc == 0 && f->fill > 0)
 		rc = flush(f); /* what this handle wrote reads back */
@@ -645,7 +755,8 @@ sh_pwrite(sh_file *f, const void *buf, size_t len, uint64_t off)
 	if (rc == 0 && (f->flags & O_APPEND)) {
 		struct stat st;
 
-		rc = f->fill ? flush(f) : 0;
+		wait_behind(f); /* the size counts every stripe */
+		rc = f->err ? f->err : f->fill ? flush(f) : 0;
 		if (rc == 0)
 			rc = sh_getattr(f->fs, f->ino, &st);
 		off = (uint64_t)st.st_size;
@@ -665,7 +776,7 @@ sh_pwrite(sh_file *f, const void *buf, size_t len, uint64_t off)
 		f->fill += k;
 		done += k;
 		if (f->fill == stripe)
-			rc = flush(f);
+			rc = flush_full(f);
 	}
 	pthread_mutex_unlock(&f->mu);
 	return rc < 0 ? rc : (long)len;
@@ -677,6 +788,7 @@ sh_fsync(sh_file *f)
 	int rc;
 
 	pthread_mutex_lock(&f->mu);
+	wait_behind(f);
 	rc = f->err ? f->err : flush(f);
 	f->err = 0;
 	pthread_mutex_unlock(&f->mu);
@@ -731,6 +843,7 @@ open_stat(sh_fs *fs, const struct stat *st, int flags, sh_file **out)
 	f->ino = st->st_ino;
 	f->flags = flags;
 	pthread_mutex_init(&f->mu, NULL);
+	pthread_cond_init(&f->idle, NULL);
 	*out = f;
 	return 0;
 }
@@ -770,7 +883,10 @@ sh_close(sh_file *f)
 	if (f == NULL)
 		return -EINVAL;
 	rc = sh_fsync(f);
+	pthread_cond_destroy(&f->idle);
 	pthread_mutex_destroy(&f->mu);
+	while (f->nspare > 0)
+		sh_free(f->spare[--f->nspare]);
 	sh_free(f->map);
 	sh_free(f->buf);
 	sh_free(f);

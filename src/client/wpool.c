@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+/* A filesystem handle's background writers (client_int.h, "wpool"). */
+#include "client_int.h"
+
+SH_LOG_FACILITY("client.wpool");
+
+struct wtask {
+	struct sh_list link;
+	void (*fn)(void *arg);
+	void *arg;
+};
+
+struct wpool {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct sh_list q;
+	pthread_t th[WPOOL_THREADS];
+	unsigned nth;
+	bool stop;
+};
+
+static void *
+worker(void *arg)
+{
+	struct wpool *p = arg;
+
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		struct wtask *t;
+
+		while (sh_list_empty(&p->q) && !p->stop)
+			pthread_cond_wait(&p->cv, &p->mu);
+		if (sh_list_empty(&p->q))
+			break; /* stopping, nothing left */
+		t = sh_list_entry(sh_list_pop(&p->q), struct wtask, link);
+		pthread_mutex_unlock(&p->mu);
+		t->fn(t->arg);
+		sh_free(t);
+		pthread_mutex_lock(&p->mu);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+static struct wpool *
+pool_get(sh_fs *fs)
+{
+	struct wpool *p;
+
+	pthread_mutex_lock(&fs->wmu);
+	p = fs->wpool;
+	if (p == NULL && (p = sh_calloc(1, sizeof(*p))) != NULL) {
+		pthread_mutex_init(&p->mu, NULL);
+		pthread_cond_init(&p->cv, NULL);
+		sh_list_init(&p->q);
+		for (unsigned i = 0; i < WPOOL_THREADS; i++)
+			if (pthread_create(&p->th[p->nth], NULL, worker, p) == 0)
+				p->nth++;
+		if (p->nth == 0) {
+			sh_log_warn("no background writer threads: writes wait for each stripe");
+			pthread_cond_destroy(&p->cv);
+			pthread_mutex_destroy(&p->mu);
+			sh_free(p);
+			p = NULL;
+		}
+		fs->wpool = p;
+	}
+	pthread_mutex_unlock(&fs->wmu);
+	return p;
+}
+
+int
+wpool_run(sh_fs *fs, void (*fn)(void *arg), void *arg)
+{
+	struct wpool *p = pool_get(fs);
+	struct wtask *t;
+
+	if (p == NULL || (t = sh_calloc(1, sizeof(*t))) == NULL)
+		return -ENOMEM;
+	t->fn = fn;
+	t->arg = arg;
+	pthread_mutex_lock(&p->mu);
+	sh_list_add_tail(&p->q, &t->link);
+	pthread_cond_signal(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	return 0;
+}
+
+void
+wpool_stop(sh_fs *fs)
+{
+	struct wpool *p = fs->wpool;
+
+	if (p == NULL)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->stop = true;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	for (unsigned i = 0; i < p->nth; i++)
+		pthread_join(p->th[i], NULL);
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->mu);
+	sh_free(p);
+	fs->wpool = NULL;
+}

@@ -34,6 +34,7 @@ struct mfs {
 	struct sh_list reclaims; /* stripes being released (msvc_reclaim.c) */
 	struct mcache *cache;	 /* client cache leases (msvc_cache.c), lazily made */
 	unsigned nreclaims;
+	bool reclaim_more; /* the last scan left records behind: scan again as jobs end */
 	struct env_timer reclaim_tick;
 	bool closing;
 };

@@ -18,8 +18,9 @@ SH_LOG_FACILITY("meta.reclaim");
 
 #define TICK_NS	   (1000ull * 1000 * 1000)
 #define CALL_NS	   (3ull * 1000 * 1000 * 1000)
-#define INFLIGHT   16
-#define SCAN_BATCH 16
+#define INFLIGHT   64 /* stripes being released at once, per filesystem */
+#define SCAN_BATCH INFLIGHT
+#define AGAIN_NS   (1000ull * 1000) /* a backlog: scan again this soon as jobs end */
 
 struct rjob;
 
@@ -48,6 +49,11 @@ job_free(struct rjob *j)
 	sh_list_del(&j->link);
 	fs->nreclaims--;
 	sh_free(j);
+	/* a backlog (a big delete): refill as soon as half the slots are free */
+	if (fs->reclaim_more && fs->nreclaims <= INFLIGHT / 2 && !fs->closing) {
+		fs->reclaim_more = false; /* the scan says again if there is still more */
+		env_timer_arm(&fs->reclaim_tick, AGAIN_NS);
+	}
 	mfs_unref(fs);
 }
 
@@ -172,8 +178,10 @@ on_record(void *arg, const struct meta_extent *e)
 {
 	struct scan *sc = arg;
 
-	if (sc->n == SCAN_BATCH || sc->fs->nreclaims + sc->n >= INFLIGHT)
+	if (sc->n == SCAN_BATCH || sc->fs->nreclaims + sc->n >= INFLIGHT) {
+		sc->fs->reclaim_more = true;
 		return 1;
+	}
 	if (!in_flight(sc->fs, e->stripe))
 		sc->got[sc->n++] = *e;
 	return 0;
@@ -186,6 +194,7 @@ on_tick(struct env_timer *t)
 
 	if (fs->closing)
 		return;
+	fs->reclaim_more = fs->nreclaims >= INFLIGHT;
 	for (uint32_t g = 0; g < fs->ngroups && fs->nreclaims < INFLIGHT; g++) {
 		const uint16_t *b;
 		unsigned nb;

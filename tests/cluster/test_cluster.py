@@ -596,6 +596,11 @@ def data_write_read_degraded(c):
         _, err = p.communicate(timeout=120)
         check(p.returncode == 0, "a parallel put failed: %s" % err)
     verify("written by three clients at once")
+    # random overlapping writes, truncates and reads through one handle (write-behind)
+    for seed in (1, 2, 3):
+        r = json.loads(ns(c, "scribble", "/scribble", str(seed)).stdout)
+        check(r["ok"], "scribble %d: %s" % (seed, r))
+    ns(c, "rm", "/scribble")
     # an overwrite in the middle of a file, and a write past its end
     patch = os.urandom(5000)
     with open(local, "wb") as f:

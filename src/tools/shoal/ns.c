@@ -328,6 +328,80 @@ coherence(const struct cli *c, const char *path)
 	return (st.st_mode & 07777) == 0600 && rc == 0 ? 0 : 1;
 }
 
+/*
+ * Random writes through one handle (sizes from a byte to several stripes,
+ * overlapping, some in flight in the background while the next ones
+ * fill), with reads and truncates between, checked byte for byte against
+ * a model: through the same handle, then through a new one.
+ */
+#define SCRIBBLE_MAX (6u << 20)
+
+static int
+scribble_check(sh_file *h, const uint8_t *model, uint64_t size, uint8_t *buf, const char *when)
+{
+	long n = sh_pread(h, buf, SCRIBBLE_MAX, 0);
+
+	check((int)(n < 0 ? n : 0), "read", when);
+	if ((uint64_t)n != size || memcmp(buf, model, size) != 0) {
+		uint64_t i = 0;
+
+		while (i < size && i < (uint64_t)n && buf[i] == model[i])
+			i++;
+		fprintf(stderr, "shoal: %s: read %ld bytes, want %llu; first difference at %llu\n",
+			when, n, (unsigned long long)size, (unsigned long long)i);
+		return 1;
+	}
+	return 0;
+}
+
+static int
+scribble(const char *path, unsigned long long seed)
+{
+	uint8_t *model = calloc(1, SCRIBBLE_MAX), *buf = malloc(SCRIBBLE_MAX);
+	uint64_t size = 0, x = seed * 2654435761ull + 1;
+	sh_file *h;
+	int bad = 0;
+
+	if (model == NULL || buf == NULL)
+		fail("out of memory");
+	check(sh_open(fs, path, O_RDWR | O_CREAT | O_TRUNC, 0644, &h), "open", path);
+	for (int op = 0; op < 120 && !bad; op++) {
+		uint64_t r, off, len;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		r = x % 100;
+		off = (x >> 8) % (SCRIBBLE_MAX / 2);
+		len = r < 40 ? 1 + (x >> 32) % 4096 : 1 + (x >> 32) % (SCRIBBLE_MAX / 2);
+		if (r < 88) {
+			for (uint64_t i = 0; i < len; i++)
+				buf[i] = (uint8_t)(op * 31 + i * 7 + (i >> 12));
+			check((int)(sh_pwrite(h, buf, len, off) < 0 ? -EIO : 0), "write", path);
+			memcpy(model + off, buf, len);
+			if (off + len > size)
+				size = off + len;
+		} else if (r < 94) {
+			off = off * 2 % SCRIBBLE_MAX;
+			check(sh_ftruncate(h, off), "truncate", path);
+			if (off > size)
+				memset(model + size, 0, off - size);
+			else
+				memset(model + off, 0, SCRIBBLE_MAX - off);
+			size = off;
+		} else {
+			bad |= scribble_check(h, model, size, buf, "read through the writing handle");
+		}
+	}
+	bad |= scribble_check(h, model, size, buf, "read through the writing handle");
+	check(sh_close(h), "close", path);
+	check(sh_open(fs, path, O_RDONLY, 0, &h), "open", path);
+	bad |= scribble_check(h, model, size, buf, "read through a new handle");
+	check(sh_close(h), "close", path);
+	printf("{\"size\":%llu,\"ok\":%s}\n", (unsigned long long)size, bad ? "false" : "true");
+	free(model);
+	free(buf);
+	return bad;
+}
+
 /* Copy a local file into the filesystem, or out of it. */
 static int
 copy(const char *from, const char *to, bool in)
@@ -376,7 +450,8 @@ static const char ns_usage[] =
     "shoal ns FS xattr set PATH NAME VALUE | xattr get|rm PATH NAME | xattr ls PATH\n"
     "shoal ns FS storm DIR THREADS FILES LOG [PREFIX] | check LOG\n"
     "shoal ns FS put LOCAL PATH | get PATH LOCAL | pwrite PATH OFFSET LOCAL | truncate PATH SIZE\n"
-    "shoal ns FS usage (what the drive targets hold) | coherence PATH (two clients)";
+    "shoal ns FS usage (what the drive targets hold) | coherence PATH (two clients)\n"
+    "shoal ns FS scribble PATH SEED (random writes through one handle against a model)";
 
 int
 cmd_ns(struct cli *c, int argc, char **argv)
@@ -451,6 +526,8 @@ cmd_ns(struct cli *c, int argc, char **argv)
 	} else if (strcmp(op, "storm") == 0 && (argc == 6 || argc == 7)) {
 		rc = storm(c, p, (unsigned)atoi(argv[3]), (unsigned)atoi(argv[4]), argv[5],
 			   argc == 7 ? argv[6] : "");
+	} else if (strcmp(op, "scribble") == 0 && argc == 4) {
+		rc = scribble(p, strtoull(argv[3], NULL, 10));
 	} else if (strcmp(op, "pwrite") == 0 && argc == 5) {
 		/* the local file's bytes at OFFSET, the rest of the file kept */
 		FILE *l = fopen(argv[4], "rb");

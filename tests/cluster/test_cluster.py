@@ -641,7 +641,8 @@ def data_write_read_degraded(c):
 @test
 def data_corruption_detected_and_decoded(c):
     """A fragment block flipped on a drive: the store's crc catches it, the read is decoded
-    from the other fragments, byte for byte, and the target logs it."""
+    from the other fragments, byte for byte, and the target logs it; two bad fragments of
+    a stripe still decode, a third gives EIO, never wrong bytes."""
     c.up()
     make_fs(c)
     blocks = 256  # 1 MiB in 4 KiB blocks, each one recognisable
@@ -651,32 +652,40 @@ def data_corruption_detected_and_decoded(c):
     with open(local, "wb") as f:
         f.write(data)
     ns(c, "put", local, "/p")
-    # find block 5's bytes on some drive and flip one of them
-    needle = b"SHOAL-BLOCK-000005-" * 8
-    hit = None
-    for n in range(1, c.nodes + 1):
-        img = os.path.join(c.dir, "drives", "n%d.img" % n)
-        with open(img, "rb") as f:
-            buf = f.read()
-        at = buf.find(needle)
-        if at >= 0:
-            hit = (n, img, at)
-            break
-    check(hit is not None, "the pattern is on no drive")
-    n, img, at = hit
-    fd = os.open(img, os.O_RDWR)
-    try:
-        b = os.pread(fd, 1, at + 100)
-        os.pwrite(fd, bytes([b[0] ^ 0xFF]), at + 100)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    def flip(block):
+        """Find block's bytes on some drive and flip one of them: the node that held it."""
+        needle = b"SHOAL-BLOCK-%06d-" % block * 8
+        for n in range(1, c.nodes + 1):
+            img = os.path.join(c.dir, "drives", "n%d.img" % n)
+            with open(img, "rb") as f:
+                at = f.read().find(needle)
+            if at >= 0:
+                fd = os.open(img, os.O_RDWR)
+                try:
+                    b = os.pread(fd, 1, at + 100)
+                    os.pwrite(fd, bytes([b[0] ^ 0xFF]), at + 100)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                return n
+        raise Fail("block %d is on no drive" % block)
+
+    n = flip(5)
     out = os.path.join(c.dir, "out")
     ns(c, "get", "/p", out)
     with open(out, "rb") as f:
         check(f.read() == data, "the corrupt block was not rebuilt")
     with open(os.path.join(c.dir, "n%d.log" % n)) as f:
         check("crc mismatch" in f.read(), "node %d did not log the corruption" % n)
+    # the first stripe (blocks 0-127, 32 per data fragment): two fragments bad still
+    # decode, three (more than P) give EIO, never wrong bytes
+    flip(40)
+    ns(c, "get", "/p", out)
+    with open(out, "rb") as f:
+        check(f.read() == data, "two corrupt fragments of a stripe were not rebuilt")
+    flip(70)
+    p = ns(c, "get", "/p", out, rc=1)
+    check("Input/output error" in p.stderr, "three corrupt fragments: %s" % p.stderr)
 
 
 def fuse_usable():

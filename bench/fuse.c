@@ -26,7 +26,7 @@
 
 #include "bench.h"
 
-#define MIB   (1u << 20)
+#define MIB	      (1u << 20)
 #define FILES_DEFAULT 20000
 
 static void

@@ -32,15 +32,15 @@ struct sh_file {
 	uint8_t *buf; /* the stripe being filled: d x FRAG bytes */
 	uint64_t buf_off;
 	size_t fill;
-	bool checked; /* this handle looked whether the file's bytes are inline */
-	int err;      /* a failed flush, reported by the next call */
+	bool checked;	  /* this handle looked whether the file's bytes are inline */
+	int err;	  /* a failed flush, reported by the next call */
 	struct emap *map; /* the extents last fetched (under mu), NULL until a read */
 	/* stripes written in the background (wpool), under mu */
 	pthread_cond_t idle; /* signalled as each one ends */
 	unsigned behind;
 	struct {
 		uint64_t off, end;
-	} rng[BEHIND_MAX];    /* what each covers (off == end: a free slot) */
+	} rng[BEHIND_MAX];	    /* what each covers (off == end: a free slot) */
 	uint8_t *spare[BEHIND_MAX]; /* stripe buffers to reuse */
 	unsigned nspare;
 };
@@ -558,8 +558,8 @@ map_get(sh_file *f, const struct stat *st, uint64_t at, uint64_t end, struct met
  * -errno.
  */
 static int
-map_fetch(sh_file *f, const struct stat *st, uint64_t at, uint64_t off, uint64_t end,
-	  uint8_t *buf, struct meta_extent *ex, unsigned *n, uint64_t *upto)
+map_fetch(sh_file *f, const struct stat *st, uint64_t at, uint64_t off, uint64_t end, uint8_t *buf,
+	  struct meta_extent *ex, unsigned *n, uint64_t *upto)
 {
 	uint64_t size = (uint64_t)st->st_size;
 	struct mp_req q = { .kind = MP_EXTENTS,

@@ -61,8 +61,8 @@ struct rio_snap_hooks {
 struct rio_params {
 	uint32_t group;
 	raft_id id;
-	const char *path;  /* the log file */
-	uint64_t log_size; /* its size (two halves) */
+	const char *path;		    /* the log file */
+	uint64_t log_size;		    /* its size (two halves) */
 	const struct rio_snap_hooks *hooks; /* NULL: snapshots stored whole */
 };
 

@@ -14,8 +14,8 @@ struct meta_db {
 	MDB_env *env;
 	MDB_dbi dbi;
 	unsigned flags;
-	MDB_txn *batch;	  /* META_DB_BATCH: the open top-level write transaction */
-	unsigned batch_n; /* write transactions merged into it */
+	MDB_txn *batch;		/* META_DB_BATCH: the open top-level write transaction */
+	unsigned batch_n;	/* write transactions merged into it */
 	struct meta_txn *child; /* the one transaction now open on the batch */
 };
 
@@ -62,9 +62,9 @@ meta_db_open(const char *path, uint64_t map_size, unsigned flags, struct meta_db
 	if (rc == 0)
 		rc = mdb_env_open(db->env, path,
 				  MDB_NOSUBDIR | MDB_NOTLS |
-				      (flags & META_DB_NOSYNC	? MDB_NOSYNC | MDB_NOMETASYNC
-				       : flags & META_DB_BATCH	? MDB_NOMETASYNC
-								: 0),
+				      (flags & META_DB_NOSYNC  ? MDB_NOSYNC | MDB_NOMETASYNC
+				       : flags & META_DB_BATCH ? MDB_NOMETASYNC
+							       : 0),
 				  0644);
 	if (rc == 0)
 		rc = mdb_txn_begin(db->env, NULL, 0, &txn);

@@ -398,3 +398,24 @@ meta_reclaim_done(struct meta_bucket *b, uint64_t stripe)
 	meta_key_id(&k, b->bucket, META_K_RECLAIM, stripe);
 	return meta_del(b->t, &k, b->ver, b->keep);
 }
+
+int
+meta_stripe_known(struct meta_bucket *b, uint64_t stripe)
+{
+	static const uint8_t kinds[] = { META_K_STRIPE, META_K_RECLAIM };
+	uint8_t v[META_EXTENT_LEN(META_FRAGS_MAX)];
+	struct meta_key k;
+	size_t len;
+
+	for (unsigned i = 0; i < sizeof(kinds); i++) {
+		int rc;
+
+		meta_key_id(&k, b->bucket, kinds[i], stripe);
+		rc = meta_get(b->t, &k, b->ver, v, sizeof(v), &len);
+		if (rc == 0 || rc == -EOVERFLOW)
+			return 1;
+		if (rc != -ENOENT)
+			return rc;
+	}
+	return 0;
+}

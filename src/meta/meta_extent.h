@@ -83,5 +83,7 @@ int meta_reclaims(struct meta_bucket *b, int (*fn)(void *arg, const struct meta_
 		  void *arg);
 /* The stripe's fragments are released: forget it. */
 int meta_reclaim_done(struct meta_bucket *b, uint64_t stripe);
+/* 1 if an extent of this bucket refers to stripe or it waits in the reclaim queue, else 0. */
+int meta_stripe_known(struct meta_bucket *b, uint64_t stripe);
 
 #endif /* SH_META_META_EXTENT_H */

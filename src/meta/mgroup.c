@@ -801,7 +801,8 @@ mgroup_open(struct rnet *rn, const struct mgroup_params *p, struct mgroup **out)
 	env_timer_init(g->env, &g->tick, on_tick, g);
 	env_timer_init(g->env, &g->flush, on_flush, g);
 	env_task_init(g->env, &g->notify, on_notify, g);
-	g->hooks = (struct rio_snap_hooks){ .persist = snap_persist, .expand = snap_expand, .arg = g };
+	g->hooks =
+	    (struct rio_snap_hooks){ .persist = snap_persist, .expand = snap_expand, .arg = g };
 	rp = (struct rio_params){ .group = p->id,
 				  .id = p->self,
 				  .path = g->path,

@@ -29,6 +29,8 @@ enum mp_kind {
 	MP_DELTAS,     /* data: deltas for buckets of this group; apply them */
 	MP_REVOKE,     /* ino = dir at the lessee bucket: give the lease back, flush */
 	MP_EXTENTS,    /* ino, off, len, max: the extents there; reply data: an extent list */
+	MP_STRIPES,    /* data: u64 LE stripe ids of this bucket; reply data: a byte each, 1 if
+			* an extent refers to it or it waits in the reclaim queue (orphan sweep) */
 	MP_KIND_MAX
 };
 
@@ -68,6 +70,7 @@ mp_key_dentry(uint64_t parent, const char *name, size_t len)
 
 #define MP_READDIR_MAX 1024
 #define MP_DELTAS_MAX  256
+#define MP_STRIPES_MAX 512
 
 struct mp_req {
 	uint8_t kind;

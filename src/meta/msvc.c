@@ -407,6 +407,12 @@ do_read(struct mreq *m)
 		break;
 	case MP_READDIR:
 		break;
+	case MP_STRIPES:
+		if (m->req.dlen % 8 != 0 || m->req.dlen > MP_STRIPES_MAX * 8) {
+			mreq_answer(m, -EINVAL, NULL);
+			goto out;
+		}
+		break;
 	default:
 		if (!ino_ok(m, m->req.ino)) {
 			mreq_answer(m, m->req.ino == 0 ? -EINVAL : -ESTALE, NULL);
@@ -510,6 +516,21 @@ do_read(struct mreq *m)
 		sh_free(x);
 		break;
 	}
+	case MP_STRIPES:
+		rc = 0;
+		for (size_t i = 0; rc == 0 && i < m->req.dlen; i += 8) {
+			uint64_t id = 0;
+			int k;
+
+			for (int b = 7; b >= 0; b--)
+				id = id << 8 | m->req.data[i + (size_t)b];
+			k = meta_stripe_known(&mb, id);
+			if (k < 0)
+				rc = k;
+			else
+				sh_enc_u8(&e, (uint8_t)k);
+		}
+		break;
 	case MP_DIRBUCKETS: {
 		uint16_t *l = sh_calloc(m->fs->nbuckets, sizeof(*l));
 		unsigned n = 0;
@@ -1434,9 +1455,8 @@ on_request(struct net_req *nr, void *arg)
 	dispatch(m);
 }
 
-/* A call from this node to one of its own groups. */
-static int
-local_call(void *arg, const struct mp_req *req, mroute_cb cb, void *cbarg)
+int
+msvc_local_call(void *arg, const struct mp_req *req, mroute_cb cb, void *cbarg)
 {
 	struct msvc *s = arg;
 	struct mfs *fs = fs_find(s, req->fs);
@@ -1481,7 +1501,7 @@ msvc_create(struct net *n, const struct msvc_params *p, struct msvc **out)
 	rc = mroute_create(n, &s->rt);
 	if (rc < 0)
 		goto err_rn;
-	mroute_set_local(s->rt, local_call, s);
+	mroute_set_local(s->rt, msvc_local_call, s);
 	rc = net_handle(n, NET_OP_META, on_request, s);
 	if (rc < 0)
 		goto err_rt;

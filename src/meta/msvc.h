@@ -52,6 +52,11 @@ void msvc_stop(struct msvc *s, void (*done)(void *arg), void *arg);
  * not flushed (the groups' logs still hold it).
  */
 void msvc_crash(struct msvc *s);
+/*
+ * An mroute_local_fn (arg: the msvc) for other routes on this endpoint: a
+ * call to one of this node's own groups is served here, not sent to itself.
+ */
+int msvc_local_call(void *arg, const struct mp_req *req, mroute_cb cb, void *cbarg);
 
 struct msvc_group_info {
 	uint32_t fs, index;

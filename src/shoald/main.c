@@ -43,7 +43,8 @@ usage(const char *why)
 		"shoald: %s\n"
 		"usage: shoald --id N --mgmt IP:PORT --data IP:PORT --dir DIR [--domain NAME]\n"
 		"              [--mode cpu|performance] [--workers N] [--log FILE]\n"
-		"              [--election-ms N] [--down-ms N] [--heartbeat-ms N]\n",
+		"              [--election-ms N] [--down-ms N] [--heartbeat-ms N]\n"
+		"              [--orphan-age SECONDS (default 600; 0: off)]\n",
 		why);
 	exit(2);
 }
@@ -89,12 +90,22 @@ parse_args(int argc, char **argv, struct shoald_opts *o)
 						  { "election-ms", required_argument, NULL, 'e' },
 						  { "down-ms", required_argument, NULL, 'o' },
 						  { "heartbeat-ms", required_argument, NULL, 'h' },
+						  { "orphan-age", required_argument, NULL, 'a' },
 						  { NULL, 0, NULL, 0 } };
 	struct env_addr a;
 	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->workers = 1;
+	/*
+	 * Fragments nobody refers to are released after 10 minutes: far longer
+	 * than a client takes from sending a stripe to mapping it. SHOAL_ORPHAN_AGE
+	 * (seconds) sets the default for the nodes `shoal local up` starts (tests).
+	 */
+	o->orphan_age_s = 600;
+	if (getenv("SHOAL_ORPHAN_AGE") != NULL)
+		o->orphan_age_s =
+		    parse_uint("SHOAL_ORPHAN_AGE", getenv("SHOAL_ORPHAN_AGE"), 0, 30u * 86400);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
@@ -133,6 +144,9 @@ parse_args(int argc, char **argv, struct shoald_opts *o)
 			break;
 		case 'h':
 			o->heartbeat_ms = parse_uint("--heartbeat-ms", optarg, 10, 60000);
+			break;
+		case 'a':
+			o->orphan_age_s = parse_uint("--orphan-age", optarg, 0, 30u * 86400);
 			break;
 		default: {
 			char msg[128];
@@ -271,8 +285,9 @@ on_config(void *arg, const struct cfg *c)
 {
 	struct shoald *d = arg;
 
-	if (worker_set_cfg(&d->workers[0], c) < 0)
-		sh_log_error("out of memory handing the configuration to worker 0");
+	for (unsigned i = 0; i < d->o.workers; i++)
+		if (worker_set_cfg(&d->workers[i], c) < 0)
+			sh_log_error("out of memory handing the configuration to worker %u", i);
 	for (uint32_t i = 0; i < c->ndrives; i++) {
 		const struct cfg_drive *dr = &c->drives[i];
 		bool have = false;

@@ -31,7 +31,48 @@ struct shoald_opts {
 	unsigned election_ms;
 	unsigned down_ms;
 	unsigned heartbeat_ms;
+	unsigned orphan_age_s; /* --orphan-age: 0 sweeps nothing */
 };
+
+/*
+ * sweep.c: the orphan sweep of a worker's drives (fragments nothing refers
+ * to, older than age_s, released). sweep_create with age 0 gives NULL (off);
+ * every other call takes NULL as off too.
+ */
+#define SWEEP_HIST 8
+struct sweep;
+struct sdrive {
+	struct sh_list link;
+	struct sweep *sw;
+	struct store *st;
+	uint32_t cursor; /* the segment the next round lists from */
+	bool busy;	 /* a round in flight */
+	struct {
+		uint64_t t, epoch;
+	} hist[SWEEP_HIST]; /* the store's epoch as time went, newest first */
+};
+struct sweep {
+	struct env *env;
+	struct mroute *rt;
+	struct env_timer tick;
+	unsigned age_s;
+	uint64_t period_ns;
+	uint32_t fs[CFG_FS_MAX];
+	unsigned nfs;
+	uint32_t nbuckets;
+	struct sh_list drives; /* struct sdrive */
+	uint64_t orphans;      /* fragments released so far */
+	bool stopping;
+};
+int sweep_create(struct net *n, unsigned age_s, struct sweep **out);
+int sweep_set_cfg(struct sweep *sw, const struct cfg *c);
+int sweep_add(struct sweep *sw, struct store *st);
+uint64_t sweep_orphans(const struct sweep *sw);
+/* Calls to this node's own groups served by fn (msvc_local_call), not sent to itself. */
+void sweep_set_local(struct sweep *sw, mroute_local_fn fn, void *arg);
+/* No new rounds (before the metadata service stops); destroy after the loop ended. */
+void sweep_stop(struct sweep *sw);
+void sweep_destroy(struct sweep *sw);
 
 struct worker_cmd {
 	struct sh_list link;
@@ -47,6 +88,7 @@ struct worker {
 	struct net *net;
 	struct store_svc *svc;
 	struct msvc *meta;	  /* worker 0: the node's metadata groups */
+	struct sweep *sweep;	  /* its drives' orphan sweep (NULL: off) */
 	struct cfg *new_cfg;	  /* from the management thread, under mu */
 	struct env_timer publish; /* worker 0: the metadata groups' state, for the admin API */
 	struct env_async wake;

@@ -60,6 +60,9 @@ on_opened(void *arg, int rc)
 		return;
 	}
 	dr->open = true;
+	if (sweep_add(w->sweep, dr->st) < 0)
+		sh_log_warn("worker %u: drive %llu: no orphan sweep (out of memory)", w->idx,
+			    (unsigned long long)dr->target);
 	sh_log_info("worker %u serves drive %llu (%s%s)", w->idx, (unsigned long long)dr->target,
 		    dr->path, dr->buffered ? ", buffered" : "");
 }
@@ -141,6 +144,9 @@ on_wake(struct env_async *a)
 	w->new_cfg = NULL;
 	pthread_mutex_unlock(&w->mu);
 	if (c != NULL) {
+		if (!w->stopping && sweep_set_cfg(w->sweep, c) < 0)
+			sh_log_error("worker %u: orphan sweep configuration: out of memory",
+				     w->idx);
 		if (w->meta != NULL && !w->stopping) {
 			int rc = msvc_set_cfg(w->meta, c);
 
@@ -176,6 +182,7 @@ on_wake(struct env_async *a)
 	if (w->stopping && !w->stop_begun) {
 		w->stop_begun = true;
 		env_timer_cancel(&w->publish);
+		sweep_stop(w->sweep);
 		if (w->meta != NULL)
 			msvc_stop(w->meta, on_meta_stopped, w); /* then the loop ends */
 		else
@@ -281,12 +288,17 @@ worker_main(void *arg)
 		rc = msvc_create(w->net, &mp, &w->meta);
 	}
 	if (rc == 0)
+		rc = sweep_create(w->net, d->o.orphan_age_s, &w->sweep);
+	if (rc == 0 && w->meta != NULL)
+		sweep_set_local(w->sweep, msvc_local_call, w->meta);
+	if (rc == 0)
 		rc = env_async_init(w->env, &w->wake, on_wake, w);
 	if (rc < 0) {
 		sh_log_error("worker %u: cannot start its data endpoint: %s", w->idx,
 			     sh_strerror(rc));
 		if (w->meta)
 			msvc_stop(w->meta, NULL, NULL); /* nothing started: it is done at once */
+		sweep_destroy(w->sweep);
 		if (w->svc)
 			store_svc_destroy(w->svc);
 		if (w->net)
@@ -301,7 +313,8 @@ worker_main(void *arg)
 		env_timer_arm(&w->publish, PUBLISH_NS);
 	}
 	env_real_run(w->env);
-	/* stop: close the drives, then the endpoint */
+	/* stop: the sweep, the drives, then the endpoint */
+	sweep_destroy(w->sweep);
 	while (!sh_list_empty(&w->drives)) {
 		struct wdrive *dr = sh_list_entry(sh_list_pop(&w->drives), struct wdrive, link);
 

@@ -47,6 +47,37 @@ store_target_id(const struct store *s)
 	return s->sb.target_id;
 }
 
+uint64_t
+store_epoch(const struct store *s)
+{
+	return s->next_epoch;
+}
+
+unsigned
+store_list(struct store *s, uint64_t before, uint32_t *cursor, struct store_key *out, unsigned max)
+{
+	unsigned n = 0;
+	uint32_t i = *cursor;
+
+	for (; i < s->sb.nsegs; i++) {
+		struct sh_list *pos;
+		unsigned here = 0;
+
+		sh_list_for_each (pos, &s->segs[i].frags)
+			here++;
+		if (n > 0 && n + here > max)
+			break; /* whole segments only: the next call starts with this one */
+		sh_list_for_each (pos, &s->segs[i].frags) {
+			struct store_frag *f = sh_list_entry(pos, struct store_frag, seglink);
+
+			if (f->epoch < before && n < max)
+				out[n++] = (struct store_key){ .stripe = f->stripe, .idx = f->idx };
+		}
+	}
+	*cursor = i < s->sb.nsegs ? i : 0;
+	return n;
+}
+
 /* ---- index ---- */
 
 struct frag_key {

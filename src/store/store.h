@@ -109,6 +109,23 @@ uint64_t store_target_id(const struct store *s);
  * logged, counted and marked (reads then return -EBADMSG). cb(corrupt count).
  */
 int store_scrub(struct store *s, store_cb cb, void *arg);
+/* The epoch the next record gets: a fragment with a smaller one was written before now. */
+uint64_t store_epoch(const struct store *s);
+
+struct store_key {
+	uint64_t stripe;
+	uint32_t idx;
+};
+/*
+ * Live fragments written before epoch `before` (moved by cleaning since
+ * counts as written then), segment by segment from segment *cursor: up
+ * to max into out, whole segments at a time (a segment holding more than
+ * max gives its first max). *cursor is where the next call goes on, 0
+ * after the last segment. Returns how many.
+ */
+unsigned store_list(struct store *s, uint64_t before, uint32_t *cursor, struct store_key *out,
+		    unsigned max);
+
 /* Run segment cleaning now if any segment has garbage (normally automatic). */
 void store_clean_kick(struct store *s);
 

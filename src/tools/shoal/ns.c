@@ -388,7 +388,8 @@ scribble(const char *path, unsigned long long seed)
 				memset(model + off, 0, SCRIBBLE_MAX - off);
 			size = off;
 		} else {
-			bad |= scribble_check(h, model, size, buf, "read through the writing handle");
+			bad |=
+			    scribble_check(h, model, size, buf, "read through the writing handle");
 		}
 	}
 	bad |= scribble_check(h, model, size, buf, "read through the writing handle");
@@ -560,9 +561,14 @@ cmd_ns(struct cli *c, int argc, char **argv)
 			live += u[i].live;
 			frags += u[i].fragments;
 		}
-		printf("{\"targets\":%d,\"used\":%llu,\"live\":%llu,\"fragments\":%llu}\n", n,
-		       (unsigned long long)used, (unsigned long long)live,
+		printf("{\"targets\":%d,\"used\":%llu,\"live\":%llu,\"fragments\":%llu,"
+		       "\"per_target\":{",
+		       n, (unsigned long long)used, (unsigned long long)live,
 		       (unsigned long long)frags);
+		for (int i = 0; i < n && i < 1024; i++)
+			printf("%s\"%llu\":%llu", i ? "," : "", (unsigned long long)u[i].target,
+			       (unsigned long long)u[i].fragments);
+		printf("}}\n");
 	} else if (strcmp(op, "put") == 0 && argc == 4) {
 		rc = copy(p, argv[3], true);
 	} else if (strcmp(op, "get") == 0 && argc == 4) {

@@ -496,6 +496,21 @@ run_world(uint64_t seed)
 		SH_ASSERT_OK(meta_extent_list_decode(c->data, c->r.dlen, got, &n));
 		SH_ASSERT_EQ(n, 1u);
 		SH_ASSERT_EQ(got[0].stripe, 77);
+		/* the orphan sweep's question: which stripes does this bucket know */
+		{
+			uint8_t ids[24] = { 77, 0, 0, 0, 0,    0,    0, 0, 78, 0, 0, 0,
+					    0,	0, 0, 0, 0x39, 0x30, 0, 0, 0,  0, 0, 0 };
+			struct mp_req sq = { .kind = MP_STRIPES,
+					     .bucket = meta_ino_bucket(f),
+					     .data = ids,
+					     .dlen = sizeof(ids) };
+
+			SH_ASSERT_OK(call(&w, &sq, c));
+			SH_ASSERT_EQ(c->r.dlen, 3u);
+			SH_ASSERT(c->data[0] == 1 && c->data[1] == 1 && c->data[2] == 0);
+			sq.dlen = 7; /* not whole ids */
+			SH_ASSERT_EQ(call(&w, &sq, c), -EINVAL);
+		}
 		/* a client may not forge a release */
 		mc = (struct meta_cmd){ .op = META_OP_RECLAIM_DONE, .upto = 77 };
 		SH_ASSERT_EQ(cmd(&w, meta_ino_bucket(f), &mc, c), -EPERM);
@@ -796,7 +811,8 @@ check_big(struct world *w, uint64_t dir, unsigned i, uint64_t ino, const char *w
 	SH_ASSERT(c->r.flags & MP_INLINE);
 	big_bytes(w->seed, i, want);
 	SH_ASSERT_MSG(c->r.dlen == BIG_LEN && memcmp(c->data, want, BIG_LEN) == 0,
-		      "seed %llu, %s: %s reads back wrong", (unsigned long long)w->seed, when, name);
+		      "seed %llu, %s: %s reads back wrong", (unsigned long long)w->seed, when,
+		      name);
 	sh_free(c);
 }
 

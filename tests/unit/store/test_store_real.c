@@ -91,6 +91,36 @@ TEST(store_real_file_round_trip)
 		SH_ASSERT_EQ(w.rc, (int)len);
 		SH_ASSERT_MEMEQ(got, data[i], len);
 	}
+	/* listing by age (the orphan sweep): everything before now, nothing before the start */
+	{
+		static struct store_key keys[128];
+		uint64_t now = store_epoch(s);
+		uint32_t cur = 0;
+		unsigned n = 0, got_n;
+		bool seen[64] = { false };
+
+		SH_ASSERT_EQ(store_list(s, 1, &cur, keys, 128), 0u);
+		cur = 0;
+		do {
+			got_n = store_list(s, now, &cur, keys + n, 128 - n);
+			n += got_n;
+		} while (cur != 0 && n < 128);
+		SH_ASSERT_EQ(n, 63u);
+		for (unsigned i = 0; i < n; i++) {
+			SH_ASSERT(keys[i].stripe >= 1001 && keys[i].stripe < 1064);
+			SH_ASSERT_EQ(keys[i].idx, (uint32_t)(keys[i].stripe - 1000) % 6);
+			SH_ASSERT(!seen[keys[i].stripe - 1000]);
+			seen[keys[i].stripe - 1000] = true;
+		}
+		/* small pages: whole segments each, all of them in the end */
+		cur = 0;
+		n = 0;
+		do
+			n += store_list(s, now, &cur, keys, 4);
+		while (cur != 0);
+		SH_ASSERT_LE(n, 63u);
+		SH_ASSERT_GE(n, 4u);
+	}
 	/* a 4 KiB read in the middle, unaligned */
 	w.done = 0;
 	SH_ASSERT_OK(store_read(s, 1010, 4, 12345, 4096, got, cb, &w));

@@ -67,7 +67,7 @@ struct cluster {
 	struct env_timer tick;
 	struct env_task pump;
 	uint64_t last_hb;
-	uint64_t leader_hint; /* non-members: who pushed to us last */
+	uint64_t leader_hint; /* who pushed to us last (until it says it does not lead) */
 	bool was_leader;
 	bool changing; /* a membership change is in flight */
 	struct raft_change change;
@@ -252,8 +252,15 @@ leader_id(struct cluster *cl)
 		raft_leader(&cl->raft, &id, &addr);
 		if (id)
 			return id;
-		/* a voter without a leader waits for the election, not for pushes */
-		if (raft_state(&cl->raft) != RAFT_UNAVAILABLE && cl->raft.configuration.n > 0)
+		/*
+		 * A voter without a leader waits for the election — unless a leader
+		 * pushed to it since: then it may not be a voter any more (demoted
+		 * while it was down, it cannot know until the leader replicates to
+		 * it), and that leader wants its heartbeats. A node that is not the
+		 * leader answers them -EAGAIN, which drops the hint.
+		 */
+		if (raft_state(&cl->raft) != RAFT_UNAVAILABLE && cl->raft.configuration.n > 0 &&
+		    cl->leader_hint == 0)
 			return 0;
 	}
 	return cl->leader_hint;
@@ -797,7 +804,7 @@ on_heartbeat_reply(struct cluster *cl, void *ctx, uint64_t node, int status,
 {
 	(void)ctx;
 	(void)node;
-	if (status == -EAGAIN && !cl->started)
+	if (status == -EAGAIN)
 		cl->leader_hint = 0; /* it is not the leader any more; wait for a push */
 	if (status < 0 || reply == NULL || reply->len < 8)
 		return;
@@ -926,7 +933,7 @@ reconcile(struct cluster *cl)
 	if (voters >= want) {
 		/*
 		 * A voter down for longer than replace_ns while a node that is
-		 * up is not a voter: demote it to spare; the next rounds make
+		 * up is not a voter: demote it to standby; the next rounds make
 		 * the up node a voter, so the group again survives two failures.
 		 */
 		uint64_t now = env_realtime(cl->env);
@@ -957,7 +964,9 @@ reconcile(struct cluster *cl)
 		sh_log_info("config group: node %llu has been down for long: a node that is up "
 			    "takes its vote",
 			    (unsigned long long)down->id);
-		err = raft_assign(&cl->raft, &cl->change, down->id, RAFT_SPARE, on_change);
+		/* a standby: the log is still sent to it, so when it is back it learns the
+		 * change (a spare would not, and would go on waiting for an election) */
+		err = raft_assign(&cl->raft, &cl->change, down->id, RAFT_STANDBY, on_change);
 		goto out;
 	}
 	for (unsigned i = 0; i < rc->n; i++) {

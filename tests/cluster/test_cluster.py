@@ -236,6 +236,51 @@ def node_down_and_up_with_events(c):
 
 
 @test
+def voter_replaced_while_down_comes_back(c):
+    """A config voter down long enough loses its vote to a node that is up; back, it learns
+    that (it is a standby the log still reaches), is marked up — also after the leader that
+    demoted it dies — and serves metadata again."""
+    c.up()
+    make_fs(c)
+    lead = c.leader()
+    victim = [n for n in c.status(lead)["raft"]["voters"] if n != lead][0]
+    c.kill(victim)
+    end = time.time() + 30
+    while victim in c.status(lead)["raft"]["voters"]:
+        check(time.time() < end, "node %d still a voter 30 s after its kill" % victim)
+        time.sleep(0.2)
+    c.local("up")
+    c.wait_state(victim, "up", lead, 10.0)
+    # it knows the leader and the voters as they are now
+    end = time.time() + 10
+    while True:
+        mine, theirs = c.status(victim), c.status(lead)
+        if mine["leader"] == lead and mine["raft"]["voters"] == theirs["raft"]["voters"]:
+            break
+        check(time.time() < end, "node %d back sees leader %s, voters %s (want %d, %s)" %
+              (victim, mine["leader"], mine["raft"]["voters"], lead, theirs["raft"]["voters"]))
+        time.sleep(0.2)
+    # the leader that demoted it dies: the next one must hear from it too
+    c.kill(lead)
+    via = [n for n in range(1, c.nodes + 1) if n not in (lead, victim)][0]
+    end = time.time() + 20
+    while True:
+        try:
+            s = c.status(via)
+            if s["leader"] not in (0, lead) and c.node_state(victim, via) == "up":
+                break
+        except Fail:
+            pass
+        check(time.time() < end, "node %d not up under the new leader: %s" %
+              (victim, c.shoal("node", "list", node=via).stdout + c.shoal("status",
+                                                                         node=victim).stdout))
+        time.sleep(0.2)
+    c.local("up")
+    ns(c, "mkdir", "/back", node=victim)
+    check("back" in ns(c, "ls", "/", node=victim).stdout, "metadata through node %d" % victim)
+
+
+@test
 def whole_cluster_restart_keeps_config(c):
     c.up()
     c.shoal("fs", "create", "keep", "--protection", "3+2", "--compression", "zstd",
@@ -881,7 +926,8 @@ def fuse_mount_with_ordinary_tools(c):
 SIZES = {"cannot_place_on_three_nodes": 3, "metadata_create_storm_survives_kill9": 6,
          "metadata_namespace_operations": 6, "data_write_read_degraded": 6,
          "fuse_mount_with_ordinary_tools": 6, "data_corruption_detected_and_decoded": 6,
-         "data_orphans_of_a_killed_client_are_released": 6}
+         "data_orphans_of_a_killed_client_are_released": 6,
+         "voter_replaced_while_down_comes_back": 6}
 
 
 def main():

@@ -178,6 +178,36 @@ SH_API int sh_close(sh_file *f);
 /* Open a regular file by inode (O_TRUNC honoured; O_CREAT/O_EXCL mean nothing here). */
 SH_API int sh_open_ino(sh_fs *fs, uint64_t ino, int flags, sh_file **out);
 
+/* Vectored: as sh_pread/sh_pwrite over the buffers in order (iovcnt <= SH_IOV_MAX). */
+#define SH_IOV_MAX 1024
+struct iovec;
+SH_API long sh_preadv(sh_file *f, const struct iovec *iov, int iovcnt, uint64_t off);
+SH_API long sh_pwritev(sh_file *f, const struct iovec *iov, int iovcnt, uint64_t off);
+
+/*
+ * Asynchronous calls: many in flight from one thread. Fill a request, hand
+ * it over with sh_io_submit (0, or a negative errno and no callback); the
+ * call runs on one of the filesystem handle's I/O threads and cb(io) runs
+ * there once, with io->result set (bytes, or a negative errno as the
+ * synchronous call returns). The request and its buffers stay the
+ * caller's and must live until cb. Calls on one file run in no set order
+ * relative to each other: wait for a write's callback before a read that
+ * must see it. Close files (and sh_fs_close) only once every callback ran.
+ */
+enum { SH_IO_READ = 1, SH_IO_WRITE, SH_IO_FSYNC };
+typedef struct sh_io sh_io;
+struct sh_io {
+	sh_file *f;
+	int op; /* SH_IO_* */
+	const struct iovec *iov;
+	int iovcnt;
+	uint64_t off;
+	long result;
+	void (*cb)(sh_io *io);
+	void *data; /* the caller's */
+};
+SH_API int sh_io_submit(sh_io *io);
+
 /*
  * The owner of what this thread creates from now on (a FUSE binding sets
  * the calling process's); by default the process's own uid and gid.

@@ -51,18 +51,21 @@ struct sh_fs {
 	/* bumped by every change of a file's extents made here: handles' maps go stale */
 	_Atomic uint64_t wgen;
 	pthread_mutex_t wmu;
-	struct wpool *wpool; /* started at the first background write (under wmu) */
+	struct wpool *wpool[2]; /* started at first use (under wmu) */
 };
 
 /*
- * wpool.c: a filesystem handle's background writers, so that a file can
- * have several stripes in flight while its writer fills the next one.
- * wpool_run queues fn(arg) for one of WPOOL_THREADS threads (started on
- * first use): 0 or -ENOMEM. wpool_stop (at sh_fs_close, every file
- * closed) runs what is queued, then stops them.
+ * wpool.c: a filesystem handle's background threads. WPOOL_BEHIND (4
+ * threads): write-behind, so that a file has several stripes in flight
+ * while its writer fills the next one. WPOOL_AIO (16): the asynchronous
+ * calls (sh_io_submit), as many in flight at once. wpool_run queues
+ * fn(arg) on one (its threads start at first use): 0 or -ENOMEM.
+ * wpool_stop (at sh_fs_close) runs what is queued, then stops them.
  */
-#define WPOOL_THREADS 4
-int wpool_run(sh_fs *fs, void (*fn)(void *arg), void *arg);
+enum { WPOOL_BEHIND = 0, WPOOL_AIO = 1, WPOOL_N = 2 };
+int wpool_run(sh_fs *fs, unsigned which, void (*fn)(void *arg), void *arg);
+/* io.c: the filesystem handle a file belongs to. */
+sh_fs *client_file_fs(const sh_file *f);
 void wpool_stop(sh_fs *fs);
 
 /* The answer to a metadata request, copied out of the loop. */

@@ -362,7 +362,7 @@ flush_full(sh_file *f)
 	f->rng[slot].end = end;
 	f->behind++;
 	f->fill = 0;
-	if (wpool_run(f->fs, run_behind, b) < 0) {
+	if (wpool_run(f->fs, WPOOL_BEHIND, run_behind, b) < 0) {
 		/* no writer thread: here, now */
 		pthread_mutex_unlock(&f->mu);
 		run_behind(b);
@@ -873,6 +873,12 @@ sh_open_ino(sh_fs *fs, uint64_t ino, int flags, sh_file **out)
 	int rc = sh_getattr(fs, ino, &st);
 
 	return rc < 0 ? rc : open_stat(fs, &st, flags & ~(O_CREAT | O_EXCL), out);
+}
+
+sh_fs *
+client_file_fs(const sh_file *f)
+{
+	return f->fs;
 }
 
 int

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* A filesystem handle's background writers (client_int.h, "wpool"). */
+/* A filesystem handle's background threads (client_int.h, "wpool"). */
 #include "client_int.h"
 
 SH_LOG_FACILITY("client.wpool");
@@ -14,7 +14,7 @@ struct wpool {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct sh_list q;
-	pthread_t th[WPOOL_THREADS];
+	pthread_t *th;
 	unsigned nth;
 	bool stop;
 };
@@ -42,37 +42,41 @@ worker(void *arg)
 	return NULL;
 }
 
+static const unsigned pool_threads[WPOOL_N] = { [WPOOL_BEHIND] = 4, [WPOOL_AIO] = 16 };
+
 static struct wpool *
-pool_get(sh_fs *fs)
+pool_get(sh_fs *fs, unsigned which)
 {
 	struct wpool *p;
 
 	pthread_mutex_lock(&fs->wmu);
-	p = fs->wpool;
+	p = fs->wpool[which];
 	if (p == NULL && (p = sh_calloc(1, sizeof(*p))) != NULL) {
 		pthread_mutex_init(&p->mu, NULL);
 		pthread_cond_init(&p->cv, NULL);
 		sh_list_init(&p->q);
-		for (unsigned i = 0; i < WPOOL_THREADS; i++)
+		p->th = sh_calloc(pool_threads[which], sizeof(*p->th));
+		for (unsigned i = 0; p->th != NULL && i < pool_threads[which]; i++)
 			if (pthread_create(&p->th[p->nth], NULL, worker, p) == 0)
 				p->nth++;
 		if (p->nth == 0) {
-			sh_log_warn("no background writer threads: writes wait for each stripe");
+			sh_log_warn("no background threads: work is done by the caller");
 			pthread_cond_destroy(&p->cv);
 			pthread_mutex_destroy(&p->mu);
+			sh_free(p->th);
 			sh_free(p);
 			p = NULL;
 		}
-		fs->wpool = p;
+		fs->wpool[which] = p;
 	}
 	pthread_mutex_unlock(&fs->wmu);
 	return p;
 }
 
 int
-wpool_run(sh_fs *fs, void (*fn)(void *arg), void *arg)
+wpool_run(sh_fs *fs, unsigned which, void (*fn)(void *arg), void *arg)
 {
-	struct wpool *p = pool_get(fs);
+	struct wpool *p = pool_get(fs, which);
 	struct wtask *t;
 
 	if (p == NULL || (t = sh_calloc(1, sizeof(*t))) == NULL)
@@ -89,18 +93,22 @@ wpool_run(sh_fs *fs, void (*fn)(void *arg), void *arg)
 void
 wpool_stop(sh_fs *fs)
 {
-	struct wpool *p = fs->wpool;
+	/* asynchronous calls first: what they write may still queue stripes behind */
+	for (unsigned which = WPOOL_N; which-- > 0;) {
+		struct wpool *p = fs->wpool[which];
 
-	if (p == NULL)
-		return;
-	pthread_mutex_lock(&p->mu);
-	p->stop = true;
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
-	for (unsigned i = 0; i < p->nth; i++)
-		pthread_join(p->th[i], NULL);
-	pthread_cond_destroy(&p->cv);
-	pthread_mutex_destroy(&p->mu);
-	sh_free(p);
-	fs->wpool = NULL;
+		if (p == NULL)
+			continue;
+		pthread_mutex_lock(&p->mu);
+		p->stop = true;
+		pthread_cond_broadcast(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+		for (unsigned i = 0; i < p->nth; i++)
+			pthread_join(p->th[i], NULL);
+		pthread_cond_destroy(&p->cv);
+		pthread_mutex_destroy(&p->mu);
+		sh_free(p->th);
+		sh_free(p);
+		fs->wpool[which] = NULL;
+	}
 }

@@ -58,9 +58,8 @@ round_end(struct sround *r)
 		     r->failed ? "; a question failed: nothing released" : "");
 	if (!r->failed)
 		for (unsigned i = 0; i < r->n; i++)
-			if (!r->known[i] &&
-			    store_release(sd->st, r->keys[i].stripe, r->keys[i].idx, on_released,
-					  NULL) == 0)
+			if (!r->known[i] && store_release(sd->st, r->keys[i].stripe, r->keys[i].idx,
+							  on_released, NULL) == 0)
 				r->released++;
 	if (r->released > 0)
 		sh_log_info("drive %llu: released %u orphan fragments (no extent, no reclaim "

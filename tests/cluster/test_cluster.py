@@ -649,6 +649,11 @@ def data_write_read_degraded(c):
         r = json.loads(ns(c, "scribble", "/scribble", str(seed)).stdout)
         check(r["ok"], "scribble %d: %s" % (seed, r))
     ns(c, "rm", "/scribble")
+    # the asynchronous calls: hundreds in flight from one thread, checked
+    r = json.loads(ns(c, "aio", "/aio").stdout)
+    check(r["failed"] == 0 and r["wrong"] == 0, "asynchronous calls: %s" % r)
+    print("  %d asynchronous calls in %s ms" % (r["ios"], r["ms"]))
+    ns(c, "rm", "/aio")
     # an overwrite in the middle of a file, and a write past its end
     patch = os.urandom(5000)
     with open(local, "wb") as f:

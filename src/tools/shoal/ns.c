@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -403,6 +404,111 @@ scribble(const char *path, unsigned long long seed)
 	return bad;
 }
 
+/*
+ * The asynchronous calls from one thread: a file written by 128 writes of
+ * 64 KiB all in flight at once, an fsync, then 512 random reads of 4 KiB
+ * in flight at once and a vectored read, checked byte for byte.
+ */
+#define AIO_LEN (8u << 20)
+#define AIO_W	128
+#define AIO_R	512
+
+struct aio_wait {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned done, bad;
+};
+
+static void
+aio_done(sh_io *io)
+{
+	struct aio_wait *w = io->data;
+	long want = 0;
+
+	for (int i = 0; i < io->iovcnt; i++)
+		want += (long)io->iov[i].iov_len;
+	pthread_mutex_lock(&w->mu);
+	if (io->result != (io->op == SH_IO_FSYNC ? 0 : want))
+		w->bad++;
+	w->done++;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+static void
+aio_wait_for(struct aio_wait *w, unsigned n)
+{
+	pthread_mutex_lock(&w->mu);
+	while (w->done < n)
+		pthread_cond_wait(&w->cv, &w->mu);
+	pthread_mutex_unlock(&w->mu);
+}
+
+static int
+aio_check(const char *path)
+{
+	static sh_io ios[AIO_R];
+	static struct iovec iov[AIO_R];
+	static uint8_t got[AIO_R][4096];
+	uint8_t *data = malloc(AIO_LEN), *back = malloc(AIO_LEN);
+	struct aio_wait w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
+	uint64_t x = 88172645463325252ull, t0 = mono_ns();
+	unsigned bad = 0;
+	sh_file *h;
+
+	if (data == NULL || back == NULL)
+		fail("out of memory");
+	for (size_t i = 0; i < AIO_LEN; i++)
+		data[i] = (uint8_t)(i * 131 + (i >> 16));
+	check(sh_open(fs, path, O_RDWR | O_CREAT | O_TRUNC, 0644, &h), "open", path);
+	for (unsigned i = 0; i < AIO_W; i++) {
+		size_t chunk = AIO_LEN / AIO_W;
+
+		iov[i] = (struct iovec){ data + i * chunk, chunk };
+		ios[i] = (sh_io){ .f = h,
+				  .op = SH_IO_WRITE,
+				  .iov = &iov[i],
+				  .iovcnt = 1,
+				  .off = i * chunk,
+				  .cb = aio_done,
+				  .data = &w };
+		check(sh_io_submit(&ios[i]), "submit", path);
+	}
+	aio_wait_for(&w, AIO_W);
+	ios[0] = (sh_io){ .f = h, .op = SH_IO_FSYNC, .cb = aio_done, .data = &w };
+	check(sh_io_submit(&ios[0]), "submit", path);
+	aio_wait_for(&w, AIO_W + 1);
+	for (unsigned i = 0; i < AIO_R; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		iov[i] = (struct iovec){ got[i], 4096 };
+		ios[i] = (sh_io){ .f = h,
+				  .op = SH_IO_READ,
+				  .iov = &iov[i],
+				  .iovcnt = 1,
+				  .off = x % (AIO_LEN - 4096),
+				  .cb = aio_done,
+				  .data = &w };
+		check(sh_io_submit(&ios[i]), "submit", path);
+	}
+	aio_wait_for(&w, AIO_W + 1 + AIO_R);
+	for (unsigned i = 0; i < AIO_R; i++)
+		bad += memcmp(got[i], data + ios[i].off, 4096) != 0;
+	{
+		/* vectored: the whole file into three pieces */
+		struct iovec v[3] = { { back, 1000 },
+				      { back + 1000, AIO_LEN / 2 },
+				      { back + 1000 + AIO_LEN / 2, AIO_LEN / 2 - 1000 } };
+
+		bad += sh_preadv(h, v, 3, 0) != (long)AIO_LEN || memcmp(back, data, AIO_LEN) != 0;
+	}
+	check(sh_close(h), "close", path);
+	printf("{\"ios\":%u,\"failed\":%u,\"wrong\":%u,\"ms\":%.0f}\n", w.done, w.bad, bad,
+	       (double)(mono_ns() - t0) / 1e6);
+	free(data);
+	free(back);
+	return w.bad || bad;
+}
+
 /* Copy a local file into the filesystem, or out of it. */
 static int
 copy(const char *from, const char *to, bool in)
@@ -452,7 +558,8 @@ static const char ns_usage[] =
     "shoal ns FS storm DIR THREADS FILES LOG [PREFIX] | check LOG\n"
     "shoal ns FS put LOCAL PATH | get PATH LOCAL | pwrite PATH OFFSET LOCAL | truncate PATH SIZE\n"
     "shoal ns FS usage (what the drive targets hold) | coherence PATH (two clients)\n"
-    "shoal ns FS scribble PATH SEED (random writes through one handle against a model)";
+    "shoal ns FS scribble PATH SEED (random writes through one handle against a model)\n"
+    "shoal ns FS aio PATH (asynchronous writes and reads, many in flight, checked)";
 
 int
 cmd_ns(struct cli *c, int argc, char **argv)
@@ -527,6 +634,8 @@ cmd_ns(struct cli *c, int argc, char **argv)
 	} else if (strcmp(op, "storm") == 0 && (argc == 6 || argc == 7)) {
 		rc = storm(c, p, (unsigned)atoi(argv[3]), (unsigned)atoi(argv[4]), argv[5],
 			   argc == 7 ? argv[6] : "");
+	} else if (strcmp(op, "aio") == 0) {
+		rc = aio_check(p);
 	} else if (strcmp(op, "scribble") == 0 && argc == 4) {
 		rc = scribble(p, strtoull(argv[3], NULL, 10));
 	} else if (strcmp(op, "pwrite") == 0 && argc == 5) {

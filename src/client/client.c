@@ -32,8 +32,10 @@ struct cop {
 };
 
 struct dref {
+	struct sh_list link; /* in c->inflight (the loop's) */
 	struct cop *o;
 	struct dcall *d;
+	struct net_call *h;
 };
 
 static void
@@ -51,6 +53,7 @@ finish(struct cop *o)
 
 static void ask_cfg(sh_client *c);
 static void on_recall(struct net_req *req, void *arg);
+static void cancel_down(sh_client *c, const struct cfg *n);
 
 static void
 adopt(sh_client *c, const uint8_t *b, size_t len)
@@ -68,6 +71,7 @@ adopt(sh_client *c, const uint8_t *b, size_t len)
 			/* what we learned of the nodes' management addresses */
 			for (uint32_t i = 0; i < n->nnodes; i++)
 				net_peer_ensure(c->mnet, n->nodes[i].id, n->nodes[i].mgmt);
+			cancel_down(c, n);
 		}
 	}
 	if (rc < 0)
@@ -153,15 +157,41 @@ on_dcall(void *arg, int status, const struct net_msg *reply)
 	struct dcall *d = r->d;
 	struct cop *o = r->o;
 
-	d->status = status;
+	d->status = d->peer_down && status == -ECANCELED ? -EHOSTDOWN : status;
 	if (status >= 0 && reply != NULL) {
 		d->got = reply->len < d->cap ? reply->len : d->cap;
 		if (d->got)
 			memcpy(d->out, reply->buf->data + reply->off, d->got);
 	}
+	sh_list_del(&r->link);
 	sh_free(r);
 	if (--o->pending == 0)
 		finish(o);
+}
+
+/*
+ * A newer configuration marks nodes down: the data calls in flight to them
+ * end now (-EHOSTDOWN) rather than at their timeout, so a writer places its
+ * stripe again at once around them (the kill -9 of a backend: stalls of
+ * one timeout per attempt, up to 11 s through a mount, before).
+ */
+static void
+cancel_down(sh_client *c, const struct cfg *n)
+{
+	struct sh_list *pos, *tmp;
+
+	sh_list_for_each_safe (pos, tmp, &c->inflight) {
+		struct dref *r = sh_list_entry(pos, struct dref, link);
+		const struct cfg_node *node = cfg_node_find(n, r->d->peer >> 8);
+
+		if (node != NULL && node->state == CFG_DOWN && r->h != NULL) {
+			struct net_call *h = r->h;
+
+			r->h = NULL; /* once: its callback comes later */
+			r->d->peer_down = true;
+			net_call_cancel(h);
+		}
+	}
 }
 
 static void
@@ -184,8 +214,11 @@ start_calls(sh_client *c, struct cop *o)
 			if (rc == 0) {
 				r->o = o;
 				r->d = d;
+				sh_list_add_tail(&c->inflight, &r->link);
 				rc = net_call(c->dnet, d->peer, d->op, d->iov, d->niov, &opts,
-					      on_dcall, r, NULL);
+					      on_dcall, r, &r->h);
+				if (rc < 0)
+					sh_list_del(&r->link);
 			}
 			if (rc < 0) {
 				sh_free(r);
@@ -471,6 +504,7 @@ sh_client_connect(const char *mgmt, const struct sh_client_opts *opts, sh_client
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
 	sh_list_init(&c->q);
+	sh_list_init(&c->inflight);
 	sh_list_init(&c->fss);
 	c->timeout_ns = (opts && opts->timeout_ms ? opts->timeout_ms : 30000) * 1000000ull;
 	c->view = cfg_new();

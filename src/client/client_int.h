@@ -24,9 +24,10 @@ struct sh_client {
 	struct env_timer poll;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct sh_list q;   /* struct cop to start, under mu */
-	struct cfg *view;   /* the newest configuration, under mu */
-	struct sh_list fss; /* open sh_fs, under mu (recalls find their caches) */
+	struct sh_list q;	 /* struct cop to start, under mu */
+	struct sh_list inflight; /* data calls in flight (the loop's; client.c) */
+	struct cfg *view;	 /* the newest configuration, under mu */
+	struct sh_list fss;	 /* open sh_fs, under mu (recalls find their caches) */
 	uint64_t timeout_ns;
 	uint64_t tag_seed; /* create tags: seed ^ counter (client.h: retried creates) */
 	uint64_t tag_ctr;  /* atomic */
@@ -87,7 +88,8 @@ struct dcall {
 	uint16_t op;
 	struct iovec iov[2];
 	int niov;
-	uint8_t *out; /* the reply's bytes go here, up to cap */
+	uint8_t *out;	/* the reply's bytes go here, up to cap */
+	bool peer_down; /* ended early: a newer configuration marks its node down */
 	size_t cap, got;
 	int status;
 };

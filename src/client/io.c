@@ -324,20 +324,27 @@ run_behind(void *arg)
 static int
 flush_full(sh_file *f)
 {
-	uint64_t off = f->buf_off, end = f->buf_off + f->fill;
+	size_t full = (size_t)ndata(f) * FRAG;
+	uint64_t off, end;
 	struct behind *b;
 	unsigned slot = 0;
-	bool overlap;
 
-	if (!f->checked || end <= INLINE_MAX)
-		return flush(f);
-	do {
-		overlap = false;
+	for (;;) {
+		bool overlap = false;
+
+		/* (again after each wait: other writers had the handle meanwhile) */
+		if (f->fill != full)
+			return 0; /* flushed meanwhile by another writer (and maybe refilled) */
+		off = f->buf_off;
+		end = off + f->fill;
+		if (!f->checked || end <= INLINE_MAX)
+			return flush(f);
 		for (unsigned i = 0; i < BEHIND_MAX; i++)
 			overlap |= f->rng[i].off < end && off < f->rng[i].end;
-		if (overlap || f->behind == BEHIND_MAX)
-			pthread_cond_wait(&f->idle, &f->mu);
-	} while (overlap || f->behind == BEHIND_MAX);
+		if (!overlap && f->behind < BEHIND_MAX)
+			break;
+		pthread_cond_wait(&f->idle, &f->mu);
+	}
 	if (f->err)
 		return f->err;
 	b = sh_calloc(1, sizeof(*b));

@@ -428,8 +428,14 @@ aio_done(sh_io *io)
 	for (int i = 0; i < io->iovcnt; i++)
 		want += (long)io->iov[i].iov_len;
 	pthread_mutex_lock(&w->mu);
-	if (io->result != (io->op == SH_IO_FSYNC ? 0 : want))
-		w->bad++;
+	if (io->result != (io->op == SH_IO_FSYNC ? 0 : want)) {
+		if (w->bad++ < 3)
+			fprintf(stderr, "shoal: asynchronous %s at %llu: %ld, want %ld\n",
+				io->op == SH_IO_READ	? "read"
+				: io->op == SH_IO_WRITE ? "write"
+							: "fsync",
+				(unsigned long long)io->off, io->result, want);
+	}
 	w->done++;
 	pthread_cond_signal(&w->cv);
 	pthread_mutex_unlock(&w->mu);

@@ -32,7 +32,7 @@ struct sh_file {
 	uint8_t *buf; /* the stripe being filled: d x FRAG bytes */
 	uint64_t buf_off;
 	size_t fill;
-	bool checked;	  /* this handle looked whether the file's bytes are inline */
+	bool checked;	  /* this handle knows the file has no inline bytes (it has extents) */
 	int err;	  /* a failed flush, reported by the next call */
 	struct emap *map; /* the extents last fetched (under mu), NULL until a read */
 	/* stripes written in the background (wpool), under mu */
@@ -100,10 +100,12 @@ release(sh_file *f, uint64_t stripe, const uint64_t *targets, const struct dcall
 
 /*
  * Write fill bytes of buf (room for D x FRAG) as one stripe and map them
- * at file offset off.
+ * at file offset off (flags: META_EXTENT_TAKES_INLINE when the stripe holds
+ * the file's inline bytes). -EAGAIN: the file has inline bytes this writer
+ * did not know of (the stripe was released; look again).
  */
 static int
-put_stripe(sh_file *f, uint64_t off, uint8_t *buf, size_t fill)
+put_stripe(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
 {
 	unsigned d = ndata(f), n = nfrags(f);
 	uint32_t frag;
@@ -162,7 +164,9 @@ put_stripe(sh_file *f, uint64_t off, uint8_t *buf, size_t fill)
 						 .d = (uint8_t)d,
 						 .p = (uint8_t)f->fs->code.p,
 						 .frag = frag };
-			struct meta_cmd mc = { .op = META_OP_EXTENT, .ino = f->ino };
+			struct meta_cmd mc = { .op = META_OP_EXTENT,
+					       .ino = f->ino,
+					       .flags = flags };
 			struct sh_enc enc;
 			struct cres res;
 
@@ -204,7 +208,7 @@ inline_now(sh_file *f, uint8_t *buf, size_t *len)
 			    .ino = f->ino,
 			    .max = 1,
 			    .off = 0,
-			    .len = META_INLINE_MAX };
+			    .len = UINT64_MAX }; /* an extent anywhere: not a small file */
 	struct cres res;
 	int rc = client_meta(f->fs->c, &q, &res);
 
@@ -218,6 +222,34 @@ inline_now(sh_file *f, uint8_t *buf, size_t *len)
 	}
 	cres_fini(&res);
 	return rc;
+}
+
+/* The file's inline bytes cur (clen of them) into a stripe of their own (mapping drops them). */
+static int
+move_inline(sh_file *f, const uint8_t *cur, size_t clen)
+{
+	uint8_t *tmp = sh_calloc(ndata(f), FRAG);
+	int rc;
+
+	if (tmp == NULL)
+		return -ENOMEM;
+	memcpy(tmp, cur, clen);
+	rc = put_stripe(f, 0, tmp, clen, META_EXTENT_TAKES_INLINE);
+	sh_free(tmp);
+	return rc;
+}
+
+/* Whatever the file has inline now, into a stripe (after -EAGAIN from a mapping). */
+static int
+take_inline(sh_file *f)
+{
+	uint8_t cur[META_INLINE_MAX];
+	size_t clen = 0;
+	int state = inline_now(f, cur, &clen);
+
+	if (state < 0)
+		return state;
+	return state == 1 && clen > 0 ? move_inline(f, cur, clen) : 0;
 }
 
 /* Write the buffer: inline with the inode if the file stays small, else as a stripe. */
@@ -251,23 +283,27 @@ flush_buf(sh_file *f)
 		mc.dlen = len;
 		rc = ns_cmd(f->fs, meta_ino_bucket(f->ino), &mc, &res);
 		cres_fini(&res);
-		if (rc == 0)
+		if (rc == 0) {
 			f->fill = 0;
-		return rc;
+			/* inline bytes now: a later stripe must take them along (fsx) */
+			f->checked = false;
+		}
+		if (rc != -ENOTEMPTY)
+			return rc;
+		/* extents appeared meanwhile (another writer): a stripe, as for any file */
+		state = 0;
 	}
 	if (state == 1 && clen > 0) {
-		/* the inline bytes move into a stripe of their own first (mapping drops them) */
-		uint8_t *tmp = sh_calloc(ndata(f), FRAG);
-
-		if (tmp == NULL)
-			return -ENOMEM;
-		memcpy(tmp, cur, clen);
-		rc = put_stripe(f, 0, tmp, clen);
-		sh_free(tmp);
+		rc = move_inline(f, cur, clen);
 		if (rc < 0)
 			return rc;
 	}
-	rc = put_stripe(f, f->buf_off, f->buf, f->fill);
+	rc = put_stripe(f, f->buf_off, f->buf, f->fill, 0);
+	if (rc == -EAGAIN && f->checked) {
+		/* another handle gave the file inline bytes since we looked: take them along */
+		f->checked = false;
+		return flush_buf(f);
+	}
 	if (rc == 0)
 		f->fill = 0;
 	return rc;
@@ -299,7 +335,13 @@ run_behind(void *arg)
 	int rc;
 
 	atomic_fetch_add(&f->fs->wgen, 1);
-	rc = put_stripe(f, b->off, b->buf, b->fill);
+	rc = put_stripe(f, b->off, b->buf, b->fill, 0);
+	if (rc == -EAGAIN) {
+		/* another handle gave the file inline bytes: they go first, then this */
+		rc = take_inline(f);
+		if (rc == 0)
+			rc = put_stripe(f, b->off, b->buf, b->fill, 0);
+	}
 	atomic_fetch_add(&f->fs->wgen, 1);
 	pthread_mutex_lock(&f->mu);
 	if (rc < 0 && f->err == 0)

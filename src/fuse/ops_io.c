@@ -151,9 +151,18 @@ void
 sfuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 	    struct fuse_file_info *fi)
 {
-	long n = sh_pwrite(fh(fi), buf, size, (uint64_t)off);
+	long n;
 
-	(void)ino;
+	/*
+	 * O_APPEND is the file system's to honour (no writeback cache): the
+	 * end is the size once what other open files here buffered has landed
+	 * (fsx caught an append that went under another descriptor's write).
+	 */
+	if ((fi->flags & O_APPEND) && (n = sfuse_flush_ino(ino)) < 0) {
+		sfuse_reply_err(req, n);
+		return;
+	}
+	n = sh_pwrite(fh(fi), buf, size, (uint64_t)off);
 	if (n < 0)
 		sfuse_reply_err(req, n);
 	else

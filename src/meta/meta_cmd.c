@@ -173,7 +173,7 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 
 		rc = meta_extent_list_decode(c->data, c->dlen, e, &n);
 		if (rc == 0)
-			rc = meta_extent_set(b, c->ino, e, n, c->now, &r->attr);
+			rc = meta_extent_set(b, c->ino, e, n, c->flags, c->now, &r->attr);
 		else
 			rc = -EINVAL;
 		break;

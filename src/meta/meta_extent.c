@@ -304,7 +304,20 @@ meta_inline_set(struct meta_bucket *b, uint64_t ino, const void *data, size_t le
 		return in.type == META_DIR ? -EISDIR : -EINVAL;
 	if (len == 0 || len > META_INLINE_MAX)
 		return -EINVAL;
-	rc = meta_extent_punch(b, ino, 0, UINT64_MAX); /* the bytes live here now */
+	{
+		/*
+		 * A file with extents anywhere keeps them: inline bytes would hide
+		 * them (a write at the start of a file whose first 4 KiB are a hole
+		 * once replaced a whole file this way — fsx found it). The writer
+		 * writes a stripe instead.
+		 */
+		struct meta_extent e;
+		unsigned n = 0;
+
+		rc = meta_extents(b, ino, 0, UINT64_MAX, &e, 1, &n);
+		if (rc == 0 && n > 0)
+			return -ENOTEMPTY;
+	}
 	inline_key(&k, b->bucket, ino);
 	if (rc == 0)
 		rc = meta_put(b->t, &k, b->ver, data, len, b->keep);
@@ -321,7 +334,7 @@ meta_inline_set(struct meta_bucket *b, uint64_t ino, const void *data, size_t le
 
 int
 meta_extent_set(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e, unsigned n,
-		uint64_t now, struct meta_inode *attr)
+		unsigned flags, uint64_t now, struct meta_inode *attr)
 {
 	struct meta_inode in;
 	int rc = meta_inode_load(b, ino, &in);
@@ -340,6 +353,16 @@ meta_extent_set(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e
 			return -EINVAL;
 		if (e[i].off >= FILE_MAX || e[i].len > FILE_MAX - e[i].off)
 			return -EFBIG;
+	}
+	if (n > 0 && !(flags & META_EXTENT_TAKES_INLINE)) {
+		uint8_t il[META_INLINE_MAX];
+
+		rc = meta_inline_get(b, ino, il, sizeof(il));
+		if (rc >= 0)
+			return -EAGAIN; /* inline bytes the writer did not take along */
+		if (rc != -ENOENT)
+			return rc;
+		rc = 0;
 	}
 	if (n > 0)
 		rc = meta_inline_cut(b, ino, 0); /* a file with extents has no inline bytes */

@@ -49,11 +49,15 @@ int meta_extent_list_decode(const uint8_t *b, size_t len, struct meta_extent *ou
 /*
  * Map [e->off, e->off + e->len) of regular file ino (of this bucket) to
  * the extent, for n extents in order; the file grows to cover them;
- * mtime and ctime become now. -EISDIR, -EINVAL (not a file, a bad
- * extent), -ESTALE, -EFBIG (past 2^63).
+ * mtime and ctime become now. The file's inline bytes, if it has any,
+ * are dropped only with META_EXTENT_TAKES_INLINE (the writer put them in
+ * its stripe); without it: -EAGAIN, nothing changed (a writer that did not
+ * know of them — another handle wrote them since — looks again). -EISDIR,
+ * -EINVAL (not a file, a bad extent), -ESTALE, -EFBIG (past 2^63).
  */
+#define META_EXTENT_TAKES_INLINE 0x1
 int meta_extent_set(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e, unsigned n,
-		    uint64_t now, struct meta_inode *attr);
+		    unsigned flags, uint64_t now, struct meta_inode *attr);
 /* Unmap [start, end) (a truncate: end UINT64_MAX), dropping references. */
 int meta_extent_punch(struct meta_bucket *b, uint64_t ino, uint64_t start, uint64_t end);
 /*
@@ -66,9 +70,10 @@ int meta_extents(struct meta_bucket *b, uint64_t ino, uint64_t off, uint64_t len
 /*
  * Small files: the first bytes of a regular file (at most META_INLINE_MAX)
  * kept in its bucket instead of in a stripe. A file has inline bytes or
- * extents, never both: setting inline bytes drops the extents, mapping an
- * extent drops the inline bytes (the writer includes them in its stripe).
- * The file's size becomes at least len.
+ * extents, never both: setting inline bytes is refused (-ENOTEMPTY) while
+ * the file has an extent anywhere, mapping an extent drops the inline
+ * bytes (the writer includes them in its stripe). The file's size becomes
+ * at least len.
  */
 #define META_INLINE_MAX 4096
 int meta_inline_set(struct meta_bucket *b, uint64_t ino, const void *data, size_t len, uint64_t now,

@@ -868,6 +868,13 @@ def fuse_mount_with_ordinary_tools(c):
         os.makedirs(os.path.join(mnt, "posix"))
         run(sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                          "posix", "posix.py"), os.path.join(mnt, "posix"), ref)
+        # random operations on a file against a model (fsx): writes, holes, truncates,
+        # appends, fallocate, mmap, reopen; the seed is printed
+        seed = str(int(os.environ.get("SH_TEST_SEED", "1")))
+        out = run(sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                               "posix", "fsx.py"), mnt, "--ops", "1500",
+                  "--seed", seed)
+        print("  " + out.strip().splitlines()[-1])
         run("rm", "-rf", os.path.join(mnt, "x"), os.path.join(mnt, "tree"),
             os.path.join(mnt, "posix"))
         check(sorted(os.listdir(mnt)) == sorted(

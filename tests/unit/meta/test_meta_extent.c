@@ -97,12 +97,12 @@ TEST(meta_extent_overwrite_truncate_unlink)
 	fx_open(&f);
 	/* 0..3 MiB of stripe 7 */
 	e[0] = ext(0, 3 << 20, 7, 0);
-	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, e, 1, 20, &in));
+	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, e, 1, 0, 20, &in));
 	SH_ASSERT_EQ(in.size, 3ull << 20);
 	SH_ASSERT_EQ(in.mtime, 20);
 	/* an overwrite in the middle splits it: head and tail keep stripe 7 */
 	e[0] = ext(1 << 20, 4096, 8, 0);
-	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, e, 1, 30, &in));
+	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, e, 1, 0, 30, &in));
 	map(&f, m, sizeof(m));
 	SH_ASSERT_MSG(strcmp(m, "0+1048576@7:0 1048576+4096@8:0 1052672+2093056@7:1052672") == 0,
 		      "%s", m);
@@ -120,7 +120,7 @@ TEST(meta_extent_overwrite_truncate_unlink)
 	}
 	/* stripe 8 overwritten whole: its reference goes, it waits for release */
 	e[0] = ext((1 << 20) - 10, 5000, 9, 100);
-	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, e, 1, 40, &in));
+	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, e, 1, 0, 40, &in));
 	SH_ASSERT_OK(meta_reclaims(&f.b, count, &gone));
 	SH_ASSERT_EQ(gone, 8);
 	SH_ASSERT_OK(meta_reclaim_done(&f.b, 8));
@@ -130,7 +130,7 @@ TEST(meta_extent_overwrite_truncate_unlink)
 	/* a write past the end grows the file (the gap is a hole) */
 	e[0] = ext(10 << 20, 100, 10, 0);
 	e[1] = ext(12 << 20, 100, 11, 0);
-	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, e, 2, 50, &in));
+	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, e, 2, 0, 50, &in));
 	SH_ASSERT_EQ(in.size, (12ull << 20) + 100);
 	/* truncate to 2 MiB: stripes 10, 11 go; stripe 7's tail is cut */
 	sa.size = 2 << 20;
@@ -163,18 +163,18 @@ TEST(meta_extent_bad_input)
 	fx_open(&f);
 	/* past the stripe's data, empty, too many fragments, past 2^63 */
 	e.soff = (4ull << 20) - 50;
-	SH_ASSERT_EQ(meta_extent_set(&f.b, f.ino, &e, 1, 1, NULL), -EINVAL);
+	SH_ASSERT_EQ(meta_extent_set(&f.b, f.ino, &e, 1, 0, 1, NULL), -EINVAL);
 	e = ext(0, 0, 1, 0);
-	SH_ASSERT_EQ(meta_extent_set(&f.b, f.ino, &e, 1, 1, NULL), -EINVAL);
+	SH_ASSERT_EQ(meta_extent_set(&f.b, f.ino, &e, 1, 0, 1, NULL), -EINVAL);
 	e = ext(0, 100, 1, 0);
 	e.p = 20;
-	SH_ASSERT_EQ(meta_extent_set(&f.b, f.ino, &e, 1, 1, NULL), -EINVAL);
+	SH_ASSERT_EQ(meta_extent_set(&f.b, f.ino, &e, 1, 0, 1, NULL), -EINVAL);
 	e = ext(1ull << 63, 100, 1, 0);
-	SH_ASSERT_EQ(meta_extent_set(&f.b, f.ino, &e, 1, 1, NULL), -EFBIG);
+	SH_ASSERT_EQ(meta_extent_set(&f.b, f.ino, &e, 1, 0, 1, NULL), -EFBIG);
 	/* on a directory, on a gone inode */
 	e = ext(0, 100, 1, 0);
-	SH_ASSERT_EQ(meta_extent_set(&f.b, META_ROOT_INO, &e, 1, 1, NULL), -EISDIR);
-	SH_ASSERT_EQ(meta_extent_set(&f.b, f.ino + 1000, &e, 1, 1, NULL), -ESTALE);
+	SH_ASSERT_EQ(meta_extent_set(&f.b, META_ROOT_INO, &e, 1, 0, 1, NULL), -EISDIR);
+	SH_ASSERT_EQ(meta_extent_set(&f.b, f.ino + 1000, &e, 1, 0, 1, NULL), -ESTALE);
 	/* round trips, and a list through a command */
 	len = meta_extent_encode(&e, v, sizeof(v));
 	SH_ASSERT_EQ(len, (int)META_EXTENT_LEN(6));
@@ -216,7 +216,7 @@ TEST(meta_extent_far_offsets)
 	e[1].frag = 16 << 20; /* a long extent: 48 MiB of a 64 MiB stripe */
 	e[1].len = 48ull << 20;
 	e[2] = ext(300ull << 20, 100, 3, 0);
-	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, e, 3, 1, NULL));
+	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, e, 3, 0, 1, NULL));
 	SH_ASSERT_OK(meta_extents(&f.b, f.ino, (100ull << 20) + (47ull << 20), 10, got, 4, &n));
 	SH_ASSERT_EQ(n, 1u);
 	SH_ASSERT_EQ(got[0].stripe, 2);
@@ -229,7 +229,7 @@ TEST(meta_extent_far_offsets)
 	e[0] = ext(0, 100, 4, 0);
 	e[0].frag = 32 << 20;
 	e[0].len = (64ull << 20) + 1;
-	SH_ASSERT_EQ(meta_extent_set(&f.b, f.ino, e, 1, 1, NULL), -EINVAL);
+	SH_ASSERT_EQ(meta_extent_set(&f.b, f.ino, e, 1, 0, 1, NULL), -EINVAL);
 	fx_close(&f);
 }
 
@@ -257,12 +257,27 @@ TEST(meta_inline_small_files)
 	sa.size = 3;
 	SH_ASSERT_OK(meta_setattr(&f.b, f.ino, &sa, 20, &in));
 	SH_ASSERT_EQ(meta_inline_get(&f.b, f.ino, buf, sizeof(buf)), 3);
-	/* an extent replaces them; inline bytes replace extents (their stripe goes) */
-	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, &e, 1, 30, &in));
+	/* an extent replaces them, when its writer took them along (else EAGAIN); inline
+	 * bytes never hide extents (refused while any is left, anywhere in the file); once
+	 * a truncate dropped them, they go inline again */
+	SH_ASSERT_EQ(meta_extent_set(&f.b, f.ino, &e, 1, 0, 30, &in), -EAGAIN);
+	SH_ASSERT_EQ(meta_inline_get(&f.b, f.ino, buf, sizeof(buf)), 3);
+	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, &e, 1, META_EXTENT_TAKES_INLINE, 30, &in));
 	SH_ASSERT_EQ(meta_inline_get(&f.b, f.ino, buf, sizeof(buf)), -ENOENT);
-	SH_ASSERT_OK(meta_inline_set(&f.b, f.ino, "again", 5, 40, &in));
-	SH_ASSERT_EQ(in.size, 100); /* the size stays: the rest is a hole */
+	SH_ASSERT_EQ(meta_inline_set(&f.b, f.ino, "again", 5, 40, &in), -ENOTEMPTY);
+	{
+		struct meta_extent far = ext(1 << 20, 100, 10, 0);
+
+		sa.size = 0;
+		SH_ASSERT_OK(meta_setattr(&f.b, f.ino, &sa, 41, &in));
+		SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, &far, 1, 0, 42, &in));
+		/* the first 4 KiB a hole, an extent far out: still refused */
+		SH_ASSERT_EQ(meta_inline_set(&f.b, f.ino, "again", 5, 43, &in), -ENOTEMPTY);
+		SH_ASSERT_OK(meta_setattr(&f.b, f.ino, &sa, 44, &in));
+	}
+	SH_ASSERT_OK(meta_inline_set(&f.b, f.ino, "again", 5, 45, &in));
+	SH_ASSERT_EQ(in.size, 5);
 	SH_ASSERT_OK(meta_reclaims(&f.b, count, &gone));
-	SH_ASSERT_EQ(gone, 9);
+	SH_ASSERT_EQ(gone, 9 + 10);
 	fx_close(&f);
 }

@@ -9,6 +9,7 @@ directory on its own ports, and stops it at the end. Prints PASS/FAIL per
 test and the closing line "N passed, N failed, N skipped"; on a failure
 the node logs' tails are printed.
 """
+import errno
 import json
 import re
 import os
@@ -897,7 +898,7 @@ def fuse_mount_with_ordinary_tools(c):
         # and changes seen through a file it holds open
         mnt2 = os.path.join(c.dir, "mnt2")
         os.makedirs(mnt2)
-        p = c.shoal("mount", "fs1", mnt2, "-o", "coherent", node=2)
+        p = c.shoal("mount", "fs1", mnt2, "-o", "coherent,timeout=3", node=2)
         check(p.returncode == 0, "second mount: %s" % p.stderr)
         try:
             for size in (100, 70000, 1500000):
@@ -928,6 +929,29 @@ def fuse_mount_with_ordinary_tools(c):
             os.rename(os.path.join(mnt2, "shared"), os.path.join(mnt2, "renamed"))
             check(os.path.exists(os.path.join(mnt, "renamed")), "a rename on mount 2 seen "
                   "on mount 1")
+            # the whole cluster gone: calls fail after the mount's timeout (3 s), never
+            # hang; back, the mount serves again
+            c.local("down")
+            t0 = time.time()
+            try:
+                os.stat(os.path.join(mnt2, "renamed"))
+                raise Fail("a stat with the cluster down succeeded")
+            except OSError as e:
+                check(e.errno in (errno.ETIMEDOUT, errno.EIO), "cluster down: %s" % e)
+            took = time.time() - t0
+            check(took < 15, "a call with the cluster down took %.1f s" % took)
+            c.local("up")
+            end = time.time() + 30
+            while True:
+                try:
+                    with open(os.path.join(mnt2, "renamed"), "rb") as f:
+                        check(f.read() == data, "the file after the cluster came back")
+                    break
+                except OSError:
+                    check(time.time() < end, "the mount did not come back with the cluster")
+                    time.sleep(0.5)
+            print("  cluster down: a call failed after %.1f s; served again once it was up"
+                  % took)
         finally:
             subprocess.run(["fusermount3", "-u", mnt2], capture_output=True, timeout=30)
     finally:

@@ -80,7 +80,7 @@ sfuse_main(const struct sfuse_opts *o)
 	struct fuse_loop_config *lc = NULL;
 	struct fuse_session *se = NULL;
 	struct sfuse s = { .o = *o, .ra_once = PTHREAD_ONCE_INIT };
-	char fsname[128];
+	char fsname[128], maxread[32];
 	int rc;
 
 	if (s.o.threads == 0)
@@ -107,6 +107,10 @@ sfuse_main(const struct sfuse_opts *o)
 	add_opt(&args, fsname);
 	/* the kernel checks permissions as for a local file system */
 	add_opt(&args, "default_permissions");
+	/* libfuse wants max_read both here and in init */
+	snprintf(maxread, sizeof(maxread), "max_read=%u",
+		 (o->max_io_kb ? o->max_io_kb : 1024) * 1024);
+	add_opt(&args, maxread);
 	if (o->allow_other)
 		add_opt(&args, "allow_other");
 	se = fuse_session_new(&args, &sfuse_ops, sizeof(sfuse_ops), &s);

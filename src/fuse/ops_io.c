@@ -99,7 +99,7 @@ sfuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		return;
 	}
 	fi->fh = (uintptr_t)f;
-	fi->direct_io = s->o.coherent; /* coherent: no page cache, every read asks */
+	fi->direct_io = s->o.coherent || s->o.nocache; /* no page cache: every read asks */
 	open_add(e.attr.st_ino, f);
 	e.ino = e.attr.st_ino;
 	e.generation = 1;
@@ -125,7 +125,7 @@ sfuse_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fi->fh = (uintptr_t)f;
 	fi->keep_cache = 0; /* close-to-open: what another client wrote is read again */
-	fi->direct_io = sfuse_of(req)->o.coherent; /* coherent: no page cache, every read asks */
+	fi->direct_io = sfuse_of(req)->o.coherent || sfuse_of(req)->o.nocache;
 	open_add(ino, f);
 	if (fuse_reply_open(req, fi) != 0) {
 		open_del(ino, f);

@@ -306,7 +306,19 @@ op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	sfuse_reply_err(req, sh_removexattr_ino(sfuse_of(req)->fs, ino, name));
 }
 
+/* The session starts: the largest request the kernel may send (-o max_io). */
+static void
+op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct sfuse *s = userdata;
+	unsigned max = s->o.max_io_kb ? s->o.max_io_kb * 1024 : 1u << 20;
+
+	conn->max_write = max;
+	conn->max_read = max;
+}
+
 const struct fuse_lowlevel_ops sfuse_ops = {
+	.init = op_init,
 	.lookup = op_lookup,
 	.forget = op_forget,
 	.getattr = op_getattr,

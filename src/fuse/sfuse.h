@@ -28,6 +28,8 @@ struct sfuse_opts {
 	unsigned timeout_ms;  /* -o timeout=S: how long an operation waits for the cluster */
 	int readahead_kb;     /* -o readahead=KiB (default 4096; 0: the kernel's 128) */
 	bool coherent;	      /* -o coherent: no kernel caching of attributes, names, data */
+	bool nocache;	      /* -o cache=off: no kernel caching of file data */
+	unsigned max_io_kb;   /* -o max_io=KiB: the largest read or write the kernel sends */
 	const char *log;      /* where a daemon logs (default: syslog-less: nowhere) */
 };
 

@@ -894,6 +894,37 @@ def fuse_mount_with_ordinary_tools(c):
               (1111, 2000), "sqlite3 query")
         check(db.execute("pragma integrity_check").fetchone()[0] == "ok", "sqlite3 integrity")
         db.close()
+        # the cache and request-size options: no page cache, 128 KiB requests at most
+        mnt3 = os.path.join(c.dir, "mnt3")
+        os.makedirs(mnt3)
+        p = c.shoal("mount", "fs1", mnt3, "-o", "cache=off,max_io=128", node=3)
+        check(p.returncode == 0, "third mount: %s" % p.stderr)
+        try:
+            with open("/proc/mounts") as f:
+                line = [x for x in f if " %s " % mnt3 in x]
+            check(line and "max_read=131072" in line[0], "max_io=128: %s" % line)
+            blob = os.urandom(3 * 1024 * 1024 + 5)
+            with open(os.path.join(mnt3, "nocache"), "wb") as f:
+                f.write(blob)
+            with open(os.path.join(mnt3, "nocache"), "rb") as f:
+                check(f.read() == blob, "a file through the uncached mount")
+            with open(os.path.join(mnt, "nocache"), "rb") as f:
+                check(f.read() == blob, "the same file through the first mount")
+            os.unlink(os.path.join(mnt3, "nocache"))
+        finally:
+            subprocess.run(["fusermount3", "-u", mnt3], capture_output=True, timeout=30)
+        # in the foreground (-f), SIGTERM unmounts cleanly
+        fg = subprocess.Popen([os.path.join(BIN, "shoal"), "--addr", c.addr(3), "mount", "fs1",
+                               mnt3, "-f"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        end = time.time() + 15
+        while not os.path.ismount(mnt3):
+            check(time.time() < end and fg.poll() is None, "the -f mount never came up")
+            time.sleep(0.1)
+        check(os.path.exists(os.path.join(mnt, "t.tar")) and
+              os.path.exists(os.path.join(mnt3, "t.tar")), "the -f mount serves")
+        fg.send_signal(signal.SIGTERM)
+        check(fg.wait(timeout=15) == 0, "the -f mount's exit status after SIGTERM")
+        check(not os.path.ismount(mnt3), "still mounted after SIGTERM")
         # a second mount of the same filesystem, coherent: close-to-open between them,
         # and changes seen through a file it holds open
         mnt2 = os.path.join(c.dir, "mnt2")

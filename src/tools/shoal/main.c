@@ -38,7 +38,8 @@ static const char usage_text[] =
     "  ns FS put LOCAL PATH | ns FS get PATH LOCAL | ns FS pwrite PATH OFFSET LOCAL\n"
     "  ns FS truncate PATH SIZE | ns FS usage\n"
     "  mount [ADDR/]FS DIR [-f] [-o "
-    "allow_other,coherent,attr_timeout=S,entry_timeout=S,threads=N,timeout=S,readahead=KIB]\n"
+    "allow_other,coherent,cache=on|off,attr_timeout=S,entry_timeout=S,threads=N,timeout=S,\n"
+    "          readahead=KIB,max_io=KIB]\n"
     "  umount DIR\n";
 
 void

@@ -22,6 +22,10 @@ parse_o(struct sfuse_opts *o, char *s)
 			o->allow_other = true;
 		else if (strcmp(tok, "coherent") == 0)
 			o->coherent = true;
+		else if (strcmp(tok, "cache") == 0 && v && (!strcmp(v, "on") || !strcmp(v, "off")))
+			o->nocache = strcmp(v, "off") == 0;
+		else if (strcmp(tok, "max_io") == 0 && v && atoi(v) >= 4 && atoi(v) <= 1024)
+			o->max_io_kb = (unsigned)atoi(v);
 		else if (strcmp(tok, "attr_timeout") == 0 && v)
 			o->attr_timeout = atof(v);
 		else if (strcmp(tok, "entry_timeout") == 0 && v)
@@ -41,7 +45,11 @@ int
 cmd_mount(struct cli *c, int argc, char **argv)
 {
 	struct sfuse_opts o = {
-		.attr_timeout = 1, .entry_timeout = 1, .timeout_ms = 30000, .readahead_kb = 4096
+		.attr_timeout = 1,
+		.entry_timeout = 1,
+		.timeout_ms = 30000,
+		.readahead_kb = 4096,
+		.max_io_kb = 1024,
 	};
 	static char addr[512];
 	const char *what = NULL;

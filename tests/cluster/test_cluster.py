@@ -909,7 +909,7 @@ def fuse_mount_with_ordinary_tools(c):
         check(p.returncode == 0, "third mount: %s" % p.stderr)
         try:
             with open("/proc/mounts") as f:
-                line = [x for x in f if " %s " % mnt3 in x]
+                line = [x for x in f if " %s " % os.path.realpath(mnt3) in x]
             check(line and "max_read=131072" in line[0], "max_io=128: %s" % line)
             blob = os.urandom(3 * 1024 * 1024 + 5)
             with open(os.path.join(mnt3, "nocache"), "wb") as f:

@@ -80,7 +80,7 @@ sfuse_main(const struct sfuse_opts *o)
 	struct fuse_loop_config *lc = NULL;
 	struct fuse_session *se = NULL;
 	struct sfuse s = { .o = *o, .ra_once = PTHREAD_ONCE_INIT };
-	char fsname[128], maxread[32];
+	char fsname[128], maxread[32], dir[PATH_MAX];
 	int rc;
 
 	if (s.o.threads == 0)
@@ -119,7 +119,14 @@ sfuse_main(const struct sfuse_opts *o)
 		fprintf(stderr, "shoal: cannot start a FUSE session\n");
 		return -EIO;
 	}
-	if (fuse_set_signal_handlers(se) != 0 || fuse_session_mount(se, o->dir) != 0) {
+	/* an absolute mount point: a daemon changes to /, and unmounting names it again */
+	if (realpath(o->dir, dir) == NULL) {
+		rc = -errno;
+		fprintf(stderr, "shoal: mount point %s: %s\n", o->dir, strerror(-rc));
+		goto out;
+	}
+	s.o.dir = dir;
+	if (fuse_set_signal_handlers(se) != 0 || fuse_session_mount(se, dir) != 0) {
 		fprintf(stderr,
 			"shoal: cannot mount on %s (is /dev/fuse usable, fuse3 installed?)\n",
 			o->dir);

@@ -307,19 +307,17 @@ export_whole(struct mgroup *g, struct raft_buffer *out)
  * index v1_idx) into the store, durably: every bucket of the group is
  * replaced. -EBADMSG leaves the store as it was.
  */
-static int
-install_whole(struct mgroup *g, const uint8_t *p, size_t len, uint64_t v1_idx)
+int
+mgroup_snap_walk(const uint8_t *p, size_t len, uint64_t *idx, mgroup_snap_fn fn, void *arg)
 {
 	struct sh_dec d;
-	struct meta_txn *t;
-	uint64_t idx = v1_idx;
 	uint32_t nb;
-	int rc;
+	int rc = 0;
 
 	sh_dec_init(&d, p, len);
 	switch (sh_dec_u8(&d)) {
 	case SNAP_WHOLE:
-		idx = sh_dec_u64(&d);
+		*idx = sh_dec_u64(&d);
 		break;
 	case SNAP_WHOLE_V1:
 		break;
@@ -327,30 +325,60 @@ install_whole(struct mgroup *g, const uint8_t *p, size_t len, uint64_t v1_idx)
 		return -EBADMSG;
 	}
 	nb = sh_dec_u32(&d);
-	rc = meta_txn_begin(g->p.db, true, &t);
-	if (rc < 0)
-		return rc;
-	for (unsigned i = 0; i < g->p.nb && rc == 0; i++)
-		rc = meta_drop_bucket(t, g->buckets[i]);
 	for (uint32_t i = 0; i < nb && rc == 0 && !sh_dec_error(&d); i++) {
 		uint16_t bucket = sh_dec_u16(&d);
 		size_t blen;
 		const uint8_t *b = sh_dec_blob(&d, SIZE_MAX, &blen);
 
-		if (sh_dec_error(&d) || !mgroup_has_bucket(g, bucket))
-			rc = -EBADMSG;
-		else
-			rc = meta_import_bucket(t, bucket, b, blen);
+		if (!sh_dec_error(&d))
+			rc = fn(arg, bucket, b, blen);
 	}
+	sh_dec_end(&d);
 	if (rc == 0 && sh_dec_error(&d))
 		rc = -EBADMSG;
+	return rc;
+}
+
+struct install {
+	struct mgroup *g;
+	struct meta_txn *t;
+};
+
+static int
+install_bucket(void *arg, uint16_t bucket, const uint8_t *b, size_t len)
+{
+	struct install *in = arg;
+
+	if (!mgroup_has_bucket(in->g, bucket))
+		return -EBADMSG;
+	return meta_import_bucket(in->t, bucket, b, len);
+}
+
+/*
+ * Install a whole state (SNAP_WHOLE or an older log's SNAP_WHOLE_V1 at
+ * index v1_idx) into the store, durably: every bucket of the group is
+ * replaced. -EBADMSG leaves the store as it was.
+ */
+static int
+install_whole(struct mgroup *g, const uint8_t *p, size_t len, uint64_t v1_idx)
+{
+	struct install in = { .g = g };
+	uint64_t idx = v1_idx;
+	int rc = meta_txn_begin(g->p.db, true, &in.t);
+
+	if (rc < 0)
+		return rc;
+	for (unsigned i = 0; i < g->p.nb && rc == 0; i++)
+		rc = meta_drop_bucket(in.t, g->buckets[i]);
 	if (rc == 0)
-		rc = applied_put(g, t, idx);
+		rc = mgroup_snap_walk(p, len, &idx, install_bucket, &in);
+	if (rc == 0)
+		rc = applied_put(g, in.t, idx);
 	if (rc < 0) {
-		meta_txn_abort(t);
+		meta_txn_abort(in.t);
 		return rc;
 	}
-	rc = meta_txn_commit(t);
+	rc = meta_txn_commit(in.t);
 	if (rc == 0)
 		rc = meta_db_flush(g->p.db, true);
 	if (rc == 0)

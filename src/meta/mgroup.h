@@ -96,4 +96,13 @@ struct mgroup_info {
 };
 void mgroup_info(struct mgroup *g, struct mgroup_info *out);
 
+/*
+ * A whole group state as sent to a follower (docs/ondisk.md, "Bucket
+ * store"): fn(arg, bucket, export, len) for each bucket, in order, *idx
+ * set to the index it holds (left as it is for an older log's format).
+ * 0, fn's first error, or -EBADMSG (fuzzed: tests/fuzz/fuzz_meta_snap.c).
+ */
+typedef int (*mgroup_snap_fn)(void *arg, uint16_t bucket, const uint8_t *b, size_t len);
+int mgroup_snap_walk(const uint8_t *p, size_t len, uint64_t *idx, mgroup_snap_fn fn, void *arg);
+
 #endif /* SH_META_MGROUP_H */

@@ -137,6 +137,20 @@ dirty(struct mgroup *g)
 	}
 }
 
+/* Record idx in write transaction t, commit it, make the store durable: it holds idx. */
+static int
+commit_durable(struct mgroup *g, struct meta_txn *t, uint64_t idx)
+{
+	int rc = applied_put(g, t, idx);
+
+	rc = rc < 0 ? (meta_txn_abort(t), rc) : meta_txn_commit(t);
+	if (rc == 0)
+		rc = meta_db_flush(g->p.db, true);
+	if (rc == 0)
+		g->applied = idx;
+	return rc;
+}
+
 /* Make the store durable, holding applied index idx (>= what it holds). */
 static int
 store_sync(struct mgroup *g, uint64_t idx)
@@ -144,15 +158,7 @@ store_sync(struct mgroup *g, uint64_t idx)
 	struct meta_txn *t;
 	int rc = meta_txn_begin(g->p.db, true, &t);
 
-	if (rc == 0) {
-		rc = applied_put(g, t, idx);
-		rc = rc < 0 ? (meta_txn_abort(t), rc) : meta_txn_commit(t);
-	}
-	if (rc == 0)
-		rc = meta_db_flush(g->p.db, true);
-	if (rc == 0)
-		g->applied = idx;
-	return rc;
+	return rc < 0 ? rc : commit_durable(g, t, idx);
 }
 
 /* ---- the state machine ---- */
@@ -372,18 +378,11 @@ install_whole(struct mgroup *g, const uint8_t *p, size_t len, uint64_t v1_idx)
 		rc = meta_drop_bucket(in.t, g->buckets[i]);
 	if (rc == 0)
 		rc = mgroup_snap_walk(p, len, &idx, install_bucket, &in);
-	if (rc == 0)
-		rc = applied_put(g, in.t, idx);
 	if (rc < 0) {
 		meta_txn_abort(in.t);
 		return rc;
 	}
-	rc = meta_txn_commit(in.t);
-	if (rc == 0)
-		rc = meta_db_flush(g->p.db, true);
-	if (rc == 0)
-		g->applied = idx;
-	return rc;
+	return commit_durable(g, in.t, idx);
 }
 
 static int

@@ -54,6 +54,9 @@ struct mgroup {
 	struct sh_list props;	/* struct prop in flight */
 	struct sh_list waiters; /* struct waiter */
 	struct env_timer tick;
+	bool demoted;	   /* this node is marked down: hand leadership over */
+	bool transferring; /* a transfer in flight */
+	struct raft_transfer xfer;
 	struct rio_snap_hooks hooks;
 	struct env_timer flush; /* the store's batch, committed soon after an apply */
 	bool flush_armed;
@@ -564,12 +567,42 @@ mgroup_wait_ready(struct mgroup *g, uint64_t timeout_ns, void (*cb)(void *arg, i
 }
 
 static void
+on_transferred(struct raft_transfer *req)
+{
+	struct mgroup *g = req->data;
+
+	g->transferring = false;
+}
+
+/* Marked down, yet leading: clients skip this node, so another member should lead. */
+static void
+hand_over(struct mgroup *g)
+{
+	if (!g->demoted || g->transferring || !g->started || raft_state(&g->raft) != RAFT_LEADER)
+		return;
+	g->xfer.data = g;
+	if (raft_transfer(&g->raft, &g->xfer, 0, on_transferred) == 0) {
+		g->transferring = true;
+		sh_log_info("group %#x: this node is marked down: handing leadership over",
+			    g->p.id);
+	}
+}
+
+void
+mgroup_set_demoted(struct mgroup *g, bool demoted)
+{
+	g->demoted = demoted;
+	hand_over(g);
+}
+
+static void
 on_tick(struct env_timer *t)
 {
 	struct mgroup *g = t->arg;
 
 	if (g->closing)
 		return;
+	hand_over(g);
 	check_ready(g);
 	if (!sh_list_empty(&g->waiters))
 		wake_waiters(g, false);

@@ -61,6 +61,12 @@ bool mgroup_has_bucket(const struct mgroup *g, uint16_t bucket);
 const uint16_t *mgroup_buckets(const struct mgroup *g, unsigned *n);
 /* A leader with every committed entry applied: may serve reads and propose. */
 bool mgroup_ready(struct mgroup *g);
+/*
+ * This node is marked down in the configuration (or no longer): while it
+ * is, a leader here hands leadership to another member (clients skip
+ * nodes marked down, so a group led here would answer no one).
+ */
+void mgroup_set_demoted(struct mgroup *g, bool demoted);
 /* Whom to ask instead: the known leader's Raft id, 0 if none. */
 uint64_t mgroup_leader(struct mgroup *g);
 /*

@@ -366,6 +366,19 @@ msvc_set_cfg(struct msvc *s, const struct cfg *c)
 				sh_log_error("filesystem %s: metadata: %s", c->fs[i].name,
 					     sh_strerror(rc));
 		}
+	/* marked down while alive (a management network cut): lead nothing */
+	{
+		const struct cfg_node *me = cfg_node_find(c, s->self >> 8);
+		bool down = me != NULL && me->state == CFG_DOWN;
+
+		sh_list_for_each (pos, &s->fss) {
+			struct mfs *fs = sh_list_entry(pos, struct mfs, link);
+
+			for (uint32_t g = 0; g < fs->ngroups; g++)
+				if (fs->groups[g] != NULL)
+					mgroup_set_demoted(fs->groups[g], down);
+		}
+	}
 	return 0;
 }
 

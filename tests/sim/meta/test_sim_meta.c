@@ -1248,3 +1248,65 @@ TEST(data_acked_stripes_survive_crashes)
 {
 	run_data(sh_test_seed());
 }
+
+/* ---- a node marked down while it is alive ---- */
+
+static void
+set_state(struct world *w, int node, uint8_t state)
+{
+	char msg[CFG_MSG_MAX];
+	struct cfg_cmd c = { .op = CFG_OP_NODE_STATE, .id = (uint64_t)node, .state = state };
+
+	SH_ASSERT_MSG(cfg_apply(w->cfg, &c, msg, sizeof(msg)) == 0, "%s", msg);
+	for (int i = 1; i <= N; i++)
+		if (w->n[i].up)
+			SH_ASSERT_OK(msvc_set_cfg(w->n[i].svc, w->cfg));
+	SH_ASSERT_OK(mroute_set_cfg(w->rt, w->cfg));
+}
+
+static bool
+leads_nothing(void *arg)
+{
+	struct node *n = arg;
+	struct msvc_group_info gi[64];
+	unsigned k = msvc_groups(n->svc, gi, 64);
+
+	for (unsigned i = 0; i < k && i < 64; i++)
+		if (gi[i].ready)
+			return false;
+	return true;
+}
+
+/*
+ * The configuration marks a node down while it is alive (its management
+ * network cut, say): clients skip it, so its groups' leaders hand over to
+ * other members, and creates go on in every bucket. Back up, it may lead
+ * again.
+ */
+TEST(meta_leaders_marked_down_hand_over)
+{
+	static struct world w;
+	int victim = 0;
+
+	world_start(&w, sh_test_seed(), 4ull << 20);
+	for (int i = 1; i <= N && victim == 0; i++)
+		if (!leads_nothing(&w.n[i]))
+			victim = i;
+	SH_ASSERT(victim > 0);
+	set_state(&w, victim, CFG_DOWN);
+	SH_ASSERT_MSG(sim_run_until(w.sim, leads_nothing, &w.n[victim], 10 * SH_NSEC_PER_SEC),
+		      "seed %llu: node %d marked down still leads", (unsigned long long)w.seed,
+		      victim);
+	for (int i = 0; i < 3 * NBUCKETS; i++) {
+		char name[16];
+		uint64_t ino;
+		int rc;
+
+		snprintf(name, sizeof(name), "m%d", i);
+		rc = mk(&w, META_ROOT_INO, name, META_REG, &ino);
+		SH_ASSERT_MSG(rc == 0, "seed %llu: create %s with node %d marked down: %s",
+			      (unsigned long long)w.seed, name, victim, sh_errname(rc));
+	}
+	set_state(&w, victim, CFG_UP);
+	world_end(&w);
+}

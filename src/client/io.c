@@ -532,18 +532,16 @@ degraded(sh_file *f, const struct meta_extent *e, uint64_t soff, size_t len, uin
 	return rc;
 }
 
-/* Read [a, b) of the file covered by extent e into dst (dst is the file offset a). */
-static int
-read_extent(sh_file *f, const struct meta_extent *e, uint64_t a, uint64_t b, uint8_t *dst)
+/*
+ * The data fragments' byte ranges that hold [a, b) of the file, covered by
+ * extent e, into pc (dst is the file offset a): how many.
+ */
+static unsigned
+pieces(const struct meta_extent *e, uint64_t a, uint64_t b, uint8_t *dst, struct piece *pc)
 {
 	uint64_t s0 = e->soff + (a - e->off), s1 = e->soff + (b - e->off);
-	struct piece pc[EC_D_MAX];
-	struct dcall calls[EC_D_MAX];
-	uint8_t hdr[EC_D_MAX][STORE_PROTO_HDR + 8];
 	unsigned np = 0;
-	bool ok = true;
 
-	/* the data fragments' byte ranges, in parallel */
 	for (uint64_t s = s0; s < s1 && np < EC_D_MAX;) {
 		unsigned i = (unsigned)(s / e->frag);
 		uint64_t end = (uint64_t)(i + 1) * e->frag < s1 ? (uint64_t)(i + 1) * e->frag : s1;
@@ -554,14 +552,67 @@ read_extent(sh_file *f, const struct meta_extent *e, uint64_t a, uint64_t b, uin
 					   .dst = dst + (s - s0) };
 		s = end;
 	}
-	get_calls(f, e, pc, np, calls, hdr);
-	client_calls(f->fs->c, calls, np, GET_NS);
-	for (unsigned i = 0; i < np; i++)
-		ok &= calls[i].status >= 0 && calls[i].got == pc[i].len;
-	if (ok)
-		return 0;
-	/* a target down, silent, or a corrupt block (-EBADMSG): decode from the others */
-	return degraded(f, e, s0, (size_t)(s1 - s0), dst);
+	return np;
+}
+
+#define READ_BATCH 8 /* extents whose fragments are asked at once */
+
+struct rbatch {
+	struct piece pc[READ_BATCH * EC_D_MAX];
+	struct dcall calls[READ_BATCH * EC_D_MAX];
+	uint8_t hdr[READ_BATCH * EC_D_MAX][STORE_PROTO_HDR + 8];
+	unsigned first[READ_BATCH + 1];
+};
+
+/*
+ * Read [at, upto) of the file, covered by extents ex[0..n), into buf (the
+ * file offset off): the fragment ranges of up to READ_BATCH extents in
+ * one round, all in parallel; an extent whose fragments do not all come
+ * (a target down or silent, a corrupt block) is decoded from the others.
+ */
+static int
+read_extents(sh_file *f, const struct meta_extent *ex, unsigned n, uint64_t at, uint64_t upto,
+	     uint8_t *buf, uint64_t off)
+{
+	struct rbatch *r = sh_malloc(sizeof(*r));
+	int rc = r == NULL ? -ENOMEM : 0;
+
+	for (unsigned i0 = 0; rc == 0 && i0 < n; i0 += READ_BATCH) {
+		unsigned k = n - i0 < READ_BATCH ? n - i0 : READ_BATCH, np = 0;
+
+		for (unsigned j = 0; j < k; j++) {
+			const struct meta_extent *e = &ex[i0 + j];
+			uint64_t a = e->off > at ? e->off : at;
+			uint64_t b = e->off + e->len < upto ? e->off + e->len : upto;
+			unsigned c = a < b ? pieces(e, a, b, buf + (a - off), r->pc + np) : 0;
+
+			r->first[j] = np;
+			get_calls(f, e, r->pc + np, c, r->calls + np, r->hdr + np);
+			np += c;
+		}
+		r->first[k] = np;
+		client_calls(f->fs->c, r->calls, np, GET_NS);
+		for (unsigned j = 0; rc == 0 && j < k; j++) {
+			const struct meta_extent *e = &ex[i0 + j];
+			uint64_t a = e->off > at ? e->off : at;
+			uint64_t b = e->off + e->len < upto ? e->off + e->len : upto;
+			bool ok = true;
+
+			for (unsigned i = r->first[j]; i < r->first[j + 1]; i++)
+				ok &= r->calls[i].status >= 0 && r->calls[i].got == r->pc[i].len;
+			if (!ok)
+				rc = degraded(f, e, e->soff + (a - e->off), (size_t)(b - a),
+					      buf + (a - off));
+		}
+	}
+	sh_free(r);
+	return rc;
+}
+
+static uint64_t
+ctime_ns(const struct stat *st)
+{
+	return (uint64_t)st->st_ctim.tv_sec * 1000000000ull + (uint64_t)st->st_ctim.tv_nsec;
 }
 
 /*
@@ -569,12 +620,6 @@ read_extent(sh_file *f, const struct meta_extent *e, uint64_t a, uint64_t b, uin
  * and *upto, how far they describe the file (<= end). 0, or 1 if the map
  * does not hold at or is stale (the file's attributes are st now).
  */
-static uint64_t
-ctime_ns(const struct stat *st)
-{
-	return (uint64_t)st->st_ctim.tv_sec * 1000000000ull + (uint64_t)st->st_ctim.tv_nsec;
-}
-
 static int
 map_get(sh_file *f, const struct stat *st, uint64_t at, uint64_t end, struct meta_extent *ex,
 	unsigned max, unsigned *n, uint64_t *upto)
@@ -713,13 +758,7 @@ sh_pread(sh_file *f, void *buf, size_t len, uint64_t off)
 				return rc;
 			fetched = true;
 		}
-		for (unsigned i = 0; rc == 0 && i < n; i++) {
-			uint64_t a = ex[i].off > at ? ex[i].off : at;
-			uint64_t b = ex[i].off + ex[i].len < upto ? ex[i].off + ex[i].len : upto;
-
-			if (a < b)
-				rc = read_extent(f, &ex[i], a, b, (uint8_t *)buf + (a - off));
-		}
+		rc = read_extents(f, ex, n, at, upto, buf, off);
 		if (rc < 0 && !fetched) {
 			/* a kept map may name stripes since released: once more, afresh */
 			map_drop(f);

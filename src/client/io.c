@@ -43,6 +43,16 @@ struct sh_file {
 	} rng[BEHIND_MAX];	    /* what each covers (off == end: a free slot) */
 	uint8_t *spare[BEHIND_MAX]; /* stripe buffers to reuse */
 	unsigned nspare;
+	/* read-ahead for a sequential reader (under mu; filled by the AIO threads) */
+	struct {
+		uint8_t *buf;
+		uint64_t off, len;	     /* what buf holds (len 0: nothing) */
+		uint64_t want_off, want_len; /* what is being fetched, while busy */
+		bool busy;
+		uint64_t wgen, ctime_ns, size; /* the file as it was then */
+		uint64_t seq_end;	       /* where the last read ended */
+		unsigned seq;		       /* reads in a row, each where the last ended */
+	} ra;
 };
 
 /*
@@ -717,12 +727,132 @@ map_drop(sh_file *f)
 	pthread_mutex_unlock(&f->mu);
 }
 
+/* Read [off, end) of the file, whose attributes are st, into buf. 0 or -errno. */
+static int
+read_range(sh_file *f, const struct stat *st, uint8_t *buf, uint64_t off, uint64_t end)
+{
+	bool fetched = false;
+	int rc;
+
+	memset(buf, 0, (size_t)(end - off)); /* holes read as zeros */
+	for (uint64_t at = off; at < end;) {
+		struct meta_extent ex[EXTENTS_BATCH];
+		unsigned n = 0;
+		uint64_t upto = end;
+
+		if (map_get(f, st, at, end, ex, EXTENTS_BATCH, &n, &upto) != 0) {
+			rc = map_fetch(f, st, at, off, end, buf, ex, &n, &upto);
+			if (rc == 1)
+				break; /* inline */
+			if (rc < 0)
+				return rc;
+			fetched = true;
+		}
+		rc = read_extents(f, ex, n, at, upto, buf, off);
+		if (rc < 0 && !fetched) {
+			/* a kept map may name stripes since released: once more, afresh */
+			map_drop(f);
+			memset(buf + (at - off), 0, (size_t)(end - at));
+			fetched = true;
+			continue;
+		}
+		if (rc < 0)
+			return rc;
+		at = upto;
+	}
+	return 0;
+}
+
+/* ---- read-ahead ---- */
+
+/* The read-ahead is valid for the file as st describes it now. */
+static bool
+ra_valid(const sh_file *f, const struct stat *st)
+{
+	return f->ra.len > 0 && f->ra.wgen == atomic_load(&f->fs->wgen) &&
+	       f->ra.ctime_ns == ctime_ns(st) && f->ra.size == (uint64_t)st->st_size;
+}
+
+struct ra_job {
+	sh_file *f;
+	struct stat st;
+	uint64_t off, len, wgen;
+	uint8_t *buf;
+};
+
+static void
+run_ra(void *arg)
+{
+	struct ra_job *j = arg;
+	sh_file *f = j->f;
+	int rc = read_range(f, &j->st, j->buf, j->off, j->off + j->len);
+
+	pthread_mutex_lock(&f->mu);
+	if (rc == 0) {
+		uint8_t *old = f->ra.buf;
+
+		f->ra.buf = j->buf;
+		j->buf = old;
+		f->ra.off = j->off;
+		f->ra.len = j->len;
+		f->ra.wgen = j->wgen;
+		f->ra.ctime_ns = ctime_ns(&j->st);
+		f->ra.size = (uint64_t)j->st.st_size;
+	}
+	f->ra.busy = false;
+	pthread_cond_broadcast(&f->idle);
+	pthread_mutex_unlock(&f->mu);
+	sh_free(j->buf);
+	sh_free(j);
+}
+
+/*
+ * Under mu: after a read of [off, end) that followed the one before it,
+ * fetch the next RA_LEN bytes in the background (unless they are held or
+ * coming already).
+ */
+static void
+ra_next(sh_file *f, const struct stat *st, uint64_t off, uint64_t end)
+{
+	size_t ra_len = (size_t)2 * ndata(f) * FRAG;
+	uint64_t size = (uint64_t)st->st_size, want_end = end + ra_len < size ? end + ra_len : size;
+	struct ra_job *j;
+
+	f->ra.seq = off == f->ra.seq_end ? f->ra.seq + 1 : 0;
+	f->ra.seq_end = end;
+	if (f->ra.seq == 0 || f->ra.busy || end >= size)
+		return;
+	if (ra_valid(f, st) && f->ra.off <= end && f->ra.off + f->ra.len >= want_end)
+		return;
+	j = sh_calloc(1, sizeof(*j));
+	if (j != NULL)
+		j->buf = sh_malloc(ra_len);
+	if (j == NULL || j->buf == NULL) {
+		if (j != NULL)
+			sh_free(j);
+		return; /* short of memory: no read-ahead */
+	}
+	j->f = f;
+	j->st = *st;
+	j->off = end;
+	j->len = want_end - end;
+	j->wgen = atomic_load(&f->fs->wgen);
+	f->ra.busy = true;
+	f->ra.want_off = j->off;
+	f->ra.want_len = j->len;
+	if (wpool_run(f->fs, WPOOL_AIO, run_ra, j) < 0) {
+		f->ra.busy = false;
+		sh_free(j->buf);
+		sh_free(j);
+	}
+}
+
 long
 sh_pread(sh_file *f, void *buf, size_t len, uint64_t off)
 {
 	struct stat st;
-	uint64_t end, at;
-	bool fetched = false;
+	uint64_t end;
+	bool hit = false;
 	int rc;
 
 	pthread_mutex_lock(&f->mu);
@@ -744,32 +874,20 @@ sh_pread(sh_file *f, void *buf, size_t len, uint64_t off)
 	if (off >= (uint64_t)st.st_size || len == 0)
 		return 0;
 	end = (uint64_t)st.st_size - off < len ? (uint64_t)st.st_size : off + len;
-	memset(buf, 0, (size_t)(end - off)); /* holes read as zeros */
-	for (at = off; at < end;) {
-		struct meta_extent ex[EXTENTS_BATCH];
-		unsigned n = 0;
-		uint64_t upto = end;
-
-		if (map_get(f, &st, at, end, ex, EXTENTS_BATCH, &n, &upto) != 0) {
-			rc = map_fetch(f, &st, at, off, end, buf, ex, &n, &upto);
-			if (rc == 1)
-				break; /* inline */
-			if (rc < 0)
-				return rc;
-			fetched = true;
-		}
-		rc = read_extents(f, ex, n, at, upto, buf, off);
-		if (rc < 0 && !fetched) {
-			/* a kept map may name stripes since released: once more, afresh */
-			map_drop(f);
-			memset((uint8_t *)buf + (at - off), 0, (size_t)(end - at));
-			fetched = true;
-			rc = 0;
-			continue;
-		}
+	/* sequential readers: from the read-ahead when it holds the range (or is fetching it) */
+	pthread_mutex_lock(&f->mu);
+	while (f->ra.busy && off >= f->ra.want_off && end <= f->ra.want_off + f->ra.want_len)
+		pthread_cond_wait(&f->idle, &f->mu);
+	if (ra_valid(f, &st) && off >= f->ra.off && end <= f->ra.off + f->ra.len) {
+		memcpy(buf, f->ra.buf + (off - f->ra.off), (size_t)(end - off));
+		hit = true;
+	}
+	ra_next(f, &st, off, end);
+	pthread_mutex_unlock(&f->mu);
+	if (!hit) {
+		rc = read_range(f, &st, buf, off, end);
 		if (rc < 0)
 			return rc;
-		at = upto;
 	}
 	return (long)(end - off);
 }
@@ -977,6 +1095,11 @@ sh_close(sh_file *f)
 	if (f == NULL)
 		return -EINVAL;
 	rc = sh_fsync(f);
+	pthread_mutex_lock(&f->mu);
+	while (f->ra.busy)
+		pthread_cond_wait(&f->idle, &f->mu);
+	pthread_mutex_unlock(&f->mu);
+	sh_free(f->ra.buf);
 	pthread_cond_destroy(&f->idle);
 	pthread_mutex_destroy(&f->mu);
 	while (f->nspare > 0)

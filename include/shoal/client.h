@@ -44,6 +44,12 @@ typedef struct sh_dir sh_dir;
 
 struct sh_client_opts {
 	unsigned timeout_ms; /* per operation; 0: 30 s */
+	/*
+	 * The fragment size of the stripes this client writes, in KiB: 4 to
+	 * 2048, a multiple of 4 (-EINVAL otherwise); 0: 128. A stripe holds
+	 * D of them (512 KiB for 4+2 at 128). Readers take any size.
+	 */
+	unsigned frag_kb;
 };
 
 /*

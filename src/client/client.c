@@ -482,6 +482,9 @@ sh_client_connect(const char *mgmt, const struct sh_client_opts *opts, sh_client
 	sh_client *c;
 	int rc = -EINVAL;
 
+	if (opts != NULL && opts->frag_kb != 0 &&
+	    (opts->frag_kb < 4 || opts->frag_kb > 2048 || opts->frag_kb % 4 != 0))
+		return -EINVAL;
 	/* the first address that answers */
 	while (p != NULL && *p) {
 		const char *comma = strchr(p, ',');
@@ -507,6 +510,7 @@ sh_client_connect(const char *mgmt, const struct sh_client_opts *opts, sh_client
 	sh_list_init(&c->inflight);
 	sh_list_init(&c->fss);
 	c->timeout_ns = (opts && opts->timeout_ms ? opts->timeout_ms : 30000) * 1000000ull;
+	c->frag = (opts && opts->frag_kb ? opts->frag_kb : 128) * 1024u;
 	c->view = cfg_new();
 	c->env = env_real_create(&eo);
 	if (c->view == NULL || c->env == NULL) {

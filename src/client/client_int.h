@@ -29,6 +29,7 @@ struct sh_client {
 	struct cfg *view;	 /* the newest configuration, under mu */
 	struct sh_list fss;	 /* open sh_fs, under mu (recalls find their caches) */
 	uint64_t timeout_ns;
+	uint32_t frag;	   /* the fragment size of the stripes written (sh_client_opts.frag_kb) */
 	uint64_t tag_seed; /* create tags: seed ^ counter (client.h: retried creates) */
 	uint64_t tag_ctr;  /* atomic */
 	uint64_t cfg_node; /* the node asked for the configuration */

@@ -13,8 +13,7 @@
 #include "../store/store_proto.h"
 #include "client_int.h"
 
-#define FRAG	      (128u << 10) /* a full stripe's fragment size */
-#define SMALL_ALIGN   4096u	   /* a partial stripe's fragments round up to this */
+#define SMALL_ALIGN   4096u /* a partial stripe's fragments round up to this */
 #define PUT_NS	      (5ull * 1000 * 1000 * 1000)
 #define GET_NS	      (2ull * 1000 * 1000 * 1000)
 #define WRITE_TRIES   4
@@ -29,7 +28,7 @@ struct sh_file {
 	uint64_t ino;
 	int flags;
 	pthread_mutex_t mu;
-	uint8_t *buf; /* the stripe being filled: d x FRAG bytes */
+	uint8_t *buf; /* the stripe being filled: d x frag_of() bytes */
 	uint64_t buf_off;
 	size_t fill;
 	bool checked;	  /* this handle knows the file has no inline bytes (it has extents) */
@@ -71,6 +70,13 @@ struct emap {
 	struct meta_extent ex[EXTENTS_BATCH];
 };
 
+/* A full stripe's fragment size (the client's, sh_client_opts.frag_kb). */
+static size_t
+frag_of(const sh_file *f)
+{
+	return f->fs->c->frag;
+}
+
 static unsigned
 ndata(const sh_file *f)
 {
@@ -109,7 +115,7 @@ release(sh_file *f, uint64_t stripe, const uint64_t *targets, const struct dcall
 }
 
 /*
- * Write fill bytes of buf (room for D x FRAG) as one stripe and map them
+ * Write fill bytes of buf (room for D x frag_of(f)) as one stripe and map them
  * at file offset off (flags: META_EXTENT_TAKES_INLINE when the stripe holds
  * the file's inline bytes). -EAGAIN: the file has inline bytes this writer
  * did not know of (the stripe was released; look again).
@@ -125,9 +131,9 @@ put_stripe(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
 	uint64_t targets[EC_N_MAX], stripe = 0;
 	int rc = 0;
 
-	/* a full stripe uses FRAG; a partial one the least 4 KiB multiple that holds it */
-	frag = fill == (size_t)d * FRAG
-		   ? FRAG
+	/* a full stripe uses the full size; a partial one the least 4 KiB multiple holding it */
+	frag = fill == (size_t)d * frag_of(f)
+		   ? (uint32_t)frag_of(f)
 		   : (uint32_t)(((fill + d - 1) / d + SMALL_ALIGN - 1) / SMALL_ALIGN * SMALL_ALIGN);
 	memset(buf + fill, 0, (size_t)d * frag - fill);
 	for (unsigned i = 0; i < f->fs->code.p; i++)
@@ -238,7 +244,7 @@ inline_now(sh_file *f, uint8_t *buf, size_t *len)
 static int
 move_inline(sh_file *f, const uint8_t *cur, size_t clen)
 {
-	uint8_t *tmp = sh_calloc(ndata(f), FRAG);
+	uint8_t *tmp = sh_calloc(ndata(f), frag_of(f));
 	int rc;
 
 	if (tmp == NULL)
@@ -376,7 +382,7 @@ run_behind(void *arg)
 static int
 flush_full(sh_file *f)
 {
-	size_t full = (size_t)ndata(f) * FRAG;
+	size_t full = (size_t)ndata(f) * frag_of(f);
 	uint64_t off, end;
 	struct behind *b;
 	unsigned slot = 0;
@@ -402,7 +408,8 @@ flush_full(sh_file *f)
 	b = sh_calloc(1, sizeof(*b));
 	if (b != NULL) {
 		b->buf = f->buf;
-		f->buf = f->nspare ? f->spare[--f->nspare] : sh_malloc((size_t)ndata(f) * FRAG);
+		f->buf =
+		    f->nspare ? f->spare[--f->nspare] : sh_malloc((size_t)ndata(f) * frag_of(f));
 		if (f->buf == NULL) {
 			f->buf = b->buf;
 			sh_free(b);
@@ -814,7 +821,7 @@ run_ra(void *arg)
 static void
 ra_next(sh_file *f, const struct stat *st, uint64_t off, uint64_t end)
 {
-	size_t ra_len = (size_t)2 * ndata(f) * FRAG;
+	size_t ra_len = (size_t)2 * ndata(f) * frag_of(f);
 	uint64_t size = (uint64_t)st->st_size, want_end = end + ra_len < size ? end + ra_len : size;
 	struct ra_job *j;
 
@@ -948,7 +955,7 @@ long
 sh_pwrite(sh_file *f, const void *buf, size_t len, uint64_t off)
 {
 	const uint8_t *p = buf;
-	size_t stripe = (size_t)ndata(f) * FRAG, done = 0;
+	size_t stripe = (size_t)ndata(f) * frag_of(f), done = 0;
 	int rc;
 
 	if ((f->flags & O_ACCMODE) == O_RDONLY)
@@ -1040,7 +1047,7 @@ open_stat(sh_fs *fs, const struct stat *st, int flags, sh_file **out)
 	f = sh_calloc(1, sizeof(*f));
 	if (f == NULL)
 		return -ENOMEM;
-	f->buf = sh_malloc((size_t)fs->code.d * FRAG);
+	f->buf = sh_malloc((size_t)fs->code.d * fs->c->frag);
 	if (f->buf == NULL) {
 		sh_free(f);
 		return -ENOMEM;

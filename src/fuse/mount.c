@@ -75,7 +75,7 @@ add_opt(struct fuse_args *a, const char *o)
 int
 sfuse_main(const struct sfuse_opts *o)
 {
-	struct sh_client_opts co = { .timeout_ms = o->timeout_ms };
+	struct sh_client_opts co = { .timeout_ms = o->timeout_ms, .frag_kb = o->frag_kb };
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *lc = NULL;
 	struct fuse_session *se = NULL;

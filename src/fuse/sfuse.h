@@ -30,6 +30,7 @@ struct sfuse_opts {
 	bool coherent;	      /* -o coherent: no kernel caching of attributes, names, data */
 	bool nocache;	      /* -o cache=off: no kernel caching of file data */
 	unsigned max_io_kb;   /* -o max_io=KiB: the largest read or write the kernel sends */
+	unsigned frag_kb;     /* -o frag=KiB: the fragment size of the stripes written */
 	const char *log;      /* where a daemon logs (default: syslog-less: nowhere) */
 };
 

@@ -655,6 +655,22 @@ def data_write_read_degraded(c):
     check(r["failed"] == 0 and r["wrong"] == 0, "asynchronous calls: %s" % r)
     print("  %d asynchronous calls in %s ms" % (r["ios"], r["ms"]))
     ns(c, "rm", "/aio")
+    # a client writing 16 KiB fragments (sh_client_opts.frag_kb); any client reads them
+    small = os.urandom(1000000)
+    path = os.path.join(c.dir, "frag16")
+    with open(path, "wb") as f:
+        f.write(small)
+    before = json.loads(ns(c, "usage").stdout)["fragments"]
+    p = subprocess.run([os.path.join(BIN, "shoal"), "--addr", c.addr(1), "ns", "fs1", "put",
+                        path, "/frag16"], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, SHOAL_FRAG_KB="16"))
+    check(p.returncode == 0, "put with 16 KiB fragments: %s" % p.stderr)
+    added = json.loads(ns(c, "usage").stdout)["fragments"] - before
+    check(added >= 6 * (1000000 // (4 * 16384)), "16 KiB fragments: %d added" % added)
+    ns(c, "get", "/frag16", os.path.join(c.dir, "frag16.out"))
+    with open(os.path.join(c.dir, "frag16.out"), "rb") as f:
+        check(f.read() == small, "a file of 16 KiB fragments reads back")
+    ns(c, "rm", "/frag16")
     # an overwrite in the middle of a file, and a write past its end
     patch = os.urandom(5000)
     with open(local, "wb") as f:

@@ -39,7 +39,7 @@ static const char usage_text[] =
     "  ns FS truncate PATH SIZE | ns FS usage\n"
     "  mount [ADDR/]FS DIR [-f] [-o "
     "allow_other,coherent,cache=on|off,attr_timeout=S,entry_timeout=S,threads=N,timeout=S,\n"
-    "          readahead=KIB,max_io=KIB]\n"
+    "          readahead=KIB,max_io=KIB,frag=KIB]\n"
     "  umount DIR\n";
 
 void

@@ -24,6 +24,9 @@ parse_o(struct sfuse_opts *o, char *s)
 			o->coherent = true;
 		else if (strcmp(tok, "cache") == 0 && v && (!strcmp(v, "on") || !strcmp(v, "off")))
 			o->nocache = strcmp(v, "off") == 0;
+		else if (strcmp(tok, "frag") == 0 && v && atoi(v) >= 4 && atoi(v) <= 2048 &&
+			 atoi(v) % 4 == 0)
+			o->frag_kb = (unsigned)atoi(v);
 		else if (strcmp(tok, "max_io") == 0 && v && atoi(v) >= 4 && atoi(v) <= 1024)
 			o->max_io_kb = (unsigned)atoi(v);
 		else if (strcmp(tok, "attr_timeout") == 0 && v)

@@ -576,7 +576,15 @@ cmd_ns(struct cli *c, int argc, char **argv)
 
 	if (argc < 2 || (argc < 3 && strcmp(argv[1], "usage") != 0))
 		usage_error("%s", ns_usage);
-	check(sh_client_connect(c->addr, NULL, &cl), "connect to", c->addr);
+	{
+		/* SHOAL_FRAG_KB: the fragment size of the stripes written (tests, tuning) */
+		struct sh_client_opts co = { .frag_kb =
+						 getenv("SHOAL_FRAG_KB")
+						     ? (unsigned)atoi(getenv("SHOAL_FRAG_KB"))
+						     : 0 };
+
+		check(sh_client_connect(c->addr, &co, &cl), "connect to", c->addr);
+	}
 	check(sh_fs_open(cl, argv[0], &fs), "open filesystem", argv[0]);
 	fs_name = argv[0];
 	op = argv[1];

@@ -660,7 +660,15 @@ def data_write_read_degraded(c):
     path = os.path.join(c.dir, "frag16")
     with open(path, "wb") as f:
         f.write(small)
-    before = json.loads(ns(c, "usage").stdout)["fragments"]
+    # (once the releases of what was deleted above are done)
+    end = time.time() + 30
+    before = -1
+    while True:
+        now = json.loads(ns(c, "usage").stdout)["fragments"]
+        if now == before or time.time() > end:
+            break
+        before = now
+        time.sleep(1.0)
     p = subprocess.run([os.path.join(BIN, "shoal"), "--addr", c.addr(1), "ns", "fs1", "put",
                         path, "/frag16"], capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, SHOAL_FRAG_KB="16"))

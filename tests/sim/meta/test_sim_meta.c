@@ -1041,7 +1041,8 @@ to_targets(struct world *w, uint16_t op, uint64_t stripe, uint8_t (*frags)[DW_FR
  * What a client does (client/io.c, put_stripe): a stripe of 4+2 fragments
  * to the six targets, then its extent committed in the file's bucket.
  * Returns 0 if acknowledged, -EAGAIN if it may or may not have landed (the
- * commit's answer was lost), another error if surely not.
+ * commit failed, maybe after it applied), another error if surely not (a
+ * fragment was not stored: nothing was mapped).
  */
 static int
 write_stripe(struct world *w, uint64_t ino, uint64_t off, const uint8_t *data, uint64_t stripe)
@@ -1084,7 +1085,8 @@ write_stripe(struct world *w, uint64_t ino, uint64_t off, const uint8_t *data, u
 	rc = cmd(w, meta_ino_bucket(ino), &mc, c);
 	sh_free(c);
 	sh_enc_fini(&enc);
-	return rc == 0 ? 0 : rc == -ETIMEDOUT || rc == SH_ENOTLEADER ? -EAGAIN : rc;
+	/* an error from the commit (timeout, a restarted peer...) may hide one that landed */
+	return rc == 0 ? 0 : -EAGAIN;
 }
 
 /*
@@ -1113,7 +1115,7 @@ read_stripe(struct world *w, uint64_t ino, uint64_t off, uint8_t *out)
 	unsigned n = 0;
 	int rc = call(w, &q, c);
 
-	if (rc == 0)
+	if (rc == 0 && c->r.dlen > 0) /* none there: an empty answer */
 		rc = meta_extent_list_decode(c->data, c->r.dlen, ex, &n);
 	sh_free(c);
 	if (rc < 0)

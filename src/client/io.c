@@ -579,6 +579,7 @@ struct rbatch {
 	struct dcall calls[READ_BATCH * EC_D_MAX];
 	uint8_t hdr[READ_BATCH * EC_D_MAX][STORE_PROTO_HDR + 8];
 	unsigned first[READ_BATCH + 1];
+	uint64_t a[READ_BATCH], b[READ_BATCH]; /* the file range each extent gives */
 };
 
 /*
@@ -603,6 +604,8 @@ read_extents(sh_file *f, const struct meta_extent *ex, unsigned n, uint64_t at, 
 			uint64_t b = e->off + e->len < upto ? e->off + e->len : upto;
 			unsigned c = a < b ? pieces(e, a, b, buf + (a - off), r->pc + np) : 0;
 
+			r->a[j] = a;
+			r->b[j] = b;
 			r->first[j] = np;
 			get_calls(f, e, r->pc + np, c, r->calls + np, r->hdr + np);
 			np += c;
@@ -611,15 +614,13 @@ read_extents(sh_file *f, const struct meta_extent *ex, unsigned n, uint64_t at, 
 		client_calls(f->fs->c, r->calls, np, GET_NS);
 		for (unsigned j = 0; rc == 0 && j < k; j++) {
 			const struct meta_extent *e = &ex[i0 + j];
-			uint64_t a = e->off > at ? e->off : at;
-			uint64_t b = e->off + e->len < upto ? e->off + e->len : upto;
 			bool ok = true;
 
 			for (unsigned i = r->first[j]; i < r->first[j + 1]; i++)
 				ok &= r->calls[i].status >= 0 && r->calls[i].got == r->pc[i].len;
 			if (!ok)
-				rc = degraded(f, e, e->soff + (a - e->off), (size_t)(b - a),
-					      buf + (a - off));
+				rc = degraded(f, e, e->soff + (r->a[j] - e->off),
+					      (size_t)(r->b[j] - r->a[j]), buf + (r->a[j] - off));
 		}
 	}
 	sh_free(r);

@@ -290,18 +290,27 @@ meta_inline_cut(struct meta_bucket *b, uint64_t ino, uint64_t len)
 			: meta_put(b->t, &k, b->ver, buf, (size_t)len, b->keep);
 }
 
+/* The inode of a regular file: -EISDIR for a directory, -EINVAL for anything else. */
+static int
+load_reg(struct meta_bucket *b, uint64_t ino, struct meta_inode *in)
+{
+	int rc = meta_inode_load(b, ino, in);
+
+	if (rc == 0 && in->type != META_REG)
+		rc = in->type == META_DIR ? -EISDIR : -EINVAL;
+	return rc;
+}
+
 int
 meta_inline_set(struct meta_bucket *b, uint64_t ino, const void *data, size_t len, uint64_t now,
 		struct meta_inode *attr)
 {
 	struct meta_inode in;
 	struct meta_key k;
-	int rc = meta_inode_load(b, ino, &in);
+	int rc = load_reg(b, ino, &in);
 
 	if (rc < 0)
 		return rc;
-	if (in.type != META_REG)
-		return in.type == META_DIR ? -EISDIR : -EINVAL;
 	if (len == 0 || len > META_INLINE_MAX)
 		return -EINVAL;
 	{
@@ -337,12 +346,10 @@ meta_extent_set(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e
 		unsigned flags, uint64_t now, struct meta_inode *attr)
 {
 	struct meta_inode in;
-	int rc = meta_inode_load(b, ino, &in);
+	int rc = load_reg(b, ino, &in);
 
 	if (rc < 0)
 		return rc;
-	if (in.type != META_REG)
-		return in.type == META_DIR ? -EISDIR : -EINVAL;
 	for (unsigned i = 0; i < n; i++) {
 		uint8_t v[META_EXTENT_LEN(META_FRAGS_MAX)];
 		struct meta_extent chk;

@@ -219,20 +219,25 @@ fail:
 	return RAFT_IOERR;
 }
 
-/* bytes into a raft_malloc'd buffer */
+/* A raft_malloc'd copy of len bytes at p. */
+static int
+raft_copy(const void *p, size_t len, struct raft_buffer *out)
+{
+	out->base = raft_malloc(len ? len : 1);
+	if (out->base == NULL)
+		return -ENOMEM;
+	memcpy(out->base, p, len);
+	out->len = len;
+	return 0;
+}
+
+/* What e encoded, into a raft_malloc'd buffer. */
 static int
 to_raft_buf(const struct sh_enc *e, struct raft_buffer *out)
 {
 	int rc = sh_enc_error(e);
 
-	if (rc < 0)
-		return rc;
-	out->base = raft_malloc(e->len ? e->len : 1);
-	if (out->base == NULL)
-		return -ENOMEM;
-	memcpy(out->base, e->p, e->len);
-	out->len = e->len;
-	return 0;
+	return rc < 0 ? rc : raft_copy(e->p, e->len, out);
 }
 
 static int
@@ -455,15 +460,8 @@ snap_expand(void *arg, const struct raft_buffer *kept, struct raft_buffer *out)
 {
 	struct mgroup *g = arg;
 
-	if (kept->len == 0 || ((const uint8_t *)kept->base)[0] != SNAP_MARKER) {
-		/* an older log's whole snapshot: as it is */
-		out->base = raft_malloc(kept->len ? kept->len : 1);
-		if (out->base == NULL)
-			return -ENOMEM;
-		memcpy(out->base, kept->base, kept->len);
-		out->len = kept->len;
-		return 0;
-	}
+	if (kept->len == 0 || ((const uint8_t *)kept->base)[0] != SNAP_MARKER)
+		return raft_copy(kept->base, kept->len, out); /* an older log's whole snapshot */
 	return export_whole(g, out);
 }
 

@@ -529,21 +529,21 @@ do_read(struct mreq *m)
 		sh_free(x);
 		break;
 	}
-	case MP_STRIPES:
-		rc = 0;
-		for (size_t i = 0; rc == 0 && i < m->req.dlen; i += 8) {
-			uint64_t id = 0;
-			int k;
+	case MP_STRIPES: {
+		struct sh_dec d;
 
-			for (int b = 7; b >= 0; b--)
-				id = id << 8 | m->req.data[i + (size_t)b];
-			k = meta_stripe_known(&mb, id);
+		rc = 0;
+		sh_dec_init(&d, m->req.data, m->req.dlen);
+		for (size_t i = 0; rc == 0 && i < m->req.dlen / 8; i++) {
+			int k = meta_stripe_known(&mb, sh_dec_u64(&d));
+
 			if (k < 0)
 				rc = k;
 			else
 				sh_enc_u8(&e, (uint8_t)k);
 		}
 		break;
+	}
 	case MP_DIRBUCKETS: {
 		uint16_t *l = sh_calloc(m->fs->nbuckets, sizeof(*l));
 		unsigned n = 0;

@@ -61,13 +61,11 @@ struct sweep {
 	unsigned nfs;
 	uint32_t nbuckets;
 	struct sh_list drives; /* struct sdrive */
-	uint64_t orphans;      /* fragments released so far */
 	bool stopping;
 };
 int sweep_create(struct net *n, unsigned age_s, struct sweep **out);
 int sweep_set_cfg(struct sweep *sw, const struct cfg *c);
 int sweep_add(struct sweep *sw, struct store *st);
-uint64_t sweep_orphans(const struct sweep *sw);
 /* Calls to this node's own groups served by fn (msvc_local_call), not sent to itself. */
 void sweep_set_local(struct sweep *sw, mroute_local_fn fn, void *arg);
 /* No new rounds (before the metadata service stops); destroy after the loop ended. */

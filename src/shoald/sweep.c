@@ -66,7 +66,6 @@ round_end(struct sround *r)
 			    "record, older than %u s)",
 			    (unsigned long long)store_target_id(sd->st), r->released,
 			    sd->sw->age_s);
-	sd->sw->orphans += r->released;
 	sd->busy = false;
 	sh_free(r);
 }
@@ -109,21 +108,23 @@ static void
 ask(struct sround *r, unsigned from, unsigned to)
 {
 	struct sweep *sw = r->sd->sw;
-	uint8_t ids[LIST_MAX * 8];
-	size_t len = 0;
+	struct sh_enc ids;
 
-	for (unsigned i = from; i < to; i++) {
-		if (i > from && r->keys[i].stripe == r->keys[i - 1].stripe)
-			continue;
-		for (int b = 0; b < 8; b++)
-			ids[len++] = (uint8_t)(r->keys[i].stripe >> (8 * b));
+	sh_enc_init(&ids);
+	for (unsigned i = from; i < to; i++)
+		if (i == from || r->keys[i].stripe != r->keys[i - 1].stripe)
+			sh_enc_u64(&ids, r->keys[i].stripe);
+	if (sh_enc_error(&ids) < 0) {
+		r->failed = true;
+		sh_enc_fini(&ids);
+		return;
 	}
 	for (unsigned f = 0; f < sw->nfs; f++) {
 		struct mp_req q = { .kind = MP_STRIPES,
 				    .fs = sw->fs[f],
 				    .bucket = (uint16_t)(r->keys[from].stripe >> 48),
-				    .data = ids,
-				    .dlen = len };
+				    .data = ids.p,
+				    .dlen = ids.len };
 		struct scall *c = sh_calloc(1, sizeof(*c));
 
 		if (c == NULL) {
@@ -140,6 +141,7 @@ ask(struct sround *r, unsigned from, unsigned to)
 			sh_free(c);
 		}
 	}
+	sh_enc_fini(&ids);
 }
 
 static void
@@ -275,12 +277,6 @@ sweep_add(struct sweep *sw, struct store *st)
 	sd->hist[0].epoch = store_epoch(st);
 	sh_list_add_tail(&sw->drives, &sd->link);
 	return 0;
-}
-
-uint64_t
-sweep_orphans(const struct sweep *sw)
-{
-	return sw ? sw->orphans : 0;
 }
 
 void

@@ -247,39 +247,31 @@ meta_json(const struct admin_node *self)
 	return a;
 }
 
+struct metrics_ctx {
+	struct cluster *cl;
+	const struct admin_node *self;
+	struct admin_req *req;
+	bool done;
+};
+
+static void
+metrics_with(void *ctx, const struct admin_stats *const *ws, unsigned n)
+{
+	struct metrics_ctx *m = ctx;
+
+	admin_metrics_reply(m->cl, m->self, ws, n, m->req);
+	m->done = true;
+}
+
 static void
 metrics(struct cluster *cl, const struct admin_node *self, struct admin_req *req)
 {
-	const struct cfg *c = cluster_cfg(cl);
-	struct cluster_info ci;
-	unsigned up = 0, down = 0;
-	char buf[4096];
-	int n;
+	struct metrics_ctx m = { cl, self, req, false };
 
-	cluster_info(cl, &ci);
-	for (uint32_t i = 0; i < c->nnodes; i++)
-		c->nodes[i].state == CFG_UP ? up++ : down++;
-	n = snprintf(buf, sizeof(buf),
-		     "# HELP shoal_config_epoch Configuration epoch seen by this node.\n"
-		     "# TYPE shoal_config_epoch gauge\n"
-		     "shoal_config_epoch{node=\"%llu\"} %llu\n"
-		     "# HELP shoal_nodes Nodes in the cluster by state.\n"
-		     "# TYPE shoal_nodes gauge\n"
-		     "shoal_nodes{state=\"up\"} %u\nshoal_nodes{state=\"down\"} %u\n"
-		     "# HELP shoal_drives Drives in the cluster.\n# TYPE shoal_drives gauge\n"
-		     "shoal_drives %u\n"
-		     "# HELP shoal_filesystems Filesystems.\n# TYPE shoal_filesystems gauge\n"
-		     "shoal_filesystems %u\n"
-		     "# HELP shoal_config_leader 1 if this node leads the configuration group.\n"
-		     "# TYPE shoal_config_leader gauge\nshoal_config_leader %d\n"
-		     "# HELP shoal_config_raft_term Raft term of the configuration group.\n"
-		     "# TYPE shoal_config_raft_term gauge\nshoal_config_raft_term %llu\n"
-		     "# HELP shoal_config_raft_commit Raft commit index.\n"
-		     "# TYPE shoal_config_raft_commit counter\nshoal_config_raft_commit %llu\n",
-		     (unsigned long long)self->id, (unsigned long long)c->epoch, up, down,
-		     c->ndrives, c->nfs, ci.leader == self->id, (unsigned long long)ci.term,
-		     (unsigned long long)ci.commit);
-	admin_reply(req, 200, "text/plain; version=0.0.4", buf, (size_t)n);
+	if (self->with_stats != NULL)
+		self->with_stats(self->arg, metrics_with, &m);
+	if (!m.done)
+		admin_metrics_reply(cl, self, NULL, 0, req);
 }
 
 /* ---- changes ---- */

@@ -24,6 +24,9 @@
 #include "../cluster/cluster.h"
 #include "../meta/msvc.h"
 #include "http.h"
+#include "metrics.h"
+
+typedef void (*admin_stats_fn)(void *ctx, const struct admin_stats *const *ws, unsigned n);
 
 /* Node-local facts for /v1/status and /metrics. */
 struct admin_node {
@@ -34,6 +37,8 @@ struct admin_node {
 	/* This node's metadata groups as last published by the worker that serves them: up to
 	 * max into out, returns how many. Optional. */
 	unsigned (*meta_groups)(void *arg, struct msvc_group_info *out, unsigned max);
+	/* Call fn with the loops' latest counters (valid only during the call). Optional. */
+	void (*with_stats)(void *arg, admin_stats_fn fn, void *ctx);
 	void *arg;
 };
 

@@ -240,6 +240,8 @@ net_out_end(struct net_peer *p, struct net_pkt *h, size_t extra_len, const struc
 					    .iovcnt = 1 + ndata };
 	n->st.pkts_sent++;
 	n->st.bytes_sent += hlen + extra_len + data_len;
+	p->st.pkts_sent++;
+	p->st.bytes_sent += hlen + extra_len + data_len;
 	p->last_tx_ns = env_now(n->env);
 }
 
@@ -469,6 +471,8 @@ on_packet(struct net *n, unsigned tp, const struct env_addr *from, const struct 
 		return;
 	}
 	p->last_rx_ns = env_now(n->env);
+	p->st.pkts_received++;
+	p->st.bytes_received += net_pkt_hdr_len(pkt->nsack) + pkt->payload_len;
 	switch (pkt->type) {
 	case NET_PKT_HELLO:
 		on_hello(n, p, pkt);
@@ -701,6 +705,45 @@ net_stats(const struct net *n, struct net_stats *out)
 {
 	*out = n->st;
 	out->reply_cache_entries = n->nreplies;
+}
+
+void
+net_op_stats_sum(struct net_op_stats *into, const struct net_op_stats *from)
+{
+	into->requests += from->requests;
+	into->errors += from->errors;
+	into->bytes_in += from->bytes_in;
+	into->bytes_out += from->bytes_out;
+	into->lat_sum_ns += from->lat_sum_ns;
+	for (unsigned b = 0; b < NET_LAT_BUCKETS; b++)
+		into->lat[b] += from->lat[b];
+}
+
+void
+net_op_stats_add(const struct net *n, struct net_op_stats *out)
+{
+	for (unsigned op = 0; op < NET_OPS_TRACKED; op++)
+		net_op_stats_sum(&out[op], &n->ops[op]);
+}
+
+unsigned
+net_peer_stats(const struct net *n, struct net_peer_stats *out, unsigned max)
+{
+	unsigned cnt = 0;
+	struct sh_list *pos;
+
+	sh_list_for_each (pos, &n->peer_list) {
+		const struct net_peer *p = sh_list_entry(pos, struct net_peer, link);
+
+		if (cnt < max) {
+			out[cnt] = p->st;
+			out[cnt].id = p->id;
+			out[cnt].srtt_ns = p->rtt_valid ? p->srtt_ns : 0;
+			out[cnt].connected = p->state == SESS_ESTABLISHED;
+		}
+		cnt++;
+	}
+	return cnt;
 }
 
 int

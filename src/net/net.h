@@ -78,6 +78,29 @@ struct net_stats {
 	uint64_t sessions_opened, peers_dead, peers_restarted;
 };
 
+/*
+ * What the requests this endpoint served cost, per opcode (those below
+ * NET_OPS_TRACKED): counts, bytes of request and reply bodies, and the time
+ * from arrival to reply in NET_LAT_BUCKETS buckets (not cumulative; bucket
+ * i holds times <= net_lat_bound_ns[i], the last one everything above).
+ */
+#define NET_OPS_TRACKED 64
+#define NET_LAT_BUCKETS 16
+extern const uint64_t net_lat_bound_ns[NET_LAT_BUCKETS - 1];
+struct net_op_stats {
+	uint64_t requests, errors, bytes_in, bytes_out, lat_sum_ns;
+	uint64_t lat[NET_LAT_BUCKETS];
+};
+/* One peer's traffic on this endpoint. */
+struct net_peer_stats {
+	uint64_t id;
+	uint64_t pkts_sent, pkts_received, bytes_sent, bytes_received;
+	uint64_t retransmits, timeouts;
+	uint64_t drops; /* packets received and thrown away: duplicates, stale, no memory */
+	uint64_t srtt_ns;
+	bool connected;
+};
+
 /* Create the endpoint: binds every interface. -EINVAL for a bad config. */
 int net_create(struct env *env, const struct net_config *cfg, struct net **out);
 /* Fail pending calls with -ECANCELED, close everything. */
@@ -86,6 +109,12 @@ uint64_t net_node_id(const struct net *n);
 struct env *net_env(const struct net *n);
 uint64_t net_incarnation(const struct net *n);
 void net_stats(const struct net *n, struct net_stats *out);
+/* Per opcode, out[NET_OPS_TRACKED] (summed into out, so several endpoints add up). */
+void net_op_stats_add(const struct net *n, struct net_op_stats *out);
+/* Fold one op's stats into another. */
+void net_op_stats_sum(struct net_op_stats *into, const struct net_op_stats *from);
+/* Every known peer, up to max into out; returns how many there are. */
+unsigned net_peer_stats(const struct net *n, struct net_peer_stats *out, unsigned max);
 /* The bound address of interface i (with its port if it was 0). */
 int net_iface_addr(const struct net *n, unsigned i, struct env_addr *out);
 

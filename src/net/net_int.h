@@ -119,6 +119,7 @@ struct net_peer {
 	uint64_t last_rx_ns, last_tx_ns, hello_ns, hello_rto_ns;
 
 	struct sh_list calls; /* struct net_call.plink: calls waiting on this peer */
+	struct net_peer_stats st;
 	bool dirty;
 	struct sh_list dirty_link;
 };
@@ -148,6 +149,7 @@ struct net_req {
 	uint16_t opcode;
 	struct net_msg body;
 	struct net_reply *cache;
+	uint64_t start_ns;
 };
 
 /* Reply cache entry: (peer, incarnation, call id) -> reply (NULL while the handler runs). */
@@ -195,6 +197,7 @@ struct net {
 	uint32_t nreplies;
 
 	struct net_stats st;
+	struct net_op_stats ops[NET_OPS_TRACKED];
 	bool destroying;
 };
 

@@ -321,6 +321,34 @@ net_req_opcode(const struct net_req *r)
 	return r->opcode;
 }
 
+const uint64_t net_lat_bound_ns[NET_LAT_BUCKETS - 1] = {
+	25000,	  50000,    100000,   250000,	 500000,    1000000,	2500000,       5000000,
+	10000000, 25000000, 50000000, 100000000, 250000000, 1000000000, 5000000000ull,
+};
+
+/* Count a served request: its opcode's totals and latency bucket. */
+static void
+op_account(struct net *n, const struct net_req *r, int status, const struct iovec *body, int iovcnt)
+{
+	struct net_op_stats *o;
+	uint64_t t;
+	unsigned b = 0;
+
+	if (r->opcode >= NET_OPS_TRACKED)
+		return;
+	o = &n->ops[r->opcode];
+	t = env_now(n->env) - r->start_ns;
+	while (b < NET_LAT_BUCKETS - 1 && t > net_lat_bound_ns[b])
+		b++;
+	o->requests++;
+	o->errors += status < 0;
+	o->bytes_in += r->body.len;
+	for (int i = 0; i < iovcnt; i++)
+		o->bytes_out += body[i].iov_len;
+	o->lat_sum_ns += t;
+	o->lat[b]++;
+}
+
 void
 net_reply(struct net_req *r, int status, const struct iovec *body, int iovcnt)
 {
@@ -328,6 +356,7 @@ net_reply(struct net_req *r, int status, const struct iovec *body, int iovcnt)
 	struct net_reply *e = r->cache;
 	struct net_peer *p = r->peer;
 
+	op_account(n, r, status, body, iovcnt);
 	if (build_msg(&e->reply, RPC_RESP, r->opcode, status, r->id, 0, body, iovcnt, NULL) < 0) {
 		/* no memory for the reply: forget the request, the caller's retry runs it again */
 		sh_htable_remove(&n->replies, &e->hn);
@@ -389,6 +418,7 @@ on_request(struct net_peer *p, struct sh_buf *buf, uint32_t len, uint16_t op, ui
 	r->id = id;
 	r->opcode = op;
 	r->cache = e;
+	r->start_ns = env_now(n->env);
 	r->body = (struct net_msg){ .buf = sh_buf_get(buf),
 				    .off = RPC_HDR_SIZE,
 				    .len = len - RPC_HDR_SIZE };

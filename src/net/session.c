@@ -373,6 +373,7 @@ net_sess_push(struct net_peer *p)
 		p->inflight++;
 		p->inflight_bytes += t->bytes;
 		n->st.retransmits++;
+		p->st.retransmits++;
 		send_data(p, s);
 	}
 	/* then new packets: a fragment alone, or several small messages together */
@@ -575,6 +576,7 @@ rto_fire(struct env_timer *tm)
 	if (p->state != SESS_ESTABLISHED || p->snd_una == p->snd_nxt)
 		return;
 	n->st.timeouts++;
+	p->st.timeouts++;
 	for (uint32_t s = p->snd_una; s != p->snd_nxt; s++) {
 		struct net_txpkt *t = txslot(p, s);
 
@@ -680,11 +682,13 @@ net_sess_on_data(struct net_peer *p, const struct net_pkt *pkt)
 	net_mark_dirty(p);
 	if (net_seq_lt(seq, p->rcv_nxt)) {
 		n->st.dup_pkts++;
+		p->st.drops++;
 		p->ack_now = true; /* our ack was lost: say it again */
 		return;
 	}
 	if (!net_seq_lt(seq, p->rcv_nxt + W(p))) {
 		n->st.stale++;
+		p->st.drops++;
 		p->ack_now = true;
 		return;
 	}
@@ -697,11 +701,14 @@ net_sess_on_data(struct net_peer *p, const struct net_pkt *pkt)
 		p->ack_now = true;
 		if (r->used) {
 			n->st.dup_pkts++;
+			p->st.drops++;
 			return;
 		}
 		r->data = sh_buf_create(pkt->payload_len, 0);
-		if (r->data == NULL)
+		if (r->data == NULL) {
+			p->st.drops++;
 			return; /* dropped: the sender retransmits */
+		}
 		memcpy(r->data->data, pkt->payload, pkt->payload_len);
 		r->used = true;
 		r->nchunks = pkt->nchunks;

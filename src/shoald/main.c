@@ -333,6 +333,7 @@ main(int argc, char **argv)
 
 	parse_args(argc, argv, &d.o);
 	pthread_mutex_init(&d.meta_mu, NULL);
+	pthread_mutex_init(&d.stats_mu, NULL);
 	if (mkdir(d.o.dir, 0755) < 0 && errno != EEXIST) {
 		fprintf(stderr, "shoald: cannot create %s: %s\n", d.o.dir, strerror(errno));
 		return 1;
@@ -391,6 +392,7 @@ main(int argc, char **argv)
 				      .mode = d.o.performance ? "performance" : "cpu",
 				      .workers = d.o.workers,
 				      .meta_groups = shoald_meta_groups,
+				      .with_stats = shoald_with_stats,
 				      .arg = &d,
 				      .started_ns = env_realtime(d.env) };
 	rc = admin_http_start(d.env, d.o.mgmt, on_admin, &d, &d.http);
@@ -422,8 +424,10 @@ main(int argc, char **argv)
 	while (!d.stopped)
 		env_real_run_once(d.env, 100ull * 1000 * 1000);
 	admin_http_stop(d.http);
-	for (unsigned i = 0; i < d.o.workers; i++)
+	for (unsigned i = 0; i < d.o.workers; i++) {
 		worker_stop(&d.workers[i]);
+		admin_stats_clear(&d.stats[i]);
+	}
 	net_destroy(d.net);
 	env_real_destroy(d.env);
 	unlink(path);

@@ -115,6 +115,8 @@ struct shoald {
 	pthread_mutex_t meta_mu; /* what worker 0 published of its metadata groups */
 	struct msvc_group_info meta_info[256];
 	unsigned nmeta;
+	pthread_mutex_t stats_mu;
+	struct admin_stats stats[SHOALD_WORKERS_MAX]; /* each worker's counters, under stats_mu */
 	bool stopped;
 };
 
@@ -124,6 +126,8 @@ void worker_stop(struct worker *w);
 int worker_open(struct worker *w, uint64_t target, const char *path);
 /* The metadata groups worker 0 published last (admin_node.meta_groups). */
 unsigned shoald_meta_groups(void *arg, struct msvc_group_info *out, unsigned max);
+/* The management loop's counters and what each worker published last (admin_node.with_stats). */
+void shoald_with_stats(void *arg, admin_stats_fn fn, void *ctx);
 /* Hand worker w a newer configuration (copied). */
 int worker_set_cfg(struct worker *w, const struct cfg *c);
 

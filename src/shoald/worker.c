@@ -81,6 +81,38 @@ wdrive_open(struct wdrive *dr)
 
 #define PUBLISH_NS (300ull * 1000 * 1000)
 
+/* This worker's counters: its endpoint's and its drives'. */
+static void
+publish_stats(struct worker *w)
+{
+	struct admin_stats s, old;
+	unsigned nd = 0, i = 0;
+	struct sh_list *pos;
+
+	if (admin_stats_of_net(w->net, &s) < 0)
+		return;
+	sh_list_for_each (pos, &w->drives)
+		nd++;
+	s.drives = nd ? sh_calloc(nd, sizeof(*s.drives)) : NULL;
+	if (s.drives != NULL) {
+		sh_list_for_each (pos, &w->drives) {
+			struct wdrive *dr = sh_list_entry(pos, struct wdrive, link);
+
+			if (dr->st == NULL)
+				continue;
+			s.drives[i].target = dr->target;
+			store_stats(dr->st, &s.drives[i].st);
+			i++;
+		}
+	}
+	s.ndrives = i;
+	pthread_mutex_lock(&w->d->stats_mu);
+	old = w->d->stats[w->idx];
+	w->d->stats[w->idx] = s;
+	pthread_mutex_unlock(&w->d->stats_mu);
+	admin_stats_clear(&old);
+}
+
 static void
 on_publish(struct env_timer *t)
 {
@@ -89,14 +121,36 @@ on_publish(struct env_timer *t)
 	struct msvc_group_info gi[256];
 	unsigned n;
 
-	if (w->meta == NULL || w->stopping)
+	if (w->stopping)
 		return;
-	n = msvc_groups(w->meta, gi, 256);
-	pthread_mutex_lock(&d->meta_mu);
-	d->nmeta = n < 256 ? n : 256;
-	memcpy(d->meta_info, gi, d->nmeta * sizeof(gi[0]));
-	pthread_mutex_unlock(&d->meta_mu);
+	publish_stats(w);
+	if (w->meta != NULL) {
+		n = msvc_groups(w->meta, gi, 256);
+		pthread_mutex_lock(&d->meta_mu);
+		d->nmeta = n < 256 ? n : 256;
+		memcpy(d->meta_info, gi, d->nmeta * sizeof(gi[0]));
+		pthread_mutex_unlock(&d->meta_mu);
+	}
 	env_timer_arm(&w->publish, PUBLISH_NS);
+}
+
+void
+shoald_with_stats(void *arg, admin_stats_fn fn, void *ctx)
+{
+	struct shoald *d = arg;
+	const struct admin_stats *ws[SHOALD_WORKERS_MAX + 1];
+	struct admin_stats mgmt;
+	unsigned n = 0;
+
+	if (admin_stats_of_net(d->net, &mgmt) == 0)
+		ws[n++] = &mgmt;
+	pthread_mutex_lock(&d->stats_mu);
+	for (unsigned i = 0; i < d->o.workers && i < SHOALD_WORKERS_MAX; i++)
+		ws[n++] = &d->stats[i];
+	fn(ctx, ws, n);
+	pthread_mutex_unlock(&d->stats_mu);
+	if (ws[0] == &mgmt)
+		admin_stats_clear(&mgmt);
 }
 
 unsigned
@@ -308,10 +362,8 @@ worker_main(void *arg)
 		return NULL;
 	}
 	started(w, 0);
-	if (w->meta != NULL) {
-		env_timer_init(w->env, &w->publish, on_publish, w);
-		env_timer_arm(&w->publish, PUBLISH_NS);
-	}
+	env_timer_init(w->env, &w->publish, on_publish, w);
+	env_timer_arm(&w->publish, PUBLISH_NS);
 	env_real_run(w->env);
 	/* stop: the sweep, the drives, then the endpoint */
 	sweep_destroy(w->sweep);

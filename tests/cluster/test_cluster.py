@@ -1022,11 +1022,104 @@ def fuse_mount_with_ordinary_tools(c):
     check(not os.path.ismount(mnt), "still mounted after umount")
 
 
+def metrics_page(c, n):
+    import urllib.request
+    with urllib.request.urlopen("http://%s/metrics" % c.addr(n), timeout=10) as r:
+        check(r.status == 200, "/metrics of node %d: HTTP %d" % (n, r.status))
+        check(r.headers.get("Content-Type", "").startswith("text/plain; version=0.0.4"),
+              "/metrics content type %r" % r.headers.get("Content-Type"))
+        return r.read().decode()
+
+
+def parse_metrics(text):
+    """The text format, strictly enough: every sample's family declared (HELP, TYPE)
+    before it, one TYPE per family, label values quoted; {(name, labels): value}."""
+    types, out = {}, {}
+    line_re = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="[^"]*",?)*\})? '
+                         r'(\S+)$')
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, typ = line.split(" ", 3)
+            check(name not in types, "family %s declared twice" % name)
+            types[name] = typ
+            continue
+        if line.startswith("#") or not line:
+            continue
+        m = line_re.match(line)
+        check(m is not None, "not a sample line: %r" % line)
+        name = m.group(1)
+        fam = re.sub(r"_(bucket|sum|count)$", "", name) if name not in types else name
+        check(fam in types, "sample %s before its TYPE" % name)
+        out[(name, m.group(2) or "")] = float(m.group(3))
+    return out
+
+
+def total(samples, name, **labels):
+    want = ['%s="%s"' % kv for kv in labels.items()]
+    return sum(v for (n, l), v in samples.items() if n == name and all(w in l for w in want))
+
+
+@test
+def metrics_and_stats_move_with_traffic(c):
+    """Every node's /metrics parses (promtool and a strict parser), its counters move
+    while data is written, and `shoal stats` reports the traffic per node and in all."""
+    c.up()
+    make_fs(c)
+    before = [parse_metrics(metrics_page(c, n)) for n in range(1, c.nodes + 1)]
+    if shutil.which("promtool"):
+        page = metrics_page(c, 1)
+        p = subprocess.run(["promtool", "check", "metrics"], input=page, text=True,
+                           capture_output=True)
+        check(p.returncode == 0, "promtool check metrics: %s%s" % (p.stdout, p.stderr))
+    else:
+        raise Fail("promtool is missing (scripts/deps installs prometheus)")
+    local = os.path.join(c.dir, "data")
+    with open(local, "wb") as f:
+        f.write(os.urandom(8 << 20))
+    # shoal stats samples while a writer runs beside it
+    w = subprocess.Popen([os.path.join(BIN, "shoal"), "--addr", c.addr(1), "ns", "fs1", "put",
+                          local, "/a"])
+    st = c.shoal("--json", "stats", "--interval", "2", "--count", "1", check_rc=0)
+    check(w.wait(timeout=120) == 0, "the writer failed")
+    ns(c, "put", local, "/b")
+    time.sleep(0.8)  # workers publish their counters every 300 ms
+    after = [parse_metrics(metrics_page(c, n)) for n in range(1, c.nodes + 1)]
+    puts = sum(total(a, "shoal_rpc_requests_total", op="store.put") -
+               total(b, "shoal_rpc_requests_total", op="store.put")
+               for a, b in zip(after, before))
+    # 2 x 8 MiB in 512 KiB stripes of 4+2: 32 stripes, 6 fragments each
+    check(puts >= 192, "store.put requests moved by %d, want >= 192" % puts)
+    written = sum(total(a, "shoal_target_io_bytes_total", dir="written") -
+                  total(b, "shoal_target_io_bytes_total", dir="written")
+                  for a, b in zip(after, before))
+    check(written >= 2 * (8 << 20) * 6 // 4, "targets wrote %d bytes, want >= 24 MiB" % written)
+    for a in after:
+        n = total(a, "shoal_rpc_requests_total", op="store.put")
+        h = total(a, "shoal_rpc_latency_seconds_count", op="store.put")
+        inf = total(a, "shoal_rpc_latency_seconds_bucket", op="store.put", le="+Inf")
+        check(n == h == inf, "store.put: %d requests, histogram count %d, +Inf %d" % (n, h, inf))
+        check(total(a, "shoal_target_capacity_bytes") > 0, "no target capacity")
+        check(total(a, "shoal_peer_packets_total", dir="sent") > 0, "no peer traffic")
+    led = sum(total(a, "shoal_meta_buckets", role="leader") for a in after)
+    check(led == 64, "buckets led over all nodes: %d, want each of the 64 once" % led)
+    j = json.loads(st.stdout.strip().splitlines()[-1])
+    check(j["cluster"]["nodes_up"] == c.nodes, "stats: %s nodes up" % j["cluster"]["nodes_up"])
+    check(j["cluster"]["write_bytes_per_s"] > 0, "stats saw no writes: %s" % st.stdout)
+    check(len(j["per_node"]) == c.nodes, "stats: %d nodes" % len(j["per_node"]))
+    check(j["cluster"]["ops"]["store.put"]["p99_ms"] > 0, "stats: no store.put p99")
+    table = c.shoal("stats", "--count", "1", "--interval", "0.5", check_rc=0).stdout
+    check("store.put" in table and "cluster: %d/%d nodes answer" % (c.nodes, c.nodes) in table,
+          "the stats table: %s" % table)
+    c.kill(3)
+    table = c.shoal("stats", "--count", "1", "--interval", "0.5", check_rc=0).stdout
+    check("no answer" in table, "a killed node is not shown as such: %s" % table)
+
+
 SIZES = {"cannot_place_on_three_nodes": 3, "metadata_create_storm_survives_kill9": 6,
          "metadata_namespace_operations": 6, "data_write_read_degraded": 6,
          "fuse_mount_with_ordinary_tools": 6, "data_corruption_detected_and_decoded": 6,
          "data_orphans_of_a_killed_client_are_released": 6,
-         "voter_replaced_while_down_comes_back": 6}
+         "voter_replaced_while_down_comes_back": 6, "metrics_and_stats_move_with_traffic": 6}
 
 
 def main():

@@ -28,7 +28,7 @@ static const char usage_text[] =
     "  fs create NAME [--protection D+P] [--compression lz4|zstd|none] [--dedup on|off]\n"
     "            [--quota SIZE]\n"
     "  fs list | fs delete NAME\n"
-    "  status | events [--limit N]\n"
+    "  status | events [--limit N] | stats [--interval S] [--count N]\n"
     "  local up [--nodes N] [--drive-size SIZE] [--dir DIR] [--port P] [--buckets N]\n"
     "           [--mode cpu|performance]\n"
     "  local status [--dir DIR] | local down [--dir DIR] [--wipe]\n"
@@ -445,6 +445,8 @@ run(struct cli *c, int argc, char **argv)
 	}
 	if (strcmp(obj, "local") == 0)
 		return cmd_local(c, argc - 1, argv + 1);
+	if (strcmp(obj, "stats") == 0)
+		return cmd_stats(c, argc, argv);
 	if (strcmp(obj, "ns") == 0)
 		return cmd_ns(c, argc - 1, argv + 1);
 	if (strcmp(obj, "mount") == 0)

@@ -29,6 +29,7 @@ int cmd_local(struct cli *c, int argc, char **argv);
 int cmd_ns(struct cli *c, int argc, char **argv);
 int cmd_mount(struct cli *c, int argc, char **argv);
 int cmd_umount(struct cli *c, int argc, char **argv);
+int cmd_stats(struct cli *c, int argc, char **argv);
 
 /* "2G", "512M", "1048576" -> bytes; -1 if malformed. */
 long long parse_size(const char *s);

@@ -66,6 +66,8 @@ echo_cb(void *arg, int status, const struct net_msg *reply)
 	sh_free(c);
 }
 
+static uint64_t echo_bytes; /* bodies sent by issue_echo */
+
 static int
 issue_echo(struct net *net, uint64_t peer, struct sh_rand *rng, uint8_t *buf, int *done, int *ok)
 {
@@ -78,6 +80,7 @@ issue_echo(struct net *net, uint64_t peer, struct sh_rand *rng, uint8_t *buf, in
 	c->ok = ok;
 	c->len = (uint32_t)len;
 	c->crc = sh_crc32c(0, buf, len);
+	echo_bytes += len;
 	return net_call(net, peer, NET_OP_ECHO, &iov, 1, NULL, echo_cb, c, NULL);
 }
 
@@ -92,11 +95,15 @@ many_rpcs(enum env_real_mode mode)
 	int done = 0, ok = 0, issued = 0;
 	const int total = 2000, window = 64;
 	struct net_stats st;
+	struct net_op_stats ops[NET_OPS_TRACKED] = { 0 };
+	struct net_peer_stats ps[4];
+	uint64_t in_buckets = 0;
 
 	sh_rand_seed(&rng, sh_test_seed());
 	node_up(&a, env, 1, 0);
 	node_up(&b, env, 2, 0);
 	SH_ASSERT_OK(net_peer_add(b.net, 1, &a.ifc, 1));
+	echo_bytes = 0;
 	while (done < total) {
 		while (issued - done < window && issued < total) {
 			SH_ASSERT_OK(issue_echo(b.net, 1, &rng, buf, &done, &ok));
@@ -117,6 +124,25 @@ many_rpcs(enum env_real_mode mode)
 	SH_ASSERT_EQ(st.requests, total);
 	SH_ASSERT_EQ(st.duplicate_requests, 0);
 	SH_ASSERT_EQ(st.bad_crc + st.bad_format + st.bad_magic, 0);
+	/* the server's per-opcode account: every echo, its bytes both ways, its time */
+	net_op_stats_add(a.net, ops);
+	SH_ASSERT_EQ(ops[NET_OP_ECHO].requests, total);
+	SH_ASSERT_EQ(ops[NET_OP_ECHO].errors, 0);
+	SH_ASSERT_EQ(ops[NET_OP_ECHO].bytes_in, echo_bytes);
+	SH_ASSERT_EQ(ops[NET_OP_ECHO].bytes_out, echo_bytes);
+	for (unsigned i = 0; i < NET_LAT_BUCKETS; i++)
+		in_buckets += ops[NET_OP_ECHO].lat[i];
+	SH_ASSERT_EQ(in_buckets, total);
+	SH_ASSERT_EQ(ops[NET_OP_PING].requests, 0);
+	/* and per peer: what b sent a is what a received from b */
+	SH_ASSERT_EQ(net_peer_stats(a.net, ps, 4), 1);
+	SH_ASSERT_EQ(ps[0].id, 2);
+	SH_ASSERT(ps[0].connected);
+	SH_ASSERT_GT(ps[0].bytes_received, echo_bytes);
+	SH_ASSERT_GT(ps[0].srtt_ns, 0);
+	SH_ASSERT_EQ(net_peer_stats(b.net, ps, 4), 1);
+	SH_ASSERT_GE(ps[0].bytes_sent, echo_bytes);
+	SH_ASSERT_GE(ps[0].pkts_sent, ps[0].retransmits);
 	net_destroy(b.net);
 	net_destroy(a.net);
 	env_real_run_once(env, 0);

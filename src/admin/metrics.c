@@ -1,0 +1,457 @@
+// SPDX-License-Identifier: Apache-2.0
+/* GET /metrics in the Prometheus text format (metrics.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <shoal/sh_version.h>
+
+#include "../base/alloc.h"
+#include "api.h"
+
+/* ---- a growing text buffer ---- */
+
+struct mtext {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+SH_PRINTF(2, 3)
+static void
+put(struct mtext *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (t->oom)
+		return;
+	for (;;) {
+		size_t room = t->cap - t->len;
+
+		va_start(ap, fmt);
+		n = vsnprintf(t->p ? t->p + t->len : NULL, room, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			t->oom = true;
+			return;
+		}
+		if ((size_t)n < room) {
+			t->len += (size_t)n;
+			return;
+		}
+		size_t cap = t->cap ? t->cap * 2 : 16384;
+		while (cap - t->len <= (size_t)n)
+			cap *= 2;
+		char *np = sh_realloc(t->p, cap);
+
+		if (np == NULL) {
+			t->oom = true;
+			return;
+		}
+		t->p = np;
+		t->cap = cap;
+	}
+}
+
+static void
+family(struct mtext *t, const char *name, const char *type, const char *help)
+{
+	put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* ---- snapshots ---- */
+
+int
+admin_stats_of_net(struct net *n, struct admin_stats *out)
+{
+	unsigned cnt = net_peer_stats(n, NULL, 0);
+
+	memset(out, 0, sizeof(*out));
+	net_stats(n, &out->net);
+	net_op_stats_add(n, out->ops);
+	if (cnt == 0)
+		return 0;
+	out->peers = sh_calloc(cnt, sizeof(*out->peers));
+	if (out->peers == NULL)
+		return -ENOMEM;
+	out->npeers = net_peer_stats(n, out->peers, cnt);
+	if (out->npeers > cnt)
+		out->npeers = cnt;
+	return 0;
+}
+
+void
+admin_stats_clear(struct admin_stats *s)
+{
+	sh_free(s->peers);
+	sh_free(s->drives);
+	s->peers = NULL;
+	s->drives = NULL;
+	s->npeers = s->ndrives = 0;
+}
+
+/* ---- families ---- */
+
+struct mctx {
+	struct mtext t;
+	uint64_t node;
+	const struct admin_stats *const *ws;
+	unsigned nws;
+};
+
+static double
+sec(uint64_t ns)
+{
+	return (double)ns / 1e9;
+}
+
+static void
+rpc_families(struct mctx *m)
+{
+	struct net_op_stats ops[NET_OPS_TRACKED] = { 0 };
+	struct mtext *t = &m->t;
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} counters[] = {
+		{ "shoal_rpc_requests_total", "Requests served, by opcode.",
+		  offsetof(struct net_op_stats, requests) },
+		{ "shoal_rpc_errors_total", "Requests answered with an error, by opcode.",
+		  offsetof(struct net_op_stats, errors) },
+		{ "shoal_rpc_received_bytes_total", "Bytes of request bodies, by opcode.",
+		  offsetof(struct net_op_stats, bytes_in) },
+		{ "shoal_rpc_sent_bytes_total", "Bytes of reply bodies, by opcode.",
+		  offsetof(struct net_op_stats, bytes_out) },
+	};
+
+	for (unsigned w = 0; w < m->nws; w++)
+		for (unsigned op = 0; op < NET_OPS_TRACKED; op++)
+			net_op_stats_sum(&ops[op], &m->ws[w]->ops[op]);
+	for (size_t c = 0; c < sizeof(counters) / sizeof(counters[0]); c++) {
+		family(t, counters[c].name, "counter", counters[c].help);
+		for (unsigned op = 0; op < NET_OPS_TRACKED; op++) {
+			if (ops[op].requests == 0)
+				continue;
+			put(t, "%s{node=\"%llu\",op=\"%s\"} %llu\n", counters[c].name,
+			    (unsigned long long)m->node, net_op_name(op),
+			    (unsigned long long)*(const uint64_t *)((const char *)&ops[op] +
+								    counters[c].off));
+		}
+	}
+	family(t, "shoal_rpc_latency_seconds", "histogram",
+	       "Time from a request's arrival to its reply, by opcode.");
+	for (unsigned op = 0; op < NET_OPS_TRACKED; op++) {
+		uint64_t cum = 0;
+
+		if (ops[op].requests == 0)
+			continue;
+		for (unsigned b = 0; b < NET_LAT_BUCKETS; b++) {
+			cum += ops[op].lat[b];
+			if (b < NET_LAT_BUCKETS - 1)
+				put(t,
+				    "shoal_rpc_latency_seconds_bucket{node=\"%llu\",op=\"%s\",le="
+				    "\"%g\"} "
+				    "%llu\n",
+				    (unsigned long long)m->node, net_op_name(op),
+				    sec(net_lat_bound_ns[b]), (unsigned long long)cum);
+			else
+				put(t,
+				    "shoal_rpc_latency_seconds_bucket{node=\"%llu\",op=\"%s\",le="
+				    "\"+Inf\"} "
+				    "%llu\n",
+				    (unsigned long long)m->node, net_op_name(op),
+				    (unsigned long long)cum);
+		}
+		put(t, "shoal_rpc_latency_seconds_sum{node=\"%llu\",op=\"%s\"} %.9f\n",
+		    (unsigned long long)m->node, net_op_name(op), sec(ops[op].lat_sum_ns));
+		put(t, "shoal_rpc_latency_seconds_count{node=\"%llu\",op=\"%s\"} %llu\n",
+		    (unsigned long long)m->node, net_op_name(op), (unsigned long long)cum);
+	}
+}
+
+static void
+net_families(struct mctx *m)
+{
+	struct net_stats s = { 0 };
+	struct mtext *t = &m->t;
+	unsigned long long node = (unsigned long long)m->node;
+
+	for (unsigned w = 0; w < m->nws; w++) {
+		const struct net_stats *x = &m->ws[w]->net;
+
+		s.pkts_sent += x->pkts_sent;
+		s.pkts_received += x->pkts_received;
+		s.bytes_sent += x->bytes_sent;
+		s.bytes_received += x->bytes_received;
+		s.retransmits += x->retransmits;
+		s.timeouts += x->timeouts;
+		s.dup_pkts += x->dup_pkts;
+		s.bad_crc += x->bad_crc;
+		s.calls += x->calls;
+		s.calls_failed += x->calls_failed;
+		s.reply_cache_entries += x->reply_cache_entries;
+	}
+	family(t, "shoal_net_packets_total", "counter", "Datagrams sent and received.");
+	put(t, "shoal_net_packets_total{node=\"%llu\",dir=\"sent\"} %llu\n", node,
+	    (unsigned long long)s.pkts_sent);
+	put(t, "shoal_net_packets_total{node=\"%llu\",dir=\"received\"} %llu\n", node,
+	    (unsigned long long)s.pkts_received);
+	family(t, "shoal_net_bytes_total", "counter", "Datagram bytes sent and received.");
+	put(t, "shoal_net_bytes_total{node=\"%llu\",dir=\"sent\"} %llu\n", node,
+	    (unsigned long long)s.bytes_sent);
+	put(t, "shoal_net_bytes_total{node=\"%llu\",dir=\"received\"} %llu\n", node,
+	    (unsigned long long)s.bytes_received);
+	family(t, "shoal_net_retransmits_total", "counter", "Packets sent again.");
+	put(t, "shoal_net_retransmits_total{node=\"%llu\"} %llu\n", node,
+	    (unsigned long long)s.retransmits);
+	family(t, "shoal_net_timeouts_total", "counter", "Retransmission timeouts.");
+	put(t, "shoal_net_timeouts_total{node=\"%llu\"} %llu\n", node,
+	    (unsigned long long)s.timeouts);
+	family(t, "shoal_net_bad_crc_total", "counter", "Datagrams dropped for a bad checksum.");
+	put(t, "shoal_net_bad_crc_total{node=\"%llu\"} %llu\n", node,
+	    (unsigned long long)s.bad_crc);
+	family(t, "shoal_net_calls_total", "counter", "Calls this node made to others.");
+	put(t, "shoal_net_calls_total{node=\"%llu\"} %llu\n", node, (unsigned long long)s.calls);
+	family(t, "shoal_net_calls_failed_total", "counter", "Calls that ended with an error.");
+	put(t, "shoal_net_calls_failed_total{node=\"%llu\"} %llu\n", node,
+	    (unsigned long long)s.calls_failed);
+	family(t, "shoal_net_reply_cache_entries", "gauge", "Replies kept for retried calls.");
+	put(t, "shoal_net_reply_cache_entries{node=\"%llu\"} %llu\n", node,
+	    (unsigned long long)s.reply_cache_entries);
+}
+
+/* Peers summed over every loop; a peer is a node endpoint or a client. */
+static void
+peer_families(struct mctx *m)
+{
+	struct mtext *t = &m->t;
+	struct net_peer_stats *all = NULL;
+	unsigned n = 0, cap = 0;
+	static const struct {
+		const char *name, *type, *help, *extra;
+		size_t off;
+	} f[] = {
+		{ "shoal_peer_packets_total", "counter", "Datagrams to and from a peer.",
+		  ",dir=\"sent\"", offsetof(struct net_peer_stats, pkts_sent) },
+		{ NULL, NULL, NULL, ",dir=\"received\"",
+		  offsetof(struct net_peer_stats, pkts_received) },
+		{ "shoal_peer_bytes_total", "counter", "Datagram bytes to and from a peer.",
+		  ",dir=\"sent\"", offsetof(struct net_peer_stats, bytes_sent) },
+		{ NULL, NULL, NULL, ",dir=\"received\"",
+		  offsetof(struct net_peer_stats, bytes_received) },
+		{ "shoal_peer_retransmits_total", "counter", "Packets sent again to a peer.", "",
+		  offsetof(struct net_peer_stats, retransmits) },
+		{ "shoal_peer_timeouts_total", "counter", "Retransmission timeouts toward a peer.",
+		  "", offsetof(struct net_peer_stats, timeouts) },
+		{ "shoal_peer_drops_total", "counter",
+		  "Packets from a peer thrown away (duplicate, stale, no memory).", "",
+		  offsetof(struct net_peer_stats, drops) },
+	};
+
+	for (unsigned w = 0; w < m->nws; w++) {
+		for (unsigned i = 0; i < m->ws[w]->npeers; i++) {
+			const struct net_peer_stats *p = &m->ws[w]->peers[i];
+			unsigned k = 0;
+
+			while (k < n && all[k].id != p->id)
+				k++;
+			if (k == n) {
+				if (n == cap) {
+					unsigned nc = cap ? cap * 2 : 64;
+					struct net_peer_stats *na =
+					    sh_realloc(all, nc * sizeof(*all));
+
+					if (na == NULL) {
+						m->t.oom = true;
+						goto out;
+					}
+					all = na;
+					cap = nc;
+				}
+				all[n] = *p;
+				n++;
+				continue;
+			}
+			all[k].pkts_sent += p->pkts_sent;
+			all[k].pkts_received += p->pkts_received;
+			all[k].bytes_sent += p->bytes_sent;
+			all[k].bytes_received += p->bytes_received;
+			all[k].retransmits += p->retransmits;
+			all[k].timeouts += p->timeouts;
+			all[k].drops += p->drops;
+			if (p->srtt_ns > all[k].srtt_ns)
+				all[k].srtt_ns = p->srtt_ns;
+			all[k].connected |= p->connected;
+		}
+	}
+	for (size_t c = 0; c < sizeof(f) / sizeof(f[0]); c++) {
+		const char *name = f[c].name;
+
+		if (name != NULL)
+			family(t, name, f[c].type, f[c].help);
+		else
+			name = f[c - 1].name;
+		for (unsigned k = 0; k < n; k++)
+			put(t, "%s{node=\"%llu\",peer=\"%llx\"%s} %llu\n", name,
+			    (unsigned long long)m->node, (unsigned long long)all[k].id, f[c].extra,
+			    (unsigned long long)*(const uint64_t *)((const char *)&all[k] +
+								    f[c].off));
+	}
+	family(t, "shoal_peer_rtt_seconds", "gauge", "Smoothed round-trip time to a peer.");
+	for (unsigned k = 0; k < n; k++)
+		put(t, "shoal_peer_rtt_seconds{node=\"%llu\",peer=\"%llx\"} %.9f\n",
+		    (unsigned long long)m->node, (unsigned long long)all[k].id,
+		    sec(all[k].srtt_ns));
+	family(t, "shoal_peer_connected", "gauge", "1 while a session with the peer is up.");
+	for (unsigned k = 0; k < n; k++)
+		put(t, "shoal_peer_connected{node=\"%llu\",peer=\"%llx\"} %d\n",
+		    (unsigned long long)m->node, (unsigned long long)all[k].id, all[k].connected);
+out:
+	sh_free(all);
+}
+
+static void
+target_families(struct mctx *m)
+{
+	struct mtext *t = &m->t;
+	static const struct {
+		const char *name, *type, *help, *extra;
+		size_t off;
+	} f[] = {
+		{ "shoal_target_capacity_bytes", "gauge", "A drive target's usable size.", "",
+		  offsetof(struct store_stats, capacity) },
+		{ "shoal_target_used_bytes", "gauge", "Bytes in segments in use.", "",
+		  offsetof(struct store_stats, used) },
+		{ "shoal_target_live_bytes", "gauge", "Bytes of live fragments.", "",
+		  offsetof(struct store_stats, live) },
+		{ "shoal_target_garbage_bytes", "gauge", "Bytes of dead fragments not yet cleaned.",
+		  "", offsetof(struct store_stats, garbage) },
+		{ "shoal_target_fragments", "gauge", "Live fragments.", "",
+		  offsetof(struct store_stats, fragments) },
+		{ "shoal_target_ops_total", "counter", "Fragment operations on a target.",
+		  ",op=\"append\"", offsetof(struct store_stats, appends) },
+		{ NULL, NULL, NULL, ",op=\"read\"", offsetof(struct store_stats, reads) },
+		{ NULL, NULL, NULL, ",op=\"release\"", offsetof(struct store_stats, releases) },
+		{ "shoal_target_io_bytes_total", "counter", "Fragment bytes written and read.",
+		  ",dir=\"written\"", offsetof(struct store_stats, bytes_appended) },
+		{ NULL, NULL, NULL, ",dir=\"read\"", offsetof(struct store_stats, bytes_read) },
+		{ "shoal_target_fsyncs_total", "counter", "Flushes of a target's drive.", "",
+		  offsetof(struct store_stats, fsyncs) },
+		{ "shoal_target_cleaned_segments_total", "counter",
+		  "Segments the cleaner emptied and freed.", "",
+		  offsetof(struct store_stats, cleaned_segs) },
+		{ "shoal_target_moved_bytes_total", "counter", "Live bytes the cleaner moved.", "",
+		  offsetof(struct store_stats, moved_bytes) },
+		{ "shoal_target_corrupt_blocks_total", "counter",
+		  "Blocks found corrupt (reads or scrubs).", "",
+		  offsetof(struct store_stats, corrupt_blocks) },
+	};
+
+	for (size_t c = 0; c < sizeof(f) / sizeof(f[0]); c++) {
+		const char *name = f[c].name;
+
+		if (name != NULL)
+			family(t, name, f[c].type, f[c].help);
+		else
+			for (size_t b = c; name == NULL; b--)
+				name = f[b - 1].name;
+		for (unsigned w = 0; w < m->nws; w++)
+			for (unsigned i = 0; i < m->ws[w]->ndrives; i++) {
+				const struct admin_drive_stats *d = &m->ws[w]->drives[i];
+
+				put(t, "%s{node=\"%llu\",target=\"%llu\"%s} %llu\n", name,
+				    (unsigned long long)m->node, (unsigned long long)d->target,
+				    f[c].extra,
+				    (unsigned long long)*(const uint64_t *)((const char *)&d->st +
+									    f[c].off));
+			}
+	}
+}
+
+static void
+meta_families(struct mctx *m, const struct admin_node *self)
+{
+	struct msvc_group_info gi[256];
+	unsigned n = self->meta_groups ? self->meta_groups(self->arg, gi, 256) : 0;
+	unsigned groups[2] = { 0 }, buckets[2] = { 0 }, ready = 0;
+	struct mtext *t = &m->t;
+
+	for (unsigned i = 0; i < n && i < 256; i++) {
+		bool lead = gi[i].raft_state == 3; /* RAFT_LEADER */
+
+		groups[lead]++;
+		buckets[lead] += gi[i].nbuckets;
+		ready += gi[i].ready;
+	}
+	family(t, "shoal_meta_groups", "gauge", "Metadata Raft groups on this node, by role.");
+	put(t, "shoal_meta_groups{node=\"%llu\",role=\"leader\"} %u\n", (unsigned long long)m->node,
+	    groups[1]);
+	put(t, "shoal_meta_groups{node=\"%llu\",role=\"follower\"} %u\n",
+	    (unsigned long long)m->node, groups[0]);
+	family(t, "shoal_meta_buckets", "gauge", "Metadata buckets on this node, by role.");
+	put(t, "shoal_meta_buckets{node=\"%llu\",role=\"leader\"} %u\n",
+	    (unsigned long long)m->node, buckets[1]);
+	put(t, "shoal_meta_buckets{node=\"%llu\",role=\"follower\"} %u\n",
+	    (unsigned long long)m->node, buckets[0]);
+	family(t, "shoal_meta_groups_serving", "gauge",
+	       "Metadata groups here that serve requests (state loaded, leader known).");
+	put(t, "shoal_meta_groups_serving{node=\"%llu\"} %u\n", (unsigned long long)m->node, ready);
+}
+
+static void
+cluster_families(struct mctx *m, struct cluster *cl, const struct admin_node *self)
+{
+	const struct cfg *c = cluster_cfg(cl);
+	unsigned long long node = (unsigned long long)m->node;
+	struct mtext *t = &m->t;
+	struct cluster_info ci;
+	unsigned up = 0, down = 0;
+
+	cluster_info(cl, &ci);
+	for (uint32_t i = 0; i < c->nnodes; i++)
+		c->nodes[i].state == CFG_UP ? up++ : down++;
+	family(t, "shoal_build_info", "gauge", "This node's version and mode (value 1).");
+	put(t, "shoal_build_info{node=\"%llu\",version=\"%s\",mode=\"%s\",workers=\"%u\"} 1\n",
+	    node, SH_VERSION_STRING, self->mode, self->workers);
+	family(t, "shoal_start_time_seconds", "gauge", "When this node started (Unix time).");
+	put(t, "shoal_start_time_seconds{node=\"%llu\"} %.3f\n", node, sec(self->started_ns));
+	family(t, "shoal_config_epoch", "gauge", "Configuration epoch seen by this node.");
+	put(t, "shoal_config_epoch{node=\"%llu\"} %llu\n", node, (unsigned long long)c->epoch);
+	family(t, "shoal_nodes", "gauge", "Nodes in the cluster by state.");
+	put(t, "shoal_nodes{node=\"%llu\",state=\"up\"} %u\n", node, up);
+	put(t, "shoal_nodes{node=\"%llu\",state=\"down\"} %u\n", node, down);
+	family(t, "shoal_drives", "gauge", "Drives in the cluster.");
+	put(t, "shoal_drives{node=\"%llu\"} %u\n", node, c->ndrives);
+	family(t, "shoal_filesystems", "gauge", "Filesystems.");
+	put(t, "shoal_filesystems{node=\"%llu\"} %u\n", node, c->nfs);
+	family(t, "shoal_config_leader", "gauge", "1 if this node leads the configuration group.");
+	put(t, "shoal_config_leader{node=\"%llu\"} %d\n", node, ci.leader == self->id);
+	family(t, "shoal_config_raft_term", "gauge", "Raft term of the configuration group.");
+	put(t, "shoal_config_raft_term{node=\"%llu\"} %llu\n", node, (unsigned long long)ci.term);
+	family(t, "shoal_config_raft_commit_index", "gauge",
+	       "Raft commit index of the configuration group.");
+	put(t, "shoal_config_raft_commit_index{node=\"%llu\"} %llu\n", node,
+	    (unsigned long long)ci.commit);
+}
+
+void
+admin_metrics_reply(struct cluster *cl, const struct admin_node *self,
+		    const struct admin_stats *const *ws, unsigned nws, struct admin_req *req)
+{
+	struct mctx m = { .node = self->id, .ws = ws, .nws = nws };
+
+	cluster_families(&m, cl, self);
+	meta_families(&m, self);
+	rpc_families(&m);
+	net_families(&m);
+	peer_families(&m);
+	target_families(&m);
+	if (m.t.oom) {
+		admin_reply(req, 500, "text/plain", "out of memory\n", 14);
+	} else {
+		admin_reply(req, 200, "text/plain; version=0.0.4; charset=utf-8", m.t.p, m.t.len);
+	}
+	sh_free(m.t.p);
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * GET /metrics: what a backend is doing, in the Prometheus text format
+ * (version 0.0.4; docs/metrics.md lists every family). Each I/O loop
+ * publishes a snapshot of its counters (admin_stats) a few times a
+ * second; the management loop sums them per opcode, peer and target when
+ * asked.
+ */
+#ifndef SH_ADMIN_METRICS_H
+#define SH_ADMIN_METRICS_H
+
+#include "../cluster/cluster.h"
+#include "../net/net.h"
+#include "../store/store.h"
+#include "http.h"
+
+struct admin_node;
+
+struct admin_drive_stats {
+	uint64_t target;
+	struct store_stats st;
+};
+
+/* One loop's counters (a worker's, or the management loop's). */
+struct admin_stats {
+	struct net_stats net;
+	struct net_op_stats ops[NET_OPS_TRACKED];
+	struct net_peer_stats *peers;
+	unsigned npeers;
+	struct admin_drive_stats *drives;
+	unsigned ndrives;
+};
+
+/* A snapshot of n's counters (peers copied into a new array) with no drives. */
+int admin_stats_of_net(struct net *n, struct admin_stats *out);
+/* Free what a snapshot owns (peers, drives); the struct itself is the caller's. */
+void admin_stats_clear(struct admin_stats *s);
+
+/* The page: reply to req with every family. */
+void admin_metrics_reply(struct cluster *cl, const struct admin_node *self,
+			 const struct admin_stats *const *ws, unsigned nws, struct admin_req *req);
+
+#endif /* SH_ADMIN_METRICS_H */

@@ -167,8 +167,24 @@ $(BUILD)/bin/shoal-envcheck: $(call obj,src/tools/envcheck/envcheck.c) $(ALL_LIB
 	@echo "  LD $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LIBS)
 
+# ---- the fio engine: against the headers of the installed fio (scripts/fio-src) ----
+# Not in SAN builds: fio (not instrumented) cannot load an ASan-built engine.
+FIO_ENGINE := $(BUILD)/lib/libshoal_fio.so
+$(FIO_ENGINE): src/tools/fio/engine.c $(ALL_LIBS) scripts/fio-src
+	@mkdir -p $(dir $@)
+	@echo "  CC+LD $@"
+	$(Q)tree=$$(scripts/fio-src build/fio-src) && \
+	ver=$$(sed -n 's/^FIO_VERSION = //p' $$tree/FIO-VERSION-FILE) && \
+	$(CC) $(filter-out -MMD -MP,$(CFLAGS)) -isystem $$tree -include $$tree/config-host.h \
+		-D_GNU_SOURCE -D_LARGEFILE_SOURCE -D_FILE_OFFSET_BITS=64 \
+		-DSHF_FIO_VERSION="\"$$ver\"" -shared -o $@ $< \
+		$(ALL_LIBS) $(LIBS)
+ifneq ($(SAN),1)
+TOOLS += $(FIO_ENGINE)
+endif
+
 # ---- top-level targets ----
-.PHONY: all deps test run lint fuzz bench bench-rpc bench-store bench-meta bench-data bench-fuse soak clean format
+.PHONY: all deps test run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse soak clean format
 
 all: $(ALL_LIBS) $(RUNNERS) $(FUZZ_REPLAY) $(BENCHES) $(TOOLS)
 
@@ -198,6 +214,8 @@ fuzz: deps $(foreach f,$(FUZZ_TARGETS),$(FUZZ_BUILD)/fuzz_$(f))
 		$(FUZZ_BUILD)/fuzz_$$f -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
 			$(FUZZ_BUILD)/corpus/$$f tests/fuzz/corpus/$$f 2>&1 | tail -n 12; \
 	done
+
+fio-engine: deps $(FIO_ENGINE)
 
 bench: deps
 	$(Q)$(MAKE) --no-print-directory all

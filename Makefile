@@ -10,6 +10,8 @@
 #   make bench-meta   metadata operations on a 6-node local cluster (bench/meta.c)
 #   make bench-data   file data on a 6-node local cluster against fio (bench/data.c)
 #   make bench-fuse   the mount against the library (bench/fuse.c)
+#   make compare      Shoal against GlusterFS 4+2 and the raw disk, same fio jobs (bench/compare)
+#   make fio-engine   the fio engine, libshoal_fio.so (also part of `all` but in SAN builds)
 #   make soak         simulator tests over SOAK_SEEDS random seeds
 #
 # Switches: SAN=1 (ASan+UBSan, no recovery), DEBUG=1 (-O0, extra checks).
@@ -216,6 +218,11 @@ fuzz: deps $(foreach f,$(FUZZ_TARGETS),$(FUZZ_BUILD)/fuzz_$(f))
 	done
 
 fio-engine: deps $(FIO_ENGINE)
+
+# Shoal against GlusterFS and the raw disk (bench/compare; root, about 15 minutes)
+compare: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)bench/compare $(BUILD)
 
 bench: deps
 	$(Q)$(MAKE) --no-print-directory all

@@ -537,6 +537,24 @@ on_recv(void *arg, struct net_transport *t, const struct env_dgram_msg *msgs, un
 /* ---- liveness ---- */
 
 static void
+peer_free(struct net *n, struct net_peer *p)
+{
+	net_sess_free(p);
+	sh_htable_remove(&n->peers, &p->hn);
+	sh_list_del(&p->link);
+	sh_free(p);
+}
+
+/* A client gone long enough, with nothing that points at it: forget it. */
+static bool
+peer_forgettable(const struct net *n, const struct net_peer *p, uint64_t now)
+{
+	return p->learned && p->state == SESS_IDLE && p->nreqs == 0 && sh_list_empty(&p->calls) &&
+	       !p->dirty && now - p->last_rx_ns >= n->cfg.forget_ns &&
+	       now - p->last_tx_ns >= n->cfg.forget_ns;
+}
+
+static void
 tick(struct env_timer *t)
 {
 	struct net *n = t->arg;
@@ -546,6 +564,11 @@ tick(struct env_timer *t)
 	sh_list_for_each_safe (pos, tmp, &n->peer_list) {
 		struct net_peer *p = sh_list_entry(pos, struct net_peer, link);
 
+		if (peer_forgettable(n, p, now)) {
+			n->st.peers_forgotten++;
+			peer_free(n, p);
+			continue;
+		}
 		if (p->state == SESS_ESTABLISHED) {
 			if (now - p->last_rx_ns >= n->cfg.dead_ns) {
 				n->st.peers_dead++;
@@ -609,6 +632,7 @@ net_create(struct env *env, const struct net_config *cfg, struct net **out)
 	DEFAULT(rto_max_ns, 500 * SH_NSEC_PER_MSEC);
 	DEFAULT(keepalive_ns, 250 * SH_NSEC_PER_MSEC);
 	DEFAULT(dead_ns, 5 * SH_NSEC_PER_SEC);
+	DEFAULT(forget_ns, 30 * SH_NSEC_PER_SEC);
 	DEFAULT(delack_ns, 200 * SH_NSEC_PER_USEC);
 	DEFAULT(max_msg, 1u << 30);
 	DEFAULT(window, 1024);
@@ -669,13 +693,8 @@ net_destroy(struct net *n)
 	env_timer_cancel(&n->tick);
 	env_task_cancel(&n->flush_task);
 	net_rpc_fini(n);
-	while ((pos = sh_list_pop(&n->peer_list)) != NULL) {
-		struct net_peer *p = sh_list_entry(pos, struct net_peer, link);
-
-		net_sess_free(p);
-		sh_htable_remove(&n->peers, &p->hn);
-		sh_free(p);
-	}
+	while ((pos = n->peer_list.next) != &n->peer_list)
+		peer_free(n, sh_list_entry(pos, struct net_peer, link));
 	for (unsigned i = 0; i < n->nifaces; i++)
 		n->tps[i].ops->close(&n->tps[i]);
 	sh_htable_fini(&n->peers);

@@ -55,6 +55,12 @@ struct net_config {
 	uint64_t rto_max_ns;   /* default 500 ms */
 	uint64_t keepalive_ns; /* idle time before a keep-alive; default 250 ms */
 	uint64_t dead_ns;      /* silence before a peer is declared dead; default 5 s */
+	/*
+	 * A peer learned from its packets (a client), silent this long with no
+	 * session, call or request left, is forgotten (its memory freed); it is
+	 * learned again if it comes back. Default 30 s.
+	 */
+	uint64_t forget_ns;
 	uint64_t delack_ns;    /* longest an ack waits for a packet to ride on; default 200 us */
 	uint32_t max_msg;      /* largest message; default 1 GiB */
 	uint32_t window;       /* packets in flight per session; default 1024, at most 8192 */
@@ -75,7 +81,7 @@ struct net_stats {
 	uint64_t calls, calls_ok, calls_failed, call_retries;
 	uint64_t requests, duplicate_requests, replies_from_cache;
 	uint64_t reply_cache_entries; /* now, not a count */
-	uint64_t sessions_opened, peers_dead, peers_restarted;
+	uint64_t sessions_opened, peers_dead, peers_restarted, peers_forgotten;
 };
 
 /*

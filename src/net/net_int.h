@@ -120,6 +120,7 @@ struct net_peer {
 
 	struct sh_list calls; /* struct net_call.plink: calls waiting on this peer */
 	struct net_peer_stats st;
+	uint32_t nreqs; /* requests from it being handled (struct net_req.peer) */
 	bool dirty;
 	struct sh_list dirty_link;
 };

@@ -357,6 +357,7 @@ net_reply(struct net_req *r, int status, const struct iovec *body, int iovcnt)
 	struct net_peer *p = r->peer;
 
 	op_account(n, r, status, body, iovcnt);
+	p->nreqs--;
 	if (build_msg(&e->reply, RPC_RESP, r->opcode, status, r->id, 0, body, iovcnt, NULL) < 0) {
 		/* no memory for the reply: forget the request, the caller's retry runs it again */
 		sh_htable_remove(&n->replies, &e->hn);
@@ -414,6 +415,7 @@ on_request(struct net_peer *p, struct sh_buf *buf, uint32_t len, uint16_t op, ui
 	n->nreplies++;
 	r->net = n;
 	r->peer = p;
+	p->nreqs++;
 	r->peer_inc = p->inc;
 	r->id = id;
 	r->opcode = op;

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fio.h"
 #include "optgroup.h"
@@ -349,27 +350,54 @@ shf_file_size(struct thread_data *td, sh_fs *fs, struct fio_file *f)
 
 /*
  * fio asks before the job's init when it sets files up one job after the
- * other (create_serialize, the default, in the parent process): then a
- * connection of its own, closed before fio forks.
+ * other (create_serialize, the default, in the parent process, for every
+ * file): then one connection of the parent's own, kept for the next file
+ * and job (a forked job never uses its parent's).
  */
+static struct {
+	struct shf_data d;
+	pid_t pid;
+	char key[512];
+} shf_setup;
+
+static void
+shf_setup_close(void)
+{
+	if (shf_setup.pid == getpid())
+		shf_disconnect(&shf_setup.d);
+	memset(&shf_setup, 0, sizeof(shf_setup));
+}
+
+static __attribute__((destructor)) void
+shf_unload(void)
+{
+	shf_setup_close();
+}
+
 static int
 shf_get_file_size(struct thread_data *td, struct fio_file *f)
 {
-	struct shf_data tmp = { 0 }, *d = td->io_ops_data;
-	int rc;
+	struct shf_options *o = td->eo;
+	struct shf_data *d = td->io_ops_data;
+	char key[sizeof(shf_setup.key)];
 
 	if (fio_file_size_known(f))
 		return 0;
 	if (d != NULL && d->fs != NULL)
 		return shf_file_size(td, d->fs, f);
-	if (shf_connect(td, &tmp) < 0) {
-		shf_disconnect(&tmp);
-		return 1;
+	snprintf(key, sizeof(key), "%s|%s|%u", o->cluster, o->fs, o->frag_kb);
+	if (shf_setup.pid != getpid() || strcmp(shf_setup.key, key) != 0) {
+		shf_setup_close();
+		if (shf_connect(td, &shf_setup.d) < 0) {
+			shf_setup_close();
+			return 1;
+		}
+		shf_setup.pid = getpid();
+		memcpy(shf_setup.key, key, sizeof(key));
 	}
-	rc = shf_file_size(td, tmp.fs, f);
-	shf_disconnect(&tmp);
-	return rc;
+	return shf_file_size(td, shf_setup.d.fs, f);
 }
+
 static int
 shf_open_file(struct thread_data *td, struct fio_file *f)
 {

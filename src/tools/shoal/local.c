@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <stdarg.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -258,13 +259,33 @@ healthy(const struct local *l, char *why, size_t len)
 	return ok;
 }
 
+/* A step of `local up` and what it waits for, with the time since the start. */
+static double up_t0;
+
+static void __attribute__((format(printf, 1, 2)))
+step(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("  [%5.1f s] ", now_s() - up_t0);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
 static void
 wait_healthy(const struct local *l, double timeout)
 {
 	double until = now_s() + timeout;
-	char why[128] = "";
+	char why[128] = "", said[128] = "";
 
 	while (!healthy(l, why, sizeof(why))) {
+		if (strcmp(why, said) != 0) {
+			step("waiting: %s", why);
+			memcpy(said, why, sizeof(said));
+		}
 		for (int n = 1; n <= l->nodes; n++)
 			if (!pid_alive(l->pids[n]))
 				fail("node %d (pid %d) died; see %s/n%d.log", n, (int)l->pids[n],
@@ -347,7 +368,7 @@ stop_nodes(struct local *l)
 static int
 local_up(struct local *l, bool fresh)
 {
-	double t0 = now_s();
+	double t0 = up_t0 = now_s();
 	char addr[64];
 
 	int starting = 0;
@@ -370,12 +391,14 @@ local_up(struct local *l, bool fresh)
 	save(l);
 	for (int n = 1; n <= l->nodes; n++)
 		wait_api(l, n);
+	step("%d nodes answer on their admin ports", l->nodes);
 	if (fresh) {
 		char dpath[PATH_MAX + 64];
 
 		post(l, 1, "/v1/cluster",
 		     json_pack("{s:s, s:i}", "name", "local", "buckets", l->buckets),
 		     "cluster create");
+		step("cluster created on node 1; adding the other %d nodes", l->nodes - 1);
 		for (int n = 2; n <= l->nodes; n++) {
 			char m[64], d[64], w[64];
 
@@ -387,6 +410,8 @@ local_up(struct local *l, bool fresh)
 		}
 		snprintf(dpath, sizeof(dpath), "%s/drives", l->dir);
 		mkdirs(dpath);
+		step("adding %d drives of %lld MiB (each is checked and formatted by its node)",
+		     l->nodes, l->drive_size >> 20);
 		for (int n = 1; n <= l->nodes; n++) {
 			char w[64];
 			int fd;

@@ -515,6 +515,35 @@ aio_check(const char *path)
 	return w.bad || bad;
 }
 
+static double
+mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* On a terminal, once a second: how far a long copy is, and how fast it goes. */
+static void
+copy_progress(const char *what, uint64_t done, uint64_t total, double t0, double *last, bool end)
+{
+	double now = mono_s();
+
+	if (!isatty(STDERR_FILENO) || (!end && now - *last < 1.0) || (end && *last == t0))
+		return;
+	*last = now;
+	if (total)
+		fprintf(stderr, "\r%s: %llu of %llu MiB (%.0f%%), %.1f MiB/s%s", what,
+			(unsigned long long)(done >> 20), (unsigned long long)(total >> 20),
+			100.0 * (double)done / (double)total, (double)done / 1048576 / (now - t0),
+			end ? "\n" : "   ");
+	else
+		fprintf(stderr, "\r%s: %llu MiB, %.1f MiB/s%s", what,
+			(unsigned long long)(done >> 20), (double)done / 1048576 / (now - t0),
+			end ? "\n" : "   ");
+}
+
 /* Copy a local file into the filesystem, or out of it. */
 static int
 copy(const char *from, const char *to, bool in)
@@ -523,7 +552,9 @@ copy(const char *from, const char *to, bool in)
 	char *buf = malloc(chunk);
 	sh_file *f = NULL;
 	FILE *l = fopen(in ? from : to, in ? "rb" : "wb");
-	uint64_t off = 0;
+	uint64_t off = 0, total = 0;
+	double t0 = mono_s(), last = t0;
+	struct stat st;
 	long n;
 	int rc;
 
@@ -531,7 +562,10 @@ copy(const char *from, const char *to, bool in)
 		fail("cannot %s %s", in ? "read" : "write", in ? from : to);
 	rc = sh_open(fs, in ? to : from, in ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY, 0644, &f);
 	check(rc, "open", in ? to : from);
+	if (in ? fstat(fileno(l), &st) == 0 : sh_fstat(f, &st) == 0)
+		total = (uint64_t)st.st_size;
 	for (;;) {
+		copy_progress(in ? to : from, off, total, t0, &last, false);
 		if (in) {
 			size_t got = fread(buf, 1, chunk, l);
 
@@ -553,6 +587,7 @@ copy(const char *from, const char *to, bool in)
 	check(sh_close(f), "close", in ? to : from);
 	if (fclose(l) != 0)
 		fail("cannot write %s", to);
+	copy_progress(in ? to : from, off, total, t0, &last, true);
 	free(buf);
 	return 0;
 }

@@ -149,6 +149,49 @@ many_rpcs(enum env_real_mode mode)
 	env_real_destroy(env);
 }
 
+/* Clients come and go: the server forgets each once it is gone, freeing its session memory. */
+TEST(net_udp_gone_clients_are_forgotten)
+{
+	struct env_real_opts o = { .mode = ENV_REAL_EVENT };
+	struct env *env = env_real_create(&o);
+	struct net_config cfg = { .node_id = 1, .nifaces = 1, .dead_ns = 100 * SH_NSEC_PER_MSEC,
+				  .keepalive_ns = 20 * SH_NSEC_PER_MSEC,
+				  .forget_ns = 200 * SH_NSEC_PER_MSEC };
+	static uint8_t buf[200000];
+	struct net_peer_stats ps[8];
+	struct net_stats st;
+	struct sh_rand rng;
+	struct node a, b;
+	int done = 0, ok = 0;
+
+	sh_rand_seed(&rng, sh_test_seed());
+	memset(&a, 0, sizeof(a));
+	SH_ASSERT_OK(env_addr_parse("127.0.0.1:0", &a.ifc.addr));
+	cfg.ifaces = &a.ifc;
+	SH_ASSERT_OK(net_create(env, &cfg, &a.net));
+	SH_ASSERT_OK(net_iface_addr(a.net, 0, &a.ifc.addr));
+	for (int round = 0; round < 3; round++) {
+		node_up(&b, env, 1000 + (uint64_t)round, 0);
+		SH_ASSERT_OK(net_peer_add(b.net, 1, &a.ifc, 1));
+		SH_ASSERT_OK(issue_echo(b.net, 1, &rng, buf, &done, &ok));
+		run_until(env, &done, round + 1, 5 * SH_NSEC_PER_SEC);
+		SH_ASSERT_EQ(ok, round + 1);
+		SH_ASSERT_EQ(net_peer_stats(a.net, ps, 8), 1); /* learned, and only this one */
+		SH_ASSERT_EQ(ps[0].id, 1000 + (uint64_t)round);
+		net_destroy(b.net);
+		/* dead after 100 ms of silence, forgotten 200 ms later */
+		for (uint64_t end = sh_clock_mono_ns() + 600 * SH_NSEC_PER_MSEC;
+		     sh_clock_mono_ns() < end && net_peer_stats(a.net, NULL, 0) > 0;)
+			SH_ASSERT_OK(env_real_run_once(env, 10 * SH_NSEC_PER_MSEC));
+		SH_ASSERT_EQ(net_peer_stats(a.net, NULL, 0), 0);
+	}
+	net_stats(a.net, &st);
+	SH_ASSERT_EQ(st.peers_forgotten, 3);
+	net_destroy(a.net);
+	env_real_run_once(env, 0);
+	env_real_destroy(env);
+}
+
 TEST(net_udp_many_rpcs_event_mode)
 {
 	many_rpcs(ENV_REAL_EVENT);

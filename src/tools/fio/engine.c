@@ -145,8 +145,9 @@ shf_queue(struct thread_data *td, struct io_u *u)
 		u->error = EBADF;
 		return FIO_Q_COMPLETED;
 	}
-	s->io = (sh_io){ .f = f, .iov = &s->iov, .iovcnt = 1, .off = u->offset,
-			 .cb = shf_done, .data = s };
+	s->io = (sh_io){
+		.f = f, .iov = &s->iov, .iovcnt = 1, .off = u->offset, .cb = shf_done, .data = s
+	};
 	s->iov = (struct iovec){ u->xfer_buf, u->xfer_buflen };
 	switch (u->ddir) {
 	case DDIR_READ:
@@ -183,8 +184,7 @@ shf_queue(struct thread_data *td, struct io_u *u)
 }
 
 static int
-shf_getevents(struct thread_data *td, unsigned int min, unsigned int max,
-	      const struct timespec *t)
+shf_getevents(struct thread_data *td, unsigned int min, unsigned int max, const struct timespec *t)
 {
 	struct shf_data *d = td->io_ops_data;
 	struct timespec until;
@@ -459,11 +459,12 @@ shf_create_fs(struct shf_data *d, const struct shf_options *o)
 
 	snprintf(addr, sizeof(addr), "%s", o->cluster);
 	addr[strcspn(addr, ",")] = '\0';
-	snprintf(body, sizeof(body), "{\"name\":\"%s\",\"protection\":\"%s\"}", o->fs, o->protection);
+	snprintf(body, sizeof(body), "{\"name\":\"%s\",\"protection\":\"%s\"}", o->fs,
+		 o->protection);
 	st = sh_http_call(addr, "POST", "/v1/fs", body, &reply, 30);
 	if (st != 200 && st != 409) {
-		log_err("shoal: creating filesystem %s (%s) on %s: %s\n", o->fs, o->protection, addr,
-			st < 0 ? strerror(-st) : (reply ? reply : "refused"));
+		log_err("shoal: creating filesystem %s (%s) on %s: %s\n", o->fs, o->protection,
+			addr, st < 0 ? strerror(-st) : (reply ? reply : "refused"));
 		free(reply);
 		return -EIO;
 	}
@@ -538,8 +539,9 @@ shf_init(struct thread_data *td)
 	struct shf_data *d;
 
 	if (strcmp(fio_version_string, SHF_FIO_VERSION) != 0) {
-		log_err("shoal: this engine was built for %s, not %s: rebuild it (make fio-engine)\n",
-			SHF_FIO_VERSION, fio_version_string);
+		log_err(
+		    "shoal: this engine was built for %s, not %s: rebuild it (make fio-engine)\n",
+		    SHF_FIO_VERSION, fio_version_string);
 		return 1;
 	}
 	d = calloc(1, sizeof(*d));

@@ -262,8 +262,7 @@ healthy(const struct local *l, char *why, size_t len)
 /* A step of `local up` and what it waits for, with the time since the start. */
 static double up_t0;
 
-static void __attribute__((format(printf, 1, 2)))
-step(const char *fmt, ...)
+static void __attribute__((format(printf, 1, 2))) step(const char *fmt, ...)
 {
 	va_list ap;
 

@@ -90,7 +90,7 @@ take_line(struct node_sample *ns, const char *line)
 		const char *cb = strchr(br, '}');
 
 		if (cb == NULL || (size_t)(br - line) >= sizeof(name) ||
-		    (size_t)(cb - br) >= sizeof(labels))
+		    (size_t)(cb - br) + 1 >= sizeof(labels))
 			return;
 		memcpy(name, line, (size_t)(br - line));
 		name[br - line] = '\0';

@@ -154,7 +154,9 @@ TEST(net_udp_gone_clients_are_forgotten)
 {
 	struct env_real_opts o = { .mode = ENV_REAL_EVENT };
 	struct env *env = env_real_create(&o);
-	struct net_config cfg = { .node_id = 1, .nifaces = 1, .dead_ns = 100 * SH_NSEC_PER_MSEC,
+	struct net_config cfg = { .node_id = 1,
+				  .nifaces = 1,
+				  .dead_ns = 100 * SH_NSEC_PER_MSEC,
 				  .keepalive_ns = 20 * SH_NSEC_PER_MSEC,
 				  .forget_ns = 200 * SH_NSEC_PER_MSEC };
 	static uint8_t buf[200000];

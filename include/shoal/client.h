@@ -183,6 +183,11 @@ SH_API int sh_fstat(sh_file *f, struct stat *st);
 SH_API int sh_close(sh_file *f);
 /* Open a regular file by inode (O_TRUNC honoured; O_CREAT/O_EXCL mean nothing here). */
 SH_API int sh_open_ino(sh_fs *fs, uint64_t ino, int flags, sh_file **out);
+/*
+ * As sh_open_ino, with the attributes a call of this client just returned
+ * for the file (a create's): no round trip to ask for them again.
+ */
+SH_API int sh_open_stat(sh_fs *fs, const struct stat *st, int flags, sh_file **out);
 
 /* Vectored: as sh_pread/sh_pwrite over the buffers in order (iovcnt <= SH_IOV_MAX). */
 #define SH_IOV_MAX 1024

@@ -395,6 +395,39 @@ meta_families(struct mctx *m, const struct admin_node *self)
 	    (unsigned long long)m->node, buckets[1]);
 	put(t, "shoal_meta_buckets{node=\"%llu\",role=\"follower\"} %u\n",
 	    (unsigned long long)m->node, buckets[0]);
+	{
+		struct msvc_stats ms = { 0 };
+		static const char *const fam[3][2] = {
+			{ "shoal_meta_requests_total",
+			  "Metadata requests answered here, by kind (commands by operation)." },
+			{ "shoal_meta_errors_total", "Of them answered with an error." },
+			{ "shoal_meta_request_seconds_total",
+			  "Time from arrival to answer, summed (divide by requests: the mean)." },
+		};
+
+		for (unsigned w = 0; w < m->nws; w++)
+			for (unsigned k = 0; m->ws[w]->has_meta && k < MSVC_SLOTS; k++) {
+				ms.requests[k] += m->ws[w]->meta.requests[k];
+				ms.errors[k] += m->ws[w]->meta.errors[k];
+				ms.time_ns[k] += m->ws[w]->meta.time_ns[k];
+			}
+		for (unsigned f = 0; f < 3; f++) {
+			family(t, fam[f][0], "counter", fam[f][1]);
+			for (unsigned k = 0; k < MSVC_SLOTS; k++) {
+				if (ms.requests[k] == 0)
+					continue;
+				if (f < 2)
+					put(t, "%s{node=\"%llu\",kind=\"%s\"} %llu\n", fam[f][0],
+					    (unsigned long long)m->node, msvc_slot_name(k),
+					    (unsigned long long)(f == 0 ? ms.requests[k]
+									: ms.errors[k]));
+				else
+					put(t, "%s{node=\"%llu\",kind=\"%s\"} %.9f\n", fam[f][0],
+					    (unsigned long long)m->node, msvc_slot_name(k),
+					    sec(ms.time_ns[k]));
+			}
+		}
+	}
 	family(t, "shoal_meta_groups_serving", "gauge",
 	       "Metadata groups here that serve requests (state loaded, leader known).");
 	put(t, "shoal_meta_groups_serving{node=\"%llu\"} %u\n", (unsigned long long)m->node, ready);

@@ -10,6 +10,7 @@
 #define SH_ADMIN_METRICS_H
 
 #include "../cluster/cluster.h"
+#include "../meta/msvc.h"
 #include "../net/net.h"
 #include "../store/store.h"
 #include "http.h"
@@ -29,6 +30,8 @@ struct admin_stats {
 	unsigned npeers;
 	struct admin_drive_stats *drives;
 	unsigned ndrives;
+	bool has_meta; /* the loop serves metadata groups: */
+	struct msvc_stats meta;
 };
 
 /* A snapshot of n's counters (peers copied into a new array) with no drives. */

@@ -268,46 +268,49 @@ take_inline(sh_file *f)
 	return state == 1 && clen > 0 ? move_inline(f, cur, clen) : 0;
 }
 
+/* The buffer written into the file's inline bytes where it lies (the bucket merges them). */
+static int
+inline_merge(sh_file *f)
+{
+	struct meta_cmd mc = { .op = META_OP_INLINE,
+			       .flags = META_INLINE_MERGE,
+			       .ino = f->ino,
+			       .upto = f->buf_off,
+			       .data = f->buf,
+			       .dlen = f->fill };
+	struct cres res;
+	int rc = ns_cmd(f->fs, meta_ino_bucket(f->ino), &mc, &res);
+
+	cres_fini(&res);
+	return rc;
+}
+
 /* Write the buffer: inline with the inode if the file stays small, else as a stripe. */
 static int
 flush_buf(sh_file *f)
 {
 	uint8_t cur[META_INLINE_MAX];
 	size_t clen = 0;
-	int rc, state = -1;
+	int rc, state = 0;
 
 	if (f->fill == 0)
 		return 0;
-	if (!f->checked || f->buf_off + f->fill <= INLINE_MAX) {
+	if (f->buf_off + f->fill <= INLINE_MAX && !f->checked) {
+		/* small: into what is inline (or nothing), kept with the inode, in one commit */
+		rc = inline_merge(f);
+		if (rc == 0) {
+			f->fill = 0;
+			return 0;
+		}
+		if (rc != -ENOTEMPTY)
+			return rc;
+		/* the file has extents (another writer's, or from before): a stripe */
+		f->checked = true;
+	} else if (!f->checked) {
 		state = inline_now(f, cur, &clen);
 		if (state < 0)
 			return state;
 		f->checked = true;
-	}
-	if (state >= 1 && f->buf_off + f->fill <= INLINE_MAX && clen <= INLINE_MAX) {
-		/* small: merge into what is inline (or nothing) and keep it with the inode */
-		struct meta_cmd mc = { .op = META_OP_INLINE, .ino = f->ino };
-		size_t len = f->buf_off + f->fill > clen ? f->buf_off + f->fill : clen;
-		struct cres res;
-
-		if (state == 2)
-			memset(cur, 0, sizeof(cur));
-		else if (clen < f->buf_off)
-			memset(cur + clen, 0, f->buf_off - clen);
-		memcpy(cur + f->buf_off, f->buf, f->fill);
-		mc.data = cur;
-		mc.dlen = len;
-		rc = ns_cmd(f->fs, meta_ino_bucket(f->ino), &mc, &res);
-		cres_fini(&res);
-		if (rc == 0) {
-			f->fill = 0;
-			/* inline bytes now: a later stripe must take them along (fsx) */
-			f->checked = false;
-		}
-		if (rc != -ENOTEMPTY)
-			return rc;
-		/* extents appeared meanwhile (another writer): a stripe, as for any file */
-		state = 0;
 	}
 	if (state == 1 && clen > 0) {
 		rc = move_inline(f, cur, clen);
@@ -1087,6 +1090,14 @@ sh_open_ino(sh_fs *fs, uint64_t ino, int flags, sh_file **out)
 	int rc = sh_getattr(fs, ino, &st);
 
 	return rc < 0 ? rc : open_stat(fs, &st, flags & ~(O_CREAT | O_EXCL), out);
+}
+
+int
+sh_open_stat(sh_fs *fs, const struct stat *st, int flags, sh_file **out)
+{
+	if (fs == NULL || st == NULL || out == NULL)
+		return -EINVAL;
+	return open_stat(fs, st, flags & ~(O_CREAT | O_EXCL), out);
 }
 
 sh_fs *

@@ -7,6 +7,8 @@
 
 struct sfuse *sfuse_of(fuse_req_t req);
 void sfuse_creds(fuse_req_t req, fuse_ino_t parent, bool *sgid);
+/* Remember a directory's attributes as the kernel got them (sfuse_creds uses them). */
+void sfuse_dir_memo_put(const struct stat *st);
 void sfuse_reply_err(fuse_req_t req, long rc);
 /* A lookup's answer (ENOENT: a negative entry, cached for entry_timeout). */
 void sfuse_reply_entry(fuse_req_t req, int rc, const struct stat *st);
@@ -16,6 +18,13 @@ void sfuse_reply_new(fuse_req_t req, int rc, const struct stat *st);
 /* ops_io.c */
 /* Flush what the files open here on ino have buffered. */
 int sfuse_flush_ino(uint64_t ino);
+/*
+ * Whether a handle open here created the file and no xattr was set
+ * through this mount since (forget: from now on, not). The kernel asks
+ * every write of a file for its security.capability (to drop it): for
+ * such a file that is answered here, with no round trip.
+ */
+bool sfuse_fresh_ino(uint64_t ino, bool forget);
 void sfuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		  struct fuse_file_info *fi);
 void sfuse_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

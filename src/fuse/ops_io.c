@@ -27,13 +27,14 @@ struct ofile {
 	struct ofile *next;
 	uint64_t ino;
 	sh_file *f;
+	bool fresh; /* this handle made the file, and no xattr was set through this mount since */
 };
 
 static pthread_mutex_t open_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct ofile *open_tab[OPEN_SLOTS];
 
 static void
-open_add(uint64_t ino, sh_file *f)
+open_add(uint64_t ino, sh_file *f, bool fresh)
 {
 	struct ofile *o = malloc(sizeof(*o));
 
@@ -41,6 +42,7 @@ open_add(uint64_t ino, sh_file *f)
 		return; /* flushed at close all the same */
 	o->ino = ino;
 	o->f = f;
+	o->fresh = fresh;
 	pthread_mutex_lock(&open_mu);
 	o->next = open_tab[ino % OPEN_SLOTS];
 	open_tab[ino % OPEN_SLOTS] = o;
@@ -60,6 +62,22 @@ open_del(uint64_t ino, sh_file *f)
 			break;
 		}
 	pthread_mutex_unlock(&open_mu);
+}
+
+bool
+sfuse_fresh_ino(uint64_t ino, bool forget)
+{
+	bool fresh = false;
+
+	pthread_mutex_lock(&open_mu);
+	for (struct ofile *o = open_tab[ino % OPEN_SLOTS]; o; o = o->next)
+		if (o->ino == ino) {
+			fresh |= o->fresh;
+			if (forget)
+				o->fresh = false;
+		}
+	pthread_mutex_unlock(&open_mu);
+	return fresh;
 }
 
 int
@@ -93,14 +111,14 @@ sfuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	if (rc == -EEXIST && !(fi->flags & O_EXCL))
 		rc = sh_lookup(s->fs, parent, name, &e.attr); /* raced with another creator */
 	if (rc == 0)
-		rc = sh_open_ino(s->fs, e.attr.st_ino, fi->flags, &f);
+		rc = sh_open_stat(s->fs, &e.attr, fi->flags, &f);
 	if (rc < 0) {
 		sfuse_reply_err(req, rc);
 		return;
 	}
 	fi->fh = (uintptr_t)f;
 	fi->direct_io = s->o.coherent || s->o.nocache; /* no page cache: every read asks */
-	open_add(e.attr.st_ino, f);
+	open_add(e.attr.st_ino, f, true);
 	e.ino = e.attr.st_ino;
 	e.generation = 1;
 	e.attr_timeout = s->o.attr_timeout;
@@ -126,7 +144,7 @@ sfuse_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = (uintptr_t)f;
 	fi->keep_cache = 0; /* close-to-open: what another client wrote is read again */
 	fi->direct_io = sfuse_of(req)->o.coherent || sfuse_of(req)->o.nocache;
-	open_add(ino, f);
+	open_add(ino, f, false);
 	if (fuse_reply_open(req, fi) != 0) {
 		open_del(ino, f);
 		sh_close(f);

@@ -6,6 +6,7 @@
 #include <sys/xattr.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ops.h"
 
@@ -28,16 +29,79 @@ sfuse_of(fuse_req_t req)
  * group is the parent's when it is a setgid directory (as Linux does);
  * *sgid says so, for new directories to inherit the bit.
  */
+/*
+ * Directories' attributes as this mount last answered the kernel with them
+ * (getattr, lookup, setattr): what a create needs of its parent (the
+ * setgid bit, the group), trusted for as long as the kernel trusts its own
+ * copy (attr_timeout), so that a create does not ask for the parent the
+ * kernel has just asked for.
+ */
+#define DIR_MEMO 1024
+static struct {
+	uint64_t ino, at_ns;
+	mode_t mode;
+	gid_t gid;
+} dir_memo[DIR_MEMO];
+static pthread_mutex_t dir_memo_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void
+sfuse_dir_memo_put(const struct stat *st)
+{
+	unsigned i = (unsigned)(st->st_ino % DIR_MEMO);
+
+	if (!S_ISDIR(st->st_mode))
+		return;
+	pthread_mutex_lock(&dir_memo_mu);
+	dir_memo[i].ino = st->st_ino;
+	dir_memo[i].mode = st->st_mode;
+	dir_memo[i].gid = st->st_gid;
+	dir_memo[i].at_ns = mono_ns();
+	pthread_mutex_unlock(&dir_memo_mu);
+}
+
+static bool
+dir_memo_get(const struct sfuse *s, uint64_t ino, struct stat *st)
+{
+	unsigned i = (unsigned)(ino % DIR_MEMO);
+	bool hit;
+
+	memset(st, 0, sizeof(*st));
+	if (s->o.attr_timeout <= 0)
+		return false;
+	pthread_mutex_lock(&dir_memo_mu);
+	hit = dir_memo[i].ino == ino &&
+	      (double)(mono_ns() - dir_memo[i].at_ns) < s->o.attr_timeout * 1e9;
+	if (hit) {
+		st->st_ino = ino;
+		st->st_mode = dir_memo[i].mode;
+		st->st_gid = dir_memo[i].gid;
+	}
+	pthread_mutex_unlock(&dir_memo_mu);
+	return hit;
+}
+
 void
 sfuse_creds(fuse_req_t req, fuse_ino_t parent, bool *sgid)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct sfuse *s = sfuse_of(req);
 	struct stat st;
 	gid_t gid = ctx->gid;
 
 	if (sgid)
 		*sgid = false;
-	if (sh_getattr(sfuse_of(req)->fs, parent, &st) == 0 && (st.st_mode & S_ISGID)) {
+	if (!dir_memo_get(s, parent, &st) && sh_getattr(s->fs, parent, &st) == 0)
+		sfuse_dir_memo_put(&st);
+	if (st.st_ino == parent && (st.st_mode & S_ISGID)) {
 		gid = st.st_gid;
 		if (sgid)
 			*sgid = true;
@@ -72,6 +136,7 @@ sfuse_reply_entry(fuse_req_t req, int rc, const struct stat *st)
 	e.attr = *st;
 	e.attr_timeout = s->o.attr_timeout;
 	e.entry_timeout = s->o.entry_timeout;
+	sfuse_dir_memo_put(st);
 	fuse_reply_entry(req, &e);
 }
 
@@ -112,10 +177,12 @@ op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	rc = sfuse_flush_ino(ino); /* what open files wrote counts */
 	if (rc == 0)
 		rc = sh_getattr(sfuse_of(req)->fs, ino, &st);
-	if (rc < 0)
+	if (rc < 0) {
 		sfuse_reply_err(req, rc);
-	else
+	} else {
+		sfuse_dir_memo_put(&st);
 		fuse_reply_attr(req, &st, sfuse_of(req)->o.attr_timeout);
+	}
 }
 
 static void
@@ -149,10 +216,12 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct
 	if (rc == 0)
 		rc =
 		    valid ? sh_setattr(s->fs, ino, &st, valid, &out) : sh_getattr(s->fs, ino, &out);
-	if (rc < 0)
+	if (rc < 0) {
 		sfuse_reply_err(req, rc);
-	else
+	} else {
+		sfuse_dir_memo_put(&out);
 		fuse_reply_attr(req, &out, s->o.attr_timeout);
+	}
 }
 
 static void
@@ -263,6 +332,7 @@ op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 	int f = (flags & XATTR_CREATE ? SH_XATTR_CREATE : 0) |
 		(flags & XATTR_REPLACE ? SH_XATTR_REPLACE : 0);
 
+	(void)sfuse_fresh_ino(ino, true);
 	sfuse_reply_err(req, sh_setxattr_ino(sfuse_of(req)->fs, ino, name, value, size, f));
 }
 
@@ -281,7 +351,13 @@ reply_value(fuse_req_t req, long n, const char *buf, size_t size)
 static void
 op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-	char *buf = size ? malloc(size) : NULL;
+	char *buf;
+
+	if (strcmp(name, "security.capability") == 0 && sfuse_fresh_ino(ino, false)) {
+		sfuse_reply_err(req, -ENODATA);
+		return;
+	}
+	buf = size ? malloc(size) : NULL;
 	long n = size && buf == NULL ? -ENOMEM
 				     : sh_getxattr_ino(sfuse_of(req)->fs, ino, name, buf, size);
 

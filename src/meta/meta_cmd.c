@@ -182,7 +182,11 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 		rc = meta_reclaim_done(b, c->upto);
 		break;
 	case META_OP_INLINE:
-		rc = meta_inline_set(b, c->ino, c->data, c->dlen, c->now, &r->attr);
+		if (c->flags & META_INLINE_MERGE)
+			rc = meta_inline_merge(b, c->ino, c->upto, c->data, c->dlen, c->now,
+					       &r->attr);
+		else
+			rc = meta_inline_set(b, c->ino, c->data, c->dlen, c->now, &r->attr);
 		break;
 	case META_OP_RENAME2:
 		rc = meta_rename2_decode(c->data, c->dlen, &r->rename);

@@ -30,9 +30,12 @@ enum meta_op {
 	META_OP_RENAME2, /* a step of a cross-bucket rename: flags = META_R2_*, data = the rename */
 	META_OP_EXTENT,	 /* ino, data: extents to map (meta_extent_list_encode) */
 	META_OP_RECLAIM_DONE, /* upto: the stripe whose fragments are released */
-	META_OP_INLINE,	      /* ino, data: a small file's bytes (meta_inline_set) */
+	META_OP_INLINE,	      /* ino, data: a small file's bytes (meta_inline_set); flags
+			       * META_INLINE_MERGE: written at offset upto (meta_inline_merge) */
 	META_OP_MAX
 };
+
+#define META_INLINE_MERGE 0x1
 
 struct meta_cmd {
 	uint8_t op;

@@ -342,6 +342,27 @@ meta_inline_set(struct meta_bucket *b, uint64_t ino, const void *data, size_t le
 }
 
 int
+meta_inline_merge(struct meta_bucket *b, uint64_t ino, uint64_t off, const void *data, size_t len,
+		  uint64_t now, struct meta_inode *attr)
+{
+	uint8_t cur[META_INLINE_MAX];
+	size_t clen, end;
+	int rc;
+
+	if (len == 0 || off > META_INLINE_MAX || len > META_INLINE_MAX - off)
+		return len == 0 ? -EINVAL : -EFBIG;
+	rc = meta_inline_get(b, ino, cur, sizeof(cur));
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	clen = rc < 0 ? 0 : (size_t)rc;
+	end = off + len > clen ? off + len : clen;
+	if (off > clen)
+		memset(cur + clen, 0, off - clen);
+	memcpy(cur + off, data, len);
+	return meta_inline_set(b, ino, cur, end, now, attr);
+}
+
+int
 meta_extent_set(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e, unsigned n,
 		unsigned flags, uint64_t now, struct meta_inode *attr)
 {

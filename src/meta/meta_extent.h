@@ -78,6 +78,13 @@ int meta_extents(struct meta_bucket *b, uint64_t ino, uint64_t off, uint64_t len
 #define META_INLINE_MAX 4096
 int meta_inline_set(struct meta_bucket *b, uint64_t ino, const void *data, size_t len, uint64_t now,
 		    struct meta_inode *attr);
+/*
+ * As meta_inline_set, but len bytes written at off into what is inline now
+ * (zeros between the old end and off): one step for a writer, with no read
+ * of the bytes first. -EFBIG if off + len > META_INLINE_MAX.
+ */
+int meta_inline_merge(struct meta_bucket *b, uint64_t ino, uint64_t off, const void *data,
+		      size_t len, uint64_t now, struct meta_inode *attr);
 /* The inline bytes into buf (cap >= META_INLINE_MAX): their length, or -ENOENT (none). */
 int meta_inline_get(struct meta_bucket *b, uint64_t ino, void *buf, size_t cap);
 /* Keep only the first len inline bytes (a truncate). */

@@ -22,11 +22,69 @@ static void on_ship_retry(struct env_timer *t);
 
 /* ---- answering ---- */
 
+const char *
+msvc_slot_name(unsigned slot)
+{
+	static const char *const kinds[MSVC_SLOT_CMD] = {
+		[MP_LOOKUP] = "lookup",		[MP_GETATTR] = "getattr",
+		[MP_READDIR] = "readdir",	[MP_READLINK] = "readlink",
+		[MP_GETXATTR] = "getxattr",	[MP_LISTXATTR] = "listxattr",
+		[MP_DIRBUCKETS] = "dirbuckets", [MP_DELTAS] = "deltas",
+		[MP_REVOKE] = "revoke",		[MP_EXTENTS] = "extents",
+		[MP_STRIPES] = "stripes",
+	};
+	static const char *const ops[MSVC_SLOTS - MSVC_SLOT_CMD] = {
+		[META_OP_MKROOT] = "mkroot",
+		[META_OP_CREATE] = "create",
+		[META_OP_LINK] = "link",
+		[META_OP_REMOVE] = "remove",
+		[META_OP_RENAME] = "rename",
+		[META_OP_SETATTR] = "setattr",
+		[META_OP_SETXATTR] = "setxattr",
+		[META_OP_REMOVEXATTR] = "removexattr",
+		[META_OP_DELTA] = "delta",
+		[META_OP_OUTBOX_ACK] = "outbox_ack",
+		[META_OP_LEASE_GRANT] = "lease_grant",
+		[META_OP_LEASE_CLOSE] = "lease_close",
+		[META_OP_LEASE_REOPEN] = "lease_reopen",
+		[META_OP_LEASE_DROP] = "lease_drop",
+		[META_OP_LEASE_HOLD] = "lease_hold",
+		[META_OP_LEASE_REVOKE] = "lease_revoke",
+		[META_OP_RENAME2] = "rename2",
+		[META_OP_EXTENT] = "extent",
+		[META_OP_RECLAIM_DONE] = "reclaim_done",
+		[META_OP_INLINE] = "inline",
+	};
+
+	if (slot < MSVC_SLOT_CMD)
+		return kinds[slot];
+	return slot < MSVC_SLOTS ? ops[slot - MSVC_SLOT_CMD] : NULL;
+}
+
+void
+msvc_stats(const struct msvc *s, struct msvc_stats *out)
+{
+	*out = s->st;
+}
+
+static void
+mreq_account(struct mreq *m, int status)
+{
+	unsigned slot = m->req.kind == MP_CMD ? MSVC_SLOT_CMD + m->cmd.op : m->req.kind;
+
+	if (slot >= MSVC_SLOTS || msvc_slot_name(slot) == NULL)
+		return;
+	m->s->st.requests[slot]++;
+	m->s->st.errors[slot] += status < 0;
+	m->s->st.time_ns[slot] += env_now(m->s->env) - m->t0;
+}
+
 void
 mreq_answer(struct mreq *m, int status, const struct mp_reply *r)
 {
 	struct mp_reply nl = { 0 };
 
+	mreq_account(m, status);
 	sh_list_del(&m->link);
 	env_timer_cancel(&m->timer);
 	if (m->step == ST_FLUSH)
@@ -1438,7 +1496,8 @@ mreq_new(struct msvc *s)
 	if (m == NULL)
 		return NULL;
 	m->s = s;
-	m->deadline = env_now(s->env) + OP_NS;
+	m->t0 = env_now(s->env);
+	m->deadline = m->t0 + OP_NS;
 	env_timer_init(s->env, &m->timer, on_timer, m);
 	sh_list_add_tail(&s->reqs, &m->link);
 	return m;

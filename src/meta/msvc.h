@@ -65,6 +65,20 @@ struct msvc_group_info {
 	uint64_t term, commit, applied, leader;
 	bool ready;
 };
+/*
+ * What the requests served here were, counted when answered: slot
+ * MSVC_SLOT_CMD + op for commands (creates, inline writes, ...), the
+ * request kind below it for the rest (lookup, getattr, extents, ...).
+ */
+#define MSVC_SLOT_CMD 16
+#define MSVC_SLOTS    (MSVC_SLOT_CMD + 32)
+struct msvc_stats {
+	uint64_t requests[MSVC_SLOTS], errors[MSVC_SLOTS], time_ns[MSVC_SLOTS];
+};
+void msvc_stats(const struct msvc *s, struct msvc_stats *out);
+/* A slot's name ("lookup", "create", ...), or NULL for a slot never used. */
+const char *msvc_slot_name(unsigned slot);
+
 /* The groups served here: up to max into out; returns how many there are. */
 unsigned msvc_groups(struct msvc *s, struct msvc_group_info *out, unsigned max);
 

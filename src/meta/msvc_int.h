@@ -49,6 +49,7 @@ struct msvc {
 	uint64_t self;	     /* this endpoint's id */
 	struct sh_list fss;  /* struct mfs */
 	struct sh_list reqs; /* struct mreq in progress */
+	struct msvc_stats st;
 	bool stopping;
 	unsigned closing_groups;
 	void (*done)(void *arg);
@@ -89,6 +90,7 @@ struct mreq {
 	unsigned rounds;
 	unsigned pending;
 	int status;
+	uint64_t t0; /* when it came */
 	uint64_t deadline;
 	uint64_t dir; /* rmdir: the directory; lease: the directory */
 	uint16_t lessees[64];

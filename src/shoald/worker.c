@@ -106,6 +106,10 @@ publish_stats(struct worker *w)
 		}
 	}
 	s.ndrives = i;
+	if (w->meta != NULL) {
+		s.has_meta = true;
+		msvc_stats(w->meta, &s.meta);
+	}
 	pthread_mutex_lock(&w->d->stats_mu);
 	old = w->d->stats[w->idx];
 	w->d->stats[w->idx] = s;

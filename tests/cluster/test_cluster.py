@@ -1100,6 +1100,12 @@ def metrics_and_stats_move_with_traffic(c):
         check(n == h == inf, "store.put: %d requests, histogram count %d, +Inf %d" % (n, h, inf))
         check(total(a, "shoal_target_capacity_bytes") > 0, "no target capacity")
         check(total(a, "shoal_peer_packets_total", dir="sent") > 0, "no peer traffic")
+    for kind, least in (("create", 2), ("extent", 2)):
+        moved = sum(total(a, "shoal_meta_requests_total", kind=kind) -
+                    total(b, "shoal_meta_requests_total", kind=kind)
+                    for a, b in zip(after, before))
+        check(moved >= least, "metadata %s requests moved by %d, want >= %d" %
+              (kind, moved, least))
     led = sum(total(a, "shoal_meta_buckets", role="leader") for a in after)
     check(led == 64, "buckets led over all nodes: %d, want each of the 64 once" % led)
     j = json.loads(st.stdout.strip().splitlines()[-1])

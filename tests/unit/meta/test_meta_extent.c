@@ -281,3 +281,42 @@ TEST(meta_inline_small_files)
 	SH_ASSERT_EQ(gone, 9 + 10);
 	fx_close(&f);
 }
+
+/* A writer's bytes merged into the inline bytes where they lie, in one step. */
+TEST(meta_inline_merge_at_offsets)
+{
+	struct fx f;
+	struct meta_inode in;
+	struct meta_extent e = ext(0, 100, 9, 0);
+	uint8_t buf[META_INLINE_MAX], want[META_INLINE_MAX];
+
+	fx_open(&f);
+	/* nothing there yet: zeros before the offset */
+	SH_ASSERT_OK(meta_inline_merge(&f.b, f.ino, 10, "world", 5, 10, &in));
+	SH_ASSERT_EQ(in.size, 15);
+	memset(want, 0, sizeof(want));
+	memcpy(want + 10, "world", 5);
+	SH_ASSERT_EQ(meta_inline_get(&f.b, f.ino, buf, sizeof(buf)), 15);
+	SH_ASSERT_MEMEQ(buf, want, 15);
+	/* inside what is there: the rest kept; past the end: the file grows */
+	SH_ASSERT_OK(meta_inline_merge(&f.b, f.ino, 0, "hello", 5, 11, &in));
+	memcpy(want, "hello", 5);
+	SH_ASSERT_EQ(meta_inline_get(&f.b, f.ino, buf, sizeof(buf)), 15);
+	SH_ASSERT_MEMEQ(buf, want, 15);
+	SH_ASSERT_OK(meta_inline_merge(&f.b, f.ino, 20, "!", 1, 12, &in));
+	want[20] = '!';
+	SH_ASSERT_EQ(in.size, 21);
+	SH_ASSERT_EQ(meta_inline_get(&f.b, f.ino, buf, sizeof(buf)), 21);
+	SH_ASSERT_MEMEQ(buf, want, 21);
+	/* up to the very end of the inline space, not a byte past it */
+	SH_ASSERT_OK(meta_inline_merge(&f.b, f.ino, META_INLINE_MAX - 1, "z", 1, 13, &in));
+	SH_ASSERT_EQ(in.size, META_INLINE_MAX);
+	SH_ASSERT_EQ(meta_inline_merge(&f.b, f.ino, META_INLINE_MAX, "z", 1, 14, &in), -EFBIG);
+	SH_ASSERT_EQ(meta_inline_merge(&f.b, f.ino, META_INLINE_MAX - 2, "zzz", 3, 14, &in),
+		     -EFBIG);
+	SH_ASSERT_EQ(meta_inline_merge(&f.b, f.ino, 0, "z", 0, 14, &in), -EINVAL);
+	/* a file with extents: refused as a set is */
+	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, &e, 1, META_EXTENT_TAKES_INLINE, 30, &in));
+	SH_ASSERT_EQ(meta_inline_merge(&f.b, f.ino, 0, "again", 5, 40, &in), -ENOTEMPTY);
+	fx_close(&f);
+}

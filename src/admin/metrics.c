@@ -174,52 +174,49 @@ rpc_families(struct mctx *m)
 static void
 net_families(struct mctx *m)
 {
-	struct net_stats s = { 0 };
 	struct mtext *t = &m->t;
-	unsigned long long node = (unsigned long long)m->node;
+	static const struct {
+		const char *name, *type, *help, *extra;
+		size_t off;
+	} f[] = {
+		{ "shoal_net_packets_total", "counter", "Datagrams sent and received.",
+		  ",dir=\"sent\"", offsetof(struct net_stats, pkts_sent) },
+		{ NULL, NULL, NULL, ",dir=\"received\"",
+		  offsetof(struct net_stats, pkts_received) },
+		{ "shoal_net_bytes_total", "counter", "Datagram bytes sent and received.",
+		  ",dir=\"sent\"", offsetof(struct net_stats, bytes_sent) },
+		{ NULL, NULL, NULL, ",dir=\"received\"",
+		  offsetof(struct net_stats, bytes_received) },
+		{ "shoal_net_retransmits_total", "counter", "Packets sent again.", "",
+		  offsetof(struct net_stats, retransmits) },
+		{ "shoal_net_timeouts_total", "counter", "Retransmission timeouts.", "",
+		  offsetof(struct net_stats, timeouts) },
+		{ "shoal_net_bad_crc_total", "counter", "Datagrams dropped for a bad checksum.", "",
+		  offsetof(struct net_stats, bad_crc) },
+		{ "shoal_net_calls_total", "counter", "Calls this node made to others.", "",
+		  offsetof(struct net_stats, calls) },
+		{ "shoal_net_calls_failed_total", "counter", "Calls that ended with an error.", "",
+		  offsetof(struct net_stats, calls_failed) },
+		{ "shoal_net_reply_cache_entries", "gauge", "Replies kept for retried calls.", "",
+		  offsetof(struct net_stats, reply_cache_entries) },
+		{ "shoal_net_peers_forgotten_total", "counter",
+		  "Clients forgotten after they went silent.", "",
+		  offsetof(struct net_stats, peers_forgotten) },
+	};
+	const char *name = NULL;
 
-	for (unsigned w = 0; w < m->nws; w++) {
-		const struct net_stats *x = &m->ws[w]->net;
+	for (size_t c = 0; c < sizeof(f) / sizeof(f[0]); c++) {
+		uint64_t sum = 0;
 
-		s.pkts_sent += x->pkts_sent;
-		s.pkts_received += x->pkts_received;
-		s.bytes_sent += x->bytes_sent;
-		s.bytes_received += x->bytes_received;
-		s.retransmits += x->retransmits;
-		s.timeouts += x->timeouts;
-		s.dup_pkts += x->dup_pkts;
-		s.bad_crc += x->bad_crc;
-		s.calls += x->calls;
-		s.calls_failed += x->calls_failed;
-		s.reply_cache_entries += x->reply_cache_entries;
+		if (f[c].name != NULL) {
+			name = f[c].name;
+			family(t, name, f[c].type, f[c].help);
+		}
+		for (unsigned w = 0; w < m->nws; w++)
+			sum += *(const uint64_t *)((const char *)&m->ws[w]->net + f[c].off);
+		put(t, "%s{node=\"%llu\"%s} %llu\n", name, (unsigned long long)m->node, f[c].extra,
+		    (unsigned long long)sum);
 	}
-	family(t, "shoal_net_packets_total", "counter", "Datagrams sent and received.");
-	put(t, "shoal_net_packets_total{node=\"%llu\",dir=\"sent\"} %llu\n", node,
-	    (unsigned long long)s.pkts_sent);
-	put(t, "shoal_net_packets_total{node=\"%llu\",dir=\"received\"} %llu\n", node,
-	    (unsigned long long)s.pkts_received);
-	family(t, "shoal_net_bytes_total", "counter", "Datagram bytes sent and received.");
-	put(t, "shoal_net_bytes_total{node=\"%llu\",dir=\"sent\"} %llu\n", node,
-	    (unsigned long long)s.bytes_sent);
-	put(t, "shoal_net_bytes_total{node=\"%llu\",dir=\"received\"} %llu\n", node,
-	    (unsigned long long)s.bytes_received);
-	family(t, "shoal_net_retransmits_total", "counter", "Packets sent again.");
-	put(t, "shoal_net_retransmits_total{node=\"%llu\"} %llu\n", node,
-	    (unsigned long long)s.retransmits);
-	family(t, "shoal_net_timeouts_total", "counter", "Retransmission timeouts.");
-	put(t, "shoal_net_timeouts_total{node=\"%llu\"} %llu\n", node,
-	    (unsigned long long)s.timeouts);
-	family(t, "shoal_net_bad_crc_total", "counter", "Datagrams dropped for a bad checksum.");
-	put(t, "shoal_net_bad_crc_total{node=\"%llu\"} %llu\n", node,
-	    (unsigned long long)s.bad_crc);
-	family(t, "shoal_net_calls_total", "counter", "Calls this node made to others.");
-	put(t, "shoal_net_calls_total{node=\"%llu\"} %llu\n", node, (unsigned long long)s.calls);
-	family(t, "shoal_net_calls_failed_total", "counter", "Calls that ended with an error.");
-	put(t, "shoal_net_calls_failed_total{node=\"%llu\"} %llu\n", node,
-	    (unsigned long long)s.calls_failed);
-	family(t, "shoal_net_reply_cache_entries", "gauge", "Replies kept for retried calls.");
-	put(t, "shoal_net_reply_cache_entries{node=\"%llu\"} %llu\n", node,
-	    (unsigned long long)s.reply_cache_entries);
 }
 
 /* Peers summed over every loop; a peer is a node endpoint or a client. */
@@ -228,6 +225,7 @@ peer_families(struct mctx *m)
 {
 	struct mtext *t = &m->t;
 	struct net_peer_stats *all = NULL;
+	const char *name = NULL;
 	unsigned n = 0, cap = 0;
 	static const struct {
 		const char *name, *type, *help, *extra;
@@ -287,12 +285,10 @@ peer_families(struct mctx *m)
 		}
 	}
 	for (size_t c = 0; c < sizeof(f) / sizeof(f[0]); c++) {
-		const char *name = f[c].name;
-
-		if (name != NULL)
+		if (f[c].name != NULL) {
+			name = f[c].name;
 			family(t, name, f[c].type, f[c].help);
-		else
-			name = f[c - 1].name;
+		}
 		for (unsigned k = 0; k < n; k++)
 			put(t, "%s{node=\"%llu\",peer=\"%llx\"%s} %llu\n", name,
 			    (unsigned long long)m->node, (unsigned long long)all[k].id, f[c].extra,
@@ -349,14 +345,13 @@ target_families(struct mctx *m)
 		  offsetof(struct store_stats, corrupt_blocks) },
 	};
 
-	for (size_t c = 0; c < sizeof(f) / sizeof(f[0]); c++) {
-		const char *name = f[c].name;
+	const char *name = NULL;
 
-		if (name != NULL)
+	for (size_t c = 0; c < sizeof(f) / sizeof(f[0]); c++) {
+		if (f[c].name != NULL) {
+			name = f[c].name;
 			family(t, name, f[c].type, f[c].help);
-		else
-			for (size_t b = c; name == NULL; b--)
-				name = f[b - 1].name;
+		}
 		for (unsigned w = 0; w < m->nws; w++)
 			for (unsigned i = 0; i < m->ws[w]->ndrives; i++) {
 				const struct admin_drive_stats *d = &m->ws[w]->drives[i];

@@ -28,6 +28,12 @@ usage_error(const char *fmt, ...)
 	abort();
 }
 
+double
+now_s(void)
+{
+	return 0;
+}
+
 void
 fail(const char *fmt, ...)
 {

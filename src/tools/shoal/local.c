@@ -43,15 +43,6 @@ struct local {
 	pid_t pids[LOCAL_NODES_MAX + 1];
 };
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void
 node_addr(const struct local *l, int n, bool data, char *buf, size_t len)
 {

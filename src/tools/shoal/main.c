@@ -68,6 +68,15 @@ fail(const char *fmt, ...)
 	exit(1);
 }
 
+double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 long long
 parse_size(const char *s)
 {

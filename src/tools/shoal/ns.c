@@ -515,20 +515,11 @@ aio_check(const char *path)
 	return w.bad || bad;
 }
 
-static double
-mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* On a terminal, once a second: how far a long copy is, and how fast it goes. */
 static void
 copy_progress(const char *what, uint64_t done, uint64_t total, double t0, double *last, bool end)
 {
-	double now = mono_s();
+	double now = now_s();
 
 	if (!isatty(STDERR_FILENO) || (!end && now - *last < 1.0) || (end && *last == t0))
 		return;
@@ -553,7 +544,7 @@ copy(const char *from, const char *to, bool in)
 	sh_file *f = NULL;
 	FILE *l = fopen(in ? from : to, in ? "rb" : "wb");
 	uint64_t off = 0, total = 0;
-	double t0 = mono_s(), last = t0;
+	double t0 = now_s(), last = t0;
 	struct stat st;
 	long n;
 	int rc;

@@ -31,6 +31,9 @@ int cmd_mount(struct cli *c, int argc, char **argv);
 int cmd_umount(struct cli *c, int argc, char **argv);
 int cmd_stats(struct cli *c, int argc, char **argv);
 
+/* Seconds on the monotonic clock (for durations). */
+double now_s(void);
+
 /* "2G", "512M", "1048576" -> bytes; -1 if malformed. */
 long long parse_size(const char *s);
 

@@ -351,15 +351,6 @@ report(const struct cli *c, const struct node_sample *prev, const struct node_sa
 	json_decref(jc);
 }
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 int
 cmd_stats(struct cli *c, int argc, char **argv)
 {

@@ -18,11 +18,20 @@ struct centry {
 	struct centry *next;
 	struct mp_key key;
 	uint64_t expires;
-	uint64_t ino;		    /* an entry's inode */
-	uint8_t type;		    /* and its type */
-	struct meta_inode attr;	    /* an inode's attributes */
+	uint64_t ino;		/* an entry's inode */
+	uint8_t type;		/* and its type */
+	struct meta_inode attr; /* an inode's attributes */
+	uint8_t *inl;		/* and a small file's bytes, when they came with them */
+	size_t inl_len;
 	char name[SH_NAME_MAX + 1]; /* an entry's name (the key holds its hash) */
 };
+
+static void
+entry_free(struct centry *e)
+{
+	sh_free(e->inl);
+	sh_free(e);
+}
 
 static uint64_t
 mono(void)
@@ -97,7 +106,7 @@ cache_fini(sh_fs *fs)
 			struct centry *e = fs->cache->slot[i];
 
 			fs->cache->slot[i] = e->next;
-			sh_free(e);
+			entry_free(e);
 		}
 	pthread_mutex_destroy(&fs->cache->mu);
 	sh_free(fs->cache);
@@ -120,7 +129,7 @@ find(struct ccache *c, const struct mp_key *k, const char *name)
 	while ((e = *pp) != NULL) {
 		if (e->expires < now) {
 			*pp = e->next;
-			sh_free(e);
+			entry_free(e);
 			continue;
 		}
 		if (e->key.kind == k->kind && e->key.a == k->a && e->key.h == k->h &&
@@ -148,8 +157,12 @@ put(struct ccache *c, const struct mp_key *k, uint64_t since, const char *name, 
 		e->expires = since + KEEP_NS;
 		e->ino = ino;
 		e->type = type;
-		if (attr)
+		if (attr) {
 			e->attr = *attr;
+			sh_free(e->inl); /* what came with older attributes */
+			e->inl = NULL;
+			e->inl_len = 0;
+		}
 		if (name)
 			snprintf(e->name, sizeof(e->name), "%s", name);
 	}
@@ -167,6 +180,51 @@ cache_put_attr(sh_fs *fs, uint64_t ino, const struct meta_inode *attr, uint64_t 
 	pthread_mutex_unlock(&fs->cache->mu);
 	if (!skip)
 		put(fs->cache, &k, since, NULL, ino, attr, attr->type);
+}
+
+void
+cache_put_inline(sh_fs *fs, uint64_t ino, const struct meta_inode *attr, const void *data,
+		 size_t len)
+{
+	struct mp_key k = mp_key_attr(ino);
+	uint8_t *copy = sh_malloc(len ? len : 1);
+	struct centry *e;
+
+	if (copy == NULL)
+		return;
+	memcpy(copy, data, len);
+	pthread_mutex_lock(&fs->cache->mu);
+	e = find(fs->cache, &k, NULL);
+	/* only with the very attributes just cached for it */
+	if (e != NULL && e->inl == NULL && e->attr.size == attr->size &&
+	    e->attr.ctime == attr->ctime && e->attr.mtime == attr->mtime &&
+	    e->attr.generation == attr->generation) {
+		e->inl = copy;
+		e->inl_len = len;
+		copy = NULL;
+	}
+	pthread_mutex_unlock(&fs->cache->mu);
+	sh_free(copy);
+}
+
+bool
+cache_get_inline(sh_fs *fs, uint64_t ino, uint64_t size, uint64_t ctime, uint8_t *buf, size_t cap,
+		 size_t *len)
+{
+	struct mp_key k = mp_key_attr(ino);
+	struct centry *e;
+	bool hit = false;
+
+	pthread_mutex_lock(&fs->cache->mu);
+	e = find(fs->cache, &k, NULL);
+	if (e != NULL && e->inl != NULL && e->attr.size == size && e->attr.ctime == ctime &&
+	    e->inl_len <= cap) {
+		memcpy(buf, e->inl, e->inl_len);
+		*len = e->inl_len;
+		hit = true;
+	}
+	pthread_mutex_unlock(&fs->cache->mu);
+	return hit;
 }
 
 void
@@ -221,7 +279,7 @@ cache_drop(sh_fs *fs, const struct mp_key *k)
 	while ((e = *pp) != NULL) {
 		if (e->key.kind == k->kind && e->key.a == k->a && e->key.h == k->h) {
 			*pp = e->next;
-			sh_free(e);
+			entry_free(e);
 			continue;
 		}
 		pp = &e->next;
@@ -271,7 +329,7 @@ cache_drop_all_attrs(sh_fs *fs)
 		while ((e = *pp) != NULL) {
 			if (e->key.kind == MP_KEY_ATTR) {
 				*pp = e->next;
-				sh_free(e);
+				entry_free(e);
 				continue;
 			}
 			pp = &e->next;

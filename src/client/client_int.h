@@ -119,6 +119,16 @@ void cache_put_attr(sh_fs *fs, uint64_t ino, const struct meta_inode *attr, uint
 void cache_put_entry(sh_fs *fs, uint64_t parent, const char *name, size_t len, uint64_t ino,
 		     uint8_t type, uint64_t since);
 bool cache_get_attr(sh_fs *fs, uint64_t ino, struct meta_inode *attr);
+/*
+ * A small file's inline bytes that came with its attributes (a lookup's or
+ * getattr's reply, MP_INLINE): kept with the cached attributes, under the
+ * same lease (the bucket recalls the attributes when the bytes change).
+ * get: only while the cached attributes say size and ctime (ns).
+ */
+void cache_put_inline(sh_fs *fs, uint64_t ino, const struct meta_inode *attr, const void *data,
+		      size_t len);
+bool cache_get_inline(sh_fs *fs, uint64_t ino, uint64_t size, uint64_t ctime, uint8_t *buf,
+		      size_t cap, size_t *len);
 bool cache_get_entry(sh_fs *fs, uint64_t parent, const char *name, size_t len, uint64_t *ino,
 		     uint8_t *type);
 void cache_drop(sh_fs *fs, const struct mp_key *k);

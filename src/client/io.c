@@ -691,6 +691,19 @@ map_fetch(sh_file *f, const struct stat *st, uint64_t at, uint64_t off, uint64_t
 
 	if (m == NULL)
 		return -ENOMEM;
+	{
+		/* the bytes of a small file may have come with its attributes */
+		uint8_t small[META_INLINE_MAX];
+		size_t slen;
+
+		if (cache_get_inline(f->fs, f->ino, size, ctime_ns(st), small, sizeof(small),
+				     &slen)) {
+			if (off < slen)
+				memcpy(buf, small + off, (size_t)((end < slen ? end : slen) - off));
+			sh_free(m);
+			return 1;
+		}
+	}
 	m->n = 0;
 	rc = client_meta(f->fs->c, &q, &res);
 	if (rc == 0 && (res.rep.flags & MP_INLINE)) {

@@ -172,8 +172,11 @@ sh_getattr(sh_fs *fs, uint64_t ino, struct stat *st)
 	rc = ns_read(fs, MP_GETATTR, meta_ino_bucket(ino), ino, "", 0, 0, &r);
 	if (rc == 0 && !(r.rep.flags & MP_ATTR))
 		rc = -EPROTO;
-	if (rc == 0 && (r.rep.flags & MP_CACHE))
+	if (rc == 0 && (r.rep.flags & MP_CACHE)) {
 		cache_put_attr(fs, ino, &r.rep.attr, since);
+		if (r.rep.flags & MP_INLINE)
+			cache_put_inline(fs, ino, &r.rep.attr, r.rep.data, r.rep.dlen);
+	}
 	if (rc == 0 && st)
 		to_stat(ino, &r.rep.attr, st);
 	cres_fini(&r);
@@ -224,6 +227,8 @@ lookup(sh_fs *fs, uint64_t parent, const char *name, uint64_t *ino, struct meta_
 		cache_put_entry(fs, parent, name, len, r.rep.dentry.ino, r.rep.dentry.type, since);
 		if (r.rep.flags & MP_ATTR)
 			cache_put_attr(fs, r.rep.dentry.ino, &r.rep.attr, since);
+		if ((r.rep.flags & (MP_ATTR | MP_INLINE)) == (MP_ATTR | MP_INLINE))
+			cache_put_inline(fs, r.rep.dentry.ino, &r.rep.attr, r.rep.data, r.rep.dlen);
 	}
 	if (rc == 0) {
 		*ino = r.rep.dentry.ino;

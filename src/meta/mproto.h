@@ -38,8 +38,9 @@ enum mp_kind {
 #define MP_DENTRY 0x2
 #define MP_MORE	  0x4
 #define MP_LEASE  0x8
-#define MP_INLINE 0x10 /* MP_EXTENTS: the file's bytes are inline: data holds them */
-#define MP_CACHE  0x20 /* lookup, getattr: the client may cache the answer MP_CACHE_MS */
+#define MP_INLINE \
+	0x10 /* MP_EXTENTS, and lookup/getattr of a small file: data holds its inline bytes */
+#define MP_CACHE 0x20 /* lookup, getattr: the client may cache the answer MP_CACHE_MS */
 
 /* How long a client may keep what a reply with MP_CACHE told it (unless recalled first). */
 #define MP_CACHE_MS 1000

@@ -457,6 +457,27 @@ ino_ok(const struct mreq *m, uint64_t ino)
 	return ino != 0 && meta_ino_bucket(ino) == m->req.bucket;
 }
 
+/*
+ * A small regular file's bytes along with its attributes, for a client
+ * (it keeps them under the attributes' lease: opening and reading the file
+ * is then one round trip).
+ */
+static void
+with_inline(struct mreq *m, struct meta_bucket *mb, uint64_t ino, struct mp_reply *rep,
+	    struct sh_enc *e)
+{
+	int n;
+
+	if (!client_of(m) || rep->attr.type != META_REG || rep->attr.size == 0 ||
+	    rep->attr.size > META_INLINE_MAX)
+		return;
+	n = meta_inline_get(mb, ino, m->buf, META_INLINE_MAX);
+	if (n <= 0)
+		return;
+	sh_enc_bytes(e, m->buf, (size_t)n); /* the reply's data */
+	rep->flags |= MP_INLINE;
+}
+
 static void
 do_read(struct mreq *m)
 {
@@ -501,8 +522,10 @@ do_read(struct mreq *m)
 		if (rc == 0) {
 			rep.flags |= MP_DENTRY;
 			if (meta_ino_bucket(rep.dentry.ino) == m->req.bucket &&
-			    meta_getattr(&mb, rep.dentry.ino, &rep.attr) == 0)
+			    meta_getattr(&mb, rep.dentry.ino, &rep.attr) == 0) {
 				rep.flags |= MP_ATTR;
+				with_inline(m, &mb, rep.dentry.ino, &rep, &e);
+			}
 			if (client_of(m)) {
 				struct mp_key k =
 				    mp_key_dentry(m->req.ino, m->req.name, m->req.nlen);
@@ -518,8 +541,10 @@ do_read(struct mreq *m)
 		break;
 	case MP_GETATTR:
 		rc = meta_getattr(&mb, m->req.ino, &rep.attr);
-		if (rc == 0)
+		if (rc == 0) {
 			rep.flags |= MP_ATTR;
+			with_inline(m, &mb, m->req.ino, &rep, &e);
+		}
 		if (rc == 0 && client_of(m)) {
 			struct mp_key k = mp_key_attr(m->req.ino);
 

@@ -589,6 +589,8 @@ def metadata_namespace_operations(c):
     print("  another client's rewrite read through an open handle after %s ms"
           % r["data_other_seen_ms"])
     check(r["data_bad_reads"] == 0, "reads of a rewritten file: %s" % r)
+    check(r["small_bad_reads"] == 0 and r["small_other_seen_ms"] < 300,
+          "a small file another client rewrote: %s" % r)
     check(r["data_same_client"] == 2, "a write through another handle not read: %s" % r)
     check(r["data_other_client"] == 3,
           "another client's rewrite never read through an open handle: %s" % r)

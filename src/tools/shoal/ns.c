@@ -285,6 +285,75 @@ data_coherence(sh_fs *fb, const char *path)
 	return bad == 0 && same == 2 ? 0 : 1;
 }
 
+/* Write a small file (its bytes inline with the inode) all v, len bytes. */
+static void
+small_write(sh_fs *f, const char *path, uint8_t v, size_t len)
+{
+	uint8_t b[1000];
+	sh_file *h;
+
+	memset(b, v, len);
+	check(sh_open(f, path, O_WRONLY | O_CREAT | O_TRUNC, 0644, &h), "open", path);
+	check((int)(sh_pwrite(h, b, len, 0) < 0 ? -EIO : 0), "write", path);
+	check(sh_close(h), "close", path);
+}
+
+/* Open (by path: a lookup that may bring the bytes along) and read a small file: v, or -1. */
+static int
+small_read(sh_fs *f, const char *path, size_t len)
+{
+	uint8_t b[1000];
+	sh_file *h;
+	long n;
+
+	check(sh_open(f, path, O_RDONLY, 0, &h), "open", path);
+	n = sh_pread(h, b, sizeof(b), 0);
+	check((int)(n < 0 ? n : 0), "read", path);
+	check(sh_close(h), "close", path);
+	if (n != (long)len)
+		return -1;
+	for (size_t i = 1; i < len; i++)
+		if (b[i] != b[0])
+			return -1;
+	return b[0];
+}
+
+/*
+ * Small files, whose bytes a client keeps with their attributes: its own
+ * rewrite is read at once; another client's (same size) once the bucket
+ * recalled what this one kept (not when a lease runs out), never a mix.
+ */
+static int
+small_coherence(sh_fs *fb, const char *path)
+{
+	char p[4200];
+	int bad = 0, v = 0;
+	uint64_t t0, seen;
+
+	snprintf(p, sizeof(p), "%s.small", path);
+	small_write(fs, p, 1, 700);
+	for (int i = 0; i < 3; i++)
+		bad += small_read(fs, p, 700) != 1; /* the second and third from what A keeps */
+	small_write(fs, p, 2, 700);
+	bad += small_read(fs, p, 700) != 2;
+	small_write(fb, p, 3, 700); /* the other client */
+	t0 = mono_ns();
+	do {
+		v = small_read(fs, p, 700);
+		bad += v != 2 && v != 3;
+	} while (v != 3 && mono_ns() - t0 < 3000000000ull);
+	seen = mono_ns() - t0;
+	small_write(fb, p, 4, 300); /* shorter */
+	t0 = mono_ns();
+	do
+		v = small_read(fs, p, 300);
+	while (v != 4 && mono_ns() - t0 < 3000000000ull);
+	bad += v != 4;
+	check(sh_unlink(fs, p), "unlink", p);
+	printf("\"small_other_seen_ms\":%.2f,\"small_bad_reads\":%d,", (double)seen / 1e6, bad);
+	return bad == 0 ? 0 : 1;
+}
+
 /*
  * Two clients in one process: A caches PATH's attributes, B changes its
  * mode; how long until A sees it (a recall, not the lease running out), and
@@ -323,7 +392,8 @@ coherence(const struct cli *c, const char *path)
 		printf("{\"cached_stat_us\":%.2f,\"change_seen_ms\":%.2f,\"seen\":%s,", per,
 		       (double)seen / 1e6, (st.st_mode & 07777) == 0600 ? "true" : "false");
 	}
-	rc = data_coherence(fb, path);
+	rc = small_coherence(fb, path);
+	rc |= data_coherence(fb, path);
 	sh_fs_close(fb);
 	sh_client_close(cb);
 	return (st.st_mode & 07777) == 0600 && rc == 0 ? 0 : 1;

@@ -1137,7 +1137,8 @@ def fio_engine_runs_the_example_and_verifies(c):
                            "shoal.fio")
     env = dict(os.environ, SHOAL_ADDR=c.addr(1))
     p = subprocess.run(["fio", "--ioengine=external:" + engine, "--output-format=json",
-                        example], capture_output=True, text=True, timeout=300, env=env)
+                        example], capture_output=True, text=True, timeout=300, env=env,
+                       cwd=c.dir)  # fio's own files (none expected) land there, not here
     check(p.returncode == 0, "fio exit %d: %s%s" % (p.returncode, p.stdout[-2000:], p.stderr))
     out = json.loads(p.stdout[p.stdout.index("{"):])
     check(len(out["jobs"]) == 4, "%d jobs" % len(out["jobs"]))
@@ -1151,7 +1152,7 @@ def fio_engine_runs_the_example_and_verifies(c):
     p = subprocess.run(["fio", "--name=rr", "--ioengine=external:" + engine,
                         "--shoal_cluster=" + c.addr(2), "--shoal_fs=fio", "--rw=randread",
                         "--bs=4k", "--size=8m", "--iodepth=16", "--output-format=json"],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, cwd=c.dir)
     check(p.returncode == 0, "randread: exit %d: %s%s" % (p.returncode, p.stdout[-2000:],
                                                           p.stderr))
     check("laying out /rr.0.0 (8 MiB)" in p.stdout + p.stderr, "no layout: %s" % p.stdout)
@@ -1159,7 +1160,7 @@ def fio_engine_runs_the_example_and_verifies(c):
     check(rr["read"]["io_bytes"] == 8 << 20, "randread read %d bytes" % rr["read"]["io_bytes"])
     p = subprocess.run(["fio", "--name=x", "--ioengine=external:" + engine,
                         "--shoal_cluster=" + c.addr(1), "--shoal_fs=nope", "--rw=read",
-                        "--size=1m"], capture_output=True, text=True, timeout=60)
+                        "--size=1m"], capture_output=True, text=True, timeout=60, cwd=c.dir)
     check(p.returncode != 0 and "filesystem nope" in p.stdout + p.stderr,
           "a missing filesystem: exit %d: %s%s" % (p.returncode, p.stdout, p.stderr))
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* GET /metrics in the Prometheus text format (metrics.h). */
+#include <raft.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,9 +88,11 @@ admin_stats_clear(struct admin_stats *s)
 {
 	sh_free(s->peers);
 	sh_free(s->drives);
+	sh_free(s->groups);
 	s->peers = NULL;
 	s->drives = NULL;
-	s->npeers = s->ndrives = 0;
+	s->groups = NULL;
+	s->npeers = s->ndrives = s->ngroups = 0;
 }
 
 /* ---- families ---- */
@@ -107,38 +110,60 @@ sec(uint64_t ns)
 	return (double)ns / 1e9;
 }
 
+/*
+ * One sample column of a table-driven family: a u64 at off in the stats
+ * struct, printed with extra labels. A row with name NULL is another
+ * sample of the family above it.
+ */
+struct field {
+	const char *name, *type, *help, *extra;
+	size_t off;
+};
+
+/* The family a field belongs to (declared when it starts one). */
+static const char *
+field_family(struct mtext *t, const struct field *f, const char *name)
+{
+	if (f->name == NULL)
+		return name;
+	family(t, f->name, f->type, f->help);
+	return f->name;
+}
+
+static unsigned long long
+field_value(const void *stats, const struct field *f)
+{
+	return (unsigned long long)*(const uint64_t *)((const char *)stats + f->off);
+}
+
 static void
 rpc_families(struct mctx *m)
 {
 	struct net_op_stats ops[NET_OPS_TRACKED] = { 0 };
 	struct mtext *t = &m->t;
-	static const struct {
-		const char *name, *help;
-		size_t off;
-	} counters[] = {
-		{ "shoal_rpc_requests_total", "Requests served, by opcode.",
+	static const struct field f[] = {
+		{ "shoal_rpc_requests_total", "counter", "Requests served, by opcode.", "",
 		  offsetof(struct net_op_stats, requests) },
-		{ "shoal_rpc_errors_total", "Requests answered with an error, by opcode.",
+		{ "shoal_rpc_errors_total", "counter",
+		  "Requests answered with an error, by opcode.", "",
 		  offsetof(struct net_op_stats, errors) },
-		{ "shoal_rpc_received_bytes_total", "Bytes of request bodies, by opcode.",
+		{ "shoal_rpc_received_bytes_total", "counter",
+		  "Bytes of request bodies, by opcode.", "",
 		  offsetof(struct net_op_stats, bytes_in) },
-		{ "shoal_rpc_sent_bytes_total", "Bytes of reply bodies, by opcode.",
+		{ "shoal_rpc_sent_bytes_total", "counter", "Bytes of reply bodies, by opcode.", "",
 		  offsetof(struct net_op_stats, bytes_out) },
 	};
 
 	for (unsigned w = 0; w < m->nws; w++)
 		for (unsigned op = 0; op < NET_OPS_TRACKED; op++)
 			net_op_stats_sum(&ops[op], &m->ws[w]->ops[op]);
-	for (size_t c = 0; c < sizeof(counters) / sizeof(counters[0]); c++) {
-		family(t, counters[c].name, "counter", counters[c].help);
-		for (unsigned op = 0; op < NET_OPS_TRACKED; op++) {
-			if (ops[op].requests == 0)
-				continue;
-			put(t, "%s{node=\"%llu\",op=\"%s\"} %llu\n", counters[c].name,
-			    (unsigned long long)m->node, net_op_name(op),
-			    (unsigned long long)*(const uint64_t *)((const char *)&ops[op] +
-								    counters[c].off));
-		}
+	for (size_t c = 0; c < sizeof(f) / sizeof(f[0]); c++) {
+		field_family(t, &f[c], NULL);
+		for (unsigned op = 0; op < NET_OPS_TRACKED; op++)
+			if (ops[op].requests != 0)
+				put(t, "%s{node=\"%llu\",op=\"%s\"} %llu\n", f[c].name,
+				    (unsigned long long)m->node, net_op_name(op),
+				    field_value(&ops[op], &f[c]));
 	}
 	family(t, "shoal_rpc_latency_seconds", "histogram",
 	       "Time from a request's arrival to its reply, by opcode.");
@@ -148,21 +173,16 @@ rpc_families(struct mctx *m)
 		if (ops[op].requests == 0)
 			continue;
 		for (unsigned b = 0; b < NET_LAT_BUCKETS; b++) {
-			cum += ops[op].lat[b];
+			char le[32] = "+Inf";
+
 			if (b < NET_LAT_BUCKETS - 1)
-				put(t,
-				    "shoal_rpc_latency_seconds_bucket{node=\"%llu\",op=\"%s\",le="
-				    "\"%g\"} "
-				    "%llu\n",
-				    (unsigned long long)m->node, net_op_name(op),
-				    sec(net_lat_bound_ns[b]), (unsigned long long)cum);
-			else
-				put(t,
-				    "shoal_rpc_latency_seconds_bucket{node=\"%llu\",op=\"%s\",le="
-				    "\"+Inf\"} "
-				    "%llu\n",
-				    (unsigned long long)m->node, net_op_name(op),
-				    (unsigned long long)cum);
+				snprintf(le, sizeof(le), "%g", sec(net_lat_bound_ns[b]));
+			cum += ops[op].lat[b];
+			put(t,
+			    "shoal_rpc_latency_seconds_bucket{node=\"%llu\",op=\"%s\",le=\"%s\"} "
+			    "%llu\n",
+			    (unsigned long long)m->node, net_op_name(op), le,
+			    (unsigned long long)cum);
 		}
 		put(t, "shoal_rpc_latency_seconds_sum{node=\"%llu\",op=\"%s\"} %.9f\n",
 		    (unsigned long long)m->node, net_op_name(op), sec(ops[op].lat_sum_ns));
@@ -175,10 +195,7 @@ static void
 net_families(struct mctx *m)
 {
 	struct mtext *t = &m->t;
-	static const struct {
-		const char *name, *type, *help, *extra;
-		size_t off;
-	} f[] = {
+	static const struct field f[] = {
 		{ "shoal_net_packets_total", "counter", "Datagrams sent and received.",
 		  ",dir=\"sent\"", offsetof(struct net_stats, pkts_sent) },
 		{ NULL, NULL, NULL, ",dir=\"received\"",
@@ -206,16 +223,13 @@ net_families(struct mctx *m)
 	const char *name = NULL;
 
 	for (size_t c = 0; c < sizeof(f) / sizeof(f[0]); c++) {
-		uint64_t sum = 0;
+		unsigned long long sum = 0;
 
-		if (f[c].name != NULL) {
-			name = f[c].name;
-			family(t, name, f[c].type, f[c].help);
-		}
+		name = field_family(t, &f[c], name);
 		for (unsigned w = 0; w < m->nws; w++)
-			sum += *(const uint64_t *)((const char *)&m->ws[w]->net + f[c].off);
+			sum += field_value(&m->ws[w]->net, &f[c]);
 		put(t, "%s{node=\"%llu\"%s} %llu\n", name, (unsigned long long)m->node, f[c].extra,
-		    (unsigned long long)sum);
+		    sum);
 	}
 }
 
@@ -227,10 +241,7 @@ peer_families(struct mctx *m)
 	struct net_peer_stats *all = NULL;
 	const char *name = NULL;
 	unsigned n = 0, cap = 0;
-	static const struct {
-		const char *name, *type, *help, *extra;
-		size_t off;
-	} f[] = {
+	static const struct field f[] = {
 		{ "shoal_peer_packets_total", "counter", "Datagrams to and from a peer.",
 		  ",dir=\"sent\"", offsetof(struct net_peer_stats, pkts_sent) },
 		{ NULL, NULL, NULL, ",dir=\"received\"",
@@ -285,15 +296,11 @@ peer_families(struct mctx *m)
 		}
 	}
 	for (size_t c = 0; c < sizeof(f) / sizeof(f[0]); c++) {
-		if (f[c].name != NULL) {
-			name = f[c].name;
-			family(t, name, f[c].type, f[c].help);
-		}
+		name = field_family(t, &f[c], name);
 		for (unsigned k = 0; k < n; k++)
 			put(t, "%s{node=\"%llu\",peer=\"%llx\"%s} %llu\n", name,
 			    (unsigned long long)m->node, (unsigned long long)all[k].id, f[c].extra,
-			    (unsigned long long)*(const uint64_t *)((const char *)&all[k] +
-								    f[c].off));
+			    field_value(&all[k], &f[c]));
 	}
 	family(t, "shoal_peer_rtt_seconds", "gauge", "Smoothed round-trip time to a peer.");
 	for (unsigned k = 0; k < n; k++)
@@ -312,10 +319,7 @@ static void
 target_families(struct mctx *m)
 {
 	struct mtext *t = &m->t;
-	static const struct {
-		const char *name, *type, *help, *extra;
-		size_t off;
-	} f[] = {
+	static const struct field f[] = {
 		{ "shoal_target_capacity_bytes", "gauge", "A drive target's usable size.", "",
 		  offsetof(struct store_stats, capacity) },
 		{ "shoal_target_used_bytes", "gauge", "Bytes in segments in use.", "",
@@ -348,38 +352,33 @@ target_families(struct mctx *m)
 	const char *name = NULL;
 
 	for (size_t c = 0; c < sizeof(f) / sizeof(f[0]); c++) {
-		if (f[c].name != NULL) {
-			name = f[c].name;
-			family(t, name, f[c].type, f[c].help);
-		}
+		name = field_family(t, &f[c], name);
 		for (unsigned w = 0; w < m->nws; w++)
 			for (unsigned i = 0; i < m->ws[w]->ndrives; i++) {
 				const struct admin_drive_stats *d = &m->ws[w]->drives[i];
 
 				put(t, "%s{node=\"%llu\",target=\"%llu\"%s} %llu\n", name,
 				    (unsigned long long)m->node, (unsigned long long)d->target,
-				    f[c].extra,
-				    (unsigned long long)*(const uint64_t *)((const char *)&d->st +
-									    f[c].off));
+				    f[c].extra, field_value(&d->st, &f[c]));
 			}
 	}
 }
 
 static void
-meta_families(struct mctx *m, const struct admin_node *self)
+meta_families(struct mctx *m)
 {
-	struct msvc_group_info gi[256];
-	unsigned n = self->meta_groups ? self->meta_groups(self->arg, gi, 256) : 0;
 	unsigned groups[2] = { 0 }, buckets[2] = { 0 }, ready = 0;
 	struct mtext *t = &m->t;
 
-	for (unsigned i = 0; i < n && i < 256; i++) {
-		bool lead = gi[i].raft_state == 3; /* RAFT_LEADER */
+	for (unsigned w = 0; w < m->nws; w++)
+		for (unsigned i = 0; i < m->ws[w]->ngroups; i++) {
+			const struct msvc_group_info *g = &m->ws[w]->groups[i];
+			bool lead = g->raft_state == RAFT_LEADER;
 
-		groups[lead]++;
-		buckets[lead] += gi[i].nbuckets;
-		ready += gi[i].ready;
-	}
+			groups[lead]++;
+			buckets[lead] += g->nbuckets;
+			ready += g->ready;
+		}
 	family(t, "shoal_meta_groups", "gauge", "Metadata Raft groups on this node, by role.");
 	put(t, "shoal_meta_groups{node=\"%llu\",role=\"leader\"} %u\n", (unsigned long long)m->node,
 	    groups[1]);
@@ -471,7 +470,7 @@ admin_metrics_reply(struct cluster *cl, const struct admin_node *self,
 	struct mctx m = { .node = self->id, .ws = ws, .nws = nws };
 
 	cluster_families(&m, cl, self);
-	meta_families(&m, self);
+	meta_families(&m);
 	rpc_families(&m);
 	net_families(&m);
 	peer_families(&m);

@@ -32,11 +32,13 @@ struct admin_stats {
 	unsigned ndrives;
 	bool has_meta; /* the loop serves metadata groups: */
 	struct msvc_stats meta;
+	struct msvc_group_info *groups; /* their state */
+	unsigned ngroups;
 };
 
 /* A snapshot of n's counters (peers copied into a new array) with no drives. */
 int admin_stats_of_net(struct net *n, struct admin_stats *out);
-/* Free what a snapshot owns (peers, drives); the struct itself is the caller's. */
+/* Free what a snapshot owns (peers, drives, groups); the struct itself is the caller's. */
 void admin_stats_clear(struct admin_stats *s);
 
 /* The page: reply to req with every family. */

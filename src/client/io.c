@@ -289,9 +289,7 @@ inline_merge(sh_file *f)
 static int
 flush_buf(sh_file *f)
 {
-	uint8_t cur[META_INLINE_MAX];
-	size_t clen = 0;
-	int rc, state = 0;
+	int rc;
 
 	if (f->fill == 0)
 		return 0;
@@ -305,20 +303,15 @@ flush_buf(sh_file *f)
 		if (rc != -ENOTEMPTY)
 			return rc;
 		/* the file has extents (another writer's, or from before): a stripe */
-		f->checked = true;
 	} else if (!f->checked) {
-		state = inline_now(f, cur, &clen);
-		if (state < 0)
-			return state;
-		f->checked = true;
-	}
-	if (state == 1 && clen > 0) {
-		rc = move_inline(f, cur, clen);
+		/* a stripe: what is inline goes into one of its own first (mapping drops it) */
+		rc = take_inline(f);
 		if (rc < 0)
 			return rc;
 	}
+	f->checked = true;
 	rc = put_stripe(f, f->buf_off, f->buf, f->fill, 0);
-	if (rc == -EAGAIN && f->checked) {
+	if (rc == -EAGAIN) {
 		/* another handle gave the file inline bytes since we looked: take them along */
 		f->checked = false;
 		return flush_buf(f);

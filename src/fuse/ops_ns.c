@@ -6,8 +6,8 @@
 #include <sys/xattr.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "../base/clock.h"
 #include "ops.h"
 
 int
@@ -44,15 +44,6 @@ static struct {
 } dir_memo[DIR_MEMO];
 static pthread_mutex_t dir_memo_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void
 sfuse_dir_memo_put(const struct stat *st)
 {
@@ -64,7 +55,7 @@ sfuse_dir_memo_put(const struct stat *st)
 	dir_memo[i].ino = st->st_ino;
 	dir_memo[i].mode = st->st_mode;
 	dir_memo[i].gid = st->st_gid;
-	dir_memo[i].at_ns = mono_ns();
+	dir_memo[i].at_ns = sh_clock_mono_ns();
 	pthread_mutex_unlock(&dir_memo_mu);
 }
 
@@ -79,7 +70,7 @@ dir_memo_get(const struct sfuse *s, uint64_t ino, struct stat *st)
 		return false;
 	pthread_mutex_lock(&dir_memo_mu);
 	hit = dir_memo[i].ino == ino &&
-	      (double)(mono_ns() - dir_memo[i].at_ns) < s->o.attr_timeout * 1e9;
+	      (double)(sh_clock_mono_ns() - dir_memo[i].at_ns) < s->o.attr_timeout * 1e9;
 	if (hit) {
 		st->st_ino = ino;
 		st->st_mode = dir_memo[i].mode;

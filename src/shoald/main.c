@@ -332,7 +332,6 @@ main(int argc, char **argv)
 	int rc;
 
 	parse_args(argc, argv, &d.o);
-	pthread_mutex_init(&d.meta_mu, NULL);
 	pthread_mutex_init(&d.stats_mu, NULL);
 	if (mkdir(d.o.dir, 0755) < 0 && errno != EEXIST) {
 		fprintf(stderr, "shoald: cannot create %s: %s\n", d.o.dir, strerror(errno));

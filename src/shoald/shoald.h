@@ -88,7 +88,7 @@ struct worker {
 	struct msvc *meta;	  /* worker 0: the node's metadata groups */
 	struct sweep *sweep;	  /* its drives' orphan sweep (NULL: off) */
 	struct cfg *new_cfg;	  /* from the management thread, under mu */
-	struct env_timer publish; /* worker 0: the metadata groups' state, for the admin API */
+	struct env_timer publish; /* its counters (and metadata groups) for the admin API */
 	struct env_async wake;
 	pthread_mutex_t mu;
 	struct sh_list cmds;   /* struct worker_cmd, from the management thread */
@@ -111,12 +111,10 @@ struct shoald {
 	struct worker workers[SHOALD_WORKERS_MAX];
 	uint64_t opened[CFG_DRIVES_MAX]; /* targets handed to workers */
 	unsigned nopened;
-	uint64_t last_target;	 /* the last drive id prepared here */
-	pthread_mutex_t meta_mu; /* what worker 0 published of its metadata groups */
-	struct msvc_group_info meta_info[256];
-	unsigned nmeta;
+	uint64_t last_target; /* the last drive id prepared here */
 	pthread_mutex_t stats_mu;
-	struct admin_stats stats[SHOALD_WORKERS_MAX]; /* each worker's counters, under stats_mu */
+	/* what each worker published last (counters, its metadata groups), under stats_mu */
+	struct admin_stats stats[SHOALD_WORKERS_MAX];
 	bool stopped;
 };
 

@@ -81,7 +81,7 @@ wdrive_open(struct wdrive *dr)
 
 #define PUBLISH_NS (300ull * 1000 * 1000)
 
-/* This worker's counters: its endpoint's and its drives'. */
+/* This worker's counters, its endpoint's, its drives' and its metadata groups'. */
 static void
 publish_stats(struct worker *w)
 {
@@ -107,8 +107,16 @@ publish_stats(struct worker *w)
 	}
 	s.ndrives = i;
 	if (w->meta != NULL) {
+		unsigned ng = msvc_groups(w->meta, NULL, 0);
+
 		s.has_meta = true;
 		msvc_stats(w->meta, &s.meta);
+		s.groups = ng ? sh_calloc(ng, sizeof(*s.groups)) : NULL;
+		if (s.groups != NULL) {
+			unsigned got = msvc_groups(w->meta, s.groups, ng);
+
+			s.ngroups = got < ng ? got : ng;
+		}
 	}
 	pthread_mutex_lock(&w->d->stats_mu);
 	old = w->d->stats[w->idx];
@@ -121,20 +129,10 @@ static void
 on_publish(struct env_timer *t)
 {
 	struct worker *w = t->arg;
-	struct shoald *d = w->d;
-	struct msvc_group_info gi[256];
-	unsigned n;
 
 	if (w->stopping)
 		return;
 	publish_stats(w);
-	if (w->meta != NULL) {
-		n = msvc_groups(w->meta, gi, 256);
-		pthread_mutex_lock(&d->meta_mu);
-		d->nmeta = n < 256 ? n : 256;
-		memcpy(d->meta_info, gi, d->nmeta * sizeof(gi[0]));
-		pthread_mutex_unlock(&d->meta_mu);
-	}
 	env_timer_arm(&w->publish, PUBLISH_NS);
 }
 
@@ -161,12 +159,17 @@ unsigned
 shoald_meta_groups(void *arg, struct msvc_group_info *out, unsigned max)
 {
 	struct shoald *d = arg;
-	unsigned n;
+	unsigned n = 0;
 
-	pthread_mutex_lock(&d->meta_mu);
-	n = d->nmeta;
-	memcpy(out, d->meta_info, (n < max ? n : max) * sizeof(*out));
-	pthread_mutex_unlock(&d->meta_mu);
+	pthread_mutex_lock(&d->stats_mu);
+	for (unsigned i = 0; i < d->o.workers && i < SHOALD_WORKERS_MAX; i++) {
+		const struct admin_stats *s = &d->stats[i];
+
+		for (unsigned g = 0; g < s->ngroups; g++, n++)
+			if (n < max)
+				out[n] = s->groups[g];
+	}
+	pthread_mutex_unlock(&d->stats_mu);
 	return n;
 }
 

@@ -117,14 +117,9 @@ shf_done(sh_io *io)
 	struct shf_data *d = s->d;
 	struct io_u *u = s->io_u;
 
-	if (io->result < 0) {
-		u->error = (int)-io->result;
-	} else if ((unsigned long long)io->result < u->xfer_buflen && io->op != SH_IO_FSYNC) {
-		u->resid = u->xfer_buflen - (unsigned long long)io->result;
-		u->error = 0;
-	} else {
-		u->error = 0;
-	}
+	u->error = io->result < 0 ? (int)-io->result : 0;
+	if (io->result >= 0 && io->op != SH_IO_FSYNC)
+		u->resid = u->xfer_buflen - (unsigned long long)io->result; /* short: at the end */
 	pthread_mutex_lock(&d->mu);
 	d->done[d->ndone++] = u;
 	d->inflight--;

@@ -215,31 +215,32 @@ verify(const char *logp)
 
 #define COH_LEN (3u << 20) /* several stripes */
 
+/* Write the file whole: len bytes, all v (created, or cut to nothing first). */
 static void
-coh_write(sh_fs *f, const char *path, uint8_t v)
+fill_write(sh_fs *f, const char *path, uint8_t v, size_t len)
 {
-	uint8_t *b = malloc(COH_LEN);
+	uint8_t *b = malloc(len);
 	sh_file *h;
 
 	if (b == NULL)
 		fail("out of memory");
-	memset(b, v, COH_LEN);
-	check(sh_open(f, path, O_WRONLY | O_TRUNC, 0644, &h), "open", path);
-	check((int)(sh_pwrite(h, b, COH_LEN, 0) < 0 ? -EIO : 0), "write", path);
+	memset(b, v, len);
+	check(sh_open(f, path, O_WRONLY | O_CREAT | O_TRUNC, 0644, &h), "open", path);
+	check((int)(sh_pwrite(h, b, len, 0) < 0 ? -EIO : 0), "write", path);
 	check(sh_close(h), "close", path);
 	free(b);
 }
 
-/* What one read of the whole file through h holds: v if every byte is v, -1 if mixed. */
+/* One read of up to cap bytes at 0 through h into b: v if len came and every one is v, else -1. */
 static int
-coh_read(sh_file *h, const char *path, uint8_t *b)
+uniform_read(sh_file *h, const char *path, uint8_t *b, size_t cap, size_t len)
 {
-	long n = sh_pread(h, b, COH_LEN, 0);
+	long n = sh_pread(h, b, cap, 0);
 
 	check((int)(n < 0 ? n : 0), "read", path);
-	if (n != (long)COH_LEN)
+	if (n != (long)len)
 		return -1;
-	for (size_t i = 1; i < COH_LEN; i++)
+	for (size_t i = 1; i < len; i++)
 		if (b[i] != b[0])
 			return -1;
 	return b[0];
@@ -261,16 +262,16 @@ data_coherence(sh_fs *fb, const char *path)
 
 	if (b == NULL)
 		fail("out of memory");
-	coh_write(fs, path, 1);
+	fill_write(fs, path, 1, COH_LEN);
 	check(sh_open(fs, path, O_RDONLY, 0, &h), "open", path);
-	bad += coh_read(h, path, b) != 1;
-	coh_write(fs, path, 2); /* another handle of this client */
-	same = coh_read(h, path, b);
+	bad += uniform_read(h, path, b, COH_LEN, COH_LEN) != 1;
+	fill_write(fs, path, 2, COH_LEN); /* another handle of this client */
+	same = uniform_read(h, path, b, COH_LEN, COH_LEN);
 	bad += same != 2;
-	coh_write(fb, path, 3); /* the other client */
+	fill_write(fb, path, 3, COH_LEN); /* the other client */
 	t0 = mono_ns();
 	do {
-		v = coh_read(h, path, b);
+		v = uniform_read(h, path, b, COH_LEN, COH_LEN);
 		bad += v != 2 && v != 3;
 		if (v == 3)
 			other = 3;
@@ -285,37 +286,18 @@ data_coherence(sh_fs *fb, const char *path)
 	return bad == 0 && same == 2 ? 0 : 1;
 }
 
-/* Write a small file (its bytes inline with the inode) all v, len bytes. */
-static void
-small_write(sh_fs *f, const char *path, uint8_t v, size_t len)
-{
-	uint8_t b[1000];
-	sh_file *h;
-
-	memset(b, v, len);
-	check(sh_open(f, path, O_WRONLY | O_CREAT | O_TRUNC, 0644, &h), "open", path);
-	check((int)(sh_pwrite(h, b, len, 0) < 0 ? -EIO : 0), "write", path);
-	check(sh_close(h), "close", path);
-}
-
 /* Open (by path: a lookup that may bring the bytes along) and read a small file: v, or -1. */
 static int
 small_read(sh_fs *f, const char *path, size_t len)
 {
 	uint8_t b[1000];
 	sh_file *h;
-	long n;
+	int v;
 
 	check(sh_open(f, path, O_RDONLY, 0, &h), "open", path);
-	n = sh_pread(h, b, sizeof(b), 0);
-	check((int)(n < 0 ? n : 0), "read", path);
+	v = uniform_read(h, path, b, sizeof(b), len);
 	check(sh_close(h), "close", path);
-	if (n != (long)len)
-		return -1;
-	for (size_t i = 1; i < len; i++)
-		if (b[i] != b[0])
-			return -1;
-	return b[0];
+	return v;
 }
 
 /*
@@ -331,19 +313,19 @@ small_coherence(sh_fs *fb, const char *path)
 	uint64_t t0, seen;
 
 	snprintf(p, sizeof(p), "%s.small", path);
-	small_write(fs, p, 1, 700);
+	fill_write(fs, p, 1, 700);
 	for (int i = 0; i < 3; i++)
 		bad += small_read(fs, p, 700) != 1; /* the second and third from what A keeps */
-	small_write(fs, p, 2, 700);
+	fill_write(fs, p, 2, 700);
 	bad += small_read(fs, p, 700) != 2;
-	small_write(fb, p, 3, 700); /* the other client */
+	fill_write(fb, p, 3, 700); /* the other client */
 	t0 = mono_ns();
 	do {
 		v = small_read(fs, p, 700);
 		bad += v != 2 && v != 3;
 	} while (v != 3 && mono_ns() - t0 < 3000000000ull);
 	seen = mono_ns() - t0;
-	small_write(fb, p, 4, 300); /* shorter */
+	fill_write(fb, p, 4, 300); /* shorter */
 	t0 = mono_ns();
 	do
 		v = small_read(fs, p, 300);

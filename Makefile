@@ -10,6 +10,7 @@
 #   make bench-meta   metadata operations on a 6-node local cluster (bench/meta.c)
 #   make bench-data   file data on a 6-node local cluster against fio (bench/data.c)
 #   make bench-fuse   the mount against the library (bench/fuse.c)
+#   make bench-reduction  compression (and dedup) on against off (bench/reduction.c)
 #   make compare      Shoal against GlusterFS 4+2 and the raw disk, same fio jobs (bench/compare)
 #   make fio-engine   the fio engine, libshoal_fio.so (also part of `all` but in SAN builds)
 #   make soak         simulator tests over SOAK_SEEDS random seeds
@@ -54,7 +55,7 @@ CFLAGS_COMMON := -std=gnu11 -g -fvisibility=hidden -fPIC -Iinclude $(WARN)
 CFLAGS ?=
 CFLAGS += $(CFLAGS_COMMON) $(OPT) -MMD -MP
 LDFLAGS += $(SAN_LDFLAGS)
-LIBS := -luring -lisal -lraft -llmdb -ljansson -lmicrohttpd -lfuse3 -lpthread -lm
+LIBS := -luring -lisal -llz4 -lzstd -lraft -llmdb -ljansson -lmicrohttpd -lfuse3 -lpthread -lm
 
 # ---- modules, bottom up (DESIGN.md §2); a module links only those before it ----
 MODULES := base env net cluster store data meta client fuse admin
@@ -137,7 +138,7 @@ $(BUILD)/fuzz/replay_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(REPLAY_MAIN) $(ALL_LI
 FUZZ_BUILD := build/fuzz
 FUZZ_CFLAGS := $(CFLAGS_COMMON) -O1 -fsanitize=fuzzer-no-link,address,undefined \
 	-fno-sanitize-recover=all -Wno-unknown-warning-option -MMD -MP
-FUZZ_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(base_SRCS) $(env_SRCS) $(net_SRCS) $(cluster_SRCS) $(store_SRCS) $(meta_SRCS))
+FUZZ_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(base_SRCS) $(env_SRCS) $(net_SRCS) $(cluster_SRCS) $(store_SRCS) $(data_SRCS) $(meta_SRCS))
 
 $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -186,7 +187,7 @@ TOOLS += $(FIO_ENGINE)
 endif
 
 # ---- top-level targets ----
-.PHONY: all deps test run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse soak clean format
+.PHONY: all deps test run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction soak clean format
 
 all: $(ALL_LIBS) $(RUNNERS) $(FUZZ_REPLAY) $(BENCHES) $(TOOLS)
 
@@ -243,6 +244,10 @@ bench-meta: deps
 bench-data: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(BUILD)/bench/data
+
+bench-reduction: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(BUILD)/bench/reduction
 
 bench-fuse: deps
 	$(Q)$(MAKE) --no-print-directory all

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/alloc.h"
+#include "../base/http.h"
 #include "api.h"
+#include "metrics.h"
 
 SH_LOG_FACILITY("admin.api");
 
@@ -141,22 +144,90 @@ nets_json(const struct cfg *c)
 	return a;
 }
 
+/* This node's part of each filesystem's usage (the groups it leads): {"NAME": {...}}. */
 static json_t *
-fs_json(const struct cfg *c)
+usage_json(const struct cfg *c, const struct admin_node *self)
 {
-	json_t *a = json_array();
+	unsigned n = self->meta_groups ? self->meta_groups(self->arg, NULL, 0) : 0;
+	struct msvc_group_info *gi = n ? sh_calloc(n, sizeof(*gi)) : NULL;
+	json_t *o = json_object();
 
+	if (gi != NULL) {
+		unsigned got = self->meta_groups(self->arg, gi, n);
+
+		n = got < n ? got : n;
+	} else {
+		n = 0;
+	}
+	for (uint32_t i = 0; i < c->nfs; i++) {
+		struct meta_usage u;
+
+		admin_fs_usage(gi, n, c->fs[i].id, &u);
+		json_object_set_new(o, c->fs[i].name,
+				    json_pack("{s:I, s:I, s:I}", "logical", (json_int_t)u.mapped,
+					      "stored", (json_int_t)u.data, "physical",
+					      (json_int_t)u.phys));
+	}
+	sh_free(gi);
+	return o;
+}
+
+/*
+ * The filesystems, each with its usage summed over every node's part
+ * (asked of each node's admin API; a node that does not answer in 2 s
+ * leaves "usage_nodes" short of the cluster's count).
+ */
+static json_t *
+fs_json(const struct cfg *c, const struct admin_node *self)
+{
+	json_t *a = json_array(), *parts = json_array();
+	unsigned asked = 0;
+
+	for (uint32_t k = 0; k < c->nnodes; k++) {
+		char *body = NULL;
+		json_t *j = NULL;
+
+		if (c->nodes[k].id == self->id) {
+			j = usage_json(c, self);
+		} else if (c->nodes[k].state == CFG_UP &&
+			   sh_http_call(c->nodes[k].mgmt, "GET", "/v1/usage", NULL, &body, 2) ==
+			       200) {
+			j = json_loads(body, 0, NULL);
+		}
+		free(body);
+		if (json_is_object(j))
+			json_array_append(parts, j);
+		json_decref(j);
+		asked++;
+	}
 	for (uint32_t i = 0; i < c->nfs; i++) {
 		const struct cfg_fs *f = &c->fs[i];
-		char prot[16];
+		char prot[16], comp[16];
+		json_int_t v[3] = { 0 };
+		static const char *const keys[3] = { "logical", "stored", "physical" };
+		size_t k;
+		json_t *part;
 
+		json_array_foreach(parts, k, part)
+		{
+			json_t *u = json_object_get(part, f->name);
+
+			for (unsigned x = 0; x < 3; x++)
+				v[x] += json_integer_value(json_object_get(u, keys[x]));
+		}
 		snprintf(prot, sizeof(prot), "%u+%u", f->d, f->p);
-		json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:b, s:I, s:I}", "name",
-						   f->name, "protection", prot, "compression",
-						   cfg_comp_name(f->compression), "dedup", f->dedup,
-						   "quota", (json_int_t)f->quota, "created",
-						   (json_int_t)(f->created / 1000000000)));
+		json_array_append_new(
+		    a,
+		    json_pack("{s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:i, s:i}",
+			      "name", f->name, "protection", prot, "compression",
+			      cfg_comp_str(f->compression, comp, sizeof(comp)), "dedup", f->dedup,
+			      "quota", (json_int_t)f->quota, "created",
+			      (json_int_t)(f->created / 1000000000), "logical_bytes", v[0],
+			      "stored_bytes", v[1], "physical_bytes", v[2], "compression_ratio",
+			      v[1] ? (double)v[0] / (double)v[1] : 1.0, "dedup_ratio", 1.0,
+			      "usage_nodes", (int)json_array_size(parts), "nodes", (int)asked));
 	}
+	json_decref(parts);
 	return a;
 }
 
@@ -374,7 +445,7 @@ parse_change(const char *what, json_t *o, struct cfg_cmd *cmd, char *err, size_t
 		if (!rc)
 			rc = get_str(o, "label", true, cmd->label, sizeof(cmd->label), err, elen);
 	} else if (strcmp(what, "fs") == 0) {
-		char prot[16] = "4+2", comp[16] = "none";
+		char prot[16] = "4+2", comp[16] = "lz4";
 		json_t *dd = json_object_get(o, "dedup");
 		int c;
 
@@ -389,7 +460,9 @@ parse_change(const char *what, json_t *o, struct cfg_cmd *cmd, char *err, size_t
 		if (!rc)
 			rc = get_str(o, "compression", false, comp, sizeof(comp), err, elen);
 		if (!rc && (c = cfg_comp_parse(comp)) < 0) {
-			snprintf(err, elen, "compression '%s' is not lz4, zstd or none", comp);
+			snprintf(err, elen,
+				 "compression '%s' is not lz4, zstd, zstd:LEVEL (1-19) or none",
+				 comp);
 			rc = -EINVAL;
 		} else if (!rc) {
 			cmd->compression = (uint8_t)c;
@@ -514,7 +587,9 @@ admin_api_handle(struct cluster *cl, const struct admin_node *self, struct admin
 		else if (strcmp(what, "nets") == 0)
 			reply_json(req, 200, nets_json(c));
 		else if (strcmp(what, "fs") == 0)
-			reply_json(req, 200, fs_json(c));
+			reply_json(req, 200, fs_json(c, self));
+		else if (strcmp(what, "usage") == 0)
+			reply_json(req, 200, usage_json(c, self));
 		else if (strcmp(what, "events") == 0)
 			reply_json(req, 200, events_json(c, query_limit(req->query)));
 		else if (strcmp(what, "meta") == 0)

@@ -464,6 +464,59 @@ cluster_families(struct mctx *m, struct cluster *cl, const struct admin_node *se
 }
 
 void
+admin_fs_usage(const struct msvc_group_info *g, unsigned n, uint32_t fs, struct meta_usage *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (unsigned i = 0; i < n; i++) {
+		if (g[i].fs != fs || !g[i].ready)
+			continue;
+		out->mapped += g[i].usage.mapped;
+		out->data += g[i].usage.data;
+		out->phys += g[i].usage.phys;
+	}
+}
+
+/* What each filesystem's files use, from the groups this node leads. */
+static void
+usage_families(struct mctx *m, const struct cfg *c)
+{
+	static const char *const fam[3][2] = {
+		{ "shoal_fs_logical_bytes",
+		  "File data a filesystem's files map (holes and inline bytes not counted), in "
+		  "the buckets this node leads (sum over nodes: the filesystem's)." },
+		{ "shoal_fs_stored_bytes",
+		  "Data bytes of the stripes those files refer to: after compression, before "
+		  "parity (sum over nodes)." },
+		{ "shoal_fs_physical_bytes",
+		  "Data and parity bytes of those stripes (sum over nodes)." },
+	};
+	struct mtext *t = &m->t;
+
+	for (unsigned k = 0; k < 3; k++) {
+		family(t, fam[k][0], "gauge", fam[k][1]);
+		for (uint32_t i = 0; i < c->nfs; i++) {
+			struct meta_usage u = { 0 };
+			uint64_t v[3];
+
+			for (unsigned w = 0; w < m->nws; w++) {
+				struct meta_usage one;
+
+				admin_fs_usage(m->ws[w]->groups, m->ws[w]->ngroups, c->fs[i].id,
+					       &one);
+				u.mapped += one.mapped;
+				u.data += one.data;
+				u.phys += one.phys;
+			}
+			v[0] = u.mapped;
+			v[1] = u.data;
+			v[2] = u.phys;
+			put(t, "%s{node=\"%llu\",fs=\"%s\"} %llu\n", fam[k][0],
+			    (unsigned long long)m->node, c->fs[i].name, (unsigned long long)v[k]);
+		}
+	}
+}
+
+void
 admin_metrics_reply(struct cluster *cl, const struct admin_node *self,
 		    const struct admin_stats *const *ws, unsigned nws, struct admin_req *req)
 {
@@ -471,6 +524,7 @@ admin_metrics_reply(struct cluster *cl, const struct admin_node *self,
 
 	cluster_families(&m, cl, self);
 	meta_families(&m);
+	usage_families(&m, cluster_cfg(cl));
 	rpc_families(&m);
 	net_families(&m);
 	peer_families(&m);

@@ -41,6 +41,10 @@ int admin_stats_of_net(struct net *n, struct admin_stats *out);
 /* Free what a snapshot owns (peers, drives, groups); the struct itself is the caller's. */
 void admin_stats_clear(struct admin_stats *s);
 
+/* The usage of filesystem fs summed over the groups of g[0..n) that serve here (ready). */
+void admin_fs_usage(const struct msvc_group_info *g, unsigned n, uint32_t fs,
+		    struct meta_usage *out);
+
 /* The page: reply to req with every family. */
 void admin_metrics_reply(struct cluster *cl, const struct admin_node *self,
 			 const struct admin_stats *const *ws, unsigned nws, struct admin_req *req);

@@ -100,3 +100,30 @@ sh_rand_fill(struct sh_rand *r, void *buf, size_t len)
 		memcpy(p, &x, len);
 	}
 }
+
+void
+sh_rand_text(struct sh_rand *r, void *buf, size_t len)
+{
+	static const char syl[16][4] = { "ka", "lo", "mi", "ne", "ru", "sa", "to", "vi",
+					 "an", "el", "or", "us", "ph", "st", "qu", "ex" };
+	uint8_t *p = buf;
+	size_t at = 0;
+
+	while (at < len) {
+		/* a word: two to four syllables from 8 random bits (256 words) */
+		uint64_t w = sh_rand_u64(r);
+		unsigned nsyl = 2 + (unsigned)(w >> 8) % 3, v = (unsigned)w & 0xFF;
+		char word[16];
+		size_t wl = 0;
+
+		for (unsigned i = 0; i < nsyl; i++) {
+			const char *s = syl[(v >> (2 * i) ^ i * 5) & 15];
+
+			word[wl++] = s[0];
+			word[wl++] = s[1];
+		}
+		word[wl++] = (w >> 16) % 12 == 0 ? '\n' : ' ';
+		for (size_t i = 0; i < wl && at < len; i++)
+			p[at++] = (uint8_t)word[i];
+	}
+}

@@ -355,7 +355,7 @@ client_place(sh_client *c, uint64_t stripe, unsigned n, uint64_t *out)
 }
 
 int
-client_fs_protection(sh_client *c, uint32_t id, unsigned *d, unsigned *p)
+client_fs_settings(sh_client *c, uint32_t id, unsigned *d, unsigned *p, unsigned *comp)
 {
 	const struct cfg_fs *f;
 
@@ -364,6 +364,7 @@ client_fs_protection(sh_client *c, uint32_t id, unsigned *d, unsigned *p)
 	if (f) {
 		*d = f->d;
 		*p = f->p;
+		*comp = f->compression;
 	}
 	pthread_mutex_unlock(&c->mu);
 	return f ? 0 : -ENOENT;
@@ -601,11 +602,12 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 		return rc;
 	}
 	{
-		unsigned d, p;
+		unsigned d, p, comp = 0;
 
-		rc = client_fs_protection(c, id, &d, &p);
+		rc = client_fs_settings(c, id, &d, &p, &comp);
 		if (rc == 0)
 			rc = ec_code_init(&fs->code, d, p);
+		fs->comp = (uint8_t)comp;
 		if (rc < 0) {
 			cache_fini(fs);
 			sh_free(fs);

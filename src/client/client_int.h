@@ -49,6 +49,7 @@ struct sh_fs {
 	uint32_t id;
 	uint32_t nbuckets;
 	struct ec_code code; /* the filesystem's protection */
+	uint8_t comp;	     /* and compression (cfg_fs.compression) */
 	char name[64];
 	/* bumped by every change of a file's extents made here: handles' maps go stale */
 	_Atomic uint64_t wgen;
@@ -110,7 +111,8 @@ unsigned client_targets(sh_client *c, uint64_t *ids, unsigned max);
 /* The n targets of a new stripe (place.h), from the configuration. */
 int client_place(sh_client *c, uint64_t stripe, unsigned n, uint64_t *out);
 /* Protection of filesystem id: d, p. */
-int client_fs_protection(sh_client *c, uint32_t id, unsigned *d, unsigned *p);
+/* A filesystem's protection and compression (cfg_fs.compression). */
+int client_fs_settings(sh_client *c, uint32_t id, unsigned *d, unsigned *p, unsigned *comp);
 /* cache.c: attributes and entries a leader let this client keep */
 int cache_init(sh_fs *fs);
 void cache_fini(sh_fs *fs);

@@ -10,8 +10,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../data/reduce.h"
 #include "../store/store_proto.h"
 #include "client_int.h"
+
+_Static_assert((int)REDUCE_ALGO_LZ4 == (int)CFG_COMP_LZ4 &&
+		   (int)REDUCE_ALGO_ZSTD == (int)CFG_COMP_ZSTD &&
+		   (1u << 2) == (1u << CFG_COMP_LEVEL_SHIFT),
+	       "reduce.h reads cfg_fs.compression as config.h writes it");
 
 #define SMALL_ALIGN   4096u /* a partial stripe's fragments round up to this */
 #define PUT_NS	      (5ull * 1000 * 1000 * 1000)
@@ -114,16 +120,77 @@ release(sh_file *f, uint64_t stripe, const uint64_t *targets, const struct dcall
 	client_calls(f->fs->c, rel, n, PUT_NS);
 }
 
+/* What a stripe maps: its extents (stripe, d, p, frag and targets filled in once placed). */
+struct packed {
+	unsigned n;
+	struct meta_extent ex[META_EXTENTS_MAX];
+};
+
+/* The file bytes per compressed block: 64 KiB, more when a stripe would need too many. */
+static size_t
+block_of(const sh_file *f)
+{
+	size_t full = (size_t)ndata(f) * frag_of(f), bl = REDUCE_BLOCK * 1024u;
+	size_t need = (full + META_EXTENTS_MAX - 1) / META_EXTENTS_MAX;
+
+	return need > bl ? (need + SMALL_ALIGN - 1) / SMALL_ALIGN * SMALL_ALIGN : bl;
+}
+
+/*
+ * Compress the fill bytes of buf (file offset off) block by block, packing
+ * what is stored to the front of buf (each block stored compressed, or raw
+ * when that does not pay): the bytes the stripe holds now. A run of raw
+ * blocks is one extent, each compressed block one of its own.
+ */
+static size_t
+pack(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, struct packed *pk)
+{
+	size_t bl = block_of(f), w = 0;
+	uint8_t *tmp = f->fs->comp ? sh_malloc(bl) : NULL;
+
+	pk->n = 0;
+	for (size_t r = 0; r < fill; r += bl) {
+		size_t len = fill - r < bl ? fill - r : bl;
+		struct meta_extent *last = pk->n ? &pk->ex[pk->n - 1] : NULL;
+		uint8_t enc = REDUCE_RAW;
+		size_t slen = tmp ? reduce_block(f->fs->comp, buf + r, len, tmp, &enc) : 0;
+
+		if (enc != REDUCE_RAW) {
+			memcpy(buf + w, tmp, slen); /* w <= r: nothing unread is overwritten */
+			pk->ex[pk->n++] = (struct meta_extent){ .off = off + r,
+								.len = len,
+								.soff = w,
+								.enc = enc,
+								.slen = (uint32_t)slen,
+								.blen = (uint32_t)len };
+			w += slen;
+			continue;
+		}
+		if (w != r)
+			memmove(buf + w, buf + r, len);
+		if (last && !last->enc && last->soff + last->len == w)
+			last->len += len; /* raw after raw: one extent */
+		else
+			pk->ex[pk->n++] =
+			    (struct meta_extent){ .off = off + r, .len = len, .soff = w };
+		w += len;
+	}
+	sh_free(tmp);
+	return w;
+}
+
 /*
  * Write fill bytes of buf (room for D x frag_of(f)) as one stripe and map them
  * at file offset off (flags: META_EXTENT_TAKES_INLINE when the stripe holds
- * the file's inline bytes). -EAGAIN: the file has inline bytes this writer
- * did not know of (the stripe was released; look again).
+ * the file's inline bytes), compressed first if the filesystem says so
+ * (buf is changed). -EAGAIN: the file has inline bytes this writer did not
+ * know of (the stripe was released; look again).
  */
 static int
 put_stripe(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
 {
 	unsigned d = ndata(f), n = nfrags(f);
+	struct packed pk;
 	uint32_t frag;
 	uint8_t *parity[EC_P_MAX] = { NULL }, *frags[EC_N_MAX];
 	uint8_t hdr[EC_N_MAX][STORE_PROTO_HDR + 8];
@@ -131,6 +198,7 @@ put_stripe(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
 	uint64_t targets[EC_N_MAX], stripe = 0;
 	int rc = 0;
 
+	fill = pack(f, off, buf, fill, &pk);
 	/* a full stripe uses the full size; a partial one the least 4 KiB multiple holding it */
 	frag = fill == (size_t)d * frag_of(f)
 		   ? (uint32_t)frag_of(f)
@@ -174,21 +242,23 @@ put_stripe(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
 		for (unsigned i = 0; i < n; i++)
 			ok &= puts[i].status >= 0;
 		if (ok) {
-			struct meta_extent e = { .off = off,
-						 .len = fill,
-						 .stripe = stripe,
-						 .d = (uint8_t)d,
-						 .p = (uint8_t)f->fs->code.p,
-						 .frag = frag };
 			struct meta_cmd mc = { .op = META_OP_EXTENT,
 					       .ino = f->ino,
 					       .flags = flags };
 			struct sh_enc enc;
 			struct cres res;
 
-			memcpy(e.targets, targets, n * sizeof(targets[0]));
+			for (unsigned i = 0; i < pk.n; i++) {
+				struct meta_extent *e = &pk.ex[i];
+
+				e->stripe = stripe;
+				e->d = (uint8_t)d;
+				e->p = (uint8_t)f->fs->code.p;
+				e->frag = frag;
+				memcpy(e->targets, targets, n * sizeof(targets[0]));
+			}
 			sh_enc_init(&enc);
-			rc = meta_extent_list_encode(&enc, &e, 1);
+			rc = meta_extent_list_encode(&enc, pk.ex, pk.n);
 			mc.data = enc.p;
 			mc.dlen = enc.len;
 			if (rc == 0)
@@ -546,13 +616,12 @@ degraded(sh_file *f, const struct meta_extent *e, uint64_t soff, size_t len, uin
 }
 
 /*
- * The data fragments' byte ranges that hold [a, b) of the file, covered by
- * extent e, into pc (dst is the file offset a): how many.
+ * The data fragments' byte ranges that hold [s0, s1) of the stripe's data,
+ * extent e's stripe, into pc (dst gets s0 on): how many.
  */
 static unsigned
-pieces(const struct meta_extent *e, uint64_t a, uint64_t b, uint8_t *dst, struct piece *pc)
+pieces(const struct meta_extent *e, uint64_t s0, uint64_t s1, uint8_t *dst, struct piece *pc)
 {
-	uint64_t s0 = e->soff + (a - e->off), s1 = e->soff + (b - e->off);
 	unsigned np = 0;
 
 	for (uint64_t s = s0; s < s1 && np < EC_D_MAX;) {
@@ -568,6 +637,25 @@ pieces(const struct meta_extent *e, uint64_t a, uint64_t b, uint8_t *dst, struct
 	return np;
 }
 
+/* [a, b) of the file from encoded extent e, whose stored block is in stored, into dst. */
+static int
+expand(const struct meta_extent *e, const uint8_t *stored, uint64_t a, uint64_t b, uint8_t *dst)
+{
+	size_t from = e->boff + (size_t)(a - e->off);
+	bool whole = from == 0 && b - a == e->blen;
+	uint8_t *blk = whole ? dst : sh_malloc(e->blen);
+	int rc;
+
+	if (blk == NULL)
+		return -ENOMEM;
+	rc = reduce_unblock(e->enc, stored, e->slen, blk, e->blen);
+	if (rc == 0 && !whole)
+		memcpy(dst, blk + from, (size_t)(b - a));
+	if (!whole)
+		sh_free(blk);
+	return rc < 0 ? -EIO : 0; /* stored bytes that passed their crcs yet do not expand */
+}
+
 #define READ_BATCH 8 /* extents whose fragments are asked at once */
 
 struct rbatch {
@@ -575,48 +663,70 @@ struct rbatch {
 	struct dcall calls[READ_BATCH * EC_D_MAX];
 	uint8_t hdr[READ_BATCH * EC_D_MAX][STORE_PROTO_HDR + 8];
 	unsigned first[READ_BATCH + 1];
-	uint64_t a[READ_BATCH], b[READ_BATCH]; /* the file range each extent gives */
+	uint64_t a[READ_BATCH], b[READ_BATCH];	 /* the file range each extent gives */
+	uint64_t s0[READ_BATCH], sl[READ_BATCH]; /* the stripe data it needs for that */
+	uint8_t *stored[READ_BATCH];		 /* an encoded block's stored bytes */
 };
 
 /*
  * Read [at, upto) of the file, covered by extents ex[0..n), into buf (the
  * file offset off): the fragment ranges of up to READ_BATCH extents in
  * one round, all in parallel; an extent whose fragments do not all come
- * (a target down or silent, a corrupt block) is decoded from the others.
+ * (a target down or silent, a corrupt block) is decoded from the others;
+ * a compressed block is fetched whole and expanded.
  */
 static int
 read_extents(sh_file *f, const struct meta_extent *ex, unsigned n, uint64_t at, uint64_t upto,
 	     uint8_t *buf, uint64_t off)
 {
-	struct rbatch *r = sh_malloc(sizeof(*r));
+	struct rbatch *r = sh_calloc(1, sizeof(*r));
 	int rc = r == NULL ? -ENOMEM : 0;
 
 	for (unsigned i0 = 0; rc == 0 && i0 < n; i0 += READ_BATCH) {
 		unsigned k = n - i0 < READ_BATCH ? n - i0 : READ_BATCH, np = 0;
 
-		for (unsigned j = 0; j < k; j++) {
+		for (unsigned j = 0; rc == 0 && j < k; j++) {
 			const struct meta_extent *e = &ex[i0 + j];
 			uint64_t a = e->off > at ? e->off : at;
 			uint64_t b = e->off + e->len < upto ? e->off + e->len : upto;
-			unsigned c = a < b ? pieces(e, a, b, buf + (a - off), r->pc + np) : 0;
+			uint8_t *dst = buf + (a - off);
+			unsigned c = 0;
 
 			r->a[j] = a;
 			r->b[j] = b;
 			r->first[j] = np;
+			if (a < b) {
+				meta_extent_stored(e, a, b, &r->s0[j], &r->sl[j]);
+				if (e->enc && (dst = r->stored[j] = sh_malloc(r->sl[j])) == NULL)
+					rc = -ENOMEM;
+				if (rc == 0)
+					c = pieces(e, r->s0[j], r->s0[j] + r->sl[j], dst,
+						   r->pc + np);
+			}
 			get_calls(f, e, r->pc + np, c, r->calls + np, r->hdr + np);
 			np += c;
 		}
 		r->first[k] = np;
-		client_calls(f->fs->c, r->calls, np, GET_NS);
+		if (rc == 0)
+			client_calls(f->fs->c, r->calls, np, GET_NS);
 		for (unsigned j = 0; rc == 0 && j < k; j++) {
 			const struct meta_extent *e = &ex[i0 + j];
+			uint8_t *dst = buf + (r->a[j] - off);
 			bool ok = true;
 
+			if (r->a[j] >= r->b[j])
+				continue;
 			for (unsigned i = r->first[j]; i < r->first[j + 1]; i++)
 				ok &= r->calls[i].status >= 0 && r->calls[i].got == r->pc[i].len;
 			if (!ok)
-				rc = degraded(f, e, e->soff + (r->a[j] - e->off),
-					      (size_t)(r->b[j] - r->a[j]), buf + (r->a[j] - off));
+				rc = degraded(f, e, r->s0[j], (size_t)r->sl[j],
+					      e->enc ? r->stored[j] : dst);
+			if (rc == 0 && e->enc)
+				rc = expand(e, r->stored[j], r->a[j], r->b[j], dst);
+		}
+		for (unsigned j = 0; j < k; j++) {
+			sh_free(r->stored[j]);
+			r->stored[j] = NULL;
 		}
 	}
 	sh_free(r);

@@ -2,6 +2,7 @@
 /* The cluster configuration: validation, apply, placement, codecs (config.h). */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../env/env.h"
@@ -22,7 +23,7 @@ cfg_op_name(unsigned op)
 const char *
 cfg_comp_name(unsigned comp)
 {
-	switch (comp) {
+	switch (CFG_COMP_ALGO(comp)) {
 	case CFG_COMP_NONE:
 		return "none";
 	case CFG_COMP_LZ4:
@@ -34,12 +35,35 @@ cfg_comp_name(unsigned comp)
 	}
 }
 
+const char *
+cfg_comp_str(unsigned comp, char *buf, size_t len)
+{
+	if (CFG_COMP_LEVEL(comp) == 0)
+		snprintf(buf, len, "%s", cfg_comp_name(comp));
+	else
+		snprintf(buf, len, "%s:%u", cfg_comp_name(comp), CFG_COMP_LEVEL(comp));
+	return buf;
+}
+
 int
 cfg_comp_parse(const char *s)
 {
-	for (int i = CFG_COMP_NONE; i <= CFG_COMP_ZSTD; i++)
-		if (strcmp(s, cfg_comp_name((unsigned)i)) == 0)
+	for (int i = CFG_COMP_NONE; i <= CFG_COMP_ZSTD; i++) {
+		const char *name = cfg_comp_name((unsigned)i);
+		size_t nl = strlen(name);
+		char *end;
+		long level;
+
+		if (strcmp(s, name) == 0)
 			return i;
+		/* zstd takes a level: zstd:1 (fastest) to zstd:19 */
+		if (i != CFG_COMP_ZSTD || strncmp(s, name, nl) != 0 || s[nl] != ':')
+			continue;
+		level = strtol(s + nl + 1, &end, 10);
+		if (*end != '\0' || end == s + nl + 1 || level < 1 || level > CFG_COMP_LEVEL_MAX)
+			return -EINVAL;
+		return i | (int)level << CFG_COMP_LEVEL_SHIFT;
+	}
 	return -EINVAL;
 }
 
@@ -423,7 +447,11 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 				    "protection %u+%u needs %u failure domains with drives; the "
 				    "cluster has %u",
 				    cmd->d, cmd->p, cmd->d + cmd->p, dom);
-		if (cmd->compression > CFG_COMP_ZSTD || cmd->dedup > 1)
+		if (CFG_COMP_ALGO(cmd->compression) > CFG_COMP_ZSTD ||
+		    CFG_COMP_LEVEL(cmd->compression) > CFG_COMP_LEVEL_MAX ||
+		    (CFG_COMP_LEVEL(cmd->compression) &&
+		     CFG_COMP_ALGO(cmd->compression) != CFG_COMP_ZSTD) ||
+		    cmd->dedup > 1)
 			return fail(msg, len, -EINVAL, "bad compression or dedup setting");
 		return 0;
 	}
@@ -562,6 +590,7 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 	}
 	case CFG_OP_FS_CREATE: {
 		struct cfg_fs *f = &c->fs[c->nfs++];
+		char comp[16];
 
 		memset(f, 0, sizeof(*f));
 		snprintf(f->name, sizeof(f->name), "%s", cmd->name);
@@ -574,7 +603,8 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		f->id = c->next_fs ? c->next_fs : 1;
 		c->next_fs = f->id + 1;
 		event(c, cmd->time, 0, "filesystem %s created (%u+%u, compression %s, dedup %s)",
-		      f->name, f->d, f->p, cfg_comp_name(f->compression), f->dedup ? "on" : "off");
+		      f->name, f->d, f->p, cfg_comp_str(f->compression, comp, sizeof(comp)),
+		      f->dedup ? "on" : "off");
 		break;
 	}
 	case CFG_OP_FS_DELETE: {

@@ -49,7 +49,12 @@ enum cfg_op {
 };
 
 enum cfg_state { CFG_UP = 1, CFG_DOWN = 2 };
+/* cfg_fs.compression: the algorithm in the low 2 bits, a level above them (0: its default) */
 enum cfg_compression { CFG_COMP_NONE = 0, CFG_COMP_LZ4, CFG_COMP_ZSTD };
+#define CFG_COMP_LEVEL_SHIFT 2
+#define CFG_COMP_LEVEL_MAX   19
+#define CFG_COMP_ALGO(c)     ((unsigned)(c)&3u)
+#define CFG_COMP_LEVEL(c)    ((unsigned)(c) >> CFG_COMP_LEVEL_SHIFT)
 
 struct cfg_net {
 	char addr[CFG_ADDR_MAX];
@@ -158,8 +163,11 @@ cfg_bucket(const struct cfg *c, uint32_t b)
 /* Failure domains that have at least one drive. */
 unsigned cfg_domains_with_drives(const struct cfg *c);
 const char *cfg_op_name(unsigned op);
+/* The algorithm's name; cfg_comp_str with the level ("zstd:9"). */
 const char *cfg_comp_name(unsigned comp);
-int cfg_comp_parse(const char *s); /* -EINVAL if unknown */
+const char *cfg_comp_str(unsigned comp, char *buf, size_t len);
+/* "none", "lz4", "zstd", "zstd:1".."zstd:19" -> a cfg_fs.compression; -EINVAL if unknown. */
+int cfg_comp_parse(const char *s);
 /* "4+2" -> d, p. -EINVAL if malformed. */
 int cfg_protection_parse(const char *s, uint8_t *d, uint8_t *p);
 /* A name for clusters and filesystems: 1-63 of [A-Za-z0-9._-]. */

@@ -2,10 +2,12 @@
 /* A file's extent map, stripe references and the reclaim queue (meta_extent.h). */
 #include <string.h>
 
+#include "../data/reduce.h"
 #include "meta_extent.h"
 #include "meta_int.h"
 
-#define EXTENT_VERSION 1
+#define EXTENT_RAW     1
+#define EXTENT_ENCODED 2
 #define BATCH	       64
 #define FILE_MAX       (1ull << 63)
 
@@ -13,11 +15,12 @@ int
 meta_extent_encode(const struct meta_extent *e, uint8_t *out, size_t cap)
 {
 	unsigned n = (unsigned)e->d + e->p;
+	size_t want = e->enc ? META_EXTENT_LEN_V2(n) : META_EXTENT_LEN(n);
 	uint8_t *p = out;
 
-	if (n == 0 || n > META_FRAGS_MAX || cap < META_EXTENT_LEN(n))
+	if (n == 0 || n > META_FRAGS_MAX || cap < want)
 		return -EINVAL;
-	*p++ = EXTENT_VERSION;
+	*p++ = e->enc ? EXTENT_ENCODED : EXTENT_RAW;
 	*p++ = e->d;
 	*p++ = e->p;
 	memcpy(p, &e->frag, 4);
@@ -26,33 +29,81 @@ meta_extent_encode(const struct meta_extent *e, uint8_t *out, size_t cap)
 	memcpy(p + 8, &e->stripe, 8);
 	memcpy(p + 16, &e->soff, 8);
 	p += 24;
+	if (e->enc) {
+		*p++ = e->enc;
+		memcpy(p, &e->slen, 4);
+		memcpy(p + 4, &e->blen, 4);
+		memcpy(p + 8, &e->boff, 4);
+		p += 12;
+	}
 	memcpy(p, e->targets, 8 * (size_t)n);
-	return (int)META_EXTENT_LEN(n);
+	return (int)want;
 }
 
 int
 meta_extent_decode(const uint8_t *b, size_t len, struct meta_extent *e)
 {
+	uint64_t data;
 	unsigned n;
+	size_t at = 31;
 
 	memset(e, 0, sizeof(*e));
-	if (len < META_EXTENT_LEN(1) || b[0] != EXTENT_VERSION)
+	if (len < META_EXTENT_LEN(1) || (b[0] != EXTENT_RAW && b[0] != EXTENT_ENCODED))
 		return -EBADMSG;
 	e->d = b[1];
 	e->p = b[2];
 	n = (unsigned)e->d + e->p;
-	if (e->d == 0 || n > META_FRAGS_MAX || len != META_EXTENT_LEN(n))
+	if (e->d == 0 || n > META_FRAGS_MAX ||
+	    len != (b[0] == EXTENT_RAW ? META_EXTENT_LEN(n) : META_EXTENT_LEN_V2(n)))
 		return -EBADMSG;
 	memcpy(&e->frag, b + 3, 4);
 	memcpy(&e->len, b + 7, 8);
 	memcpy(&e->stripe, b + 15, 8);
 	memcpy(&e->soff, b + 23, 8);
-	memcpy(e->targets, b + 31, 8 * (size_t)n);
-	/* the range lies inside the stripe's data, and is not longer than the longest */
-	if (e->frag == 0 || e->len == 0 || e->len > META_EXTENT_LEN_MAX ||
-	    e->soff > (uint64_t)e->d * e->frag || e->len > (uint64_t)e->d * e->frag - e->soff)
+	if (b[0] == EXTENT_ENCODED) {
+		e->enc = b[31];
+		memcpy(&e->slen, b + 32, 4);
+		memcpy(&e->blen, b + 36, 4);
+		memcpy(&e->boff, b + 40, 4);
+		at = 44;
+	}
+	memcpy(e->targets, b + at, 8 * (size_t)n);
+	data = (uint64_t)e->d * e->frag;
+	if (e->frag == 0 || e->len == 0 || e->len > META_EXTENT_LEN_MAX || e->soff > data)
+		return -EBADMSG;
+	if (b[0] == EXTENT_RAW)
+		return e->len > data - e->soff ? -EBADMSG : 0;
+	/* an encoded block lies inside the stripe's data, the range inside the block */
+	if (e->enc == REDUCE_RAW || e->enc >= REDUCE_ENC_MAX || e->slen == 0 ||
+	    e->blen > REDUCE_BLOCK_MAX || e->slen > e->blen || e->slen > data - e->soff ||
+	    e->boff >= e->blen || e->len > e->blen - e->boff)
 		return -EBADMSG;
 	return 0;
+}
+
+void
+meta_extent_stored(const struct meta_extent *e, uint64_t a, uint64_t b, uint64_t *soff,
+		   uint64_t *len)
+{
+	if (e->enc) {
+		*soff = e->soff; /* the whole block, to expand */
+		*len = e->slen;
+	} else {
+		*soff = e->soff + (a - e->off);
+		*len = b - a;
+	}
+}
+
+/* Move the start of e forward by k bytes (k < e->len). */
+static void
+skip(struct meta_extent *e, uint64_t k)
+{
+	if (e->enc)
+		e->boff += (uint32_t)k;
+	else
+		e->soff += k;
+	e->off += k;
+	e->len -= k;
 }
 
 int
@@ -62,7 +113,7 @@ meta_extent_list_encode(struct sh_enc *enc, const struct meta_extent *e, unsigne
 		return -EINVAL;
 	sh_enc_u8(enc, (uint8_t)n);
 	for (unsigned i = 0; i < n; i++) {
-		uint8_t v[META_EXTENT_LEN(META_FRAGS_MAX)];
+		uint8_t v[META_EXTENT_VMAX];
 		int len = meta_extent_encode(&e[i], v, sizeof(v));
 
 		if (len < 0)
@@ -111,7 +162,7 @@ extent_key(struct meta_key *k, uint16_t bucket, uint64_t ino, uint64_t off)
 static int
 put_extent(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e)
 {
-	uint8_t v[META_EXTENT_LEN(META_FRAGS_MAX)];
+	uint8_t v[META_EXTENT_VMAX];
 	struct meta_key k;
 	int len = meta_extent_encode(e, v, sizeof(v));
 
@@ -128,6 +179,41 @@ del_extent(struct meta_bucket *b, uint64_t ino, uint64_t off)
 
 	extent_key(&k, b->bucket, ino, off);
 	return meta_del(b->t, &k, b->ver, b->keep);
+}
+
+/* The bucket's usage moves by these (saturating at zero: stripes of before it was kept). */
+static int
+usage_add(struct meta_bucket *b, int64_t mapped, int64_t data, int64_t phys)
+{
+	struct meta_usage u;
+	int64_t d[3] = { mapped, data, phys };
+	uint64_t *v[3] = { &u.mapped, &u.data, &u.phys };
+	struct meta_key k;
+	int rc = meta_usage_get(b, &u);
+
+	if (rc < 0)
+		return rc;
+	for (unsigned i = 0; i < 3; i++)
+		*v[i] = d[i] < 0 && (uint64_t)-d[i] > *v[i] ? 0 : *v[i] + (uint64_t)d[i];
+	meta_key_id(&k, b->bucket, META_K_USAGE, 0);
+	return meta_put(b->t, &k, b->ver, &u, sizeof(u), b->keep);
+}
+
+int
+meta_usage_get(struct meta_bucket *b, struct meta_usage *u)
+{
+	struct meta_key k;
+	size_t len;
+	int rc;
+
+	memset(u, 0, sizeof(*u));
+	meta_key_id(&k, b->bucket, META_K_USAGE, 0);
+	rc = meta_get(b->t, &k, b->ver, u, sizeof(*u), &len);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc == 0 && len != sizeof(*u))
+		rc = -EBADMSG;
+	return rc;
 }
 
 /* A stripe's references change by delta; at zero it goes to the reclaim queue. */
@@ -148,17 +234,32 @@ ref(struct meta_bucket *b, const struct meta_extent *e, int delta)
 	if (delta < 0 && n == 0)
 		return -EBADMSG; /* a reference nobody counted: the map is damaged */
 	n = delta < 0 ? n - 1 : n + 1;
+	if (n == 1 && delta > 0) {
+		/* a stripe newly referenced: its bytes count from now */
+		int64_t data = (int64_t)e->d * e->frag;
+
+		rc = usage_add(b, 0, data, data + (int64_t)e->p * e->frag);
+		if (rc < 0)
+			return rc;
+	}
 	if (n > 0)
 		return meta_put(b->t, &k, b->ver, &n, sizeof(n), b->keep);
 	rc = meta_del(b->t, &k, b->ver, b->keep);
 	if (rc == 0) {
-		uint8_t v[META_EXTENT_LEN(META_FRAGS_MAX)];
+		int64_t data = (int64_t)e->d * e->frag;
+
+		rc = usage_add(b, 0, -data, -(data + (int64_t)e->p * e->frag));
+	}
+	if (rc == 0) {
+		uint8_t v[META_EXTENT_VMAX];
 		struct meta_extent whole = *e;
 		int vl;
 
 		/* the record names the whole stripe: every fragment is released */
 		whole.soff = 0;
 		whole.len = (uint64_t)e->d * e->frag;
+		whole.enc = 0;
+		whole.slen = whole.blen = whole.boff = 0;
 		vl = meta_extent_encode(&whole, v, sizeof(v));
 		meta_key_id(&k, b->bucket, META_K_RECLAIM, e->stripe);
 		rc = vl < 0 ? vl : meta_put(b->t, &k, b->ver, v, (size_t)vl, b->keep);
@@ -215,6 +316,7 @@ int
 meta_extent_punch(struct meta_bucket *b, uint64_t ino, uint64_t start, uint64_t end)
 {
 	struct meta_extent got[BATCH];
+	uint64_t gone = 0;
 	unsigned n;
 	int rc;
 
@@ -226,14 +328,13 @@ meta_extent_punch(struct meta_bucket *b, uint64_t ino, uint64_t start, uint64_t 
 			struct meta_extent e = got[i], tail = got[i];
 			uint64_t eend = e.off + e.len;
 
+			gone += (eend < end ? eend : end) - (e.off > start ? e.off : start);
 			if (e.off < start) {
 				/* the head stays; a tail past the hole becomes its own extent */
 				e.len = start - e.off;
 				rc = put_extent(b, ino, &e);
 				if (rc == 0 && eend > end) {
-					tail.soff += end - tail.off;
-					tail.len = eend - end;
-					tail.off = end;
+					skip(&tail, end - tail.off);
 					rc = put_extent(b, ino, &tail);
 					if (rc == 0)
 						rc = ref(b, &tail, +1);
@@ -241,9 +342,7 @@ meta_extent_punch(struct meta_bucket *b, uint64_t ino, uint64_t start, uint64_t 
 			} else {
 				rc = del_extent(b, ino, e.off);
 				if (rc == 0 && eend > end) {
-					tail.soff += end - tail.off;
-					tail.len = eend - end;
-					tail.off = end;
+					skip(&tail, end - tail.off);
 					rc = put_extent(b, ino, &tail);
 				} else if (rc == 0) {
 					rc = ref(b, &e, -1);
@@ -253,7 +352,7 @@ meta_extent_punch(struct meta_bucket *b, uint64_t ino, uint64_t start, uint64_t 
 		/* a pass that changed extents inside the range leaves none there: loop while full
 		 */
 	} while (rc == 0 && n == BATCH);
-	return rc;
+	return rc == 0 && gone > 0 ? usage_add(b, -(int64_t)gone, 0, 0) : rc;
 }
 
 static void
@@ -372,7 +471,7 @@ meta_extent_set(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e
 	if (rc < 0)
 		return rc;
 	for (unsigned i = 0; i < n; i++) {
-		uint8_t v[META_EXTENT_LEN(META_FRAGS_MAX)];
+		uint8_t v[META_EXTENT_VMAX];
 		struct meta_extent chk;
 		int vl = meta_extent_encode(&e[i], v, sizeof(v));
 
@@ -400,6 +499,8 @@ meta_extent_set(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e
 			rc = put_extent(b, ino, &e[i]);
 		if (rc == 0)
 			rc = ref(b, &e[i], +1);
+		if (rc == 0)
+			rc = usage_add(b, (int64_t)e[i].len, 0, 0);
 		if (e[i].off + e[i].len > in.size)
 			in.size = e[i].off + e[i].len;
 	}
@@ -454,7 +555,7 @@ int
 meta_stripe_known(struct meta_bucket *b, uint64_t stripe)
 {
 	static const uint8_t kinds[] = { META_K_STRIPE, META_K_RECLAIM };
-	uint8_t v[META_EXTENT_LEN(META_FRAGS_MAX)];
+	uint8_t v[META_EXTENT_VMAX];
 	struct meta_key k;
 	size_t len;
 

@@ -23,18 +23,35 @@
 /* The longest extent: a lookup at an offset starts this far before it. */
 #define META_EXTENT_LEN_MAX (64ull << 20)
 
+/*
+ * A raw extent (enc REDUCE_RAW) is the range's bytes as they are, at soff
+ * in the stripe's data. An encoded one (compressed: docs/reduction.md)
+ * covers [boff, boff + len) of a block that expands to blen bytes from
+ * the slen bytes stored at soff; trimming it moves boff, never soff.
+ */
 struct meta_extent {
 	uint64_t off;	 /* file offset */
 	uint64_t len;	 /* bytes */
 	uint64_t stripe; /* the stripe's id (unique in the cluster) */
-	uint64_t soff;	 /* where the range starts in the stripe's data (d x frag bytes) */
+	uint64_t soff;	 /* where the range (raw) or block (encoded) starts in the stripe's data */
 	uint8_t d, p;
-	uint32_t frag; /* fragment size */
+	uint32_t frag;		   /* fragment size */
+	uint8_t enc;		   /* enum reduce_enc */
+	uint32_t slen, blen, boff; /* an encoded block: stored, expanded, where the range starts */
 	uint64_t targets[META_FRAGS_MAX];
 };
 
-/* The value stored (and sent): version, d, p, frag, len, stripe, soff, the d+p targets. */
-#define META_EXTENT_LEN(n) (31 + 8 * (size_t)(n))
+/*
+ * The value stored (and sent): version 1 (raw): d, p, frag, len, stripe,
+ * soff, the d+p targets; version 2 (encoded): the same with enc, slen,
+ * blen and boff before the targets.
+ */
+#define META_EXTENT_LEN(n)    (31 + 8 * (size_t)(n))
+#define META_EXTENT_LEN_V2(n) (44 + 8 * (size_t)(n))
+#define META_EXTENT_VMAX      META_EXTENT_LEN_V2(META_FRAGS_MAX)
+/* The bytes of the stripe's data a read of [a, b) of the file needs from e (inside it). */
+void meta_extent_stored(const struct meta_extent *e, uint64_t a, uint64_t b, uint64_t *soff,
+			uint64_t *len);
 int meta_extent_encode(const struct meta_extent *e, uint8_t *out, size_t cap);
 /* Fuzzed. off is not in the value (it is the key's); -EBADMSG. */
 int meta_extent_decode(const uint8_t *b, size_t len, struct meta_extent *e);
@@ -89,6 +106,18 @@ int meta_inline_merge(struct meta_bucket *b, uint64_t ino, uint64_t off, const v
 int meta_inline_get(struct meta_bucket *b, uint64_t ino, void *buf, size_t cap);
 /* Keep only the first len inline bytes (a truncate). */
 int meta_inline_cut(struct meta_bucket *b, uint64_t ino, uint64_t len);
+
+/*
+ * What a bucket's files use (docs/reduction.md, "Usage"): mapped, the
+ * bytes of file data extents map (logical; holes and inline bytes not
+ * counted); data and phys, the data and the data + parity bytes of the
+ * stripes those extents refer to (physical, dead blocks in live stripes
+ * included). Kept in the same transactions that change them.
+ */
+struct meta_usage {
+	uint64_t mapped, data, phys;
+};
+int meta_usage_get(struct meta_bucket *b, struct meta_usage *u);
 
 /* Stripes with no reference left: fn(arg, e) with stripe, d, p, frag and targets (1 stops). */
 int meta_reclaims(struct meta_bucket *b, int (*fn)(void *arg, const struct meta_extent *e),

@@ -43,6 +43,7 @@ enum meta_kind {
 	META_K_STRIPE = 'z',  /* bucket 'z' stripe: how many extents refer to it */
 	META_K_RECLAIM = 'c', /* bucket 'c' stripe: a stripe to release on its targets */
 	META_K_INLINE = 'y',  /* bucket 'y' ino: a small file's bytes, kept with its inode */
+	META_K_USAGE = 'u',   /* bucket 'u' 0: bytes mapped and stripe bytes referenced */
 	META_K_RAFT = 'a',    /* bucket 'a': the Raft index its group applied last (first bucket) */
 };
 

@@ -265,8 +265,9 @@ fs_open(struct msvc *s, const struct cfg *c, const struct cfg_fs *f)
 	fs->nbuckets = c->nbuckets;
 	fs->ngroups = pl->ngroups;
 	fs->groups = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->groups));
+	fs->usage = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->usage));
 	fs->ship = sh_calloc(c->nbuckets, sizeof(*fs->ship));
-	if (fs->groups == NULL || fs->ship == NULL) {
+	if (fs->groups == NULL || fs->usage == NULL || fs->ship == NULL) {
 		rc = -ENOMEM;
 		goto err;
 	}
@@ -329,6 +330,7 @@ err:
 	if (fs->db)
 		meta_db_close(fs->db);
 	sh_free(fs->groups);
+	sh_free(fs->usage);
 	sh_free(fs->ship);
 	sh_free(fs);
 	return rc;
@@ -345,6 +347,7 @@ fs_maybe_free(struct mfs *fs)
 	msvc_cache_free(fs);
 	meta_db_close(fs->db);
 	sh_free(fs->groups);
+	sh_free(fs->usage);
 	sh_free(fs->ship);
 	sh_free(fs);
 	if (s->stopping && sh_list_empty(&s->fss))
@@ -1659,12 +1662,40 @@ msvc_crash(struct msvc *s)
 		meta_db_discard(sh_list_entry(pos, struct mfs, link)->db);
 }
 
+/* What the buckets of group g use, summed (a read of each bucket's usage record). */
+static void
+group_usage(struct mgroup *g, struct meta_usage *out)
+{
+	unsigned nb;
+	const uint16_t *b = mgroup_buckets(g, &nb);
+
+	memset(out, 0, sizeof(*out));
+	for (unsigned i = 0; i < nb; i++) {
+		struct meta_bucket mb;
+		struct meta_usage u;
+
+		if (mgroup_read(g, b[i], &mb) < 0)
+			continue;
+		if (meta_usage_get(&mb, &u) == 0) {
+			out->mapped += u.mapped;
+			out->data += u.data;
+			out->phys += u.phys;
+		}
+		meta_txn_abort(mb.t);
+	}
+}
+
 unsigned
 msvc_groups(struct msvc *s, struct msvc_group_info *out, unsigned max)
 {
 	struct sh_list *pos;
 	unsigned n = 0;
+	uint64_t now = env_now(s->env);
+	/* usage is summed over every bucket: at most every USAGE_NS */
+	bool fresh = max > 0 && now - s->usage_at >= USAGE_NS;
 
+	if (fresh)
+		s->usage_at = now;
 	sh_list_for_each (pos, &s->fss) {
 		struct mfs *fs = sh_list_entry(pos, struct mfs, link);
 
@@ -1677,6 +1708,8 @@ msvc_groups(struct msvc *s, struct msvc_group_info *out, unsigned max)
 			if (n < max) {
 				mgroup_info(fs->groups[g], &gi);
 				mgroup_buckets(fs->groups[g], &nb);
+				if (fresh && gi.ready)
+					group_usage(fs->groups[g], &fs->usage[g]);
 				out[n] = (struct msvc_group_info){ .fs = fs->id,
 								   .index = g,
 								   .nbuckets = nb,
@@ -1685,7 +1718,8 @@ msvc_groups(struct msvc *s, struct msvc_group_info *out, unsigned max)
 								   .commit = gi.commit,
 								   .applied = gi.applied,
 								   .leader = gi.leader,
-								   .ready = gi.ready };
+								   .ready = gi.ready,
+								   .usage = fs->usage[g] };
 			}
 			n++;
 		}

@@ -23,6 +23,7 @@
 #ifndef SH_META_MSVC_H
 #define SH_META_MSVC_H
 
+#include "meta_extent.h"
 #include "mroute.h"
 
 struct msvc;
@@ -64,6 +65,9 @@ struct msvc_group_info {
 	int raft_state;
 	uint64_t term, commit, applied, leader;
 	bool ready;
+	/* what its buckets' files use (meta_usage), summed every 2 s while it serves here;
+	 * the filesystem's total is the sum over the groups where ready is true */
+	struct meta_usage usage;
 };
 /*
  * What the requests served here were, counted when answered: slot

@@ -18,13 +18,16 @@ struct ship {
 	struct sh_list flush; /* struct mreq waiting for an empty outbox */
 };
 
+#define USAGE_NS (2ull * 1000 * 1000 * 1000)
+
 struct mfs {
 	struct sh_list link;
 	struct msvc *s;
 	uint32_t id;
 	struct meta_db *db;
 	char dbpath[600];
-	struct mgroup **groups; /* by group index; NULL where this node is no member */
+	struct mgroup **groups;	  /* by group index; NULL where this node is no member */
+	struct meta_usage *usage; /* by group index: as last summed while it served here */
 	uint32_t ngroups;
 	uint32_t nbuckets;
 	struct ship *ship; /* per bucket */
@@ -50,6 +53,7 @@ struct msvc {
 	struct sh_list fss;  /* struct mfs */
 	struct sh_list reqs; /* struct mreq in progress */
 	struct msvc_stats st;
+	uint64_t usage_at; /* when msvc_groups last summed the groups' usage */
 	bool stopping;
 	unsigned closing_groups;
 	void (*done)(void *arg);

@@ -13,6 +13,7 @@ import errno
 import json
 import re
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -390,8 +391,9 @@ def remove_a_voter(c):
 
 # ---- metadata: buckets in Raft groups, through the client library ----
 
-def make_fs(c, name="fs1"):
-    c.shoal("fs", "create", name, "--protection", "4+2", check_rc=0)
+def make_fs(c, name="fs1", compression=None):
+    extra = ["--compression", compression] if compression else []
+    c.shoal("fs", "create", name, "--protection", "4+2", *extra, check_rc=0)
     # the groups elect leaders and bucket 0's creates the root
     end = time.time() + 15
     while time.time() < end:
@@ -724,7 +726,7 @@ def data_corruption_detected_and_decoded(c):
     from the other fragments, byte for byte, and the target logs it; two bad fragments of
     a stripe still decode, a third gives EIO, never wrong bytes."""
     c.up()
-    make_fs(c)
+    make_fs(c, compression="none")  # the test finds the blocks' bytes on the drives
     blocks = 256  # 1 MiB in 4 KiB blocks, each one recognisable
     data = b"".join((b"SHOAL-BLOCK-%06d-" % i) * (4096 // 19) + bytes(4096 - 19 * (4096 // 19))
                     for i in range(blocks))
@@ -766,6 +768,105 @@ def data_corruption_detected_and_decoded(c):
     flip(70)
     p = ns(c, "get", "/p", out, rc=1)
     check("Input/output error" in p.stderr, "three corrupt fragments: %s" % p.stderr)
+
+
+def text_bytes(n, seed):
+    """Text-like bytes: random words of a 256-word vocabulary (about 2x with lz4)."""
+    rnd = random.Random(seed)
+    syl = ["ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "an", "el", "or", "us", "ph", "st",
+           "qu", "ex"]
+    words = ["".join(rnd.choice(syl) for _ in range(rnd.randint(2, 4))) for _ in range(256)]
+    out = []
+    size = 0
+    while size < n:
+        w = rnd.choice(words) + ("\n" if rnd.random() < 0.08 else " ")
+        out.append(w)
+        size += len(w)
+    return "".join(out).encode()[:n]
+
+
+def fs_usage(c, name, logical, timeout=20):
+    """The filesystem's row of fs list once its logical bytes read `logical` (summed every 2 s)."""
+    end = time.time() + timeout
+    while True:
+        row = [f for f in c.json("fs", "list") if f["name"] == name][0]
+        if row["logical_bytes"] == logical and row["usage_nodes"] == row["nodes"]:
+            return row
+        check(time.time() < end, "usage of %s never reached %d logical bytes: %s" %
+              (name, logical, row))
+        time.sleep(0.5)
+
+
+@test
+def data_reduction_compresses_and_reads_exactly(c):
+    """Compression chosen per filesystem: text takes about what lz4 gets (zstd:9 less), random
+    data stays raw; every read is exact whatever mix of compressed and raw blocks a file has
+    (overwrites and truncates included); fs list shows logical and physical bytes and their
+    ratio; deleting the files gives every byte back."""
+    c.up()
+    make_fs(c, "lz")
+    make_fs(c, "zs", compression="zstd:9")
+    make_fs(c, "raw", compression="none")
+    text = text_bytes(6 << 20, 1)
+    rnd = os.urandom(2 << 20)
+    local = os.path.join(c.dir, "mixed")
+    with open(local, "wb") as f:
+        f.write(text[:3 << 20] + rnd + text[3 << 20:])
+    size = (6 << 20) + (2 << 20)
+    rows = {}
+    for name in ("lz", "zs", "raw"):
+        c.shoal("ns", name, "put", local, "/mixed", check_rc=0, timeout=120)
+        back = os.path.join(c.dir, "back")
+        c.shoal("ns", name, "get", "/mixed", back, check_rc=0, timeout=120)
+        with open(back, "rb") as f:
+            check(f.read() == text[:3 << 20] + rnd + text[3 << 20:], "%s reads back wrong" % name)
+        rows[name] = fs_usage(c, name, size)
+    lz, zs, raw = rows["lz"], rows["zs"], rows["raw"]
+    print("  8 MiB (6 text, 2 random) stored: lz4 %.2f MiB, zstd:9 %.2f MiB, none %.2f MiB" %
+          (lz["stored_bytes"] / 2**20, zs["stored_bytes"] / 2**20, raw["stored_bytes"] / 2**20))
+    check(raw["stored_bytes"] >= size and raw["compression_ratio"] <= 1.0,
+          "uncompressed: %s" % raw)
+    # the text at about 2x, the random part as it is
+    check(lz["stored_bytes"] < (2 << 20) + (6 << 20) * 0.6, "lz4 stored too much: %s" % lz)
+    check(zs["stored_bytes"] < lz["stored_bytes"], "zstd:9 no better than lz4: %s %s" % (zs, lz))
+    check(lz["physical_bytes"] == lz["stored_bytes"] * 6 // 4, "physical is not x 6/4: %s" % lz)
+    listing = c.shoal("fs", "list", check_rc=0).stdout
+    check("zstd:9" in listing and "LOGICAL" in listing, "fs list: %s" % listing)
+    # random overwrites and truncates of every size, mixing compressed and raw blocks
+    for seed in (4, 5):
+        r = json.loads(c.shoal("ns", "zs", "scribble", "/s", str(seed), check_rc=0,
+                               timeout=120).stdout)
+        check(r["ok"], "scribble %d on zstd: %s" % (seed, r))
+    # a block overwritten in its middle keeps its head and tail readable
+    patch = os.path.join(c.dir, "patch")
+    with open(patch, "wb") as f:
+        f.write(b"P" * 5000)
+    c.shoal("ns", "lz", "pwrite", "/mixed", str(100000), patch, check_rc=0)
+    c.shoal("ns", "lz", "truncate", "/mixed", str(5 << 20), check_rc=0)
+    back = os.path.join(c.dir, "back")
+    c.shoal("ns", "lz", "get", "/mixed", back, check_rc=0, timeout=120)
+    want = bytearray(text[:3 << 20] + rnd + text[3 << 20:])
+    want[100000:105000] = b"P" * 5000
+    with open(back, "rb") as f:
+        check(f.read() == bytes(want[:5 << 20]), "patched and truncated file reads wrong")
+    # everything deleted: nothing stays mapped, stored or on the targets
+    for name, paths in (("lz", ["/mixed"]), ("zs", ["/mixed", "/s"]), ("raw", ["/mixed"])):
+        for p in paths:
+            c.shoal("ns", name, "rm", p, check_rc=0)
+    for name in ("lz", "zs", "raw"):
+        row = fs_usage(c, name, 0)
+        end = time.time() + 20
+        while row["physical_bytes"] != 0:
+            check(time.time() < end, "%s still holds stripes: %s" % (name, row))
+            time.sleep(0.5)
+            row = fs_usage(c, name, 0)
+    end = time.time() + 20
+    while True:
+        u = json.loads(c.shoal("ns", "lz", "usage", check_rc=0).stdout)
+        if u["fragments"] == 0:
+            break
+        check(time.time() < end, "fragments left on the targets: %s" % u)
+        time.sleep(0.5)
 
 
 @test
@@ -1209,6 +1310,7 @@ SIZES = {"cannot_place_on_three_nodes": 3, "metadata_create_storm_survives_kill9
          "metadata_namespace_operations": 6, "data_write_read_degraded": 6,
          "fuse_mount_with_ordinary_tools": 6, "data_corruption_detected_and_decoded": 6,
          "data_orphans_of_a_killed_client_are_released": 6,
+         "data_reduction_compresses_and_reads_exactly": 6,
          "voter_replaced_while_down_comes_back": 6, "metrics_and_stats_move_with_traffic": 6,
          "fio_engine_runs_the_example_and_verifies": 6}
 

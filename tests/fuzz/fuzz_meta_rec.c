@@ -57,8 +57,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct meta_extent e, list[META_EXTENTS_MAX];
 		unsigned n;
 
-		if (meta_extent_decode(data, size, &e) == 0 && (e.d == 0 || e.len == 0))
-			__builtin_trap();
+		if (meta_extent_decode(data, size, &e) == 0) {
+			uint8_t b[META_EXTENT_VMAX];
+			uint64_t s0, sl;
+
+			/* what a reader is told to fetch lies in the stripe's data */
+			meta_extent_stored(&e, e.off, e.off + e.len, &s0, &sl);
+			if (e.d == 0 || e.len == 0 || s0 + sl > (uint64_t)e.d * e.frag ||
+			    (e.enc && (e.boff + e.len > e.blen || e.slen > e.blen)) ||
+			    meta_extent_encode(&e, b, sizeof(b)) != (int)size ||
+			    memcmp(b, data, size) != 0)
+				__builtin_trap();
+		}
 		if (meta_extent_list_decode(data, size, list, &n) == 0 &&
 		    (n == 0 || n > META_EXTENTS_MAX))
 			__builtin_trap();

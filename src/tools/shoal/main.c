@@ -25,7 +25,7 @@ static const char usage_text[] =
     "  node list | node remove ID\n"
     "  drive add NODE PATH | drive list\n"
     "  net add NODE IP:PORT --label LABEL | net list\n"
-    "  fs create NAME [--protection D+P] [--compression lz4|zstd|none] [--dedup on|off]\n"
+    "  fs create NAME [--protection D+P] [--compression lz4|zstd[:LEVEL]|none] [--dedup on|off]\n"
     "            [--quota SIZE]\n"
     "  fs list | fs delete NAME\n"
     "  status | events [--limit N] | stats [--interval S] [--count N]\n"
@@ -364,17 +364,24 @@ show_fs(json_t *a)
 	size_t i;
 	json_t *f;
 
-	printf("%-20s %-10s %-11s %-5s %s\n", "NAME", "PROTECTION", "COMPRESSION", "DEDUP",
-	       "QUOTA");
+	printf("%-16s %-6s %-8s %-5s %-8s %9s %9s %6s %6s\n", "NAME", "PROT", "COMPRESS", "DEDUP",
+	       "QUOTA", "LOGICAL", "PHYSICAL", "COMP", "DEDUP");
 	json_array_foreach(a, i, f)
 	{
-		char q[32] = "none";
+		char q[32] = "none", lg[32], ph[32];
 
 		if (jint(f, "quota"))
 			human_size(jint(f, "quota"), q, sizeof(q));
-		printf("%-20s %-10s %-11s %-5s %s\n", jstr(f, "name"), jstr(f, "protection"),
-		       jstr(f, "compression"),
-		       json_is_true(json_object_get(f, "dedup")) ? "on" : "off", q);
+		human_size(jint(f, "logical_bytes"), lg, sizeof(lg));
+		human_size(jint(f, "physical_bytes"), ph, sizeof(ph));
+		printf("%-16s %-6s %-8s %-5s %-8s %9s %9s %5.2fx %5.2fx\n", jstr(f, "name"),
+		       jstr(f, "protection"), jstr(f, "compression"),
+		       json_is_true(json_object_get(f, "dedup")) ? "on" : "off", q, lg, ph,
+		       json_real_value(json_object_get(f, "compression_ratio")),
+		       json_real_value(json_object_get(f, "dedup_ratio")));
+		if (jint(f, "usage_nodes") < jint(f, "nodes"))
+			printf("  (usage from %lld of %lld nodes: the others did not answer)\n",
+			       (long long)jint(f, "usage_nodes"), (long long)jint(f, "nodes"));
 	}
 }
 
@@ -578,8 +585,9 @@ run(struct cli *c, int argc, char **argv)
 				json_object_set_new(body, "protection", json_string(p));
 			}
 			if (cm) {
-				if (strcmp(cm, "lz4") && strcmp(cm, "zstd") && strcmp(cm, "none"))
-					usage_error("--compression is lz4, zstd or none, not '%s'",
+				if (cfg_comp_parse(cm) < 0)
+					usage_error("--compression is lz4, zstd, zstd:LEVEL (1-19) "
+						    "or none, not '%s'",
 						    cm);
 				json_object_set_new(body, "compression", json_string(cm));
 			}

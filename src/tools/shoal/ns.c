@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../base/rand.h"
 #include "shoal.h"
 
 static sh_client *cl;
@@ -383,6 +384,7 @@ coherence(const struct cli *c, const char *path)
 
 /*
  * Random writes through one handle (sizes from a byte to several stripes,
+ * of random, text-like or patterned bytes, so compressed and raw blocks mix,
  * overlapping, some in flight in the background while the next ones
  * fill), with reads and truncates between, checked byte for byte against
  * a model: through the same handle, then through a new one.
@@ -412,9 +414,11 @@ scribble(const char *path, unsigned long long seed)
 {
 	uint8_t *model = calloc(1, SCRIBBLE_MAX), *buf = malloc(SCRIBBLE_MAX);
 	uint64_t size = 0, x = seed * 2654435761ull + 1;
+	struct sh_rand rnd;
 	sh_file *h;
 	int bad = 0;
 
+	sh_rand_seed(&rnd, seed);
 	if (model == NULL || buf == NULL)
 		fail("out of memory");
 	check(sh_open(fs, path, O_RDWR | O_CREAT | O_TRUNC, 0644, &h), "open", path);
@@ -426,8 +430,15 @@ scribble(const char *path, unsigned long long seed)
 		off = (x >> 8) % (SCRIBBLE_MAX / 2);
 		len = r < 40 ? 1 + (x >> 32) % 4096 : 1 + (x >> 32) % (SCRIBBLE_MAX / 2);
 		if (r < 88) {
-			for (uint64_t i = 0; i < len; i++)
-				buf[i] = (uint8_t)(op * 31 + i * 7 + (i >> 12));
+			/* bytes that compress well, some, or not at all: blocks of every kind */
+			if (op % 3 == 0) {
+				sh_rand_fill(&rnd, buf, len);
+			} else if (op % 3 == 1) {
+				sh_rand_text(&rnd, buf, len);
+			} else {
+				for (uint64_t i = 0; i < len; i++)
+					buf[i] = (uint8_t)(op * 31 + i * 7 + (i >> 12));
+			}
 			check((int)(sh_pwrite(h, buf, len, off) < 0 ? -EIO : 0), "write", path);
 			memcpy(model + off, buf, len);
 			if (off + len > size)

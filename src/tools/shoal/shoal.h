@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "../../base/http.h"
+#include "../../cluster/config.h"
 
 #define SHOAL_DEFAULT_ADDR "127.0.0.1:7400"
 

@@ -340,6 +340,20 @@ TEST(config_parsers)
 	SH_ASSERT_EQ(cfg_protection_parse("4+2x", &d, &p), -EINVAL);
 	SH_ASSERT_EQ(cfg_comp_parse("zstd"), CFG_COMP_ZSTD);
 	SH_ASSERT_EQ(cfg_comp_parse("gzip"), -EINVAL);
+	{
+		char buf[16];
+		int z9 = cfg_comp_parse("zstd:9");
+
+		SH_ASSERT_EQ(CFG_COMP_ALGO(z9), CFG_COMP_ZSTD);
+		SH_ASSERT_EQ(CFG_COMP_LEVEL(z9), 9);
+		SH_ASSERT_STREQ(cfg_comp_str((unsigned)z9, buf, sizeof(buf)), "zstd:9");
+		SH_ASSERT_STREQ(cfg_comp_str(CFG_COMP_LZ4, buf, sizeof(buf)), "lz4");
+		SH_ASSERT_EQ(cfg_comp_parse("zstd:0"), -EINVAL);
+		SH_ASSERT_EQ(cfg_comp_parse("zstd:20"), -EINVAL);
+		SH_ASSERT_EQ(cfg_comp_parse("zstd:"), -EINVAL);
+		SH_ASSERT_EQ(cfg_comp_parse("zstd:3x"), -EINVAL);
+		SH_ASSERT_EQ(cfg_comp_parse("lz4:3"), -EINVAL);
+	}
 	SH_ASSERT(cfg_name_ok("a.b_c-1"));
 	SH_ASSERT(!cfg_name_ok(""));
 	SH_ASSERT(!cfg_name_ok("a/b"));

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../../src/data/reduce.h"
 #include "../../../src/meta/meta_cmd.h"
 #include "../../lib/test.h"
 
@@ -318,5 +319,93 @@ TEST(meta_inline_merge_at_offsets)
 	/* a file with extents: refused as a set is */
 	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, &e, 1, META_EXTENT_TAKES_INLINE, 30, &in));
 	SH_ASSERT_EQ(meta_inline_merge(&f.b, f.ino, 0, "again", 5, 40, &in), -ENOTEMPTY);
+	fx_close(&f);
+}
+
+/* A compressed block: stored slen bytes at soff expanding to 64 KiB, range [boff, boff + len). */
+static struct meta_extent
+cext(uint64_t off, uint32_t len, uint64_t stripe, uint64_t soff, uint32_t slen)
+{
+	struct meta_extent e = ext(off, len, stripe, soff);
+
+	e.enc = REDUCE_LZ4;
+	e.slen = slen;
+	e.blen = 65536;
+	e.boff = 0;
+	return e;
+}
+
+TEST(meta_extent_encoded_blocks_trim_by_offset_in_block)
+{
+	struct fx f;
+	struct meta_extent e[3], got[8];
+	struct meta_inode in;
+	struct meta_usage u;
+	uint8_t v[META_EXTENT_VMAX];
+	unsigned n;
+	uint64_t s0, sl;
+
+	fx_open(&f);
+	/* two compressed blocks of stripe 5 back to back, then a raw block */
+	e[0] = cext(0, 65536, 5, 0, 30000);
+	e[1] = cext(65536, 65536, 5, 30000, 20000);
+	e[2] = ext(131072, 65536, 5, 50000);
+	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, e, 3, 0, 20, &in));
+	SH_ASSERT_OK(meta_usage_get(&f.b, &u));
+	SH_ASSERT_EQ(u.mapped, 3 * 65536);
+	SH_ASSERT_EQ(u.data, 4ull << 20); /* one stripe: d x frag, counted once */
+	SH_ASSERT_EQ(u.phys, 6ull << 20);
+	/* overwrite the middle of the first block: head and tail stay, the tail by boff */
+	e[0] = ext(1000, 2000, 6, 0);
+	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, e, 1, 0, 30, &in));
+	SH_ASSERT_OK(meta_extents(&f.b, f.ino, 0, UINT64_MAX, got, 8, &n));
+	SH_ASSERT_EQ(n, 5u);
+	SH_ASSERT_EQ(got[0].enc, REDUCE_LZ4);
+	SH_ASSERT_EQ(got[0].len, 1000);
+	SH_ASSERT_EQ(got[0].boff, 0);
+	SH_ASSERT_EQ(got[2].off, 3000);
+	SH_ASSERT_EQ(got[2].soff, 0); /* the block stays where it is stored */
+	SH_ASSERT_EQ(got[2].boff, 3000);
+	SH_ASSERT_EQ(got[2].len, 65536 - 3000);
+	SH_ASSERT_EQ(got[2].slen, 30000);
+	/* a read of any part of an encoded extent fetches its whole stored block */
+	meta_extent_stored(&got[2], 4000, 5000, &s0, &sl);
+	SH_ASSERT_EQ(s0, 0);
+	SH_ASSERT_EQ(sl, 30000);
+	meta_extent_stored(&got[4], 131072 + 10, 131072 + 20, &s0, &sl);
+	SH_ASSERT_EQ(s0, 50010);
+	SH_ASSERT_EQ(sl, 10);
+	SH_ASSERT_OK(meta_usage_get(&f.b, &u));
+	SH_ASSERT_EQ(u.mapped, 3 * 65536); /* 2000 replaced by 2000 */
+	SH_ASSERT_EQ(u.data, 8ull << 20);  /* stripes 5 and 6 */
+	/* records round-trip; a range past its block, or a block past the stripe, is refused */
+	{
+		struct meta_extent back;
+		int vl = meta_extent_encode(&got[2], v, sizeof(v));
+
+		SH_ASSERT_EQ(vl, (int)META_EXTENT_LEN_V2(6));
+		SH_ASSERT_OK(meta_extent_decode(v, (size_t)vl, &back));
+		SH_ASSERT_EQ(back.boff, 3000);
+		SH_ASSERT_EQ(back.enc, REDUCE_LZ4);
+		e[0] = got[2];
+		e[0].len = 65536 - 2999;
+		vl = meta_extent_encode(&e[0], v, sizeof(v));
+		SH_ASSERT_ERR(meta_extent_decode(v, (size_t)vl, &back), -EBADMSG);
+		e[0] = got[2];
+		e[0].soff = (4ull << 20) - 100;
+		vl = meta_extent_encode(&e[0], v, sizeof(v));
+		SH_ASSERT_ERR(meta_extent_decode(v, (size_t)vl, &back), -EBADMSG);
+		e[0] = got[2];
+		e[0].enc = REDUCE_ENC_MAX;
+		vl = meta_extent_encode(&e[0], v, sizeof(v));
+		SH_ASSERT_ERR(meta_extent_decode(v, (size_t)vl, &back), -EBADMSG);
+		SH_ASSERT_ERR(meta_extent_set(&f.b, f.ino, e, 1, 0, 40, &in), -EINVAL);
+	}
+	/* truncate to nothing: usage goes back to zero */
+	SH_ASSERT_OK(meta_extent_punch(&f.b, f.ino, 0, UINT64_MAX));
+	SH_ASSERT_OK(meta_usage_get(&f.b, &u));
+	SH_ASSERT_EQ(u.mapped, 0);
+	SH_ASSERT_EQ(u.data, 0);
+	SH_ASSERT_EQ(u.phys, 0);
 	fx_close(&f);
 }

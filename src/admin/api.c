@@ -164,9 +164,10 @@ usage_json(const struct cfg *c, const struct admin_node *self)
 
 		admin_fs_usage(gi, n, c->fs[i].id, &u);
 		json_object_set_new(o, c->fs[i].name,
-				    json_pack("{s:I, s:I, s:I}", "logical", (json_int_t)u.mapped,
-					      "stored", (json_int_t)u.data, "physical",
-					      (json_int_t)u.phys));
+				    json_pack("{s:I, s:I, s:I, s:I}", "logical",
+					      (json_int_t)u.mapped, "stored", (json_int_t)u.data,
+					      "physical", (json_int_t)u.phys, "unique",
+					      (json_int_t)u.unique));
 	}
 	sh_free(gi);
 	return o;
@@ -203,8 +204,8 @@ fs_json(const struct cfg *c, const struct admin_node *self)
 	for (uint32_t i = 0; i < c->nfs; i++) {
 		const struct cfg_fs *f = &c->fs[i];
 		char prot[16], comp[16];
-		json_int_t v[3] = { 0 };
-		static const char *const keys[3] = { "logical", "stored", "physical" };
+		json_int_t v[4] = { 0 };
+		static const char *const keys[4] = { "logical", "stored", "physical", "unique" };
 		size_t k;
 		json_t *part;
 
@@ -212,20 +213,21 @@ fs_json(const struct cfg *c, const struct admin_node *self)
 		{
 			json_t *u = json_object_get(part, f->name);
 
-			for (unsigned x = 0; x < 3; x++)
+			for (unsigned x = 0; x < 4; x++)
 				v[x] += json_integer_value(json_object_get(u, keys[x]));
 		}
 		snprintf(prot, sizeof(prot), "%u+%u", f->d, f->p);
 		json_array_append_new(
-		    a,
-		    json_pack("{s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:i, s:i}",
-			      "name", f->name, "protection", prot, "compression",
-			      cfg_comp_str(f->compression, comp, sizeof(comp)), "dedup", f->dedup,
-			      "quota", (json_int_t)f->quota, "created",
-			      (json_int_t)(f->created / 1000000000), "logical_bytes", v[0],
-			      "stored_bytes", v[1], "physical_bytes", v[2], "compression_ratio",
-			      v[1] ? (double)v[0] / (double)v[1] : 1.0, "dedup_ratio", 1.0,
-			      "usage_nodes", (int)json_array_size(parts), "nodes", (int)asked));
+		    a, json_pack(
+			   "{s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:i, s:i}",
+			   "name", f->name, "protection", prot, "compression",
+			   cfg_comp_str(f->compression, comp, sizeof(comp)), "dedup", f->dedup,
+			   "quota", (json_int_t)f->quota, "created",
+			   (json_int_t)(f->created / 1000000000), "logical_bytes", v[0],
+			   "stored_bytes", v[1], "physical_bytes", v[2], "unique_bytes", v[3],
+			   "compression_ratio", v[1] ? (double)v[3] / (double)v[1] : 1.0,
+			   "dedup_ratio", v[3] ? (double)v[0] / (double)v[3] : 1.0, "usage_nodes",
+			   (int)json_array_size(parts), "nodes", (int)asked));
 	}
 	json_decref(parts);
 	return a;

@@ -473,6 +473,7 @@ admin_fs_usage(const struct msvc_group_info *g, unsigned n, uint32_t fs, struct 
 		out->mapped += g[i].usage.mapped;
 		out->data += g[i].usage.data;
 		out->phys += g[i].usage.phys;
+		out->unique += g[i].usage.unique;
 	}
 }
 
@@ -480,7 +481,7 @@ admin_fs_usage(const struct msvc_group_info *g, unsigned n, uint32_t fs, struct 
 static void
 usage_families(struct mctx *m, const struct cfg *c)
 {
-	static const char *const fam[3][2] = {
+	static const char *const fam[4][2] = {
 		{ "shoal_fs_logical_bytes",
 		  "File data a filesystem's files map (holes and inline bytes not counted), in "
 		  "the buckets this node leads (sum over nodes: the filesystem's)." },
@@ -489,14 +490,17 @@ usage_families(struct mctx *m, const struct cfg *c)
 		  "parity (sum over nodes)." },
 		{ "shoal_fs_physical_bytes",
 		  "Data and parity bytes of those stripes (sum over nodes)." },
+		{ "shoal_fs_unique_bytes",
+		  "Of the logical bytes, those stored once: all but what dedup shares (sum over "
+		  "nodes; logical / unique: the dedup ratio)." },
 	};
 	struct mtext *t = &m->t;
 
-	for (unsigned k = 0; k < 3; k++) {
+	for (unsigned k = 0; k < 4; k++) {
 		family(t, fam[k][0], "gauge", fam[k][1]);
 		for (uint32_t i = 0; i < c->nfs; i++) {
 			struct meta_usage u = { 0 };
-			uint64_t v[3];
+			uint64_t v[4];
 
 			for (unsigned w = 0; w < m->nws; w++) {
 				struct meta_usage one;
@@ -506,10 +510,12 @@ usage_families(struct mctx *m, const struct cfg *c)
 				u.mapped += one.mapped;
 				u.data += one.data;
 				u.phys += one.phys;
+				u.unique += one.unique;
 			}
 			v[0] = u.mapped;
 			v[1] = u.data;
 			v[2] = u.phys;
+			v[3] = u.unique;
 			put(t, "%s{node=\"%llu\",fs=\"%s\"} %llu\n", fam[k][0],
 			    (unsigned long long)m->node, c->fs[i].name, (unsigned long long)v[k]);
 		}

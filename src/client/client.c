@@ -355,7 +355,7 @@ client_place(sh_client *c, uint64_t stripe, unsigned n, uint64_t *out)
 }
 
 int
-client_fs_settings(sh_client *c, uint32_t id, unsigned *d, unsigned *p, unsigned *comp)
+client_fs_settings(sh_client *c, uint32_t id, unsigned *d, unsigned *p, unsigned *comp, bool *dedup)
 {
 	const struct cfg_fs *f;
 
@@ -365,6 +365,7 @@ client_fs_settings(sh_client *c, uint32_t id, unsigned *d, unsigned *p, unsigned
 		*d = f->d;
 		*p = f->p;
 		*comp = f->compression;
+		*dedup = f->dedup;
 	}
 	pthread_mutex_unlock(&c->mu);
 	return f ? 0 : -ENOENT;
@@ -604,7 +605,7 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 	{
 		unsigned d, p, comp = 0;
 
-		rc = client_fs_settings(c, id, &d, &p, &comp);
+		rc = client_fs_settings(c, id, &d, &p, &comp, &fs->dedup);
 		if (rc == 0)
 			rc = ec_code_init(&fs->code, d, p);
 		fs->comp = (uint8_t)comp;

@@ -50,6 +50,7 @@ struct sh_fs {
 	uint32_t nbuckets;
 	struct ec_code code; /* the filesystem's protection */
 	uint8_t comp;	     /* and compression (cfg_fs.compression) */
+	bool dedup;
 	char name[64];
 	/* bumped by every change of a file's extents made here: handles' maps go stale */
 	_Atomic uint64_t wgen;
@@ -112,7 +113,8 @@ unsigned client_targets(sh_client *c, uint64_t *ids, unsigned max);
 int client_place(sh_client *c, uint64_t stripe, unsigned n, uint64_t *out);
 /* Protection of filesystem id: d, p. */
 /* A filesystem's protection and compression (cfg_fs.compression). */
-int client_fs_settings(sh_client *c, uint32_t id, unsigned *d, unsigned *p, unsigned *comp);
+int client_fs_settings(sh_client *c, uint32_t id, unsigned *d, unsigned *p, unsigned *comp,
+		       bool *dedup);
 /* cache.c: attributes and entries a leader let this client keep */
 int cache_init(sh_fs *fs);
 void cache_fini(sh_fs *fs);

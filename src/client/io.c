@@ -10,7 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/sha.h>
+
 #include "../data/reduce.h"
+#include "../meta/meta_dedup.h"
 #include "../store/store_proto.h"
 #include "client_int.h"
 
@@ -97,29 +100,6 @@ nfrags(const sh_file *f)
 
 /* ---- writing a stripe ---- */
 
-/* Tell the targets that took fragments of a stripe that never got mapped to drop them. */
-static void
-release(sh_file *f, uint64_t stripe, const uint64_t *targets, const struct dcall *puts)
-{
-	struct dcall rel[EC_N_MAX];
-	uint8_t hdr[EC_N_MAX][STORE_PROTO_HDR + 8];
-	unsigned n = 0;
-
-	for (unsigned i = 0; i < nfrags(f); i++) {
-		struct store_proto_req r = { .target = targets[i], .stripe = stripe, .idx = i };
-
-		if (puts[i].status < 0)
-			continue;
-		rel[n] =
-		    (struct dcall){ .peer = puts[i].peer, .op = NET_OP_STORE_RELEASE, .niov = 1 };
-		memcpy(rel[n].addr, puts[i].addr, sizeof(rel[n].addr));
-		rel[n].iov[0] =
-		    (struct iovec){ hdr[n], store_proto_encode(NET_OP_STORE_RELEASE, &r, hdr[n]) };
-		n++;
-	}
-	client_calls(f->fs->c, rel, n, PUT_NS);
-}
-
 /* What a stripe maps: its extents (stripe, d, p, frag and targets filled in once placed). */
 struct packed {
 	unsigned n;
@@ -179,6 +159,392 @@ pack(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, struct packed *pk)
 	return w;
 }
 
+/* One stripe to write: d data fragments of frag bytes (parity is made here), in bucket's name. */
+struct wstripe {
+	uint8_t *data; /* d x frag bytes */
+	uint32_t frag;
+	uint16_t bucket; /* whom its id names: who is asked whether it is still needed */
+	uint64_t stripe; /* set once written */
+	uint64_t targets[EC_N_MAX];
+	uint8_t *parity[EC_P_MAX];
+	struct dcall puts[EC_N_MAX];
+	uint8_t hdr[EC_N_MAX][STORE_PROTO_HDR + 8];
+	bool done;
+};
+
+/* Tell the targets of a stripe that never got mapped to drop its fragments (those put). */
+static void
+release(sh_file *f, const struct wstripe *w)
+{
+	struct dcall rel[EC_N_MAX];
+	uint8_t hdr[EC_N_MAX][STORE_PROTO_HDR + 8];
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < nfrags(f); i++) {
+		struct store_proto_req r = { .target = w->targets[i],
+					     .stripe = w->stripe,
+					     .idx = i };
+
+		if (w->puts[i].status < 0)
+			continue;
+		rel[n] = (struct dcall){ .peer = w->puts[i].peer,
+					 .op = NET_OP_STORE_RELEASE,
+					 .niov = 1 };
+		memcpy(rel[n].addr, w->puts[i].addr, sizeof(rel[n].addr));
+		rel[n].iov[0] =
+		    (struct iovec){ hdr[n], store_proto_encode(NET_OP_STORE_RELEASE, &r, hdr[n]) };
+		n++;
+	}
+	client_calls(f->fs->c, rel, n, PUT_NS);
+}
+
+/* The fragment size of a stripe holding len bytes: full, or the least 4 KiB multiple. */
+static uint32_t
+frag_for(const sh_file *f, size_t len)
+{
+	unsigned d = ndata(f);
+
+	return len == (size_t)d * frag_of(f)
+		   ? (uint32_t)frag_of(f)
+		   : (uint32_t)(((len + d - 1) / d + SMALL_ALIGN - 1) / SMALL_ALIGN * SMALL_ALIGN);
+}
+
+/*
+ * Write k stripes, all their fragments at once: parity, a new stripe id
+ * (and so new places) for each attempt of one that did not make it —
+ * targets that failed are not asked again unless the hash picks them.
+ * -EIO after WRITE_TRIES attempts; what was put of a failed attempt is
+ * released.
+ */
+static int
+write_stripes(sh_file *f, struct wstripe *w, unsigned k)
+{
+	unsigned d = ndata(f), n = nfrags(f), left = k;
+	struct dcall *calls = sh_calloc((size_t)k * n, sizeof(*calls));
+	int rc = calls == NULL ? -ENOMEM : 0;
+
+	for (unsigned j = 0; rc == 0 && j < k; j++) {
+		uint8_t *frags[EC_N_MAX];
+
+		for (unsigned i = 0; i < f->fs->code.p; i++)
+			if ((w[j].parity[i] = sh_malloc(w[j].frag)) == NULL)
+				rc = -ENOMEM;
+		for (unsigned i = 0; rc == 0 && i < n; i++)
+			frags[i] = i < d ? w[j].data + (size_t)i * w[j].frag : w[j].parity[i - d];
+		if (rc == 0)
+			ec_encode(&f->fs->code, w[j].frag, (const uint8_t *const *)frags,
+				  w[j].parity);
+		w[j].done = false;
+	}
+	for (int attempt = 0; rc == 0 && left > 0; attempt++) {
+		unsigned nc = 0;
+
+		if (attempt == WRITE_TRIES) {
+			rc = -EIO;
+			break;
+		}
+		if (attempt > 0)
+			usleep(RETRY_US); /* a target just lost: the configuration soon says so */
+		for (unsigned j = 0; rc == 0 && j < k; j++) {
+			if (w[j].done)
+				continue;
+			w[j].stripe = (uint64_t)w[j].bucket << 48 |
+				      (client_tag(f->fs->c) & 0xFFFFFFFFFFFFull);
+			rc = client_place(f->fs->c, w[j].stripe, n, w[j].targets);
+			for (unsigned i = 0; rc == 0 && i < n; i++) {
+				struct store_proto_req r = { .target = w[j].targets[i],
+							     .stripe = w[j].stripe,
+							     .idx = i,
+							     .len = w[j].frag };
+				struct dcall *c = &w[j].puts[i];
+
+				*c = (struct dcall){ .op = NET_OP_STORE_PUT, .niov = 2 };
+				rc = client_target(f->fs->c, r.target, &c->peer, c->addr);
+				c->iov[0] = (struct iovec){ w[j].hdr[i],
+							    store_proto_encode(NET_OP_STORE_PUT, &r,
+									       w[j].hdr[i]) };
+				c->iov[1] =
+				    (struct iovec){ i < d ? w[j].data + (size_t)i * w[j].frag
+							  : w[j].parity[i - d],
+						    w[j].frag };
+			}
+			for (unsigned i = 0; rc == 0 && i < n; i++)
+				calls[nc++] = w[j].puts[i];
+		}
+		if (rc < 0)
+			break;
+		client_calls(f->fs->c, calls, nc, PUT_NS);
+		nc = 0;
+		for (unsigned j = 0; j < k; j++) {
+			bool ok = true;
+
+			if (w[j].done)
+				continue;
+			for (unsigned i = 0; i < n; i++) {
+				w[j].puts[i] = calls[nc++];
+				ok &= w[j].puts[i].status >= 0;
+			}
+			if (ok) {
+				w[j].done = true;
+				left--;
+			} else {
+				release(f, &w[j]);
+			}
+		}
+	}
+	for (unsigned j = 0; j < k; j++)
+		for (unsigned i = 0; i < f->fs->code.p; i++) {
+			sh_free(w[j].parity[i]);
+			w[j].parity[i] = NULL;
+		}
+	sh_free(calls);
+	return rc;
+}
+
+/* Map the extents (of stripes written) at the file's bucket, with the claims they use. */
+static int
+map_extents(sh_file *f, const struct meta_extent *ex, unsigned n, const struct meta_claim_ref *cl,
+	    unsigned ncl, unsigned flags)
+{
+	struct meta_cmd mc = { .op = META_OP_EXTENT, .ino = f->ino, .flags = flags };
+	struct sh_enc enc;
+	struct cres res;
+	int rc;
+
+	sh_enc_init(&enc);
+	if (ncl > 0) {
+		mc.flags |= META_EXTENT_CLAIMS;
+		rc = meta_claims_encode(&enc, ex, n, cl, ncl);
+	} else {
+		rc = meta_extent_list_encode(&enc, ex, n);
+	}
+	mc.data = enc.p;
+	mc.dlen = enc.len;
+	if (rc == 0)
+		rc = ns_cmd(f->fs, meta_ino_bucket(f->ino), &mc, &res);
+	else
+		memset(&res, 0, sizeof(res));
+	cres_fini(&res);
+	sh_enc_fini(&enc);
+	return rc;
+}
+
+/* ---- writing with dedup (meta_dedup.h; docs/reduction.md "Deduplication") ---- */
+
+struct dblock {
+	uint64_t off; /* file offset */
+	size_t len;
+	uint8_t fp[META_FP_LEN];
+	uint16_t bucket;	/* of its entry */
+	unsigned claim;		/* its claim (cl[]) */
+	struct meta_extent loc; /* where it is (stripe 0: not in the index) */
+	int w;			/* the stripe this write stores it in, or -1 */
+};
+
+/*
+ * Claim blocks b[idx[0..n)] (their entries are in bucket) under claim id:
+ * sets each one's loc (stripe 0: not in the index, when not stored) and
+ * *when (the claim's time, at the bucket). stored: the writer stored
+ * them, at their loc; the reply says where the block is kept (another
+ * writer's copy, if it was first).
+ */
+static int
+claim_blocks(sh_file *f, uint16_t bucket, uint64_t id, struct dblock *b, const unsigned *idx,
+	     unsigned n, bool stored, uint64_t *when)
+{
+	struct meta_dedup_item it[META_DEDUP_MAX];
+	struct meta_cmd mc = { .op = META_OP_DEDUP_CLAIM };
+	struct sh_enc enc;
+	struct cres res;
+	int rc;
+
+	memset(it, 0, sizeof(it));
+	for (unsigned i = 0; i < n; i++) {
+		memcpy(it[i].fp, b[idx[i]].fp, META_FP_LEN);
+		it[i].has_loc = stored;
+		if (stored)
+			it[i].loc = b[idx[i]].loc;
+	}
+	sh_enc_init(&enc);
+	rc = meta_claim_encode(&enc, id, meta_ino_bucket(f->ino), it, n);
+	mc.data = enc.p;
+	mc.dlen = enc.len;
+	if (rc == 0)
+		rc = ns_cmd(f->fs, bucket, &mc, &res);
+	else
+		memset(&res, 0, sizeof(res));
+	if (rc == 0) {
+		struct sh_dec d;
+
+		sh_dec_init(&d, res.rep.data, res.rep.dlen);
+		if (sh_dec_u8(&d) != n)
+			rc = -EPROTO;
+		for (unsigned i = 0; rc == 0 && i < n; i++) {
+			struct dblock *blk = &b[idx[i]];
+			uint8_t vl = sh_dec_u8(&d);
+			const uint8_t *v = sh_dec_bytes(&d, vl);
+
+			if (vl == 0 && !stored) {
+				blk->loc.stripe = 0; /* not there: this write stores it */
+				continue;
+			}
+			if (v == NULL || meta_extent_decode(v, vl, &blk->loc) < 0 ||
+			    !blk->loc.dedup || blk->loc.blen != blk->len ||
+			    memcmp(blk->loc.fp, blk->fp, META_FP_LEN) != 0)
+				rc = -EPROTO;
+		}
+		if (rc == 0 && sh_dec_error(&d))
+			rc = -EPROTO;
+		if (rc == 0 && (*when == 0 || res.rep.aux < *when))
+			*when = res.rep.aux;
+	}
+	cres_fini(&res);
+	sh_enc_fini(&enc);
+	return rc;
+}
+
+/* Claim the blocks of one bucket (all, or only those stored), META_DEDUP_MAX at a time. */
+static int
+claim_bucket(sh_file *f, struct dblock *b, unsigned nb, struct meta_claim_ref *cl, unsigned c,
+	     bool stored)
+{
+	unsigned idx[META_DEDUP_MAX], n = 0;
+	int rc = 0;
+
+	for (unsigned i = 0; rc == 0 && i <= nb; i++) {
+		if (i < nb && b[i].claim == c && (!stored || b[i].w >= 0))
+			idx[n++] = i;
+		if (n > 0 && (n == META_DEDUP_MAX || i == nb)) {
+			rc = claim_blocks(f, cl[c].bucket, cl[c].claim, b, idx, n, stored,
+					  &cl[c].when);
+			n = 0;
+		}
+	}
+	return rc;
+}
+
+/*
+ * Write fill bytes of buf at file offset off with dedup: each block's
+ * fingerprint asked of its entry's bucket (held there if it is known);
+ * the unknown ones compressed and stored, a stripe each, and entered
+ * (another writer may have been first: then its copy is used and ours
+ * released); then the extents mapped, consuming the claims.
+ */
+static int
+dedup_once(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
+{
+	size_t bl = block_of(f);
+	unsigned nb = (unsigned)((fill + bl - 1) / bl), ncl = 0, nw = 0, d = ndata(f);
+	struct dblock *b = sh_calloc(nb, sizeof(*b));
+	struct wstripe *w = sh_calloc(nb, sizeof(*w));
+	struct meta_claim_ref cl[META_CLAIMS_MAX];
+	struct meta_extent *ex = sh_calloc(nb, sizeof(*ex));
+	uint8_t *tmp = sh_malloc(bl);
+	int rc = b && w && ex && tmp ? 0 : -ENOMEM;
+
+	/* 1. fingerprints; a claim per bucket */
+	for (unsigned i = 0; rc == 0 && i < nb; i++) {
+		unsigned c = 0;
+
+		b[i].off = off + (uint64_t)i * bl;
+		b[i].len = fill - (size_t)i * bl < bl ? fill - (size_t)i * bl : bl;
+		b[i].w = -1;
+		SHA256(buf + (size_t)i * bl, b[i].len, b[i].fp);
+		b[i].bucket = meta_fp_bucket(b[i].fp, f->fs->nbuckets);
+		while (c < ncl && cl[c].bucket != b[i].bucket)
+			c++;
+		if (c == ncl)
+			cl[ncl++] = (struct meta_claim_ref){ .bucket = b[i].bucket,
+							     .claim = client_tag(f->fs->c) };
+		b[i].claim = c;
+	}
+	/* 2. which does the cluster have? (those it has are held from here on) */
+	for (unsigned c = 0; rc == 0 && c < ncl; c++)
+		rc = claim_bucket(f, b, nb, cl, c, false);
+	/* 3. the others: compressed, a stripe each (a block twice in this write: once) */
+	for (unsigned i = 0; rc == 0 && i < nb; i++) {
+		uint8_t enc = REDUCE_RAW;
+		size_t slen;
+
+		if (b[i].loc.stripe != 0)
+			continue;
+		for (unsigned k = 0; k < i && b[i].w < 0; k++)
+			if (b[k].w >= 0 && memcmp(b[k].fp, b[i].fp, META_FP_LEN) == 0) {
+				b[i].w = b[k].w;
+				b[i].loc = b[k].loc;
+			}
+		if (b[i].w >= 0)
+			continue;
+		slen = reduce_block(f->fs->comp, buf + (size_t)i * bl, b[i].len, tmp, &enc);
+		if (enc == REDUCE_RAW)
+			slen = b[i].len;
+		w[nw].frag = frag_for(f, slen);
+		w[nw].bucket = b[i].bucket; /* its entry's bucket keeps its stripe */
+		w[nw].data = sh_calloc(d, w[nw].frag);
+		if (w[nw].data == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		memcpy(w[nw].data, enc == REDUCE_RAW ? buf + (size_t)i * bl : tmp, slen);
+		b[i].loc = (struct meta_extent){ .len = b[i].len,
+						 .soff = 0,
+						 .d = (uint8_t)d,
+						 .p = (uint8_t)f->fs->code.p,
+						 .enc = enc,
+						 .slen = (uint32_t)slen,
+						 .blen = (uint32_t)b[i].len,
+						 .dedup = true };
+		memcpy(b[i].loc.fp, b[i].fp, META_FP_LEN);
+		b[i].w = (int)nw++;
+	}
+	if (rc == 0 && nw > 0)
+		rc = write_stripes(f, w, nw);
+	for (unsigned i = 0; rc == 0 && i < nb; i++) {
+		if (b[i].w < 0)
+			continue;
+		b[i].loc.stripe = w[b[i].w].stripe;
+		b[i].loc.frag = w[b[i].w].frag;
+		memcpy(b[i].loc.targets, w[b[i].w].targets, nfrags(f) * sizeof(uint64_t));
+	}
+	/* 4. enter what was stored (or learn whose copy was first) */
+	for (unsigned c = 0; rc == 0 && nw > 0 && c < ncl; c++)
+		rc = claim_bucket(f, b, nb, cl, c, true);
+	/* 5. map */
+	for (unsigned i = 0; rc == 0 && i < nb; i++) {
+		ex[i] = b[i].loc;
+		ex[i].off = b[i].off;
+		ex[i].len = b[i].len;
+		ex[i].boff = 0;
+	}
+	if (rc == 0)
+		rc = map_extents(f, ex, nb, cl, ncl, flags);
+	/* our copies that are not used (another writer's came first; or nothing was mapped) */
+	for (unsigned k = 0; b && k < nw; k++) {
+		bool used = false;
+
+		for (unsigned i = 0; rc == 0 && i < nb; i++)
+			used |= b[i].loc.stripe == w[k].stripe;
+		if (!used && w[k].done)
+			release(f, &w[k]);
+		sh_free(w[k].data);
+	}
+	sh_free(b);
+	sh_free(w);
+	sh_free(ex);
+	sh_free(tmp);
+	return rc;
+}
+
+static int
+put_dedup(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
+{
+	int rc = dedup_once(f, off, buf, fill, flags);
+
+	/* claims that grew too old before the mapping (a very slow write): once more, afresh;
+	 * the old ones are released by their buckets */
+	return rc == -ETIMEDOUT ? dedup_once(f, off, buf, fill, flags) : rc;
+}
+
 /*
  * Write fill bytes of buf (room for D x frag_of(f)) as one stripe and map them
  * at file offset off (flags: META_EXTENT_TAKES_INLINE when the stripe holds
@@ -189,94 +555,38 @@ pack(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, struct packed *pk)
 static int
 put_stripe(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
 {
-	unsigned d = ndata(f), n = nfrags(f);
+	struct wstripe *w;
 	struct packed pk;
-	uint32_t frag;
-	uint8_t *parity[EC_P_MAX] = { NULL }, *frags[EC_N_MAX];
-	uint8_t hdr[EC_N_MAX][STORE_PROTO_HDR + 8];
-	struct dcall puts[EC_N_MAX];
-	uint64_t targets[EC_N_MAX], stripe = 0;
-	int rc = 0;
+	int rc;
 
+	if (f->fs->dedup)
+		return put_dedup(f, off, buf, fill, flags);
+	w = sh_calloc(1, sizeof(*w));
+	if (w == NULL)
+		return -ENOMEM;
 	fill = pack(f, off, buf, fill, &pk);
-	/* a full stripe uses the full size; a partial one the least 4 KiB multiple holding it */
-	frag = fill == (size_t)d * frag_of(f)
-		   ? (uint32_t)frag_of(f)
-		   : (uint32_t)(((fill + d - 1) / d + SMALL_ALIGN - 1) / SMALL_ALIGN * SMALL_ALIGN);
-	memset(buf + fill, 0, (size_t)d * frag - fill);
-	for (unsigned i = 0; i < f->fs->code.p; i++)
-		if ((parity[i] = sh_malloc(frag)) == NULL)
-			rc = -ENOMEM;
+	w->frag = frag_for(f, fill);
+	w->data = buf;
+	/* the file's bucket in the top 16 bits: whoever finds a fragment knows whom to ask
+	 * whether anything still refers to its stripe */
+	w->bucket = meta_ino_bucket(f->ino);
+	memset(buf + fill, 0, (size_t)ndata(f) * w->frag - fill);
+	rc = write_stripes(f, w, 1);
 	if (rc == 0) {
-		for (unsigned i = 0; i < d; i++)
-			frags[i] = buf + (size_t)i * frag;
-		for (unsigned i = 0; i < f->fs->code.p; i++)
-			frags[d + i] = parity[i];
-		ec_encode(&f->fs->code, frag, (const uint8_t *const *)frags, parity);
-	}
-	for (int attempt = 0; rc == 0 && attempt < WRITE_TRIES; attempt++) {
-		bool ok = true;
+		for (unsigned i = 0; i < pk.n; i++) {
+			struct meta_extent *e = &pk.ex[i];
 
-		/* a new stripe id (and so new places) each attempt: targets that failed are not
-		 * asked again unless the hash picks them */
-		/* the file's bucket in the top 16 bits: whoever finds a fragment knows whom
-		 * to ask whether anything still refers to its stripe */
-		stripe = (uint64_t)meta_ino_bucket(f->ino) << 48 |
-			 (client_tag(f->fs->c) & 0xFFFFFFFFFFFFull);
-		rc = client_place(f->fs->c, stripe, n, targets);
-		for (unsigned i = 0; rc == 0 && i < n; i++) {
-			struct store_proto_req r = {
-				.target = targets[i], .stripe = stripe, .idx = i, .len = frag
-			};
-
-			puts[i] = (struct dcall){ .op = NET_OP_STORE_PUT, .niov = 2 };
-			rc = client_target(f->fs->c, targets[i], &puts[i].peer, puts[i].addr);
-			puts[i].iov[0] =
-			    (struct iovec){ hdr[i],
-					    store_proto_encode(NET_OP_STORE_PUT, &r, hdr[i]) };
-			puts[i].iov[1] = (struct iovec){ frags[i], frag };
+			e->stripe = w->stripe;
+			e->d = (uint8_t)ndata(f);
+			e->p = (uint8_t)f->fs->code.p;
+			e->frag = w->frag;
+			memcpy(e->targets, w->targets, nfrags(f) * sizeof(w->targets[0]));
 		}
+		rc = map_extents(f, pk.ex, pk.n, NULL, 0, flags);
 		if (rc < 0)
-			break;
-		client_calls(f->fs->c, puts, n, PUT_NS);
-		for (unsigned i = 0; i < n; i++)
-			ok &= puts[i].status >= 0;
-		if (ok) {
-			struct meta_cmd mc = { .op = META_OP_EXTENT,
-					       .ino = f->ino,
-					       .flags = flags };
-			struct sh_enc enc;
-			struct cres res;
-
-			for (unsigned i = 0; i < pk.n; i++) {
-				struct meta_extent *e = &pk.ex[i];
-
-				e->stripe = stripe;
-				e->d = (uint8_t)d;
-				e->p = (uint8_t)f->fs->code.p;
-				e->frag = frag;
-				memcpy(e->targets, targets, n * sizeof(targets[0]));
-			}
-			sh_enc_init(&enc);
-			rc = meta_extent_list_encode(&enc, pk.ex, pk.n);
-			mc.data = enc.p;
-			mc.dlen = enc.len;
-			if (rc == 0)
-				rc = ns_cmd(f->fs, meta_ino_bucket(f->ino), &mc, &res);
-			cres_fini(&res);
-			sh_enc_fini(&enc);
-			if (rc < 0)
-				release(f, stripe, targets, puts);
-			break;
-		}
-		release(f, stripe, targets, puts);
-		if (attempt == WRITE_TRIES - 1)
-			rc = -EIO;
-		else
-			usleep(RETRY_US); /* a target just lost: the configuration soon says so */
+			release(f, w);
 	}
-	for (unsigned i = 0; i < f->fs->code.p; i++)
-		sh_free(parity[i]);
+	sh_free(w);
 	return rc;
 }
 

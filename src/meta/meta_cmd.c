@@ -97,6 +97,7 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 
 	memset(r, 0, sizeof(*r));
 	b->ver = c->ver;
+	b->queued = 0;
 	switch (c->op) {
 	case META_OP_MKROOT:
 		rc = meta_mkroot(b, c->mode, c->now);
@@ -169,15 +170,43 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 		break;
 	case META_OP_EXTENT: {
 		struct meta_extent e[META_EXTENTS_MAX];
-		unsigned n;
+		struct meta_claim_ref cl[META_CLAIMS_MAX];
+		unsigned n, ncl = 0;
 
-		rc = meta_extent_list_decode(c->data, c->dlen, e, &n);
+		rc = c->flags & META_EXTENT_CLAIMS
+			 ? meta_claims_decode(c->data, c->dlen, e, &n, cl, &ncl)
+			 : meta_extent_list_decode(c->data, c->dlen, e, &n);
+		rc = rc < 0 ? -EINVAL : meta_dedup_check(b, cl, ncl, c->now);
 		if (rc == 0)
-			rc = meta_extent_set(b, c->ino, e, n, c->flags, c->now, &r->attr);
-		else
-			rc = -EINVAL;
+			rc = meta_extent_set(b, c->ino, e, n, c->flags & ~META_EXTENT_CLAIMS,
+					     c->now, &r->attr);
+		/* the claims last: their CLAIM_DONE goes after the refs the extents sent */
+		if (rc == 0 && ncl > 0)
+			rc = meta_dedup_commit(b, cl, ncl, c->now);
 		break;
 	}
+	case META_OP_DEDUP_CLAIM: {
+		uint64_t claim;
+		uint16_t owner;
+
+		rc = meta_claim_decode(c->data, c->dlen, &claim, &owner, r->dedup, &r->ndedup);
+		if (rc == 0)
+			rc = meta_dedup_claim(b, claim, owner, c->now, r->dedup, r->ndedup);
+		else
+			rc = -EINVAL;
+		r->aux = c->now;
+		break;
+	}
+	case META_OP_DEDUP_KILL: {
+		int committed = 0;
+
+		rc = meta_dedup_kill(b, c->upto, c->now, &committed);
+		r->aux = (uint64_t)committed;
+		break;
+	}
+	case META_OP_DEDUP_RELEASE:
+		rc = meta_dedup_release(b, c->upto);
+		break;
 	case META_OP_RECLAIM_DONE:
 		rc = meta_reclaim_done(b, c->upto);
 		break;
@@ -219,4 +248,5 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 		rc = -EINVAL;
 	}
 	r->status = rc;
+	r->queued = b->queued;
 }

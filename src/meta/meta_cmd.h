@@ -8,6 +8,7 @@
 #ifndef SH_META_META_CMD_H
 #define SH_META_META_CMD_H
 
+#include "meta_dedup.h"
 #include "meta_extent.h"
 
 enum meta_op {
@@ -29,13 +30,18 @@ enum meta_op {
 	META_OP_LEASE_REVOKE, /* ino */
 	META_OP_RENAME2, /* a step of a cross-bucket rename: flags = META_R2_*, data = the rename */
 	META_OP_EXTENT,	 /* ino, data: extents to map (meta_extent_list_encode) */
-	META_OP_RECLAIM_DONE, /* upto: the stripe whose fragments are released */
-	META_OP_INLINE,	      /* ino, data: a small file's bytes (meta_inline_set); flags
-			       * META_INLINE_MERGE: written at offset upto (meta_inline_merge) */
+	META_OP_RECLAIM_DONE,  /* upto: the stripe whose fragments are released */
+	META_OP_INLINE,	       /* ino, data: a small file's bytes (meta_inline_set); flags
+				* META_INLINE_MERGE: written at offset upto (meta_inline_merge) */
+	META_OP_DEDUP_CLAIM,   /* data: meta_claim_encode (at the fingerprints' bucket) */
+	META_OP_DEDUP_KILL,    /* upto: a claim (at the file's bucket: meta_dedup_kill) */
+	META_OP_DEDUP_RELEASE, /* upto: a claim found dead (at its bucket) */
 	META_OP_MAX
 };
 
 #define META_INLINE_MERGE 0x1
+/* META_OP_EXTENT: data is meta_claims_encode's (extents, and the claims they consume) */
+#define META_EXTENT_CLAIMS 0x2
 
 struct meta_cmd {
 	uint8_t op;
@@ -75,6 +81,10 @@ struct meta_result {
 	uint16_t lessees[64];	     /* to revoke (lease close) */
 	unsigned nlessees;
 	struct meta_rename2 rename; /* as the step left it (prepares fill it in) */
+	unsigned queued;	    /* deltas queued for other buckets */
+	uint64_t aux;		    /* a claim: when it was made; a kill: 1 if committed */
+	struct meta_dedup_item dedup[META_DEDUP_MAX]; /* a claim's blocks, where they are */
+	unsigned ndedup;
 };
 
 int meta_cmd_encode(struct sh_enc *e, const struct meta_cmd *c);

@@ -3,11 +3,13 @@
 #include <string.h>
 
 #include "../data/reduce.h"
+#include "meta_dedup.h"
 #include "meta_extent.h"
 #include "meta_int.h"
 
 #define EXTENT_RAW     1
 #define EXTENT_ENCODED 2
+#define EXTENT_DEDUP   3
 #define BATCH	       64
 #define FILE_MAX       (1ull << 63)
 
@@ -15,12 +17,13 @@ int
 meta_extent_encode(const struct meta_extent *e, uint8_t *out, size_t cap)
 {
 	unsigned n = (unsigned)e->d + e->p;
-	size_t want = e->enc ? META_EXTENT_LEN_V2(n) : META_EXTENT_LEN(n);
+	size_t want = e->dedup ? META_EXTENT_LEN_V3(n)
+			       : (e->enc ? META_EXTENT_LEN_V2(n) : META_EXTENT_LEN(n));
 	uint8_t *p = out;
 
 	if (n == 0 || n > META_FRAGS_MAX || cap < want)
 		return -EINVAL;
-	*p++ = e->enc ? EXTENT_ENCODED : EXTENT_RAW;
+	*p++ = e->dedup ? EXTENT_DEDUP : e->enc ? EXTENT_ENCODED : EXTENT_RAW;
 	*p++ = e->d;
 	*p++ = e->p;
 	memcpy(p, &e->frag, 4);
@@ -29,12 +32,16 @@ meta_extent_encode(const struct meta_extent *e, uint8_t *out, size_t cap)
 	memcpy(p + 8, &e->stripe, 8);
 	memcpy(p + 16, &e->soff, 8);
 	p += 24;
-	if (e->enc) {
+	if (e->enc || e->dedup) {
 		*p++ = e->enc;
 		memcpy(p, &e->slen, 4);
 		memcpy(p + 4, &e->blen, 4);
 		memcpy(p + 8, &e->boff, 4);
 		p += 12;
+	}
+	if (e->dedup) {
+		memcpy(p, e->fp, 32);
+		p += 32;
 	}
 	memcpy(p, e->targets, 8 * (size_t)n);
 	return (int)want;
@@ -48,24 +55,31 @@ meta_extent_decode(const uint8_t *b, size_t len, struct meta_extent *e)
 	size_t at = 31;
 
 	memset(e, 0, sizeof(*e));
-	if (len < META_EXTENT_LEN(1) || (b[0] != EXTENT_RAW && b[0] != EXTENT_ENCODED))
+	if (len < META_EXTENT_LEN(1) || b[0] < EXTENT_RAW || b[0] > EXTENT_DEDUP)
 		return -EBADMSG;
 	e->d = b[1];
 	e->p = b[2];
 	n = (unsigned)e->d + e->p;
 	if (e->d == 0 || n > META_FRAGS_MAX ||
-	    len != (b[0] == EXTENT_RAW ? META_EXTENT_LEN(n) : META_EXTENT_LEN_V2(n)))
+	    len != (b[0] == EXTENT_RAW	     ? META_EXTENT_LEN(n)
+		    : b[0] == EXTENT_ENCODED ? META_EXTENT_LEN_V2(n)
+					     : META_EXTENT_LEN_V3(n)))
 		return -EBADMSG;
 	memcpy(&e->frag, b + 3, 4);
 	memcpy(&e->len, b + 7, 8);
 	memcpy(&e->stripe, b + 15, 8);
 	memcpy(&e->soff, b + 23, 8);
-	if (b[0] == EXTENT_ENCODED) {
+	if (b[0] != EXTENT_RAW) {
 		e->enc = b[31];
 		memcpy(&e->slen, b + 32, 4);
 		memcpy(&e->blen, b + 36, 4);
 		memcpy(&e->boff, b + 40, 4);
 		at = 44;
+	}
+	if (b[0] == EXTENT_DEDUP) {
+		e->dedup = true;
+		memcpy(e->fp, b + 44, 32);
+		at = 76;
 	}
 	memcpy(e->targets, b + at, 8 * (size_t)n);
 	data = (uint64_t)e->d * e->frag;
@@ -73,10 +87,12 @@ meta_extent_decode(const uint8_t *b, size_t len, struct meta_extent *e)
 		return -EBADMSG;
 	if (b[0] == EXTENT_RAW)
 		return e->len > data - e->soff ? -EBADMSG : 0;
-	/* an encoded block lies inside the stripe's data, the range inside the block */
-	if (e->enc == REDUCE_RAW || e->enc >= REDUCE_ENC_MAX || e->slen == 0 ||
-	    e->blen > REDUCE_BLOCK_MAX || e->slen > e->blen || e->slen > data - e->soff ||
-	    e->boff >= e->blen || e->len > e->blen - e->boff)
+	/* a block lies inside the stripe's data, the range inside the block; a raw one is stored
+	 * as it is (only a dedup block may be raw) */
+	if ((e->enc == REDUCE_RAW && (b[0] != EXTENT_DEDUP || e->slen != e->blen)) ||
+	    e->enc >= REDUCE_ENC_MAX || e->slen == 0 || e->blen > REDUCE_BLOCK_MAX ||
+	    e->slen > e->blen || e->slen > data - e->soff || e->boff >= e->blen ||
+	    e->len > e->blen - e->boff)
 		return -EBADMSG;
 	return 0;
 }
@@ -89,7 +105,7 @@ meta_extent_stored(const struct meta_extent *e, uint64_t a, uint64_t b, uint64_t
 		*soff = e->soff; /* the whole block, to expand */
 		*len = e->slen;
 	} else {
-		*soff = e->soff + (a - e->off);
+		*soff = e->soff + e->boff + (a - e->off);
 		*len = b - a;
 	}
 }
@@ -98,7 +114,7 @@ meta_extent_stored(const struct meta_extent *e, uint64_t a, uint64_t b, uint64_t
 static void
 skip(struct meta_extent *e, uint64_t k)
 {
-	if (e->enc)
+	if (e->enc || e->dedup)
 		e->boff += (uint32_t)k;
 	else
 		e->soff += k;
@@ -181,19 +197,18 @@ del_extent(struct meta_bucket *b, uint64_t ino, uint64_t off)
 	return meta_del(b->t, &k, b->ver, b->keep);
 }
 
-/* The bucket's usage moves by these (saturating at zero: stripes of before it was kept). */
-static int
-usage_add(struct meta_bucket *b, int64_t mapped, int64_t data, int64_t phys)
+int
+meta_usage_add(struct meta_bucket *b, int64_t mapped, int64_t unique, int64_t data, int64_t phys)
 {
 	struct meta_usage u;
-	int64_t d[3] = { mapped, data, phys };
-	uint64_t *v[3] = { &u.mapped, &u.data, &u.phys };
+	int64_t d[4] = { mapped, data, phys, unique };
+	uint64_t *v[4] = { &u.mapped, &u.data, &u.phys, &u.unique };
 	struct meta_key k;
 	int rc = meta_usage_get(b, &u);
 
 	if (rc < 0)
 		return rc;
-	for (unsigned i = 0; i < 3; i++)
+	for (unsigned i = 0; i < 4; i++)
 		*v[i] = d[i] < 0 && (uint64_t)-d[i] > *v[i] ? 0 : *v[i] + (uint64_t)d[i];
 	meta_key_id(&k, b->bucket, META_K_USAGE, 0);
 	return meta_put(b->t, &k, b->ver, &u, sizeof(u), b->keep);
@@ -211,14 +226,16 @@ meta_usage_get(struct meta_bucket *b, struct meta_usage *u)
 	rc = meta_get(b->t, &k, b->ver, u, sizeof(*u), &len);
 	if (rc == -ENOENT)
 		return 0;
-	if (rc == 0 && len != sizeof(*u))
+	if (rc == 0 && len == 3 * sizeof(uint64_t))
+		u->unique = u->mapped; /* kept before dedup: all of it once */
+	else if (rc == 0 && len != sizeof(*u))
 		rc = -EBADMSG;
 	return rc;
 }
 
 /* A stripe's references change by delta; at zero it goes to the reclaim queue. */
-static int
-ref(struct meta_bucket *b, const struct meta_extent *e, int delta)
+int
+meta_stripe_ref(struct meta_bucket *b, const struct meta_extent *e, int delta)
 {
 	struct meta_key k;
 	uint64_t n = 0;
@@ -238,7 +255,7 @@ ref(struct meta_bucket *b, const struct meta_extent *e, int delta)
 		/* a stripe newly referenced: its bytes count from now */
 		int64_t data = (int64_t)e->d * e->frag;
 
-		rc = usage_add(b, 0, data, data + (int64_t)e->p * e->frag);
+		rc = meta_usage_add(b, 0, 0, data, data + (int64_t)e->p * e->frag);
 		if (rc < 0)
 			return rc;
 	}
@@ -248,7 +265,7 @@ ref(struct meta_bucket *b, const struct meta_extent *e, int delta)
 	if (rc == 0) {
 		int64_t data = (int64_t)e->d * e->frag;
 
-		rc = usage_add(b, 0, -data, -(data + (int64_t)e->p * e->frag));
+		rc = meta_usage_add(b, 0, 0, -data, -(data + (int64_t)e->p * e->frag));
 	}
 	if (rc == 0) {
 		uint8_t v[META_EXTENT_VMAX];
@@ -260,11 +277,25 @@ ref(struct meta_bucket *b, const struct meta_extent *e, int delta)
 		whole.len = (uint64_t)e->d * e->frag;
 		whole.enc = 0;
 		whole.slen = whole.blen = whole.boff = 0;
+		whole.dedup = false;
 		vl = meta_extent_encode(&whole, v, sizeof(v));
 		meta_key_id(&k, b->bucket, META_K_RECLAIM, e->stripe);
 		rc = vl < 0 ? vl : meta_put(b->t, &k, b->ver, v, (size_t)vl, b->keep);
 	}
 	return rc;
+}
+
+/* An extent's reference: on its stripe here, or (a dedup block) on its entry wherever it is. */
+static int
+extent_ref(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e, int delta)
+{
+	struct meta_delta d = { .kind = META_DELTA_DEDUP_REF, .ino = ino, .dlinks = delta };
+
+	if (!e->dedup)
+		return meta_stripe_ref(b, e, delta);
+	d.to = meta_fp_bucket(e->fp, b->nbuckets);
+	memcpy(d.fp, e->fp, sizeof(d.fp));
+	return meta_delta_send(b, &d);
 }
 
 struct collect {
@@ -316,7 +347,7 @@ int
 meta_extent_punch(struct meta_bucket *b, uint64_t ino, uint64_t start, uint64_t end)
 {
 	struct meta_extent got[BATCH];
-	uint64_t gone = 0;
+	uint64_t gone = 0, gone_once = 0;
 	unsigned n;
 	int rc;
 
@@ -328,7 +359,10 @@ meta_extent_punch(struct meta_bucket *b, uint64_t ino, uint64_t start, uint64_t 
 			struct meta_extent e = got[i], tail = got[i];
 			uint64_t eend = e.off + e.len;
 
-			gone += (eend < end ? eend : end) - (e.off > start ? e.off : start);
+			uint64_t cut = (eend < end ? eend : end) - (e.off > start ? e.off : start);
+
+			gone += cut;
+			gone_once += e.dedup ? 0 : cut;
 			if (e.off < start) {
 				/* the head stays; a tail past the hole becomes its own extent */
 				e.len = start - e.off;
@@ -337,7 +371,7 @@ meta_extent_punch(struct meta_bucket *b, uint64_t ino, uint64_t start, uint64_t 
 					skip(&tail, end - tail.off);
 					rc = put_extent(b, ino, &tail);
 					if (rc == 0)
-						rc = ref(b, &tail, +1);
+						rc = extent_ref(b, ino, &tail, +1);
 				}
 			} else {
 				rc = del_extent(b, ino, e.off);
@@ -345,14 +379,15 @@ meta_extent_punch(struct meta_bucket *b, uint64_t ino, uint64_t start, uint64_t 
 					skip(&tail, end - tail.off);
 					rc = put_extent(b, ino, &tail);
 				} else if (rc == 0) {
-					rc = ref(b, &e, -1);
+					rc = extent_ref(b, ino, &e, -1);
 				}
 			}
 		}
 		/* a pass that changed extents inside the range leaves none there: loop while full
 		 */
 	} while (rc == 0 && n == BATCH);
-	return rc == 0 && gone > 0 ? usage_add(b, -(int64_t)gone, 0, 0) : rc;
+	return rc == 0 && gone > 0 ? meta_usage_add(b, -(int64_t)gone, -(int64_t)gone_once, 0, 0)
+				   : rc;
 }
 
 static void
@@ -498,9 +533,10 @@ meta_extent_set(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e
 		if (rc == 0)
 			rc = put_extent(b, ino, &e[i]);
 		if (rc == 0)
-			rc = ref(b, &e[i], +1);
+			rc = extent_ref(b, ino, &e[i], +1);
 		if (rc == 0)
-			rc = usage_add(b, (int64_t)e[i].len, 0, 0);
+			rc = meta_usage_add(b, (int64_t)e[i].len,
+					    e[i].dedup ? 0 : (int64_t)e[i].len, 0, 0);
 		if (e[i].off + e[i].len > in.size)
 			in.size = e[i].off + e[i].len;
 	}

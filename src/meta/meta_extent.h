@@ -38,17 +38,21 @@ struct meta_extent {
 	uint32_t frag;		   /* fragment size */
 	uint8_t enc;		   /* enum reduce_enc */
 	uint32_t slen, blen, boff; /* an encoded block: stored, expanded, where the range starts */
+	bool dedup;		   /* a block of the dedup index (meta_dedup.h), named by fp */
+	uint8_t fp[32];
 	uint64_t targets[META_FRAGS_MAX];
 };
 
 /*
  * The value stored (and sent): version 1 (raw): d, p, frag, len, stripe,
  * soff, the d+p targets; version 2 (encoded): the same with enc, slen,
- * blen and boff before the targets.
+ * blen and boff before the targets; version 3 (a dedup block, raw or
+ * encoded): version 2's with the fingerprint before the targets.
  */
 #define META_EXTENT_LEN(n)    (31 + 8 * (size_t)(n))
 #define META_EXTENT_LEN_V2(n) (44 + 8 * (size_t)(n))
-#define META_EXTENT_VMAX      META_EXTENT_LEN_V2(META_FRAGS_MAX)
+#define META_EXTENT_LEN_V3(n) (76 + 8 * (size_t)(n))
+#define META_EXTENT_VMAX      META_EXTENT_LEN_V3(META_FRAGS_MAX)
 /* The bytes of the stripe's data a read of [a, b) of the file needs from e (inside it). */
 void meta_extent_stored(const struct meta_extent *e, uint64_t a, uint64_t b, uint64_t *soff,
 			uint64_t *len);
@@ -116,8 +120,14 @@ int meta_inline_cut(struct meta_bucket *b, uint64_t ino, uint64_t len);
  */
 struct meta_usage {
 	uint64_t mapped, data, phys;
+	uint64_t unique; /* mapped bytes stored once: extents not deduplicated, dedup blocks */
 };
 int meta_usage_get(struct meta_bucket *b, struct meta_usage *u);
+/* (meta's own) the usage moves by these, saturating at zero */
+int meta_usage_add(struct meta_bucket *b, int64_t mapped, int64_t unique, int64_t data,
+		   int64_t phys);
+/* (meta's own) e's stripe gets delta references here; at zero it is queued for reclaim */
+int meta_stripe_ref(struct meta_bucket *b, const struct meta_extent *e, int delta);
 
 /* Stripes with no reference left: fn(arg, e) with stripe, d, p, frag and targets (1 stops). */
 int meta_reclaims(struct meta_bucket *b, int (*fn)(void *arg, const struct meta_extent *e),

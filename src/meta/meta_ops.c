@@ -3,9 +3,10 @@
 #include <string.h>
 
 #include "meta_extent.h"
+#include "meta_dedup.h"
 #include "meta_int.h"
 
-#define DELTA_VERSION 1
+#define DELTA_VERSION 2
 #define SYMLINK_MAX   4095
 #define XNAME_MAX     255
 
@@ -126,29 +127,33 @@ meta_delta_encode(const struct meta_delta *d, uint8_t out[META_DELTA_LEN])
 	uint8_t *p = out;
 
 	*p++ = DELTA_VERSION;
+	*p++ = d->kind;
 	memcpy(p, &d->to, 2), p += 2;
 	memcpy(p, &d->from, 2), p += 2;
 	memcpy(p, &d->seq, 8), p += 8;
 	memcpy(p, &d->ino, 8), p += 8;
 	memcpy(p, &d->dentries, 4), p += 4;
 	memcpy(p, &d->dlinks, 4), p += 4;
-	memcpy(p, &d->time, 8);
+	memcpy(p, &d->time, 8), p += 8;
+	memcpy(p, d->fp, 32);
 }
 
 int
 meta_delta_decode(const uint8_t *b, size_t len, struct meta_delta *d)
 {
-	const uint8_t *p = b + 1;
+	const uint8_t *p = b + 2;
 
-	if (len != META_DELTA_LEN || b[0] != DELTA_VERSION)
+	if (len != META_DELTA_LEN || b[0] != DELTA_VERSION || b[1] > META_DELTA_CLAIM_DONE)
 		return -EBADMSG;
+	d->kind = b[1];
 	memcpy(&d->to, p, 2), p += 2;
 	memcpy(&d->from, p, 2), p += 2;
 	memcpy(&d->seq, p, 8), p += 8;
 	memcpy(&d->ino, p, 8), p += 8;
 	memcpy(&d->dentries, p, 4), p += 4;
 	memcpy(&d->dlinks, p, 4), p += 4;
-	memcpy(&d->time, p, 8);
+	memcpy(&d->time, p, 8), p += 8;
+	memcpy(d->fp, p, 32);
 	return d->ino == 0 || d->seq == 0 ? -EBADMSG : 0;
 }
 
@@ -180,18 +185,30 @@ apply_local(struct meta_bucket *b, const struct meta_delta *d)
 	return put_inode(b, d->ino, &in);
 }
 
-/* The effect on inode d->ino: here at once, or queued for its bucket (then d->seq is set). */
+/* A delta's change, in the bucket it is for. */
 static int
-effect(struct meta_bucket *b, struct meta_delta *d)
+apply_kind(struct meta_bucket *b, const struct meta_delta *d)
+{
+	switch (d->kind) {
+	case META_DELTA_DEDUP_REF:
+		return meta_dedup_ref(b, d->fp, d->dlinks);
+	case META_DELTA_CLAIM_DONE:
+		return meta_dedup_release(b, d->ino);
+	default:
+		return apply_local(b, d);
+	}
+}
+
+int
+meta_delta_send(struct meta_bucket *b, struct meta_delta *d)
 {
 	struct meta_key k;
 	uint8_t buf[META_DELTA_LEN];
 	int rc;
 
-	d->to = meta_ino_bucket(d->ino);
 	d->from = b->bucket;
 	if (d->to == b->bucket) {
-		rc = apply_local(b, d);
+		rc = apply_kind(b, d);
 		d->ino = 0; /* nothing to ship */
 		return rc;
 	}
@@ -200,7 +217,19 @@ effect(struct meta_bucket *b, struct meta_delta *d)
 		return rc;
 	meta_delta_encode(d, buf);
 	meta_key_id(&k, b->bucket, META_K_OUTBOX, d->seq);
-	return meta_put(b->t, &k, b->ver, buf, sizeof(buf), NULL);
+	rc = meta_put(b->t, &k, b->ver, buf, sizeof(buf), NULL);
+	if (rc == 0)
+		b->queued++;
+	return rc;
+}
+
+/* The effect on inode d->ino: here at once, or queued for its bucket (then d->seq is set). */
+static int
+effect(struct meta_bucket *b, struct meta_delta *d)
+{
+	d->kind = META_DELTA_INODE;
+	d->to = meta_ino_bucket(d->ino);
+	return meta_delta_send(b, d);
 }
 
 int
@@ -218,7 +247,7 @@ meta_apply_delta(struct meta_bucket *b, const struct meta_delta *d)
 		return rc;
 	if (d->seq <= last)
 		return 0; /* applied before: a resend after a lost ack */
-	rc = apply_local(b, d);
+	rc = apply_kind(b, d);
 	if (rc == 0)
 		rc = meta_put(b->t, &k, b->ver, &d->seq, sizeof(d->seq), b->keep);
 	return rc;
@@ -229,6 +258,7 @@ struct outbox_scan {
 	void *arg;
 	uint64_t upto;
 	uint64_t seqs[128];
+	uint64_t claims[128]; /* of CLAIM_DONE deltas (else 0): forgotten once shipped */
 	unsigned n;
 	int err;
 };
@@ -249,6 +279,7 @@ on_outbox(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vl
 		return o->fn(o->arg, &d);
 	if (d.seq > o->upto || o->n == 128)
 		return 1;
+	o->claims[o->n] = d.kind == META_DELTA_CLAIM_DONE ? d.ino : 0;
 	o->seqs[o->n++] = d.seq;
 	return 0;
 }
@@ -291,6 +322,8 @@ meta_outbox_ack(struct meta_bucket *b, uint64_t upto)
 		for (unsigned i = 0; i < o.n; i++) {
 			meta_key_id(&k, b->bucket, META_K_OUTBOX, o.seqs[i]);
 			rc = meta_del(b->t, &k, b->ver, NULL);
+			if (rc == 0 && o.claims[i])
+				rc = meta_dedup_forget(b, o.claims[i]);
 			if (rc < 0)
 				return rc;
 		}

@@ -26,22 +26,37 @@ struct meta_bucket {
 	uint32_t nbuckets;
 	uint64_t ver; /* the file-system version writes carry (reads: as of it) */
 	const struct meta_keep *keep;
+	unsigned queued; /* deltas queued for other buckets by what was applied */
 };
 
-/* A change for another bucket. */
+/*
+ * A change for another bucket. META_DELTA_INODE: inode ino's entries,
+ * links and times; META_DELTA_DEDUP_REF: dlinks references more (or
+ * fewer) on the dedup entry of fp; META_DELTA_CLAIM_DONE: the claim ino
+ * was committed, its holds go (meta_dedup.h).
+ */
+enum { META_DELTA_INODE = 0, META_DELTA_DEDUP_REF = 1, META_DELTA_CLAIM_DONE = 2 };
 struct meta_delta {
+	uint8_t kind;
 	uint16_t to;	  /* the bucket it is for */
 	uint16_t from;	  /* the bucket that queued it */
 	uint64_t seq;	  /* per source bucket, from 1 */
-	uint64_t ino;	  /* the inode it changes */
+	uint64_t ino;	  /* the inode it changes (a claim: its id) */
 	int32_t dentries; /* entries of a directory (its size) */
-	int32_t dlinks;	  /* nlink */
+	int32_t dlinks;	  /* nlink (references) */
 	uint64_t time;	  /* mtime and ctime become at least this (0: unchanged) */
+	uint8_t fp[32];	  /* a dedup entry's fingerprint */
 };
 
-#define META_DELTA_LEN 37 /* format version, to, from, seq, ino, dentries, dlinks, time */
+/* format version, kind, to, from, seq, ino, dentries, dlinks, time, fp */
+#define META_DELTA_LEN 70
 void meta_delta_encode(const struct meta_delta *d, uint8_t out[META_DELTA_LEN]);
 int meta_delta_decode(const uint8_t *b, size_t len, struct meta_delta *d); /* fuzzed */
+/*
+ * Queue d for bucket d->to (d->from and d->seq are set), or apply it here
+ * at once when that is this bucket. b->queued counts what was queued.
+ */
+int meta_delta_send(struct meta_bucket *b, struct meta_delta *d);
 
 /* The root directory (inode 1 of bucket 0), if absent. */
 int meta_mkroot(struct meta_bucket *b, uint32_t mode, uint64_t now);

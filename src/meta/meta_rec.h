@@ -44,6 +44,9 @@ enum meta_kind {
 	META_K_RECLAIM = 'c', /* bucket 'c' stripe: a stripe to release on its targets */
 	META_K_INLINE = 'y',  /* bucket 'y' ino: a small file's bytes, kept with its inode */
 	META_K_USAGE = 'u',   /* bucket 'u' 0: bytes mapped and stripe bytes referenced */
+	META_K_DEDUP = 'f',   /* bucket 'f' fp: a dedup entry (meta_dedup.h) */
+	META_K_CLAIM = 'm',   /* bucket 'm' claim: what a writer holds, since when */
+	META_K_CLAIMED = 'q', /* bucket 'q' claim: committed here (or refused) */
 	META_K_RAFT = 'a',    /* bucket 'a': the Raft index its group applied last (first bucket) */
 };
 

@@ -54,6 +54,9 @@ msvc_slot_name(unsigned slot)
 		[META_OP_EXTENT] = "extent",
 		[META_OP_RECLAIM_DONE] = "reclaim_done",
 		[META_OP_INLINE] = "inline",
+		[META_OP_DEDUP_CLAIM] = "dedup_claim",
+		[META_OP_DEDUP_KILL] = "dedup_kill",
+		[META_OP_DEDUP_RELEASE] = "dedup_release",
 	};
 
 	if (slot < MSVC_SLOT_CMD)
@@ -151,6 +154,31 @@ reply_result(struct mreq *m, const struct meta_result *r)
 		sh_enc_fini(&e);
 		return;
 	}
+	if (m->cmd.op == META_OP_DEDUP_CLAIM) {
+		/* where each block is (or not here), and when the claim was made */
+		struct sh_enc e;
+
+		sh_enc_init(&e);
+		sh_enc_u8(&e, (uint8_t)r->ndedup);
+		for (unsigned i = 0; i < r->ndedup; i++) {
+			uint8_t v[META_EXTENT_VMAX];
+			int vl = r->dedup[i].loc.stripe
+				     ? meta_extent_encode(&r->dedup[i].loc, v, sizeof(v))
+				     : 0;
+
+			sh_enc_u8(&e, (uint8_t)(vl > 0 ? vl : 0));
+			if (vl > 0)
+				sh_enc_bytes(&e, v, (size_t)vl);
+		}
+		rep.aux = r->aux;
+		rep.data = e.p;
+		rep.dlen = e.len;
+		mreq_answer(m, sh_enc_error(&e) ? -ENOMEM : 0, sh_enc_error(&e) ? NULL : &rep);
+		sh_enc_fini(&e);
+		return;
+	}
+	if (m->cmd.op == META_OP_DEDUP_KILL)
+		rep.aux = r->aux;
 	if (m->cmd.op == META_OP_RENAME2) {
 		/* a step of a rename between buckets: how it left the rename, and its status */
 		struct sh_enc e;
@@ -202,6 +230,10 @@ on_applied(void *arg, struct mgroup *g, uint16_t bucket, const struct meta_cmd *
 	if (r->status < 0 || !mgroup_ready(g))
 		return;
 	msvc_cache_changed(fs, c, r); /* what clients cached of it is recalled */
+	if (r->queued > 0) {
+		mfs_ship_kick(fs, bucket);
+		return;
+	}
 	for (unsigned i = 0; i < 3; i++)
 		if (r->deltas[i].ino != 0) {
 			mfs_ship_kick(fs, bucket);
@@ -1063,7 +1095,10 @@ do_cmd(struct mreq *m)
 	case META_OP_REMOVEXATTR:
 	case META_OP_EXTENT:
 	case META_OP_INLINE:
+	case META_OP_DEDUP_CLAIM:
 		break;
+	case META_OP_DEDUP_KILL:
+	case META_OP_DEDUP_RELEASE:
 	case META_OP_RECLAIM_DONE:
 	case META_OP_LEASE_GRANT:
 	case META_OP_LEASE_CLOSE:
@@ -1390,6 +1425,8 @@ do_deltas(struct mreq *m)
 		}
 		if (rc < 0 && m->status == 0)
 			m->status = rc;
+		if (rc < 0)
+			break; /* in order or not at all: the sender resends from here */
 	}
 	on_step(m, 0, &(struct meta_result){ 0 });
 }
@@ -1680,6 +1717,7 @@ group_usage(struct mgroup *g, struct meta_usage *out)
 			out->mapped += u.mapped;
 			out->data += u.data;
 			out->phys += u.phys;
+			out->unique += u.unique;
 		}
 		meta_txn_abort(mb.t);
 	}

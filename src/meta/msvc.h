@@ -33,6 +33,8 @@ struct msvc_params {
 	uint64_t log_size;    /* per group; default 32 MiB */
 	unsigned election_ms; /* default 500: a few groups per node afford a quick failover */
 	bool store_nosync;    /* the bucket stores never fsync (the simulator) */
+	/* a dedup claim this old is asked about at its file's bucket (0: 60 s) */
+	uint64_t claim_age_ns;
 	/*
 	 * Release a fragment on a target this endpoint serves itself (a call
 	 * to oneself does not go over the network): cb(cbarg, 0 or -errno)

@@ -183,6 +183,8 @@ msvc_cache_changed(struct mfs *fs, const struct meta_cmd *c, const struct meta_r
 		k[n++] = mp_key_attr(c->ino);
 		break;
 	case META_OP_DELTA:
+		if (c->delta.kind != META_DELTA_INODE)
+			return;
 		k[n++] = mp_key_attr(c->delta.ino);
 		break;
 	default:

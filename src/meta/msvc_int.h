@@ -18,7 +18,9 @@ struct ship {
 	struct sh_list flush; /* struct mreq waiting for an empty outbox */
 };
 
-#define USAGE_NS (2ull * 1000 * 1000 * 1000)
+#define USAGE_NS     (2ull * 1000 * 1000 * 1000)
+#define KILLS_MAX    16
+#define CLAIM_AGE_NS (60ull * 1000 * 1000 * 1000)
 
 struct mfs {
 	struct sh_list link;
@@ -37,7 +39,8 @@ struct mfs {
 	struct sh_list reclaims; /* stripes being released (msvc_reclaim.c) */
 	struct mcache *cache;	 /* client cache leases (msvc_cache.c), lazily made */
 	unsigned nreclaims;
-	bool reclaim_more; /* the last scan left records behind: scan again as jobs end */
+	uint64_t kills[KILLS_MAX]; /* dedup claims being asked about (0: a free slot) */
+	bool reclaim_more;	   /* the last scan left records behind: scan again as jobs end */
 	struct env_timer reclaim_tick;
 	bool closing;
 };

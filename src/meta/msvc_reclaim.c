@@ -187,6 +187,99 @@ on_record(void *arg, const struct meta_extent *e)
 	return 0;
 }
 
+/* ---- dedup claims of writers that never committed ---- */
+
+struct kjob {
+	struct mfs *fs;
+	uint16_t bucket;
+	unsigned slot;
+	uint64_t claim;
+};
+
+static void
+kjob_free(struct kjob *k)
+{
+	k->fs->kills[k->slot] = 0;
+	mfs_unref(k->fs);
+	sh_free(k);
+}
+
+static void
+on_released(void *arg, int status, const struct meta_result *r)
+{
+	struct kjob *k = arg;
+
+	if (status == 0 && r->status == 0)
+		sh_log_info("bucket %u: claim %llx was never committed: its holds released",
+			    k->bucket, (unsigned long long)k->claim);
+	kjob_free(k);
+}
+
+/* The file's bucket answered: committed (its CLAIM_DONE comes), or refused from now on. */
+static void
+on_killed(void *arg, int status, const struct mp_reply *rep)
+{
+	struct kjob *k = arg;
+	struct mgroup *g = mfs_group(k->fs, k->bucket);
+	struct meta_cmd c = { .op = META_OP_DEDUP_RELEASE, .ver = 1, .upto = k->claim };
+
+	if (status < 0 || rep == NULL || rep->aux != 0 || k->fs->closing || g == NULL ||
+	    !mgroup_ready(g)) {
+		kjob_free(k); /* unreachable, or committed: asked again next round if still here */
+		return;
+	}
+	c.now = env_realtime(k->fs->s->env);
+	if (mgroup_propose(g, k->bucket, &c, on_released, k) < 0)
+		kjob_free(k);
+}
+
+struct kscan {
+	struct mfs *fs;
+	uint16_t bucket;
+};
+
+static int
+on_old_claim(void *arg, uint64_t claim, uint16_t owner, uint64_t when)
+{
+	struct kscan *ks = arg;
+	struct mfs *fs = ks->fs;
+	struct meta_cmd c = { .op = META_OP_DEDUP_KILL, .ver = 1, .upto = claim };
+	struct kjob *k;
+	unsigned slot = KILLS_MAX;
+
+	(void)when;
+	for (unsigned i = 0; i < KILLS_MAX; i++) {
+		if (fs->kills[i] == claim)
+			return 0; /* being asked */
+		if (fs->kills[i] == 0 && slot == KILLS_MAX)
+			slot = i;
+	}
+	if (slot == KILLS_MAX || (k = sh_calloc(1, sizeof(*k))) == NULL)
+		return 1;
+	*k = (struct kjob){ .fs = fs, .bucket = ks->bucket, .slot = slot, .claim = claim };
+	fs->kills[slot] = claim;
+	fs->refs++;
+	c.now = env_realtime(fs->s->env);
+	if (msvc_call_cmd(fs, owner, &c, CALL_NS, on_killed, k) < 0)
+		kjob_free(k);
+	return 0;
+}
+
+/* Claims older than the claim age in bucket b of group g: ask their files' buckets. */
+static void
+old_claims(struct mfs *fs, struct mgroup *g, uint16_t b)
+{
+	uint64_t age = fs->s->p.claim_age_ns ? fs->s->p.claim_age_ns : CLAIM_AGE_NS;
+	uint64_t now = env_realtime(fs->s->env);
+	struct kscan ks = { fs, b };
+	struct meta_bucket mb;
+
+	if (now < age || mgroup_read(g, b, &mb) < 0)
+		return;
+	(void)meta_dedup_claims(&mb, now - age, on_old_claim, &ks);
+	meta_txn_abort(mb.t);
+}
+
 static void
 on_tick(struct env_timer *t)
 {
@@ -206,6 +299,7 @@ on_tick(struct env_timer *t)
 			struct scan sc = { .fs = fs, .bucket = b[i] };
 			struct meta_bucket mb;
 
+			old_claims(fs, fs->groups[g], b[i]);
 			if (mgroup_read(fs->groups[g], b[i], &mb) < 0)
 				continue;
 			(void)meta_reclaims(&mb, on_record, &sc);

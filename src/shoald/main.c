@@ -106,6 +106,14 @@ parse_args(int argc, char **argv, struct shoald_opts *o)
 	if (getenv("SHOAL_ORPHAN_AGE") != NULL)
 		o->orphan_age_s =
 		    parse_uint("SHOAL_ORPHAN_AGE", getenv("SHOAL_ORPHAN_AGE"), 0, 30u * 86400);
+	/*
+	 * A dedup claim a writer never committed (it was killed between asking
+	 * and mapping) is asked about after a minute; SHOAL_CLAIM_AGE (seconds)
+	 * sets it for tests.
+	 */
+	o->claim_age_s = 60;
+	if (getenv("SHOAL_CLAIM_AGE") != NULL)
+		o->claim_age_s = parse_uint("SHOAL_CLAIM_AGE", getenv("SHOAL_CLAIM_AGE"), 1, 86400);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {

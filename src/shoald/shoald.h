@@ -32,6 +32,7 @@ struct shoald_opts {
 	unsigned down_ms;
 	unsigned heartbeat_ms;
 	unsigned orphan_age_s; /* --orphan-age: 0 sweeps nothing */
+	unsigned claim_age_s;  /* SHOAL_CLAIM_AGE: dedup claims this old are checked */
 };
 
 /*

@@ -343,6 +343,8 @@ worker_main(void *arg)
 	if (rc == 0 && w->idx == 0) {
 		/* metadata: on worker 0, whose endpoint is the node's (node id << 8) */
 		struct msvc_params mp = { .dir = d->o.dir,
+					  .claim_age_ns =
+					      (uint64_t)d->o.claim_age_s * 1000000000ull,
 					  .release_local = release_local,
 					  .arg = w };
 

@@ -73,5 +73,25 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    (n == 0 || n > META_EXTENTS_MAX))
 			__builtin_trap();
 	}
+	{
+		/* a claim command's data, and an extent commit's with claims */
+		static struct meta_dedup_item it[META_DEDUP_MAX];
+		static struct meta_extent ex[META_EXTENTS_MAX];
+		struct meta_claim_ref cl[META_CLAIMS_MAX];
+		uint64_t claim;
+		uint16_t owner;
+		unsigned n, nex;
+
+		if (meta_claim_decode(data, size, &claim, &owner, it, &n) == 0) {
+			if (claim == 0 || n == 0 || n > META_DEDUP_MAX)
+				__builtin_trap();
+			for (unsigned i = 0; i < n; i++)
+				if (it[i].has_loc && (!it[i].loc.dedup || it[i].loc.len != it[i].loc.blen))
+					__builtin_trap();
+		}
+		if (meta_claims_decode(data, size, ex, &nex, cl, &n) == 0 &&
+		    (nex == 0 || nex > META_EXTENTS_MAX || n > META_CLAIMS_MAX))
+			__builtin_trap();
+	}
 	return 0;
 }

@@ -283,6 +283,33 @@ run(sh_client *c, struct cop *o)
 	pthread_mutex_unlock(&c->mu);
 }
 
+void
+client_metas(sh_client *c, const struct mp_req *req, struct cres *res, unsigned n)
+{
+	struct cop *o = n ? sh_calloc(n, sizeof(*o)) : NULL;
+
+	if (o == NULL) {
+		/* no memory for them all at once: one after the other */
+		for (unsigned i = 0; i < n; i++)
+			client_meta(c, &req[i], &res[i]);
+		return;
+	}
+	pthread_mutex_lock(&c->mu);
+	for (unsigned i = 0; i < n; i++) {
+		memset(&res[i], 0, sizeof(res[i]));
+		o[i] = (struct cop){ .c = c, .kind = COP_META, .req = &req[i], .res = &res[i] };
+		sh_list_add_tail(&c->q, &o[i].link);
+	}
+	pthread_mutex_unlock(&c->mu);
+	env_async_send(&c->wake);
+	pthread_mutex_lock(&c->mu);
+	for (unsigned i = 0; i < n; i++)
+		while (!o[i].done)
+			pthread_cond_wait(&c->cv, &c->mu);
+	pthread_mutex_unlock(&c->mu);
+	sh_free(o);
+}
+
 int
 client_meta(sh_client *c, const struct mp_req *req, struct cres *res)
 {

@@ -59,7 +59,7 @@ struct sh_fs {
 };
 
 /*
- * wpool.c: a filesystem handle's background threads. WPOOL_BEHIND (4
+ * wpool.c: a filesystem handle's background threads. WPOOL_BEHIND (16
  * threads): write-behind, so that a file has several stripes in flight
  * while its writer fills the next one. WPOOL_AIO (16): the asynchronous
  * calls (sh_io_submit), as many in flight at once. wpool_run queues
@@ -81,6 +81,8 @@ struct cres {
 
 /* Send req to its bucket's leader and wait. Returns res->status. */
 int client_meta(sh_client *c, const struct mp_req *req, struct cres *res);
+/* n requests at once (to their buckets' leaders, in parallel); each one's result in res[i]. */
+void client_metas(sh_client *c, const struct mp_req *req, struct cres *res, unsigned n);
 void cres_fini(struct cres *r);
 /* A copy of what the configuration says about filesystem name (id 0: none). */
 int client_fs_lookup(sh_client *c, const char *name, uint32_t *id, uint32_t *nbuckets);

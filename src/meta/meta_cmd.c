@@ -139,6 +139,16 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 	case META_OP_DELTA:
 		rc = meta_apply_delta(b, &c->delta);
 		break;
+	case META_OP_DELTAS:
+		rc = c->dlen == 0 || c->dlen % META_DELTA_LEN != 0 ? -EINVAL : 0;
+		for (size_t at = 0; rc == 0 && at < c->dlen; at += META_DELTA_LEN) {
+			struct meta_delta d;
+
+			rc = meta_delta_decode(c->data + at, META_DELTA_LEN, &d);
+			if (rc == 0)
+				rc = meta_apply_delta(b, &d);
+		}
+		break;
 	case META_OP_OUTBOX_ACK:
 		rc = meta_outbox_ack(b, c->upto);
 		break;

@@ -36,6 +36,7 @@ enum meta_op {
 	META_OP_DEDUP_CLAIM,   /* data: meta_claim_encode (at the fingerprints' bucket) */
 	META_OP_DEDUP_KILL,    /* upto: a claim (at the file's bucket: meta_dedup_kill) */
 	META_OP_DEDUP_RELEASE, /* upto: a claim found dead (at its bucket) */
+	META_OP_DELTAS,	       /* data: deltas for this bucket (n x META_DELTA_LEN), in order */
 	META_OP_MAX
 };
 

@@ -57,6 +57,7 @@ msvc_slot_name(unsigned slot)
 		[META_OP_DEDUP_CLAIM] = "dedup_claim",
 		[META_OP_DEDUP_KILL] = "dedup_kill",
 		[META_OP_DEDUP_RELEASE] = "dedup_release",
+		[META_OP_DELTAS] = "delta_batch",
 	};
 
 	if (slot < MSVC_SLOT_CMD)
@@ -1016,6 +1017,16 @@ on_step(void *arg, int status, const struct meta_result *r)
 
 /* ---- commands ---- */
 
+/* A claim whose dry run found none of its blocks (and entered none): it changes nothing. */
+static bool
+claim_reads_only(const struct meta_result *r)
+{
+	for (unsigned i = 0; i < r->ndedup; i++)
+		if (r->dedup[i].loc.stripe != 0)
+			return false;
+	return r->ndedup > 0;
+}
+
 static void
 run_cmd(struct mreq *m)
 {
@@ -1060,6 +1071,12 @@ run_cmd(struct mreq *m)
 	}
 	if (r->status < 0) {
 		mreq_answer(m, r->status, NULL);
+		return;
+	}
+	if (m->cmd.op == META_OP_DEDUP_CLAIM && claim_reads_only(r)) {
+		/* none of its blocks is here: nothing to hold, nothing to write (a writer's new
+		 * blocks; a race with another writer's is settled when they are entered) */
+		reply_result(m, r);
 		return;
 	}
 	propose(m, ST_PROPOSE, m->req.bucket, &m->cmd);
@@ -1410,16 +1427,29 @@ do_deltas(struct mreq *m)
 	m->step = ST_DELTAS;
 	m->pending = 1;
 	m->status = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct meta_cmd c = internal_cmd(m, META_OP_DELTA, 0, 0);
-		int rc =
-		    meta_delta_decode(m->req.data + i * META_DELTA_LEN, META_DELTA_LEN, &c.delta);
+	/* one command per run of deltas for the same bucket: their order kept, one Raft entry */
+	for (size_t i = 0; i < n;) {
+		struct meta_cmd c = internal_cmd(m, META_OP_DELTAS, 0, 0);
+		struct meta_delta d;
+		size_t k = i;
+		int rc = meta_delta_decode(m->req.data + i * META_DELTA_LEN, META_DELTA_LEN, &d);
 
-		if (rc == 0 && !mgroup_has_bucket(m->g, c.delta.to))
+		while (rc == 0 && k < n) {
+			struct meta_delta e;
+
+			if (meta_delta_decode(m->req.data + k * META_DELTA_LEN, META_DELTA_LEN,
+					      &e) < 0 ||
+			    e.to != d.to)
+				break;
+			k++;
+		}
+		if (rc == 0 && !mgroup_has_bucket(m->g, d.to))
 			rc = -ENXIO;
 		if (rc == 0) {
+			c.data = m->req.data + i * META_DELTA_LEN;
+			c.dlen = (k - i) * META_DELTA_LEN;
 			m->pending++;
-			rc = mgroup_propose(m->g, c.delta.to, &c, on_step, m);
+			rc = mgroup_propose(m->g, d.to, &c, on_step, m);
 			if (rc < 0)
 				m->pending--;
 		}
@@ -1427,6 +1457,7 @@ do_deltas(struct mreq *m)
 			m->status = rc;
 		if (rc < 0)
 			break; /* in order or not at all: the sender resends from here */
+		i = k;
 	}
 	on_step(m, 0, &(struct meta_result){ 0 });
 }

@@ -187,6 +187,21 @@ msvc_cache_changed(struct mfs *fs, const struct meta_cmd *c, const struct meta_r
 			return;
 		k[n++] = mp_key_attr(c->delta.ino);
 		break;
+	case META_OP_DELTAS:
+		/* the inodes they change, a few keys at a time */
+		for (size_t at = 0; at + META_DELTA_LEN <= c->dlen; at += META_DELTA_LEN) {
+			struct meta_delta d;
+
+			if (meta_delta_decode(c->data + at, META_DELTA_LEN, &d) < 0 ||
+			    d.kind != META_DELTA_INODE)
+				continue;
+			k[n++] = mp_key_attr(d.ino);
+			if (n == 6) {
+				msvc_cache_recall(fs, k, n);
+				n = 0;
+			}
+		}
+		break;
 	default:
 		return;
 	}

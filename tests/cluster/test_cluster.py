@@ -391,8 +391,9 @@ def remove_a_voter(c):
 
 # ---- metadata: buckets in Raft groups, through the client library ----
 
-def make_fs(c, name="fs1", compression=None):
+def make_fs(c, name="fs1", compression=None, dedup=False):
     extra = ["--compression", compression] if compression else []
+    extra += ["--dedup", "on"] if dedup else []
     c.shoal("fs", "create", name, "--protection", "4+2", *extra, check_rc=0)
     # the groups elect leaders and bucket 0's creates the root
     end = time.time() + 15
@@ -869,6 +870,107 @@ def data_reduction_compresses_and_reads_exactly(c):
         time.sleep(0.5)
 
 
+def put_bytes_received(c):
+    """What the targets of every node up received in store.put calls (the transport's count)."""
+    total = 0
+    for n in range(1, c.nodes + 1):
+        try:
+            page = metrics_page(c, n)
+        except OSError:
+            continue
+        for m in re.finditer(r'^shoal_rpc_received_bytes_total\{node="\d+",op="store.put"\} '
+                             r'(\d+)', page, re.M):
+            total += int(m.group(1))
+    return total
+
+
+@test
+def data_dedup_stores_once_and_survives_kills(c):
+    """Dedup on: the same data written again takes no new space and does not cross the network
+    (the transport counts under 5% of it); reads are exact; clients and a backend kill -9'd in
+    the middle of writes leave nothing behind once their claims and orphans age out: deleting
+    every file brings physical usage and the targets back to where they started."""
+    c.env["SHOAL_CLAIM_AGE"] = "4"
+    c.env["SHOAL_ORPHAN_AGE"] = "6"
+    c.up()
+    make_fs(c, "dd", dedup=True)
+    size = 16 << 20
+    data = os.urandom(size)
+    local = os.path.join(c.dir, "data")
+    with open(local, "wb") as f:
+        f.write(data)
+    c.shoal("ns", "dd", "put", local, "/a", check_rc=0, timeout=120)
+    first = fs_usage(c, "dd", size)
+    net0 = put_bytes_received(c)
+    c.shoal("ns", "dd", "put", local, "/b", check_rc=0, timeout=120)
+    net1 = put_bytes_received(c)
+    both = fs_usage(c, "dd", 2 * size)
+    grew = both["physical_bytes"] - first["physical_bytes"]
+    print("  a second copy of %d MiB: physical grew %d bytes, %d bytes sent to targets; "
+          "dedup %.2fx" % (size >> 20, grew, net1 - net0, both["dedup_ratio"]))
+    check(grew <= size * 6 // 4 * 5 // 100, "the copy took space: %s then %s" % (first, both))
+    check(net1 - net0 <= size * 5 // 100, "the copy crossed the network: %d bytes" % (net1 - net0))
+    check(both["dedup_ratio"] > 1.9, "dedup ratio %s" % both)
+    back = os.path.join(c.dir, "back")
+    c.shoal("ns", "dd", "get", "/b", back, check_rc=0, timeout=120)
+    with open(back, "rb") as f:
+        check(f.read() == data, "the deduplicated copy reads wrong")
+    # half old blocks, half new (and compressible) ones, overwritten in the middle of a block
+    mixed = data[: 4 << 20] + text_bytes(4 << 20, 7)
+    with open(local, "wb") as f:
+        f.write(mixed)
+    c.shoal("ns", "dd", "put", local, "/m", check_rc=0, timeout=120)
+    patch = os.path.join(c.dir, "patch")
+    with open(patch, "wb") as f:
+        f.write(b"Q" * 3000)
+    c.shoal("ns", "dd", "pwrite", "/m", str(70000), patch, check_rc=0)
+    c.shoal("ns", "dd", "get", "/m", back, check_rc=0, timeout=120)
+    want = bytearray(mixed)
+    want[70000:73000] = b"Q" * 3000
+    with open(back, "rb") as f:
+        check(f.read() == bytes(want), "a file of shared, new and patched blocks reads wrong")
+    # writers kill -9'd midway (claims held, blocks stored and not mapped), a backend too
+    big = os.path.join(c.dir, "big")
+    with open(big, "wb") as f:
+        f.write(os.urandom(48 << 20) + data)
+    for k, victim in enumerate((None, 3)):
+        p = subprocess.Popen([os.path.join(BIN, "shoal"), "--addr", c.addr(1), "ns", "dd",
+                              "put", big, "/big%d" % k], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        base = put_bytes_received(c)
+        end = time.time() + 60
+        while put_bytes_received(c) < base + (8 << 20):
+            check(time.time() < end and p.poll() is None, "the put never got going")
+            time.sleep(0.05)
+        if victim:
+            c.kill(victim)
+            time.sleep(0.5)
+        p.kill()
+        p.wait()
+        if victim:
+            c.up()
+    # everything deleted: after the claims and orphans age out, nothing is left
+    for name in ("/a", "/b", "/m", "/big0", "/big1"):
+        c.shoal("ns", "dd", "rm", name, timeout=60)
+    end = time.time() + 90
+    while True:
+        row = fs_usage(c, "dd", 0, timeout=60)
+        u = json.loads(c.shoal("ns", "dd", "usage", check_rc=0).stdout)
+        if row["physical_bytes"] == 0 and u["fragments"] == 0:
+            break
+        check(time.time() < end, "left after deleting everything: %s; targets %s" % (row, u))
+        time.sleep(1)
+    claims = orphans = 0
+    for n in range(1, c.nodes + 1):
+        with open(os.path.join(c.dir, "n%d.log" % n)) as f:
+            log = f.read()
+        claims += log.count("was never committed: its holds released")
+        orphans += sum(int(m) for m in re.findall(r"released (\d+) orphan fragments", log))
+    print("  after the kills: %d dead claims released, %d orphan fragments swept" %
+          (claims, orphans))
+    check(claims + orphans > 0, "the killed writes left nothing to clean up: not tested")
+
+
 @test
 def data_orphans_of_a_killed_client_are_released(c):
     """A client kill -9'd while writing leaves fragments no extent maps: the targets' sweep
@@ -1311,6 +1413,7 @@ SIZES = {"cannot_place_on_three_nodes": 3, "metadata_create_storm_survives_kill9
          "fuse_mount_with_ordinary_tools": 6, "data_corruption_detected_and_decoded": 6,
          "data_orphans_of_a_killed_client_are_released": 6,
          "data_reduction_compresses_and_reads_exactly": 6,
+         "data_dedup_stores_once_and_survives_kills": 6,
          "voter_replaced_while_down_comes_back": 6, "metrics_and_stats_move_with_traffic": 6,
          "fio_engine_runs_the_example_and_verifies": 6}
 

@@ -86,7 +86,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (claim == 0 || n == 0 || n > META_DEDUP_MAX)
 				__builtin_trap();
 			for (unsigned i = 0; i < n; i++)
-				if (it[i].has_loc && (!it[i].loc.dedup || it[i].loc.len != it[i].loc.blen))
+				if (it[i].has_loc &&
+				    (!it[i].loc.dedup || it[i].loc.len != it[i].loc.blen))
 					__builtin_trap();
 		}
 		if (meta_claims_decode(data, size, ex, &nex, cl, &n) == 0 &&

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <lz4.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <string.h>
 #include <zstd.h>
 
@@ -59,6 +60,27 @@ dctx(void)
 	return z;
 }
 
+/*
+ * Worth trying at all? A big block whose samples (4 KiB at its start and
+ * at its middle) both fail to shrink by 1/8 under lz4 is taken for
+ * incompressible (random, encrypted, already compressed): it costs two
+ * small attempts instead of one over the whole block. dst is scratch.
+ */
+static bool
+worth_trying(const uint8_t *src, size_t len, void *dst)
+{
+	static const size_t sample = 4096;
+	size_t at[2] = { 0, len / 2 };
+
+	if (len < 8 * sample)
+		return true;
+	for (unsigned i = 0; i < 2; i++)
+		if (LZ4_compress_default((const char *)src + at[i], dst, (int)sample,
+					 (int)(sample - sample / REDUCE_MIN_GAIN)) > 0)
+			return true;
+	return false;
+}
+
 size_t
 reduce_block(unsigned comp, const void *src, size_t len, void *dst, uint8_t *enc)
 {
@@ -66,7 +88,8 @@ reduce_block(unsigned comp, const void *src, size_t len, void *dst, uint8_t *enc
 	size_t cap = len - len / REDUCE_MIN_GAIN, out = 0;
 
 	*enc = REDUCE_RAW;
-	if (len < 2 * REDUCE_MIN_GAIN || len > REDUCE_BLOCK_MAX)
+	if (len < 2 * REDUCE_MIN_GAIN || len > REDUCE_BLOCK_MAX || REDUCE_ALGO(comp) == REDUCE_NONE ||
+	    !worth_trying(src, len, dst))
 		return 0;
 	switch (REDUCE_ALGO(comp)) {
 	case REDUCE_ALGO_LZ4: {

@@ -31,7 +31,9 @@ enum reduce_algo { REDUCE_NONE = 0, REDUCE_ALGO_LZ4 = 1, REDUCE_ALGO_ZSTD = 2 };
 /*
  * Compress len bytes of src (len <= REDUCE_BLOCK_MAX) into dst (room for
  * len bytes) as comp asks. Returns the stored length and sets *enc; 0 with
- * REDUCE_RAW when it is not worth it (the caller stores src as it is).
+ * REDUCE_RAW when it is not worth it (the caller stores src as it is): it
+ * does not save 1/8, or (a block of 32 KiB or more) neither 4 KiB at its
+ * start nor at its middle would, so the whole is not tried.
  */
 size_t reduce_block(unsigned comp, const void *src, size_t len, void *dst, uint8_t *enc);
 

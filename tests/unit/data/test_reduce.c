@@ -92,6 +92,14 @@ TEST(reduce_saves_at_least_an_eighth_or_stores_raw)
 	sh_rand_fill(&r, src, BLK - BLK / 16);
 	SH_ASSERT_EQ(reduce_block(REDUCE_ALGO_LZ4, src, BLK, enc, &how), 0);
 	SH_ASSERT_EQ(how, REDUCE_RAW);
+	/* compressible only in its last quarter, random where the samples are: taken as random */
+	sh_rand_fill(&r, src, BLK);
+	memset(src + BLK * 3 / 4, 0, BLK / 4);
+	SH_ASSERT_EQ(reduce_block(REDUCE_ALGO_LZ4, src, BLK, enc, &how), 0);
+	/* compressible at its middle: tried, and kept */
+	sh_rand_fill(&r, src, BLK);
+	memset(src + BLK / 2, 0, BLK / 2);
+	SH_ASSERT_GT(reduce_block(REDUCE_ALGO_LZ4, src, BLK, enc, &how), 0);
 	/* tiny blocks are not worth a try */
 	SH_ASSERT_EQ(reduce_block(REDUCE_ALGO_LZ4, src, 8, enc, &how), 0);
 }

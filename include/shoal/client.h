@@ -153,6 +153,21 @@ struct sh_target_usage {
 /* Every target of the cluster, up to max into out; returns how many there are, or -errno. */
 SH_API int sh_targets_usage(sh_fs *fs, struct sh_target_usage *out, unsigned max);
 
+/*
+ * Cleaning (docs/reduction.md): the live bytes of files' stripes that are
+ * at least half dead (overwritten, truncated) are read and written into
+ * new stripes, each range mapped only if nothing wrote it meanwhile, so the
+ * old stripes go and their space comes back; what readers see never
+ * changes. Over buckets [from, to) (to 0: all); progress(arg, done, total)
+ * after each bucket, if given. Shoald runs it in the background.
+ */
+struct sh_clean_stats {
+	uint64_t buckets, stripes, moved_bytes;
+	uint64_t skipped; /* ranges written meanwhile, left as they are */
+};
+SH_API int sh_fs_clean(sh_fs *fs, uint32_t from, uint32_t to, struct sh_clean_stats *out,
+		       void (*progress)(void *arg, uint32_t done, uint32_t total), void *arg);
+
 /* ---- file data (docs/client.md, "Data") ---- */
 
 typedef struct sh_file sh_file;

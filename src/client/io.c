@@ -305,9 +305,12 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 /* Map the extents (of stripes written) at the file's bucket, with the claims they use. */
 static int
 map_extents(sh_file *f, const struct meta_extent *ex, unsigned n, const struct meta_claim_ref *cl,
-	    unsigned ncl, unsigned flags)
+	    unsigned ncl, unsigned flags, uint64_t from)
 {
-	struct meta_cmd mc = { .op = META_OP_EXTENT, .ino = f->ino, .flags = flags };
+	struct meta_cmd mc = { .op = META_OP_EXTENT,
+			       .ino = f->ino,
+			       .flags = flags | (from ? META_EXTENT_MOVE : 0),
+			       .upto = from };
 	struct sh_enc enc;
 	struct cres res;
 	int rc;
@@ -545,7 +548,7 @@ dedup_once(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
 		ex[i].boff = 0;
 	}
 	if (rc == 0)
-		rc = map_extents(f, ex, nb, cl, ncl, flags);
+		rc = map_extents(f, ex, nb, cl, ncl, flags, 0);
 	/* our copies that are not used (another writer's came first; or nothing was mapped) */
 	for (unsigned k = 0; b && k < nw; k++) {
 		bool used = false;
@@ -578,16 +581,17 @@ put_dedup(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
  * at file offset off (flags: META_EXTENT_TAKES_INLINE when the stripe holds
  * the file's inline bytes), compressed first if the filesystem says so
  * (buf is changed). -EAGAIN: the file has inline bytes this writer did not
- * know of (the stripe was released; look again).
+ * know of (the stripe was released; look again). from (cleaning): mapped
+ * only where the range is still all stripe from's, else -ESTALE.
  */
 static int
-put_stripe(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
+put_stripe_from(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags, uint64_t from)
 {
 	struct wstripe *w;
 	struct packed pk;
 	int rc;
 
-	if (f->fs->dedup)
+	if (f->fs->dedup && from == 0)
 		return put_dedup(f, off, buf, fill, flags);
 	w = sh_calloc(1, sizeof(*w));
 	if (w == NULL)
@@ -610,12 +614,18 @@ put_stripe(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
 			e->frag = w->frag;
 			memcpy(e->targets, w->targets, nfrags(f) * sizeof(w->targets[0]));
 		}
-		rc = map_extents(f, pk.ex, pk.n, NULL, 0, flags);
+		rc = map_extents(f, pk.ex, pk.n, NULL, 0, flags, from);
 		if (rc < 0)
 			release(f, w);
 	}
 	sh_free(w);
 	return rc;
+}
+
+static int
+put_stripe(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
+{
+	return put_stripe_from(f, off, buf, fill, flags, 0);
 }
 
 /*
@@ -1596,5 +1606,123 @@ sh_close(sh_file *f)
 	sh_free(f->map);
 	sh_free(f->buf);
 	sh_free(f);
+	return rc;
+}
+
+/* ---- cleaning (docs/reduction.md "Cleaning") ---- */
+
+/*
+ * The live ranges of stripe of file ino: read and written anew (in new
+ * stripes, compressed as any write), each mapped only if it is still all
+ * the stripe's. Once none is left the stripe goes with its last reference.
+ */
+static int
+clean_stripe(sh_fs *fs, uint64_t stripe, uint64_t ino, struct sh_clean_stats *out)
+{
+	struct {
+		uint64_t off, end;
+	} rng[META_EXTENTS_MAX];
+	unsigned nr = 0;
+	uint64_t at = 0;
+	struct stat st;
+	sh_file *f;
+	uint8_t *buf = NULL;
+	int rc = sh_open_ino(fs, ino, O_RDONLY, &f);
+
+	if (rc == -ENOENT || rc == -ESTALE)
+		return 0; /* the file went meanwhile: so does the stripe */
+	if (rc < 0)
+		return rc;
+	rc = sh_fstat(f, &st);
+	/* where the file still maps the stripe: its extents, EXTENTS_BATCH at a time */
+	while (rc == 0 && at < (uint64_t)st.st_size && nr < META_EXTENTS_MAX) {
+		struct mp_req q = { .kind = MP_EXTENTS,
+				    .fs = fs->id,
+				    .bucket = meta_ino_bucket(ino),
+				    .ino = ino,
+				    .max = EXTENTS_BATCH,
+				    .off = at,
+				    .len = (uint64_t)st.st_size - at };
+		struct meta_extent ex[EXTENTS_BATCH];
+		struct cres res;
+		unsigned n = 0;
+
+		rc = client_meta(fs->c, &q, &res);
+		if (rc == 0 && (res.rep.flags & MP_INLINE))
+			n = 0;
+		else if (rc == 0 && res.rep.dlen > 0 &&
+			 meta_extent_list_decode(res.rep.data, res.rep.dlen, ex, &n) < 0)
+			rc = -EPROTO;
+		for (unsigned i = 0; rc == 0 && i < n && nr < META_EXTENTS_MAX; i++) {
+			if (ex[i].stripe != stripe || ex[i].dedup)
+				continue;
+			if (nr > 0 && rng[nr - 1].end == ex[i].off)
+				rng[nr - 1].end += ex[i].len; /* adjacent: one range */
+			else
+				rng[nr++] = (typeof(rng[0])){ ex[i].off, ex[i].off + ex[i].len };
+		}
+		at = rc == 0 && n > 0 && (res.rep.flags & MP_MORE) ? ex[n - 1].off + ex[n - 1].len
+								   : UINT64_MAX;
+		cres_fini(&res);
+	}
+	if (rc == 0 && nr > 0 && (buf = sh_malloc((size_t)ndata(f) * frag_of(f))) == NULL)
+		rc = -ENOMEM;
+	for (unsigned i = 0; rc == 0 && i < nr; i++) {
+		for (uint64_t off = rng[i].off; rc == 0 && off < rng[i].end;) {
+			size_t len = (size_t)(rng[i].end - off) < (size_t)ndata(f) * frag_of(f)
+					 ? (size_t)(rng[i].end - off)
+					 : (size_t)ndata(f) * frag_of(f);
+
+			rc = read_range(f, &st, buf, off, off + len);
+			if (rc == 0)
+				rc = put_stripe_from(f, off, buf, len, 0, stripe);
+			if (rc == -ESTALE) {
+				out->skipped++; /* written meanwhile: the new bytes are not ours to
+						   move */
+				rc = 0;
+			} else if (rc == 0) {
+				out->moved_bytes += len;
+			}
+			off += len;
+		}
+	}
+	if (rc == 0 && nr > 0)
+		out->stripes++;
+	atomic_fetch_add(&fs->wgen, 1); /* the file's extents changed: maps go stale */
+	sh_free(buf);
+	sh_close(f);
+	return rc;
+}
+
+int
+sh_fs_clean(sh_fs *fs, uint32_t from, uint32_t to, struct sh_clean_stats *out,
+	    void (*progress)(void *arg, uint32_t done, uint32_t total), void *arg)
+{
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (to == 0 || to > fs->nbuckets)
+		to = fs->nbuckets;
+	for (uint32_t b = from; rc == 0 && b < to; b++) {
+		struct mp_req q = {
+			.kind = MP_DIRTY, .fs = fs->id, .bucket = (uint16_t)b, .max = 64
+		};
+		struct cres res;
+		struct sh_dec d;
+
+		rc = client_meta(fs->c, &q, &res);
+		sh_dec_init(&d, res.rep.data, res.rep.dlen);
+		for (size_t i = 0; rc == 0 && i < res.rep.dlen / 32; i++) {
+			uint64_t stripe = sh_dec_u64(&d), ino = sh_dec_u64(&d);
+
+			(void)sh_dec_u64(&d); /* live */
+			(void)sh_dec_u64(&d); /* total */
+			rc = clean_stripe(fs, stripe, ino, out);
+		}
+		cres_fini(&res);
+		out->buckets++;
+		if (progress)
+			progress(arg, b - from + 1, to - from);
+	}
 	return rc;
 }

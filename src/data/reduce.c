@@ -88,8 +88,8 @@ reduce_block(unsigned comp, const void *src, size_t len, void *dst, uint8_t *enc
 	size_t cap = len - len / REDUCE_MIN_GAIN, out = 0;
 
 	*enc = REDUCE_RAW;
-	if (len < 2 * REDUCE_MIN_GAIN || len > REDUCE_BLOCK_MAX || REDUCE_ALGO(comp) == REDUCE_NONE ||
-	    !worth_trying(src, len, dst))
+	if (len < 2 * REDUCE_MIN_GAIN || len > REDUCE_BLOCK_MAX ||
+	    REDUCE_ALGO(comp) == REDUCE_NONE || !worth_trying(src, len, dst))
 		return 0;
 	switch (REDUCE_ALGO(comp)) {
 	case REDUCE_ALGO_LZ4: {

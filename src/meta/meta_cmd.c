@@ -187,7 +187,9 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 			 ? meta_claims_decode(c->data, c->dlen, e, &n, cl, &ncl)
 			 : meta_extent_list_decode(c->data, c->dlen, e, &n);
 		rc = rc < 0 ? -EINVAL : meta_dedup_check(b, cl, ncl, c->now);
-		if (rc == 0)
+		if (rc == 0 && (c->flags & META_EXTENT_MOVE))
+			rc = meta_extent_move(b, c->ino, e, n, c->upto);
+		else if (rc == 0)
 			rc = meta_extent_set(b, c->ino, e, n, c->flags & ~META_EXTENT_CLAIMS,
 					     c->now, &r->attr);
 		/* the claims last: their CLAIM_DONE goes after the refs the extents sent */

@@ -43,6 +43,8 @@ enum meta_op {
 #define META_INLINE_MERGE 0x1
 /* META_OP_EXTENT: data is meta_claims_encode's (extents, and the claims they consume) */
 #define META_EXTENT_CLAIMS 0x2
+/* META_OP_EXTENT: cleaning: ranges now all of stripe upto, moved (meta_extent_move) */
+#define META_EXTENT_MOVE 0x4
 
 struct meta_cmd {
 	uint8_t op;

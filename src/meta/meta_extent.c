@@ -233,25 +233,69 @@ meta_usage_get(struct meta_bucket *b, struct meta_usage *u)
 	return rc;
 }
 
+/* A stripe's record: references; for a file's stripe, whose, and its bytes mapped and live. */
+struct stripe_rec {
+	uint64_t n, ino, total, live;
+};
+
+static int
+stripe_get(struct meta_bucket *b, uint64_t stripe, struct stripe_rec *r)
+{
+	struct meta_key k;
+	size_t len;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	meta_key_id(&k, b->bucket, META_K_STRIPE, stripe);
+	rc = meta_get(b->t, &k, b->ver, r, sizeof(*r), &len);
+	if (rc == 0 && len != sizeof(*r) && len != sizeof(r->n)) /* (a count alone: before) */
+		rc = -EBADMSG;
+	return rc;
+}
+
+static int
+stripe_put(struct meta_bucket *b, uint64_t stripe, const struct stripe_rec *r)
+{
+	struct meta_key k;
+
+	meta_key_id(&k, b->bucket, META_K_STRIPE, stripe);
+	return meta_put(b->t, &k, b->ver, r, sizeof(*r), b->keep);
+}
+
+/* A file's stripe: its live bytes (and all it ever mapped) move by these. */
+static int
+stripe_live(struct meta_bucket *b, const struct meta_extent *e, uint64_t ino, int64_t dlive,
+	    int64_t dtotal)
+{
+	struct stripe_rec r;
+	int rc;
+
+	if (e->dedup)
+		return 0; /* a dedup block's stripe is its entry's, whole */
+	rc = stripe_get(b, e->stripe, &r);
+	if (rc < 0)
+		return rc == -ENOENT ? 0 : rc;
+	if (ino)
+		r.ino = ino;
+	r.live = dlive < 0 && (uint64_t)-dlive > r.live ? 0 : r.live + (uint64_t)dlive;
+	r.total += (uint64_t)dtotal;
+	return stripe_put(b, e->stripe, &r);
+}
+
 /* A stripe's references change by delta; at zero it goes to the reclaim queue. */
 int
 meta_stripe_ref(struct meta_bucket *b, const struct meta_extent *e, int delta)
 {
 	struct meta_key k;
-	uint64_t n = 0;
-	size_t len;
-	int rc;
+	struct stripe_rec r;
+	int rc = stripe_get(b, e->stripe, &r);
 
-	meta_key_id(&k, b->bucket, META_K_STRIPE, e->stripe);
-	rc = meta_get(b->t, &k, b->ver, &n, sizeof(n), &len);
 	if (rc < 0 && rc != -ENOENT)
 		return rc;
-	if (rc == 0 && len != sizeof(n))
-		return -EBADMSG;
-	if (delta < 0 && n == 0)
+	if (delta < 0 && r.n == 0)
 		return -EBADMSG; /* a reference nobody counted: the map is damaged */
-	n = delta < 0 ? n - 1 : n + 1;
-	if (n == 1 && delta > 0) {
+	r.n = delta < 0 ? r.n - 1 : r.n + 1;
+	if (r.n == 1 && delta > 0) {
 		/* a stripe newly referenced: its bytes count from now */
 		int64_t data = (int64_t)e->d * e->frag;
 
@@ -259,8 +303,9 @@ meta_stripe_ref(struct meta_bucket *b, const struct meta_extent *e, int delta)
 		if (rc < 0)
 			return rc;
 	}
-	if (n > 0)
-		return meta_put(b->t, &k, b->ver, &n, sizeof(n), b->keep);
+	if (r.n > 0)
+		return stripe_put(b, e->stripe, &r);
+	meta_key_id(&k, b->bucket, META_K_STRIPE, e->stripe);
 	rc = meta_del(b->t, &k, b->ver, b->keep);
 	if (rc == 0) {
 		int64_t data = (int64_t)e->d * e->frag;
@@ -363,6 +408,9 @@ meta_extent_punch(struct meta_bucket *b, uint64_t ino, uint64_t start, uint64_t 
 
 			gone += cut;
 			gone_once += e.dedup ? 0 : cut;
+			rc = stripe_live(b, &e, 0, -(int64_t)cut, 0);
+			if (rc < 0)
+				break;
 			if (e.off < start) {
 				/* the head stays; a tail past the hole becomes its own extent */
 				e.len = start - e.off;
@@ -535,6 +583,8 @@ meta_extent_set(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e
 		if (rc == 0)
 			rc = extent_ref(b, ino, &e[i], +1);
 		if (rc == 0)
+			rc = stripe_live(b, &e[i], ino, (int64_t)e[i].len, (int64_t)e[i].len);
+		if (rc == 0)
 			rc = meta_usage_add(b, (int64_t)e[i].len,
 					    e[i].dedup ? 0 : (int64_t)e[i].len, 0, 0);
 		if (e[i].off + e[i].len > in.size)
@@ -547,6 +597,86 @@ meta_extent_set(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e
 	if (rc == 0 && attr)
 		*attr = in;
 	return rc;
+}
+
+int
+meta_extent_move(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e, unsigned n,
+		 uint64_t from)
+{
+	struct meta_inode in;
+	int rc = load_reg(b, ino, &in);
+
+	for (unsigned i = 0; rc == 0 && i < n; i++) {
+		uint8_t v[META_EXTENT_VMAX];
+		struct meta_extent chk, got[BATCH];
+		uint64_t covered = 0;
+		unsigned ng = 0;
+		int vl = meta_extent_encode(&e[i], v, sizeof(v));
+
+		if (vl < 0 || meta_extent_decode(v, (size_t)vl, &chk) < 0 || e[i].dedup)
+			return -EINVAL;
+		/* the range is still all from's: the bytes moved are the bytes there */
+		rc = meta_extents(b, ino, e[i].off, e[i].len, got, BATCH, &ng);
+		for (unsigned k = 0; rc == 0 && k < ng; k++) {
+			uint64_t a = got[k].off > e[i].off ? got[k].off : e[i].off;
+			uint64_t z = got[k].off + got[k].len < e[i].off + e[i].len
+					 ? got[k].off + got[k].len
+					 : e[i].off + e[i].len;
+
+			if (got[k].stripe == from && !got[k].dedup)
+				covered += z - a;
+		}
+		if (rc == 0 && (ng == BATCH || covered != e[i].len))
+			return -ESTALE;
+	}
+	/* as a mapping, but the file's size and times stay: nothing a reader sees changes */
+	for (unsigned i = 0; rc == 0 && i < n; i++) {
+		rc = meta_extent_punch(b, ino, e[i].off, e[i].off + e[i].len);
+		if (rc == 0)
+			rc = put_extent(b, ino, &e[i]);
+		if (rc == 0)
+			rc = extent_ref(b, ino, &e[i], +1);
+		if (rc == 0)
+			rc = stripe_live(b, &e[i], ino, (int64_t)e[i].len, (int64_t)e[i].len);
+		if (rc == 0)
+			rc = meta_usage_add(b, (int64_t)e[i].len, (int64_t)e[i].len, 0, 0);
+	}
+	return rc;
+}
+
+struct dirty_scan {
+	int (*fn)(void *arg, uint64_t stripe, uint64_t ino, uint64_t live, uint64_t total);
+	void *arg;
+};
+
+static int
+on_stripe_rec(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vlen)
+{
+	struct dirty_scan *ds = arg;
+	struct stripe_rec r;
+
+	if (klen != 11)
+		return -EBADMSG;
+	if (vlen != sizeof(r))
+		return 0; /* a count alone (a dedup block's, or of before): not a file's */
+	memcpy(&r, val, sizeof(r));
+	if (r.ino == 0 || r.total == 0 || r.live * 2 > r.total)
+		return 0;
+	return ds->fn(ds->arg, meta_be64_get(key + 3), r.ino, r.live, r.total);
+}
+
+int
+meta_stripes_dirty(struct meta_bucket *b,
+		   int (*fn)(void *arg, uint64_t stripe, uint64_t ino, uint64_t live,
+			     uint64_t total),
+		   void *arg)
+{
+	struct dirty_scan ds = { fn, arg };
+	struct meta_key pk;
+
+	meta_key_id(&pk, b->bucket, META_K_STRIPE, 0);
+	pk.len = 3;
+	return meta_scan(b->t, &pk, NULL, 0, b->ver, on_stripe_rec, &ds);
 }
 
 struct reclaims {

@@ -79,6 +79,19 @@ int meta_extent_list_decode(const uint8_t *b, size_t len, struct meta_extent *ou
 #define META_EXTENT_TAKES_INLINE 0x1
 int meta_extent_set(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e, unsigned n,
 		    unsigned flags, uint64_t now, struct meta_inode *attr);
+/*
+ * Cleaning (docs/reduction.md): map e[0..n) where each one's range is now
+ * all stripe from's (else -ESTALE, nothing changed: the file was written
+ * meanwhile), without touching the file's size or times — the same bytes,
+ * moved to a new stripe, so that from's dead bytes can go.
+ */
+int meta_extent_move(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e, unsigned n,
+		     uint64_t from);
+/* Stripes of files at least half dead (live * 2 <= total mapped): fn(...) (1 stops). */
+int meta_stripes_dirty(struct meta_bucket *b,
+		       int (*fn)(void *arg, uint64_t stripe, uint64_t ino, uint64_t live,
+				 uint64_t total),
+		       void *arg);
 /* Unmap [start, end) (a truncate: end UINT64_MAX), dropping references. */
 int meta_extent_punch(struct meta_bucket *b, uint64_t ino, uint64_t start, uint64_t end);
 /*

@@ -31,6 +31,8 @@ enum mp_kind {
 	MP_EXTENTS,    /* ino, off, len, max: the extents there; reply data: an extent list */
 	MP_STRIPES,    /* data: u64 LE stripe ids of this bucket; reply data: a byte each, 1 if
 			* an extent refers to it or it waits in the reclaim queue (orphan sweep) */
+	MP_DIRTY,      /* max: files' stripes at least half dead; reply data: per stripe u64 LE
+			* stripe, ino, live bytes, bytes mapped (cleaning) */
 	MP_KIND_MAX
 };
 

@@ -31,7 +31,7 @@ msvc_slot_name(unsigned slot)
 		[MP_GETXATTR] = "getxattr",	[MP_LISTXATTR] = "listxattr",
 		[MP_DIRBUCKETS] = "dirbuckets", [MP_DELTAS] = "deltas",
 		[MP_REVOKE] = "revoke",		[MP_EXTENTS] = "extents",
-		[MP_STRIPES] = "stripes",
+		[MP_STRIPES] = "stripes",	[MP_DIRTY] = "dirty",
 	};
 	static const char *const ops[MSVC_SLOTS - MSVC_SLOT_CMD] = {
 		[META_OP_MKROOT] = "mkroot",
@@ -514,6 +514,27 @@ with_inline(struct mreq *m, struct meta_bucket *mb, uint64_t ino, struct mp_repl
 	rep->flags |= MP_INLINE;
 }
 
+/* MP_DIRTY: the stripes found, into the reply. */
+struct dirty {
+	struct sh_enc *e;
+	unsigned n, max;
+};
+
+static int
+on_dirty(void *arg, uint64_t stripe, uint64_t ino, uint64_t live, uint64_t total)
+{
+	struct dirty *d = arg;
+
+	if (d->n == d->max)
+		return 1;
+	sh_enc_u64(d->e, stripe);
+	sh_enc_u64(d->e, ino);
+	sh_enc_u64(d->e, live);
+	sh_enc_u64(d->e, total);
+	d->n++;
+	return 0;
+}
+
 static void
 do_read(struct mreq *m)
 {
@@ -534,6 +555,7 @@ do_read(struct mreq *m)
 		}
 		break;
 	case MP_READDIR:
+	case MP_DIRTY:
 		break;
 	case MP_STRIPES:
 		if (m->req.dlen % 8 != 0 || m->req.dlen > MP_STRIPES_MAX * 8) {
@@ -661,6 +683,13 @@ do_read(struct mreq *m)
 			else
 				sh_enc_u8(&e, (uint8_t)k);
 		}
+		break;
+	}
+	case MP_DIRTY: {
+		struct dirty d = { .e = &e,
+				   .max = m->req.max && m->req.max < 64 ? m->req.max : 64 };
+
+		rc = meta_stripes_dirty(&mb, on_dirty, &d);
 		break;
 	}
 	case MP_DIRBUCKETS: {

@@ -112,6 +112,11 @@ parse_args(int argc, char **argv, struct shoald_opts *o)
 	 * sets it for tests.
 	 */
 	o->claim_age_s = 60;
+	/* files' stripes at least half dead are cleaned every minute (SHOAL_CLEAN_INTERVAL) */
+	o->clean_s = 60;
+	if (getenv("SHOAL_CLEAN_INTERVAL") != NULL)
+		o->clean_s =
+		    parse_uint("SHOAL_CLEAN_INTERVAL", getenv("SHOAL_CLEAN_INTERVAL"), 0, 86400);
 	if (getenv("SHOAL_CLAIM_AGE") != NULL)
 		o->claim_age_s = parse_uint("SHOAL_CLAIM_AGE", getenv("SHOAL_CLAIM_AGE"), 1, 86400);
 	opterr = 0;
@@ -293,6 +298,7 @@ on_config(void *arg, const struct cfg *c)
 {
 	struct shoald *d = arg;
 
+	cleaner_cfg(&d->cleaner, c, d->o.id);
 	for (unsigned i = 0; i < d->o.workers; i++)
 		if (worker_set_cfg(&d->workers[i], c) < 0)
 			sh_log_error("out of memory handing the configuration to worker %u", i);
@@ -408,6 +414,11 @@ main(int argc, char **argv)
 			sh_strerror(rc));
 		return 1;
 	}
+	rc = cleaner_start(&d.cleaner, d.o.mgmt, d.o.clean_s);
+	if (rc < 0) {
+		fprintf(stderr, "shoald: cannot start the cleaner: %s\n", sh_strerror(rc));
+		return 1;
+	}
 	snprintf(path, sizeof(path), "%s/shoald.pid", d.o.dir);
 	f = fopen(path, "w");
 	if (f) {
@@ -426,6 +437,7 @@ main(int argc, char **argv)
 	env_real_run(d.env);
 
 	sh_log_info("shoald %llu stopping", (unsigned long long)d.o.id);
+	cleaner_stop(&d.cleaner);
 	admin_http_quiesce(d.http);
 	cluster_stop(d.cl, on_cluster_stopped, &d);
 	while (!d.stopped)

@@ -33,6 +33,7 @@ struct shoald_opts {
 	unsigned heartbeat_ms;
 	unsigned orphan_age_s; /* --orphan-age: 0 sweeps nothing */
 	unsigned claim_age_s;  /* SHOAL_CLAIM_AGE: dedup claims this old are checked */
+	unsigned clean_s;      /* SHOAL_CLEAN_INTERVAL: background cleaning every (0: off) */
 };
 
 /*
@@ -102,6 +103,24 @@ struct worker {
 	bool started;
 };
 
+/* clean.c: background cleaning, on a thread of its own with a client of the cluster. */
+struct cleaner {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop, started;
+	char addr[CFG_ADDR_MAX];
+	unsigned interval_s;
+	/* from the configuration, under mu */
+	char fs[CFG_FS_MAX][CFG_NAME_MAX];
+	unsigned nfs, rank, nnodes, nbuckets;
+};
+/* Every interval_s (0: never), through addr (this node's admin address). */
+int cleaner_start(struct cleaner *k, const char *addr, unsigned interval_s);
+/* A newer configuration: the filesystems, and this node's share (self: its id). */
+void cleaner_cfg(struct cleaner *k, const struct cfg *c, uint64_t self);
+void cleaner_stop(struct cleaner *k);
+
 struct shoald {
 	struct shoald_opts o;
 	struct env *env; /* the management loop */
@@ -116,6 +135,7 @@ struct shoald {
 	pthread_mutex_t stats_mu;
 	/* what each worker published last (counters, its metadata groups), under stats_mu */
 	struct admin_stats stats[SHOALD_WORKERS_MAX];
+	struct cleaner cleaner;
 	bool stopped;
 };
 

@@ -646,6 +646,15 @@ copy(const char *from, const char *to, bool in)
 	return 0;
 }
 
+/* Cleaning's progress on a terminal: buckets done of all. */
+static void
+clean_progress(void *arg, uint32_t done, uint32_t total)
+{
+	(void)arg;
+	if (isatty(STDERR_FILENO) && (done % 64 == 0 || done == total))
+		fprintf(stderr, "\rcleaning: %u of %u buckets", done, total);
+}
+
 static const char ns_usage[] =
     "shoal ns FS stat|lstat|ls|mkdir|touch|rm|rmdir|readlink PATH\n"
     "shoal ns FS mv|ln FROM TO | ln -s TARGET PATH | chmod MODE PATH\n"
@@ -653,6 +662,7 @@ static const char ns_usage[] =
     "shoal ns FS storm DIR THREADS FILES LOG [PREFIX] | check LOG\n"
     "shoal ns FS put LOCAL PATH | get PATH LOCAL | pwrite PATH OFFSET LOCAL | truncate PATH SIZE\n"
     "shoal ns FS usage (what the drive targets hold) | coherence PATH (two clients)\n"
+    "shoal ns FS clean (rewrite the live bytes of stripes at least half dead)\n"
     "shoal ns FS scribble PATH SEED (random writes through one handle against a model)\n"
     "shoal ns FS aio PATH (asynchronous writes and reads, many in flight, checked)";
 
@@ -663,7 +673,8 @@ cmd_ns(struct cli *c, int argc, char **argv)
 	struct stat st;
 	int rc = 0;
 
-	if (argc < 2 || (argc < 3 && strcmp(argv[1], "usage") != 0))
+	if (argc < 2 ||
+	    (argc < 3 && strcmp(argv[1], "usage") != 0 && strcmp(argv[1], "clean") != 0))
 		usage_error("%s", ns_usage);
 	{
 		/* SHOAL_FRAG_KB: the fragment size of the stripes written (tests, tuning) */
@@ -759,6 +770,18 @@ cmd_ns(struct cli *c, int argc, char **argv)
 		check(sh_truncate(fs, p, strtoull(argv[3], NULL, 10)), op, p);
 	} else if (strcmp(op, "coherence") == 0) {
 		rc = coherence(c, p);
+	} else if (strcmp(op, "clean") == 0) {
+		struct sh_clean_stats cs;
+		double t0 = now_s();
+
+		check(sh_fs_clean(fs, 0, 0, &cs, clean_progress, NULL), "clean", argv[0]);
+		if (isatty(STDERR_FILENO))
+			fputc('\n', stderr);
+		printf("{\"buckets\":%llu,\"stripes\":%llu,\"moved_bytes\":%llu,\"skipped\":%llu,"
+		       "\"seconds\":%.2f}\n",
+		       (unsigned long long)cs.buckets, (unsigned long long)cs.stripes,
+		       (unsigned long long)cs.moved_bytes, (unsigned long long)cs.skipped,
+		       now_s() - t0);
 	} else if (strcmp(op, "usage") == 0) {
 		static struct sh_target_usage u[1024];
 		int n = sh_targets_usage(fs, u, 1024);

@@ -409,3 +409,66 @@ TEST(meta_extent_encoded_blocks_trim_by_offset_in_block)
 	SH_ASSERT_EQ(u.phys, 0);
 	fx_close(&f);
 }
+
+static int
+on_dirty(void *arg, uint64_t stripe, uint64_t ino, uint64_t live, uint64_t total)
+{
+	uint64_t *got = arg;
+
+	got[0] = stripe;
+	got[1] = ino;
+	got[2] = live;
+	got[3] = total;
+	return 0;
+}
+
+TEST(meta_extent_cleaning_moves_only_what_is_still_the_stripes)
+{
+	struct fx f;
+	struct meta_extent e[2], got[8];
+	struct meta_inode in, after;
+	struct meta_usage u0, u1;
+	uint64_t dirty[4] = { 0 };
+	unsigned n;
+
+	fx_open(&f);
+	/* a 4 MiB stripe mapped whole, then 3/4 of it overwritten */
+	e[0] = ext(0, 4 << 20, 7, 0);
+	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, e, 1, 0, 20, &in));
+	SH_ASSERT_OK(meta_stripes_dirty(&f.b, on_dirty, dirty));
+	SH_ASSERT_EQ(dirty[0], 0); /* all live */
+	e[0] = ext(1 << 20, 3 << 20, 8, 0);
+	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, e, 1, 0, 30, &in));
+	SH_ASSERT_OK(meta_stripes_dirty(&f.b, on_dirty, dirty));
+	SH_ASSERT_EQ(dirty[0], 7);
+	SH_ASSERT_EQ(dirty[1], f.ino);
+	SH_ASSERT_EQ(dirty[2], 1 << 20);
+	SH_ASSERT_EQ(dirty[3], 4 << 20);
+	SH_ASSERT_OK(meta_usage_get(&f.b, &u0));
+	/* a range that is not all stripe 7's any more is refused, nothing changed */
+	e[0] = ext(0, 2 << 20, 9, 0);
+	SH_ASSERT_ERR(meta_extent_move(&f.b, f.ino, e, 1, 7), -ESTALE);
+	/* its live part moved: stripe 7 goes to the reclaim queue; size and times stay */
+	e[0] = ext(0, 1 << 20, 9, 0);
+	SH_ASSERT_OK(meta_extent_move(&f.b, f.ino, e, 1, 7));
+	SH_ASSERT_OK(meta_extents(&f.b, f.ino, 0, UINT64_MAX, got, 8, &n));
+	SH_ASSERT_EQ(n, 2u);
+	SH_ASSERT_EQ(got[0].stripe, 9);
+	SH_ASSERT_EQ(got[1].stripe, 8);
+	SH_ASSERT_OK(meta_getattr(&f.b, f.ino, &after));
+	SH_ASSERT_EQ(after.size, in.size);
+	SH_ASSERT_EQ(after.mtime, in.mtime);
+	SH_ASSERT_EQ(after.ctime, in.ctime);
+	{
+		uint64_t gone = 0;
+
+		SH_ASSERT_OK(meta_reclaims(&f.b, count, &gone));
+		SH_ASSERT_EQ(gone, 7);
+	}
+	/* mapped bytes the same; one stripe fewer */
+	SH_ASSERT_OK(meta_usage_get(&f.b, &u1));
+	SH_ASSERT_EQ(u1.mapped, u0.mapped);
+	SH_ASSERT_EQ(u1.unique, u0.unique);
+	SH_ASSERT_EQ(u1.data, u0.data); /* stripe 9 replaced stripe 7: same size here */
+	fx_close(&f);
+}

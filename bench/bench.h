@@ -17,6 +17,20 @@ bench_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Give up: "name: what went wrong" on stderr, and exit 1 (the atexit handlers clean up). */
+static inline void __attribute__((format(printf, 2, 3), noreturn))
+bench_die(const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
 /* Run a shell command; a failure ends the benchmark (its atexit handlers clean up). */
 static inline void __attribute__((format(printf, 2, 3)))
 bench_sh(const char *name, const char *fmt, ...)

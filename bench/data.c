@@ -44,20 +44,7 @@ static sh_fs *fs;
 static uint64_t file_size;
 static long clk_tck;
 
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void
-die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "bench/data: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
+#define die(...) bench_die("bench/data", __VA_ARGS__)
 
 /* CPU seconds of the cluster's daemons and this process so far. */
 static double

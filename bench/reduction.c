@@ -52,20 +52,7 @@ static char bin[PATH_MAX], addr[64];
 static unsigned port;
 static uint64_t size;
 
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void
-die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "bench/reduction: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
+#define die(...) bench_die("bench/reduction", __VA_ARGS__)
 
 struct part {
 	sh_fs *fs;

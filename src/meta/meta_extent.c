@@ -544,6 +544,23 @@ meta_inline_merge(struct meta_bucket *b, uint64_t ino, uint64_t off, const void 
 	return meta_inline_set(b, ino, cur, end, now, attr);
 }
 
+/* e over whatever was mapped there: its reference, its stripe's live bytes, the usage. */
+static int
+map_one(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e)
+{
+	int rc = meta_extent_punch(b, ino, e->off, e->off + e->len);
+
+	if (rc == 0)
+		rc = put_extent(b, ino, e);
+	if (rc == 0)
+		rc = extent_ref(b, ino, e, +1);
+	if (rc == 0)
+		rc = stripe_live(b, e, ino, (int64_t)e->len, (int64_t)e->len);
+	if (rc == 0)
+		rc = meta_usage_add(b, (int64_t)e->len, e->dedup ? 0 : (int64_t)e->len, 0, 0);
+	return rc;
+}
+
 int
 meta_extent_set(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e, unsigned n,
 		unsigned flags, uint64_t now, struct meta_inode *attr)
@@ -577,16 +594,7 @@ meta_extent_set(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e
 	if (n > 0)
 		rc = meta_inline_cut(b, ino, 0); /* a file with extents has no inline bytes */
 	for (unsigned i = 0; rc == 0 && i < n; i++) {
-		rc = meta_extent_punch(b, ino, e[i].off, e[i].off + e[i].len);
-		if (rc == 0)
-			rc = put_extent(b, ino, &e[i]);
-		if (rc == 0)
-			rc = extent_ref(b, ino, &e[i], +1);
-		if (rc == 0)
-			rc = stripe_live(b, &e[i], ino, (int64_t)e[i].len, (int64_t)e[i].len);
-		if (rc == 0)
-			rc = meta_usage_add(b, (int64_t)e[i].len,
-					    e[i].dedup ? 0 : (int64_t)e[i].len, 0, 0);
+		rc = map_one(b, ino, &e[i]);
 		if (e[i].off + e[i].len > in.size)
 			in.size = e[i].off + e[i].len;
 	}
@@ -630,17 +638,8 @@ meta_extent_move(struct meta_bucket *b, uint64_t ino, const struct meta_extent *
 			return -ESTALE;
 	}
 	/* as a mapping, but the file's size and times stay: nothing a reader sees changes */
-	for (unsigned i = 0; rc == 0 && i < n; i++) {
-		rc = meta_extent_punch(b, ino, e[i].off, e[i].off + e[i].len);
-		if (rc == 0)
-			rc = put_extent(b, ino, &e[i]);
-		if (rc == 0)
-			rc = extent_ref(b, ino, &e[i], +1);
-		if (rc == 0)
-			rc = stripe_live(b, &e[i], ino, (int64_t)e[i].len, (int64_t)e[i].len);
-		if (rc == 0)
-			rc = meta_usage_add(b, (int64_t)e[i].len, (int64_t)e[i].len, 0, 0);
-	}
+	for (unsigned i = 0; rc == 0 && i < n; i++)
+		rc = map_one(b, ino, &e[i]);
 	return rc;
 }
 

@@ -18,8 +18,7 @@
 
 #include "../../../src/base/rand.h"
 #include "../../../src/data/reduce.h"
-#include "../../../src/meta/meta_cmd.h"
-#include "../../lib/test.h"
+#include "../../unit/meta/meta_apply.h"
 
 #define NB	4
 #define NFILES	4
@@ -56,29 +55,11 @@ struct world {
 static int
 apply(struct world *w, uint16_t bucket, struct meta_cmd *c, struct meta_result *r)
 {
-	struct meta_txn *t;
-	struct meta_bucket b;
-
-	SH_ASSERT_OK(meta_txn_begin(w->db, true, &t));
-	b = (struct meta_bucket){ .t = t, .bucket = bucket, .nbuckets = NB, .ver = 1 };
-	c->ver = 1;
 	c->now = w->now;
-	meta_cmd_apply(&b, c, r);
-	if (r->status == 0)
-		SH_ASSERT_OK(meta_txn_commit(t));
-	else
-		meta_txn_abort(t);
-	return r->status;
+	return meta_test_apply(w->db, NB, bucket, c, r);
 }
 
-#define LOOK(w, bk, b, body)                                                                  \
-	do {                                                                                  \
-		struct meta_txn *t_;                                                          \
-		SH_ASSERT_OK(meta_txn_begin((w)->db, false, &t_));                            \
-		struct meta_bucket b = { .t = t_, .bucket = (bk), .nbuckets = NB, .ver = 1 }; \
-		body;                                                                         \
-		meta_txn_abort(t_);                                                           \
-	} while (0)
+#define LOOK(w, bk, b, body) META_LOOK((w)->db, NB, bk, b, body)
 
 static void
 setup(struct world *w, uint64_t seed)

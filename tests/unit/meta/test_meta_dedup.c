@@ -9,8 +9,7 @@
 #include <unistd.h>
 
 #include "../../../src/data/reduce.h"
-#include "../../../src/meta/meta_cmd.h"
-#include "../../lib/test.h"
+#include "meta_apply.h"
 
 #define NB  2
 #define SEC 1000000000ull
@@ -23,33 +22,13 @@ struct fx {
 	uint16_t fb; /* the fingerprint's bucket: 1 */
 };
 
-/* Apply c in bucket (its own transaction, kept only if it succeeds): the status. */
 static int
 apply(struct fx *f, uint16_t bucket, struct meta_cmd *c, struct meta_result *r)
 {
-	struct meta_txn *t;
-	struct meta_bucket b;
-
-	SH_ASSERT_OK(meta_txn_begin(f->db, true, &t));
-	b = (struct meta_bucket){ .t = t, .bucket = bucket, .nbuckets = NB, .ver = 1 };
-	c->ver = 1;
-	meta_cmd_apply(&b, c, r);
-	if (r->status == 0)
-		SH_ASSERT_OK(meta_txn_commit(t));
-	else
-		meta_txn_abort(t);
-	return r->status;
+	return meta_test_apply(f->db, NB, bucket, c, r);
 }
 
-/* Read-only look at a bucket: fn(b). */
-#define LOOK(f, bk, b, body)                                                                  \
-	do {                                                                                  \
-		struct meta_txn *t_;                                                          \
-		SH_ASSERT_OK(meta_txn_begin((f)->db, false, &t_));                            \
-		struct meta_bucket b = { .t = t_, .bucket = (bk), .nbuckets = NB, .ver = 1 }; \
-		body;                                                                         \
-		meta_txn_abort(t_);                                                           \
-	} while (0)
+#define LOOK(f, bk, b, body) META_LOOK((f)->db, NB, bk, b, body)
 
 static void
 fx_open(struct fx *f)

@@ -222,7 +222,8 @@ main(int argc, char **argv)
 	bench_sh("bench/data",
 		 "%s local up --nodes 6 --dir %s --port %u --drive-size %uG >/dev/null", bin, dir,
 		 port, gib + 2);
-	bench_sh("bench/data", "%s --addr %s fs create data --protection 4+2 >/dev/null", bin,
+	bench_sh("bench/data",
+		 "%s --addr %s fs create data --protection 4+2 --compression none >/dev/null", bin,
 		 addr);
 	rc = sh_client_connect(addr, NULL, &cl);
 	if (rc == 0)

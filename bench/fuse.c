@@ -119,7 +119,9 @@ main(int argc, char **argv)
 	bench_sh("bench/fuse",
 		 "%s local up --nodes 6 --dir %s --port %u --drive-size 4G >/dev/null", bin, tmp,
 		 port);
-	bench_sh("bench/fuse", "%s --addr %s fs create b --protection 4+2 >/dev/null", bin, addr);
+	bench_sh("bench/fuse",
+		 "%s --addr %s fs create b --protection 4+2 --compression none >/dev/null", bin,
+		 addr);
 	mkdir(mnt, 0755);
 	rc = sh_client_connect(addr, NULL, &cl);
 	if (rc == 0)

@@ -41,6 +41,7 @@
 
 #include "../src/base/http.h"
 #include "../src/base/rand.h"
+#include "../src/data/reduce.h"
 #include "bench.h"
 
 #define MIB	 (1u << 20)
@@ -313,6 +314,20 @@ main(int argc, char **argv)
 	qsort(off, ROUNDS, sizeof(off[0]), cmp_d);
 	qsort(on, ROUNDS, sizeof(on[0]), cmp_d);
 	ratio = on[ROUNDS / 2] / off[ROUNDS / 2];
+	{
+		/* what trying costs, without the cluster's noise: the same blocks, one thread */
+		static uint8_t out[REDUCE_BLOCK * 1024];
+		size_t bl = REDUCE_BLOCK * 1024;
+		double t0 = bench_now(), cpu;
+		uint8_t how;
+
+		for (uint64_t at = 0; at + bl <= size; at += bl)
+			(void)reduce_block(REDUCE_ALGO_LZ4, rnd + at, bl, out, &how);
+		cpu = (bench_now() - t0) / ((double)size / (1u << 30));
+		printf("lz4 on random 128 KiB blocks: %.4f CPU s per GiB, %.2f%% of one core at "
+		       "%.3f GiB/s\n",
+		       cpu, 100 * cpu * off[ROUNDS / 2], off[ROUNDS / 2]);
+	}
 	printf("random data (median of %d): off %.3f GiB/s, lz4 %.3f GiB/s: %.3fx\n", ROUNDS,
 	       off[ROUNDS / 2], on[ROUNDS / 2], ratio);
 

@@ -49,10 +49,29 @@ node_addr(const struct local *l, int n, bool data, char *buf, size_t len)
 	snprintf(buf, len, "127.0.0.1:%d", l->port + (data ? 100 : 0) + n - 1);
 }
 
+/*
+ * A node's process is running: it exists and is not a zombie (a node
+ * kill -9'd whose parent, not us since we daemonized it, has not reaped
+ * it yet must count as dead, or `up` would not start it again).
+ */
 static bool
 pid_alive(pid_t p)
 {
-	return p > 0 && kill(p, 0) == 0;
+	char path[64], buf[256];
+	const char *st;
+	FILE *f;
+	bool alive;
+
+	if (p <= 0 || kill(p, 0) != 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)p);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return true; /* no /proc: take kill's word */
+	alive = fgets(buf, sizeof(buf), f) == NULL || (st = strrchr(buf, ')')) == NULL ||
+		(st[1] != ' ' || (st[2] != 'Z' && st[2] != 'X'));
+	fclose(f);
+	return alive;
 }
 
 static int

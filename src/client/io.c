@@ -30,6 +30,7 @@ _Static_assert((int)REDUCE_ALGO_LZ4 == (int)CFG_COMP_LZ4 &&
 #define EXTENTS_BATCH 64
 #define BEHIND_MAX    16	 /* stripes of one file in flight in the background, at most */
 #define BEHIND_BYTES  (8u << 20) /* and at most this much of them (but 4 stripes) */
+#define SPARES_MAX    4		 /* stripe buffers a handle keeps for reuse between them */
 /* Files up to this size keep their bytes with the inode (one metadata write, no stripe). */
 #define INLINE_MAX META_INLINE_MAX
 
@@ -50,7 +51,7 @@ struct sh_file {
 	struct {
 		uint64_t off, end;
 	} rng[BEHIND_MAX];	    /* what each covers (off == end: a free slot) */
-	uint8_t *spare[BEHIND_MAX]; /* stripe buffers to reuse */
+	uint8_t *spare[SPARES_MAX]; /* stripe buffers to reuse */
 	unsigned nspare;
 	/* read-ahead for a sequential reader (under mu; filled by the AIO threads) */
 	struct {
@@ -793,7 +794,7 @@ run_behind(void *arg)
 	if (rc < 0 && f->err == 0)
 		f->err = rc; /* the next call on the handle reports it */
 	f->rng[b->slot].off = f->rng[b->slot].end = 0;
-	if (f->nspare < behind_max(f))
+	if (f->nspare < SPARES_MAX)
 		f->spare[f->nspare++] = b->buf;
 	else
 		sh_free(b->buf);

@@ -219,6 +219,12 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 	case META_OP_DEDUP_RELEASE:
 		rc = meta_dedup_release(b, c->upto);
 		break;
+	case META_OP_DEDUP_FORGET: {
+		unsigned n;
+
+		rc = meta_dedup_forget_refused(b, c->upto, false, &n);
+		break;
+	}
 	case META_OP_RECLAIM_DONE:
 		rc = meta_reclaim_done(b, c->upto);
 		break;

@@ -37,6 +37,7 @@ enum meta_op {
 	META_OP_DEDUP_KILL,    /* upto: a claim (at the file's bucket: meta_dedup_kill) */
 	META_OP_DEDUP_RELEASE, /* upto: a claim found dead (at its bucket) */
 	META_OP_DELTAS,	       /* data: deltas for this bucket (n x META_DELTA_LEN), in order */
+	META_OP_DEDUP_FORGET,  /* upto: refused claims recorded before this time go */
 	META_OP_MAX
 };
 

@@ -468,3 +468,45 @@ meta_dedup_forget(struct meta_bucket *b, uint64_t claim)
 	meta_key_id(&k, b->bucket, META_K_CLAIMED, claim);
 	return meta_del(b->t, &k, b->ver, b->keep);
 }
+
+struct refused_scan {
+	uint64_t before;
+	uint64_t claims[256];
+	unsigned n;
+};
+
+static int
+on_claimed(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vlen)
+{
+	struct refused_scan *rs = arg;
+	const uint8_t *v = val;
+	uint64_t when;
+
+	if (klen != 11 || vlen != 9)
+		return -EBADMSG;
+	memcpy(&when, v + 1, 8);
+	if (v[0] != CLAIMED_REFUSED || when >= rs->before)
+		return 0;
+	if (rs->n == 256)
+		return 1;
+	rs->claims[rs->n++] = meta_be64_get(key + 3);
+	return 0;
+}
+
+int
+meta_dedup_forget_refused(struct meta_bucket *b, uint64_t before, bool dry, unsigned *n)
+{
+	struct refused_scan rs = { .before = before };
+	struct meta_key pk, k;
+	int rc;
+
+	meta_key_id(&pk, b->bucket, META_K_CLAIMED, 0);
+	pk.len = 3;
+	rc = meta_scan(b->t, &pk, NULL, 0, b->ver, on_claimed, &rs);
+	for (unsigned i = 0; rc >= 0 && !dry && i < rs.n; i++) {
+		meta_key_id(&k, b->bucket, META_K_CLAIMED, rs.claims[i]);
+		rc = meta_del(b->t, &k, b->ver, b->keep);
+	}
+	*n = rs.n;
+	return rc < 0 ? rc : 0;
+}

@@ -102,6 +102,14 @@ int meta_dedup_commit(struct meta_bucket *b, const struct meta_claim_ref *c, uns
  * its way or there), else 0 and it never will be (recorded as refused).
  */
 int meta_dedup_kill(struct meta_bucket *b, uint64_t claim, uint64_t now, int *committed);
+/*
+ * Refused claims recorded before `before` (at most 256 of them, *n): counted
+ * (dry), or forgotten. Safe once before is older than META_CLAIM_COMMIT_NS
+ * plus any clock skew between buckets' leaders: a commit that late is
+ * refused for its age (the leaders forget them after META_REFUSED_KEEP_NS).
+ */
+#define META_REFUSED_KEEP_NS (3600ull * 1000 * 1000 * 1000)
+int meta_dedup_forget_refused(struct meta_bucket *b, uint64_t before, bool dry, unsigned *n);
 /* Its CLAIM_DONE was shipped: forget that it was committed. */
 int meta_dedup_forget(struct meta_bucket *b, uint64_t claim);
 

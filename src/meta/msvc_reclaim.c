@@ -265,6 +265,32 @@ on_old_claim(void *arg, uint64_t claim, uint16_t owner, uint64_t when)
 	return 0;
 }
 
+static void
+on_forgot(void *arg, int status, const struct meta_result *r)
+{
+	(void)arg;
+	(void)status;
+	(void)r; /* what is left (more than one command's worth) goes next round */
+}
+
+/* Refused claims kept an hour in bucket b: forgotten (one command, if there are any). */
+static void
+old_refusals(struct mfs *fs, struct mgroup *g, uint16_t b)
+{
+	uint64_t now = env_realtime(fs->s->env);
+	struct meta_cmd c = { .op = META_OP_DEDUP_FORGET, .ver = 1, .now = now };
+	struct meta_bucket mb;
+	unsigned n = 0;
+
+	if (now < META_REFUSED_KEEP_NS || mgroup_read(g, b, &mb) < 0)
+		return;
+	c.upto = now - META_REFUSED_KEEP_NS;
+	(void)meta_dedup_forget_refused(&mb, c.upto, true, &n);
+	meta_txn_abort(mb.t);
+	if (n > 0)
+		(void)mgroup_propose(g, b, &c, on_forgot, NULL);
+}
+
 /* Claims older than the claim age in bucket b of group g: ask their files' buckets. */
 static void
 old_claims(struct mfs *fs, struct mgroup *g, uint16_t b)
@@ -300,6 +326,7 @@ on_tick(struct env_timer *t)
 			struct meta_bucket mb;
 
 			old_claims(fs, fs->groups[g], b[i]);
+			old_refusals(fs, fs->groups[g], b[i]);
 			if (mgroup_read(fs->groups[g], b[i], &mb) < 0)
 				continue;
 			(void)meta_reclaims(&mb, on_record, &sc);

@@ -276,12 +276,20 @@ on_old(void *arg, uint64_t claim, uint16_t owner, uint64_t when)
 	return 0;
 }
 
-/* What a bucket's leader does with claims older than the claim age. */
+/*
+ * What a bucket's leader does with claims older than the claim age; and
+ * with refused claims, forgotten here after 60 s (an hour in shoald): any
+ * commit of one is past its 30 s deadline by then.
+ */
 static void
 reconcile(struct world *w)
 {
 	for (uint16_t bk = 0; bk < NB; bk++) {
 		struct oldc o = { .w = w, .bucket = bk };
+		struct meta_cmd f = { .op = META_OP_DEDUP_FORGET, .upto = w->now - AGE };
+		struct meta_result fr;
+
+		SH_ASSERT_OK(apply(w, bk, &f, &fr));
 
 		LOOK(w, bk, b, SH_ASSERT_OK(meta_dedup_claims(&b, w->now - AGE, on_old, &o)));
 		for (unsigned i = 0; i < o.n; i++) {

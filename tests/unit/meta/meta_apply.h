@@ -29,13 +29,13 @@ meta_test_apply(struct meta_db *db, uint32_t nb, uint16_t bucket, struct meta_cm
 }
 
 /* A read-only look at bucket bk (of nb) as b: body runs with it. */
-#define META_LOOK(db, nb, bk, b, body)                                                        \
-	do {                                                                                  \
-		struct meta_txn *t_;                                                          \
-		SH_ASSERT_OK(meta_txn_begin((db), false, &t_));                               \
+#define META_LOOK(db, nb, bk, b, body)                                                          \
+	do {                                                                                    \
+		struct meta_txn *t_;                                                            \
+		SH_ASSERT_OK(meta_txn_begin((db), false, &t_));                                 \
 		struct meta_bucket b = { .t = t_, .bucket = (bk), .nbuckets = (nb), .ver = 1 }; \
-		body;                                                                         \
-		meta_txn_abort(t_);                                                           \
+		body;                                                                           \
+		meta_txn_abort(t_);                                                             \
 	} while (0)
 
 #endif /* SH_TESTS_META_APPLY_H */

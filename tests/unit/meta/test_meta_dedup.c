@@ -302,5 +302,19 @@ TEST(meta_dedup_dead_claims_are_released_and_refused)
 	SH_ASSERT_EQ(r.aux, 1);
 	ship(&f);
 	entry(&f, 0, 1, 0);
+	/* refused claims are forgotten once old (then a late commit is refused for its age) */
+	{
+		unsigned n = 0;
+
+		c = (struct meta_cmd){ .op = META_OP_DEDUP_FORGET, .upto = 100 * SEC };
+		SH_ASSERT_OK(apply(&f, 0, &c, &r));
+		LOOK(&f, 0, b, SH_ASSERT_OK(meta_dedup_forget_refused(&b, UINT64_MAX, true, &n)));
+		SH_ASSERT_EQ(n, 1u); /* refused at 100 s: not before 100 s */
+		c = (struct meta_cmd){ .op = META_OP_DEDUP_FORGET, .upto = 101 * SEC };
+		SH_ASSERT_OK(apply(&f, 0, &c, &r));
+		LOOK(&f, 0, b, SH_ASSERT_OK(meta_dedup_forget_refused(&b, UINT64_MAX, true, &n)));
+		SH_ASSERT_EQ(n, 0u);
+		SH_ASSERT_ERR(map(&f, 0, &where, 21, 10 * SEC, 4000 * SEC), -ETIMEDOUT);
+	}
 	meta_db_close(f.db);
 }

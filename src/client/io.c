@@ -473,6 +473,7 @@ dedup_once(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
 	struct meta_extent *ex = sh_calloc(nb, sizeof(*ex));
 	uint8_t *tmp = sh_malloc(bl);
 	int rc = b && w && ex && tmp ? 0 : -ENOMEM;
+	bool entered = false;
 
 	/* 1. fingerprints; a claim per bucket */
 	for (unsigned i = 0; rc == 0 && i < nb; i++) {
@@ -541,6 +542,7 @@ dedup_once(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
 	/* 4. enter what was stored (or learn whose copy was first) */
 	if (rc == 0 && nw > 0)
 		rc = claim_all(f, b, nb, cl, ncl, true);
+	entered = rc == 0;
 	/* 5. map */
 	for (unsigned i = 0; rc == 0 && i < nb; i++) {
 		ex[i] = b[i].loc;
@@ -550,13 +552,19 @@ dedup_once(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
 	}
 	if (rc == 0)
 		rc = map_extents(f, ex, nb, cl, ncl, flags, 0);
-	/* our copies that are not used (another writer's came first; or nothing was mapped) */
+	/*
+	 * Our copies another writer's came first for: released. Not one that
+	 * was entered (others may use it already, mapped or not here: its
+	 * entry's counts decide), nor any if we do not know what was entered
+	 * (a claim whose answer was lost may have been applied): what no
+	 * entry names, the targets' orphan sweep releases.
+	 */
 	for (unsigned k = 0; b && k < nw; k++) {
 		bool used = false;
 
-		for (unsigned i = 0; rc == 0 && i < nb; i++)
+		for (unsigned i = 0; i < nb; i++)
 			used |= b[i].loc.stripe == w[k].stripe;
-		if (!used && w[k].done)
+		if (entered && !used && w[k].done)
 			release(f, &w[k]);
 		sh_free(w[k].data);
 	}
@@ -616,7 +624,10 @@ put_stripe_from(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned fl
 			memcpy(e->targets, w->targets, nfrags(f) * sizeof(w->targets[0]));
 		}
 		rc = map_extents(f, pk.ex, pk.n, NULL, 0, flags, from);
-		if (rc < 0)
+		/* refused as such (nothing mapped): its fragments go now; after any other
+		 * failure (a lost answer, a timeout) the mapping may have happened, and the
+		 * targets' orphan sweep releases them if it did not */
+		if (rc == -EAGAIN || rc == -ESTALE)
 			release(f, w);
 	}
 	sh_free(w);

@@ -451,6 +451,8 @@ TEST(meta_extent_cleaning_moves_only_what_is_still_the_stripes)
 	/* its live part moved: stripe 7 goes to the reclaim queue; size and times stay */
 	e[0] = ext(0, 1 << 20, 9, 0);
 	SH_ASSERT_OK(meta_extent_move(&f.b, f.ino, e, 1, 7));
+	/* the same move again (a retry whose answer was lost): done already, nothing changes */
+	SH_ASSERT_OK(meta_extent_move(&f.b, f.ino, e, 1, 7));
 	SH_ASSERT_OK(meta_extents(&f.b, f.ino, 0, UINT64_MAX, got, 8, &n));
 	SH_ASSERT_EQ(n, 2u);
 	SH_ASSERT_EQ(got[0].stripe, 9);

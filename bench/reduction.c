@@ -151,7 +151,7 @@ metric_sum(const char *series)
 	return sum;
 }
 
-/* A filesystem's usage as the admin API sums it: "logical_bytes", "stored_bytes"... */
+/* A filesystem's field as the admin API gives it: "logical_bytes", "dedup_ratio"... */
 static double
 fs_usage(const char *name, const char *key)
 {
@@ -166,7 +166,7 @@ fs_usage(const char *name, const char *key)
 	json_array_foreach(j, i, f)
 	{
 		if (strcmp(json_string_value(json_object_get(f, "name")), name) == 0)
-			v = (double)json_integer_value(json_object_get(f, key));
+			v = json_number_value(json_object_get(f, key));
 	}
 	json_decref(j);
 	free(body);
@@ -188,28 +188,6 @@ settled(const char *name, const char *key, double logical)
 		usleep(500000);
 	}
 	die("usage of %s never settled at %.0f logical bytes", name, logical);
-}
-
-/* A filesystem's ratio field from the admin API. */
-static double
-fs_ratio(const char *name, const char *key)
-{
-	char *body = NULL;
-	json_t *j, *f;
-	size_t i;
-	double v = 0;
-
-	if (sh_http_call(addr, "GET", "/v1/fs", NULL, &body, 10) != 200)
-		die("GET /v1/fs failed");
-	j = json_loads(body, 0, NULL);
-	json_array_foreach(j, i, f)
-	{
-		if (strcmp(json_string_value(json_object_get(f, "name")), name) == 0)
-			v = json_real_value(json_object_get(f, key));
-	}
-	json_decref(j);
-	free(body);
-	return v;
 }
 
 static int
@@ -349,7 +327,7 @@ main(int argc, char **argv)
 	n1 = metric_sum("shoal_rpc_received_bytes_total{node=");
 	verify(fs_dd, "/random2", rnd);
 	p1 = settled("dd", "physical_bytes", 2.0 * (double)size);
-	dedup = fs_ratio("dd", "dedup_ratio");
+	dedup = fs_usage("dd", "dedup_ratio");
 	printf("dedup: first copy %.3f GiB/s (%.3fx compression off), second %.3f GiB/s; "
 	       "physical grew %.1f MiB for the %.1f MiB copy; the nodes received %.2f MiB "
 	       "(every RPC) while it was written\n",

@@ -95,7 +95,7 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 	struct meta_new n;
 	int rc;
 
-	memset(r, 0, sizeof(*r));
+	META_RESULT_CLEAR(r);
 	b->ver = c->ver;
 	b->queued = 0;
 	switch (c->op) {

@@ -8,6 +8,9 @@
 #ifndef SH_META_META_CMD_H
 #define SH_META_META_CMD_H
 
+#include <stddef.h>
+#include <string.h>
+
 #include "meta_dedup.h"
 #include "meta_extent.h"
 
@@ -87,9 +90,12 @@ struct meta_result {
 	struct meta_rename2 rename; /* as the step left it (prepares fill it in) */
 	unsigned queued;	    /* deltas queued for other buckets */
 	uint64_t aux;		    /* a claim: when it was made; a kill: 1 if committed */
-	struct meta_dedup_item dedup[META_DEDUP_MAX]; /* a claim's blocks, where they are */
 	unsigned ndedup;
+	/* a claim's blocks, where they are: last, and not cleared (4 KiB) for every command */
+	struct meta_dedup_item dedup[META_DEDUP_MAX];
 };
+/* A result cleared for a command (all but what ndedup says of dedup[]). */
+#define META_RESULT_CLEAR(r) memset((r), 0, offsetof(struct meta_result, dedup))
 
 int meta_cmd_encode(struct sh_enc *e, const struct meta_cmd *c);
 /* Fuzzed. The command points into b for data; -EBADMSG. */

@@ -24,6 +24,7 @@ struct meta_txn {
 	MDB_txn *txn;
 	bool write;
 	bool borrowed; /* reads through the batch itself: nothing to end */
+	bool wrote;    /* a put or delete was made through it */
 };
 
 static int
@@ -328,16 +329,24 @@ write_ver(struct meta_txn *t, const struct meta_key *k, uint64_t ver, uint8_t fl
 	return err(mdb_del(t->txn, t->db->dbi, &key, NULL));
 }
 
+bool
+meta_txn_wrote(const struct meta_txn *t)
+{
+	return t->wrote;
+}
+
 int
 meta_put(struct meta_txn *t, const struct meta_key *k, uint64_t ver, const void *val, size_t len,
 	 const struct meta_keep *keep)
 {
+	t->wrote = true;
 	return write_ver(t, k, ver, 0, val, len, keep);
 }
 
 int
 meta_del(struct meta_txn *t, const struct meta_key *k, uint64_t ver, const struct meta_keep *keep)
 {
+	t->wrote = true;
 	return write_ver(t, k, ver, TOMBSTONE, NULL, 0, keep);
 }
 

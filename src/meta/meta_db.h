@@ -58,6 +58,8 @@ int meta_txn_begin(struct meta_db *db, bool write, struct meta_txn **out);
  * META_DB_BATCH (then at the next flush). Frees t either way.
  */
 int meta_txn_commit(struct meta_txn *t);
+/* A put or delete was made through t (a dry run that wrote nothing changed nothing). */
+bool meta_txn_wrote(const struct meta_txn *t);
 void meta_txn_abort(struct meta_txn *t);
 
 /* The snapshot versions still kept, ascending: older versions they read survive writes. */

@@ -366,8 +366,7 @@ meta_dedup_claims(struct meta_bucket *b, uint64_t before,
 	struct claim_scan s = { before, fn, arg };
 	struct meta_key pk;
 
-	meta_key_id(&pk, b->bucket, META_K_CLAIM, 0);
-	pk.len = 3;
+	meta_key_kind(&pk, b->bucket, META_K_CLAIM);
 	return meta_scan(b->t, &pk, NULL, 0, b->ver, on_claim, &s);
 }
 
@@ -500,8 +499,7 @@ meta_dedup_forget_refused(struct meta_bucket *b, uint64_t before, bool dry, unsi
 	struct meta_key pk, k;
 	int rc;
 
-	meta_key_id(&pk, b->bucket, META_K_CLAIMED, 0);
-	pk.len = 3;
+	meta_key_kind(&pk, b->bucket, META_K_CLAIMED);
 	rc = meta_scan(b->t, &pk, NULL, 0, b->ver, on_claimed, &rs);
 	for (unsigned i = 0; rc >= 0 && !dry && i < rs.n; i++) {
 		meta_key_id(&k, b->bucket, META_K_CLAIMED, rs.claims[i]);

@@ -544,6 +544,17 @@ meta_inline_merge(struct meta_bucket *b, uint64_t ino, uint64_t off, const void 
 	return meta_inline_set(b, ino, cur, end, now, attr);
 }
 
+/* e passes the checks a stored extent gets when it is read back. */
+static bool
+extent_ok(const struct meta_extent *e)
+{
+	uint8_t v[META_EXTENT_VMAX];
+	struct meta_extent chk;
+	int vl = meta_extent_encode(e, v, sizeof(v));
+
+	return vl >= 0 && meta_extent_decode(v, (size_t)vl, &chk) == 0;
+}
+
 /* e over whatever was mapped there: its reference, its stripe's live bytes, the usage. */
 static int
 map_one(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e)
@@ -571,12 +582,7 @@ meta_extent_set(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e
 	if (rc < 0)
 		return rc;
 	for (unsigned i = 0; i < n; i++) {
-		uint8_t v[META_EXTENT_VMAX];
-		struct meta_extent chk;
-		int vl = meta_extent_encode(&e[i], v, sizeof(v));
-
-		/* the same checks as a stored one gets when read back */
-		if (vl < 0 || meta_extent_decode(v, (size_t)vl, &chk) < 0)
+		if (!extent_ok(&e[i]))
 			return -EINVAL;
 		if (e[i].off >= FILE_MAX || e[i].len > FILE_MAX - e[i].off)
 			return -EFBIG;
@@ -615,13 +621,11 @@ meta_extent_move(struct meta_bucket *b, uint64_t ino, const struct meta_extent *
 	int rc = load_reg(b, ino, &in);
 
 	for (unsigned i = 0; rc == 0 && i < n; i++) {
-		uint8_t v[META_EXTENT_VMAX];
-		struct meta_extent chk, got[BATCH];
+		struct meta_extent got[BATCH];
 		uint64_t covered = 0, moved = 0;
 		unsigned ng = 0;
-		int vl = meta_extent_encode(&e[i], v, sizeof(v));
 
-		if (vl < 0 || meta_extent_decode(v, (size_t)vl, &chk) < 0 || e[i].dedup)
+		if (!extent_ok(&e[i]) || e[i].dedup)
 			return -EINVAL;
 		/* the range is still all from's: the bytes moved are the bytes there */
 		rc = meta_extents(b, ino, e[i].off, e[i].len, got, BATCH, &ng);
@@ -677,8 +681,7 @@ meta_stripes_dirty(struct meta_bucket *b,
 	struct dirty_scan ds = { fn, arg };
 	struct meta_key pk;
 
-	meta_key_id(&pk, b->bucket, META_K_STRIPE, 0);
-	pk.len = 3;
+	meta_key_kind(&pk, b->bucket, META_K_STRIPE);
 	return meta_scan(b->t, &pk, NULL, 0, b->ver, on_stripe_rec, &ds);
 }
 
@@ -705,9 +708,7 @@ meta_reclaims(struct meta_bucket *b, int (*fn)(void *arg, const struct meta_exte
 	struct reclaims r = { fn, arg };
 	struct meta_key pk;
 
-	pk.len = 0;
-	meta_key_id(&pk, b->bucket, META_K_RECLAIM, 0);
-	pk.len = 3; /* every stripe of the queue */
+	meta_key_kind(&pk, b->bucket, META_K_RECLAIM); /* every stripe of the queue */
 	return meta_scan(b->t, &pk, NULL, 0, b->ver, on_reclaim, &r);
 }
 

@@ -284,16 +284,6 @@ on_outbox(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vl
 	return 0;
 }
 
-/* The prefix of every record of one kind in a bucket. */
-static void
-kind_prefix(struct meta_key *k, uint16_t bucket, uint8_t kind)
-{
-	k->b[0] = (uint8_t)(bucket >> 8);
-	k->b[1] = (uint8_t)bucket;
-	k->b[2] = kind;
-	k->len = 3;
-}
-
 int
 meta_outbox(struct meta_bucket *b, int (*fn)(void *arg, const struct meta_delta *d), void *arg)
 {
@@ -301,7 +291,7 @@ meta_outbox(struct meta_bucket *b, int (*fn)(void *arg, const struct meta_delta 
 	struct meta_key k;
 	int rc;
 
-	kind_prefix(&k, b->bucket, META_K_OUTBOX);
+	meta_key_kind(&k, b->bucket, META_K_OUTBOX);
 	rc = meta_scan(b->t, &k, NULL, 0, b->ver, on_outbox, &o);
 	return rc < 0 ? rc : o.err;
 }
@@ -312,7 +302,7 @@ meta_outbox_ack(struct meta_bucket *b, uint64_t upto)
 	struct meta_key k, pk;
 	int rc;
 
-	kind_prefix(&pk, b->bucket, META_K_OUTBOX);
+	meta_key_kind(&pk, b->bucket, META_K_OUTBOX);
 	for (;;) {
 		struct outbox_scan o = { .upto = upto };
 
@@ -1345,7 +1335,7 @@ meta_intents(struct meta_bucket *b, int (*fn)(void *arg, int phase, const struct
 	struct meta_key pk;
 	int rc;
 
-	kind_prefix(&pk, b->bucket, META_K_INTENT);
+	meta_key_kind(&pk, b->bucket, META_K_INTENT);
 	rc = meta_scan(b->t, &pk, NULL, 0, b->ver, on_intent, &x);
 	return rc < 0 ? rc : x.err;
 }

@@ -51,6 +51,13 @@ meta_key_id(struct meta_key *k, uint16_t bucket, uint8_t kind, uint64_t id)
 	key_head(k, bucket, kind, id);
 }
 
+void
+meta_key_kind(struct meta_key *k, uint16_t bucket, uint8_t kind)
+{
+	key_head(k, bucket, kind, 0);
+	k->len = 3;
+}
+
 static int
 key_named(struct meta_key *k, uint16_t bucket, uint8_t kind, uint64_t id, const char *name,
 	  size_t len)

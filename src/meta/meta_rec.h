@@ -95,6 +95,8 @@ int meta_name_check(const char *name, size_t len);
 void meta_key_inode(struct meta_key *k, uint16_t bucket, uint64_t ino);
 /* A key of kind `kind` with one u64 field (inode, sequence, source bucket). */
 void meta_key_id(struct meta_key *k, uint16_t bucket, uint8_t kind, uint64_t id);
+/* The prefix of every record of one kind in a bucket (for scans). */
+void meta_key_kind(struct meta_key *k, uint16_t bucket, uint8_t kind);
 int meta_key_dentry(struct meta_key *k, uint16_t bucket, uint64_t parent, const char *name,
 		    size_t len);
 int meta_key_xattr(struct meta_key *k, uint16_t bucket, uint64_t ino, const char *name, size_t len);

@@ -179,7 +179,7 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 	int rc;
 
 	*result = &g->res;
-	memset(&g->res, 0, sizeof(g->res));
+	META_RESULT_CLEAR(&g->res);
 	if (idx <= g->applied)
 		return 0; /* the store has it already (replayed after a restart) */
 	/* an entry is (u16 bucket, command); a bad one is rejected alike everywhere */
@@ -679,7 +679,8 @@ mgroup_propose(struct mgroup *g, uint16_t bucket, const struct meta_cmd *c, mgro
 }
 
 int
-mgroup_try(struct mgroup *g, uint16_t bucket, const struct meta_cmd *c, struct meta_result *r)
+mgroup_try(struct mgroup *g, uint16_t bucket, const struct meta_cmd *c, struct meta_result *r,
+	   bool *wrote)
 {
 	struct meta_bucket mb = { .bucket = bucket, .nbuckets = g->p.nbuckets };
 	int rc;
@@ -690,6 +691,7 @@ mgroup_try(struct mgroup *g, uint16_t bucket, const struct meta_cmd *c, struct m
 	if (rc < 0)
 		return rc;
 	meta_cmd_apply(&mb, c, r);
+	*wrote = meta_txn_wrote(mb.t);
 	meta_txn_abort(mb.t);
 	return 0;
 }

@@ -90,7 +90,8 @@ int mgroup_propose(struct mgroup *g, uint16_t bucket, const struct meta_cmd *c, 
  * Run c against the applied state without keeping its effects (a dry run
  * the leader uses to decide what a command needs first). r as apply's.
  */
-int mgroup_try(struct mgroup *g, uint16_t bucket, const struct meta_cmd *c, struct meta_result *r);
+int mgroup_try(struct mgroup *g, uint16_t bucket, const struct meta_cmd *c, struct meta_result *r,
+	       bool *wrote);
 
 /* A read transaction on the applied state of bucket: *b to use, meta_txn_abort(b->t) after. */
 int mgroup_read(struct mgroup *g, uint16_t bucket, struct meta_bucket *b);

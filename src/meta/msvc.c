@@ -1047,20 +1047,11 @@ on_step(void *arg, int status, const struct meta_result *r)
 
 /* ---- commands ---- */
 
-/* A claim whose dry run found none of its blocks (and entered none): it changes nothing. */
-static bool
-claim_reads_only(const struct meta_result *r)
-{
-	for (unsigned i = 0; i < r->ndedup; i++)
-		if (r->dedup[i].loc.stripe != 0)
-			return false;
-	return r->ndedup > 0;
-}
-
 static void
 run_cmd(struct mreq *m)
 {
 	struct meta_result *r = &m->res;
+	bool wrote = true;
 	uint64_t dir;
 	int rc;
 
@@ -1073,7 +1064,7 @@ run_cmd(struct mreq *m)
 		return;
 	}
 	/* a dry run on the applied state says what the command needs first */
-	rc = mgroup_try(m->g, m->req.bucket, &m->cmd, r);
+	rc = mgroup_try(m->g, m->req.bucket, &m->cmd, r, &wrote);
 	if (rc < 0) {
 		mreq_answer(m, rc, NULL);
 		return;
@@ -1103,9 +1094,9 @@ run_cmd(struct mreq *m)
 		mreq_answer(m, r->status, NULL);
 		return;
 	}
-	if (m->cmd.op == META_OP_DEDUP_CLAIM && claim_reads_only(r)) {
-		/* none of its blocks is here: nothing to hold, nothing to write (a writer's new
-		 * blocks; a race with another writer's is settled when they are entered) */
+	if (!wrote) {
+		/* it changes nothing (a claim of blocks the index does not have, a rename onto
+		 * itself): answered like a read, from the state it was tried on */
 		reply_result(m, r);
 		return;
 	}

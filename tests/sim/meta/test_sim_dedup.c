@@ -373,12 +373,10 @@ count_entries(void *arg, const uint8_t *key, size_t klen, const void *val, size_
 static unsigned
 records(struct world *w, uint16_t bk, uint8_t kind)
 {
-	struct meta_key pk = { .len = 3 };
+	struct meta_key pk;
 	unsigned n = 0;
 
-	pk.b[0] = (uint8_t)(bk >> 8);
-	pk.b[1] = (uint8_t)bk;
-	pk.b[2] = kind;
+	meta_key_kind(&pk, bk, kind);
 	LOOK(w, bk, b, SH_ASSERT_OK(meta_scan(b.t, &pk, NULL, 0, 1, count_entries, &n)));
 	return n;
 }

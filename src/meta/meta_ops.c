@@ -1133,6 +1133,14 @@ meta_rename(struct meta_bucket *b, uint64_t oparent, const char *oname, size_t o
 	    meta_dentry_bucket(nparent, nname, nlen, b->nbuckets) != b->bucket)
 		return -EXDEV;
 	deltas[0] = deltas[1] = deltas[2] = (struct meta_delta){ 0 };
+	/*
+	 * The new name needs what a create needs: its parent a directory, not being
+	 * removed, and, when it lives in another bucket, this bucket's lease on it,
+	 * which is how a readdir there learns to look here. (An exchange puts the
+	 * old parent's entry back where one was: that lease is held already.)
+	 */
+	if ((rc = check_local_parent(b, nparent)) < 0)
+		return rc;
 	if ((rc = check_unlocked(b, oparent, oname, olen)) < 0 ||
 	    (rc = check_unlocked(b, nparent, nname, nlen)) < 0)
 		return rc;

@@ -644,6 +644,53 @@ TEST(meta_ops_directory_leases)
 	fx_close(&f);
 }
 
+/*
+ * A rename whose two entries share a bucket that is not the new parent's
+ * needs that bucket's lease on the new parent, as a create there does: the
+ * lease is what tells a readdir of the parent to look in that bucket.
+ */
+TEST(meta_ops_rename_in_one_bucket_needs_lease_on_new_parent)
+{
+	struct fx f;
+	struct meta_inode in;
+	struct meta_dentry d;
+	struct meta_delta delta, dl[3];
+	struct meta_new n = newf(META_DIR);
+	struct meta_lease l;
+	char dn[64], fn[64], gn[64];
+	uint16_t lessees[NB];
+	unsigned nl;
+	uint64_t dir, file;
+
+	fx_open(&f);
+	mkroot(&f);
+	/* a directory at bucket 0 that has given no lease yet */
+	strcpy(dn, name_in(META_ROOT_INO, 0, "d"));
+	SH_ASSERT_OK(meta_create(&f.b[0], META_ROOT_INO, dn, strlen(dn), &n, &in, &d, &delta));
+	dir = d.ino;
+	file = make_in(&f, META_ROOT_INO, 1, "f", META_REG, fn);
+	strcpy(gn, name_in(dir, 1, "g"));
+	SH_ASSERT_EQ(
+	    meta_rename(&f.b[1], META_ROOT_INO, fn, strlen(fn), dir, gn, strlen(gn), 0, 9000, dl),
+	    -ENOLCK);
+	SH_ASSERT_EQ(meta_lookup(&f.b[1], META_ROOT_INO, fn, strlen(fn), &d), 0); /* unmoved */
+	SH_ASSERT_OK(meta_lease_grant(&f.b[0], dir, 1, &l));
+	SH_ASSERT_OK(meta_lease_hold(&f.b[1], &l));
+	SH_ASSERT_OK(
+	    meta_rename(&f.b[1], META_ROOT_INO, fn, strlen(fn), dir, gn, strlen(gn), 0, 9000, dl));
+	SH_ASSERT_OK(meta_lookup(&f.b[1], dir, gn, strlen(gn), &d));
+	SH_ASSERT_EQ(d.ino, file);
+	SH_ASSERT_OK(meta_lease_list(&f.b[0], dir, lessees, NB, &nl));
+	SH_ASSERT_EQ(nl, 1);
+	SH_ASSERT_EQ(lessees[0], 1);
+	/* a new parent in this bucket that is not a directory */
+	SH_ASSERT_EQ(meta_ino_bucket(file), 1);
+	strcpy(fn, name_in(file, 1, "h"));
+	SH_ASSERT_EQ(meta_rename(&f.b[1], dir, gn, strlen(gn), file, fn, strlen(fn), 0, 9100, dl),
+		     -ENOTDIR);
+	fx_close(&f);
+}
+
 static void
 r2_init(struct meta_rename2 *r, uint64_t id, int sb, uint64_t op, const char *on, int db,
 	uint64_t np, const char *nn, unsigned flags)

@@ -309,14 +309,19 @@ meta_json(const struct admin_node *self)
 	unsigned n = self->meta_groups ? self->meta_groups(self->arg, gi, 256) : 0;
 	json_t *a = json_array();
 
-	for (unsigned i = 0; i < n && i < 256; i++)
+	for (unsigned i = 0; i < n && i < 256; i++) {
+		json_t *voters = json_array();
+
+		for (unsigned k = 0; k < gi[i].nvoters; k++)
+			json_array_append_new(voters, json_integer((json_int_t)gi[i].voters[k]));
 		json_array_append_new(
-		    a, json_pack("{s:i, s:i, s:i, s:s, s:b, s:I, s:I, s:I, s:I}", "fs",
+		    a, json_pack("{s:i, s:i, s:i, s:s, s:b, s:I, s:I, s:I, s:I, s:o}", "fs",
 				 (int)gi[i].fs, "group", (int)gi[i].index, "buckets",
 				 (int)gi[i].nbuckets, "raft", raft_name(gi[i].raft_state),
 				 "serving", gi[i].ready, "term", (json_int_t)gi[i].term, "commit",
 				 (json_int_t)gi[i].commit, "applied", (json_int_t)gi[i].applied,
-				 "leader", (json_int_t)(gi[i].leader >> 8)));
+				 "leader", (json_int_t)(gi[i].leader >> 8), "voters", voters));
+	}
 	return a;
 }
 

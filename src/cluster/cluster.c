@@ -72,6 +72,7 @@ struct cluster {
 	bool changing; /* a membership change is in flight */
 	struct raft_change change;
 	uint64_t promote; /* node added as spare, to make a voter */
+	bool replacing;	  /* a metadata group replacement is in flight */
 	struct track track[CFG_NODES_MAX];
 	unsigned ntrack;
 	void (*stop_done)(void *arg);
@@ -339,7 +340,9 @@ sub_done(struct sub *s, int status, const char *msg)
 		       "config change %s: %s%s%s", cfg_op_name(s->cmd.op),
 		       status < 0 ? sh_errname(status) : "done", msg && *msg ? ": " : "",
 		       msg ? msg : "");
-	if (s->internal) {
+	if (s->internal && s->cmd.op == CFG_OP_MGROUP_REPLACE) {
+		cl->replacing = false;
+	} else if (s->internal) {
 		for (unsigned i = 0; i < cl->ntrack; i++)
 			if (cl->track[i].id == s->cmd.id)
 				cl->track[i].proposing = false;
@@ -1001,6 +1004,27 @@ out:
 		sh_log_debug("config membership change refused: %s", raft_strerror(err));
 }
 
+/* A node down for long: another takes its place in a metadata group (one at a time). */
+static void
+replace_members(struct cluster *cl)
+{
+	struct cfg_cmd cmd = { .op = CFG_OP_MGROUP_REPLACE };
+	struct sub *s;
+
+	if (cl->replacing ||
+	    cfg_mgroup_replacement(cl->cfg, env_realtime(cl->env), cl->p.meta_replace_ns,
+				   &cmd.group, &cmd.id, &cmd.node2) < 0)
+		return;
+	s = sub_new(cl, &cmd);
+	if (s == NULL)
+		return;
+	s->internal = true;
+	cl->replacing = true;
+	sh_log_info("node %llu has been down for long: node %llu takes its place in metadata "
+		    "group %u",
+		    (unsigned long long)cmd.id, (unsigned long long)cmd.node2, cmd.group);
+}
+
 static void
 lead(struct cluster *cl)
 {
@@ -1052,6 +1076,7 @@ lead(struct cluster *cl)
 	}
 	sh_enc_fini(&body);
 	reconcile(cl);
+	replace_members(cl);
 }
 
 static void
@@ -1102,6 +1127,8 @@ cluster_start(struct net *mgmt, const struct cluster_params *p, struct cluster *
 		cl->p.submit_ns = 8ull * 1000 * 1000 * 1000;
 	if (cl->p.replace_ns == 0)
 		cl->p.replace_ns = 10ull * 1000 * 1000 * 1000;
+	if (cl->p.meta_replace_ns == 0)
+		cl->p.meta_replace_ns = 300ull * 1000 * 1000 * 1000;
 	if (cl->p.election_ms == 0)
 		cl->p.election_ms = 700;
 	sh_list_init(&cl->subs);

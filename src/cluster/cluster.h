@@ -18,6 +18,10 @@
  * - Heartbeats: every node sends one to the leader each heartbeat period.
  *   The leader marks a node silent for longer than down_ns as down (a
  *   replicated change, with an event), and up again when it is heard.
+ * - A node down for longer than meta_replace_ns is replaced in the
+ *   metadata groups it is a member of, one group at a time
+ *   (CFG_OP_MGROUP_REPLACE, cfg_mgroup_replacement picks the node); each
+ *   group's leader then changes its Raft membership (mgroup.c).
  *
  * Changes (cluster_submit) go to the leader: applied locally when this
  * node leads, else forwarded once over the management net. A change
@@ -41,7 +45,9 @@ struct cluster_params {
 	uint64_t heartbeat_ns; /* default 500 ms */
 	uint64_t down_ns;      /* silence before a node is marked down; default 2 s */
 	uint64_t submit_ns;    /* how long a change waits for a leader; default 8 s */
-	uint64_t replace_ns;  /* a voter down this long gives its vote to a node that is up; 10 s */
+	uint64_t replace_ns; /* a voter down this long gives its vote to a node that is up; 10 s */
+	/* a node down this long is replaced in every metadata group it is in; 5 min */
+	uint64_t meta_replace_ns;
 	unsigned election_ms; /* default 700 */
 	/*
 	 * A change that must be prepared on this node before it is proposed

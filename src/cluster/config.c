@@ -8,11 +8,12 @@
 #include "../env/env.h"
 #include "config.h"
 
-#define CFG_MAGIC 0x31474643u /* "CFG1" */
+#define CFG_MAGIC    0x32474643u /* "CFG2": with the metadata groups' table */
+#define CFG_MAGIC_V1 0x31474643u /* "CFG1": before it (groups derived from the sets) */
 
-static const char *op_names[] = { "?",		 "cluster.create", "node.add",
-				  "node.remove", "node.state",	   "net.add",
-				  "drive.add",	 "fs.create",	   "fs.delete" };
+static const char *op_names[] = { "?",		"cluster.create", "node.add",  "node.remove",
+				  "node.state", "net.add",	  "drive.add", "fs.create",
+				  "fs.delete",	"mgroup.replace" };
 
 const char *
 cfg_op_name(unsigned op)
@@ -108,24 +109,48 @@ cfg_free(struct cfg *c)
 	if (c == NULL)
 		return;
 	sh_free(c->buckets);
+	sh_free(c->bgroup);
+	sh_free(c->gepoch);
 	sh_free(c);
+}
+
+static void *
+dup_array(const void *src, size_t n, size_t size, bool *failed)
+{
+	void *p;
+
+	if (src == NULL || n == 0)
+		return NULL;
+	p = sh_malloc(n * size);
+	if (p == NULL)
+		*failed = true;
+	else
+		memcpy(p, src, n * size);
+	return p;
 }
 
 int
 cfg_copy(struct cfg *dst, const struct cfg *src)
 {
-	uint64_t *b = NULL;
-	size_t n = (size_t)src->nbuckets * src->replicas;
+	bool failed = false;
+	uint64_t *b =
+	    dup_array(src->buckets, (size_t)src->nbuckets * src->replicas, sizeof(*b), &failed);
+	uint16_t *bg = dup_array(src->bgroup, src->nbuckets, sizeof(*bg), &failed);
+	uint32_t *ge = dup_array(src->gepoch, src->ngroups, sizeof(*ge), &failed);
 
-	if (src->buckets && n) {
-		b = sh_malloc(n * sizeof(*b));
-		if (b == NULL)
-			return -ENOMEM;
-		memcpy(b, src->buckets, n * sizeof(*b));
+	if (failed) {
+		sh_free(b);
+		sh_free(bg);
+		sh_free(ge);
+		return -ENOMEM;
 	}
 	sh_free(dst->buckets);
+	sh_free(dst->bgroup);
+	sh_free(dst->gepoch);
 	memcpy(dst, src, sizeof(*dst));
 	dst->buckets = b;
+	dst->bgroup = bg;
+	dst->gepoch = ge;
 	return 0;
 }
 
@@ -239,7 +264,197 @@ place(struct cfg *c)
 	sh_free(c->buckets);
 	c->buckets = b;
 	c->replicas = r;
+	/* no filesystem holds metadata in groups yet: they follow the new sets */
+	sh_free(c->bgroup);
+	sh_free(c->gepoch);
+	c->bgroup = NULL;
+	c->gepoch = NULL;
+	c->ngroups = 0;
 	return 0;
+}
+
+/* ---- metadata groups ---- */
+
+struct set_ref {
+	const uint64_t *sorted;
+	uint32_t bucket;
+	unsigned n;
+};
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int
+cmp_set(const void *a, const void *b)
+{
+	const struct set_ref *x = a, *y = b;
+
+	for (unsigned i = 0; i < x->n; i++)
+		if (x->sorted[i] != y->sorted[i])
+			return x->sorted[i] < y->sorted[i] ? -1 : 1;
+	return x->bucket < y->bucket ? -1 : x->bucket > y->bucket;
+}
+
+int
+cfg_groups(const struct cfg *c, uint16_t *group_of, uint32_t *ngroups)
+{
+	uint32_t nb = c->nbuckets, r = c->replicas, g = 0;
+	uint64_t *sorted;
+	struct set_ref *refs;
+	int rc = 0;
+
+	if (!c->created || nb == 0 || r == 0 || c->buckets == NULL)
+		return -ENOENT;
+	if (c->bgroup != NULL) {
+		memcpy(group_of, c->bgroup, nb * sizeof(*group_of));
+		*ngroups = c->ngroups;
+		return 0;
+	}
+	sorted = sh_calloc((size_t)nb * r, sizeof(*sorted));
+	refs = sh_calloc(nb, sizeof(*refs));
+	if (sorted == NULL || refs == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t b = 0; b < nb; b++) {
+		memcpy(sorted + (size_t)b * r, cfg_bucket(c, b), r * sizeof(*sorted));
+		qsort(sorted + (size_t)b * r, r, sizeof(*sorted), cmp_u64);
+		refs[b] = (struct set_ref){ .sorted = sorted + (size_t)b * r, .bucket = b, .n = r };
+	}
+	qsort(refs, nb, sizeof(*refs), cmp_set);
+	for (uint32_t i = 0; i < nb; i++) {
+		if (i == 0 || memcmp(refs[i].sorted, refs[i - 1].sorted, r * sizeof(uint64_t))) {
+			if (g >= 65536) {
+				rc = -E2BIG;
+				goto out;
+			}
+			g++;
+		}
+		group_of[refs[i].bucket] = (uint16_t)(g - 1);
+	}
+	*ngroups = g;
+out:
+	sh_free(sorted);
+	sh_free(refs);
+	return rc;
+}
+
+/* Fix the groups as they are now: filesystems keep their metadata in them. */
+static int
+freeze_groups(struct cfg *c)
+{
+	uint16_t *bg;
+	uint32_t *ge, n = 0;
+	int rc;
+
+	if (c->bgroup != NULL)
+		return 0;
+	bg = sh_calloc(c->nbuckets ? c->nbuckets : 1, sizeof(*bg));
+	if (bg == NULL)
+		return -ENOMEM;
+	rc = cfg_groups(c, bg, &n);
+	ge = rc == 0 ? sh_calloc(n ? n : 1, sizeof(*ge)) : NULL;
+	if (rc == 0 && ge == NULL)
+		rc = -ENOMEM;
+	if (rc < 0) {
+		sh_free(bg);
+		return rc;
+	}
+	c->bgroup = bg;
+	c->gepoch = ge;
+	c->ngroups = n;
+	return 0;
+}
+
+/* The members of group g (a bucket's replica list, in its order), or NULL. */
+static const uint64_t *
+group_members(const struct cfg *c, const uint16_t *group_of, uint32_t g)
+{
+	for (uint32_t b = 0; b < c->nbuckets; b++)
+		if (group_of[b] == g)
+			return cfg_bucket(c, b);
+	return NULL;
+}
+
+static bool
+in_set(const uint64_t *set, unsigned n, uint64_t id)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (set[i] == id)
+			return true;
+	return false;
+}
+
+/* Who takes old's place in group g: up, not a member, a domain of its own if any. */
+static uint64_t
+pick_replacement(const struct cfg *c, uint32_t g, const uint64_t *set, uint64_t old)
+{
+	uint64_t best = 0, bs = 0;
+	bool best_fresh = false;
+
+	for (uint32_t i = 0; i < c->nnodes; i++) {
+		const struct cfg_node *n = &c->nodes[i];
+		bool fresh = true;
+		uint64_t s;
+
+		if (n->state != CFG_UP || in_set(set, c->replicas, n->id))
+			continue;
+		for (uint32_t k = 0; k < c->replicas && fresh; k++) {
+			const struct cfg_node *m = cfg_node_find(c, set[k]);
+
+			fresh = set[k] == old || m == NULL || strcmp(m->domain, n->domain) != 0;
+		}
+		s = hrw(g, n->id);
+		if (best == 0 || (fresh && !best_fresh) || (fresh == best_fresh && s > bs)) {
+			best = n->id;
+			bs = s;
+			best_fresh = fresh;
+		}
+	}
+	return best;
+}
+
+int
+cfg_mgroup_replacement(const struct cfg *c, uint64_t now, uint64_t after_ns, uint32_t *group,
+		       uint64_t *old, uint64_t *node)
+{
+	uint16_t *gof;
+	uint32_t n = 0;
+	int rc;
+
+	if (c->nfs == 0)
+		return -ENOENT;
+	gof = sh_calloc(c->nbuckets ? c->nbuckets : 1, sizeof(*gof));
+	if (gof == NULL)
+		return -ENOMEM;
+	rc = cfg_groups(c, gof, &n);
+	for (uint32_t g = 0; rc == 0 && g < n; g++) {
+		const uint64_t *set = group_members(c, gof, g);
+
+		for (uint32_t k = 0; set != NULL && k < c->replicas; k++) {
+			const struct cfg_node *m = cfg_node_find(c, set[k]);
+			uint64_t pick;
+
+			if (m == NULL || m->state != CFG_DOWN || now < m->since ||
+			    now - m->since < after_ns)
+				continue;
+			pick = pick_replacement(c, g, set, m->id);
+			if (pick == 0)
+				continue;
+			*group = g;
+			*old = m->id;
+			*node = pick;
+			sh_free(gof);
+			return 0;
+		}
+	}
+	sh_free(gof);
+	return rc < 0 ? rc : -ENOENT;
 }
 
 /* ---- validation ---- */
@@ -337,6 +552,44 @@ cfg_fs_find(const struct cfg *c, const char *name)
 	return NULL;
 }
 
+static int
+check_replace(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
+{
+	const struct cfg_node *n = cfg_node_find(c, cmd->node2);
+	uint16_t *gof;
+	const uint64_t *set;
+	uint32_t ng = 0;
+	int rc;
+
+	if (c->nfs == 0)
+		return fail(msg, len, -ENOENT, "no filesystem: no metadata groups to change");
+	gof = sh_calloc(c->nbuckets ? c->nbuckets : 1, sizeof(*gof));
+	if (gof == NULL)
+		return fail(msg, len, -ENOMEM, "out of memory");
+	rc = cfg_groups(c, gof, &ng);
+	if (rc < 0) {
+		sh_free(gof);
+		return fail(msg, len, rc, "no metadata groups");
+	}
+	set = cmd->group < ng ? group_members(c, gof, cmd->group) : NULL;
+	sh_free(gof);
+	if (set == NULL)
+		return fail(msg, len, -ENOENT, "no metadata group %u (the cluster has %u)",
+			    cmd->group, ng);
+	if (!in_set(set, c->replicas, cmd->id))
+		return fail(msg, len, -ENOENT, "node %llu is not a member of metadata group %u",
+			    (unsigned long long)cmd->id, cmd->group);
+	if (n == NULL)
+		return fail(msg, len, -ENOENT, "no node %llu", (unsigned long long)cmd->node2);
+	if (in_set(set, c->replicas, cmd->node2))
+		return fail(msg, len, -EEXIST, "node %llu is already a member of metadata group %u",
+			    (unsigned long long)cmd->node2, cmd->group);
+	if (n->state != CFG_UP)
+		return fail(msg, len, -EHOSTDOWN, "node %llu is down",
+			    (unsigned long long)cmd->node2);
+	return 0;
+}
+
 int
 cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 {
@@ -369,7 +622,8 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		if (c->nfs > 0 && holds_buckets(c, cmd->id))
 			return fail(msg, len, -EBUSY,
 				    "node %llu holds metadata replicas of existing filesystems; "
-				    "moving bucket groups is not supported yet (docs/metadata.md)",
+				    "they move to other nodes once it has been down for the "
+				    "replacement delay (docs/metadata.md)",
 				    (unsigned long long)cmd->id);
 		if (c->nnodes == 1)
 			return fail(msg, len, -EINVAL, "node %llu is the last node of the cluster",
@@ -459,6 +713,8 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		if (cfg_fs_find(c, cmd->name) == NULL)
 			return fail(msg, len, -ENOENT, "no filesystem '%s'", cmd->name);
 		return 0;
+	case CFG_OP_MGROUP_REPLACE:
+		return check_replace(c, cmd, msg, len);
 	}
 	return -EINVAL;
 }
@@ -589,9 +845,14 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		break;
 	}
 	case CFG_OP_FS_CREATE: {
-		struct cfg_fs *f = &c->fs[c->nfs++];
+		struct cfg_fs *f;
 		char comp[16];
 
+		/* its metadata goes into the groups as they are: they stay */
+		rc = freeze_groups(c);
+		if (rc < 0)
+			return fail(msg, len, rc, "metadata groups: %s", sh_strerror(rc));
+		f = &c->fs[c->nfs++];
 		memset(f, 0, sizeof(*f));
 		snprintf(f->name, sizeof(f->name), "%s", cmd->name);
 		f->d = cmd->d;
@@ -617,6 +878,23 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		event(c, cmd->time, 0, "filesystem %s deleted", cmd->name);
 		break;
 	}
+	case CFG_OP_MGROUP_REPLACE:
+		rc = freeze_groups(c);
+		if (rc < 0)
+			return fail(msg, len, rc, "metadata groups: %s", sh_strerror(rc));
+		for (uint32_t b = 0; b < c->nbuckets; b++) {
+			uint64_t *set = c->buckets + (size_t)b * c->replicas;
+
+			for (uint32_t k = 0; c->bgroup[b] == cmd->group && k < c->replicas; k++)
+				if (set[k] == cmd->id)
+					set[k] = cmd->node2;
+		}
+		c->gepoch[cmd->group]++;
+		event(c, cmd->time, cmd->id,
+		      "metadata group %u: node %llu replaced by node %llu (node %llu was down)",
+		      cmd->group, (unsigned long long)cmd->id, (unsigned long long)cmd->node2,
+		      (unsigned long long)cmd->id);
+		break;
 	}
 	c->epoch++;
 	return 0;
@@ -647,6 +925,8 @@ cfg_cmd_encode(struct sh_enc *e, const struct cfg_cmd *cmd)
 	sh_enc_str(e, cmd->domain);
 	sh_enc_str(e, cmd->label);
 	sh_enc_str(e, cmd->path);
+	sh_enc_u32(e, cmd->group);
+	sh_enc_u64(e, cmd->node2);
 }
 
 int
@@ -679,6 +959,10 @@ cfg_cmd_decode(const uint8_t *b, size_t len, struct cfg_cmd *cmd)
 	sh_dec_str(&d, cmd->domain, sizeof(cmd->domain));
 	sh_dec_str(&d, cmd->label, sizeof(cmd->label));
 	sh_dec_str(&d, cmd->path, sizeof(cmd->path));
+	if (sh_dec_left(&d) > 0) { /* since metadata groups are replaced */
+		cmd->group = sh_dec_u32(&d);
+		cmd->node2 = sh_dec_u64(&d);
+	}
 	sh_dec_end(&d);
 	if (d.err || cmd->op == 0 || cmd->op >= CFG_OP_MAX)
 		return -EBADMSG;
@@ -746,6 +1030,59 @@ cfg_encode(struct sh_enc *e, const struct cfg *c)
 	}
 	for (size_t i = 0; i < (size_t)c->nbuckets * c->replicas; i++)
 		sh_enc_u64(e, c->buckets[i]);
+	/* the fixed groups (a "CFG1" configuration ends before them) */
+	sh_enc_u32(e, c->bgroup ? c->ngroups : 0);
+	if (c->bgroup != NULL) {
+		for (uint32_t b = 0; b < c->nbuckets; b++)
+			sh_enc_u16(e, c->bgroup[b]);
+		for (uint32_t g = 0; g < c->ngroups; g++)
+			sh_enc_u32(e, c->gepoch[g]);
+	}
+}
+
+/* The fixed groups: each bucket's (every group has one, and its buckets one replica set). */
+static int
+decode_groups(struct sh_dec *d, struct cfg *t)
+{
+	uint32_t ng = sh_dec_u32(d), *first;
+	int rc = 0;
+
+	if (ng == 0)
+		return 0;
+	if (t->nbuckets == 0 || t->replicas == 0 || ng > t->nbuckets ||
+	    sh_dec_left(d) < (size_t)t->nbuckets * 2 + (size_t)ng * 4)
+		return -EBADMSG;
+	t->bgroup = sh_malloc(t->nbuckets * sizeof(*t->bgroup));
+	t->gepoch = sh_malloc(ng * sizeof(*t->gepoch));
+	first = sh_malloc(ng * sizeof(*first));
+	if (t->bgroup == NULL || t->gepoch == NULL || first == NULL) {
+		sh_free(first);
+		return -ENOMEM;
+	}
+	t->ngroups = ng;
+	memset(first, 0xff, ng * sizeof(*first));
+	for (uint32_t b = 0; b < t->nbuckets && rc == 0; b++) {
+		uint16_t g = sh_dec_u16(d);
+
+		t->bgroup[b] = g;
+		if (g >= ng) {
+			rc = -EBADMSG;
+		} else if (first[g] == UINT32_MAX) {
+			first[g] = b;
+		} else {
+			for (uint32_t k = 0; k < t->replicas && rc == 0; k++)
+				if (!in_set(cfg_bucket(t, first[g]), t->replicas,
+					    cfg_bucket(t, b)[k]))
+					rc = -EBADMSG;
+		}
+	}
+	for (uint32_t g = 0; g < ng && rc == 0; g++) {
+		t->gepoch[g] = sh_dec_u32(d);
+		if (first[g] == UINT32_MAX)
+			rc = -EBADMSG;
+	}
+	sh_free(first);
+	return rc;
 }
 
 int
@@ -754,13 +1091,14 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 	struct sh_dec d;
 	struct cfg *t = cfg_new();
 	const uint8_t *u;
-	uint32_t nev;
+	uint32_t nev, magic;
 	size_t nb;
 
 	if (t == NULL)
 		return -ENOMEM;
 	sh_dec_init(&d, b, len);
-	if (sh_dec_u32(&d) != CFG_MAGIC)
+	magic = sh_dec_u32(&d);
+	if (magic != CFG_MAGIC && magic != CFG_MAGIC_V1)
 		goto bad;
 	t->epoch = sh_dec_u64(&d);
 	t->created = sh_dec_u8(&d) != 0;
@@ -844,10 +1182,14 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 		for (size_t i = 0; i < nb; i++)
 			t->buckets[i] = sh_dec_u64(&d);
 	}
+	if (magic == CFG_MAGIC && decode_groups(&d, t) < 0)
+		goto bad;
 	sh_dec_end(&d);
 	if (d.err)
 		goto bad;
 	sh_free(c->buckets);
+	sh_free(c->bgroup);
+	sh_free(c->gepoch);
 	memcpy(c, t, sizeof(*c));
 	sh_free(t);
 	return 0;

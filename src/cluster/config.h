@@ -45,6 +45,7 @@ enum cfg_op {
 	CFG_OP_DRIVE_ADD,
 	CFG_OP_FS_CREATE,
 	CFG_OP_FS_DELETE,
+	CFG_OP_MGROUP_REPLACE,
 	CFG_OP_MAX
 };
 
@@ -110,6 +111,14 @@ struct cfg {
 	struct cfg_fs fs[CFG_FS_MAX];
 	struct cfg_event events[CFG_EVENTS_MAX]; /* a ring: the newest nevents */
 	uint64_t *buckets;			 /* nbuckets x replicas node ids */
+	/*
+	 * The metadata groups, fixed when the first filesystem is created
+	 * (NULL before: derived from the replica sets, cfg_groups): each
+	 * bucket's group, and how often each group had a member replaced.
+	 */
+	uint32_t ngroups;
+	uint16_t *bgroup; /* nbuckets */
+	uint32_t *gepoch; /* ngroups */
 };
 
 /* One command; which fields matter depends on op. */
@@ -130,6 +139,8 @@ struct cfg_cmd {
 	char domain[CFG_NAME_MAX];
 	char label[CFG_LABEL_MAX];
 	char path[CFG_PATH_MAX];
+	uint32_t group; /* mgroup replace: the metadata group; id: the member that goes */
+	uint64_t node2; /* mgroup replace: the node that takes its place */
 };
 
 struct cfg *cfg_new(void);
@@ -160,6 +171,22 @@ cfg_bucket(const struct cfg *c, uint32_t b)
 {
 	return c->buckets + (size_t)b * c->replicas;
 }
+/*
+ * The metadata group of every bucket (group_of, nbuckets entries) and how
+ * many there are: the fixed table once a filesystem exists, else buckets
+ * grouped by their sorted replica sets, groups in the order of those sets.
+ * -ENOENT (no placement yet), -E2BIG (more than 65536 groups).
+ */
+int cfg_groups(const struct cfg *c, uint16_t *group_of, uint32_t *ngroups);
+/*
+ * The replacement the configuration's leader proposes next: the first
+ * group with a member marked down for longer than after_ns at now (ns
+ * since the Unix epoch), and the node to take its place (up, not in the
+ * group, on a failure domain the rest of the group does not use if there
+ * is one, chosen by rendezvous hashing). 0 and the three, or -ENOENT.
+ */
+int cfg_mgroup_replacement(const struct cfg *c, uint64_t now, uint64_t after_ns, uint32_t *group,
+			   uint64_t *old, uint64_t *node);
 /* Failure domains that have at least one drive. */
 unsigned cfg_domains_with_drives(const struct cfg *c);
 const char *cfg_op_name(unsigned op);

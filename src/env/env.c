@@ -407,6 +407,14 @@ env_disk_info(struct env_disk *d, struct env_disk_info *out)
 	*out = d->info;
 }
 
+int
+env_disk_remove(struct env *env, const char *path)
+{
+	if (path == NULL || *path == '\0')
+		return -EINVAL;
+	return env->ops->disk_remove(env, path);
+}
+
 void
 env_disk_close(struct env_disk *d)
 {

@@ -224,7 +224,9 @@ struct env_disk_info {
  * Open a disk: a file or a block device. With ENV_DISK_CREATE a file is
  * created or grown to size bytes; otherwise size is ignored and the disk's
  * size is the file's (or device's). With ENV_DISK_DIRECT a file system
- * that cannot do O_DIRECT (tmpfs) gives -EINVAL and a log line saying so.
+ * that cannot do O_DIRECT (tmpfs) gives -EINVAL and a log line saying so;
+ * a file that does not exist, opened without ENV_DISK_CREATE, -ENOENT and no
+ * log line (the caller says what that means).
  */
 int env_disk_open(struct env *env, const char *path, unsigned flags, uint64_t size,
 		  struct env_disk **out);
@@ -238,6 +240,8 @@ int env_disk_submit(struct env_disk *d, struct env_disk_req *r);
 void env_disk_info(struct env_disk *d, struct env_disk_info *out);
 /* Close; requests still pending are abandoned: their callbacks never run. */
 void env_disk_close(struct env_disk *d);
+/* Remove a disk file that is not open: 0, -ENOENT (none), -EBUSY (open), or unlink's error. */
+int env_disk_remove(struct env *env, const char *path);
 
 #define ENV_DISK_BUFS_MAX 16
 
@@ -291,6 +295,7 @@ struct env_ops {
 	int (*disk_submit)(struct env_disk *d, struct env_disk_req *r);
 	void (*disk_info)(struct env_disk *d, struct env_disk_info *out);
 	void (*disk_close)(struct env_disk *d);
+	int (*disk_remove)(struct env *env, const char *path);
 	/* optional: give region (base, len) slot to the kernel; len 0 clears it */
 	int (*disk_buf_update)(struct env *env, unsigned slot, void *base, size_t len);
 };

@@ -229,6 +229,7 @@ static const struct env_ops real_ops = {
 	.disk_submit = real_disk_submit,
 	.disk_info = real_disk_info,
 	.disk_close = real_disk_close,
+	.disk_remove = real_disk_remove,
 	.disk_buf_update = real_disk_buf_update,
 };
 

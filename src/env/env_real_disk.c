@@ -326,6 +326,8 @@ real_disk_open(struct env *env, const char *path, unsigned flags, uint64_t size,
 		rc = -errno;
 		if (rc == -EINVAL && (flags & ENV_DISK_DIRECT))
 			sh_log_warn("disk %s: the file system does not support O_DIRECT", path);
+		else if (rc == -ENOENT && !(flags & ENV_DISK_CREATE))
+			; /* asked whether it is there: the caller says what it means */
 		else
 			sh_log_warn("disk %s: open: %s", path, strerror(-rc));
 		goto out_free;
@@ -402,6 +404,13 @@ void
 real_disk_info(struct env_disk *base, struct env_disk_info *out)
 {
 	*out = base->info;
+}
+
+int
+real_disk_remove(struct env *env, const char *path)
+{
+	(void)env;
+	return unlink(path) < 0 ? -errno : 0;
 }
 
 void

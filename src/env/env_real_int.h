@@ -93,6 +93,7 @@ int real_disk_open(struct env *env, const char *path, unsigned flags, uint64_t s
 int real_disk_submit(struct env_disk *d, struct env_disk_req *r);
 void real_disk_info(struct env_disk *d, struct env_disk_info *out);
 void real_disk_close(struct env_disk *d);
+int real_disk_remove(struct env *env, const char *path);
 int real_disk_buf_update(struct env *env, unsigned slot, void *base, size_t len);
 
 #endif /* SH_ENV_ENV_REAL_INT_H */

@@ -121,6 +121,7 @@ static const struct env_ops sim_ops = {
 	.disk_submit = simdisk_submit,
 	.disk_info = simdisk_info,
 	.disk_close = simdisk_close,
+	.disk_remove = simdisk_remove,
 };
 
 static uint64_t

@@ -160,6 +160,22 @@ media_free(struct sim_media *m)
 }
 
 int
+simdisk_remove(struct env *env, const char *path)
+{
+	struct sim_node *node = to_node(env);
+	struct sim_media *m = media_find(node, path);
+
+	if (!node->alive)
+		return -SH_ECRASHED;
+	if (m == NULL)
+		return -ENOENT;
+	if (m->opens > 0)
+		return -EBUSY;
+	media_free(m);
+	return 0;
+}
+
+int
 simdisk_open(struct env *env, const char *path, unsigned flags, uint64_t size,
 	     struct env_disk **out)
 {

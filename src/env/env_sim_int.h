@@ -68,6 +68,7 @@ int simdisk_open(struct env *env, const char *path, unsigned flags, uint64_t siz
 int simdisk_submit(struct env_disk *d, struct env_disk_req *r);
 void simdisk_info(struct env_disk *d, struct env_disk_info *out);
 void simdisk_close(struct env_disk *d);
+int simdisk_remove(struct env *env, const char *path);
 void simdisk_node_crash(struct sim_node *node, unsigned flags);
 void simdisk_node_fini(struct sim_node *node);
 /* A crash removed ev: if it was a disk request, it is no longer in flight. */

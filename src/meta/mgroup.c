@@ -57,6 +57,8 @@ struct mgroup {
 	bool demoted;	   /* this node is marked down: hand leadership over */
 	bool transferring; /* a transfer in flight */
 	struct raft_transfer xfer;
+	bool changing; /* a membership change in flight */
+	struct raft_change change;
 	struct rio_snap_hooks hooks;
 	struct env_timer flush; /* the store's batch, committed soon after an apply */
 	bool flush_armed;
@@ -593,6 +595,98 @@ mgroup_set_demoted(struct mgroup *g, bool demoted)
 	hand_over(g);
 }
 
+/* ---- membership: the configuration's members become the group's voters ---- */
+
+static bool
+wanted(const struct mgroup *g, raft_id id)
+{
+	for (unsigned i = 0; i < g->p.nmembers; i++)
+		if (g->members[i] == id)
+			return true;
+	return false;
+}
+
+static void
+on_change(struct raft_change *req, int status)
+{
+	struct mgroup *g = req->data;
+
+	g->changing = false;
+	if (status != 0)
+		sh_log_warn("group %#x: membership change: %s", g->p.id, raft_strerror(status));
+}
+
+/*
+ * One change at a time, at the leader: a new member is added (as a spare)
+ * and made a voter (libraft first brings its log up to date: entries, or
+ * the whole state), and only then is a member the configuration dropped
+ * removed, so the group never has fewer voters than it had.
+ */
+static void
+reconcile(struct mgroup *g)
+{
+	const struct raft_configuration *rc = &g->raft.configuration;
+	const char *what = NULL;
+	raft_id id = 0;
+	int err = 0;
+
+	if (g->changing || g->closing || !g->started || raft_state(&g->raft) != RAFT_LEADER)
+		return;
+	g->change.data = g;
+	for (unsigned i = 0; i < g->p.nmembers && what == NULL; i++) {
+		const struct raft_server *s = NULL;
+		char a[24];
+
+		id = g->members[i];
+		for (unsigned k = 0; k < rc->n && s == NULL; k++)
+			if (rc->servers[k].id == id)
+				s = &rc->servers[k];
+		if (s == NULL) {
+			what = "adding";
+			snprintf(a, sizeof(a), "%llx", (unsigned long long)id);
+			err = raft_add(&g->raft, &g->change, id, a, on_change);
+		} else if (s->role != RAFT_VOTER) {
+			what = "making a voter of";
+			err = raft_assign(&g->raft, &g->change, id, RAFT_VOTER, on_change);
+		}
+	}
+	for (unsigned k = 0; k < rc->n && what == NULL; k++) {
+		id = rc->servers[k].id;
+		if (wanted(g, id) || id == g->p.self)
+			continue;
+		what = "removing";
+		err = raft_remove(&g->raft, &g->change, id, on_change);
+	}
+	if (what == NULL)
+		return;
+	if (err != 0) {
+		sh_log_debug("group %#x: %s node %llu refused: %s", g->p.id, what,
+			     (unsigned long long)(id >> 8), raft_strerror(err));
+		return;
+	}
+	g->changing = true;
+	sh_log_info("group %#x: %s node %llu", g->p.id, what, (unsigned long long)(id >> 8));
+}
+
+int
+mgroup_set_members(struct mgroup *g, const uint64_t *members, unsigned n)
+{
+	uint64_t *m;
+
+	if (n == 0)
+		return -EINVAL;
+	m = sh_calloc(n, sizeof(*m));
+	if (m == NULL)
+		return -ENOMEM;
+	memcpy(m, members, n * sizeof(*m));
+	sh_free(g->members);
+	g->members = m;
+	g->p.members = m;
+	g->p.nmembers = n;
+	reconcile(g);
+	return 0;
+}
+
 static void
 on_tick(struct env_timer *t)
 {
@@ -601,6 +695,7 @@ on_tick(struct env_timer *t)
 	if (g->closing)
 		return;
 	hand_over(g);
+	reconcile(g);
 	check_ready(g);
 	if (!sh_list_empty(&g->waiters))
 		wake_waiters(g, false);
@@ -786,7 +881,10 @@ on_log_open(void *arg, int status)
 	raft_set_snapshot_trailing(&g->raft, clampu(g->p.log_size >> 14, 128, 2048));
 	raft_set_pre_vote(&g->raft, true);
 	raft_set_install_snapshot_timeout(&g->raft, 10000);
-	if (!rio_has_state(&g->io)) {
+	if (!rio_has_state(&g->io) && g->p.join) {
+		/* a member that replaced another: the leader adds it and sends it the state */
+		sh_log_info("group %#x: joining; waiting for the leader to add this node", g->p.id);
+	} else if (!rio_has_state(&g->io)) {
 		/* every member bootstraps the same voters: the group forms by itself */
 		raft_configuration_init(&conf);
 		rc = 0;
@@ -952,5 +1050,9 @@ mgroup_info(struct mgroup *g, struct mgroup_info *out)
 	out->commit = g->raft.commit_index;
 	out->applied = raft_last_applied(&g->raft);
 	out->leader = mgroup_leader(g);
+	for (unsigned i = 0; i < g->raft.configuration.n; i++)
+		if (g->raft.configuration.servers[i].role == RAFT_VOTER &&
+		    out->nvoters < MGROUP_VOTERS_MAX)
+			out->voters[out->nvoters++] = g->raft.configuration.servers[i].id;
 	out->ready = g->ready_term == g->raft.current_term && out->raft_state == RAFT_LEADER;
 }

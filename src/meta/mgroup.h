@@ -37,6 +37,11 @@ struct mgroup_params {
 	const uint16_t *buckets; /* the buckets it serves */
 	unsigned nb;
 	uint32_t nbuckets; /* of the cluster */
+	/*
+	 * A member that took a replaced one's place (the group formed without
+	 * it): with an empty log it does not bootstrap, it waits to be added.
+	 */
+	bool join;
 	struct meta_db *db;
 	const char *path; /* its Raft log */
 	uint64_t log_size;
@@ -67,6 +72,12 @@ bool mgroup_ready(struct mgroup *g);
  * nodes marked down, so a group led here would answer no one).
  */
 void mgroup_set_demoted(struct mgroup *g, bool demoted);
+/*
+ * The members the configuration now names: the leader makes them the
+ * group's voters, one change at a time (a new one added and caught up
+ * before one that left is removed).
+ */
+int mgroup_set_members(struct mgroup *g, const uint64_t *members, unsigned n);
 /* Whom to ask instead: the known leader's Raft id, 0 if none. */
 uint64_t mgroup_leader(struct mgroup *g);
 /*
@@ -96,10 +107,13 @@ int mgroup_try(struct mgroup *g, uint16_t bucket, const struct meta_cmd *c, stru
 /* A read transaction on the applied state of bucket: *b to use, meta_txn_abort(b->t) after. */
 int mgroup_read(struct mgroup *g, uint16_t bucket, struct meta_bucket *b);
 
+#define MGROUP_VOTERS_MAX 8
 struct mgroup_info {
 	int raft_state;
 	uint64_t term, commit, applied, leader;
 	bool ready;
+	unsigned nvoters; /* as this replica knows the group's configuration */
+	uint64_t voters[MGROUP_VOTERS_MAX];
 };
 void mgroup_info(struct mgroup *g, struct mgroup_info *out);
 

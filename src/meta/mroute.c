@@ -15,12 +15,6 @@ SH_LOG_FACILITY("meta.route");
 
 /* ---- placement ---- */
 
-struct set_ref {
-	const uint64_t *sorted;
-	uint32_t bucket;
-	unsigned n;
-};
-
 static int
 cmp_u64(const void *a, const void *b)
 {
@@ -29,66 +23,53 @@ cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int
-cmp_set(const void *a, const void *b)
-{
-	const struct set_ref *x = a, *y = b;
-
-	for (unsigned i = 0; i < x->n; i++)
-		if (x->sorted[i] != y->sorted[i])
-			return x->sorted[i] < y->sorted[i] ? -1 : 1;
-	return x->bucket < y->bucket ? -1 : x->bucket > y->bucket;
-}
-
 int
 mplace_build(const struct cfg *c, struct mplace *out)
 {
-	uint32_t nb = c->nbuckets, r = c->replicas, g = 0;
-	uint64_t *sorted = NULL;
-	struct set_ref *refs = NULL;
-	int rc = -ENOMEM;
+	uint32_t nb = c->nbuckets, r = c->replicas, ng = 0;
+	int rc;
 
 	memset(out, 0, sizeof(*out));
 	if (!c->created || nb == 0 || r == 0 || c->buckets == NULL)
 		return -ENOENT;
-	sorted = sh_calloc((size_t)nb * r, sizeof(*sorted));
-	refs = sh_calloc(nb, sizeof(*refs));
 	out->group_of = sh_calloc(nb, sizeof(*out->group_of));
 	out->gbuckets = sh_calloc(nb, sizeof(*out->gbuckets));
 	out->gstart = sh_calloc((size_t)nb + 1, sizeof(*out->gstart));
 	out->members = sh_calloc((size_t)nb * r, sizeof(*out->members));
-	if (!sorted || !refs || !out->group_of || !out->gbuckets || !out->gstart || !out->members)
+	rc = -ENOMEM;
+	if (!out->group_of || !out->gbuckets || !out->gstart || !out->members)
 		goto out;
+	rc = cfg_groups(c, out->group_of, &ng);
+	if (rc < 0)
+		goto out;
+	/* each group's buckets ascending, groups in order; members sorted (every replica
+	 * bootstraps the same configuration from them) */
+	for (uint32_t b = 0; b < nb; b++)
+		out->gstart[out->group_of[b] + 1]++;
+	for (uint32_t g = 0; g < ng; g++)
+		out->gstart[g + 1] += out->gstart[g];
 	for (uint32_t b = 0; b < nb; b++) {
-		memcpy(sorted + (size_t)b * r, cfg_bucket(c, b), r * sizeof(*sorted));
-		qsort(sorted + (size_t)b * r, r, sizeof(*sorted), cmp_u64);
-		refs[b] = (struct set_ref){ .sorted = sorted + (size_t)b * r, .bucket = b, .n = r };
+		uint32_t g = out->group_of[b];
+		uint32_t at = out->gstart[g]++;
+
+		out->gbuckets[at] = (uint16_t)b;
 	}
-	/* groups in order of their sorted member sets; each group's buckets ascending */
-	qsort(refs, nb, sizeof(*refs), cmp_set);
-	for (uint32_t i = 0; i < nb; i++) {
-		if (i == 0 || memcmp(refs[i].sorted, refs[i - 1].sorted, r * sizeof(uint64_t))) {
-			if (g >= 65536) {
-				rc = -E2BIG;
-				goto out;
-			}
-			out->gstart[g] = i;
-			for (uint32_t k = 0; k < r; k++)
-				out->members[(size_t)g * r + k] =
-				    mplace_endpoint(refs[i].sorted[k]);
-			g++;
-		}
-		out->gbuckets[i] = (uint16_t)refs[i].bucket;
-		out->group_of[refs[i].bucket] = (uint16_t)(g - 1);
+	for (uint32_t g = ng; g > 0; g--)
+		out->gstart[g] = out->gstart[g - 1];
+	out->gstart[0] = 0;
+	for (uint32_t g = 0; g < ng; g++) {
+		uint64_t *m = out->members + (size_t)g * r;
+
+		memcpy(m, cfg_bucket(c, out->gbuckets[out->gstart[g]]), r * sizeof(*m));
+		qsort(m, r, sizeof(*m), cmp_u64);
+		for (uint32_t k = 0; k < r; k++)
+			m[k] = mplace_endpoint(m[k]);
 	}
-	out->gstart[g] = nb;
-	out->ngroups = g;
+	out->ngroups = ng;
 	out->nbuckets = nb;
 	out->replicas = r;
 	rc = 0;
 out:
-	sh_free(sorted);
-	sh_free(refs);
 	if (rc < 0)
 		mplace_free(out);
 	return rc;

@@ -285,6 +285,167 @@ on_ready(void *arg, struct mgroup *g)
 	msvc_rename2_recover(fs, g);
 }
 
+static bool
+group_member(const struct mplace *pl, uint32_t g, uint64_t self)
+{
+	const uint64_t *mem = pl->members + (size_t)g * pl->replicas;
+
+	for (uint32_t k = 0; k < pl->replicas; k++)
+		if (mem[k] == self)
+			return true;
+	return false;
+}
+
+static void
+group_log_path(const struct mfs *fs, uint32_t g, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/meta-%u-g%u.raft", fs->s->dir, fs->id, g);
+}
+
+/* Start this node's replica of group g (it is a member). */
+static void
+group_open(struct mfs *fs, const struct cfg *c, uint32_t g)
+{
+	const struct mplace *pl = mroute_place(fs->s->rt);
+	struct mgroup_params gp;
+	char path[640];
+	int rc;
+
+	group_log_path(fs, g, path, sizeof(path));
+	gp =
+	    (struct mgroup_params){ .id = mplace_group_id(fs->id, g),
+				    .self = fs->s->self,
+				    .members = pl->members + (size_t)g * pl->replicas,
+				    .nmembers = pl->replicas,
+				    .buckets = pl->gbuckets + pl->gstart[g],
+				    .nb = pl->gstart[g + 1] - pl->gstart[g],
+				    .nbuckets = c->nbuckets,
+				    /* the group formed before: a new member waits to be added */
+				    .join = c->gepoch != NULL && g < c->ngroups && c->gepoch[g] > 0,
+				    .db = fs->db,
+				    .path = path,
+				    .log_size = fs->s->p.log_size,
+				    .election_ms = fs->s->p.election_ms,
+				    .applied = on_applied,
+				    .ready = on_ready,
+				    .arg = fs };
+	rc = mgroup_open(fs->s->rn, &gp, &fs->groups[g]);
+	if (rc < 0) {
+		fs->groups[g] = NULL;
+		sh_log_error("filesystem %u: metadata group %u: %s", fs->id, g, sh_strerror(rc));
+		return;
+	}
+	fs->open_groups++;
+}
+
+struct dropped {
+	struct mfs *fs;
+	uint32_t g;
+};
+
+/*
+ * What this node kept of group g, which it no longer serves: the group's
+ * buckets in the store and its log. 1 if there was a copy, 0 if none.
+ */
+static int
+group_forget(struct mfs *fs, uint32_t g)
+{
+	const struct mplace *pl = mroute_place(fs->s->rt);
+	struct meta_txn *t = NULL;
+	struct env_disk *log;
+	char path[640];
+	int rc;
+
+	group_log_path(fs, g, path, sizeof(path));
+	rc = env_disk_open(fs->s->env, path, 0, 0, &log);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc < 0)
+		goto out;
+	env_disk_close(log);
+	/* the buckets first: a log without them is dropped again at the next start */
+	rc = meta_txn_begin(fs->db, true, &t);
+	for (uint32_t i = pl->gstart[g]; rc == 0 && i < pl->gstart[g + 1]; i++)
+		rc = meta_drop_bucket(t, pl->gbuckets[i]);
+	if (rc == 0)
+		rc = meta_txn_commit(t);
+	else if (t != NULL)
+		meta_txn_abort(t);
+	if (rc == 0)
+		rc = meta_db_flush(fs->db, false);
+	if (rc == 0)
+		rc = env_disk_remove(fs->s->env, path);
+out:
+	if (rc < 0)
+		sh_log_warn("filesystem %u: metadata group %u: dropping this node's copy: %s",
+			    fs->id, g, sh_strerror(rc));
+	else
+		sh_log_info("filesystem %u: metadata group %u: this node's copy dropped", fs->id,
+			    g);
+	return rc < 0 ? rc : 1;
+}
+
+/* A group this node left is closed: its copy goes. */
+static void
+group_dropped(void *arg)
+{
+	struct dropped *d = arg;
+	struct mfs *fs = d->fs;
+
+	(void)group_forget(fs, d->g);
+	fs->leaving[d->g] = false;
+	/* made a member again meanwhile: start afresh */
+	if (!fs->closing && group_member(mroute_place(fs->s->rt), d->g, fs->s->self))
+		group_open(fs, mroute_cfg(fs->s->rt), d->g);
+	sh_free(d);
+	fs->open_groups--;
+	mfs_unref(fs);
+}
+
+/*
+ * The configuration changed the groups' members (a dead node's replicas
+ * replaced): groups this node joined start (and wait to be added), groups
+ * it left close and drop its copy, the others learn their members.
+ */
+static void
+fs_regroup(struct mfs *fs, const struct cfg *c)
+{
+	const struct mplace *pl = mroute_place(fs->s->rt);
+
+	if (pl->ngroups != fs->ngroups) {
+		sh_log_error("filesystem %u: %u metadata groups in the configuration, %u here",
+			     fs->id, pl->ngroups, fs->ngroups);
+		return;
+	}
+	for (uint32_t g = 0; g < fs->ngroups; g++) {
+		bool member = group_member(pl, g, fs->s->self);
+		struct mgroup *mg = fs->groups[g];
+
+		if (fs->leaving[g]) {
+			continue; /* its old copy is being dropped; it starts afresh after */
+		} else if (member && mg == NULL) {
+			sh_log_info("filesystem %u: this node joins metadata group %u", fs->id, g);
+			group_open(fs, c, g);
+		} else if (member) {
+			(void)mgroup_set_members(mg, pl->members + (size_t)g * pl->replicas,
+						 pl->replicas);
+		} else if (mg != NULL) {
+			struct dropped *d = sh_calloc(1, sizeof(*d));
+
+			if (d == NULL)
+				continue; /* the next configuration tries again */
+			sh_log_info("filesystem %u: this node was replaced in metadata group %u",
+				    fs->id, g);
+			d->fs = fs;
+			d->g = g;
+			fs->refs++;
+			fs->groups[g] = NULL;
+			fs->leaving[g] = true;
+			mgroup_close(mg, group_dropped, d);
+		}
+	}
+}
+
 static int
 fs_open(struct msvc *s, const struct cfg *c, const struct cfg_fs *f)
 {
@@ -300,8 +461,9 @@ fs_open(struct msvc *s, const struct cfg *c, const struct cfg_fs *f)
 	fs->ngroups = pl->ngroups;
 	fs->groups = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->groups));
 	fs->usage = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->usage));
+	fs->leaving = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->leaving));
 	fs->ship = sh_calloc(c->nbuckets, sizeof(*fs->ship));
-	if (fs->groups == NULL || fs->usage == NULL || fs->ship == NULL) {
+	if (fs->groups == NULL || fs->usage == NULL || fs->leaving == NULL || fs->ship == NULL) {
 		rc = -ENOMEM;
 		goto err;
 	}
@@ -322,39 +484,11 @@ fs_open(struct msvc *s, const struct cfg *c, const struct cfg_fs *f)
 			  META_DB_BATCH | (s->p.store_nosync ? META_DB_NOSYNC : 0), &fs->db);
 	if (rc < 0)
 		goto err;
-	for (uint32_t g = 0; g < pl->ngroups; g++) {
-		const uint64_t *mem = pl->members + (size_t)g * pl->replicas;
-		bool member = false;
-		char path[640];
-		struct mgroup_params gp;
-
-		for (uint32_t k = 0; k < pl->replicas; k++)
-			member |= mem[k] == s->self;
-		if (!member)
-			continue;
-		snprintf(path, sizeof(path), "%s/meta-%u-g%u.raft", s->dir, f->id, g);
-		gp = (struct mgroup_params){ .id = mplace_group_id(f->id, g),
-					     .self = s->self,
-					     .members = mem,
-					     .nmembers = pl->replicas,
-					     .buckets = pl->gbuckets + pl->gstart[g],
-					     .nb = pl->gstart[g + 1] - pl->gstart[g],
-					     .nbuckets = c->nbuckets,
-					     .db = fs->db,
-					     .path = path,
-					     .log_size = s->p.log_size,
-					     .election_ms = s->p.election_ms,
-					     .applied = on_applied,
-					     .ready = on_ready,
-					     .arg = fs };
-		rc = mgroup_open(s->rn, &gp, &fs->groups[g]);
-		if (rc < 0) {
-			sh_log_error("filesystem %s: metadata group %u: %s", f->name, g,
-				     sh_strerror(rc));
-			continue;
-		}
-		fs->open_groups++;
-	}
+	for (uint32_t g = 0; g < pl->ngroups; g++)
+		if (group_member(pl, g, s->self))
+			group_open(fs, c, g);
+		else
+			(void)group_forget(fs, g); /* replaced while this node was down */
 	sh_list_add_tail(&s->fss, &fs->link);
 	msvc_reclaim_start(fs);
 	sh_log_info("filesystem %s (%u): %u of %u metadata groups here", f->name, f->id,
@@ -365,6 +499,7 @@ err:
 		meta_db_close(fs->db);
 	sh_free(fs->groups);
 	sh_free(fs->usage);
+	sh_free(fs->leaving);
 	sh_free(fs->ship);
 	sh_free(fs);
 	return rc;
@@ -382,6 +517,7 @@ fs_maybe_free(struct mfs *fs)
 	meta_db_close(fs->db);
 	sh_free(fs->groups);
 	sh_free(fs->usage);
+	sh_free(fs->leaving);
 	sh_free(fs->ship);
 	sh_free(fs);
 	if (s->stopping && sh_list_empty(&s->fss))
@@ -453,6 +589,12 @@ msvc_set_cfg(struct msvc *s, const struct cfg *c)
 			sh_log_info("filesystem %u deleted: closing its metadata groups", fs->id);
 			fs_close(fs);
 		}
+	}
+	sh_list_for_each (pos, &s->fss) {
+		struct mfs *fs = sh_list_entry(pos, struct mfs, link);
+
+		if (!fs->closing)
+			fs_regroup(fs, c);
 	}
 	for (uint32_t i = 0; i < c->nfs; i++)
 		if (fs_find(s, c->fs[i].id) == NULL) {
@@ -1810,6 +1952,8 @@ msvc_groups(struct msvc *s, struct msvc_group_info *out, unsigned max)
 								   .leader = gi.leader,
 								   .ready = gi.ready,
 								   .usage = fs->usage[g] };
+				for (unsigned k = 0; k < gi.nvoters && k < 8; k++)
+					out[n].voters[out[n].nvoters++] = gi.voters[k] >> 8;
 			}
 			n++;
 		}

@@ -67,6 +67,8 @@ struct msvc_group_info {
 	int raft_state;
 	uint64_t term, commit, applied, leader;
 	bool ready;
+	unsigned nvoters; /* node ids, as this replica knows the group's configuration */
+	uint64_t voters[8];
 	/* what its buckets' files use (meta_usage), summed every 2 s while it serves here;
 	 * the filesystem's total is the sum over the groups where ready is true */
 	struct meta_usage usage;

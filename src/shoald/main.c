@@ -117,6 +117,15 @@ parse_args(int argc, char **argv, struct shoald_opts *o)
 	if (getenv("SHOAL_CLEAN_INTERVAL") != NULL)
 		o->clean_s =
 		    parse_uint("SHOAL_CLEAN_INTERVAL", getenv("SHOAL_CLEAN_INTERVAL"), 0, 86400);
+	/*
+	 * A node down for 5 minutes is replaced in its metadata groups: longer
+	 * than a restart takes, short against the time to a second failure
+	 * (SHOAL_META_REPLACE, seconds, for tests).
+	 */
+	o->meta_replace_s = 300;
+	if (getenv("SHOAL_META_REPLACE") != NULL)
+		o->meta_replace_s =
+		    parse_uint("SHOAL_META_REPLACE", getenv("SHOAL_META_REPLACE"), 1, 30u * 86400);
 	if (getenv("SHOAL_CLAIM_AGE") != NULL)
 		o->claim_age_s = parse_uint("SHOAL_CLAIM_AGE", getenv("SHOAL_CLAIM_AGE"), 1, 86400);
 	opterr = 0;
@@ -393,6 +402,7 @@ main(int argc, char **argv)
 	cp.election_ms = d.o.election_ms;
 	cp.down_ns = (uint64_t)d.o.down_ms * 1000000;
 	cp.heartbeat_ns = (uint64_t)d.o.heartbeat_ms * 1000000;
+	cp.meta_replace_ns = (uint64_t)d.o.meta_replace_s * 1000000000;
 	cp.prepare = shoald_drive_prepare;
 	cp.changed = on_config;
 	cp.arg = &d;

@@ -31,9 +31,11 @@ struct shoald_opts {
 	unsigned election_ms;
 	unsigned down_ms;
 	unsigned heartbeat_ms;
-	unsigned orphan_age_s; /* --orphan-age: 0 sweeps nothing */
-	unsigned claim_age_s;  /* SHOAL_CLAIM_AGE: dedup claims this old are checked */
-	unsigned clean_s;      /* SHOAL_CLEAN_INTERVAL: background cleaning every (0: off) */
+	unsigned orphan_age_s;	 /* --orphan-age: 0 sweeps nothing */
+	unsigned claim_age_s;	 /* SHOAL_CLAIM_AGE: dedup claims this old are checked */
+	unsigned clean_s;	 /* SHOAL_CLEAN_INTERVAL: background cleaning every (0: off) */
+	unsigned meta_replace_s; /* SHOAL_META_REPLACE: a node down this long loses its metadata
+				    replicas */
 };
 
 /*

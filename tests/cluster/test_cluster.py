@@ -533,6 +533,67 @@ def metadata_create_storm_survives_kill9(c):
     check(st["size"] == n1 + n2, "/s counts %d entries, %d were created" % (st["size"], n1 + n2))
 
 
+def regrouped(c, alive, gone, groups, timeout=60):
+    """Every group has a serving leader whose voters are five live nodes, none of them gone."""
+    end = time.time() + timeout
+    seen = {}
+    while time.time() < end:
+        seen = {}
+        for n in alive:
+            for g in meta(c, n):
+                if g["serving"]:
+                    seen[g["group"]] = g["voters"]
+        if len(seen) == groups and all(len(v) == 5 and gone not in v and set(v) <= set(alive)
+                                       for v in seen.values()):
+            return
+        time.sleep(0.3)
+    raise Fail("node %d's groups were not given new members in %d s: %s" % (gone, timeout, seen))
+
+
+@test
+def metadata_dead_node_replaced(c):
+    """A node dead for good loses its metadata replicas to a live node; the groups then
+    survive two more failures, and the dead node, back, drops what it kept."""
+    c.env["SHOAL_META_REPLACE"] = "3"
+    c.up()
+    make_fs(c)
+    groups = len(set(g["group"] for n in others(c) for g in meta(c, n)))
+    ns(c, "mkdir", "/r")
+    before = storms(c, "/r", 2, 2, 300, "before")
+    n1 = storm_results(c, before, 10000)
+    victim = c.nodes
+    c.kill(victim)
+    t0 = time.time()
+    regrouped(c, others(c, victim), victim, groups)
+    if os.environ.get("SH_VERBOSE"):
+        print("  groups regrouped %.1f s after the kill" % (time.time() - t0))
+    events = c.run_json(["events", "--limit", "50"], 1)
+    check(any("replaced by node" in e["text"] for e in events),
+          "no replacement event: %s" % events)
+    after = storms(c, "/r", 2, 2, 300, "after")
+    n2 = storm_results(c, after, 10000)
+    for n in others(c, victim):
+        caught_up(c, n, others(c, victim))
+    # two more of the original members: every group keeps three of its five
+    two = [2, 3]
+    for n in two:
+        c.kill(n)
+    all_found(c, before + after)
+    st = json.loads(c.shoal("--json", "ns", "fs1", "stat", "/r", check_rc=0).stdout)
+    check(st["size"] == n1 + n2, "/r counts %d entries, %d were created" % (st["size"], n1 + n2))
+    # all back: the replaced node serves no group and keeps no copy
+    c.up()
+    end = time.time() + 20
+    while time.time() < end:
+        logs = [f for f in os.listdir(os.path.join(c.dir, "n%d" % victim))
+                if f.startswith("meta-") and f.endswith(".raft")]
+        if not logs and c.status(victim) and not meta(c, victim):
+            break
+        time.sleep(0.3)
+    check(not logs, "node %d kept %s" % (victim, logs))
+    check(not meta(c, victim), "node %d still serves %s" % (victim, meta(c, victim)))
+
+
 @test
 def metadata_namespace_operations(c):
     c.up()
@@ -1463,6 +1524,7 @@ def fio_engine_runs_the_example_and_verifies(c):
 
 
 SIZES = {"cannot_place_on_three_nodes": 3, "metadata_create_storm_survives_kill9": 6,
+         "metadata_dead_node_replaced": 6,
          "metadata_namespace_operations": 6, "data_write_read_degraded": 6,
          "fuse_mount_with_ordinary_tools": 6, "data_corruption_detected_and_decoded": 6,
          "data_orphans_of_a_killed_client_are_released": 6,

@@ -1312,3 +1312,174 @@ TEST(meta_leaders_marked_down_hand_over)
 	set_state(&w, victim, CFG_UP);
 	world_end(&w);
 }
+
+/* ---- a dead node's replicas replaced ---- */
+
+/* Every group's leader has the members the configuration names as its voters, all caught up. */
+static bool
+groups_match_cfg(void *arg)
+{
+	struct world *w = arg;
+	const struct mplace *pl = mroute_place(w->rt);
+
+	for (uint32_t g = 0; g < pl->ngroups; g++) {
+		const uint64_t *mem = pl->members + (size_t)g * pl->replicas;
+		struct msvc_group_info lead = { 0 };
+		bool found = false;
+
+		for (int i = 1; i <= N && !found; i++) {
+			struct msvc_group_info gi[64];
+			unsigned n;
+
+			if (!w->n[i].up)
+				continue;
+			n = msvc_groups(w->n[i].svc, gi, 64);
+			for (unsigned k = 0; k < n && k < 64 && !found; k++)
+				if (gi[k].index == g && gi[k].ready) {
+					lead = gi[k];
+					found = true;
+				}
+		}
+		if (!found || lead.nvoters != pl->replicas)
+			return false;
+		for (uint32_t k = 0; k < pl->replicas; k++) {
+			bool voter = false;
+			int node = (int)(mem[k] >> 8);
+			struct msvc_group_info gi[64];
+			unsigned n;
+
+			for (unsigned v = 0; v < lead.nvoters; v++)
+				voter |= lead.voters[v] == mem[k] >> 8;
+			if (!voter || node < 1 || node > N || !w->n[node].up)
+				return false;
+			/* the member has the group's state: it applied what the leader committed */
+			n = msvc_groups(w->n[node].svc, gi, 64);
+			voter = false;
+			for (unsigned v = 0; v < n && v < 64; v++)
+				voter |= gi[v].index == g && gi[v].applied >= lead.commit;
+			if (!voter)
+				return false;
+		}
+	}
+	return true;
+}
+
+static bool
+holds_no_group(void *arg)
+{
+	struct node *n = arg;
+
+	return msvc_groups(n->svc, NULL, 0) == 0;
+}
+
+static void
+push_cfg(struct world *w)
+{
+	for (int i = 1; i <= N; i++)
+		if (w->n[i].up)
+			SH_ASSERT_OK(msvc_set_cfg(w->n[i].svc, w->cfg));
+	SH_ASSERT_OK(mroute_set_cfg(w->rt, w->cfg));
+}
+
+static void
+expect_files(struct world *w, const uint64_t *inos, int n, const char *when)
+{
+	for (int i = 0; i < n; i++) {
+		char name[16];
+		struct meta_dentry d;
+		struct meta_inode in;
+		int rc;
+
+		snprintf(name, sizeof(name), "r%d", i);
+		rc = lookup(w, META_ROOT_INO, name, &d);
+		SH_ASSERT_MSG(rc == 0 && d.ino == inos[i], "seed %llu: %s: %s: %s",
+			      (unsigned long long)w->seed, when, name, sh_errname(rc));
+		SH_ASSERT_OK(getattr(w, d.ino, &in));
+		SH_ASSERT_EQ(in.uid, 1000u);
+	}
+}
+
+/*
+ * A node dies for good: the configuration puts another node in its place
+ * in every group it was in, each group's leader adds the new member, brings
+ * it up to date and removes the dead one, so every group has five voters
+ * again and survives two more failures. Creates made before and after are
+ * all there once two more of the original members are killed; the dead node,
+ * back, drops the copies it no longer serves.
+ */
+static void
+run_replace(uint64_t seed)
+{
+	static struct world w;
+	uint64_t inos[2 * NFILES];
+	int victim, replaced = 0, killed[2];
+	uint32_t g;
+	uint64_t old, node;
+	char msg[CFG_MSG_MAX];
+
+	world_start(&w, seed, 1ull << 20); /* a small log: new members get the whole state */
+	for (int i = 0; i < NFILES; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "r%d", i);
+		SH_ASSERT_OK(mk(&w, META_ROOT_INO, name, META_REG, &inos[i]));
+	}
+	victim = 1 + (int)sh_rand_below(&w.rng, N);
+	node_stop(&w, &w.n[victim], true);
+	set_state(&w, victim, CFG_DOWN);
+	/* what the configuration's leader proposes, one group at a time */
+	while (cfg_mgroup_replacement(w.cfg, UINT64_MAX >> 1, 0, &g, &old, &node) == 0) {
+		struct cfg_cmd c = {
+			.op = CFG_OP_MGROUP_REPLACE, .group = g, .id = old, .node2 = node
+		};
+
+		SH_ASSERT_EQ(old, (uint64_t)victim);
+		SH_ASSERT_MSG(cfg_apply(w.cfg, &c, msg, sizeof(msg)) == 0, "%s", msg);
+		replaced++;
+		push_cfg(&w);
+		sim_run_for(w.sim, 200 * SH_NSEC_PER_MSEC);
+	}
+	SH_ASSERT_GT(replaced, 0);
+	for (uint32_t b = 0; b < NBUCKETS; b++)
+		for (uint32_t k = 0; k < w.cfg->replicas; k++)
+			SH_ASSERT_NE(cfg_bucket(w.cfg, b)[k], (uint64_t)victim);
+	SH_ASSERT_MSG(sim_run_until(w.sim, groups_match_cfg, &w, 60 * SH_NSEC_PER_SEC),
+		      "seed %llu: node %d's groups never got their new members",
+		      (unsigned long long)seed, victim);
+	for (int i = NFILES; i < 2 * NFILES; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "r%d", i);
+		SH_ASSERT_OK(mk(&w, META_ROOT_INO, name, META_REG, &inos[i]));
+	}
+	/* two more of the members that were there from the start */
+	for (int k = 0; k < 2; k++) {
+		do
+			killed[k] = 1 + (int)sh_rand_below(&w.rng, N);
+		while (killed[k] == victim || (k == 1 && killed[1] == killed[0]));
+		node_stop(&w, &w.n[killed[k]], true);
+		set_state(&w, killed[k], CFG_DOWN);
+	}
+	expect_files(&w, inos, 2 * NFILES, "after two more members were killed");
+	/* the replaced node comes back: it serves nothing and keeps nothing */
+	set_state(&w, victim, CFG_UP);
+	node_start(&w.n[victim]);
+	SH_ASSERT(sim_run_until(w.sim, holds_no_group, &w.n[victim], 5 * SH_NSEC_PER_SEC));
+	for (uint32_t i = 0; i < mroute_place(w.rt)->ngroups; i++) {
+		char path[600];
+		struct env_disk *d;
+
+		snprintf(path, sizeof(path), "%s/meta-%u-g%u.raft", w.n[victim].dir, w.fs, i);
+		int rc = env_disk_open(w.n[victim].env, path, 0, 0, &d);
+
+		SH_ASSERT_MSG(rc == -ENOENT, "seed %llu: %s kept (%s)", (unsigned long long)seed,
+			      path, sh_errname(rc));
+	}
+	world_end(&w);
+}
+
+TEST(meta_dead_node_replicas_replaced)
+{
+	for (int i = 0; i < 3; i++)
+		run_replace(sh_test_seed() * 10 + (uint64_t)i);
+}

@@ -263,6 +263,114 @@ TEST(config_node_state_and_remove)
 	cfg_free(c);
 }
 
+static bool
+group_has(const struct cfg *c, const uint16_t *gof, uint32_t g, uint64_t node)
+{
+	for (uint32_t b = 0; b < c->nbuckets; b++)
+		if (gof[b] == g)
+			for (uint32_t k = 0; k < c->replicas; k++)
+				if (cfg_bucket(c, b)[k] == node)
+					return true;
+	return false;
+}
+
+/*
+ * The metadata groups are fixed when the first filesystem is created; a
+ * node down for long is replaced in each of its groups by an up node of a
+ * failure domain the group does not use, and can then be removed.
+ */
+TEST(config_metadata_groups_fixed_and_replaced)
+{
+	struct cfg *c = cluster_of(6, 64), *d = cfg_new();
+	struct cfg_cmd fs = { .op = CFG_OP_FS_CREATE, .d = 4, .p = 2, .time = 100 };
+	struct cfg_cmd seven = node_cmd(CFG_OP_NODE_ADD, 7, "node-1");
+	struct cfg_cmd down = { .op = CFG_OP_NODE_STATE, .id = 3, .state = CFG_DOWN };
+	struct cfg_cmd rm = { .op = CFG_OP_NODE_REMOVE, .id = 3 };
+	uint16_t before[64], gof[64];
+	uint32_t ng0 = 0, ng = 0, g, replaced = 0;
+	uint64_t old, node, t0 = 1000ull * SH_NSEC_PER_SEC;
+	char msg[CFG_MSG_MAX];
+	struct sh_enc e;
+
+	for (uint64_t n = 1; n <= 6; n++)
+		add_drive(c, n);
+	SH_ASSERT_OK(cfg_groups(c, before, &ng0));
+	SH_ASSERT_NULL(c->bgroup);
+	SH_ASSERT_EQ(cfg_mgroup_replacement(c, t0, 0, &g, &old, &node), -ENOENT); /* no fs */
+	snprintf(fs.name, sizeof(fs.name), "data");
+	SH_ASSERT_MSG(cfg_apply(c, &fs, msg, sizeof(msg)) == 0, "%s", msg);
+	SH_ASSERT_NOT_NULL(c->bgroup);
+	SH_ASSERT_EQ(c->ngroups, ng0);
+	/* a node added later (on node 1's failure domain) changes no group */
+	SH_ASSERT_OK(cfg_apply(c, &seven, msg, sizeof(msg)));
+	SH_ASSERT_OK(cfg_groups(c, gof, &ng));
+	SH_ASSERT_EQ(ng, ng0);
+	SH_ASSERT_MEMEQ(gof, before, sizeof(gof));
+	SH_ASSERT_EQ(cfg_mgroup_replacement(c, t0, 0, &g, &old, &node), -ENOENT); /* all up */
+	SH_ASSERT_EQ(cfg_apply(c, &rm, msg, sizeof(msg)), -EBUSY);
+
+	down.time = t0;
+	SH_ASSERT_OK(cfg_apply(c, &down, msg, sizeof(msg)));
+	SH_ASSERT_EQ(cfg_mgroup_replacement(c, t0 + 5 * SH_NSEC_PER_SEC, 10 * SH_NSEC_PER_SEC, &g,
+					    &old, &node),
+		     -ENOENT); /* not down for long enough */
+	while (cfg_mgroup_replacement(c, t0 + 11 * SH_NSEC_PER_SEC, 10 * SH_NSEC_PER_SEC, &g, &old,
+				      &node) == 0) {
+		struct cfg_cmd r = {
+			.op = CFG_OP_MGROUP_REPLACE, .group = g, .id = old, .node2 = node
+		};
+
+		SH_ASSERT_EQ(old, 3);
+		SH_ASSERT(group_has(c, gof, g, 3));
+		SH_ASSERT(!group_has(c, gof, g, node));
+		/* node 7 shares node 1's domain: it is chosen only where node 1 is not a member,
+		 * or where the one other candidate, node 6, is a member already */
+		if (node == 7)
+			SH_ASSERT(!group_has(c, gof, g, 1) || group_has(c, gof, g, 6));
+		SH_ASSERT_MSG(cfg_apply(c, &r, msg, sizeof(msg)) == 0, "%s", msg);
+		SH_ASSERT(!group_has(c, gof, g, 3));
+		SH_ASSERT(group_has(c, gof, g, node));
+		SH_ASSERT_EQ(c->gepoch[g], 1);
+		SH_ASSERT(strstr(cfg_event_at(c, 0)->text, "replaced by node") != NULL);
+		/* the same again: node 3 is no member any more */
+		SH_ASSERT_EQ(cfg_check(c, &r, msg, sizeof(msg)), -ENOENT);
+		replaced++;
+	}
+	SH_ASSERT_GT(replaced, 0);
+	for (uint32_t b = 0; b < c->nbuckets; b++) {
+		SH_ASSERT_EQ(c->bgroup[b], before[b]); /* the groups keep their numbers */
+		for (uint32_t k = 0; k < c->replicas; k++)
+			SH_ASSERT_NE(cfg_bucket(c, b)[k], 3);
+	}
+	/* what a replacement refuses */
+	{
+		struct cfg_cmd r = { .op = CFG_OP_MGROUP_REPLACE, .group = 0, .node2 = 3 };
+
+		r.id = cfg_bucket(c, 0)[0];
+		r.group = c->bgroup[0];
+		SH_ASSERT_EQ(cfg_check(c, &r, msg, sizeof(msg)), -EHOSTDOWN); /* node 3 is down */
+		r.node2 = cfg_bucket(c, 0)[1];
+		SH_ASSERT_EQ(cfg_check(c, &r, msg, sizeof(msg)), -EEXIST);
+		r.node2 = 99;
+		SH_ASSERT_EQ(cfg_check(c, &r, msg, sizeof(msg)), -ENOENT);
+		r.group = c->ngroups;
+		SH_ASSERT_EQ(cfg_check(c, &r, msg, sizeof(msg)), -ENOENT);
+	}
+	/* the table travels with the configuration */
+	sh_enc_init(&e);
+	cfg_encode(&e, c);
+	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
+	SH_ASSERT_EQ(d->ngroups, c->ngroups);
+	SH_ASSERT_MEMEQ(d->bgroup, c->bgroup, c->nbuckets * sizeof(*c->bgroup));
+	SH_ASSERT_MEMEQ(d->gepoch, c->gepoch, c->ngroups * sizeof(*c->gepoch));
+	SH_ASSERT_EQ(cfg_decode(e.p, e.len - 1, d), -EBADMSG);
+	sh_enc_fini(&e);
+	/* node 3 holds no replica now: it may go */
+	SH_ASSERT_MSG(cfg_apply(c, &rm, msg, sizeof(msg)) == 0, "%s", msg);
+	cfg_free(d);
+	cfg_free(c);
+}
+
 TEST(config_events_ring)
 {
 	struct cfg *c = cluster_of(2, 8);

@@ -340,7 +340,9 @@ sh_symlink_at(sh_fs *fs, const char *target, uint64_t parent, const char *name, 
 static int
 remove_at(sh_fs *fs, uint64_t parent, const char *name, bool dir)
 {
-	struct meta_cmd mc = { .op = META_OP_REMOVE, .parent = parent, .dir = dir };
+	struct meta_cmd mc = {
+		.op = META_OP_REMOVE, .parent = parent, .dir = dir, .tag = client_tag(fs->c)
+	};
 	struct cres r;
 	size_t len;
 	int rc = name_ok(name, &len);
@@ -373,9 +375,11 @@ int
 sh_rename_at(sh_fs *fs, uint64_t parent, const char *name, uint64_t newparent, const char *newname,
 	     unsigned flags)
 {
-	struct meta_cmd mc = {
-		.op = META_OP_RENAME, .parent = parent, .parent2 = newparent, .flags = flags
-	};
+	struct meta_cmd mc = { .op = META_OP_RENAME,
+			       .parent = parent,
+			       .parent2 = newparent,
+			       .flags = flags,
+			       .tag = client_tag(fs->c) };
 	struct cres r;
 	size_t len, len2;
 	int rc = name_ok(name, &len);
@@ -399,7 +403,9 @@ sh_rename_at(sh_fs *fs, uint64_t parent, const char *name, uint64_t newparent, c
 int
 sh_link_at(sh_fs *fs, uint64_t ino, uint64_t parent, const char *name, struct stat *out)
 {
-	struct meta_cmd mc = { .op = META_OP_LINK, .parent = parent, .ino = ino };
+	struct meta_cmd mc = {
+		.op = META_OP_LINK, .parent = parent, .ino = ino, .tag = client_tag(fs->c)
+	};
 	struct stat st;
 	struct cres r;
 	size_t len;

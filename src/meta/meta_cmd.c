@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "meta_cmd.h"
+#include "meta_done.h"
 
 #define CMD_VERSION 2
 
@@ -116,16 +117,23 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 				 &r->deltas[0]);
 		break;
 	case META_OP_LINK:
-		rc = meta_link(b, c->parent, c->name, strlen(c->name), c->ino, c->type, c->now,
-			       r->deltas);
-		break;
 	case META_OP_REMOVE:
-		rc = meta_remove(b, c->parent, c->name, strlen(c->name), c->dir, c->now,
-				 &r->dentry.ino, r->deltas);
-		break;
 	case META_OP_RENAME:
-		rc = meta_rename(b, c->parent, c->name, strlen(c->name), c->parent2, c->name2,
-				 strlen(c->name2), c->flags, c->now, r->deltas);
+		/* a retry of a request applied before (its answer lost): done, not again */
+		rc = c->tag ? meta_done_check(b, c->tag) : -ENOENT;
+		if (rc != -ENOENT)
+			break;
+		if (c->op == META_OP_LINK)
+			rc = meta_link(b, c->parent, c->name, strlen(c->name), c->ino, c->type,
+				       c->now, r->deltas);
+		else if (c->op == META_OP_REMOVE)
+			rc = meta_remove(b, c->parent, c->name, strlen(c->name), c->dir, c->now,
+					 &r->dentry.ino, r->deltas);
+		else
+			rc = meta_rename(b, c->parent, c->name, strlen(c->name), c->parent2,
+					 c->name2, strlen(c->name2), c->flags, c->now, r->deltas);
+		if (rc == 0 && c->tag)
+			rc = meta_done_put(b, c->tag, c->now);
 		break;
 	case META_OP_SETATTR:
 		rc = meta_setattr(b, c->ino, &c->sa, c->now, &r->attr);
@@ -223,6 +231,12 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 		unsigned n;
 
 		rc = meta_dedup_forget_refused(b, c->upto, false, &n);
+		break;
+	}
+	case META_OP_DONE_FORGET: {
+		unsigned n;
+
+		rc = meta_done_forget(b, c->upto, false, &n);
 		break;
 	}
 	case META_OP_RECLAIM_DONE:

@@ -41,6 +41,7 @@ enum meta_op {
 	META_OP_DEDUP_RELEASE, /* upto: a claim found dead (at its bucket) */
 	META_OP_DELTAS,	       /* data: deltas for this bucket (n x META_DELTA_LEN), in order */
 	META_OP_DEDUP_FORGET,  /* upto: refused claims recorded before this time go */
+	META_OP_DONE_FORGET,   /* upto: request tags recorded before this time go (meta_done.h) */
 	META_OP_MAX
 };
 
@@ -63,7 +64,7 @@ struct meta_cmd {
 	struct meta_setattr sa;
 	struct meta_delta delta;
 	uint64_t upto;
-	uint64_t tag; /* create: the request's tag (meta_new) */
+	uint64_t tag; /* create: the request's tag (meta_new); link, remove, rename: meta_done.h */
 	char name[META_NAME_MAX + 1], name2[META_NAME_MAX + 1];
 	/* symlink target or xattr value (points into the decoded bytes) */
 	const uint8_t *data;

@@ -4,6 +4,7 @@
 
 #include "meta_extent.h"
 #include "meta_dedup.h"
+#include "meta_done.h"
 #include "meta_int.h"
 
 #define DELTA_VERSION 2
@@ -1258,6 +1259,7 @@ meta_rename2_encode(struct sh_enc *e, const struct meta_rename2 *r)
 		meta_dentry_encode(&r->dst, d);
 		sh_enc_bytes(e, d, sizeof(d));
 	}
+	sh_enc_u64(e, r->tag);
 	return sh_enc_error(e);
 }
 
@@ -1289,6 +1291,8 @@ meta_rename2_decode(const uint8_t *b, size_t len, struct meta_rename2 *r)
 		if (p == NULL || meta_dentry_decode(p, META_DENTRY_LEN, &r->dst) < 0)
 			return -EBADMSG;
 	}
+	if (sh_dec_left(&d) > 0) /* intents recorded before renames carried tags end here */
+		r->tag = sh_dec_u64(&d);
 	sh_dec_end(&d);
 	if (d.err || r->id == 0 || (r->flags & ~3u) || r->flags == 3)
 		return -EBADMSG;
@@ -1358,6 +1362,10 @@ meta_rename_prepare_src(struct meta_bucket *b, struct meta_rename2 *r)
 	if ((r->flags & ~3u) || r->flags == 3 || r->id == 0 || r->src_bucket != b->bucket ||
 	    r->dst_bucket == b->bucket)
 		return -EINVAL;
+	/* the same request, sent again while its first coordinator went on: decided already */
+	rc = r->tag ? meta_done_check(b, r->tag) : -ENOENT;
+	if (rc != -ENOENT)
+		return rc == 0 ? 1 : rc;
 	rc = check_entry(b, r->oparent, r->oname, olen);
 	if (rc == 0)
 		rc = meta_name_check(r->nname, strlen(r->nname));
@@ -1435,6 +1443,8 @@ meta_rename_commit_src(struct meta_bucket *b, const struct meta_rename2 *r,
 			 : meta_del(b->t, &k, b->ver, b->keep);
 	if (rc == 0)
 		rc = put_intent(b, r, 2); /* the decision */
+	if (rc == 0 && r->tag)		  /* a retry of the client's request is answered: done */
+		rc = meta_done_put(b, r->tag, r->now);
 	if (rc == 0)
 		rc = touch_moved(b, r->src.ino, r->now);
 	if (rc == 0 && xch)

@@ -177,11 +177,13 @@ struct meta_rename2 {
 	char oname[META_NAME_MAX + 1], nname[META_NAME_MAX + 1];
 	unsigned flags;
 	uint64_t now;
+	uint64_t tag; /* the client's request: recorded as done at the decision (meta_done.h) */
 	/* filled by the prepares */
 	struct meta_dentry src, dst;
 	bool have_dst;
 };
 
+/* 1 (nothing done) if the rename's tag is done here: a retry another coordinator decided. */
 int meta_rename_prepare_src(struct meta_bucket *b, struct meta_rename2 *r);
 int meta_rename_prepare_dst(struct meta_bucket *b, struct meta_rename2 *r);
 /* deltas: the old parent's (S), or the new parent's and a replaced inode's (T). */

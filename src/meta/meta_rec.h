@@ -48,6 +48,8 @@ enum meta_kind {
 	META_K_CLAIM = 'm',   /* bucket 'm' claim: what a writer holds, since when */
 	META_K_CLAIMED = 'q', /* bucket 'q' claim: committed here (or refused) */
 	META_K_RAFT = 'a',    /* bucket 'a': the Raft index its group applied last (first bucket) */
+	META_K_DONE = 't',    /* bucket 't' tag: a request applied here (meta_done.h) */
+	META_K_DONE_BY_TIME = 'T', /* bucket 'T' when tag: the same, in time order */
 };
 
 /* A logical key (without the version). */

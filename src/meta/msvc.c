@@ -59,6 +59,7 @@ msvc_slot_name(unsigned slot)
 		[META_OP_DEDUP_RELEASE] = "dedup_release",
 		[META_OP_DELTAS] = "delta_batch",
 		[META_OP_DEDUP_FORGET] = "dedup_forget",
+		[META_OP_DONE_FORGET] = "done_forget",
 	};
 
 	if (slot < MSVC_SLOT_CMD)

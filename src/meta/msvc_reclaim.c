@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../store/store_proto.h"
+#include "meta_done.h"
 #include "msvc_int.h"
 
 SH_LOG_FACILITY("meta.reclaim");
@@ -273,19 +274,23 @@ on_forgot(void *arg, int status, const struct meta_result *r)
 	(void)r; /* what is left (more than one command's worth) goes next round */
 }
 
-/* Refused claims kept an hour in bucket b: forgotten (one command, if there are any). */
+/*
+ * Records of bucket b kept `keep` ns (refused dedup claims, request tags)
+ * that are older: forgotten (one command, if there are any).
+ */
 static void
-old_refusals(struct mfs *fs, struct mgroup *g, uint16_t b)
+forget_old(struct mfs *fs, struct mgroup *g, uint16_t b, uint8_t op, uint64_t keep,
+	   int (*forget)(struct meta_bucket *b, uint64_t before, bool dry, unsigned *n))
 {
 	uint64_t now = env_realtime(fs->s->env);
-	struct meta_cmd c = { .op = META_OP_DEDUP_FORGET, .ver = 1, .now = now };
+	struct meta_cmd c = { .op = op, .ver = 1, .now = now };
 	struct meta_bucket mb;
 	unsigned n = 0;
 
-	if (now < META_REFUSED_KEEP_NS || mgroup_read(g, b, &mb) < 0)
+	if (now < keep || mgroup_read(g, b, &mb) < 0)
 		return;
-	c.upto = now - META_REFUSED_KEEP_NS;
-	(void)meta_dedup_forget_refused(&mb, c.upto, true, &n);
+	c.upto = now - keep;
+	(void)forget(&mb, c.upto, true, &n);
 	meta_txn_abort(mb.t);
 	if (n > 0)
 		(void)mgroup_propose(g, b, &c, on_forgot, NULL);
@@ -326,7 +331,10 @@ on_tick(struct env_timer *t)
 			struct meta_bucket mb;
 
 			old_claims(fs, fs->groups[g], b[i]);
-			old_refusals(fs, fs->groups[g], b[i]);
+			forget_old(fs, fs->groups[g], b[i], META_OP_DEDUP_FORGET,
+				   META_REFUSED_KEEP_NS, meta_dedup_forget_refused);
+			forget_old(fs, fs->groups[g], b[i], META_OP_DONE_FORGET, META_DONE_KEEP_NS,
+				   meta_done_forget);
 			if (mgroup_read(fs->groups[g], b[i], &mb) < 0)
 				continue;
 			(void)meta_reclaims(&mb, on_record, &sc);

@@ -99,8 +99,8 @@ on_local(void *arg, int status, const struct meta_result *r)
 			r2_later(j);
 			return;
 		}
-		if (rc < 0) {
-			j->status = rc;
+		if (rc != 0) { /* 1: this request was decided by another coordinator: done */
+			j->status = rc < 0 ? rc : 0;
 			r2_end(j);
 			return;
 		}
@@ -281,6 +281,7 @@ msvc_rename2(struct mreq *m)
 		.nparent = c->parent2,
 		.flags = c->flags,
 		.now = c->now,
+		.tag = c->tag,
 	};
 	memcpy(j->r.oname, c->name, sizeof(j->r.oname));
 	memcpy(j->r.nname, c->name2, sizeof(j->r.nname));

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "../../../src/meta/meta_cmd.h"
+#include "../../../src/meta/meta_done.h"
 #include "../../lib/test.h"
 
 #define NB 1 /* one bucket: every entry is local */
@@ -231,7 +232,8 @@ TEST(meta_cmd_rename_steps)
 				   .dst_bucket = 1,
 				   .oparent = META_ROOT_INO,
 				   .nparent = META_ROOT_INO,
-				   .now = 5 };
+				   .now = 5,
+				   .tag = 0x77 };
 	struct sh_enc e;
 	char src[32], dst[32];
 	int i;
@@ -297,6 +299,142 @@ TEST(meta_cmd_rename_steps)
 		SH_ASSERT_EQ(meta_lookup(&b0, META_ROOT_INO, src, strlen(src), &d), -ENOENT);
 		SH_ASSERT_OK(meta_lookup(&b1, META_ROOT_INO, dst, strlen(dst), &d));
 	}
+	/* the client's rename, retried at the source bucket: done (not ENOENT) */
+	SH_ASSERT_OK(meta_done_check(&b0, 0x77));
+	c = (struct meta_cmd){ .op = META_OP_RENAME,
+			       .ver = 1,
+			       .parent = META_ROOT_INO,
+			       .parent2 = META_ROOT_INO,
+			       .tag = 0x77 };
+	strcpy(c.name, src);
+	strcpy(c.name2, dst);
+	meta_cmd_apply(&b0, &c, &r);
+	SH_ASSERT_OK(r.status);
+	c.tag = 0x78; /* another request: two phases again (whose first finds no source) */
+	meta_cmd_apply(&b0, &c, &r);
+	SH_ASSERT_EQ(r.status, -EXDEV);
 	meta_txn_abort(b0.t);
+	meta_db_close(a.db);
+}
+
+/* One tagged command through the stack, as a leader would after a dry run (meta_txn_wrote). */
+static int
+apply_tagged(struct replica *a, struct meta_cmd *c, bool *wrote)
+{
+	struct meta_bucket b = { .bucket = 0, .nbuckets = NB };
+	struct meta_result *r = sh_calloc(1, sizeof(*r));
+	int rc;
+
+	SH_ASSERT_OK(meta_txn_begin(a->db, true, &b.t));
+	meta_cmd_apply(&b, c, r);
+	rc = r->status;
+	*wrote = meta_txn_wrote(b.t);
+	if (rc < 0)
+		meta_txn_abort(b.t);
+	else
+		SH_ASSERT_OK(meta_txn_commit(b.t));
+	sh_free(r);
+	return rc;
+}
+
+/*
+ * A remove, rename or link whose answer was lost comes again with the same
+ * tag: it is answered with success and changes nothing, where an untagged
+ * retry says ENOENT or EEXIST; across two buckets the decision records it.
+ * Tags are forgotten oldest first.
+ */
+TEST(meta_cmd_tagged_retries_are_done)
+{
+	struct replica a;
+	struct meta_cmd c = { .op = META_OP_MKROOT, .ver = 1, .mode = 0755, .now = 1 };
+	struct meta_result r;
+	struct meta_dentry d;
+	uint64_t file;
+	bool wrote;
+	unsigned n;
+
+	open_replica(&a, "tags");
+	apply(&a, &c, &r);
+	SH_ASSERT_OK(r.status);
+	c = (struct meta_cmd){ .op = META_OP_CREATE,
+			       .ver = 1,
+			       .type = META_REG,
+			       .mode = 0644,
+			       .parent = META_ROOT_INO,
+			       .now = 2,
+			       .name = "a" };
+	apply(&a, &c, &r);
+	SH_ASSERT_OK(r.status);
+	file = r.dentry.ino;
+
+	/* link a -> b, twice with one tag, then once more with another */
+	c = (struct meta_cmd){ .op = META_OP_LINK,
+			       .ver = 2,
+			       .type = META_REG,
+			       .parent = META_ROOT_INO,
+			       .ino = file,
+			       .now = 100,
+			       .tag = 0x1001,
+			       .name = "b" };
+	SH_ASSERT_OK(apply_tagged(&a, &c, &wrote));
+	SH_ASSERT(wrote);
+	SH_ASSERT_OK(apply_tagged(&a, &c, &wrote));
+	SH_ASSERT(!wrote); /* answered without a proposal */
+	c.tag = 0x1003;
+	SH_ASSERT_EQ(apply_tagged(&a, &c, &wrote), -EEXIST);
+
+	/* rename b -> c */
+	c = (struct meta_cmd){ .op = META_OP_RENAME,
+			       .ver = 3,
+			       .parent = META_ROOT_INO,
+			       .parent2 = META_ROOT_INO,
+			       .now = 200,
+			       .tag = 0x2001,
+			       .name = "b",
+			       .name2 = "c" };
+	SH_ASSERT_OK(apply_tagged(&a, &c, &wrote));
+	SH_ASSERT_OK(apply_tagged(&a, &c, &wrote));
+	SH_ASSERT(!wrote);
+	c.tag = 0;
+	SH_ASSERT_EQ(apply_tagged(&a, &c, &wrote), -ENOENT);
+
+	/* remove c */
+	c = (struct meta_cmd){ .op = META_OP_REMOVE,
+			       .ver = 4,
+			       .parent = META_ROOT_INO,
+			       .now = 300,
+			       .tag = 0x3001,
+			       .name = "c" };
+	SH_ASSERT_OK(apply_tagged(&a, &c, &wrote));
+	SH_ASSERT_OK(apply_tagged(&a, &c, &wrote));
+	SH_ASSERT(!wrote);
+	{
+		struct meta_bucket b = { .bucket = 0, .nbuckets = NB, .ver = 10 };
+
+		SH_ASSERT_OK(meta_txn_begin(a.db, true, &b.t));
+		SH_ASSERT_EQ(meta_lookup(&b, META_ROOT_INO, "c", 1, &d), -ENOENT);
+		SH_ASSERT_OK(meta_lookup(&b, META_ROOT_INO, "a", 1, &d));
+		/* forgotten oldest first: before 250 takes the link's and the rename's */
+		SH_ASSERT_OK(meta_done_forget(&b, 250, true, &n));
+		SH_ASSERT_EQ(n, 2);
+		SH_ASSERT_OK(meta_done_check(&b, 0x1001));
+		SH_ASSERT_OK(meta_done_forget(&b, 250, false, &n));
+		SH_ASSERT_EQ(meta_done_check(&b, 0x1001), -ENOENT);
+		SH_ASSERT_EQ(meta_done_check(&b, 0x2001), -ENOENT);
+		SH_ASSERT_OK(meta_done_check(&b, 0x3001));
+		SH_ASSERT_OK(meta_done_forget(&b, 250, true, &n));
+		SH_ASSERT_EQ(n, 0);
+		SH_ASSERT_OK(meta_txn_commit(b.t));
+	}
+	/* forgotten, a retry is a new request again */
+	c = (struct meta_cmd){ .op = META_OP_RENAME,
+			       .ver = 11,
+			       .parent = META_ROOT_INO,
+			       .parent2 = META_ROOT_INO,
+			       .now = 400,
+			       .tag = 0x2001,
+			       .name = "b",
+			       .name2 = "c" };
+	SH_ASSERT_EQ(apply_tagged(&a, &c, &wrote), -ENOENT);
 	meta_db_close(a.db);
 }

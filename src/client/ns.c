@@ -501,6 +501,7 @@ sh_setxattr_ino(sh_fs *fs, uint64_t ino, const char *name, const void *value, si
 	struct meta_cmd mc = { .op = META_OP_SETXATTR,
 			       .ino = ino,
 			       .flags = (uint32_t)flags,
+			       .tag = client_tag(fs->c),
 			       .data = value,
 			       .dlen = size };
 	struct cres r;
@@ -565,7 +566,7 @@ sh_listxattr_ino(sh_fs *fs, uint64_t ino, char *list, size_t size)
 int
 sh_removexattr_ino(sh_fs *fs, uint64_t ino, const char *name)
 {
-	struct meta_cmd mc = { .op = META_OP_REMOVEXATTR, .ino = ino };
+	struct meta_cmd mc = { .op = META_OP_REMOVEXATTR, .ino = ino, .tag = client_tag(fs->c) };
 	struct cres r;
 	int rc;
 

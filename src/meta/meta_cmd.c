@@ -90,6 +90,27 @@ meta_cmd_decode(const uint8_t *b, size_t len, struct meta_cmd *c)
 	return 0;
 }
 
+/* The commands that fail when done twice (ENOENT, EEXIST, ENODATA): see meta_done.h. */
+static int
+apply_once(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *r)
+{
+	switch (c->op) {
+	case META_OP_LINK:
+		return meta_link(b, c->parent, c->name, strlen(c->name), c->ino, c->type, c->now,
+				 r->deltas);
+	case META_OP_REMOVE:
+		return meta_remove(b, c->parent, c->name, strlen(c->name), c->dir, c->now,
+				   &r->dentry.ino, r->deltas);
+	case META_OP_RENAME:
+		return meta_rename(b, c->parent, c->name, strlen(c->name), c->parent2, c->name2,
+				   strlen(c->name2), c->flags, c->now, r->deltas);
+	case META_OP_SETXATTR:
+		return meta_setxattr(b, c->ino, c->name, c->data, c->dlen, (int)c->flags, c->now);
+	default:
+		return meta_removexattr(b, c->ino, c->name, c->now);
+	}
+}
+
 void
 meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *r)
 {
@@ -119,30 +140,17 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 	case META_OP_LINK:
 	case META_OP_REMOVE:
 	case META_OP_RENAME:
+	case META_OP_SETXATTR:
+	case META_OP_REMOVEXATTR:
 		/* a retry of a request applied before (its answer lost): done, not again */
 		rc = c->tag ? meta_done_check(b, c->tag) : -ENOENT;
-		if (rc != -ENOENT)
-			break;
-		if (c->op == META_OP_LINK)
-			rc = meta_link(b, c->parent, c->name, strlen(c->name), c->ino, c->type,
-				       c->now, r->deltas);
-		else if (c->op == META_OP_REMOVE)
-			rc = meta_remove(b, c->parent, c->name, strlen(c->name), c->dir, c->now,
-					 &r->dentry.ino, r->deltas);
-		else
-			rc = meta_rename(b, c->parent, c->name, strlen(c->name), c->parent2,
-					 c->name2, strlen(c->name2), c->flags, c->now, r->deltas);
-		if (rc == 0 && c->tag)
+		if (rc == -ENOENT)
+			rc = apply_once(b, c, r);
+		if (rc == 0 && c->tag && meta_txn_wrote(b->t))
 			rc = meta_done_put(b, c->tag, c->now);
 		break;
 	case META_OP_SETATTR:
 		rc = meta_setattr(b, c->ino, &c->sa, c->now, &r->attr);
-		break;
-	case META_OP_SETXATTR:
-		rc = meta_setxattr(b, c->ino, c->name, c->data, c->dlen, (int)c->flags, c->now);
-		break;
-	case META_OP_REMOVEXATTR:
-		rc = meta_removexattr(b, c->ino, c->name, c->now);
 		break;
 	case META_OP_DELTA:
 		rc = meta_apply_delta(b, &c->delta);

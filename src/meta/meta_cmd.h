@@ -64,7 +64,8 @@ struct meta_cmd {
 	struct meta_setattr sa;
 	struct meta_delta delta;
 	uint64_t upto;
-	uint64_t tag; /* create: the request's tag (meta_new); link, remove, rename: meta_done.h */
+	uint64_t tag; /* create: the request's tag (meta_new); link, remove, rename, xattrs:
+		       * meta_done.h */
 	char name[META_NAME_MAX + 1], name2[META_NAME_MAX + 1];
 	/* symlink target or xattr value (points into the decoded bytes) */
 	const uint8_t *data;

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Requests applied once (docs/metadata.md, "Retried requests"): a client
- * tags each remove, rename and link with a random 64-bit tag, and the
- * bucket that applies it records the tag in the same transaction. A retry
+ * tags each remove, rename, link, setxattr and removexattr with a random
+ * 64-bit tag, and the bucket that applies it records the tag in the same
+ * transaction. A retry
  * of the same request (its answer lost when a leader died after the
  * commit; mroute resends the same bytes to the next leader) finds the tag
- * and is answered with success instead of ENOENT or EEXIST. A rename
+ * and is answered with success instead of ENOENT, EEXIST or ENODATA. A rename
  * between two buckets records its tag at the source entry's bucket when it
  * is decided (COMMIT_SRC). Tags are kept META_DONE_KEEP_NS, far longer
  * than a client retries, then forgotten by the bucket's leader.

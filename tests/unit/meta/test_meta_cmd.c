@@ -383,6 +383,32 @@ TEST(meta_cmd_tagged_retries_are_done)
 	c.tag = 0x1003;
 	SH_ASSERT_EQ(apply_tagged(&a, &c, &wrote), -EEXIST);
 
+	/* an xattr created, then removed: each twice with its tag */
+	c = (struct meta_cmd){ .op = META_OP_SETXATTR,
+			       .ver = 2,
+			       .ino = file,
+			       .flags = META_XATTR_CREATE,
+			       .now = 150,
+			       .tag = 0x1501,
+			       .name = "user.k",
+			       .data = (const uint8_t *)"v",
+			       .dlen = 1 };
+	SH_ASSERT_OK(apply_tagged(&a, &c, &wrote));
+	SH_ASSERT_OK(apply_tagged(&a, &c, &wrote));
+	SH_ASSERT(!wrote);
+	c.tag = 0x1502;
+	SH_ASSERT_EQ(apply_tagged(&a, &c, &wrote), -EEXIST);
+	c = (struct meta_cmd){ .op = META_OP_REMOVEXATTR,
+			       .ver = 2,
+			       .ino = file,
+			       .now = 160,
+			       .tag = 0x1601,
+			       .name = "user.k" };
+	SH_ASSERT_OK(apply_tagged(&a, &c, &wrote));
+	SH_ASSERT_OK(apply_tagged(&a, &c, &wrote));
+	c.tag = 0x1602;
+	SH_ASSERT_EQ(apply_tagged(&a, &c, &wrote), -ENODATA);
+
 	/* rename b -> c */
 	c = (struct meta_cmd){ .op = META_OP_RENAME,
 			       .ver = 3,
@@ -414,9 +440,10 @@ TEST(meta_cmd_tagged_retries_are_done)
 		SH_ASSERT_OK(meta_txn_begin(a.db, true, &b.t));
 		SH_ASSERT_EQ(meta_lookup(&b, META_ROOT_INO, "c", 1, &d), -ENOENT);
 		SH_ASSERT_OK(meta_lookup(&b, META_ROOT_INO, "a", 1, &d));
-		/* forgotten oldest first: before 250 takes the link's and the rename's */
+		/* forgotten oldest first: before 250 takes the link's, the xattrs' and the
+		 * rename's */
 		SH_ASSERT_OK(meta_done_forget(&b, 250, true, &n));
-		SH_ASSERT_EQ(n, 2);
+		SH_ASSERT_EQ(n, 4);
 		SH_ASSERT_OK(meta_done_check(&b, 0x1001));
 		SH_ASSERT_OK(meta_done_forget(&b, 250, false, &n));
 		SH_ASSERT_EQ(meta_done_check(&b, 0x1001), -ENOENT);

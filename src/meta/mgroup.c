@@ -588,6 +588,19 @@ hand_over(struct mgroup *g)
 	}
 }
 
+int
+mgroup_transfer(struct mgroup *g, uint64_t to)
+{
+	if (g->demoted || g->transferring || g->changing || !g->started ||
+	    raft_state(&g->raft) != RAFT_LEADER)
+		return -EAGAIN;
+	g->xfer.data = g;
+	if (raft_transfer(&g->raft, &g->xfer, to, on_transferred) != 0)
+		return -EAGAIN;
+	g->transferring = true;
+	return 0;
+}
+
 void
 mgroup_set_demoted(struct mgroup *g, bool demoted)
 {

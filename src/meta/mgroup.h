@@ -78,6 +78,8 @@ void mgroup_set_demoted(struct mgroup *g, bool demoted);
  * before one that left is removed).
  */
 int mgroup_set_members(struct mgroup *g, const uint64_t *members, unsigned n);
+/* Hand leadership to member `to` (a leader that is not busy changing). 0, -EAGAIN. */
+int mgroup_transfer(struct mgroup *g, uint64_t to);
 /* Whom to ask instead: the known leader's Raft id, 0 if none. */
 uint64_t mgroup_leader(struct mgroup *g);
 /*

@@ -1837,6 +1837,7 @@ msvc_create(struct net *n, const struct msvc_params *p, struct msvc **out)
 	rc = net_handle(n, NET_OP_META, on_request, s);
 	if (rc < 0)
 		goto err_rt;
+	msvc_balance_start(s);
 	*out = s;
 	return 0;
 err_rt:
@@ -1872,6 +1873,7 @@ msvc_stop(struct msvc *s, void (*done)(void *arg), void *arg)
 	s->stopping = true;
 	s->done = done;
 	s->done_arg = arg;
+	msvc_balance_stop(s);
 	env_task_init(s->env, &s->done_task, finish_stop, s);
 	/* closing first, so that what the cancelled calls call back starts nothing new */
 	sh_list_for_each (pos, &s->fss)

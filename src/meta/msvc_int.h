@@ -46,6 +46,8 @@ struct mfs {
 	bool closing;
 };
 
+#define BALANCE_ANSWERS 8
+
 struct msvc {
 	struct net *net;
 	struct env *env;
@@ -60,6 +62,13 @@ struct msvc {
 	uint64_t usage_at; /* when msvc_groups last summed the groups' usage */
 	bool stopping;
 	unsigned closing_groups;
+	struct env_timer balance; /* leader balancing (msvc_balance.c) */
+	uint64_t balance_quiet;	  /* no hand-over before this (env_now) */
+	struct ask *asking;	  /* a member asked how many groups it leads */
+	struct {
+		uint64_t node, at;
+		unsigned led;
+	} answers[BALANCE_ANSWERS]; /* what members answered lately */
 	void (*done)(void *arg);
 	void *done_arg;
 	struct env_task done_task;
@@ -142,5 +151,9 @@ void msvc_cache_free(struct mfs *fs);
 void msvc_rmdir_remote(struct mreq *m, uint64_t dir);
 /* A new leader finishes or undoes the renames its buckets' intents record. */
 void msvc_rename2_recover(struct mfs *fs, struct mgroup *g);
+
+/* Leader balancing: a node leading two groups more than a member of one hands it over. */
+void msvc_balance_start(struct msvc *s);
+void msvc_balance_stop(struct msvc *s);
 
 #endif /* SH_META_MSVC_INT_H */

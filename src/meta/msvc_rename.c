@@ -108,7 +108,18 @@ on_local(void *arg, int status, const struct meta_result *r)
 		j->step = R2_PREP_DST;
 		break;
 	case R2_COMMIT_SRC:
-		if (rc < 0) { /* not decided: undo */
+		if (status < 0) {
+			/*
+			 * Not known whether the decision committed (leadership lost with it
+			 * in flight): undoing the target now could lose the file if it did.
+			 * The source's next leader finds the intent and finishes or undoes
+			 * it; the client's retry (its tag) learns which.
+			 */
+			j->status = status;
+			r2_end(j);
+			return;
+		}
+		if (rc < 0) { /* refused when applied: not decided, undo */
 			j->status = rc;
 			j->step = R2_ABORT_DST;
 			break;
@@ -238,8 +249,9 @@ r2_go(struct r2 *j)
 	}
 	sh_enc_fini(&e);
 	if (rc < 0) {
-		/* this node stopped leading the source: the next leader's recovery takes over */
-		if (j->status == 0 && j->step <= R2_PREP_DST)
+		/* this node stopped leading the source: the next leader's recovery takes over
+		 * (and the client hears of success only once the decision is committed) */
+		if (j->status == 0 && j->step <= R2_COMMIT_SRC)
 			j->status = rc;
 		r2_end(j);
 	}

@@ -26,7 +26,9 @@
 	  "cluster.config")	   /* cluster: a client asks for the configuration if newer */     \
 	X(NET_OP_META, 30, "meta") /* meta: a request for a bucket's leader (mproto.h) */          \
 	X(NET_OP_META_RECALL, 31,                                                                  \
-	  "meta.recall")	    /* meta: a leader recalls what a client cached (mproto.h) */   \
+	  "meta.recall") /* meta: a leader recalls what a client cached (mproto.h) */              \
+	X(NET_OP_META_LEADS, 32,                                                                   \
+	  "meta.leads")		    /* meta: how many groups do you lead (status: the count) */    \
 	X(NET_OP_TEST, 100, "test") /* tests register their own handler here */
 
 enum net_op {

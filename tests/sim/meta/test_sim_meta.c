@@ -1490,3 +1490,70 @@ TEST(meta_dead_node_replicas_replaced)
 	for (int i = 0; i < 3; i++)
 		run_replace(sh_test_seed() * 10 + (uint64_t)i);
 }
+
+/* ---- leader balancing ---- */
+
+struct spread {
+	struct world *w;
+	int most, least;
+};
+
+/* Every group has a leader, and the spread of how many each node leads is at most one. */
+static bool
+leaders_spread(void *arg)
+{
+	struct spread *sp = arg;
+	struct world *w = sp->w;
+	int led[N + 1] = { 0 }, total = 0;
+
+	sp->most = 0;
+	sp->least = 1 << 30;
+	for (int i = 1; i <= N; i++) {
+		struct msvc_group_info gi[64];
+		unsigned n;
+
+		if (!w->n[i].up)
+			continue;
+		n = msvc_groups(w->n[i].svc, gi, 64);
+		for (unsigned k = 0; k < n && k < 64; k++)
+			led[i] += gi[k].ready;
+		total += led[i];
+	}
+	for (int i = 1; i <= N; i++) {
+		sp->most = led[i] > sp->most ? led[i] : sp->most;
+		sp->least = led[i] < sp->least ? led[i] : sp->least;
+	}
+	/* every group led (none in an election) */
+	return total == (int)mroute_place(w->rt)->ngroups && sp->most - sp->least <= 1;
+}
+
+/*
+ * A node marked down hands its groups' leadership over; back up, it leads
+ * nothing until the others hand it a share: a node that leads two groups
+ * more than a member of one of them hands one over, until every node leads
+ * one (six groups, six nodes).
+ */
+TEST(meta_leaders_balance)
+{
+	static struct world w;
+	struct spread sp = { .w = &w };
+
+	for (int round = 0; round < 2; round++) {
+		int victim;
+
+		world_start(&w, sh_test_seed() * 10 + (uint64_t)round, 4ull << 20);
+		victim = 1 + (int)sh_rand_below(&w.rng, N);
+		set_state(&w, victim, CFG_DOWN);
+		SH_ASSERT(sim_run_until(w.sim, leads_nothing, &w.n[victim], 10 * SH_NSEC_PER_SEC));
+		set_state(&w, victim, CFG_UP);
+		SH_ASSERT_MSG(sim_run_until(w.sim, leaders_spread, &sp, 60 * SH_NSEC_PER_SEC),
+			      "seed %llu: leaders never spread (most %d, least %d)",
+			      (unsigned long long)w.seed, sp.most, sp.least);
+		SH_ASSERT(!leads_nothing(&w.n[victim]));
+		/* and it stays so: no hand-over goes back and forth */
+		sim_run_for(w.sim, 20 * SH_NSEC_PER_SEC);
+		SH_ASSERT_MSG(leaders_spread(&sp), "seed %llu: spread again (most %d, least %d)",
+			      (unsigned long long)w.seed, sp.most, sp.least);
+		world_end(&w);
+	}
+}

@@ -18,6 +18,8 @@ SH_LOG_FACILITY("meta.group");
 #define FLUSH_NS      (20ull * 1000 * 1000)
 #define FLUSH_MAX     256 /* applies in one batch at most */
 
+#define CHANGE_RETRY_NS (10ull * 1000 * 1000 * 1000)
+
 struct prop {
 	struct sh_list link;
 	struct mgroup *g;
@@ -59,6 +61,7 @@ struct mgroup {
 	struct raft_transfer xfer;
 	bool changing; /* a membership change in flight */
 	struct raft_change change;
+	uint64_t change_after; /* after a failed change, the next waits until then (env_now) */
 	struct rio_snap_hooks hooks;
 	struct env_timer flush; /* the store's batch, committed soon after an apply */
 	bool flush_armed;
@@ -625,8 +628,14 @@ on_change(struct raft_change *req, int status)
 	struct mgroup *g = req->data;
 
 	g->changing = false;
-	if (status != 0)
-		sh_log_warn("group %#x: membership change: %s", g->p.id, raft_strerror(status));
+	if (status != 0) {
+		/* a new member that cannot catch up (unreachable, or too far behind to be sent
+		 * the state) is not asked for again at once: the state is sent whole each time */
+		g->change_after = env_now(g->env) + CHANGE_RETRY_NS;
+		sh_log_warn("group %#x: membership change: %s (again in %llu s)", g->p.id,
+			    raft_strerror(status),
+			    (unsigned long long)(CHANGE_RETRY_NS / 1000000000ull));
+	}
 }
 
 /*
@@ -643,7 +652,8 @@ reconcile(struct mgroup *g)
 	raft_id id = 0;
 	int err = 0;
 
-	if (g->changing || g->closing || !g->started || raft_state(&g->raft) != RAFT_LEADER)
+	if (g->changing || g->closing || !g->started || raft_state(&g->raft) != RAFT_LEADER ||
+	    env_now(g->env) < g->change_after)
 		return;
 	g->change.data = g;
 	for (unsigned i = 0; i < g->p.nmembers && what == NULL; i++) {

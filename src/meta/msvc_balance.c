@@ -281,4 +281,3 @@ msvc_balance_stop(struct msvc *s)
 		net_call_cancel(a->h);
 	}
 }
-

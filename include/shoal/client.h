@@ -93,7 +93,10 @@ SH_API int sh_setxattr(sh_fs *fs, const char *path, const char *name, const void
 SH_API long sh_getxattr(sh_fs *fs, const char *path, const char *name, void *value, size_t size);
 SH_API long sh_listxattr(sh_fs *fs, const char *path, char *list, size_t size);
 SH_API int sh_removexattr(sh_fs *fs, const char *path, const char *name);
-/* Capacity and use from the cluster's targets (those that answer); files unknown (0). */
+/*
+ * Capacity and use from the cluster's targets (those that answer); with a
+ * quota, the quota is the size and what it leaves is free. Files unknown (0).
+ */
 SH_API int sh_statvfs(sh_fs *fs, struct statvfs *out);
 
 /* ---- directories ---- */
@@ -181,7 +184,8 @@ SH_API int sh_open(sh_fs *fs, const char *path, int flags, mode_t mode, sh_file 
  * Write len bytes at off (O_APPEND: at the end). Writes are buffered into
  * stripes; a full stripe is erasure-coded and sent to its targets, then
  * mapped in the file's bucket. Returns len or a negative errno (also one
- * an earlier buffered write met).
+ * an earlier buffered write met); -EDQUOT when the filesystem has a quota
+ * and the bytes it adds past the file's end would go beyond it.
  */
 SH_API long sh_pwrite(sh_file *f, const void *buf, size_t len, uint64_t off);
 /*

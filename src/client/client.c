@@ -398,6 +398,46 @@ client_fs_settings(sh_client *c, uint32_t id, unsigned *d, unsigned *p, unsigned
 	return f ? 0 : -ENOENT;
 }
 
+uint64_t
+client_fs_quota(sh_client *c, uint32_t id)
+{
+	const struct cfg_fs *f;
+	uint64_t q;
+
+	pthread_mutex_lock(&c->mu);
+	f = cfg_fs_by_id(c->view, id);
+	q = f ? f->quota : 0;
+	pthread_mutex_unlock(&c->mu);
+	return q;
+}
+
+int
+client_group_buckets(sh_client *c, uint16_t **out, unsigned *n)
+{
+	uint16_t *gof, *first = NULL;
+	uint32_t ng = 0;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	pthread_mutex_lock(&c->mu);
+	gof = sh_calloc(c->view->nbuckets ? c->view->nbuckets : 1, sizeof(*gof));
+	rc = gof ? cfg_groups(c->view, gof, &ng) : -ENOMEM;
+	if (rc == 0 && (first = sh_calloc(ng ? ng : 1, sizeof(*first))) == NULL)
+		rc = -ENOMEM;
+	for (uint32_t b = c->view->nbuckets; rc == 0 && b-- > 0;)
+		first[gof[b]] = (uint16_t)b; /* from the top: the lowest bucket stays */
+	pthread_mutex_unlock(&c->mu);
+	sh_free(gof);
+	if (rc < 0) {
+		sh_free(first);
+		return rc;
+	}
+	*out = first;
+	*n = ng;
+	return 0;
+}
+
 void
 cres_fini(struct cres *r)
 {
@@ -624,6 +664,7 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 	fs->id = id;
 	fs->nbuckets = nb;
 	pthread_mutex_init(&fs->wmu, NULL);
+	pthread_mutex_init(&fs->qmu, NULL);
 	rc = cache_init(fs);
 	if (rc < 0) {
 		sh_free(fs);
@@ -661,6 +702,7 @@ sh_fs_close(sh_fs *fs)
 	pthread_mutex_unlock(&fs->c->mu);
 	cache_fini(fs);
 	pthread_mutex_destroy(&fs->wmu);
+	pthread_mutex_destroy(&fs->qmu);
 	sh_free(fs);
 }
 

@@ -55,6 +55,10 @@ struct sh_fs {
 	/* bumped by every change of a file's extents made here: handles' maps go stale */
 	_Atomic uint64_t wgen;
 	pthread_mutex_t wmu;
+	/* quota.c: the filesystem's use as last learned (at q_at, monotonic ns), and what
+	 * this client wrote since */
+	pthread_mutex_t qmu;
+	uint64_t q_used, q_added, q_at;
 	struct wpool *wpool[2]; /* started at first use (under wmu) */
 };
 
@@ -152,5 +156,16 @@ int ns_read(sh_fs *fs, uint8_t kind, uint16_t bucket, uint64_t ino, const char *
 uint64_t client_tag(sh_client *c);
 /* Capacity of all drives, bytes. */
 uint64_t client_capacity(sh_client *c);
+/* The filesystem's quota in bytes (0: none). */
+uint64_t client_fs_quota(sh_client *c, uint32_t id);
+/* The first bucket of every metadata group (sh_free it): a request there reaches each leader. */
+int client_group_buckets(sh_client *c, uint16_t **out, unsigned *n);
+/*
+ * quota.c: may a write of len bytes at off of file ino go on? 0 (counted as
+ * written), or -EDQUOT when the filesystem's quota would be passed.
+ */
+int client_quota_admit(sh_fs *fs, uint64_t ino, uint64_t off, size_t len);
+/* The quota (0: none) and the use as this client knows it (statvfs). */
+void client_quota_space(sh_fs *fs, uint64_t *quota, uint64_t *used);
 
 #endif /* SH_CLIENT_CLIENT_INT_H */

@@ -1461,6 +1461,8 @@ sh_pwrite(sh_file *f, const void *buf, size_t len, uint64_t off)
 	pthread_mutex_lock(&f->mu);
 	rc = f->err;
 	f->err = 0;
+	if (rc == 0 && !(f->flags & O_APPEND))
+		rc = client_quota_admit(f->fs, f->ino, off, len);
 	if (rc == 0 && (f->flags & O_APPEND)) {
 		struct stat st;
 
@@ -1469,6 +1471,8 @@ sh_pwrite(sh_file *f, const void *buf, size_t len, uint64_t off)
 		if (rc == 0)
 			rc = sh_getattr(f->fs, f->ino, &st);
 		off = (uint64_t)st.st_size;
+		if (rc == 0)
+			rc = client_quota_admit(f->fs, f->ino, off, len);
 	}
 	while (rc == 0 && done < len) {
 		size_t k;

@@ -989,6 +989,19 @@ sh_statvfs(sh_fs *fs, struct statvfs *out)
 	out->f_blocks = out->f_blocks * fs->code.d / (fs->code.d + fs->code.p);
 	if (out->f_bfree > out->f_blocks)
 		out->f_bfree = out->f_blocks;
+	{
+		/* a quota is the filesystem's size as df shows it */
+		uint64_t quota, used;
+
+		client_quota_space(fs, &quota, &used);
+		if (quota > 0) {
+			uint64_t left = used < quota ? (quota - used) / 4096 : 0;
+
+			out->f_blocks = quota / 4096;
+			if (out->f_bfree > left)
+				out->f_bfree = left;
+		}
+	}
 	out->f_bavail = out->f_bfree;
 	out->f_namemax = SH_NAME_MAX;
 	out->f_fsid = fs->id;

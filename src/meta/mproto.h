@@ -33,6 +33,8 @@ enum mp_kind {
 			* an extent refers to it or it waits in the reclaim queue (orphan sweep) */
 	MP_DIRTY,      /* max: files' stripes at least half dead; reply data: per stripe u64 LE
 			* stripe, ino, live bytes, bytes mapped (cleaning) */
+	MP_USAGE,      /* at any bucket of a group: reply data: the group's usage summed over its
+			* buckets, u64 LE mapped, unique, data, phys (quotas) */
 	MP_KIND_MAX
 };
 

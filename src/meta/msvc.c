@@ -32,6 +32,7 @@ msvc_slot_name(unsigned slot)
 		[MP_DIRBUCKETS] = "dirbuckets", [MP_DELTAS] = "deltas",
 		[MP_REVOKE] = "revoke",		[MP_EXTENTS] = "extents",
 		[MP_STRIPES] = "stripes",	[MP_DIRTY] = "dirty",
+		[MP_USAGE] = "usage",
 	};
 	static const char *const ops[MSVC_SLOTS - MSVC_SLOT_CMD] = {
 		[META_OP_MKROOT] = "mkroot",
@@ -679,6 +680,8 @@ on_dirty(void *arg, uint64_t stripe, uint64_t ino, uint64_t live, uint64_t total
 	return 0;
 }
 
+static void group_usage(struct mgroup *g, struct meta_usage *out);
+
 static void
 do_read(struct mreq *m)
 {
@@ -707,6 +710,20 @@ do_read(struct mreq *m)
 			goto out;
 		}
 		break;
+	case MP_USAGE: {
+		/* the whole group's, read bucket by bucket (not inside one bucket's read) */
+		struct meta_usage u;
+
+		group_usage(m->g, &u);
+		sh_enc_u64(&e, u.mapped);
+		sh_enc_u64(&e, u.unique);
+		sh_enc_u64(&e, u.data);
+		sh_enc_u64(&e, u.phys);
+		rep.data = e.p;
+		rep.dlen = e.len;
+		mreq_answer(m, sh_enc_error(&e) ? -ENOMEM : 0, sh_enc_error(&e) ? NULL : &rep);
+		goto out;
+	}
 	default:
 		if (!ino_ok(m, m->req.ino)) {
 			mreq_answer(m, m->req.ino == 0 ? -EINVAL : -ESTALE, NULL);

@@ -1087,6 +1087,49 @@ def data_cleaning_gives_dead_space_back(c):
 
 
 @test
+def data_quota_refuses_writes_past_it(c):
+    """A filesystem with a quota takes files up to it, refuses the write that would pass it
+    (EDQUOT) while rewrites inside a file still go, shows the quota as its size, and takes
+    writes again once files are removed."""
+    c.up()
+    c.shoal("fs", "create", "q", "--protection", "4+2", "--compression", "none",
+            "--quota", "8M", check_rc=0)
+    end = time.time() + 15
+    while c.shoal("ns", "q", "stat", "/").returncode != 0:
+        check(time.time() < end, "the root of q never appeared")
+        time.sleep(0.2)
+    six = os.path.join(c.dir, "six")
+    with open(six, "wb") as f:
+        f.write(os.urandom(6 << 20))
+    c.shoal("ns", "q", "put", six, "/a", check_rc=0, timeout=120)
+    df = json.loads(c.shoal("ns", "q", "df", check_rc=0).stdout)
+    check(df["size"] == 8 << 20, "df says %d bytes, the quota is 8 MiB" % df["size"])
+    check(df["free"] <= 2 << 20, "df says %d bytes free of 2 MiB left" % df["free"])
+    p = c.shoal("ns", "q", "put", six, "/b", timeout=120)
+    check(p.returncode != 0 and "quota" in p.stderr.lower(),
+          "6 MiB more past an 8 MiB quota: exit %d: %s" % (p.returncode, p.stderr))
+    # a rewrite inside /a adds nothing
+    one = os.path.join(c.dir, "one")
+    with open(one, "wb") as f:
+        f.write(os.urandom(1 << 20))
+    c.shoal("ns", "q", "pwrite", "/a", str(2 << 20), one, check_rc=0)
+    # room again once /a and the refused /b (what it wrote before the refusal) are gone
+    c.shoal("ns", "q", "rm", "/a", check_rc=0)
+    c.shoal("ns", "q", "rm", "/b")
+    end = time.time() + 20
+    while True:
+        p = c.shoal("ns", "q", "put", six, "/c", timeout=120)
+        if p.returncode == 0:
+            break
+        check(time.time() < end, "no room after the removes: %s" % p.stderr)
+        time.sleep(1)
+    back = os.path.join(c.dir, "back")
+    c.shoal("ns", "q", "get", "/c", back, check_rc=0, timeout=120)
+    with open(back, "rb") as f, open(six, "rb") as g:
+        check(f.read() == g.read(), "/c reads back wrong")
+
+
+@test
 def data_orphans_of_a_killed_client_are_released(c):
     """A client kill -9'd while writing leaves fragments no extent maps: the targets' sweep
     releases them once they are older than the orphan age (5 s here), and nothing that a
@@ -1524,7 +1567,7 @@ def fio_engine_runs_the_example_and_verifies(c):
 
 
 SIZES = {"cannot_place_on_three_nodes": 3, "metadata_create_storm_survives_kill9": 6,
-         "metadata_dead_node_replaced": 6,
+         "metadata_dead_node_replaced": 6, "data_quota_refuses_writes_past_it": 6,
          "metadata_namespace_operations": 6, "data_write_read_degraded": 6,
          "fuse_mount_with_ordinary_tools": 6, "data_corruption_detected_and_decoded": 6,
          "data_orphans_of_a_killed_client_are_released": 6,

@@ -36,7 +36,7 @@ static const char usage_text[] =
     "  ns FS ln -s TARGET PATH | ns FS chmod MODE PATH | ns FS xattr set|get|rm|ls ...\n"
     "  ns FS storm DIR THREADS FILES LOG [PREFIX] | ns FS check LOG\n"
     "  ns FS put LOCAL PATH | ns FS get PATH LOCAL | ns FS pwrite PATH OFFSET LOCAL\n"
-    "  ns FS truncate PATH SIZE | ns FS usage\n"
+    "  ns FS truncate PATH SIZE | ns FS usage | ns FS df\n"
     "  mount [ADDR/]FS DIR [-f] [-o "
     "allow_other,coherent,cache=on|off,attr_timeout=S,entry_timeout=S,threads=N,timeout=S,\n"
     "          readahead=KIB,max_io=KIB,frag=KIB]\n"

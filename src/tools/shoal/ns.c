@@ -662,6 +662,7 @@ static const char ns_usage[] =
     "shoal ns FS storm DIR THREADS FILES LOG [PREFIX] | check LOG\n"
     "shoal ns FS put LOCAL PATH | get PATH LOCAL | pwrite PATH OFFSET LOCAL | truncate PATH SIZE\n"
     "shoal ns FS usage (what the drive targets hold) | coherence PATH (two clients)\n"
+    "shoal ns FS df (size and free bytes as statfs says: the quota, if any)\n"
     "shoal ns FS clean (rewrite the live bytes of stripes at least half dead)\n"
     "shoal ns FS scribble PATH SEED (random writes through one handle against a model)\n"
     "shoal ns FS aio PATH (asynchronous writes and reads, many in flight, checked)";
@@ -673,8 +674,8 @@ cmd_ns(struct cli *c, int argc, char **argv)
 	struct stat st;
 	int rc = 0;
 
-	if (argc < 2 ||
-	    (argc < 3 && strcmp(argv[1], "usage") != 0 && strcmp(argv[1], "clean") != 0))
+	if (argc < 2 || (argc < 3 && strcmp(argv[1], "usage") != 0 &&
+			 strcmp(argv[1], "clean") != 0 && strcmp(argv[1], "df") != 0))
 		usage_error("%s", ns_usage);
 	{
 		/* SHOAL_FRAG_KB: the fragment size of the stripes written (tests, tuning) */
@@ -804,6 +805,13 @@ cmd_ns(struct cli *c, int argc, char **argv)
 			printf("%s\"%llu\":%llu", i ? "," : "", (unsigned long long)u[i].target,
 			       (unsigned long long)u[i].fragments);
 		printf("}}\n");
+	} else if (strcmp(op, "df") == 0) {
+		struct statvfs v;
+
+		check(sh_statvfs(fs, &v), "statfs of", argv[0]);
+		printf("{\"size\":%llu,\"free\":%llu}\n",
+		       (unsigned long long)v.f_blocks * v.f_frsize,
+		       (unsigned long long)v.f_bfree * v.f_frsize);
 	} else if (strcmp(op, "put") == 0 && argc == 4) {
 		rc = copy(p, argv[3], true);
 	} else if (strcmp(op, "get") == 0 && argc == 4) {

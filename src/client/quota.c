@@ -6,8 +6,7 @@
  * (MP_USAGE, at most every QUOTA_REFRESH_NS), adds what it wrote since,
  * and refuses a write that would go past the quota with -EDQUOT. Several
  * clients writing at once can each go past by what they write between two
- * refreshes; small files' inline bytes (at most 4 KiB each) are not
- * counted.
+ * refreshes. Small files' inline bytes count too.
  */
 #include <string.h>
 
@@ -40,10 +39,16 @@ fetch_used(sh_fs *fs, uint64_t *used)
 		struct sh_dec d;
 
 		sh_dec_init(&d, res[i].rep.data, res[i].rep.dlen);
-		if (res[i].status < 0)
+		if (res[i].status < 0) {
 			rc = res[i].status;
-		else
-			*used += sh_dec_u64(&d); /* mapped: the first of four */
+		} else {
+			uint64_t mapped = sh_dec_u64(&d);
+
+			(void)sh_dec_u64(&d); /* unique, data, phys */
+			(void)sh_dec_u64(&d);
+			(void)sh_dec_u64(&d);
+			*used += mapped + sh_dec_u64(&d); /* and small files' inline bytes */
+		}
 		if (rc == 0 && sh_dec_error(&d))
 			rc = -EPROTO;
 	}

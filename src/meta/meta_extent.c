@@ -197,21 +197,32 @@ del_extent(struct meta_bucket *b, uint64_t ino, uint64_t off)
 	return meta_del(b->t, &k, b->ver, b->keep);
 }
 
-int
-meta_usage_add(struct meta_bucket *b, int64_t mapped, int64_t unique, int64_t data, int64_t phys)
+static int
+usage_move(struct meta_bucket *b, const int64_t d[5])
 {
 	struct meta_usage u;
-	int64_t d[4] = { mapped, data, phys, unique };
-	uint64_t *v[4] = { &u.mapped, &u.data, &u.phys, &u.unique };
+	uint64_t *v[5] = { &u.mapped, &u.data, &u.phys, &u.unique, &u.inlined };
 	struct meta_key k;
 	int rc = meta_usage_get(b, &u);
 
 	if (rc < 0)
 		return rc;
-	for (unsigned i = 0; i < 4; i++)
+	for (unsigned i = 0; i < 5; i++)
 		*v[i] = d[i] < 0 && (uint64_t)-d[i] > *v[i] ? 0 : *v[i] + (uint64_t)d[i];
 	meta_key_id(&k, b->bucket, META_K_USAGE, 0);
 	return meta_put(b->t, &k, b->ver, &u, sizeof(u), b->keep);
+}
+
+int
+meta_usage_add(struct meta_bucket *b, int64_t mapped, int64_t unique, int64_t data, int64_t phys)
+{
+	return usage_move(b, (const int64_t[5]){ mapped, data, phys, unique, 0 });
+}
+
+int
+meta_usage_inline(struct meta_bucket *b, int64_t delta)
+{
+	return delta == 0 ? 0 : usage_move(b, (const int64_t[5]){ 0, 0, 0, 0, delta });
 }
 
 int
@@ -228,8 +239,8 @@ meta_usage_get(struct meta_bucket *b, struct meta_usage *u)
 		return 0;
 	if (rc == 0 && len == 3 * sizeof(uint64_t))
 		u->unique = u->mapped; /* kept before dedup: all of it once */
-	else if (rc == 0 && len != sizeof(*u))
-		rc = -EBADMSG;
+	else if (rc == 0 && len != 4 * sizeof(uint64_t) && len != sizeof(*u))
+		rc = -EBADMSG; /* (4 u64: kept before inline bytes were counted) */
 	return rc;
 }
 
@@ -461,15 +472,16 @@ meta_inline_cut(struct meta_bucket *b, uint64_t ino, uint64_t len)
 {
 	uint8_t buf[META_INLINE_MAX];
 	struct meta_key k;
-	int have = meta_inline_get(b, ino, buf, sizeof(buf));
+	int have = meta_inline_get(b, ino, buf, sizeof(buf)), rc;
 
 	if (have == -ENOENT || (have >= 0 && (uint64_t)have <= len))
 		return 0;
 	if (have < 0)
 		return have;
 	inline_key(&k, b->bucket, ino);
-	return len == 0 ? meta_del(b->t, &k, b->ver, b->keep)
-			: meta_put(b->t, &k, b->ver, buf, (size_t)len, b->keep);
+	rc = len == 0 ? meta_del(b->t, &k, b->ver, b->keep)
+		      : meta_put(b->t, &k, b->ver, buf, (size_t)len, b->keep);
+	return rc < 0 ? rc : meta_usage_inline(b, (int64_t)len - have);
 }
 
 /* The inode of a regular file: -EISDIR for a directory, -EINVAL for anything else. */
@@ -510,8 +522,15 @@ meta_inline_set(struct meta_bucket *b, uint64_t ino, const void *data, size_t le
 			return -ENOTEMPTY;
 	}
 	inline_key(&k, b->bucket, ino);
-	if (rc == 0)
-		rc = meta_put(b->t, &k, b->ver, data, len, b->keep);
+	if (rc == 0) {
+		uint8_t old[META_INLINE_MAX];
+		int had = meta_inline_get(b, ino, old, sizeof(old));
+
+		rc = had < 0 && had != -ENOENT ? had
+					       : meta_put(b->t, &k, b->ver, data, len, b->keep);
+		if (rc == 0)
+			rc = meta_usage_inline(b, (int64_t)len - (had < 0 ? 0 : had));
+	}
 	if (rc < 0)
 		return rc;
 	if (len > in.size)

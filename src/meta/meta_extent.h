@@ -133,12 +133,15 @@ int meta_inline_cut(struct meta_bucket *b, uint64_t ino, uint64_t len);
  */
 struct meta_usage {
 	uint64_t mapped, data, phys;
-	uint64_t unique; /* mapped bytes stored once: extents not deduplicated, dedup blocks */
+	uint64_t unique;  /* mapped bytes stored once: extents not deduplicated, dedup blocks */
+	uint64_t inlined; /* small files' bytes kept inline (not in mapped: no stripe) */
 };
 int meta_usage_get(struct meta_bucket *b, struct meta_usage *u);
 /* (meta's own) the usage moves by these, saturating at zero */
 int meta_usage_add(struct meta_bucket *b, int64_t mapped, int64_t unique, int64_t data,
 		   int64_t phys);
+/* (meta's own) small files' inline bytes move by delta */
+int meta_usage_inline(struct meta_bucket *b, int64_t delta);
 /* (meta's own) e's stripe gets delta references here; at zero it is queued for reclaim */
 int meta_stripe_ref(struct meta_bucket *b, const struct meta_extent *e, int delta);
 

@@ -34,7 +34,7 @@ enum mp_kind {
 	MP_DIRTY,      /* max: files' stripes at least half dead; reply data: per stripe u64 LE
 			* stripe, ino, live bytes, bytes mapped (cleaning) */
 	MP_USAGE,      /* at any bucket of a group: reply data: the group's usage summed over its
-			* buckets, u64 LE mapped, unique, data, phys (quotas) */
+			* buckets, u64 LE mapped, unique, data, phys, inline bytes (quotas) */
 	MP_KIND_MAX
 };
 

@@ -719,6 +719,7 @@ do_read(struct mreq *m)
 		sh_enc_u64(&e, u.unique);
 		sh_enc_u64(&e, u.data);
 		sh_enc_u64(&e, u.phys);
+		sh_enc_u64(&e, u.inlined);
 		rep.data = e.p;
 		rep.dlen = e.len;
 		mreq_answer(m, sh_enc_error(&e) ? -ENOMEM : 0, sh_enc_error(&e) ? NULL : &rep);
@@ -1932,6 +1933,7 @@ group_usage(struct mgroup *g, struct meta_usage *out)
 			out->data += u.data;
 			out->phys += u.phys;
 			out->unique += u.unique;
+			out->inlined += u.inlined;
 		}
 		meta_txn_abort(mb.t);
 	}

@@ -1127,6 +1127,16 @@ def data_quota_refuses_writes_past_it(c):
     c.shoal("ns", "q", "get", "/c", back, check_rc=0, timeout=120)
     with open(back, "rb") as f, open(six, "rb") as g:
         check(f.read() == g.read(), "/c reads back wrong")
+    # small files' bytes (kept inline in their buckets) count too
+    small = os.path.join(c.dir, "small")
+    with open(small, "wb") as f:
+        f.write(os.urandom(4000))
+    free0 = json.loads(c.shoal("ns", "q", "df", check_rc=0).stdout)["free"]
+    for i in range(10):
+        c.shoal("ns", "q", "put", small, "/s%d" % i, check_rc=0)
+    free1 = json.loads(c.shoal("ns", "q", "df", check_rc=0).stdout)["free"]
+    check(free0 - free1 >= 40000 - 4096, "10 small files of 4000 bytes took %d bytes of the quota"
+          % (free0 - free1))
 
 
 @test

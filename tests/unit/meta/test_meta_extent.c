@@ -283,6 +283,40 @@ TEST(meta_inline_small_files)
 	fx_close(&f);
 }
 
+/* Inline bytes are counted in the bucket's usage (quotas): set, merged, cut, dropped. */
+TEST(meta_inline_bytes_in_usage)
+{
+	struct fx f;
+	struct meta_inode in;
+	struct meta_usage u;
+	struct meta_setattr sa = { .valid = META_SET_SIZE, .size = 2 };
+	struct meta_extent e = ext(0, 100, 9, 0);
+
+	fx_open(&f);
+	SH_ASSERT_OK(meta_inline_set(&f.b, f.ino, "hello", 5, 10, &in));
+	SH_ASSERT_OK(meta_usage_get(&f.b, &u));
+	SH_ASSERT_EQ(u.inlined, 5);
+	SH_ASSERT_EQ(u.mapped, 0);
+	SH_ASSERT_OK(meta_inline_merge(&f.b, f.ino, 3, "world", 5, 11, &in));
+	SH_ASSERT_OK(meta_usage_get(&f.b, &u));
+	SH_ASSERT_EQ(u.inlined, 8);
+	SH_ASSERT_OK(meta_setattr(&f.b, f.ino, &sa, 12, &in));
+	SH_ASSERT_OK(meta_usage_get(&f.b, &u));
+	SH_ASSERT_EQ(u.inlined, 2);
+	/* an extent takes them along: counted as mapped from then on */
+	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, &e, 1, META_EXTENT_TAKES_INLINE, 13, &in));
+	SH_ASSERT_OK(meta_usage_get(&f.b, &u));
+	SH_ASSERT_EQ(u.inlined, 0);
+	SH_ASSERT_EQ(u.mapped, 100);
+	sa.size = 0;
+	SH_ASSERT_OK(meta_setattr(&f.b, f.ino, &sa, 14, &in));
+	SH_ASSERT_OK(meta_inline_set(&f.b, f.ino, "abc", 3, 15, &in));
+	SH_ASSERT_OK(meta_usage_get(&f.b, &u));
+	SH_ASSERT_EQ(u.inlined, 3);
+	SH_ASSERT_EQ(u.mapped, 0);
+	fx_close(&f);
+}
+
 /* A writer's bytes merged into the inline bytes where they lie, in one step. */
 TEST(meta_inline_merge_at_offsets)
 {

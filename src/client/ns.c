@@ -371,6 +371,39 @@ sh_rmdir_at(sh_fs *fs, uint64_t parent, const char *name)
 	return remove_at(fs, parent, name, true);
 }
 
+/*
+ * A directory is never moved below itself: walk up from the new parent by
+ * the parents the directories' buckets keep (MP_PARENT) and refuse when the
+ * walk meets the directory that moves (-EINVAL, as Linux). A parent not
+ * known (0), or a walk that cannot go on, lets the rename go: the check
+ * protects against mistakes, not against two clients racing.
+ */
+static int
+check_not_below(sh_fs *fs, uint64_t parent, const char *name, uint64_t newparent)
+{
+	struct meta_inode in;
+	uint64_t moving, at = newparent;
+	int rc;
+
+	if (parent == newparent)
+		return 0;
+	rc = lookup(fs, parent, name, &moving, &in, false); /* the type is enough */
+	if (rc < 0 || in.type != META_DIR)
+		return 0; /* the rename itself says what is wrong */
+	for (unsigned depth = 0; depth < 4096 && at != 0; depth++) {
+		struct cres r;
+
+		if (at == moving)
+			return -EINVAL;
+		if (at == META_ROOT_INO)
+			return 0;
+		rc = ns_read(fs, MP_PARENT, meta_ino_bucket(at), at, "", 0, 0, &r);
+		at = rc == 0 ? r.rep.aux : 0;
+		cres_fini(&r);
+	}
+	return 0;
+}
+
 int
 sh_rename_at(sh_fs *fs, uint64_t parent, const char *name, uint64_t newparent, const char *newname,
 	     unsigned flags)
@@ -395,6 +428,11 @@ sh_rename_at(sh_fs *fs, uint64_t parent, const char *name, uint64_t newparent, c
 		return -ESTALE;
 	memcpy(mc.name, name, len + 1);
 	memcpy(mc.name2, newname, len2 + 1);
+	rc = check_not_below(fs, parent, name, newparent);
+	if (rc == 0 && (flags & SH_RENAME_EXCHANGE)) /* the other one moves too */
+		rc = check_not_below(fs, newparent, newname, parent);
+	if (rc < 0)
+		return rc;
 	rc = ns_cmd(fs, entry_bucket(fs, parent, name, len), &mc, &r);
 	cres_fini(&r);
 	return rc;

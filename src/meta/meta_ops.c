@@ -144,7 +144,7 @@ meta_delta_decode(const uint8_t *b, size_t len, struct meta_delta *d)
 {
 	const uint8_t *p = b + 2;
 
-	if (len != META_DELTA_LEN || b[0] != DELTA_VERSION || b[1] > META_DELTA_CLAIM_DONE)
+	if (len != META_DELTA_LEN || b[0] != DELTA_VERSION || b[1] > META_DELTA_PARENT)
 		return -EBADMSG;
 	d->kind = b[1];
 	memcpy(&d->to, p, 2), p += 2;
@@ -186,11 +186,90 @@ apply_local(struct meta_bucket *b, const struct meta_delta *d)
 	return put_inode(b, d->ino, &in);
 }
 
+/* ---- a directory's parent ---- */
+
+static int
+put_parent(struct meta_bucket *b, uint64_t dir, uint64_t parent, uint64_t since)
+{
+	struct meta_key k;
+	uint8_t v[16];
+	size_t n;
+
+	meta_key_id(&k, b->bucket, META_K_PARENT, dir);
+	/* a rename older than the one recorded (its delta came late): the newer stands */
+	if (meta_get(b->t, &k, b->ver, v, sizeof(v), &n) == 0 && n == 16 &&
+	    meta_be64_get(v + 8) > since)
+		return 0;
+	meta_be64_put(v, parent);
+	meta_be64_put(v + 8, since);
+	return meta_put(b->t, &k, b->ver, v, sizeof(v), b->keep);
+}
+
+int
+meta_parent_get(struct meta_bucket *b, uint64_t dir, uint64_t *parent)
+{
+	struct meta_inode in;
+	struct meta_key k;
+	uint8_t v[16];
+	size_t n;
+	int rc = get_inode(b, dir, &in);
+
+	*parent = 0;
+	if (rc < 0)
+		return rc;
+	if (in.type != META_DIR)
+		return -ENOTDIR;
+	if (dir == META_ROOT_INO) {
+		*parent = META_ROOT_INO;
+		return 0;
+	}
+	meta_key_id(&k, b->bucket, META_K_PARENT, dir);
+	rc = meta_get(b->t, &k, b->ver, v, sizeof(v), &n);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc == 0 && n != 16)
+		rc = -EBADMSG;
+	if (rc == 0)
+		*parent = meta_be64_get(v);
+	return rc;
+}
+
+/* Directory dir moved under parent at `now`: here, or by a delta to its bucket. */
+static int
+reparent(struct meta_bucket *b, uint64_t dir, uint64_t parent, uint64_t now)
+{
+	struct meta_delta d = {
+		.kind = META_DELTA_PARENT, .to = meta_ino_bucket(dir), .ino = dir, .time = now
+	};
+
+	memcpy(d.fp, &parent, sizeof(parent));
+	return meta_delta_send(b, &d);
+}
+
+static int
+apply_parent(struct meta_bucket *b, const struct meta_delta *d)
+{
+	struct meta_inode in;
+	uint64_t parent;
+	int rc = get_inode(b, d->ino, &in);
+
+	if (rc == -ESTALE)
+		return 0; /* removed meanwhile */
+	if (rc < 0)
+		return rc;
+	if (in.type != META_DIR)
+		return 0;
+	memcpy(&parent, d->fp, sizeof(parent));
+	return put_parent(b, d->ino, parent, d->time);
+}
+
 /* A delta's change, in the bucket it is for. */
 static int
 apply_kind(struct meta_bucket *b, const struct meta_delta *d)
 {
 	switch (d->kind) {
+	case META_DELTA_PARENT:
+		return apply_parent(b, d);
 	case META_DELTA_DEDUP_REF:
 		return meta_dedup_ref(b, d->fp, d->dlinks);
 	case META_DELTA_CLAIM_DONE:
@@ -539,6 +618,8 @@ meta_create(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 	}
 	if (rc == 0)
 		rc = put_dentry(b, &k, ino, n->type);
+	if (rc == 0 && n->type == META_DIR)
+		rc = put_parent(b, ino, parent, n->now);
 	if (rc < 0)
 		return rc;
 	*delta = (struct meta_delta){
@@ -637,6 +718,9 @@ drop_inode(struct meta_bucket *b, uint64_t ino)
 	if (rc == 0)
 		rc = meta_del(b->t, &k, b->ver, b->keep);
 	meta_key_id(&k, b->bucket, META_K_SYMLINK, ino);
+	if (rc == 0)
+		rc = meta_del(b->t, &k, b->ver, b->keep);
+	meta_key_id(&k, b->bucket, META_K_PARENT, ino);
 	if (rc == 0)
 		rc = meta_del(b->t, &k, b->ver, b->keep);
 	meta_key_id(&pk, b->bucket, META_K_XATTR, ino);
@@ -1166,6 +1250,10 @@ meta_rename(struct meta_bucket *b, uint64_t oparent, const char *oname, size_t o
 			rc = touch_moved(b, src.ino, now);
 		if (rc == 0)
 			rc = touch_moved(b, dst.ino, now);
+		if (rc == 0 && sdir && oparent != nparent)
+			rc = reparent(b, src.ino, nparent, now);
+		if (rc == 0 && ddir && oparent != nparent)
+			rc = reparent(b, dst.ino, oparent, now);
 		if (rc < 0)
 			return rc;
 		return rename_parents(b, oparent, nparent, 0, (int32_t)ddir - (int32_t)sdir, 0,
@@ -1200,6 +1288,8 @@ meta_rename(struct meta_bucket *b, uint64_t oparent, const char *oname, size_t o
 		rc = meta_del(b->t, &sk, b->ver, b->keep);
 	if (rc == 0)
 		rc = touch_moved(b, src.ino, now);
+	if (rc == 0 && sdir && oparent != nparent)
+		rc = reparent(b, src.ino, nparent, now);
 	if (rc < 0)
 		return rc;
 	return rename_parents(b, oparent, nparent, -1, -(int32_t)sdir, have_dst ? 0 : 1,
@@ -1449,6 +1539,8 @@ meta_rename_commit_src(struct meta_bucket *b, const struct meta_rename2 *r,
 		rc = touch_moved(b, r->src.ino, r->now);
 	if (rc == 0 && xch)
 		rc = touch_moved(b, r->dst.ino, r->now);
+	if (rc == 0 && xch && ddir && r->oparent != r->nparent)
+		rc = reparent(b, r->dst.ino, r->oparent, r->now);
 	if (rc < 0)
 		return rc;
 	deltas[0] =
@@ -1478,6 +1570,8 @@ meta_rename_commit_dst(struct meta_bucket *b, const struct meta_rename2 *r,
 		rc = put_dentry(b, &k, r->src.ino, r->src.type);
 	if (rc == 0)
 		rc = touch_moved(b, r->src.ino, r->now);
+	if (rc == 0 && sdir && r->oparent != r->nparent)
+		rc = reparent(b, r->src.ino, r->nparent, r->now);
 	if (rc < 0)
 		return rc;
 	deltas[1] = (struct meta_delta){ .ino = r->nparent,

@@ -35,7 +35,12 @@ struct meta_bucket {
  * fewer) on the dedup entry of fp; META_DELTA_CLAIM_DONE: the claim ino
  * was committed, its holds go (meta_dedup.h).
  */
-enum { META_DELTA_INODE = 0, META_DELTA_DEDUP_REF = 1, META_DELTA_CLAIM_DONE = 2 };
+enum {
+	META_DELTA_INODE = 0,
+	META_DELTA_DEDUP_REF = 1,
+	META_DELTA_CLAIM_DONE = 2,
+	META_DELTA_PARENT = 3, /* directory ino now lives in fp's first 8 bytes (LE), since time */
+};
 struct meta_delta {
 	uint8_t kind;
 	uint16_t to;	  /* the bucket it is for */
@@ -57,6 +62,16 @@ int meta_delta_decode(const uint8_t *b, size_t len, struct meta_delta *d); /* fu
  * at once when that is this bucket. b->queued counts what was queued.
  */
 int meta_delta_send(struct meta_bucket *b, struct meta_delta *d);
+
+/*
+ * A directory's parent, kept at the directory's own bucket (META_K_PARENT)
+ * for the subtree check of a rename by inode: set by mkdir, moved by a
+ * rename to another parent (a META_DELTA_PARENT when the directory lives
+ * in another bucket; the newest rename, by its time, wins), dropped with
+ * the directory. 0 in *parent: not known (a directory made before parents
+ * were kept). -ESTALE if dir is not an inode of this bucket, -ENOTDIR.
+ */
+int meta_parent_get(struct meta_bucket *b, uint64_t dir, uint64_t *parent);
 
 /* The root directory (inode 1 of bucket 0), if absent. */
 int meta_mkroot(struct meta_bucket *b, uint32_t mode, uint64_t now);

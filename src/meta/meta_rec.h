@@ -50,6 +50,7 @@ enum meta_kind {
 	META_K_RAFT = 'a',    /* bucket 'a': the Raft index its group applied last (first bucket) */
 	META_K_DONE = 't',    /* bucket 't' tag: a request applied here (meta_done.h) */
 	META_K_DONE_BY_TIME = 'T', /* bucket 'T' when tag: the same, in time order */
+	META_K_PARENT = 'p',	   /* bucket 'p' dir: its parent directory, and since when */
 };
 
 /* A logical key (without the version). */

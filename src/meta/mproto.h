@@ -35,6 +35,7 @@ enum mp_kind {
 			* stripe, ino, live bytes, bytes mapped (cleaning) */
 	MP_USAGE,      /* at any bucket of a group: reply data: the group's usage summed over its
 			* buckets, u64 LE mapped, unique, data, phys, inline bytes (quotas) */
+	MP_PARENT,     /* ino = a directory at its bucket; reply aux: its parent (0: not known) */
 	MP_KIND_MAX
 };
 

@@ -32,7 +32,7 @@ msvc_slot_name(unsigned slot)
 		[MP_DIRBUCKETS] = "dirbuckets", [MP_DELTAS] = "deltas",
 		[MP_REVOKE] = "revoke",		[MP_EXTENTS] = "extents",
 		[MP_STRIPES] = "stripes",	[MP_DIRTY] = "dirty",
-		[MP_USAGE] = "usage",
+		[MP_USAGE] = "usage",		[MP_PARENT] = "parent",
 	};
 	static const char *const ops[MSVC_SLOTS - MSVC_SLOT_CMD] = {
 		[META_OP_MKROOT] = "mkroot",
@@ -792,6 +792,9 @@ do_read(struct mreq *m)
 			rep.flags |= MP_MORE;
 		break;
 	}
+	case MP_PARENT:
+		rc = meta_parent_get(&mb, m->req.ino, &rep.aux);
+		break;
 	case MP_READLINK:
 		rc = meta_readlink(&mb, m->req.ino, (char *)m->buf, sizeof(m->buf), &len);
 		if (rc == 0)

@@ -631,6 +631,12 @@ def metadata_namespace_operations(c):
           sorted(ns(c, "ls", "/e/d2").stdout.split()) == ["f", "g"], "a directory moved whole")
     p = ns(c, "mv", "/e", "/e/d2/x", rc=1)
     check("Invalid argument" in p.stderr, "a directory below itself: %s" % p.stderr)
+    # the same through a symbolic link, which no check of the path sees: the parents the
+    # directories' buckets keep do (the subtree check by inode)
+    ns(c, "ln", "-s", "/e/d2", "/via")
+    p = ns(c, "mv", "/e", "/via/x", rc=1)
+    check("Invalid argument" in p.stderr, "below itself by a link: %s" % p.stderr)
+    ns(c, "rm", "/via")
     ns(c, "mv", "/e/d2", "/d")
     ns(c, "rmdir", "/e")
     # errors as Linux gives them, and nothing changed by them

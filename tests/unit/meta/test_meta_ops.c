@@ -729,6 +729,70 @@ rename2(struct fx *f, struct meta_rename2 *r)
 	return 0;
 }
 
+/*
+ * A directory's parent, kept at its own bucket for the subtree check of a
+ * rename by inode: set by mkdir, moved by renames (here, or by a delta
+ * when the entry's bucket is another), the newest rename winning when
+ * deltas come out of order, gone with the directory.
+ */
+TEST(meta_ops_directory_parents)
+{
+	struct fx f;
+	struct meta_delta dl[3], two[2];
+	struct meta_rename2 r;
+	char p1n[64], p2n[64], dn[64], x[64], y[64];
+	uint64_t p1, p2, dir, got, removed;
+
+	fx_open(&f);
+	mkroot(&f);
+	SH_ASSERT_OK(meta_parent_get(&f.b[0], META_ROOT_INO, &got));
+	SH_ASSERT_EQ(got, META_ROOT_INO);
+	p1 = make_in(&f, META_ROOT_INO, 0, "p1", META_DIR, p1n);
+	p2 = make_in(&f, META_ROOT_INO, 1, "p2", META_DIR, p2n);
+	dir = make_in(&f, p1, 2, "d", META_DIR, dn);
+	SH_ASSERT_OK(meta_parent_get(&f.b[2], dir, &got));
+	SH_ASSERT_EQ(got, p1);
+	SH_ASSERT_EQ(meta_parent_get(&f.b[2], meta_ino_make(2, 999), &got), -ESTALE);
+	SH_ASSERT_EQ(meta_parent_get(&f.b[0], p1 + 1000, &got), -ESTALE);
+
+	/* moved between two buckets: its entry's new bucket tells the directory's */
+	strcpy(x, name_in(p2, 3, "moved"));
+	r2_init(&r, 1, 2, p1, dn, 3, p2, x, 0);
+	SH_ASSERT_OK(rename2(&f, &r));
+	SH_ASSERT_OK(meta_parent_get(&f.b[2], dir, &got));
+	SH_ASSERT_EQ(got, p2);
+	/* then within the entry's bucket, back under p1 (a delta again: the inode is in 2) */
+	strcpy(y, name_in(p1, 3, "back"));
+	SH_ASSERT_OK(meta_rename(&f.b[3], p2, x, strlen(x), p1, y, strlen(y), 0, 9000, dl));
+	ship_all(&f);
+	SH_ASSERT_OK(meta_parent_get(&f.b[2], dir, &got));
+	SH_ASSERT_EQ(got, p1);
+	/* a delta of an older rename, late: the newer stands */
+	{
+		struct meta_delta late = { .kind = META_DELTA_PARENT,
+					   .to = 2,
+					   .from = 1,
+					   .seq = 77,
+					   .ino = dir,
+					   .time = 8500 };
+
+		memcpy(late.fp, &p2, sizeof(p2));
+		SH_ASSERT_OK(meta_apply_delta(&f.b[2], &late));
+		SH_ASSERT_OK(meta_parent_get(&f.b[2], dir, &got));
+		SH_ASSERT_EQ(got, p1);
+		late.seq = 78;
+		late.time = 9500;
+		SH_ASSERT_OK(meta_apply_delta(&f.b[2], &late));
+		SH_ASSERT_OK(meta_parent_get(&f.b[2], dir, &got));
+		SH_ASSERT_EQ(got, p2);
+	}
+	/* gone with the directory */
+	SH_ASSERT_OK(meta_remove(&f.b[3], p1, y, strlen(y), 2, 9600, &removed, two));
+	ship_all(&f);
+	SH_ASSERT_EQ(meta_parent_get(&f.b[2], dir, &got), -ESTALE);
+	fx_close(&f);
+}
+
 TEST(meta_ops_rename_across_buckets)
 {
 	struct fx f;

@@ -434,6 +434,24 @@ leader_node(struct world *w, uint16_t bucket)
 	return 0;
 }
 
+struct parent_wait {
+	struct world *w;
+	uint64_t dir, want;
+};
+
+/* The directory's bucket says its parent is the one wanted. */
+static bool
+parent_is(void *arg)
+{
+	struct parent_wait *pw = arg;
+	struct mp_req q = { .kind = MP_PARENT, .bucket = meta_ino_bucket(pw->dir), .ino = pw->dir };
+	struct call *c = sh_calloc(1, sizeof(*c));
+	bool ok = call(pw->w, &q, c) == 0 && c->r.aux == pw->want;
+
+	sh_free(c);
+	return ok;
+}
+
 struct settle {
 	struct world *w;
 	uint64_t dir;
@@ -790,6 +808,15 @@ run_world(uint64_t seed)
 		snprintf(b, sizeof(b), "moved%d", k);
 		SH_ASSERT_OK(mk(&w, dirs[0], a, META_DIR, &sub));
 		SH_ASSERT_OK(mv(&w, dirs[0], a, dirs[2], b, 0));
+		{
+			/* its own bucket learns its new parent (a delta, unless it renamed there)
+			 */
+			struct parent_wait pw = { &w, sub, dirs[2] };
+
+			SH_ASSERT_MSG(sim_run_until(w.sim, parent_is, &pw, 10 * SH_NSEC_PER_SEC),
+				      "seed %llu: moved directory %d's parent never followed",
+				      (unsigned long long)seed, k);
+		}
 		SH_ASSERT_OK(mk(&w, sub, "inside", META_REG, &f));
 		SH_ASSERT_EQ(rm(&w, dirs[2], b, true), -ENOTEMPTY);
 		SH_ASSERT_OK(rm(&w, sub, "inside", false));

@@ -414,6 +414,18 @@ list(struct world *w, uint64_t dir, uint8_t *seen, unsigned nseen)
 	return count;
 }
 
+/* Node i's metadata groups as it reports them (none while it is down). */
+static unsigned
+groups_of(struct world *w, int i, struct msvc_group_info gi[64])
+{
+	unsigned n;
+
+	if (!w->n[i].up)
+		return 0;
+	n = msvc_groups(w->n[i].svc, gi, 64);
+	return n < 64 ? n : 64;
+}
+
 static int
 leader_node(struct world *w, uint16_t bucket)
 {
@@ -422,12 +434,9 @@ leader_node(struct world *w, uint16_t bucket)
 
 	for (int i = 1; i <= N; i++) {
 		struct msvc_group_info gi[64];
-		unsigned n;
+		unsigned n = groups_of(w, i, gi);
 
-		if (!w->n[i].up)
-			continue;
-		n = msvc_groups(w->n[i].svc, gi, 64);
-		for (unsigned k = 0; k < n && k < 64; k++)
+		for (unsigned k = 0; k < n; k++)
 			if (gi[k].index == g && gi[k].ready)
 				return i;
 	}
@@ -1363,12 +1372,9 @@ groups_match_cfg(void *arg)
 
 		for (int i = 1; i <= N && !found; i++) {
 			struct msvc_group_info gi[64];
-			unsigned n;
+			unsigned n = groups_of(w, i, gi);
 
-			if (!w->n[i].up)
-				continue;
-			n = msvc_groups(w->n[i].svc, gi, 64);
-			for (unsigned k = 0; k < n && k < 64 && !found; k++)
+			for (unsigned k = 0; k < n && !found; k++)
 				if (gi[k].index == g && gi[k].ready) {
 					lead = gi[k];
 					found = true;
@@ -1387,9 +1393,9 @@ groups_match_cfg(void *arg)
 			if (!voter || node < 1 || node > N || !w->n[node].up)
 				return false;
 			/* the member has the group's state: it applied what the leader committed */
-			n = msvc_groups(w->n[node].svc, gi, 64);
+			n = groups_of(w, node, gi);
 			voter = false;
-			for (unsigned v = 0; v < n && v < 64; v++)
+			for (unsigned v = 0; v < n; v++)
 				voter |= gi[v].index == g && gi[v].applied >= lead.commit;
 			if (!voter)
 				return false;
@@ -1537,12 +1543,9 @@ leaders_spread(void *arg)
 	sp->least = 1 << 30;
 	for (int i = 1; i <= N; i++) {
 		struct msvc_group_info gi[64];
-		unsigned n;
+		unsigned n = groups_of(w, i, gi);
 
-		if (!w->n[i].up)
-			continue;
-		n = msvc_groups(w->n[i].svc, gi, 64);
-		for (unsigned k = 0; k < n && k < 64; k++)
+		for (unsigned k = 0; k < n; k++)
 			led[i] += gi[k].ready;
 		total += led[i];
 	}

@@ -58,6 +58,7 @@ struct mgroup {
 	struct env_timer tick;
 	bool demoted;	   /* this node is marked down: hand leadership over */
 	bool transferring; /* a transfer in flight */
+	bool hold_cache;   /* handing over: answers carry no client cache lease */
 	struct raft_transfer xfer;
 	bool changing; /* a membership change in flight */
 	struct raft_change change;
@@ -575,6 +576,19 @@ on_transferred(struct raft_transfer *req)
 	struct mgroup *g = req->data;
 
 	g->transferring = false;
+	g->hold_cache = false; /* handed over, or not: either way leases are safe again */
+}
+
+void
+mgroup_hold_cache(struct mgroup *g, bool hold)
+{
+	g->hold_cache = hold;
+}
+
+bool
+mgroup_cache_ok(const struct mgroup *g)
+{
+	return !g->hold_cache;
 }
 
 /* Marked down, yet leading: clients skip this node, so another member should lead. */

@@ -80,6 +80,13 @@ void mgroup_set_demoted(struct mgroup *g, bool demoted);
 int mgroup_set_members(struct mgroup *g, const uint64_t *members, unsigned n);
 /* Hand leadership to member `to` (a leader that is not busy changing). 0, -EAGAIN. */
 int mgroup_transfer(struct mgroup *g, uint64_t to);
+/*
+ * Before a hand-over: answers stop carrying client cache leases (a new
+ * leader does not know them, so it could not recall them); once the last
+ * one given has expired, the hand-over is safe. Cleared when it ends.
+ */
+void mgroup_hold_cache(struct mgroup *g, bool hold);
+bool mgroup_cache_ok(const struct mgroup *g);
 /* Whom to ask instead: the known leader's Raft id, 0 if none. */
 uint64_t mgroup_leader(struct mgroup *g);
 /*

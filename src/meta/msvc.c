@@ -746,7 +746,7 @@ do_read(struct mreq *m)
 				rep.flags |= MP_ATTR;
 				with_inline(m, &mb, rep.dentry.ino, &rep, &e);
 			}
-			if (client_of(m)) {
+			if (client_of(m) && mgroup_cache_ok(m->g)) {
 				struct mp_key k =
 				    mp_key_dentry(m->req.ino, m->req.name, m->req.nlen);
 
@@ -765,7 +765,7 @@ do_read(struct mreq *m)
 			rep.flags |= MP_ATTR;
 			with_inline(m, &mb, m->req.ino, &rep, &e);
 		}
-		if (rc == 0 && client_of(m)) {
+		if (rc == 0 && client_of(m) && mgroup_cache_ok(m->g)) {
 			struct mp_key k = mp_key_attr(m->req.ino);
 
 			msvc_cache_grant(m->fs, client_of(m), &k);

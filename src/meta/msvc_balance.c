@@ -20,7 +20,8 @@
 
 SH_LOG_FACILITY("meta.balance");
 
-#define BALANCE_TICK_NS	 (1000ull * 1000 * 1000)
+#define BALANCE_TICK_NS	 (250ull * 1000 * 1000)
+#define HAND_WAIT_NS	 ((uint64_t)(MP_CACHE_MS + 100) * 1000 * 1000) /* leases run out */
 #define BALANCE_QUIET_NS (5000ull * 1000 * 1000) /* after a hand-over, or a group changing */
 
 struct count {
@@ -208,13 +209,38 @@ on_answer(void *arg, int status, const struct net_msg *reply)
 		remember(s, a->to >> 8, (unsigned)status);
 	g = group_by_id(s, a->gid);
 	mine = leading(s);
-	if (status >= 0 && (unsigned)status + 2 <= mine && g != NULL && mgroup_ready(g) &&
-	    mgroup_transfer(g, a->to) == 0) {
-		sh_log_info("leading %u groups: group %#x goes to node %llu, which leads %d", mine,
-			    a->gid, (unsigned long long)(a->to >> 8), status);
+	if (status >= 0 && (unsigned)status + 2 <= mine && g != NULL && mgroup_ready(g)) {
+		/*
+		 * Clients may cache what this leader told them, and the next leader
+		 * could not recall it: no more such leases, and the hand-over once
+		 * the last one given has run out.
+		 */
+		mgroup_hold_cache(g, true);
+		s->handing = (struct handing){ .gid = a->gid,
+					       .to = a->to,
+					       .led = status,
+					       .at = env_now(s->env) + HAND_WAIT_NS };
 		s->balance_quiet = env_now(s->env) + BALANCE_QUIET_NS;
 	}
 	sh_free(a);
+}
+
+/* The hand-over chosen a lease's length ago. */
+static void
+hand_over(struct msvc *s)
+{
+	struct mgroup *g = group_by_id(s, s->handing.gid);
+	unsigned mine = leading(s);
+
+	s->handing.gid = 0;
+	if (g == NULL)
+		return;
+	if (mgroup_ready(g) && mgroup_transfer(g, s->handing.to) == 0) {
+		sh_log_info("leading %u groups: group %#x goes to node %llu, which leads %d", mine,
+			    mgroup_id(g), (unsigned long long)(s->handing.to >> 8), s->handing.led);
+		return; /* the cache lease hold ends with the transfer */
+	}
+	mgroup_hold_cache(g, false);
 }
 
 static void
@@ -228,7 +254,9 @@ on_tick(struct env_timer *t)
 	if (s->stopping)
 		return;
 	env_timer_arm(&s->balance, BALANCE_TICK_NS);
-	if (s->asking != NULL)
+	if (s->handing.gid != 0 && env_now(s->env) >= s->handing.at)
+		hand_over(s);
+	if (s->asking != NULL || s->handing.gid != 0)
 		return;
 	c = sh_calloc(CFG_NODES_MAX, sizeof(*c));
 	if (c == NULL)
@@ -243,7 +271,7 @@ on_tick(struct env_timer *t)
 	choose(s, c, n, mine, &p);
 	if (p.g != NULL) {
 		struct ask *a = sh_calloc(1, sizeof(*a));
-		struct net_call_opts o = { .timeout_ns = BALANCE_TICK_NS, .retries = 0 };
+		struct net_call_opts o = { .timeout_ns = 1000ull * 1000 * 1000, .retries = 0 };
 
 		if (a == NULL)
 			goto out;

@@ -65,6 +65,11 @@ struct msvc {
 	struct env_timer balance; /* leader balancing (msvc_balance.c) */
 	uint64_t balance_quiet;	  /* no hand-over before this (env_now) */
 	struct ask *asking;	  /* a member asked how many groups it leads */
+	struct handing {
+		uint32_t gid; /* 0: none */
+		uint64_t to, at;
+		int led;
+	} handing; /* a hand-over waiting for the cache leases given to run out */
 	struct {
 		uint64_t node, at;
 		unsigned led;

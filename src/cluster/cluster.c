@@ -71,8 +71,9 @@ struct cluster {
 	bool was_leader;
 	bool changing; /* a membership change is in flight */
 	struct raft_change change;
-	uint64_t promote; /* node added as spare, to make a voter */
-	bool replacing;	  /* a metadata group replacement is in flight */
+	uint64_t promote;      /* node added as spare, to make a voter */
+	bool replacing;	       /* a metadata group replacement is in flight */
+	uint64_t stuck_warned; /* when to say again that no node can replace a dead one */
 	struct track track[CFG_NODES_MAX];
 	unsigned ntrack;
 	void (*stop_done)(void *arg);
@@ -1010,10 +1011,19 @@ replace_members(struct cluster *cl)
 {
 	struct cfg_cmd cmd = { .op = CFG_OP_MGROUP_REPLACE };
 	struct sub *s;
+	int rc;
 
-	if (cl->replacing ||
-	    cfg_mgroup_replacement(cl->cfg, env_realtime(cl->env), cl->p.meta_replace_ns,
-				   &cmd.group, &cmd.id, &cmd.node2) < 0)
+	if (cl->replacing)
+		return;
+	rc = cfg_mgroup_replacement(cl->cfg, env_realtime(cl->env), cl->p.meta_replace_ns,
+				    &cmd.group, &cmd.id, &cmd.node2);
+	if (rc == -ENOSPC && env_now(cl->env) >= cl->stuck_warned) {
+		/* said every 10 minutes: the groups run one member short meanwhile */
+		cl->stuck_warned = env_now(cl->env) + 600ull * 1000 * 1000 * 1000;
+		sh_log_warn("a node has been down for long, but no node outside its metadata "
+			    "groups is up to take its place: add a node (docs/metadata.md)");
+	}
+	if (rc < 0)
 		return;
 	s = sub_new(cl, &cmd);
 	if (s == NULL)

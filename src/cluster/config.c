@@ -425,6 +425,7 @@ cfg_mgroup_replacement(const struct cfg *c, uint64_t now, uint64_t after_ns, uin
 {
 	uint16_t *gof;
 	uint32_t n = 0;
+	bool stuck = false;
 	int rc;
 
 	if (c->nfs == 0)
@@ -444,8 +445,10 @@ cfg_mgroup_replacement(const struct cfg *c, uint64_t now, uint64_t after_ns, uin
 			    now - m->since < after_ns)
 				continue;
 			pick = pick_replacement(c, g, set, m->id);
-			if (pick == 0)
+			if (pick == 0) {
+				stuck = true; /* no node up outside the group */
 				continue;
+			}
 			*group = g;
 			*old = m->id;
 			*node = pick;
@@ -454,7 +457,7 @@ cfg_mgroup_replacement(const struct cfg *c, uint64_t now, uint64_t after_ns, uin
 		}
 	}
 	sh_free(gof);
-	return rc < 0 ? rc : -ENOENT;
+	return rc < 0 ? rc : stuck ? -ENOSPC : -ENOENT;
 }
 
 /* ---- validation ---- */

@@ -183,7 +183,9 @@ int cfg_groups(const struct cfg *c, uint16_t *group_of, uint32_t *ngroups);
  * group with a member marked down for longer than after_ns at now (ns
  * since the Unix epoch), and the node to take its place (up, not in the
  * group, on a failure domain the rest of the group does not use if there
- * is one, chosen by rendezvous hashing). 0 and the three, or -ENOENT.
+ * is one, chosen by rendezvous hashing). 0 and the three; -ENOENT (no
+ * member down for that long), -ENOSPC (one is, but no node outside its
+ * group is up to take its place).
  */
 int cfg_mgroup_replacement(const struct cfg *c, uint64_t now, uint64_t after_ns, uint32_t *group,
 			   uint64_t *old, uint64_t *node);

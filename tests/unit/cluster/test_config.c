@@ -365,6 +365,35 @@ TEST(config_metadata_groups_fixed_and_replaced)
 	SH_ASSERT_MEMEQ(d->gepoch, c->gepoch, c->ngroups * sizeof(*c->gepoch));
 	SH_ASSERT_EQ(cfg_decode(e.p, e.len - 1, d), -EBADMSG);
 	sh_enc_fini(&e);
+	/* the one node outside a group down as well: that group has no one to take the place */
+	{
+		struct cfg *e = cluster_of(6, 16);
+		struct cfg_cmd f2 = { .op = CFG_OP_FS_CREATE, .d = 3, .p = 2, .time = 100 };
+		struct cfg_cmd d6 = { .op = CFG_OP_NODE_STATE, .id = 6, .state = CFG_DOWN };
+		uint64_t now = t0 + 11 * SH_NSEC_PER_SEC;
+		int rc;
+
+		for (uint64_t k = 1; k <= 6; k++)
+			add_drive(e, k);
+		snprintf(f2.name, sizeof(f2.name), "x");
+		SH_ASSERT_MSG(cfg_apply(e, &f2, msg, sizeof(msg)) == 0, "%s", msg);
+		down.time = t0;
+		d6.time = now - SH_NSEC_PER_SEC; /* down, but not for long */
+		SH_ASSERT_OK(cfg_apply(e, &down, msg, sizeof(msg)));
+		SH_ASSERT_OK(cfg_apply(e, &d6, msg, sizeof(msg)));
+		while ((rc = cfg_mgroup_replacement(e, now, 10 * SH_NSEC_PER_SEC, &g, &old,
+						    &node)) == 0) {
+			struct cfg_cmd r = {
+				.op = CFG_OP_MGROUP_REPLACE, .group = g, .id = old, .node2 = node
+			};
+
+			SH_ASSERT_NE(node, 6);
+			SH_ASSERT_MSG(cfg_apply(e, &r, msg, sizeof(msg)) == 0, "%s", msg);
+		}
+		/* left: the group of nodes 1-5, whose only outsider is node 6 */
+		SH_ASSERT_EQ(rc, -ENOSPC);
+		cfg_free(e);
+	}
 	/* node 3 holds no replica now: it may go */
 	SH_ASSERT_MSG(cfg_apply(c, &rm, msg, sizeof(msg)) == 0, "%s", msg);
 	cfg_free(d);

@@ -382,7 +382,8 @@ client_place(sh_client *c, uint64_t stripe, unsigned n, uint64_t *out)
 }
 
 int
-client_fs_settings(sh_client *c, uint32_t id, unsigned *d, unsigned *p, unsigned *comp, bool *dedup)
+client_fs_settings(sh_client *c, uint32_t id, unsigned *d, unsigned *p, unsigned *comp, bool *dedup,
+		   uint64_t *quota)
 {
 	const struct cfg_fs *f;
 
@@ -393,49 +394,30 @@ client_fs_settings(sh_client *c, uint32_t id, unsigned *d, unsigned *p, unsigned
 		*p = f->p;
 		*comp = f->compression;
 		*dedup = f->dedup;
+		*quota = f->quota; /* set at creation, never changed */
 	}
 	pthread_mutex_unlock(&c->mu);
 	return f ? 0 : -ENOENT;
 }
 
-uint64_t
-client_fs_quota(sh_client *c, uint32_t id)
-{
-	const struct cfg_fs *f;
-	uint64_t q;
-
-	pthread_mutex_lock(&c->mu);
-	f = cfg_fs_by_id(c->view, id);
-	q = f ? f->quota : 0;
-	pthread_mutex_unlock(&c->mu);
-	return q;
-}
-
 int
 client_group_buckets(sh_client *c, uint16_t **out, unsigned *n)
 {
-	uint16_t *gof, *first = NULL;
-	uint32_t ng = 0;
+	uint32_t *first = NULL, ng = 0;
+	uint16_t *b = NULL;
 	int rc;
 
-	*out = NULL;
-	*n = 0;
 	pthread_mutex_lock(&c->mu);
-	gof = sh_calloc(c->view->nbuckets ? c->view->nbuckets : 1, sizeof(*gof));
-	rc = gof ? cfg_groups(c->view, gof, &ng) : -ENOMEM;
-	if (rc == 0 && (first = sh_calloc(ng ? ng : 1, sizeof(*first))) == NULL)
-		rc = -ENOMEM;
-	for (uint32_t b = c->view->nbuckets; rc == 0 && b-- > 0;)
-		first[gof[b]] = (uint16_t)b; /* from the top: the lowest bucket stays */
+	rc = cfg_group_firsts(c->view, &first, &ng);
 	pthread_mutex_unlock(&c->mu);
-	sh_free(gof);
-	if (rc < 0) {
-		sh_free(first);
-		return rc;
-	}
-	*out = first;
-	*n = ng;
-	return 0;
+	if (rc == 0 && (b = sh_calloc(ng ? ng : 1, sizeof(*b))) == NULL)
+		rc = -ENOMEM;
+	for (uint32_t g = 0; rc == 0 && g < ng; g++)
+		b[g] = (uint16_t)first[g];
+	sh_free(first);
+	*out = rc == 0 ? b : NULL;
+	*n = rc == 0 ? ng : 0;
+	return rc;
 }
 
 void
@@ -673,7 +655,7 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 	{
 		unsigned d, p, comp = 0;
 
-		rc = client_fs_settings(c, id, &d, &p, &comp, &fs->dedup);
+		rc = client_fs_settings(c, id, &d, &p, &comp, &fs->dedup, &fs->quota);
 		if (rc == 0)
 			rc = ec_code_init(&fs->code, d, p);
 		fs->comp = (uint8_t)comp;

@@ -55,8 +55,9 @@ struct sh_fs {
 	/* bumped by every change of a file's extents made here: handles' maps go stale */
 	_Atomic uint64_t wgen;
 	pthread_mutex_t wmu;
-	/* quota.c: the filesystem's use as last learned (at q_at, monotonic ns), and what
-	 * this client wrote since */
+	/* quota.c: the filesystem's quota in bytes (0: none), its use as last learned (at
+	 * q_at, monotonic ns), and what this client wrote since */
+	uint64_t quota;
 	pthread_mutex_t qmu;
 	uint64_t q_used, q_added, q_at;
 	struct wpool *wpool[2]; /* started at first use (under wmu) */
@@ -120,7 +121,7 @@ int client_place(sh_client *c, uint64_t stripe, unsigned n, uint64_t *out);
 /* Protection of filesystem id: d, p. */
 /* A filesystem's protection and compression (cfg_fs.compression). */
 int client_fs_settings(sh_client *c, uint32_t id, unsigned *d, unsigned *p, unsigned *comp,
-		       bool *dedup);
+		       bool *dedup, uint64_t *quota);
 /* cache.c: attributes and entries a leader let this client keep */
 int cache_init(sh_fs *fs);
 void cache_fini(sh_fs *fs);
@@ -156,8 +157,6 @@ int ns_read(sh_fs *fs, uint8_t kind, uint16_t bucket, uint64_t ino, const char *
 uint64_t client_tag(sh_client *c);
 /* Capacity of all drives, bytes. */
 uint64_t client_capacity(sh_client *c);
-/* The filesystem's quota in bytes (0: none). */
-uint64_t client_fs_quota(sh_client *c, uint32_t id);
 /* The first bucket of every metadata group (sh_free it): a request there reaches each leader. */
 int client_group_buckets(sh_client *c, uint16_t **out, unsigned *n);
 /*

@@ -61,19 +61,19 @@ fetch_used(sh_fs *fs, uint64_t *used)
 }
 
 /*
- * The quota (0: none) and the use as this client knows it: refreshed when
- * older than QUOTA_REFRESH_NS. A use that cannot be learned (a group in an
- * election) leaves the last one, or none: writes go on meanwhile.
+ * The quota (0: none) and the use as this client knows it: asked again
+ * when older than QUOTA_REFRESH_NS. A use that cannot be learned (a group
+ * in an election) leaves the last one, or none, until the next refresh:
+ * writes go on meanwhile.
  */
-static void
-quota_state(sh_fs *fs, uint64_t *quota, uint64_t *used)
+void
+client_quota_space(sh_fs *fs, uint64_t *quota, uint64_t *used)
 {
 	uint64_t now = sh_clock_mono_ns();
 	bool fresh;
-	int rc;
 
 	*used = 0;
-	*quota = client_fs_quota(fs->c, fs->id);
+	*quota = fs->quota;
 	if (*quota == 0)
 		return;
 	pthread_mutex_lock(&fs->qmu);
@@ -81,14 +81,14 @@ quota_state(sh_fs *fs, uint64_t *quota, uint64_t *used)
 	pthread_mutex_unlock(&fs->qmu);
 	if (!fresh) {
 		uint64_t u;
+		int rc = fetch_used(fs, &u);
 
-		rc = fetch_used(fs, &u);
 		pthread_mutex_lock(&fs->qmu);
 		if (rc == 0) {
 			fs->q_used = u;
 			fs->q_added = 0;
-			fs->q_at = now;
 		}
+		fs->q_at = now;
 		pthread_mutex_unlock(&fs->qmu);
 	}
 	pthread_mutex_lock(&fs->qmu);
@@ -102,7 +102,7 @@ client_quota_admit(sh_fs *fs, uint64_t ino, uint64_t off, size_t len)
 	uint64_t quota, used, add = len;
 	struct stat st;
 
-	quota_state(fs, &quota, &used);
+	client_quota_space(fs, &quota, &used);
 	if (quota == 0)
 		return 0;
 	if (used + add > quota) {
@@ -119,10 +119,4 @@ client_quota_admit(sh_fs *fs, uint64_t ino, uint64_t off, size_t len)
 	fs->q_added += add;
 	pthread_mutex_unlock(&fs->qmu);
 	return 0;
-}
-
-void
-client_quota_space(sh_fs *fs, uint64_t *quota, uint64_t *used)
-{
-	quota_state(fs, quota, used);
 }

@@ -371,14 +371,25 @@ freeze_groups(struct cfg *c)
 	return 0;
 }
 
-/* The members of group g (a bucket's replica list, in its order), or NULL. */
-static const uint64_t *
-group_members(const struct cfg *c, const uint16_t *group_of, uint32_t g)
+int
+cfg_group_firsts(const struct cfg *c, uint32_t **first, uint32_t *ngroups)
 {
-	for (uint32_t b = 0; b < c->nbuckets; b++)
-		if (group_of[b] == g)
-			return cfg_bucket(c, b);
-	return NULL;
+	uint16_t *gof = sh_calloc(c->nbuckets ? c->nbuckets : 1, sizeof(*gof));
+	uint32_t *f = NULL, ng = 0;
+	int rc = gof ? cfg_groups(c, gof, &ng) : -ENOMEM;
+
+	if (rc == 0 && (f = sh_malloc((ng ? ng : 1) * sizeof(*f))) == NULL)
+		rc = -ENOMEM;
+	for (uint32_t b = c->nbuckets; rc == 0 && b-- > 0;)
+		f[gof[b]] = b; /* from the top: the lowest bucket stays */
+	sh_free(gof);
+	if (rc < 0) {
+		sh_free(f);
+		return rc;
+	}
+	*first = f;
+	*ngroups = ng;
+	return 0;
 }
 
 static bool
@@ -423,21 +434,17 @@ int
 cfg_mgroup_replacement(const struct cfg *c, uint64_t now, uint64_t after_ns, uint32_t *group,
 		       uint64_t *old, uint64_t *node)
 {
-	uint16_t *gof;
-	uint32_t n = 0;
+	uint32_t *first = NULL, n = 0;
 	bool stuck = false;
 	int rc;
 
 	if (c->nfs == 0)
 		return -ENOENT;
-	gof = sh_calloc(c->nbuckets ? c->nbuckets : 1, sizeof(*gof));
-	if (gof == NULL)
-		return -ENOMEM;
-	rc = cfg_groups(c, gof, &n);
+	rc = cfg_group_firsts(c, &first, &n);
 	for (uint32_t g = 0; rc == 0 && g < n; g++) {
-		const uint64_t *set = group_members(c, gof, g);
+		const uint64_t *set = cfg_bucket(c, first[g]);
 
-		for (uint32_t k = 0; set != NULL && k < c->replicas; k++) {
+		for (uint32_t k = 0; k < c->replicas; k++) {
 			const struct cfg_node *m = cfg_node_find(c, set[k]);
 			uint64_t pick;
 
@@ -452,11 +459,11 @@ cfg_mgroup_replacement(const struct cfg *c, uint64_t now, uint64_t after_ns, uin
 			*group = g;
 			*old = m->id;
 			*node = pick;
-			sh_free(gof);
+			sh_free(first);
 			return 0;
 		}
 	}
-	sh_free(gof);
+	sh_free(first);
 	return rc < 0 ? rc : stuck ? -ENOSPC : -ENOENT;
 }
 
@@ -559,23 +566,17 @@ static int
 check_replace(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 {
 	const struct cfg_node *n = cfg_node_find(c, cmd->node2);
-	uint16_t *gof;
 	const uint64_t *set;
-	uint32_t ng = 0;
+	uint32_t *first, ng = 0;
 	int rc;
 
 	if (c->nfs == 0)
 		return fail(msg, len, -ENOENT, "no filesystem: no metadata groups to change");
-	gof = sh_calloc(c->nbuckets ? c->nbuckets : 1, sizeof(*gof));
-	if (gof == NULL)
-		return fail(msg, len, -ENOMEM, "out of memory");
-	rc = cfg_groups(c, gof, &ng);
-	if (rc < 0) {
-		sh_free(gof);
-		return fail(msg, len, rc, "no metadata groups");
-	}
-	set = cmd->group < ng ? group_members(c, gof, cmd->group) : NULL;
-	sh_free(gof);
+	rc = cfg_group_firsts(c, &first, &ng);
+	if (rc < 0)
+		return fail(msg, len, rc, "metadata groups: %s", sh_strerror(rc));
+	set = cmd->group < ng ? cfg_bucket(c, first[cmd->group]) : NULL;
+	sh_free(first);
 	if (set == NULL)
 		return fail(msg, len, -ENOENT, "no metadata group %u (the cluster has %u)",
 			    cmd->group, ng);

@@ -178,6 +178,8 @@ cfg_bucket(const struct cfg *c, uint32_t b)
  * -ENOENT (no placement yet), -E2BIG (more than 65536 groups).
  */
 int cfg_groups(const struct cfg *c, uint16_t *group_of, uint32_t *ngroups);
+/* The lowest bucket of each group (*first: ngroups entries, sh_free it); cfg_groups' errors. */
+int cfg_group_firsts(const struct cfg *c, uint32_t **first, uint32_t *ngroups);
 /*
  * The replacement the configuration's leader proposes next: the first
  * group with a member marked down for longer than after_ns at now (ns

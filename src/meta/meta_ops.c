@@ -188,18 +188,35 @@ apply_local(struct meta_bucket *b, const struct meta_delta *d)
 
 /* ---- a directory's parent ---- */
 
+/* Directory dir's parent record: its parent and the time of the rename that set it. */
 static int
-put_parent(struct meta_bucket *b, uint64_t dir, uint64_t parent, uint64_t since)
+get_parent(struct meta_bucket *b, uint64_t dir, uint64_t *parent, uint64_t *since)
 {
 	struct meta_key k;
 	uint8_t v[16];
 	size_t n;
+	int rc;
 
 	meta_key_id(&k, b->bucket, META_K_PARENT, dir);
+	rc = meta_get(b->t, &k, b->ver, v, sizeof(v), &n);
+	if (rc == 0 && n != sizeof(v))
+		rc = -EBADMSG;
+	*parent = rc == 0 ? meta_be64_get(v) : 0;
+	*since = rc == 0 ? meta_be64_get(v + 8) : 0;
+	return rc;
+}
+
+static int
+put_parent(struct meta_bucket *b, uint64_t dir, uint64_t parent, uint64_t since)
+{
+	struct meta_key k;
+	uint64_t had, at;
+	uint8_t v[16];
+
 	/* a rename older than the one recorded (its delta came late): the newer stands */
-	if (meta_get(b->t, &k, b->ver, v, sizeof(v), &n) == 0 && n == 16 &&
-	    meta_be64_get(v + 8) > since)
+	if (get_parent(b, dir, &had, &at) == 0 && at > since)
 		return 0;
+	meta_key_id(&k, b->bucket, META_K_PARENT, dir);
 	meta_be64_put(v, parent);
 	meta_be64_put(v + 8, since);
 	return meta_put(b->t, &k, b->ver, v, sizeof(v), b->keep);
@@ -209,9 +226,7 @@ int
 meta_parent_get(struct meta_bucket *b, uint64_t dir, uint64_t *parent)
 {
 	struct meta_inode in;
-	struct meta_key k;
-	uint8_t v[16];
-	size_t n;
+	uint64_t since;
 	int rc = get_inode(b, dir, &in);
 
 	*parent = 0;
@@ -223,15 +238,8 @@ meta_parent_get(struct meta_bucket *b, uint64_t dir, uint64_t *parent)
 		*parent = META_ROOT_INO;
 		return 0;
 	}
-	meta_key_id(&k, b->bucket, META_K_PARENT, dir);
-	rc = meta_get(b->t, &k, b->ver, v, sizeof(v), &n);
-	if (rc == -ENOENT)
-		return 0;
-	if (rc == 0 && n != 16)
-		rc = -EBADMSG;
-	if (rc == 0)
-		*parent = meta_be64_get(v);
-	return rc;
+	rc = get_parent(b, dir, parent, &since);
+	return rc == -ENOENT ? 0 : rc;
 }
 
 /* Directory dir moved under parent at `now`: here, or by a delta to its bucket. */

@@ -591,31 +591,32 @@ mgroup_cache_ok(const struct mgroup *g)
 	return !g->hold_cache;
 }
 
-/* Marked down, yet leading: clients skip this node, so another member should lead. */
-static void
-hand_over(struct mgroup *g)
+/* Leadership to member `to` (0: the one libraft finds most up to date). 0, -EAGAIN. */
+static int
+start_transfer(struct mgroup *g, uint64_t to)
 {
-	if (!g->demoted || g->transferring || !g->started || raft_state(&g->raft) != RAFT_LEADER)
-		return;
-	g->xfer.data = g;
-	if (raft_transfer(&g->raft, &g->xfer, 0, on_transferred) == 0) {
-		g->transferring = true;
-		sh_log_info("group %#x: this node is marked down: handing leadership over",
-			    g->p.id);
-	}
-}
-
-int
-mgroup_transfer(struct mgroup *g, uint64_t to)
-{
-	if (g->demoted || g->transferring || g->changing || !g->started ||
-	    raft_state(&g->raft) != RAFT_LEADER)
+	if (g->transferring || !g->started || raft_state(&g->raft) != RAFT_LEADER)
 		return -EAGAIN;
 	g->xfer.data = g;
 	if (raft_transfer(&g->raft, &g->xfer, to, on_transferred) != 0)
 		return -EAGAIN;
 	g->transferring = true;
 	return 0;
+}
+
+/* Marked down, yet leading: clients skip this node, so another member should lead. */
+static void
+hand_over(struct mgroup *g)
+{
+	if (g->demoted && start_transfer(g, 0) == 0)
+		sh_log_info("group %#x: this node is marked down: handing leadership over",
+			    g->p.id);
+}
+
+int
+mgroup_transfer(struct mgroup *g, uint64_t to)
+{
+	return g->demoted || g->changing ? -EAGAIN : start_transfer(g, to);
 }
 
 void

@@ -345,11 +345,8 @@ struct dropped {
 	uint32_t g;
 };
 
-/*
- * What this node kept of group g, which it no longer serves: the group's
- * buckets in the store and its log. 1 if there was a copy, 0 if none.
- */
-static int
+/* What this node kept of group g, which it no longer serves: its buckets in the store, its log. */
+static void
 group_forget(struct mfs *fs, uint32_t g)
 {
 	const struct mplace *pl = mroute_place(fs->s->rt);
@@ -361,7 +358,7 @@ group_forget(struct mfs *fs, uint32_t g)
 	group_log_path(fs, g, path, sizeof(path));
 	rc = env_disk_open(fs->s->env, path, 0, 0, &log);
 	if (rc == -ENOENT)
-		return 0;
+		return; /* none */
 	if (rc < 0)
 		goto out;
 	env_disk_close(log);
@@ -384,7 +381,6 @@ out:
 	else
 		sh_log_info("filesystem %u: metadata group %u: this node's copy dropped", fs->id,
 			    g);
-	return rc < 0 ? rc : 1;
 }
 
 /* A group this node left is closed: its copy goes. */
@@ -394,7 +390,7 @@ group_dropped(void *arg)
 	struct dropped *d = arg;
 	struct mfs *fs = d->fs;
 
-	(void)group_forget(fs, d->g);
+	group_forget(fs, d->g);
 	fs->leaving[d->g] = false;
 	/* made a member again meanwhile: start afresh */
 	if (!fs->closing && group_member(mroute_place(fs->s->rt), d->g, fs->s->self))
@@ -490,7 +486,7 @@ fs_open(struct msvc *s, const struct cfg *c, const struct cfg_fs *f)
 		if (group_member(pl, g, s->self))
 			group_open(fs, c, g);
 		else
-			(void)group_forget(fs, g); /* replaced while this node was down */
+			group_forget(fs, g); /* replaced while this node was down */
 	sh_list_add_tail(&s->fss, &fs->link);
 	msvc_reclaim_start(fs);
 	sh_log_info("filesystem %s (%u): %u of %u metadata groups here", f->name, f->id,

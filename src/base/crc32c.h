@@ -14,6 +14,11 @@
 
 uint32_t sh_crc32c(uint32_t crc, const void *buf, size_t len);
 uint32_t sh_crc32c_iov(uint32_t crc, const struct iovec *iov, int iovcnt);
+/*
+ * The CRC of A followed by B from the CRCs of each and B's length, without
+ * reading either again (cheapest for 4 KiB, the store's block).
+ */
+uint32_t sh_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 /* Portable table-driven version: the reference the fast one is tested against. */
 uint32_t sh_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 

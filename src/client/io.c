@@ -262,13 +262,14 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 
 				*c = (struct dcall){ .op = NET_OP_STORE_PUT, .niov = 2 };
 				rc = client_target(f->fs->c, r.target, &c->peer, c->addr);
-				c->iov[0] = (struct iovec){ w[j].hdr[i],
-							    store_proto_encode(NET_OP_STORE_PUT, &r,
-									       w[j].hdr[i]) };
-				c->iov[1] =
+				/* the bytes first, then the header (store_proto.h) */
+				c->iov[0] =
 				    (struct iovec){ i < d ? w[j].data + (size_t)i * w[j].frag
 							  : w[j].parity[i - d],
 						    w[j].frag };
+				c->iov[1] = (struct iovec){ w[j].hdr[i],
+							    store_proto_encode(NET_OP_STORE_PUT, &r,
+									       w[j].hdr[i]) };
 			}
 			for (unsigned i = 0; rc == 0 && i < n; i++)
 				calls[nc++] = w[j].puts[i];

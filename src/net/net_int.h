@@ -63,6 +63,7 @@ struct net_rxmsg {
 	uint32_t id;
 	uint32_t len, cnt, got, fsize;
 	struct sh_buf *buf;
+	size_t off; /* where the message starts in buf */
 };
 
 /*
@@ -205,6 +206,13 @@ struct net {
 /* RPC message header, at the start of every message (little-endian). */
 #define RPC_HDR_SIZE 24
 enum rpc_kind { RPC_REQ = 1, RPC_RESP = 2 };
+/*
+ * The body of a received message of at least NET_ALIGN_MIN bytes starts on
+ * a NET_BODY_ALIGN boundary, so a payload that leads its body (a drive
+ * target's PUT) can be written to an O_DIRECT drive without a copy.
+ */
+#define NET_BODY_ALIGN 4096u
+#define NET_ALIGN_MIN  (16u << 10)
 
 static inline uint32_t
 net_now_us(struct net *n)
@@ -249,7 +257,7 @@ void net_sess_end_of_batch(struct net_peer *p);
 /* rpc.c */
 int net_rpc_init(struct net *n);
 void net_rpc_fini(struct net *n);
-void net_rpc_deliver(struct net_peer *p, struct sh_buf *buf, uint32_t len);
+void net_rpc_deliver(struct net_peer *p, struct sh_buf *buf, size_t off, uint32_t len);
 /* The session to p broke (restart: the peer has a new incarnation). */
 void net_rpc_sess_down(struct net_peer *p, bool restart);
 /* A session to p is up: resend what waits. */

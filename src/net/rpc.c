@@ -379,7 +379,8 @@ out:
 }
 
 static void
-on_request(struct net_peer *p, struct sh_buf *buf, uint32_t len, uint16_t op, uint64_t id)
+on_request(struct net_peer *p, struct sh_buf *buf, size_t off, uint32_t len, uint16_t op,
+	   uint64_t id)
 {
 	struct net *n = p->net;
 	struct reply_key k = { p->id, p->inc, id };
@@ -422,7 +423,7 @@ on_request(struct net_peer *p, struct sh_buf *buf, uint32_t len, uint16_t op, ui
 	r->cache = e;
 	r->start_ns = env_now(n->env);
 	r->body = (struct net_msg){ .buf = sh_buf_get(buf),
-				    .off = RPC_HDR_SIZE,
+				    .off = off + RPC_HDR_SIZE,
 				    .len = len - RPC_HDR_SIZE };
 	if (n->handlers[op].fn == NULL) {
 		sh_log_debug("no handler for opcode %u (%s)", op, net_op_name(op));
@@ -433,10 +434,10 @@ on_request(struct net_peer *p, struct sh_buf *buf, uint32_t len, uint16_t op, ui
 }
 
 void
-net_rpc_deliver(struct net_peer *p, struct sh_buf *buf, uint32_t len)
+net_rpc_deliver(struct net_peer *p, struct sh_buf *buf, size_t off, uint32_t len)
 {
 	struct net *n = p->net;
-	const uint8_t *b = buf->data;
+	const uint8_t *b = buf->data + off;
 	uint16_t op;
 	int32_t status;
 	uint64_t id;
@@ -453,12 +454,12 @@ net_rpc_deliver(struct net_peer *p, struct sh_buf *buf, uint32_t len)
 		return;
 	}
 	if (b[0] == RPC_REQ) {
-		on_request(p, buf, len, op, id);
+		on_request(p, buf, off, len, op, id);
 	} else {
 		struct sh_hnode *h = sh_htable_find(&n->calls, sh_hash_u64(id), &id, call_eq);
 		struct net_call *c = h ? sh_container_of(h, struct net_call, hn) : NULL;
 		struct net_msg reply = { .buf = buf,
-					 .off = RPC_HDR_SIZE,
+					 .off = off + RPC_HDR_SIZE,
 					 .len = len - RPC_HDR_SIZE };
 
 		if (c == NULL || c->peer != p || c->opcode != op)

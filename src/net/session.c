@@ -607,6 +607,14 @@ rto_fire(struct env_timer *tm)
 
 /* ---- receiving ---- */
 
+/* A buffer for a received message of len bytes; *off: where the message starts in it. */
+static struct sh_buf *
+rx_buf(uint32_t len, size_t *off)
+{
+	*off = len >= NET_ALIGN_MIN ? NET_BODY_ALIGN - RPC_HDR_SIZE : 0;
+	return sh_buf_create(*off + len, *off ? NET_BODY_ALIGN : 0);
+}
+
 static void
 deliver_chunk(struct net_peer *p, const struct net_chunk *c)
 {
@@ -622,13 +630,14 @@ deliver_chunk(struct net_peer *p, const struct net_chunk *c)
 		return;
 	}
 	if (c->frag_cnt == 1) {
-		struct sh_buf *b = sh_buf_create(c->msg_len, 0);
+		size_t off;
+		struct sh_buf *b = rx_buf(c->msg_len, &off);
 
 		if (b == NULL)
 			return;
-		memcpy(b->data, c->data, c->len);
+		memcpy(b->data + off, c->data, c->len);
 		n->st.msgs_received++;
-		net_rpc_deliver(p, b, c->msg_len);
+		net_rpc_deliver(p, b, off, c->msg_len);
 		sh_buf_put(b);
 		return;
 	}
@@ -648,7 +657,7 @@ deliver_chunk(struct net_peer *p, const struct net_chunk *c)
 		m = sh_calloc(1, sizeof(*m));
 		if (m == NULL)
 			return;
-		m->buf = sh_buf_create(c->msg_len, 0);
+		m->buf = rx_buf(c->msg_len, &m->off);
 		if (m->buf == NULL) {
 			sh_free(m);
 			return;
@@ -663,12 +672,12 @@ deliver_chunk(struct net_peer *p, const struct net_chunk *c)
 		n->st.bad_format++;
 		return;
 	}
-	memcpy(m->buf->data + (size_t)c->frag_idx * m->fsize, c->data, c->len);
+	memcpy(m->buf->data + m->off + (size_t)c->frag_idx * m->fsize, c->data, c->len);
 	if (++m->got < m->cnt)
 		return;
 	sh_list_del(&m->link);
 	n->st.msgs_received++;
-	net_rpc_deliver(p, m->buf, m->len);
+	net_rpc_deliver(p, m->buf, m->off, m->len);
 	sh_buf_put(m->buf);
 	sh_free(m);
 }

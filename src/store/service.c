@@ -100,7 +100,11 @@ handle(struct net_req *req, void *arg)
 	op->req = req;
 	switch (opc) {
 	case NET_OP_STORE_PUT:
-		rc = store_append(s, r.stripe, r.idx, r.data, r.len, op_done, op);
+		/*
+		 * Written from the request itself (it stays until the reply): the
+		 * net layer lands large bodies 4 KiB-aligned, bytes first
+		 */
+		rc = store_append_ref(s, r.stripe, r.idx, r.data, r.len, op_done, op);
 		break;
 	case NET_OP_STORE_GET:
 		op->buf = sh_malloc(r.len);

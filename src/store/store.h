@@ -31,7 +31,7 @@ typedef void (*store_cb)(void *arg, int rc);
 struct store_format_opts {
 	uint8_t cluster_uuid[16];
 	uint64_t target_id;
-	uint32_t seg_size; /* 0: 4 MiB; a multiple of 4 KiB, at least 64 KiB */
+	uint32_t seg_size; /* 0: store_default_seg_size(); a multiple of 4 KiB, >= 64 KiB */
 	bool buffered;	   /* no O_DIRECT (file systems without it) */
 };
 
@@ -61,11 +61,16 @@ struct store_stats {
 	uint64_t fragments, tombstones;
 	uint32_t segs, segs_free;
 	uint64_t appends, reads, releases, bytes_appended, bytes_read;
+	uint64_t appends_copied; /* taken through a copy (store_append, or unaligned) */
 	uint64_t batches, fsyncs;
+	uint64_t hdr_waits; /* segments whose first records waited for their header */
 	uint64_t cleaned_segs, moved_frags, moved_bytes;
 	uint64_t corrupt_blocks, scrubbed_frags;
 	uint64_t recovered_records, recovery_torn;
 };
+
+/* The segment size format picks for a drive of drive_size bytes: 4 or 16 MiB. */
+uint32_t store_default_seg_size(uint64_t drive_size);
 
 /* Write a fresh superblock (and nothing else: every segment starts free). cb(rc). */
 int store_format(struct env *env, const char *path, uint64_t size,
@@ -90,6 +95,14 @@ void store_close(struct store *s);
  */
 int store_append(struct store *s, uint64_t stripe, uint32_t idx, const void *data, uint32_t len,
 		 store_cb cb, void *arg);
+/*
+ * store_append without the copy: the drive is written straight from data,
+ * which must stay as it is until cb runs (close included: its cb(-ECANCELED)
+ * comes after the drive has let go of it). For a 4 KiB-aligned data of
+ * whole 4 KiB blocks; anything else is copied, as store_append does.
+ */
+int store_append_ref(struct store *s, uint64_t stripe, uint32_t idx, const void *data, uint32_t len,
+		     store_cb cb, void *arg);
 /*
  * Read len bytes at off of fragment (stripe, idx) into dst. cb(len) or
  * -ENOENT, -ERANGE (outside the fragment), -EBADMSG (corrupt), -EIO; after

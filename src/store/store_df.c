@@ -78,9 +78,10 @@ store_rec_encode(const struct store_rec_df *rh, const uint32_t *bcrc, uint8_t *b
 	x.magic = STORE_REC_MAGIC;
 	x.version = STORE_VERSION;
 	x.crc = 0;
-	memset(block, 0, STORE_BLOCK);
 	if (x.nblocks > 0)
 		memcpy(block + sizeof(x), bcrc, 4 * (size_t)x.nblocks);
+	memset(block + sizeof(x) + 4 * (size_t)x.nblocks, 0,
+	       STORE_BLOCK - sizeof(x) - 4 * (size_t)x.nblocks);
 	crc = sh_crc32c(0, &x, offsetof(struct store_rec_df, crc));
 	crc = sh_crc32c(crc, block + sizeof(x), 4 * (size_t)x.nblocks);
 	x.crc = crc;

@@ -58,6 +58,7 @@ struct store_op {
 	uint32_t len;
 	uint64_t epoch;
 	uint8_t *data; /* payload, blocks-padded, 4 KiB aligned (FRAG) */
+	bool data_ref; /* data is the caller's (store_append_ref), not the pool's */
 	uint32_t *bcrc;
 	uint32_t payload_crc;
 	struct store_frag *from_frag; /* OP_MOVE_FRAG */
@@ -85,7 +86,6 @@ struct store_batch {
 	bool dsync;    /* written with RWF_DSYNC: durable when written, no fsync needed */
 	bool hdr_only; /* the header of a (re)opened segment */
 	struct env_disk_req req;
-	struct iovec iov;
 };
 
 enum store_state { ST_OPENING = 0, ST_READY, ST_FAILED };
@@ -101,6 +101,7 @@ struct store {
 	struct sh_htable index;
 
 	int open_seg; /* -1: none */
+	int next_seg; /* opened ahead, its header written first; -1: none */
 	uint32_t wptr;
 	uint64_t next_wseq, next_epoch, next_seg_seq, durable_wseq;
 	struct sh_list pending;

@@ -35,15 +35,20 @@ store_proto_decode(uint16_t op, const uint8_t *b, size_t len, struct store_proto
 	}
 	if (len < STORE_PROTO_HDR)
 		return -EINVAL;
-	memcpy(&r->target, b, 8);
-	memcpy(&r->stripe, b + 8, 8);
-	memcpy(&r->idx, b + 16, 4);
-	memcpy(&r->len, b + 20, 4);
+	{
+		/* a PUT's header follows its bytes */
+		const uint8_t *h = op == NET_OP_STORE_PUT ? b + len - STORE_PROTO_HDR : b;
+
+		memcpy(&r->target, h, 8);
+		memcpy(&r->stripe, h + 8, 8);
+		memcpy(&r->idx, h + 16, 4);
+		memcpy(&r->len, h + 20, 4);
+	}
 	switch (op) {
 	case NET_OP_STORE_PUT:
 		if (r->len == 0 || r->len > STORE_MAX_FRAG || len - STORE_PROTO_HDR != r->len)
 			return -EINVAL;
-		r->data = b + STORE_PROTO_HDR;
+		r->data = b;
 		return 0;
 	case NET_OP_STORE_GET:
 		if (len != STORE_PROTO_HDR + 8 || r->len == 0 || r->len > STORE_MAX_FRAG)

@@ -3,7 +3,9 @@
  * The drive-target RPCs on the data network, shared by the client and the
  * server halves (opcodes NET_OP_STORE_* in net/rpc_ops.h). Little-endian:
  *
- *   PUT      u64 target, u64 stripe, u32 index, u32 length, then the bytes
+ *   PUT      the bytes, then u64 target, u64 stripe, u32 index, u32 length
+ *            (bytes first: the receiver gets large bodies 4 KiB-aligned, so
+ *            they go to the drive from where they landed, net_int.h)
  *   GET      u64 target, u64 stripe, u32 index, u32 length, u64 offset
  *            -> the bytes
  *   RELEASE  u64 target, u64 stripe, u32 index, u32 0
@@ -36,7 +38,10 @@ struct store_proto_stat {
 };
 _Static_assert(sizeof(struct store_proto_stat) == 48, "stat reply size");
 
-/* Encode into buf (STORE_PROTO_HDR + 8 bytes at most); returns the length. */
+/*
+ * Encode into buf (STORE_PROTO_HDR + 8 bytes at most); returns the length.
+ * A PUT's bytes go before this header in the body, every other op's after.
+ */
 size_t store_proto_encode(uint16_t op, const struct store_proto_req *r, uint8_t *buf);
 /* Decode the body of a request of opcode op. 0 or -EINVAL. */
 int store_proto_decode(uint16_t op, const uint8_t *b, size_t len, struct store_proto_req *r);

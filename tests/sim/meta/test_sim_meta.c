@@ -1068,8 +1068,10 @@ to_targets(struct world *w, uint16_t op, uint64_t stripe, uint8_t (*frags)[DW_FR
 
 		addr(i + 1, a, sizeof(a));
 		memset(&r[i], 0, sizeof(r[i]) - sizeof(r[i].data));
-		iov[0] = (struct iovec){ hdr[i], store_proto_encode(op, &q, hdr[i]) };
-		iov[1] = (struct iovec){ frags ? frags[i] : NULL, frags ? DW_FRAG : 0 };
+		/* a PUT's bytes go first, its header after them */
+		iov[frags ? 1 : 0] = (struct iovec){ hdr[i], store_proto_encode(op, &q, hdr[i]) };
+		if (frags)
+			iov[0] = (struct iovec){ frags[i], DW_FRAG };
 		if (net_peer_ensure(w->cnet, peer, a) < 0 ||
 		    net_call(w->cnet, peer, op, iov, frags ? 2 : 1, &o, on_dreply, &r[i], NULL) <
 			0) {

@@ -67,9 +67,10 @@ put(uint64_t target, uint64_t stripe, uint32_t idx, const uint8_t *data, uint32_
 	static uint8_t buf[STORE_PROTO_HDR + 65536];
 	static struct reply r;
 	struct store_proto_req q = { .target = target, .stripe = stripe, .idx = idx, .len = len };
-	size_t h = store_proto_encode(NET_OP_STORE_PUT, &q, buf);
+	size_t h;
 
-	memcpy(buf + h, data, len);
+	memcpy(buf, data, len);
+	h = store_proto_encode(NET_OP_STORE_PUT, &q, buf + len);
 	return call(NET_OP_STORE_PUT, buf, h + len, &r);
 }
 
@@ -120,6 +121,23 @@ TEST(store_rpc_put_get_release_stat)
 	for (size_t i = 0; i < sizeof(data); i++)
 		data[i] = (uint8_t)(i * 13);
 	SH_ASSERT_OK(put(77, 5, 2, data, sizeof(data)));
+	{
+		/*
+		 * A body of whole 4 KiB blocks lands aligned and is written from
+		 * where it landed; 60000 bytes are not whole blocks: copied
+		 */
+		struct store_stats ss;
+
+		SH_ASSERT_OK(put(77, 6, 0, data, 32768));
+		store_stats(st, &ss);
+		SH_ASSERT_EQ(ss.appends_copied, 1);
+		SH_ASSERT_OK(get(77, 6, 0, 0, 32768, &r));
+		SH_ASSERT_EQ(r.len, 32768);
+		SH_ASSERT_MEMEQ(r.data, data, 32768);
+		flag = 0;
+		SH_ASSERT_OK(store_release(st, 6, 0, on_store, &flag));
+		SH_ASSERT(sim_run_until(sim, flag_set, &flag, SH_NSEC_PER_SEC));
+	}
 	SH_ASSERT_OK(get(77, 5, 2, 1000, 20000, &r));
 	SH_ASSERT_EQ(r.len, 20000);
 	SH_ASSERT_MEMEQ(r.data, data + 1000, 20000);
@@ -131,7 +149,7 @@ TEST(store_rpc_put_get_release_stat)
 	SH_ASSERT_ERR(call(NET_OP_STORE_GET, buf, 10, &r), -EINVAL);
 	{
 		struct store_proto_req q = { .target = 77, .stripe = 1, .len = 100 };
-		size_t h = store_proto_encode(NET_OP_STORE_PUT, &q, buf);
+		size_t h = store_proto_encode(NET_OP_STORE_PUT, &q, buf + 10);
 
 		SH_ASSERT_ERR(call(NET_OP_STORE_PUT, buf, h + 10, &r), -EINVAL); /* length lies */
 		q.len = 0;

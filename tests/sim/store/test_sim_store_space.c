@@ -274,6 +274,56 @@ TEST(store_flipped_bytes_are_caught)
 	sim_destroy(t.sim);
 }
 
+/*
+ * A stream of appends never waits for a segment's header: the next segment
+ * is opened, and its header written, while the records of the open one are
+ * still going out. Only the first segment's records wait for theirs.
+ */
+TEST(store_next_segment_opened_ahead)
+{
+	static struct t t;
+	static uint8_t buf[8 * STORE_BLOCK], got[8 * STORE_BLOCK];
+	struct store_format_opts fo = { .target_id = 9, .seg_size = 1u << 20 };
+	/* 32 KiB batches, two in flight: each 1 MiB segment takes many of them */
+	struct store_opts so = { .batch_max = 36u << 10, .writes_max = 2 };
+	struct store_stats st;
+	const uint64_t n = 200; /* 9 blocks each: 28 per segment, 8 segments */
+
+	memset(&t, 0, sizeof(t));
+	t.sim = sim_create(sh_test_seed());
+	t.env = sim_node_env(sim_node_create(t.sim, "t", "127.0.0.4"));
+	SH_ASSERT_OK(store_format(t.env, "d", 16u << 20, &fo, cb, &t));
+	wait_one(&t);
+	SH_ASSERT_OK(t.rc);
+	SH_ASSERT_OK(store_open(t.env, "d", &so, &t.st, cb, &t));
+	wait_one(&t);
+	SH_ASSERT_OK(t.rc);
+	t.acks = 0;
+	for (uint64_t k = 0; k < n; k++) {
+		fill(buf, sizeof(buf), k);
+		SH_ASSERT_OK(store_append(t.st, k, 0, buf, sizeof(buf), cb, &t));
+	}
+	sim_run_for(t.sim, SH_NSEC_PER_SEC);
+	SH_ASSERT_EQ(t.acks, (int)n);
+	store_stats(t.st, &st);
+	SH_ASSERT_EQ(st.hdr_waits, 1);
+	SH_ASSERT_GE(st.segs - st.segs_free, 8);
+	/* and all of it reads back after a reopen, the empty segment opened ahead included */
+	store_close(t.st);
+	SH_ASSERT_OK(store_open(t.env, "d", &so, &t.st, cb, &t));
+	wait_one(&t);
+	SH_ASSERT_OK(t.rc);
+	for (uint64_t k = 0; k < n; k++) {
+		fill(buf, sizeof(buf), k);
+		SH_ASSERT_OK(store_read(t.st, k, 0, 0, sizeof(buf), got, cb, &t));
+		wait_one(&t);
+		SH_ASSERT_EQ(t.rc, (int)sizeof(buf));
+		SH_ASSERT_MEMEQ(got, buf, sizeof(buf));
+	}
+	store_close(t.st);
+	sim_destroy(t.sim);
+}
+
 TEST(store_bad_calls)
 {
 	static struct t t;

@@ -44,3 +44,29 @@ TEST(crc32c_chains)
 		SH_ASSERT_EQ(sh_crc32c(sh_crc32c(0, s, cut), s + cut, n - cut), whole);
 	SH_ASSERT_EQ(sh_crc32c_iov(0, iov, 3), whole);
 }
+
+TEST(crc32c_combines)
+{
+	struct sh_rand r;
+	static unsigned char buf[3 * 4096 + 100];
+
+	sh_rand_seed(&r, sh_test_seed());
+	sh_rand_fill(&r, buf, sizeof(buf));
+	/* 4 KiB pieces (the store's blocks), as the store folds them */
+	{
+		uint32_t c = sh_crc32c(0, buf, 4096);
+
+		for (int i = 1; i < 3; i++)
+			c = sh_crc32c_combine(c, sh_crc32c(0, buf + i * 4096, 4096), 4096);
+		SH_ASSERT_EQ(c, sh_crc32c(0, buf, 3 * 4096));
+	}
+	/* any cut, any length, the empty ones included */
+	for (int i = 0; i < 200; i++) {
+		size_t cut = sh_rand_below(&r, sizeof(buf) + 1);
+		size_t len = cut + sh_rand_below(&r, sizeof(buf) - cut + 1);
+
+		SH_ASSERT_EQ(sh_crc32c_combine(sh_crc32c(0, buf, cut),
+					       sh_crc32c(0, buf + cut, len - cut), len - cut),
+			     sh_crc32c(0, buf, len));
+	}
+}

@@ -131,3 +131,12 @@ TEST(store_real_file_round_trip)
 	env_real_run_once(env, 0);
 	env_real_destroy(env);
 }
+
+/* Drives that hold 64 segments of 16 MiB get them; smaller ones 4 MiB (reserve and cleaning). */
+TEST(store_default_segment_size)
+{
+	SH_ASSERT_EQ(store_default_seg_size(64ull << 20), 4u << 20);
+	SH_ASSERT_EQ(store_default_seg_size(1ull << 30), 4u << 20);
+	SH_ASSERT_EQ(store_default_seg_size((1ull << 30) + (1u << 20)), 16u << 20);
+	SH_ASSERT_EQ(store_default_seg_size(4ull << 40), 16u << 20);
+}

@@ -7,10 +7,9 @@
  *             each written from its own aligned buffer, as the data path
  *             writes a PUT from where its request landed (store_append_ref)
  *             vs  fio --ioengine=io_uring --direct=1 --rw=write --bs=128k
- *             --iodepth=32 (not durable), run just before and just after
- *             (their mean: the disk drifts); also against fio with
- *             --sync=dsync, and the copying store_append against the fio
- *             runs around it
+ *             --iodepth=32 (not durable) on the same file, run just before
+ *             and just after (their mean: the disk drifts); also against
+ *             fio with --sync=dsync, and the copying store_append
  *   randread  4 KiB reads of random fragments at random offsets, 32 in
  *             flight, every block crc-checked  vs  fio --rw=randread
  *             --bs=4k --iodepth=32
@@ -20,7 +19,8 @@
  * Usage: store [DIR [GiB [ROUNDS]]]   (default: build/bench-store, 1 GiB, 5 rounds;
  * fio and Shoal alternate, the ratios are the medians of the rounds')
  * SH_BENCH_BATCH_KB, SH_BENCH_WRITES: other pipeline shapes; SH_BENCH_NOFIXED: reads
- * without registered buffers; SH_BENCH_FSYNC: fdatasync instead of RWF_DSYNC.
+ * without registered buffers; SH_BENCH_FSYNC: fdatasync instead of RWF_DSYNC;
+ * SH_BENCH_NODURABLE: appends acknowledged before they are durable (analysis only).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -164,6 +164,8 @@ shoal_append(struct ctx *c, const char *drive, uint64_t nfrags, bool copy,
 		.writes_max =
 		    getenv("SH_BENCH_WRITES") ? (unsigned)atoi(getenv("SH_BENCH_WRITES")) : 0,
 		.sync_by_fsync = getenv("SH_BENCH_FSYNC") != NULL,
+		/* SH_BENCH_NODURABLE: acknowledged when written, as fio's are (analysis only) */
+		.unsafe_ack_before_durable = getenv("SH_BENCH_NODURABLE") != NULL,
 	};
 	uint64_t bytes = nfrags * FRAG, t0, cpu0;
 	struct store_stats st;
@@ -278,23 +280,22 @@ main(int argc, char **argv)
 	int rounds = argc > 3 ? atoi(argv[3]) : 5;
 	uint64_t bytes = (uint64_t)(gib * (1u << 30)), nfrags = bytes / FRAG;
 	uint64_t fsize = bytes + bytes / 8 + (64u << 20);
-	char drive[4096], fiofile[4096];
+	char drive[4096];
 	double r_app[16], r_copy[16], r_rd[16], r_sync[16], r_open[16];
 
 	if (rounds < 1 || rounds > 16)
 		rounds = 5;
 	mkdir(dir, 0755);
 	/*
-	 * Two files of the same size, both written by fio first, as drives that
-	 * have been used: on a freshly allocated file ext4 converts "unwritten"
-	 * extents on the first write of each block and every fsync commits the
-	 * journal; a block device (production) has no such cost. fio writes
-	 * its own, so that Shoal's data stays for the reads.
+	 * One file for both, written by fio first, as a drive that has been
+	 * used: on a freshly allocated file ext4 converts "unwritten" extents
+	 * on the first write of each block and every fsync commits the
+	 * journal; a block device (production) has no such cost. The same
+	 * file, because where a file lies on this virtual disk changes its
+	 * speed.
 	 */
-	snprintf(drive, sizeof(drive), "%s/shoal.dat", dir);
-	snprintf(fiofile, sizeof(fiofile), "%s/fio.dat", dir);
+	snprintf(drive, sizeof(drive), "%s/target.dat", dir);
 	unlink(drive);
-	unlink(fiofile);
 	if (fio_bw(drive, "write", "1m", fsize, 0, NULL, NULL) <= 0) {
 		fprintf(stderr, "bench/store: fio did not run (is it installed?)\n");
 		return 1;
@@ -309,25 +310,28 @@ main(int argc, char **argv)
 		sh_rand_seed(&c.rng, (uint64_t)r + 1);
 		for (int k = 0; k < QD; k++)
 			sh_rand_fill(&c.rng, slots[k].buf, FRAG);
-		/* fio, Shoal, fio, Shoal copying, fio: each Shoal run between two of fio's */
-		fw0 = fio_bw(fiofile, "write", "128k", fsize, 0, NULL, NULL);
+		/*
+		 * fio, Shoal, fio: the append between two of fio's writes; then
+		 * the copying append, reopened and read at random, and fio again
+		 */
+		fw0 = fio_bw(drive, "write", "128k", fsize, 0, NULL, NULL);
 		if (shoal_append(&c, drive, nfrags, false, &ref) < 0)
 			return 1;
 		store_close(c.s);
-		fw1 = fio_bw(fiofile, "write", "128k", fsize, 0, NULL, NULL);
+		fw1 = fio_bw(drive, "write", "128k", fsize, 0, NULL, NULL);
 		if (shoal_append(&c, drive, nfrags, true, &cp) < 0)
 			return 1;
-		fw2 = fio_bw(fiofile, "write", "128k", fsize, 0, NULL, NULL);
 		open_s = shoal_reopen(&c, drive);
 		if (open_s < 0)
 			return 1;
 		rd_iops = shoal_randread(&c, nfrags, 3, &fixed);
 		store_close(c.s);
 		env_real_destroy(c.env);
-		if (fio_bw(fiofile, "randread", "4k", bytes, 3, &friops, NULL) <= 0 || rd_iops < 0)
+		fw2 = fio_bw(drive, "write", "128k", fsize, 0, NULL, NULL);
+		if (fio_bw(drive, "randread", "4k", bytes, 3, &friops, NULL) <= 0 || rd_iops < 0)
 			return 1;
 		/* the same writes made durable as Shoal's are: O_DSYNC, each write durable */
-		fws = fio_bw(fiofile, "write", "128k", bytes, 0, NULL, "--sync=dsync");
+		fws = fio_bw(drive, "write", "128k", bytes, 0, NULL, "--sync=dsync");
 		if (fw0 <= 0 || fw1 <= 0 || fw2 <= 0 || fws <= 0 || friops <= 0)
 			return 1;
 		printf(
@@ -346,7 +350,6 @@ main(int argc, char **argv)
 		r_open[r] = open_s / gib;
 	}
 	unlink(drive);
-	unlink(fiofile);
 	printf("medians of %d rounds: append %.2fx fio (%.2fx fio with O_DSYNC; copying "
 	       "store_append %.2fx fio), random read %.2fx fio, open %.3f s per GiB\n",
 	       rounds, median(r_app, rounds), median(r_sync, rounds), median(r_copy, rounds),

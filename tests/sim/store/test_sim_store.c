@@ -129,17 +129,21 @@ do_append(struct world *w, int key)
 {
 	struct key *k = &w->keys[key];
 	struct pending *p;
-	uint32_t len = 1 + (uint32_t)sh_rand_below(&w->rng, 3 * STORE_BLOCK + 100);
+	/* a third are whole aligned blocks written from the caller's buffer (no copy) */
+	bool ref = sh_rand_below(&w->rng, 3) == 0;
+	uint32_t len = ref ? (1 + (uint32_t)sh_rand_below(&w->rng, 3)) * STORE_BLOCK
+			   : 1 + (uint32_t)sh_rand_below(&w->rng, 3 * STORE_BLOCK + 100);
 	int rc;
 
 	if (k->n == MAXV)
 		return;
 	p = pending_new(w, key);
 	p->len = len;
-	p->buf = sh_malloc(len);
+	p->buf = ref ? sh_aligned_alloc(STORE_BLOCK, len) : sh_malloc(len);
 	k->v[k->n] = (struct ver){ .ver = ++w->next_ver, .len = len };
 	fill(p->buf, len, key, k->v[k->n].ver);
-	rc = store_append(w->st, (uint64_t)key, 0, p->buf, len, on_ack, p);
+	rc = ref ? store_append_ref(w->st, (uint64_t)key, 0, p->buf, len, on_ack, p)
+		 : store_append(w->st, (uint64_t)key, 0, p->buf, len, on_ack, p);
 	if (rc == -ENOSPC) {
 		w->nospc++;
 		sh_free(p->buf);

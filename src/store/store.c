@@ -867,13 +867,13 @@ store_append(struct store *s, uint64_t stripe, uint32_t idx, const void *data, u
 {
 	struct store_op *op;
 	uint32_t nb = store_blocks(len);
+	int rc;
 
 	if (len == 0 || len > STORE_MAX_FRAG || data == NULL || cb == NULL)
 		return -EINVAL;
 	op = store_op_new(s, OP_APPEND, len);
 	if (op == NULL)
 		return -ENOMEM;
-	s->st.appends_copied++;
 	/*
 	 * One pass: each block is copied and checksummed while it is in the
 	 * cache; a partial last block is padded with zeros and the payload's
@@ -891,7 +891,10 @@ store_append(struct store *s, uint64_t stripe, uint32_t idx, const void *data, u
 		}
 		crc_block(op, i, n == STORE_BLOCK);
 	}
-	return queue_new_version(s, op, stripe, idx, cb, arg);
+	rc = queue_new_version(s, op, stripe, idx, cb, arg);
+	if (rc == 0)
+		s->st.appends_copied++;
+	return rc;
 }
 
 int

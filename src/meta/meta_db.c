@@ -257,6 +257,17 @@ meta_get(struct meta_txn *t, const struct meta_key *k, uint64_t at, void *val, s
 	return err(rc);
 }
 
+int
+meta_get_exact(struct meta_txn *t, const struct meta_key *k, uint64_t at, void *val, size_t len)
+{
+	size_t n;
+	int rc = meta_get(t, k, at, val, len, &n);
+
+	if (rc == 0 && n != len)
+		rc = -EBADMSG;
+	return rc;
+}
+
 /*
  * After writing version ver of k: drop the older versions that no kept
  * snapshot reads. Version w is read by snapshot S when w <= S and the next

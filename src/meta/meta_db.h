@@ -74,6 +74,9 @@ struct meta_keep {
  */
 int meta_get(struct meta_txn *t, const struct meta_key *k, uint64_t at, void *val, size_t cap,
 	     size_t *len);
+/* meta_get of a value that is exactly len bytes: -EBADMSG if shorter, -EOVERFLOW if longer. */
+int meta_get_exact(struct meta_txn *t, const struct meta_key *k, uint64_t at, void *val,
+		   size_t len);
 /* Write k at version ver (>= every version of k written before). -EINVAL, -ENOSPC, -EIO. */
 int meta_put(struct meta_txn *t, const struct meta_key *k, uint64_t ver, const void *val,
 	     size_t len, const struct meta_keep *keep);

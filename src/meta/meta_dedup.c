@@ -377,13 +377,10 @@ claimed_get(struct meta_bucket *b, uint64_t claim, uint8_t *state)
 {
 	uint8_t v[9];
 	struct meta_key k;
-	size_t len;
 	int rc;
 
 	meta_key_id(&k, b->bucket, META_K_CLAIMED, claim);
-	rc = meta_get(b->t, &k, b->ver, v, sizeof(v), &len);
-	if (rc == 0 && len != sizeof(v))
-		rc = -EBADMSG;
+	rc = meta_get_exact(b->t, &k, b->ver, v, sizeof(v));
 	if (rc == 0)
 		*state = v[0];
 	return rc;

@@ -194,13 +194,10 @@ get_parent(struct meta_bucket *b, uint64_t dir, uint64_t *parent, uint64_t *sinc
 {
 	struct meta_key k;
 	uint8_t v[16];
-	size_t n;
 	int rc;
 
 	meta_key_id(&k, b->bucket, META_K_PARENT, dir);
-	rc = meta_get(b->t, &k, b->ver, v, sizeof(v), &n);
-	if (rc == 0 && n != sizeof(v))
-		rc = -EBADMSG;
+	rc = meta_get_exact(b->t, &k, b->ver, v, sizeof(v));
 	*parent = rc == 0 ? meta_be64_get(v) : 0;
 	*since = rc == 0 ? meta_be64_get(v + 8) : 0;
 	return rc;

@@ -94,16 +94,13 @@ applied_get(struct mgroup *g, struct meta_txn *t, uint64_t *idx)
 {
 	struct meta_key k;
 	uint8_t v[8];
-	size_t len = 0;
 	int rc;
 
 	raft_key(g, &k);
-	rc = meta_get(t, &k, UINT64_MAX >> 1, v, sizeof(v), &len);
+	rc = meta_get_exact(t, &k, UINT64_MAX >> 1, v, sizeof(v));
 	*idx = 0;
 	if (rc == -ENOENT)
 		return 0;
-	if (rc == 0 && len != 8)
-		rc = -EBADMSG;
 	if (rc == 0)
 		*idx = meta_be64_get(v);
 	return rc;

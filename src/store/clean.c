@@ -212,7 +212,7 @@ static int
 clean_io_start(struct store *s, struct store_frag *f, env_disk_cb done, struct clean_io **out)
 {
 	struct clean_io *io = sh_calloc(1, sizeof(*io));
-	struct store_op *op = store_op_new(s, OP_MOVE_FRAG, f->len);
+	struct store_op *op = store_op_new(s, OP_MOVE_FRAG, f->len, NULL);
 	int rc;
 
 	if (io == NULL || op == NULL) {
@@ -287,7 +287,7 @@ clean_pump(struct store *s)
 			sh_free(t);
 			continue;
 		}
-		op = store_op_new(s, OP_MOVE_TOMB, 0);
+		op = store_op_new(s, OP_MOVE_TOMB, 0, NULL);
 		if (op == NULL)
 			return;
 		op->stripe = t->stripe;

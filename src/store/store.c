@@ -229,7 +229,7 @@ pool_fini(struct store *s)
 }
 
 struct store_op *
-store_op_new(struct store *s, enum op_type type, uint32_t len)
+store_op_new(struct store *s, enum op_type type, uint32_t len, const void *ref)
 {
 	struct store_op *op = sh_calloc(1, sizeof(*op));
 	uint32_t nb = store_blocks(len);
@@ -239,8 +239,9 @@ store_op_new(struct store *s, enum op_type type, uint32_t len)
 	op->s = s;
 	op->type = type;
 	op->len = len;
+	op->data_ref = ref != NULL;
 	if (nb > 0) {
-		op->data = buf_get(s, nb);
+		op->data = ref ? (uint8_t *)ref : buf_get(s, nb);
 		op->bcrc = sh_alloc_array(nb, sizeof(uint32_t));
 		if (op->data == NULL || op->bcrc == NULL) {
 			store_op_free(op);
@@ -426,17 +427,16 @@ write_header(struct store *s, uint32_t seg)
 				   .target_id = s->sb.target_id };
 	struct store_batch *b = sh_calloc(1, sizeof(*b));
 	struct iovec *iov = sh_alloc_array(1, sizeof(*iov));
+	uint8_t *buf = sh_aligned_alloc(STORE_BLOCK, STORE_BLOCK);
 
-	if (b != NULL)
-		b->buf = sh_aligned_alloc(STORE_BLOCK, STORE_BLOCK);
-	if (b == NULL || b->buf == NULL || iov == NULL) {
-		if (b != NULL)
-			sh_free(b->buf);
+	if (b == NULL || iov == NULL || buf == NULL) {
+		sh_free(buf);
 		sh_free(iov);
 		sh_free(b);
 		return -ENOMEM;
 	}
 	sh_list_init(&b->ops);
+	b->buf = buf;
 	b->s = s;
 	b->seg = seg;
 	b->blk = 0;
@@ -845,17 +845,9 @@ store_append_ref(struct store *s, uint64_t stripe, uint32_t idx, const void *dat
 		return store_append(s, stripe, idx, data, len, cb, arg);
 	if (len == 0 || len > STORE_MAX_FRAG || data == NULL || cb == NULL)
 		return -EINVAL;
-	op = store_op_new(s, OP_APPEND, 0);
+	op = store_op_new(s, OP_APPEND, len, data); /* the caller keeps data until cb */
 	if (op == NULL)
 		return -ENOMEM;
-	op->len = len;
-	op->data = (uint8_t *)data; /* written from there: the caller keeps it until cb */
-	op->data_ref = true;
-	op->bcrc = sh_alloc_array(nb, sizeof(uint32_t));
-	if (op->bcrc == NULL) {
-		store_op_free(op);
-		return -ENOMEM;
-	}
 	for (uint32_t i = 0; i < nb; i++)
 		crc_block(op, i, true);
 	return queue_new_version(s, op, stripe, idx, cb, arg);
@@ -871,7 +863,7 @@ store_append(struct store *s, uint64_t stripe, uint32_t idx, const void *data, u
 
 	if (len == 0 || len > STORE_MAX_FRAG || data == NULL || cb == NULL)
 		return -EINVAL;
-	op = store_op_new(s, OP_APPEND, len);
+	op = store_op_new(s, OP_APPEND, len, NULL);
 	if (op == NULL)
 		return -ENOMEM;
 	/*
@@ -906,7 +898,7 @@ store_release(struct store *s, uint64_t stripe, uint32_t idx, store_cb cb, void 
 		return -EINVAL;
 	if (store_frag_find(s, stripe, idx) == NULL)
 		return -ENOENT;
-	op = store_op_new(s, OP_TOMB, 0);
+	op = store_op_new(s, OP_TOMB, 0, NULL);
 	if (op == NULL)
 		return -ENOMEM;
 	return queue_new_version(s, op, stripe, idx, cb, arg);

@@ -146,7 +146,8 @@ struct store {
 struct store_frag *store_frag_find(struct store *s, uint64_t stripe, uint32_t idx);
 void store_pump(struct store *s);
 int store_queue_op(struct store *s, struct store_op *op);
-struct store_op *store_op_new(struct store *s, enum op_type type, uint32_t len);
+/* An operation on len bytes: in a pool buffer, or written from ref (the caller's) if not NULL. */
+struct store_op *store_op_new(struct store *s, enum op_type type, uint32_t len, const void *ref);
 void store_op_free(struct store_op *op);
 uint64_t store_seg_off(const struct store *s, uint32_t seg, uint32_t blk);
 

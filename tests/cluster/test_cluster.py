@@ -462,15 +462,21 @@ def meta(c, n):
         return []
 
 
+def serving(c, nodes):
+    """{group: (node, its entry in GET /v1/meta)} for each group one of nodes leads now."""
+    out = {}
+    for n in nodes:
+        for g in meta(c, n):
+            if g["serving"]:
+                out[g["group"]] = (n, g)
+    return out
+
+
 def group_leaders(c, alive):
     """The nodes that lead a metadata group now (as the live nodes report)."""
     end = time.time() + 10
     while time.time() < end:
-        out = set()
-        for n in alive:
-            for g in meta(c, n):
-                if g["serving"]:
-                    out.add(n)
+        out = {n for n, _ in serving(c, alive).values()}
         if out:
             return sorted(out)
         time.sleep(0.2)
@@ -481,11 +487,7 @@ def caught_up(c, n, alive, timeout=15):
     """Node n applies as far as each of its groups' leaders have committed."""
     end = time.time() + timeout
     while time.time() < end:
-        lead = {}
-        for m in alive:
-            for g in meta(c, m):
-                if g["serving"]:
-                    lead[g["group"]] = g["commit"]
+        lead = {k: g["commit"] for k, (_, g) in serving(c, alive).items()}
         mine = {g["group"]: g["applied"] for g in meta(c, n)}
         if mine and all(mine.get(k, -1) >= v for k, v in lead.items() if k in mine):
             return
@@ -538,11 +540,7 @@ def regrouped(c, alive, gone, groups, timeout=60):
     end = time.time() + timeout
     seen = {}
     while time.time() < end:
-        seen = {}
-        for n in alive:
-            for g in meta(c, n):
-                if g["serving"]:
-                    seen[g["group"]] = g["voters"]
+        seen = {k: g["voters"] for k, (_, g) in serving(c, alive).items()}
         if len(seen) == groups and all(len(v) == 5 and gone not in v and set(v) <= set(alive)
                                        for v in seen.values()):
             return

@@ -335,6 +335,18 @@ TEST(store_bad_calls)
 	SH_ASSERT_ERR(store_append(t.st, 1, 0, buf, STORE_MAX_FRAG + 1, cb, &t), -EINVAL);
 	SH_ASSERT_ERR(store_append(t.st, 1, 0, NULL, 10, cb, &t), -EINVAL);
 	SH_ASSERT_ERR(store_append(t.st, 1, 0, buf, 10, NULL, &t), -EINVAL);
+	/* the same checks without the copy (aligned, whole blocks), and past the largest */
+	{
+		uint8_t *al = sh_aligned_alloc(STORE_BLOCK, STORE_BLOCK);
+
+		SH_ASSERT_ERR(store_append_ref(t.st, 1, 0, al, 0, cb, &t), -EINVAL);
+		SH_ASSERT_ERR(store_append_ref(t.st, 1, 0, NULL, STORE_BLOCK, cb, &t), -EINVAL);
+		SH_ASSERT_ERR(store_append_ref(t.st, 1, 0, al, STORE_BLOCK, NULL, &t), -EINVAL);
+		SH_ASSERT_ERR(
+		    store_append_ref(t.st, 1, 0, al, STORE_MAX_FRAG + STORE_BLOCK, cb, &t),
+		    -EINVAL);
+		sh_free(al);
+	}
 	SH_ASSERT_ERR(store_read(t.st, 1, 0, 0, 10, buf, cb, &t), -ENOENT);
 	SH_ASSERT_ERR(store_release(t.st, 1, 0, cb, &t), -ENOENT);
 	SH_ASSERT_OK(store_append(t.st, 1, 0, buf, 16, cb, &t));

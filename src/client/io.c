@@ -312,7 +312,8 @@ map_extents(sh_file *f, const struct meta_extent *ex, unsigned n, const struct m
 	struct meta_cmd mc = { .op = META_OP_EXTENT,
 			       .ino = f->ino,
 			       .flags = flags | (from ? META_EXTENT_MOVE : 0),
-			       .upto = from };
+			       .upto = from,
+			       .tag = client_tag(f->fs->c) };
 	struct sh_enc enc;
 	struct cres res;
 	int rc;

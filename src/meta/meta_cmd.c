@@ -111,6 +111,29 @@ apply_once(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *
 	}
 }
 
+/* META_OP_EXTENT: map (or move) the extents, then consume the claims they use. */
+static int
+apply_extent(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *r)
+{
+	struct meta_extent e[META_EXTENTS_MAX];
+	struct meta_claim_ref cl[META_CLAIMS_MAX];
+	unsigned n, ncl = 0;
+	int rc;
+
+	rc = c->flags & META_EXTENT_CLAIMS ? meta_claims_decode(c->data, c->dlen, e, &n, cl, &ncl)
+					   : meta_extent_list_decode(c->data, c->dlen, e, &n);
+	rc = rc < 0 ? -EINVAL : meta_dedup_check(b, cl, ncl, c->now);
+	if (rc == 0 && (c->flags & META_EXTENT_MOVE))
+		rc = meta_extent_move(b, c->ino, e, n, c->upto);
+	else if (rc == 0)
+		rc = meta_extent_set(b, c->ino, e, n, c->flags & ~META_EXTENT_CLAIMS, c->now,
+				     &r->attr);
+	/* the claims last: their CLAIM_DONE goes after the refs the extents sent */
+	if (rc == 0 && ncl > 0)
+		rc = meta_dedup_commit(b, cl, ncl, c->now);
+	return rc;
+}
+
 void
 meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *r)
 {
@@ -194,25 +217,22 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 	case META_OP_LEASE_REVOKE:
 		rc = meta_lease_revoke(b, c->ino);
 		break;
-	case META_OP_EXTENT: {
-		struct meta_extent e[META_EXTENTS_MAX];
-		struct meta_claim_ref cl[META_CLAIMS_MAX];
-		unsigned n, ncl = 0;
-
-		rc = c->flags & META_EXTENT_CLAIMS
-			 ? meta_claims_decode(c->data, c->dlen, e, &n, cl, &ncl)
-			 : meta_extent_list_decode(c->data, c->dlen, e, &n);
-		rc = rc < 0 ? -EINVAL : meta_dedup_check(b, cl, ncl, c->now);
-		if (rc == 0 && (c->flags & META_EXTENT_MOVE))
-			rc = meta_extent_move(b, c->ino, e, n, c->upto);
-		else if (rc == 0)
-			rc = meta_extent_set(b, c->ino, e, n, c->flags & ~META_EXTENT_CLAIMS,
-					     c->now, &r->attr);
-		/* the claims last: their CLAIM_DONE goes after the refs the extents sent */
-		if (rc == 0 && ncl > 0)
-			rc = meta_dedup_commit(b, cl, ncl, c->now);
+	case META_OP_EXTENT:
+		/*
+		 * A retried mapping (its answer lost when a leader died after the
+		 * commit) is done already: applied again it would punch its own
+		 * extents, drop its stripes' last reference and queue them for
+		 * release while they stay mapped.
+		 */
+		rc = c->tag ? meta_done_check(b, c->tag) : -ENOENT;
+		if (rc == 0) {
+			(void)meta_getattr(b, c->ino, &r->attr);
+			break;
+		}
+		rc = apply_extent(b, c, r);
+		if (rc == 0 && c->tag && meta_txn_wrote(b->t))
+			rc = meta_done_put(b, c->tag, c->now);
 		break;
-	}
 	case META_OP_DEDUP_CLAIM: {
 		uint64_t claim;
 		uint16_t owner;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Requests applied once (docs/metadata.md, "Retried requests"): a client
- * tags each remove, rename, link, setxattr and removexattr with a random
+ * tags each remove, rename, link, setxattr, removexattr and extent mapping with a random
  * 64-bit tag, and the bucket that applies it records the tag in the same
  * transaction. A retry
  * of the same request (its answer lost when a leader died after the

@@ -305,6 +305,18 @@ meta_stripe_ref(struct meta_bucket *b, const struct meta_extent *e, int delta)
 		return rc;
 	if (delta < 0 && r.n == 0)
 		return -EBADMSG; /* a reference nobody counted: the map is damaged */
+	if (delta > 0 && r.n == 0) {
+		uint8_t v[META_EXTENT_VMAX];
+		size_t vl;
+
+		/* never a reference to a stripe whose fragments are being released */
+		meta_key_id(&k, b->bucket, META_K_RECLAIM, e->stripe);
+		rc = meta_get(b->t, &k, b->ver, v, sizeof(v), &vl);
+		if (rc == 0)
+			return -ESTALE;
+		if (rc != -ENOENT)
+			return rc;
+	}
 	r.n = delta < 0 ? r.n - 1 : r.n + 1;
 	if (r.n == 1 && delta > 0) {
 		/* a stripe newly referenced: its bytes count from now */

@@ -508,3 +508,57 @@ TEST(meta_extent_cleaning_moves_only_what_is_still_the_stripes)
 	SH_ASSERT_EQ(u1.data, u0.data); /* stripe 9 replaced stripe 7: same size here */
 	fx_close(&f);
 }
+
+static int
+count_reclaims(void *arg, const struct meta_extent *e)
+{
+	(void)e;
+	(*(unsigned *)arg)++;
+	return 0;
+}
+
+/*
+ * A mapping whose answer was lost (its leader killed after the commit) comes
+ * again with the same tag: it is done already. Applied a second time it
+ * punched its own extent, dropped the stripe's last reference and queued the
+ * stripe for release while the file still named it (an fsync'd file read EIO
+ * after node kills). A reference to a stripe being released is refused.
+ */
+TEST(meta_extent_retried_mapping_is_done)
+{
+	struct fx f;
+	struct meta_extent e = ext(0, 4 << 20, 9, 0);
+	struct sh_enc enc;
+	struct meta_cmd c = { .op = META_OP_EXTENT, .ver = 1, .now = 5, .tag = 0xabc };
+	struct meta_result *r = sh_calloc(1, sizeof(*r));
+	struct meta_inode in;
+	unsigned nrec = 0;
+	char m[256];
+
+	fx_open(&f);
+	sh_enc_init(&enc);
+	SH_ASSERT_OK(meta_extent_list_encode(&enc, &e, 1));
+	c.ino = f.ino;
+	c.data = enc.p;
+	c.dlen = enc.len;
+	meta_cmd_apply(&f.b, &c, r);
+	SH_ASSERT_OK(r->status);
+	meta_cmd_apply(&f.b, &c, r); /* the retry */
+	SH_ASSERT_OK(r->status);
+	SH_ASSERT_EQ(r->attr.size, 4ull << 20);
+	SH_ASSERT_OK(meta_reclaims(&f.b, count_reclaims, &nrec));
+	SH_ASSERT_EQ(nrec, 0u);
+	map(&f, m, sizeof(m));
+	SH_ASSERT_MSG(strcmp(m, "0+4194304@9:0") == 0, "%s", m);
+
+	/* overwritten: stripe 9 is queued; a late mapping of it is refused, not resurrected */
+	e = ext(0, 4 << 20, 10, 0);
+	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, &e, 1, 0, 30, &in));
+	SH_ASSERT_OK(meta_reclaims(&f.b, count_reclaims, &nrec));
+	SH_ASSERT_EQ(nrec, 1u);
+	e = ext(4 << 20, 4 << 20, 9, 0);
+	SH_ASSERT_EQ(meta_extent_set(&f.b, f.ino, &e, 1, 0, 40, &in), -ESTALE);
+	sh_enc_fini(&enc);
+	sh_free(r);
+	fx_close(&f);
+}

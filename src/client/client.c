@@ -353,7 +353,8 @@ client_targets(sh_client *c, uint64_t *ids, unsigned max)
 }
 
 int
-client_place(sh_client *c, uint64_t stripe, unsigned n, uint64_t *out)
+client_place(sh_client *c, uint64_t stripe, unsigned n, unsigned p, const uint64_t *avoid,
+	     unsigned navoid, uint64_t *out)
 {
 	struct place_target *t;
 	unsigned nt;
@@ -364,12 +365,16 @@ client_place(sh_client *c, uint64_t stripe, unsigned n, uint64_t *out)
 	pthread_mutex_unlock(&c->mu);
 	if (rc < 0)
 		return rc;
+	for (unsigned i = 0; i < nt; i++)
+		for (unsigned k = 0; k < navoid; k++)
+			if (t[i].id == avoid[k])
+				t[i].weight = 0;
 	rc = place_stripe(t, nt, stripe, n, out);
 	if (rc == -ENOSPC) {
 		/* failure domains are down: write anyway, with less protection until rebuilt */
 		unsigned shared;
 
-		rc = place_stripe_degraded(t, nt, stripe, n, out, &shared);
+		rc = place_stripe_degraded(t, nt, stripe, n, p, out, &shared);
 		if (rc == 0 && !c->warned_degraded) {
 			c->warned_degraded = true;
 			sh_log_warn("too few failure domains up: stripes are written with %u "

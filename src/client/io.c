@@ -25,7 +25,6 @@ _Static_assert((int)REDUCE_ALGO_LZ4 == (int)CFG_COMP_LZ4 &&
 #define SMALL_ALIGN   4096u /* a partial stripe's fragments round up to this */
 #define PUT_NS	      (5ull * 1000 * 1000 * 1000)
 #define GET_NS	      (2ull * 1000 * 1000 * 1000)
-#define WRITE_TRIES   4
 #define RETRY_US      300000
 #define EXTENTS_BATCH 64
 #define BEHIND_MAX    16	 /* stripes of one file in flight in the background, at most */
@@ -213,16 +212,22 @@ frag_for(const sh_file *f, size_t len)
 
 /*
  * Write k stripes, all their fragments at once: parity, a new stripe id
- * (and so new places) for each attempt of one that did not make it —
- * targets that failed are not asked again unless the hash picks them.
- * -EIO after WRITE_TRIES attempts; what was put of a failed attempt is
- * released.
+ * (and so new places) for each attempt of one that did not make it,
+ * around the targets that failed the last attempt (until the
+ * configuration says they are down, a node just killed still looks up).
+ * Tried for as long as the client's operation timeout, not a number of
+ * times: a node restarting refuses PUTs for a moment (its drive not open
+ * yet), and writes must not fail while no more than P nodes are down.
+ * -EIO after the timeout; what was put of a failed attempt is released.
  */
 static int
 write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 {
 	unsigned d = ndata(f), n = nfrags(f), left = k;
 	struct dcall *calls = sh_calloc((size_t)k * n, sizeof(*calls));
+	uint64_t failed[EC_N_MAX * 2];
+	unsigned nfailed = 0;
+	uint64_t deadline = sh_clock_mono_ns() + f->fs->c->timeout_ns;
 	int rc = calls == NULL ? -ENOMEM : 0;
 
 	for (unsigned j = 0; rc == 0 && j < k; j++) {
@@ -241,18 +246,22 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 	for (int attempt = 0; rc == 0 && left > 0; attempt++) {
 		unsigned nc = 0;
 
-		if (attempt == WRITE_TRIES) {
+		if (attempt > 0 && sh_clock_mono_ns() + RETRY_US * 1000ull > deadline) {
 			rc = -EIO;
 			break;
 		}
 		if (attempt > 0)
-			usleep(RETRY_US); /* a target just lost: the configuration soon says so */
+			usleep(attempt == 1 ? RETRY_US / 3 : RETRY_US);
 		for (unsigned j = 0; rc == 0 && j < k; j++) {
 			if (w[j].done)
 				continue;
 			w[j].stripe = (uint64_t)w[j].bucket << 48 |
 				      (client_tag(f->fs->c) & 0xFFFFFFFFFFFFull);
-			rc = client_place(f->fs->c, w[j].stripe, n, w[j].targets);
+			rc = client_place(f->fs->c, w[j].stripe, n, f->fs->code.p, failed, nfailed,
+					  w[j].targets);
+			if (rc == -ENOSPC && nfailed > 0) /* not around them all: with them */
+				rc = client_place(f->fs->c, w[j].stripe, n, f->fs->code.p, NULL, 0,
+						  w[j].targets);
 			for (unsigned i = 0; rc == 0 && i < n; i++) {
 				struct store_proto_req r = { .target = w[j].targets[i],
 							     .stripe = w[j].stripe,
@@ -274,10 +283,18 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 			for (unsigned i = 0; rc == 0 && i < n; i++)
 				calls[nc++] = w[j].puts[i];
 		}
+		if (rc == -ENOSPC || rc == -ENXIO) {
+			/* too few domains up for the protection (or a target not in the
+			 * configuration yet): wait for the configuration to change */
+			rc = 0;
+			nfailed = 0;
+			continue;
+		}
 		if (rc < 0)
 			break;
 		client_calls(f->fs->c, calls, nc, PUT_NS);
 		nc = 0;
+		nfailed = 0;
 		for (unsigned j = 0; j < k; j++) {
 			bool ok = true;
 
@@ -286,6 +303,8 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 			for (unsigned i = 0; i < n; i++) {
 				w[j].puts[i] = calls[nc++];
 				ok &= w[j].puts[i].status >= 0;
+				if (w[j].puts[i].status < 0 && nfailed < sizeof(failed) / 8)
+					failed[nfailed++] = w[j].targets[i];
 			}
 			if (ok) {
 				w[j].done = true;
@@ -1366,8 +1385,7 @@ sh_pread(sh_file *f, void *buf, size_t len, uint64_t off)
 	if (rc == 0 && f->fill > 0)
 		rc = flush(f); /* what this handle wrote reads back */
 	if (rc < 0) {
-		f->err = 0;
-		pthread_mutex_unlock(&f->mu);
+		pthread_mutex_unlock(&f->mu); /* the error stays for fsync and close */
 		return rc;
 	}
 	pthread_mutex_unlock(&f->mu);
@@ -1461,8 +1479,7 @@ sh_pwrite(sh_file *f, const void *buf, size_t len, uint64_t off)
 	if (len > ((uint64_t)1 << 62) || off > ((uint64_t)1 << 62))
 		return -EFBIG;
 	pthread_mutex_lock(&f->mu);
-	rc = f->err;
-	f->err = 0;
+	rc = f->err; /* a stripe written behind failed: reported until fsync or close */
 	if (rc == 0 && !(f->flags & O_APPEND))
 		rc = client_quota_admit(f->fs, f->ino, off, len);
 	if (rc == 0 && (f->flags & O_APPEND)) {

@@ -14,12 +14,10 @@ unit(uint64_t stripe, uint64_t target)
 	return ((double)(h >> 11) + 0.5) / 9007199254740992.0; /* 53 bits, never 0 or 1 */
 }
 
-enum pick { NEW_DOMAIN, NEW_TARGET, ANY_TARGET };
-
-/* The best target for the next fragment: of a domain not used yet, a target not used, or any. */
+/* The best target for the next fragment, of a domain not used yet. */
 static int
 best(const struct place_target *t, unsigned nt, uint64_t stripe, const uint32_t *used_dom,
-     const uint64_t *used_tgt, unsigned got, enum pick pick)
+     unsigned got)
 {
 	double top = 0;
 	int bi = -1;
@@ -30,9 +28,8 @@ best(const struct place_target *t, unsigned nt, uint64_t stripe, const uint32_t 
 
 		if (t[i].weight == 0)
 			continue;
-		for (unsigned k = 0; k < got && !clash && pick != ANY_TARGET; k++)
-			clash = pick == NEW_TARGET ? used_tgt[k] == t[i].id
-						   : used_dom[k] == t[i].domain;
+		for (unsigned k = 0; k < got && !clash; k++)
+			clash = used_dom[k] == t[i].domain;
 		if (clash)
 			continue;
 		s = (double)t[i].weight / -log(unit(stripe, t[i].id));
@@ -44,10 +41,53 @@ best(const struct place_target *t, unsigned nt, uint64_t stripe, const uint32_t 
 	return bi;
 }
 
-/* Place n fragments; degraded: when domains run out, double up rather than fail. */
+/*
+ * A degraded pick: the target of the domain holding the fewest of the
+ * stripe's fragments so far (at most max each), a target not used yet
+ * before one used, then by score. -1 if every domain is full.
+ */
+static int
+best_spread(const struct place_target *t, unsigned nt, uint64_t stripe, const uint32_t *used_dom,
+	    const uint64_t *used_tgt, unsigned got, unsigned max)
+{
+	unsigned bcount = 0;
+	bool bused = false;
+	double top = 0;
+	int bi = -1;
+
+	for (unsigned i = 0; i < nt; i++) {
+		unsigned count = 0;
+		bool used = false;
+		double s;
+
+		if (t[i].weight == 0)
+			continue;
+		for (unsigned k = 0; k < got; k++) {
+			count += used_dom[k] == t[i].domain;
+			used = used || used_tgt[k] == t[i].id;
+		}
+		if (count >= max)
+			continue;
+		s = (double)t[i].weight / -log(unit(stripe, t[i].id));
+		if (bi >= 0 && (count > bcount || (count == bcount && used && !bused) ||
+				(count == bcount && used == bused &&
+				 (s < top || (s == top && t[i].id > t[bi].id)))))
+			continue;
+		bcount = count;
+		bused = used;
+		top = s;
+		bi = (int)i;
+	}
+	return bi;
+}
+
+/*
+ * Place n fragments; degraded: when domains run out, the rest are spread
+ * over the domains up, at most max_per_domain on any one.
+ */
 static int
 place(const struct place_target *t, unsigned nt, uint64_t stripe, unsigned n, uint64_t *out,
-      bool degraded, unsigned *shared)
+      unsigned max_per_domain, unsigned *shared)
 {
 	uint32_t used[64];
 	unsigned got = 0;
@@ -56,13 +96,10 @@ place(const struct place_target *t, unsigned nt, uint64_t stripe, unsigned n, ui
 	if (n == 0 || n > 64)
 		return -EINVAL;
 	while (got < n) {
-		int bi = best(t, nt, stripe, used, out, got, NEW_DOMAIN);
+		int bi = best(t, nt, stripe, used, got);
 
-		if (bi < 0 && degraded) {
-			/* no domain left: another target of a domain used, else a target again */
-			bi = best(t, nt, stripe, used, out, got, NEW_TARGET);
-			if (bi < 0)
-				bi = best(t, nt, stripe, used, out, got, ANY_TARGET);
+		if (bi < 0 && max_per_domain > 1) {
+			bi = best_spread(t, nt, stripe, used, out, got, max_per_domain);
 			*shared += bi >= 0;
 		}
 		if (bi < 0)
@@ -78,14 +115,14 @@ place_stripe(const struct place_target *t, unsigned nt, uint64_t stripe, unsigne
 {
 	unsigned shared;
 
-	return place(t, nt, stripe, n, out, false, &shared);
+	return place(t, nt, stripe, n, out, 1, &shared);
 }
 
 int
 place_stripe_degraded(const struct place_target *t, unsigned nt, uint64_t stripe, unsigned n,
-		      uint64_t *out, unsigned *shared)
+		      unsigned p, uint64_t *out, unsigned *shared)
 {
-	return place(t, nt, stripe, n, out, true, shared);
+	return p == 0 ? -ENOSPC : place(t, nt, stripe, n, out, p, shared);
 }
 
 int

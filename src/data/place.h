@@ -32,13 +32,15 @@ int place_stripe(const struct place_target *t, unsigned nt, uint64_t stripe, uns
 
 /*
  * While failure domains are down: as place_stripe, but when distinct
- * domains run out the remaining fragments go to other targets of domains
- * already used, and when targets run out to a target again. *shared: how
- * many did; the stripe then survives P - shared failures, not P (until a
- * rebuild spreads it again). -ENOSPC when no target has room.
+ * domains run out the remaining fragments are spread over the domains up,
+ * the least used first (another target of it before the same one again),
+ * never more than p on one domain: losing any one domain still leaves
+ * n - p fragments, so an acknowledged stripe survives one more failure.
+ * *shared: how many fragments went to a domain used already (a rebuild
+ * spreads them again). -ENOSPC when the domains up cannot hold n that way.
  */
 int place_stripe_degraded(const struct place_target *t, unsigned nt, uint64_t stripe, unsigned n,
-			  uint64_t *out, unsigned *shared);
+			  unsigned p, uint64_t *out, unsigned *shared);
 
 /*
  * The targets of a configuration (every drive; the failure domain is its

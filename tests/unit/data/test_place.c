@@ -97,7 +97,7 @@ TEST(place_degraded_when_domains_are_down)
 		t[i] = (struct place_target){ .id = 10 + i, .domain = i, .weight = 1ull << 30 };
 	t[5].weight = 0; /* one of six domains down */
 	SH_ASSERT_EQ(place_stripe(t, 6, 7, 6, a), -ENOSPC);
-	SH_ASSERT_OK(place_stripe_degraded(t, 6, 7, 6, a, &shared));
+	SH_ASSERT_OK(place_stripe_degraded(t, 6, 7, 6, 2, a, &shared));
 	SH_ASSERT_EQ(shared, 1u);
 	for (int i = 0; i < 6; i++)
 		SH_ASSERT_NE(a[i], 15);
@@ -109,10 +109,59 @@ TEST(place_degraded_when_domains_are_down)
 	{
 		uint64_t b[6];
 
-		SH_ASSERT_OK(place_stripe_degraded(t, 6, 7, 6, b, &shared));
+		SH_ASSERT_OK(place_stripe_degraded(t, 6, 7, 6, 2, b, &shared));
 		SH_ASSERT_MEMEQ(a, b, sizeof(a));
 	}
 	for (unsigned i = 0; i < 6; i++)
 		t[i].weight = 0;
-	SH_ASSERT_EQ(place_stripe_degraded(t, 6, 7, 6, a, &shared), -ENOSPC);
+	SH_ASSERT_EQ(place_stripe_degraded(t, 6, 7, 6, 2, a, &shared), -ENOSPC);
+}
+
+/* The fragments of a domain's count. */
+static unsigned
+on_domain(const struct place_target *t, unsigned nt, const uint64_t *a, unsigned n, uint32_t dom)
+{
+	unsigned c = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned k = 0; k < nt; k++)
+			c += t[k].id == a[i] && t[k].domain == dom;
+	return c;
+}
+
+/*
+ * Degraded stripes never put more than P fragments on one domain, so an
+ * acknowledged stripe survives one more failure: 4+2 on 4 domains up is
+ * 2,2,1,1 (not three on the best one), on 3 it is 2,2,2, on 2 it is refused;
+ * a domain's second target is taken before its first again.
+ */
+TEST(place_degraded_spreads_at_most_p_per_domain)
+{
+	struct place_target t[12];
+	uint64_t a[6];
+	unsigned shared;
+
+	for (uint64_t s = 1; s < 300; s++) {
+		for (unsigned i = 0; i < 6; i++)
+			t[i] = (struct place_target){ .id = 10 + i, .domain = i, .weight = 1ull << 30 };
+		t[4].weight = t[5].weight = 0;
+		SH_ASSERT_OK(place_stripe_degraded(t, 6, s, 6, 2, a, &shared));
+		SH_ASSERT_EQ(shared, 2u);
+		for (uint32_t d = 0; d < 4; d++)
+			SH_ASSERT(on_domain(t, 6, a, 6, d) >= 1 && on_domain(t, 6, a, 6, d) <= 2);
+		t[3].weight = 0;
+		SH_ASSERT_OK(place_stripe_degraded(t, 6, s, 6, 2, a, &shared));
+		for (uint32_t d = 0; d < 3; d++)
+			SH_ASSERT_EQ(on_domain(t, 6, a, 6, d), 2u);
+		t[2].weight = 0;
+		SH_ASSERT_EQ(place_stripe_degraded(t, 6, s, 6, 2, a, &shared), -ENOSPC);
+	}
+	/* two targets per domain, 3 domains up: each domain's two fragments on its two targets */
+	for (unsigned i = 0; i < 12; i++)
+		t[i] = (struct place_target){ .id = 100 + i, .domain = i / 2,
+					      .weight = i < 6 ? 1ull << 30 : 0 };
+	SH_ASSERT_OK(place_stripe_degraded(t, 12, 5, 6, 2, a, &shared));
+	for (int i = 0; i < 6; i++)
+		for (int k = 0; k < i; k++)
+			SH_ASSERT_NE(a[i], a[k]);
 }

@@ -653,6 +653,8 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 	pthread_mutex_init(&fs->wmu, NULL);
 	pthread_mutex_init(&fs->qmu, NULL);
 	rc = cache_init(fs);
+	if (rc == 0 && (rc = client_holds_init(fs)) < 0)
+		cache_fini(fs);
 	if (rc < 0) {
 		sh_free(fs);
 		return rc;
@@ -665,6 +667,7 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 			rc = ec_code_init(&fs->code, d, p);
 		fs->comp = (uint8_t)comp;
 		if (rc < 0) {
+			client_holds_fini(fs);
 			cache_fini(fs);
 			sh_free(fs);
 			return rc;
@@ -684,6 +687,7 @@ sh_fs_close(sh_fs *fs)
 	if (fs == NULL)
 		return;
 	wpool_stop(fs);
+	client_holds_fini(fs); /* what is still open is given back */
 	pthread_mutex_lock(&fs->c->mu);
 	sh_list_del(&fs->link);
 	pthread_mutex_unlock(&fs->c->mu);

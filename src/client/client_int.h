@@ -61,7 +61,24 @@ struct sh_fs {
 	pthread_mutex_t qmu;
 	uint64_t q_used, q_added, q_at;
 	struct wpool *wpool[2]; /* started at first use (under wmu) */
+	struct cholds *holds;	/* hold.c: the files open here, held at their buckets */
 };
+
+/*
+ * hold.c: files open here are held at their bucket's leader, so that one
+ * unlinked or renamed over lives until its last close (docs/client.md).
+ * client_hold_open: an open of ino (fresh: by name, refused with -ESTALE if
+ * it has no name any more, unless held here already); *st its attributes.
+ * client_hold_created: an open of a file this client just created (its
+ * leader holds it already). client_hold_close: a handle closed.
+ */
+int client_holds_init(sh_fs *fs);
+void client_holds_fini(sh_fs *fs);
+int client_hold_open(sh_fs *fs, uint64_t ino, bool fresh, struct stat *st);
+int client_hold_created(sh_fs *fs, uint64_t ino);
+void client_hold_close(sh_fs *fs, uint64_t ino);
+/* ns.c: a struct stat from an inode record. */
+void client_to_stat(uint64_t ino, const struct meta_inode *in, struct stat *st);
 
 /*
  * wpool.c: a filesystem handle's background threads. WPOOL_BEHIND (16

@@ -1580,39 +1580,66 @@ open_stat(sh_fs *fs, const struct stat *st, int flags, sh_file **out)
 	return 0;
 }
 
+/* An open of a file now held here (client_hold_*): a handle, or the hold undone. */
+static int
+open_held(sh_fs *fs, const struct stat *st, int flags, sh_file **out)
+{
+	int rc = open_stat(fs, st, flags, out);
+
+	if (rc < 0)
+		client_hold_close(fs, st->st_ino);
+	return rc;
+}
+
 int
 sh_open(sh_fs *fs, const char *path, int flags, mode_t mode, sh_file **out)
 {
 	struct stat st;
-	int rc = sh_stat(fs, path, &st);
+	int rc = -ESTALE;
 
-	if (rc == -ENOENT && (flags & O_CREAT)) {
-		rc = sh_mknod(fs, path, S_IFREG | (mode & 07777), 0);
-		if (rc == -EEXIST && !(flags & O_EXCL))
-			rc = 0; /* someone else made it meanwhile */
-		if (rc == 0)
-			rc = sh_stat(fs, path, &st);
-	} else if (rc == 0 && (flags & O_CREAT) && (flags & O_EXCL)) {
-		rc = -EEXIST;
+	/* a name renamed over or removed between its lookup and the hold: looked up again */
+	for (int tries = 0; rc == -ESTALE && tries < 5; tries++) {
+		rc = sh_stat(fs, path, &st);
+		if (rc == -ENOENT && (flags & O_CREAT)) {
+			rc = sh_mknod(fs, path, S_IFREG | (mode & 07777), 0);
+			if (rc == -EEXIST && !(flags & O_EXCL))
+				rc = 0; /* someone else made it meanwhile */
+			if (rc == 0)
+				rc = sh_stat(fs, path, &st);
+		} else if (rc == 0 && (flags & O_CREAT) && (flags & O_EXCL)) {
+			rc = -EEXIST;
+		}
+		if (rc < 0 || !S_ISREG(st.st_mode))
+			break;
+		rc = client_hold_open(fs, st.st_ino, true, &st);
+		if (rc == -ESTALE)
+			cache_drop_all_attrs(fs); /* whatever said the name was there */
 	}
-	return rc < 0 ? rc : open_stat(fs, &st, flags, out);
+	if (rc < 0)
+		return rc;
+	return S_ISREG(st.st_mode) ? open_held(fs, &st, flags, out) : open_stat(fs, &st, flags, out);
 }
 
 int
 sh_open_ino(sh_fs *fs, uint64_t ino, int flags, sh_file **out)
 {
 	struct stat st;
-	int rc = sh_getattr(fs, ino, &st);
+	int rc = client_hold_open(fs, ino, true, &st);
 
-	return rc < 0 ? rc : open_stat(fs, &st, flags & ~(O_CREAT | O_EXCL), out);
+	return rc < 0 ? rc : open_held(fs, &st, flags & ~(O_CREAT | O_EXCL), out);
 }
 
 int
 sh_open_stat(sh_fs *fs, const struct stat *st, int flags, sh_file **out)
 {
+	int rc;
+
 	if (fs == NULL || st == NULL || out == NULL)
 		return -EINVAL;
-	return open_stat(fs, st, flags & ~(O_CREAT | O_EXCL), out);
+	if (!S_ISREG(st->st_mode))
+		return open_stat(fs, st, flags & ~(O_CREAT | O_EXCL), out);
+	rc = client_hold_created(fs, st->st_ino);
+	return rc < 0 ? rc : open_held(fs, st, flags & ~(O_CREAT | O_EXCL), out);
 }
 
 sh_fs *
@@ -1633,6 +1660,7 @@ sh_close(sh_file *f)
 	while (f->ra.busy)
 		pthread_cond_wait(&f->idle, &f->mu);
 	pthread_mutex_unlock(&f->mu);
+	client_hold_close(f->fs, f->ino); /* the last close here: a file without names goes */
 	sh_free(f->ra.buf);
 	pthread_cond_destroy(&f->idle);
 	pthread_mutex_destroy(&f->mu);

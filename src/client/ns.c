@@ -63,8 +63,8 @@ ns_ts(uint64_t ns, struct timespec *ts)
 	ts->tv_nsec = (long)(ns % 1000000000ull);
 }
 
-static void
-to_stat(uint64_t ino, const struct meta_inode *in, struct stat *st)
+void
+client_to_stat(uint64_t ino, const struct meta_inode *in, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
@@ -165,7 +165,7 @@ sh_getattr(sh_fs *fs, uint64_t ino, struct stat *st)
 		return -ESTALE;
 	if (cache_get_attr(fs, ino, &in)) {
 		if (st)
-			to_stat(ino, &in, st);
+			client_to_stat(ino, &in, st);
 		return 0;
 	}
 	since = cache_now();
@@ -178,7 +178,7 @@ sh_getattr(sh_fs *fs, uint64_t ino, struct stat *st)
 			cache_put_inline(fs, ino, &r.rep.attr, r.rep.data, r.rep.dlen);
 	}
 	if (rc == 0 && st)
-		to_stat(ino, &r.rep.attr, st);
+		client_to_stat(ino, &r.rep.attr, st);
 	cres_fini(&r);
 	return rc;
 }
@@ -259,7 +259,7 @@ sh_lookup(sh_fs *fs, uint64_t parent, const char *name, struct stat *st)
 	int rc = lookup(fs, parent, name, &ino, &in, true);
 
 	if (rc == 0 && st)
-		to_stat(ino, &in, st);
+		client_to_stat(ino, &in, st);
 	return rc;
 }
 
@@ -305,7 +305,7 @@ create_at(sh_fs *fs, uint64_t parent, const char *name, uint8_t type, mode_t mod
 		if ((r.rep.flags & (MP_ATTR | MP_DENTRY)) != (MP_ATTR | MP_DENTRY))
 			rc = -EPROTO;
 		else
-			to_stat(r.rep.dentry.ino, &r.rep.attr, out);
+			client_to_stat(r.rep.dentry.ino, &r.rep.attr, out);
 	}
 	cres_fini(&r);
 	return rc;
@@ -484,7 +484,7 @@ setattr(sh_fs *fs, uint64_t ino, const struct meta_setattr *sa, struct stat *out
 	rc = ns_cmd(fs, meta_ino_bucket(ino), &mc, &r);
 	if (rc == 0 && out != NULL) {
 		if (r.rep.flags & MP_ATTR)
-			to_stat(ino, &r.rep.attr, out);
+			client_to_stat(ino, &r.rep.attr, out);
 		else
 			rc = sh_getattr(fs, ino, out);
 	}
@@ -778,7 +778,7 @@ stat_path(sh_fs *fs, const char *path, bool follow, struct stat *st)
 		return rc;
 	/* the last lookup brought the attributes along: no second round trip */
 	if (in.nlink != 0 && in.type != 0) {
-		to_stat(ino, &in, st);
+		client_to_stat(ino, &in, st);
 		return 0;
 	}
 	return sh_getattr(fs, ino, st);

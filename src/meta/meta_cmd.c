@@ -255,6 +255,9 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 	case META_OP_DEDUP_RELEASE:
 		rc = meta_dedup_release(b, c->upto);
 		break;
+	case META_OP_ORPHAN_DROP:
+		rc = meta_ino_bucket(c->ino) == b->bucket ? meta_orphan_drop(b, c->ino) : -EINVAL;
+		break;
 	case META_OP_DEDUP_FORGET: {
 		unsigned n;
 

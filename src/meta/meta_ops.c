@@ -107,6 +107,7 @@ max64(uint64_t a, uint64_t b)
 
 /* Drop an inode and what hangs on it (symlink target, xattrs, extents). */
 static int drop_inode(struct meta_bucket *b, uint64_t ino);
+static int lose_last(struct meta_bucket *b, uint64_t ino, struct meta_inode *in, uint64_t now);
 
 int
 meta_inode_load(struct meta_bucket *b, uint64_t ino, struct meta_inode *in)
@@ -180,9 +181,8 @@ apply_local(struct meta_bucket *b, const struct meta_delta *d)
 			in.mtime = max64(in.mtime, d->time);
 		in.ctime = max64(in.ctime, d->time);
 	}
-	if (in.nlink == 0)
-		return drop_inode(b, d->ino); /* its last name went elsewhere (or, a directory,
-						 was removed there) */
+	if (in.nlink == 0) /* its last name went elsewhere (or, a directory, was removed there) */
+		return lose_last(b, d->ino, &in, d->time ? d->time : in.ctime);
 	return put_inode(b, d->ino, &in);
 }
 
@@ -665,6 +665,8 @@ meta_link(struct meta_bucket *b, uint64_t parent, const char *name, size_t len, 
 		rc = get_inode(b, ino, &in);
 		if (rc < 0)
 			return rc == -ESTALE ? -ENOENT : rc;
+		if (in.nlink == 0)
+			return -ENOENT; /* no name left (kept while open): none to be given */
 		if (in.type != type)
 			return -EINVAL;
 	}
@@ -739,6 +741,70 @@ drop_inode(struct meta_bucket *b, uint64_t ino)
 			break;
 	}
 	return rc;
+}
+
+/*
+ * An inode lost its last name. A regular file may be open on some client:
+ * it stays, with no links and its data, as an orphan of this bucket
+ * (docs/metadata.md "Open files without names") until the bucket's leader
+ * knows nobody holds it (META_OP_ORPHAN_DROP). Anything else goes now.
+ */
+static int
+lose_last(struct meta_bucket *b, uint64_t ino, struct meta_inode *in, uint64_t now)
+{
+	struct meta_key k;
+	uint8_t v[8];
+	int rc;
+
+	if (in->type != META_REG)
+		return drop_inode(b, ino);
+	in->nlink = 0;
+	in->ctime = max64(in->ctime, now);
+	rc = put_inode(b, ino, in);
+	meta_be64_put(v, now);
+	meta_key_id(&k, b->bucket, META_K_ORPHAN, ino);
+	return rc < 0 ? rc : meta_put(b->t, &k, b->ver, v, sizeof(v), b->keep);
+}
+
+int
+meta_orphan_drop(struct meta_bucket *b, uint64_t ino)
+{
+	struct meta_key k;
+	uint8_t v[8];
+	int rc;
+
+	meta_key_id(&k, b->bucket, META_K_ORPHAN, ino);
+	rc = meta_get_exact(b->t, &k, b->ver, v, sizeof(v));
+	if (rc == -ENOENT)
+		return 0; /* dropped before (a retry) */
+	if (rc == 0)
+		rc = meta_del(b->t, &k, b->ver, b->keep);
+	return rc < 0 ? rc : drop_inode(b, ino);
+}
+
+struct orphans {
+	int (*fn)(void *arg, uint64_t ino, uint64_t since);
+	void *arg;
+};
+
+static int
+on_orphan(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vlen)
+{
+	struct orphans *o = arg;
+
+	if (klen != 11 || vlen != 8)
+		return -EBADMSG;
+	return o->fn(o->arg, meta_be64_get(key + 3), meta_be64_get(val));
+}
+
+int
+meta_orphans(struct meta_bucket *b, int (*fn)(void *arg, uint64_t ino, uint64_t since), void *arg)
+{
+	struct meta_key pk;
+	struct orphans o = { fn, arg };
+
+	meta_key_kind(&pk, b->bucket, META_K_ORPHAN);
+	return meta_scan(b->t, &pk, NULL, 0, b->ver, on_orphan, &o);
 }
 
 struct grants {
@@ -919,7 +985,7 @@ meta_remove(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 		}
 		if (rc == 0) {
 			if (dir || in.nlink <= 1) {
-				rc = drop_inode(b, d.ino);
+				rc = lose_last(b, d.ino, &in, now);
 			} else {
 				in.nlink--;
 				in.ctime = now;
@@ -1175,7 +1241,7 @@ lose_name(struct meta_bucket *b, uint64_t ino, bool dir, uint64_t now, struct me
 	if (rc < 0)
 		return rc;
 	if (dir || t.nlink <= 1)
-		return drop_inode(b, ino);
+		return lose_last(b, ino, &t, now);
 	t.nlink--;
 	return touch_ctime(b, ino, &t, now);
 }

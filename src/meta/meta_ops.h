@@ -253,4 +253,16 @@ int meta_outbox(struct meta_bucket *b, int (*fn)(void *arg, const struct meta_de
 /* Drop the queued deltas up to seq (their buckets applied them). */
 int meta_outbox_ack(struct meta_bucket *b, uint64_t upto);
 
+/*
+ * Open files without names (docs/metadata.md): a regular file's last name
+ * removed (unlink, rename over it, a delta from another bucket) leaves its
+ * inode with nlink 0, its data and an orphan record; meta_orphan_drop
+ * removes it all once its leader knows no client holds it open (0 also
+ * when it is gone already). meta_orphans: each orphan with when it lost
+ * its last name (fn as meta_scan's: 1 stops).
+ */
+int meta_orphan_drop(struct meta_bucket *b, uint64_t ino);
+int meta_orphans(struct meta_bucket *b, int (*fn)(void *arg, uint64_t ino, uint64_t since),
+		 void *arg);
+
 #endif /* SH_META_META_OPS_H */

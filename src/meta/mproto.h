@@ -36,6 +36,9 @@ enum mp_kind {
 	MP_USAGE,      /* at any bucket of a group: reply data: the group's usage summed over its
 			* buckets, u64 LE mapped, unique, data, phys, inline bytes (quotas) */
 	MP_PARENT,     /* ino = a directory at its bucket; reply aux: its parent (0: not known) */
+	MP_HOLD,       /* ino: a file opened (reply: attr, as getattr; -ESTALE if gone or, with
+			* MP_HOLD_FRESH, without names); data: u64 LE more files of this bucket
+			* still open (renewed); max: MP_HOLD_* (msvc_hold.c) */
 	MP_KIND_MAX
 };
 
@@ -46,6 +49,15 @@ enum mp_kind {
 #define MP_INLINE \
 	0x10 /* MP_EXTENTS, and lookup/getattr of a small file: data holds its inline bytes */
 #define MP_CACHE 0x20 /* lookup, getattr: the client may cache the answer MP_CACHE_MS */
+
+/* MP_HOLD's max: give the holds back (the last close) instead of taking them */
+#define MP_HOLD_RELEASE 0x1
+/* MP_HOLD's max: a new open by name; an inode without names is -ESTALE (looked up again) */
+#define MP_HOLD_FRESH 0x2
+/* A hold lasts this long at the leader; clients renew every MP_HOLD_RENEW_MS. */
+#define MP_HOLD_MS	 10000
+#define MP_HOLD_RENEW_MS 3000
+#define MP_HOLD_MAX	 512 /* inos in one MP_HOLD's data */
 
 /* How long a client may keep what a reply with MP_CACHE told it (unless recalled first). */
 #define MP_CACHE_MS 1000

@@ -18,6 +18,7 @@ SH_LOG_FACILITY("meta.svc");
 
 static void dispatch(struct mreq *m);
 static void run_cmd(struct mreq *m);
+static uint64_t client_of(const struct mreq *m);
 static void on_ship_retry(struct env_timer *t);
 
 /* ---- answering ---- */
@@ -33,6 +34,7 @@ msvc_slot_name(unsigned slot)
 		[MP_REVOKE] = "revoke",		[MP_EXTENTS] = "extents",
 		[MP_STRIPES] = "stripes",	[MP_DIRTY] = "dirty",
 		[MP_USAGE] = "usage",		[MP_PARENT] = "parent",
+		[MP_HOLD] = "hold",
 	};
 	static const char *const ops[MSVC_SLOTS - MSVC_SLOT_CMD] = {
 		[META_OP_MKROOT] = "mkroot",
@@ -61,6 +63,7 @@ msvc_slot_name(unsigned slot)
 		[META_OP_DELTAS] = "delta_batch",
 		[META_OP_DEDUP_FORGET] = "dedup_forget",
 		[META_OP_DONE_FORGET] = "done_forget",
+		[META_OP_ORPHAN_DROP] = "orphan_drop",
 	};
 
 	if (slot < MSVC_SLOT_CMD)
@@ -196,6 +199,8 @@ reply_result(struct mreq *m, const struct meta_result *r)
 		sh_enc_fini(&e);
 		return;
 	}
+	if (m->cmd.op == META_OP_CREATE && r->dentry.ino && client_of(m))
+		(void)msvc_hold(m->fs, client_of(m), r->dentry.ino, false); /* opened by its creator */
 	mreq_answer(m, 0, &rep);
 }
 
@@ -282,6 +287,9 @@ on_ready(void *arg, struct mgroup *g)
 			mgroup_propose(g, 0, &c, on_mkroot, fs);
 		}
 	}
+	for (uint32_t gi = 0; gi < fs->ngroups; gi++)
+		if (fs->groups[gi] == g)
+			msvc_hold_led(fs, gi);
 	for (unsigned i = 0; i < n; i++)
 		mfs_ship_kick(fs, b[i]);
 	msvc_rename2_recover(fs, g);
@@ -512,6 +520,7 @@ fs_maybe_free(struct mfs *fs)
 		return;
 	sh_list_del(&fs->link);
 	msvc_cache_free(fs);
+	msvc_hold_free(fs);
 	meta_db_close(fs->db);
 	sh_free(fs->groups);
 	sh_free(fs->usage);
@@ -706,6 +715,13 @@ do_read(struct mreq *m)
 			goto out;
 		}
 		break;
+	case MP_HOLD:
+		if (m->req.dlen % 8 != 0 || m->req.dlen > MP_HOLD_MAX * 8 || !client_of(m) ||
+		    (m->req.ino != 0 && !ino_ok(m, m->req.ino))) {
+			mreq_answer(m, !client_of(m) ? -EPERM : m->req.ino ? -ESTALE : -EINVAL, NULL);
+			goto out;
+		}
+		break;
 	case MP_USAGE: {
 		/* the whole group's, read bucket by bucket (not inside one bucket's read) */
 		struct meta_usage u;
@@ -755,6 +771,42 @@ do_read(struct mreq *m)
 			}
 		}
 		break;
+	case MP_HOLD: {
+		struct sh_dec d;
+		bool release = m->req.max & MP_HOLD_RELEASE;
+
+		/* the files still open: renewed (or given back); those gone are no matter */
+		sh_dec_init(&d, m->req.data, m->req.dlen);
+		for (size_t i = 0; i < m->req.dlen / 8; i++) {
+			uint64_t ino = sh_dec_u64(&d);
+
+			if (ino_ok(m, ino))
+				(void)msvc_hold(m->fs, client_of(m), ino, release);
+		}
+		rc = 0;
+		if (m->req.ino == 0)
+			break;
+		if (release) {
+			rc = msvc_hold(m->fs, client_of(m), m->req.ino, true);
+			break;
+		}
+		rc = meta_getattr(&mb, m->req.ino, &rep.attr);
+		if (rc == 0 && rep.attr.nlink == 0 && (m->req.max & MP_HOLD_FRESH))
+			rc = -ESTALE; /* its name went meanwhile: the caller looks again */
+		if (rc == 0)
+			rc = msvc_hold(m->fs, client_of(m), m->req.ino, false);
+		if (rc < 0)
+			break;
+		rep.flags |= MP_ATTR;
+		with_inline(m, &mb, m->req.ino, &rep, &e);
+		if (client_of(m) && mgroup_cache_ok(m->g)) {
+			struct mp_key k = mp_key_attr(m->req.ino);
+
+			msvc_cache_grant(m->fs, client_of(m), &k);
+			rep.flags |= MP_CACHE;
+		}
+		break;
+	}
 	case MP_GETATTR:
 		rc = meta_getattr(&mb, m->req.ino, &rep.attr);
 		if (rc == 0) {
@@ -812,7 +864,18 @@ do_read(struct mreq *m)
 										: m->req.max;
 		unsigned n = 0;
 
-		int il = x ? meta_inline_get(&mb, m->req.ino, m->buf, sizeof(m->buf)) : -ENOMEM;
+		int il = x ? meta_getattr(&mb, m->req.ino, &rep.attr) : -ENOMEM;
+
+		/* a file gone (its last holder closed it): -ESTALE, never holes read as zeros */
+		if (il == 0)
+			il = meta_inline_get(&mb, m->req.ino, m->buf, sizeof(m->buf));
+		else if (x != NULL)
+			il = il == -ENOENT ? -ESTALE : il;
+		if (il < 0 && il != -ENOENT) {
+			rc = il;
+			sh_free(x);
+			break;
+		}
 
 		if (il >= 0) {
 			/* a small file: its bytes instead of extents */

@@ -78,7 +78,7 @@ struct msvc_group_info {
  * MSVC_SLOT_CMD + op for commands (creates, inline writes, ...), the
  * request kind below it for the rest (lookup, getattr, extents, ...).
  */
-#define MSVC_SLOT_CMD 16
+#define MSVC_SLOT_CMD 24
 #define MSVC_SLOTS    (MSVC_SLOT_CMD + 32)
 struct msvc_stats {
 	uint64_t requests[MSVC_SLOTS], errors[MSVC_SLOTS], time_ns[MSVC_SLOTS];

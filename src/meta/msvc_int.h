@@ -39,6 +39,8 @@ struct mfs {
 	struct sh_list r2s;	 /* renames between buckets coordinated here */
 	struct sh_list reclaims; /* stripes being released (msvc_reclaim.c) */
 	struct mcache *cache;	 /* client cache leases (msvc_cache.c), lazily made */
+	struct mholds *holds;	 /* clients' open files (msvc_hold.c), lazily made */
+	uint64_t *led_since;	 /* by group index: when it became a serving leader here */
 	unsigned nreclaims;
 	uint64_t kills[KILLS_MAX]; /* dedup claims being asked about (0: a free slot) */
 	bool reclaim_more;	   /* the last scan left records behind: scan again as jobs end */
@@ -152,6 +154,17 @@ void msvc_cache_grant(struct mfs *fs, uint64_t client, const struct mp_key *k);
 void msvc_cache_recall(struct mfs *fs, const struct mp_key *keys, unsigned n);
 void msvc_cache_changed(struct mfs *fs, const struct meta_cmd *c, const struct meta_result *r);
 void msvc_cache_free(struct mfs *fs);
+/*
+ * Open files without names (msvc_hold.c). msvc_hold: client holds ino open
+ * (or gives it back); -ESTALE if ino is being dropped. msvc_hold_led: group
+ * gi became a serving leader here. msvc_orphans_reap: drop bucket's orphans
+ * nobody holds (from the reclaim tick).
+ */
+struct mholds;
+int msvc_hold(struct mfs *fs, uint64_t client, uint64_t ino, bool release);
+void msvc_hold_led(struct mfs *fs, uint32_t gi);
+void msvc_orphans_reap(struct mfs *fs, struct mgroup *g, uint32_t gi, uint16_t bucket);
+void msvc_hold_free(struct mfs *fs);
 /* rmdir of m's directory whose inode (dir) lives in another bucket. Answers m. */
 void msvc_rmdir_remote(struct mreq *m, uint64_t dir);
 /* A new leader finishes or undoes the renames its buckets' intents record. */

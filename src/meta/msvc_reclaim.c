@@ -335,6 +335,7 @@ on_tick(struct env_timer *t)
 				   META_REFUSED_KEEP_NS, meta_dedup_forget_refused);
 			forget_old(fs, fs->groups[g], b[i], META_OP_DONE_FORGET, META_DONE_KEEP_NS,
 				   meta_done_forget);
+			msvc_orphans_reap(fs, fs->groups[g], g, b[i]);
 			if (mgroup_read(fs->groups[g], b[i], &mb) < 0)
 				continue;
 			(void)meta_reclaims(&mb, on_record, &sc);

@@ -147,6 +147,9 @@ TEST(meta_extent_overwrite_truncate_unlink)
 	SH_ASSERT_OK(meta_remove(&f.b, META_ROOT_INO, "f", 1, false, 70, &removed, dl));
 	gone = 0;
 	SH_ASSERT_OK(meta_reclaims(&f.b, count, &gone));
+	SH_ASSERT_EQ(gone, 0); /* an orphan: its holders still read it */
+	SH_ASSERT_OK(meta_orphan_drop(&f.b, removed));
+	SH_ASSERT_OK(meta_reclaims(&f.b, count, &gone));
 	SH_ASSERT_EQ(gone, 16); /* 7 + 9 */
 	fx_close(&f);
 }

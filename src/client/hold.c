@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Open files held at their buckets (client_int.h; the leaders' side is
+ * src/meta/msvc_hold.c, docs/metadata.md "Open files without names"): a
+ * file opened here is held at its bucket's leader so that, unlinked or
+ * renamed over by anyone, it lives on until its last close here.
+ *
+ * The first open of a file sends MP_HOLD (which answers its attributes,
+ * as a getattr would); later opens count. A thread per filesystem handle
+ * renews every file held, one MP_HOLD per bucket every MP_HOLD_RENEW_MS,
+ * and gives back the files whose last handle closed (batched, a few ms
+ * after the close). An open of a file whose hold is being given back
+ * waits for that answer first, so a hold is never given back after it
+ * was taken again.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client_int.h"
+
+SH_LOG_FACILITY("client.hold");
+
+#define RELEASE_DELAY_NS (20ull * 1000 * 1000) /* closes gathered into one release */
+
+enum { H_HELD, H_QUEUED, H_RELEASING };
+
+struct chold {
+	struct sh_hnode hn;
+	uint64_t ino;
+	unsigned opens;
+	uint8_t state;
+};
+
+struct cholds {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;   /* the thread's wake-up, and the end of a release */
+	struct sh_htable t;  /* struct chold by ino */
+	unsigned queued;     /* H_QUEUED entries */
+	uint64_t renewed_at; /* monotonic ns */
+	pthread_t th;
+	bool started, stopping;
+};
+
+static bool
+eq(const struct sh_hnode *n, const void *key)
+{
+	return ((const struct chold *)n)->ino == *(const uint64_t *)key;
+}
+
+static struct chold *
+find(struct cholds *h, uint64_t ino)
+{
+	return (struct chold *)sh_htable_find(&h->t, sh_hash_u64(ino), &ino, eq);
+}
+
+static uint64_t
+mono(void)
+{
+	return sh_clock_mono_ns();
+}
+
+/* One MP_HOLD to bucket for inos (renew or give back); what it answered. */
+static int
+send_batch(sh_fs *fs, uint16_t bucket, const uint64_t *inos, unsigned n, uint32_t flags)
+{
+	struct mp_req q = { .kind = MP_HOLD, .fs = fs->id, .bucket = bucket, .max = flags };
+	struct sh_enc e;
+	struct cres r;
+	int rc;
+
+	sh_enc_init(&e);
+	for (unsigned i = 0; i < n; i++)
+		sh_enc_u64(&e, inos[i]);
+	q.data = e.p;
+	q.dlen = e.len;
+	rc = sh_enc_error(&e) ? -ENOMEM : client_meta(fs->c, &q, &r);
+	if (rc != -ENOMEM)
+		cres_fini(&r);
+	sh_enc_fini(&e);
+	return rc;
+}
+
+static int
+by_bucket(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	uint16_t bx = meta_ino_bucket(x), by = meta_ino_bucket(y);
+
+	return bx != by ? (bx < by ? -1 : 1) : (x < y ? -1 : x > y);
+}
+
+/* inos (sorted here) sent in one request per bucket, at most MP_HOLD_MAX each. */
+static void
+send_all(sh_fs *fs, uint64_t *inos, unsigned n, uint32_t flags)
+{
+	qsort(inos, n, sizeof(*inos), by_bucket);
+	for (unsigned i = 0; i < n;) {
+		uint16_t b = meta_ino_bucket(inos[i]);
+		unsigned k = i;
+
+		while (k < n && k - i < MP_HOLD_MAX && meta_ino_bucket(inos[k]) == b)
+			k++;
+		int rc = send_batch(fs, b, inos + i, k - i, flags);
+
+		if (rc < 0)
+			sh_log_debug("bucket %u: %s of %u open files: %s", b,
+				     flags & MP_HOLD_RELEASE ? "release" : "renewal", k - i,
+				     sh_strerror(rc));
+		i = k;
+	}
+}
+
+/* The inos of entries in state (all of them: state > H_RELEASING), into a new array. */
+static uint64_t *
+collect(struct cholds *h, int state, uint8_t to, unsigned *n)
+{
+	uint64_t *out = sh_calloc(sh_htable_count(&h->t) + 1, sizeof(*out));
+	struct sh_hnode *x;
+	size_t it;
+
+	*n = 0;
+	if (out == NULL)
+		return NULL;
+	for (x = sh_htable_first(&h->t, &it); x; x = sh_htable_next(&h->t, &it, x)) {
+		struct chold *c = (struct chold *)x;
+
+		if (state <= H_RELEASING && c->state != state)
+			continue;
+		out[(*n)++] = c->ino;
+		if (state <= H_RELEASING)
+			c->state = to;
+	}
+	return out;
+}
+
+static void *
+run(void *arg)
+{
+	sh_fs *fs = arg;
+	struct cholds *h = fs->holds;
+
+	pthread_mutex_lock(&h->mu);
+	while (!h->stopping || h->queued > 0) {
+		uint64_t now = mono(), renew_ns = (uint64_t)MP_HOLD_RENEW_MS * 1000 * 1000;
+		uint64_t *inos;
+		unsigned n;
+
+		if (h->queued > 0) {
+			struct timespec d = { 0, (long)RELEASE_DELAY_NS };
+
+			/* gather the closes of a moment into one release */
+			pthread_mutex_unlock(&h->mu);
+			if (!h->stopping)
+				nanosleep(&d, NULL);
+			pthread_mutex_lock(&h->mu);
+			inos = collect(h, H_QUEUED, H_RELEASING, &n);
+			if (inos == NULL) { /* no memory now: again in a moment */
+				pthread_mutex_unlock(&h->mu);
+				nanosleep(&d, NULL);
+				pthread_mutex_lock(&h->mu);
+				continue;
+			}
+			h->queued = 0;
+			pthread_mutex_unlock(&h->mu);
+			send_all(fs, inos, n, MP_HOLD_RELEASE);
+			pthread_mutex_lock(&h->mu);
+			for (unsigned i = 0; i < n; i++) {
+				struct chold *c = find(h, inos[i]);
+
+				if (c && c->state == H_RELEASING) {
+					sh_htable_remove(&h->t, &c->hn);
+					sh_free(c);
+				}
+			}
+			sh_free(inos);
+			pthread_cond_broadcast(&h->cv);
+			continue;
+		}
+		if (h->stopping)
+			break;
+		if (now - h->renewed_at >= renew_ns && sh_htable_count(&h->t) > 0) {
+			h->renewed_at = now;
+			inos = collect(h, H_RELEASING + 1, 0, &n);
+			pthread_mutex_unlock(&h->mu);
+			if (inos)
+				send_all(fs, inos, n, 0);
+			sh_free(inos);
+			pthread_mutex_lock(&h->mu);
+			continue;
+		}
+		{
+			struct timespec ts;
+			uint64_t wait = renew_ns - (now - h->renewed_at);
+
+			if (now - h->renewed_at >= renew_ns)
+				wait = renew_ns;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_sec += (time_t)(wait / 1000000000ull);
+			ts.tv_nsec += (long)(wait % 1000000000ull);
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+		}
+	}
+	pthread_mutex_unlock(&h->mu);
+	return NULL;
+}
+
+int
+client_holds_init(sh_fs *fs)
+{
+	struct cholds *h = sh_calloc(1, sizeof(*h));
+	pthread_condattr_t ca;
+
+	if (h == NULL)
+		return -ENOMEM;
+	if (sh_htable_init(&h->t, 0) < 0) {
+		sh_free(h);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&h->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	fs->holds = h;
+	return 0;
+}
+
+void
+client_holds_fini(sh_fs *fs)
+{
+	struct cholds *h = fs->holds;
+	struct sh_hnode *x;
+	size_t it;
+
+	if (h == NULL)
+		return;
+	pthread_mutex_lock(&h->mu);
+	h->stopping = true;
+	/* whatever is still open here is given back now: this handle goes */
+	for (x = sh_htable_first(&h->t, &it); x; x = sh_htable_next(&h->t, &it, x)) {
+		struct chold *c = (struct chold *)x;
+
+		if (c->state == H_HELD) {
+			c->state = H_QUEUED;
+			h->queued++;
+		}
+	}
+	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+	if (h->started)
+		pthread_join(h->th, NULL);
+	while ((x = sh_htable_first(&h->t, &it)) != NULL) {
+		sh_htable_remove(&h->t, x);
+		sh_free(x);
+	}
+	sh_htable_fini(&h->t);
+	pthread_cond_destroy(&h->cv);
+	pthread_mutex_destroy(&h->mu);
+	sh_free(h);
+	fs->holds = NULL;
+}
+
+/*
+ * ino is open once more here. 1 if it was held already (nothing to ask),
+ * 0 if the caller must ask its leader (the entry is made, opens 1), or
+ * -ENOMEM. Waits for a release of ino in flight.
+ */
+static int
+take(sh_fs *fs, uint64_t ino)
+{
+	struct cholds *h = fs->holds;
+	struct chold *c;
+
+	for (;;) {
+		c = find(h, ino);
+		if (c == NULL || c->state != H_RELEASING)
+			break;
+		pthread_cond_wait(&h->cv, &h->mu);
+	}
+	if (c != NULL) {
+		if (c->state == H_QUEUED) {
+			c->state = H_HELD; /* closed a moment ago: its hold never went */
+			h->queued--;
+		}
+		c->opens++;
+		return 1;
+	}
+	c = sh_calloc(1, sizeof(*c));
+	if (c == NULL)
+		return -ENOMEM;
+	*c = (struct chold){ .ino = ino, .opens = 1, .state = H_HELD };
+	sh_htable_insert(&h->t, &c->hn, sh_hash_u64(ino));
+	if (!h->started && pthread_create(&h->th, NULL, run, fs) == 0)
+		h->started = true;
+	return 0;
+}
+
+/* The opens just counted for ino are undone (its leader refused it). */
+static void
+untake(struct cholds *h, uint64_t ino)
+{
+	struct chold *c = find(h, ino);
+
+	if (c != NULL && --c->opens == 0) {
+		sh_htable_remove(&h->t, &c->hn);
+		sh_free(c);
+	}
+}
+
+int
+client_hold_open(sh_fs *fs, uint64_t ino, bool fresh, struct stat *st)
+{
+	struct cholds *h = fs->holds;
+	struct mp_req q = { .kind = MP_HOLD,
+			    .fs = fs->id,
+			    .bucket = meta_ino_bucket(ino),
+			    .ino = ino,
+			    .max = fresh ? MP_HOLD_FRESH : 0 };
+	struct cres r;
+	uint64_t since;
+	int rc;
+
+	pthread_mutex_lock(&h->mu);
+	rc = take(fs, ino);
+	pthread_mutex_unlock(&h->mu);
+	if (rc < 0)
+		return rc;
+	if (rc == 1) {
+		/* held here already: a second open, even of a file without names now */
+		rc = sh_getattr(fs, ino, st);
+		if (rc < 0)
+			client_hold_close(fs, ino);
+		return rc;
+	}
+	since = cache_now();
+	rc = client_meta(fs->c, &q, &r);
+	if (rc == 0 && !(r.rep.flags & MP_ATTR))
+		rc = -EPROTO;
+	if (rc == 0 && (r.rep.flags & MP_CACHE)) {
+		cache_put_attr(fs, ino, &r.rep.attr, since);
+		if (r.rep.flags & MP_INLINE)
+			cache_put_inline(fs, ino, &r.rep.attr, r.rep.data, r.rep.dlen);
+	}
+	if (rc == 0)
+		client_to_stat(ino, &r.rep.attr, st);
+	cres_fini(&r);
+	if (rc < 0) {
+		pthread_mutex_lock(&h->mu);
+		untake(h, ino);
+		pthread_cond_broadcast(&h->cv);
+		pthread_mutex_unlock(&h->mu);
+	}
+	return rc;
+}
+
+int
+client_hold_created(sh_fs *fs, uint64_t ino)
+{
+	struct cholds *h = fs->holds;
+	int rc;
+
+	pthread_mutex_lock(&h->mu);
+	rc = take(fs, ino);
+	pthread_mutex_unlock(&h->mu);
+	return rc < 0 ? rc : 0;
+}
+
+void
+client_hold_close(sh_fs *fs, uint64_t ino)
+{
+	struct cholds *h = fs->holds;
+	struct chold *c;
+
+	pthread_mutex_lock(&h->mu);
+	c = find(h, ino);
+	if (c != NULL && c->state == H_HELD && --c->opens == 0) {
+		c->state = H_QUEUED;
+		h->queued++;
+		pthread_cond_broadcast(&h->cv);
+	}
+	pthread_mutex_unlock(&h->mu);
+}

@@ -1,0 +1,505 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Integrity tests through the mount: never a wrong byte, never a lost write.
+
+usage: tests/cluster/test_integrity.py BIN_DIR [--only NAME[,NAME]] [--keep]
+       tests/cluster/test_integrity.py BIN_DIR --chaos SECONDS [--seed N]
+
+Real shoald processes on loopback (shoal local up), as tests/cluster/test_cluster.py:
+- the checkpoint pattern (write tmp, fsync, rename over, fsync the directory) against
+  readers on the same mount and on a second one: every read is one version, whole;
+- files unlinked or renamed over while open live until their last close, also on
+  another mount, and a holder killed with one open gives its space back;
+- link, rename and unlink show their new ctime on the next stat;
+- chaos (short in the default run, `make chaos` for minutes per seed): writers through
+  the mount and the library while up to P nodes at a time are kill -9'd and restarted;
+  every acknowledged (fsync'd) file is then read back byte for byte, with all nodes up
+  and with one node down.
+Prints the closing line "N passed, N failed, N skipped".
+"""
+import hashlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_cluster as tc  # noqa: E402
+from test_cluster import Fail, Skip, check, make_fs, unmount, fuse_usable  # noqa: E402
+
+TESTS = []
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+def mount(c, mnt, *opts):
+    os.makedirs(mnt, exist_ok=True)
+    p = c.shoal("mount", "fs1", mnt, *opts)
+    if p.returncode != 0 and "cannot mount" in p.stderr:
+        raise Skip("FUSE mounts are not allowed here: %s" % p.stderr.strip())
+    check(p.returncode == 0, "mount: %s" % p.stderr)
+
+
+def mount_pid(mnt):
+    """The pid of the daemon serving mnt (shoal mount ... MNT)."""
+    out = subprocess.run(["pgrep", "-f", "mount fs1 " + mnt + "$"], capture_output=True,
+                         text=True).stdout.split()
+    return int(out[0]) if out else None
+
+
+def version(i, size):
+    h = hashlib.sha256(b"ckpt %d" % i).digest()
+    return (h * (size // 32 + 1))[:size]
+
+
+def checkpoint_race(writer_dir, reader_dir, n, size):
+    """n checkpoint saves in writer_dir while a process reads reader_dir's copy whole, again
+    and again: (reads, torn reads, errors)."""
+    good = {hashlib.sha256(version(i, size)).digest() for i in range(n)}
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the reader
+        os.close(r)
+        reads = torn = 0
+        errs = {}
+        path = os.path.join(reader_dir, "checkpoint.pt")
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            if os.path.exists(os.path.join(reader_dir, "done")):
+                break
+            try:
+                with open(path, "rb") as f:
+                    b = f.read()
+            except FileNotFoundError:
+                continue
+            except OSError as e:
+                errs[e.strerror] = errs.get(e.strerror, 0) + 1
+                continue
+            reads += 1
+            torn += hashlib.sha256(b).digest() not in good
+        os.write(w, repr((reads, torn, errs)).encode())
+        os._exit(0)
+    os.close(w)
+    for i in range(n):
+        tmp = os.path.join(writer_dir, "tmp")
+        with open(tmp, "wb") as f:
+            f.write(version(i, size))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, os.path.join(writer_dir, "checkpoint.pt"))
+        fd = os.open(writer_dir, os.O_RDONLY)
+        os.fsync(fd)
+        os.close(fd)
+    open(os.path.join(writer_dir, "done"), "w").close()
+    out = b""
+    while True:
+        chunk = os.read(r, 4096)
+        if not chunk:
+            break
+        out += chunk
+    os.waitpid(pid, 0)
+    os.remove(os.path.join(writer_dir, "done"))
+    return eval(out.decode())
+
+
+@test
+def checkpoint_replace_is_atomic_for_readers(c):
+    """tmp + fsync + rename over + fsync of the directory, 200 times, against a reader on
+    the same mount and one on a second mount: no ESTALE, no torn or mixed read."""
+    if not fuse_usable():
+        raise Skip("no usable /dev/fuse or fusermount3 on this machine")
+    c.up()
+    make_fs(c)
+    m1, m2 = os.path.join(c.dir, "m1"), os.path.join(c.dir, "m2")
+    mount(c, m1)
+    try:
+        mount(c, m2)
+        try:
+            for reader, name in ((m1, "same mount"), (m2, "second mount")):
+                t0 = time.time()
+                reads, torn, errs = checkpoint_race(m1, reader, 200, 256 * 1024 + 77)
+                print("  %s: 200 replaces in %.1f s, %d whole reads, %d torn, errors %s" %
+                      (name, time.time() - t0, reads, torn, errs))
+                check(reads >= 20, "%s: the reader read %d times" % (name, reads))
+                check(torn == 0 and not errs, "%s: %d torn reads, errors %s of %d reads" %
+                      (name, torn, errs, reads))
+        finally:
+            unmount(m2)
+    finally:
+        unmount(m1)
+
+
+def logical(c):
+    return [f for f in c.json("fs", "list") if f["name"] == "fs1"][0]["logical_bytes"]
+
+
+def wait_logical(c, want, timeout, what):
+    end = time.time() + timeout
+    while True:
+        got = logical(c)
+        if got == want:
+            return
+        check(time.time() < end, "%s: logical bytes %d, want %d" % (what, got, want))
+        time.sleep(0.5)
+
+
+@test
+def open_files_live_until_last_close(c):
+    """open, unlink, fstat (nlink 0), pread, pwrite; a file renamed over under a reader on
+    another mount reads whole; space comes back at the last close, and after the holder
+    is kill -9'd."""
+    if not fuse_usable():
+        raise Skip("no usable /dev/fuse or fusermount3 on this machine")
+    c.up()
+    make_fs(c)
+    m1, m2 = os.path.join(c.dir, "m1"), os.path.join(c.dir, "m2")
+    mount(c, m1)
+    try:
+        mount(c, m2)
+        data = os.urandom(3 << 20)
+        p = os.path.join(m1, "u")
+        fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)
+        os.write(fd, data)
+        os.fsync(fd)
+        os.unlink(p)
+        st = os.fstat(fd)
+        check(st.st_nlink == 0 and st.st_size == len(data), "fstat after unlink: %s" % (st,))
+        check(not os.path.exists(p), "the name is gone")
+        check(os.pread(fd, len(data), 0) == data, "pread after unlink")
+        os.pwrite(fd, b"written after unlink", 4096)
+        os.fsync(fd)
+        check(os.pread(fd, 20, 4096) == b"written after unlink", "pwrite after unlink")
+        os.close(fd)
+        wait_logical(c, 0, 30, "the last close of an unlinked file")
+        # a reader on the second mount holds a file that the first renames another over
+        a, b = os.urandom(1 << 20), os.urandom(1 << 20)
+        for name, d in (("a", a), ("b", b)):
+            with open(os.path.join(m1, name), "wb") as f:
+                f.write(d)
+        r = open(os.path.join(m2, "a"), "rb")
+        check(r.read(4096) == a[:4096], "the reader's first bytes")
+        os.rename(os.path.join(m1, "b"), os.path.join(m1, "a"))
+        time.sleep(1.5)  # past the attribute and entry caches
+        check(r.read() == a[4096:], "the file renamed over reads whole through its holder")
+        r.close()
+        with open(os.path.join(m2, "a"), "rb") as f:
+            check(f.read() == b, "a new open sees the new file")
+        wait_logical(c, len(b), 30, "the replaced file's last close")
+        # a holder killed with an unlinked file open: its hold runs out, the space comes back
+        with open(os.path.join(m1, "held"), "wb") as f:
+            f.write(os.urandom(2 << 20))
+        holder = subprocess.Popen([sys.executable, "-c",
+                                   "import sys,time; f=open(sys.argv[1],'rb'); f.read(1); "
+                                   "print('open', flush=True); time.sleep(600)",
+                                   os.path.join(m2, "held")], stdout=subprocess.PIPE)
+        check(holder.stdout.readline().strip() == b"open", "the holder opened the file")
+        os.unlink(os.path.join(m1, "held"))
+        time.sleep(2)
+        check(logical(c) == len(b) + (2 << 20), "an unlinked file held open keeps its space")
+        pid = mount_pid(m2)
+        check(pid is not None, "the second mount's daemon")
+        os.kill(pid, signal.SIGKILL)
+        holder.kill()
+        holder.wait()
+        unmount(m2)
+        t0 = time.time()
+        wait_logical(c, len(b), 40, "a killed holder's orphan")
+        print("  orphan of a killed holder released %.1f s after the kill" % (time.time() - t0))
+    finally:
+        unmount(m2)
+        unmount(m1)
+
+
+@test
+def link_rename_unlink_show_ctime(c):
+    """link, rename and unlink change ctime (and the parent's mtime) as POSIX says, and the
+    next stat through the mount shows it, 50 times each."""
+    if not fuse_usable():
+        raise Skip("no usable /dev/fuse or fusermount3 on this machine")
+    c.up()
+    make_fs(c)
+    m = os.path.join(c.dir, "m")
+    mount(c, m)
+    try:
+        bad = []
+        for i in range(50):
+            f, g = os.path.join(m, "f%d" % i), os.path.join(m, "g%d" % i)
+            with open(f, "wb") as h:
+                h.write(b"x")
+            t0 = os.stat(f).st_ctime_ns
+            time.sleep(0.01)
+            os.link(f, g)
+            t1 = os.stat(f).st_ctime_ns
+            if t1 <= t0:
+                bad.append(("link", i))
+            time.sleep(0.01)
+            os.rename(g, g + ".r")
+            t2 = os.stat(g + ".r").st_ctime_ns
+            if t2 <= t1:
+                bad.append(("rename", i))
+            time.sleep(0.01)
+            d0 = os.stat(m).st_mtime_ns
+            os.unlink(g + ".r")
+            t3 = os.stat(f).st_ctime_ns
+            if t3 <= t2 or os.stat(f).st_nlink != 1:
+                bad.append(("unlink", i))
+            if os.stat(m).st_mtime_ns <= d0:
+                bad.append(("parent mtime", i))
+        check(not bad, "stale times after: %s" % bad[:10])
+    finally:
+        unmount(m)
+
+
+# ---- chaos ----
+
+class Model:
+    """What the writers were told is durable: name -> (seed, size); and what they saw fail."""
+
+    def __init__(self):
+        self.mu = threading.Lock()
+        self.files = {}
+        self.errors = []
+        self.ops = 0
+
+
+def content(seed, size):
+    out = bytearray()
+    k = 0
+    while len(out) < size:
+        out += hashlib.sha256(b"%d %d" % (seed, k)).digest()
+        k += 1
+    return bytes(out[:size])
+
+
+def pick_size(rng):
+    r = rng.random()
+    if r < 0.3:
+        return rng.randint(1, 4096)
+    if r < 0.8:
+        return rng.randint(4097, 512 * 1024)
+    return rng.randint(512 * 1024, 4 << 20)
+
+
+def writer(mnt, wid, model, stop, rng, down):
+    n = 0
+    while not stop.is_set():
+        n += 1
+        name = "w%d-%d" % (wid, n)
+        seed, size = rng.getrandbits(48), pick_size(rng)
+        try:
+            r = rng.random()
+            with model.mu:
+                mine = [k for k in model.files if k.startswith("w%d-" % wid)]
+            if r < 0.15 and len(mine) >= 2:
+                a, b = rng.sample(mine, 2)
+                os.rename(os.path.join(mnt, a), os.path.join(mnt, b))
+                fd = os.open(mnt, os.O_RDONLY)
+                os.fsync(fd)
+                os.close(fd)
+                with model.mu:
+                    model.files[b] = model.files.pop(a)
+            elif r < 0.25 and mine:
+                a = rng.choice(mine)
+                os.unlink(os.path.join(mnt, a))
+                with model.mu:
+                    del model.files[a]
+            else:
+                with open(os.path.join(mnt, name), "wb") as f:
+                    f.write(content(seed, size))
+                    f.flush()
+                    os.fsync(f.fileno())
+                with model.mu:
+                    model.files[name] = (seed, size)
+            with model.mu:
+                model.ops += 1
+        except OSError as e:
+            with model.mu:
+                model.errors.append("%s: %s (%d nodes down)" % (name, e, len(down)))
+            time.sleep(0.2)
+
+
+def lib_writer(c, model, stop, rng, down, tmpdir):
+    """Files put through the library (shoal ns put): acknowledged when it exits 0."""
+    n = 0
+    while not stop.is_set():
+        n += 1
+        name = "lib-%d" % n
+        seed, size = rng.getrandbits(48), pick_size(rng)
+        local = os.path.join(tmpdir, "lib-src")
+        with open(local, "wb") as f:
+            f.write(content(seed, size))
+        p = c.shoal("ns", "fs1", "put", local, "/" + name, timeout=120)
+        with model.mu:
+            if p.returncode == 0:
+                model.files[name] = (seed, size)
+                model.ops += 1
+            else:
+                model.errors.append("%s: %s (%d nodes down)" % (name, p.stderr.strip(),
+                                                                 len(down)))
+
+
+def killer(c, stop, rng, p, down, log):
+    """kill -9 up to p nodes at a time, restart them 3-8 s later (shoal local up)."""
+    nodes = list(range(1, c.nodes + 1))
+    while not stop.is_set():
+        stop.wait(rng.uniform(2, 5))
+        if stop.is_set():
+            break
+        k = rng.randint(1, p)
+        victims = rng.sample(nodes, k)
+        for v in victims:
+            c.kill(v)
+            down.add(v)
+        log.append((time.time(), "kill", victims))
+        stop.wait(rng.uniform(3, 8))
+        c.local("up")
+        for v in victims:
+            down.discard(v)
+        log.append((time.time(), "up", victims))
+
+
+def verify(model, mnt, what):
+    lost, wrong = [], []
+    for name, (seed, size) in sorted(model.files.items()):
+        try:
+            with open(os.path.join(mnt, name), "rb") as f:
+                b = f.read()
+        except OSError as e:
+            lost.append("%s: %s" % (name, e))
+            continue
+        if b != content(seed, size):
+            wrong.append("%s: %d bytes, want %d" % (name, len(b), size))
+    print("  %s: %d acknowledged files, %d lost, %d wrong" % (what, len(model.files),
+                                                              len(lost), len(wrong)))
+    return lost, wrong
+
+
+def settle(c):
+    """Every node up and serving metadata again."""
+    c.local("up")
+    end = time.time() + 60
+    while time.time() < end:
+        p = c.shoal("ns", "fs1", "stat", "/")
+        if p.returncode == 0 and all(x["state"] == "up" for x in c.json("node", "list")):
+            return
+        time.sleep(0.5)
+    raise Fail("the cluster did not settle after the kills")
+
+
+def chaos(c, seconds, seed):
+    if not fuse_usable():
+        raise Skip("no usable /dev/fuse or fusermount3 on this machine")
+    rng = random.Random(seed)
+    print("  chaos seed %d, %d s (rerun: tests/cluster/test_integrity.py BIN --chaos %d "
+          "--seed %d)" % (seed, seconds, seconds, seed))
+    c.local("up", "--nodes", str(c.nodes), "--port", str(c.port), "--drive-size", "1G",
+            "--buckets", "64")
+    make_fs(c, compression="lz4")
+    mnt = os.path.join(c.dir, "m")
+    mount(c, mnt)
+    model, stop, down, log = Model(), threading.Event(), set(), []
+    threads = [threading.Thread(target=writer, args=(mnt, i, model, stop,
+                                                     random.Random(rng.random()), down))
+               for i in range(3)]
+    threads.append(threading.Thread(target=lib_writer, args=(c, model, stop,
+                                                             random.Random(rng.random()), down,
+                                                             c.dir)))
+    k = threading.Thread(target=killer, args=(c, stop, random.Random(rng.random()), 2, down,
+                                              log))
+    try:
+        for t in threads:
+            t.start()
+        k.start()
+        time.sleep(seconds)
+        stop.set()
+        k.join()
+        for t in threads:
+            t.join()
+        kills = sum(len(x[2]) for x in log if x[1] == "kill")
+        print("  %d operations acknowledged, %d kills, writer errors: %d" %
+              (model.ops, kills, len(model.errors)))
+        settle(c)
+        unmount(mnt)
+        mount(c, mnt)  # nothing cached from before
+        lost, wrong = verify(model, mnt, "all nodes up")
+        victim = rng.randint(1, c.nodes)
+        c.kill(victim)
+        c.wait_state(victim, "down", 1 if victim != 1 else 2, 30)
+        unmount(mnt)
+        mount(c, mnt)
+        lost1, wrong1 = verify(model, mnt, "node %d down" % victim)
+        check(not model.errors, "writers saw errors with at most 2 nodes down: %s" %
+              model.errors[:5])
+        check(not lost and not wrong, "all up: lost %s wrong %s" % (lost[:5], wrong[:5]))
+        check(not lost1 and not wrong1, "one down: lost %s wrong %s" % (lost1[:5], wrong1[:5]))
+    finally:
+        stop.set()
+        unmount(mnt)
+
+
+@test
+def chaos_short_kills_lose_nothing(c):
+    """A short chaos run (make chaos runs minutes per seed)."""
+    chaos(c, int(os.environ.get("SH_CHAOS_SECONDS", "40")),
+          int(os.environ.get("SH_CHAOS_SEED", str(random.randrange(1 << 30)))))
+
+
+SIZES = {"checkpoint_replace_is_atomic_for_readers": 6, "open_files_live_until_last_close": 6,
+         "link_rename_unlink_show_ctime": 5, "chaos_short_kills_lose_nothing": 6}
+
+
+def main():
+    args = sys.argv[1:]
+    if not args:
+        print(__doc__)
+        return 2
+    tc.BIN = os.path.abspath(args[0])
+    keep = "--keep" in args
+    only = args[args.index("--only") + 1].split(",") if "--only" in args else None
+    base = int(os.environ.get("SH_INTEGRITY_PORT", "28400"))
+    tests = TESTS
+    if "--chaos" in args:
+        secs = int(args[args.index("--chaos") + 1])
+        seed = int(args[args.index("--seed") + 1]) if "--seed" in args else \
+            random.randrange(1 << 30)
+
+        def chaos_run(c):
+            chaos(c, secs, seed)
+        chaos_run.__name__ = "chaos_%ds_seed_%d" % (secs, seed)
+        tests = [chaos_run]
+    passed = failed = skipped = 0
+    for i, fn in enumerate(tests):
+        name = fn.__name__
+        if only and name not in only:
+            continue
+        c = tc.Cluster(name, SIZES.get(name, 6), base + i * 20)
+        t0 = time.time()
+        try:
+            fn(c)
+            print("PASS %s (%.1fs)" % (name, time.time() - t0))
+            passed += 1
+        except Skip as e:
+            print("SKIP %s: %s" % (name, e))
+            skipped += 1
+        except Exception as e:
+            print("FAIL %s (%.1fs): %s" % (name, time.time() - t0, e))
+            if not isinstance(e, Fail):
+                traceback.print_exc()
+            print(c.logs())
+            failed += 1
+        finally:
+            c.down(wipe=not keep)
+        sys.stdout.flush()
+    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -14,6 +14,7 @@
 #   make compare      Shoal against GlusterFS 4+2 and the raw disk, same fio jobs (bench/compare)
 #   make fio-engine   the fio engine, libshoal_fio.so (also part of `all` but in SAN builds)
 #   make soak         simulator tests over SOAK_SEEDS random seeds
+#   make chaos        kill -9 of up to P nodes under writers, CHAOS_SECONDS per seed, CHAOS_SEEDS seeds
 #
 # Switches: SAN=1 (ASan+UBSan, no recovery), DEBUG=1 (-O0, extra checks).
 # Each switch builds into its own directory, so they never mix objects.
@@ -25,6 +26,8 @@ DEBUG ?= 0
 V ?= 0
 FUZZ_TIME ?= 20
 SOAK_SEEDS ?= 50
+CHAOS_SECONDS ?= 300
+CHAOS_SEEDS ?= 6
 
 ifeq ($(V),1)
 Q :=
@@ -187,7 +190,7 @@ TOOLS += $(FIO_ENGINE)
 endif
 
 # ---- top-level targets ----
-.PHONY: all deps test run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction soak clean format
+.PHONY: all deps test run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction soak chaos clean format
 
 all: $(ALL_LIBS) $(RUNNERS) $(FUZZ_REPLAY) $(BENCHES) $(TOOLS)
 
@@ -252,6 +255,13 @@ bench-reduction: deps
 bench-fuse: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(BUILD)/bench/fuse
+
+chaos: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)for i in $$(seq $(CHAOS_SEEDS)); do \
+		python3 tests/cluster/test_integrity.py $(BUILD)/bin --chaos $(CHAOS_SECONDS) \
+			--seed $$(od -An -N4 -tu4 /dev/urandom | tr -d ' ') || exit 1; \
+	done
 
 soak: deps
 	$(Q)$(MAKE) --no-print-directory all

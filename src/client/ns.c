@@ -466,8 +466,16 @@ sh_link_at(sh_fs *fs, uint64_t ino, uint64_t parent, const char *name, struct st
 		rc = sh_getattr(fs, ino, out);
 		/* the inode's count follows by a delta from the entry's bucket: it may not
 		 * have come yet, but this client made a link: show at least that */
-		if (rc == 0 && out->st_nlink < st.st_nlink + 1)
+		if (rc == 0 && out->st_nlink < st.st_nlink + 1) {
+			struct timespec now;
+
 			out->st_nlink = st.st_nlink + 1;
+			/* and its ctime moves with it (the kernel keeps what this says) */
+			ns_ts(now_ns(), &now);
+			if (out->st_ctim.tv_sec < now.tv_sec ||
+			    (out->st_ctim.tv_sec == now.tv_sec && out->st_ctim.tv_nsec < now.tv_nsec))
+				out->st_ctim = now;
+		}
 	}
 	return rc;
 }

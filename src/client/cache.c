@@ -319,15 +319,15 @@ cache_forget_cmd(sh_fs *fs, const struct meta_cmd *mc, bool done)
 		cache_drop_all_attrs(fs);
 }
 
-void
-cache_drop_all_attrs(sh_fs *fs)
+static void
+drop_kinds(sh_fs *fs, bool entries)
 {
 	pthread_mutex_lock(&fs->cache->mu);
 	for (unsigned i = 0; i < SLOTS; i++) {
 		struct centry **pp = &fs->cache->slot[i], *e;
 
 		while ((e = *pp) != NULL) {
-			if (e->key.kind == MP_KEY_ATTR) {
+			if (e->key.kind == MP_KEY_ATTR || entries) {
 				*pp = e->next;
 				entry_free(e);
 				continue;
@@ -336,6 +336,18 @@ cache_drop_all_attrs(sh_fs *fs)
 		}
 	}
 	pthread_mutex_unlock(&fs->cache->mu);
+}
+
+void
+cache_drop_all_attrs(sh_fs *fs)
+{
+	drop_kinds(fs, false);
+}
+
+void
+cache_drop_all(sh_fs *fs)
+{
+	drop_kinds(fs, true);
 }
 
 void

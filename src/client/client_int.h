@@ -77,6 +77,13 @@ void client_holds_fini(sh_fs *fs);
 int client_hold_open(sh_fs *fs, uint64_t ino, bool fresh, struct stat *st);
 int client_hold_created(sh_fs *fs, uint64_t ino);
 void client_hold_close(sh_fs *fs, uint64_t ino);
+/*
+ * The leader just named ino for a name (a lookup that asked): an open of it
+ * in the next moment is not fresh (the name said so a moment ago; if it
+ * was renamed over since, the open raced with the rename and gets the old
+ * file whole). sh_open_ino's opens are fresh otherwise.
+ */
+void client_hold_looked_up(sh_fs *fs, uint64_t ino);
 /* ns.c: a struct stat from an inode record. */
 void client_to_stat(uint64_t ino, const struct meta_inode *in, struct stat *st);
 
@@ -166,6 +173,8 @@ bool cache_get_entry(sh_fs *fs, uint64_t parent, const char *name, size_t len, u
 		     uint8_t *type);
 void cache_drop(sh_fs *fs, const struct mp_key *k);
 void cache_drop_all_attrs(sh_fs *fs);
+/* Every entry and attribute kept (a name found to point at a file it no longer names). */
+void cache_drop_all(sh_fs *fs);
 /* What mc changes (before it is sent, and again once done) is not trusted. */
 void cache_forget_cmd(sh_fs *fs, const struct meta_cmd *mc, bool done);
 void cache_stats(sh_fs *fs, uint64_t *hits, uint64_t *misses);

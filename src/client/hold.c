@@ -25,6 +25,8 @@
 SH_LOG_FACILITY("client.hold");
 
 #define RELEASE_DELAY_NS (20ull * 1000 * 1000) /* closes gathered into one release */
+#define LOOKED_N	 64
+#define LOOKED_NS	 (200ull * 1000 * 1000) /* an open this soon after a lookup is not fresh */
 
 enum { H_HELD, H_QUEUED, H_RELEASING };
 
@@ -41,6 +43,10 @@ struct cholds {
 	struct sh_htable t;  /* struct chold by ino */
 	unsigned queued;     /* H_QUEUED entries */
 	uint64_t renewed_at; /* monotonic ns */
+	struct {
+		uint64_t ino, at;
+	} looked[LOOKED_N]; /* inodes the leaders just named (a ring) */
+	unsigned nlooked;
 	pthread_t th;
 	bool started, stopping;
 };
@@ -315,6 +321,8 @@ untake(struct cholds *h, uint64_t ino)
 	}
 }
 
+static bool looked_up(const struct cholds *h, uint64_t ino);
+
 int
 client_hold_open(sh_fs *fs, uint64_t ino, bool fresh, struct stat *st)
 {
@@ -329,6 +337,8 @@ client_hold_open(sh_fs *fs, uint64_t ino, bool fresh, struct stat *st)
 	int rc;
 
 	pthread_mutex_lock(&h->mu);
+	if (fresh && looked_up(h, ino))
+		q.max &= ~(uint32_t)MP_HOLD_FRESH;
 	rc = take(fs, ino);
 	pthread_mutex_unlock(&h->mu);
 	if (rc < 0)
@@ -352,6 +362,8 @@ client_hold_open(sh_fs *fs, uint64_t ino, bool fresh, struct stat *st)
 	if (rc == 0)
 		client_to_stat(ino, &r.rep.attr, st);
 	cres_fini(&r);
+	if (rc == -ESTALE && fresh)
+		cache_drop_all(fs); /* what led here is stale: the lookup that follows asks */
 	if (rc < 0) {
 		pthread_mutex_lock(&h->mu);
 		untake(h, ino);
@@ -359,6 +371,30 @@ client_hold_open(sh_fs *fs, uint64_t ino, bool fresh, struct stat *st)
 		pthread_mutex_unlock(&h->mu);
 	}
 	return rc;
+}
+
+void
+client_hold_looked_up(sh_fs *fs, uint64_t ino)
+{
+	struct cholds *h = fs->holds;
+
+	pthread_mutex_lock(&h->mu);
+	h->looked[h->nlooked % LOOKED_N].ino = ino;
+	h->looked[h->nlooked % LOOKED_N].at = mono();
+	h->nlooked++;
+	pthread_mutex_unlock(&h->mu);
+}
+
+/* ino was named by a lookup a moment ago (under h->mu). */
+static bool
+looked_up(const struct cholds *h, uint64_t ino)
+{
+	uint64_t now = mono();
+
+	for (unsigned i = 0; i < LOOKED_N; i++)
+		if (h->looked[i].ino == ino && now - h->looked[i].at < LOOKED_NS)
+			return true;
+	return false;
 }
 
 int

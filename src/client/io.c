@@ -1612,8 +1612,6 @@ sh_open(sh_fs *fs, const char *path, int flags, mode_t mode, sh_file **out)
 		if (rc < 0 || !S_ISREG(st.st_mode))
 			break;
 		rc = client_hold_open(fs, st.st_ino, true, &st);
-		if (rc == -ESTALE)
-			cache_drop_all_attrs(fs); /* whatever said the name was there */
 	}
 	if (rc < 0)
 		return rc;

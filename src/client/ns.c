@@ -232,6 +232,7 @@ lookup(sh_fs *fs, uint64_t parent, const char *name, uint64_t *ino, struct meta_
 	}
 	if (rc == 0) {
 		*ino = r.rep.dentry.ino;
+		client_hold_looked_up(fs, *ino);
 		if (r.rep.flags & MP_ATTR) {
 			*attr = r.rep.attr;
 		} else if (!need_attr) {

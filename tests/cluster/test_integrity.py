@@ -39,12 +39,47 @@ def test(fn):
     return fn
 
 
+def all_addrs(c):
+    """Every node's management address: the library and the mount take the first that
+    answers, so a node that is down does not fail them."""
+    return ",".join(c.addr(n) for n in range(1, c.nodes + 1))
+
+
+def shoal_any(c, *args, timeout=120):
+    return subprocess.run([os.path.join(tc.BIN, "shoal"), "--addr", all_addrs(c)] + list(args),
+                          capture_output=True, text=True, timeout=timeout)
+
+
 def mount(c, mnt, *opts):
     os.makedirs(mnt, exist_ok=True)
-    p = c.shoal("mount", "fs1", mnt, *opts)
+    p = shoal_any(c, "mount", "fs1", mnt, *opts)
     if p.returncode != 0 and "cannot mount" in p.stderr:
         raise Skip("FUSE mounts are not allowed here: %s" % p.stderr.strip())
     check(p.returncode == 0, "mount: %s" % p.stderr)
+
+
+def mount_fg(c, mnt, name):
+    """A foreground mount whose log goes to the cluster directory (name.log), shown with
+    the nodes' logs when a test fails."""
+    os.makedirs(mnt, exist_ok=True)
+    log = open(os.path.join(c.dir, name + ".log"), "ab")
+    p = subprocess.Popen([os.path.join(tc.BIN, "shoal"), "--addr", all_addrs(c), "mount",
+                          "fs1", mnt, "-f"], stdout=log, stderr=log)
+    end = time.time() + 20
+    while not os.path.ismount(mnt):
+        check(p.poll() is None, "mount %s exited %s" % (mnt, p.returncode))
+        check(time.time() < end, "mount %s: not mounted after 20 s" % mnt)
+        time.sleep(0.05)
+    return p
+
+
+def unmount_fg(mnt, p):
+    unmount(mnt)
+    try:
+        p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
 
 
 def mount_pid(mnt):
@@ -331,7 +366,8 @@ def writer(mnt, wid, model, stop, rng, down):
                 model.ops += 1
         except OSError as e:
             with model.mu:
-                model.errors.append("%s: %s (%d nodes down)" % (name, e, len(down)))
+                model.errors.append((time.time(), "%s: %s (%d nodes down)" % (name, e,
+                                                                             len(down))))
             time.sleep(0.2)
 
 
@@ -345,14 +381,14 @@ def lib_writer(c, model, stop, rng, down, tmpdir):
         local = os.path.join(tmpdir, "lib-src")
         with open(local, "wb") as f:
             f.write(content(seed, size))
-        p = c.shoal("ns", "fs1", "put", local, "/" + name, timeout=120)
+        p = shoal_any(c, "ns", "fs1", "put", local, "/" + name)
         with model.mu:
             if p.returncode == 0:
                 model.files[name] = (seed, size)
                 model.ops += 1
             else:
-                model.errors.append("%s: %s (%d nodes down)" % (name, p.stderr.strip(),
-                                                                 len(down)))
+                model.errors.append((time.time(), "%s: %s (%d nodes down)" %
+                                     (name, p.stderr.strip(), len(down))))
 
 
 def killer(c, stop, rng, p, down, log):
@@ -396,7 +432,7 @@ def settle(c):
     c.local("up")
     end = time.time() + 60
     while time.time() < end:
-        p = c.shoal("ns", "fs1", "stat", "/")
+        p = shoal_any(c, "ns", "fs1", "stat", "/")
         if p.returncode == 0 and all(x["state"] == "up" for x in c.json("node", "list")):
             return
         time.sleep(0.5)
@@ -413,7 +449,7 @@ def chaos(c, seconds, seed):
             "--buckets", "64")
     make_fs(c, compression="lz4")
     mnt = os.path.join(c.dir, "m")
-    mount(c, mnt)
+    mp = mount_fg(c, mnt, "mount")
     model, stop, down, log = Model(), threading.Event(), set(), []
     threads = [threading.Thread(target=writer, args=(mnt, i, model, stop,
                                                      random.Random(rng.random()), down))
@@ -436,22 +472,30 @@ def chaos(c, seconds, seed):
         print("  %d operations acknowledged, %d kills, writer errors: %d" %
               (model.ops, kills, len(model.errors)))
         settle(c)
-        unmount(mnt)
-        mount(c, mnt)  # nothing cached from before
+        unmount_fg(mnt, mp)
+        mp = mount_fg(c, mnt, "mount-verify")  # nothing cached from before
         lost, wrong = verify(model, mnt, "all nodes up")
         victim = rng.randint(1, c.nodes)
         c.kill(victim)
         c.wait_state(victim, "down", 1 if victim != 1 else 2, 30)
-        unmount(mnt)
-        mount(c, mnt)
+        unmount_fg(mnt, mp)
+        mp = mount_fg(c, mnt, "mount-verify-down")
         lost1, wrong1 = verify(model, mnt, "node %d down" % victim)
         check(not model.errors, "writers saw errors with at most 2 nodes down: %s" %
-              model.errors[:5])
+              [e[1] for e in model.errors[:5]])
         check(not lost and not wrong, "all up: lost %s wrong %s" % (lost[:5], wrong[:5]))
         check(not lost1 and not wrong1, "one down: lost %s wrong %s" % (lost1[:5], wrong1[:5]))
     finally:
         stop.set()
-        unmount(mnt)
+        unmount_fg(mnt, mp)
+        if model.errors and log:
+            t0 = log[0][0]
+            for at, what, nodes in log:
+                print("  %+.1f s: %s %s" % (at - t0, what, nodes))
+            for e in model.errors:
+                print("  %+.1f s: %s" % (e[0] - t0, e[1]))
+            with open(os.path.join(c.dir, "mount.log"), errors="replace") as f:
+                print("--- mount log tail\n" + "".join(f.readlines()[-20:]))
 
 
 @test

@@ -1022,7 +1022,7 @@ TEST(meta_state_larger_than_log)
 #define DW_P	    2
 #define DW_STRIPE   (DW_D * DW_FRAG)
 #define DW_SLOTS    12 /* file ranges of one stripe each, written over and over */
-#define DW_WRITES   90
+#define DW_WRITES   240
 #define DW_VERSIONS 8
 
 struct dreply {
@@ -1057,24 +1057,24 @@ all_replied(void *arg)
 	return true;
 }
 
-/* One request to each of the six targets (fragment i on node i + 1), all at once. */
+/* One request for each of the six fragments (fragment i on node tg[i]), all at once. */
 static void
-to_targets(struct world *w, uint16_t op, uint64_t stripe, uint8_t (*frags)[DW_FRAG],
-	   struct dreply *r)
+to_targets(struct world *w, uint16_t op, uint64_t stripe, const uint64_t *tg,
+	   uint8_t (*frags)[DW_FRAG], struct dreply *r)
 {
 	static uint8_t hdr[DW_D + DW_P][STORE_PROTO_HDR + 8];
 	struct net_call_opts o = { .timeout_ns = 2 * SH_NSEC_PER_SEC, .retries = 1 };
 
 	for (int i = 0; i < DW_D + DW_P; i++) {
-		struct store_proto_req q = { .target = (uint64_t)(i + 1),
+		struct store_proto_req q = { .target = tg[i],
 					     .stripe = stripe,
 					     .idx = (uint32_t)i,
 					     .len = DW_FRAG };
 		struct iovec iov[2];
 		char a[64];
-		uint64_t peer = mplace_endpoint((uint64_t)(i + 1));
+		uint64_t peer = mplace_endpoint(tg[i]);
 
-		addr(i + 1, a, sizeof(a));
+		addr((int)tg[i], a, sizeof(a));
 		memset(&r[i], 0, sizeof(r[i]) - sizeof(r[i].data));
 		/* a PUT's bytes go first, its header after them */
 		iov[frags ? 1 : 0] = (struct iovec){ hdr[i], store_proto_encode(op, &q, hdr[i]) };
@@ -1091,11 +1091,44 @@ to_targets(struct world *w, uint16_t op, uint64_t stripe, uint8_t (*frags)[DW_FR
 }
 
 /*
- * What a client does (client/io.c, put_stripe): a stripe of 4+2 fragments
- * to the six targets, then its extent committed in the file's bucket.
- * Returns 0 if acknowledged, -EAGAIN if it may or may not have landed (the
- * commit failed, maybe after it applied), another error if surely not (a
- * fragment was not stored: nothing was mapped).
+ * Where a stripe's six fragments go: on nodes 1..6 when they are all up and
+ * none failed the last try, else spread over the nodes up, the least used
+ * first, never more than P on one (client/client.c, place_stripe_degraded:
+ * one more failure never loses it). -ENOSPC when the nodes up cannot.
+ */
+static int
+dw_place(struct world *w, uint64_t stripe, uint32_t avoid, uint64_t *tg)
+{
+	unsigned count[N + 1] = { 0 };
+
+	for (int i = 0; i < DW_D + DW_P; i++) {
+		int best = 0;
+
+		for (int k = 1; k <= N; k++) {
+			/* the same node for fragment i when it can, then by fewest, then by hash */
+			int pref = 1 + (int)((stripe + (uint64_t)i) % N);
+
+			if (!w->n[k].up || (avoid & (1u << k)) || count[k] >= DW_P)
+				continue;
+			if (best == 0 || count[k] < count[best] ||
+			    (count[k] == count[best] && k == pref))
+				best = k;
+		}
+		if (best == 0)
+			return -ENOSPC;
+		count[best]++;
+		tg[i] = (uint64_t)best;
+	}
+	return 0;
+}
+
+/*
+ * What a client does (client/io.c, write_stripes, map_extents): a stripe of
+ * 4+2 fragments to six targets, tried again elsewhere (a new stripe id)
+ * while a target fails, then its extent committed in the file's bucket
+ * with a request tag. Returns 0 if acknowledged, -EAGAIN if it may or may
+ * not have landed (the commit failed, maybe after it applied), another
+ * error if surely not (no try stored every fragment: nothing was mapped).
  */
 static int
 write_stripe(struct world *w, uint64_t ino, uint64_t off, const uint8_t *data, uint64_t stripe)
@@ -1107,14 +1140,14 @@ write_stripe(struct world *w, uint64_t ino, uint64_t off, const uint8_t *data, u
 	struct ec_code code;
 	struct meta_extent e = { .off = off,
 				 .len = DW_STRIPE,
-				 .stripe = stripe,
 				 .d = DW_D,
 				 .p = DW_P,
 				 .frag = DW_FRAG };
-	struct meta_cmd mc = { .op = META_OP_EXTENT, .ino = ino };
+	struct meta_cmd mc = { .op = META_OP_EXTENT, .ino = ino, .tag = sh_rand_u64(&w->rng) | 1 };
 	struct call *c;
 	struct sh_enc enc;
-	int rc;
+	uint32_t failed = 0;
+	int rc = -EIO;
 
 	SH_ASSERT_OK(ec_code_init(&code, DW_D, DW_P));
 	for (int i = 0; i < DW_D; i++) {
@@ -1124,12 +1157,24 @@ write_stripe(struct world *w, uint64_t ino, uint64_t off, const uint8_t *data, u
 	for (int i = 0; i < DW_P; i++)
 		pp[i] = frags[DW_D + i];
 	ec_encode(&code, DW_FRAG, dp, pp);
-	to_targets(w, NET_OP_STORE_PUT, stripe, frags, r);
-	for (int i = 0; i < DW_D + DW_P; i++)
-		if (r[i].status < 0)
-			return r[i].status; /* not every fragment is durable: not mapped */
-	for (int i = 0; i < DW_D + DW_P; i++)
-		e.targets[i] = (uint64_t)(i + 1);
+	for (unsigned attempt = 0; attempt < 4 && rc < 0; attempt++) {
+		e.stripe = stripe + ((uint64_t)attempt << 14);
+		if (dw_place(w, e.stripe, failed, e.targets) < 0 &&
+		    dw_place(w, e.stripe, 0, e.targets) < 0) {
+			sim_run_for(w->sim, 300 * SH_NSEC_PER_MSEC); /* too few up: wait */
+			continue;
+		}
+		to_targets(w, NET_OP_STORE_PUT, e.stripe, e.targets, frags, r);
+		rc = 0;
+		failed = 0;
+		for (int i = 0; i < DW_D + DW_P; i++)
+			if (r[i].status < 0) {
+				rc = r[i].status; /* not every fragment is durable: not mapped */
+				failed |= 1u << e.targets[i];
+			}
+	}
+	if (rc < 0)
+		return rc;
 	sh_enc_init(&enc);
 	SH_ASSERT_OK(meta_extent_list_encode(&enc, &e, 1));
 	mc.data = enc.p;
@@ -1147,7 +1192,8 @@ write_stripe(struct world *w, uint64_t ino, uint64_t off, const uint8_t *data, u
  * bucket, the fragments from the targets, decoded from any four. 0, or
  * -ENOENT (no extent there), or an error.
  */
-static unsigned dw_decoded; /* reads that had to decode */
+static unsigned dw_decoded;  /* reads that had to decode */
+static uint64_t dw_data_node; /* the node of a data fragment the last read found */
 
 static int
 read_stripe(struct world *w, uint64_t ino, uint64_t off, uint8_t *out)
@@ -1178,7 +1224,8 @@ read_stripe(struct world *w, uint64_t ino, uint64_t off, uint8_t *out)
 	/* one write covers one whole slot: exactly one extent, aligned */
 	SH_ASSERT_EQ(n, 1u);
 	SH_ASSERT(ex[0].off == off && ex[0].len == DW_STRIPE && ex[0].soff == 0);
-	to_targets(w, NET_OP_STORE_GET, ex[0].stripe, NULL, r);
+	to_targets(w, NET_OP_STORE_GET, ex[0].stripe, ex[0].targets, NULL, r);
+	dw_data_node = ex[0].targets[0];
 	for (int i = 0; i < DW_D + DW_P; i++) {
 		fp[i] = frags[i];
 		if (r[i].status >= 0 && r[i].len == DW_FRAG)
@@ -1212,22 +1259,58 @@ slot_bytes(uint64_t seed, unsigned slot, unsigned version, uint8_t *b)
 	}
 }
 
+/* Every slot reads back as its last acknowledged version or a later one sent. */
+static void
+dw_check(struct world *w, uint64_t seed, uint64_t ino, const int *acked, const int *maybe_hi,
+	 int crashes, const char *when)
+{
+	static uint8_t buf[DW_STRIPE], got[DW_STRIPE];
+
+	for (unsigned s = 0; s < DW_SLOTS; s++) {
+		int rc = read_stripe(w, ino, (uint64_t)s * DW_STRIPE, got), found = -1;
+
+		if (acked[s] < 0 && maybe_hi[s] < 0) {
+			SH_ASSERT_MSG(rc == -ENOENT, "seed %llu: %s: slot %u never written reads %s",
+				      (unsigned long long)seed, when, s, sh_errname(rc));
+			continue;
+		}
+		if (rc == -ENOENT && acked[s] < 0)
+			continue; /* only unanswered writes: none landed */
+		SH_ASSERT_MSG(rc == 0, "seed %llu: %s: slot %u (acked version %d): %s",
+			      (unsigned long long)seed, when, s, acked[s], sh_errname(rc));
+		for (int v = acked[s] < 0 ? 0 : acked[s]; v <= maybe_hi[s] && found < 0; v++) {
+			slot_bytes(seed, s, (unsigned)v, buf);
+			if (memcmp(buf, got, DW_STRIPE) == 0)
+				found = v;
+		}
+		SH_ASSERT_MSG(found >= 0,
+			      "seed %llu: %s: slot %u holds none of versions %d..%d (acked %d), "
+			      "after %d crashes",
+			      (unsigned long long)seed, when, s, acked[s] < 0 ? 0 : acked[s],
+			      maybe_hi[s], acked[s], crashes);
+	}
+}
+
 /*
- * Writers overwrite a file's slots stripe by stripe while the network
- * loses and reorders packets and nodes are kill -9'd (their disks lose
- * what was not flushed, the last write torn) and restarted. Afterwards
- * every slot reads back, decoded from any four fragments, as exactly the
- * version its last acknowledged write put there — or a later write whose
- * answer was lost — never older, never a mix.
+ * Writers overwrite a file's slots stripe by stripe, never pausing, while
+ * the network loses and reorders packets and nodes are kill -9'd every 1-3
+ * s of simulated time (their disks lose what was not flushed, the last
+ * write torn), up to P = 2 down at once, each restarted 1-3 s later:
+ * stripes are written around the nodes down (at most P fragments on one
+ * node) and mappings retried after a leader died. Afterwards every slot
+ * reads back, decoded from any four fragments, as exactly the version its
+ * last acknowledged write put there — or a later write whose answer was
+ * lost — never older, never a mix: with every node up, and again with one
+ * node down (what the degraded placement promises).
  */
 static void
 run_data(uint64_t seed)
 {
 	static struct world w;
-	static uint8_t buf[DW_STRIPE], got[DW_STRIPE];
+	static uint8_t buf[DW_STRIPE];
 	int acked[DW_SLOTS], maybe_hi[DW_SLOTS], next[DW_SLOTS];
-	uint64_t ino;
-	int crashes = 0, nacked = 0;
+	uint64_t ino, back_at[N + 1] = { 0 }, kill_at;
+	int crashes = 0, nacked = 0, ndown = 0;
 
 	world_start_opts(&w, seed, 4ull << 20, true);
 	dw_decoded = 0;
@@ -1236,65 +1319,63 @@ run_data(uint64_t seed)
 		acked[s] = maybe_hi[s] = -1;
 		next[s] = 0;
 	}
+	kill_at = sim_now(w.sim) + SH_NSEC_PER_SEC;
 	for (int i = 0; i < DW_WRITES; i++) {
 		unsigned slot = (unsigned)(sh_rand_u64(&w.rng) % DW_SLOTS);
 		int v = next[slot]++, rc;
+		uint64_t now = sim_now(w.sim);
 
+		/* the schedule, by simulated time: restarts due, then a kill when due */
+		for (int n = 1; n <= N; n++)
+			if (back_at[n] && now >= back_at[n]) {
+				node_start(&w.n[n]);
+				back_at[n] = 0;
+				ndown--;
+			}
+		if (now >= kill_at && ndown < DW_P) {
+			int n = 1 + (int)(sh_rand_u64(&w.rng) % N);
+
+			if (back_at[n] == 0) {
+				node_stop(&w, &w.n[n], true);
+				w.n[n].up = false;
+				back_at[n] = sim_now(w.sim) + SH_NSEC_PER_SEC +
+					     sh_rand_u64(&w.rng) % (2 * SH_NSEC_PER_SEC);
+				ndown++;
+				crashes++;
+			}
+			kill_at = sim_now(w.sim) + SH_NSEC_PER_SEC +
+				  sh_rand_u64(&w.rng) % (2 * SH_NSEC_PER_SEC);
+		}
 		SH_ASSERT_LT(v, 1000);
 		slot_bytes(seed, slot, (unsigned)v, buf);
-		rc =
-		    write_stripe(&w, ino, (uint64_t)slot * DW_STRIPE, buf,
-				 (uint64_t)meta_ino_bucket(ino) << 48 | (seed << 20) | (uint64_t)i);
+		rc = write_stripe(&w, ino, (uint64_t)slot * DW_STRIPE, buf,
+				  (uint64_t)meta_ino_bucket(ino) << 48 |
+				      ((seed << 28) & ((1ull << 48) - 1)) | (uint64_t)i);
 		if (rc == 0)
 			acked[slot] = maybe_hi[slot] = v, nacked++;
 		else if (rc == -EAGAIN)
 			maybe_hi[slot] = v;
-		if (sh_rand_u64(&w.rng) % 9 == 0) {
-			int n = 1 + (int)(sh_rand_u64(&w.rng) % N);
-
-			node_stop(&w, &w.n[n], true);
-			sim_run_for(w.sim, 200 * SH_NSEC_PER_MSEC);
-			node_start(&w.n[n]);
-			crashes++;
-		}
+		sim_run_for(w.sim, 40 * SH_NSEC_PER_MSEC); /* the writer's own work: time passes */
 	}
-	sim_run_for(w.sim, 2 * SH_NSEC_PER_SEC);
+	for (int n = 1; n <= N; n++)
+		if (back_at[n])
+			node_start(&w.n[n]);
+	sim_run_for(w.sim, 4 * SH_NSEC_PER_SEC);
 	/* most writes get through: the test checks something */
 	SH_ASSERT_MSG(nacked >= DW_WRITES / 2, "seed %llu: only %d of %d writes acknowledged",
 		      (unsigned long long)seed, nacked, DW_WRITES);
-	/* two nodes down for good: reads decode from four fragments, groups keep 3 of 5 */
+	SH_ASSERT_MSG(crashes >= 3, "seed %llu: only %d crashes", (unsigned long long)seed,
+		      crashes);
+	dw_check(&w, seed, ino, acked, maybe_hi, crashes, "all up");
 	{
-		/* a: one holding data fragments, so that reads must decode */
-		int a = 1 + (int)(sh_rand_u64(&w.rng) % DW_D), b = 1 + (a % N);
+		/* one node down for good, one with a data fragment read: reads decode */
+		int a = dw_data_node >= 1 && dw_data_node <= N ? (int)dw_data_node : 1;
 
 		node_stop(&w, &w.n[a], true);
-		node_stop(&w, &w.n[b], true);
-		w.n[a].up = w.n[b].up = false;
+		w.n[a].up = false;
 		sim_run_for(w.sim, 3 * SH_NSEC_PER_SEC);
 	}
-	for (unsigned s = 0; s < DW_SLOTS; s++) {
-		int rc = read_stripe(&w, ino, (uint64_t)s * DW_STRIPE, got), found = -1;
-
-		if (acked[s] < 0 && maybe_hi[s] < 0) {
-			SH_ASSERT_MSG(rc == -ENOENT, "seed %llu: slot %u never written reads %s",
-				      (unsigned long long)seed, s, sh_errname(rc));
-			continue;
-		}
-		if (rc == -ENOENT && acked[s] < 0)
-			continue; /* only unanswered writes: none landed */
-		SH_ASSERT_MSG(rc == 0, "seed %llu: slot %u (acked version %d): %s",
-			      (unsigned long long)seed, s, acked[s], sh_errname(rc));
-		for (int v = acked[s] < 0 ? 0 : acked[s]; v <= maybe_hi[s] && found < 0; v++) {
-			slot_bytes(seed, s, (unsigned)v, buf);
-			if (memcmp(buf, got, DW_STRIPE) == 0)
-				found = v;
-		}
-		SH_ASSERT_MSG(found >= 0,
-			      "seed %llu: slot %u holds none of versions %d..%d (acked %d), "
-			      "after %d crashes",
-			      (unsigned long long)seed, s, acked[s] < 0 ? 0 : acked[s], maybe_hi[s],
-			      acked[s], crashes);
-	}
+	dw_check(&w, seed, ino, acked, maybe_hi, crashes, "one node down");
 	SH_ASSERT_MSG(dw_decoded > 0, "seed %llu: no read had to decode", (unsigned long long)seed);
 	world_end(&w);
 }

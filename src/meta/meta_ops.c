@@ -173,6 +173,15 @@ apply_local(struct meta_bucket *b, const struct meta_delta *d)
 		return rc;
 	size = (int64_t)in.size + d->dentries;
 	nlink = (int64_t)in.nlink + d->dlinks;
+	if (in.nlink == 0 && nlink > 0 && in.type == META_REG) {
+		/* a link made elsewhere came after the name here went: no orphan any more */
+		struct meta_key k;
+
+		meta_key_id(&k, b->bucket, META_K_ORPHAN, d->ino);
+		rc = meta_del(b->t, &k, b->ver, b->keep);
+		if (rc < 0 && rc != -ENOENT)
+			return rc;
+	}
 	if (in.type == META_DIR)
 		in.size = size < 0 ? 0 : (uint64_t)size;
 	in.nlink = nlink < 0 ? 0 : (uint32_t)nlink;
@@ -779,6 +788,15 @@ meta_orphan_drop(struct meta_bucket *b, uint64_t ino)
 		return 0; /* dropped before (a retry) */
 	if (rc == 0)
 		rc = meta_del(b->t, &k, b->ver, b->keep);
+	if (rc == 0) {
+		struct meta_inode in;
+
+		rc = get_inode(b, ino, &in);
+		if (rc == -ESTALE)
+			return 0;
+		if (rc == 0 && in.nlink > 0)
+			return 0; /* named again meanwhile (a late link): it stays */
+	}
 	return rc < 0 ? rc : drop_inode(b, ino);
 }
 
@@ -1549,6 +1567,9 @@ meta_rename_prepare_dst(struct meta_bucket *b, struct meta_rename2 *r)
 
 	if (r->dst_bucket != b->bucket)
 		return -EINVAL;
+	/* aborted here before (its prepare arrived late): it never locks again */
+	if (meta_done_check(b, r->id) == 0)
+		return -ECANCELED;
 	rc = check_entry(b, r->nparent, r->nname, nlen);
 	if (rc == 0)
 		rc = check_local_parent(b, r->nparent);
@@ -1670,6 +1691,14 @@ meta_rename_abort(struct meta_bucket *b, const struct meta_rename2 *r)
 		rc = own_lock(b, r->nparent, r->nname, r->id, true);
 		if (rc == -ESTALE)
 			rc = 0;
+		/*
+		 * A fence: a prepare of this rename still on its way (its coordinator
+		 * gave up waiting) finds the id and locks nothing. Without it, a
+		 * prepare applied after the abort left a lock no intent names, and
+		 * every later rename onto the name waited for it until it timed out.
+		 */
+		if (rc == 0 && meta_done_check(b, r->id) != 0)
+			rc = meta_done_put(b, r->id, r->now ? r->now : 1);
 	}
 	return rc;
 }

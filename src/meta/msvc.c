@@ -97,7 +97,7 @@ mreq_answer(struct mreq *m, int status, const struct mp_reply *r)
 	mreq_account(m, status);
 	sh_list_del(&m->link);
 	env_timer_cancel(&m->timer);
-	if (m->step == ST_FLUSH)
+	if (m->step == ST_FLUSH || m->step == ST_SHIPPED)
 		sh_list_del(&m->flink);
 	if (status < 0)
 		sh_log_debug("request %u (op %u) for bucket %u of fs %u: %s", m->req.kind,
@@ -475,6 +475,7 @@ fs_open(struct msvc *s, const struct cfg *c, const struct cfg_fs *f)
 	}
 	for (uint32_t b = 0; b < c->nbuckets; b++) {
 		sh_list_init(&fs->ship[b].flush);
+		sh_list_init(&fs->ship[b].waiters);
 		fs->ship[b].fs = fs;
 		fs->ship[b].bucket = (uint16_t)b;
 		env_timer_init(s->env, &fs->ship[b].retry, on_ship_retry, &fs->ship[b]);
@@ -559,6 +560,12 @@ fs_close(struct mfs *fs)
 		while (!sh_list_empty(&fs->ship[b].flush))
 			mreq_answer(sh_list_entry(fs->ship[b].flush.next, struct mreq, flink),
 				    -ESHUTDOWN, NULL);
+		while (!sh_list_empty(&fs->ship[b].waiters)) {
+			struct mreq *m =
+			    sh_list_entry(fs->ship[b].waiters.next, struct mreq, flink);
+
+			reply_result(m, &m->res); /* done already: its deltas follow later */
+		}
 	}
 	/* those waiting to try again (their timers may never fire after a crash) */
 	sh_list_for_each_safe (pos, tmp, &fs->s->reqs) {
@@ -948,6 +955,57 @@ out:
 	sh_enc_fini(&e);
 }
 
+/* ---- a client's command answered once its deltas are applied ---- */
+
+#define SHIPPED_WAIT_NS (2ull * 1000 * 1000 * 1000)
+
+/*
+ * A link, remove or rename a client asked for that changed an inode or a
+ * directory of another bucket (a delta): answered once that bucket applied
+ * it (its outbox shipped past the delta), or after SHIPPED_WAIT_NS at most.
+ * So what the client asks next sees it: the next stat shows the new link
+ * count and ctime, and an unlink right after a link (git's objects) never
+ * reaches the inode's bucket before the link's +1 does. true if m waits.
+ */
+static bool
+wait_deltas(struct mreq *m, const struct meta_result *r)
+{
+	uint64_t seq = 0;
+
+	if (r->status < 0 || r->queued == 0 || !client_of(m) ||
+	    (m->cmd.op != META_OP_LINK && m->cmd.op != META_OP_REMOVE &&
+	     m->cmd.op != META_OP_RENAME))
+		return false;
+	for (unsigned i = 0; i < sizeof(r->deltas) / sizeof(r->deltas[0]); i++)
+		if (r->deltas[i].ino != 0 && r->deltas[i].to != m->req.bucket &&
+		    r->deltas[i].seq > seq)
+			seq = r->deltas[i].seq;
+	if (seq == 0)
+		return false;
+	if (r != &m->res)
+		memcpy(&m->res, r, offsetof(struct meta_result, dedup));
+	m->wait_seq = seq;
+	m->step = ST_SHIPPED;
+	sh_list_add_tail(&m->fs->ship[m->req.bucket].waiters, &m->flink);
+	env_timer_arm(&m->timer, SHIPPED_WAIT_NS);
+	mfs_ship_kick(m->fs, m->req.bucket);
+	return true;
+}
+
+/* bucket's outbox was applied up to upto where it goes: the commands waiting for it answer. */
+static void
+shipped(struct mfs *fs, uint16_t bucket, uint64_t upto)
+{
+	struct sh_list *pos, *tmp;
+
+	sh_list_for_each_safe (pos, tmp, &fs->ship[bucket].waiters) {
+		struct mreq *m = sh_list_entry(pos, struct mreq, flink);
+
+		if (m->wait_seq <= upto)
+			reply_result(m, &m->res);
+	}
+}
+
 /* ---- proposing, with the request waiting ---- */
 
 static void on_step(void *arg, int status, const struct meta_result *r);
@@ -1243,6 +1301,8 @@ on_step(void *arg, int status, const struct meta_result *r)
 			propose(m, ST_REOPEN, meta_ino_bucket(m->dir), &c);
 			return;
 		}
+		if (wait_deltas(m, r))
+			return;
 		reply_result(m, r);
 		return;
 	case ST_CLOSE:
@@ -1472,6 +1532,8 @@ on_shipped(void *arg, int status, const struct mp_reply *r)
 		shipment_free(sp);
 		return;
 	}
+	if (sh->status == 0)
+		shipped(fs, sp->bucket, sh->upto); /* every receiver applied what it got */
 	g = mfs_group(fs, sp->bucket);
 	if (sh->status < 0 || g == NULL || !mgroup_ready(g)) {
 		if (g != NULL && mgroup_ready(g))
@@ -1814,6 +1876,10 @@ on_timer(struct env_timer *t)
 {
 	struct mreq *m = t->arg;
 
+	if (m->step == ST_SHIPPED) {
+		reply_result(m, &m->res); /* its deltas are late: done all the same */
+		return;
+	}
 	m->step = ST_NONE;
 	if (m->fs->closing) {
 		mreq_answer(m, -ESHUTDOWN, NULL);

@@ -15,7 +15,8 @@ struct ship {
 	unsigned pending; /* replies awaited */
 	int status;
 	uint64_t upto;
-	struct sh_list flush; /* struct mreq waiting for an empty outbox */
+	struct sh_list flush;	/* struct mreq waiting for an empty outbox */
+	struct sh_list waiters; /* struct mreq answered once their deltas are applied */
 };
 
 #define USAGE_NS     (2ull * 1000 * 1000 * 1000)
@@ -95,6 +96,7 @@ enum step {
 	ST_WAIT_READY, /* the group's barrier */
 	ST_LATER,      /* waiting to try again (its timer) */
 	ST_RENAME2,    /* a rename between buckets answers it */
+	ST_SHIPPED,    /* done: answered once its deltas are applied where they go */
 };
 
 /* A request in progress: from the network (nr) or from this node (cb). */
@@ -117,6 +119,7 @@ struct mreq {
 	uint64_t t0; /* when it came */
 	uint64_t deadline;
 	uint64_t dir; /* rmdir: the directory; lease: the directory */
+	uint64_t wait_seq; /* ST_SHIPPED: the last delta of its bucket's outbox it made */
 	uint16_t lessees[64];
 	uint8_t held[64]; /* revoke: lessee still holds entries */
 	unsigned nlessees;

@@ -62,6 +62,10 @@ r2_end(struct r2 *j)
 	if (j->m != NULL) {
 		struct mp_reply rep = { 0 };
 
+		/* aborted at the target by the source's next leader (its recovery): the
+		 * client asks that leader again, where its tag says what happened */
+		if (j->status == -ECANCELED)
+			j->status = SH_ENOTLEADER;
 		mreq_answer(j->m, j->status, j->status == 0 ? &rep : NULL);
 	} else if (j->status < 0) {
 		sh_log_warn("rename %llx (%s -> %s): %s", (unsigned long long)j->r.id, j->r.oname,
@@ -168,7 +172,9 @@ on_remote(void *arg, int status, const struct mp_reply *rep)
 			j->status = status;
 			/* a lost answer may have left a lock there: undo both sides */
 			j->step = R2_ABORT_DST;
-			j->again = status == -EBUSY && j->m != NULL &&
+			/* -ECANCELED: aborted there already (by a new leader's recovery,
+			 * or after a lost answer): from the start, with a new id */
+			j->again = (status == -EBUSY || status == -ECANCELED) && j->m != NULL &&
 				   env_now(j->fs->s->env) < j->busy_until;
 		} else {
 			struct meta_rename2 got;

@@ -9,10 +9,9 @@
  * as a getattr would); later opens count. A thread per filesystem handle
  * renews every file held, one MP_HOLD per bucket every MP_HOLD_RENEW_MS,
  * and gives back the files whose last handle closed (batched, a few ms
- * after the close) unless they are known here to have a name still: those
- * are forgotten here and their holds run out at the leader (MP_HOLD_MS),
- * which costs nothing but keeps the space of a file another client unlinks
- * meanwhile that much longer. An open of a file whose hold is being given back
+ * after the close): a file held nowhere goes with its remove at once
+ * (msvc_hold.c), its space back; one left to run out at the leader
+ * (MP_HOLD_MS) would keep a file unlinked after its close for 10 s. An open of a file whose hold is being given back
  * waits for that answer first, so a hold is never given back after it
  * was taken again.
  */
@@ -415,21 +414,12 @@ client_hold_close(sh_fs *fs, uint64_t ino)
 	struct cholds *h = fs->holds;
 	struct chold *c;
 
-	struct meta_inode in;
-	/* a file known here to have a name needs no prompt release: its hold runs out */
-	bool named = cache_get_attr(fs, ino, &in) && in.nlink > 0;
-
 	pthread_mutex_lock(&h->mu);
 	c = find(h, ino);
 	if (c != NULL && c->state == H_HELD && --c->opens == 0) {
-		if (named) {
-			sh_htable_remove(&h->t, &c->hn);
-			sh_free(c);
-		} else {
-			c->state = H_QUEUED;
-			h->queued++;
-			pthread_cond_broadcast(&h->cv);
-		}
+		c->state = H_QUEUED;
+		h->queued++;
+		pthread_cond_broadcast(&h->cv);
 	}
 	pthread_mutex_unlock(&h->mu);
 }

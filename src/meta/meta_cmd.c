@@ -167,8 +167,11 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 	case META_OP_REMOVEXATTR:
 		/* a retry of a request applied before (its answer lost): done, not again */
 		rc = c->tag ? meta_done_check(b, c->tag) : -ENOENT;
+		/* a remove's leader found the inode open nowhere (msvc_hold.c): dropped at once */
+		b->unheld = c->op == META_OP_REMOVE ? c->ino : 0;
 		if (rc == -ENOENT)
 			rc = apply_once(b, c, r);
+		b->unheld = 0;
 		if (rc == 0 && c->tag && meta_txn_wrote(b->t))
 			rc = meta_done_put(b, c->tag, c->now);
 		break;

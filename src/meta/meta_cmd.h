@@ -60,7 +60,7 @@ struct meta_cmd {
 	uint64_t ver;	/* the file-system version this writes at */
 	uint64_t now;
 	uint64_t parent, parent2; /* the (old, new) parents */
-	uint64_t ino;
+	uint64_t ino; /* remove: set by its leader, an inode of the entry open nowhere */
 	uint32_t mode, uid, gid, rdev;
 	struct meta_setattr sa;
 	struct meta_delta delta;

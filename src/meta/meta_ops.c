@@ -765,7 +765,7 @@ lose_last(struct meta_bucket *b, uint64_t ino, struct meta_inode *in, uint64_t n
 	uint8_t v[8];
 	int rc;
 
-	if (in->type != META_REG)
+	if (in->type != META_REG || ino == b->unheld)
 		return drop_inode(b, ino);
 	in->nlink = 0;
 	in->ctime = max64(in->ctime, now);

@@ -27,6 +27,7 @@ struct meta_bucket {
 	uint64_t ver; /* the file-system version writes carry (reads: as of it) */
 	const struct meta_keep *keep;
 	unsigned queued; /* deltas queued for other buckets by what was applied */
+	uint64_t unheld; /* a remove: this inode is open nowhere (its leader knew): no orphan */
 };
 
 /*

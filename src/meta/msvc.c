@@ -99,6 +99,8 @@ mreq_answer(struct mreq *m, int status, const struct mp_reply *r)
 	env_timer_cancel(&m->timer);
 	if (m->step == ST_FLUSH || m->step == ST_SHIPPED)
 		sh_list_del(&m->flink);
+	if (m->fenced)
+		msvc_hold_unfence(m->fs, m->fenced);
 	if (status < 0)
 		sh_log_debug("request %u (op %u) for bucket %u of fs %u: %s", m->req.kind,
 			     m->req.kind == MP_CMD ? m->cmd.op : 0, m->req.bucket, m->req.fs,
@@ -1397,6 +1399,33 @@ from_server(const struct mreq *m)
 	return (peer >> 63) == 0 && cfg_node_find(mroute_cfg(m->s->rt), peer >> 8) != NULL;
 }
 
+/*
+ * A remove of a file: its inode when it lives here and is open nowhere
+ * (fenced until the remove is answered), so that it goes at once instead
+ * of as an orphan; else 0.
+ */
+static uint64_t
+unheld_target(struct mreq *m)
+{
+	struct meta_bucket mb;
+	struct meta_dentry d;
+	int rc;
+
+	if (m->cmd.dir || meta_name_check(m->cmd.name, strlen(m->cmd.name)) < 0 ||
+	    mgroup_read(m->g, m->req.bucket, &mb) < 0)
+		return 0;
+	rc = meta_lookup(&mb, m->cmd.parent, m->cmd.name, strlen(m->cmd.name), &d);
+	meta_txn_abort(mb.t);
+	if (rc < 0 || d.type != META_REG || meta_ino_bucket(d.ino) != m->req.bucket)
+		return 0;
+	for (uint32_t gi = 0; gi < m->fs->ngroups; gi++)
+		if (m->fs->groups[gi] == m->g && msvc_hold_fence(m->fs, gi, d.ino)) {
+			m->fenced = d.ino;
+			return d.ino;
+		}
+	return 0;
+}
+
 static void
 do_cmd(struct mreq *m)
 {
@@ -1440,6 +1469,8 @@ do_cmd(struct mreq *m)
 	/* what every replica must apply alike: the leader's clock, the version */
 	m->cmd.now = env_realtime(m->s->env);
 	m->cmd.ver = 1;
+	if (m->cmd.op == META_OP_REMOVE)
+		m->cmd.ino = unheld_target(m);
 	if (m->cmd.op == META_OP_LEASE_GRANT || m->cmd.op == META_OP_LEASE_CLOSE ||
 	    m->cmd.op == META_OP_LEASE_DROP || m->cmd.op == META_OP_LEASE_REOPEN) {
 		propose(m, ST_PROPOSE, m->req.bucket, &m->cmd);

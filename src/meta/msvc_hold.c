@@ -172,6 +172,33 @@ msvc_orphans_reap(struct mfs *fs, struct mgroup *g, uint32_t gi, uint16_t bucket
 	}
 }
 
+bool
+msvc_hold_fence(struct mfs *fs, uint32_t gi, uint64_t ino)
+{
+	struct mholds *h = holds_of(fs);
+	uint64_t now = env_now(fs->s->env);
+
+	if (h == NULL || fs->led_since == NULL || gi >= fs->ngroups || fs->led_since[gi] == 0 ||
+	    now - fs->led_since[gi] < HOLD_NS || held(h, ino, now) || dropping(h, ino))
+		return false;
+	for (unsigned k = 0; k < DROPS_MAX; k++)
+		if (h->dropping[k] == 0) {
+			h->dropping[k] = ino;
+			return true;
+		}
+	return false; /* many at once: the orphan path */
+}
+
+void
+msvc_hold_unfence(struct mfs *fs, uint64_t ino)
+{
+	for (unsigned k = 0; fs->holds && k < DROPS_MAX; k++)
+		if (fs->holds->dropping[k] == ino) {
+			fs->holds->dropping[k] = 0;
+			return;
+		}
+}
+
 void
 msvc_hold_led(struct mfs *fs, uint32_t gi)
 {

@@ -120,6 +120,7 @@ struct mreq {
 	uint64_t deadline;
 	uint64_t dir; /* rmdir: the directory; lease: the directory */
 	uint64_t wait_seq; /* ST_SHIPPED: the last delta of its bucket's outbox it made */
+	uint64_t fenced;   /* a remove: the inode msvc_hold_fence fenced for it */
 	uint16_t lessees[64];
 	uint8_t held[64]; /* revoke: lessee still holds entries */
 	unsigned nlessees;
@@ -168,6 +169,13 @@ int msvc_hold(struct mfs *fs, uint64_t client, uint64_t ino, bool release);
 void msvc_hold_led(struct mfs *fs, uint32_t gi);
 void msvc_orphans_reap(struct mfs *fs, struct mgroup *g, uint32_t gi, uint16_t bucket);
 void msvc_hold_free(struct mfs *fs);
+/*
+ * A remove's leader, before proposing it: true if ino, of group gi here, is
+ * open nowhere (no hold, led long enough to know); it is then fenced (a hold
+ * of it is refused) until msvc_hold_unfence, so it can go with the remove.
+ */
+bool msvc_hold_fence(struct mfs *fs, uint32_t gi, uint64_t ino);
+void msvc_hold_unfence(struct mfs *fs, uint64_t ino);
 /* rmdir of m's directory whose inode (dir) lives in another bucket. Answers m. */
 void msvc_rmdir_remote(struct mreq *m, uint64_t dir);
 /* A new leader finishes or undoes the renames its buckets' intents record. */

@@ -1678,3 +1678,98 @@ TEST(meta_leaders_balance)
 		world_end(&w);
 	}
 }
+
+/* ---- open files without names (msvc_hold.c) ---- */
+
+/* MP_HOLD for ino (0: none) with more inos renewed or given back; the status. */
+static int
+hold(struct world *w, uint64_t ino, uint32_t flags, const uint64_t *more, unsigned n,
+     struct meta_inode *attr)
+{
+	uint8_t data[64 * 8];
+	struct mp_req q = { .kind = MP_HOLD,
+			    .bucket = meta_ino_bucket(ino ? ino : more[0]),
+			    .ino = ino,
+			    .max = flags,
+			    .data = data,
+			    .dlen = (size_t)n * 8 };
+	struct call *c = sh_calloc(1, sizeof(*c));
+	int rc;
+
+	for (unsigned i = 0; i < n; i++)
+		for (int b = 0; b < 8; b++)
+			data[i * 8 + b] = (uint8_t)(more[i] >> (8 * b));
+	rc = call(w, &q, c);
+	if (rc == 0 && attr != NULL)
+		*attr = c->r.attr;
+	sh_free(c);
+	return rc;
+}
+
+/* Run for ns, renewing ino's hold every 3 s as a client does (if renew). */
+static void
+hold_for(struct world *w, uint64_t ino, uint64_t ns, bool renew)
+{
+	for (uint64_t t = 0; t < ns; t += 3 * SH_NSEC_PER_SEC) {
+		if (renew)
+			SH_ASSERT_OK(hold(w, 0, 0, &ino, 1, NULL));
+		sim_run_for(w->sim, 3 * SH_NSEC_PER_SEC);
+	}
+}
+
+/*
+ * A file removed while a client holds it open stays (nlink 0) through the
+ * renewals and a kill -9 of its bucket's leader, and goes once given back;
+ * one whose holder stops renewing goes after the hold runs out; one open
+ * nowhere goes with its remove; a new open by name of a file without names
+ * is refused (ESTALE: the caller looks the name up again).
+ */
+TEST(meta_open_files_held_through_leader_crash)
+{
+	static struct world w;
+	struct meta_inode in;
+	uint64_t held, gone, lapsed;
+	int lead, rc;
+
+	world_start(&w, sh_test_seed(), 4ull << 20);
+	SH_ASSERT_OK(mk(&w, META_ROOT_INO, "held", META_REG, &held));
+	SH_ASSERT_OK(mk(&w, META_ROOT_INO, "gone", META_REG, &gone));
+	SH_ASSERT_OK(mk(&w, META_ROOT_INO, "lapsed", META_REG, &lapsed));
+	sim_run_for(w.sim, 11 * SH_NSEC_PER_SEC); /* the creator's holds run out */
+	/* open nowhere: it goes with its remove */
+	SH_ASSERT_OK(rm(&w, META_ROOT_INO, "gone", false));
+	rc = getattr(&w, gone, &in);
+	SH_ASSERT_MSG(rc == -ESTALE, "seed %llu: a file open nowhere after its remove: %s",
+		      (unsigned long long)w.seed, sh_errname(rc));
+	/* held: an orphan through renewals and a new leader */
+	SH_ASSERT_OK(hold(&w, held, MP_HOLD_FRESH, NULL, 0, &in));
+	SH_ASSERT_EQ(in.nlink, 1u);
+	SH_ASSERT_OK(hold(&w, lapsed, 0, NULL, 0, NULL));
+	SH_ASSERT_OK(rm(&w, META_ROOT_INO, "held", false));
+	SH_ASSERT_OK(rm(&w, META_ROOT_INO, "lapsed", false));
+	SH_ASSERT_OK(getattr(&w, held, &in));
+	SH_ASSERT_EQ(in.nlink, 0u);
+	SH_ASSERT_EQ(hold(&w, held, MP_HOLD_FRESH, NULL, 0, NULL), -ESTALE);
+	hold_for(&w, held, 6 * SH_NSEC_PER_SEC, true);
+	lead = leader_node(&w, meta_ino_bucket(held));
+	SH_ASSERT(lead > 0);
+	node_stop(&w, &w.n[lead], true);
+	hold_for(&w, held, 6 * SH_NSEC_PER_SEC, true);
+	node_start(&w.n[lead]);
+	hold_for(&w, held, 18 * SH_NSEC_PER_SEC, true);
+	rc = getattr(&w, held, &in);
+	SH_ASSERT_MSG(rc == 0 && in.nlink == 0,
+		      "seed %llu: a file held open, 30 s and a leader crash later: %s",
+		      (unsigned long long)w.seed, sh_errname(rc));
+	/* the holder that stopped renewing: gone after its hold ran out */
+	rc = getattr(&w, lapsed, &in);
+	SH_ASSERT_MSG(rc == -ESTALE, "seed %llu: a lapsed hold kept its file: %s",
+		      (unsigned long long)w.seed, sh_errname(rc));
+	/* given back: it goes */
+	SH_ASSERT_OK(hold(&w, held, MP_HOLD_RELEASE, NULL, 0, NULL));
+	hold_for(&w, held, 3 * SH_NSEC_PER_SEC, false);
+	rc = getattr(&w, held, &in);
+	SH_ASSERT_MSG(rc == -ESTALE, "seed %llu: a file given back stays: %s",
+		      (unsigned long long)w.seed, sh_errname(rc));
+	world_end(&w);
+}

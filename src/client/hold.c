@@ -11,9 +11,9 @@
  * and gives back the files whose last handle closed (batched, a few ms
  * after the close): a file held nowhere goes with its remove at once
  * (msvc_hold.c), its space back; one left to run out at the leader
- * (MP_HOLD_MS) would keep a file unlinked after its close for 10 s. An open of a file whose hold is being given back
- * waits for that answer first, so a hold is never given back after it
- * was taken again.
+ * (MP_HOLD_MS) would keep a file unlinked after its close for 10 s.
+ * An open of a file whose hold is being given back waits for that answer
+ * first, so a hold is never given back after it was taken again.
  */
 #include <stdlib.h>
 #include <string.h>

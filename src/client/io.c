@@ -1615,7 +1615,8 @@ sh_open(sh_fs *fs, const char *path, int flags, mode_t mode, sh_file **out)
 	}
 	if (rc < 0)
 		return rc;
-	return S_ISREG(st.st_mode) ? open_held(fs, &st, flags, out) : open_stat(fs, &st, flags, out);
+	return S_ISREG(st.st_mode) ? open_held(fs, &st, flags, out)
+				   : open_stat(fs, &st, flags, out);
 }
 
 int

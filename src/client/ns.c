@@ -474,7 +474,8 @@ sh_link_at(sh_fs *fs, uint64_t ino, uint64_t parent, const char *name, struct st
 			/* and its ctime moves with it (the kernel keeps what this says) */
 			ns_ts(now_ns(), &now);
 			if (out->st_ctim.tv_sec < now.tv_sec ||
-			    (out->st_ctim.tv_sec == now.tv_sec && out->st_ctim.tv_nsec < now.tv_nsec))
+			    (out->st_ctim.tv_sec == now.tv_sec &&
+			     out->st_ctim.tv_nsec < now.tv_nsec))
 				out->st_ctim = now;
 		}
 	}

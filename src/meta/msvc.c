@@ -27,13 +27,20 @@ const char *
 msvc_slot_name(unsigned slot)
 {
 	static const char *const kinds[MSVC_SLOT_CMD] = {
-		[MP_LOOKUP] = "lookup",		[MP_GETATTR] = "getattr",
-		[MP_READDIR] = "readdir",	[MP_READLINK] = "readlink",
-		[MP_GETXATTR] = "getxattr",	[MP_LISTXATTR] = "listxattr",
-		[MP_DIRBUCKETS] = "dirbuckets", [MP_DELTAS] = "deltas",
-		[MP_REVOKE] = "revoke",		[MP_EXTENTS] = "extents",
-		[MP_STRIPES] = "stripes",	[MP_DIRTY] = "dirty",
-		[MP_USAGE] = "usage",		[MP_PARENT] = "parent",
+		[MP_LOOKUP] = "lookup",
+		[MP_GETATTR] = "getattr",
+		[MP_READDIR] = "readdir",
+		[MP_READLINK] = "readlink",
+		[MP_GETXATTR] = "getxattr",
+		[MP_LISTXATTR] = "listxattr",
+		[MP_DIRBUCKETS] = "dirbuckets",
+		[MP_DELTAS] = "deltas",
+		[MP_REVOKE] = "revoke",
+		[MP_EXTENTS] = "extents",
+		[MP_STRIPES] = "stripes",
+		[MP_DIRTY] = "dirty",
+		[MP_USAGE] = "usage",
+		[MP_PARENT] = "parent",
 		[MP_HOLD] = "hold",
 	};
 	static const char *const ops[MSVC_SLOTS - MSVC_SLOT_CMD] = {
@@ -202,7 +209,8 @@ reply_result(struct mreq *m, const struct meta_result *r)
 		return;
 	}
 	if (m->cmd.op == META_OP_CREATE && r->dentry.ino && client_of(m))
-		(void)msvc_hold(m->fs, client_of(m), r->dentry.ino, false); /* opened by its creator */
+		(void)msvc_hold(m->fs, client_of(m), r->dentry.ino,
+				false); /* opened by its creator */
 	mreq_answer(m, 0, &rep);
 }
 
@@ -727,7 +735,11 @@ do_read(struct mreq *m)
 	case MP_HOLD:
 		if (m->req.dlen % 8 != 0 || m->req.dlen > MP_HOLD_MAX * 8 || !client_of(m) ||
 		    (m->req.ino != 0 && !ino_ok(m, m->req.ino))) {
-			mreq_answer(m, !client_of(m) ? -EPERM : m->req.ino ? -ESTALE : -EINVAL, NULL);
+			mreq_answer(m,
+				    !client_of(m) ? -EPERM
+				    : m->req.ino  ? -ESTALE
+						  : -EINVAL,
+				    NULL);
 			goto out;
 		}
 		break;

@@ -118,7 +118,7 @@ struct mreq {
 	int status;
 	uint64_t t0; /* when it came */
 	uint64_t deadline;
-	uint64_t dir; /* rmdir: the directory; lease: the directory */
+	uint64_t dir;	   /* rmdir: the directory; lease: the directory */
 	uint64_t wait_seq; /* ST_SHIPPED: the last delta of its bucket's outbox it made */
 	uint64_t fenced;   /* a remove: the inode msvc_hold_fence fenced for it */
 	uint16_t lessees[64];

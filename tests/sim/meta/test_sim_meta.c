@@ -1066,10 +1066,9 @@ to_targets(struct world *w, uint16_t op, uint64_t stripe, const uint64_t *tg,
 	struct net_call_opts o = { .timeout_ns = 2 * SH_NSEC_PER_SEC, .retries = 1 };
 
 	for (int i = 0; i < DW_D + DW_P; i++) {
-		struct store_proto_req q = { .target = tg[i],
-					     .stripe = stripe,
-					     .idx = (uint32_t)i,
-					     .len = DW_FRAG };
+		struct store_proto_req q = {
+			.target = tg[i], .stripe = stripe, .idx = (uint32_t)i, .len = DW_FRAG
+		};
 		struct iovec iov[2];
 		char a[64];
 		uint64_t peer = mplace_endpoint(tg[i]);
@@ -1138,11 +1137,9 @@ write_stripe(struct world *w, uint64_t ino, uint64_t off, const uint8_t *data, u
 	const uint8_t *dp[DW_D];
 	uint8_t *pp[DW_P];
 	struct ec_code code;
-	struct meta_extent e = { .off = off,
-				 .len = DW_STRIPE,
-				 .d = DW_D,
-				 .p = DW_P,
-				 .frag = DW_FRAG };
+	struct meta_extent e = {
+		.off = off, .len = DW_STRIPE, .d = DW_D, .p = DW_P, .frag = DW_FRAG
+	};
 	struct meta_cmd mc = { .op = META_OP_EXTENT, .ino = ino, .tag = sh_rand_u64(&w->rng) | 1 };
 	struct call *c;
 	struct sh_enc enc;
@@ -1192,7 +1189,7 @@ write_stripe(struct world *w, uint64_t ino, uint64_t off, const uint8_t *data, u
  * bucket, the fragments from the targets, decoded from any four. 0, or
  * -ENOENT (no extent there), or an error.
  */
-static unsigned dw_decoded;  /* reads that had to decode */
+static unsigned dw_decoded;   /* reads that had to decode */
 static uint64_t dw_data_node; /* the node of a data fragment the last read found */
 
 static int
@@ -1270,7 +1267,8 @@ dw_check(struct world *w, uint64_t seed, uint64_t ino, const int *acked, const i
 		int rc = read_stripe(w, ino, (uint64_t)s * DW_STRIPE, got), found = -1;
 
 		if (acked[s] < 0 && maybe_hi[s] < 0) {
-			SH_ASSERT_MSG(rc == -ENOENT, "seed %llu: %s: slot %u never written reads %s",
+			SH_ASSERT_MSG(rc == -ENOENT,
+				      "seed %llu: %s: slot %u never written reads %s",
 				      (unsigned long long)seed, when, s, sh_errname(rc));
 			continue;
 		}

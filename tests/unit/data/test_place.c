@@ -143,7 +143,9 @@ TEST(place_degraded_spreads_at_most_p_per_domain)
 
 	for (uint64_t s = 1; s < 300; s++) {
 		for (unsigned i = 0; i < 6; i++)
-			t[i] = (struct place_target){ .id = 10 + i, .domain = i, .weight = 1ull << 30 };
+			t[i] = (struct place_target){ .id = 10 + i,
+						      .domain = i,
+						      .weight = 1ull << 30 };
 		t[4].weight = t[5].weight = 0;
 		SH_ASSERT_OK(place_stripe_degraded(t, 6, s, 6, 2, a, &shared));
 		SH_ASSERT_EQ(shared, 2u);
@@ -158,7 +160,8 @@ TEST(place_degraded_spreads_at_most_p_per_domain)
 	}
 	/* two targets per domain, 3 domains up: each domain's two fragments on its two targets */
 	for (unsigned i = 0; i < 12; i++)
-		t[i] = (struct place_target){ .id = 100 + i, .domain = i / 2,
+		t[i] = (struct place_target){ .id = 100 + i,
+					      .domain = i / 2,
 					      .weight = i < 6 ? 1ull << 30 : 0 };
 	SH_ASSERT_OK(place_stripe_degraded(t, 12, 5, 6, 2, a, &shared));
 	for (int i = 0; i < 6; i++)

@@ -1135,7 +1135,17 @@ def data_quota_refuses_writes_past_it(c):
     small = os.path.join(c.dir, "small")
     with open(small, "wb") as f:
         f.write(os.urandom(4000))
-    free0 = json.loads(c.shoal("ns", "q", "df", check_rc=0).stdout)["free"]
+    # what the removes free comes back in the background (a file removed while a client
+    # may hold it open stays until its leader knows nobody does): wait until it holds still
+    end = time.time() + 30
+    free0 = None
+    while True:
+        time.sleep(2.5)  # past a usage refresh (2 s)
+        f = json.loads(c.shoal("ns", "q", "df", check_rc=0).stdout)["free"]
+        if f == free0:
+            break
+        free0 = f
+        check(time.time() < end, "the free space never held still")
     for i in range(10):
         c.shoal("ns", "q", "put", small, "/s%d" % i, check_rc=0)
     free1 = json.loads(c.shoal("ns", "q", "df", check_rc=0).stdout)["free"]

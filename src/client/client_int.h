@@ -84,8 +84,15 @@ void client_hold_close(sh_fs *fs, uint64_t ino);
  * file whole). sh_open_ino's opens are fresh otherwise.
  */
 void client_hold_looked_up(sh_fs *fs, uint64_t ino);
+struct cres;
 /* ns.c: a struct stat from an inode record. */
 void client_to_stat(uint64_t ino, const struct meta_inode *in, struct stat *st);
+/*
+ * ns.c: the answer r (status rc) to a getattr-like request for ino asked at
+ * since: cached as it allows, into *st (if st); r finished. The status.
+ */
+int client_attr_reply(sh_fs *fs, uint64_t ino, int rc, struct cres *r, uint64_t since,
+		      struct stat *st);
 
 /*
  * wpool.c: a filesystem handle's background threads. WPOOL_BEHIND (16

@@ -350,17 +350,7 @@ client_hold_open(sh_fs *fs, uint64_t ino, bool fresh, struct stat *st)
 		return rc;
 	}
 	since = cache_now();
-	rc = client_meta(fs->c, &q, &r);
-	if (rc == 0 && !(r.rep.flags & MP_ATTR))
-		rc = -EPROTO;
-	if (rc == 0 && (r.rep.flags & MP_CACHE)) {
-		cache_put_attr(fs, ino, &r.rep.attr, since);
-		if (r.rep.flags & MP_INLINE)
-			cache_put_inline(fs, ino, &r.rep.attr, r.rep.data, r.rep.dlen);
-	}
-	if (rc == 0)
-		client_to_stat(ino, &r.rep.attr, st);
-	cres_fini(&r);
+	rc = client_attr_reply(fs, ino, client_meta(fs->c, &q, &r), &r, since, st);
 	if (rc == -ESTALE && fresh)
 		cache_drop_all(fs); /* what led here is stale: the lookup that follows asks */
 	if (rc < 0) {

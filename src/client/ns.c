@@ -170,16 +170,22 @@ sh_getattr(sh_fs *fs, uint64_t ino, struct stat *st)
 	}
 	since = cache_now();
 	rc = ns_read(fs, MP_GETATTR, meta_ino_bucket(ino), ino, "", 0, 0, &r);
-	if (rc == 0 && !(r.rep.flags & MP_ATTR))
+	return client_attr_reply(fs, ino, rc, &r, since, st);
+}
+
+int
+client_attr_reply(sh_fs *fs, uint64_t ino, int rc, struct cres *r, uint64_t since, struct stat *st)
+{
+	if (rc == 0 && !(r->rep.flags & MP_ATTR))
 		rc = -EPROTO;
-	if (rc == 0 && (r.rep.flags & MP_CACHE)) {
-		cache_put_attr(fs, ino, &r.rep.attr, since);
-		if (r.rep.flags & MP_INLINE)
-			cache_put_inline(fs, ino, &r.rep.attr, r.rep.data, r.rep.dlen);
+	if (rc == 0 && (r->rep.flags & MP_CACHE)) {
+		cache_put_attr(fs, ino, &r->rep.attr, since);
+		if (r->rep.flags & MP_INLINE)
+			cache_put_inline(fs, ino, &r->rep.attr, r->rep.data, r->rep.dlen);
 	}
 	if (rc == 0 && st)
-		client_to_stat(ino, &r.rep.attr, st);
-	cres_fini(&r);
+		client_to_stat(ino, &r->rep.attr, st);
+	cres_fini(r);
 	return rc;
 }
 

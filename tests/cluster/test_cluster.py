@@ -1626,13 +1626,18 @@ def main():
     keep = "--keep" in args
     if "--only" in args:
         only = args[args.index("--only") + 1].split(",")
-    base = int(os.environ.get("SH_CLUSTER_PORT", "27000"))
+    return run_tests(TESTS, SIZES, 5, int(os.environ.get("SH_CLUSTER_PORT", "27000")), only, keep)
+
+
+def run_tests(tests, sizes, nodes, base, only, keep):
+    """Each test on its own cluster (sizes[name] nodes, else nodes; ports from base), PASS,
+    SKIP or FAIL with the nodes' logs, then the closing line; the exit status."""
     passed = failed = skipped = 0
-    for i, fn in enumerate(TESTS):
+    for i, fn in enumerate(tests):
         name = fn.__name__
         if only and name not in only:
             continue
-        c = Cluster(name, SIZES.get(name, 5), base + i * 20)
+        c = Cluster(name, sizes.get(name, nodes), base + i * 20)
         t0 = time.time()
         try:
             fn(c)

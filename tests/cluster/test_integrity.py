@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-import traceback
+import contextlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_cluster as tc  # noqa: E402
@@ -150,10 +150,9 @@ def checkpoint_race(writer_dir, reader_dir, n, size):
     return eval(out.decode())
 
 
-@test
-def checkpoint_replace_is_atomic_for_readers(c):
-    """tmp + fsync + rename over + fsync of the directory, 200 times, against a reader on
-    the same mount and one on a second mount: no ESTALE, no torn or mixed read."""
+@contextlib.contextmanager
+def two_mounts(c):
+    """A cluster with fs1, mounted twice (m1, m2 in its directory); unmounted after."""
     if not fuse_usable():
         raise Skip("no usable /dev/fuse or fusermount3 on this machine")
     c.up()
@@ -162,19 +161,25 @@ def checkpoint_replace_is_atomic_for_readers(c):
     mount(c, m1)
     try:
         mount(c, m2)
-        try:
-            for reader, name in ((m1, "same mount"), (m2, "second mount")):
-                t0 = time.time()
-                reads, torn, errs = checkpoint_race(m1, reader, 200, 256 * 1024 + 77)
-                print("  %s: 200 replaces in %.1f s, %d whole reads, %d torn, errors %s" %
-                      (name, time.time() - t0, reads, torn, errs))
-                check(reads >= 20, "%s: the reader read %d times" % (name, reads))
-                check(torn == 0 and not errs, "%s: %d torn reads, errors %s of %d reads" %
-                      (name, torn, errs, reads))
-        finally:
-            unmount(m2)
+        yield m1, m2
     finally:
+        unmount(m2)
         unmount(m1)
+
+
+@test
+def checkpoint_replace_is_atomic_for_readers(c):
+    """tmp + fsync + rename over + fsync of the directory, 200 times, against a reader on
+    the same mount and one on a second mount: no ESTALE, no torn or mixed read."""
+    with two_mounts(c) as (m1, m2):
+        for reader, name in ((m1, "same mount"), (m2, "second mount")):
+            t0 = time.time()
+            reads, torn, errs = checkpoint_race(m1, reader, 200, 256 * 1024 + 77)
+            print("  %s: 200 replaces in %.1f s, %d whole reads, %d torn, errors %s" %
+                  (name, time.time() - t0, reads, torn, errs))
+            check(reads >= 20, "%s: the reader read %d times" % (name, reads))
+            check(torn == 0 and not errs, "%s: %d torn reads, errors %s of %d reads" %
+                  (name, torn, errs, reads))
 
 
 def logical(c):
@@ -196,14 +201,7 @@ def open_files_live_until_last_close(c):
     """open, unlink, fstat (nlink 0), pread, pwrite; a file renamed over under a reader on
     another mount reads whole; space comes back at the last close, and after the holder
     is kill -9'd."""
-    if not fuse_usable():
-        raise Skip("no usable /dev/fuse or fusermount3 on this machine")
-    c.up()
-    make_fs(c)
-    m1, m2 = os.path.join(c.dir, "m1"), os.path.join(c.dir, "m2")
-    mount(c, m1)
-    try:
-        mount(c, m2)
+    with two_mounts(c) as (m1, m2):
         data = os.urandom(3 << 20)
         p = os.path.join(m1, "u")
         fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)
@@ -253,9 +251,6 @@ def open_files_live_until_last_close(c):
         t0 = time.time()
         wait_logical(c, len(b), 40, "a killed holder's orphan")
         print("  orphan of a killed holder released %.1f s after the kill" % (time.time() - t0))
-    finally:
-        unmount(m2)
-        unmount(m1)
 
 
 @test
@@ -529,31 +524,7 @@ def main():
             chaos(c, secs, seed)
         chaos_run.__name__ = "chaos_%ds_seed_%d" % (secs, seed)
         tests = [chaos_run]
-    passed = failed = skipped = 0
-    for i, fn in enumerate(tests):
-        name = fn.__name__
-        if only and name not in only:
-            continue
-        c = tc.Cluster(name, SIZES.get(name, 6), base + i * 20)
-        t0 = time.time()
-        try:
-            fn(c)
-            print("PASS %s (%.1fs)" % (name, time.time() - t0))
-            passed += 1
-        except Skip as e:
-            print("SKIP %s: %s" % (name, e))
-            skipped += 1
-        except Exception as e:
-            print("FAIL %s (%.1fs): %s" % (name, time.time() - t0, e))
-            if not isinstance(e, Fail):
-                traceback.print_exc()
-            print(c.logs())
-            failed += 1
-        finally:
-            c.down(wipe=not keep)
-        sys.stdout.flush()
-    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
-    return 1 if failed else 0
+    return tc.run_tests(tests, SIZES, 6, base, only, keep)
 
 
 if __name__ == "__main__":

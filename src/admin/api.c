@@ -7,8 +7,7 @@
 
 #include "../base/alloc.h"
 #include "../base/http.h"
-#include "api.h"
-#include "metrics.h"
+#include "api_int.h"
 
 SH_LOG_FACILITY("admin.api");
 
@@ -120,13 +119,18 @@ nodes_json(const struct cfg *c, const struct cluster_info *ci)
 static json_t *
 drives_json(const struct cfg *c)
 {
+	static const char *const st[] = { [CFG_TGT_UP] = "up", [CFG_TGT_DOWN] = "down",
+					  [CFG_TGT_LOST] = "lost" };
+	uint64_t now = sh_clock_real_ns();
 	json_t *a = json_array();
 
 	for (uint32_t i = 0; i < c->ndrives; i++)
 		json_array_append_new(
-		    a, json_pack("{s:I, s:I, s:s, s:I}", "id", (json_int_t)c->drives[i].id, "node",
-				 (json_int_t)c->drives[i].node, "path", c->drives[i].path,
-				 "capacity", (json_int_t)c->drives[i].capacity));
+		    a, json_pack("{s:I, s:I, s:s, s:I, s:s, s:s}", "id", (json_int_t)c->drives[i].id,
+				 "node", (json_int_t)c->drives[i].node, "path", c->drives[i].path,
+				 "capacity", (json_int_t)c->drives[i].capacity, "state",
+				 c->drives[i].state == CFG_DRIVE_FAILED ? "failed" : "active",
+				 "target", st[cfg_target_state(c, c->drives[i].id, now)]));
 	return a;
 }
 
@@ -487,29 +491,41 @@ parse_change(const char *what, json_t *o, struct cfg_cmd *cmd, char *err, size_t
 	return rc;
 }
 
+/* The request's body as a JSON object, or NULL (answered with the reason). */
+static json_t *
+body_object(struct admin_req *req)
+{
+	char err[CFG_MSG_MAX];
+	json_error_t jerr;
+	json_t *o = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
+
+	if (o != NULL && json_is_object(o))
+		return o;
+	if (o == NULL)
+		snprintf(err, sizeof(err), "malformed JSON: %.120s (line %d, column %d)", jerr.text,
+			 jerr.line, jerr.column);
+	else
+		snprintf(err, sizeof(err), "the body must be a JSON object");
+	json_decref(o);
+	reply_err(req, -EINVAL, err);
+	return NULL;
+}
+
+/* POST /v1/WHAT, or PUT /v1/WHAT/KEY: the change it asks for, submitted. */
 static void
-post(struct cluster *cl, const char *what, struct admin_req *req)
+change(struct cluster *cl, const char *what, const char *key, struct admin_req *req)
 {
 	struct cfg_cmd cmd = { 0 };
-	json_error_t jerr;
-	char err[CFG_MSG_MAX];
-	json_t *o;
+	char err[CFG_MSG_MAX] = "";
+	json_t *o = body_object(req);
 	int rc;
 
-	o = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
-	if (o == NULL || !json_is_object(o)) {
-		if (o == NULL)
-			snprintf(err, sizeof(err), "malformed JSON: %.120s (line %d, column %d)",
-				 jerr.text, jerr.line, jerr.column);
-		else
-			snprintf(err, sizeof(err), "the body must be a JSON object");
-		json_decref(o);
-		reply_err(req, -EINVAL, err);
+	if (o == NULL)
 		return;
-	}
-	rc = parse_change(what, o, &cmd, err, sizeof(err));
+	rc = key ? admin_heal_put(what, key, o, &cmd, err, sizeof(err))
+		 : parse_change(what, o, &cmd, err, sizeof(err));
 	json_decref(o);
-	if (rc == -ENOENT) {
+	if (rc == -ENOENT && err[0] == '\0') {
 		reply_err(req, -ENOENT, "no such resource");
 		return;
 	}
@@ -601,12 +617,22 @@ admin_api_handle(struct cluster *cl, const struct admin_node *self, struct admin
 			reply_json(req, 200, events_json(c, query_limit(req->query)));
 		else if (strcmp(what, "meta") == 0)
 			reply_json(req, 200, meta_json(self));
+		else if (strcmp(what, "heal") == 0)
+			reply_json(req, 200, admin_heal_json(self));
+		else if (strcmp(what, "rebuild") == 0)
+			reply_json(req, 200, admin_rebuild_json(c, self, sh_clock_real_ns()));
+		else if (strcmp(what, "settings") == 0)
+			reply_json(req, 200, admin_settings_json(c));
 		else
 			reply_err(req, -ENOENT, "no such resource");
 		return;
 	}
 	if (strcmp(req->method, "POST") == 0 && key[0] == '\0') {
-		post(cl, what, req);
+		change(cl, what, NULL, req);
+		return;
+	}
+	if (strcmp(req->method, "PUT") == 0 && key[0] != '\0') {
+		change(cl, what, key, req);
 		return;
 	}
 	if (strcmp(req->method, "DELETE") == 0 && key[0] != '\0') {

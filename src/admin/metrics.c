@@ -9,7 +9,7 @@
 #include <shoal/sh_version.h>
 
 #include "../base/alloc.h"
-#include "api.h"
+#include "api_int.h"
 
 /* ---- a growing text buffer ---- */
 
@@ -364,6 +364,68 @@ target_families(struct mctx *m)
 	}
 }
 
+/* Self-healing, this node's part (docs/healing.md). */
+static void
+heal_families(struct mctx *m)
+{
+	struct msvc_heal_stats h = { .pass_epoch = UINT64_MAX };
+	unsigned long long node = (unsigned long long)m->node;
+	struct mtext *t = &m->t;
+	static const struct {
+		const char *name, *type, *help;
+		size_t off;
+	} one[] = {
+		{ "shoal_heal_unreadable_stripes", "gauge",
+		  "Stripes led here missing more fragments than their parity.",
+		  offsetof(struct msvc_heal_stats, unreadable) },
+		{ "shoal_heal_shared_stripes", "gauge",
+		  "Stripes led here with fragments sharing a failure domain (written degraded).",
+		  offsetof(struct msvc_heal_stats, shared) },
+		{ "shoal_heal_pending_bytes", "gauge", "Fragment bytes on lost targets to rebuild.",
+		  offsetof(struct msvc_heal_stats, pending_bytes) },
+		{ "shoal_heal_rebuilt_fragments_total", "counter",
+		  "Fragments re-created from the others.",
+		  offsetof(struct msvc_heal_stats, rebuilt_frags) },
+		{ "shoal_heal_moved_fragments_total", "counter",
+		  "Fragments moved to spread a stripe over more failure domains.",
+		  offsetof(struct msvc_heal_stats, moved_frags) },
+		{ "shoal_heal_written_bytes_total", "counter",
+		  "Fragment bytes rebuilds and moves wrote.",
+		  offsetof(struct msvc_heal_stats, rebuilt_bytes) },
+		{ "shoal_heal_failed_jobs_total", "counter",
+		  "Stripe rebuilds that failed and were planned again.",
+		  offsetof(struct msvc_heal_stats, failed_jobs) },
+		{ "shoal_heal_in_flight", "gauge", "Stripes being rebuilt or moved now.",
+		  offsetof(struct msvc_heal_stats, in_flight) },
+		{ "shoal_heal_queued", "gauge", "Stripes planned, waiting for a slot.",
+		  offsetof(struct msvc_heal_stats, queued) },
+		{ "shoal_heal_rate_bytes", "gauge", "Bytes per second rebuilds wrote lately.",
+		  offsetof(struct msvc_heal_stats, rate_bps) },
+		{ "shoal_heal_passes_total", "counter", "Passes over the stripes led here.",
+		  offsetof(struct msvc_heal_stats, passes) },
+	};
+
+	for (unsigned w = 0; w < m->nws; w++)
+		if (m->ws[w]->has_meta)
+			admin_heal_add(&h, &m->ws[w]->meta.heal);
+	family(t, "shoal_heal_stripes", "gauge",
+	       "Stripes led here, by fragments missing (down or lost), as the last pass found.");
+	for (unsigned i = 0; i < MSVC_HEAL_LEVELS; i++)
+		put(t, "shoal_heal_stripes{node=\"%llu\",missing=\"%u%s\"} %llu\n", node, i,
+		    i == MSVC_HEAL_LEVELS - 1 ? "+" : "", (unsigned long long)h.stripes[i]);
+	family(t, "shoal_heal_bytes", "gauge", "Their data bytes, by fragments missing.");
+	for (unsigned i = 0; i < MSVC_HEAL_LEVELS; i++)
+		put(t, "shoal_heal_bytes{node=\"%llu\",missing=\"%u%s\"} %llu\n", node, i,
+		    i == MSVC_HEAL_LEVELS - 1 ? "+" : "", (unsigned long long)h.bytes[i]);
+	for (size_t k = 0; k < sizeof(one) / sizeof(one[0]); k++) {
+		uint64_t v;
+
+		memcpy(&v, (const uint8_t *)&h + one[k].off, sizeof(v));
+		family(t, one[k].name, one[k].type, one[k].help);
+		put(t, "%s{node=\"%llu\"} %llu\n", one[k].name, node, (unsigned long long)v);
+	}
+}
+
 static void
 meta_families(struct mctx *m)
 {
@@ -422,6 +484,7 @@ meta_families(struct mctx *m)
 			}
 		}
 	}
+	heal_families(m);
 	family(t, "shoal_meta_groups_serving", "gauge",
 	       "Metadata groups here that serve requests (state loaded, leader known).");
 	put(t, "shoal_meta_groups_serving{node=\"%llu\"} %u\n", (unsigned long long)m->node, ready);

@@ -652,6 +652,7 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 	fs->nbuckets = nb;
 	pthread_mutex_init(&fs->wmu, NULL);
 	pthread_mutex_init(&fs->qmu, NULL);
+	pthread_mutex_init(&fs->lmu, NULL);
 	rc = cache_init(fs);
 	if (rc == 0 && (rc = client_holds_init(fs)) < 0)
 		cache_fini(fs);
@@ -692,6 +693,7 @@ sh_fs_close(sh_fs *fs)
 	sh_list_del(&fs->link);
 	pthread_mutex_unlock(&fs->c->mu);
 	cache_fini(fs);
+	client_locs_fini(fs);
 	pthread_mutex_destroy(&fs->wmu);
 	pthread_mutex_destroy(&fs->qmu);
 	sh_free(fs);

@@ -41,6 +41,7 @@ struct sh_client {
 };
 
 struct ccache;
+struct cloc;
 
 struct sh_fs {
 	struct sh_list link; /* in the client's open filesystems */
@@ -54,6 +55,10 @@ struct sh_fs {
 	char name[64];
 	/* bumped by every change of a file's extents made here: handles' maps go stale */
 	_Atomic uint64_t wgen;
+	/* loc.c: where stripes are now, as their buckets said (under lmu, made at first use) */
+	pthread_mutex_t lmu;
+	struct cloc *locs;
+	_Atomic uint64_t nlocs;
 	pthread_mutex_t wmu;
 	/* quota.c: the filesystem's quota in bytes (0: none), its use as last learned (at
 	 * q_at, monotonic ns), and what this client wrote since */
@@ -158,6 +163,15 @@ int client_place(sh_client *c, uint64_t stripe, unsigned n, unsigned p, const ui
 /* A filesystem's protection and compression (cfg_fs.compression). */
 int client_fs_settings(sh_client *c, uint32_t id, unsigned *d, unsigned *p, unsigned *comp,
 		       bool *dedup, uint64_t *quota);
+/*
+ * loc.c: where stripes are now (docs/healing.md). apply: e's targets
+ * become where the stripe is known to be now, if it moved. fetch: ask the
+ * stripe's bucket; 0 and e's targets updated if it is elsewhere, -EAGAIN
+ * if it is where e says, or the request's error.
+ */
+void client_loc_apply(sh_fs *fs, struct meta_extent *e);
+int client_loc_fetch(sh_fs *fs, struct meta_extent *e);
+void client_locs_fini(sh_fs *fs);
 /* cache.c: attributes and entries a leader let this client keep */
 int cache_init(sh_fs *fs);
 void cache_fini(sh_fs *fs);

@@ -954,10 +954,11 @@ get_calls(sh_file *f, const struct meta_extent *e, const struct piece *pc, unsig
 
 /*
  * Rebuild the stripe's data from any D whole fragments and copy
- * [soff, soff + len) of it to dst.
+ * [soff, soff + len) of it to dst; *failed: a fragment did not come.
  */
 static int
-degraded(sh_file *f, const struct meta_extent *e, uint64_t soff, size_t len, uint8_t *dst)
+decode_from(sh_file *f, const struct meta_extent *e, uint64_t soff, size_t len, uint8_t *dst,
+	    bool *failed)
 {
 	unsigned d = e->d, n = (unsigned)e->d + e->p;
 	uint8_t *frags[EC_N_MAX] = { NULL };
@@ -979,8 +980,12 @@ degraded(sh_file *f, const struct meta_extent *e, uint64_t soff, size_t len, uin
 	if (rc == 0) {
 		get_calls(f, e, pc, n, calls, hdr);
 		client_calls(f->fs->c, calls, n, GET_NS);
+		*failed = false;
 		for (unsigned i = 0; i < n; i++) {
-			if (calls[i].status >= 0 && calls[i].got == e->frag && have < d) {
+			bool ok = calls[i].status >= 0 && calls[i].got == e->frag;
+
+			*failed |= !ok;
+			if (ok && have < d) {
 				have++;
 			} else {
 				missing |= 1u << i;
@@ -1009,6 +1014,27 @@ degraded(sh_file *f, const struct meta_extent *e, uint64_t soff, size_t len, uin
 	}
 	for (unsigned i = 0; i < n; i++)
 		sh_free(frags[i]);
+	return rc;
+}
+
+/*
+ * A stripe read around what did not come: decoded from the others; and if
+ * a fragment did not come, the stripe's bucket says where it is now (it may
+ * have been rebuilt or moved: docs/healing.md), for this read if the
+ * decode failed, and for the next ones.
+ */
+static int
+degraded(sh_file *f, const struct meta_extent *e, uint64_t soff, size_t len, uint8_t *dst)
+{
+	struct meta_extent le = *e;
+	bool failed = true;
+	int rc;
+
+	client_loc_apply(f->fs, &le); /* (learnt by another extent of the same read) */
+	rc = decode_from(f, &le, soff, len, dst, &failed);
+
+	if (failed && client_loc_fetch(f->fs, &le) == 0 && rc < 0)
+		rc = decode_from(f, &le, soff, len, dst, &failed);
 	return rc;
 }
 
@@ -1063,6 +1089,7 @@ struct rbatch {
 	uint64_t a[READ_BATCH], b[READ_BATCH];	 /* the file range each extent gives */
 	uint64_t s0[READ_BATCH], sl[READ_BATCH]; /* the stripe data it needs for that */
 	uint8_t *stored[READ_BATCH];		 /* an encoded block's stored bytes */
+	struct meta_extent ex[READ_BATCH];	 /* the extents, where their stripes are now */
 };
 
 /*
@@ -1083,12 +1110,16 @@ read_extents(sh_file *f, const struct meta_extent *ex, unsigned n, uint64_t at, 
 		unsigned k = n - i0 < READ_BATCH ? n - i0 : READ_BATCH, np = 0;
 
 		for (unsigned j = 0; rc == 0 && j < k; j++) {
-			const struct meta_extent *e = &ex[i0 + j];
-			uint64_t a = e->off > at ? e->off : at;
-			uint64_t b = e->off + e->len < upto ? e->off + e->len : upto;
-			uint8_t *dst = buf + (a - off);
+			const struct meta_extent *e = &r->ex[j];
+			uint64_t a, b;
+			uint8_t *dst;
 			unsigned c = 0;
 
+			r->ex[j] = ex[i0 + j];
+			client_loc_apply(f->fs, &r->ex[j]);
+			a = e->off > at ? e->off : at;
+			b = e->off + e->len < upto ? e->off + e->len : upto;
+			dst = buf + (a - off);
 			r->a[j] = a;
 			r->b[j] = b;
 			r->first[j] = np;
@@ -1107,7 +1138,7 @@ read_extents(sh_file *f, const struct meta_extent *ex, unsigned n, uint64_t at, 
 		if (rc == 0)
 			client_calls(f->fs->c, r->calls, np, GET_NS);
 		for (unsigned j = 0; rc == 0 && j < k; j++) {
-			const struct meta_extent *e = &ex[i0 + j];
+			const struct meta_extent *e = &r->ex[j];
 			uint8_t *dst = buf + (r->a[j] - off);
 			bool ok = true;
 

@@ -6,14 +6,15 @@
 #include <string.h>
 
 #include "../env/env.h"
-#include "config.h"
+#include "config_int.h"
 
-#define CFG_MAGIC    0x32474643u /* "CFG2": with the metadata groups' table */
+#define CFG_MAGIC    0x33474643u /* "CFG3": with drive states and the heal settings */
+#define CFG_MAGIC_V2 0x32474643u /* "CFG2": with the metadata groups' table */
 #define CFG_MAGIC_V1 0x31474643u /* "CFG1": before it (groups derived from the sets) */
 
 static const char *op_names[] = { "?",		"cluster.create", "node.add",  "node.remove",
 				  "node.state", "net.add",	  "drive.add", "fs.create",
-				  "fs.delete",	"mgroup.replace" };
+				  "fs.delete",	"mgroup.replace", "drive.state", "set" };
 
 const char *
 cfg_op_name(unsigned op)
@@ -100,7 +101,11 @@ cfg_name_ok(const char *s)
 struct cfg *
 cfg_new(void)
 {
-	return sh_calloc(1, sizeof(struct cfg));
+	struct cfg *c = sh_calloc(1, sizeof(struct cfg));
+
+	if (c != NULL)
+		cfg_heal_defaults(c);
+	return c;
 }
 
 void
@@ -478,10 +483,8 @@ holds_buckets(const struct cfg *c, uint64_t node)
 	return false;
 }
 
-static int fail(char *msg, size_t len, int err, const char *fmt, ...) SH_PRINTF(4, 5);
-
-static int
-fail(char *msg, size_t len, int err, const char *fmt, ...)
+int
+cfg_fail(char *msg, size_t len, int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -507,11 +510,11 @@ check_addr_free(const struct cfg *c, const char *addr, char *msg, size_t len)
 		const struct cfg_node *n = &c->nodes[i];
 
 		if (strcmp(n->mgmt, addr) == 0 || strcmp(n->data, addr) == 0)
-			return fail(msg, len, -EEXIST, "address %s is already used by node %llu",
+			return cfg_fail(msg, len, -EEXIST, "address %s is already used by node %llu",
 				    addr, (unsigned long long)n->id);
 		for (unsigned k = 0; k < n->nnets; k++)
 			if (strcmp(n->nets[k].addr, addr) == 0)
-				return fail(msg, len, -EEXIST,
+				return cfg_fail(msg, len, -EEXIST,
 					    "address %s is already used by node %llu", addr,
 					    (unsigned long long)n->id);
 	}
@@ -524,22 +527,22 @@ check_node_fields(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, siz
 	int rc;
 
 	if (cmd->id == 0)
-		return fail(msg, len, -EINVAL, "node id must be a positive number");
+		return cfg_fail(msg, len, -EINVAL, "node id must be a positive number");
 	if (cfg_node_find(c, cmd->id) != NULL)
-		return fail(msg, len, -EEXIST, "node %llu already exists",
+		return cfg_fail(msg, len, -EEXIST, "node %llu already exists",
 			    (unsigned long long)cmd->id);
 	if (c->nnodes >= CFG_NODES_MAX)
-		return fail(msg, len, -ENOSPC, "the cluster has the most nodes it can (%d)",
+		return cfg_fail(msg, len, -ENOSPC, "the cluster has the most nodes it can (%d)",
 			    CFG_NODES_MAX);
 	if (!addr_ok(cmd->addr))
-		return fail(msg, len, -EINVAL, "'%s' is not a management address (IP:PORT)",
+		return cfg_fail(msg, len, -EINVAL, "'%s' is not a management address (IP:PORT)",
 			    cmd->addr);
 	if (!addr_ok(cmd->data))
-		return fail(msg, len, -EINVAL, "'%s' is not a data address (IP:PORT)", cmd->data);
+		return cfg_fail(msg, len, -EINVAL, "'%s' is not a data address (IP:PORT)", cmd->data);
 	if (strcmp(cmd->addr, cmd->data) == 0)
-		return fail(msg, len, -EINVAL, "management and data addresses must differ");
+		return cfg_fail(msg, len, -EINVAL, "management and data addresses must differ");
 	if (cmd->domain[0] && !cfg_name_ok(cmd->domain))
-		return fail(msg, len, -EINVAL, "'%s' is not a failure domain name", cmd->domain);
+		return cfg_fail(msg, len, -EINVAL, "'%s' is not a failure domain name", cmd->domain);
 	rc = check_addr_free(c, cmd->addr, msg, len);
 	return rc ? rc : check_addr_free(c, cmd->data, msg, len);
 }
@@ -571,25 +574,25 @@ check_replace(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t 
 	int rc;
 
 	if (c->nfs == 0)
-		return fail(msg, len, -ENOENT, "no filesystem: no metadata groups to change");
+		return cfg_fail(msg, len, -ENOENT, "no filesystem: no metadata groups to change");
 	rc = cfg_group_firsts(c, &first, &ng);
 	if (rc < 0)
-		return fail(msg, len, rc, "metadata groups: %s", sh_strerror(rc));
+		return cfg_fail(msg, len, rc, "metadata groups: %s", sh_strerror(rc));
 	set = cmd->group < ng ? cfg_bucket(c, first[cmd->group]) : NULL;
 	sh_free(first);
 	if (set == NULL)
-		return fail(msg, len, -ENOENT, "no metadata group %u (the cluster has %u)",
+		return cfg_fail(msg, len, -ENOENT, "no metadata group %u (the cluster has %u)",
 			    cmd->group, ng);
 	if (!in_set(set, c->replicas, cmd->id))
-		return fail(msg, len, -ENOENT, "node %llu is not a member of metadata group %u",
+		return cfg_fail(msg, len, -ENOENT, "node %llu is not a member of metadata group %u",
 			    (unsigned long long)cmd->id, cmd->group);
 	if (n == NULL)
-		return fail(msg, len, -ENOENT, "no node %llu", (unsigned long long)cmd->node2);
+		return cfg_fail(msg, len, -ENOENT, "no node %llu", (unsigned long long)cmd->node2);
 	if (in_set(set, c->replicas, cmd->node2))
-		return fail(msg, len, -EEXIST, "node %llu is already a member of metadata group %u",
+		return cfg_fail(msg, len, -EEXIST, "node %llu is already a member of metadata group %u",
 			    (unsigned long long)cmd->node2, cmd->group);
 	if (n->state != CFG_UP)
-		return fail(msg, len, -EHOSTDOWN, "node %llu is down",
+		return cfg_fail(msg, len, -EHOSTDOWN, "node %llu is down",
 			    (unsigned long long)cmd->node2);
 	return 0;
 }
@@ -602,84 +605,84 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 	if (msg && len)
 		msg[0] = '\0';
 	if (cmd->op == 0 || cmd->op >= CFG_OP_MAX)
-		return fail(msg, len, -EINVAL, "unknown operation %u", cmd->op);
+		return cfg_fail(msg, len, -EINVAL, "unknown operation %u", cmd->op);
 	if (cmd->op != CFG_OP_CREATE && !c->created)
-		return fail(msg, len, -ENOTCONN,
+		return cfg_fail(msg, len, -ENOTCONN,
 			    "no cluster yet: run 'shoal cluster create' first");
 	switch (cmd->op) {
 	case CFG_OP_CREATE:
 		if (c->created)
-			return fail(msg, len, -EEXIST, "cluster '%s' already exists", c->name);
+			return cfg_fail(msg, len, -EEXIST, "cluster '%s' already exists", c->name);
 		if (!cfg_name_ok(cmd->name))
-			return fail(msg, len, -EINVAL,
+			return cfg_fail(msg, len, -EINVAL,
 				    "'%s' is not a cluster name (1-63 of A-Z a-z 0-9 . _ -)",
 				    cmd->name);
 		if (cmd->nbuckets == 0 || cmd->nbuckets > CFG_BUCKETS_MAX)
-			return fail(msg, len, -EINVAL, "buckets must be 1 to %d, not %u",
+			return cfg_fail(msg, len, -EINVAL, "buckets must be 1 to %d, not %u",
 				    CFG_BUCKETS_MAX, cmd->nbuckets);
 		return check_node_fields(c, cmd, msg, len);
 	case CFG_OP_NODE_ADD:
 		return check_node_fields(c, cmd, msg, len);
 	case CFG_OP_NODE_REMOVE:
 		if (cfg_node_find(c, cmd->id) == NULL)
-			return fail(msg, len, -ENOENT, "no node %llu", (unsigned long long)cmd->id);
+			return cfg_fail(msg, len, -ENOENT, "no node %llu", (unsigned long long)cmd->id);
 		if (c->nfs > 0 && holds_buckets(c, cmd->id))
-			return fail(msg, len, -EBUSY,
+			return cfg_fail(msg, len, -EBUSY,
 				    "node %llu holds metadata replicas of existing filesystems; "
 				    "they move to other nodes once it has been down for the "
 				    "replacement delay (docs/metadata.md)",
 				    (unsigned long long)cmd->id);
 		if (c->nnodes == 1)
-			return fail(msg, len, -EINVAL, "node %llu is the last node of the cluster",
+			return cfg_fail(msg, len, -EINVAL, "node %llu is the last node of the cluster",
 				    (unsigned long long)cmd->id);
 		return 0;
 	case CFG_OP_NODE_STATE:
 		n = cfg_node_find(c, cmd->id);
 		if (n == NULL)
-			return fail(msg, len, -ENOENT, "no node %llu", (unsigned long long)cmd->id);
+			return cfg_fail(msg, len, -ENOENT, "no node %llu", (unsigned long long)cmd->id);
 		if (cmd->state != CFG_UP && cmd->state != CFG_DOWN)
-			return fail(msg, len, -EINVAL, "bad node state %u", cmd->state);
+			return cfg_fail(msg, len, -EINVAL, "bad node state %u", cmd->state);
 		if (n->state == cmd->state)
-			return fail(msg, len, -EALREADY, "node %llu is already %s",
+			return cfg_fail(msg, len, -EALREADY, "node %llu is already %s",
 				    (unsigned long long)cmd->id,
 				    cmd->state == CFG_UP ? "up" : "down");
 		return 0;
 	case CFG_OP_NET_ADD:
 		n = cfg_node_find(c, cmd->id);
 		if (n == NULL)
-			return fail(msg, len, -ENOENT, "no node %llu", (unsigned long long)cmd->id);
+			return cfg_fail(msg, len, -ENOENT, "no node %llu", (unsigned long long)cmd->id);
 		if (!addr_ok(cmd->addr))
-			return fail(msg, len, -EINVAL, "'%s' is not an interface address (IP:PORT)",
+			return cfg_fail(msg, len, -EINVAL, "'%s' is not an interface address (IP:PORT)",
 				    cmd->addr);
 		if (cmd->label[0] == '\0' || !cfg_name_ok(cmd->label))
-			return fail(msg, len, -EINVAL,
+			return cfg_fail(msg, len, -EINVAL,
 				    "'%s' is not a label (1-15 of A-Z a-z 0-9 . _ -)", cmd->label);
 		if (n->nnets >= CFG_NETS_MAX)
-			return fail(msg, len, -ENOSPC,
+			return cfg_fail(msg, len, -ENOSPC,
 				    "node %llu has the most interfaces it can (%d)",
 				    (unsigned long long)cmd->id, CFG_NETS_MAX);
 		return check_addr_free(c, cmd->addr, msg, len);
 	case CFG_OP_DRIVE_ADD:
 		if (cfg_node_find(c, cmd->id) == NULL)
-			return fail(msg, len, -ENOENT, "no node %llu", (unsigned long long)cmd->id);
+			return cfg_fail(msg, len, -ENOENT, "no node %llu", (unsigned long long)cmd->id);
 		if (cmd->path[0] != '/')
-			return fail(msg, len, -EINVAL, "drive path '%s' is not absolute",
+			return cfg_fail(msg, len, -EINVAL, "drive path '%s' is not absolute",
 				    cmd->path);
 		if (cmd->size < CFG_DRIVE_MIN)
-			return fail(msg, len, -EINVAL,
+			return cfg_fail(msg, len, -EINVAL,
 				    "drive %s is too small: %llu bytes, at least %llu", cmd->path,
 				    (unsigned long long)cmd->size,
 				    (unsigned long long)CFG_DRIVE_MIN);
 		if (c->ndrives >= CFG_DRIVES_MAX)
-			return fail(msg, len, -ENOSPC,
+			return cfg_fail(msg, len, -ENOSPC,
 				    "the cluster has the most drives it can (%d)", CFG_DRIVES_MAX);
 		for (uint32_t i = 0; i < c->ndrives; i++) {
 			if (c->drives[i].node == cmd->id &&
 			    strcmp(c->drives[i].path, cmd->path) == 0)
-				return fail(msg, len, -EEXIST, "node %llu already has drive %s",
+				return cfg_fail(msg, len, -EEXIST, "node %llu already has drive %s",
 					    (unsigned long long)cmd->id, cmd->path);
 			if (cmd->target != 0 && c->drives[i].id == cmd->target)
-				return fail(msg, len, -EEXIST, "target id %llu is taken",
+				return cfg_fail(msg, len, -EEXIST, "target id %llu is taken",
 					    (unsigned long long)cmd->target);
 		}
 		return 0;
@@ -687,21 +690,21 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		unsigned dom = cfg_domains_with_drives(c);
 
 		if (!cfg_name_ok(cmd->name))
-			return fail(msg, len, -EINVAL,
+			return cfg_fail(msg, len, -EINVAL,
 				    "'%s' is not a filesystem name (1-63 of A-Z a-z 0-9 . _ -)",
 				    cmd->name);
 		if (cfg_fs_find(c, cmd->name) != NULL)
-			return fail(msg, len, -EEXIST, "filesystem '%s' already exists", cmd->name);
+			return cfg_fail(msg, len, -EEXIST, "filesystem '%s' already exists", cmd->name);
 		if (c->nfs >= CFG_FS_MAX)
-			return fail(msg, len, -ENOSPC,
+			return cfg_fail(msg, len, -ENOSPC,
 				    "the cluster has the most filesystems it can (%d)", CFG_FS_MAX);
 		if (cmd->d < 3 || cmd->d > 16 || (cmd->p != 2 && cmd->p != 4))
-			return fail(
+			return cfg_fail(
 			    msg, len, -EINVAL,
 			    "protection %u+%u is not supported: data 3 to 16, parity 2 or 4",
 			    cmd->d, cmd->p);
 		if ((unsigned)cmd->d + cmd->p > dom)
-			return fail(msg, len, -ENOSPC,
+			return cfg_fail(msg, len, -ENOSPC,
 				    "protection %u+%u needs %u failure domains with drives; the "
 				    "cluster has %u",
 				    cmd->d, cmd->p, cmd->d + cmd->p, dom);
@@ -710,26 +713,26 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		    (CFG_COMP_LEVEL(cmd->compression) &&
 		     CFG_COMP_ALGO(cmd->compression) != CFG_COMP_ZSTD) ||
 		    cmd->dedup > 1)
-			return fail(msg, len, -EINVAL, "bad compression or dedup setting");
+			return cfg_fail(msg, len, -EINVAL, "bad compression or dedup setting");
 		return 0;
 	}
 	case CFG_OP_FS_DELETE:
 		if (cfg_fs_find(c, cmd->name) == NULL)
-			return fail(msg, len, -ENOENT, "no filesystem '%s'", cmd->name);
+			return cfg_fail(msg, len, -ENOENT, "no filesystem '%s'", cmd->name);
 		return 0;
 	case CFG_OP_MGROUP_REPLACE:
 		return check_replace(c, cmd, msg, len);
+	case CFG_OP_DRIVE_STATE:
+	case CFG_OP_SET:
+		return cfg_check_heal(c, cmd, msg, len);
 	}
 	return -EINVAL;
 }
 
 /* ---- apply ---- */
 
-static void event(struct cfg *c, uint64_t time, uint64_t node, const char *fmt, ...)
-    SH_PRINTF(4, 5);
-
-static void
-event(struct cfg *c, uint64_t time, uint64_t node, const char *fmt, ...)
+void
+cfg_event(struct cfg *c, uint64_t time, uint64_t node, const char *fmt, ...)
 {
 	struct cfg_event *e = &c->events[c->next_event % CFG_EVENTS_MAX];
 	va_list ap;
@@ -776,10 +779,10 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		rc = place(c);
 		if (rc) {
 			c->nnodes = 0;
-			return fail(msg, len, rc, "out of memory placing buckets");
+			return cfg_fail(msg, len, rc, "out of memory placing buckets");
 		}
 		c->created = true;
-		event(c, cmd->time, cmd->id, "cluster %s created with %u buckets on node %llu",
+		cfg_event(c, cmd->time, cmd->id, "cluster %s created with %u buckets on node %llu",
 		      c->name, c->nbuckets, (unsigned long long)cmd->id);
 		break;
 	case CFG_OP_NODE_ADD:
@@ -788,9 +791,9 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		rc = c->nfs == 0 ? place(c) : 0;
 		if (rc) {
 			c->nnodes--;
-			return fail(msg, len, rc, "out of memory placing buckets");
+			return cfg_fail(msg, len, rc, "out of memory placing buckets");
 		}
-		event(c, cmd->time, cmd->id, "node %llu added (%s, domain %s)",
+		cfg_event(c, cmd->time, cmd->id, "node %llu added (%s, domain %s)",
 		      (unsigned long long)cmd->id, cmd->addr, c->nodes[c->nnodes - 1].domain);
 		break;
 	case CFG_OP_NODE_REMOVE: {
@@ -808,20 +811,20 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 				(c->nnodes - i) * sizeof(c->nodes[0]));
 			c->nodes[i] = saved;
 			c->nnodes++;
-			return fail(msg, len, rc, "out of memory placing buckets");
+			return cfg_fail(msg, len, rc, "out of memory placing buckets");
 		}
 		for (i = 0; i < c->ndrives; i++)
 			if (c->drives[i].node != cmd->id)
 				c->drives[k++] = c->drives[i];
 		c->ndrives = k;
-		event(c, cmd->time, cmd->id, "node %llu removed", (unsigned long long)cmd->id);
+		cfg_event(c, cmd->time, cmd->id, "node %llu removed", (unsigned long long)cmd->id);
 		break;
 	}
 	case CFG_OP_NODE_STATE:
 		n = (struct cfg_node *)cfg_node_find(c, cmd->id);
 		n->state = cmd->state;
 		n->since = cmd->time;
-		event(c, cmd->time, cmd->id, "node %llu is %s", (unsigned long long)cmd->id,
+		cfg_event(c, cmd->time, cmd->id, "node %llu is %s", (unsigned long long)cmd->id,
 		      cmd->state == CFG_UP ? "up" : "down");
 		break;
 	case CFG_OP_NET_ADD:
@@ -829,7 +832,7 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		snprintf(n->nets[n->nnets].addr, CFG_ADDR_MAX, "%s", cmd->addr);
 		snprintf(n->nets[n->nnets].label, CFG_LABEL_MAX, "%s", cmd->label);
 		n->nnets++;
-		event(c, cmd->time, cmd->id, "node %llu: data interface %s (label %s) added",
+		cfg_event(c, cmd->time, cmd->id, "node %llu: data interface %s (label %s) added",
 		      (unsigned long long)cmd->id, cmd->addr, cmd->label);
 		break;
 	case CFG_OP_DRIVE_ADD: {
@@ -842,8 +845,9 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		d->node = cmd->id;
 		d->worker = cmd->worker;
 		d->capacity = cmd->size;
+		d->since = cmd->time;
 		snprintf(d->path, sizeof(d->path), "%s", cmd->path);
-		event(c, cmd->time, cmd->id, "node %llu: drive %llu added (%s, %llu MiB)",
+		cfg_event(c, cmd->time, cmd->id, "node %llu: drive %llu added (%s, %llu MiB)",
 		      (unsigned long long)cmd->id, (unsigned long long)d->id, d->path,
 		      (unsigned long long)(d->capacity >> 20));
 		break;
@@ -855,7 +859,7 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		/* its metadata goes into the groups as they are: they stay */
 		rc = freeze_groups(c);
 		if (rc < 0)
-			return fail(msg, len, rc, "metadata groups: %s", sh_strerror(rc));
+			return cfg_fail(msg, len, rc, "metadata groups: %s", sh_strerror(rc));
 		f = &c->fs[c->nfs++];
 		memset(f, 0, sizeof(*f));
 		snprintf(f->name, sizeof(f->name), "%s", cmd->name);
@@ -867,7 +871,7 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		f->created = cmd->time;
 		f->id = c->next_fs ? c->next_fs : 1;
 		c->next_fs = f->id + 1;
-		event(c, cmd->time, 0, "filesystem %s created (%u+%u, compression %s, dedup %s)",
+		cfg_event(c, cmd->time, 0, "filesystem %s created (%u+%u, compression %s, dedup %s)",
 		      f->name, f->d, f->p, cfg_comp_str(f->compression, comp, sizeof(comp)),
 		      f->dedup ? "on" : "off");
 		break;
@@ -879,13 +883,13 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 			;
 		memmove(&c->fs[i], &c->fs[i + 1], (c->nfs - i - 1) * sizeof(c->fs[0]));
 		c->nfs--;
-		event(c, cmd->time, 0, "filesystem %s deleted", cmd->name);
+		cfg_event(c, cmd->time, 0, "filesystem %s deleted", cmd->name);
 		break;
 	}
 	case CFG_OP_MGROUP_REPLACE:
 		rc = freeze_groups(c);
 		if (rc < 0)
-			return fail(msg, len, rc, "metadata groups: %s", sh_strerror(rc));
+			return cfg_fail(msg, len, rc, "metadata groups: %s", sh_strerror(rc));
 		for (uint32_t b = 0; b < c->nbuckets; b++) {
 			uint64_t *set = c->buckets + (size_t)b * c->replicas;
 
@@ -894,10 +898,14 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 					set[k] = cmd->node2;
 		}
 		c->gepoch[cmd->group]++;
-		event(c, cmd->time, cmd->id,
+		cfg_event(c, cmd->time, cmd->id,
 		      "metadata group %u: node %llu replaced by node %llu (node %llu was down)",
 		      cmd->group, (unsigned long long)cmd->id, (unsigned long long)cmd->node2,
 		      (unsigned long long)cmd->id);
+		break;
+	case CFG_OP_DRIVE_STATE:
+	case CFG_OP_SET:
+		cfg_apply_heal(c, cmd);
 		break;
 	}
 	c->epoch++;
@@ -1042,6 +1050,13 @@ cfg_encode(struct sh_enc *e, const struct cfg *c)
 		for (uint32_t g = 0; g < c->ngroups; g++)
 			sh_enc_u32(e, c->gepoch[g]);
 	}
+	/* the drives' states and the heal settings (a "CFG2" configuration ends before them) */
+	for (uint32_t i = 0; i < c->ndrives; i++) {
+		sh_enc_u8(e, c->drives[i].state);
+		sh_enc_u64(e, c->drives[i].since);
+	}
+	sh_enc_u32(e, c->rebuild_delay_s);
+	sh_enc_u8(e, c->rebuild_share);
 }
 
 /* The fixed groups: each bucket's (every group has one, and its buckets one replica set). */
@@ -1102,7 +1117,7 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 		return -ENOMEM;
 	sh_dec_init(&d, b, len);
 	magic = sh_dec_u32(&d);
-	if (magic != CFG_MAGIC && magic != CFG_MAGIC_V1)
+	if (magic != CFG_MAGIC && magic != CFG_MAGIC_V2 && magic != CFG_MAGIC_V1)
 		goto bad;
 	t->epoch = sh_dec_u64(&d);
 	t->created = sh_dec_u8(&d) != 0;
@@ -1186,8 +1201,20 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 		for (size_t i = 0; i < nb; i++)
 			t->buckets[i] = sh_dec_u64(&d);
 	}
-	if (magic == CFG_MAGIC && decode_groups(&d, t) < 0)
+	if (magic != CFG_MAGIC_V1 && decode_groups(&d, t) < 0)
 		goto bad;
+	if (magic == CFG_MAGIC) {
+		for (uint32_t i = 0; i < t->ndrives; i++) {
+			t->drives[i].state = sh_dec_u8(&d);
+			t->drives[i].since = sh_dec_u64(&d);
+			if (t->drives[i].state > CFG_DRIVE_FAILED)
+				goto bad;
+		}
+		t->rebuild_delay_s = sh_dec_u32(&d);
+		t->rebuild_share = sh_dec_u8(&d);
+		if (t->rebuild_share == 0 || t->rebuild_share > 100)
+			goto bad;
+	}
 	sh_dec_end(&d);
 	if (d.err)
 		goto bad;

@@ -46,10 +46,25 @@ enum cfg_op {
 	CFG_OP_FS_CREATE,
 	CFG_OP_FS_DELETE,
 	CFG_OP_MGROUP_REPLACE,
+	CFG_OP_DRIVE_STATE, /* target: the drive; state: enum cfg_drive_state */
+	CFG_OP_SET,	    /* name: a setting (cfg_setting_names), size: its value */
 	CFG_OP_MAX
 };
 
 enum cfg_state { CFG_UP = 1, CFG_DOWN = 2 };
+/* A drive: in service, or failed (errors, or `shoal drive fail`): its fragments are rebuilt. */
+enum cfg_drive_state { CFG_DRIVE_ACTIVE = 0, CFG_DRIVE_FAILED = 1 };
+/*
+ * What a target is to the data path (docs/healing.md): up; down (its node
+ * is marked down, for less than the rebuild delay: its fragments are read
+ * around, and serve again when it comes back); lost (its drive failed, or
+ * its node has been down for the rebuild delay, or it is no longer in the
+ * configuration): its fragments are rebuilt elsewhere.
+ */
+enum cfg_target_state { CFG_TGT_UP = 0, CFG_TGT_DOWN = 1, CFG_TGT_LOST = 2 };
+#define CFG_REBUILD_DELAY_S   60
+#define CFG_REBUILD_SHARE     30 /* percent of a target's bandwidth rebuild may take under load */
+#define CFG_REBUILD_DELAY_MAX (7u * 86400)
 /* cfg_fs.compression: the algorithm in the low 2 bits, a level above them (0: its default) */
 enum cfg_compression { CFG_COMP_NONE = 0, CFG_COMP_LZ4, CFG_COMP_ZSTD };
 #define CFG_COMP_LEVEL_SHIFT 2
@@ -79,6 +94,8 @@ struct cfg_drive {
 	uint32_t worker; /* the node's I/O worker serving it: data endpoint node << 8 | worker */
 	char path[CFG_PATH_MAX];
 	uint64_t capacity;
+	uint8_t state;	/* enum cfg_drive_state */
+	uint64_t since; /* when its state last changed */
 };
 
 struct cfg_fs {
@@ -106,6 +123,8 @@ struct cfg {
 	uint32_t nnodes, ndrives, nfs, nevents;
 	uint64_t next_drive, next_event;
 	uint32_t next_fs; /* the id the next filesystem gets */
+	uint32_t rebuild_delay_s; /* a node down this long has its targets rebuilt */
+	uint8_t rebuild_share;	  /* percent, 1-100 */
 	struct cfg_node nodes[CFG_NODES_MAX];
 	struct cfg_drive drives[CFG_DRIVES_MAX];
 	struct cfg_fs fs[CFG_FS_MAX];
@@ -191,6 +210,16 @@ int cfg_group_firsts(const struct cfg *c, uint32_t **first, uint32_t *ngroups);
  */
 int cfg_mgroup_replacement(const struct cfg *c, uint64_t now, uint64_t after_ns, uint32_t *group,
 			   uint64_t *old, uint64_t *node);
+/*
+ * A target's state at now (ns since the Unix epoch) for the data path,
+ * enum cfg_target_state: a drive not in the configuration is lost.
+ */
+int cfg_target_state(const struct cfg *c, uint64_t target, uint64_t now);
+const struct cfg_drive *cfg_drive_find(const struct cfg *c, uint64_t target);
+/* The settings CFG_OP_SET takes ("rebuild-delay", "rebuild-share"), NULL-terminated. */
+extern const char *const cfg_setting_names[];
+/* A setting's value; -ENOENT if there is no such setting. */
+int64_t cfg_setting_get(const struct cfg *c, const char *name);
 /* Failure domains that have at least one drive. */
 unsigned cfg_domains_with_drives(const struct cfg *c);
 const char *cfg_op_name(unsigned op);

@@ -126,6 +126,67 @@ place_stripe_degraded(const struct place_target *t, unsigned nt, uint64_t stripe
 }
 
 int
+place_refill(const struct place_target *t, unsigned nt, uint64_t stripe, unsigned n, unsigned p,
+	     const uint64_t *cur, uint32_t keep, uint64_t *out, unsigned *shared)
+{
+	uint32_t dom[64];
+	uint64_t tgt[64];
+	unsigned got = 0;
+
+	*shared = 0;
+	if (n == 0 || n > 32 || p == 0)
+		return -EINVAL;
+	for (unsigned i = 0; i < n; i++) {
+		if (!(keep & 1u << i))
+			continue;
+		dom[got] = UINT32_MAX - i; /* a target gone from the configuration: its own */
+		for (unsigned k = 0; k < nt; k++)
+			if (t[k].id == cur[i])
+				dom[got] = t[k].domain;
+		tgt[got++] = out[i] = cur[i];
+	}
+	for (unsigned i = 0; i < n; i++) {
+		int bi;
+
+		if (keep & 1u << i)
+			continue;
+		bi = best(t, nt, stripe, dom, got);
+		if (bi < 0) {
+			bi = best_spread(t, nt, stripe, dom, tgt, got, p);
+			*shared += bi >= 0;
+		}
+		if (bi < 0)
+			return -ENOSPC;
+		dom[got] = t[bi].domain;
+		tgt[got++] = out[i] = t[bi].id;
+	}
+	return 0;
+}
+
+unsigned
+place_shared(const struct place_target *t, unsigned nt, const uint64_t *cur, unsigned n,
+	     uint32_t *which)
+{
+	uint32_t dom[32];
+	unsigned extra = 0;
+
+	*which = 0;
+	for (unsigned i = 0; i < n && i < 32; i++) {
+		dom[i] = UINT32_MAX - i;
+		for (unsigned k = 0; k < nt; k++)
+			if (t[k].id == cur[i])
+				dom[i] = t[k].domain;
+		for (unsigned j = 0; j < i; j++)
+			if (dom[j] == dom[i]) {
+				*which |= 1u << i; /* the later one of a pair moves */
+				extra++;
+				break;
+			}
+	}
+	return extra;
+}
+
+int
 place_targets(const struct cfg *c, struct place_target **out, unsigned *n)
 {
 	struct place_target *t = sh_calloc(c->ndrives ? c->ndrives : 1, sizeof(*t));
@@ -144,7 +205,8 @@ place_targets(const struct cfg *c, struct place_target **out, unsigned *n)
 			}
 		t[i] = (struct place_target){ .id = c->drives[i].id,
 					      .domain = dom,
-					      .weight = node && node->state == CFG_UP
+					      .weight = node && node->state == CFG_UP &&
+								c->drives[i].state == CFG_DRIVE_ACTIVE
 							    ? c->drives[i].capacity
 							    : 0 };
 	}

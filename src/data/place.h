@@ -43,8 +43,25 @@ int place_stripe_degraded(const struct place_target *t, unsigned nt, uint64_t st
 			  unsigned p, uint64_t *out, unsigned *shared);
 
 /*
+ * Rebuild and re-protection (docs/healing.md): new targets for the
+ * fragments of stripe not in keep (bit i: fragment i stays on cur[i]), on
+ * failure domains the kept ones do not use, by the same scores as a new
+ * stripe's; when domains run out, at most p on one domain (*shared counts
+ * those). out[i] = cur[i] for the kept ones. -ENOSPC, -EINVAL (n > 32).
+ */
+int place_refill(const struct place_target *t, unsigned nt, uint64_t stripe, unsigned n, unsigned p,
+		 const uint64_t *cur, uint32_t keep, uint64_t *out, unsigned *shared);
+/*
+ * How many of cur[0..n)'s fragments share a failure domain with an earlier
+ * one (a stripe written degraded); *which: their bits.
+ */
+unsigned place_shared(const struct place_target *t, unsigned nt, const uint64_t *cur, unsigned n,
+		      uint32_t *which);
+
+/*
  * The targets of a configuration (every drive; the failure domain is its
- * node's), weighted by capacity until free space is known. *out is
+ * node's), weighted by capacity until free space is known; a drive that
+ * failed or whose node is down weighs 0 (never chosen). *out is
  * sh_malloc'd; -ENOMEM.
  */
 int place_targets(const struct cfg *c, struct place_target **out, unsigned *n);

@@ -276,6 +276,17 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 	case META_OP_RECLAIM_DONE:
 		rc = meta_reclaim_done(b, c->upto);
 		break;
+	case META_OP_RELOCATE: {
+		struct meta_move mv[META_FRAGS_MAX];
+		unsigned n;
+
+		rc = meta_moves_decode(c->data, c->dlen, mv, &n);
+		if (rc == 0)
+			rc = meta_ino_bucket(c->upto) == b->bucket
+				 ? meta_stripe_relocate(b, c->upto, mv, n)
+				 : -EINVAL;
+		break;
+	}
 	case META_OP_INLINE:
 		if (c->flags & META_INLINE_MERGE)
 			rc = meta_inline_merge(b, c->ino, c->upto, c->data, c->dlen, c->now,

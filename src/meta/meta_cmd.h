@@ -43,6 +43,7 @@ enum meta_op {
 	META_OP_DEDUP_FORGET,  /* upto: refused claims recorded before this time go */
 	META_OP_DONE_FORGET,   /* upto: request tags recorded before this time go (meta_done.h) */
 	META_OP_ORPHAN_DROP,   /* ino: a file without names nobody holds open goes (meta_ops.h) */
+	META_OP_RELOCATE,      /* upto: a stripe, data: its fragments' moves (meta_moves_encode) */
 	META_OP_MAX
 };
 

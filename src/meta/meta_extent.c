@@ -244,33 +244,88 @@ meta_usage_get(struct meta_bucket *b, struct meta_usage *u)
 	return rc;
 }
 
-/* A stripe's record: references; for a file's stripe, whose, and its bytes mapped and live. */
+/*
+ * A stripe's record: references; for a file's stripe, whose, and its bytes
+ * mapped and live; then, for a stripe first referenced since rebuilds
+ * exist, where its fragments are now (the whole stripe as an extent value:
+ * docs/healing.md, the one place a rebuild changes).
+ */
 struct stripe_rec {
 	uint64_t n, ino, total, live;
+	bool has_loc;
+	struct meta_extent loc;
 };
+#define STRIPE_REC_HEAD 32
+
+static int
+stripe_rec_decode(const uint8_t *v, size_t len, struct stripe_rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (len == sizeof(r->n)) { /* (a count alone: before) */
+		memcpy(&r->n, v, sizeof(r->n));
+		return 0;
+	}
+	if (len < STRIPE_REC_HEAD)
+		return -EBADMSG;
+	memcpy(&r->n, v, 8);
+	memcpy(&r->ino, v + 8, 8);
+	memcpy(&r->total, v + 16, 8);
+	memcpy(&r->live, v + 24, 8);
+	if (len == STRIPE_REC_HEAD)
+		return 0;
+	r->has_loc = true;
+	return meta_extent_decode(v + STRIPE_REC_HEAD, len - STRIPE_REC_HEAD, &r->loc);
+}
 
 static int
 stripe_get(struct meta_bucket *b, uint64_t stripe, struct stripe_rec *r)
 {
+	uint8_t v[STRIPE_REC_HEAD + META_EXTENT_VMAX];
 	struct meta_key k;
 	size_t len;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
 	meta_key_id(&k, b->bucket, META_K_STRIPE, stripe);
-	rc = meta_get(b->t, &k, b->ver, r, sizeof(*r), &len);
-	if (rc == 0 && len != sizeof(*r) && len != sizeof(r->n)) /* (a count alone: before) */
-		rc = -EBADMSG;
+	rc = meta_get(b->t, &k, b->ver, v, sizeof(v), &len);
+	if (rc == 0)
+		rc = stripe_rec_decode(v, len, r);
 	return rc;
 }
 
 static int
 stripe_put(struct meta_bucket *b, uint64_t stripe, const struct stripe_rec *r)
 {
+	uint8_t v[STRIPE_REC_HEAD + META_EXTENT_VMAX];
 	struct meta_key k;
+	int vl = 0;
 
+	memcpy(v, &r->n, 8);
+	memcpy(v + 8, &r->ino, 8);
+	memcpy(v + 16, &r->total, 8);
+	memcpy(v + 24, &r->live, 8);
+	if (r->has_loc)
+		vl = meta_extent_encode(&r->loc, v + STRIPE_REC_HEAD, sizeof(v) - STRIPE_REC_HEAD);
+	if (vl < 0)
+		return vl;
 	meta_key_id(&k, b->bucket, META_K_STRIPE, stripe);
-	return meta_put(b->t, &k, b->ver, r, sizeof(*r), b->keep);
+	return meta_put(b->t, &k, b->ver, v, STRIPE_REC_HEAD + (size_t)vl, b->keep);
+}
+
+/* The whole stripe of e as an extent: every fragment, e's targets. */
+static struct meta_extent
+stripe_whole(const struct meta_extent *e)
+{
+	struct meta_extent whole = *e;
+
+	whole.off = 0;
+	whole.soff = 0;
+	whole.len = (uint64_t)e->d * e->frag;
+	whole.enc = 0;
+	whole.slen = whole.blen = whole.boff = 0;
+	whole.dedup = false;
+	memset(whole.fp, 0, sizeof(whole.fp));
+	return whole;
 }
 
 /* A file's stripe: its live bytes (and all it ever mapped) move by these. */
@@ -317,6 +372,10 @@ meta_stripe_ref(struct meta_bucket *b, const struct meta_extent *e, int delta)
 		if (rc != -ENOENT)
 			return rc;
 	}
+	if (r.n == 0 && delta > 0) {
+		r.has_loc = true; /* where its fragments are: from now on, this record says */
+		r.loc = stripe_whole(e);
+	}
 	r.n = delta < 0 ? r.n - 1 : r.n + 1;
 	if (r.n == 1 && delta > 0) {
 		/* a stripe newly referenced: its bytes count from now */
@@ -337,15 +396,10 @@ meta_stripe_ref(struct meta_bucket *b, const struct meta_extent *e, int delta)
 	}
 	if (rc == 0) {
 		uint8_t v[META_EXTENT_VMAX];
-		struct meta_extent whole = *e;
+		/* the record names the whole stripe where it is now: every fragment is released */
+		struct meta_extent whole = r.has_loc ? r.loc : stripe_whole(e);
 		int vl;
 
-		/* the record names the whole stripe: every fragment is released */
-		whole.soff = 0;
-		whole.len = (uint64_t)e->d * e->frag;
-		whole.enc = 0;
-		whole.slen = whole.blen = whole.boff = 0;
-		whole.dedup = false;
 		vl = meta_extent_encode(&whole, v, sizeof(v));
 		meta_key_id(&k, b->bucket, META_K_RECLAIM, e->stripe);
 		rc = vl < 0 ? vl : meta_put(b->t, &k, b->ver, v, (size_t)vl, b->keep);
@@ -695,9 +749,8 @@ on_stripe_rec(void *arg, const uint8_t *key, size_t klen, const void *val, size_
 
 	if (klen != 11)
 		return -EBADMSG;
-	if (vlen != sizeof(r))
+	if (vlen < STRIPE_REC_HEAD || stripe_rec_decode(val, vlen, &r) < 0)
 		return 0; /* a count alone (a dedup block's, or of before): not a file's */
-	memcpy(&r, val, sizeof(r));
 	if (r.ino == 0 || r.total == 0 || r.live * 2 > r.total)
 		return 0;
 	return ds->fn(ds->arg, meta_be64_get(key + 3), r.ino, r.live, r.total);
@@ -771,4 +824,143 @@ meta_stripe_known(struct meta_bucket *b, uint64_t stripe)
 			return rc;
 	}
 	return 0;
+}
+
+/* ---- where a stripe's fragments are (docs/healing.md) ---- */
+
+int
+meta_stripe_known_at(struct meta_bucket *b, uint64_t stripe, uint64_t target)
+{
+	uint8_t v[META_EXTENT_VMAX];
+	struct meta_extent e;
+	struct stripe_rec r;
+	struct meta_key k;
+	size_t len;
+	int rc;
+
+	if (target == 0)
+		return meta_stripe_known(b, stripe);
+	rc = stripe_get(b, stripe, &r);
+	if (rc == 0 && !r.has_loc)
+		return 1; /* a stripe from before: wherever its extents say */
+	if (rc == 0)
+		e = r.loc;
+	if (rc == -ENOENT) {
+		meta_key_id(&k, b->bucket, META_K_RECLAIM, stripe);
+		rc = meta_get(b->t, &k, b->ver, v, sizeof(v), &len);
+		if (rc == 0)
+			rc = meta_extent_decode(v, len, &e);
+	}
+	if (rc == -ENOENT)
+		return 0;
+	if (rc < 0)
+		return rc;
+	for (unsigned i = 0; i < (unsigned)e.d + e.p; i++)
+		if (e.targets[i] == target)
+			return 1;
+	return 0; /* the stripe is elsewhere now: what this target has of it is stale */
+}
+
+int
+meta_stripe_loc(struct meta_bucket *b, uint64_t stripe, struct meta_extent *loc)
+{
+	struct stripe_rec r;
+	int rc = stripe_get(b, stripe, &r);
+
+	if (rc < 0)
+		return rc;
+	if (!r.has_loc)
+		return -ENODATA;
+	*loc = r.loc;
+	loc->stripe = stripe;
+	return 0;
+}
+
+struct locs {
+	int (*fn)(void *arg, const struct meta_extent *loc);
+	void *arg;
+};
+
+static int
+on_loc(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vlen)
+{
+	struct locs *l = arg;
+	struct stripe_rec r;
+
+	if (klen != 11)
+		return -EBADMSG;
+	if (stripe_rec_decode(val, vlen, &r) < 0 || !r.has_loc || r.n == 0)
+		return 0;
+	r.loc.stripe = meta_be64_get(key + 3);
+	return l->fn(l->arg, &r.loc);
+}
+
+int
+meta_stripe_locs(struct meta_bucket *b, uint64_t after,
+		 int (*fn)(void *arg, const struct meta_extent *loc), void *arg)
+{
+	struct locs l = { fn, arg };
+	struct meta_key pk, from;
+
+	meta_key_kind(&pk, b->bucket, META_K_STRIPE);
+	if (after == 0)
+		return meta_scan(b->t, &pk, NULL, 0, b->ver, on_loc, &l);
+	meta_key_id(&from, b->bucket, META_K_STRIPE, after);
+	return meta_scan(b->t, &pk, from.b, from.len, b->ver, on_loc, &l);
+}
+
+int
+meta_stripe_relocate(struct meta_bucket *b, uint64_t stripe, const struct meta_move *mv,
+		     unsigned n)
+{
+	struct stripe_rec r;
+	int rc = stripe_get(b, stripe, &r);
+
+	if (rc < 0)
+		return rc; /* -ENOENT: released meanwhile (what was rebuilt is an orphan) */
+	if (!r.has_loc)
+		return -ENODATA;
+	for (unsigned i = 0; i < n; i++) {
+		if (mv[i].idx >= (unsigned)r.loc.d + r.loc.p || mv[i].to == 0)
+			return -EINVAL;
+		if (r.loc.targets[mv[i].idx] != mv[i].from)
+			return -ESTALE; /* moved by someone else: nothing changes */
+	}
+	for (unsigned i = 0; i < n; i++)
+		r.loc.targets[mv[i].idx] = mv[i].to;
+	return stripe_put(b, stripe, &r);
+}
+
+int
+meta_moves_encode(struct sh_enc *e, const struct meta_move *mv, unsigned n)
+{
+	if (n == 0 || n > META_FRAGS_MAX)
+		return -EINVAL;
+	sh_enc_u8(e, (uint8_t)n);
+	for (unsigned i = 0; i < n; i++) {
+		sh_enc_u8(e, mv[i].idx);
+		sh_enc_u64(e, mv[i].from);
+		sh_enc_u64(e, mv[i].to);
+	}
+	return 0;
+}
+
+int
+meta_moves_decode(const uint8_t *b, size_t len, struct meta_move *mv, unsigned *n)
+{
+	struct sh_dec d;
+
+	sh_dec_init(&d, b, len);
+	*n = sh_dec_u8(&d);
+	if (*n == 0 || *n > META_FRAGS_MAX)
+		return -EBADMSG;
+	for (unsigned i = 0; i < *n; i++) {
+		mv[i].idx = sh_dec_u8(&d);
+		mv[i].from = sh_dec_u64(&d);
+		mv[i].to = sh_dec_u64(&d);
+		if (mv[i].idx >= META_FRAGS_MAX)
+			return -EBADMSG;
+	}
+	sh_dec_end(&d);
+	return d.err ? -EBADMSG : 0;
 }

@@ -153,4 +153,37 @@ int meta_reclaim_done(struct meta_bucket *b, uint64_t stripe);
 /* 1 if an extent of this bucket refers to stripe or it waits in the reclaim queue, else 0. */
 int meta_stripe_known(struct meta_bucket *b, uint64_t stripe);
 
+/*
+ * Where a stripe's fragments are (docs/healing.md): its record in the
+ * bucket its id names says, for every stripe first referenced since
+ * rebuilds exist; the targets in extents and dedup entries are where they
+ * were written (hints a reader tries first). A rebuild, a re-protection
+ * or a move changes this record only, in one command.
+ *
+ * meta_stripe_known_at: as meta_stripe_known, for the fragments on target
+ * (0: any): 0 also when the record says the stripe is elsewhere now (what
+ * the target holds of it was rebuilt elsewhere: stale, to be released).
+ */
+int meta_stripe_known_at(struct meta_bucket *b, uint64_t stripe, uint64_t target);
+/* *loc: the whole stripe, where it is now. -ENOENT, -ENODATA (a record from before). */
+int meta_stripe_loc(struct meta_bucket *b, uint64_t stripe, struct meta_extent *loc);
+/* Every referenced stripe with a location, in id order after `after` (0: all): fn (1 stops). */
+int meta_stripe_locs(struct meta_bucket *b, uint64_t after,
+		     int (*fn)(void *arg, const struct meta_extent *loc), void *arg);
+/* Fragment idx of a stripe goes from target `from` to target `to` (rebuilt or copied there). */
+struct meta_move {
+	uint8_t idx;
+	uint64_t from, to;
+};
+/*
+ * Apply n moves at once: -ESTALE (a fragment is not on its `from` any more:
+ * nothing changed), -ENOENT (the stripe is gone), -ENODATA, -EINVAL.
+ */
+int meta_stripe_relocate(struct meta_bucket *b, uint64_t stripe, const struct meta_move *mv,
+			 unsigned n);
+/* META_OP_RELOCATE's data: u8 n, per move u8 idx, u64 from, u64 to. */
+int meta_moves_encode(struct sh_enc *e, const struct meta_move *mv, unsigned n);
+/* Fuzzed. At most META_FRAGS_MAX into mv; -EBADMSG. */
+int meta_moves_decode(const uint8_t *b, size_t len, struct meta_move *mv, unsigned *n);
+
 #endif /* SH_META_META_EXTENT_H */

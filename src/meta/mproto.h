@@ -30,7 +30,8 @@ enum mp_kind {
 	MP_REVOKE,     /* ino = dir at the lessee bucket: give the lease back, flush */
 	MP_EXTENTS,    /* ino, off, len, max: the extents there; reply data: an extent list */
 	MP_STRIPES,    /* data: u64 LE stripe ids of this bucket; reply data: a byte each, 1 if
-			* an extent refers to it or it waits in the reclaim queue (orphan sweep) */
+			* an extent refers to it or it waits in the reclaim queue (orphan sweep);
+			* ino: the target asking (0: any), 0 too if the stripe is elsewhere now */
 	MP_DIRTY,      /* max: files' stripes at least half dead; reply data: per stripe u64 LE
 			* stripe, ino, live bytes, bytes mapped (cleaning) */
 	MP_USAGE,      /* at any bucket of a group: reply data: the group's usage summed over its
@@ -39,6 +40,8 @@ enum mp_kind {
 	MP_HOLD,       /* ino: a file opened (reply: attr, as getattr; -ESTALE if gone or, with
 			* MP_HOLD_FRESH, without names); data: u64 LE more files of this bucket
 			* still open (renewed); max: MP_HOLD_* (msvc_hold.c) */
+	MP_STRIPE_LOC, /* ino: a stripe of this bucket; reply data: where its fragments are now
+			* (an extent value, meta_stripe_loc); -ENOENT, -ENODATA */
 	MP_KIND_MAX
 };
 

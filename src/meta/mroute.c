@@ -98,7 +98,7 @@ mplace_target(const struct cfg *c, uint64_t target, uint64_t *peer, char *addr)
 		n = cfg_node_find(c, dr->node);
 		if (n == NULL || env_addr_parse(n->data, &a) < 0)
 			return -ENOENT;
-		if (n->state == CFG_DOWN)
+		if (n->state == CFG_DOWN || dr->state == CFG_DRIVE_FAILED)
 			return -EHOSTDOWN;
 		a.port = (uint16_t)(a.port + dr->worker);
 		env_addr_format(&a, addr, CFG_ADDR_MAX);

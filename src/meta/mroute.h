@@ -47,7 +47,8 @@ mplace_group_id(uint32_t fs, uint32_t g)
 
 /*
  * Where target (a drive) is served: its worker's data endpoint and address.
- * -ENOENT (no such drive), -EHOSTDOWN (its node is marked down).
+ * -ENOENT (no such drive), -EHOSTDOWN (its node is marked down, or the
+ * drive failed).
  */
 int mplace_target(const struct cfg *c, uint64_t target, uint64_t *peer, char *addr);
 

@@ -38,6 +38,7 @@ msvc_slot_name(unsigned slot)
 		[MP_REVOKE] = "revoke",
 		[MP_EXTENTS] = "extents",
 		[MP_STRIPES] = "stripes",
+		[MP_STRIPE_LOC] = "stripe_loc",
 		[MP_DIRTY] = "dirty",
 		[MP_USAGE] = "usage",
 		[MP_PARENT] = "parent",
@@ -71,6 +72,7 @@ msvc_slot_name(unsigned slot)
 		[META_OP_DEDUP_FORGET] = "dedup_forget",
 		[META_OP_DONE_FORGET] = "done_forget",
 		[META_OP_ORPHAN_DROP] = "orphan_drop",
+		[META_OP_RELOCATE] = "relocate",
 	};
 
 	if (slot < MSVC_SLOT_CMD)
@@ -81,7 +83,13 @@ msvc_slot_name(unsigned slot)
 void
 msvc_stats(const struct msvc *s, struct msvc_stats *out)
 {
+	struct sh_list *pos;
+
 	*out = s->st;
+	memset(&out->heal, 0, sizeof(out->heal));
+	out->heal.pass_epoch = UINT64_MAX; /* no filesystem: nothing to wait for */
+	sh_list_for_each (pos, &s->fss)
+		msvc_heal_add(sh_list_entry(pos, struct mfs, link), &out->heal);
 }
 
 static void
@@ -492,6 +500,9 @@ fs_open(struct msvc *s, const struct cfg *c, const struct cfg_fs *f)
 	}
 	sh_list_init(&fs->r2s);
 	sh_list_init(&fs->reclaims);
+	rc = msvc_heal_start(fs);
+	if (rc < 0)
+		goto err;
 	/*
 	 * The groups' state machines: each group keeps its buckets here with
 	 * the Raft index they hold, and replays its log from there.
@@ -512,6 +523,8 @@ fs_open(struct msvc *s, const struct cfg *c, const struct cfg_fs *f)
 		    fs->open_groups, pl->ngroups);
 	return 0;
 err:
+	msvc_heal_cancel(fs);
+	msvc_heal_free(fs);
 	if (fs->db)
 		meta_db_close(fs->db);
 	sh_free(fs->groups);
@@ -532,6 +545,7 @@ fs_maybe_free(struct mfs *fs)
 	sh_list_del(&fs->link);
 	msvc_cache_free(fs);
 	msvc_hold_free(fs);
+	msvc_heal_free(fs);
 	meta_db_close(fs->db);
 	sh_free(fs->groups);
 	sh_free(fs->usage);
@@ -586,6 +600,7 @@ fs_close(struct mfs *fs)
 	}
 	msvc_rename2_cancel(fs);
 	msvc_reclaim_cancel(fs);
+	msvc_heal_cancel(fs);
 	fs->refs++; /* held while the groups are told to close */
 	for (uint32_t g = 0; g < fs->ngroups; g++)
 		if (fs->groups[g] != NULL)
@@ -725,6 +740,12 @@ do_read(struct mreq *m)
 		break;
 	case MP_READDIR:
 	case MP_DIRTY:
+		break;
+	case MP_STRIPE_LOC:
+		if (meta_ino_bucket(m->req.ino) != m->req.bucket) {
+			mreq_answer(m, -EINVAL, NULL);
+			goto out;
+		}
 		break;
 	case MP_STRIPES:
 		if (m->req.dlen % 8 != 0 || m->req.dlen > MP_STRIPES_MAX * 8) {
@@ -921,13 +942,25 @@ do_read(struct mreq *m)
 		rc = 0;
 		sh_dec_init(&d, m->req.data, m->req.dlen);
 		for (size_t i = 0; rc == 0 && i < m->req.dlen / 8; i++) {
-			int k = meta_stripe_known(&mb, sh_dec_u64(&d));
+			int k = meta_stripe_known_at(&mb, sh_dec_u64(&d), m->req.ino);
 
 			if (k < 0)
 				rc = k;
 			else
 				sh_enc_u8(&e, (uint8_t)k);
 		}
+		break;
+	}
+	case MP_STRIPE_LOC: {
+		struct meta_extent loc;
+		uint8_t v[META_EXTENT_VMAX];
+		int vl;
+
+		rc = meta_stripe_loc(&mb, m->req.ino, &loc);
+		if (rc == 0 && (vl = meta_extent_encode(&loc, v, sizeof(v))) < 0)
+			rc = vl;
+		if (rc == 0)
+			sh_enc_bytes(&e, v, (size_t)vl);
 		break;
 	}
 	case MP_DIRTY: {

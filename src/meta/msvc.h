@@ -36,12 +36,11 @@ struct msvc_params {
 	/* a dedup claim this old is asked about at its file's bucket (0: 60 s) */
 	uint64_t claim_age_ns;
 	/*
-	 * Release a fragment on a target this endpoint serves itself (a call
-	 * to oneself does not go over the network): cb(cbarg, 0 or -errno)
-	 * later. Returns 0, or -ENODEV if the target is not served here.
+	 * A target this endpoint serves itself, or NULL (a call to oneself
+	 * does not go over the network: releases, rebuild reads and writes
+	 * go to the store directly).
 	 */
-	int (*release_local)(void *arg, uint64_t target, uint64_t stripe, uint32_t idx,
-			     void (*cb)(void *cbarg, int rc), void *cbarg);
+	struct store *(*store_local)(void *arg, uint64_t target);
 	void *arg;
 };
 
@@ -80,8 +79,28 @@ struct msvc_group_info {
  */
 #define MSVC_SLOT_CMD 24
 #define MSVC_SLOTS    (MSVC_SLOT_CMD + 32)
+/*
+ * Self-healing at this node (docs/healing.md), for the buckets it leads:
+ * as the last pass over their stripes found them (stripes and data bytes
+ * by fragments missing: 0, 1, 2, 3, 4 or more), and what it did since it
+ * started.
+ */
+#define MSVC_HEAL_LEVELS 5
+struct msvc_heal_stats {
+	uint64_t stripes[MSVC_HEAL_LEVELS], bytes[MSVC_HEAL_LEVELS];
+	uint64_t unreadable;	/* stripes missing more than their parity */
+	uint64_t shared;	/* stripes with fragments sharing a failure domain */
+	uint64_t pending_bytes; /* fragment bytes on lost targets, to rebuild */
+	uint64_t rebuilt_frags, moved_frags, rebuilt_bytes, failed_jobs;
+	uint64_t in_flight, queued, rate_bps; /* jobs now, stripes planned, bytes/s lately */
+	uint64_t passes, pass_at;	      /* whole passes, and when the last ended (realtime) */
+	uint64_t pass_epoch; /* the configuration the last pass went by (the oldest of a sum;
+			      * UINT64_MAX: no filesystem here) */
+	uint64_t buckets;    /* buckets the last pass went over (led here, serving) */
+};
 struct msvc_stats {
 	uint64_t requests[MSVC_SLOTS], errors[MSVC_SLOTS], time_ns[MSVC_SLOTS];
+	struct msvc_heal_stats heal;
 };
 void msvc_stats(const struct msvc *s, struct msvc_stats *out);
 /* A slot's name ("lookup", "create", ...), or NULL for a slot never used. */

@@ -41,6 +41,7 @@ struct mfs {
 	struct sh_list reclaims; /* stripes being released (msvc_reclaim.c) */
 	struct mcache *cache;	 /* client cache leases (msvc_cache.c), lazily made */
 	struct mholds *holds;	 /* clients' open files (msvc_hold.c), lazily made */
+	struct mheal *heal;	 /* rebuild and re-protection (msvc_heal.c) */
 	uint64_t *led_since;	 /* by group index: when it became a serving leader here */
 	unsigned nreclaims;
 	uint64_t kills[KILLS_MAX]; /* dedup claims being asked about (0: a free slot) */
@@ -180,6 +181,17 @@ void msvc_hold_unfence(struct mfs *fs, uint64_t ino);
 void msvc_rmdir_remote(struct mreq *m, uint64_t dir);
 /* A new leader finishes or undoes the renames its buckets' intents record. */
 void msvc_rename2_recover(struct mfs *fs, struct mgroup *g);
+
+/*
+ * Self-healing (msvc_heal.c): msvc_heal_start at open (a timer), cancel at
+ * close (jobs in flight end), free with the filesystem; msvc_heal_add adds
+ * its counters to sum.
+ */
+struct mheal;
+int msvc_heal_start(struct mfs *fs);
+void msvc_heal_cancel(struct mfs *fs);
+void msvc_heal_free(struct mfs *fs);
+void msvc_heal_add(const struct mfs *fs, struct msvc_heal_stats *sum);
 
 /* Leader balancing: a node leading two groups more than a member of one hands it over. */
 void msvc_balance_start(struct msvc *s);

@@ -11,6 +11,7 @@
  */
 #include <string.h>
 
+#include "../store/store.h"
 #include "../store/store_proto.h"
 #include "meta_done.h"
 #include "msvc_int.h"
@@ -142,11 +143,12 @@ job_start(struct mfs *fs, uint16_t bucket, const struct meta_extent *e)
 
 		j->calls[i] = (struct rcall){ .j = j, .idx = (int)i };
 		rc = mplace_target(mroute_cfg(s->rt), e->targets[i], &peer, addr);
-		if (rc == 0 && peer == net_node_id(s->net))
-			rc = s->p.release_local
-				 ? s->p.release_local(s->p.arg, e->targets[i], e->stripe, i,
-						      on_local, &j->calls[i])
-				 : -ENODEV;
+		if (rc == 0 && peer == net_node_id(s->net)) {
+			struct store *st =
+			    s->p.store_local ? s->p.store_local(s->p.arg, e->targets[i]) : NULL;
+
+			rc = st ? store_release(st, e->stripe, i, on_local, &j->calls[i]) : -ENODEV;
+		}
 		else if (rc == 0 && (rc = net_peer_ensure(s->net, peer, addr)) == 0)
 			rc = net_call(s->net, peer, NET_OP_STORE_RELEASE, &iov, 1, &o, on_reply,
 				      &j->calls[i], &j->calls[i].h);

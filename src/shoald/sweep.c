@@ -7,7 +7,10 @@
  * lists fragments written before the age (by the store's epochs, sampled
  * as time goes), asks the buckets their stripe ids name (MP_STRIPES, every
  * filesystem: an id does not say which), and releases what nobody knows.
- * A question that fails keeps the fragments for the next round.
+ * The question names the target: a stripe whose record says it is
+ * elsewhere now (rebuilt while this node was lost, docs/healing.md) is not
+ * known here either, so space on a node that comes back returns. A
+ * question that fails keeps the fragments for the next round.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -62,8 +65,8 @@ round_end(struct sround *r)
 							  on_released, NULL) == 0)
 				r->released++;
 	if (r->released > 0)
-		sh_log_info("drive %llu: released %u orphan fragments (no extent, no reclaim "
-			    "record, older than %u s)",
+		sh_log_info("drive %llu: released %u orphan or stale fragments (no record "
+			    "names them here, older than %u s)",
 			    (unsigned long long)store_target_id(sd->st), r->released,
 			    sd->sw->age_s);
 	sd->busy = false;
@@ -122,6 +125,7 @@ ask(struct sround *r, unsigned from, unsigned to)
 	for (unsigned f = 0; f < sw->nfs; f++) {
 		struct mp_req q = { .kind = MP_STRIPES,
 				    .fs = sw->fs[f],
+				    .ino = store_target_id(r->sd->st), /* rebuilt elsewhere: stale */
 				    .bucket = (uint16_t)(r->keys[from].stripe >> 48),
 				    .data = ids.p,
 				    .dlen = ids.len };

@@ -173,15 +173,13 @@ shoald_meta_groups(void *arg, struct msvc_group_info *out, unsigned max)
 	return n;
 }
 
-/* A fragment of a target this worker serves, released for the metadata service. */
-static int
-release_local(void *arg, uint64_t target, uint64_t stripe, uint32_t idx,
-	      void (*cb)(void *cbarg, int rc), void *cbarg)
+/* A target this worker serves, for the metadata service (releases, rebuilds). */
+static struct store *
+store_local(void *arg, uint64_t target)
 {
 	struct worker *w = arg;
-	struct store *st = store_svc_find(w->svc, target);
 
-	return st ? store_release(st, stripe, idx, cb, cbarg) : -ENODEV;
+	return store_svc_find(w->svc, target);
 }
 
 static void
@@ -345,7 +343,7 @@ worker_main(void *arg)
 		struct msvc_params mp = { .dir = d->o.dir,
 					  .claim_age_ns =
 					      (uint64_t)d->o.claim_age_s * 1000000000ull,
-					  .release_local = release_local,
+					  .store_local = store_local,
 					  .arg = w };
 
 		rc = msvc_create(w->net, &mp, &w->meta);

@@ -28,6 +28,8 @@ static const char usage_text[] =
     "  fs create NAME [--protection D+P] [--compression lz4|zstd[:LEVEL]|none] [--dedup on|off]\n"
     "            [--quota SIZE]\n"
     "  fs list | fs delete NAME\n"
+    "  drive fail ID | cluster set rebuild-delay|rebuild-share VALUE | cluster settings\n"
+    "  rebuild status [--watch [SECONDS]]\n"
     "  status | events [--limit N] | stats [--interval S] [--count N]\n"
     "  local up [--nodes N] [--drive-size SIZE] [--dir DIR] [--port P] [--buckets N]\n"
     "           [--mode cpu|performance]\n"
@@ -255,7 +257,7 @@ jint(json_t *o, const char *k)
 	return (long long)json_integer_value(json_object_get(o, k));
 }
 
-static void
+void
 human_size(long long b, char *buf, size_t len)
 {
 	const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
@@ -269,7 +271,7 @@ human_size(long long b, char *buf, size_t len)
 	snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
-static void
+void
 print_json(json_t *j)
 {
 	char *s = json_dumps(j, JSON_INDENT(2));
@@ -306,6 +308,8 @@ show_status(const struct cli *c, json_t *j)
 	printf("drives      %lld, %s\n", jint(j, "drives"), cap);
 	printf("buckets     %lld, groups of %lld\n", jint(j, "buckets"), jint(j, "replicas"));
 	printf("filesystems %lld\n", jint(j, "filesystems"));
+	if (jint(j, "filesystems") > 0)
+		rebuild_status_line(c);
 }
 
 static void
@@ -336,14 +340,15 @@ show_drives(json_t *a)
 	size_t i;
 	json_t *d;
 
-	printf("%-6s %-5s %-10s %s\n", "ID", "NODE", "CAPACITY", "PATH");
+	printf("%-6s %-5s %-10s %-7s %-6s %s\n", "ID", "NODE", "CAPACITY", "STATE", "DATA",
+	       "PATH");
 	json_array_foreach(a, i, d)
 	{
 		char cap[32];
 
 		human_size(jint(d, "capacity"), cap, sizeof(cap));
-		printf("%-6lld %-5lld %-10s %s\n", jint(d, "id"), jint(d, "node"), cap,
-		       jstr(d, "path"));
+		printf("%-6lld %-5lld %-10s %-7s %-6s %s\n", jint(d, "id"), jint(d, "node"), cap,
+		       jstr(d, "state"), jstr(d, "target"), jstr(d, "path"));
 	}
 }
 
@@ -461,6 +466,8 @@ run(struct cli *c, int argc, char **argv)
 	}
 	if (strcmp(obj, "local") == 0)
 		return cmd_local(c, argc - 1, argv + 1);
+	if (strcmp(obj, "rebuild") == 0)
+		return cmd_rebuild(c, argc - 1, argv + 1);
 	if (strcmp(obj, "stats") == 0)
 		return cmd_stats(c, argc, argv);
 	if (strcmp(obj, "ns") == 0)
@@ -480,6 +487,47 @@ run(struct cli *c, int argc, char **argv)
 		api_change(c, "POST", "/v1/cluster", body);
 		snprintf(msg, sizeof(msg), "cluster %s created", name);
 		done(c, msg);
+		return 0;
+	}
+	if (strcmp(obj, "cluster") == 0 && strcmp(verb, "set") == 0) {
+		const char *name = next_pos(&a, "setting name");
+		const char *v = next_pos(&a, "value");
+		char *end;
+		long long n = strtoll(v, &end, 10);
+
+		opt(&a, "", no_opts);
+		if (*v == '\0' || *end != '\0' || n < 0)
+			usage_error("the value of %s must be a number, 0 or more, not '%s'", name, v);
+		{
+			json_t *cur = api_get(c, "/v1/settings");
+			json_t *v2 = json_object_get(cur, name);
+			bool same = json_is_integer(v2) && json_integer_value(v2) == n;
+
+			json_decref(cur);
+			if (same) { /* asked again: nothing to change */
+				snprintf(msg, sizeof(msg), "%s is %lld already", name, n);
+				done(c, msg);
+				return 0;
+			}
+		}
+		snprintf(path, sizeof(path), "/v1/settings/%s", name);
+		api_change(c, "PUT", path, json_pack("{s:I}", "value", (json_int_t)n));
+		snprintf(msg, sizeof(msg), "%s is now %lld", name, n);
+		done(c, msg);
+		return 0;
+	}
+	if (strcmp(obj, "cluster") == 0 && strcmp(verb, "settings") == 0) {
+		json_t *j, *v;
+		const char *k;
+
+		opt(&a, "", no_opts);
+		j = api_get(c, "/v1/settings");
+		if (c->json)
+			print_json(j);
+		else
+			json_object_foreach(j, k, v) printf("%-14s %lld\n", k,
+							    (long long)json_integer_value(v));
+		json_decref(j);
 		return 0;
 	}
 	if (strcmp(obj, "node") == 0) {
@@ -519,6 +567,18 @@ run(struct cli *c, int argc, char **argv)
 		}
 	}
 	if (strcmp(obj, "drive") == 0) {
+		if (strcmp(verb, "fail") == 0) {
+			unsigned long long id = parse_id(next_pos(&a, "drive id"), "drive id");
+
+			opt(&a, "", no_opts);
+			snprintf(path, sizeof(path), "/v1/drives/%llu", id);
+			api_change(c, "PUT", path, json_pack("{s:s}", "state", "failed"));
+			snprintf(msg, sizeof(msg),
+				 "drive %llu failed: its fragments are rebuilt (shoal rebuild status)",
+				 id);
+			done(c, msg);
+			return 0;
+		}
 		if (strcmp(verb, "list") == 0) {
 			opt(&a, "", no_opts);
 			return show(c, "/v1/drives", show_drives);

@@ -31,6 +31,12 @@ int cmd_ns(struct cli *c, int argc, char **argv);
 int cmd_mount(struct cli *c, int argc, char **argv);
 int cmd_umount(struct cli *c, int argc, char **argv);
 int cmd_stats(struct cli *c, int argc, char **argv);
+/* heal.c: shoal rebuild status; the line of `shoal status` that says how protected data is. */
+int cmd_rebuild(struct cli *c, int argc, char **argv);
+void rebuild_status_line(const struct cli *c);
+/* "1.5 GiB" */
+void human_size(long long b, char *buf, size_t len);
+void print_json(json_t *j);
 
 /* Seconds on the monotonic clock (for durations). */
 double now_s(void);

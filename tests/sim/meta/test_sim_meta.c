@@ -112,16 +112,13 @@ flag_set(void *arg)
 	return *(int *)arg != 0;
 }
 
-/* The msvc's releases on this node's own target (a call to oneself is not sent). */
-static int
-release_here(void *arg, uint64_t target, uint64_t stripe, uint32_t idx, void (*cb)(void *, int),
-	     void *cbarg)
+/* This node's own target, for its msvc (a call to oneself is not sent). */
+static struct store *
+store_here(void *arg, uint64_t target)
 {
 	struct node *n = arg;
 
-	return n->st != NULL && target == (uint64_t)n->id
-		   ? store_release(n->st, stripe, idx, cb, cbarg)
-		   : -ENODEV;
+	return target == (uint64_t)n->id ? n->st : NULL;
 }
 
 /* Format (once) and open the node's drive, and serve it on its endpoint. */
@@ -158,7 +155,7 @@ node_start(struct node *n)
 	struct msvc_params p = { .dir = n->dir,
 				 .log_size = n->w->log_size,
 				 .store_nosync = true,
-				 .release_local = release_here,
+				 .store_local = store_here,
 				 .arg = n };
 	char a[64];
 

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Shared by the admin API's files (api.c, api_heal.c); not for other modules. */
+#ifndef SH_ADMIN_API_INT_H
+#define SH_ADMIN_API_INT_H
+
+#include <jansson.h>
+
+#include "../cluster/cluster.h"
+#include "api.h"
+#include "metrics.h"
+
+/* api_heal.c: self-healing's views and changes */
+void admin_heal_add(struct msvc_heal_stats *sum, const struct msvc_heal_stats *h);
+/* This node's part (its loops' counters summed). */
+void admin_heal_local(const struct admin_node *self, struct msvc_heal_stats *out);
+json_t *admin_heal_json(const struct admin_node *self);
+/* The cluster's: every node up asked (2 s each), at now (ns since the Unix epoch). */
+json_t *admin_rebuild_json(const struct cfg *c, const struct admin_node *self, uint64_t now);
+json_t *admin_settings_json(const struct cfg *c);
+/*
+ * PUT /v1/WHAT/KEY with body o into a command: drives/ID {"state":"failed"},
+ * settings/NAME {"value":N}. 0, -EINVAL or -ENOENT with a reason in err.
+ */
+int admin_heal_put(const char *what, const char *key, json_t *o, struct cfg_cmd *cmd, char *err,
+		   size_t elen);
+
+#endif /* SH_ADMIN_API_INT_H */

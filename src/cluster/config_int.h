@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Shared by the configuration's files (config.c, config_heal.c); not for other modules. */
+#ifndef SH_CLUSTER_CONFIG_INT_H
+#define SH_CLUSTER_CONFIG_INT_H
+
+#include "config.h"
+
+/* The one-line reason into msg; returns err. */
+int cfg_fail(char *msg, size_t len, int err, const char *fmt, ...) SH_PRINTF(4, 5);
+/* Record an event (the ring of the newest CFG_EVENTS_MAX). */
+void cfg_event(struct cfg *c, uint64_t time, uint64_t node, const char *fmt, ...) SH_PRINTF(4, 5);
+
+/* config_heal.c: drive states and the heal settings */
+void cfg_heal_defaults(struct cfg *c);
+int cfg_check_heal(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len);
+void cfg_apply_heal(struct cfg *c, const struct cfg_cmd *cmd);
+
+#endif /* SH_CLUSTER_CONFIG_INT_H */

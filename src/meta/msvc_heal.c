@@ -1,0 +1,763 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Self-healing (msvc.h, docs/healing.md): each bucket's leader keeps the
+ * stripes its bucket names at full protection. A pass reads every stripe
+ * record of the buckets led here and sorts the stripes by how many
+ * fragments they miss (on targets lost, or down); a job per stripe, most
+ * endangered first, reads D surviving fragments, decodes the others, writes
+ * the ones to re-create on targets of failure domains the stripe does not
+ * use yet (place_refill), and switches the stripe's record to them in one
+ * command (META_OP_RELOCATE): a reader sees the old place or the new one,
+ * both hold the same bytes. Stripes written while domains were down
+ * (fragments sharing one) are spread out the same way once they can be,
+ * and the fragment that moved is released where it was.
+ *
+ * Fragments are immutable and keyed by (stripe, index), so a job that a
+ * crash, a new leader or a new failure interrupts leaves at worst copies no
+ * record names, which the orphan sweep releases; the next pass plans again
+ * from what the records say. Every node leads its share of the groups, so
+ * every node rebuilds its share. Jobs in flight are limited by the
+ * rebuild share of the configuration, all of them while no client asks
+ * anything of this node.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../data/ec.h"
+#include "../data/place.h"
+#include "../store/store.h"
+#include "../store/store_proto.h"
+#include "msvc_int.h"
+
+SH_LOG_FACILITY("meta.heal");
+
+#define TICK_NS	   (1000ull * 1000 * 1000)
+#define CALL_NS	   (10ull * 1000 * 1000 * 1000)
+#define JOBS_MAX   8	/* stripes being healed at once, per filesystem here */
+#define CANDS_MAX  1024 /* stripes planned by one pass (the most endangered kept) */
+#define CLEAN_NS   (30ull * 1000 * 1000 * 1000) /* a pass this often when all is well */
+#define WAITING_NS (5ull * 1000 * 1000 * 1000)	/* ... when stripes wait for nodes down */
+#define WRITTEN_NS (2ull * 1000 * 1000 * 1000)	/* ... when stripes were written since */
+
+struct hcand {
+	uint16_t bucket;
+	uint8_t missing; /* fragments down or lost: the sort key */
+	struct meta_extent loc;
+};
+
+struct hjob;
+
+struct hcall {
+	struct hjob *j;
+	struct net_call *h;
+	unsigned idx;
+	bool put;
+};
+
+struct hjob {
+	struct sh_list link; /* in heal->jobs */
+	struct mfs *fs;
+	uint16_t bucket;
+	struct meta_extent loc;	       /* the stripe as its record said */
+	uint64_t to[META_FRAGS_MAX];   /* where each fragment goes (loc's for those kept) */
+	uint32_t make;		       /* fragments written to their new place */
+	uint32_t cand;		       /* fragments that may be read (their targets up) */
+	uint32_t tried, got;	       /* reads started, reads done */
+	unsigned reading, pending;     /* reads in flight; writes in flight */
+	bool reprotect;		       /* moves of fragments that are still there */
+	bool cancelled;
+	int status;
+	uint8_t *frags[META_FRAGS_MAX];
+	struct hcall calls[META_FRAGS_MAX];
+};
+
+struct mheal {
+	struct mfs *fs;
+	struct env_timer tick;
+	struct sh_list jobs;
+	unsigned njobs;
+	struct hcand *cand; /* CANDS_MAX, sorted most endangered first */
+	unsigned ncand, next;
+	uint64_t pass_epoch, pass_at; /* the configuration and time of the last pass */
+	bool pass_work, pass_waiting; /* what it found: work to do, stripes waiting */
+	uint64_t requests;	      /* the service's requests at the last tick */
+	uint64_t writes;	      /* its stripe-mapping commands at the last pass */
+	uint64_t bytes_at, rate_at;   /* rebuilt bytes at the rate's last sample, and when */
+	struct msvc_heal_stats st;
+};
+
+static void
+job_free(struct hjob *j)
+{
+	struct mfs *fs = j->fs;
+	struct mheal *h = fs->heal;
+
+	for (unsigned i = 0; i < META_FRAGS_MAX; i++)
+		sh_free(j->frags[i]);
+	sh_list_del(&j->link);
+	h->njobs--;
+	h->st.in_flight = h->njobs;
+	sh_free(j);
+	if (!fs->closing)
+		env_timer_arm(&h->tick, 1000 * 1000); /* the next one, soon */
+	mfs_unref(fs);
+}
+
+static const struct cfg *
+cfg_of(struct mfs *fs)
+{
+	return mroute_cfg(fs->s->rt);
+}
+
+/* ---- fragment calls: to this endpoint's own stores, or over the network ---- */
+
+static void call_done(struct hcall *c, int status);
+
+static void
+on_reply(void *arg, int status, const struct net_msg *reply)
+{
+	struct hcall *c = arg;
+	struct hjob *j = c->j;
+
+	c->h = NULL;
+	if (status == 0 && !c->put) {
+		if (reply->len != j->loc.frag)
+			status = -EBADMSG;
+		else
+			memcpy(j->frags[c->idx], reply->buf->data + reply->off, reply->len);
+	}
+	call_done(c, status);
+}
+
+static void
+on_local(void *arg, int rc)
+{
+	struct hcall *c = arg;
+
+	if (rc >= 0 && !c->put && (uint32_t)rc != c->j->loc.frag)
+		rc = -EBADMSG;
+	call_done(c, rc < 0 ? rc : 0);
+}
+
+/* Read fragment idx from where the record says, or write it to j->to[idx]. */
+static int
+call_start(struct hjob *j, unsigned idx, bool put)
+{
+	struct msvc *s = j->fs->s;
+	uint64_t target = put ? j->to[idx] : j->loc.targets[idx];
+	struct store_proto_req r = {
+		.target = target, .stripe = j->loc.stripe, .idx = idx, .len = j->loc.frag
+	};
+	uint8_t hdr[STORE_PROTO_HDR + 8];
+	struct iovec iov[2];
+	struct net_call_opts o = { .timeout_ns = CALL_NS, .retries = 1 };
+	char addr[CFG_ADDR_MAX];
+	struct hcall *c = &j->calls[idx];
+	struct store *st;
+	uint64_t peer;
+	int rc, niov = 0;
+
+	*c = (struct hcall){ .j = j, .idx = idx, .put = put };
+	rc = mplace_target(cfg_of(j->fs), target, &peer, addr);
+	if (rc < 0)
+		return rc;
+	if (peer == net_node_id(s->net)) {
+		st = s->p.store_local ? s->p.store_local(s->p.arg, target) : NULL;
+		if (st == NULL)
+			return -ENODEV;
+		return put ? store_append(st, r.stripe, idx, j->frags[idx], r.len, on_local, c)
+			   : store_read(st, r.stripe, idx, 0, r.len, j->frags[idx], on_local, c);
+	}
+	rc = net_peer_ensure(s->net, peer, addr);
+	if (rc < 0)
+		return rc;
+	if (put)
+		iov[niov++] = (struct iovec){ j->frags[idx], r.len };
+	iov[niov++] = (struct iovec){ hdr, store_proto_encode(put ? NET_OP_STORE_PUT
+								 : NET_OP_STORE_GET,
+							      &r, hdr) };
+	return net_call(s->net, peer, put ? NET_OP_STORE_PUT : NET_OP_STORE_GET, iov, niov, &o,
+			on_reply, c, &c->h);
+}
+
+/* ---- a job: read D, decode, write the new ones, switch the record ---- */
+
+static void
+job_fail(struct hjob *j, int status, const char *what)
+{
+	struct mheal *h = j->fs->heal;
+
+	if (!j->cancelled)
+		sh_log_warn("stripe %llx: %s: %s (planned again at the next pass)",
+			    (unsigned long long)j->loc.stripe, what, sh_strerror(status));
+	h->st.failed_jobs++;
+	h->pass_work = true;
+	job_free(j);
+}
+
+static void release_moved(struct hjob *j);
+
+static void
+on_relocated(void *arg, int status, const struct meta_result *r)
+{
+	struct hjob *j = arg;
+	struct mheal *h = j->fs->heal;
+	unsigned n = (unsigned)__builtin_popcount(j->make);
+
+	if (status == 0)
+		status = r->status;
+	if (status < 0) {
+		job_fail(j, status, "switching its record");
+		return;
+	}
+	if (j->reprotect) {
+		h->st.moved_frags += n;
+		release_moved(j);
+	} else {
+		h->st.rebuilt_frags += n;
+	}
+	h->st.rebuilt_bytes += (uint64_t)n * j->loc.frag;
+	sh_log_debug("stripe %llx: %u fragment(s) %s", (unsigned long long)j->loc.stripe, n,
+		     j->reprotect ? "spread out" : "rebuilt");
+	job_free(j);
+}
+
+static void
+relocate(struct hjob *j)
+{
+	struct mgroup *g = mfs_group(j->fs, j->bucket);
+	struct meta_move mv[META_FRAGS_MAX];
+	struct meta_cmd c = { .op = META_OP_RELOCATE,
+			      .ver = 1,
+			      .now = env_realtime(j->fs->s->env),
+			      .upto = j->loc.stripe };
+	struct sh_enc e;
+	unsigned n = 0;
+	int rc;
+
+	for (unsigned i = 0; i < (unsigned)j->loc.d + j->loc.p; i++)
+		if (j->make & 1u << i)
+			mv[n++] = (struct meta_move){ .idx = (uint8_t)i,
+						      .from = j->loc.targets[i],
+						      .to = j->to[i] };
+	sh_enc_init(&e);
+	rc = meta_moves_encode(&e, mv, n);
+	if (rc == 0 && sh_enc_error(&e))
+		rc = -ENOMEM;
+	c.data = e.p;
+	c.dlen = e.len;
+	if (rc == 0)
+		rc = g != NULL && mgroup_ready(g) ? mgroup_propose(g, j->bucket, &c, on_relocated, j)
+						  : SH_ENOTLEADER;
+	sh_enc_fini(&e);
+	if (rc < 0)
+		job_fail(j, rc, "switching its record");
+}
+
+static void
+write_done(struct hjob *j, int status)
+{
+	if (status < 0 && j->status == 0)
+		j->status = status;
+	if (--j->pending > 0)
+		return;
+	if (j->cancelled || j->fs->closing)
+		job_fail(j, -ECANCELED, "writing");
+	else if (j->status < 0)
+		job_fail(j, j->status, "writing its new fragments");
+	else
+		relocate(j);
+}
+
+static void
+decode_and_write(struct hjob *j)
+{
+	unsigned n = (unsigned)j->loc.d + j->loc.p;
+	uint32_t missing = ((1u << n) - 1) & ~j->got;
+	struct ec_code code;
+	struct ec_decoder dec;
+	int rc = ec_code_init(&code, j->loc.d, j->loc.p);
+
+	if (rc == 0)
+		rc = ec_decoder_init(&code, &dec, missing);
+	if (rc < 0) {
+		job_fail(j, rc, "decoding");
+		return;
+	}
+	ec_decode(&code, &dec, j->loc.frag, j->frags);
+	j->pending = 1; /* held until every write is started */
+	for (unsigned i = 0; i < n; i++) {
+		if (!(j->make & 1u << i))
+			continue;
+		j->pending++;
+		rc = call_start(j, i, true);
+		if (rc < 0)
+			write_done(j, rc);
+	}
+	write_done(j, 0);
+}
+
+/* Start reads until D are done or in flight; false if none is in flight. */
+static bool
+read_more(struct hjob *j)
+{
+	unsigned n = (unsigned)j->loc.d + j->loc.p;
+
+	for (unsigned i = 0;
+	     i < n && (unsigned)__builtin_popcount(j->got) + j->reading < j->loc.d; i++) {
+		if (!(j->cand & 1u << i) || (j->tried & 1u << i))
+			continue;
+		j->tried |= 1u << i;
+		j->reading++;
+		if (call_start(j, i, false) < 0)
+			j->reading--;
+	}
+	return j->reading > 0;
+}
+
+static void
+read_done(struct hjob *j, unsigned idx, int status)
+{
+	j->reading--;
+	if (status == 0)
+		j->got |= 1u << idx;
+	else if (!j->cancelled)
+		sh_log_info("stripe %llx: fragment %u on target %llu: %s (reading another)",
+			    (unsigned long long)j->loc.stripe, idx,
+			    (unsigned long long)j->loc.targets[idx], sh_strerror(status));
+	if (j->reading > 0)
+		return;
+	if (j->cancelled || j->fs->closing)
+		job_fail(j, -ECANCELED, "reading");
+	else if ((unsigned)__builtin_popcount(j->got) >= j->loc.d)
+		decode_and_write(j);
+	else if (!read_more(j))
+		job_fail(j, -EIO, "fewer than D of its fragments could be read");
+}
+
+static void
+call_done(struct hcall *c, int status)
+{
+	if (c->put)
+		write_done(c->j, status);
+	else
+		read_done(c->j, c->idx, status);
+}
+
+/* ---- releases of fragments that moved ---- */
+
+static void
+on_released(void *arg, int status, const struct net_msg *reply)
+{
+	(void)arg;
+	(void)status;
+	(void)reply; /* one that fails is stale: the orphan sweep asks about it later */
+}
+
+static void
+on_released_local(void *arg, int rc)
+{
+	(void)arg;
+	(void)rc;
+}
+
+/* The fragments a re-protection moved are released where they were. */
+static void
+release_moved(struct hjob *j)
+{
+	struct msvc *s = j->fs->s;
+
+	for (unsigned i = 0; i < (unsigned)j->loc.d + j->loc.p; i++) {
+		struct store_proto_req r = { .target = j->loc.targets[i],
+					     .stripe = j->loc.stripe,
+					     .idx = i };
+		uint8_t hdr[STORE_PROTO_HDR + 8];
+		struct iovec iov = { hdr, 0 };
+		char addr[CFG_ADDR_MAX];
+		struct store *st;
+		uint64_t peer;
+
+		if (!(j->make & 1u << i) || j->to[i] == r.target ||
+		    mplace_target(cfg_of(j->fs), r.target, &peer, addr) < 0)
+			continue;
+		if (peer == net_node_id(s->net)) {
+			st = s->p.store_local ? s->p.store_local(s->p.arg, r.target) : NULL;
+			if (st != NULL)
+				(void)store_release(st, r.stripe, i, on_released_local, NULL);
+			continue;
+		}
+		iov.iov_len = store_proto_encode(NET_OP_STORE_RELEASE, &r, hdr);
+		if (net_peer_ensure(s->net, peer, addr) == 0)
+			(void)net_call(s->net, peer, NET_OP_STORE_RELEASE, &iov, 1, NULL,
+				       on_released, NULL, NULL);
+	}
+}
+
+/* ---- planning ---- */
+
+/* Fragments of loc on targets lost, and on targets down (not lost yet). */
+static void
+states(const struct cfg *c, const struct meta_extent *loc, uint64_t now, uint32_t *lost,
+       uint32_t *down)
+{
+	*lost = *down = 0;
+	for (unsigned i = 0; i < (unsigned)loc->d + loc->p; i++) {
+		int st = cfg_target_state(c, loc->targets[i], now);
+
+		if (st == CFG_TGT_LOST)
+			*lost |= 1u << i;
+		else if (st == CFG_TGT_DOWN)
+			*down |= 1u << i;
+	}
+}
+
+struct plan {
+	const struct cfg *c;
+	struct place_target *t;
+	unsigned nt;
+	uint64_t now;
+};
+
+static bool
+in_flight(struct mheal *h, uint64_t stripe)
+{
+	struct sh_list *pos;
+
+	sh_list_for_each (pos, &h->jobs)
+		if (sh_list_entry(pos, struct hjob, link)->loc.stripe == stripe)
+			return true;
+	return false;
+}
+
+/*
+ * What to do with loc: 1 and *make, *to (re-create or move those fragments
+ * there; *reprotect when they are still where they are), 0 if nothing can
+ * be done now.
+ */
+static int
+plan_stripe(const struct plan *pl, const struct meta_extent *loc, uint32_t *make, uint64_t *to,
+	    bool *reprotect)
+{
+	unsigned n = (unsigned)loc->d + loc->p, shared, now_shared;
+	uint32_t all = (1u << n) - 1, lost, down, which;
+
+	states(pl->c, loc, pl->now, &lost, &down);
+	*reprotect = lost == 0;
+	if (lost == 0) {
+		if (down != 0)
+			return 0; /* a stripe is spread out again once all of it is up */
+		now_shared = place_shared(pl->t, pl->nt, loc->targets, n, &which);
+		if (now_shared == 0)
+			return 0;
+		if (place_refill(pl->t, pl->nt, loc->stripe, n, loc->p, loc->targets, all & ~which,
+				 to, &shared) < 0 ||
+		    shared >= now_shared)
+			return 0; /* no more domains up than when it was written */
+		*make = which;
+		return 1;
+	}
+	if (place_refill(pl->t, pl->nt, loc->stripe, n, loc->p, loc->targets, all & ~lost, to,
+			 &shared) < 0)
+		return 0; /* no room on the domains up: it waits */
+	*make = lost;
+	return 1;
+}
+
+static void
+job_start(struct mheal *h, const struct plan *pl, const struct hcand *cd)
+{
+	struct mfs *fs = h->fs;
+	unsigned n = (unsigned)cd->loc.d + cd->loc.p;
+	uint32_t lost, down;
+	struct hjob *j;
+
+	if (in_flight(h, cd->loc.stripe) || (j = sh_calloc(1, sizeof(*j))) == NULL)
+		return;
+	j->fs = fs;
+	j->bucket = cd->bucket;
+	j->loc = cd->loc;
+	if (!plan_stripe(pl, &j->loc, &j->make, j->to, &j->reprotect)) {
+		sh_free(j);
+		return;
+	}
+	states(pl->c, &j->loc, pl->now, &lost, &down);
+	j->cand = ((1u << n) - 1) & ~lost & ~down;
+	if ((unsigned)__builtin_popcount(j->cand) < j->loc.d) {
+		if (down == 0)
+			sh_log_error("stripe %llx: fewer than %u of its %u fragments survive: its "
+				     "data is lost",
+				     (unsigned long long)j->loc.stripe, j->loc.d, n);
+		sh_free(j);
+		return;
+	}
+	for (unsigned i = 0; i < n; i++)
+		if ((j->frags[i] = sh_malloc(j->loc.frag)) == NULL) {
+			for (unsigned k = 0; k < i; k++)
+				sh_free(j->frags[k]);
+			sh_free(j);
+			return;
+		}
+	sh_list_add_tail(&h->jobs, &j->link);
+	h->njobs++;
+	h->st.in_flight = h->njobs;
+	fs->refs++;
+	if (!read_more(j))
+		job_fail(j, -EIO, "none of its fragments could be asked for");
+}
+
+struct pass {
+	struct mheal *h;
+	struct plan pl;
+	uint16_t bucket;
+	struct msvc_heal_stats st;
+	bool work, waiting;
+};
+
+static void
+cand_add(struct mheal *h, uint16_t bucket, const struct meta_extent *loc, unsigned missing)
+{
+	unsigned at = h->ncand;
+
+	if (h->ncand == CANDS_MAX) { /* full: it takes the place of a less endangered one */
+		at = 0;
+		for (unsigned i = 1; i < h->ncand; i++)
+			if (h->cand[i].missing < h->cand[at].missing)
+				at = i;
+		if (h->cand[at].missing >= missing)
+			return;
+	} else {
+		h->ncand++;
+	}
+	h->cand[at] = (struct hcand){ .bucket = bucket, .missing = (uint8_t)missing, .loc = *loc };
+}
+
+static int
+on_stripe(void *arg, const struct meta_extent *loc)
+{
+	struct pass *ps = arg;
+	unsigned n = (unsigned)loc->d + loc->p, missing, level, shared;
+	uint32_t lost, down, which;
+	uint64_t bytes = (uint64_t)loc->d * loc->frag;
+
+	if (n > 32 || loc->d == 0)
+		return 0;
+	states(ps->pl.c, loc, ps->pl.now, &lost, &down);
+	missing = (unsigned)__builtin_popcount(lost | down);
+	level = missing < MSVC_HEAL_LEVELS ? missing : MSVC_HEAL_LEVELS - 1;
+	ps->st.stripes[level]++;
+	ps->st.bytes[level] += bytes;
+	if (missing > loc->p)
+		ps->st.unreadable++;
+	ps->st.pending_bytes += (uint64_t)__builtin_popcount(lost) * loc->frag;
+	shared = place_shared(ps->pl.t, ps->pl.nt, loc->targets, n, &which);
+	if (shared > 0)
+		ps->st.shared++;
+	if (down != 0 && lost == 0)
+		ps->waiting = true;
+	if (lost != 0 || (shared > 0 && down == 0)) {
+		uint32_t make;
+		uint64_t to[META_FRAGS_MAX];
+		bool rp;
+
+		if (lost != 0)
+			ps->work = true;
+		if (!in_flight(ps->h, loc->stripe) && plan_stripe(&ps->pl, loc, &make, to, &rp)) {
+			ps->work = true;
+			cand_add(ps->h, ps->bucket, loc, missing);
+		}
+	}
+	return 0;
+}
+
+static int
+by_missing(const void *a, const void *b)
+{
+	const struct hcand *x = a, *y = b;
+
+	if (x->missing != y->missing)
+		return x->missing > y->missing ? -1 : 1;
+	return x->loc.stripe < y->loc.stripe ? -1 : x->loc.stripe > y->loc.stripe;
+}
+
+/* Every stripe of the buckets led here: counted by protection, and planned. */
+static void
+pass(struct mheal *h, const struct plan *pl)
+{
+	struct mfs *fs = h->fs;
+	struct pass ps = { .h = h, .pl = *pl };
+
+	h->ncand = h->next = 0;
+	for (uint32_t g = 0; g < fs->ngroups; g++) {
+		const uint16_t *b;
+		unsigned nb;
+
+		if (fs->groups[g] == NULL || !mgroup_ready(fs->groups[g]))
+			continue;
+		b = mgroup_buckets(fs->groups[g], &nb);
+		for (unsigned i = 0; i < nb; i++) {
+			struct meta_bucket mb;
+
+			if (mgroup_read(fs->groups[g], b[i], &mb) < 0)
+				continue;
+			ps.bucket = b[i];
+			if (meta_stripe_locs(&mb, 0, on_stripe, &ps) == 0)
+				ps.st.buckets++;
+			meta_txn_abort(mb.t);
+		}
+	}
+	qsort(h->cand, h->ncand, sizeof(h->cand[0]), by_missing);
+	memcpy(h->st.stripes, ps.st.stripes, sizeof(h->st.stripes));
+	memcpy(h->st.bytes, ps.st.bytes, sizeof(h->st.bytes));
+	h->st.unreadable = ps.st.unreadable;
+	h->st.shared = ps.st.shared;
+	h->st.pending_bytes = ps.st.pending_bytes;
+	h->st.buckets = ps.st.buckets;
+	h->st.pass_epoch = pl->c->epoch;
+	h->st.queued = h->ncand;
+	h->st.passes++;
+	h->st.pass_at = pl->now;
+	h->pass_at = pl->now;
+	h->pass_epoch = pl->c->epoch;
+	h->pass_work = ps.work;
+	h->pass_waiting = ps.waiting;
+	if (h->ncand > 0)
+		sh_log_info("filesystem %u: %u stripe(s) to heal here, the most endangered "
+			    "missing %u fragment(s)",
+			    fs->id, h->ncand, h->cand[0].missing);
+}
+
+static uint64_t
+requests_of(const struct msvc *s)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < MSVC_SLOTS; i++)
+		n += s->st.requests[i];
+	return n;
+}
+
+/* Commands that map stripes (new ones counted at the next pass). */
+static uint64_t
+writes_of(const struct msvc *s)
+{
+	return s->st.requests[MSVC_SLOT_CMD + META_OP_EXTENT] +
+	       s->st.requests[MSVC_SLOT_CMD + META_OP_DEDUP_CLAIM];
+}
+
+static void
+on_tick(struct env_timer *t)
+{
+	struct mheal *h = t->arg;
+	struct mfs *fs = h->fs;
+	struct plan pl = { .c = cfg_of(fs), .now = env_realtime(fs->s->env) };
+	uint64_t req = requests_of(fs->s), mono = env_now(fs->s->env), wr = writes_of(fs->s);
+	unsigned limit = 1 + (JOBS_MAX - 1) * pl.c->rebuild_share / 100;
+	bool idle = req == h->requests, due;
+
+	if (fs->closing)
+		return;
+	h->requests = req;
+	if (idle)
+		limit = JOBS_MAX; /* nobody asks anything here: all of it */
+	if (mono - h->rate_at >= TICK_NS) {
+		uint64_t dt = mono - h->rate_at, db = h->st.rebuilt_bytes - h->bytes_at;
+
+		h->st.rate_bps = h->rate_at ? db * SH_NSEC_PER_SEC / dt : 0;
+		h->rate_at = mono;
+		h->bytes_at = h->st.rebuilt_bytes;
+	}
+	due = pl.c->epoch != h->pass_epoch ||
+	      (h->next >= h->ncand && h->njobs == 0 &&
+	       (h->pass_work || (h->pass_waiting && pl.now - h->pass_at >= WAITING_NS) ||
+		(wr != h->writes && pl.now - h->pass_at >= WRITTEN_NS) ||
+		pl.now - h->pass_at >= CLEAN_NS));
+	if (place_targets(pl.c, &pl.t, &pl.nt) < 0)
+		goto out;
+	if (due) {
+		h->writes = wr;
+		pass(h, &pl);
+	}
+	while (h->njobs < limit && h->next < h->ncand)
+		job_start(h, &pl, &h->cand[h->next++]);
+	h->st.queued = h->ncand - h->next;
+	sh_free(pl.t);
+out:
+	env_timer_arm(&h->tick, TICK_NS);
+}
+
+int
+msvc_heal_start(struct mfs *fs)
+{
+	struct mheal *h = sh_calloc(1, sizeof(*h));
+
+	if (h == NULL || (h->cand = sh_calloc(CANDS_MAX, sizeof(*h->cand))) == NULL) {
+		sh_free(h);
+		return -ENOMEM;
+	}
+	h->fs = fs;
+	sh_list_init(&h->jobs);
+	fs->heal = h;
+	env_timer_init(fs->s->env, &h->tick, on_tick, h);
+	env_timer_arm(&h->tick, TICK_NS);
+	return 0;
+}
+
+void
+msvc_heal_cancel(struct mfs *fs)
+{
+	struct mheal *h = fs->heal;
+	struct sh_list *pos;
+
+	if (h == NULL)
+		return;
+	env_timer_cancel(&h->tick);
+	/* their callbacks come back with -ECANCELED and free the jobs */
+	sh_list_for_each (pos, &h->jobs) {
+		struct hjob *j = sh_list_entry(pos, struct hjob, link);
+
+		j->cancelled = true;
+		for (unsigned i = 0; i < (unsigned)j->loc.d + j->loc.p; i++)
+			if (j->calls[i].h)
+				net_call_cancel(j->calls[i].h);
+	}
+}
+
+void
+msvc_heal_free(struct mfs *fs)
+{
+	if (fs->heal == NULL)
+		return;
+	sh_free(fs->heal->cand);
+	sh_free(fs->heal);
+	fs->heal = NULL;
+}
+
+void
+msvc_heal_add(const struct mfs *fs, struct msvc_heal_stats *sum)
+{
+	const struct msvc_heal_stats *st;
+
+	if (fs->heal == NULL)
+		return;
+	st = &fs->heal->st;
+	for (unsigned i = 0; i < MSVC_HEAL_LEVELS; i++) {
+		sum->stripes[i] += st->stripes[i];
+		sum->bytes[i] += st->bytes[i];
+	}
+	sum->unreadable += st->unreadable;
+	sum->shared += st->shared;
+	sum->pending_bytes += st->pending_bytes;
+	sum->rebuilt_frags += st->rebuilt_frags;
+	sum->moved_frags += st->moved_frags;
+	sum->rebuilt_bytes += st->rebuilt_bytes;
+	sum->failed_jobs += st->failed_jobs;
+	sum->in_flight += st->in_flight;
+	sum->queued += st->queued;
+	sum->rate_bps += st->rate_bps;
+	sum->passes += st->passes;
+	sum->buckets += st->buckets;
+	if (st->pass_epoch < sum->pass_epoch)
+		sum->pass_epoch = st->pass_epoch; /* (sum's starts at UINT64_MAX) */
+	if (sum->pass_at == 0 || (st->pass_at && st->pass_at < sum->pass_at))
+		sum->pass_at = st->pass_at; /* the oldest: what the sum is at least as new as */
+}

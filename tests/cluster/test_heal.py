@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Self-healing tests (docs/healing.md): real shoald processes on loopback.
+
+usage: tests/cluster/test_heal.py BIN_DIR [--only NAME[,NAME]] [--keep]
+
+On 7 local nodes, 4+2: files written (small inline ones, compressed ones, deduplicated
+ones), a node kill -9'd and left down (or its drive failed by command); once `shoal
+rebuild status` says full protection, two more nodes are kill -9'd and every file
+reads back byte for byte, which without the rebuild loses data (3 fragments of a
+6-fragment stripe on 6 of 7 nodes). A node back within the rebuild delay serves its
+fragments again and nothing is rebuilt; one back after the rebuild has its stale
+fragments released. Prints the closing line "N passed, N failed, N skipped".
+"""
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_cluster as tc  # noqa: E402
+from test_cluster import Fail, check, make_fs, serving  # noqa: E402
+
+TESTS = []
+NODES = 7
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+def ns(c, fs, *args, node=1):
+    p = c.shoal("ns", fs, *args, node=node, timeout=120)
+    if p.returncode != 0:
+        raise Fail("ns %s %s on node %d: exit %d: %s%s" % (fs, " ".join(args), node,
+                                                          p.returncode, p.stdout, p.stderr))
+    return p
+
+
+def text(n, seed):
+    words = [b"shoal", b"stripe", b"fragment", b"parity", b"rebuild", b"node", b"drive"]
+    out, x = bytearray(), seed
+    while len(out) < n:
+        x = (x * 6364136223846793005 + 1442695040888963407) % (1 << 64)
+        out += words[(x >> 40) % len(words)] + b" "
+    return bytes(out[:n])
+
+
+class Files:
+    """What was written, to read back: {(fs, name): bytes}."""
+
+    def __init__(self, c):
+        self.c = c
+        self.want = {}
+
+    def put(self, fs, name, data):
+        local = os.path.join(self.c.dir, "put.tmp")
+        with open(local, "wb") as f:
+            f.write(data)
+        ns(self.c, fs, "put", local, "/" + name)
+        self.want[(fs, name)] = data
+
+    def verify(self, label, node=1):
+        out = os.path.join(self.c.dir, "get.tmp")
+        for (fs, name), data in sorted(self.want.items()):
+            p = self.c.shoal("ns", fs, "get", "/" + name, out, node=node, timeout=120)
+            check(p.returncode == 0, "%s: %s:/%s does not read: %s" % (label, fs, name,
+                                                                      p.stderr.strip()))
+            with open(out, "rb") as f:
+                got = f.read()
+            check(got == data, "%s: %s:/%s reads %d bytes, want %d%s" %
+                  (label, fs, name, len(got), len(data),
+                   " (different bytes)" if len(got) == len(data) else ""))
+
+
+def dataset(c):
+    """Two filesystems: fs1 (lz4) and fs2 (dedup, zstd); files of every kind."""
+    make_fs(c, "fs1")
+    make_fs(c, "fs2", compression="zstd", dedup=True)
+    files = Files(c)
+    files.put("fs1", "tiny", b"x" * 100)                     # inline
+    files.put("fs1", "inline4k", os.urandom(4096))           # inline, the largest
+    for i, size in enumerate([5000, 300000, 1048576 + 17, 2500000]):
+        files.put("fs1", "rand%d" % i, os.urandom(size))     # incompressible
+    files.put("fs1", "text", text(1500000, 7))               # compressed
+    block = os.urandom(65536)
+    for i in range(3):                                       # deduplicated blocks
+        files.put("fs2", "dup%d" % i, block * 8 + os.urandom(1000 + i))
+    files.put("fs2", "text", text(700000, 9))
+    files.verify("written")
+    return files
+
+
+def rebuild(c, node=1):
+    return c.run_json(["rebuild", "status"], node)
+
+
+def wait_full(c, what, timeout=180, node=1, stripes=1):
+    """Until `shoal rebuild status` says full protection (of at least `stripes` stripes);
+    the last status."""
+    end = time.time() + timeout
+    s = {}
+    while time.time() < end:
+        try:
+            s = rebuild(c, node)
+            if s["state"] == "full" and s["levels"][0]["stripes"] >= stripes:
+                return s
+        except Fail:
+            pass
+        time.sleep(0.5)
+    raise Fail("%s: not at full protection after %d s: %s" % (what, timeout, s))
+
+
+def wait_state(c, what, states, timeout=60, node=1):
+    end = time.time() + timeout
+    s = {}
+    while time.time() < end:
+        try:
+            s = rebuild(c, node)
+            if s["state"] in states:
+                return s
+        except Fail:
+            pass
+        time.sleep(0.3)
+    raise Fail("%s: rebuild status never %s in %d s: %s" % (what, states, timeout, s))
+
+
+def fragments(c, fs="fs1", node=1):
+    return json.loads(ns(c, fs, "usage", node=node).stdout)
+
+
+def setup(c, delay):
+    c.env["SHOAL_META_REPLACE"] = "3"  # a dead node's metadata replicas move on quickly
+    c.env["SHOAL_ORPHAN_AGE"] = "5"    # stale fragments go soon after a node comes back
+    c.up()
+    p = c.shoal("cluster", "set", "rebuild-delay", str(delay))
+    check(p.returncode == 0, "cluster set rebuild-delay: %s" % p.stderr)
+
+
+def groups_moved_off(c, gone):
+    """Every metadata group leads again with five live voters, none of them gone."""
+    alive = [n for n in range(1, NODES + 1) if n not in gone]
+    end = time.time() + 90
+    seen = {}
+    while time.time() < end:
+        seen = {k: g["voters"] for k, (_, g) in serving(c, alive).items()}
+        if seen and all(len(v) == 5 and not set(v) & set(gone) for v in seen.values()):
+            return
+        time.sleep(0.5)
+    raise Fail("metadata groups still have %s as members: %s" % (gone, seen))
+
+
+def survive_two_more(c, files, lost):
+    """After the loss of `lost` was healed: two more nodes kill -9'd, all of it reads."""
+    groups_moved_off(c, [lost])
+    more = [n for n in range(NODES, 1, -1) if n != lost][:2]
+    for n in more:
+        c.kill(n)
+    for n in more:
+        c.wait_state(n, "down", 1, 20)
+    files.verify("node %d lost and rebuilt, then nodes %s down" % (lost, more))
+
+
+@test
+def rebuild_after_node_loss_survives_two_more(c):
+    setup(c, 2)
+    files = dataset(c)
+    wait_full(c, "written")
+    c.kill(7)
+    c.wait_state(7, "down", 1, 20)
+    s = wait_state(c, "node 7 killed", ("rebuilding", "degraded", "full"))
+    s = wait_full(c, "node 7 lost")
+    check(s["rebuilt_fragments"] > 0, "nothing was rebuilt: %s" % s)
+    check(s["targets_lost"] == 1, "node 7's target not lost: %s" % s)
+    print("  %d fragments rebuilt (%d bytes)" % (s["rebuilt_fragments"], s["rebuilt_bytes"]))
+    files.verify("node 7 lost, rebuilt")
+    survive_two_more(c, files, 7)
+
+
+@test
+def rebuild_after_drive_failed_by_command(c):
+    setup(c, 60)
+    files = dataset(c)
+    wait_full(c, "written")
+    drive = [d for d in c.run_json(["drive", "list"], 1) if d["node"] == 6][0]["id"]
+    p = c.shoal("drive", "fail", str(drive))
+    check(p.returncode == 0, "drive fail: %s" % p.stderr)
+    p = c.shoal("drive", "fail", str(drive))
+    check(p.returncode != 0 and "already" in p.stderr, "a second fail: %s" % p.stderr)
+    s = wait_full(c, "drive %d failed" % drive)
+    check(s["rebuilt_fragments"] > 0 and drive in s["failed_drives"], "rebuilt: %s" % s)
+    files.verify("drive %d failed, rebuilt" % drive)
+    # the failed drive's node is up: it is still a metadata replica; the data survives
+    # any two more nodes down
+    for n in (7, 5):
+        c.kill(n)
+    for n in (7, 5):
+        c.wait_state(n, "down", 1, 20)
+    files.verify("drive %d failed and rebuilt, then nodes 7 and 5 down" % drive)
+
+
+@test
+def node_back_within_delay_rebuilds_nothing(c):
+    setup(c, 60)
+    files = dataset(c)
+    wait_full(c, "written")
+    c.kill(4)
+    c.wait_state(4, "down", 1, 20)
+    s = wait_state(c, "node 4 down", ("degraded",))
+    check(s["targets_down"] == 1 and s["targets_lost"] == 0, "node 4 down, not lost: %s" % s)
+    files.verify("node 4 down (not lost)")
+    c.up()
+    c.wait_state(4, "up", 1, 30)
+    s = wait_full(c, "node 4 back")
+    check(s["rebuilt_fragments"] == 0, "a node back within the delay: rebuilt %s" % s)
+    files.verify("node 4 back within the delay")
+
+
+@test
+def node_back_after_rebuild_releases_stale_fragments(c):
+    setup(c, 1)
+    files = dataset(c)
+    wait_full(c, "written")
+    start = fragments(c)
+    c.kill(3)
+    c.wait_state(3, "down", 1, 20)
+    s = wait_full(c, "node 3 lost")
+    check(s["rebuilt_fragments"] > 0, "nothing rebuilt: %s" % s)
+    c.up()
+    c.wait_state(3, "up", 1, 30)
+    # its fragments were all rebuilt elsewhere: the sweep releases them, totals come back
+    end = time.time() + 90
+    now = {}
+    while time.time() < end:
+        now = fragments(c)
+        if now["fragments"] == start["fragments"]:
+            break
+        time.sleep(1)
+    check(now["fragments"] == start["fragments"],
+          "fragments after node 3 came back: %s, before it went %s" % (now, start))
+    files.verify("node 3 back after the rebuild")
+    wait_full(c, "node 3 back")
+    # deleting everything gives every fragment back
+    for (fs, name) in list(files.want):
+        ns(c, fs, "rm", "/" + name)
+    end = time.time() + 60
+    while time.time() < end:
+        if fragments(c)["fragments"] == 0:
+            break
+        time.sleep(1)
+    check(fragments(c)["fragments"] == 0, "fragments left after deleting all: %s" %
+          fragments(c))
+
+
+def main():
+    args = sys.argv[1:]
+    if not args:
+        print(__doc__)
+        return 2
+    tc.BIN = os.path.abspath(args[0])
+    only = args[args.index("--only") + 1].split(",") if "--only" in args else None
+    return tc.run_tests(TESTS, {}, NODES, int(os.environ.get("SH_HEAL_PORT", "28800")), only,
+                        "--keep" in args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

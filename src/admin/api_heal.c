@@ -136,8 +136,9 @@ add_json(struct msvc_heal_stats *sum, json_t *j)
  * data-loss (a stripe misses more than its parity), rebuilding (fragments
  * on lost targets to re-create), degraded (fragments on nodes down, not
  * lost yet: read around until they come back or the delay ends),
- * spreading (stripes written while domains were down, being spread out),
- * full.
+ * spreading (stripes with fragments sharing a failure domain, being spread
+ * out), shared (such stripes, and no failure domain free to take them),
+ * full (every fragment there, each on a failure domain of its own).
  */
 static const char *
 heal_state(const struct cfg *c, const struct msvc_heal_stats *h, unsigned answered,
@@ -158,7 +159,7 @@ heal_state(const struct cfg *c, const struct msvc_heal_stats *h, unsigned answer
 		return "degraded";
 	if (h->queued > 0 || h->in_flight > 0)
 		return "spreading";
-	return "full";
+	return h->shared > 0 ? "shared" : "full";
 }
 
 json_t *

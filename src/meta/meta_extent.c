@@ -829,7 +829,7 @@ meta_stripe_known(struct meta_bucket *b, uint64_t stripe)
 /* ---- where a stripe's fragments are (docs/healing.md) ---- */
 
 int
-meta_stripe_known_at(struct meta_bucket *b, uint64_t stripe, uint64_t target)
+meta_stripe_known_at(struct meta_bucket *b, uint64_t stripe, uint32_t idx, uint64_t target)
 {
 	uint8_t v[META_EXTENT_VMAX];
 	struct meta_extent e;
@@ -855,10 +855,8 @@ meta_stripe_known_at(struct meta_bucket *b, uint64_t stripe, uint64_t target)
 		return 0;
 	if (rc < 0)
 		return rc;
-	for (unsigned i = 0; i < (unsigned)e.d + e.p; i++)
-		if (e.targets[i] == target)
-			return 1;
-	return 0; /* the stripe is elsewhere now: what this target has of it is stale */
+	/* else the fragment is elsewhere now (or never was): what this target has is stale */
+	return idx < (unsigned)e.d + e.p && e.targets[idx] == target;
 }
 
 int

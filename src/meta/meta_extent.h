@@ -160,11 +160,11 @@ int meta_stripe_known(struct meta_bucket *b, uint64_t stripe);
  * were written (hints a reader tries first). A rebuild, a re-protection
  * or a move changes this record only, in one command.
  *
- * meta_stripe_known_at: as meta_stripe_known, for the fragments on target
- * (0: any): 0 also when the record says the stripe is elsewhere now (what
+ * meta_stripe_known_at: as meta_stripe_known, for fragment idx on target
+ * (0: any): 0 also when the record says the fragment is elsewhere now (what
  * the target holds of it was rebuilt elsewhere: stale, to be released).
  */
-int meta_stripe_known_at(struct meta_bucket *b, uint64_t stripe, uint64_t target);
+int meta_stripe_known_at(struct meta_bucket *b, uint64_t stripe, uint32_t idx, uint64_t target);
 /* *loc: the whole stripe, where it is now. -ENOENT, -ENODATA (a record from before). */
 int meta_stripe_loc(struct meta_bucket *b, uint64_t stripe, struct meta_extent *loc);
 /* Every referenced stripe with a location, in id order after `after` (0: all): fn (1 stops). */

@@ -31,7 +31,8 @@ enum mp_kind {
 	MP_EXTENTS,    /* ino, off, len, max: the extents there; reply data: an extent list */
 	MP_STRIPES,    /* data: u64 LE stripe ids of this bucket; reply data: a byte each, 1 if
 			* an extent refers to it or it waits in the reclaim queue (orphan sweep);
-			* ino: the target asking (0: any), 0 too if the stripe is elsewhere now */
+			* with ino = the target asking, data is per fragment u64 LE stripe, u32
+			* LE index, and 0 also if that fragment is elsewhere now */
 	MP_DIRTY,      /* max: files' stripes at least half dead; reply data: per stripe u64 LE
 			* stripe, ino, live bytes, bytes mapped (cleaning) */
 	MP_USAGE,      /* at any bucket of a group: reply data: the group's usage summed over its

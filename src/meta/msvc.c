@@ -748,7 +748,8 @@ do_read(struct mreq *m)
 		}
 		break;
 	case MP_STRIPES:
-		if (m->req.dlen % 8 != 0 || m->req.dlen > MP_STRIPES_MAX * 8) {
+		if (m->req.dlen % (m->req.ino ? 12 : 8) != 0 ||
+		    m->req.dlen > MP_STRIPES_MAX * (m->req.ino ? 12 : 8)) {
 			mreq_answer(m, -EINVAL, NULL);
 			goto out;
 		}
@@ -941,8 +942,10 @@ do_read(struct mreq *m)
 
 		rc = 0;
 		sh_dec_init(&d, m->req.data, m->req.dlen);
-		for (size_t i = 0; rc == 0 && i < m->req.dlen / 8; i++) {
-			int k = meta_stripe_known_at(&mb, sh_dec_u64(&d), m->req.ino);
+		for (size_t i = 0; rc == 0 && i < m->req.dlen / (m->req.ino ? 12 : 8); i++) {
+			uint64_t id = sh_dec_u64(&d);
+			int k = m->req.ino ? meta_stripe_known_at(&mb, id, sh_dec_u32(&d), m->req.ino)
+					   : meta_stripe_known(&mb, id);
 
 			if (k < 0)
 				rc = k;

@@ -88,12 +88,8 @@ on_reply(void *arg, int status, const struct mp_reply *rep)
 	if (status < 0 || rep == NULL) {
 		r->failed = true;
 	} else {
-		/* one byte per distinct stripe, in order */
+		/* one byte per fragment, in order */
 		for (unsigned i = c->from; i < c->to; i++) {
-			if (i > c->from && r->keys[i].stripe == r->keys[i - 1].stripe) {
-				r->known[i] = r->known[i - 1];
-				continue;
-			}
 			if (k >= rep->dlen) {
 				r->failed = true;
 				break;
@@ -114,9 +110,10 @@ ask(struct sround *r, unsigned from, unsigned to)
 	struct sh_enc ids;
 
 	sh_enc_init(&ids);
-	for (unsigned i = from; i < to; i++)
-		if (i == from || r->keys[i].stripe != r->keys[i - 1].stripe)
-			sh_enc_u64(&ids, r->keys[i].stripe);
+	for (unsigned i = from; i < to; i++) {
+		sh_enc_u64(&ids, r->keys[i].stripe);
+		sh_enc_u32(&ids, r->keys[i].idx);
+	}
 	if (sh_enc_error(&ids) < 0) {
 		r->failed = true;
 		sh_enc_fini(&ids);
@@ -125,7 +122,7 @@ ask(struct sround *r, unsigned from, unsigned to)
 	for (unsigned f = 0; f < sw->nfs; f++) {
 		struct mp_req q = { .kind = MP_STRIPES,
 				    .fs = sw->fs[f],
-				    .ino = store_target_id(r->sd->st), /* rebuilt elsewhere: stale */
+				    .ino = store_target_id(r->sd->st), /* per fragment: stale ones too */
 				    .bucket = (uint16_t)(r->keys[from].stripe >> 48),
 				    .data = ids.p,
 				    .dlen = ids.len };
@@ -185,7 +182,8 @@ sweep_drive(struct sdrive *sd, uint64_t now)
 	sd->busy = true;
 	r->pending = 1; /* held while asking */
 	for (unsigned from = 0, i = 1; i <= r->n; i++)
-		if (i == r->n || (r->keys[i].stripe >> 48) != (r->keys[from].stripe >> 48)) {
+		if (i == r->n || (r->keys[i].stripe >> 48) != (r->keys[from].stripe >> 48) ||
+		    i - from == MP_STRIPES_MAX) {
 			ask(r, from, i);
 			from = i;
 		}

@@ -253,6 +253,68 @@ def node_back_after_rebuild_releases_stale_fragments(c):
           fragments(c))
 
 
+@test
+def degraded_writes_spread_out_when_domains_return(c):
+    setup(c, 600)
+    make_fs(c, "fs1")
+    files = Files(c)
+    for n in (6, 7):
+        c.kill(n)
+    for n in (6, 7):
+        c.wait_state(n, "down", 1, 20)
+    for i in range(4):
+        files.put("fs1", "late%d" % i, os.urandom(400000 + i * 100000))
+    s = wait_state(c, "written on 5 of 7 nodes", ("shared",), timeout=30)
+    check(s["shared_stripes"] > 0, "no stripe shares a domain: %s" % s)
+    files.verify("written on 5 of 7 nodes")
+    c.up()
+    for n in (6, 7):
+        c.wait_state(n, "up", 1, 30)
+    s = wait_full(c, "nodes 6 and 7 back")
+    check(s["moved_fragments"] > 0 and s["shared_stripes"] == 0, "spread out: %s" % s)
+    files.verify("spread out again")
+    for n in (2, 3):
+        c.kill(n)
+    for n in (2, 3):
+        c.wait_state(n, "down", 1, 20)
+    files.verify("spread out, then nodes 2 and 3 down")
+
+
+@test
+def rebuild_interrupted_by_kills_finishes_and_leaks_nothing(c):
+    setup(c, 1)
+    files = dataset(c)
+    for i in range(6):
+        files.put("fs1", "big%d" % i, os.urandom(3000000))
+    wait_full(c, "written")
+    start = fragments(c)
+    c.kill(7)
+    c.wait_state(7, "down", 1, 20)
+    time.sleep(1.5)  # lost now: the rebuild starts
+    c.kill(1)        # a node doing it (it leads groups), and a second failure
+    time.sleep(2)
+    c.up()           # node 1 back (7 too: `local up` starts what is not running)
+    c.kill(7)
+    s = wait_full(c, "rebuild interrupted", node=2)
+    files.verify("rebuild interrupted by kills", node=2)
+    # copies the interrupted jobs wrote that no record names are swept
+    end = time.time() + 60
+    now = {}
+    while time.time() < end:
+        now = fragments(c, node=2)
+        if now["fragments"] == start["fragments"]:
+            break
+        time.sleep(1)
+    check(now["fragments"] == start["fragments"],
+          "fragments after the rebuild: %s, before it %s" % (now, start))
+    for (fs, name) in list(files.want):
+        ns(c, fs, "rm", "/" + name, node=2)
+    end = time.time() + 60
+    while time.time() < end and fragments(c, node=2)["fragments"] != 0:
+        time.sleep(1)
+    check(fragments(c, node=2)["fragments"] == 0, "fragments left after deleting all")
+
+
 def main():
     args = sys.argv[1:]
     if not args:

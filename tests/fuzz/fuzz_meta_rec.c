@@ -74,6 +74,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			__builtin_trap();
 	}
 	{
+		/* a relocation's moves: round trip exactly */
+		struct meta_move mv[META_FRAGS_MAX];
+		unsigned n;
+
+		if (meta_moves_decode(data, size, mv, &n) == 0) {
+			struct sh_enc e;
+
+			sh_enc_init(&e);
+			if (n == 0 || n > META_FRAGS_MAX || meta_moves_encode(&e, mv, n) < 0 ||
+			    e.len != size || memcmp(e.p, data, size) != 0)
+				__builtin_trap();
+			sh_enc_fini(&e);
+		}
+	}
+	{
 		/* a claim command's data, and an extent commit's with claims */
 		static struct meta_dedup_item it[META_DEDUP_MAX];
 		static struct meta_extent ex[META_EXTENTS_MAX];

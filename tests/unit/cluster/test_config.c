@@ -495,3 +495,61 @@ TEST(config_parsers)
 	SH_ASSERT(!cfg_name_ok(""));
 	SH_ASSERT(!cfg_name_ok("a/b"));
 }
+
+/* Drive states and the heal settings: checked, applied, kept by the codecs; a target's state. */
+TEST(config_drive_fail_and_heal_settings)
+{
+	struct cfg *c = cluster_of(4, 64), *d = cfg_new();
+	struct cfg_cmd f = { .op = CFG_OP_DRIVE_STATE, .state = CFG_DRIVE_FAILED, .time = 50 };
+	struct cfg_cmd st = { .op = CFG_OP_NODE_STATE, .id = 3, .state = CFG_DOWN };
+	struct cfg_cmd set = { .op = CFG_OP_SET, .size = 10 };
+	char msg[CFG_MSG_MAX];
+	struct sh_enc e;
+	uint64_t s = SH_NSEC_PER_SEC;
+
+	for (uint64_t n = 1; n <= 4; n++)
+		add_drive(c, n);
+	SH_ASSERT_EQ(c->rebuild_delay_s, (uint32_t)CFG_REBUILD_DELAY_S);
+	SH_ASSERT_EQ(cfg_setting_get(c, "rebuild-share"), CFG_REBUILD_SHARE);
+	f.target = c->drives[1].id;
+	SH_ASSERT_EQ(cfg_target_state(c, f.target, 100), CFG_TGT_UP);
+	SH_ASSERT_OK(cfg_apply(c, &f, msg, sizeof(msg)));
+	SH_ASSERT_EQ(cfg_target_state(c, f.target, 100), CFG_TGT_LOST);
+	SH_ASSERT_EQ(cfg_apply(c, &f, msg, sizeof(msg)), -EALREADY);
+	SH_ASSERT(strstr(msg, "already") != NULL);
+	f.target = 999;
+	SH_ASSERT_EQ(cfg_check(c, &f, msg, sizeof(msg)), -ENOENT);
+	f.target = c->drives[0].id;
+	f.state = CFG_DRIVE_ACTIVE;
+	SH_ASSERT_EQ(cfg_check(c, &f, msg, sizeof(msg)), -EINVAL);
+	/* a node down: its targets are down for the delay, lost after it */
+	snprintf(set.name, sizeof(set.name), "rebuild-delay");
+	SH_ASSERT_OK(cfg_apply(c, &set, msg, sizeof(msg)));
+	SH_ASSERT_EQ(cfg_apply(c, &set, msg, sizeof(msg)), -EALREADY);
+	st.time = 100 * s;
+	SH_ASSERT_OK(cfg_apply(c, &st, msg, sizeof(msg)));
+	SH_ASSERT_EQ(cfg_target_state(c, c->drives[2].id, 105 * s), CFG_TGT_DOWN);
+	SH_ASSERT_EQ(cfg_target_state(c, c->drives[2].id, 110 * s), CFG_TGT_LOST);
+	SH_ASSERT_EQ(cfg_target_state(c, 12345, 110 * s), CFG_TGT_LOST); /* not there */
+	set.size = CFG_REBUILD_DELAY_MAX + 1ull;
+	SH_ASSERT_EQ(cfg_check(c, &set, msg, sizeof(msg)), -EINVAL);
+	snprintf(set.name, sizeof(set.name), "rebuild-share");
+	set.size = 0;
+	SH_ASSERT_EQ(cfg_check(c, &set, msg, sizeof(msg)), -EINVAL);
+	set.size = 55;
+	SH_ASSERT_OK(cfg_apply(c, &set, msg, sizeof(msg)));
+	snprintf(set.name, sizeof(set.name), "nonsense");
+	SH_ASSERT_EQ(cfg_check(c, &set, msg, sizeof(msg)), -ENOENT);
+	/* the codec keeps all of it */
+	sh_enc_init(&e);
+	cfg_encode(&e, c);
+	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
+	sh_enc_fini(&e);
+	SH_ASSERT_EQ(d->drives[1].state, CFG_DRIVE_FAILED);
+	SH_ASSERT_EQ(d->drives[1].since, 50u);
+	SH_ASSERT_EQ(d->rebuild_delay_s, 10u);
+	SH_ASSERT_EQ(d->rebuild_share, 55u);
+	SH_ASSERT(strstr(cfg_event_at(d, 0)->text, "rebuild-share") != NULL);
+	cfg_free(d);
+	cfg_free(c);
+}

@@ -168,3 +168,56 @@ TEST(place_degraded_spreads_at_most_p_per_domain)
 		for (int k = 0; k < i; k++)
 			SH_ASSERT_NE(a[i], a[k]);
 }
+
+/* A rebuild keeps the survivors, moves only the lost ones, to domains the stripe does not use. */
+TEST(place_refill_keeps_survivors_and_spreads)
+{
+	struct place_target t[NT];
+	uint64_t cur[6], out[6], again[6];
+	unsigned shared, moved = 0;
+	uint32_t which;
+
+	targets(t);
+	for (uint64_t s = 1; s < 500; s++) {
+		SH_ASSERT_OK(place_stripe(t, NT, s, 6, cur));
+		SH_ASSERT_EQ(place_shared(t, NT, cur, 6, &which), 0u);
+		/* fragment 2's target is lost (it weighs 0): it goes elsewhere, the others stay */
+		t[cur[2] - 1000].weight = 0;
+		SH_ASSERT_OK(place_refill(t, NT, s, 6, 2, cur, 0x3f & ~(1u << 2), out, &shared));
+		SH_ASSERT_EQ(shared, 0u);
+		for (int i = 0; i < 6; i++)
+			if (i != 2)
+				SH_ASSERT_EQ(out[i], cur[i]);
+		SH_ASSERT_NE(out[2], cur[2]);
+		for (int i = 0; i < 6; i++)
+			for (int k = 0; k < i; k++)
+				SH_ASSERT_NE((out[i] - 1000) / 3, (out[k] - 1000) / 3);
+		/* deterministic: a new leader plans the same */
+		SH_ASSERT_OK(place_refill(t, NT, s, 6, 2, cur, 0x3f & ~(1u << 2), again, &shared));
+		SH_ASSERT_MEMEQ(out, again, sizeof(out));
+		t[cur[2] - 1000].weight = 1ull << 30;
+	}
+	/* 4 domains up for 6 fragments: two pairs, never more than p = 2 on one */
+	for (unsigned i = 0; i < NT; i++)
+		t[i].weight = t[i].domain < 4 ? 1ull << 30 : 0;
+	for (uint64_t s = 1; s < 200; s++) {
+		uint64_t cur2[6] = { 1000, 1003, 1006, 1009, 1012, 1015 }; /* domains 0..5 */
+
+		SH_ASSERT_OK(place_refill(t, NT, s, 6, 2, cur2, 0x0f, out, &shared));
+		SH_ASSERT_EQ(shared, 2u);
+		SH_ASSERT_EQ(place_shared(t, NT, out, 6, &which), 2u);
+		moved += __builtin_popcount(which);
+		for (uint32_t d = 0; d < 4; d++)
+			SH_ASSERT(on_domain(t, NT, out, 6, d) <= 2);
+	}
+	SH_ASSERT_EQ(moved, 2u * 199);
+	/* one domain up for three fragments: at most p = 2 on it, no room */
+	for (unsigned i = 0; i < NT; i++)
+		t[i].weight = t[i].domain < 1 ? 1ull << 30 : 0;
+	{
+		uint64_t cur3[6] = { 1000, 1003, 1006, 1009, 1012, 1015 };
+
+		SH_ASSERT_EQ(place_refill(t, NT, 7, 6, 2, cur3, 0x3f & ~0x7u, out, &shared),
+			     -ENOSPC);
+	}
+}

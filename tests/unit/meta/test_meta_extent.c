@@ -565,3 +565,96 @@ TEST(meta_extent_retried_mapping_is_done)
 	sh_free(r);
 	fx_close(&f);
 }
+
+static int
+first_loc(void *arg, const struct meta_extent *e)
+{
+	*(struct meta_extent *)arg = *e;
+	return 1;
+}
+
+static int
+take_targets(void *arg, const struct meta_extent *e)
+{
+	memcpy(arg, e->targets, 6 * sizeof(e->targets[0]));
+	return 0;
+}
+
+/*
+ * A stripe's record says where its fragments are: set at its first
+ * reference, moved by META_OP_RELOCATE only from where it is, asked by the
+ * sweep per fragment and target, and the reclaim record names where it is.
+ */
+TEST(meta_stripe_relocated_and_asked_where)
+{
+	struct fx f;
+	struct meta_extent e = ext(0, 1 << 20, 42, 0), loc;
+	struct meta_move mv[2] = { { .idx = 1, .from = 1001, .to = 2001 },
+				   { .idx = 4, .from = 1004, .to = 2004 } };
+	struct meta_inode in;
+	struct meta_cmd c = { .op = META_OP_RELOCATE, .ver = 1, .upto = 42 };
+	struct meta_result r;
+	struct sh_enc enc;
+	uint64_t tg[6] = { 0 }, removed;
+	struct meta_delta dl[2];
+
+	fx_open(&f);
+	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, &e, 1, 0, 20, &in));
+	e = ext(1 << 20, 1 << 20, 42, 1 << 20); /* a second extent of the same stripe */
+	SH_ASSERT_OK(meta_extent_set(&f.b, f.ino, &e, 1, 0, 21, &in));
+	SH_ASSERT_OK(meta_stripe_loc(&f.b, 42, &loc));
+	SH_ASSERT_EQ(loc.stripe, 42u);
+	SH_ASSERT_EQ(loc.len, 4ull << 20);
+	SH_ASSERT_EQ(loc.targets[1], 1001u);
+	SH_ASSERT_EQ(meta_stripe_loc(&f.b, 43, &loc), -ENOENT);
+	memset(&loc, 0, sizeof(loc));
+	SH_ASSERT_OK(meta_stripe_locs(&f.b, 0, first_loc, &loc));
+	SH_ASSERT_EQ(loc.stripe, 42u);
+	SH_ASSERT_EQ(meta_stripe_known_at(&f.b, 42, 1, 1001), 1);
+	SH_ASSERT_EQ(meta_stripe_known_at(&f.b, 42, 2, 1001), 0); /* another fragment */
+	/* moved through the command: the record changes, the extents keep their hints */
+	sh_enc_init(&enc);
+	SH_ASSERT_OK(meta_moves_encode(&enc, mv, 2));
+	c.data = enc.p;
+	c.dlen = enc.len;
+	meta_cmd_apply(&f.b, &c, &r);
+	SH_ASSERT_OK(r.status);
+	SH_ASSERT_OK(meta_stripe_loc(&f.b, 42, &loc));
+	SH_ASSERT_EQ(loc.targets[1], 2001u);
+	SH_ASSERT_EQ(loc.targets[4], 2004u);
+	SH_ASSERT_EQ(loc.targets[0], 1000u);
+	SH_ASSERT_EQ(meta_stripe_known_at(&f.b, 42, 1, 1001), 0); /* stale there now */
+	SH_ASSERT_EQ(meta_stripe_known_at(&f.b, 42, 1, 2001), 1);
+	SH_ASSERT_EQ(meta_stripe_known(&f.b, 42), 1);
+	/* the same moves again: not from where it is any more, nothing changes */
+	meta_cmd_apply(&f.b, &c, &r);
+	SH_ASSERT_EQ(r.status, -ESTALE);
+	/* a move of a fragment that does not exist, or of another bucket's stripe */
+	mv[0] = (struct meta_move){ .idx = 6, .from = 1, .to = 2 };
+	SH_ASSERT_EQ(meta_stripe_relocate(&f.b, 42, mv, 1), -EINVAL);
+	c.upto = 1ull << 48 | 42;
+	meta_cmd_apply(&f.b, &c, &r);
+	SH_ASSERT_EQ(r.status, -EINVAL);
+	sh_enc_fini(&enc);
+	/* the codec refuses what is not moves */
+	{
+		struct meta_move got[META_FRAGS_MAX];
+		uint8_t bad[3] = { 0, 1, 2 };
+		unsigned n;
+
+		SH_ASSERT_EQ(meta_moves_decode(bad, sizeof(bad), got, &n), -EBADMSG);
+		bad[0] = 1;
+		SH_ASSERT_EQ(meta_moves_decode(bad, sizeof(bad), got, &n), -EBADMSG);
+		SH_ASSERT_EQ(meta_moves_encode(&enc, mv, 0), -EINVAL);
+	}
+	/* released: the reclaim record names where the fragments are now */
+	SH_ASSERT_OK(meta_remove(&f.b, META_ROOT_INO, "f", 1, false, 70, &removed, dl));
+	SH_ASSERT_OK(meta_orphan_drop(&f.b, removed));
+	SH_ASSERT_OK(meta_reclaims(&f.b, take_targets, tg));
+	SH_ASSERT_EQ(tg[1], 2001u);
+	SH_ASSERT_EQ(tg[4], 2004u);
+	SH_ASSERT_EQ(meta_stripe_known_at(&f.b, 42, 4, 2004), 1); /* until it is released */
+	SH_ASSERT_EQ(meta_stripe_known_at(&f.b, 42, 4, 1004), 0);
+	SH_ASSERT_EQ(meta_stripe_loc(&f.b, 42, &loc), -ENOENT);
+	fx_close(&f);
+}

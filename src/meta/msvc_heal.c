@@ -82,6 +82,7 @@ struct mheal {
 	bool pass_work, pass_waiting; /* what it found: work to do, stripes waiting */
 	uint64_t requests;	      /* the service's requests at the last tick */
 	uint64_t writes;	      /* its stripe-mapping commands at the last pass */
+	uint64_t led;		      /* which groups served here at the last pass (a hash) */
 	uint64_t bytes_at, rate_at;   /* rebuilt bytes at the rate's last sample, and when */
 	struct msvc_heal_stats st;
 };
@@ -636,6 +637,18 @@ requests_of(const struct msvc *s)
 	return n;
 }
 
+/* Which groups lead and serve here now, as a hash (a pass covers them). */
+static uint64_t
+led_of(const struct mfs *fs)
+{
+	uint64_t h = 0;
+
+	for (uint32_t g = 0; g < fs->ngroups; g++)
+		if (fs->groups[g] != NULL && mgroup_ready(fs->groups[g]))
+			h ^= sh_hash_u64((uint64_t)g + 1);
+	return h;
+}
+
 /* Commands that map stripes (new ones counted at the next pass). */
 static uint64_t
 writes_of(const struct msvc *s)
@@ -651,6 +664,7 @@ on_tick(struct env_timer *t)
 	struct mfs *fs = h->fs;
 	struct plan pl = { .c = cfg_of(fs), .now = env_realtime(fs->s->env) };
 	uint64_t req = requests_of(fs->s), mono = env_now(fs->s->env), wr = writes_of(fs->s);
+	uint64_t led = led_of(fs);
 	unsigned limit = 1 + (JOBS_MAX - 1) * pl.c->rebuild_share / 100;
 	bool idle = req == h->requests, due;
 
@@ -666,7 +680,7 @@ on_tick(struct env_timer *t)
 		h->rate_at = mono;
 		h->bytes_at = h->st.rebuilt_bytes;
 	}
-	due = pl.c->epoch != h->pass_epoch ||
+	due = pl.c->epoch != h->pass_epoch || led != h->led ||
 	      (h->next >= h->ncand && h->njobs == 0 &&
 	       (h->pass_work || (h->pass_waiting && pl.now - h->pass_at >= WAITING_NS) ||
 		(wr != h->writes && pl.now - h->pass_at >= WRITTEN_NS) ||
@@ -675,6 +689,7 @@ on_tick(struct env_timer *t)
 		goto out;
 	if (due) {
 		h->writes = wr;
+		h->led = led;
 		pass(h, &pl);
 	}
 	while (h->njobs < limit && h->next < h->ncand)

@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The simulator's metadata world: backends, the client, synchronous calls (world.h). */
+#include "world.h"
+
+void
+addr(int id, char *buf, size_t len)
+{
+	snprintf(buf, len, "10.0.1.%d:7100", id);
+}
+
+static void
+build_cfg(struct world *w)
+{
+	char msg[CFG_MSG_MAX];
+	struct cfg_cmd c = { .op = CFG_OP_CREATE, .nbuckets = NBUCKETS, .id = 1 };
+
+	w->cfg = cfg_new();
+	snprintf(c.name, sizeof(c.name), "sim");
+	snprintf(c.addr, sizeof(c.addr), "10.0.0.1:7000");
+	addr(1, c.data, sizeof(c.data));
+	SH_ASSERT_OK(cfg_apply(w->cfg, &c, msg, sizeof(msg)));
+	for (int i = 2; i <= N; i++) {
+		struct cfg_cmd a = { .op = CFG_OP_NODE_ADD, .id = (uint64_t)i };
+
+		snprintf(a.addr, sizeof(a.addr), "10.0.0.%d:7000", i);
+		addr(i, a.data, sizeof(a.data));
+		SH_ASSERT_OK(cfg_apply(w->cfg, &a, msg, sizeof(msg)));
+	}
+	for (int i = 1; i <= N; i++) {
+		struct cfg_cmd d = { .op = CFG_OP_DRIVE_ADD,
+				     .id = (uint64_t)i,
+				     .size = 1ull << 30 };
+
+		snprintf(d.path, sizeof(d.path), "/dev/nvme0n1");
+		SH_ASSERT_OK(cfg_apply(w->cfg, &d, msg, sizeof(msg)));
+	}
+	{
+		struct cfg_cmd f = { .op = CFG_OP_FS_CREATE, .d = 4, .p = 2 };
+
+		snprintf(f.name, sizeof(f.name), "fs1");
+		SH_ASSERT_MSG(cfg_apply(w->cfg, &f, msg, sizeof(msg)) == 0, "%s", msg);
+	}
+	w->fs = w->cfg->fs[0].id;
+	SH_ASSERT_EQ(w->cfg->replicas, 5u);
+}
+
+static void
+on_store_done(void *arg, int rc)
+{
+	*(int *)arg = rc == 0 ? 1 : rc;
+}
+
+static bool
+flag_set(void *arg)
+{
+	return *(int *)arg != 0;
+}
+
+/* This node's own target, for its msvc (a call to oneself is not sent). */
+static struct store *
+store_here(void *arg, uint64_t target)
+{
+	struct node *n = arg;
+
+	return target == (uint64_t)n->id ? n->st : NULL;
+}
+
+/* Format (once) and open the node's drive, and serve it on its endpoint. */
+static void
+store_start(struct node *n)
+{
+	int flag = 0;
+
+	if (!n->formatted) {
+		struct store_format_opts fo = { .target_id = (uint64_t)n->id,
+						.seg_size = 256u << 10 };
+
+		SH_ASSERT_OK(store_format(n->env, "drive", 32u << 20, &fo, on_store_done, &flag));
+		SH_ASSERT(sim_run_until(n->w->sim, flag_set, &flag, 5 * SH_NSEC_PER_SEC));
+		SH_ASSERT_EQ(flag, 1);
+		n->formatted = true;
+		flag = 0;
+	}
+	SH_ASSERT_OK(store_open(n->env, "drive", NULL, &n->st, on_store_done, &flag));
+	SH_ASSERT(sim_run_until(n->w->sim, flag_set, &flag, 5 * SH_NSEC_PER_SEC));
+	SH_ASSERT_EQ(flag, 1);
+	SH_ASSERT_OK(store_svc_create(n->net, &n->ssvc));
+	SH_ASSERT_OK(store_svc_add(n->ssvc, n->st));
+}
+
+void
+node_start(struct node *n)
+{
+	struct net_iface ifc = { 0 };
+	struct net_config nc = { .node_id = mplace_endpoint((uint64_t)n->id),
+				 .ifaces = &ifc,
+				 .nifaces = 1,
+				 .dead_ns = 3 * SH_NSEC_PER_SEC };
+	struct msvc_params p = { .dir = n->dir,
+				 .log_size = n->w->log_size,
+				 .store_nosync = true,
+				 .store_local = store_here,
+				 .arg = n };
+	char a[64];
+
+	addr(n->id, a, sizeof(a));
+	SH_ASSERT_OK(env_addr_parse(a, &ifc.addr));
+	SH_ASSERT_OK(net_create(n->env, &nc, &n->net));
+	SH_ASSERT_OK(msvc_create(n->net, &p, &n->svc));
+	SH_ASSERT_OK(msvc_set_cfg(n->svc, n->w->cfg));
+	if (n->w->stores)
+		store_start(n);
+	n->up = true;
+}
+
+static void
+on_stopped(void *arg)
+{
+	((struct node *)arg)->up = false;
+}
+
+static bool
+stopped(void *arg)
+{
+	return !((struct node *)arg)->up;
+}
+
+void
+node_stop(struct world *w, struct node *n, bool crash)
+{
+	if (crash) {
+		msvc_crash(n->svc);
+		sim_node_crash(n->sn, SIM_CRASH_TEAR);
+		sim_node_restart(n->sn);
+	}
+	msvc_stop(n->svc, on_stopped, n);
+	SH_ASSERT(sim_run_until(w->sim, stopped, n, 30 * SH_NSEC_PER_SEC));
+	if (n->ssvc != NULL) {
+		store_svc_destroy(n->ssvc);
+		n->ssvc = NULL;
+	}
+	if (n->st != NULL) {
+		store_close(n->st);
+		n->st = NULL;
+	}
+	net_destroy(n->net);
+}
+
+void
+on_call(void *arg, int status, const struct mp_reply *r)
+{
+	struct call *c = arg;
+
+	c->done = true;
+	c->status = status;
+	if (r != NULL) {
+		c->r = *r;
+		SH_ASSERT_LE(r->dlen, sizeof(c->data));
+		memcpy(c->data, r->data, r->dlen);
+		c->r.data = c->data;
+	}
+}
+
+bool
+call_done(void *arg)
+{
+	return ((struct call *)arg)->done;
+}
+
+int
+call(struct world *w, struct mp_req *q, struct call *c)
+{
+	memset(c, 0, sizeof(*c));
+	q->fs = w->fs;
+	SH_ASSERT_OK(mroute_call(w->rt, q, 20 * SH_NSEC_PER_SEC, on_call, c));
+	SH_ASSERT_MSG(sim_run_until(w->sim, call_done, c, 60 * SH_NSEC_PER_SEC),
+		      "seed %llu: a call never ended", (unsigned long long)w->seed);
+	return c->status;
+}
+
+int
+cmd(struct world *w, uint16_t bucket, const struct meta_cmd *mc, struct call *c)
+{
+	struct sh_enc e;
+	struct mp_req q = { .kind = MP_CMD, .bucket = bucket };
+	struct meta_cmd copy = *mc;
+	int rc;
+
+	copy.ver = 1; /* the leader stamps its own */
+	mc = &copy;
+
+	sh_enc_init(&e);
+	SH_ASSERT_OK(meta_cmd_encode(&e, mc));
+	q.data = e.p;
+	q.dlen = e.len;
+	rc = call(w, &q, c);
+	sh_enc_fini(&e);
+	return rc;
+}
+
+uint16_t
+dbucket(uint64_t parent, const char *name)
+{
+	return meta_dentry_bucket(parent, name, strlen(name), NBUCKETS);
+}
+
+int
+mk(struct world *w, uint64_t parent, const char *name, uint8_t type, uint64_t *ino)
+{
+	struct meta_cmd mc = { .op = META_OP_CREATE,
+			       .type = type,
+			       .parent = parent,
+			       .mode = 0644,
+			       .uid = 1000,
+			       .gid = 100,
+			       .tag = sh_rand_u64(&w->rng) | 1 };
+	struct call *c = sh_calloc(1, sizeof(*c));
+	int rc;
+
+	snprintf(mc.name, sizeof(mc.name), "%s", name);
+	rc = cmd(w, dbucket(parent, name), &mc, c);
+	if (rc == 0) {
+		SH_ASSERT(c->r.flags & MP_DENTRY);
+		SH_ASSERT(c->r.flags & MP_ATTR);
+		SH_ASSERT_EQ(c->r.attr.uid, 1000u);
+		*ino = c->r.dentry.ino;
+	}
+	sh_free(c);
+	return rc;
+}
+
+int
+rm(struct world *w, uint64_t parent, const char *name, bool dir)
+{
+	/* tagged as the client library tags them: a retry after a lost answer is done */
+	struct meta_cmd mc = {
+		.op = META_OP_REMOVE, .parent = parent, .dir = dir, .tag = sh_rand_u64(&w->rng) | 1
+	};
+	struct call *c = sh_calloc(1, sizeof(*c));
+	int rc;
+
+	snprintf(mc.name, sizeof(mc.name), "%s", name);
+	rc = cmd(w, dbucket(parent, name), &mc, c);
+	sh_free(c);
+	return rc;
+}
+
+int
+mv(struct world *w, uint64_t parent, const char *name, uint64_t parent2, const char *name2,
+   unsigned flags)
+{
+	struct meta_cmd mc = { .op = META_OP_RENAME,
+			       .parent = parent,
+			       .parent2 = parent2,
+			       .flags = flags,
+			       .tag = sh_rand_u64(&w->rng) | 1 };
+	struct call *c = sh_calloc(1, sizeof(*c));
+	int rc;
+
+	snprintf(mc.name, sizeof(mc.name), "%s", name);
+	snprintf(mc.name2, sizeof(mc.name2), "%s", name2);
+	rc = cmd(w, dbucket(parent, name), &mc, c);
+	sh_free(c);
+	return rc;
+}
+
+int
+lookup(struct world *w, uint64_t parent, const char *name, struct meta_dentry *d)
+{
+	struct mp_req q = { .kind = MP_LOOKUP, .bucket = dbucket(parent, name), .ino = parent };
+	struct call *c = sh_calloc(1, sizeof(*c));
+	int rc;
+
+	q.nlen = (uint16_t)strlen(name);
+	memcpy(q.name, name, q.nlen);
+	rc = call(w, &q, c);
+	if (rc == 0)
+		*d = c->r.dentry;
+	sh_free(c);
+	return rc;
+}
+
+int
+getattr(struct world *w, uint64_t ino, struct meta_inode *in)
+{
+	struct mp_req q = { .kind = MP_GETATTR, .bucket = meta_ino_bucket(ino), .ino = ino };
+	struct call *c = sh_calloc(1, sizeof(*c));
+	int rc = call(w, &q, c);
+
+	if (rc == 0)
+		*in = c->r.attr;
+	sh_free(c);
+	return rc;
+}
+
+/* Every entry of dir, by fanning out; each name must come once. Returns the count. */
+unsigned
+list(struct world *w, uint64_t dir, uint8_t *seen, unsigned nseen)
+{
+	struct mp_req q = { .kind = MP_DIRBUCKETS, .bucket = meta_ino_bucket(dir), .ino = dir };
+	struct call *c = sh_calloc(1, sizeof(*c));
+	uint16_t buckets[NBUCKETS + 1];
+	unsigned nb = 0, count = 0;
+
+	SH_ASSERT_OK(call(w, &q, c));
+	buckets[nb++] = meta_ino_bucket(dir);
+	for (size_t i = 0; i + 2 <= c->r.dlen; i += 2) {
+		uint16_t b;
+
+		memcpy(&b, c->data + i, 2);
+		SH_ASSERT_LT(b, NBUCKETS);
+		buckets[nb++] = b;
+	}
+	for (unsigned i = 0; i < nb; i++) {
+		char after[META_NAME_MAX + 1] = "";
+
+		for (;;) {
+			struct mp_req r = {
+				.kind = MP_READDIR, .bucket = buckets[i], .ino = dir, .max = 7
+			};
+			struct sh_dec d;
+			struct meta_dirent de;
+			int k;
+
+			r.nlen = (uint16_t)strlen(after);
+			memcpy(r.name, after, r.nlen);
+			SH_ASSERT_OK(call(w, &r, c));
+			sh_dec_init(&d, c->data, c->r.dlen);
+			while ((k = mp_dirent_next(&d, &de)) == 1) {
+				unsigned idx;
+
+				SH_ASSERT_EQ(sscanf(de.name, "f%u", &idx), 1);
+				SH_ASSERT_LT(idx, nseen);
+				SH_ASSERT_MSG(seen[idx] == 0, "seed %llu: %s listed twice",
+					      (unsigned long long)w->seed, de.name);
+				seen[idx] = 1;
+				count++;
+				snprintf(after, sizeof(after), "%s", de.name);
+			}
+			SH_ASSERT_EQ(k, 0);
+			if (!(c->r.flags & MP_MORE))
+				break;
+		}
+	}
+	sh_free(c);
+	return count;
+}
+
+/* Node i's metadata groups as it reports them (none while it is down). */
+unsigned
+groups_of(struct world *w, int i, struct msvc_group_info gi[64])
+{
+	unsigned n;
+
+	if (!w->n[i].up)
+		return 0;
+	n = msvc_groups(w->n[i].svc, gi, 64);
+	return n < 64 ? n : 64;
+}
+
+int
+leader_node(struct world *w, uint16_t bucket)
+{
+	const struct mplace *pl = mroute_place(w->rt);
+	uint32_t g = pl->group_of[bucket];
+
+	for (int i = 1; i <= N; i++) {
+		struct msvc_group_info gi[64];
+		unsigned n = groups_of(w, i, gi);
+
+		for (unsigned k = 0; k < n; k++)
+			if (gi[k].index == g && gi[k].ready)
+				return i;
+	}
+	return 0;
+}
+
+/* Six backends and a client on a lossy, reordering network, groups formed. */
+void
+world_start_opts(struct world *w, uint64_t seed, uint64_t log_size, bool stores)
+{
+	memset(w, 0, sizeof(*w));
+	w->seed = seed;
+	w->log_size = log_size;
+	w->stores = stores;
+	sh_rand_seed(&w->rng, seed);
+	snprintf(w->base, sizeof(w->base), "/tmp/shoal-simmeta-XXXXXX");
+	SH_ASSERT(mkdtemp(w->base) != NULL);
+	build_cfg(w);
+	w->sim = sim_create(seed);
+	for (int i = 1; i <= N; i++) {
+		char name[16], ip[32];
+
+		snprintf(name, sizeof(name), "n%d", i);
+		snprintf(ip, sizeof(ip), "10.0.1.%d", i);
+		snprintf(w->n[i].dir, sizeof(w->n[i].dir), "%s/n%d", w->base, i);
+		SH_ASSERT_OK(mkdir(w->n[i].dir, 0755));
+		w->n[i].w = w;
+		w->n[i].id = i;
+		w->n[i].sn = sim_node_create(w->sim, name, ip);
+		w->n[i].env = sim_node_env(w->n[i].sn);
+		node_start(&w->n[i]);
+	}
+	{
+		struct net_iface ifc = { 0 };
+		struct net_config nc = { .node_id = CLIENT_ID, .ifaces = &ifc, .nifaces = 1 };
+
+		w->csn = sim_node_create(w->sim, "client", "10.0.2.1");
+		SH_ASSERT_OK(env_addr_parse("10.0.2.1:7500", &ifc.addr));
+		SH_ASSERT_OK(net_create(sim_node_env(w->csn), &nc, &w->cnet));
+		SH_ASSERT_OK(mroute_create(w->cnet, &w->rt));
+		SH_ASSERT_OK(mroute_set_cfg(w->rt, w->cfg));
+	}
+	{
+		struct sim_net_params np;
+
+		sim_net_get(w->sim, &np);
+		np.loss = 0.02;
+		np.dup = 0.01;
+		np.reorder = 0.05;
+		np.reorder_ns = 2 * SH_NSEC_PER_MSEC;
+		sim_net_set(w->sim, &np);
+	}
+	sim_run_for(w->sim, 3 * SH_NSEC_PER_SEC);
+}
+
+void
+world_start(struct world *w, uint64_t seed, uint64_t log_size)
+{
+	world_start_opts(w, seed, log_size, false);
+}
+
+void
+world_end(struct world *w)
+{
+	char cmdline[512];
+
+	mroute_destroy(w->rt);
+	net_destroy(w->cnet);
+	for (int i = 1; i <= N; i++)
+		if (w->n[i].up)
+			node_stop(w, &w->n[i], false);
+	sim_destroy(w->sim);
+	cfg_free(w->cfg);
+	snprintf(cmdline, sizeof(cmdline), "rm -rf %s", w->base);
+	SH_ASSERT_EQ(system(cmdline), 0);
+}
+
+
+void
+set_state(struct world *w, int node, uint8_t state)
+{
+	char msg[CFG_MSG_MAX];
+	struct cfg_cmd c = { .op = CFG_OP_NODE_STATE, .id = (uint64_t)node, .state = state };
+
+	SH_ASSERT_MSG(cfg_apply(w->cfg, &c, msg, sizeof(msg)) == 0, "%s", msg);
+	for (int i = 1; i <= N; i++)
+		if (w->n[i].up)
+			SH_ASSERT_OK(msvc_set_cfg(w->n[i].svc, w->cfg));
+	SH_ASSERT_OK(mroute_set_cfg(w->rt, w->cfg));
+}

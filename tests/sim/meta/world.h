@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The simulator's metadata world (tests/sim/meta): six backends (net +
+ * msvc, a drive target each when asked) serving one filesystem's buckets
+ * in Raft groups of five, and a client (net + mroute) on a lossy,
+ * reordering network; synchronous calls for the tests (world.c), and the
+ * data path's stripes written and read as a client does (dwrite.c).
+ */
+#ifndef SH_TESTS_SIM_META_WORLD_H
+#define SH_TESTS_SIM_META_WORLD_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../../src/data/ec.h"
+#include "../../../src/env/env_sim.h"
+#include "../../../src/meta/msvc.h"
+#include "../../../src/store/service.h"
+#include "../../../src/store/store_proto.h"
+#include "../../lib/test.h"
+
+#define N	  6
+#define NBUCKETS  16
+#define NFILES	  60
+#define CLIENT_ID (1ull << 63 | 77)
+
+struct node {
+	struct world *w;
+	int id;
+	struct sim_node *sn;
+	struct env *env;
+	struct net *net;
+	struct msvc *svc;
+	struct store *st; /* a drive target (worlds with stores) */
+	struct store_svc *ssvc;
+	bool formatted;
+	bool up;
+	char dir[256];
+};
+
+struct world {
+	struct sim *sim;
+	struct sh_rand rng;
+	struct node n[N + 1];
+	struct sim_node *csn;
+	struct net *cnet;
+	struct mroute *rt;
+	struct cfg *cfg;
+	uint64_t seed;
+	uint32_t fs;
+	uint64_t log_size; /* of each group's Raft log */
+	bool stores;	   /* each node serves a drive target (id = node id) */
+	char base[64];
+};
+
+/* A call's answer, copied out of the loop. */
+struct call {
+	bool done;
+	int status;
+	struct mp_reply r;
+	uint8_t data[65536];
+};
+
+#define DW_FRAG	    4096
+#define DW_D	    4
+#define DW_P	    2
+#define DW_STRIPE   (DW_D * DW_FRAG)
+#define DW_SLOTS    12 /* file ranges of one stripe each, written over and over */
+#define DW_WRITES   240
+#define DW_VERSIONS 8
+
+struct dreply {
+	bool done;
+	int status;
+	uint8_t data[DW_FRAG];
+	size_t len;
+};
+
+/* world.c: node i's data address; its start and stop (crash: kill -9, the disk torn) */
+void addr(int id, char *buf, size_t len);
+void node_start(struct node *n);
+void node_stop(struct world *w, struct node *n, bool crash);
+/* A request to its bucket's leader, waited for (on_call, call_done: its parts). */
+void on_call(void *arg, int status, const struct mp_reply *r);
+bool call_done(void *arg);
+int call(struct world *w, struct mp_req *q, struct call *c);
+int cmd(struct world *w, uint16_t bucket, const struct meta_cmd *mc, struct call *c);
+/* Namespace calls through the leaders: create, remove, rename, look up, list. */
+uint16_t dbucket(uint64_t parent, const char *name);
+int mk(struct world *w, uint64_t parent, const char *name, uint8_t type, uint64_t *ino);
+int rm(struct world *w, uint64_t parent, const char *name, bool dir);
+int mv(struct world *w, uint64_t parent, const char *name, uint64_t parent2, const char *name2, unsigned flags);
+int lookup(struct world *w, uint64_t parent, const char *name, struct meta_dentry *d);
+int getattr(struct world *w, uint64_t ino, struct meta_inode *in);
+unsigned list(struct world *w, uint64_t dir, uint8_t *seen, unsigned nseen);
+/* Node i's groups as it reports them; the node serving bucket's group as leader (0: none). */
+unsigned groups_of(struct world *w, int i, struct msvc_group_info gi[64]);
+int leader_node(struct world *w, uint16_t bucket);
+/* Six backends (stores: a drive target each) and a client, groups formed; its end. */
+void world_start_opts(struct world *w, uint64_t seed, uint64_t log_size, bool stores);
+void world_start(struct world *w, uint64_t seed, uint64_t log_size);
+void world_end(struct world *w);
+/* The configuration marks node up or down, and every node and the client learn it. */
+void set_state(struct world *w, int node, uint8_t state);
+
+/* dwrite.c: reads that had to decode; the node of a data fragment the last read found */
+extern unsigned dw_decoded;
+extern uint64_t dw_data_node;
+void to_targets(struct world *w, uint16_t op, uint64_t stripe, const uint64_t *tg, uint8_t (*frags)[DW_FRAG], struct dreply *r);
+int dw_place(struct world *w, uint64_t stripe, uint32_t avoid, uint64_t *tg);
+int write_stripe(struct world *w, uint64_t ino, uint64_t off, const uint8_t *data, uint64_t stripe);
+int read_stripe(struct world *w, uint64_t ino, uint64_t off, uint8_t *out);
+void slot_bytes(uint64_t seed, unsigned slot, unsigned version, uint8_t *b);
+
+#endif /* SH_TESTS_SIM_META_WORLD_H */

@@ -41,6 +41,7 @@ admin_heal_add(struct msvc_heal_stats *sum, const struct msvc_heal_stats *h)
 	sum->pending_bytes += h->pending_bytes;
 	sum->rebuilt_frags += h->rebuilt_frags;
 	sum->moved_frags += h->moved_frags;
+	sum->repaired_frags += h->repaired_frags;
 	sum->rebuilt_bytes += h->rebuilt_bytes;
 	sum->failed_jobs += h->failed_jobs;
 	sum->in_flight += h->in_flight;
@@ -72,12 +73,14 @@ heal_to_json(const struct msvc_heal_stats *h)
 		json_array_append_new(lv, json_pack("{s:i, s:I, s:I}", "missing", (int)i, "stripes",
 						    (json_int_t)h->stripes[i], "bytes",
 						    (json_int_t)h->bytes[i]));
-	return json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	return json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+			 "s:I}",
 			 "levels", lv, "unreadable_stripes", (json_int_t)h->unreadable,
 			 "shared_stripes", (json_int_t)h->shared, "pending_bytes",
 			 (json_int_t)h->pending_bytes, "rebuilt_fragments",
 			 (json_int_t)h->rebuilt_frags, "moved_fragments",
-			 (json_int_t)h->moved_frags, "rebuilt_bytes", (json_int_t)h->rebuilt_bytes,
+			 (json_int_t)h->moved_frags, "repaired_fragments",
+			 (json_int_t)h->repaired_frags, "rebuilt_bytes", (json_int_t)h->rebuilt_bytes,
 			 "failed_jobs", (json_int_t)h->failed_jobs, "in_flight",
 			 (json_int_t)h->in_flight, "queued", (json_int_t)h->queued,
 			 "rate_bytes_per_s", (json_int_t)h->rate_bps, "passes",
@@ -119,6 +122,7 @@ add_json(struct msvc_heal_stats *sum, json_t *j)
 	h.pending_bytes = jget(j, "pending_bytes");
 	h.rebuilt_frags = jget(j, "rebuilt_fragments");
 	h.moved_frags = jget(j, "moved_fragments");
+	h.repaired_frags = jget(j, "repaired_fragments");
 	h.rebuilt_bytes = jget(j, "rebuilt_bytes");
 	h.failed_jobs = jget(j, "failed_jobs");
 	h.in_flight = jget(j, "in_flight");

@@ -1057,6 +1057,8 @@ cfg_encode(struct sh_enc *e, const struct cfg *c)
 	}
 	sh_enc_u32(e, c->rebuild_delay_s);
 	sh_enc_u8(e, c->rebuild_share);
+	sh_enc_u32(e, c->scrub_rate);
+	sh_enc_u32(e, c->scrub_interval);
 }
 
 /* The fixed groups: each bucket's (every group has one, and its buckets one replica set). */
@@ -1212,6 +1214,8 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 		}
 		t->rebuild_delay_s = sh_dec_u32(&d);
 		t->rebuild_share = sh_dec_u8(&d);
+		t->scrub_rate = sh_dec_u32(&d);
+		t->scrub_interval = sh_dec_u32(&d);
 		if (t->rebuild_share == 0 || t->rebuild_share > 100)
 			goto bad;
 	}

@@ -65,6 +65,8 @@ enum cfg_target_state { CFG_TGT_UP = 0, CFG_TGT_DOWN = 1, CFG_TGT_LOST = 2 };
 #define CFG_REBUILD_DELAY_S   60
 #define CFG_REBUILD_SHARE     30 /* percent of a target's bandwidth rebuild may take under load */
 #define CFG_REBUILD_DELAY_MAX (7u * 86400)
+#define CFG_SCRUB_RATE	      16  /* MiB/s each target's scrub reads (0: no scrub) */
+#define CFG_SCRUB_INTERVAL    168 /* hours from a target's scrub to its next (0: at once) */
 /* cfg_fs.compression: the algorithm in the low 2 bits, a level above them (0: its default) */
 enum cfg_compression { CFG_COMP_NONE = 0, CFG_COMP_LZ4, CFG_COMP_ZSTD };
 #define CFG_COMP_LEVEL_SHIFT 2
@@ -125,6 +127,8 @@ struct cfg {
 	uint32_t next_fs; /* the id the next filesystem gets */
 	uint32_t rebuild_delay_s; /* a node down this long has its targets rebuilt */
 	uint8_t rebuild_share;	  /* percent, 1-100 */
+	uint32_t scrub_rate;	  /* MiB/s per target, 0: off */
+	uint32_t scrub_interval;  /* hours */
 	struct cfg_node nodes[CFG_NODES_MAX];
 	struct cfg_drive drives[CFG_DRIVES_MAX];
 	struct cfg_fs fs[CFG_FS_MAX];
@@ -216,7 +220,7 @@ int cfg_mgroup_replacement(const struct cfg *c, uint64_t now, uint64_t after_ns,
  */
 int cfg_target_state(const struct cfg *c, uint64_t target, uint64_t now);
 const struct cfg_drive *cfg_drive_find(const struct cfg *c, uint64_t target);
-/* The settings CFG_OP_SET takes ("rebuild-delay", "rebuild-share"), NULL-terminated. */
+/* The settings CFG_OP_SET takes ("rebuild-delay", ...), NULL-terminated. */
 extern const char *const cfg_setting_names[];
 /* A setting's value; -ENOENT if there is no such setting. */
 int64_t cfg_setting_get(const struct cfg *c, const char *name);

@@ -4,17 +4,47 @@
  * drive states, the rebuild settings, and what a target is to the data
  * path at a moment.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "config_int.h"
 
-const char *const cfg_setting_names[] = { "rebuild-delay", "rebuild-share", NULL };
+/* Each setting: its field, and the values it takes. */
+static const struct setting {
+	const char *name, *unit;
+	size_t off, size;
+	uint64_t min, max;
+} settings[] = {
+	{ "rebuild-delay", "seconds", offsetof(struct cfg, rebuild_delay_s),
+	  sizeof(((struct cfg *)0)->rebuild_delay_s), 0, CFG_REBUILD_DELAY_MAX },
+	{ "rebuild-share", "percent", offsetof(struct cfg, rebuild_share),
+	  sizeof(((struct cfg *)0)->rebuild_share), 1, 100 },
+	{ "scrub-rate", "MiB/s per target (0: off)", offsetof(struct cfg, scrub_rate),
+	  sizeof(((struct cfg *)0)->scrub_rate), 0, 100000 },
+	{ "scrub-interval", "hours", offsetof(struct cfg, scrub_interval),
+	  sizeof(((struct cfg *)0)->scrub_interval), 0, 8760 },
+};
+#define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
+
+const char *const cfg_setting_names[] = { "rebuild-delay", "rebuild-share", "scrub-rate",
+					  "scrub-interval", NULL };
+
+static const struct setting *
+setting_find(const char *name)
+{
+	for (size_t i = 0; i < NSETTINGS; i++)
+		if (strcmp(settings[i].name, name) == 0)
+			return &settings[i];
+	return NULL;
+}
 
 void
 cfg_heal_defaults(struct cfg *c)
 {
 	c->rebuild_delay_s = CFG_REBUILD_DELAY_S;
 	c->rebuild_share = CFG_REBUILD_SHARE;
+	c->scrub_rate = CFG_SCRUB_RATE;
+	c->scrub_interval = CFG_SCRUB_INTERVAL;
 }
 
 const struct cfg_drive *
@@ -43,17 +73,25 @@ cfg_target_state(const struct cfg *c, uint64_t target, uint64_t now)
 int64_t
 cfg_setting_get(const struct cfg *c, const char *name)
 {
-	if (strcmp(name, "rebuild-delay") == 0)
-		return c->rebuild_delay_s;
-	if (strcmp(name, "rebuild-share") == 0)
-		return c->rebuild_share;
-	return -ENOENT;
+	const struct setting *st = setting_find(name);
+	uint32_t v32;
+	uint8_t v8;
+
+	if (st == NULL)
+		return -ENOENT;
+	if (st->size == 1) {
+		memcpy(&v8, (const uint8_t *)c + st->off, 1);
+		return v8;
+	}
+	memcpy(&v32, (const uint8_t *)c + st->off, 4);
+	return v32;
 }
 
 int
 cfg_check_heal(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 {
 	const struct cfg_drive *d;
+	const struct setting *st;
 	int64_t cur;
 
 	if (cmd->op == CFG_OP_DRIVE_STATE) {
@@ -69,18 +107,17 @@ cfg_check_heal(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t
 					(unsigned long long)cmd->target);
 		return 0;
 	}
-	cur = cfg_setting_get(c, cmd->name);
-	if (cur < 0)
+	st = setting_find(cmd->name);
+	if (st == NULL)
 		return cfg_fail(msg, len, -ENOENT,
-				"no setting '%s' (there are rebuild-delay, rebuild-share)",
+				"no setting '%s' (there are rebuild-delay, rebuild-share, "
+				"scrub-rate, scrub-interval)",
 				cmd->name);
-	if (strcmp(cmd->name, "rebuild-delay") == 0 && cmd->size > CFG_REBUILD_DELAY_MAX)
-		return cfg_fail(msg, len, -EINVAL,
-				"rebuild-delay is seconds from 0 to %u, not %llu",
-				CFG_REBUILD_DELAY_MAX, (unsigned long long)cmd->size);
-	if (strcmp(cmd->name, "rebuild-share") == 0 && (cmd->size == 0 || cmd->size > 100))
-		return cfg_fail(msg, len, -EINVAL, "rebuild-share is a percent from 1 to 100, not %llu",
-				(unsigned long long)cmd->size);
+	cur = cfg_setting_get(c, cmd->name);
+	if (cmd->size < st->min || cmd->size > st->max)
+		return cfg_fail(msg, len, -EINVAL, "%s is %s from %llu to %llu, not %llu",
+				cmd->name, st->unit, (unsigned long long)st->min,
+				(unsigned long long)st->max, (unsigned long long)cmd->size);
 	if ((uint64_t)cur == cmd->size)
 		return cfg_fail(msg, len, -EALREADY, "%s is %lld already", cmd->name,
 				(long long)cur);
@@ -99,10 +136,14 @@ cfg_apply_heal(struct cfg *c, const struct cfg_cmd *cmd)
 			  (unsigned long long)d->id, (unsigned long long)d->node);
 		return;
 	}
-	if (strcmp(cmd->name, "rebuild-delay") == 0)
-		c->rebuild_delay_s = (uint32_t)cmd->size;
-	else
-		c->rebuild_share = (uint8_t)cmd->size;
+	{
+		const struct setting *st = setting_find(cmd->name);
+		uint32_t v32 = (uint32_t)cmd->size;
+		uint8_t v8 = (uint8_t)cmd->size;
+
+		memcpy((uint8_t *)c + st->off, st->size == 1 ? (void *)&v8 : (void *)&v32,
+		       st->size);
+	}
 	cfg_event(c, cmd->time, 0, "setting %s is now %llu", cmd->name,
 		  (unsigned long long)cmd->size);
 }

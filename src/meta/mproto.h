@@ -43,6 +43,9 @@ enum mp_kind {
 			* still open (renewed); max: MP_HOLD_* (msvc_hold.c) */
 	MP_STRIPE_LOC, /* ino: a stripe of this bucket; reply data: where its fragments are now
 			* (an extent value, meta_stripe_loc); -ENOENT, -ENODATA */
+	MP_REPAIR,     /* ino: a stripe of this bucket, max: a fragment's index, off: the target
+			* that found it corrupt; it is re-created there (-ENOENT, -ESTALE: not
+			* the record's, -EBUSY: too many queued) */
 	MP_KIND_MAX
 };
 

@@ -39,6 +39,7 @@ msvc_slot_name(unsigned slot)
 		[MP_EXTENTS] = "extents",
 		[MP_STRIPES] = "stripes",
 		[MP_STRIPE_LOC] = "stripe_loc",
+		[MP_REPAIR] = "repair",
 		[MP_DIRTY] = "dirty",
 		[MP_USAGE] = "usage",
 		[MP_PARENT] = "parent",
@@ -747,6 +748,14 @@ do_read(struct mreq *m)
 			goto out;
 		}
 		break;
+	case MP_REPAIR:
+		mreq_answer(m,
+			    meta_ino_bucket(m->req.ino) != m->req.bucket || client_of(m)
+				? (client_of(m) ? -EPERM : -EINVAL)
+				: msvc_heal_repair(m->fs, m->g, m->req.bucket, m->req.ino,
+						   m->req.max, m->req.off),
+			    NULL);
+		goto out;
 	case MP_STRIPES:
 		if (m->req.dlen % (m->req.ino ? 12 : 8) != 0 ||
 		    m->req.dlen > MP_STRIPES_MAX * (m->req.ino ? 12 : 8)) {

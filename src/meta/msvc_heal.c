@@ -38,6 +38,7 @@ SH_LOG_FACILITY("meta.heal");
 #define CLEAN_NS   (30ull * 1000 * 1000 * 1000) /* a pass this often when all is well */
 #define WAITING_NS (5ull * 1000 * 1000 * 1000)	/* ... when stripes wait for nodes down */
 #define WRITTEN_NS (2ull * 1000 * 1000 * 1000)	/* ... when stripes were written since */
+#define REPAIRS_MAX 256 /* corrupt fragments queued to be re-created in place */
 
 struct hcand {
 	uint16_t bucket;
@@ -65,14 +66,23 @@ struct hjob {
 	uint32_t tried, got;	       /* reads started, reads done */
 	unsigned reading, pending;     /* reads in flight; writes in flight */
 	bool reprotect;		       /* moves of fragments that are still there */
+	bool repair;		       /* a corrupt fragment re-created where it is */
 	bool cancelled;
 	int status;
 	uint8_t *frags[META_FRAGS_MAX];
 	struct hcall calls[META_FRAGS_MAX];
 };
 
+struct hrepair {
+	uint16_t bucket;
+	uint32_t idx;
+	uint64_t stripe, target;
+};
+
 struct mheal {
 	struct mfs *fs;
+	struct hrepair rep[REPAIRS_MAX]; /* corrupt fragments reported, oldest first */
+	unsigned nrep;
 	struct env_timer tick;
 	struct sh_list jobs;
 	unsigned njobs;
@@ -211,7 +221,12 @@ on_relocated(void *arg, int status, const struct meta_result *r)
 		job_fail(j, status, "switching its record");
 		return;
 	}
-	if (j->reprotect) {
+	if (j->repair) {
+		h->st.repaired_frags += n;
+		sh_log_info("stripe %llx: fragment %u on target %llu was corrupt: re-created there",
+			    (unsigned long long)j->loc.stripe, (unsigned)__builtin_ctz(j->make),
+			    (unsigned long long)j->to[__builtin_ctz(j->make)]);
+	} else if (j->reprotect) {
 		h->st.moved_frags += n;
 		release_moved(j);
 	} else {
@@ -237,10 +252,16 @@ relocate(struct hjob *j)
 	int rc;
 
 	for (unsigned i = 0; i < (unsigned)j->loc.d + j->loc.p; i++)
-		if (j->make & 1u << i)
+		if ((j->make & 1u << i) && j->to[i] != j->loc.targets[i])
 			mv[n++] = (struct meta_move){ .idx = (uint8_t)i,
 						      .from = j->loc.targets[i],
 						      .to = j->to[i] };
+	if (n == 0) { /* re-created where they were: the record stays as it is */
+		struct meta_result r = { .status = 0 };
+
+		on_relocated(j, 0, &r);
+		return;
+	}
 	sh_enc_init(&e);
 	rc = meta_moves_encode(&e, mv, n);
 	if (rc == 0 && sh_enc_error(&e))
@@ -506,6 +527,86 @@ job_start(struct mheal *h, const struct plan *pl, const struct hcand *cd)
 		job_fail(j, -EIO, "none of its fragments could be asked for");
 }
 
+/* A corrupt fragment reported: re-created from the others, written where it is. */
+static bool
+repair_start(struct mheal *h, const struct plan *pl, const struct hrepair *rp)
+{
+	struct mfs *fs = h->fs;
+	struct mgroup *g = mfs_group(fs, rp->bucket);
+	struct meta_bucket mb;
+	struct hjob *j;
+	uint32_t lost, down;
+	unsigned n;
+	int rc;
+
+	if (in_flight(h, rp->stripe))
+		return false; /* after the job on it */
+	if (g == NULL || !mgroup_ready(g) || mgroup_read(g, rp->bucket, &mb) < 0 ||
+	    (j = sh_calloc(1, sizeof(*j))) == NULL)
+		return true; /* not led here any more, or no memory: dropped (reported again) */
+	rc = meta_stripe_loc(&mb, rp->stripe, &j->loc);
+	meta_txn_abort(mb.t);
+	n = (unsigned)j->loc.d + j->loc.p;
+	if (rc < 0 || rp->idx >= n || j->loc.targets[rp->idx] != rp->target) {
+		sh_free(j);
+		return true; /* released, or moved since: nothing to repair */
+	}
+	j->fs = fs;
+	j->bucket = rp->bucket;
+	j->repair = true;
+	j->make = 1u << rp->idx;
+	memcpy(j->to, j->loc.targets, sizeof(j->to));
+	states(pl->c, &j->loc, pl->now, &lost, &down);
+	j->cand = ((1u << n) - 1) & ~lost & ~down & ~j->make;
+	for (unsigned i = 0; i < n; i++)
+		if ((j->frags[i] = sh_malloc(j->loc.frag)) == NULL) {
+			for (unsigned k = 0; k < i; k++)
+				sh_free(j->frags[k]);
+			sh_free(j);
+			return true;
+		}
+	sh_list_add_tail(&h->jobs, &j->link);
+	h->njobs++;
+	h->st.in_flight = h->njobs;
+	fs->refs++;
+	if (!read_more(j))
+		job_fail(j, -EIO, "none of its other fragments could be asked for");
+	return true;
+}
+
+int
+msvc_heal_repair(struct mfs *fs, struct mgroup *g, uint16_t bucket, uint64_t stripe, uint32_t idx,
+		 uint64_t target)
+{
+	struct mheal *h = fs->heal;
+	struct meta_extent loc;
+	struct meta_bucket mb;
+	int rc;
+
+	if (h == NULL || fs->closing)
+		return -ESHUTDOWN;
+	rc = mgroup_read(g, bucket, &mb);
+	if (rc < 0)
+		return rc;
+	rc = meta_stripe_loc(&mb, stripe, &loc);
+	meta_txn_abort(mb.t);
+	if (rc < 0)
+		return rc;
+	if (idx >= (unsigned)loc.d + loc.p || loc.targets[idx] != target)
+		return -ESTALE;
+	for (unsigned i = 0; i < h->nrep; i++)
+		if (h->rep[i].stripe == stripe && h->rep[i].idx == idx)
+			return 0; /* queued already */
+	if (h->nrep == REPAIRS_MAX)
+		return -EBUSY;
+	h->rep[h->nrep++] =
+	    (struct hrepair){ .bucket = bucket, .idx = idx, .stripe = stripe, .target = target };
+	sh_log_warn("stripe %llx: fragment %u on target %llu is corrupt: queued for repair",
+		    (unsigned long long)stripe, idx, (unsigned long long)target);
+	env_timer_arm(&h->tick, 1000 * 1000);
+	return 0;
+}
+
 struct pass {
 	struct mheal *h;
 	struct plan pl;
@@ -692,6 +793,13 @@ on_tick(struct env_timer *t)
 		h->led = led;
 		pass(h, &pl);
 	}
+	/* corrupt fragments first: they are reads decoding now */
+	for (unsigned i = 0; i < h->nrep && h->njobs < limit;) {
+		if (repair_start(h, &pl, &h->rep[i]))
+			memmove(&h->rep[i], &h->rep[i + 1], (--h->nrep - i) * sizeof(h->rep[0]));
+		else
+			i++;
+	}
 	while (h->njobs < limit && h->next < h->ncand)
 		job_start(h, &pl, &h->cand[h->next++]);
 	h->st.queued = h->ncand - h->next;
@@ -764,6 +872,7 @@ msvc_heal_add(const struct mfs *fs, struct msvc_heal_stats *sum)
 	sum->pending_bytes += st->pending_bytes;
 	sum->rebuilt_frags += st->rebuilt_frags;
 	sum->moved_frags += st->moved_frags;
+	sum->repaired_frags += st->repaired_frags;
 	sum->rebuilt_bytes += st->rebuilt_bytes;
 	sum->failed_jobs += st->failed_jobs;
 	sum->in_flight += st->in_flight;

@@ -192,6 +192,13 @@ int msvc_heal_start(struct mfs *fs);
 void msvc_heal_cancel(struct mfs *fs);
 void msvc_heal_free(struct mfs *fs);
 void msvc_heal_add(const struct mfs *fs, struct msvc_heal_stats *sum);
+/*
+ * Fragment idx of stripe (of bucket, group g) found corrupt on target:
+ * queued to be re-created there. 0, -ENOENT (no such stripe), -ESTALE (the
+ * record does not put it there), -EBUSY (the queue is full), -ENODATA.
+ */
+int msvc_heal_repair(struct mfs *fs, struct mgroup *g, uint16_t bucket, uint64_t stripe,
+		     uint32_t idx, uint64_t target);
 
 /* Leader balancing: a node leading two groups more than a member of one hands it over. */
 void msvc_balance_start(struct msvc *s);

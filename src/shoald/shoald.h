@@ -76,6 +76,43 @@ void sweep_set_local(struct sweep *sw, mroute_local_fn fn, void *arg);
 void sweep_stop(struct sweep *sw);
 void sweep_destroy(struct sweep *sw);
 
+/*
+ * scrub.c: scrub and repair of a worker's drives (docs/healing.md): each
+ * drive read through at scrub-rate, a pass every scrub-interval hours;
+ * the fragments a scrub or a read found corrupt reported to their stripes'
+ * buckets (MP_REPAIR), whose leaders re-create them in place.
+ */
+#define SCRUB_REPORTED 64
+struct scrubber;
+struct scdrive {
+	struct sh_list link;
+	struct scrubber *sc;
+	struct store *st;
+	uint64_t last_end; /* when its last scrub ended (or it was added) */
+	bool running;
+	struct {
+		uint64_t stripe, at;
+		uint32_t idx;
+	} reported[SCRUB_REPORTED]; /* a ring: corrupt fragments reported lately */
+	unsigned nrep;
+};
+struct scrubber {
+	struct env *env;
+	struct mroute *rt;
+	struct env_timer tick;
+	uint32_t fs[CFG_FS_MAX];
+	unsigned nfs;
+	uint32_t nbuckets, rate_mib, interval_h;
+	struct sh_list drives; /* struct scdrive */
+	bool stopping;
+};
+int scrub_create(struct net *n, struct scrubber **out);
+int scrub_set_cfg(struct scrubber *sc, const struct cfg *c);
+int scrub_add(struct scrubber *sc, struct store *st);
+void scrub_set_local(struct scrubber *sc, mroute_local_fn fn, void *arg);
+void scrub_stop(struct scrubber *sc);
+void scrub_destroy(struct scrubber *sc);
+
 struct worker_cmd {
 	struct sh_list link;
 	uint64_t target;
@@ -91,6 +128,7 @@ struct worker {
 	struct store_svc *svc;
 	struct msvc *meta;	  /* worker 0: the node's metadata groups */
 	struct sweep *sweep;	  /* its drives' orphan sweep (NULL: off) */
+	struct scrubber *scrub;	  /* its drives' scrub and repair reports */
 	struct cfg *new_cfg;	  /* from the management thread, under mu */
 	struct env_timer publish; /* its counters (and metadata groups) for the admin API */
 	struct env_async wake;

@@ -63,6 +63,9 @@ on_opened(void *arg, int rc)
 	if (sweep_add(w->sweep, dr->st) < 0)
 		sh_log_warn("worker %u: drive %llu: no orphan sweep (out of memory)", w->idx,
 			    (unsigned long long)dr->target);
+	if (scrub_add(w->scrub, dr->st) < 0)
+		sh_log_warn("worker %u: drive %llu: no scrub (out of memory)", w->idx,
+			    (unsigned long long)dr->target);
 	sh_log_info("worker %u serves drive %llu (%s%s)", w->idx, (unsigned long long)dr->target,
 		    dr->path, dr->buffered ? ", buffered" : "");
 }
@@ -206,6 +209,8 @@ on_wake(struct env_async *a)
 		if (!w->stopping && sweep_set_cfg(w->sweep, c) < 0)
 			sh_log_error("worker %u: orphan sweep configuration: out of memory",
 				     w->idx);
+		if (!w->stopping && scrub_set_cfg(w->scrub, c) < 0)
+			sh_log_error("worker %u: scrub configuration: out of memory", w->idx);
 		if (w->meta != NULL && !w->stopping) {
 			int rc = msvc_set_cfg(w->meta, c);
 
@@ -242,6 +247,7 @@ on_wake(struct env_async *a)
 		w->stop_begun = true;
 		env_timer_cancel(&w->publish);
 		sweep_stop(w->sweep);
+		scrub_stop(w->scrub);
 		if (w->meta != NULL)
 			msvc_stop(w->meta, on_meta_stopped, w); /* then the loop ends */
 		else
@@ -353,6 +359,10 @@ worker_main(void *arg)
 	if (rc == 0 && w->meta != NULL)
 		sweep_set_local(w->sweep, msvc_local_call, w->meta);
 	if (rc == 0)
+		rc = scrub_create(w->net, &w->scrub);
+	if (rc == 0 && w->meta != NULL)
+		scrub_set_local(w->scrub, msvc_local_call, w->meta);
+	if (rc == 0)
 		rc = env_async_init(w->env, &w->wake, on_wake, w);
 	if (rc < 0) {
 		sh_log_error("worker %u: cannot start its data endpoint: %s", w->idx,
@@ -360,6 +370,7 @@ worker_main(void *arg)
 		if (w->meta)
 			msvc_stop(w->meta, NULL, NULL); /* nothing started: it is done at once */
 		sweep_destroy(w->sweep);
+		scrub_destroy(w->scrub);
 		if (w->svc)
 			store_svc_destroy(w->svc);
 		if (w->net)
@@ -372,8 +383,9 @@ worker_main(void *arg)
 	env_timer_init(w->env, &w->publish, on_publish, w);
 	env_timer_arm(&w->publish, PUBLISH_NS);
 	env_real_run(w->env);
-	/* stop: the sweep, the drives, then the endpoint */
+	/* stop: the sweep and the scrub, the drives, then the endpoint */
 	sweep_destroy(w->sweep);
+	scrub_destroy(w->scrub);
 	while (!sh_list_empty(&w->drives)) {
 		struct wdrive *dr = sh_list_entry(sh_list_pop(&w->drives), struct wdrive, link);
 

@@ -38,11 +38,13 @@ struct clean_io {
 struct scrub {
 	struct store *s;
 	struct env_task done;
+	struct env_timer pace; /* a paced scrub ahead of its rate waits on it */
 	uint64_t *stripes;
 	uint32_t *idxs;
 	size_t n, next;
 	unsigned inflight;
 	int corrupt;
+	uint64_t rate, bytes, t0; /* bytes/s (0: as fast as it goes), read so far, since */
 	store_cb cb;
 	void *arg;
 };
@@ -403,21 +405,41 @@ scrub_read_done(struct env_disk_req *r, int rc)
 }
 
 static void
+on_pace(struct env_timer *t)
+{
+	scrub_pump(t->arg);
+}
+
+static void
 scrub_pump(struct scrub *sc)
 {
 	struct store *s = sc->s;
 
 	while (sc->inflight < 8 && sc->next < sc->n) {
-		size_t i = sc->next++;
+		size_t i = sc->next;
 		struct store_frag *f = store_frag_find(s, sc->stripes[i], sc->idxs[i]);
 		struct clean_io *io;
 		int rc;
 
+		if (f != NULL && sc->rate > 0) {
+			/* ahead of the rate: wait until the bytes read so far are due */
+			uint64_t due = sc->t0 + sc->bytes * SH_NSEC_PER_SEC / sc->rate;
+			uint64_t now = env_now(s->env);
+
+			if (due > now) {
+				if (sc->inflight == 0)
+					env_timer_arm(&sc->pace, due - now);
+				return;
+			}
+		}
+		sc->next++;
 		if (f == NULL)
 			continue;
+		sc->bytes += f->len;
 		rc = clean_io_start(s, f, scrub_read_done, &io);
 		if (rc == -ENOMEM) {
 			sc->next--;
+			sc->bytes -= f->len;
 			break;
 		}
 		if (rc < 0)
@@ -450,6 +472,12 @@ scrub_done(struct env_task *t)
 int
 store_scrub(struct store *s, store_cb cb, void *arg)
 {
+	return store_scrub_paced(s, 0, cb, arg);
+}
+
+int
+store_scrub_paced(struct store *s, uint64_t bytes_per_s, store_cb cb, void *arg)
+{
 	struct scrub *sc;
 	struct sh_hnode *h;
 	size_t it, n = 0;
@@ -458,6 +486,8 @@ store_scrub(struct store *s, store_cb cb, void *arg)
 		return -EINVAL;
 	if (s->state == ST_OPENING)
 		return -EAGAIN;
+	if (s->scrubbing != NULL)
+		return -EBUSY;
 	sc = sh_calloc(1, sizeof(*sc));
 	if (sc == NULL)
 		return -ENOMEM;
@@ -481,10 +511,38 @@ store_scrub(struct store *s, store_cb cb, void *arg)
 		sc->idxs[n++] = f->idx;
 	}
 	sc->n = n;
+	sc->rate = bytes_per_s;
+	sc->t0 = env_now(s->env);
 	env_task_init(s->env, &sc->done, scrub_done, sc);
+	env_timer_init(s->env, &sc->pace, on_pace, sc);
 	s->scrubbing = sc;
 	scrub_pump(sc);
 	return 0;
+}
+
+unsigned
+store_corrupt_list(struct store *s, struct store_key *out, unsigned max)
+{
+	struct sh_hnode *h;
+	unsigned n = 0;
+	size_t it;
+
+	if (s->st.corrupt_blocks == 0)
+		return 0; /* never any: nothing to look for */
+	for (h = sh_htable_first(&s->index, &it); h != NULL && n < max;
+	     h = sh_htable_next(&s->index, &it, h)) {
+		struct store_frag *f = sh_container_of(h, struct store_frag, hn);
+
+		if (f->corrupt)
+			out[n++] = (struct store_key){ .stripe = f->stripe, .idx = f->idx };
+	}
+	return n;
+}
+
+bool
+store_scrubbing(const struct store *s)
+{
+	return s->scrubbing != NULL;
 }
 
 void
@@ -502,6 +560,7 @@ store_clean_fini(struct store *s)
 		struct scrub *sc = s->scrubbing;
 
 		env_task_cancel(&sc->done);
+		env_timer_cancel(&sc->pace);
 		sc->cb(sc->arg, -ECANCELED);
 		sh_free(sc->stripes);
 		sh_free(sc->idxs);

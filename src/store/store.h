@@ -120,8 +120,12 @@ uint64_t store_target_id(const struct store *s);
 /*
  * Verify every live fragment (all blocks, payload crc); corrupt ones are
  * logged, counted and marked (reads then return -EBADMSG). cb(corrupt count).
+ * -EBUSY while one runs.
  */
 int store_scrub(struct store *s, store_cb cb, void *arg);
+/* As store_scrub, reading at most bytes_per_s (0: as fast as it goes); one at a time. */
+int store_scrub_paced(struct store *s, uint64_t bytes_per_s, store_cb cb, void *arg);
+bool store_scrubbing(const struct store *s);
 /* The epoch the next record gets: a fragment with a smaller one was written before now. */
 uint64_t store_epoch(const struct store *s);
 
@@ -138,6 +142,12 @@ struct store_key {
  */
 unsigned store_list(struct store *s, uint64_t before, uint32_t *cursor, struct store_key *out,
 		    unsigned max);
+/*
+ * Live fragments a read, a scrub or the cleaner found corrupt (reads of
+ * them return -EBADMSG until a newer append of the key replaces them), up
+ * to max into out; returns how many.
+ */
+unsigned store_corrupt_list(struct store *s, struct store_key *out, unsigned max);
 
 /* Run segment cleaning now if any segment has garbage (normally automatic). */
 void store_clean_kick(struct store *s);

@@ -315,6 +315,69 @@ def rebuild_interrupted_by_kills_finishes_and_leaks_nothing(c):
     check(fragments(c, node=2)["fragments"] == 0, "fragments left after deleting all")
 
 
+def flip(c, block):
+    """Find the recognisable block's bytes on a drive and flip one: the node that held it."""
+    needle = b"SHOAL-BLOCK-%06d-" % block * 8
+    for n in range(1, c.nodes + 1):
+        img = os.path.join(c.dir, "drives", "n%d.img" % n)
+        with open(img, "rb") as f:
+            at = f.read().find(needle)
+        if at >= 0:
+            fd = os.open(img, os.O_RDWR)
+            try:
+                b = os.pread(fd, 1, at + 100)
+                os.pwrite(fd, bytes([b[0] ^ 0xFF]), at + 100)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            return n
+    raise Fail("block %d is on no drive" % block)
+
+
+def log_count(c, n, text):
+    with open(os.path.join(c.dir, "n%d.log" % n)) as f:
+        return f.read().count(text)
+
+
+def wait_repaired(c, want, what, timeout=60):
+    end = time.time() + timeout
+    s = {}
+    while time.time() < end:
+        s = rebuild(c)
+        if s["repaired_fragments"] >= want:
+            return s
+        time.sleep(0.5)
+    raise Fail("%s: %d fragment(s) repaired after %d s, want %d: %s" %
+               (what, s.get("repaired_fragments", 0), timeout, want, s))
+
+
+@test
+def corrupt_fragments_repaired_after_a_read_and_by_the_scrub(c):
+    setup(c, 60)
+    make_fs(c, "fs1", compression="none")  # the test finds the blocks' bytes on the drives
+    files = Files(c)
+    files.put("fs1", "p", b"".join((b"SHOAL-BLOCK-%06d-" % i) * (4096 // 19) +
+                                   bytes(4096 - 19 * (4096 // 19)) for i in range(256)))
+    # a read meets the corrupt block, decodes around it; the target reports it, the
+    # stripe's leader re-creates the fragment where it was
+    n = flip(c, 5)
+    files.verify("a corrupt block")
+    check(log_count(c, n, "crc mismatch") >= 1, "node %d did not log the corruption" % n)
+    wait_repaired(c, 1, "after a read")
+    seen = log_count(c, n, "crc mismatch")
+    files.verify("repaired")
+    check(log_count(c, n, "crc mismatch") == seen, "the read met the corrupt fragment again")
+    # the scrub finds one nobody reads
+    m = flip(c, 40)
+    p = c.shoal("cluster", "set", "scrub-interval", "0")
+    check(p.returncode == 0, "cluster set scrub-interval: %s" % p.stderr)
+    wait_repaired(c, 2, "by the scrub")
+    check(log_count(c, m, "scrub: fragment") >= 1, "node %d's scrub did not log it" % m)
+    seen = log_count(c, m, "crc mismatch")
+    files.verify("repaired after the scrub")
+    check(log_count(c, m, "crc mismatch") == seen, "a read met the scrubbed fragment")
+
+
 def main():
     args = sys.argv[1:]
     if not args:

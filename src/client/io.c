@@ -953,63 +953,77 @@ get_calls(sh_file *f, const struct meta_extent *e, const struct piece *pc, unsig
 }
 
 /*
- * Rebuild the stripe's data from any D whole fragments and copy
- * [soff, soff + len) of it to dst; *failed: a fragment did not come.
+ * Rebuild [soff, soff + len) of the stripe's data from D fragments and copy
+ * it to dst: the same byte range of every fragment (the one the range
+ * touches, or whole fragments when it crosses from one to the next) is
+ * asked of D of them, the data fragments first and targets down skipped,
+ * then of the others while fewer than D came. *failed: a fragment the
+ * range is in did not come, or one asked did not.
  */
 static int
 decode_from(sh_file *f, const struct meta_extent *e, uint64_t soff, size_t len, uint8_t *dst,
 	    bool *failed)
 {
-	unsigned d = e->d, n = (unsigned)e->d + e->p;
+	unsigned d = e->d, n = (unsigned)e->d + e->p, have = 0;
+	unsigned i0 = (unsigned)(soff / e->frag), i1 = (unsigned)((soff + len - 1) / e->frag);
+	uint32_t lo = i0 == i1 ? (uint32_t)(soff % e->frag) : 0;
+	uint32_t hi = i0 == i1 ? (uint32_t)((soff + len - 1) % e->frag) + 1 : e->frag;
 	uint8_t *frags[EC_N_MAX] = { NULL };
 	uint8_t hdr[EC_N_MAX][STORE_PROTO_HDR + 8];
 	struct dcall calls[EC_N_MAX];
 	struct piece pc[EC_N_MAX];
+	uint32_t got = 0, tried = 0;
 	struct ec_code code;
 	struct ec_decoder dec;
-	uint32_t missing = 0;
-	unsigned have = 0;
-	int rc = ec_code_init(&code, d, e->p);
+	int rc = len == 0 ? 0 : ec_code_init(&code, d, e->p);
 
-	for (unsigned i = 0; rc == 0 && i < n; i++) {
-		frags[i] = sh_malloc(e->frag);
-		if (frags[i] == NULL)
+	*failed = false;
+	for (unsigned i = 0; rc == 0 && i < n; i++)
+		if ((frags[i] = sh_malloc(hi - lo)) == NULL)
 			rc = -ENOMEM;
-		pc[i] = (struct piece){ .frag = i, .off = 0, .len = e->frag, .dst = frags[i] };
-	}
-	if (rc == 0) {
-		get_calls(f, e, pc, n, calls, hdr);
-		client_calls(f->fs->c, calls, n, GET_NS);
-		*failed = false;
-		for (unsigned i = 0; i < n; i++) {
-			bool ok = calls[i].status >= 0 && calls[i].got == e->frag;
+	while (rc == 0 && len > 0 && have < d) {
+		unsigned np = 0;
 
-			*failed |= !ok;
-			if (ok && have < d) {
+		for (unsigned i = 0; i < n && have + np < d; i++) {
+			uint64_t peer;
+			char a[CFG_ADDR_MAX];
+
+			if (tried & 1u << i)
+				continue;
+			tried |= 1u << i;
+			if (client_target(f->fs->c, e->targets[i], &peer, a) < 0) {
+				*failed |= i >= i0 && i <= i1;
+				continue; /* down: not asked */
+			}
+			pc[np++] = (struct piece){ .frag = i, .off = lo, .len = hi - lo, .dst = frags[i] };
+		}
+		if (np == 0)
+			break; /* nothing left to ask */
+		get_calls(f, e, pc, np, calls, hdr);
+		client_calls(f->fs->c, calls, np, GET_NS);
+		for (unsigned k = 0; k < np; k++) {
+			if (calls[k].status >= 0 && calls[k].got == hi - lo) {
+				got |= 1u << pc[k].frag;
 				have++;
 			} else {
-				missing |= 1u << i;
+				*failed = true;
 			}
 		}
-		/* more than P lost: nothing to rebuild from */
-		rc = have < d ? -EIO : 0;
 	}
-	/* decode only the data fragments' losses that matter; parity extras are ignored */
-	if (rc == 0 && (missing & ((1u << d) - 1)) != 0) {
-		uint32_t use = missing;
-
-		/* the decoder rebuilds every missing one: at most P, which the count above ensures
-		 */
-		rc = ec_decoder_init(&code, &dec, use);
+	if (rc == 0 && len > 0 && have < d)
+		rc = -EIO; /* more than P lost: nothing to rebuild from */
+	/* decode only if a data fragment the range needs is missing */
+	if (rc == 0 && len > 0 && (~got & (((1u << (i1 + 1)) - 1) & ~((1u << i0) - 1))) != 0) {
+		rc = ec_decoder_init(&code, &dec, ((1u << n) - 1) & ~got);
 		if (rc == 0)
-			ec_decode(&code, &dec, e->frag, frags);
+			ec_decode(&code, &dec, hi - lo, frags);
 	}
 	for (size_t done = 0; rc == 0 && done < len;) {
 		uint64_t s = soff + done;
 		unsigned i = (unsigned)(s / e->frag);
 		size_t o = s % e->frag, k = e->frag - o < len - done ? e->frag - o : len - done;
 
-		memcpy(dst + done, frags[i] + o, k);
+		memcpy(dst + done, frags[i] + (o - lo), k);
 		done += k;
 	}
 	for (unsigned i = 0; i < n; i++)

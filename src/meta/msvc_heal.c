@@ -17,8 +17,8 @@
  * record names, which the orphan sweep releases; the next pass plans again
  * from what the records say. Every node leads its share of the groups, so
  * every node rebuilds its share. Jobs in flight are limited by the
- * rebuild share of the configuration, all of them while no client asks
- * anything of this node.
+ * rebuild share of the configuration (its percent of JOBS_MAX), all of
+ * them while no client moved data through this node in the last second.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +39,8 @@ SH_LOG_FACILITY("meta.heal");
 #define WAITING_NS (5ull * 1000 * 1000 * 1000)	/* ... when stripes wait for nodes down */
 #define WRITTEN_NS (2ull * 1000 * 1000 * 1000)	/* ... when stripes were written since */
 #define REPAIRS_MAX 256 /* corrupt fragments queued to be re-created in place */
+#define PEERS_MAX   1024
+#define BUSY_BYTES  (1u << 20) /* clients moved more than this in a tick: not idle */
 
 struct hcand {
 	uint16_t bucket;
@@ -90,7 +92,7 @@ struct mheal {
 	unsigned ncand, next;
 	uint64_t pass_epoch, pass_at; /* the configuration and time of the last pass */
 	bool pass_work, pass_waiting; /* what it found: work to do, stripes waiting */
-	uint64_t requests;	      /* the service's requests at the last tick */
+	uint64_t client;	      /* bytes moved for clients here, at the last tick */
 	uint64_t writes;	      /* its stripe-mapping commands at the last pass */
 	uint64_t led;		      /* which groups served here at the last pass (a hash) */
 	uint64_t bytes_at, rate_at;   /* rebuilt bytes at the rate's last sample, and when */
@@ -728,14 +730,22 @@ pass(struct mheal *h, const struct plan *pl)
 			    fs->id, h->ncand, h->cand[0].missing);
 }
 
+/*
+ * Bytes this endpoint moved to and from clients (their ids have the top bit
+ * set): what the rebuild shares the drives and the network with.
+ */
 static uint64_t
-requests_of(const struct msvc *s)
+client_bytes(const struct msvc *s)
 {
-	uint64_t n = 0;
+	struct net_peer_stats *ps = sh_malloc(PEERS_MAX * sizeof(*ps));
+	unsigned n = ps ? net_peer_stats(s->net, ps, PEERS_MAX) : 0;
+	uint64_t b = 0;
 
-	for (unsigned i = 0; i < MSVC_SLOTS; i++)
-		n += s->st.requests[i];
-	return n;
+	for (unsigned i = 0; i < n && i < PEERS_MAX; i++)
+		if (ps[i].id >> 63)
+			b += ps[i].bytes_sent + ps[i].bytes_received;
+	sh_free(ps);
+	return b;
 }
 
 /* Which groups lead and serve here now, as a hash (a pass covers them). */
@@ -764,16 +774,18 @@ on_tick(struct env_timer *t)
 	struct mheal *h = t->arg;
 	struct mfs *fs = h->fs;
 	struct plan pl = { .c = cfg_of(fs), .now = env_realtime(fs->s->env) };
-	uint64_t req = requests_of(fs->s), mono = env_now(fs->s->env), wr = writes_of(fs->s);
+	uint64_t cb = client_bytes(fs->s), mono = env_now(fs->s->env), wr = writes_of(fs->s);
 	uint64_t led = led_of(fs);
-	unsigned limit = 1 + (JOBS_MAX - 1) * pl.c->rebuild_share / 100;
-	bool idle = req == h->requests, due;
+	unsigned limit = (JOBS_MAX * pl.c->rebuild_share + 50) / 100;
+	bool idle = cb - h->client < BUSY_BYTES, due;
 
 	if (fs->closing)
 		return;
-	h->requests = req;
+	h->client = cb;
+	if (limit == 0)
+		limit = 1;
 	if (idle)
-		limit = JOBS_MAX; /* nobody asks anything here: all of it */
+		limit = JOBS_MAX; /* no client traffic here: all of it */
 	if (mono - h->rate_at >= TICK_NS) {
 		uint64_t dt = mono - h->rate_at, db = h->st.rebuilt_bytes - h->bytes_at;
 

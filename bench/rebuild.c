@@ -5,10 +5,11 @@
  *
  * A file of SH_BENCH_GIB GiB (default 2) is written; client sequential
  * reads (1 MiB, 8 threads) are timed for 10 s; node 7 is kill -9'd and
- * left down (rebuild-delay 1 s) while the same readers run, until `GET
- * /v1/rebuild` says full protection: rebuild_s is the time from the kill,
- * the readers' throughput from the rebuild's start to its end against
- * before. The ideal time in the same run: the lost node's bytes B read D
+ * left down while the same readers run: held 8 s past its detection
+ * (rebuild-delay 60 s) to time the reads around it alone, then let go
+ * (rebuild-delay 1 s) until `GET /v1/rebuild` says full protection:
+ * rebuild_s is the detection plus the time from letting go, the readers'
+ * throughput from the rebuild's start to its end against before. The ideal time in the same run: the lost node's bytes B read D
  * times and written once, spread over the 6 survivors, at the per-target
  * rates fio measures on the drive files' file system with 6 jobs at once
  * (the targets share one disk here): D*B/(6*read) + B/(6*write). Then
@@ -16,7 +17,7 @@
  * stripe misses two fragments (the most endangered are rebuilt first).
  * After that, the drive of node 8, added to the running cluster, and the
  * rebalance: the fill of the targets, max over mean, once it settles.
- * Prints, last:
+ * SH_BENCH_SHARE sets rebuild-share (default 30). Prints, last:
  * BENCH rebuild {"rebuild_s":X,"ideal_s":X,"vs_ideal":R,"last_parity_s":X,
  *   "client_read_during_vs_before":R,"rebalance_fill_max_over_mean":R}
  */
@@ -43,7 +44,8 @@
 #define MIB	 (1u << 20)
 #define READERS	 8
 #define NODES	 7
-#define BEFORE_S 10
+#define BEFORE_S   10
+#define DEGRADED_S 8
 
 static char bin[PATH_MAX], dir[PATH_MAX], addr[64];
 static sh_fs *fs;
@@ -229,9 +231,22 @@ node_live(unsigned n)
 static double
 wait_for(bool (*done)(json_t *s, void *arg), void *arg, double t0, double timeout)
 {
+	char last[32] = "";
+
 	while (bench_now() - t0 < timeout) {
 		json_t *s = api("/v1/rebuild");
 		bool ok = s != NULL && done(s, arg);
+		const char *st = s ? json_string_value(json_object_get(s, "state")) : "no answer";
+
+		if (st != NULL && strcmp(st, last) != 0) { /* the states it went through, and when */
+			printf("  %6.1f s  %s (%lld lost, %lld down; %lld stripes missing 1, %lld "
+			       "missing 2+)\n",
+			       bench_now() - t0, st, jnum(s, "targets_lost"), jnum(s, "targets_down"),
+			       s ? missing_at_least(s, 1) - missing_at_least(s, 2) : 0,
+			       s ? missing_at_least(s, 2) : 0);
+			fflush(stdout);
+			snprintf(last, sizeof(last), "%s", st);
+		}
 
 		json_decref(s);
 		if (ok)
@@ -239,6 +254,13 @@ wait_for(bool (*done)(json_t *s, void *arg), void *arg, double t0, double timeou
 		usleep(200000);
 	}
 	return -1;
+}
+
+static bool
+is_degraded(json_t *s, void *arg)
+{
+	(void)arg;
+	return state_is(s, "degraded");
 }
 
 static bool
@@ -291,7 +313,8 @@ main(int argc, char **argv)
 	char self[PATH_MAX], tmp[] = "/var/tmp/shoal-bench-rebuild-XXXXXX";
 	struct worker w[READERS];
 	struct rebuild_watch rw = { 0 };
-	double t0, before, during, rebuild_s, ideal_s, last_parity_s, rr, ww, fill = 0;
+	double t0, t1, before, during, degraded, detect_s, rebuild_s, ideal_s, last_parity_s, rr, ww;
+	double fill = 0;
 	uint64_t lost;
 	unsigned drive_gib;
 	sh_client *cl;
@@ -320,6 +343,9 @@ main(int argc, char **argv)
 		 "%s --addr %s fs create data --protection 4+2 --compression none >/dev/null && "
 		 "%s --addr %s cluster set rebuild-delay 1 >/dev/null",
 		 bin, addr, bin, addr);
+	if (getenv("SH_BENCH_SHARE")) /* the rebuild's share of the drives under client load */
+		bench_sh("bench/rebuild", "%s --addr %s cluster set rebuild-share %s >/dev/null",
+			 bin, addr, getenv("SH_BENCH_SHARE"));
 	rc = sh_client_connect(addr, NULL, &cl);
 	if (rc == 0)
 		rc = sh_fs_open(cl, "data", &fs);
@@ -360,23 +386,43 @@ main(int argc, char **argv)
 	       before, NODES, (double)lost / MIB, NODES - 1, rr / MIB, ww / MIB, ideal_s);
 	fflush(stdout);
 
-	/* node 7 lost while the readers run */
+	/*
+	 * node 7 lost while the readers run: first held down (rebuild-delay 60 s) to time
+	 * the detection and the reads around it alone, then let go (rebuild-delay 1 s)
+	 */
+	bench_sh("bench/rebuild", "%s --addr %s cluster set rebuild-delay 60 >/dev/null", bin,
+		 addr);
 	atomic_store(&readers_stop, false);
 	atomic_store(&read_bytes, 0);
 	run(w, reader);
 	t0 = bench_now();
 	kill(node_pid(NODES), SIGKILL);
-	rebuild_s = wait_for(rebuilt, &rw, t0, 1800);
+	detect_s = wait_for(is_degraded, NULL, t0, 120);
+	if (detect_s < 0)
+		die("node %d never marked down", NODES);
+	{
+		unsigned long long b0 = atomic_load(&read_bytes);
+		double d0 = bench_now();
+
+		sleep(DEGRADED_S);
+		degraded = (double)(atomic_load(&read_bytes) - b0) / (bench_now() - d0) / (1u << 30);
+	}
+	bench_sh("bench/rebuild", "%s --addr %s cluster set rebuild-delay 1 >/dev/null", bin,
+		 addr);
+	t1 = bench_now();
+	rebuild_s = wait_for(rebuilt, &rw, t1, 1800);
 	atomic_store(&readers_stop, true);
 	join(w, "read during the rebuild");
 	if (rebuild_s < 0)
 		die("not at full protection 30 min after the loss");
+	rebuild_s += detect_s;
 	during = rw.ended > rw.started ? (double)(rw.bytes_at_end - rw.bytes_at_start) /
 					     (rw.ended - rw.started) / (1u << 30)
 				       : 0;
-	printf("node %d lost: full protection after %.1f s (rebuilding for %.1f s); readers "
-	       "%.3f GiB/s meanwhile\n",
-	       NODES, rebuild_s, rw.ended - rw.started, during);
+	printf("node %d lost: marked down after %.1f s; readers around it %.3f GiB/s (nothing "
+	       "rebuilt yet); full protection %.1f s after the loss, not counting the %d s held "
+	       "(rebuilding for %.1f s); readers %.3f GiB/s meanwhile\n",
+	       NODES, detect_s, degraded, rebuild_s, DEGRADED_S, rw.ended - rw.started, during);
 	fflush(stdout);
 
 	/* two more at once: the stripes at their last parity first */

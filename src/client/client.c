@@ -339,6 +339,17 @@ client_target(sh_client *c, uint64_t target, uint64_t *peer, char *addr)
 	return rc;
 }
 
+bool
+client_target_lost(sh_client *c, uint64_t target)
+{
+	bool lost;
+
+	pthread_mutex_lock(&c->mu);
+	lost = cfg_target_state(c->view, target, env_realtime(c->env)) == CFG_TGT_LOST;
+	pthread_mutex_unlock(&c->mu);
+	return lost;
+}
+
 unsigned
 client_targets(sh_client *c, uint64_t *ids, unsigned max)
 {

@@ -150,6 +150,8 @@ void client_calls(sh_client *c, struct dcall *calls, unsigned n, uint64_t timeou
  * drive), -EHOSTDOWN (its node is marked down).
  */
 int client_target(sh_client *c, uint64_t target, uint64_t *peer, char *addr);
+/* The configuration says target is lost (its fragments are rebuilt elsewhere). */
+bool client_target_lost(sh_client *c, uint64_t target);
 /* The ids of every target (drive) of the configuration, up to max; returns how many. */
 unsigned client_targets(sh_client *c, uint64_t *ids, unsigned max);
 /* The n targets of a new stripe (place.h), from the configuration. */

@@ -953,102 +953,181 @@ get_calls(sh_file *f, const struct meta_extent *e, const struct piece *pc, unsig
 }
 
 /*
- * Rebuild [soff, soff + len) of the stripe's data from D fragments and copy
- * it to dst: the same byte range of every fragment (the one the range
- * touches, or whole fragments when it crosses from one to the next) is
- * asked of D of them, the data fragments first and targets down skipped,
- * then of the others while fewer than D came. *failed: a fragment the
- * range is in did not come, or one asked did not.
+ * A stripe read around what did not come (degraded reads, in batches): [soff,
+ * soff + len) of the stripe's data rebuilt from D fragments and copied to
+ * dst. The same byte range of every fragment (the one the range touches,
+ * or whole fragments when it crosses from one to the next) is asked of D
+ * of them, the data fragments first and targets down skipped, then of the
+ * others while fewer than D came. moved: a fragment may be elsewhere now
+ * (its target is lost, or it answered that it does not have it): where the
+ * stripe is now is worth asking.
  */
-static int
-decode_from(sh_file *f, const struct meta_extent *e, uint64_t soff, size_t len, uint8_t *dst,
-	    bool *failed)
+struct dplan {
+	struct meta_extent e; /* where its stripe is known to be now */
+	uint64_t soff;
+	size_t len;
+	uint8_t *dst;
+	unsigned i0, i1, have;
+	uint32_t lo, hi, got, tried;
+	bool moved;
+	int rc;
+	uint8_t *frags[EC_N_MAX];
+};
+
+static void
+dplan_init(sh_file *f, struct dplan *p, const struct meta_extent *e, uint64_t soff, size_t len,
+	   uint8_t *dst)
 {
-	unsigned d = e->d, n = (unsigned)e->d + e->p, have = 0;
-	unsigned i0 = (unsigned)(soff / e->frag), i1 = (unsigned)((soff + len - 1) / e->frag);
-	uint32_t lo = i0 == i1 ? (uint32_t)(soff % e->frag) : 0;
-	uint32_t hi = i0 == i1 ? (uint32_t)((soff + len - 1) % e->frag) + 1 : e->frag;
-	uint8_t *frags[EC_N_MAX] = { NULL };
-	uint8_t hdr[EC_N_MAX][STORE_PROTO_HDR + 8];
-	struct dcall calls[EC_N_MAX];
-	struct piece pc[EC_N_MAX];
-	uint32_t got = 0, tried = 0;
+	unsigned n = (unsigned)e->d + e->p;
+
+	memset(p, 0, sizeof(*p));
+	p->e = *e;
+	client_loc_apply(f->fs, &p->e); /* (learnt by another extent of the same read) */
+	p->soff = soff;
+	p->len = len;
+	p->dst = dst;
+	p->i0 = (unsigned)(soff / e->frag);
+	p->i1 = (unsigned)((soff + (len ? len : 1) - 1) / e->frag);
+	p->lo = p->i0 == p->i1 ? (uint32_t)(soff % e->frag) : 0;
+	p->hi = p->i0 == p->i1 ? (uint32_t)((soff + len - 1) % e->frag) + 1 : e->frag;
+	for (unsigned i = 0; len > 0 && p->rc == 0 && i < n; i++)
+		if ((p->frags[i] = sh_malloc(p->hi - p->lo)) == NULL)
+			p->rc = -ENOMEM;
+}
+
+/* The next pieces to ask (up to D - have of them, not asked before) into pc: how many. */
+static unsigned
+dplan_next(sh_file *f, struct dplan *p, struct piece *pc)
+{
+	unsigned n = (unsigned)p->e.d + p->e.p, np = 0;
+
+	for (unsigned i = 0; p->rc == 0 && p->len > 0 && i < n && p->have + np < p->e.d; i++) {
+		uint64_t peer;
+		char a[CFG_ADDR_MAX];
+
+		if (p->tried & 1u << i)
+			continue;
+		p->tried |= 1u << i;
+		if (client_target(f->fs->c, p->e.targets[i], &peer, a) < 0) {
+			p->moved |= client_target_lost(f->fs->c, p->e.targets[i]);
+			continue; /* down: not asked */
+		}
+		pc[np++] = (struct piece){
+			.frag = i, .off = p->lo, .len = p->hi - p->lo, .dst = p->frags[i]
+		};
+	}
+	return np;
+}
+
+static void
+dplan_took(struct dplan *p, const struct piece *pc, const struct dcall *calls, unsigned np)
+{
+	for (unsigned k = 0; k < np; k++) {
+		if (calls[k].status >= 0 && calls[k].got == pc[k].len) {
+			p->got |= 1u << pc[k].frag;
+			p->have++;
+		} else {
+			p->moved |= calls[k].status == -ENOENT;
+		}
+	}
+}
+
+/* Decode (if a data fragment the range needs is missing) and copy out; frees. */
+static int
+dplan_end(struct dplan *p)
+{
+	unsigned n = (unsigned)p->e.d + p->e.p;
+	uint32_t need = ((1u << (p->i1 + 1)) - 1) & ~((1u << p->i0) - 1);
 	struct ec_code code;
 	struct ec_decoder dec;
-	int rc = len == 0 ? 0 : ec_code_init(&code, d, e->p);
+	int rc = p->rc;
 
-	*failed = false;
-	for (unsigned i = 0; rc == 0 && i < n; i++)
-		if ((frags[i] = sh_malloc(hi - lo)) == NULL)
-			rc = -ENOMEM;
-	while (rc == 0 && len > 0 && have < d) {
-		unsigned np = 0;
-
-		for (unsigned i = 0; i < n && have + np < d; i++) {
-			uint64_t peer;
-			char a[CFG_ADDR_MAX];
-
-			if (tried & 1u << i)
-				continue;
-			tried |= 1u << i;
-			if (client_target(f->fs->c, e->targets[i], &peer, a) < 0) {
-				*failed |= i >= i0 && i <= i1;
-				continue; /* down: not asked */
-			}
-			pc[np++] = (struct piece){ .frag = i, .off = lo, .len = hi - lo, .dst = frags[i] };
-		}
-		if (np == 0)
-			break; /* nothing left to ask */
-		get_calls(f, e, pc, np, calls, hdr);
-		client_calls(f->fs->c, calls, np, GET_NS);
-		for (unsigned k = 0; k < np; k++) {
-			if (calls[k].status >= 0 && calls[k].got == hi - lo) {
-				got |= 1u << pc[k].frag;
-				have++;
-			} else {
-				*failed = true;
-			}
-		}
-	}
-	if (rc == 0 && len > 0 && have < d)
+	if (rc == 0 && p->len > 0 && p->have < p->e.d)
 		rc = -EIO; /* more than P lost: nothing to rebuild from */
-	/* decode only if a data fragment the range needs is missing */
-	if (rc == 0 && len > 0 && (~got & (((1u << (i1 + 1)) - 1) & ~((1u << i0) - 1))) != 0) {
-		rc = ec_decoder_init(&code, &dec, ((1u << n) - 1) & ~got);
+	if (rc == 0 && p->len > 0 && (~p->got & need) != 0) {
+		rc = ec_code_init(&code, p->e.d, p->e.p);
 		if (rc == 0)
-			ec_decode(&code, &dec, hi - lo, frags);
+			rc = ec_decoder_init(&code, &dec, ((1u << n) - 1) & ~p->got);
+		if (rc == 0)
+			ec_decode(&code, &dec, p->hi - p->lo, p->frags);
 	}
-	for (size_t done = 0; rc == 0 && done < len;) {
-		uint64_t s = soff + done;
-		unsigned i = (unsigned)(s / e->frag);
-		size_t o = s % e->frag, k = e->frag - o < len - done ? e->frag - o : len - done;
+	for (size_t done = 0; rc == 0 && done < p->len;) {
+		uint64_t s = p->soff + done;
+		unsigned i = (unsigned)(s / p->e.frag);
+		size_t o = s % p->e.frag,
+		       k = p->e.frag - o < p->len - done ? p->e.frag - o : p->len - done;
 
-		memcpy(dst + done, frags[i] + (o - lo), k);
+		memcpy(p->dst + done, p->frags[i] + (o - p->lo), k);
 		done += k;
 	}
-	for (unsigned i = 0; i < n; i++)
-		sh_free(frags[i]);
+	for (unsigned i = 0; i < n; i++) {
+		sh_free(p->frags[i]);
+		p->frags[i] = NULL;
+	}
 	return rc;
 }
 
+#define DPLAN_MAX 8
+
+/* Plans p[0..n) at once: each round asks every plan's next pieces in one batch. */
+static void
+dplan_run(sh_file *f, struct dplan *p, unsigned n)
+{
+	struct piece pc[DPLAN_MAX * EC_D_MAX];
+	struct dcall calls[DPLAN_MAX * EC_D_MAX];
+	uint8_t hdr[DPLAN_MAX * EC_D_MAX][STORE_PROTO_HDR + 8];
+	unsigned first[DPLAN_MAX + 1];
+
+	for (;;) {
+		unsigned np = 0;
+
+		for (unsigned k = 0; k < n; k++) {
+			first[k] = np;
+			np += dplan_next(f, &p[k], pc + np);
+		}
+		first[n] = np;
+		if (np == 0)
+			return; /* every plan has D, or nothing left to ask */
+		for (unsigned k = 0; k < n; k++)
+			get_calls(f, &p[k].e, pc + first[k], first[k + 1] - first[k], calls + first[k],
+				  hdr + first[k]);
+		client_calls(f->fs->c, calls, np, GET_NS);
+		for (unsigned k = 0; k < n; k++)
+			dplan_took(&p[k], pc + first[k], calls + first[k], first[k + 1] - first[k]);
+	}
+}
+
 /*
- * A stripe read around what did not come: decoded from the others; and if
- * a fragment did not come, the stripe's bucket says where it is now (it may
- * have been rebuilt or moved: docs/healing.md), for this read if the
- * decode failed, and for the next ones.
+ * Degraded reads of up to DPLAN_MAX extents at once; a stripe whose fragment
+ * may be elsewhere now (rebuilt or moved: docs/healing.md) has its bucket
+ * asked where it is, for this read if it failed, and for the next ones.
+ * The first error, or 0.
  */
 static int
-degraded(sh_file *f, const struct meta_extent *e, uint64_t soff, size_t len, uint8_t *dst)
+degraded(sh_file *f, struct dplan *p, unsigned n)
 {
-	struct meta_extent le = *e;
-	bool failed = true;
-	int rc;
+	int rc = 0;
 
-	client_loc_apply(f->fs, &le); /* (learnt by another extent of the same read) */
-	rc = decode_from(f, &le, soff, len, dst, &failed);
+	dplan_run(f, p, n);
+	for (unsigned k = 0; k < n; k++) {
+		struct meta_extent now = p[k].e; /* where it read */
+		int r = dplan_end(&p[k]);
 
-	if (failed && client_loc_fetch(f->fs, &le) == 0 && rc < 0)
-		rc = decode_from(f, &le, soff, len, dst, &failed);
+		if (!p[k].moved && r == 0)
+			goto next;
+		/* asked its bucket, or learnt from another extent of this read a moment ago */
+		if (client_loc_fetch(f->fs, &now) != 0)
+			client_loc_apply(f->fs, &now);
+		if (r < 0 && memcmp(now.targets, p[k].e.targets,
+				    ((size_t)now.d + now.p) * sizeof(now.targets[0])) != 0) {
+			dplan_init(f, &p[k], &now, p[k].soff, p[k].len, p[k].dst);
+			dplan_run(f, &p[k], 1);
+			r = dplan_end(&p[k]);
+		}
+	next:
+		if (rc == 0)
+			rc = r;
+	}
 	return rc;
 }
 
@@ -1094,6 +1173,7 @@ expand(const struct meta_extent *e, const uint8_t *stored, uint64_t a, uint64_t 
 }
 
 #define READ_BATCH 8 /* extents whose fragments are asked at once */
+_Static_assert(READ_BATCH <= DPLAN_MAX, "a batch's degraded reads go at once");
 
 struct rbatch {
 	struct piece pc[READ_BATCH * EC_D_MAX];
@@ -1104,6 +1184,7 @@ struct rbatch {
 	uint64_t s0[READ_BATCH], sl[READ_BATCH]; /* the stripe data it needs for that */
 	uint8_t *stored[READ_BATCH];		 /* an encoded block's stored bytes */
 	struct meta_extent ex[READ_BATCH];	 /* the extents, where their stripes are now */
+	struct dplan dp[READ_BATCH];		 /* those read around what did not come */
 };
 
 /*
@@ -1121,7 +1202,7 @@ read_extents(sh_file *f, const struct meta_extent *ex, unsigned n, uint64_t at, 
 	int rc = r == NULL ? -ENOMEM : 0;
 
 	for (unsigned i0 = 0; rc == 0 && i0 < n; i0 += READ_BATCH) {
-		unsigned k = n - i0 < READ_BATCH ? n - i0 : READ_BATCH, np = 0;
+		unsigned k = n - i0 < READ_BATCH ? n - i0 : READ_BATCH, np = 0, nd = 0;
 
 		for (unsigned j = 0; rc == 0 && j < k; j++) {
 			const struct meta_extent *e = &r->ex[j];
@@ -1151,9 +1232,9 @@ read_extents(sh_file *f, const struct meta_extent *ex, unsigned n, uint64_t at, 
 		r->first[k] = np;
 		if (rc == 0)
 			client_calls(f->fs->c, r->calls, np, GET_NS);
+		/* the extents whose fragments did not all come: read around, all at once */
 		for (unsigned j = 0; rc == 0 && j < k; j++) {
 			const struct meta_extent *e = &r->ex[j];
-			uint8_t *dst = buf + (r->a[j] - off);
 			bool ok = true;
 
 			if (r->a[j] >= r->b[j])
@@ -1161,11 +1242,15 @@ read_extents(sh_file *f, const struct meta_extent *ex, unsigned n, uint64_t at, 
 			for (unsigned i = r->first[j]; i < r->first[j + 1]; i++)
 				ok &= r->calls[i].status >= 0 && r->calls[i].got == r->pc[i].len;
 			if (!ok)
-				rc = degraded(f, e, r->s0[j], (size_t)r->sl[j],
-					      e->enc ? r->stored[j] : dst);
-			if (rc == 0 && e->enc)
-				rc = expand(e, r->stored[j], r->a[j], r->b[j], dst);
+				dplan_init(f, &r->dp[nd++], e, r->s0[j], (size_t)r->sl[j],
+					   e->enc ? r->stored[j] : buf + (r->a[j] - off));
 		}
+		if (rc == 0 && nd > 0)
+			rc = degraded(f, r->dp, nd);
+		for (unsigned j = 0; rc == 0 && j < k; j++)
+			if (r->a[j] < r->b[j] && r->ex[j].enc)
+				rc = expand(&r->ex[j], r->stored[j], r->a[j], r->b[j],
+					    buf + (r->a[j] - off));
 		for (unsigned j = 0; j < k; j++) {
 			sh_free(r->stored[j]);
 			r->stored[j] = NULL;

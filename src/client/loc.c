@@ -13,7 +13,7 @@
 #include "client_int.h"
 
 #define LOCS	 4096 /* stripes remembered, direct-mapped by id */
-#define ASKED_NS (1000ull * 1000 * 1000) /* a stripe's bucket asked again after this */
+#define ASKED_NS (2000ull * 1000 * 1000) /* a stripe's bucket asked again after this */
 
 struct cloc {
 	uint64_t stripe; /* 0: empty */

@@ -92,9 +92,11 @@ struct mheal {
 	unsigned ncand, next;
 	uint64_t pass_epoch, pass_at; /* the configuration and time of the last pass */
 	bool pass_work, pass_waiting; /* what it found: work to do, stripes waiting */
-	uint64_t client;	      /* bytes moved for clients here, at the last tick */
+	uint64_t client, client_at;   /* bytes moved for clients here, at the last sample, when */
+	bool idle;		      /* the last second's sample saw no client traffic */
 	uint64_t writes;	      /* its stripe-mapping commands at the last pass */
 	uint64_t led;		      /* which groups served here at the last pass (a hash) */
+	unsigned lost;		      /* targets lost at the last pass */
 	uint64_t bytes_at, rate_at;   /* rebuilt bytes at the rate's last sample, and when */
 	struct msvc_heal_stats st;
 };
@@ -760,6 +762,17 @@ led_of(const struct mfs *fs)
 	return h;
 }
 
+/* Targets lost now (a node down past the rebuild delay becomes one without an epoch). */
+static unsigned
+lost_of(const struct cfg *c, uint64_t now)
+{
+	unsigned n = 0;
+
+	for (uint32_t i = 0; i < c->ndrives; i++)
+		n += cfg_target_state(c, c->drives[i].id, now) == CFG_TGT_LOST;
+	return n;
+}
+
 /* Commands that map stripes (new ones counted at the next pass). */
 static uint64_t
 writes_of(const struct msvc *s)
@@ -774,17 +787,24 @@ on_tick(struct env_timer *t)
 	struct mheal *h = t->arg;
 	struct mfs *fs = h->fs;
 	struct plan pl = { .c = cfg_of(fs), .now = env_realtime(fs->s->env) };
-	uint64_t cb = client_bytes(fs->s), mono = env_now(fs->s->env), wr = writes_of(fs->s);
+	uint64_t mono = env_now(fs->s->env), wr = writes_of(fs->s);
 	uint64_t led = led_of(fs);
+	unsigned lost = lost_of(pl.c, pl.now);
 	unsigned limit = (JOBS_MAX * pl.c->rebuild_share + 50) / 100;
-	bool idle = cb - h->client < BUSY_BYTES, due;
+	bool due;
 
 	if (fs->closing)
 		return;
-	h->client = cb;
+	if (mono - h->client_at >= TICK_NS) { /* (ticks come sooner as jobs end) */
+		uint64_t cb = client_bytes(fs->s);
+
+		h->idle = cb - h->client < BUSY_BYTES * (mono - h->client_at) / TICK_NS;
+		h->client = cb;
+		h->client_at = mono;
+	}
 	if (limit == 0)
 		limit = 1;
-	if (idle)
+	if (h->idle)
 		limit = JOBS_MAX; /* no client traffic here: all of it */
 	if (mono - h->rate_at >= TICK_NS) {
 		uint64_t dt = mono - h->rate_at, db = h->st.rebuilt_bytes - h->bytes_at;
@@ -793,7 +813,7 @@ on_tick(struct env_timer *t)
 		h->rate_at = mono;
 		h->bytes_at = h->st.rebuilt_bytes;
 	}
-	due = pl.c->epoch != h->pass_epoch || led != h->led ||
+	due = pl.c->epoch != h->pass_epoch || led != h->led || lost != h->lost ||
 	      (h->next >= h->ncand && h->njobs == 0 &&
 	       (h->pass_work || (h->pass_waiting && pl.now - h->pass_at >= WAITING_NS) ||
 		(wr != h->writes && pl.now - h->pass_at >= WRITTEN_NS) ||
@@ -803,6 +823,7 @@ on_tick(struct env_timer *t)
 	if (due) {
 		h->writes = wr;
 		h->led = led;
+		h->lost = lost;
 		pass(h, &pl);
 	}
 	/* corrupt fragments first: they are reads decoding now */

@@ -995,6 +995,26 @@ dplan_init(sh_file *f, struct dplan *p, const struct meta_extent *e, uint64_t so
 			p->rc = -ENOMEM;
 }
 
+/*
+ * What the plain read got already: a data fragment's piece that covers the
+ * range [lo, hi) the plan needs of it is taken, not asked again.
+ */
+static void
+dplan_reuse(struct dplan *p, const struct piece *pc, const struct dcall *calls, unsigned np)
+{
+	for (unsigned k = 0; k < np && p->rc == 0; k++) {
+		unsigned i = pc[k].frag;
+
+		if (calls[k].status < 0 || calls[k].got != pc[k].len || pc[k].off > p->lo ||
+		    pc[k].off + pc[k].len < p->hi || (p->got & 1u << i) || p->have >= p->e.d)
+			continue;
+		memcpy(p->frags[i], pc[k].dst + (p->lo - pc[k].off), p->hi - p->lo);
+		p->got |= 1u << i;
+		p->tried |= 1u << i;
+		p->have++;
+	}
+}
+
 /* The next pieces to ask (up to D - have of them, not asked before) into pc: how many. */
 static unsigned
 dplan_next(sh_file *f, struct dplan *p, struct piece *pc)
@@ -1185,6 +1205,7 @@ struct rbatch {
 	uint8_t *stored[READ_BATCH];		 /* an encoded block's stored bytes */
 	struct meta_extent ex[READ_BATCH];	 /* the extents, where their stripes are now */
 	struct dplan dp[READ_BATCH];		 /* those read around what did not come */
+	unsigned plan[READ_BATCH];		 /* 1 + the plan of an extent planned at once */
 };
 
 /*
@@ -1227,6 +1248,18 @@ read_extents(sh_file *f, const struct meta_extent *ex, unsigned n, uint64_t at, 
 						   r->pc + np);
 			}
 			get_calls(f, e, r->pc + np, c, r->calls + np, r->hdr + np);
+			r->plan[j] = 0;
+			for (unsigned i = np; rc == 0 && i < np + c; i++) {
+				if (r->calls[i].peer != 0)
+					continue;
+				/* a target known down: read around it in this same round */
+				dplan_init(f, &r->dp[nd], e, r->s0[j], (size_t)r->sl[j], dst);
+				c = dplan_next(f, &r->dp[nd], r->pc + np);
+				get_calls(f, &r->dp[nd].e, r->pc + np, c, r->calls + np,
+					  r->hdr + np);
+				r->plan[j] = ++nd;
+				break;
+			}
 			np += c;
 		}
 		r->first[k] = np;
@@ -1239,11 +1272,23 @@ read_extents(sh_file *f, const struct meta_extent *ex, unsigned n, uint64_t at, 
 
 			if (r->a[j] >= r->b[j])
 				continue;
+			if (r->plan[j] != 0) {
+				dplan_took(&r->dp[r->plan[j] - 1], r->pc + r->first[j],
+					   r->calls + r->first[j], r->first[j + 1] - r->first[j]);
+				continue;
+			}
 			for (unsigned i = r->first[j]; i < r->first[j + 1]; i++)
 				ok &= r->calls[i].status >= 0 && r->calls[i].got == r->pc[i].len;
-			if (!ok)
-				dplan_init(f, &r->dp[nd++], e, r->s0[j], (size_t)r->sl[j],
-					   e->enc ? r->stored[j] : buf + (r->a[j] - off));
+			if (ok)
+				continue;
+			dplan_init(f, &r->dp[nd], e, r->s0[j], (size_t)r->sl[j],
+				   e->enc ? r->stored[j] : buf + (r->a[j] - off));
+			/* (the same targets: the pieces that came are the same bytes) */
+			if (memcmp(r->dp[nd].e.targets, e->targets,
+				   ((size_t)e->d + e->p) * sizeof(e->targets[0])) == 0)
+				dplan_reuse(&r->dp[nd], r->pc + r->first[j], r->calls + r->first[j],
+					    r->first[j + 1] - r->first[j]);
+			nd++;
 		}
 		if (rc == 0 && nd > 0)
 			rc = degraded(f, r->dp, nd);

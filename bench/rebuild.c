@@ -3,20 +3,20 @@
  * bench/rebuild (make bench-rebuild): self-healing on a 7-node local
  * cluster, 4+2 (docs/healing.md, docs/performance.md "Rebuild").
  *
- * A file of SH_BENCH_GIB GiB (default 2) is written; client sequential
- * reads (1 MiB, 8 threads) are timed for 10 s; node 7 is kill -9'd and
- * left down while the same readers run: held 8 s past its detection
- * (rebuild-delay 60 s) to time the reads around it alone, then let go
- * (rebuild-delay 1 s) until `GET /v1/rebuild` says full protection:
- * rebuild_s is the detection plus the time from letting go, the readers'
- * throughput from the rebuild's start to its end against before. The ideal time in the same run: the lost node's bytes B read D
- * times and written once, spread over the 6 survivors, at the per-target
- * rates fio measures on the drive files' file system with 6 jobs at once
- * (the targets share one disk here): D*B/(6*read) + B/(6*write). Then
- * nodes 5 and 6 are kill -9'd at once: last_parity_s is the time until no
- * stripe misses two fragments (the most endangered are rebuilt first).
- * After that, the drive of node 8, added to the running cluster, and the
- * rebalance: the fill of the targets, max over mean, once it settles.
+ * A file of SH_BENCH_GIB GiB (default 2) is written and client sequential
+ * reads (1 MiB, 8 threads) timed for 10 s. A: node 7 is kill -9'd and
+ * left down (rebuild-delay 1 s), nothing else running, until `GET
+ * /v1/rebuild` says full protection: rebuild_s is the time from the kill.
+ * The ideal time in the same run: node 7's bytes B read D times and
+ * written once, spread over the 6 survivors, at the per-target rates fio
+ * measures on the drive files' file system with 6 jobs at once (the
+ * targets share one disk here): D*B/(6*read) + B/(6*write). Node 7 comes
+ * back. B: node 6 is kill -9'd while the readers run, held down 8 s past
+ * its detection (rebuild-delay 60 s: the reads around it alone), then let
+ * go (1 s): the readers' throughput from the rebuild's start to its end
+ * against before. C: nodes 5 and 4 are kill -9'd at once: last_parity_s is
+ * the time until no stripe misses two fragments (the most endangered are
+ * rebuilt first).
  * SH_BENCH_SHARE sets rebuild-share (default 30). Prints, last:
  * BENCH rebuild {"rebuild_s":X,"ideal_s":X,"vs_ideal":R,"last_parity_s":X,
  *   "client_read_during_vs_before":R,"rebalance_fill_max_over_mean":R}
@@ -313,7 +313,8 @@ main(int argc, char **argv)
 	char self[PATH_MAX], tmp[] = "/var/tmp/shoal-bench-rebuild-XXXXXX";
 	struct worker w[READERS];
 	struct rebuild_watch rw = { 0 };
-	double t0, t1, before, during, degraded, detect_s, rebuild_s, ideal_s, last_parity_s, rr, ww;
+	double t0, t1, before, during, degraded, detect_s, rebuild_s, loaded_s, ideal_s, last_parity_s;
+	double rr, ww;
 	double fill = 0;
 	uint64_t lost;
 	unsigned drive_gib;
@@ -386,9 +387,26 @@ main(int argc, char **argv)
 	       before, NODES, (double)lost / MIB, NODES - 1, rr / MIB, ww / MIB, ideal_s);
 	fflush(stdout);
 
+	/* A: node 7 lost, nothing else running: the rebuild at its own pace */
+	t0 = bench_now();
+	kill(node_pid(NODES), SIGKILL);
+	rebuild_s = wait_for(rebuilt, &rw, t0, 1800);
+	if (rebuild_s < 0)
+		die("not at full protection 30 min after the loss");
+	printf("A: node %d lost, no clients: full protection after %.1f s (rebuilding for %.1f "
+	       "s)\n",
+	       NODES, rebuild_s, rw.ended - rw.started);
+	/* node 7 back (what it held is stale: released), the data spread back to 7 nodes */
+	bench_sh("bench/rebuild",
+		 "SHOAL_META_REPLACE=5 %s local up --nodes %d --dir %s --port %u --drive-size %uG "
+		 ">/dev/null",
+		 bin, NODES, dir, port, drive_gib);
+	if (wait_for(is_full, NULL, bench_now(), 300) < 0)
+		die("not at full protection with node %d back", NODES);
+
 	/*
-	 * node 7 lost while the readers run: first held down (rebuild-delay 60 s) to time
-	 * the detection and the reads around it alone, then let go (rebuild-delay 1 s)
+	 * B: node 6 lost while the readers run: first held down (rebuild-delay 60 s) to
+	 * time the detection and the reads around it alone, then let go (1 s)
 	 */
 	bench_sh("bench/rebuild", "%s --addr %s cluster set rebuild-delay 60 >/dev/null", bin,
 		 addr);
@@ -396,10 +414,10 @@ main(int argc, char **argv)
 	atomic_store(&read_bytes, 0);
 	run(w, reader);
 	t0 = bench_now();
-	kill(node_pid(NODES), SIGKILL);
+	kill(node_pid(NODES - 1), SIGKILL);
 	detect_s = wait_for(is_degraded, NULL, t0, 120);
 	if (detect_s < 0)
-		die("node %d never marked down", NODES);
+		die("node %d never marked down", NODES - 1);
 	{
 		unsigned long long b0 = atomic_load(&read_bytes);
 		double d0 = bench_now();
@@ -409,29 +427,30 @@ main(int argc, char **argv)
 	}
 	bench_sh("bench/rebuild", "%s --addr %s cluster set rebuild-delay 1 >/dev/null", bin,
 		 addr);
+	memset(&rw, 0, sizeof(rw));
 	t1 = bench_now();
-	rebuild_s = wait_for(rebuilt, &rw, t1, 1800);
+	loaded_s = wait_for(rebuilt, &rw, t1, 1800);
 	atomic_store(&readers_stop, true);
 	join(w, "read during the rebuild");
-	if (rebuild_s < 0)
+	if (loaded_s < 0)
 		die("not at full protection 30 min after the loss");
-	rebuild_s += detect_s;
 	during = rw.ended > rw.started ? (double)(rw.bytes_at_end - rw.bytes_at_start) /
 					     (rw.ended - rw.started) / (1u << 30)
 				       : 0;
-	printf("node %d lost: marked down after %.1f s; readers around it %.3f GiB/s (nothing "
-	       "rebuilt yet); full protection %.1f s after the loss, not counting the %d s held "
-	       "(rebuilding for %.1f s); readers %.3f GiB/s meanwhile\n",
-	       NODES, detect_s, degraded, rebuild_s, DEGRADED_S, rw.ended - rw.started, during);
+	printf("B: node %d lost under the readers: marked down after %.1f s; readers around it "
+	       "%.3f GiB/s (nothing rebuilt yet); full protection %.1f s after it was let go "
+	       "(rebuilding for %.1f s, share %s%%); readers %.3f GiB/s meanwhile\n",
+	       NODES - 1, detect_s, degraded, loaded_s, rw.ended - rw.started,
+	       getenv("SH_BENCH_SHARE") ? getenv("SH_BENCH_SHARE") : "30", during);
 	fflush(stdout);
 
-	/* two more at once: the stripes at their last parity first */
+	/* C: two more at once: the stripes at their last parity first */
 	t0 = bench_now();
-	kill(node_pid(NODES - 1), SIGKILL);
 	kill(node_pid(NODES - 2), SIGKILL);
+	kill(node_pid(NODES - 3), SIGKILL);
 	last_parity_s = wait_for(no_last_parity, NULL, t0, 1800);
-	printf("nodes %d and %d lost at once: no stripe at its last parity after %.1f s\n",
-	       NODES - 1, NODES - 2, last_parity_s);
+	printf("C: nodes %d and %d lost at once: no stripe at its last parity after %.1f s\n",
+	       NODES - 2, NODES - 3, last_parity_s);
 	sh_fs_close(fs);
 	sh_client_close(cl);
 	printf("BENCH rebuild {\"rebuild_s\":%.1f,\"ideal_s\":%.1f,\"vs_ideal\":%.2f,"

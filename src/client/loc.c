@@ -13,11 +13,19 @@
 #include "client_int.h"
 
 #define LOCS	 4096 /* stripes remembered, direct-mapped by id */
-#define ASKED_NS (2000ull * 1000 * 1000) /* a stripe's bucket asked again after this */
+/*
+ * A stripe's bucket is asked again after `wait`: 1 s, doubling (to 16 s)
+ * each time it answers that the stripe is still where it was (a lost
+ * target's stripes wait their turn in the rebuild: the readers decode
+ * meanwhile, without asking again and again).
+ */
+#define WAIT_MIN_NS (1000ull * 1000 * 1000)
+#define WAIT_MAX_NS (16ull * 1000 * 1000 * 1000)
 
 struct cloc {
 	uint64_t stripe; /* 0: empty */
 	uint64_t at;	 /* when its bucket was asked (cache_now) */
+	uint64_t wait;	 /* until it is asked again */
 	uint8_t n;
 	uint64_t targets[META_FRAGS_MAX];
 };
@@ -56,7 +64,7 @@ client_loc_fetch(sh_fs *fs, struct meta_extent *e)
 	if (fs->locs != NULL) {
 		struct cloc *l = slot(fs, e->stripe);
 
-		recent = l->stripe == e->stripe && now - l->at < ASKED_NS;
+		recent = l->stripe == e->stripe && now - l->at < l->wait;
 	}
 	pthread_mutex_unlock(&fs->lmu);
 	if (recent)
@@ -76,6 +84,10 @@ client_loc_fetch(sh_fs *fs, struct meta_extent *e)
 	if (fs->locs != NULL) {
 		struct cloc *l = slot(fs, e->stripe);
 
+		if (l->stripe != e->stripe || !same)
+			l->wait = WAIT_MIN_NS;
+		else if (l->wait < WAIT_MAX_NS)
+			l->wait *= 2;
 		l->stripe = e->stripe;
 		l->at = now;
 		l->n = (uint8_t)n;

@@ -16,9 +16,11 @@
  * crash, a new leader or a new failure interrupts leaves at worst copies no
  * record names, which the orphan sweep releases; the next pass plans again
  * from what the records say. Every node leads its share of the groups, so
- * every node rebuilds its share. Jobs in flight are limited by the
- * rebuild share of the configuration (its percent of JOBS_MAX), all of
- * them while no client moved data through this node in the last second.
+ * every node rebuilds its share. While clients move data through a node,
+ * the jobs it starts each second move at most rebuild-share percent of the
+ * bytes they moved in the last (a share of the node's bandwidth, as
+ * Ceph's mClock profiles give recovery); with no client traffic, as many
+ * as JOBS_MAX at once.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +96,7 @@ struct mheal {
 	bool pass_work, pass_waiting; /* what it found: work to do, stripes waiting */
 	uint64_t client, client_at;   /* bytes moved for clients here, at the last sample, when */
 	bool idle;		      /* the last second's sample saw no client traffic */
+	uint64_t cap, spent;	      /* bytes jobs may move per second (0: any), and did */
 	uint64_t writes;	      /* its stripe-mapping commands at the last pass */
 	uint64_t led;		      /* which groups served here at the last pass (a hash) */
 	unsigned lost;		      /* targets lost at the last pass */
@@ -122,6 +125,25 @@ static const struct cfg *
 cfg_of(struct mfs *fs)
 {
 	return mroute_cfg(fs->s->rt);
+}
+
+/*
+ * Another job may start: fewer than JOBS_MAX run, and the bytes started
+ * this second are within the cap (one may always start when none runs and
+ * none started: the rebuild never stops under load, it slows down).
+ */
+static bool
+may_start(const struct mheal *h)
+{
+	return h->njobs < JOBS_MAX &&
+	       (h->cap == 0 || h->spent < h->cap || (h->njobs == 0 && h->spent == 0));
+}
+
+/* What a job moves: D fragments read, the ones it makes written. */
+static void
+spend(struct mheal *h, const struct hjob *j)
+{
+	h->spent += ((uint64_t)j->loc.d + (unsigned)__builtin_popcount(j->make)) * j->loc.frag;
 }
 
 /* ---- fragment calls: to this endpoint's own stores, or over the network ---- */
@@ -527,6 +549,7 @@ job_start(struct mheal *h, const struct plan *pl, const struct hcand *cd)
 	h->njobs++;
 	h->st.in_flight = h->njobs;
 	fs->refs++;
+	spend(h, j);
 	if (!read_more(j))
 		job_fail(j, -EIO, "none of its fragments could be asked for");
 }
@@ -573,6 +596,7 @@ repair_start(struct mheal *h, const struct plan *pl, const struct hrepair *rp)
 	h->njobs++;
 	h->st.in_flight = h->njobs;
 	fs->refs++;
+	spend(h, j);
 	if (!read_more(j))
 		job_fail(j, -EIO, "none of its other fragments could be asked for");
 	return true;
@@ -790,22 +814,21 @@ on_tick(struct env_timer *t)
 	uint64_t mono = env_now(fs->s->env), wr = writes_of(fs->s);
 	uint64_t led = led_of(fs);
 	unsigned lost = lost_of(pl.c, pl.now);
-	unsigned limit = (JOBS_MAX * pl.c->rebuild_share + 50) / 100;
 	bool due;
 
 	if (fs->closing)
 		return;
 	if (mono - h->client_at >= TICK_NS) { /* (ticks come sooner as jobs end) */
-		uint64_t cb = client_bytes(fs->s);
+		uint64_t cb = client_bytes(fs->s), dt = mono - h->client_at;
+		uint64_t per_s = (cb - h->client) * SH_NSEC_PER_SEC / dt;
 
-		h->idle = cb - h->client < BUSY_BYTES * (mono - h->client_at) / TICK_NS;
+		h->idle = per_s < BUSY_BYTES;
+		/* clients busy here: the rebuild adds at most its share of their bytes */
+		h->cap = h->idle ? 0 : per_s * pl.c->rebuild_share / 100;
+		h->spent = 0;
 		h->client = cb;
 		h->client_at = mono;
 	}
-	if (limit == 0)
-		limit = 1;
-	if (h->idle)
-		limit = JOBS_MAX; /* no client traffic here: all of it */
 	if (mono - h->rate_at >= TICK_NS) {
 		uint64_t dt = mono - h->rate_at, db = h->st.rebuilt_bytes - h->bytes_at;
 
@@ -827,13 +850,13 @@ on_tick(struct env_timer *t)
 		pass(h, &pl);
 	}
 	/* corrupt fragments first: they are reads decoding now */
-	for (unsigned i = 0; i < h->nrep && h->njobs < limit;) {
+	for (unsigned i = 0; i < h->nrep && may_start(h);) {
 		if (repair_start(h, &pl, &h->rep[i]))
 			memmove(&h->rep[i], &h->rep[i + 1], (--h->nrep - i) * sizeof(h->rep[0]));
 		else
 			i++;
 	}
-	while (h->njobs < limit && h->next < h->ncand)
+	while (may_start(h) && h->next < h->ncand)
 		job_start(h, &pl, &h->cand[h->next++]);
 	h->st.queued = h->ncand - h->next;
 	sh_free(pl.t);

@@ -42,6 +42,10 @@ admin_heal_add(struct msvc_heal_stats *sum, const struct msvc_heal_stats *h)
 	sum->rebuilt_frags += h->rebuilt_frags;
 	sum->moved_frags += h->moved_frags;
 	sum->repaired_frags += h->repaired_frags;
+	sum->balanced_frags += h->balanced_frags;
+	sum->balance_queued += h->balance_queued;
+	if (h->fill_ratio_milli > sum->fill_ratio_milli)
+		sum->fill_ratio_milli = h->fill_ratio_milli;
 	sum->rebuilt_bytes += h->rebuilt_bytes;
 	sum->failed_jobs += h->failed_jobs;
 	sum->in_flight += h->in_flight;
@@ -67,14 +71,14 @@ admin_heal_local(const struct admin_node *self, struct msvc_heal_stats *out)
 static json_t *
 heal_to_json(const struct msvc_heal_stats *h)
 {
-	json_t *lv = json_array();
+	json_t *lv = json_array(), *o;
 
 	for (unsigned i = 0; i < MSVC_HEAL_LEVELS; i++)
 		json_array_append_new(lv, json_pack("{s:i, s:I, s:I}", "missing", (int)i, "stripes",
 						    (json_int_t)h->stripes[i], "bytes",
 						    (json_int_t)h->bytes[i]));
-	return json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-			 "s:I}",
+	o = json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+		      "s:I}",
 			 "levels", lv, "unreadable_stripes", (json_int_t)h->unreadable,
 			 "shared_stripes", (json_int_t)h->shared, "pending_bytes",
 			 (json_int_t)h->pending_bytes, "rebuilt_fragments",
@@ -86,6 +90,10 @@ heal_to_json(const struct msvc_heal_stats *h)
 			 "rate_bytes_per_s", (json_int_t)h->rate_bps, "passes",
 			 (json_int_t)h->passes, "buckets", (json_int_t)h->buckets, "pass_epoch",
 			 (json_int_t)(h->pass_epoch == UINT64_MAX ? -1 : (json_int_t)h->pass_epoch));
+	json_object_set_new(o, "balanced_fragments", json_integer((json_int_t)h->balanced_frags));
+	json_object_set_new(o, "balance_queued", json_integer((json_int_t)h->balance_queued));
+	json_object_set_new(o, "fill_max_over_mean", json_real((double)h->fill_ratio_milli / 1000));
+	return o;
 }
 
 json_t *
@@ -123,6 +131,11 @@ add_json(struct msvc_heal_stats *sum, json_t *j)
 	h.rebuilt_frags = jget(j, "rebuilt_fragments");
 	h.moved_frags = jget(j, "moved_fragments");
 	h.repaired_frags = jget(j, "repaired_fragments");
+	h.balanced_frags = jget(j, "balanced_fragments");
+	h.balance_queued = jget(j, "balance_queued");
+	h.fill_ratio_milli = (uint64_t)(json_number_value(json_object_get(j, "fill_max_over_mean")) *
+					1000 +
+				    0.5);
 	h.rebuilt_bytes = jget(j, "rebuilt_bytes");
 	h.failed_jobs = jget(j, "failed_jobs");
 	h.in_flight = jget(j, "in_flight");
@@ -142,7 +155,8 @@ add_json(struct msvc_heal_stats *sum, json_t *j)
  * lost yet: read around until they come back or the delay ends),
  * spreading (stripes with fragments sharing a failure domain, being spread
  * out), shared (such stripes, and no failure domain free to take them),
- * full (every fragment there, each on a failure domain of its own).
+ * rebalancing (every fragment there, some moving to even the targets' fill
+ * out), full (every fragment there, each on a failure domain of its own).
  */
 static const char *
 heal_state(const struct cfg *c, const struct msvc_heal_stats *h, unsigned answered,
@@ -161,9 +175,11 @@ heal_state(const struct cfg *c, const struct msvc_heal_stats *h, unsigned answer
 		return "rebuilding";
 	if (missing > 0)
 		return "degraded";
-	if (h->queued > 0 || h->in_flight > 0)
-		return "spreading";
-	return h->shared > 0 ? "shared" : "full";
+	if (h->shared > 0)
+		return h->queued > 0 || h->in_flight > 0 ? "spreading" : "shared";
+	if (h->balance_queued > 0 || h->queued > 0 || h->in_flight > 0)
+		return "rebalancing";
+	return "full";
 }
 
 json_t *

@@ -42,12 +42,24 @@ SH_LOG_FACILITY("meta.heal");
 #define WRITTEN_NS (2ull * 1000 * 1000 * 1000)	/* ... when stripes were written since */
 #define REPAIRS_MAX 256 /* corrupt fragments queued to be re-created in place */
 #define PEERS_MAX   1024
+#define FILL_NS	    (5ull * 1000 * 1000 * 1000) /* targets' fill asked this often */
+#define BALANCE_ON  1.05 /* max / mean fill above this: stripes move to even it out */
+#define BALANCE_OFF 1.02 /* ... until it is below this */
 #define BUSY_BYTES  (1u << 20) /* clients moved more than this in a tick: not idle */
 
 struct hcand {
 	uint16_t bucket;
 	uint8_t missing; /* fragments down or lost: the sort key */
+	bool balance;	 /* a move to even the targets' fill out, planned: */
+	uint32_t make;	 /* the fragments that move */
+	uint64_t to[META_FRAGS_MAX];
 	struct meta_extent loc;
+};
+
+/* What a target holds, as its last STORE_STAT said; what a pass moves off and onto it. */
+struct hfill {
+	uint64_t target, live, capacity;
+	int64_t out, in; /* bytes this leader's pass may still move off it, onto it */
 };
 
 struct hjob;
@@ -71,6 +83,8 @@ struct hjob {
 	unsigned reading, pending;     /* reads in flight; writes in flight */
 	bool reprotect;		       /* moves of fragments that are still there */
 	bool repair;		       /* a corrupt fragment re-created where it is */
+	bool copy;		       /* the moving fragments are read as they are, not decoded */
+	bool balance;		       /* ... to even the fill out */
 	bool cancelled;
 	int status;
 	uint8_t *frags[META_FRAGS_MAX];
@@ -91,12 +105,19 @@ struct mheal {
 	struct sh_list jobs;
 	unsigned njobs;
 	struct hcand *cand; /* CANDS_MAX, sorted most endangered first */
-	unsigned ncand, next;
+	unsigned ncand, next, last; /* last: the one cand_add put in */
 	uint64_t pass_epoch, pass_at; /* the configuration and time of the last pass */
 	bool pass_work, pass_waiting; /* what it found: work to do, stripes waiting */
 	uint64_t client, client_at;   /* bytes moved for clients here, at the last sample, when */
 	bool idle;		      /* the last second's sample saw no client traffic */
 	uint64_t cap, spent;	      /* bytes jobs may move per second (0: any), and did */
+	struct hfill *fill;	      /* every target's, as last asked (fill_at) */
+	unsigned nfill;
+	uint64_t fill_at;
+	bool filling;	  /* a round of STORE_STATs in flight */
+	bool balancing;	  /* the fill is uneven: stripes move to where placement puts them */
+	double fill_mean; /* live / capacity, over the targets up */
+	uint64_t mine, all; /* bytes of the stripes led here (last pass), and on every target */
 	uint64_t writes;	      /* its stripe-mapping commands at the last pass */
 	uint64_t led;		      /* which groups served here at the last pass (a hash) */
 	unsigned lost;		      /* targets lost at the last pass */
@@ -252,6 +273,9 @@ on_relocated(void *arg, int status, const struct meta_result *r)
 		sh_log_info("stripe %llx: fragment %u on target %llu was corrupt: re-created there",
 			    (unsigned long long)j->loc.stripe, (unsigned)__builtin_ctz(j->make),
 			    (unsigned long long)j->to[__builtin_ctz(j->make)]);
+	} else if (j->balance) {
+		h->st.balanced_frags += n;
+		release_moved(j);
 	} else if (j->reprotect) {
 		h->st.moved_frags += n;
 		release_moved(j);
@@ -324,15 +348,16 @@ decode_and_write(struct hjob *j)
 	uint32_t missing = ((1u << n) - 1) & ~j->got;
 	struct ec_code code;
 	struct ec_decoder dec;
-	int rc = ec_code_init(&code, j->loc.d, j->loc.p);
+	int rc = j->copy ? 0 : ec_code_init(&code, j->loc.d, j->loc.p);
 
-	if (rc == 0)
+	if (rc == 0 && !j->copy)
 		rc = ec_decoder_init(&code, &dec, missing);
 	if (rc < 0) {
 		job_fail(j, rc, "decoding");
 		return;
 	}
-	ec_decode(&code, &dec, j->loc.frag, j->frags);
+	if (!j->copy)
+		ec_decode(&code, &dec, j->loc.frag, j->frags);
 	j->pending = 1; /* held until every write is started */
 	for (unsigned i = 0; i < n; i++) {
 		if (!(j->make & 1u << i))
@@ -345,14 +370,21 @@ decode_and_write(struct hjob *j)
 	write_done(j, 0);
 }
 
-/* Start reads until D are done or in flight; false if none is in flight. */
+/* The reads a job needs: D to decode from, or the fragments it copies. */
+static unsigned
+want_of(const struct hjob *j)
+{
+	return j->copy ? (unsigned)__builtin_popcount(j->make) : j->loc.d;
+}
+
+/* Start reads until enough are done or in flight; false if none is in flight. */
 static bool
 read_more(struct hjob *j)
 {
 	unsigned n = (unsigned)j->loc.d + j->loc.p;
 
 	for (unsigned i = 0;
-	     i < n && (unsigned)__builtin_popcount(j->got) + j->reading < j->loc.d; i++) {
+	     i < n && (unsigned)__builtin_popcount(j->got) + j->reading < want_of(j); i++) {
 		if (!(j->cand & 1u << i) || (j->tried & 1u << i))
 			continue;
 		j->tried |= 1u << i;
@@ -377,7 +409,7 @@ read_done(struct hjob *j, unsigned idx, int status)
 		return;
 	if (j->cancelled || j->fs->closing)
 		job_fail(j, -ECANCELED, "reading");
-	else if ((unsigned)__builtin_popcount(j->got) >= j->loc.d)
+	else if ((unsigned)__builtin_popcount(j->got) >= want_of(j))
 		decode_and_write(j);
 	else if (!read_more(j))
 		job_fail(j, -EIO, "fewer than D of its fragments could be read");
@@ -524,13 +556,21 @@ job_start(struct mheal *h, const struct plan *pl, const struct hcand *cd)
 	j->fs = fs;
 	j->bucket = cd->bucket;
 	j->loc = cd->loc;
-	if (!plan_stripe(pl, &j->loc, &j->make, j->to, &j->reprotect)) {
+	if (cd->balance) {
+		j->balance = j->reprotect = true; /* (moved: released where it was) */
+		j->make = cd->make;
+		memcpy(j->to, cd->to, sizeof(j->to));
+	} else if (!plan_stripe(pl, &j->loc, &j->make, j->to, &j->reprotect)) {
 		sh_free(j);
 		return;
 	}
 	states(pl->c, &j->loc, pl->now, &lost, &down);
 	j->cand = ((1u << n) - 1) & ~lost & ~down;
-	if ((unsigned)__builtin_popcount(j->cand) < j->loc.d) {
+	if (j->reprotect && (j->make & j->cand) == j->make) {
+		j->copy = true; /* a move of fragments that are there: read them, no decode */
+		j->cand = j->make;
+	}
+	if (!j->copy && (unsigned)__builtin_popcount(j->cand) < j->loc.d) {
 		if (down == 0)
 			sh_log_error("stripe %llx: fewer than %u of its %u fragments survive: its "
 				     "data is lost",
@@ -635,16 +675,256 @@ msvc_heal_repair(struct mfs *fs, struct mgroup *g, uint16_t bucket, uint64_t str
 	return 0;
 }
 
+/* ---- the targets' fill, and moves that even it out ---- */
+
+struct fround;
+
+/* A STORE_STAT's own argument: the round, and which target. */
+struct farg {
+	struct fround *r;
+	unsigned i;
+};
+
+struct fround {
+	struct mheal *h;
+	unsigned n, pending;
+	struct hfill *f;
+	struct store_proto_stat *st;
+	struct net_call_opts o;
+	struct farg *arg;
+};
+
+static void
+fill_end(struct fround *r)
+{
+	struct mheal *h = r->h;
+	struct mfs *fs = h->fs;
+	double sum = 0, max = 0;
+	unsigned known = 0;
+
+	for (unsigned i = 0; i < r->n; i++) {
+		double f;
+
+		if (r->f[i].capacity == 0)
+			continue;
+		f = (double)r->f[i].live / (double)r->f[i].capacity;
+		sum += f;
+		max = f > max ? f : max;
+		known++;
+	}
+	sh_free(h->fill);
+	h->fill = r->f;
+	h->nfill = r->n;
+	h->filling = false;
+	h->fill_mean = known ? sum / known : 0;
+	h->st.fill_ratio_milli = h->fill_mean > 0 ? (uint64_t)(max / h->fill_mean * 1000) : 1000;
+	if (!h->balancing && h->fill_mean > 0 && max > h->fill_mean * BALANCE_ON) {
+		h->balancing = true;
+		h->pass_work = true; /* a pass plans the moves */
+		sh_log_info("filesystem %u: targets' fill uneven (max %.3f of mean %.3f): "
+			    "rebalancing",
+			    fs->id, max, h->fill_mean);
+	} else if (h->balancing && (h->fill_mean == 0 || max <= h->fill_mean * BALANCE_OFF)) {
+		h->balancing = false;
+		sh_log_info("filesystem %u: targets' fill even (max %.3f of mean %.3f)", fs->id,
+			    max, h->fill_mean);
+	}
+	sh_free(r->st);
+	sh_free(r->arg);
+	sh_free(r);
+	mfs_unref(fs);
+}
+
+static void
+fill_one(struct fround *r, unsigned i, int status)
+{
+	if (status < 0)
+		r->f[i].capacity = 0; /* not known: not counted */
+	if (--r->pending == 0)
+		fill_end(r);
+}
+
+static void
+on_stat(void *arg, int status, const struct net_msg *reply)
+{
+	struct fround *r = ((struct farg *)arg)->r;
+	unsigned i = ((struct farg *)arg)->i;
+
+	if (status == 0 && reply->len == sizeof(r->st[i])) {
+		memcpy(&r->st[i], reply->buf->data + reply->off, sizeof(r->st[i]));
+		r->f[i].live = r->st[i].live;
+		r->f[i].capacity = r->st[i].capacity;
+	} else if (status == 0) {
+		status = -EPROTO;
+	}
+	fill_one(r, i, status);
+}
+
+/* Ask every target up how full it is (a round; fill_end takes the answers). */
+static void
+fill_ask(struct mheal *h, const struct cfg *c)
+{
+	struct msvc *s = h->fs->s;
+	struct fround *r = sh_calloc(1, sizeof(*r));
+
+	if (r == NULL)
+		return;
+	r->h = h;
+	r->n = c->ndrives;
+	r->f = sh_calloc(r->n + 1, sizeof(*r->f));
+	r->st = sh_calloc(r->n + 1, sizeof(*r->st));
+	r->arg = sh_calloc(r->n + 1, sizeof(*r->arg));
+	if (r->f == NULL || r->st == NULL || r->arg == NULL) {
+		sh_free(r->f);
+		sh_free(r->st);
+		sh_free(r->arg);
+		sh_free(r);
+		return;
+	}
+	h->filling = true;
+	h->fs->refs++;
+	r->pending = 1 + r->n; /* held while asking */
+	r->o = (struct net_call_opts){ .timeout_ns = CALL_NS, .retries = 1 };
+	for (unsigned i = 0; i < r->n; i++) {
+		struct store_proto_req q = { .target = c->drives[i].id };
+		uint8_t hdr[STORE_PROTO_HDR + 8];
+		struct iovec iov = { hdr, store_proto_encode(NET_OP_STORE_STAT, &q, hdr) };
+		char addr[CFG_ADDR_MAX];
+		struct store *st;
+		uint64_t peer;
+		int rc;
+
+		r->f[i].target = c->drives[i].id;
+		r->arg[i].r = r;
+		r->arg[i].i = i;
+		rc = c->drives[i].state == CFG_DRIVE_ACTIVE
+			 ? mplace_target(c, c->drives[i].id, &peer, addr)
+			 : -EHOSTDOWN;
+		if (rc == 0 && peer == net_node_id(s->net)) {
+			struct store_stats ss;
+
+			st = s->p.store_local ? s->p.store_local(s->p.arg, c->drives[i].id) : NULL;
+			rc = st ? 0 : -ENODEV;
+			if (st != NULL) {
+				store_stats(st, &ss);
+				r->f[i].live = ss.live;
+				r->f[i].capacity = ss.capacity;
+			}
+			fill_one(r, i, rc);
+			continue;
+		}
+		if (rc == 0)
+			rc = net_peer_ensure(s->net, peer, addr);
+		if (rc == 0)
+			rc = net_call(s->net, peer, NET_OP_STORE_STAT, &iov, 1, &r->o, on_stat,
+				      &r->arg[i], NULL);
+		if (rc < 0)
+			fill_one(r, i, rc);
+	}
+	fill_one(r, UINT32_MAX, 0);
+}
+
+
+static uint32_t
+domain_of(const struct plan *pl, uint64_t target)
+{
+	for (unsigned i = 0; i < pl->nt; i++)
+		if (pl->t[i].id == target)
+			return pl->t[i].domain;
+	return UINT32_MAX;
+}
+
+/*
+ * A pass's budgets while the fill is uneven: each target's surplus over the
+ * mean fill (capacity-weighted) is to move off it, each one's shortfall onto
+ * it; this leader takes its part, as the bytes of its stripes are of all
+ * the targets hold (every leader plans its part from the same figures).
+ */
+static void
+balance_budgets(struct mheal *h)
+{
+	double part, mean;
+	uint64_t live = 0, cap = 0;
+
+	for (unsigned i = 0; i < h->nfill; i++) {
+		live += h->fill[i].live;
+		cap += h->fill[i].capacity;
+	}
+	part = live ? (double)h->mine / (double)live : 0;
+	mean = cap ? (double)live / (double)cap : 0;
+	for (unsigned i = 0; i < h->nfill; i++) {
+		double surplus = (double)h->fill[i].live - mean * (double)h->fill[i].capacity;
+
+		h->fill[i].out = h->fill[i].capacity && surplus > 0 ? (int64_t)(surplus * part) : 0;
+		h->fill[i].in = h->fill[i].capacity && surplus < 0 ? (int64_t)(-surplus * part) : 0;
+	}
+}
+
+static struct hfill *
+fill_find(struct mheal *h, uint64_t target)
+{
+	for (unsigned i = 0; i < h->nfill; i++)
+		if (h->fill[i].target == target && h->fill[i].capacity > 0)
+			return &h->fill[i];
+	return NULL;
+}
+
+/*
+ * A stripe at full protection while the fill is uneven: its fragments on
+ * targets with bytes to give move to the targets with the most room to
+ * take, a failure domain each, as long as the pass's budgets last (so only
+ * the surplus moves: about the least there is). 1 and *make, to; 0 if
+ * nothing moves.
+ */
+static int
+plan_balance(struct mheal *h, const struct plan *pl, const struct meta_extent *loc,
+	     uint32_t *make, uint64_t *to)
+{
+	unsigned n = (unsigned)loc->d + loc->p;
+
+	*make = 0;
+	memcpy(to, loc->targets, n * sizeof(to[0]));
+	for (unsigned i = 0; i < n; i++) {
+		struct hfill *src = fill_find(h, to[i]), *best = NULL;
+
+		if (src == NULL || src->out < (int64_t)loc->frag)
+			continue;
+		for (unsigned k = 0; k < h->nfill; k++) {
+			struct hfill *t = &h->fill[k];
+			bool clash = false;
+
+			if (t->in < (int64_t)loc->frag || (best && t->in <= best->in))
+				continue;
+			for (unsigned m = 0; m < pl->nt; m++)
+				if (pl->t[m].id == t->target && pl->t[m].weight == 0)
+					clash = true; /* down, failed: never a destination */
+			for (unsigned m = 0; m < n && !clash; m++)
+				clash = m != i && domain_of(pl, to[m]) == domain_of(pl, t->target);
+			if (!clash)
+				best = t;
+		}
+		if (best == NULL)
+			continue;
+		src->out -= loc->frag;
+		best->in -= loc->frag;
+		to[i] = best->target;
+		*make |= 1u << i;
+	}
+	return *make != 0;
+}
+
 struct pass {
 	struct mheal *h;
 	struct plan pl;
 	uint16_t bucket;
 	struct msvc_heal_stats st;
+	uint64_t mine;
 	bool work, waiting;
 };
 
 static void
-cand_add(struct mheal *h, uint16_t bucket, const struct meta_extent *loc, unsigned missing)
+cand_add(struct mheal *h, uint16_t bucket, const struct meta_extent *loc, unsigned missing,
+	 bool balance)
 {
 	unsigned at = h->ncand;
 
@@ -658,7 +938,10 @@ cand_add(struct mheal *h, uint16_t bucket, const struct meta_extent *loc, unsign
 	} else {
 		h->ncand++;
 	}
-	h->cand[at] = (struct hcand){ .bucket = bucket, .missing = (uint8_t)missing, .loc = *loc };
+	h->cand[at] = (struct hcand){
+		.bucket = bucket, .missing = (uint8_t)missing, .balance = balance, .loc = *loc
+	};
+	h->last = at;
 }
 
 static int
@@ -676,6 +959,7 @@ on_stripe(void *arg, const struct meta_extent *loc)
 	level = missing < MSVC_HEAL_LEVELS ? missing : MSVC_HEAL_LEVELS - 1;
 	ps->st.stripes[level]++;
 	ps->st.bytes[level] += bytes;
+	ps->mine += (uint64_t)n * loc->frag;
 	if (missing > loc->p)
 		ps->st.unreadable++;
 	ps->st.pending_bytes += (uint64_t)__builtin_popcount(lost) * loc->frag;
@@ -693,7 +977,18 @@ on_stripe(void *arg, const struct meta_extent *loc)
 			ps->work = true;
 		if (!in_flight(ps->h, loc->stripe) && plan_stripe(&ps->pl, loc, &make, to, &rp)) {
 			ps->work = true;
-			cand_add(ps->h, ps->bucket, loc, missing);
+			cand_add(ps->h, ps->bucket, loc, missing, false);
+		}
+	} else if (ps->h->balancing && lost == 0 && down == 0 && shared == 0) {
+		uint32_t make;
+		uint64_t to[META_FRAGS_MAX];
+
+		if (!in_flight(ps->h, loc->stripe) && plan_balance(ps->h, &ps->pl, loc, &make, to)) {
+			ps->work = true;
+			ps->st.balance_queued++;
+			cand_add(ps->h, ps->bucket, loc, 0, true);
+			ps->h->cand[ps->h->last].make = make;
+			memcpy(ps->h->cand[ps->h->last].to, to, sizeof(to));
 		}
 	}
 	return 0;
@@ -717,6 +1012,8 @@ pass(struct mheal *h, const struct plan *pl)
 	struct pass ps = { .h = h, .pl = *pl };
 
 	h->ncand = h->next = 0;
+	if (h->balancing)
+		balance_budgets(h);
 	for (uint32_t g = 0; g < fs->ngroups; g++) {
 		const uint16_t *b;
 		unsigned nb;
@@ -742,6 +1039,8 @@ pass(struct mheal *h, const struct plan *pl)
 	h->st.shared = ps.st.shared;
 	h->st.pending_bytes = ps.st.pending_bytes;
 	h->st.buckets = ps.st.buckets;
+	h->st.balance_queued = ps.st.balance_queued;
+	h->mine = ps.mine;
 	h->st.pass_epoch = pl->c->epoch;
 	h->st.queued = h->ncand;
 	h->st.passes++;
@@ -841,6 +1140,10 @@ on_tick(struct env_timer *t)
 	       (h->pass_work || (h->pass_waiting && pl.now - h->pass_at >= WAITING_NS) ||
 		(wr != h->writes && pl.now - h->pass_at >= WRITTEN_NS) ||
 		pl.now - h->pass_at >= CLEAN_NS));
+	if (!h->filling && mono - h->fill_at >= FILL_NS) {
+		h->fill_at = mono;
+		fill_ask(h, pl.c);
+	}
 	if (place_targets(pl.c, &pl.t, &pl.nt) < 0)
 		goto out;
 	if (due) {
@@ -907,6 +1210,7 @@ msvc_heal_free(struct mfs *fs)
 	if (fs->heal == NULL)
 		return;
 	sh_free(fs->heal->cand);
+	sh_free(fs->heal->fill);
 	sh_free(fs->heal);
 	fs->heal = NULL;
 }
@@ -929,6 +1233,10 @@ msvc_heal_add(const struct mfs *fs, struct msvc_heal_stats *sum)
 	sum->rebuilt_frags += st->rebuilt_frags;
 	sum->moved_frags += st->moved_frags;
 	sum->repaired_frags += st->repaired_frags;
+	sum->balanced_frags += st->balanced_frags;
+	sum->balance_queued += st->balance_queued;
+	if (st->fill_ratio_milli > sum->fill_ratio_milli)
+		sum->fill_ratio_milli = st->fill_ratio_milli;
 	sum->rebuilt_bytes += st->rebuilt_bytes;
 	sum->failed_jobs += st->failed_jobs;
 	sum->in_flight += st->in_flight;

@@ -81,6 +81,11 @@ show(json_t *j)
 	printf("; %lld stripes in flight, %lld queued\n", num(j, "in_flight"), num(j, "queued"));
 	printf("done        %lld fragments rebuilt, %lld moved (%s written), %lld retried\n",
 	       num(j, "rebuilt_fragments"), num(j, "moved_fragments"), done, num(j, "failed_jobs"));
+	printf("balance     targets' fill max/mean %.3f; %lld fragments moved, %lld stripes to "
+	       "move\n",
+	       json_number_value(json_object_get(j, "fill_max_over_mean")),
+	       num(j, "balanced_fragments"), num(j, "balance_queued"));
+	printf("scrub       %lld fragments repaired in place\n", num(j, "repaired_fragments"));
 	if (num(j, "shared_stripes") || num(j, "unreadable_stripes"))
 		printf("stripes     %lld sharing a failure domain, %lld unreadable\n",
 		       num(j, "shared_stripes"), num(j, "unreadable_stripes"));

@@ -163,7 +163,7 @@ self_dir(void)
 static pid_t
 spawn(const struct local *l, int n)
 {
-	char id[16], mgmt[64], data[64], dir[PATH_MAX + 16], log[PATH_MAX + 16], exe[PATH_MAX + 16];
+	char id[16], mgmt[64], data[64], dir[PATH_MAX + 16], log[PATH_MAX + 32], exe[PATH_MAX + 16];
 	pid_t pid;
 
 	snprintf(id, sizeof(id), "%d", n);
@@ -447,6 +447,45 @@ local_up(struct local *l, bool fresh)
 	return 0;
 }
 
+/*
+ * One more node joins the running cluster: its shoald started, added to
+ * the configuration with a drive of the cluster's size; the rebalance
+ * then moves data onto it (docs/healing.md).
+ */
+static int
+local_add(struct local *l)
+{
+	int n = l->nodes + 1;
+	char m[64], d[64], dpath[PATH_MAX + 64], w[64];
+	int fd;
+
+	if (n > LOCAL_NODES_MAX)
+		fail("the local cluster has the most nodes it can (%d)", LOCAL_NODES_MAX);
+	if (!port_free(l->port + n - 1, true) || !port_free(l->port + 100 + n - 1, false))
+		fail("port %d or %d is in use", l->port + n - 1, l->port + 100 + n - 1);
+	up_t0 = now_s();
+	l->nodes = n;
+	l->pids[n] = spawn(l, n);
+	save(l);
+	wait_api(l, n);
+	node_addr(l, n, false, m, sizeof(m));
+	node_addr(l, n, true, d, sizeof(d));
+	snprintf(w, sizeof(w), "node add %d", n);
+	post(l, 1, "/v1/nodes", json_pack("{s:i, s:s, s:s}", "id", n, "mgmt", m, "data", d), w);
+	snprintf(dpath, sizeof(dpath), "%s/drives/n%d.img", l->dir, n);
+	fd = open(dpath, O_RDWR | O_CREAT, 0644);
+	if (fd < 0 || ftruncate(fd, l->drive_size) < 0)
+		fail("cannot create drive %s: %s", dpath, strerror(errno));
+	close(fd);
+	snprintf(w, sizeof(w), "drive add on node %d", n);
+	post(l, 1, "/v1/drives", json_pack("{s:i, s:s}", "node", n, "path", dpath), w);
+	wait_healthy(l, 30);
+	printf("node %d added with a drive of %lld MiB in %.1f s; data moves onto it "
+	       "(shoal rebuild status)\n",
+	       n, l->drive_size >> 20, now_s() - up_t0);
+	return 0;
+}
+
 static int
 local_status(struct cli *c, struct local *l)
 {
@@ -597,6 +636,11 @@ cmd_local(struct cli *c, int argc, char **argv)
 			fail("no local cluster in %s", l.dir);
 		return local_status(c, &l);
 	}
+	if (strcmp(verb, "add") == 0) {
+		if (!load(&l))
+			fail("no local cluster in %s", l.dir);
+		return local_add(&l);
+	}
 	if (strcmp(verb, "down") == 0) {
 		if (!load(&l)) {
 			if (wipe_it && access(l.dir, F_OK) != 0)
@@ -611,5 +655,5 @@ cmd_local(struct cli *c, int argc, char **argv)
 			fail("cannot remove %s", l.dir);
 		return 0;
 	}
-	usage_error("local takes up, status or down, not '%s'", verb);
+	usage_error("local takes up, add, status or down, not '%s'", verb);
 }

@@ -33,7 +33,7 @@ static const char usage_text[] =
     "  status | events [--limit N] | stats [--interval S] [--count N]\n"
     "  local up [--nodes N] [--drive-size SIZE] [--dir DIR] [--port P] [--buckets N]\n"
     "           [--mode cpu|performance]\n"
-    "  local status [--dir DIR] | local down [--dir DIR] [--wipe]\n"
+    "  local status [--dir DIR] | local add [--dir DIR] | local down [--dir DIR] [--wipe]\n"
     "  ns FS stat|lstat|ls|mkdir|touch|rm|rmdir|readlink PATH | ns FS mv|ln FROM TO\n"
     "  ns FS ln -s TARGET PATH | ns FS chmod MODE PATH | ns FS xattr set|get|rm|ls ...\n"
     "  ns FS storm DIR THREADS FILES LOG [PREFIX] | ns FS check LOG\n"

@@ -10,9 +10,11 @@
  * The ideal time in the same run: node 7's bytes B read D times and
  * written once, spread over the 6 survivors, at the per-target rates fio
  * measures on the drive files' file system with 6 jobs at once (the
- * targets share one disk here): D*B/(6*read) + B/(6*write). Node 7 comes
- * back. B: node 6 is kill -9'd while the readers run, held down 8 s past
- * its detection (rebuild-delay 60 s: the reads around it alone), then let
+ * targets share one disk here): D*B/(6*read) + B/(6*write). Node 7 stays
+ * down; node 8 joins (`shoal local add`) with an empty drive, and the
+ * targets' fill evens out: rebalance_fill_max_over_mean once it does (or
+ * as it is after 10 min). B: node 6 is kill -9'd while the readers run,
+ * held down 8 s past its detection (rebuild-delay 60 s: the reads around it alone), then let
  * go (1 s): the readers' throughput from the rebuild's start to its end
  * against before. C: nodes 5 and 4 are kill -9'd at once: last_parity_s is
  * the time until no stripe misses two fragments (the most endangered are
@@ -263,6 +265,16 @@ is_degraded(json_t *s, void *arg)
 	return state_is(s, "degraded");
 }
 
+/* Full protection and the fill even (or as even as it gets): *arg the fill's max/mean. */
+static bool
+balanced(json_t *s, void *arg)
+{
+	double f = json_number_value(json_object_get(s, "fill_max_over_mean"));
+
+	*(double *)arg = f;
+	return state_is(s, "full") && jnum(s, "balanced_fragments") > 0 && f <= 1.05;
+}
+
 static bool
 is_full(json_t *s, void *arg)
 {
@@ -313,8 +325,9 @@ main(int argc, char **argv)
 	char self[PATH_MAX], tmp[] = "/var/tmp/shoal-bench-rebuild-XXXXXX";
 	struct worker w[READERS];
 	struct rebuild_watch rw = { 0 };
+	char fill_s[32];
 	double t0, t1, before, during, degraded, detect_s, rebuild_s, loaded_s, ideal_s, last_parity_s;
-	double rr, ww;
+	double rr, ww, balance_s;
 	double fill = 0;
 	uint64_t lost;
 	unsigned drive_gib;
@@ -396,13 +409,13 @@ main(int argc, char **argv)
 	printf("A: node %d lost, no clients: full protection after %.1f s (rebuilding for %.1f "
 	       "s)\n",
 	       NODES, rebuild_s, rw.ended - rw.started);
-	/* node 7 back (what it held is stale: released), the data spread back to 7 nodes */
-	bench_sh("bench/rebuild",
-		 "SHOAL_META_REPLACE=5 %s local up --nodes %d --dir %s --port %u --drive-size %uG "
-		 ">/dev/null",
-		 bin, NODES, dir, port, drive_gib);
-	if (wait_for(is_full, NULL, bench_now(), 300) < 0)
-		die("not at full protection with node %d back", NODES);
+	/* node 8 joins with an empty drive: the data spreads onto it until the fill is even */
+	bench_sh("bench/rebuild", "%s local add --dir %s >/dev/null", bin, dir);
+	t0 = bench_now();
+	balance_s = wait_for(balanced, &fill, t0, 600);
+	printf("node %d added: targets' fill max/mean %.3f after %.1f s\n", NODES + 1, fill,
+	       balance_s);
+	fflush(stdout);
 
 	/*
 	 * B: node 6 lost while the readers run: first held down (rebuild-delay 60 s) to
@@ -453,10 +466,11 @@ main(int argc, char **argv)
 	       NODES - 2, NODES - 3, last_parity_s);
 	sh_fs_close(fs);
 	sh_client_close(cl);
+	snprintf(fill_s, sizeof(fill_s), "%.3f", fill);
 	printf("BENCH rebuild {\"rebuild_s\":%.1f,\"ideal_s\":%.1f,\"vs_ideal\":%.2f,"
 	       "\"last_parity_s\":%.1f,\"client_read_during_vs_before\":%.2f,"
 	       "\"rebalance_fill_max_over_mean\":%s}\n",
 	       rebuild_s, ideal_s, ideal_s > 0 ? rebuild_s / ideal_s : 0, last_parity_s,
-	       before > 0 ? during / before : 0, fill > 0 ? "X" : "null");
+	       before > 0 ? during / before : 0, fill_s);
 	return 0;
 }

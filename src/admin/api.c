@@ -120,7 +120,10 @@ static json_t *
 drives_json(const struct cfg *c)
 {
 	static const char *const st[] = { [CFG_TGT_UP] = "up", [CFG_TGT_DOWN] = "down",
-					  [CFG_TGT_LOST] = "lost" };
+					  [CFG_TGT_LOST] = "lost", [CFG_TGT_DRAINING] = "draining" };
+	static const char *const ds[] = { [CFG_DRIVE_ACTIVE] = "active",
+					  [CFG_DRIVE_FAILED] = "failed",
+					  [CFG_DRIVE_DRAINING] = "draining" };
 	uint64_t now = sh_clock_real_ns();
 	json_t *a = json_array();
 
@@ -129,7 +132,7 @@ drives_json(const struct cfg *c)
 		    a, json_pack("{s:I, s:I, s:s, s:I, s:s, s:s}", "id", (json_int_t)c->drives[i].id,
 				 "node", (json_int_t)c->drives[i].node, "path", c->drives[i].path,
 				 "capacity", (json_int_t)c->drives[i].capacity, "state",
-				 c->drives[i].state == CFG_DRIVE_FAILED ? "failed" : "active",
+				 ds[c->drives[i].state],
 				 "target", st[cfg_target_state(c, c->drives[i].id, now)]));
 	return a;
 }
@@ -539,13 +542,21 @@ change(struct cluster *cl, const char *what, const char *key, struct admin_req *
 }
 
 static void
-del(struct cluster *cl, const char *what, const char *key, struct admin_req *req)
+del(struct cluster *cl, const struct admin_node *self, const char *what, const char *key,
+    struct admin_req *req)
 {
 	struct cfg_cmd cmd = { 0 };
+	char err[CFG_MSG_MAX];
 	char *end;
 	int rc;
 
-	if (strcmp(what, "nodes") == 0) {
+	if (strcmp(what, "drives") == 0) {
+		rc = admin_drive_remove(cluster_cfg(cl), self, key, &cmd, err, sizeof(err));
+		if (rc < 0) {
+			reply_err(req, rc, err);
+			return;
+		}
+	} else if (strcmp(what, "nodes") == 0) {
 		cmd.op = CFG_OP_NODE_REMOVE;
 		cmd.id = strtoull(key, &end, 10);
 		if (*key == '\0' || *end != '\0' || cmd.id == 0) {
@@ -636,7 +647,7 @@ admin_api_handle(struct cluster *cl, const struct admin_node *self, struct admin
 		return;
 	}
 	if (strcmp(req->method, "DELETE") == 0 && key[0] != '\0') {
-		del(cl, what, key, req);
+		del(cl, self, what, key, req);
 		return;
 	}
 	admin_reply(req, 405, NULL, "{\"error\":\"method not allowed\",\"code\":\"EINVAL\"}\n", 47);

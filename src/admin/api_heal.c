@@ -3,8 +3,10 @@
  * Self-healing in the admin API (docs/admin-api.md, docs/healing.md):
  * GET /v1/heal is this node's part (the buckets it leads), GET /v1/rebuild
  * the cluster's, summed over every node's part; PUT /v1/drives/ID
- * {"state":"failed"} fails a drive, PUT /v1/settings/NAME {"value":N}
- * changes a setting, GET /v1/settings lists them.
+ * {"state":"failed"} fails a drive, {"state":"draining"} drains it, DELETE
+ * /v1/drives/ID removes a drive drained (or failed and rebuilt), PUT
+ * /v1/settings/NAME {"value":N} changes a setting, GET /v1/settings lists
+ * them.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -44,6 +46,7 @@ admin_heal_add(struct msvc_heal_stats *sum, const struct msvc_heal_stats *h)
 	sum->repaired_frags += h->repaired_frags;
 	sum->balanced_frags += h->balanced_frags;
 	sum->balance_queued += h->balance_queued;
+	sum->draining += h->draining;
 	if (h->fill_ratio_milli > sum->fill_ratio_milli)
 		sum->fill_ratio_milli = h->fill_ratio_milli;
 	sum->rebuilt_bytes += h->rebuilt_bytes;
@@ -92,6 +95,7 @@ heal_to_json(const struct msvc_heal_stats *h)
 			 (json_int_t)(h->pass_epoch == UINT64_MAX ? -1 : (json_int_t)h->pass_epoch));
 	json_object_set_new(o, "balanced_fragments", json_integer((json_int_t)h->balanced_frags));
 	json_object_set_new(o, "balance_queued", json_integer((json_int_t)h->balance_queued));
+	json_object_set_new(o, "draining_stripes", json_integer((json_int_t)h->draining));
 	json_object_set_new(o, "fill_max_over_mean", json_real((double)h->fill_ratio_milli / 1000));
 	return o;
 }
@@ -133,6 +137,7 @@ add_json(struct msvc_heal_stats *sum, json_t *j)
 	h.repaired_frags = jget(j, "repaired_fragments");
 	h.balanced_frags = jget(j, "balanced_fragments");
 	h.balance_queued = jget(j, "balance_queued");
+	h.draining = jget(j, "draining_stripes");
 	h.fill_ratio_milli = (uint64_t)(json_number_value(json_object_get(j, "fill_max_over_mean")) *
 					1000 +
 				    0.5);
@@ -151,7 +156,8 @@ add_json(struct msvc_heal_stats *sum, json_t *j)
  * The state in a word: checking (a node did not answer, a bucket was not
  * gone over, or a pass has not seen the newest configuration yet),
  * data-loss (a stripe misses more than its parity), rebuilding (fragments
- * on lost targets to re-create), degraded (fragments on nodes down, not
+ * on lost targets to re-create), draining (fragments on drives being
+ * removed, copied off them), degraded (fragments on nodes down, not
  * lost yet: read around until they come back or the delay ends),
  * spreading (stripes with fragments sharing a failure domain, being spread
  * out), shared (such stripes, and no failure domain free to take them),
@@ -173,6 +179,8 @@ heal_state(const struct cfg *c, const struct msvc_heal_stats *h, unsigned answer
 		return "data-loss";
 	if (h->pending_bytes > 0)
 		return "rebuilding";
+	if (h->draining > 0)
+		return "draining";
 	if (missing > 0)
 		return "degraded";
 	if (h->shared > 0)
@@ -266,11 +274,13 @@ admin_heal_put(const char *what, const char *key, json_t *o, struct cfg_cmd *cmd
 			snprintf(err, elen, "a drive id is a positive number");
 			return -EINVAL;
 		}
-		if (!json_is_string(s) || strcmp(json_string_value(s), "failed") != 0) {
-			snprintf(err, elen, "field \"state\" must be \"failed\"");
+		if (!json_is_string(s) || (strcmp(json_string_value(s), "failed") != 0 &&
+					   strcmp(json_string_value(s), "draining") != 0)) {
+			snprintf(err, elen, "field \"state\" must be \"failed\" or \"draining\"");
 			return -EINVAL;
 		}
-		cmd->state = CFG_DRIVE_FAILED;
+		cmd->state = strcmp(json_string_value(s), "failed") == 0 ? CFG_DRIVE_FAILED
+									 : CFG_DRIVE_DRAINING;
 		return 0;
 	}
 	if (strcmp(what, "settings") == 0) {
@@ -290,4 +300,39 @@ admin_heal_put(const char *what, const char *key, json_t *o, struct cfg_cmd *cmd
 		return 0;
 	}
 	return -ENOENT;
+}
+
+int
+admin_drive_remove(const struct cfg *c, const struct admin_node *self, const char *key,
+		   struct cfg_cmd *cmd, char *err, size_t elen)
+{
+	const struct cfg_drive *d;
+	json_t *st;
+	const char *state;
+	bool done;
+	char *end;
+
+	cmd->op = CFG_OP_DRIVE_REMOVE;
+	cmd->target = strtoull(key, &end, 10);
+	if (*key == '\0' || *end != '\0' || cmd->target == 0) {
+		snprintf(err, elen, "a drive id is a positive number");
+		return -EINVAL;
+	}
+	d = cfg_drive_find(c, cmd->target);
+	if (d == NULL || d->state == CFG_DRIVE_ACTIVE)
+		return 0; /* the configuration's check says why */
+	/* every stripe off it first: nothing drains, nothing rebuilds, nothing unknown */
+	st = admin_rebuild_json(c, self, sh_clock_real_ns());
+	state = json_string_value(json_object_get(st, "state"));
+	done = json_integer_value(json_object_get(st, "draining_stripes")) == 0 &&
+	       json_integer_value(json_object_get(st, "pending_bytes")) == 0 && state != NULL &&
+	       strcmp(state, "checking") != 0 && strcmp(state, "data-loss") != 0;
+	json_decref(st);
+	if (!done) {
+		snprintf(err, elen,
+			 "drive %llu still holds fragments a stripe needs (shoal rebuild status)",
+			 (unsigned long long)cmd->target);
+		return -EBUSY;
+	}
+	return 0;
 }

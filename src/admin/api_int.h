@@ -24,4 +24,11 @@ json_t *admin_settings_json(const struct cfg *c);
 int admin_heal_put(const char *what, const char *key, json_t *o, struct cfg_cmd *cmd, char *err,
 		   size_t elen);
 
+/*
+ * DELETE /v1/drives/KEY into a command: refused (-EBUSY, a reason in err)
+ * while a stripe still needs a fragment on it (it drains, or rebuilds).
+ */
+int admin_drive_remove(const struct cfg *c, const struct admin_node *self, const char *key,
+		       struct cfg_cmd *cmd, char *err, size_t elen);
+
 #endif /* SH_ADMIN_API_INT_H */

@@ -14,7 +14,8 @@
 
 static const char *op_names[] = { "?",		"cluster.create", "node.add",  "node.remove",
 				  "node.state", "net.add",	  "drive.add", "fs.create",
-				  "fs.delete",	"mgroup.replace", "drive.state", "set" };
+				  "fs.delete",	"mgroup.replace", "drive.state", "set",
+				  "drive.remove" };
 
 const char *
 cfg_op_name(unsigned op)
@@ -724,6 +725,7 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		return check_replace(c, cmd, msg, len);
 	case CFG_OP_DRIVE_STATE:
 	case CFG_OP_SET:
+	case CFG_OP_DRIVE_REMOVE:
 		return cfg_check_heal(c, cmd, msg, len);
 	}
 	return -EINVAL;
@@ -905,6 +907,7 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		break;
 	case CFG_OP_DRIVE_STATE:
 	case CFG_OP_SET:
+	case CFG_OP_DRIVE_REMOVE:
 		cfg_apply_heal(c, cmd);
 		break;
 	}
@@ -1209,7 +1212,7 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 		for (uint32_t i = 0; i < t->ndrives; i++) {
 			t->drives[i].state = sh_dec_u8(&d);
 			t->drives[i].since = sh_dec_u64(&d);
-			if (t->drives[i].state > CFG_DRIVE_FAILED)
+			if (t->drives[i].state > CFG_DRIVE_DRAINING)
 				goto bad;
 		}
 		t->rebuild_delay_s = sh_dec_u32(&d);

@@ -48,20 +48,26 @@ enum cfg_op {
 	CFG_OP_MGROUP_REPLACE,
 	CFG_OP_DRIVE_STATE, /* target: the drive; state: enum cfg_drive_state */
 	CFG_OP_SET,	    /* name: a setting (cfg_setting_names), size: its value */
+	CFG_OP_DRIVE_REMOVE, /* target: a drained drive, forgotten */
 	CFG_OP_MAX
 };
 
 enum cfg_state { CFG_UP = 1, CFG_DOWN = 2 };
-/* A drive: in service, or failed (errors, or `shoal drive fail`): its fragments are rebuilt. */
-enum cfg_drive_state { CFG_DRIVE_ACTIVE = 0, CFG_DRIVE_FAILED = 1 };
+/*
+ * A drive: in service; failed (errors, or `shoal drive fail`): its
+ * fragments are rebuilt; draining (`shoal drive remove`): its fragments are
+ * copied off it, then it is removed (CFG_OP_DRIVE_REMOVE).
+ */
+enum cfg_drive_state { CFG_DRIVE_ACTIVE = 0, CFG_DRIVE_FAILED = 1, CFG_DRIVE_DRAINING = 2 };
 /*
  * What a target is to the data path (docs/healing.md): up; down (its node
  * is marked down, for less than the rebuild delay: its fragments are read
  * around, and serve again when it comes back); lost (its drive failed, or
  * its node has been down for the rebuild delay, or it is no longer in the
- * configuration): its fragments are rebuilt elsewhere.
+ * configuration): its fragments are rebuilt elsewhere; draining: up, its
+ * fragments copied elsewhere.
  */
-enum cfg_target_state { CFG_TGT_UP = 0, CFG_TGT_DOWN = 1, CFG_TGT_LOST = 2 };
+enum cfg_target_state { CFG_TGT_UP = 0, CFG_TGT_DOWN = 1, CFG_TGT_LOST = 2, CFG_TGT_DRAINING = 3 };
 #define CFG_REBUILD_DELAY_S   60
 #define CFG_REBUILD_SHARE     30 /* percent of a target's bandwidth rebuild may take under load */
 #define CFG_REBUILD_DELAY_MAX (7u * 86400)

@@ -66,7 +66,7 @@ cfg_target_state(const struct cfg *c, uint64_t target, uint64_t now)
 	if (n == NULL || d->state == CFG_DRIVE_FAILED)
 		return CFG_TGT_LOST;
 	if (n->state != CFG_DOWN)
-		return CFG_TGT_UP;
+		return d->state == CFG_DRIVE_DRAINING ? CFG_TGT_DRAINING : CFG_TGT_UP;
 	return now >= n->since && now - n->since >= delay ? CFG_TGT_LOST : CFG_TGT_DOWN;
 }
 
@@ -94,16 +94,28 @@ cfg_check_heal(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t
 	const struct setting *st;
 	int64_t cur;
 
-	if (cmd->op == CFG_OP_DRIVE_STATE) {
+	if (cmd->op == CFG_OP_DRIVE_STATE || cmd->op == CFG_OP_DRIVE_REMOVE) {
 		d = cfg_drive_find(c, cmd->target);
 		if (d == NULL)
 			return cfg_fail(msg, len, -ENOENT, "no drive %llu",
 					(unsigned long long)cmd->target);
-		if (cmd->state != CFG_DRIVE_FAILED)
-			return cfg_fail(msg, len, -EINVAL,
-					"a failed drive stays failed: remove it, then add it again");
+		if (cmd->op == CFG_OP_DRIVE_REMOVE)
+			return d->state == CFG_DRIVE_DRAINING || d->state == CFG_DRIVE_FAILED
+				   ? 0
+				   : cfg_fail(msg, len, -EBUSY,
+					      "drive %llu is in service: drain it first "
+					      "(shoal drive remove)",
+					      (unsigned long long)cmd->target);
+		if (cmd->state != CFG_DRIVE_FAILED && cmd->state != CFG_DRIVE_DRAINING)
+			return cfg_fail(msg, len, -EINVAL, "a drive fails or drains; neither "
+							   "is undone (remove it, add it again)");
 		if (d->state == cmd->state)
-			return cfg_fail(msg, len, -EALREADY, "drive %llu has failed already",
+			return cfg_fail(msg, len, -EALREADY, "drive %llu is %s already",
+					(unsigned long long)cmd->target,
+					d->state == CFG_DRIVE_FAILED ? "failed" : "draining");
+		if (d->state == CFG_DRIVE_FAILED)
+			return cfg_fail(msg, len, -EINVAL,
+					"drive %llu has failed: nothing to drain from it",
 					(unsigned long long)cmd->target);
 		return 0;
 	}
@@ -127,13 +139,31 @@ cfg_check_heal(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t
 void
 cfg_apply_heal(struct cfg *c, const struct cfg_cmd *cmd)
 {
+	if (cmd->op == CFG_OP_DRIVE_REMOVE) {
+		uint32_t i;
+
+		for (i = 0; c->drives[i].id != cmd->target; i++)
+			;
+		cfg_event(c, cmd->time, c->drives[i].node, "drive %llu of node %llu removed",
+			  (unsigned long long)cmd->target, (unsigned long long)c->drives[i].node);
+		memmove(&c->drives[i], &c->drives[i + 1],
+			(c->ndrives - i - 1) * sizeof(c->drives[0]));
+		c->ndrives--;
+		return;
+	}
 	if (cmd->op == CFG_OP_DRIVE_STATE) {
 		struct cfg_drive *d = (struct cfg_drive *)cfg_drive_find(c, cmd->target);
 
 		d->state = cmd->state;
 		d->since = cmd->time;
-		cfg_event(c, cmd->time, d->node, "drive %llu of node %llu failed: its fragments are rebuilt",
-			  (unsigned long long)d->id, (unsigned long long)d->node);
+		if (d->state == CFG_DRIVE_FAILED)
+			cfg_event(c, cmd->time, d->node,
+				  "drive %llu of node %llu failed: its fragments are rebuilt",
+				  (unsigned long long)d->id, (unsigned long long)d->node);
+		else
+			cfg_event(c, cmd->time, d->node,
+				  "drive %llu of node %llu draining: its fragments move off it",
+				  (unsigned long long)d->id, (unsigned long long)d->node);
 		return;
 	}
 	{

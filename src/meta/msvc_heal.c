@@ -26,104 +26,11 @@
 #include <string.h>
 
 #include "../data/ec.h"
-#include "../data/place.h"
 #include "../store/store.h"
 #include "../store/store_proto.h"
-#include "msvc_int.h"
+#include "msvc_heal_int.h"
 
 SH_LOG_FACILITY("meta.heal");
-
-#define TICK_NS	   (1000ull * 1000 * 1000)
-#define CALL_NS	   (10ull * 1000 * 1000 * 1000)
-#define JOBS_MAX   8	/* stripes being healed at once, per filesystem here */
-#define CANDS_MAX  1024 /* stripes planned by one pass (the most endangered kept) */
-#define CLEAN_NS   (30ull * 1000 * 1000 * 1000) /* a pass this often when all is well */
-#define WAITING_NS (5ull * 1000 * 1000 * 1000)	/* ... when stripes wait for nodes down */
-#define WRITTEN_NS (2ull * 1000 * 1000 * 1000)	/* ... when stripes were written since */
-#define REPAIRS_MAX 256 /* corrupt fragments queued to be re-created in place */
-#define PEERS_MAX   1024
-#define FILL_NS	    (5ull * 1000 * 1000 * 1000) /* targets' fill asked this often */
-#define BALANCE_ON  1.05 /* max / mean fill above this: stripes move to even it out */
-#define BALANCE_OFF 1.02 /* ... until it is below this */
-#define BUSY_BYTES  (1u << 20) /* clients moved more than this in a tick: not idle */
-
-struct hcand {
-	uint16_t bucket;
-	uint8_t missing; /* fragments down or lost: the sort key */
-	bool balance;	 /* a move to even the targets' fill out, planned: */
-	uint32_t make;	 /* the fragments that move */
-	uint64_t to[META_FRAGS_MAX];
-	struct meta_extent loc;
-};
-
-/* What a target holds, as its last STORE_STAT said; what a pass moves off and onto it. */
-struct hfill {
-	uint64_t target, live, capacity;
-	int64_t out, in; /* bytes this leader's pass may still move off it, onto it */
-};
-
-struct hjob;
-
-struct hcall {
-	struct hjob *j;
-	struct net_call *h;
-	unsigned idx;
-	bool put;
-};
-
-struct hjob {
-	struct sh_list link; /* in heal->jobs */
-	struct mfs *fs;
-	uint16_t bucket;
-	struct meta_extent loc;	       /* the stripe as its record said */
-	uint64_t to[META_FRAGS_MAX];   /* where each fragment goes (loc's for those kept) */
-	uint32_t make;		       /* fragments written to their new place */
-	uint32_t cand;		       /* fragments that may be read (their targets up) */
-	uint32_t tried, got;	       /* reads started, reads done */
-	unsigned reading, pending;     /* reads in flight; writes in flight */
-	bool reprotect;		       /* moves of fragments that are still there */
-	bool repair;		       /* a corrupt fragment re-created where it is */
-	bool copy;		       /* the moving fragments are read as they are, not decoded */
-	bool balance;		       /* ... to even the fill out */
-	bool cancelled;
-	int status;
-	uint8_t *frags[META_FRAGS_MAX];
-	struct hcall calls[META_FRAGS_MAX];
-};
-
-struct hrepair {
-	uint16_t bucket;
-	uint32_t idx;
-	uint64_t stripe, target;
-};
-
-struct mheal {
-	struct mfs *fs;
-	struct hrepair rep[REPAIRS_MAX]; /* corrupt fragments reported, oldest first */
-	unsigned nrep;
-	struct env_timer tick;
-	struct sh_list jobs;
-	unsigned njobs;
-	struct hcand *cand; /* CANDS_MAX, sorted most endangered first */
-	unsigned ncand, next, last; /* last: the one cand_add put in */
-	uint64_t pass_epoch, pass_at; /* the configuration and time of the last pass */
-	bool pass_work, pass_waiting; /* what it found: work to do, stripes waiting */
-	uint64_t client, client_at;   /* bytes moved for clients here, at the last sample, when */
-	bool idle;		      /* the last second's sample saw no client traffic */
-	uint64_t cap, spent;	      /* bytes jobs may move per second (0: any), and did */
-	struct hfill *fill;	      /* every target's, as last asked (fill_at) */
-	unsigned nfill;
-	uint64_t fill_at;
-	bool filling;	  /* a round of STORE_STATs in flight */
-	bool balancing;	  /* the fill is uneven: stripes move to where placement puts them */
-	double fill_mean; /* live / capacity, over the targets up */
-	uint64_t mine, all; /* bytes of the stripes led here (last pass), and on every target */
-	uint64_t writes;	      /* its stripe-mapping commands at the last pass */
-	uint64_t led;		      /* which groups served here at the last pass (a hash) */
-	unsigned lost;		      /* targets lost at the last pass */
-	uint64_t bytes_at, rate_at;   /* rebuilt bytes at the rate's last sample, and when */
-	struct msvc_heal_stats st;
-};
 
 static void
 job_free(struct hjob *j)
@@ -131,6 +38,10 @@ job_free(struct hjob *j)
 	struct mfs *fs = j->fs;
 	struct mheal *h = fs->heal;
 
+	if (j->balance) {
+		h->bal_jobs--;
+		h->bal_end = env_now(fs->s->env);
+	}
 	for (unsigned i = 0; i < META_FRAGS_MAX; i++)
 		sh_free(j->frags[i]);
 	sh_list_del(&j->link);
@@ -491,12 +402,17 @@ states(const struct cfg *c, const struct meta_extent *loc, uint64_t now, uint32_
 	}
 }
 
-struct plan {
-	const struct cfg *c;
-	struct place_target *t;
-	unsigned nt;
-	uint64_t now;
-};
+/* Fragments of loc on draining targets (readable, to be moved off). */
+static uint32_t
+draining(const struct cfg *c, const struct meta_extent *loc, uint64_t now)
+{
+	uint32_t m = 0;
+
+	for (unsigned i = 0; i < (unsigned)loc->d + loc->p; i++)
+		if (cfg_target_state(c, loc->targets[i], now) == CFG_TGT_DRAINING)
+			m |= 1u << i;
+	return m;
+}
 
 static bool
 in_flight(struct mheal *h, uint64_t stripe)
@@ -524,8 +440,17 @@ plan_stripe(const struct plan *pl, const struct meta_extent *loc, uint32_t *make
 	states(pl->c, loc, pl->now, &lost, &down);
 	*reprotect = lost == 0;
 	if (lost == 0) {
+		uint32_t dr = draining(pl->c, loc, pl->now);
+
 		if (down != 0)
 			return 0; /* a stripe is spread out again once all of it is up */
+		if (dr != 0) { /* copied off the drives being removed */
+			if (place_refill(pl->t, pl->nt, loc->stripe, n, loc->p, loc->targets,
+					 all & ~dr, to, &shared) < 0)
+				return 0;
+			*make = dr;
+			return 1;
+		}
 		now_shared = place_shared(pl->t, pl->nt, loc->targets, n, &which);
 		if (now_shared == 0)
 			return 0;
@@ -560,6 +485,7 @@ job_start(struct mheal *h, const struct plan *pl, const struct hcand *cd)
 		j->balance = j->reprotect = true; /* (moved: released where it was) */
 		j->make = cd->make;
 		memcpy(j->to, cd->to, sizeof(j->to));
+		h->bal_jobs++; /* (job_free counts it back, however it ends) */
 	} else if (!plan_stripe(pl, &j->loc, &j->make, j->to, &j->reprotect)) {
 		sh_free(j);
 		return;
@@ -675,244 +601,6 @@ msvc_heal_repair(struct mfs *fs, struct mgroup *g, uint16_t bucket, uint64_t str
 	return 0;
 }
 
-/* ---- the targets' fill, and moves that even it out ---- */
-
-struct fround;
-
-/* A STORE_STAT's own argument: the round, and which target. */
-struct farg {
-	struct fround *r;
-	unsigned i;
-};
-
-struct fround {
-	struct mheal *h;
-	unsigned n, pending;
-	struct hfill *f;
-	struct store_proto_stat *st;
-	struct net_call_opts o;
-	struct farg *arg;
-};
-
-static void
-fill_end(struct fround *r)
-{
-	struct mheal *h = r->h;
-	struct mfs *fs = h->fs;
-	double sum = 0, max = 0;
-	unsigned known = 0;
-
-	for (unsigned i = 0; i < r->n; i++) {
-		double f;
-
-		if (r->f[i].capacity == 0)
-			continue;
-		f = (double)r->f[i].live / (double)r->f[i].capacity;
-		sum += f;
-		max = f > max ? f : max;
-		known++;
-	}
-	sh_free(h->fill);
-	h->fill = r->f;
-	h->nfill = r->n;
-	h->filling = false;
-	h->fill_mean = known ? sum / known : 0;
-	h->st.fill_ratio_milli = h->fill_mean > 0 ? (uint64_t)(max / h->fill_mean * 1000) : 1000;
-	if (!h->balancing && h->fill_mean > 0 && max > h->fill_mean * BALANCE_ON) {
-		h->balancing = true;
-		h->pass_work = true; /* a pass plans the moves */
-		sh_log_info("filesystem %u: targets' fill uneven (max %.3f of mean %.3f): "
-			    "rebalancing",
-			    fs->id, max, h->fill_mean);
-	} else if (h->balancing && (h->fill_mean == 0 || max <= h->fill_mean * BALANCE_OFF)) {
-		h->balancing = false;
-		sh_log_info("filesystem %u: targets' fill even (max %.3f of mean %.3f)", fs->id,
-			    max, h->fill_mean);
-	}
-	sh_free(r->st);
-	sh_free(r->arg);
-	sh_free(r);
-	mfs_unref(fs);
-}
-
-static void
-fill_one(struct fround *r, unsigned i, int status)
-{
-	if (status < 0)
-		r->f[i].capacity = 0; /* not known: not counted */
-	if (--r->pending == 0)
-		fill_end(r);
-}
-
-static void
-on_stat(void *arg, int status, const struct net_msg *reply)
-{
-	struct fround *r = ((struct farg *)arg)->r;
-	unsigned i = ((struct farg *)arg)->i;
-
-	if (status == 0 && reply->len == sizeof(r->st[i])) {
-		memcpy(&r->st[i], reply->buf->data + reply->off, sizeof(r->st[i]));
-		r->f[i].live = r->st[i].live;
-		r->f[i].capacity = r->st[i].capacity;
-	} else if (status == 0) {
-		status = -EPROTO;
-	}
-	fill_one(r, i, status);
-}
-
-/* Ask every target up how full it is (a round; fill_end takes the answers). */
-static void
-fill_ask(struct mheal *h, const struct cfg *c)
-{
-	struct msvc *s = h->fs->s;
-	struct fround *r = sh_calloc(1, sizeof(*r));
-
-	if (r == NULL)
-		return;
-	r->h = h;
-	r->n = c->ndrives;
-	r->f = sh_calloc(r->n + 1, sizeof(*r->f));
-	r->st = sh_calloc(r->n + 1, sizeof(*r->st));
-	r->arg = sh_calloc(r->n + 1, sizeof(*r->arg));
-	if (r->f == NULL || r->st == NULL || r->arg == NULL) {
-		sh_free(r->f);
-		sh_free(r->st);
-		sh_free(r->arg);
-		sh_free(r);
-		return;
-	}
-	h->filling = true;
-	h->fs->refs++;
-	r->pending = 1 + r->n; /* held while asking */
-	r->o = (struct net_call_opts){ .timeout_ns = CALL_NS, .retries = 1 };
-	for (unsigned i = 0; i < r->n; i++) {
-		struct store_proto_req q = { .target = c->drives[i].id };
-		uint8_t hdr[STORE_PROTO_HDR + 8];
-		struct iovec iov = { hdr, store_proto_encode(NET_OP_STORE_STAT, &q, hdr) };
-		char addr[CFG_ADDR_MAX];
-		struct store *st;
-		uint64_t peer;
-		int rc;
-
-		r->f[i].target = c->drives[i].id;
-		r->arg[i].r = r;
-		r->arg[i].i = i;
-		rc = c->drives[i].state == CFG_DRIVE_ACTIVE
-			 ? mplace_target(c, c->drives[i].id, &peer, addr)
-			 : -EHOSTDOWN;
-		if (rc == 0 && peer == net_node_id(s->net)) {
-			struct store_stats ss;
-
-			st = s->p.store_local ? s->p.store_local(s->p.arg, c->drives[i].id) : NULL;
-			rc = st ? 0 : -ENODEV;
-			if (st != NULL) {
-				store_stats(st, &ss);
-				r->f[i].live = ss.live;
-				r->f[i].capacity = ss.capacity;
-			}
-			fill_one(r, i, rc);
-			continue;
-		}
-		if (rc == 0)
-			rc = net_peer_ensure(s->net, peer, addr);
-		if (rc == 0)
-			rc = net_call(s->net, peer, NET_OP_STORE_STAT, &iov, 1, &r->o, on_stat,
-				      &r->arg[i], NULL);
-		if (rc < 0)
-			fill_one(r, i, rc);
-	}
-	fill_one(r, UINT32_MAX, 0);
-}
-
-
-static uint32_t
-domain_of(const struct plan *pl, uint64_t target)
-{
-	for (unsigned i = 0; i < pl->nt; i++)
-		if (pl->t[i].id == target)
-			return pl->t[i].domain;
-	return UINT32_MAX;
-}
-
-/*
- * A pass's budgets while the fill is uneven: each target's surplus over the
- * mean fill (capacity-weighted) is to move off it, each one's shortfall onto
- * it; this leader takes its part, as the bytes of its stripes are of all
- * the targets hold (every leader plans its part from the same figures).
- */
-static void
-balance_budgets(struct mheal *h)
-{
-	double part, mean;
-	uint64_t live = 0, cap = 0;
-
-	for (unsigned i = 0; i < h->nfill; i++) {
-		live += h->fill[i].live;
-		cap += h->fill[i].capacity;
-	}
-	part = live ? (double)h->mine / (double)live : 0;
-	mean = cap ? (double)live / (double)cap : 0;
-	for (unsigned i = 0; i < h->nfill; i++) {
-		double surplus = (double)h->fill[i].live - mean * (double)h->fill[i].capacity;
-
-		h->fill[i].out = h->fill[i].capacity && surplus > 0 ? (int64_t)(surplus * part) : 0;
-		h->fill[i].in = h->fill[i].capacity && surplus < 0 ? (int64_t)(-surplus * part) : 0;
-	}
-}
-
-static struct hfill *
-fill_find(struct mheal *h, uint64_t target)
-{
-	for (unsigned i = 0; i < h->nfill; i++)
-		if (h->fill[i].target == target && h->fill[i].capacity > 0)
-			return &h->fill[i];
-	return NULL;
-}
-
-/*
- * A stripe at full protection while the fill is uneven: its fragments on
- * targets with bytes to give move to the targets with the most room to
- * take, a failure domain each, as long as the pass's budgets last (so only
- * the surplus moves: about the least there is). 1 and *make, to; 0 if
- * nothing moves.
- */
-static int
-plan_balance(struct mheal *h, const struct plan *pl, const struct meta_extent *loc,
-	     uint32_t *make, uint64_t *to)
-{
-	unsigned n = (unsigned)loc->d + loc->p;
-
-	*make = 0;
-	memcpy(to, loc->targets, n * sizeof(to[0]));
-	for (unsigned i = 0; i < n; i++) {
-		struct hfill *src = fill_find(h, to[i]), *best = NULL;
-
-		if (src == NULL || src->out < (int64_t)loc->frag)
-			continue;
-		for (unsigned k = 0; k < h->nfill; k++) {
-			struct hfill *t = &h->fill[k];
-			bool clash = false;
-
-			if (t->in < (int64_t)loc->frag || (best && t->in <= best->in))
-				continue;
-			for (unsigned m = 0; m < pl->nt; m++)
-				if (pl->t[m].id == t->target && pl->t[m].weight == 0)
-					clash = true; /* down, failed: never a destination */
-			for (unsigned m = 0; m < n && !clash; m++)
-				clash = m != i && domain_of(pl, to[m]) == domain_of(pl, t->target);
-			if (!clash)
-				best = t;
-		}
-		if (best == NULL)
-			continue;
-		src->out -= loc->frag;
-		best->in -= loc->frag;
-		to[i] = best->target;
-		*make |= 1u << i;
-	}
-	return *make != 0;
-}
-
 struct pass {
 	struct mheal *h;
 	struct plan pl;
@@ -966,6 +654,10 @@ on_stripe(void *arg, const struct meta_extent *loc)
 	shared = place_shared(ps->pl.t, ps->pl.nt, loc->targets, n, &which);
 	if (shared > 0)
 		ps->st.shared++;
+	if (draining(ps->pl.c, loc, ps->pl.now) != 0) {
+		ps->st.draining++;
+		shared = shared ? shared : 1; /* (planned below, as a stripe to spread) */
+	}
 	if (down != 0 && lost == 0)
 		ps->waiting = true;
 	if (lost != 0 || (shared > 0 && down == 0)) {
@@ -983,7 +675,7 @@ on_stripe(void *arg, const struct meta_extent *loc)
 		uint32_t make;
 		uint64_t to[META_FRAGS_MAX];
 
-		if (!in_flight(ps->h, loc->stripe) && plan_balance(ps->h, &ps->pl, loc, &make, to)) {
+		if (!in_flight(ps->h, loc->stripe) && heal_plan_balance(ps->h, &ps->pl, loc, &make, to)) {
 			ps->work = true;
 			ps->st.balance_queued++;
 			cand_add(ps->h, ps->bucket, loc, 0, true);
@@ -1012,8 +704,6 @@ pass(struct mheal *h, const struct plan *pl)
 	struct pass ps = { .h = h, .pl = *pl };
 
 	h->ncand = h->next = 0;
-	if (h->balancing)
-		balance_budgets(h);
 	for (uint32_t g = 0; g < fs->ngroups; g++) {
 		const uint16_t *b;
 		unsigned nb;
@@ -1040,6 +730,7 @@ pass(struct mheal *h, const struct plan *pl)
 	h->st.pending_bytes = ps.st.pending_bytes;
 	h->st.buckets = ps.st.buckets;
 	h->st.balance_queued = ps.st.balance_queued;
+	h->st.draining = ps.st.draining;
 	h->mine = ps.mine;
 	h->st.pass_epoch = pl->c->epoch;
 	h->st.queued = h->ncand;
@@ -1142,7 +833,7 @@ on_tick(struct env_timer *t)
 		pl.now - h->pass_at >= CLEAN_NS));
 	if (!h->filling && mono - h->fill_at >= FILL_NS) {
 		h->fill_at = mono;
-		fill_ask(h, pl.c);
+		heal_fill_ask(h, pl.c);
 	}
 	if (place_targets(pl.c, &pl.t, &pl.nt) < 0)
 		goto out;
@@ -1235,6 +926,7 @@ msvc_heal_add(const struct mfs *fs, struct msvc_heal_stats *sum)
 	sum->repaired_frags += st->repaired_frags;
 	sum->balanced_frags += st->balanced_frags;
 	sum->balance_queued += st->balance_queued;
+	sum->draining += st->draining;
 	if (st->fill_ratio_milli > sum->fill_ratio_milli)
 		sum->fill_ratio_milli = st->fill_ratio_milli;
 	sum->rebuilt_bytes += st->rebuilt_bytes;

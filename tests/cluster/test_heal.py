@@ -378,6 +378,64 @@ def corrupt_fragments_repaired_after_a_read_and_by_the_scrub(c):
     check(log_count(c, m, "crc mismatch") == seen, "a read met the scrubbed fragment")
 
 
+def put_json(c, path, body, node=1):
+    import urllib.request
+    req = urllib.request.Request("http://%s%s" % (c.addr(node), path), method="PUT",
+                                 data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return r.status
+
+
+@test
+def node_add_rebalances_and_drive_remove_drains(c):
+    setup(c, 60)
+    make_fs(c, "fs1", compression="none")
+    files = Files(c)
+    for i in range(10):
+        files.put("fs1", "f%d" % i, os.urandom(6000000))
+    wait_full(c, "written")
+    c.local("add")  # node 8 joins the running cluster with an empty drive
+    c.nodes = NODES + 1
+    files.verify("while node 8's drive fills")
+    end = time.time() + 120
+    s = {}
+    while time.time() < end:
+        s = rebuild(c)
+        if s["state"] == "full" and s["balanced_fragments"] > 0 and \
+                s["fill_max_over_mean"] <= 1.05:
+            break
+        time.sleep(1)
+    check(s.get("fill_max_over_mean", 9) <= 1.05 and s["balanced_fragments"] > 0,
+          "the fill did not even out after node 8 joined: %s" % s)
+    new = [d["id"] for d in c.run_json(["drive", "list"], 1) if d["node"] == NODES + 1][0]
+    per = fragments(c)["per_target"]
+    check(per[str(new)] > 0, "nothing moved onto node 8's drive: %s" % per)
+    print("  %d fragments moved onto node 8; fill max/mean %.3f" %
+          (s["balanced_fragments"], s["fill_max_over_mean"]))
+    files.verify("rebalanced")
+    # a drive drained: every stripe keeps its six fragments, the drive ends empty
+    drive = [d["id"] for d in c.run_json(["drive", "list"], 1) if d["node"] == 3][0]
+    check(put_json(c, "/v1/drives/%d" % drive, {"state": "draining"}) == 200, "drain")
+    end = time.time() + 120
+    while time.time() < end:
+        s = rebuild(c)
+        if s["draining_stripes"] == 0 and s["state"] not in ("checking", "draining"):
+            break
+        files.verify("while drive %d drains" % drive) if s["draining_stripes"] else None
+        time.sleep(1)
+    check(s["draining_stripes"] == 0, "drive %d did not drain: %s" % (drive, s))
+    check(s["levels"][1]["stripes"] == 0, "a stripe lost protection while draining: %s" % s)
+    per = fragments(c)["per_target"]
+    check(per[str(drive)] == 0, "drive %d still holds %d fragments" % (drive, per[str(drive)]))
+    p = c.shoal("drive", "remove", str(drive), timeout=120)
+    check(p.returncode == 0, "drive remove: %s %s" % (p.stdout, p.stderr))
+    check(all(d["id"] != drive for d in c.run_json(["drive", "list"], 1)),
+          "drive %d still listed" % drive)
+    files.verify("drive %d removed" % drive)
+    wait_full(c, "drive %d removed" % drive)
+
+
 def main():
     args = sys.argv[1:]
     if not args:

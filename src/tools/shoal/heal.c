@@ -133,3 +133,42 @@ cmd_rebuild(struct cli *c, int argc, char **argv)
 			printf("\n");
 	}
 }
+
+int
+drive_remove(const struct cli *c, unsigned long long id)
+{
+	char path[64];
+	json_t *drives = api_get(c, "/v1/drives"), *d;
+	const char *state = NULL;
+	double t0 = now_s();
+	size_t i;
+
+	json_array_foreach(drives, i, d) if (num(d, "id") == (long long)id) state = str(d, "state");
+	if (state == NULL)
+		fail("no drive %llu", id);
+	snprintf(path, sizeof(path), "/v1/drives/%llu", id);
+	if (strcmp(state, "active") == 0)
+		api_change(c, "PUT", path, json_pack("{s:s}", "state", "draining"));
+	json_decref(drives);
+	if (!c->json)
+		printf("drive %llu draining: its fragments move to the other drives\n", id);
+	for (;;) {
+		json_t *j = api_get(c, "/v1/rebuild");
+		long long left = num(j, "draining_stripes");
+		bool done = left == 0 && strcmp(str(j, "state"), "checking") != 0 &&
+			    num(j, "pending_bytes") == 0;
+
+		if (!c->json)
+			printf("  %5.0f s  %s, %lld stripes still on draining drives\n", now_s() - t0,
+			       str(j, "state"), left);
+		fflush(stdout);
+		json_decref(j);
+		if (done)
+			break;
+		sleep(2);
+	}
+	api_change(c, "DELETE", path, NULL);
+	if (!c->json)
+		printf("drive %llu removed (drained in %.0f s)\n", id, now_s() - t0);
+	return 0;
+}

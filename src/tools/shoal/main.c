@@ -28,7 +28,8 @@ static const char usage_text[] =
     "  fs create NAME [--protection D+P] [--compression lz4|zstd[:LEVEL]|none] [--dedup on|off]\n"
     "            [--quota SIZE]\n"
     "  fs list | fs delete NAME\n"
-    "  drive fail ID | cluster set rebuild-delay|rebuild-share VALUE | cluster settings\n"
+    "  drive fail ID | drive remove ID (drains it first)\n"
+    "  cluster set rebuild-delay|rebuild-share|scrub-rate|scrub-interval VALUE | cluster settings\n"
     "  rebuild status [--watch [SECONDS]]\n"
     "  status | events [--limit N] | stats [--interval S] [--count N]\n"
     "  local up [--nodes N] [--drive-size SIZE] [--dir DIR] [--port P] [--buckets N]\n"
@@ -578,6 +579,12 @@ run(struct cli *c, int argc, char **argv)
 				 id);
 			done(c, msg);
 			return 0;
+		}
+		if (strcmp(verb, "remove") == 0) {
+			unsigned long long id = parse_id(next_pos(&a, "drive id"), "drive id");
+
+			opt(&a, "", no_opts);
+			return drive_remove(c, id);
 		}
 		if (strcmp(verb, "list") == 0) {
 			opt(&a, "", no_opts);

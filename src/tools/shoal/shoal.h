@@ -34,6 +34,8 @@ int cmd_stats(struct cli *c, int argc, char **argv);
 /* heal.c: shoal rebuild status; the line of `shoal status` that says how protected data is. */
 int cmd_rebuild(struct cli *c, int argc, char **argv);
 void rebuild_status_line(const struct cli *c);
+/* shoal drive remove: drain the drive (its fragments copied off), then remove it. */
+int drive_remove(const struct cli *c, unsigned long long id);
 /* "1.5 GiB" */
 void human_size(long long b, char *buf, size_t len);
 void print_json(json_t *j);

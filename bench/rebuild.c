@@ -3,8 +3,7 @@
  * bench/rebuild (make bench-rebuild): self-healing on a 7-node local
  * cluster, 4+2 (docs/healing.md, docs/performance.md "Rebuild").
  *
- * A file of SH_BENCH_GIB GiB (default 2) is written and client sequential
- * reads (1 MiB, 8 threads) timed for 10 s. A: node 7 is kill -9'd and
+ * A file of SH_BENCH_GIB GiB (default 2) is written. A: node 7 is kill -9'd and
  * left down (rebuild-delay 1 s), nothing else running, until `GET
  * /v1/rebuild` says full protection: rebuild_s is the time from the kill.
  * The ideal time in the same run: node 7's bytes B read D times and
@@ -13,7 +12,8 @@
  * targets share one disk here): D*B/(6*read) + B/(6*write). Node 7 stays
  * down; node 8 joins (`shoal local add`) with an empty drive, and the
  * targets' fill evens out: rebalance_fill_max_over_mean once it does (or
- * as it is after 10 min). B: node 6 is kill -9'd while the readers run,
+ * as it is after 10 min). Client sequential reads (1 MiB, 8 threads) are
+ * timed for 10 s. B: node 6 is kill -9'd while the same readers run,
  * held down 8 s past its detection (rebuild-delay 60 s: the reads around it alone), then let
  * go (1 s): the readers' throughput from the rebuild's start to its end
  * against before. C: nodes 5 and 4 are kill -9'd at once: last_parity_s is
@@ -381,23 +381,15 @@ main(int argc, char **argv)
 	if (wait_for(is_full, NULL, bench_now(), 120) < 0)
 		die("not at full protection after writing");
 
-	/* the readers alone */
-	atomic_store(&readers_stop, false);
-	atomic_store(&read_bytes, 0);
-	run(w, reader);
-	sleep(BEFORE_S);
-	atomic_store(&readers_stop, true);
-	join(w, "read before");
-	before = (double)atomic_load(&read_bytes) / BEFORE_S / (1u << 30);
 	lost = node_live(NODES);
 	rr = fio_per_job("read", NODES - 1);
 	ww = fio_per_job("write", NODES - 1);
 	ideal_s = rr > 0 && ww > 0 ? 4.0 * (double)lost / ((NODES - 1) * rr) +
 					 (double)lost / ((NODES - 1) * ww)
 				   : 0;
-	printf("readers alone: %.3f GiB/s; node %d holds %.0f MiB; fio per target with %d at "
-	       "once: read %.0f MiB/s, write %.0f MiB/s: ideal %.1f s\n",
-	       before, NODES, (double)lost / MIB, NODES - 1, rr / MIB, ww / MIB, ideal_s);
+	printf("node %d holds %.0f MiB; fio per target with %d at once: read %.0f MiB/s, write "
+	       "%.0f MiB/s: ideal %.1f s\n",
+	       NODES, (double)lost / MIB, NODES - 1, rr / MIB, ww / MIB, ideal_s);
 	fflush(stdout);
 
 	/* A: node 7 lost, nothing else running: the rebuild at its own pace */
@@ -416,6 +408,16 @@ main(int argc, char **argv)
 	printf("node %d added: targets' fill max/mean %.3f after %.1f s\n", NODES + 1, fill,
 	       balance_s);
 	fflush(stdout);
+
+	/* the readers alone, on the nodes B starts with */
+	atomic_store(&readers_stop, false);
+	atomic_store(&read_bytes, 0);
+	run(w, reader);
+	sleep(BEFORE_S);
+	atomic_store(&readers_stop, true);
+	join(w, "read before");
+	before = (double)atomic_load(&read_bytes) / BEFORE_S / (1u << 30);
+	printf("readers alone on nodes 1-6 and 8: %.3f GiB/s\n", before);
 
 	/*
 	 * B: node 6 lost while the readers run: first held down (rebuild-delay 60 s) to

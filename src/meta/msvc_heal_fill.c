@@ -84,8 +84,10 @@ fill_end(struct fround *r)
 	 * queued or in flight, the last one ended before these were asked): what was
 	 * planned is never planned twice.
 	 */
-	if (h->balancing && h->bal_jobs == 0 && !heal_balance_queued(h) && h->bal_end < r->t0)
+	if (h->balancing && h->bal_jobs == 0 && !heal_balance_queued(h) && h->bal_end < r->t0) {
 		balance_budgets(h);
+		h->pass_work = true; /* a pass plans them now */
+	}
 	else if (!h->balancing)
 		for (unsigned i = 0; i < h->nfill; i++)
 			h->fill[i].out = h->fill[i].in = 0;

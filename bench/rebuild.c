@@ -43,9 +43,9 @@
 #include "../src/base/http.h"
 #include "bench.h"
 
-#define MIB	 (1u << 20)
-#define READERS	 8
-#define NODES	 7
+#define MIB	   (1u << 20)
+#define READERS	   8
+#define NODES	   7
 #define BEFORE_S   10
 #define DEGRADED_S 8
 
@@ -189,10 +189,10 @@ fio_per_job(const char *rw, unsigned jobs)
 	j = json_load_file(out, 0, NULL);
 	n = json_array_size(json_object_get(j, "jobs"));
 	for (size_t i = 0; i < n; i++)
-		sum += json_number_value(json_object_get(
-		    json_object_get(json_array_get(json_object_get(j, "jobs"), i),
-				    strcmp(rw, "write") == 0 ? "write" : "read"),
-		    "bw_bytes"));
+		sum += json_number_value(
+		    json_object_get(json_object_get(json_array_get(json_object_get(j, "jobs"), i),
+						    strcmp(rw, "write") == 0 ? "write" : "read"),
+				    "bw_bytes"));
 	json_decref(j);
 	return n ? sum / (double)n : 0;
 }
@@ -223,8 +223,11 @@ node_live(unsigned n)
 	uint64_t live = 0;
 	size_t i;
 
-	json_array_foreach(d, i, x) if (jnum(x, "node") == (long long)n) for (int t = 0; t < k; t++)
-	    if (u[t].target == (uint64_t)jnum(x, "id")) live += u[t].live;
+	json_array_foreach(d, i, x) if (jnum(x, "node") ==
+					(long long)n) for (int t = 0; t < k;
+							   t++) if (u[t].target ==
+								    (uint64_t)jnum(x, "id")) live +=
+	    u[t].live;
 	json_decref(d);
 	return live;
 }
@@ -240,10 +243,12 @@ wait_for(bool (*done)(json_t *s, void *arg), void *arg, double t0, double timeou
 		bool ok = s != NULL && done(s, arg);
 		const char *st = s ? json_string_value(json_object_get(s, "state")) : "no answer";
 
-		if (st != NULL && strcmp(st, last) != 0) { /* the states it went through, and when */
+		if (st != NULL &&
+		    strcmp(st, last) != 0) { /* the states it went through, and when */
 			printf("  %6.1f s  %s (%lld lost, %lld down; %lld stripes missing 1, %lld "
 			       "missing 2+)\n",
-			       bench_now() - t0, st, jnum(s, "targets_lost"), jnum(s, "targets_down"),
+			       bench_now() - t0, st, jnum(s, "targets_lost"),
+			       jnum(s, "targets_down"),
 			       s ? missing_at_least(s, 1) - missing_at_least(s, 2) : 0,
 			       s ? missing_at_least(s, 2) : 0);
 			fflush(stdout);
@@ -326,7 +331,8 @@ main(int argc, char **argv)
 	struct worker w[READERS];
 	struct rebuild_watch rw = { 0 };
 	char fill_s[32];
-	double t0, t1, before, during, degraded, detect_s, rebuild_s, loaded_s, ideal_s, last_parity_s;
+	double t0, t1, before, during, degraded, detect_s, rebuild_s, loaded_s, ideal_s,
+	    last_parity_s;
 	double rr, ww, balance_s;
 	double fill = 0;
 	uint64_t lost;
@@ -384,9 +390,9 @@ main(int argc, char **argv)
 	lost = node_live(NODES);
 	rr = fio_per_job("read", NODES - 1);
 	ww = fio_per_job("write", NODES - 1);
-	ideal_s = rr > 0 && ww > 0 ? 4.0 * (double)lost / ((NODES - 1) * rr) +
-					 (double)lost / ((NODES - 1) * ww)
-				   : 0;
+	ideal_s = rr > 0 && ww > 0
+		      ? 4.0 * (double)lost / ((NODES - 1) * rr) + (double)lost / ((NODES - 1) * ww)
+		      : 0;
 	printf("node %d holds %.0f MiB; fio per target with %d at once: read %.0f MiB/s, write "
 	       "%.0f MiB/s: ideal %.1f s\n",
 	       NODES, (double)lost / MIB, NODES - 1, rr / MIB, ww / MIB, ideal_s);
@@ -438,10 +444,10 @@ main(int argc, char **argv)
 		double d0 = bench_now();
 
 		sleep(DEGRADED_S);
-		degraded = (double)(atomic_load(&read_bytes) - b0) / (bench_now() - d0) / (1u << 30);
+		degraded =
+		    (double)(atomic_load(&read_bytes) - b0) / (bench_now() - d0) / (1u << 30);
 	}
-	bench_sh("bench/rebuild", "%s --addr %s cluster set rebuild-delay 1 >/dev/null", bin,
-		 addr);
+	bench_sh("bench/rebuild", "%s --addr %s cluster set rebuild-delay 1 >/dev/null", bin, addr);
 	memset(&rw, 0, sizeof(rw));
 	t1 = bench_now();
 	loaded_s = wait_for(rebuilt, &rw, t1, 1800);

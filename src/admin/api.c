@@ -119,8 +119,10 @@ nodes_json(const struct cfg *c, const struct cluster_info *ci)
 static json_t *
 drives_json(const struct cfg *c)
 {
-	static const char *const st[] = { [CFG_TGT_UP] = "up", [CFG_TGT_DOWN] = "down",
-					  [CFG_TGT_LOST] = "lost", [CFG_TGT_DRAINING] = "draining" };
+	static const char *const st[] = { [CFG_TGT_UP] = "up",
+					  [CFG_TGT_DOWN] = "down",
+					  [CFG_TGT_LOST] = "lost",
+					  [CFG_TGT_DRAINING] = "draining" };
 	static const char *const ds[] = { [CFG_DRIVE_ACTIVE] = "active",
 					  [CFG_DRIVE_FAILED] = "failed",
 					  [CFG_DRIVE_DRAINING] = "draining" };
@@ -129,10 +131,10 @@ drives_json(const struct cfg *c)
 
 	for (uint32_t i = 0; i < c->ndrives; i++)
 		json_array_append_new(
-		    a, json_pack("{s:I, s:I, s:s, s:I, s:s, s:s}", "id", (json_int_t)c->drives[i].id,
-				 "node", (json_int_t)c->drives[i].node, "path", c->drives[i].path,
-				 "capacity", (json_int_t)c->drives[i].capacity, "state",
-				 ds[c->drives[i].state],
+		    a, json_pack("{s:I, s:I, s:s, s:I, s:s, s:s}", "id",
+				 (json_int_t)c->drives[i].id, "node", (json_int_t)c->drives[i].node,
+				 "path", c->drives[i].path, "capacity",
+				 (json_int_t)c->drives[i].capacity, "state", ds[c->drives[i].state],
 				 "target", st[cfg_target_state(c, c->drives[i].id, now)]));
 	return a;
 }

@@ -82,17 +82,16 @@ heal_to_json(const struct msvc_heal_stats *h)
 						    (json_int_t)h->bytes[i]));
 	o = json_pack("{s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
 		      "s:I}",
-			 "levels", lv, "unreadable_stripes", (json_int_t)h->unreadable,
-			 "shared_stripes", (json_int_t)h->shared, "pending_bytes",
-			 (json_int_t)h->pending_bytes, "rebuilt_fragments",
-			 (json_int_t)h->rebuilt_frags, "moved_fragments",
-			 (json_int_t)h->moved_frags, "repaired_fragments",
-			 (json_int_t)h->repaired_frags, "rebuilt_bytes", (json_int_t)h->rebuilt_bytes,
-			 "failed_jobs", (json_int_t)h->failed_jobs, "in_flight",
-			 (json_int_t)h->in_flight, "queued", (json_int_t)h->queued,
-			 "rate_bytes_per_s", (json_int_t)h->rate_bps, "passes",
-			 (json_int_t)h->passes, "buckets", (json_int_t)h->buckets, "pass_epoch",
-			 (json_int_t)(h->pass_epoch == UINT64_MAX ? -1 : (json_int_t)h->pass_epoch));
+		      "levels", lv, "unreadable_stripes", (json_int_t)h->unreadable,
+		      "shared_stripes", (json_int_t)h->shared, "pending_bytes",
+		      (json_int_t)h->pending_bytes, "rebuilt_fragments",
+		      (json_int_t)h->rebuilt_frags, "moved_fragments", (json_int_t)h->moved_frags,
+		      "repaired_fragments", (json_int_t)h->repaired_frags, "rebuilt_bytes",
+		      (json_int_t)h->rebuilt_bytes, "failed_jobs", (json_int_t)h->failed_jobs,
+		      "in_flight", (json_int_t)h->in_flight, "queued", (json_int_t)h->queued,
+		      "rate_bytes_per_s", (json_int_t)h->rate_bps, "passes", (json_int_t)h->passes,
+		      "buckets", (json_int_t)h->buckets, "pass_epoch",
+		      (json_int_t)(h->pass_epoch == UINT64_MAX ? -1 : (json_int_t)h->pass_epoch));
 	json_object_set_new(o, "balanced_fragments", json_integer((json_int_t)h->balanced_frags));
 	json_object_set_new(o, "balance_queued", json_integer((json_int_t)h->balance_queued));
 	json_object_set_new(o, "draining_stripes", json_integer((json_int_t)h->draining));
@@ -138,9 +137,8 @@ add_json(struct msvc_heal_stats *sum, json_t *j)
 	h.balanced_frags = jget(j, "balanced_fragments");
 	h.balance_queued = jget(j, "balance_queued");
 	h.draining = jget(j, "draining_stripes");
-	h.fill_ratio_milli = (uint64_t)(json_number_value(json_object_get(j, "fill_max_over_mean")) *
-					1000 +
-				    0.5);
+	h.fill_ratio_milli =
+	    (uint64_t)(json_number_value(json_object_get(j, "fill_max_over_mean")) * 1000 + 0.5);
 	h.rebuilt_bytes = jget(j, "rebuilt_bytes");
 	h.failed_jobs = jget(j, "failed_jobs");
 	h.in_flight = jget(j, "in_flight");
@@ -165,8 +163,7 @@ add_json(struct msvc_heal_stats *sum, json_t *j)
  * out), full (every fragment there, each on a failure domain of its own).
  */
 static const char *
-heal_state(const struct cfg *c, const struct msvc_heal_stats *h, unsigned answered,
-	   unsigned up)
+heal_state(const struct cfg *c, const struct msvc_heal_stats *h, unsigned answered, unsigned up)
 {
 	uint64_t missing = 0;
 
@@ -233,9 +230,9 @@ admin_rebuild_json(const struct cfg *c, const struct admin_node *self, uint64_t 
 	o = heal_to_json(&sum);
 	json_object_set_new(o, "state", json_string(heal_state(c, &sum, answered, up)));
 	json_object_set_new(o, "eta_s",
-			    sum.rate_bps ? json_integer((json_int_t)(sum.pending_bytes /
-								     sum.rate_bps))
-					 : json_null());
+			    sum.rate_bps
+				? json_integer((json_int_t)(sum.pending_bytes / sum.rate_bps))
+				: json_null());
 	json_object_set_new(o, "nodes_answered", json_integer(answered));
 	json_object_set_new(o, "nodes_up", json_integer(up));
 	json_object_set_new(o, "buckets_total", json_integer((json_int_t)c->nfs * c->nbuckets));

@@ -1109,8 +1109,8 @@ dplan_run(sh_file *f, struct dplan *p, unsigned n)
 		if (np == 0)
 			return; /* every plan has D, or nothing left to ask */
 		for (unsigned k = 0; k < n; k++)
-			get_calls(f, &p[k].e, pc + first[k], first[k + 1] - first[k], calls + first[k],
-				  hdr + first[k]);
+			get_calls(f, &p[k].e, pc + first[k], first[k + 1] - first[k],
+				  calls + first[k], hdr + first[k]);
 		client_calls(f->fs->c, calls, np, GET_NS);
 		for (unsigned k = 0; k < n; k++)
 			dplan_took(&p[k], pc + first[k], calls + first[k], first[k + 1] - first[k]);
@@ -1144,7 +1144,7 @@ degraded(sh_file *f, struct dplan *p, unsigned n)
 			dplan_run(f, &p[k], 1);
 			r = dplan_end(&p[k]);
 		}
-	next:
+next:
 		if (rc == 0)
 			rc = r;
 	}

@@ -12,7 +12,7 @@
 
 #include "client_int.h"
 
-#define LOCS	 4096 /* stripes remembered, direct-mapped by id */
+#define LOCS 4096 /* stripes remembered, direct-mapped by id */
 /*
  * A stripe's bucket is asked again after `wait`: 1 s, doubling (to 16 s)
  * each time it answers that the stripe is still where it was (a lost

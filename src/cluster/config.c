@@ -12,9 +12,9 @@
 #define CFG_MAGIC_V2 0x32474643u /* "CFG2": with the metadata groups' table */
 #define CFG_MAGIC_V1 0x31474643u /* "CFG1": before it (groups derived from the sets) */
 
-static const char *op_names[] = { "?",		"cluster.create", "node.add",  "node.remove",
-				  "node.state", "net.add",	  "drive.add", "fs.create",
-				  "fs.delete",	"mgroup.replace", "drive.state", "set",
+static const char *op_names[] = { "?",		 "cluster.create", "node.add",	  "node.remove",
+				  "node.state",	 "net.add",	   "drive.add",	  "fs.create",
+				  "fs.delete",	 "mgroup.replace", "drive.state", "set",
 				  "drive.remove" };
 
 const char *
@@ -511,13 +511,14 @@ check_addr_free(const struct cfg *c, const char *addr, char *msg, size_t len)
 		const struct cfg_node *n = &c->nodes[i];
 
 		if (strcmp(n->mgmt, addr) == 0 || strcmp(n->data, addr) == 0)
-			return cfg_fail(msg, len, -EEXIST, "address %s is already used by node %llu",
-				    addr, (unsigned long long)n->id);
+			return cfg_fail(msg, len, -EEXIST,
+					"address %s is already used by node %llu", addr,
+					(unsigned long long)n->id);
 		for (unsigned k = 0; k < n->nnets; k++)
 			if (strcmp(n->nets[k].addr, addr) == 0)
 				return cfg_fail(msg, len, -EEXIST,
-					    "address %s is already used by node %llu", addr,
-					    (unsigned long long)n->id);
+						"address %s is already used by node %llu", addr,
+						(unsigned long long)n->id);
 	}
 	return 0;
 }
@@ -531,19 +532,21 @@ check_node_fields(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, siz
 		return cfg_fail(msg, len, -EINVAL, "node id must be a positive number");
 	if (cfg_node_find(c, cmd->id) != NULL)
 		return cfg_fail(msg, len, -EEXIST, "node %llu already exists",
-			    (unsigned long long)cmd->id);
+				(unsigned long long)cmd->id);
 	if (c->nnodes >= CFG_NODES_MAX)
 		return cfg_fail(msg, len, -ENOSPC, "the cluster has the most nodes it can (%d)",
-			    CFG_NODES_MAX);
+				CFG_NODES_MAX);
 	if (!addr_ok(cmd->addr))
 		return cfg_fail(msg, len, -EINVAL, "'%s' is not a management address (IP:PORT)",
-			    cmd->addr);
+				cmd->addr);
 	if (!addr_ok(cmd->data))
-		return cfg_fail(msg, len, -EINVAL, "'%s' is not a data address (IP:PORT)", cmd->data);
+		return cfg_fail(msg, len, -EINVAL, "'%s' is not a data address (IP:PORT)",
+				cmd->data);
 	if (strcmp(cmd->addr, cmd->data) == 0)
 		return cfg_fail(msg, len, -EINVAL, "management and data addresses must differ");
 	if (cmd->domain[0] && !cfg_name_ok(cmd->domain))
-		return cfg_fail(msg, len, -EINVAL, "'%s' is not a failure domain name", cmd->domain);
+		return cfg_fail(msg, len, -EINVAL, "'%s' is not a failure domain name",
+				cmd->domain);
 	rc = check_addr_free(c, cmd->addr, msg, len);
 	return rc ? rc : check_addr_free(c, cmd->data, msg, len);
 }
@@ -583,18 +586,19 @@ check_replace(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t 
 	sh_free(first);
 	if (set == NULL)
 		return cfg_fail(msg, len, -ENOENT, "no metadata group %u (the cluster has %u)",
-			    cmd->group, ng);
+				cmd->group, ng);
 	if (!in_set(set, c->replicas, cmd->id))
 		return cfg_fail(msg, len, -ENOENT, "node %llu is not a member of metadata group %u",
-			    (unsigned long long)cmd->id, cmd->group);
+				(unsigned long long)cmd->id, cmd->group);
 	if (n == NULL)
 		return cfg_fail(msg, len, -ENOENT, "no node %llu", (unsigned long long)cmd->node2);
 	if (in_set(set, c->replicas, cmd->node2))
-		return cfg_fail(msg, len, -EEXIST, "node %llu is already a member of metadata group %u",
-			    (unsigned long long)cmd->node2, cmd->group);
+		return cfg_fail(msg, len, -EEXIST,
+				"node %llu is already a member of metadata group %u",
+				(unsigned long long)cmd->node2, cmd->group);
 	if (n->state != CFG_UP)
 		return cfg_fail(msg, len, -EHOSTDOWN, "node %llu is down",
-			    (unsigned long long)cmd->node2);
+				(unsigned long long)cmd->node2);
 	return 0;
 }
 
@@ -609,82 +613,90 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		return cfg_fail(msg, len, -EINVAL, "unknown operation %u", cmd->op);
 	if (cmd->op != CFG_OP_CREATE && !c->created)
 		return cfg_fail(msg, len, -ENOTCONN,
-			    "no cluster yet: run 'shoal cluster create' first");
+				"no cluster yet: run 'shoal cluster create' first");
 	switch (cmd->op) {
 	case CFG_OP_CREATE:
 		if (c->created)
 			return cfg_fail(msg, len, -EEXIST, "cluster '%s' already exists", c->name);
 		if (!cfg_name_ok(cmd->name))
 			return cfg_fail(msg, len, -EINVAL,
-				    "'%s' is not a cluster name (1-63 of A-Z a-z 0-9 . _ -)",
-				    cmd->name);
+					"'%s' is not a cluster name (1-63 of A-Z a-z 0-9 . _ -)",
+					cmd->name);
 		if (cmd->nbuckets == 0 || cmd->nbuckets > CFG_BUCKETS_MAX)
 			return cfg_fail(msg, len, -EINVAL, "buckets must be 1 to %d, not %u",
-				    CFG_BUCKETS_MAX, cmd->nbuckets);
+					CFG_BUCKETS_MAX, cmd->nbuckets);
 		return check_node_fields(c, cmd, msg, len);
 	case CFG_OP_NODE_ADD:
 		return check_node_fields(c, cmd, msg, len);
 	case CFG_OP_NODE_REMOVE:
 		if (cfg_node_find(c, cmd->id) == NULL)
-			return cfg_fail(msg, len, -ENOENT, "no node %llu", (unsigned long long)cmd->id);
+			return cfg_fail(msg, len, -ENOENT, "no node %llu",
+					(unsigned long long)cmd->id);
 		if (c->nfs > 0 && holds_buckets(c, cmd->id))
-			return cfg_fail(msg, len, -EBUSY,
-				    "node %llu holds metadata replicas of existing filesystems; "
-				    "they move to other nodes once it has been down for the "
-				    "replacement delay (docs/metadata.md)",
-				    (unsigned long long)cmd->id);
+			return cfg_fail(
+			    msg, len, -EBUSY,
+			    "node %llu holds metadata replicas of existing filesystems; "
+			    "they move to other nodes once it has been down for the "
+			    "replacement delay (docs/metadata.md)",
+			    (unsigned long long)cmd->id);
 		if (c->nnodes == 1)
-			return cfg_fail(msg, len, -EINVAL, "node %llu is the last node of the cluster",
-				    (unsigned long long)cmd->id);
+			return cfg_fail(msg, len, -EINVAL,
+					"node %llu is the last node of the cluster",
+					(unsigned long long)cmd->id);
 		return 0;
 	case CFG_OP_NODE_STATE:
 		n = cfg_node_find(c, cmd->id);
 		if (n == NULL)
-			return cfg_fail(msg, len, -ENOENT, "no node %llu", (unsigned long long)cmd->id);
+			return cfg_fail(msg, len, -ENOENT, "no node %llu",
+					(unsigned long long)cmd->id);
 		if (cmd->state != CFG_UP && cmd->state != CFG_DOWN)
 			return cfg_fail(msg, len, -EINVAL, "bad node state %u", cmd->state);
 		if (n->state == cmd->state)
 			return cfg_fail(msg, len, -EALREADY, "node %llu is already %s",
-				    (unsigned long long)cmd->id,
-				    cmd->state == CFG_UP ? "up" : "down");
+					(unsigned long long)cmd->id,
+					cmd->state == CFG_UP ? "up" : "down");
 		return 0;
 	case CFG_OP_NET_ADD:
 		n = cfg_node_find(c, cmd->id);
 		if (n == NULL)
-			return cfg_fail(msg, len, -ENOENT, "no node %llu", (unsigned long long)cmd->id);
+			return cfg_fail(msg, len, -ENOENT, "no node %llu",
+					(unsigned long long)cmd->id);
 		if (!addr_ok(cmd->addr))
-			return cfg_fail(msg, len, -EINVAL, "'%s' is not an interface address (IP:PORT)",
-				    cmd->addr);
+			return cfg_fail(msg, len, -EINVAL,
+					"'%s' is not an interface address (IP:PORT)", cmd->addr);
 		if (cmd->label[0] == '\0' || !cfg_name_ok(cmd->label))
 			return cfg_fail(msg, len, -EINVAL,
-				    "'%s' is not a label (1-15 of A-Z a-z 0-9 . _ -)", cmd->label);
+					"'%s' is not a label (1-15 of A-Z a-z 0-9 . _ -)",
+					cmd->label);
 		if (n->nnets >= CFG_NETS_MAX)
 			return cfg_fail(msg, len, -ENOSPC,
-				    "node %llu has the most interfaces it can (%d)",
-				    (unsigned long long)cmd->id, CFG_NETS_MAX);
+					"node %llu has the most interfaces it can (%d)",
+					(unsigned long long)cmd->id, CFG_NETS_MAX);
 		return check_addr_free(c, cmd->addr, msg, len);
 	case CFG_OP_DRIVE_ADD:
 		if (cfg_node_find(c, cmd->id) == NULL)
-			return cfg_fail(msg, len, -ENOENT, "no node %llu", (unsigned long long)cmd->id);
+			return cfg_fail(msg, len, -ENOENT, "no node %llu",
+					(unsigned long long)cmd->id);
 		if (cmd->path[0] != '/')
 			return cfg_fail(msg, len, -EINVAL, "drive path '%s' is not absolute",
-				    cmd->path);
+					cmd->path);
 		if (cmd->size < CFG_DRIVE_MIN)
 			return cfg_fail(msg, len, -EINVAL,
-				    "drive %s is too small: %llu bytes, at least %llu", cmd->path,
-				    (unsigned long long)cmd->size,
-				    (unsigned long long)CFG_DRIVE_MIN);
+					"drive %s is too small: %llu bytes, at least %llu",
+					cmd->path, (unsigned long long)cmd->size,
+					(unsigned long long)CFG_DRIVE_MIN);
 		if (c->ndrives >= CFG_DRIVES_MAX)
 			return cfg_fail(msg, len, -ENOSPC,
-				    "the cluster has the most drives it can (%d)", CFG_DRIVES_MAX);
+					"the cluster has the most drives it can (%d)",
+					CFG_DRIVES_MAX);
 		for (uint32_t i = 0; i < c->ndrives; i++) {
 			if (c->drives[i].node == cmd->id &&
 			    strcmp(c->drives[i].path, cmd->path) == 0)
 				return cfg_fail(msg, len, -EEXIST, "node %llu already has drive %s",
-					    (unsigned long long)cmd->id, cmd->path);
+						(unsigned long long)cmd->id, cmd->path);
 			if (cmd->target != 0 && c->drives[i].id == cmd->target)
 				return cfg_fail(msg, len, -EEXIST, "target id %llu is taken",
-					    (unsigned long long)cmd->target);
+						(unsigned long long)cmd->target);
 		}
 		return 0;
 	case CFG_OP_FS_CREATE: {
@@ -692,23 +704,26 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 
 		if (!cfg_name_ok(cmd->name))
 			return cfg_fail(msg, len, -EINVAL,
-				    "'%s' is not a filesystem name (1-63 of A-Z a-z 0-9 . _ -)",
-				    cmd->name);
+					"'%s' is not a filesystem name (1-63 of A-Z a-z 0-9 . _ -)",
+					cmd->name);
 		if (cfg_fs_find(c, cmd->name) != NULL)
-			return cfg_fail(msg, len, -EEXIST, "filesystem '%s' already exists", cmd->name);
+			return cfg_fail(msg, len, -EEXIST, "filesystem '%s' already exists",
+					cmd->name);
 		if (c->nfs >= CFG_FS_MAX)
 			return cfg_fail(msg, len, -ENOSPC,
-				    "the cluster has the most filesystems it can (%d)", CFG_FS_MAX);
+					"the cluster has the most filesystems it can (%d)",
+					CFG_FS_MAX);
 		if (cmd->d < 3 || cmd->d > 16 || (cmd->p != 2 && cmd->p != 4))
 			return cfg_fail(
 			    msg, len, -EINVAL,
 			    "protection %u+%u is not supported: data 3 to 16, parity 2 or 4",
 			    cmd->d, cmd->p);
 		if ((unsigned)cmd->d + cmd->p > dom)
-			return cfg_fail(msg, len, -ENOSPC,
-				    "protection %u+%u needs %u failure domains with drives; the "
-				    "cluster has %u",
-				    cmd->d, cmd->p, cmd->d + cmd->p, dom);
+			return cfg_fail(
+			    msg, len, -ENOSPC,
+			    "protection %u+%u needs %u failure domains with drives; the "
+			    "cluster has %u",
+			    cmd->d, cmd->p, cmd->d + cmd->p, dom);
 		if (CFG_COMP_ALGO(cmd->compression) > CFG_COMP_ZSTD ||
 		    CFG_COMP_LEVEL(cmd->compression) > CFG_COMP_LEVEL_MAX ||
 		    (CFG_COMP_LEVEL(cmd->compression) &&
@@ -785,7 +800,7 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		}
 		c->created = true;
 		cfg_event(c, cmd->time, cmd->id, "cluster %s created with %u buckets on node %llu",
-		      c->name, c->nbuckets, (unsigned long long)cmd->id);
+			  c->name, c->nbuckets, (unsigned long long)cmd->id);
 		break;
 	case CFG_OP_NODE_ADD:
 		node_init(&c->nodes[c->nnodes++], cmd);
@@ -796,7 +811,7 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 			return cfg_fail(msg, len, rc, "out of memory placing buckets");
 		}
 		cfg_event(c, cmd->time, cmd->id, "node %llu added (%s, domain %s)",
-		      (unsigned long long)cmd->id, cmd->addr, c->nodes[c->nnodes - 1].domain);
+			  (unsigned long long)cmd->id, cmd->addr, c->nodes[c->nnodes - 1].domain);
 		break;
 	case CFG_OP_NODE_REMOVE: {
 		uint32_t i, k = 0;
@@ -827,7 +842,7 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		n->state = cmd->state;
 		n->since = cmd->time;
 		cfg_event(c, cmd->time, cmd->id, "node %llu is %s", (unsigned long long)cmd->id,
-		      cmd->state == CFG_UP ? "up" : "down");
+			  cmd->state == CFG_UP ? "up" : "down");
 		break;
 	case CFG_OP_NET_ADD:
 		n = (struct cfg_node *)cfg_node_find(c, cmd->id);
@@ -835,7 +850,7 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		snprintf(n->nets[n->nnets].label, CFG_LABEL_MAX, "%s", cmd->label);
 		n->nnets++;
 		cfg_event(c, cmd->time, cmd->id, "node %llu: data interface %s (label %s) added",
-		      (unsigned long long)cmd->id, cmd->addr, cmd->label);
+			  (unsigned long long)cmd->id, cmd->addr, cmd->label);
 		break;
 	case CFG_OP_DRIVE_ADD: {
 		struct cfg_drive *d = &c->drives[c->ndrives++];
@@ -850,8 +865,8 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		d->since = cmd->time;
 		snprintf(d->path, sizeof(d->path), "%s", cmd->path);
 		cfg_event(c, cmd->time, cmd->id, "node %llu: drive %llu added (%s, %llu MiB)",
-		      (unsigned long long)cmd->id, (unsigned long long)d->id, d->path,
-		      (unsigned long long)(d->capacity >> 20));
+			  (unsigned long long)cmd->id, (unsigned long long)d->id, d->path,
+			  (unsigned long long)(d->capacity >> 20));
 		break;
 	}
 	case CFG_OP_FS_CREATE: {
@@ -873,9 +888,10 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		f->created = cmd->time;
 		f->id = c->next_fs ? c->next_fs : 1;
 		c->next_fs = f->id + 1;
-		cfg_event(c, cmd->time, 0, "filesystem %s created (%u+%u, compression %s, dedup %s)",
-		      f->name, f->d, f->p, cfg_comp_str(f->compression, comp, sizeof(comp)),
-		      f->dedup ? "on" : "off");
+		cfg_event(c, cmd->time, 0,
+			  "filesystem %s created (%u+%u, compression %s, dedup %s)", f->name, f->d,
+			  f->p, cfg_comp_str(f->compression, comp, sizeof(comp)),
+			  f->dedup ? "on" : "off");
 		break;
 	}
 	case CFG_OP_FS_DELETE: {
@@ -901,9 +917,9 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		}
 		c->gepoch[cmd->group]++;
 		cfg_event(c, cmd->time, cmd->id,
-		      "metadata group %u: node %llu replaced by node %llu (node %llu was down)",
-		      cmd->group, (unsigned long long)cmd->id, (unsigned long long)cmd->node2,
-		      (unsigned long long)cmd->id);
+			  "metadata group %u: node %llu replaced by node %llu (node %llu was down)",
+			  cmd->group, (unsigned long long)cmd->id, (unsigned long long)cmd->node2,
+			  (unsigned long long)cmd->id);
 		break;
 	case CFG_OP_DRIVE_STATE:
 	case CFG_OP_SET:

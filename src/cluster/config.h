@@ -46,8 +46,8 @@ enum cfg_op {
 	CFG_OP_FS_CREATE,
 	CFG_OP_FS_DELETE,
 	CFG_OP_MGROUP_REPLACE,
-	CFG_OP_DRIVE_STATE, /* target: the drive; state: enum cfg_drive_state */
-	CFG_OP_SET,	    /* name: a setting (cfg_setting_names), size: its value */
+	CFG_OP_DRIVE_STATE,  /* target: the drive; state: enum cfg_drive_state */
+	CFG_OP_SET,	     /* name: a setting (cfg_setting_names), size: its value */
 	CFG_OP_DRIVE_REMOVE, /* target: a drained drive, forgotten */
 	CFG_OP_MAX
 };
@@ -130,7 +130,7 @@ struct cfg {
 	uint32_t replicas; /* per bucket group */
 	uint32_t nnodes, ndrives, nfs, nevents;
 	uint64_t next_drive, next_event;
-	uint32_t next_fs; /* the id the next filesystem gets */
+	uint32_t next_fs;	  /* the id the next filesystem gets */
 	uint32_t rebuild_delay_s; /* a node down this long has its targets rebuilt */
 	uint8_t rebuild_share;	  /* percent, 1-100 */
 	uint32_t scrub_rate;	  /* MiB/s per target, 0: off */

@@ -107,8 +107,9 @@ cfg_check_heal(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t
 					      "(shoal drive remove)",
 					      (unsigned long long)cmd->target);
 		if (cmd->state != CFG_DRIVE_FAILED && cmd->state != CFG_DRIVE_DRAINING)
-			return cfg_fail(msg, len, -EINVAL, "a drive fails or drains; neither "
-							   "is undone (remove it, add it again)");
+			return cfg_fail(msg, len, -EINVAL,
+					"a drive fails or drains; neither "
+					"is undone (remove it, add it again)");
 		if (d->state == cmd->state)
 			return cfg_fail(msg, len, -EALREADY, "drive %llu is %s already",
 					(unsigned long long)cmd->target,

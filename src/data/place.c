@@ -203,12 +203,13 @@ place_targets(const struct cfg *c, struct place_target **out, unsigned *n)
 				dom = k;
 				break;
 			}
-		t[i] = (struct place_target){ .id = c->drives[i].id,
-					      .domain = dom,
-					      .weight = node && node->state == CFG_UP &&
-								c->drives[i].state == CFG_DRIVE_ACTIVE
-							    ? c->drives[i].capacity
-							    : 0 };
+		t[i] =
+		    (struct place_target){ .id = c->drives[i].id,
+					   .domain = dom,
+					   .weight = node && node->state == CFG_UP &&
+							     c->drives[i].state == CFG_DRIVE_ACTIVE
+							 ? c->drives[i].capacity
+							 : 0 };
 	}
 	*out = t;
 	*n = c->ndrives;

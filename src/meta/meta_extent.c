@@ -908,8 +908,7 @@ meta_stripe_locs(struct meta_bucket *b, uint64_t after,
 }
 
 int
-meta_stripe_relocate(struct meta_bucket *b, uint64_t stripe, const struct meta_move *mv,
-		     unsigned n)
+meta_stripe_relocate(struct meta_bucket *b, uint64_t stripe, const struct meta_move *mv, unsigned n)
 {
 	struct stripe_rec r;
 	int rc = stripe_get(b, stripe, &r);

@@ -953,8 +953,9 @@ do_read(struct mreq *m)
 		sh_dec_init(&d, m->req.data, m->req.dlen);
 		for (size_t i = 0; rc == 0 && i < m->req.dlen / (m->req.ino ? 12 : 8); i++) {
 			uint64_t id = sh_dec_u64(&d);
-			int k = m->req.ino ? meta_stripe_known_at(&mb, id, sh_dec_u32(&d), m->req.ino)
-					   : meta_stripe_known(&mb, id);
+			int k = m->req.ino
+				    ? meta_stripe_known_at(&mb, id, sh_dec_u32(&d), m->req.ino)
+				    : meta_stripe_known(&mb, id);
 
 			if (k < 0)
 				rc = k;

@@ -92,10 +92,10 @@ struct msvc_heal_stats {
 	uint64_t shared;	/* stripes with fragments sharing a failure domain */
 	uint64_t pending_bytes; /* fragment bytes on lost targets, to rebuild */
 	uint64_t rebuilt_frags, moved_frags, rebuilt_bytes, failed_jobs;
-	uint64_t repaired_frags; /* corrupt fragments re-created where they were */
-	uint64_t balanced_frags; /* fragments moved to even the targets' fill out */
-	uint64_t balance_queued; /* stripes the last pass planned to move for it */
-	uint64_t draining;	 /* stripes with fragments on drives being removed */
+	uint64_t repaired_frags;   /* corrupt fragments re-created where they were */
+	uint64_t balanced_frags;   /* fragments moved to even the targets' fill out */
+	uint64_t balance_queued;   /* stripes the last pass planned to move for it */
+	uint64_t draining;	   /* stripes with fragments on drives being removed */
 	uint64_t fill_ratio_milli; /* the targets' fill, max over mean, x1000, as last asked */
 	uint64_t in_flight, queued, rate_bps; /* jobs now, stripes planned, bytes/s lately */
 	uint64_t passes, pass_at;	      /* whole passes, and when the last ended (realtime) */

@@ -142,9 +142,9 @@ call_start(struct hjob *j, unsigned idx, bool put)
 		return rc;
 	if (put)
 		iov[niov++] = (struct iovec){ j->frags[idx], r.len };
-	iov[niov++] = (struct iovec){ hdr, store_proto_encode(put ? NET_OP_STORE_PUT
-								 : NET_OP_STORE_GET,
-							      &r, hdr) };
+	iov[niov++] =
+	    (struct iovec){ hdr, store_proto_encode(put ? NET_OP_STORE_PUT : NET_OP_STORE_GET, &r,
+						    hdr) };
 	return net_call(s->net, peer, put ? NET_OP_STORE_PUT : NET_OP_STORE_GET, iov, niov, &o,
 			on_reply, c, &c->h);
 }
@@ -230,8 +230,9 @@ relocate(struct hjob *j)
 	c.data = e.p;
 	c.dlen = e.len;
 	if (rc == 0)
-		rc = g != NULL && mgroup_ready(g) ? mgroup_propose(g, j->bucket, &c, on_relocated, j)
-						  : SH_ENOTLEADER;
+		rc = g != NULL && mgroup_ready(g)
+			 ? mgroup_propose(g, j->bucket, &c, on_relocated, j)
+			 : SH_ENOTLEADER;
 	sh_enc_fini(&e);
 	if (rc < 0)
 		job_fail(j, rc, "switching its record");
@@ -444,7 +445,7 @@ plan_stripe(const struct plan *pl, const struct meta_extent *loc, uint32_t *make
 
 		if (down != 0)
 			return 0; /* a stripe is spread out again once all of it is up */
-		if (dr != 0) { /* copied off the drives being removed */
+		if (dr != 0) {	  /* copied off the drives being removed */
 			if (place_refill(pl->t, pl->nt, loc->stripe, n, loc->p, loc->targets,
 					 all & ~dr, to, &shared) < 0)
 				return 0;
@@ -675,7 +676,8 @@ on_stripe(void *arg, const struct meta_extent *loc)
 		uint32_t make;
 		uint64_t to[META_FRAGS_MAX];
 
-		if (!in_flight(ps->h, loc->stripe) && heal_plan_balance(ps->h, &ps->pl, loc, &make, to)) {
+		if (!in_flight(ps->h, loc->stripe) &&
+		    heal_plan_balance(ps->h, &ps->pl, loc, &make, to)) {
 			ps->work = true;
 			ps->st.balance_queued++;
 			cand_add(ps->h, ps->bucket, loc, 0, true);

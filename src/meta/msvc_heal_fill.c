@@ -87,8 +87,7 @@ fill_end(struct fround *r)
 	if (h->balancing && h->bal_jobs == 0 && !heal_balance_queued(h) && h->bal_end < r->t0) {
 		balance_budgets(h);
 		h->pass_work = true; /* a pass plans them now */
-	}
-	else if (!h->balancing)
+	} else if (!h->balancing)
 		for (unsigned i = 0; i < h->nfill; i++)
 			h->fill[i].out = h->fill[i].in = 0;
 	sh_free(r->st);
@@ -187,7 +186,6 @@ heal_fill_ask(struct mheal *h, const struct cfg *c)
 	fill_one(r, UINT32_MAX, 0);
 }
 
-
 static uint32_t
 domain_of(const struct plan *pl, uint64_t target)
 {
@@ -251,7 +249,7 @@ fill_find(struct mheal *h, uint64_t target)
  */
 int
 heal_plan_balance(struct mheal *h, const struct plan *pl, const struct meta_extent *loc,
-	     uint32_t *make, uint64_t *to)
+		  uint32_t *make, uint64_t *to)
 {
 	unsigned n = (unsigned)loc->d + loc->p;
 
@@ -285,4 +283,3 @@ heal_plan_balance(struct mheal *h, const struct plan *pl, const struct meta_exte
 	}
 	return *make != 0;
 }
-

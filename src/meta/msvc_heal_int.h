@@ -6,18 +6,18 @@
 #include "../data/place.h"
 #include "msvc_int.h"
 
-#define TICK_NS	   (1000ull * 1000 * 1000)
-#define CALL_NS	   (10ull * 1000 * 1000 * 1000)
-#define JOBS_MAX   8	/* stripes being healed at once, per filesystem here */
-#define CANDS_MAX  1024 /* stripes planned by one pass (the most endangered kept) */
-#define CLEAN_NS   (30ull * 1000 * 1000 * 1000) /* a pass this often when all is well */
-#define WAITING_NS (5ull * 1000 * 1000 * 1000)	/* ... when stripes wait for nodes down */
-#define WRITTEN_NS (2ull * 1000 * 1000 * 1000)	/* ... when stripes were written since */
+#define TICK_NS	    (1000ull * 1000 * 1000)
+#define CALL_NS	    (10ull * 1000 * 1000 * 1000)
+#define JOBS_MAX    8	 /* stripes being healed at once, per filesystem here */
+#define CANDS_MAX   1024 /* stripes planned by one pass (the most endangered kept) */
+#define CLEAN_NS    (30ull * 1000 * 1000 * 1000) /* a pass this often when all is well */
+#define WAITING_NS  (5ull * 1000 * 1000 * 1000)	 /* ... when stripes wait for nodes down */
+#define WRITTEN_NS  (2ull * 1000 * 1000 * 1000)	 /* ... when stripes were written since */
 #define REPAIRS_MAX 256 /* corrupt fragments queued to be re-created in place */
 #define PEERS_MAX   1024
 #define FILL_NS	    (5ull * 1000 * 1000 * 1000) /* targets' fill asked this often */
-#define BALANCE_ON  1.05 /* max / mean fill above this: stripes move to even it out */
-#define BALANCE_OFF 1.02 /* ... until it is below this */
+#define BALANCE_ON  1.05       /* max / mean fill above this: stripes move to even it out */
+#define BALANCE_OFF 1.02       /* ... until it is below this */
 #define BUSY_BYTES  (1u << 20) /* clients moved more than this in a tick: not idle */
 
 struct hcand {
@@ -48,16 +48,16 @@ struct hjob {
 	struct sh_list link; /* in heal->jobs */
 	struct mfs *fs;
 	uint16_t bucket;
-	struct meta_extent loc;	       /* the stripe as its record said */
-	uint64_t to[META_FRAGS_MAX];   /* where each fragment goes (loc's for those kept) */
-	uint32_t make;		       /* fragments written to their new place */
-	uint32_t cand;		       /* fragments that may be read (their targets up) */
-	uint32_t tried, got;	       /* reads started, reads done */
-	unsigned reading, pending;     /* reads in flight; writes in flight */
-	bool reprotect;		       /* moves of fragments that are still there */
-	bool repair;		       /* a corrupt fragment re-created where it is */
-	bool copy;		       /* the moving fragments are read as they are, not decoded */
-	bool balance;		       /* ... to even the fill out */
+	struct meta_extent loc;	     /* the stripe as its record said */
+	uint64_t to[META_FRAGS_MAX]; /* where each fragment goes (loc's for those kept) */
+	uint32_t make;		     /* fragments written to their new place */
+	uint32_t cand;		     /* fragments that may be read (their targets up) */
+	uint32_t tried, got;	     /* reads started, reads done */
+	unsigned reading, pending;   /* reads in flight; writes in flight */
+	bool reprotect;		     /* moves of fragments that are still there */
+	bool repair;		     /* a corrupt fragment re-created where it is */
+	bool copy;		     /* the moving fragments are read as they are, not decoded */
+	bool balance;		     /* ... to even the fill out */
 	bool cancelled;
 	int status;
 	uint8_t *frags[META_FRAGS_MAX];
@@ -77,8 +77,8 @@ struct mheal {
 	struct env_timer tick;
 	struct sh_list jobs;
 	unsigned njobs;
-	struct hcand *cand; /* CANDS_MAX, sorted most endangered first */
-	unsigned ncand, next, last; /* last: the one cand_add put in */
+	struct hcand *cand;	      /* CANDS_MAX, sorted most endangered first */
+	unsigned ncand, next, last;   /* last: the one cand_add put in */
 	uint64_t pass_epoch, pass_at; /* the configuration and time of the last pass */
 	bool pass_work, pass_waiting; /* what it found: work to do, stripes waiting */
 	uint64_t client, client_at;   /* bytes moved for clients here, at the last sample, when */
@@ -87,16 +87,16 @@ struct mheal {
 	struct hfill *fill;	      /* every target's, as last asked (fill_at) */
 	unsigned nfill;
 	uint64_t fill_at;
-	bool filling;	  /* a round of STORE_STATs in flight */
-	bool balancing;	  /* the fill is uneven: stripes move to where placement puts them */
-	double fill_mean; /* live / capacity, over the targets up */
-	uint64_t mine;	    /* bytes of the stripes led here, as the last pass counted them */
-	unsigned bal_jobs;  /* balance moves in flight */
-	uint64_t bal_end;   /* when the last one ended (env_now) */
-	uint64_t writes;	      /* its stripe-mapping commands at the last pass */
-	uint64_t led;		      /* which groups served here at the last pass (a hash) */
-	unsigned lost;		      /* targets lost at the last pass */
-	uint64_t bytes_at, rate_at;   /* rebuilt bytes at the rate's last sample, and when */
+	bool filling;	   /* a round of STORE_STATs in flight */
+	bool balancing;	   /* the fill is uneven: stripes move to where placement puts them */
+	double fill_mean;  /* live / capacity, over the targets up */
+	uint64_t mine;	   /* bytes of the stripes led here, as the last pass counted them */
+	unsigned bal_jobs; /* balance moves in flight */
+	uint64_t bal_end;  /* when the last one ended (env_now) */
+	uint64_t writes;   /* its stripe-mapping commands at the last pass */
+	uint64_t led;	   /* which groups served here at the last pass (a hash) */
+	unsigned lost;	   /* targets lost at the last pass */
+	uint64_t bytes_at, rate_at; /* rebuilt bytes at the rate's last sample, and when */
 	struct msvc_heal_stats st;
 };
 

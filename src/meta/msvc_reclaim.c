@@ -148,8 +148,7 @@ job_start(struct mfs *fs, uint16_t bucket, const struct meta_extent *e)
 			    s->p.store_local ? s->p.store_local(s->p.arg, e->targets[i]) : NULL;
 
 			rc = st ? store_release(st, e->stripe, i, on_local, &j->calls[i]) : -ENODEV;
-		}
-		else if (rc == 0 && (rc = net_peer_ensure(s->net, peer, addr)) == 0)
+		} else if (rc == 0 && (rc = net_peer_ensure(s->net, peer, addr)) == 0)
 			rc = net_call(s->net, peer, NET_OP_STORE_RELEASE, &iov, 1, &o, on_reply,
 				      &j->calls[i], &j->calls[i].h);
 		if (rc < 0)

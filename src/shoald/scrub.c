@@ -17,10 +17,10 @@
 
 SH_LOG_FACILITY("shoald.scrub");
 
-#define TICK_NS	   (5ull * 1000 * 1000 * 1000)
-#define AGAIN_NS   (30ull * 1000 * 1000 * 1000) /* a report not answered by a repair: again */
-#define CALL_NS	   (5ull * 1000 * 1000 * 1000)
-#define CORRUPT_MAX 64				/* reported per drive per tick */
+#define TICK_NS	    (5ull * 1000 * 1000 * 1000)
+#define AGAIN_NS    (30ull * 1000 * 1000 * 1000) /* a report not answered by a repair: again */
+#define CALL_NS	    (5ull * 1000 * 1000 * 1000)
+#define CORRUPT_MAX 64 /* reported per drive per tick */
 
 static void
 on_scrubbed(void *arg, int corrupt)

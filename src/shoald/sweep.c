@@ -122,7 +122,8 @@ ask(struct sround *r, unsigned from, unsigned to)
 	for (unsigned f = 0; f < sw->nfs; f++) {
 		struct mp_req q = { .kind = MP_STRIPES,
 				    .fs = sw->fs[f],
-				    .ino = store_target_id(r->sd->st), /* per fragment: stale ones too */
+				    .ino = store_target_id(
+					r->sd->st), /* per fragment: stale ones too */
 				    .bucket = (uint16_t)(r->keys[from].stripe >> 48),
 				    .data = ids.p,
 				    .dlen = ids.len };

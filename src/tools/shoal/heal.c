@@ -159,8 +159,8 @@ drive_remove(const struct cli *c, unsigned long long id)
 			    num(j, "pending_bytes") == 0;
 
 		if (!c->json)
-			printf("  %5.0f s  %s, %lld stripes still on draining drives\n", now_s() - t0,
-			       str(j, "state"), left);
+			printf("  %5.0f s  %s, %lld stripes still on draining drives\n",
+			       now_s() - t0, str(j, "state"), left);
 		fflush(stdout);
 		json_decref(j);
 		if (done)

@@ -341,8 +341,7 @@ show_drives(json_t *a)
 	size_t i;
 	json_t *d;
 
-	printf("%-6s %-5s %-10s %-7s %-6s %s\n", "ID", "NODE", "CAPACITY", "STATE", "DATA",
-	       "PATH");
+	printf("%-6s %-5s %-10s %-7s %-6s %s\n", "ID", "NODE", "CAPACITY", "STATE", "DATA", "PATH");
 	json_array_foreach(a, i, d)
 	{
 		char cap[32];
@@ -498,7 +497,8 @@ run(struct cli *c, int argc, char **argv)
 
 		opt(&a, "", no_opts);
 		if (*v == '\0' || *end != '\0' || n < 0)
-			usage_error("the value of %s must be a number, 0 or more, not '%s'", name, v);
+			usage_error("the value of %s must be a number, 0 or more, not '%s'", name,
+				    v);
 		{
 			json_t *cur = api_get(c, "/v1/settings");
 			json_t *v2 = json_object_get(cur, name);
@@ -526,8 +526,8 @@ run(struct cli *c, int argc, char **argv)
 		if (c->json)
 			print_json(j);
 		else
-			json_object_foreach(j, k, v) printf("%-14s %lld\n", k,
-							    (long long)json_integer_value(v));
+			json_object_foreach(j, k, v)
+			    printf("%-14s %lld\n", k, (long long)json_integer_value(v));
 		json_decref(j);
 		return 0;
 	}
@@ -574,9 +574,10 @@ run(struct cli *c, int argc, char **argv)
 			opt(&a, "", no_opts);
 			snprintf(path, sizeof(path), "/v1/drives/%llu", id);
 			api_change(c, "PUT", path, json_pack("{s:s}", "state", "failed"));
-			snprintf(msg, sizeof(msg),
-				 "drive %llu failed: its fragments are rebuilt (shoal rebuild status)",
-				 id);
+			snprintf(
+			    msg, sizeof(msg),
+			    "drive %llu failed: its fragments are rebuilt (shoal rebuild status)",
+			    id);
 			done(c, msg);
 			return 0;
 		}

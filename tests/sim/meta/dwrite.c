@@ -229,4 +229,3 @@ slot_bytes(uint64_t seed, unsigned slot, unsigned version, uint8_t *b)
 		memcpy(b + k, &v, 8);
 	}
 }
-

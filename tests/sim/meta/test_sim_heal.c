@@ -44,7 +44,9 @@ extent_at(struct world *w, uint64_t ino, uint64_t off, struct meta_extent *e)
 static int
 loc_of(struct world *w, uint64_t stripe, struct meta_extent *loc)
 {
-	struct mp_req q = { .kind = MP_STRIPE_LOC, .bucket = meta_ino_bucket(stripe), .ino = stripe };
+	struct mp_req q = { .kind = MP_STRIPE_LOC,
+			    .bucket = meta_ino_bucket(stripe),
+			    .ino = stripe };
 	struct call *c = sh_calloc(1, sizeof(*c));
 	int rc = call(w, &q, c);
 
@@ -224,8 +226,9 @@ run_heal(uint64_t seed)
 			(void)read_loc(&w, &loc, got, &rc);
 			slot_bytes(seed, s, 0, buf);
 			SH_ASSERT_MSG(rc == 0 && memcmp(got, buf, DW_STRIPE) == 0,
-				      "seed %llu: slot %u (round %d) reads %s", (unsigned long long)seed,
-				      s, round, rc ? sh_errname(rc) : "other bytes");
+				      "seed %llu: slot %u (round %d) reads %s",
+				      (unsigned long long)seed, s, round,
+				      rc ? sh_errname(rc) : "other bytes");
 		}
 	}
 	world_end(&w);

@@ -646,7 +646,6 @@ TEST(data_acked_stripes_survive_crashes)
 
 /* ---- a node marked down while it is alive ---- */
 
-
 static bool
 leads_nothing(void *arg)
 {

@@ -446,7 +446,6 @@ world_end(struct world *w)
 	SH_ASSERT_EQ(system(cmdline), 0);
 }
 
-
 void
 set_state(struct world *w, int node, uint8_t state)
 {

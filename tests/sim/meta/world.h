@@ -91,7 +91,8 @@ int cmd(struct world *w, uint16_t bucket, const struct meta_cmd *mc, struct call
 uint16_t dbucket(uint64_t parent, const char *name);
 int mk(struct world *w, uint64_t parent, const char *name, uint8_t type, uint64_t *ino);
 int rm(struct world *w, uint64_t parent, const char *name, bool dir);
-int mv(struct world *w, uint64_t parent, const char *name, uint64_t parent2, const char *name2, unsigned flags);
+int mv(struct world *w, uint64_t parent, const char *name, uint64_t parent2, const char *name2,
+       unsigned flags);
 int lookup(struct world *w, uint64_t parent, const char *name, struct meta_dentry *d);
 int getattr(struct world *w, uint64_t ino, struct meta_inode *in);
 unsigned list(struct world *w, uint64_t dir, uint8_t *seen, unsigned nseen);
@@ -108,7 +109,8 @@ void set_state(struct world *w, int node, uint8_t state);
 /* dwrite.c: reads that had to decode; the node of a data fragment the last read found */
 extern unsigned dw_decoded;
 extern uint64_t dw_data_node;
-void to_targets(struct world *w, uint16_t op, uint64_t stripe, const uint64_t *tg, uint8_t (*frags)[DW_FRAG], struct dreply *r);
+void to_targets(struct world *w, uint16_t op, uint64_t stripe, const uint64_t *tg,
+		uint8_t (*frags)[DW_FRAG], struct dreply *r);
 int dw_place(struct world *w, uint64_t stripe, uint32_t avoid, uint64_t *tg);
 int write_stripe(struct world *w, uint64_t ino, uint64_t off, const uint8_t *data, uint64_t stripe);
 int read_stripe(struct world *w, uint64_t ino, uint64_t off, uint8_t *out);

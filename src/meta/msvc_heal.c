@@ -886,6 +886,7 @@ msvc_heal_cancel(struct mfs *fs)
 	if (h == NULL)
 		return;
 	env_timer_cancel(&h->tick);
+	heal_fill_cancel(h);
 	/* their callbacks come back with -ECANCELED and free the jobs */
 	sh_list_for_each (pos, &h->jobs) {
 		struct hjob *j = sh_list_entry(pos, struct hjob, link);

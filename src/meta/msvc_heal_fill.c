@@ -26,6 +26,7 @@ static void balance_budgets(struct mheal *h);
 struct farg {
 	struct fround *r;
 	unsigned i;
+	struct net_call *h; /* in flight (cancelled when the filesystem closes) */
 };
 
 struct fround {
@@ -66,6 +67,7 @@ fill_end(struct fround *r)
 	h->fill = r->f;
 	h->nfill = r->n;
 	h->filling = false;
+	h->fround = NULL;
 	h->fill_mean = known ? sum / known : 0;
 	h->st.fill_ratio_milli = h->fill_mean > 0 ? (uint64_t)(max / h->fill_mean * 1000) : 1000;
 	if (!h->balancing && h->fill_mean > 0 && max > h->fill_mean * BALANCE_ON) {
@@ -111,6 +113,7 @@ on_stat(void *arg, int status, const struct net_msg *reply)
 	struct fround *r = ((struct farg *)arg)->r;
 	unsigned i = ((struct farg *)arg)->i;
 
+	((struct farg *)arg)->h = NULL;
 	if (status == 0 && reply->len == sizeof(r->st[i])) {
 		memcpy(&r->st[i], reply->buf->data + reply->off, sizeof(r->st[i]));
 		r->f[i].live = r->st[i].live;
@@ -144,6 +147,7 @@ heal_fill_ask(struct mheal *h, const struct cfg *c)
 		return;
 	}
 	h->filling = true;
+	h->fround = r;
 	h->fs->refs++;
 	r->pending = 1 + r->n; /* held while asking */
 	r->o = (struct net_call_opts){ .timeout_ns = CALL_NS, .retries = 1 };
@@ -179,7 +183,7 @@ heal_fill_ask(struct mheal *h, const struct cfg *c)
 			rc = net_peer_ensure(s->net, peer, addr);
 		if (rc == 0)
 			rc = net_call(s->net, peer, NET_OP_STORE_STAT, &iov, 1, &r->o, on_stat,
-				      &r->arg[i], NULL);
+				      &r->arg[i], &r->arg[i].h);
 		if (rc < 0)
 			fill_one(r, i, rc);
 	}
@@ -282,4 +286,15 @@ heal_plan_balance(struct mheal *h, const struct plan *pl, const struct meta_exte
 		*make |= 1u << i;
 	}
 	return *make != 0;
+}
+
+void
+heal_fill_cancel(struct mheal *h)
+{
+	struct fround *r = h->fround;
+
+	/* their callbacks come back with -ECANCELED and end the round */
+	for (unsigned i = 0; r != NULL && i < r->n; i++)
+		if (r->arg[i].h != NULL)
+			net_call_cancel(r->arg[i].h);
 }

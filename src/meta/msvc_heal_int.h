@@ -70,6 +70,8 @@ struct hrepair {
 	uint64_t stripe, target;
 };
 
+struct fround;
+
 struct mheal {
 	struct mfs *fs;
 	struct hrepair rep[REPAIRS_MAX]; /* corrupt fragments reported, oldest first */
@@ -88,6 +90,7 @@ struct mheal {
 	unsigned nfill;
 	uint64_t fill_at;
 	bool filling;	   /* a round of STORE_STATs in flight */
+	struct fround *fround; /* (that round) */
 	bool balancing;	   /* the fill is uneven: stripes move to where placement puts them */
 	double fill_mean;  /* live / capacity, over the targets up */
 	uint64_t mine;	   /* bytes of the stripes led here, as the last pass counted them */
@@ -117,5 +120,7 @@ void heal_fill_ask(struct mheal *h, const struct cfg *c);
 int heal_plan_balance(struct mheal *h, const struct plan *pl, const struct meta_extent *loc,
 		      uint32_t *make, uint64_t *to);
 bool heal_balance_queued(const struct mheal *h);
+/* The filesystem closes: the round in flight ends now. */
+void heal_fill_cancel(struct mheal *h);
 
 #endif /* SH_META_MSVC_HEAL_INT_H */

@@ -1040,7 +1040,7 @@ def data_dedup_stores_once_and_survives_kills(c):
         with open(os.path.join(c.dir, "n%d.log" % n)) as f:
             log = f.read()
         claims += log.count("was never committed: its holds released")
-        orphans += sum(int(m) for m in re.findall(r"released (\d+) orphan fragments", log))
+        orphans += sum(int(m) for m in re.findall(r"released (\d+) orphan", log))
     print("  after the kills: %d dead claims released, %d orphan fragments swept" %
           (claims, orphans))
     check(claims + orphans > 0, "the killed writes left nothing to clean up: not tested")
@@ -1178,7 +1178,7 @@ def data_orphans_of_a_killed_client_are_released(c):
         for k in range(1, c.nodes + 1):
             with open(os.path.join(c.dir, "n%d.log" % k)) as f:
                 n += sum(int(m.group(1)) for m in
-                         re.finditer(r"released (\d+) orphan fragments", f.read()))
+                         re.finditer(r"released (\d+) orphan", f.read()))
         return n
 
     # a write killed midway (stripes in flight then are the orphans); again if it happened

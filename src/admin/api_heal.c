@@ -28,36 +28,7 @@ sum_with(void *ctx, const struct admin_stats *const *ws, unsigned n)
 
 	for (unsigned w = 0; w < n; w++)
 		if (ws[w]->has_meta)
-			admin_heal_add(sum, &ws[w]->meta.heal);
-}
-
-void
-admin_heal_add(struct msvc_heal_stats *sum, const struct msvc_heal_stats *h)
-{
-	for (unsigned i = 0; i < MSVC_HEAL_LEVELS; i++) {
-		sum->stripes[i] += h->stripes[i];
-		sum->bytes[i] += h->bytes[i];
-	}
-	sum->unreadable += h->unreadable;
-	sum->shared += h->shared;
-	sum->pending_bytes += h->pending_bytes;
-	sum->rebuilt_frags += h->rebuilt_frags;
-	sum->moved_frags += h->moved_frags;
-	sum->repaired_frags += h->repaired_frags;
-	sum->balanced_frags += h->balanced_frags;
-	sum->balance_queued += h->balance_queued;
-	sum->draining += h->draining;
-	if (h->fill_ratio_milli > sum->fill_ratio_milli)
-		sum->fill_ratio_milli = h->fill_ratio_milli;
-	sum->rebuilt_bytes += h->rebuilt_bytes;
-	sum->failed_jobs += h->failed_jobs;
-	sum->in_flight += h->in_flight;
-	sum->queued += h->queued;
-	sum->rate_bps += h->rate_bps;
-	sum->passes += h->passes;
-	sum->buckets += h->buckets;
-	if (h->pass_epoch < sum->pass_epoch)
-		sum->pass_epoch = h->pass_epoch;
+			msvc_heal_stats_add(sum, &ws[w]->meta.heal);
 }
 
 void
@@ -147,7 +118,7 @@ add_json(struct msvc_heal_stats *sum, json_t *j)
 	h.passes = jget(j, "passes");
 	h.buckets = jget(j, "buckets");
 	h.pass_epoch = pe < 0 ? UINT64_MAX : (uint64_t)pe;
-	admin_heal_add(sum, &h);
+	msvc_heal_stats_add(sum, &h);
 }
 
 /*
@@ -206,7 +177,7 @@ admin_rebuild_json(const struct cfg *c, const struct admin_node *self, uint64_t 
 			struct msvc_heal_stats h;
 
 			admin_heal_local(self, &h);
-			admin_heal_add(&sum, &h);
+			msvc_heal_stats_add(&sum, &h);
 			answered++;
 			continue;
 		}

@@ -10,7 +10,6 @@
 #include "metrics.h"
 
 /* api_heal.c: self-healing's views and changes */
-void admin_heal_add(struct msvc_heal_stats *sum, const struct msvc_heal_stats *h);
 /* This node's part (its loops' counters summed). */
 void admin_heal_local(const struct admin_node *self, struct msvc_heal_stats *out);
 json_t *admin_heal_json(const struct admin_node *self);

@@ -410,7 +410,7 @@ heal_families(struct mctx *m)
 
 	for (unsigned w = 0; w < m->nws; w++)
 		if (m->ws[w]->has_meta)
-			admin_heal_add(&h, &m->ws[w]->meta.heal);
+			msvc_heal_stats_add(&h, &m->ws[w]->meta.heal);
 	family(t, "shoal_heal_stripes", "gauge",
 	       "Stripes led here, by fragments missing (down or lost), as the last pass found.");
 	for (unsigned i = 0; i < MSVC_HEAL_LEVELS; i++)

@@ -69,7 +69,7 @@ client_loc_fetch(sh_fs *fs, struct meta_extent *e)
 	pthread_mutex_unlock(&fs->lmu);
 	if (recent)
 		return -EAGAIN; /* asked a moment ago: what apply gave is the answer */
-	rc = ns_read(fs, MP_STRIPE_LOC, meta_ino_bucket(e->stripe), e->stripe, NULL, 0, 0, &r);
+	rc = ns_read(fs, MP_STRIPE_LOC, meta_ino_bucket(e->stripe), e->stripe, "", 0, 0, &r);
 	if (rc == 0)
 		rc = meta_extent_decode(r.rep.data, r.rep.dlen, &loc);
 	cres_fini(&r);

@@ -103,6 +103,8 @@ struct msvc_heal_stats {
 			      * UINT64_MAX: no filesystem here) */
 	uint64_t buckets;    /* buckets the last pass went over (led here, serving) */
 };
+/* sum += h (counts added, the oldest pass kept): sums of nodes, of loops, of filesystems. */
+void msvc_heal_stats_add(struct msvc_heal_stats *sum, const struct msvc_heal_stats *h);
 struct msvc_stats {
 	uint64_t requests[MSVC_SLOTS], errors[MSVC_SLOTS], time_ns[MSVC_SLOTS];
 	struct msvc_heal_stats heal;

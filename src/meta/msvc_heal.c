@@ -469,6 +469,29 @@ plan_stripe(const struct plan *pl, const struct meta_extent *loc, uint32_t *make
 	return 1;
 }
 
+/* A job planned: its buffers, on the list, counted, its reads started (it frees itself). */
+static void
+job_begin(struct mheal *h, struct hjob *j)
+{
+	unsigned n = (unsigned)j->loc.d + j->loc.p;
+
+	for (unsigned i = 0; i < n; i++)
+		if ((j->frags[i] = sh_malloc(j->loc.frag)) == NULL) {
+			for (unsigned k = 0; k < i; k++)
+				sh_free(j->frags[k]);
+			sh_free(j);
+			return; /* (planned again by a later pass) */
+		}
+	sh_list_add_tail(&h->jobs, &j->link);
+	h->njobs++;
+	h->bal_jobs += j->balance; /* (job_free counts it back, however it ends) */
+	h->st.in_flight = h->njobs;
+	h->fs->refs++;
+	spend(h, j);
+	if (!read_more(j))
+		job_fail(j, -EIO, "none of its fragments could be asked for");
+}
+
 static void
 job_start(struct mheal *h, const struct plan *pl, const struct hcand *cd)
 {
@@ -486,7 +509,6 @@ job_start(struct mheal *h, const struct plan *pl, const struct hcand *cd)
 		j->balance = j->reprotect = true; /* (moved: released where it was) */
 		j->make = cd->make;
 		memcpy(j->to, cd->to, sizeof(j->to));
-		h->bal_jobs++; /* (job_free counts it back, however it ends) */
 	} else if (!plan_stripe(pl, &j->loc, &j->make, j->to, &j->reprotect)) {
 		sh_free(j);
 		return;
@@ -505,20 +527,7 @@ job_start(struct mheal *h, const struct plan *pl, const struct hcand *cd)
 		sh_free(j);
 		return;
 	}
-	for (unsigned i = 0; i < n; i++)
-		if ((j->frags[i] = sh_malloc(j->loc.frag)) == NULL) {
-			for (unsigned k = 0; k < i; k++)
-				sh_free(j->frags[k]);
-			sh_free(j);
-			return;
-		}
-	sh_list_add_tail(&h->jobs, &j->link);
-	h->njobs++;
-	h->st.in_flight = h->njobs;
-	fs->refs++;
-	spend(h, j);
-	if (!read_more(j))
-		job_fail(j, -EIO, "none of its fragments could be asked for");
+	job_begin(h, j);
 }
 
 /* A corrupt fragment reported: re-created from the others, written where it is. */
@@ -552,20 +561,7 @@ repair_start(struct mheal *h, const struct plan *pl, const struct hrepair *rp)
 	memcpy(j->to, j->loc.targets, sizeof(j->to));
 	states(pl->c, &j->loc, pl->now, &lost, &down);
 	j->cand = ((1u << n) - 1) & ~lost & ~down & ~j->make;
-	for (unsigned i = 0; i < n; i++)
-		if ((j->frags[i] = sh_malloc(j->loc.frag)) == NULL) {
-			for (unsigned k = 0; k < i; k++)
-				sh_free(j->frags[k]);
-			sh_free(j);
-			return true;
-		}
-	sh_list_add_tail(&h->jobs, &j->link);
-	h->njobs++;
-	h->st.in_flight = h->njobs;
-	fs->refs++;
-	spend(h, j);
-	if (!read_more(j))
-		job_fail(j, -EIO, "none of its other fragments could be asked for");
+	job_begin(h, j);
 	return true;
 }
 
@@ -910,13 +906,8 @@ msvc_heal_free(struct mfs *fs)
 }
 
 void
-msvc_heal_add(const struct mfs *fs, struct msvc_heal_stats *sum)
+msvc_heal_stats_add(struct msvc_heal_stats *sum, const struct msvc_heal_stats *st)
 {
-	const struct msvc_heal_stats *st;
-
-	if (fs->heal == NULL)
-		return;
-	st = &fs->heal->st;
 	for (unsigned i = 0; i < MSVC_HEAL_LEVELS; i++) {
 		sum->stripes[i] += st->stripes[i];
 		sum->bytes[i] += st->bytes[i];
@@ -940,7 +931,14 @@ msvc_heal_add(const struct mfs *fs, struct msvc_heal_stats *sum)
 	sum->passes += st->passes;
 	sum->buckets += st->buckets;
 	if (st->pass_epoch < sum->pass_epoch)
-		sum->pass_epoch = st->pass_epoch; /* (sum's starts at UINT64_MAX) */
+		sum->pass_epoch = st->pass_epoch; /* (a sum's starts at UINT64_MAX) */
 	if (sum->pass_at == 0 || (st->pass_at && st->pass_at < sum->pass_at))
 		sum->pass_at = st->pass_at; /* the oldest: what the sum is at least as new as */
+}
+
+void
+msvc_heal_add(const struct mfs *fs, struct msvc_heal_stats *sum)
+{
+	if (fs->heal != NULL)
+		msvc_heal_stats_add(sum, &fs->heal->st);
 }

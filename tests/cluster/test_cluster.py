@@ -786,6 +786,26 @@ def data_write_read_degraded(c):
         time.sleep(0.5)
 
 
+def flip_block(c, block):
+    """Find a recognisable block's bytes (b"SHOAL-BLOCK-%06d-" repeated) on some drive and
+    flip one of them: the node that held it."""
+    needle = b"SHOAL-BLOCK-%06d-" % block * 8
+    for n in range(1, c.nodes + 1):
+        img = os.path.join(c.dir, "drives", "n%d.img" % n)
+        with open(img, "rb") as f:
+            at = f.read().find(needle)
+        if at >= 0:
+            fd = os.open(img, os.O_RDWR)
+            try:
+                b = os.pread(fd, 1, at + 100)
+                os.pwrite(fd, bytes([b[0] ^ 0xFF]), at + 100)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            return n
+    raise Fail("block %d is on no drive" % block)
+
+
 @test
 def data_corruption_detected_and_decoded(c):
     """A fragment block flipped on a drive: the store's crc catches it, the read is decoded
@@ -801,22 +821,7 @@ def data_corruption_detected_and_decoded(c):
         f.write(data)
     ns(c, "put", local, "/p")
     def flip(block):
-        """Find block's bytes on some drive and flip one of them: the node that held it."""
-        needle = b"SHOAL-BLOCK-%06d-" % block * 8
-        for n in range(1, c.nodes + 1):
-            img = os.path.join(c.dir, "drives", "n%d.img" % n)
-            with open(img, "rb") as f:
-                at = f.read().find(needle)
-            if at >= 0:
-                fd = os.open(img, os.O_RDWR)
-                try:
-                    b = os.pread(fd, 1, at + 100)
-                    os.pwrite(fd, bytes([b[0] ^ 0xFF]), at + 100)
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                return n
-        raise Fail("block %d is on no drive" % block)
+        return flip_block(c, block)
 
     n = flip(5)
     out = os.path.join(c.dir, "out")

@@ -19,7 +19,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_cluster as tc  # noqa: E402
-from test_cluster import Fail, check, make_fs, serving  # noqa: E402
+from test_cluster import Fail, check, make_fs, serving, flip_block as flip  # noqa: E402
 
 TESTS = []
 NODES = 7
@@ -313,25 +313,6 @@ def rebuild_interrupted_by_kills_finishes_and_leaks_nothing(c):
     while time.time() < end and fragments(c, node=2)["fragments"] != 0:
         time.sleep(1)
     check(fragments(c, node=2)["fragments"] == 0, "fragments left after deleting all")
-
-
-def flip(c, block):
-    """Find the recognisable block's bytes on a drive and flip one: the node that held it."""
-    needle = b"SHOAL-BLOCK-%06d-" % block * 8
-    for n in range(1, c.nodes + 1):
-        img = os.path.join(c.dir, "drives", "n%d.img" % n)
-        with open(img, "rb") as f:
-            at = f.read().find(needle)
-        if at >= 0:
-            fd = os.open(img, os.O_RDWR)
-            try:
-                b = os.pread(fd, 1, at + 100)
-                os.pwrite(fd, bytes([b[0] ^ 0xFF]), at + 100)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            return n
-    raise Fail("block %d is on no drive" % block)
 
 
 def log_count(c, n, text):

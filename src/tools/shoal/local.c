@@ -374,6 +374,22 @@ stop_nodes(struct local *l)
 		l->pids[n] = 0;
 }
 
+/* Node n's drive: a file of the cluster's drive size under DIR/drives, added to the cluster. */
+static void
+add_drive(const struct local *l, int n)
+{
+	char dpath[PATH_MAX + 64], w[64];
+	int fd;
+
+	snprintf(dpath, sizeof(dpath), "%s/drives/n%d.img", l->dir, n);
+	fd = open(dpath, O_RDWR | O_CREAT, 0644);
+	if (fd < 0 || ftruncate(fd, l->drive_size) < 0)
+		fail("cannot create drive %s: %s", dpath, strerror(errno));
+	close(fd);
+	snprintf(w, sizeof(w), "drive add on node %d", n);
+	post(l, 1, "/v1/drives", json_pack("{s:i, s:s}", "node", n, "path", dpath), w);
+}
+
 static int
 local_up(struct local *l, bool fresh)
 {
@@ -421,19 +437,8 @@ local_up(struct local *l, bool fresh)
 		mkdirs(dpath);
 		step("adding %d drives of %lld MiB (each is checked and formatted by its node)",
 		     l->nodes, l->drive_size >> 20);
-		for (int n = 1; n <= l->nodes; n++) {
-			char w[64];
-			int fd;
-
-			snprintf(dpath, sizeof(dpath), "%s/drives/n%d.img", l->dir, n);
-			fd = open(dpath, O_RDWR | O_CREAT, 0644);
-			if (fd < 0 || ftruncate(fd, l->drive_size) < 0)
-				fail("cannot create drive %s: %s", dpath, strerror(errno));
-			close(fd);
-			snprintf(w, sizeof(w), "drive add on node %d", n);
-			post(l, 1, "/v1/drives", json_pack("{s:i, s:s}", "node", n, "path", dpath),
-			     w);
-		}
+		for (int n = 1; n <= l->nodes; n++)
+			add_drive(l, n);
 	}
 	wait_healthy(l, 30);
 	node_addr(l, 1, false, addr, sizeof(addr));
@@ -456,8 +461,7 @@ static int
 local_add(struct local *l)
 {
 	int n = l->nodes + 1;
-	char m[64], d[64], dpath[PATH_MAX + 64], w[64];
-	int fd;
+	char m[64], d[64], w[64];
 
 	if (n > LOCAL_NODES_MAX)
 		fail("the local cluster has the most nodes it can (%d)", LOCAL_NODES_MAX);
@@ -472,13 +476,7 @@ local_add(struct local *l)
 	node_addr(l, n, true, d, sizeof(d));
 	snprintf(w, sizeof(w), "node add %d", n);
 	post(l, 1, "/v1/nodes", json_pack("{s:i, s:s, s:s}", "id", n, "mgmt", m, "data", d), w);
-	snprintf(dpath, sizeof(dpath), "%s/drives/n%d.img", l->dir, n);
-	fd = open(dpath, O_RDWR | O_CREAT, 0644);
-	if (fd < 0 || ftruncate(fd, l->drive_size) < 0)
-		fail("cannot create drive %s: %s", dpath, strerror(errno));
-	close(fd);
-	snprintf(w, sizeof(w), "drive add on node %d", n);
-	post(l, 1, "/v1/drives", json_pack("{s:i, s:s}", "node", n, "path", dpath), w);
+	add_drive(l, n);
 	/* (committed once answered; the others need not all be up: a node may be down) */
 	printf("node %d added with a drive of %lld MiB in %.1f s; data moves onto it "
 	       "(shoal rebuild status)\n",

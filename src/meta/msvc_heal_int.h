@@ -89,16 +89,16 @@ struct mheal {
 	struct hfill *fill;	      /* every target's, as last asked (fill_at) */
 	unsigned nfill;
 	uint64_t fill_at;
-	bool filling;	   /* a round of STORE_STATs in flight */
+	bool filling;	       /* a round of STORE_STATs in flight */
 	struct fround *fround; /* (that round) */
-	bool balancing;	   /* the fill is uneven: stripes move to where placement puts them */
-	double fill_mean;  /* live / capacity, over the targets up */
-	uint64_t mine;	   /* bytes of the stripes led here, as the last pass counted them */
-	unsigned bal_jobs; /* balance moves in flight */
-	uint64_t bal_end;  /* when the last one ended (env_now) */
-	uint64_t writes;   /* its stripe-mapping commands at the last pass */
-	uint64_t led;	   /* which groups served here at the last pass (a hash) */
-	unsigned lost;	   /* targets lost at the last pass */
+	bool balancing;	       /* the fill is uneven: stripes move to where placement puts them */
+	double fill_mean;      /* live / capacity, over the targets up */
+	uint64_t mine;	       /* bytes of the stripes led here, as the last pass counted them */
+	unsigned bal_jobs;     /* balance moves in flight */
+	uint64_t bal_end;      /* when the last one ended (env_now) */
+	uint64_t writes;       /* its stripe-mapping commands at the last pass */
+	uint64_t led;	       /* which groups served here at the last pass (a hash) */
+	unsigned lost;	       /* targets lost at the last pass */
 	uint64_t bytes_at, rate_at; /* rebuilt bytes at the rate's last sample, and when */
 	struct msvc_heal_stats st;
 };

@@ -238,3 +238,150 @@ TEST(heal_failed_drive_rebuilt_through_crashes)
 {
 	run_heal(sh_test_seed());
 }
+
+/* The configuration marks node up or down as of now (so the rebuild delay counts from now). */
+static void
+mark(struct world *w, int node, uint8_t state)
+{
+	char msg[CFG_MSG_MAX];
+	struct cfg_cmd c = { .op = CFG_OP_NODE_STATE, .id = (uint64_t)node, .state = state };
+
+	for (int i = 1; i <= N && c.time == 0; i++)
+		if (w->n[i].up)
+			c.time = env_realtime(w->n[i].env);
+	SH_ASSERT_MSG(cfg_apply(w->cfg, &c, msg, sizeof(msg)) == 0, "%s", msg);
+	for (int i = 1; i <= N; i++)
+		if (w->n[i].up)
+			SH_ASSERT_OK(msvc_set_cfg(w->n[i].svc, w->cfg));
+	SH_ASSERT_OK(mroute_set_cfg(w->rt, w->cfg));
+}
+
+/* Stripes whose record still puts a fragment on node x's target. */
+static unsigned
+on_node(struct world *w, const uint64_t *stripe, int x)
+{
+	unsigned n = 0;
+
+	for (unsigned s = 0; s < SLOTS; s++) {
+		struct meta_extent loc;
+
+		SH_ASSERT_OK(loc_of(w, stripe[s], &loc));
+		for (int i = 0; i < DW_D + DW_P; i++)
+			if (loc.targets[i] == (uint64_t)x) {
+				n++;
+				break;
+			}
+	}
+	return n;
+}
+
+/*
+ * Failback: a node kill -9'd and marked down comes back within the rebuild
+ * delay: nothing moved, every fragment where it was and readable. Down
+ * again past the delay: its fragments are rebuilt elsewhere, every stripe
+ * reads back exactly from its record's targets, and once it is back the
+ * sweep's question says its old copies are stale (never one a record
+ * names). Over seeds, packets lost and reordered.
+ */
+static void
+run_failback(uint64_t seed)
+{
+	static struct world w;
+	static uint8_t buf[DW_STRIPE], got[DW_STRIPE];
+	uint64_t ino, stripe[SLOTS], end;
+	unsigned left = SLOTS;
+	int x;
+
+	world_start_opts(&w, seed, 4ull << 20, true);
+	w.cfg->rebuild_delay_s = 10;
+	SH_ASSERT_OK(mk(&w, META_ROOT_INO, "data", META_REG, &ino));
+	for (unsigned s = 0; s < SLOTS; s++) {
+		struct meta_extent e;
+
+		slot_bytes(seed, s, 0, buf);
+		SH_ASSERT_OK(write_stripe(&w, ino, (uint64_t)s * DW_STRIPE, buf,
+					  (uint64_t)meta_ino_bucket(ino) << 48 |
+					      ((seed << 28) & ((1ull << 48) - 1)) | s));
+		SH_ASSERT_OK(extent_at(&w, ino, (uint64_t)s * DW_STRIPE, &e));
+		stripe[s] = e.stripe;
+	}
+	x = 1 + (int)(sh_rand_u64(&w.rng) % N);
+	/* down for less than the delay: nothing moves */
+	node_stop(&w, &w.n[x], true);
+	w.n[x].up = false;
+	mark(&w, x, CFG_DOWN);
+	sim_run_for(w.sim, 6 * SH_NSEC_PER_SEC);
+	SH_ASSERT_MSG(on_node(&w, stripe, x) == SLOTS,
+		      "seed %llu: node %d down within the delay: only %u of %u stripes left on it",
+		      (unsigned long long)seed, x, on_node(&w, stripe, x), SLOTS);
+	node_start(&w.n[x]);
+	mark(&w, x, CFG_UP);
+	sim_run_for(w.sim, 3 * SH_NSEC_PER_SEC);
+	for (unsigned s = 0; s < SLOTS; s++) {
+		struct meta_extent loc;
+		int rc;
+
+		SH_ASSERT_OK(loc_of(&w, stripe[s], &loc));
+		SH_ASSERT_MSG(
+		    read_loc(&w, &loc, got, &rc) == 0x3f,
+		    "seed %llu: slot %u: not every fragment serves after node %d came back",
+		    (unsigned long long)seed, s, x);
+	}
+	/* down past the delay: rebuilt elsewhere */
+	node_stop(&w, &w.n[x], true);
+	w.n[x].up = false;
+	mark(&w, x, CFG_DOWN);
+	end = sim_now(w.sim) + 90 * SH_NSEC_PER_SEC;
+	while (sim_now(w.sim) < end && (left = on_node(&w, stripe, x)) > 0)
+		sim_run_for(w.sim, 2 * SH_NSEC_PER_SEC);
+	SH_ASSERT_MSG(left == 0, "seed %llu: %u stripes still on node %d past the delay",
+		      (unsigned long long)seed, left, x);
+	for (unsigned s = 0; s < SLOTS; s++) {
+		struct meta_extent loc;
+		int rc;
+
+		SH_ASSERT_OK(loc_of(&w, stripe[s], &loc));
+		(void)read_loc(&w, &loc, got, &rc);
+		slot_bytes(seed, s, 0, buf);
+		SH_ASSERT_MSG(rc == 0 && memcmp(got, buf, DW_STRIPE) == 0,
+			      "seed %llu: slot %u reads %s after the rebuild",
+			      (unsigned long long)seed, s, rc ? sh_errname(rc) : "other bytes");
+	}
+	/* back: what it holds is stale, and the sweep's question says so, fragment by fragment */
+	node_start(&w.n[x]);
+	mark(&w, x, CFG_UP);
+	sim_run_for(w.sim, 3 * SH_NSEC_PER_SEC);
+	for (unsigned s = 0; s < SLOTS; s++) {
+		uint8_t q[12 * (DW_D + DW_P)];
+		struct mp_req sq = { .kind = MP_STRIPES,
+				     .bucket = meta_ino_bucket(stripe[s]),
+				     .ino = (uint64_t)x,
+				     .data = q,
+				     .dlen = sizeof(q) };
+		struct call *c = sh_calloc(1, sizeof(*c));
+		struct meta_extent loc;
+
+		SH_ASSERT_OK(loc_of(&w, stripe[s], &loc));
+		for (unsigned i = 0; i < DW_D + DW_P; i++) {
+			uint64_t id = stripe[s];
+			uint32_t idx = i;
+
+			memcpy(q + 12 * i, &id, 8); /* (little-endian hosts: the wire's order) */
+			memcpy(q + 12 * i + 8, &idx, 4);
+		}
+		SH_ASSERT_OK(call(&w, &sq, c));
+		SH_ASSERT_EQ(c->r.dlen, (size_t)(DW_D + DW_P));
+		for (unsigned i = 0; i < DW_D + DW_P; i++)
+			SH_ASSERT_MSG(
+			    c->data[i] == (loc.targets[i] == (uint64_t)x),
+			    "seed %llu: slot %u fragment %u on node %d: the sweep is told %u",
+			    (unsigned long long)seed, s, i, x, c->data[i]);
+		sh_free(c);
+	}
+	world_end(&w);
+}
+
+TEST(heal_failback_within_the_delay_and_after_it)
+{
+	run_failback(sh_test_seed());
+}

@@ -3,8 +3,8 @@
  * Self-healing in the simulator (docs/healing.md): stripes written on the
  * six nodes, then one node's drive failed by the configuration; while the
  * buckets' leaders rebuild its fragments elsewhere, other nodes are kill
- * -9'd and restarted (at most one down at a time) and packets are lost,
- * duplicated and reordered. Checked over seeds:
+ * -9'd and restarted or cut off by a partition (one at a time) and
+ * packets are lost, duplicated and reordered. Checked over seeds:
  *  - the rebuild finishes: every stripe's record names six fragments that
  *    are all there, none on the failed target (no fragment a record names
  *    was released, nothing was left half-switched by a crash);
@@ -150,9 +150,9 @@ run_heal(uint64_t seed)
 {
 	static struct world w;
 	static uint8_t buf[DW_STRIPE], got[DW_STRIPE];
-	uint64_t ino, stripe[SLOTS], back_at[N + 1] = { 0 }, end;
+	uint64_t ino, stripe[SLOTS], back_at[N + 1] = { 0 }, end, cut_until = 0;
 	struct msvc_heal_stats hs;
-	int failed, crashes = 0, ndown = 0;
+	int failed, crashes = 0, cuts = 0, ndown = 0;
 	unsigned bad = SLOTS;
 
 	world_start_opts(&w, seed, 4ull << 20, true);
@@ -171,7 +171,10 @@ run_heal(uint64_t seed)
 	}
 	failed = 1 + (int)(sh_rand_u64(&w.rng) % N);
 	fail_drive(&w, failed);
-	/* the rebuild runs while other nodes crash and come back, one at a time */
+	/*
+	 * the rebuild runs while other nodes crash and come back, or are cut off
+	 * from everyone else for a while, one at a time
+	 */
 	end = sim_now(w.sim) + 20 * SH_NSEC_PER_SEC;
 	while (sim_now(w.sim) < end) {
 		int n = 1 + (int)(sh_rand_u64(&w.rng) % N);
@@ -182,16 +185,32 @@ run_heal(uint64_t seed)
 				back_at[k] = 0;
 				ndown--;
 			}
-		if (ndown == 0 && n != failed && back_at[n] == 0) {
-			node_stop(&w, &w.n[n], true);
-			w.n[n].up = false;
-			back_at[n] = sim_now(w.sim) + SH_NSEC_PER_SEC +
-				     sh_rand_u64(&w.rng) % (2 * SH_NSEC_PER_SEC);
-			ndown++;
-			crashes++;
+		if (cut_until && sim_now(w.sim) >= cut_until) {
+			sim_heal(w.sim);
+			cut_until = 0;
+		}
+		if (ndown == 0 && cut_until == 0 && n != failed && back_at[n] == 0) {
+			uint64_t span =
+			    SH_NSEC_PER_SEC + sh_rand_u64(&w.rng) % (2 * SH_NSEC_PER_SEC);
+
+			if (sh_rand_u64(&w.rng) % 3 == 0) {
+				sim_partition_set(w.n[n].sn,
+						  1); /* a partition: alive, unreachable */
+				cut_until = sim_now(w.sim) + span;
+				cuts++;
+			} else {
+				node_stop(&w, &w.n[n], true);
+				w.n[n].up = false;
+				back_at[n] = sim_now(w.sim) + span;
+				ndown++;
+				crashes++;
+			}
 		}
 		sim_run_for(w.sim, SH_NSEC_PER_SEC + sh_rand_u64(&w.rng) % (2 * SH_NSEC_PER_SEC));
 	}
+	sim_heal(w.sim);
+	SH_ASSERT_MSG(crashes + cuts >= 3, "seed %llu: only %d crashes and %d partitions",
+		      (unsigned long long)seed, crashes, cuts);
 	for (int k = 1; k <= N; k++)
 		if (back_at[k])
 			node_start(&w.n[k]);
@@ -200,8 +219,9 @@ run_heal(uint64_t seed)
 	while (sim_now(w.sim) < end && (bad = not_healed(&w, stripe, failed)) > 0)
 		sim_run_for(w.sim, 2 * SH_NSEC_PER_SEC);
 	SH_ASSERT_MSG(bad == 0,
-		      "seed %llu: %u of %u stripes not rebuilt off drive %d after %d crashes",
-		      (unsigned long long)seed, bad, SLOTS, failed, crashes);
+		      "seed %llu: %u of %u stripes not rebuilt off drive %d after %d crashes and "
+		      "%d partitions",
+		      (unsigned long long)seed, bad, SLOTS, failed, crashes, cuts);
 	sim_run_for(w.sim, 3 * SH_NSEC_PER_SEC); /* a pass after the last switch */
 	heal_totals(&w, &hs);
 	SH_ASSERT_MSG(hs.stripes[0] == SLOTS && hs.pending_bytes == 0,

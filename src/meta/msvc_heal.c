@@ -634,7 +634,7 @@ on_stripe(void *arg, const struct meta_extent *loc)
 {
 	struct pass *ps = arg;
 	unsigned n = (unsigned)loc->d + loc->p, missing, level, shared;
-	uint32_t lost, down, which;
+	uint32_t lost, down, which, drain;
 	uint64_t bytes = (uint64_t)loc->d * loc->frag;
 
 	if (n > 32 || loc->d == 0)
@@ -651,13 +651,12 @@ on_stripe(void *arg, const struct meta_extent *loc)
 	shared = place_shared(ps->pl.t, ps->pl.nt, loc->targets, n, &which);
 	if (shared > 0)
 		ps->st.shared++;
-	if (draining(ps->pl.c, loc, ps->pl.now) != 0) {
+	drain = draining(ps->pl.c, loc, ps->pl.now);
+	if (drain != 0)
 		ps->st.draining++;
-		shared = shared ? shared : 1; /* (planned below, as a stripe to spread) */
-	}
 	if (down != 0 && lost == 0)
 		ps->waiting = true;
-	if (lost != 0 || (shared > 0 && down == 0)) {
+	if (lost != 0 || ((shared > 0 || drain != 0) && down == 0)) {
 		uint32_t make;
 		uint64_t to[META_FRAGS_MAX];
 		bool rp;
@@ -668,7 +667,7 @@ on_stripe(void *arg, const struct meta_extent *loc)
 			ps->work = true;
 			cand_add(ps->h, ps->bucket, loc, missing, false);
 		}
-	} else if (ps->h->balancing && lost == 0 && down == 0 && shared == 0) {
+	} else if (ps->h->balancing && lost == 0 && down == 0 && shared == 0 && drain == 0) {
 		uint32_t make;
 		uint64_t to[META_FRAGS_MAX];
 

@@ -93,17 +93,12 @@ read_loc(struct world *w, const struct meta_extent *loc, uint8_t *out, int *rc)
 static void
 fail_drive(struct world *w, int node)
 {
-	char msg[CFG_MSG_MAX];
 	struct cfg_cmd c = { .op = CFG_OP_DRIVE_STATE,
 			     .target = (uint64_t)node,
 			     .state = CFG_DRIVE_FAILED,
 			     .time = sim_now(w->sim) };
 
-	SH_ASSERT_MSG(cfg_apply(w->cfg, &c, msg, sizeof(msg)) == 0, "%s", msg);
-	for (int i = 1; i <= N; i++)
-		if (w->n[i].up)
-			SH_ASSERT_OK(msvc_set_cfg(w->n[i].svc, w->cfg));
-	SH_ASSERT_OK(mroute_set_cfg(w->rt, w->cfg));
+	world_apply(w, &c);
 }
 
 /* Every stripe at its record's six targets, none of them the failed one; how many are not. */
@@ -263,17 +258,12 @@ TEST(heal_failed_drive_rebuilt_through_crashes)
 static void
 mark(struct world *w, int node, uint8_t state)
 {
-	char msg[CFG_MSG_MAX];
 	struct cfg_cmd c = { .op = CFG_OP_NODE_STATE, .id = (uint64_t)node, .state = state };
 
 	for (int i = 1; i <= N && c.time == 0; i++)
 		if (w->n[i].up)
 			c.time = env_realtime(w->n[i].env);
-	SH_ASSERT_MSG(cfg_apply(w->cfg, &c, msg, sizeof(msg)) == 0, "%s", msg);
-	for (int i = 1; i <= N; i++)
-		if (w->n[i].up)
-			SH_ASSERT_OK(msvc_set_cfg(w->n[i].svc, w->cfg));
-	SH_ASSERT_OK(mroute_set_cfg(w->rt, w->cfg));
+	world_apply(w, &c);
 }
 
 /* Stripes whose record still puts a fragment on node x's target. */

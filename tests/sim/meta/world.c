@@ -447,14 +447,21 @@ world_end(struct world *w)
 }
 
 void
-set_state(struct world *w, int node, uint8_t state)
+world_apply(struct world *w, const struct cfg_cmd *c)
 {
 	char msg[CFG_MSG_MAX];
-	struct cfg_cmd c = { .op = CFG_OP_NODE_STATE, .id = (uint64_t)node, .state = state };
 
-	SH_ASSERT_MSG(cfg_apply(w->cfg, &c, msg, sizeof(msg)) == 0, "%s", msg);
+	SH_ASSERT_MSG(cfg_apply(w->cfg, c, msg, sizeof(msg)) == 0, "%s", msg);
 	for (int i = 1; i <= N; i++)
 		if (w->n[i].up)
 			SH_ASSERT_OK(msvc_set_cfg(w->n[i].svc, w->cfg));
 	SH_ASSERT_OK(mroute_set_cfg(w->rt, w->cfg));
+}
+
+void
+set_state(struct world *w, int node, uint8_t state)
+{
+	struct cfg_cmd c = { .op = CFG_OP_NODE_STATE, .id = (uint64_t)node, .state = state };
+
+	world_apply(w, &c);
 }

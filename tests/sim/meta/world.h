@@ -103,7 +103,9 @@ int leader_node(struct world *w, uint16_t bucket);
 void world_start_opts(struct world *w, uint64_t seed, uint64_t log_size, bool stores);
 void world_start(struct world *w, uint64_t seed, uint64_t log_size);
 void world_end(struct world *w);
-/* The configuration marks node up or down, and every node and the client learn it. */
+/* A configuration change applied, and every node up and the client told. */
+void world_apply(struct world *w, const struct cfg_cmd *c);
+/* The configuration marks node up or down (world_apply). */
 void set_state(struct world *w, int node, uint8_t state);
 
 /* dwrite.c: reads that had to decode; the node of a data fragment the last read found */

@@ -24,6 +24,7 @@ admin_http_status(int err)
 		return 404;
 	case -EEXIST:
 	case -EALREADY:
+	case -EBUSY:
 		return 409;
 	case -ENOSPC:
 		return 422;
@@ -490,6 +491,11 @@ parse_change(const char *what, json_t *o, struct cfg_cmd *cmd, char *err, size_t
 		cmd->dedup = dd != NULL && json_is_true(dd);
 		if (!rc)
 			rc = get_u64(o, "quota", false, &cmd->quota, err, elen);
+	} else if (strcmp(what, "events") == 0) {
+		cmd->op = CFG_OP_EVENT;
+		rc = get_str(o, "text", true, cmd->path, CFG_MSG_MAX, err, elen);
+		if (!rc)
+			rc = get_u64(o, "node", false, &cmd->id, err, elen);
 	} else {
 		return -ENOENT;
 	}
@@ -549,7 +555,6 @@ del(struct cluster *cl, const struct admin_node *self, const char *what, const c
 {
 	struct cfg_cmd cmd = { 0 };
 	char err[CFG_MSG_MAX];
-	char *end;
 	int rc;
 
 	if (strcmp(what, "drives") == 0) {
@@ -559,10 +564,9 @@ del(struct cluster *cl, const struct admin_node *self, const char *what, const c
 			return;
 		}
 	} else if (strcmp(what, "nodes") == 0) {
-		cmd.op = CFG_OP_NODE_REMOVE;
-		cmd.id = strtoull(key, &end, 10);
-		if (*key == '\0' || *end != '\0' || cmd.id == 0) {
-			reply_err(req, -EINVAL, "a node id is a positive number");
+		rc = admin_node_remove(cluster_cfg(cl), self, key, &cmd, err, sizeof(err));
+		if (rc < 0) {
+			reply_err(req, rc, err);
 			return;
 		}
 	} else if (strcmp(what, "fs") == 0) {

@@ -249,6 +249,13 @@ admin_heal_put(const char *what, const char *key, json_t *o, struct cfg_cmd *cmd
 		}
 		cmd->state = strcmp(json_string_value(s), "failed") == 0 ? CFG_DRIVE_FAILED
 									 : CFG_DRIVE_DRAINING;
+		s = json_object_get(o, "reason"); /* said in the event: why it failed */
+		if (s != NULL && !json_is_string(s)) {
+			snprintf(err, elen, "field \"reason\" must be a string");
+			return -EINVAL;
+		}
+		if (s != NULL)
+			snprintf(cmd->path, sizeof(cmd->path), "%s", json_string_value(s));
 		return 0;
 	}
 	if (strcmp(what, "settings") == 0) {
@@ -270,36 +277,77 @@ admin_heal_put(const char *what, const char *key, json_t *o, struct cfg_cmd *cmd
 	return -ENOENT;
 }
 
+/* Every stripe off the drives going: nothing drains, nothing rebuilds, nothing unknown. */
+static bool
+drained(const struct cfg *c, const struct admin_node *self)
+{
+	json_t *st = admin_rebuild_json(c, self, sh_clock_real_ns());
+	const char *state = json_string_value(json_object_get(st, "state"));
+	bool done = json_integer_value(json_object_get(st, "draining_stripes")) == 0 &&
+		    json_integer_value(json_object_get(st, "pending_bytes")) == 0 &&
+		    state != NULL && strcmp(state, "checking") != 0 &&
+		    strcmp(state, "data-loss") != 0;
+
+	json_decref(st);
+	return done;
+}
+
+static int
+parse_id(const char *key, const char *what, uint64_t *id, char *err, size_t elen)
+{
+	char *end;
+
+	*id = strtoull(key, &end, 10);
+	if (*key == '\0' || *end != '\0' || *id == 0) {
+		snprintf(err, elen, "a %s id is a positive number", what);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int
 admin_drive_remove(const struct cfg *c, const struct admin_node *self, const char *key,
 		   struct cfg_cmd *cmd, char *err, size_t elen)
 {
 	const struct cfg_drive *d;
-	json_t *st;
-	const char *state;
-	bool done;
-	char *end;
+	int rc;
 
 	cmd->op = CFG_OP_DRIVE_REMOVE;
-	cmd->target = strtoull(key, &end, 10);
-	if (*key == '\0' || *end != '\0' || cmd->target == 0) {
-		snprintf(err, elen, "a drive id is a positive number");
-		return -EINVAL;
-	}
+	rc = parse_id(key, "drive", &cmd->target, err, elen);
+	if (rc < 0)
+		return rc;
 	d = cfg_drive_find(c, cmd->target);
 	if (d == NULL || d->state == CFG_DRIVE_ACTIVE)
 		return 0; /* the configuration's check says why */
-	/* every stripe off it first: nothing drains, nothing rebuilds, nothing unknown */
-	st = admin_rebuild_json(c, self, sh_clock_real_ns());
-	state = json_string_value(json_object_get(st, "state"));
-	done = json_integer_value(json_object_get(st, "draining_stripes")) == 0 &&
-	       json_integer_value(json_object_get(st, "pending_bytes")) == 0 && state != NULL &&
-	       strcmp(state, "checking") != 0 && strcmp(state, "data-loss") != 0;
-	json_decref(st);
-	if (!done) {
+	if (!drained(c, self)) {
 		snprintf(err, elen,
 			 "drive %llu still holds fragments a stripe needs (shoal rebuild status)",
 			 (unsigned long long)cmd->target);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+int
+admin_node_remove(const struct cfg *c, const struct admin_node *self, const char *key,
+		  struct cfg_cmd *cmd, char *err, size_t elen)
+{
+	bool draining = false;
+	int rc;
+
+	cmd->op = CFG_OP_NODE_REMOVE;
+	rc = parse_id(key, "node", &cmd->id, err, elen);
+	if (rc < 0)
+		return rc;
+	for (uint32_t i = 0; i < c->ndrives; i++)
+		draining |=
+		    c->drives[i].node == cmd->id && c->drives[i].state == CFG_DRIVE_DRAINING;
+	/* an active drive of a node up: the configuration's check refuses it */
+	if (draining && !drained(c, self)) {
+		snprintf(err, elen,
+			 "node %llu's drives still hold fragments a stripe needs "
+			 "(shoal rebuild status)",
+			 (unsigned long long)cmd->id);
 		return -EBUSY;
 	}
 	return 0;

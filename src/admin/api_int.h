@@ -29,5 +29,8 @@ int admin_heal_put(const char *what, const char *key, json_t *o, struct cfg_cmd 
  */
 int admin_drive_remove(const struct cfg *c, const struct admin_node *self, const char *key,
 		       struct cfg_cmd *cmd, char *err, size_t elen);
+/* DELETE /v1/nodes/KEY: refused (-EBUSY) while its draining drives hold what a stripe needs. */
+int admin_node_remove(const struct cfg *c, const struct admin_node *self, const char *key,
+		      struct cfg_cmd *cmd, char *err, size_t elen);
 
 #endif /* SH_ADMIN_API_INT_H */

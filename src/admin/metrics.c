@@ -347,6 +347,13 @@ target_families(struct mctx *m)
 		{ "shoal_target_corrupt_blocks_total", "counter",
 		  "Blocks found corrupt (reads or scrubs).", "",
 		  offsetof(struct store_stats, corrupt_blocks) },
+		{ "shoal_target_read_errors_total", "counter",
+		  "Fragment reads the drive failed (I/O errors).", "",
+		  offsetof(struct store_stats, read_errors) },
+		{ "shoal_target_failed", "gauge",
+		  "1: the target's write path failed (I/O errors); its node marks the drive "
+		  "failed.",
+		  "", offsetof(struct store_stats, failed) },
 	};
 
 	const char *name = NULL;

@@ -14,6 +14,9 @@
 	X(FP_ENV_DISK_WRITE_EIO, "env.disk.write_eio", "a disk write completes with -EIO")  \
 	X(FP_ENV_DISK_FSYNC_EIO, "env.disk.fsync_eio", "a disk fsync completes with -EIO")  \
 	X(FP_ENV_DGRAM_SEND_DROP, "env.dgram.send_drop", "an outgoing datagram is dropped") \
-	X(FP_ENV_DGRAM_RECV_DROP, "env.dgram.recv_drop", "an incoming datagram is dropped")
+	X(FP_ENV_DGRAM_RECV_DROP, "env.dgram.recv_drop", "an incoming datagram is dropped") \
+	X(FP_STORE_WRITE_EIO, "store.write_eio",                                            \
+	  "a drive target's segment write completes with -EIO (its write path fails)")      \
+	X(FP_STORE_READ_EIO, "store.read_eio", "a drive target's fragment read completes with -EIO")
 
 #endif /* SH_BASE_FAULT_LIST_H */

@@ -1030,9 +1030,11 @@ replace_members(struct cluster *cl)
 		return;
 	s->internal = true;
 	cl->replacing = true;
-	sh_log_info("node %llu has been down for long: node %llu takes its place in metadata "
-		    "group %u",
-		    (unsigned long long)cmd.id, (unsigned long long)cmd.node2, cmd.group);
+	sh_log_info("node %llu %s: node %llu takes its place in metadata group %u",
+		    (unsigned long long)cmd.id,
+		    cfg_node_leaving(cl->cfg, cmd.id) ? "leaves the cluster"
+						      : "has been down for long",
+		    (unsigned long long)cmd.node2, cmd.group);
 }
 
 static void

@@ -12,10 +12,20 @@
 #define CFG_MAGIC_V2 0x32474643u /* "CFG2": with the metadata groups' table */
 #define CFG_MAGIC_V1 0x31474643u /* "CFG1": before it (groups derived from the sets) */
 
-static const char *op_names[] = { "?",		 "cluster.create", "node.add",	  "node.remove",
-				  "node.state",	 "net.add",	   "drive.add",	  "fs.create",
-				  "fs.delete",	 "mgroup.replace", "drive.state", "set",
-				  "drive.remove" };
+static const char *op_names[] = { "?",
+				  "cluster.create",
+				  "node.add",
+				  "node.remove",
+				  "node.state",
+				  "net.add",
+				  "drive.add",
+				  "fs.create",
+				  "fs.delete",
+				  "mgroup.replace",
+				  "drive.state",
+				  "set",
+				  "drive.remove",
+				  "event" };
 
 const char *
 cfg_op_name(unsigned op)
@@ -419,7 +429,8 @@ pick_replacement(const struct cfg *c, uint32_t g, const uint64_t *set, uint64_t 
 		bool fresh = true;
 		uint64_t s;
 
-		if (n->state != CFG_UP || in_set(set, c->replicas, n->id))
+		if (n->state != CFG_UP || in_set(set, c->replicas, n->id) ||
+		    cfg_node_leaving(c, n->id))
 			continue;
 		for (uint32_t k = 0; k < c->replicas && fresh; k++) {
 			const struct cfg_node *m = cfg_node_find(c, set[k]);
@@ -454,8 +465,9 @@ cfg_mgroup_replacement(const struct cfg *c, uint64_t now, uint64_t after_ns, uin
 			const struct cfg_node *m = cfg_node_find(c, set[k]);
 			uint64_t pick;
 
-			if (m == NULL || m->state != CFG_DOWN || now < m->since ||
-			    now - m->since < after_ns)
+			if (m == NULL ||
+			    (!cfg_node_leaving(c, m->id) &&
+			     (m->state != CFG_DOWN || now < m->since || now - m->since < after_ns)))
 				continue;
 			pick = pick_replacement(c, g, set, m->id);
 			if (pick == 0) {
@@ -474,6 +486,18 @@ cfg_mgroup_replacement(const struct cfg *c, uint64_t now, uint64_t after_ns, uin
 }
 
 /* ---- validation ---- */
+
+/* A node up with a drive in service: removing it would take fragments away unread. */
+static bool
+n_up_with_active_drive(const struct cfg *c, uint64_t node)
+{
+	const struct cfg_node *n = cfg_node_find(c, node);
+
+	for (uint32_t i = 0; n != NULL && n->state == CFG_UP && i < c->ndrives; i++)
+		if (c->drives[i].node == node && c->drives[i].state == CFG_DRIVE_ACTIVE)
+			return true;
+	return false;
+}
 
 static bool
 holds_buckets(const struct cfg *c, uint64_t node)
@@ -632,17 +656,29 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		if (cfg_node_find(c, cmd->id) == NULL)
 			return cfg_fail(msg, len, -ENOENT, "no node %llu",
 					(unsigned long long)cmd->id);
+		if (c->nfs > 0 && n_up_with_active_drive(c, cmd->id))
+			return cfg_fail(
+			    msg, len, -EBUSY,
+			    "node %llu is up and its drives hold data: drain them first "
+			    "(shoal node remove drains them; docs/healing.md)",
+			    (unsigned long long)cmd->id);
 		if (c->nfs > 0 && holds_buckets(c, cmd->id))
 			return cfg_fail(
 			    msg, len, -EBUSY,
 			    "node %llu holds metadata replicas of existing filesystems; "
-			    "they move to other nodes once it has been down for the "
-			    "replacement delay (docs/metadata.md)",
+			    "they move to other nodes once its drives drain, or once it "
+			    "has been down for the replacement delay (docs/metadata.md)",
 			    (unsigned long long)cmd->id);
 		if (c->nnodes == 1)
 			return cfg_fail(msg, len, -EINVAL,
 					"node %llu is the last node of the cluster",
 					(unsigned long long)cmd->id);
+		if (c->nfs > 0 && n_up_with_active_drive(c, cmd->id))
+			return cfg_fail(
+			    msg, len, -EBUSY,
+			    "node %llu is up and its drives hold data: drain them first "
+			    "(shoal node remove drains them; docs/healing.md)",
+			    (unsigned long long)cmd->id);
 		return 0;
 	case CFG_OP_NODE_STATE:
 		n = cfg_node_find(c, cmd->id);
@@ -741,6 +777,7 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 	case CFG_OP_DRIVE_STATE:
 	case CFG_OP_SET:
 	case CFG_OP_DRIVE_REMOVE:
+	case CFG_OP_EVENT:
 		return cfg_check_heal(c, cmd, msg, len);
 	}
 	return -EINVAL;
@@ -917,13 +954,15 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		}
 		c->gepoch[cmd->group]++;
 		cfg_event(c, cmd->time, cmd->id,
-			  "metadata group %u: node %llu replaced by node %llu (node %llu was down)",
+			  "metadata group %u: node %llu replaced by node %llu (node %llu %s)",
 			  cmd->group, (unsigned long long)cmd->id, (unsigned long long)cmd->node2,
-			  (unsigned long long)cmd->id);
+			  (unsigned long long)cmd->id,
+			  cfg_node_leaving(c, cmd->id) ? "leaves the cluster" : "was down");
 		break;
 	case CFG_OP_DRIVE_STATE:
 	case CFG_OP_SET:
 	case CFG_OP_DRIVE_REMOVE:
+	case CFG_OP_EVENT:
 		cfg_apply_heal(c, cmd);
 		break;
 	}

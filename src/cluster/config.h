@@ -49,6 +49,7 @@ enum cfg_op {
 	CFG_OP_DRIVE_STATE,  /* target: the drive; state: enum cfg_drive_state */
 	CFG_OP_SET,	     /* name: a setting (cfg_setting_names), size: its value */
 	CFG_OP_DRIVE_REMOVE, /* target: a drained drive, forgotten */
+	CFG_OP_EVENT,	     /* id: the node that says it (0: the cluster), path: the text */
 	CFG_OP_MAX
 };
 
@@ -220,6 +221,12 @@ int cfg_group_firsts(const struct cfg *c, uint32_t **first, uint32_t *ngroups);
  */
 int cfg_mgroup_replacement(const struct cfg *c, uint64_t now, uint64_t after_ns, uint32_t *group,
 			   uint64_t *old, uint64_t *node);
+/*
+ * A node leaving the cluster: it has drives and every one of them drains
+ * (`shoal node remove`). Its metadata replicas are replaced at once, as a
+ * node down for long would have them replaced, and it takes no new ones.
+ */
+bool cfg_node_leaving(const struct cfg *c, uint64_t node);
 /*
  * A target's state at now (ns since the Unix epoch) for the data path,
  * enum cfg_target_state: a drive not in the configuration is lost.

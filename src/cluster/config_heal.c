@@ -87,6 +87,21 @@ cfg_setting_get(const struct cfg *c, const char *name)
 	return v32;
 }
 
+bool
+cfg_node_leaving(const struct cfg *c, uint64_t node)
+{
+	unsigned n = 0;
+
+	for (uint32_t i = 0; i < c->ndrives; i++) {
+		if (c->drives[i].node != node)
+			continue;
+		if (c->drives[i].state != CFG_DRIVE_DRAINING)
+			return false;
+		n++;
+	}
+	return n > 0;
+}
+
 int
 cfg_check_heal(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 {
@@ -94,6 +109,14 @@ cfg_check_heal(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t
 	const struct setting *st;
 	int64_t cur;
 
+	if (cmd->op == CFG_OP_EVENT) {
+		if (cmd->path[0] == '\0')
+			return cfg_fail(msg, len, -EINVAL, "an event needs a text");
+		if (cmd->id != 0 && cfg_node_find(c, cmd->id) == NULL)
+			return cfg_fail(msg, len, -ENOENT, "no node %llu",
+					(unsigned long long)cmd->id);
+		return 0;
+	}
 	if (cmd->op == CFG_OP_DRIVE_STATE || cmd->op == CFG_OP_DRIVE_REMOVE) {
 		d = cfg_drive_find(c, cmd->target);
 		if (d == NULL)
@@ -140,6 +163,10 @@ cfg_check_heal(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t
 void
 cfg_apply_heal(struct cfg *c, const struct cfg_cmd *cmd)
 {
+	if (cmd->op == CFG_OP_EVENT) {
+		cfg_event(c, cmd->time, cmd->id, "%s", cmd->path);
+		return;
+	}
 	if (cmd->op == CFG_OP_DRIVE_REMOVE) {
 		uint32_t i;
 
@@ -159,8 +186,9 @@ cfg_apply_heal(struct cfg *c, const struct cfg_cmd *cmd)
 		d->since = cmd->time;
 		if (d->state == CFG_DRIVE_FAILED)
 			cfg_event(c, cmd->time, d->node,
-				  "drive %llu of node %llu failed: its fragments are rebuilt",
-				  (unsigned long long)d->id, (unsigned long long)d->node);
+				  "drive %llu of node %llu failed%s%s%s: its fragments are rebuilt",
+				  (unsigned long long)d->id, (unsigned long long)d->node,
+				  cmd->path[0] ? " (" : "", cmd->path, cmd->path[0] ? ")" : "");
 		else
 			cfg_event(c, cmd->time, d->node,
 				  "drive %llu of node %llu draining: its fragments move off it",

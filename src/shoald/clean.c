@@ -19,17 +19,23 @@
 
 SH_LOG_FACILITY("shoald.clean");
 
-static void
-wait_interval(struct cleaner *k)
+void
+shoald_wait(pthread_mutex_t *mu, pthread_cond_t *cv, const bool *stop, unsigned interval_s)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += k->interval_s;
-	pthread_mutex_lock(&k->mu);
-	while (!k->stop && pthread_cond_timedwait(&k->cv, &k->mu, &ts) != ETIMEDOUT)
+	ts.tv_sec += interval_s;
+	pthread_mutex_lock(mu);
+	while (!*stop && pthread_cond_timedwait(cv, mu, &ts) != ETIMEDOUT)
 		;
-	pthread_mutex_unlock(&k->mu);
+	pthread_mutex_unlock(mu);
+}
+
+static void
+wait_interval(struct cleaner *k)
+{
+	shoald_wait(&k->mu, &k->cv, &k->stop, k->interval_s);
 }
 
 /* One round over this node's share of every filesystem's buckets. */

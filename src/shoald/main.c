@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../base/fault.h"
 #include "shoald.h"
 
 SH_LOG_FACILITY("shoald");
@@ -117,6 +118,11 @@ parse_args(int argc, char **argv, struct shoald_opts *o)
 	if (getenv("SHOAL_CLEAN_INTERVAL") != NULL)
 		o->clean_s =
 		    parse_uint("SHOAL_CLEAN_INTERVAL", getenv("SHOAL_CLEAN_INTERVAL"), 0, 86400);
+	/* drives and the heal state looked at every 2 s (SHOAL_WATCH_INTERVAL; 0: never) */
+	o->watch_s = 2;
+	if (getenv("SHOAL_WATCH_INTERVAL") != NULL)
+		o->watch_s =
+		    parse_uint("SHOAL_WATCH_INTERVAL", getenv("SHOAL_WATCH_INTERVAL"), 0, 3600);
 	/*
 	 * A node down for 5 minutes is replaced in its metadata groups: longer
 	 * than a restart takes, short against the time to a second failure
@@ -355,6 +361,8 @@ main(int argc, char **argv)
 	int rc;
 
 	parse_args(argc, argv, &d.o);
+	if (sh_fault_init_from_env() < 0)
+		return 1; /* SH_FAULTS: fault points armed for tests (src/base/fault_list.h) */
 	pthread_mutex_init(&d.stats_mu, NULL);
 	if (mkdir(d.o.dir, 0755) < 0 && errno != EEXIST) {
 		fprintf(stderr, "shoald: cannot create %s: %s\n", d.o.dir, strerror(errno));
@@ -429,6 +437,11 @@ main(int argc, char **argv)
 		fprintf(stderr, "shoald: cannot start the cleaner: %s\n", sh_strerror(rc));
 		return 1;
 	}
+	rc = watcher_start(&d.watcher, &d, d.o.watch_s);
+	if (rc < 0) {
+		fprintf(stderr, "shoald: cannot start the watcher: %s\n", sh_strerror(rc));
+		return 1;
+	}
 	snprintf(path, sizeof(path), "%s/shoald.pid", d.o.dir);
 	f = fopen(path, "w");
 	if (f) {
@@ -447,6 +460,7 @@ main(int argc, char **argv)
 	env_real_run(d.env);
 
 	sh_log_info("shoald %llu stopping", (unsigned long long)d.o.id);
+	watcher_stop(&d.watcher);
 	cleaner_stop(&d.cleaner);
 	admin_http_quiesce(d.http);
 	cluster_stop(d.cl, on_cluster_stopped, &d);

@@ -12,6 +12,7 @@
 #include <pthread.h>
 
 #include "../admin/api.h"
+#include "../admin/heal_events.h"
 #include "../cluster/cluster.h"
 #include "../env/env_real.h"
 #include "../meta/msvc.h"
@@ -34,6 +35,7 @@ struct shoald_opts {
 	unsigned orphan_age_s;	 /* --orphan-age: 0 sweeps nothing */
 	unsigned claim_age_s;	 /* SHOAL_CLAIM_AGE: dedup claims this old are checked */
 	unsigned clean_s;	 /* SHOAL_CLEAN_INTERVAL: background cleaning every (0: off) */
+	unsigned watch_s;	 /* SHOAL_WATCH_INTERVAL: the watcher's rounds (0: off) */
 	unsigned meta_replace_s; /* SHOAL_META_REPLACE: a node down this long loses its metadata
 				    replicas */
 };
@@ -161,6 +163,35 @@ int cleaner_start(struct cleaner *k, const char *addr, unsigned interval_s);
 void cleaner_cfg(struct cleaner *k, const struct cfg *c, uint64_t self);
 void cleaner_stop(struct cleaner *k);
 
+/*
+ * watch.c: a thread that every interval_s looks at this node's drives (a
+ * write path failed, reads failing with I/O errors: the drive is marked
+ * failed, its fragments rebuilt) and, on the configuration's leader, at
+ * the cluster's heal state (its changes posted as events: heal_events.h).
+ */
+#define WATCH_READ_ERRORS 8 /* read errors of a drive within WATCH_WINDOW_S: failed */
+#define WATCH_WINDOW_S	  600
+#define WATCH_DRIVES	  64
+struct watcher {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop, started;
+	struct shoald *d;
+	unsigned interval_s;
+	struct heal_events ev;
+	bool leading;
+	struct {
+		uint64_t target, errors, since; /* read errors counted from since (realtime ns) */
+		bool told;			/* marked failed (or asked to be) */
+	} drives[WATCH_DRIVES];
+	unsigned ndrives;
+};
+int watcher_start(struct watcher *w, struct shoald *d, unsigned interval_s);
+void watcher_stop(struct watcher *w);
+/* Sleep interval_s on (mu, cv) unless *stop is set meanwhile (the cleaner's and the watcher's). */
+void shoald_wait(pthread_mutex_t *mu, pthread_cond_t *cv, const bool *stop, unsigned interval_s);
+
 struct shoald {
 	struct shoald_opts o;
 	struct env *env; /* the management loop */
@@ -176,6 +207,7 @@ struct shoald {
 	/* what each worker published last (counters, its metadata groups), under stats_mu */
 	struct admin_stats stats[SHOALD_WORKERS_MAX];
 	struct cleaner cleaner;
+	struct watcher watcher;
 	bool stopped;
 };
 

@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "../base/fault.h"
 #include "store_int.h"
 
 SH_LOG_FACILITY("store");
@@ -285,6 +286,7 @@ store_fail(struct store *s, int rc)
 		sh_log_error("target %llx: write path failed (%s): no more writes",
 			     (unsigned long long)s->sb.target_id, sh_strerror(rc));
 	s->state = ST_FAILED;
+	s->st.failed = 1;
 	while ((pos = sh_list_pop(&s->pending)) != NULL)
 		op_finish(s, sh_list_entry(pos, struct store_op, link), -EIO);
 }
@@ -665,6 +667,8 @@ batch_written(struct env_disk_req *r, int rc)
 	sh_free(r->iov);
 	r->iov = NULL;
 	s->writes_inflight--;
+	if (rc >= 0 && SH_FAULT(FP_STORE_WRITE_EIO))
+		rc = -EIO;
 	if (rc < 0) {
 		store_fail(s, rc);
 		/* the batch and everything after it never become durable */
@@ -977,6 +981,10 @@ read_done(struct env_disk_req *r, int rc)
 
 	sh_list_del(&rd->link);
 	s->segs[rd->seg].readers--;
+	if (rc >= 0 && SH_FAULT(FP_STORE_READ_EIO))
+		rc = -EIO;
+	if (rc < 0 && rc != -EBADMSG)
+		s->st.read_errors++;
 	if (rc >= 0) {
 		for (uint32_t i = 0; i < rd->nb; i++) {
 			if (sh_crc32c(0, rd->buf + (size_t)i * STORE_BLOCK, STORE_BLOCK) ==

@@ -67,6 +67,8 @@ struct store_stats {
 	uint64_t cleaned_segs, moved_frags, moved_bytes;
 	uint64_t corrupt_blocks, scrubbed_frags;
 	uint64_t recovered_records, recovery_torn;
+	uint64_t read_errors; /* fragment reads the drive failed (-EIO) */
+	uint64_t failed;      /* 1: the write path failed (-EIO): no more writes */
 };
 
 /* The segment size format picks for a drive of drive_size bytes: 4 or 16 MiB. */

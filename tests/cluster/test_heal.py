@@ -126,6 +126,22 @@ def wait_state(c, what, states, timeout=60, node=1):
     raise Fail("%s: rebuild status never %s in %d s: %s" % (what, states, timeout, s))
 
 
+def wait_event(c, what, words, timeout=30, node=1):
+    """Until an event's text has every one of words (the watcher posts them every 2 s)."""
+    end = time.time() + timeout
+    texts = []
+    while time.time() < end:
+        try:
+            texts = [e["text"] for e in c.run_json(["events"], node)]
+        except Fail:
+            texts = []
+        for t in texts:
+            if all(w in t for w in words):
+                return t
+        time.sleep(0.5)
+    raise Fail("%s: no event with %s in %d s: %s" % (what, words, timeout, texts[:12]))
+
+
 def fragments(c, fs="fs1", node=1):
     return json.loads(ns(c, fs, "usage", node=node).stdout)
 
@@ -138,9 +154,9 @@ def setup(c, delay):
     check(p.returncode == 0, "cluster set rebuild-delay: %s" % p.stderr)
 
 
-def groups_moved_off(c, gone):
+def groups_moved_off(c, gone, nodes=NODES):
     """Every metadata group leads again with five live voters, none of them gone."""
-    alive = [n for n in range(1, NODES + 1) if n not in gone]
+    alive = [n for n in range(1, nodes + 1) if n not in gone]
     end = time.time() + 90
     seen = {}
     while time.time() < end:
@@ -174,6 +190,7 @@ def rebuild_after_node_loss_survives_two_more(c):
     check(s["rebuilt_fragments"] > 0, "nothing was rebuilt: %s" % s)
     check(s["targets_lost"] == 1, "node 7's target not lost: %s" % s)
     print("  %d fragments rebuilt (%d bytes)" % (s["rebuilt_fragments"], s["rebuilt_bytes"]))
+    print("  event: %s" % wait_event(c, "node 7 rebuilt", ["rebuild finished"]))
     files.verify("node 7 lost, rebuilt")
     survive_two_more(c, files, 7)
 
@@ -359,6 +376,36 @@ def corrupt_fragments_repaired_after_a_read_and_by_the_scrub(c):
     check(log_count(c, m, "crc mismatch") == seen, "a read met the scrubbed fragment")
 
 
+@test
+def drive_failing_writes_is_failed_and_rebuilt(c):
+    """No `shoal drive fail`: the drive's writes fail (store.write_eio), its node's watcher
+    marks it failed, and its fragments are rebuilt elsewhere."""
+    setup(c, 60)
+    files = dataset(c)
+    wait_full(c, "written")
+    c.env["SH_FAULTS"] = "store.write_eio:nth=4"  # node 8 only: its 4th segment write
+    c.local("add")
+    del c.env["SH_FAULTS"]
+    c.nodes = NODES + 1
+    drive = [d["id"] for d in c.run_json(["drive", "list"], 1) if d["node"] == NODES + 1][0]
+    for i in range(12):  # writes that land on node 8's drive too (and the rebalance's)
+        files.put("fs1", "more%d" % i, os.urandom(700000))
+    end = time.time() + 60
+    st = None
+    while time.time() < end:
+        st = [d for d in c.run_json(["drive", "list"], 1) if d["id"] == drive][0]["state"]
+        if st == "failed":
+            break
+        time.sleep(0.5)
+    check(st == "failed", "drive %d with failing writes is %s, not failed" % (drive, st))
+    print("  event: %s" % wait_event(c, "drive %d failing" % drive,
+                                     ["drive %d" % drive, "its writes fail with I/O errors"]))
+    files.verify("drive %d failed by its node" % drive)
+    s = wait_full(c, "drive %d failed by its node" % drive)
+    check(drive in s["failed_drives"], "drive %d not among the failed: %s" % (drive, s))
+    files.verify("drive %d failed, rebuilt" % drive)
+
+
 def put_json(c, path, body, node=1):
     import urllib.request
     req = urllib.request.Request("http://%s%s" % (c.addr(node), path), method="PUT",
@@ -415,6 +462,19 @@ def node_add_rebalances_and_drive_remove_drains(c):
           "drive %d still listed" % drive)
     files.verify("drive %d removed" % drive)
     wait_full(c, "drive %d removed" % drive)
+    wait_event(c, "drive %d drained" % drive, ["drain finished"])
+    # a node up leaves: its drive drains, its metadata replicas move, then it goes
+    p = c.shoal("node", "remove", "2", timeout=300)
+    check(p.returncode == 0 and "leaving" in p.stdout,
+          "node remove 2: exit %d: %s %s" % (p.returncode, p.stdout, p.stderr))
+    check(all(n["id"] != 2 for n in c.run_json(["node", "list"], 1)), "node 2 still listed")
+    check(all(d["node"] != 2 for d in c.run_json(["drive", "list"], 1)),
+          "node 2's drives still listed")
+    wait_event(c, "node 2 left", ["node 2 replaced by node", "leaves the cluster"])
+    groups_moved_off(c, [2], nodes=NODES + 1)
+    s = wait_full(c, "node 2 removed")
+    check(s["levels"][1]["stripes"] == 0, "a stripe lost protection: %s" % s)
+    files.verify("node 2 removed")
 
 
 def main():

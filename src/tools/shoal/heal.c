@@ -134,24 +134,10 @@ cmd_rebuild(struct cli *c, int argc, char **argv)
 	}
 }
 
-int
-drive_remove(const struct cli *c, unsigned long long id)
+/* Until no stripe has fragments on draining drives (and nothing is to rebuild). */
+static void
+drain_wait(const struct cli *c, double t0)
 {
-	char path[64];
-	json_t *drives = api_get(c, "/v1/drives"), *d;
-	const char *state = NULL;
-	double t0 = now_s();
-	size_t i;
-
-	json_array_foreach(drives, i, d) if (num(d, "id") == (long long)id) state = str(d, "state");
-	if (state == NULL)
-		fail("no drive %llu", id);
-	snprintf(path, sizeof(path), "/v1/drives/%llu", id);
-	if (strcmp(state, "active") == 0)
-		api_change(c, "PUT", path, json_pack("{s:s}", "state", "draining"));
-	json_decref(drives);
-	if (!c->json)
-		printf("drive %llu draining: its fragments move to the other drives\n", id);
 	for (;;) {
 		json_t *j = api_get(c, "/v1/rebuild");
 		long long left = num(j, "draining_stripes");
@@ -164,11 +150,95 @@ drive_remove(const struct cli *c, unsigned long long id)
 		fflush(stdout);
 		json_decref(j);
 		if (done)
-			break;
+			return;
 		sleep(2);
 	}
+}
+
+static void
+drain(const struct cli *c, unsigned long long id)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/v1/drives/%llu", id);
+	api_change(c, "PUT", path, json_pack("{s:s}", "state", "draining"));
+}
+
+int
+drive_remove(const struct cli *c, unsigned long long id)
+{
+	char path[64];
+	json_t *drives = api_get(c, "/v1/drives"), *d;
+	const char *state = NULL;
+	double t0 = now_s();
+	size_t i;
+
+	json_array_foreach(drives, i, d) if (num(d, "id") == (long long)id) state = str(d, "state");
+	if (state == NULL)
+		fail("no drive %llu", id);
+	if (strcmp(state, "active") == 0)
+		drain(c, id);
+	json_decref(drives);
+	if (!c->json)
+		printf("drive %llu draining: its fragments move to the other drives\n", id);
+	drain_wait(c, t0);
+	snprintf(path, sizeof(path), "/v1/drives/%llu", id);
 	api_change(c, "DELETE", path, NULL);
 	if (!c->json)
 		printf("drive %llu removed (drained in %.0f s)\n", id, now_s() - t0);
+	return 0;
+}
+
+int
+node_remove(const struct cli *c, unsigned long long id)
+{
+	json_t *nodes = api_get(c, "/v1/nodes"), *drives = api_get(c, "/v1/drives"), *d;
+	json_t *st = api_get(c, "/v1/status");
+	bool data = num(st, "filesystems") > 0; /* else no drive holds anything yet */
+	const char *state = NULL;
+	char path[64], reason[512];
+	unsigned ndrives = 0;
+	double t0 = now_s();
+	size_t i;
+
+	json_decref(st);
+	json_array_foreach(nodes, i, d) if (num(d, "id") == (long long)id) state = str(d, "state");
+	if (state == NULL)
+		fail("no node %llu", id);
+	if (!data || strcmp(state, "up") != 0)
+		json_array_clear(drives); /* a node down is gone: its drives are rebuilt */
+	json_array_foreach(drives, i, d)
+	{
+		if (num(d, "node") != (long long)id)
+			continue;
+		ndrives++;
+		if (strcmp(str(d, "state"), "active") == 0)
+			drain(c, (unsigned long long)num(d, "id"));
+	}
+	json_decref(nodes);
+	json_decref(drives);
+	if (ndrives > 0) {
+		if (!c->json)
+			printf("node %llu leaving: its %u drive%s drain and its metadata replicas "
+			       "move to other nodes\n",
+			       id, ndrives, ndrives == 1 ? "" : "s");
+		drain_wait(c, t0);
+	}
+	snprintf(path, sizeof(path), "/v1/nodes/%llu", id);
+	for (;;) {
+		int st = api_try(c, "DELETE", path, NULL, reason, sizeof(reason));
+
+		if (st == 200)
+			break;
+		/* 409 while its metadata replicas move, or a stripe still needs its drives */
+		if (st != 409 || now_s() - t0 > 3600)
+			fail("%s", reason);
+		if (!c->json)
+			printf("  %5.0f s  waiting: %s\n", now_s() - t0, reason);
+		fflush(stdout);
+		sleep(2);
+	}
+	if (!c->json)
+		printf("node %llu removed (in %.0f s)\n", id, now_s() - t0);
 	return 0;
 }

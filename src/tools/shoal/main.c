@@ -167,8 +167,9 @@ api_get(const struct cli *c, const char *path)
 	return j;
 }
 
-void
-api_change(const struct cli *c, const char *method, const char *path, json_t *body)
+int
+api_try(const struct cli *c, const char *method, const char *path, json_t *body, char *reason,
+	size_t len)
 {
 	char *b = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	int status;
@@ -177,10 +178,20 @@ api_change(const struct cli *c, const char *method, const char *path, json_t *bo
 	free(b);
 	json_decref(body);
 	if (status != 200)
-		fail("%s", server_reason(status, out));
-	if (c->json)
+		snprintf(reason, len, "%s", server_reason(status, out));
+	else if (c->json)
 		printf("%s", out);
 	free(out);
+	return status;
+}
+
+void
+api_change(const struct cli *c, const char *method, const char *path, json_t *body)
+{
+	char reason[512];
+
+	if (api_try(c, method, path, body, reason, sizeof(reason)) != 200)
+		fail("%s", reason);
 }
 
 /* ---- argument helpers ---- */
@@ -560,11 +571,7 @@ run(struct cli *c, int argc, char **argv)
 			unsigned long long id = parse_id(next_pos(&a, "node id"), "node id");
 
 			opt(&a, "", no_opts);
-			snprintf(path, sizeof(path), "/v1/nodes/%llu", id);
-			api_change(c, "DELETE", path, NULL);
-			snprintf(msg, sizeof(msg), "node %llu removed", id);
-			done(c, msg);
-			return 0;
+			return node_remove(c, id);
 		}
 	}
 	if (strcmp(obj, "drive") == 0) {

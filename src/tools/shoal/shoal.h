@@ -25,6 +25,9 @@ _Noreturn void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 json_t *api_get(const struct cli *c, const char *path);
 /* POST/DELETE; exits 1 with the server's reason on error. */
 void api_change(const struct cli *c, const char *method, const char *path, json_t *body);
+/* The same, not exiting: the HTTP status, the server's reason in reason unless 200. */
+int api_try(const struct cli *c, const char *method, const char *path, json_t *body, char *reason,
+	    size_t len);
 
 int cmd_local(struct cli *c, int argc, char **argv);
 int cmd_ns(struct cli *c, int argc, char **argv);
@@ -36,6 +39,11 @@ int cmd_rebuild(struct cli *c, int argc, char **argv);
 void rebuild_status_line(const struct cli *c);
 /* shoal drive remove: drain the drive (its fragments copied off), then remove it. */
 int drive_remove(const struct cli *c, unsigned long long id);
+/*
+ * shoal node remove: a node up has its drives drained and its metadata
+ * replicas moved to other nodes first; then it is removed.
+ */
+int node_remove(const struct cli *c, unsigned long long id);
 /* "1.5 GiB" */
 void human_size(long long b, char *buf, size_t len);
 void print_json(json_t *j);

@@ -553,3 +553,77 @@ TEST(config_drive_fail_and_heal_settings)
 	cfg_free(d);
 	cfg_free(c);
 }
+
+/*
+ * A node leaving (every drive of it draining): its metadata replicas are
+ * replaced at once, by nodes not leaving; it is refused removal while up
+ * with a drive in service; events posted by nodes are kept as said.
+ */
+TEST(config_node_leaving_and_events)
+{
+	struct cfg *c = cluster_of(7, 64);
+	struct cfg_cmd fs = { .op = CFG_OP_FS_CREATE, .d = 4, .p = 2, .time = 100 };
+	struct cfg_cmd rm = { .op = CFG_OP_NODE_REMOVE, .id = 7 };
+	struct cfg_cmd ev = { .op = CFG_OP_EVENT, .id = 2, .time = 200 };
+	struct cfg_cmd f = { .op = CFG_OP_DRIVE_STATE, .state = CFG_DRIVE_FAILED, .time = 300 };
+	uint64_t old, node, now = 1000ull * SH_NSEC_PER_SEC;
+	char msg[CFG_MSG_MAX];
+	unsigned replaced = 0;
+	uint32_t g;
+
+	for (uint64_t n = 1; n <= 7; n++)
+		add_drive(c, n);
+	add_drive(c, 7); /* node 7 has two drives */
+	snprintf(fs.name, sizeof(fs.name), "data");
+	SH_ASSERT_MSG(cfg_apply(c, &fs, msg, sizeof(msg)) == 0, "%s", msg);
+	/* up, its drives in service: removing it would take fragments away */
+	SH_ASSERT_EQ(cfg_check(c, &rm, msg, sizeof(msg)), -EBUSY);
+	SH_ASSERT(strstr(msg, "drain") != NULL);
+	SH_ASSERT(!cfg_node_leaving(c, 7));
+	for (uint32_t i = 0; i < c->ndrives; i++) {
+		struct cfg_cmd dr = { .op = CFG_OP_DRIVE_STATE,
+				      .state = CFG_DRIVE_DRAINING,
+				      .target = c->drives[i].id };
+
+		if (c->drives[i].node != 7)
+			continue;
+		SH_ASSERT(!cfg_node_leaving(c, 7)); /* one drive draining is not leaving */
+		SH_ASSERT_OK(cfg_apply(c, &dr, msg, sizeof(msg)));
+	}
+	SH_ASSERT(cfg_node_leaving(c, 7));
+	SH_ASSERT(!cfg_node_leaving(c, 6));
+	/* not down at all, yet replaced at once (after_ns is for nodes down) */
+	while (cfg_mgroup_replacement(c, now, 3600 * SH_NSEC_PER_SEC, &g, &old, &node) == 0) {
+		struct cfg_cmd r = {
+			.op = CFG_OP_MGROUP_REPLACE, .group = g, .id = old, .node2 = node
+		};
+
+		SH_ASSERT_EQ(old, 7);
+		SH_ASSERT_NE(node, 7);
+		SH_ASSERT_MSG(cfg_apply(c, &r, msg, sizeof(msg)) == 0, "%s", msg);
+		SH_ASSERT(strstr(cfg_event_at(c, 0)->text, "leaves the cluster") != NULL);
+		SH_ASSERT_LT(++replaced, 100u);
+	}
+	for (size_t i = 0; i < (size_t)c->nbuckets * c->replicas; i++)
+		SH_ASSERT_NE(c->buckets[i], 7);
+	/* drained (the admin API checks the stripes): now it goes, and its drives with it */
+	SH_ASSERT_MSG(cfg_apply(c, &rm, msg, sizeof(msg)) == 0, "%s", msg);
+	for (uint32_t i = 0; i < c->ndrives; i++)
+		SH_ASSERT_NE(c->drives[i].node, 7);
+	/* a node's event, as said */
+	SH_ASSERT_EQ(cfg_check(c, &ev, msg, sizeof(msg)), -EINVAL); /* no text */
+	snprintf(ev.path, sizeof(ev.path), "rebuild started: 1.0 GiB to re-create");
+	SH_ASSERT_OK(cfg_apply(c, &ev, msg, sizeof(msg)));
+	SH_ASSERT_STREQ(cfg_event_at(c, 0)->text, "rebuild started: 1.0 GiB to re-create");
+	SH_ASSERT_EQ(cfg_event_at(c, 0)->node, 2u);
+	ev.id = 99;
+	SH_ASSERT_EQ(cfg_check(c, &ev, msg, sizeof(msg)), -ENOENT);
+	/* a drive failed with a reason says it */
+	f.target = c->drives[0].id;
+	snprintf(f.path, sizeof(f.path), "its writes fail with I/O errors");
+	SH_ASSERT_OK(cfg_apply(c, &f, msg, sizeof(msg)));
+	SH_ASSERT(strstr(cfg_event_at(c, 0)->text, "failed (its writes fail with I/O errors)") !=
+		  NULL);
+	SH_ASSERT_STREQ(cfg_op_name(CFG_OP_EVENT), "event");
+	cfg_free(c);
+}

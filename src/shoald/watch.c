@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The watcher (shoald.h, docs/healing.md "Failing drives" and "Events"):
+ * a thread that talks to this node's own admin API, as an operator would.
+ * A drive whose write path failed, or whose reads failed WATCH_READ_ERRORS
+ * times within WATCH_WINDOW_S, is marked failed (PUT /v1/drives/ID, with
+ * the reason): its fragments are rebuilt elsewhere at once, without anyone
+ * running `shoal drive fail`. On the configuration's leader, the cluster's
+ * heal state (GET /v1/rebuild) is turned into events (POST /v1/events).
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/clock.h"
+#include "../base/http.h"
+#include "shoald.h"
+
+SH_LOG_FACILITY("shoald.watch");
+
+struct seen {
+	uint64_t target[WATCH_DRIVES], read_errors[WATCH_DRIVES];
+	bool failed[WATCH_DRIVES];
+	unsigned n;
+};
+
+static void
+collect(void *ctx, const struct admin_stats *const *ws, unsigned n)
+{
+	struct seen *s = ctx;
+
+	for (unsigned w = 0; w < n; w++)
+		for (unsigned k = 0; k < ws[w]->ndrives && s->n < WATCH_DRIVES; k++) {
+			s->target[s->n] = ws[w]->drives[k].target;
+			s->read_errors[s->n] = ws[w]->drives[k].st.read_errors;
+			s->failed[s->n] = ws[w]->drives[k].st.failed != 0;
+			s->n++;
+		}
+}
+
+static int
+call(struct watcher *w, const char *method, const char *path, json_t *body, json_t **out)
+{
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL, *reply = NULL;
+	int st = sh_http_call(w->d->o.mgmt, method, path, text, &reply, 30);
+
+	if (out != NULL)
+		*out = st == 200 && reply ? json_loads(reply, 0, NULL) : NULL;
+	free(text);
+	free(reply);
+	return st;
+}
+
+/* Mark a drive failed, saying why; true once the configuration has it failed. */
+static bool
+fail_drive(struct watcher *w, uint64_t target, const char *why)
+{
+	char path[64];
+	json_t *b = json_pack("{s:s, s:s}", "state", "failed", "reason", why);
+	int st;
+
+	snprintf(path, sizeof(path), "/v1/drives/%llu", (unsigned long long)target);
+	st = call(w, "PUT", path, b, NULL);
+	json_decref(b);
+	if (st == 200)
+		sh_log_error("drive %llu marked failed (%s): its fragments are rebuilt elsewhere",
+			     (unsigned long long)target, why);
+	/* 409: failed already; 404: not in the configuration (any more) */
+	return st == 200 || st == 409 || st == 404;
+}
+
+static void
+drives(struct watcher *w)
+{
+	struct seen s = { .n = 0 };
+	uint64_t now = sh_clock_real_ns();
+	char why[CFG_MSG_MAX];
+
+	if (w->d->self.with_stats == NULL)
+		return;
+	w->d->self.with_stats(w->d->self.arg, collect, &s);
+	for (unsigned i = 0; i < s.n; i++) {
+		unsigned k;
+
+		for (k = 0; k < w->ndrives && w->drives[k].target != s.target[i]; k++)
+			;
+		if (k == w->ndrives) {
+			if (w->ndrives == WATCH_DRIVES)
+				continue;
+			w->ndrives++;
+			w->drives[k].target = s.target[i];
+			w->drives[k].errors = s.read_errors[i];
+			w->drives[k].since = now;
+			w->drives[k].told = false;
+		}
+		if (w->drives[k].told)
+			continue;
+		if (now - w->drives[k].since > (uint64_t)WATCH_WINDOW_S * SH_NSEC_PER_SEC) {
+			w->drives[k].errors = s.read_errors[i]; /* a new window */
+			w->drives[k].since = now;
+		}
+		if (s.failed[i])
+			snprintf(why, sizeof(why), "its writes fail with I/O errors");
+		else if (s.read_errors[i] - w->drives[k].errors >= WATCH_READ_ERRORS)
+			snprintf(why, sizeof(why), "%llu reads failed with I/O errors in %llu s",
+				 (unsigned long long)(s.read_errors[i] - w->drives[k].errors),
+				 (unsigned long long)((now - w->drives[k].since) /
+						      SH_NSEC_PER_SEC));
+		else
+			continue;
+		w->drives[k].told = fail_drive(w, s.target[i], why);
+	}
+}
+
+static uint64_t
+u64_of(json_t *o, const char *key)
+{
+	json_int_t v = json_integer_value(json_object_get(o, key));
+
+	return v > 0 ? (uint64_t)v : 0;
+}
+
+/* On the configuration's leader: the heal state's changes, posted as events. */
+static void
+events(struct watcher *w)
+{
+	char out[HEAL_EVENTS_MAX][CFG_MSG_MAX];
+	struct heal_view v = { .eta_s = -1 };
+	json_t *st = NULL, *rb = NULL, *eta;
+	unsigned n;
+
+	call(w, "GET", "/v1/status", NULL, &st);
+	if (u64_of(st, "leader") != w->d->o.id) {
+		json_decref(st);
+		if (w->leading)
+			memset(&w->ev, 0, sizeof(w->ev)); /* another leader speaks now */
+		w->leading = false;
+		return;
+	}
+	json_decref(st);
+	w->leading = true;
+	if (call(w, "GET", "/v1/rebuild", NULL, &rb) != 200 || !json_is_object(rb)) {
+		json_decref(rb);
+		return;
+	}
+	snprintf(v.state, sizeof(v.state), "%s",
+		 json_string_value(json_object_get(rb, "state")) ?: "checking");
+	v.pending_bytes = u64_of(rb, "pending_bytes");
+	v.draining = u64_of(rb, "draining_stripes");
+	v.unreadable = u64_of(rb, "unreadable_stripes");
+	v.targets_lost = u64_of(rb, "targets_lost");
+	v.rebuilt_frags = u64_of(rb, "rebuilt_fragments");
+	eta = json_object_get(rb, "eta_s");
+	if (json_is_integer(eta))
+		v.eta_s = json_integer_value(eta);
+	json_decref(rb);
+	n = heal_events_step(&w->ev, &v, sh_clock_mono_ns(), out);
+	for (unsigned i = 0; i < n; i++) {
+		json_t *b = json_pack("{s:s}", "text", out[i]);
+
+		sh_log_info("%s", out[i]);
+		if (call(w, "POST", "/v1/events", b, NULL) != 200)
+			sh_log_warn("event not recorded: %s", out[i]);
+		json_decref(b);
+	}
+}
+
+static void *
+run(void *arg)
+{
+	struct watcher *w = arg;
+
+	for (shoald_wait(&w->mu, &w->cv, &w->stop, w->interval_s); !w->stop;
+	     shoald_wait(&w->mu, &w->cv, &w->stop, w->interval_s)) {
+		drives(w);
+		events(w);
+	}
+	return NULL;
+}
+
+int
+watcher_start(struct watcher *w, struct shoald *d, unsigned interval_s)
+{
+	memset(w, 0, sizeof(*w));
+	w->d = d;
+	w->interval_s = interval_s;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	if (interval_s == 0)
+		return 0; /* off */
+	if (pthread_create(&w->th, NULL, run, w) != 0)
+		return -EAGAIN;
+	w->started = true;
+	return 0;
+}
+
+void
+watcher_stop(struct watcher *w)
+{
+	pthread_mutex_lock(&w->mu);
+	w->stop = true;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	if (w->started)
+		pthread_join(w->th, NULL);
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->cv);
+}

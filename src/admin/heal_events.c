@@ -42,18 +42,19 @@ rebuild(struct heal_events *w, const struct heal_view *v, uint64_t now, char out
 		w->next_pct = 25;
 		snprintf(out[n++], CFG_MSG_MAX,
 			 "rebuild %s: %s of fragments on %llu lost target%s to re-create",
-			 w->primed ? "started" : "under way", size_str(v->pending_bytes, a, sizeof(a)),
+			 w->primed ? "started" : "under way",
+			 size_str(v->pending_bytes, a, sizeof(a)),
 			 (unsigned long long)v->targets_lost, v->targets_lost == 1 ? "" : "s");
 		return n;
 	}
 	if (!w->rebuilding) {
 		if (w->primed && v->rebuilt_frags > w->rebuilt_frags &&
 		    strcmp(v->state, "checking") != 0)
-			snprintf(out[n++], CFG_MSG_MAX,
-				 "rebuild finished within %u s: %llu fragments re-created; state %s",
-				 secs(w->seen_at, now),
-				 (unsigned long long)(v->rebuilt_frags - w->rebuilt_frags),
-				 v->state);
+			snprintf(
+			    out[n++], CFG_MSG_MAX,
+			    "rebuild finished within %u s: %llu fragments re-created; state %s",
+			    secs(w->seen_at, now),
+			    (unsigned long long)(v->rebuilt_frags - w->rebuilt_frags), v->state);
 		return n;
 	}
 	if (v->pending_bytes > w->total)
@@ -115,8 +116,7 @@ unreadable(struct heal_events *w, const struct heal_view *v, char out[][CFG_MSG_
 	}
 	if (w->unreadable && v->unreadable == 0 && strcmp(v->state, "checking") != 0) {
 		w->unreadable = false;
-		snprintf(out[0], CFG_MSG_MAX, "every stripe is readable again; state %s",
-			 v->state);
+		snprintf(out[0], CFG_MSG_MAX, "every stripe is readable again; state %s", v->state);
 		return 1;
 	}
 	return 0;
@@ -132,8 +132,8 @@ heal_events_step(struct heal_events *w, const struct heal_view *v, uint64_t now,
 	n += rebuild(w, v, now, out + n);
 	n += drain(w, v, now, out + n);
 	w->primed = true;
-	if (strcmp(v->state, "checking") != 0) { /* (while checking, sums may miss a node) */
-		w->rebuilt_frags = v->rebuilt_frags;	/* a node restarted counts from 0 again */
+	if (strcmp(v->state, "checking") != 0) {     /* (while checking, sums may miss a node) */
+		w->rebuilt_frags = v->rebuilt_frags; /* a node restarted counts from 0 again */
 		w->seen_at = now;
 	}
 	return n;

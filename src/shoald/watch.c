@@ -105,10 +105,10 @@ drives(struct watcher *w)
 		if (s.failed[i])
 			snprintf(why, sizeof(why), "its writes fail with I/O errors");
 		else if (s.read_errors[i] - w->drives[k].errors >= WATCH_READ_ERRORS)
-			snprintf(why, sizeof(why), "%llu reads failed with I/O errors in %llu s",
-				 (unsigned long long)(s.read_errors[i] - w->drives[k].errors),
-				 (unsigned long long)((now - w->drives[k].since) /
-						      SH_NSEC_PER_SEC));
+			snprintf(
+			    why, sizeof(why), "%llu reads failed with I/O errors in %llu s",
+			    (unsigned long long)(s.read_errors[i] - w->drives[k].errors),
+			    (unsigned long long)((now - w->drives[k].since) / SH_NSEC_PER_SEC));
 		else
 			continue;
 		w->drives[k].told = fail_drive(w, s.target[i], why);

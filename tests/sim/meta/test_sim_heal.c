@@ -128,15 +128,14 @@ static void
 heal_totals(struct world *w, struct msvc_heal_stats *sum)
 {
 	memset(sum, 0, sizeof(*sum));
-	for (int i = 1; i <= N; i++) {
+	sum->pass_epoch = UINT64_MAX;
+	for (int i = 1; i <= w->nn; i++) {
 		struct msvc_stats st;
 
 		if (!w->n[i].up)
 			continue;
 		msvc_stats(w->n[i].svc, &st);
-		for (unsigned k = 0; k < MSVC_HEAL_LEVELS; k++)
-			sum->stripes[k] += st.heal.stripes[k];
-		sum->pending_bytes += st.heal.pending_bytes;
+		msvc_heal_stats_add(sum, &st.heal);
 	}
 }
 
@@ -394,4 +393,128 @@ run_failback(uint64_t seed)
 TEST(heal_failback_within_the_delay_and_after_it)
 {
 	run_failback(sh_test_seed());
+}
+
+/*
+ * Every stripe at six distinct targets that all serve its bytes exactly,
+ * none on target `off` (0: any): how many are not.
+ */
+static unsigned
+not_whole(struct world *w, const uint64_t *stripe, int off)
+{
+	static uint8_t buf[DW_STRIPE], got[DW_STRIPE];
+	unsigned bad = 0;
+
+	for (unsigned s = 0; s < SLOTS; s++) {
+		struct meta_extent loc;
+		bool ok;
+		int rc;
+
+		if (loc_of(w, stripe[s], &loc) < 0) {
+			bad++;
+			continue;
+		}
+		ok = read_loc(w, &loc, got, &rc) == 0x3f;
+		slot_bytes(w->seed, s, 0, buf);
+		ok &= rc == 0 && memcmp(got, buf, DW_STRIPE) == 0;
+		for (int i = 0; i < DW_D + DW_P; i++) {
+			ok &= loc.targets[i] != (uint64_t)off;
+			for (int k = 0; k < i; k++)
+				ok &= loc.targets[k] != loc.targets[i];
+		}
+		bad += !ok;
+	}
+	return bad;
+}
+
+/*
+ * Grow and shrink: a seventh node joins with an empty drive; the leaders
+ * move fragments onto it until the targets' fill evens out, while a node
+ * is kill -9'd and restarted in the middle and packets are lost. Every
+ * stripe keeps six fragments on six distinct targets, all serving its
+ * bytes exactly. Then one of the first six drives is drained: every stripe
+ * with a fragment on it gets a copy elsewhere before its own is given up,
+ * and ends with all six, none on the drained drive.
+ */
+static void
+run_grow_and_drain(uint64_t seed)
+{
+	static struct world w;
+	static uint8_t buf[DW_STRIPE];
+	struct msvc_heal_stats hs;
+	uint64_t ino, stripe[SLOTS], end;
+	unsigned onto = 0, left = SLOTS, bad;
+	int x, victim, drained;
+
+	world_start_opts(&w, seed, 4ull << 20, true);
+	SH_ASSERT_OK(mk(&w, META_ROOT_INO, "data", META_REG, &ino));
+	for (unsigned s = 0; s < SLOTS; s++) {
+		struct meta_extent e;
+
+		slot_bytes(seed, s, 0, buf);
+		SH_ASSERT_OK(write_stripe(&w, ino, (uint64_t)s * DW_STRIPE, buf,
+					  (uint64_t)meta_ino_bucket(ino) << 48 |
+					      ((seed << 28) & ((1ull << 48) - 1)) | s));
+		SH_ASSERT_OK(extent_at(&w, ino, (uint64_t)s * DW_STRIPE, &e));
+		stripe[s] = e.stripe;
+	}
+	x = world_add_node(&w);
+	/* a node crashes while the fragments move, and comes back */
+	sim_run_for(w.sim, (3 + sh_rand_u64(&w.rng) % 8) * SH_NSEC_PER_SEC);
+	victim = 1 + (int)(sh_rand_u64(&w.rng) % N);
+	node_stop(&w, &w.n[victim], true);
+	w.n[victim].up = false;
+	sim_run_for(w.sim, (1 + sh_rand_u64(&w.rng) % 3) * SH_NSEC_PER_SEC);
+	node_start(&w.n[victim]);
+	/* 144 fragments over seven targets: about 20 belong on the new one */
+	end = sim_now(w.sim) + 120 * SH_NSEC_PER_SEC;
+	while (sim_now(w.sim) < end && (onto = on_node(&w, stripe, x)) < 16)
+		sim_run_for(w.sim, 2 * SH_NSEC_PER_SEC);
+	SH_ASSERT_MSG(onto >= 16,
+		      "seed %llu: only %u of %u stripes moved a fragment onto node %d (node %d "
+		      "crashed meanwhile)",
+		      (unsigned long long)seed, onto, SLOTS, x, victim);
+	sim_run_for(w.sim, 10 * SH_NSEC_PER_SEC); /* moves planned end */
+	bad = not_whole(&w, stripe, 0);
+	SH_ASSERT_MSG(bad == 0, "seed %llu: %u stripes not whole after the rebalance",
+		      (unsigned long long)seed, bad);
+	heal_totals(&w, &hs);
+	/* (the counts of moves are the leaders': one that crashed counts from 0 again) */
+	SH_ASSERT_MSG(hs.fill_ratio_milli > 0 && hs.fill_ratio_milli <= 1050,
+		      "seed %llu: the targets' fill max/mean is %.3f after the rebalance",
+		      (unsigned long long)seed, (double)hs.fill_ratio_milli / 1000);
+	/* a drive drained: copied off, then given up, every stripe whole throughout */
+	drained = 1 + (int)(sh_rand_u64(&w.rng) % N);
+	{
+		struct cfg_cmd c = { .op = CFG_OP_DRIVE_STATE,
+				     .target = (uint64_t)drained,
+				     .state = CFG_DRIVE_DRAINING,
+				     .time = sim_now(w.sim) };
+
+		world_apply(&w, &c);
+	}
+	end = sim_now(w.sim) + 120 * SH_NSEC_PER_SEC;
+	while (sim_now(w.sim) < end && (left = on_node(&w, stripe, drained)) > 0) {
+		sim_run_for(w.sim, 2 * SH_NSEC_PER_SEC);
+		bad = not_whole(&w, stripe, -1);
+		SH_ASSERT_MSG(bad == 0, "seed %llu: %u stripes not whole while drive %d drains",
+			      (unsigned long long)seed, bad, drained);
+	}
+	SH_ASSERT_MSG(left == 0, "seed %llu: %u stripes still on drive %d after the drain",
+		      (unsigned long long)seed, left, drained);
+	sim_run_for(w.sim, 3 * SH_NSEC_PER_SEC); /* a pass after the last switch */
+	bad = not_whole(&w, stripe, drained);
+	SH_ASSERT_MSG(bad == 0, "seed %llu: %u stripes not whole after drive %d drained",
+		      (unsigned long long)seed, bad, drained);
+	heal_totals(&w, &hs);
+	SH_ASSERT_MSG(hs.stripes[0] == SLOTS && hs.draining == 0,
+		      "seed %llu: the leaders count %llu stripes whole of %u, %llu draining",
+		      (unsigned long long)seed, (unsigned long long)hs.stripes[0], SLOTS,
+		      (unsigned long long)hs.draining);
+	world_end(&w);
+}
+
+TEST(heal_grow_rebalances_and_drain_empties_a_drive)
+{
+	run_grow_and_drain(sh_test_seed());
 }

@@ -364,7 +364,7 @@ leader_node(struct world *w, uint16_t bucket)
 	const struct mplace *pl = mroute_place(w->rt);
 	uint32_t g = pl->group_of[bucket];
 
-	for (int i = 1; i <= N; i++) {
+	for (int i = 1; i <= w->nn; i++) {
 		struct msvc_group_info gi[64];
 		unsigned n = groups_of(w, i, gi);
 
@@ -373,6 +373,43 @@ leader_node(struct world *w, uint16_t bucket)
 				return i;
 	}
 	return 0;
+}
+
+/* Node i's simulated machine, and its shoald started on it. */
+static void
+node_create(struct world *w, int i)
+{
+	char name[16], ip[32];
+
+	snprintf(name, sizeof(name), "n%d", i);
+	snprintf(ip, sizeof(ip), "10.0.1.%d", i);
+	snprintf(w->n[i].dir, sizeof(w->n[i].dir), "%s/n%d", w->base, i);
+	SH_ASSERT_OK(mkdir(w->n[i].dir, 0755));
+	w->n[i].w = w;
+	w->n[i].id = i;
+	w->n[i].sn = sim_node_create(w->sim, name, ip);
+	w->n[i].env = sim_node_env(w->n[i].sn);
+	w->nn = i > w->nn ? i : w->nn;
+	node_start(&w->n[i]);
+}
+
+int
+world_add_node(struct world *w)
+{
+	int i = w->nn + 1;
+	struct cfg_cmd a = { .op = CFG_OP_NODE_ADD, .id = (uint64_t)i };
+	struct cfg_cmd d = {
+		.op = CFG_OP_DRIVE_ADD, .id = (uint64_t)i, .target = (uint64_t)i, .size = 1ull << 30
+	};
+
+	SH_ASSERT_LE(i, NMAX);
+	snprintf(a.addr, sizeof(a.addr), "10.0.0.%d:7000", i);
+	addr(i, a.data, sizeof(a.data));
+	world_apply(w, &a);
+	node_create(w, i);
+	snprintf(d.path, sizeof(d.path), "/dev/nvme0n1");
+	world_apply(w, &d);
+	return i;
 }
 
 /* Six backends and a client on a lossy, reordering network, groups formed. */
@@ -388,19 +425,8 @@ world_start_opts(struct world *w, uint64_t seed, uint64_t log_size, bool stores)
 	SH_ASSERT(mkdtemp(w->base) != NULL);
 	build_cfg(w);
 	w->sim = sim_create(seed);
-	for (int i = 1; i <= N; i++) {
-		char name[16], ip[32];
-
-		snprintf(name, sizeof(name), "n%d", i);
-		snprintf(ip, sizeof(ip), "10.0.1.%d", i);
-		snprintf(w->n[i].dir, sizeof(w->n[i].dir), "%s/n%d", w->base, i);
-		SH_ASSERT_OK(mkdir(w->n[i].dir, 0755));
-		w->n[i].w = w;
-		w->n[i].id = i;
-		w->n[i].sn = sim_node_create(w->sim, name, ip);
-		w->n[i].env = sim_node_env(w->n[i].sn);
-		node_start(&w->n[i]);
-	}
+	for (int i = 1; i <= N; i++)
+		node_create(w, i);
 	{
 		struct net_iface ifc = { 0 };
 		struct net_config nc = { .node_id = CLIENT_ID, .ifaces = &ifc, .nifaces = 1 };
@@ -437,7 +463,7 @@ world_end(struct world *w)
 
 	mroute_destroy(w->rt);
 	net_destroy(w->cnet);
-	for (int i = 1; i <= N; i++)
+	for (int i = 1; i <= w->nn; i++)
 		if (w->n[i].up)
 			node_stop(w, &w->n[i], false);
 	sim_destroy(w->sim);
@@ -452,7 +478,7 @@ world_apply(struct world *w, const struct cfg_cmd *c)
 	char msg[CFG_MSG_MAX];
 
 	SH_ASSERT_MSG(cfg_apply(w->cfg, c, msg, sizeof(msg)) == 0, "%s", msg);
-	for (int i = 1; i <= N; i++)
+	for (int i = 1; i <= w->nn; i++)
 		if (w->n[i].up)
 			SH_ASSERT_OK(msvc_set_cfg(w->n[i].svc, w->cfg));
 	SH_ASSERT_OK(mroute_set_cfg(w->rt, w->cfg));

@@ -21,7 +21,8 @@
 #include "../../../src/store/store_proto.h"
 #include "../../lib/test.h"
 
-#define N	  6
+#define N	  6 /* the nodes a world starts with */
+#define NMAX	  7 /* and the most it can have (world_add_node) */
 #define NBUCKETS  16
 #define NFILES	  60
 #define CLIENT_ID (1ull << 63 | 77)
@@ -43,7 +44,8 @@ struct node {
 struct world {
 	struct sim *sim;
 	struct sh_rand rng;
-	struct node n[N + 1];
+	struct node n[NMAX + 1];
+	int nn; /* nodes now: n[1..nn] */
 	struct sim_node *csn;
 	struct net *cnet;
 	struct mroute *rt;
@@ -103,6 +105,8 @@ int leader_node(struct world *w, uint16_t bucket);
 void world_start_opts(struct world *w, uint64_t seed, uint64_t log_size, bool stores);
 void world_start(struct world *w, uint64_t seed, uint64_t log_size);
 void world_end(struct world *w);
+/* One more node, with an empty drive (target id = its id), joins the running world; its id. */
+int world_add_node(struct world *w);
 /* A configuration change applied, and every node up and the client told. */
 void world_apply(struct world *w, const struct cfg_cmd *c);
 /* The configuration marks node up or down (world_apply). */

@@ -19,6 +19,7 @@ struct admin_node;
 
 struct admin_drive_stats {
 	uint64_t target;
+	int open_err; /* < 0: the drive does not open (st is zero), why */
 	struct store_stats st;
 };
 

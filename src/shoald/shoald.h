@@ -165,8 +165,9 @@ void cleaner_stop(struct cleaner *k);
 
 /*
  * watch.c: a thread that every interval_s looks at this node's drives (a
- * write path failed, reads failing with I/O errors: the drive is marked
- * failed, its fragments rebuilt) and, on the configuration's leader, at
+ * write path failed, reads failing with I/O errors, a drive that has not
+ * opened for the rebuild delay: the drive is marked failed, its fragments
+ * rebuilt) and, on the configuration's leader, at
  * the cluster's heal state (its changes posted as events: heal_events.h).
  */
 #define WATCH_READ_ERRORS 8 /* read errors of a drive within WATCH_WINDOW_S: failed */
@@ -183,6 +184,7 @@ struct watcher {
 	bool leading;
 	struct {
 		uint64_t target, errors, since; /* read errors counted from since (realtime ns) */
+		uint64_t gone_since;		/* first seen not opening (0: it opens) */
 		bool told;			/* marked failed (or asked to be) */
 	} drives[WATCH_DRIVES];
 	unsigned ndrives;

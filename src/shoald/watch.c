@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <shoal/sh_errno.h>
+
 #include "../base/clock.h"
 #include "../base/http.h"
 #include "shoald.h"
@@ -24,6 +26,7 @@ SH_LOG_FACILITY("shoald.watch");
 struct seen {
 	uint64_t target[WATCH_DRIVES], read_errors[WATCH_DRIVES];
 	bool failed[WATCH_DRIVES];
+	int open_err[WATCH_DRIVES];
 	unsigned n;
 };
 
@@ -37,6 +40,7 @@ collect(void *ctx, const struct admin_stats *const *ws, unsigned n)
 			s->target[s->n] = ws[w]->drives[k].target;
 			s->read_errors[s->n] = ws[w]->drives[k].st.read_errors;
 			s->failed[s->n] = ws[w]->drives[k].st.failed != 0;
+			s->open_err[s->n] = ws[w]->drives[k].open_err;
 			s->n++;
 		}
 }
@@ -72,11 +76,34 @@ fail_drive(struct watcher *w, uint64_t target, const char *why)
 	return st == 200 || st == 409 || st == 404;
 }
 
+/* An error opening a drive that says it is gone or broken, not that the node is short of
+ * something for a moment. */
+static bool
+lasting(int err)
+{
+	return err == -EIO || err == -ENOENT || err == -ENODEV || err == -ENXIO ||
+	       err == -EBADMSG || err == -ESTALE || err == SH_ENOTFORMATTED || err == SH_EVERSION;
+}
+
+/* The cluster's rebuild delay (s): how long a drive that does not open is waited for. */
+static uint64_t
+rebuild_delay(struct watcher *w)
+{
+	json_t *o = NULL;
+	uint64_t v = 60;
+
+	if (call(w, "GET", "/v1/settings", NULL, &o) == 200 &&
+	    json_is_integer(json_object_get(o, "rebuild-delay")))
+		v = (uint64_t)json_integer_value(json_object_get(o, "rebuild-delay"));
+	json_decref(o);
+	return v;
+}
+
 static void
 drives(struct watcher *w)
 {
 	struct seen s = { .n = 0 };
-	uint64_t now = sh_clock_real_ns();
+	uint64_t now = sh_clock_real_ns(), delay = UINT64_MAX;
 	char why[CFG_MSG_MAX];
 
 	if (w->d->self.with_stats == NULL)
@@ -95,6 +122,7 @@ drives(struct watcher *w)
 			w->drives[k].errors = s.read_errors[i];
 			w->drives[k].since = now;
 			w->drives[k].told = false;
+			w->drives[k].gone_since = 0;
 		}
 		if (w->drives[k].told)
 			continue;
@@ -102,7 +130,19 @@ drives(struct watcher *w)
 			w->drives[k].errors = s.read_errors[i]; /* a new window */
 			w->drives[k].since = now;
 		}
-		if (s.failed[i])
+		if (s.open_err[i] < 0) {
+			/* as a node down: lost once it has been gone for the rebuild delay */
+			if (!lasting(s.open_err[i]))
+				continue;
+			if (delay == UINT64_MAX)
+				delay = rebuild_delay(w);
+			if (w->drives[k].gone_since == 0)
+				w->drives[k].gone_since = now;
+			if (now - w->drives[k].gone_since < delay * SH_NSEC_PER_SEC)
+				continue;
+			snprintf(why, sizeof(why), "it does not open: %s",
+				 sh_strerror(s.open_err[i]));
+		} else if (s.failed[i])
 			snprintf(why, sizeof(why), "its writes fail with I/O errors");
 		else if (s.read_errors[i] - w->drives[k].errors >= WATCH_READ_ERRORS)
 			snprintf(

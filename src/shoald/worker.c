@@ -20,6 +20,7 @@ struct wdrive {
 	struct store *st;
 	bool buffered;
 	bool open;
+	int open_err; /* why it does not open (the watcher marks it failed) */
 };
 
 static void wdrive_open(struct wdrive *dr);
@@ -43,6 +44,7 @@ on_opened(void *arg, int rc)
 			     (unsigned long long)dr->target, dr->path, sh_strerror(rc));
 		store_close(dr->st);
 		dr->st = NULL;
+		dr->open_err = rc;
 		return;
 	}
 	if (store_target_id(dr->st) != dr->target) {
@@ -51,6 +53,7 @@ on_opened(void *arg, int rc)
 			     (unsigned long long)dr->target);
 		store_close(dr->st);
 		dr->st = NULL;
+		dr->open_err = -ESTALE; /* another drive's (or an old) target */
 		return;
 	}
 	rc = store_svc_add(w->svc, dr->st);
@@ -79,6 +82,7 @@ wdrive_open(struct wdrive *dr)
 	if (rc < 0) {
 		sh_log_error("worker %u: drive %s: %s", dr->w->idx, dr->path, sh_strerror(rc));
 		dr->st = NULL;
+		dr->open_err = rc;
 	}
 }
 
@@ -101,10 +105,12 @@ publish_stats(struct worker *w)
 		sh_list_for_each (pos, &w->drives) {
 			struct wdrive *dr = sh_list_entry(pos, struct wdrive, link);
 
-			if (dr->st == NULL)
-				continue;
+			if (dr->st == NULL && dr->open_err == 0)
+				continue; /* opening */
 			s.drives[i].target = dr->target;
-			store_stats(dr->st, &s.drives[i].st);
+			s.drives[i].open_err = dr->st == NULL ? dr->open_err : 0;
+			if (dr->st != NULL)
+				store_stats(dr->st, &s.drives[i].st);
 			i++;
 		}
 	}

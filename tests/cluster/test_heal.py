@@ -377,9 +377,10 @@ def corrupt_fragments_repaired_after_a_read_and_by_the_scrub(c):
 
 
 @test
-def drive_failing_writes_is_failed_and_rebuilt(c):
+def drive_failing_writes_or_reads_is_failed_and_rebuilt(c):
     """No `shoal drive fail`: the drive's writes fail (store.write_eio), its node's watcher
-    marks it failed, and its fragments are rebuilt elsewhere."""
+    marks it failed, and its fragments are rebuilt elsewhere; then the same for a drive
+    whose reads fail (store.read_eio)."""
     setup(c, 60)
     files = dataset(c)
     wait_full(c, "written")
@@ -404,6 +405,54 @@ def drive_failing_writes_is_failed_and_rebuilt(c):
     s = wait_full(c, "drive %d failed by its node" % drive)
     check(drive in s["failed_drives"], "drive %d not among the failed: %s" % (drive, s))
     files.verify("drive %d failed, rebuilt" % drive)
+    # a ninth node whose drive writes but cannot read: the readers decode around it, and
+    # its node marks it failed after 8 read errors
+    c.env["SH_FAULTS"] = "store.read_eio:always"
+    c.local("add")
+    del c.env["SH_FAULTS"]
+    c.nodes = NODES + 2
+    drive = [d["id"] for d in c.run_json(["drive", "list"], 1) if d["node"] == NODES + 2][0]
+    for i in range(12):
+        files.put("fs1", "late%d" % i, os.urandom(700000))
+    end = time.time() + 90
+    t = None
+    while time.time() < end and t is None:
+        files.verify("drive %d failing its reads" % drive)
+        try:
+            t = wait_event(c, "drive %d" % drive, ["drive %d" % drive, "reads failed"], 2)
+        except Fail:
+            pass
+    check(t is not None, "drive %d failing its reads was not marked failed" % drive)
+    print("  event: %s" % t)
+    wait_full(c, "drive %d failed by its reads" % drive)
+    files.verify("drive %d failed by its reads, rebuilt" % drive)
+
+
+@test
+def drive_that_does_not_open_is_failed_after_the_delay(c):
+    """A node restarts and its drive no longer opens (both superblock copies gone): once
+    the rebuild delay has passed, its node marks it failed and it is rebuilt."""
+    setup(c, 3)
+    files = dataset(c)
+    wait_full(c, "written")
+    drive = [d["id"] for d in c.run_json(["drive", "list"], 1) if d["node"] == 5][0]
+    c.kill(5)
+    img = os.path.join(c.dir, "drives", "n5.img")
+    fd = os.open(img, os.O_RDWR)
+    try:
+        os.pwrite(fd, bytes(8192), 0)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    c.up()
+    c.wait_state(5, "up", 1, 30)
+    t = wait_event(c, "drive %d unformatted" % drive, ["drive %d" % drive, "does not open"],
+                   timeout=60)
+    print("  event: %s" % t)
+    s = wait_full(c, "drive %d does not open" % drive)
+    check(drive in s["failed_drives"] and s["rebuilt_fragments"] > 0,
+          "drive %d not failed and rebuilt: %s" % (drive, s))
+    files.verify("drive %d does not open, rebuilt" % drive)
 
 
 def put_json(c, path, body, node=1):

@@ -12,6 +12,7 @@
 #   make bench-fuse   the mount against the library (bench/fuse.c)
 #   make bench-reduction  compression (and dedup) on against off (bench/reduction.c)
 #   make bench-rebuild  a node lost on a 7-node local cluster: rebuild time (bench/rebuild.c)
+#   make bench-smallfiles  a small-file dataset written and read through the mount (bench/smallfiles)
 #   make compare      Shoal against GlusterFS 4+2 and the raw disk, same fio jobs (bench/compare)
 #   make fio-engine   the fio engine, libshoal_fio.so (also part of `all` but in SAN builds)
 #   make soak         simulator tests over SOAK_SEEDS random seeds
@@ -191,7 +192,7 @@ TOOLS += $(FIO_ENGINE)
 endif
 
 # ---- top-level targets ----
-.PHONY: all deps test run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction bench-rebuild soak chaos clean format
+.PHONY: all deps test run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction bench-rebuild bench-smallfiles soak chaos clean format
 
 all: $(ALL_LIBS) $(RUNNERS) $(FUZZ_REPLAY) $(BENCHES) $(TOOLS)
 
@@ -260,6 +261,10 @@ bench-fuse: deps
 bench-rebuild: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(BUILD)/bench/rebuild
+
+bench-smallfiles: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)bench/smallfiles $(BUILD)
 
 chaos: deps
 	$(Q)$(MAKE) --no-print-directory all

@@ -13,8 +13,8 @@ Real shoald processes on loopback (shoal local up), as tests/cluster/test_cluste
 - link, rename and unlink show their new ctime on the next stat;
 - chaos (short in the default run, `make chaos` for minutes per seed): writers through
   the mount and the library while up to P nodes at a time are kill -9'd and restarted;
-  every acknowledged (fsync'd) file is then read back byte for byte, with all nodes up
-  and with one node down.
+  every acknowledged (fsync'd) file is then read back byte for byte with all nodes up,
+  and again with two nodes (P) down once `shoal rebuild status` says full protection.
 Prints the closing line "N passed, N failed, N skipped".
 """
 import hashlib
@@ -435,6 +435,20 @@ def settle(c):
     raise Fail("the cluster did not settle after the kills")
 
 
+def wait_protected(c, timeout=300):
+    """Until `shoal rebuild status` says full protection; the seconds it took."""
+    t0, s = time.time(), {}
+    while time.time() < t0 + timeout:
+        try:
+            s = c.json("rebuild", "status")
+            if s["state"] == "full":
+                return time.time() - t0
+        except Fail:
+            pass
+        time.sleep(1)
+    raise Fail("not at full protection %d s after the kills: %s" % (timeout, s))
+
+
 def chaos(c, seconds, seed):
     if not fuse_usable():
         raise Skip("no usable /dev/fuse or fusermount3 on this machine")
@@ -471,16 +485,23 @@ def chaos(c, seconds, seed):
         unmount_fg(mnt, mp)
         mp = mount_fg(c, mnt, "mount-verify")  # nothing cached from before
         lost, wrong = verify(model, mnt, "all nodes up")
-        victim = rng.randint(1, c.nodes)
-        c.kill(victim)
-        c.wait_state(victim, "down", 1 if victim != 1 else 2, 30)
+        # once the cluster says every stripe is fully protected again (the stripes written
+        # around killed nodes spread back out), any P = 2 nodes may go
+        protected = wait_protected(c)
+        victims = rng.sample(range(1, c.nodes + 1), 2)
+        via = min(set(range(1, c.nodes + 1)) - set(victims))
+        for v in victims:
+            c.kill(v)
+        for v in victims:
+            c.wait_state(v, "down", via, 30)
         unmount_fg(mnt, mp)
         mp = mount_fg(c, mnt, "mount-verify-down")
-        lost1, wrong1 = verify(model, mnt, "node %d down" % victim)
+        lost2, wrong2 = verify(model, mnt, "full protection after %.0f s, then nodes %s down" %
+                               (protected, victims))
         check(not model.errors, "writers saw errors with at most 2 nodes down: %s" %
               [e[1] for e in model.errors[:5]])
         check(not lost and not wrong, "all up: lost %s wrong %s" % (lost[:5], wrong[:5]))
-        check(not lost1 and not wrong1, "one down: lost %s wrong %s" % (lost1[:5], wrong1[:5]))
+        check(not lost2 and not wrong2, "two down: lost %s wrong %s" % (lost2[:5], wrong2[:5]))
     finally:
         stop.set()
         unmount_fg(mnt, mp)

@@ -87,9 +87,9 @@ struct meta_result {
 	int status;
 	struct meta_inode attr;
 	struct meta_dentry dentry;
-	struct meta_delta deltas[3]; /* to ship (ino 0: none) */
-	struct meta_lease lease;     /* granted */
-	uint16_t lessees[64];	     /* to revoke (lease close) */
+	struct meta_delta deltas[META_DELTAS_MAX]; /* to ship (ino 0: none) */
+	struct meta_lease lease;		   /* granted */
+	uint16_t lessees[64];			   /* to revoke (lease close) */
 	unsigned nlessees;
 	struct meta_rename2 rename; /* as the step left it (prepares fill it in) */
 	unsigned queued;	    /* deltas queued for other buckets */

@@ -1240,6 +1240,24 @@ touch_moved(struct meta_bucket *b, uint64_t ino, uint64_t now)
 }
 
 /*
+ * A file moved by a rename between buckets whose inode neither entry's
+ * bucket holds (a hard link's name renamed): its ctime by a delta to its
+ * own bucket (touch_moved does it where the inode is local). A directory's
+ * delta would move its mtime too: only files get one.
+ */
+static int
+touch_far(struct meta_bucket *b, const struct meta_dentry *e, uint16_t other, uint64_t now,
+	  struct meta_delta *d)
+{
+	uint16_t at = meta_ino_bucket(e->ino);
+
+	if (e->ino == 0 || e->type == META_DIR || at == b->bucket || at == other)
+		return 0;
+	*d = (struct meta_delta){ .ino = e->ino, .time = now };
+	return effect(b, d);
+}
+
+/*
  * Inode ino loses one of its names: dropped with its last (a directory at
  * once), else its link count shrinks: here, or by a delta to its bucket.
  */
@@ -1267,7 +1285,8 @@ lose_name(struct meta_bucket *b, uint64_t ino, bool dir, uint64_t now, struct me
 /* Parent effects of a rename: one delta per parent (one in all when they are the same). */
 static int
 rename_parents(struct meta_bucket *b, uint64_t op, uint64_t np, int32_t o_ents, int32_t o_links,
-	       int32_t n_ents, int32_t n_links, uint64_t now, struct meta_delta deltas[3])
+	       int32_t n_ents, int32_t n_links, uint64_t now,
+	       struct meta_delta deltas[META_DELTAS_MAX])
 {
 	int rc;
 
@@ -1290,7 +1309,7 @@ rename_parents(struct meta_bucket *b, uint64_t op, uint64_t np, int32_t o_ents, 
 int
 meta_rename(struct meta_bucket *b, uint64_t oparent, const char *oname, size_t olen,
 	    uint64_t nparent, const char *nname, size_t nlen, unsigned flags, uint64_t now,
-	    struct meta_delta deltas[3])
+	    struct meta_delta deltas[META_DELTAS_MAX])
 {
 	struct meta_dentry src, dst;
 	struct meta_key sk, dk;
@@ -1306,7 +1325,7 @@ meta_rename(struct meta_bucket *b, uint64_t oparent, const char *oname, size_t o
 	if (meta_dentry_bucket(oparent, oname, olen, b->nbuckets) != b->bucket ||
 	    meta_dentry_bucket(nparent, nname, nlen, b->nbuckets) != b->bucket)
 		return -EXDEV;
-	deltas[0] = deltas[1] = deltas[2] = (struct meta_delta){ 0 };
+	deltas[0] = deltas[1] = deltas[2] = deltas[3] = (struct meta_delta){ 0 };
 	/*
 	 * The new name needs what a create needs: its parent a directory, not being
 	 * removed, and, when it lives in another bucket, this bucket's lease on it,
@@ -1339,6 +1358,10 @@ meta_rename(struct meta_bucket *b, uint64_t oparent, const char *oname, size_t o
 			rc = touch_moved(b, src.ino, now);
 		if (rc == 0)
 			rc = touch_moved(b, dst.ino, now);
+		if (rc == 0)
+			rc = touch_far(b, &src, b->bucket, now, &deltas[2]);
+		if (rc == 0)
+			rc = touch_far(b, &dst, b->bucket, now, &deltas[3]);
 		if (rc == 0 && sdir && oparent != nparent)
 			rc = reparent(b, src.ino, nparent, now);
 		if (rc == 0 && ddir && oparent != nparent)
@@ -1377,6 +1400,8 @@ meta_rename(struct meta_bucket *b, uint64_t oparent, const char *oname, size_t o
 		rc = meta_del(b->t, &sk, b->ver, b->keep);
 	if (rc == 0)
 		rc = touch_moved(b, src.ino, now);
+	if (rc == 0)
+		rc = touch_far(b, &src, b->bucket, now, &deltas[3]);
 	if (rc == 0 && sdir && oparent != nparent)
 		rc = reparent(b, src.ino, nparent, now);
 	if (rc < 0)
@@ -1610,14 +1635,14 @@ meta_rename_prepare_dst(struct meta_bucket *b, struct meta_rename2 *r)
 
 int
 meta_rename_commit_src(struct meta_bucket *b, const struct meta_rename2 *r,
-		       struct meta_delta deltas[3])
+		       struct meta_delta deltas[META_DELTAS_MAX])
 {
 	bool sdir = r->src.type == META_DIR, ddir = r->have_dst && r->dst.type == META_DIR;
 	bool xch = r->flags & META_RENAME_EXCHANGE;
 	struct meta_key k;
 	int rc = own_lock(b, r->oparent, r->oname, r->id, true);
 
-	deltas[0] = deltas[1] = deltas[2] = (struct meta_delta){ 0 };
+	deltas[0] = deltas[1] = deltas[2] = deltas[3] = (struct meta_delta){ 0 };
 	if (rc == 0)
 		rc = meta_key_dentry(&k, b->bucket, r->oparent, r->oname, strlen(r->oname));
 	if (rc == 0)
@@ -1631,6 +1656,8 @@ meta_rename_commit_src(struct meta_bucket *b, const struct meta_rename2 *r,
 		rc = touch_moved(b, r->src.ino, r->now);
 	if (rc == 0 && xch)
 		rc = touch_moved(b, r->dst.ino, r->now);
+	if (rc == 0 && xch) /* the target's inode moved here */
+		rc = touch_far(b, &r->dst, r->dst_bucket, r->now, &deltas[1]);
 	if (rc == 0 && xch && ddir && r->oparent != r->nparent)
 		rc = reparent(b, r->dst.ino, r->oparent, r->now);
 	if (rc < 0)
@@ -1645,14 +1672,14 @@ meta_rename_commit_src(struct meta_bucket *b, const struct meta_rename2 *r,
 
 int
 meta_rename_commit_dst(struct meta_bucket *b, const struct meta_rename2 *r,
-		       struct meta_delta deltas[3])
+		       struct meta_delta deltas[META_DELTAS_MAX])
 {
 	bool sdir = r->src.type == META_DIR, ddir = r->have_dst && r->dst.type == META_DIR;
 	bool xch = r->flags & META_RENAME_EXCHANGE;
 	struct meta_key k;
 	int rc = own_lock(b, r->nparent, r->nname, r->id, true);
 
-	deltas[0] = deltas[1] = deltas[2] = (struct meta_delta){ 0 };
+	deltas[0] = deltas[1] = deltas[2] = deltas[3] = (struct meta_delta){ 0 };
 	if (rc == 0 && r->have_dst && !xch) {
 		rc = lose_name(b, r->dst.ino, ddir, r->now, &deltas[2]); /* the replaced inode */
 	}
@@ -1662,6 +1689,10 @@ meta_rename_commit_dst(struct meta_bucket *b, const struct meta_rename2 *r,
 		rc = put_dentry(b, &k, r->src.ino, r->src.type);
 	if (rc == 0)
 		rc = touch_moved(b, r->src.ino, r->now);
+	if (rc == 0)
+		rc = touch_far(b, &r->src, r->src_bucket, r->now, &deltas[0]);
+	if (rc == 0 && xch) /* the other inode of an exchange, where it is local here */
+		rc = touch_moved(b, r->dst.ino, r->now);
 	if (rc == 0 && sdir && r->oparent != r->nparent)
 		rc = reparent(b, r->src.ino, r->nparent, r->now);
 	if (rc < 0)

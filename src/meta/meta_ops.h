@@ -54,6 +54,9 @@ struct meta_delta {
 	uint8_t fp[32];	  /* a dedup entry's fingerprint */
 };
 
+/* The most deltas one command queues (a rename: two parents, a replaced inode, a moved one). */
+#define META_DELTAS_MAX 4
+
 /* format version, kind, to, from, seq, ino, dentries, dlinks, time, fp */
 #define META_DELTA_LEN 70
 void meta_delta_encode(const struct meta_delta *d, uint8_t out[META_DELTA_LEN]);
@@ -148,7 +151,7 @@ int meta_readlink(struct meta_bucket *b, uint64_t ino, char *buf, size_t cap, si
  */
 int meta_rename(struct meta_bucket *b, uint64_t oparent, const char *oname, size_t olen,
 		uint64_t nparent, const char *nname, size_t nlen, unsigned flags, uint64_t now,
-		struct meta_delta deltas[3]);
+		struct meta_delta deltas[META_DELTAS_MAX]);
 
 struct meta_dirent {
 	uint64_t ino;
@@ -204,9 +207,9 @@ int meta_rename_prepare_src(struct meta_bucket *b, struct meta_rename2 *r);
 int meta_rename_prepare_dst(struct meta_bucket *b, struct meta_rename2 *r);
 /* deltas: the old parent's (S), or the new parent's and a replaced inode's (T). */
 int meta_rename_commit_src(struct meta_bucket *b, const struct meta_rename2 *r,
-			   struct meta_delta deltas[3]);
+			   struct meta_delta deltas[META_DELTAS_MAX]);
 int meta_rename_commit_dst(struct meta_bucket *b, const struct meta_rename2 *r,
-			   struct meta_delta deltas[3]);
+			   struct meta_delta deltas[META_DELTAS_MAX]);
 int meta_rename_abort(struct meta_bucket *b, const struct meta_rename2 *r);
 int meta_rename_finish(struct meta_bucket *b, const struct meta_rename2 *r);
 /* The renames this bucket coordinates, for recovery: phase 1 prepared, 2 committed. */

@@ -262,7 +262,7 @@ on_applied(void *arg, struct mgroup *g, uint16_t bucket, const struct meta_cmd *
 		mfs_ship_kick(fs, bucket);
 		return;
 	}
-	for (unsigned i = 0; i < 3; i++)
+	for (unsigned i = 0; i < META_DELTAS_MAX; i++)
 		if (r->deltas[i].ino != 0) {
 			mfs_ship_kick(fs, bucket);
 			break;
@@ -1027,29 +1027,64 @@ out:
  * count and ctime, and an unlink right after a link (git's objects) never
  * reaches the inode's bucket before the link's +1 does. true if m waits.
  */
-static bool
-wait_deltas(struct mreq *m, const struct meta_result *r)
+static void
+ship_wait(struct mreq *m, uint64_t seq)
 {
-	uint64_t seq = 0;
-
-	if (r->status < 0 || r->queued == 0 || !client_of(m) ||
-	    (m->cmd.op != META_OP_LINK && m->cmd.op != META_OP_REMOVE &&
-	     m->cmd.op != META_OP_RENAME))
-		return false;
-	for (unsigned i = 0; i < sizeof(r->deltas) / sizeof(r->deltas[0]); i++)
-		if (r->deltas[i].ino != 0 && r->deltas[i].to != m->req.bucket &&
-		    r->deltas[i].seq > seq)
-			seq = r->deltas[i].seq;
-	if (seq == 0)
-		return false;
-	if (r != &m->res)
-		memcpy(&m->res, r, offsetof(struct meta_result, dedup));
+	if (seq <= m->fs->ship[m->req.bucket].applied) {
+		reply_result(m, &m->res); /* shipped meanwhile (as soon as it was applied) */
+		return;
+	}
 	m->wait_seq = seq;
 	m->step = ST_SHIPPED;
 	sh_list_add_tail(&m->fs->ship[m->req.bucket].waiters, &m->flink);
 	env_timer_arm(&m->timer, SHIPPED_WAIT_NS);
 	mfs_ship_kick(m->fs, m->req.bucket);
+}
+
+uint64_t
+msvc_deltas_out(const struct meta_result *r, uint16_t bucket)
+{
+	uint64_t seq = 0;
+
+	for (unsigned i = 0; r->queued > 0 && i < sizeof(r->deltas) / sizeof(r->deltas[0]); i++)
+		if (r->deltas[i].ino != 0 && r->deltas[i].to != bucket && r->deltas[i].seq > seq)
+			seq = r->deltas[i].seq;
+	return seq;
+}
+
+/*
+ * The same for a step of a rename between buckets: the target's commit
+ * (asked by the coordinator, a backend) is answered once its deltas are
+ * applied, as the coordinator answers its client once its own are.
+ */
+static bool
+wait_deltas(struct mreq *m, const struct meta_result *r)
+{
+	bool r2_dst = m->cmd.op == META_OP_RENAME2 && m->cmd.flags == META_R2_COMMIT_DST;
+	uint64_t seq;
+
+	if (r->status < 0 || (!client_of(m) && !r2_dst) ||
+	    (m->cmd.op != META_OP_LINK && m->cmd.op != META_OP_REMOVE &&
+	     m->cmd.op != META_OP_RENAME && !r2_dst))
+		return false;
+	seq = msvc_deltas_out(r, m->req.bucket);
+	if (seq == 0)
+		return false;
+	if (r != &m->res)
+		memcpy(&m->res, r, offsetof(struct meta_result, dedup));
+	ship_wait(m, seq);
 	return true;
+}
+
+void
+msvc_answer_shipped(struct mreq *m, uint64_t seq)
+{
+	META_RESULT_CLEAR(&m->res);
+	if (seq == 0) {
+		reply_result(m, &m->res);
+		return;
+	}
+	ship_wait(m, seq);
 }
 
 /* bucket's outbox was applied up to upto where it goes: the commands waiting for it answer. */
@@ -1621,8 +1656,11 @@ on_shipped(void *arg, int status, const struct mp_reply *r)
 		shipment_free(sp);
 		return;
 	}
-	if (sh->status == 0)
+	if (sh->status == 0) {
+		if (sh->upto > sh->applied)
+			sh->applied = sh->upto;
 		shipped(fs, sp->bucket, sh->upto); /* every receiver applied what it got */
+	}
 	g = mfs_group(fs, sp->bucket);
 	if (sh->status < 0 || g == NULL || !mgroup_ready(g)) {
 		if (g != NULL && mgroup_ready(g))

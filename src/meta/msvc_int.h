@@ -15,6 +15,7 @@ struct ship {
 	unsigned pending; /* replies awaited */
 	int status;
 	uint64_t upto;
+	uint64_t applied;	/* the outbox is applied where it goes up to this seq */
 	struct sh_list flush;	/* struct mreq waiting for an empty outbox */
 	struct sh_list waiters; /* struct mreq answered once their deltas are applied */
 };
@@ -138,6 +139,14 @@ void mfs_unref(struct mfs *fs);
 /* Ship what bucket's outbox holds (deltas for other buckets). */
 void mfs_ship_kick(struct mfs *fs, uint16_t bucket);
 
+/* The last delta r queued in bucket's outbox for another bucket (0: none). */
+uint64_t msvc_deltas_out(const struct meta_result *r, uint16_t bucket);
+/*
+ * Answer m, a success with nothing more to say, once its bucket's outbox
+ * has been applied past seq where it goes (2 s at most; seq 0: at once):
+ * what the client asks next sees the command's deltas.
+ */
+void msvc_answer_shipped(struct mreq *m, uint64_t seq);
 /*
  * A rename between two buckets, coordinated here by the source entry's
  * bucket (m->req.bucket, a group this node leads): prepare, decide,

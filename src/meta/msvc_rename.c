@@ -40,6 +40,7 @@ struct r2 {
 	uint64_t busy_until; /* a name held by another rename: start again until then */
 	bool again;	     /* after undoing, start again (the target name was held) */
 	bool waiting;	     /* on its timer (which a crash may never fire) */
+	uint64_t ship_seq;   /* the last delta the source's commit queued: the client waits */
 	struct env_timer timer;
 };
 
@@ -60,13 +61,14 @@ r2_end(struct r2 *j)
 	env_timer_cancel(&j->timer);
 	sh_list_del(&j->link);
 	if (j->m != NULL) {
-		struct mp_reply rep = { 0 };
-
 		/* aborted at the target by the source's next leader (its recovery): the
 		 * client asks that leader again, where its tag says what happened */
 		if (j->status == -ECANCELED)
 			j->status = SH_ENOTLEADER;
-		mreq_answer(j->m, j->status, j->status == 0 ? &rep : NULL);
+		if (j->status == 0)
+			msvc_answer_shipped(j->m, j->ship_seq); /* its next stat sees the ctime */
+		else
+			mreq_answer(j->m, j->status, NULL);
 	} else if (j->status < 0) {
 		sh_log_warn("rename %llx (%s -> %s): %s", (unsigned long long)j->r.id, j->r.oname,
 			    j->r.nname, sh_strerror(j->status));
@@ -128,6 +130,7 @@ on_local(void *arg, int status, const struct meta_result *r)
 			j->step = R2_ABORT_DST;
 			break;
 		}
+		j->ship_seq = msvc_deltas_out(r, j->r.src_bucket);
 		j->step = R2_COMMIT_DST;
 		break;
 	case R2_ABORT_SRC:

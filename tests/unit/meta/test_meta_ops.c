@@ -517,7 +517,7 @@ TEST(meta_ops_rename_in_one_bucket)
 	struct fx f;
 	struct meta_inode in;
 	struct meta_dentry d;
-	struct meta_delta dl[3];
+	struct meta_delta dl[META_DELTAS_MAX];
 	char a[64], b2[64], c[64], da[64], db[64], p1n[64], p2n[64], x[64], y[64];
 	uint64_t fa, fb, dira, p1, p2, sub;
 	const int k = 1;
@@ -673,7 +673,7 @@ TEST(meta_ops_rename_in_one_bucket_needs_lease_on_new_parent)
 	struct fx f;
 	struct meta_inode in;
 	struct meta_dentry d;
-	struct meta_delta delta, dl[3];
+	struct meta_delta delta, dl[META_DELTAS_MAX];
 	struct meta_new n = newf(META_DIR);
 	struct meta_lease l;
 	char dn[64], fn[64], gn[64];
@@ -730,7 +730,7 @@ r2_init(struct meta_rename2 *r, uint64_t id, int sb, uint64_t op, const char *on
 static int
 rename2(struct fx *f, struct meta_rename2 *r)
 {
-	struct meta_delta dl[3];
+	struct meta_delta dl[META_DELTAS_MAX];
 	int rc = meta_rename_prepare_src(&f->b[r->src_bucket], r);
 
 	if (rc < 0)
@@ -757,7 +757,7 @@ rename2(struct fx *f, struct meta_rename2 *r)
 TEST(meta_ops_directory_parents)
 {
 	struct fx f;
-	struct meta_delta dl[3], two[2];
+	struct meta_delta dl[META_DELTAS_MAX], two[2];
 	struct meta_rename2 r;
 	char p1n[64], p2n[64], dn[64], x[64], y[64];
 	uint64_t p1, p2, dir, got, removed;
@@ -817,7 +817,7 @@ TEST(meta_ops_rename_across_buckets)
 	struct fx f;
 	struct meta_inode in, root;
 	struct meta_dentry d;
-	struct meta_delta dl[3], two[2];
+	struct meta_delta dl[META_DELTAS_MAX], two[2];
 	struct meta_new n = newf(META_REG);
 	struct meta_rename2 r;
 	char a[64], t[64], b1[64], c2[64], dn[64], fn[64];
@@ -915,7 +915,7 @@ TEST(meta_ops_rename_recovers_from_its_intent)
 	for (int stop = 1; stop <= 3; stop++) {
 		struct fx f;
 		struct meta_rename2 r;
-		struct meta_delta dl[3];
+		struct meta_delta dl[META_DELTAS_MAX];
 		struct meta_dentry d;
 		struct found x = { 0 };
 		char a[64], t[64];
@@ -957,4 +957,53 @@ TEST(meta_ops_rename_recovers_from_its_intent)
 					 (struct meta_delta[2]){}));
 		fx_close(&f);
 	}
+}
+
+/*
+ * A hard link renamed, the file's inode in neither entry's bucket: its
+ * ctime still becomes the rename's time (a delta to the inode's bucket),
+ * for a rename in one bucket and one between two.
+ */
+TEST(meta_ops_rename_of_a_link_touches_the_far_inode)
+{
+	struct fx f;
+	struct meta_new n = newf(META_REG);
+	struct meta_inode in;
+	struct meta_dentry d;
+	struct meta_delta delta, two[2], dl[META_DELTAS_MAX];
+	struct meta_rename2 r;
+	char a[64], l1[64], l2[64], l3[64];
+	uint64_t file;
+
+	fx_open(&f);
+	mkroot(&f);
+	strcpy(a, name_in(META_ROOT_INO, 0, "orig"));
+	SH_ASSERT_OK(meta_create(&f.b[0], META_ROOT_INO, a, strlen(a), &n, &in, &d, &delta));
+	file = d.ino;
+	strcpy(l1, name_in(META_ROOT_INO, 1, "link"));
+	SH_ASSERT_OK(meta_link(&f.b[1], META_ROOT_INO, l1, strlen(l1), file, META_REG, 3000, two));
+	ship_all(&f);
+	/* in bucket 1, the inode in bucket 0 */
+	strcpy(l2, name_in(META_ROOT_INO, 1, "link2"));
+	SH_ASSERT_OK(meta_rename(&f.b[1], META_ROOT_INO, l1, strlen(l1), META_ROOT_INO, l2,
+				 strlen(l2), 0, 5000, dl));
+	SH_ASSERT_EQ(dl[3].ino, file);
+	SH_ASSERT_EQ(dl[3].to, 0);
+	attr(&f, file, &in);
+	SH_ASSERT_EQ(in.ctime, 3000); /* not yet: the delta is on its way */
+	ship_all(&f);
+	attr(&f, file, &in);
+	SH_ASSERT_EQ(in.ctime, 5000);
+	SH_ASSERT_EQ(in.nlink, 2);
+	/* from bucket 1 to bucket 2, the inode still in bucket 0 */
+	strcpy(l3, name_in(META_ROOT_INO, 2, "link3"));
+	r2_init(&r, 7, 1, META_ROOT_INO, l2, 2, META_ROOT_INO, l3, 0);
+	SH_ASSERT_OK(rename2(&f, &r));
+	attr(&f, file, &in);
+	SH_ASSERT_EQ(in.ctime, 8007u);
+	SH_ASSERT_EQ(in.mtime, 1000u); /* a rename changes no file's mtime */
+	SH_ASSERT_EQ(in.nlink, 2);
+	SH_ASSERT_OK(meta_lookup(&f.b[2], META_ROOT_INO, l3, strlen(l3), &d));
+	SH_ASSERT_EQ(d.ino, file);
+	fx_close(&f);
 }

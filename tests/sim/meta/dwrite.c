@@ -158,6 +158,21 @@ write_stripe(struct world *w, uint64_t ino, uint64_t off, const uint8_t *data, u
 	return rc == 0 ? 0 : -EAGAIN;
 }
 
+int
+stripe_loc(struct world *w, uint64_t stripe, struct meta_extent *loc)
+{
+	struct mp_req q = { .kind = MP_STRIPE_LOC,
+			    .bucket = meta_ino_bucket(stripe),
+			    .ino = stripe };
+	struct call *c = sh_calloc(1, sizeof(*c));
+	int rc = call(w, &q, c);
+
+	if (rc == 0)
+		rc = meta_extent_decode(c->data, c->r.dlen, loc);
+	sh_free(c);
+	return rc;
+}
+
 /*
  * What the file holds at [off, off + DW_STRIPE): its extent from the
  * bucket, the fragments from the targets, decoded from any four. 0, or
@@ -195,14 +210,28 @@ read_stripe(struct world *w, uint64_t ino, uint64_t off, uint8_t *out)
 	/* one write covers one whole slot: exactly one extent, aligned */
 	SH_ASSERT_EQ(n, 1u);
 	SH_ASSERT(ex[0].off == off && ex[0].len == DW_STRIPE && ex[0].soff == 0);
-	to_targets(w, NET_OP_STORE_GET, ex[0].stripe, ex[0].targets, NULL, r);
-	dw_data_node = ex[0].targets[0];
-	for (int i = 0; i < DW_D + DW_P; i++) {
-		fp[i] = frags[i];
-		if (r[i].status >= 0 && r[i].len == DW_FRAG)
-			memcpy(frags[i], r[i].data, DW_FRAG);
-		else
-			missing |= 1u << i;
+	for (int round = 0; round < 2; round++) {
+		struct meta_extent loc;
+
+		missing = 0;
+		to_targets(w, NET_OP_STORE_GET, ex[0].stripe, ex[0].targets, NULL, r);
+		dw_data_node = ex[0].targets[0];
+		for (int i = 0; i < DW_D + DW_P; i++) {
+			fp[i] = frags[i];
+			if (r[i].status >= 0 && r[i].len == DW_FRAG)
+				memcpy(frags[i], r[i].data, DW_FRAG);
+			else
+				missing |= 1u << i;
+		}
+		/*
+		 * a fragment missing: as a client does (client/loc.c), ask the
+		 * stripe's record where its fragments are now (self-healing moves
+		 * them: a stripe written around nodes down is spread out again)
+		 */
+		if (missing == 0 || round == 1 || stripe_loc(w, ex[0].stripe, &loc) < 0 ||
+		    memcmp(loc.targets, ex[0].targets, sizeof(loc.targets)) == 0)
+			break;
+		memcpy(ex[0].targets, loc.targets, sizeof(loc.targets));
 	}
 	if ((missing & ((1u << DW_D) - 1)) != 0) {
 		SH_ASSERT_OK(ec_code_init(&code, DW_D, DW_P));

@@ -40,22 +40,6 @@ extent_at(struct world *w, uint64_t ino, uint64_t off, struct meta_extent *e)
 	return rc;
 }
 
-/* Where the stripe's record says its fragments are now. */
-static int
-loc_of(struct world *w, uint64_t stripe, struct meta_extent *loc)
-{
-	struct mp_req q = { .kind = MP_STRIPE_LOC,
-			    .bucket = meta_ino_bucket(stripe),
-			    .ino = stripe };
-	struct call *c = sh_calloc(1, sizeof(*c));
-	int rc = call(w, &q, c);
-
-	if (rc == 0)
-		rc = meta_extent_decode(c->data, c->r.dlen, loc);
-	sh_free(c);
-	return rc;
-}
-
 /*
  * The fragments there at loc's targets (bit i: fragment i came), and the
  * stripe's data decoded from any four into out (*rc: 0, or -EIO with fewer).
@@ -113,7 +97,7 @@ not_healed(struct world *w, const uint64_t *stripe, int failed)
 		bool on_failed = false;
 		int rc;
 
-		if (loc_of(w, stripe[s], &loc) < 0) {
+		if (stripe_loc(w, stripe[s], &loc) < 0) {
 			bad++;
 			continue;
 		}
@@ -236,7 +220,7 @@ run_heal(uint64_t seed)
 			struct meta_extent loc;
 			int rc;
 
-			SH_ASSERT_OK(loc_of(&w, stripe[s], &loc));
+			SH_ASSERT_OK(stripe_loc(&w, stripe[s], &loc));
 			(void)read_loc(&w, &loc, got, &rc);
 			slot_bytes(seed, s, 0, buf);
 			SH_ASSERT_MSG(rc == 0 && memcmp(got, buf, DW_STRIPE) == 0,
@@ -274,7 +258,7 @@ on_node(struct world *w, const uint64_t *stripe, int x)
 	for (unsigned s = 0; s < SLOTS; s++) {
 		struct meta_extent loc;
 
-		SH_ASSERT_OK(loc_of(w, stripe[s], &loc));
+		SH_ASSERT_OK(stripe_loc(w, stripe[s], &loc));
 		for (int i = 0; i < DW_D + DW_P; i++)
 			if (loc.targets[i] == (uint64_t)x) {
 				n++;
@@ -330,7 +314,7 @@ run_failback(uint64_t seed)
 		struct meta_extent loc;
 		int rc;
 
-		SH_ASSERT_OK(loc_of(&w, stripe[s], &loc));
+		SH_ASSERT_OK(stripe_loc(&w, stripe[s], &loc));
 		SH_ASSERT_MSG(
 		    read_loc(&w, &loc, got, &rc) == 0x3f,
 		    "seed %llu: slot %u: not every fragment serves after node %d came back",
@@ -349,7 +333,7 @@ run_failback(uint64_t seed)
 		struct meta_extent loc;
 		int rc;
 
-		SH_ASSERT_OK(loc_of(&w, stripe[s], &loc));
+		SH_ASSERT_OK(stripe_loc(&w, stripe[s], &loc));
 		(void)read_loc(&w, &loc, got, &rc);
 		slot_bytes(seed, s, 0, buf);
 		SH_ASSERT_MSG(rc == 0 && memcmp(got, buf, DW_STRIPE) == 0,
@@ -370,7 +354,7 @@ run_failback(uint64_t seed)
 		struct call *c = sh_calloc(1, sizeof(*c));
 		struct meta_extent loc;
 
-		SH_ASSERT_OK(loc_of(&w, stripe[s], &loc));
+		SH_ASSERT_OK(stripe_loc(&w, stripe[s], &loc));
 		for (unsigned i = 0; i < DW_D + DW_P; i++) {
 			uint64_t id = stripe[s];
 			uint32_t idx = i;
@@ -410,7 +394,7 @@ not_whole(struct world *w, const uint64_t *stripe, int off)
 		bool ok;
 		int rc;
 
-		if (loc_of(w, stripe[s], &loc) < 0) {
+		if (stripe_loc(w, stripe[s], &loc) < 0) {
 			bad++;
 			continue;
 		}

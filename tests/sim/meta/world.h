@@ -119,6 +119,9 @@ void to_targets(struct world *w, uint16_t op, uint64_t stripe, const uint64_t *t
 		uint8_t (*frags)[DW_FRAG], struct dreply *r);
 int dw_place(struct world *w, uint64_t stripe, uint32_t avoid, uint64_t *tg);
 int write_stripe(struct world *w, uint64_t ino, uint64_t off, const uint8_t *data, uint64_t stripe);
+/* Where the stripe's record says its fragments are now (MP_STRIPE_LOC). */
+int stripe_loc(struct world *w, uint64_t stripe, struct meta_extent *loc);
+/* A slot read as a client reads it: the extent's targets, then the record's if one is missing. */
 int read_stripe(struct world *w, uint64_t ino, uint64_t off, uint8_t *out);
 void slot_bytes(uint64_t seed, unsigned slot, unsigned version, uint8_t *b);
 

@@ -673,12 +673,6 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 			return cfg_fail(msg, len, -EINVAL,
 					"node %llu is the last node of the cluster",
 					(unsigned long long)cmd->id);
-		if (c->nfs > 0 && n_up_with_active_drive(c, cmd->id))
-			return cfg_fail(
-			    msg, len, -EBUSY,
-			    "node %llu is up and its drives hold data: drain them first "
-			    "(shoal node remove drains them; docs/healing.md)",
-			    (unsigned long long)cmd->id);
 		return 0;
 	case CFG_OP_NODE_STATE:
 		n = cfg_node_find(c, cmd->id);

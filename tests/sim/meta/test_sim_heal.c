@@ -74,6 +74,26 @@ read_loc(struct world *w, const struct meta_extent *loc, uint8_t *out, int *rc)
 	return have;
 }
 
+/* Every slot written (version 0) with every node up; its stripe's id into stripe[]. */
+static void
+write_slots(struct world *w, uint64_t seed, uint64_t ino, uint64_t *stripe)
+{
+	static uint8_t buf[DW_STRIPE];
+
+	for (unsigned s = 0; s < SLOTS; s++) {
+		struct meta_extent e;
+
+		slot_bytes(seed, s, 0, buf);
+		SH_ASSERT_MSG(write_stripe(w, ino, (uint64_t)s * DW_STRIPE, buf,
+					   (uint64_t)meta_ino_bucket(ino) << 48 |
+					       ((seed << 28) & ((1ull << 48) - 1)) | s) == 0,
+			      "seed %llu: slot %u not written with every node up",
+			      (unsigned long long)seed, s);
+		SH_ASSERT_OK(extent_at(w, ino, (uint64_t)s * DW_STRIPE, &e));
+		stripe[s] = e.stripe;
+	}
+}
+
 static void
 fail_drive(struct world *w, int node)
 {
@@ -135,18 +155,7 @@ run_heal(uint64_t seed)
 
 	world_start_opts(&w, seed, 4ull << 20, true);
 	SH_ASSERT_OK(mk(&w, META_ROOT_INO, "data", META_REG, &ino));
-	for (unsigned s = 0; s < SLOTS; s++) {
-		struct meta_extent e;
-
-		slot_bytes(seed, s, 0, buf);
-		SH_ASSERT_MSG(write_stripe(&w, ino, (uint64_t)s * DW_STRIPE, buf,
-					   (uint64_t)meta_ino_bucket(ino) << 48 |
-					       ((seed << 28) & ((1ull << 48) - 1)) | s) == 0,
-			      "seed %llu: slot %u not written with every node up",
-			      (unsigned long long)seed, s);
-		SH_ASSERT_OK(extent_at(&w, ino, (uint64_t)s * DW_STRIPE, &e));
-		stripe[s] = e.stripe;
-	}
+	write_slots(&w, seed, ino, stripe);
 	failed = 1 + (int)(sh_rand_u64(&w.rng) % N);
 	fail_drive(&w, failed);
 	/*
@@ -288,16 +297,7 @@ run_failback(uint64_t seed)
 	world_start_opts(&w, seed, 4ull << 20, true);
 	w.cfg->rebuild_delay_s = 10;
 	SH_ASSERT_OK(mk(&w, META_ROOT_INO, "data", META_REG, &ino));
-	for (unsigned s = 0; s < SLOTS; s++) {
-		struct meta_extent e;
-
-		slot_bytes(seed, s, 0, buf);
-		SH_ASSERT_OK(write_stripe(&w, ino, (uint64_t)s * DW_STRIPE, buf,
-					  (uint64_t)meta_ino_bucket(ino) << 48 |
-					      ((seed << 28) & ((1ull << 48) - 1)) | s));
-		SH_ASSERT_OK(extent_at(&w, ino, (uint64_t)s * DW_STRIPE, &e));
-		stripe[s] = e.stripe;
-	}
+	write_slots(&w, seed, ino, stripe);
 	x = 1 + (int)(sh_rand_u64(&w.rng) % N);
 	/* down for less than the delay: nothing moves */
 	node_stop(&w, &w.n[x], true);
@@ -424,7 +424,6 @@ static void
 run_grow_and_drain(uint64_t seed)
 {
 	static struct world w;
-	static uint8_t buf[DW_STRIPE];
 	struct msvc_heal_stats hs;
 	uint64_t ino, stripe[SLOTS], end;
 	unsigned onto = 0, left = SLOTS, bad;
@@ -432,16 +431,7 @@ run_grow_and_drain(uint64_t seed)
 
 	world_start_opts(&w, seed, 4ull << 20, true);
 	SH_ASSERT_OK(mk(&w, META_ROOT_INO, "data", META_REG, &ino));
-	for (unsigned s = 0; s < SLOTS; s++) {
-		struct meta_extent e;
-
-		slot_bytes(seed, s, 0, buf);
-		SH_ASSERT_OK(write_stripe(&w, ino, (uint64_t)s * DW_STRIPE, buf,
-					  (uint64_t)meta_ino_bucket(ino) << 48 |
-					      ((seed << 28) & ((1ull << 48) - 1)) | s));
-		SH_ASSERT_OK(extent_at(&w, ino, (uint64_t)s * DW_STRIPE, &e));
-		stripe[s] = e.stripe;
-	}
+	write_slots(&w, seed, ino, stripe);
 	x = world_add_node(&w);
 	/* a node crashes while the fragments move, and comes back */
 	sim_run_for(w.sim, (3 + sh_rand_u64(&w.rng) % 8) * SH_NSEC_PER_SEC);

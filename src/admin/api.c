@@ -38,8 +38,8 @@ admin_http_status(int err)
 	}
 }
 
-static void
-reply_json(struct admin_req *req, unsigned status, json_t *j)
+void
+admin_reply_json(struct admin_req *req, unsigned status, json_t *j)
 {
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 
@@ -67,7 +67,7 @@ reply_err(struct admin_req *req, int err, const char *msg)
 {
 	json_t *j = json_pack("{s:s, s:s}", "error", msg && *msg ? msg : sh_strerror(err), "code",
 			      sh_errname(err));
-	reply_json(req, admin_http_status(err), j);
+	admin_reply_json(req, admin_http_status(err), j);
 }
 
 /* ---- views ---- */
@@ -373,7 +373,7 @@ on_changed(void *arg, int status, const char *msg)
 		reply_err(req, status, msg);
 		return;
 	}
-	reply_json(req, 200, json_pack("{s:b}", "ok", 1));
+	admin_reply_json(req, 200, json_pack("{s:b}", "ok", 1));
 }
 
 /* A field of o: NULL when absent (an error if required), else the value. */
@@ -619,27 +619,27 @@ admin_api_handle(struct cluster *cl, const struct admin_node *self, struct admin
 	cluster_info(cl, &ci);
 	if (get && key[0] == '\0') {
 		if (strcmp(what, "status") == 0)
-			reply_json(req, 200, status_json(cl, self));
+			admin_reply_json(req, 200, status_json(cl, self));
 		else if (strcmp(what, "nodes") == 0)
-			reply_json(req, 200, nodes_json(c, &ci));
+			admin_reply_json(req, 200, nodes_json(c, &ci));
 		else if (strcmp(what, "drives") == 0)
-			reply_json(req, 200, drives_json(c));
+			admin_reply_json(req, 200, drives_json(c));
 		else if (strcmp(what, "nets") == 0)
-			reply_json(req, 200, nets_json(c));
+			admin_reply_json(req, 200, nets_json(c));
 		else if (strcmp(what, "fs") == 0)
-			reply_json(req, 200, fs_json(c, self));
+			admin_reply_json(req, 200, fs_json(c, self));
 		else if (strcmp(what, "usage") == 0)
-			reply_json(req, 200, usage_json(c, self));
+			admin_reply_json(req, 200, usage_json(c, self));
 		else if (strcmp(what, "events") == 0)
-			reply_json(req, 200, events_json(c, query_limit(req->query)));
+			admin_reply_json(req, 200, events_json(c, query_limit(req->query)));
 		else if (strcmp(what, "meta") == 0)
-			reply_json(req, 200, meta_json(self));
+			admin_reply_json(req, 200, meta_json(self));
 		else if (strcmp(what, "heal") == 0)
-			reply_json(req, 200, admin_heal_json(self));
+			admin_reply_json(req, 200, admin_heal_json(self));
 		else if (strcmp(what, "rebuild") == 0)
-			reply_json(req, 200, admin_rebuild_json(c, self, sh_clock_real_ns()));
+			admin_rebuild_reply(c, self, req); /* asks every node: off this loop */
 		else if (strcmp(what, "settings") == 0)
-			reply_json(req, 200, admin_settings_json(c));
+			admin_reply_json(req, 200, admin_settings_json(c));
 		else
 			reply_err(req, -ENOENT, "no such resource");
 		return;

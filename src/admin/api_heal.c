@@ -9,6 +9,7 @@
  * them.
  */
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,8 +159,22 @@ heal_state(const struct cfg *c, const struct msvc_heal_stats *h, unsigned answer
 	return "full";
 }
 
+static json_t *rebuild_json(const struct cfg *c, const struct admin_node *self,
+			    const struct msvc_heal_stats *local, uint64_t now);
+
 json_t *
 admin_rebuild_json(const struct cfg *c, const struct admin_node *self, uint64_t now)
+{
+	struct msvc_heal_stats h;
+
+	admin_heal_local(self, &h);
+	return rebuild_json(c, self, &h, now);
+}
+
+/* local: this node's part, taken on the management loop (its counters are the loop's). */
+static json_t *
+rebuild_json(const struct cfg *c, const struct admin_node *self,
+	     const struct msvc_heal_stats *local, uint64_t now)
 {
 	struct msvc_heal_stats sum = { 0 };
 	unsigned answered = 0, up = 0, lost = 0, down = 0;
@@ -174,10 +189,7 @@ admin_rebuild_json(const struct cfg *c, const struct admin_node *self, uint64_t 
 			continue;
 		up++;
 		if (c->nodes[k].id == self->id) {
-			struct msvc_heal_stats h;
-
-			admin_heal_local(self, &h);
-			msvc_heal_stats_add(&sum, &h);
+			msvc_heal_stats_add(&sum, local);
 			answered++;
 			continue;
 		}
@@ -214,6 +226,51 @@ admin_rebuild_json(const struct cfg *c, const struct admin_node *self, uint64_t 
 	json_object_set_new(o, "rebuild_delay_s", json_integer(c->rebuild_delay_s));
 	json_object_set_new(o, "rebuild_share", json_integer(c->rebuild_share));
 	return o;
+}
+
+struct rebuild_job {
+	struct cfg *c;
+	const struct admin_node *self;
+	struct msvc_heal_stats local;
+	struct admin_req *req;
+};
+
+static void *
+rebuild_run(void *arg)
+{
+	struct rebuild_job *j = arg;
+	json_t *o = rebuild_json(j->c, j->self, &j->local, sh_clock_real_ns());
+	struct admin_req *req = j->req;
+
+	cfg_free(j->c);
+	sh_free(j); /* all ours is gone before the answer is (a test's leak count) */
+	admin_reply_json(req, 200, o);
+	return NULL;
+}
+
+void
+admin_rebuild_reply(const struct cfg *c, const struct admin_node *self, struct admin_req *req)
+{
+	struct rebuild_job *j = sh_calloc(1, sizeof(*j));
+	pthread_attr_t a;
+	pthread_t th;
+	int rc = -1;
+
+	if (j != NULL && (j->c = cfg_new()) != NULL && cfg_copy(j->c, c) == 0) {
+		j->self = self;
+		j->req = req;
+		admin_heal_local(self, &j->local); /* here, on the loop that owns the counters */
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		rc = pthread_create(&th, &a, rebuild_run, j);
+		pthread_attr_destroy(&a);
+	}
+	if (rc == 0)
+		return;
+	if (j != NULL)
+		cfg_free(j->c);
+	sh_free(j);
+	admin_reply_json(req, 200, admin_rebuild_json(c, self, sh_clock_real_ns()));
 }
 
 json_t *

@@ -15,6 +15,14 @@ void admin_heal_local(const struct admin_node *self, struct msvc_heal_stats *out
 json_t *admin_heal_json(const struct admin_node *self);
 /* The cluster's: every node up asked (2 s each), at now (ns since the Unix epoch). */
 json_t *admin_rebuild_json(const struct cfg *c, const struct admin_node *self, uint64_t now);
+/*
+ * GET /v1/rebuild answered from a thread of its own with a copy of c, so
+ * that a node slow to answer (2 s each) never holds up the management
+ * loop (the configuration's Raft, heartbeats); inline if no thread starts.
+ */
+void admin_rebuild_reply(const struct cfg *c, const struct admin_node *self, struct admin_req *req);
+/* Answer req with j (decref'd), compact, a newline after it. */
+void admin_reply_json(struct admin_req *req, unsigned status, json_t *j);
 json_t *admin_settings_json(const struct cfg *c);
 /*
  * PUT /v1/WHAT/KEY with body o into a command: drives/ID {"state":"failed"},

@@ -164,7 +164,7 @@ job_fail(struct hjob *j, int status, const char *what)
 	job_free(j);
 }
 
-static void release_moved(struct hjob *j);
+static void release_moved(struct hjob *j, bool made);
 
 static void
 on_relocated(void *arg, int status, const struct meta_result *r)
@@ -175,6 +175,13 @@ on_relocated(void *arg, int status, const struct meta_result *r)
 
 	if (status == 0)
 		status = r->status;
+	if (status == -ENOENT) {
+		/* the stripe was released meanwhile (its file deleted): nothing names what this
+		 * job wrote, so it goes now rather than at the orphan sweep's age */
+		release_moved(j, true);
+		job_free(j);
+		return;
+	}
 	if (status < 0) {
 		job_fail(j, status, "switching its record");
 		return;
@@ -186,10 +193,10 @@ on_relocated(void *arg, int status, const struct meta_result *r)
 			    (unsigned long long)j->to[__builtin_ctz(j->make)]);
 	} else if (j->balance) {
 		h->st.balanced_frags += n;
-		release_moved(j);
+		release_moved(j, false);
 	} else if (j->reprotect) {
 		h->st.moved_frags += n;
-		release_moved(j);
+		release_moved(j, false);
 	} else {
 		h->st.rebuilt_frags += n;
 	}
@@ -353,14 +360,17 @@ on_released_local(void *arg, int rc)
 	(void)rc;
 }
 
-/* The fragments a re-protection moved are released where they were. */
+/*
+ * The fragments a re-protection moved are released where they were; made:
+ * those the job wrote where it moved them (its stripe is gone).
+ */
 static void
-release_moved(struct hjob *j)
+release_moved(struct hjob *j, bool made)
 {
 	struct msvc *s = j->fs->s;
 
 	for (unsigned i = 0; i < (unsigned)j->loc.d + j->loc.p; i++) {
-		struct store_proto_req r = { .target = j->loc.targets[i],
+		struct store_proto_req r = { .target = made ? j->to[i] : j->loc.targets[i],
 					     .stripe = j->loc.stripe,
 					     .idx = i };
 		uint8_t hdr[STORE_PROTO_HDR + 8];
@@ -369,7 +379,7 @@ release_moved(struct hjob *j)
 		struct store *st;
 		uint64_t peer;
 
-		if (!(j->make & 1u << i) || j->to[i] == r.target ||
+		if (!(j->make & 1u << i) || j->to[i] == j->loc.targets[i] ||
 		    mplace_target(cfg_of(j->fs), r.target, &peer, addr) < 0)
 			continue;
 		if (peer == net_node_id(s->net)) {

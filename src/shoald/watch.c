@@ -30,19 +30,26 @@ struct seen {
 	unsigned n;
 };
 
+/*
+ * The drives' counters the workers published last (under stats_mu; not
+ * through with_stats, whose management-loop part is that loop's own).
+ */
 static void
-collect(void *ctx, const struct admin_stats *const *ws, unsigned n)
+collect(struct shoald *d, struct seen *s)
 {
-	struct seen *s = ctx;
+	pthread_mutex_lock(&d->stats_mu);
+	for (unsigned w = 0; w < d->o.workers && w < SHOALD_WORKERS_MAX; w++) {
+		const struct admin_stats *ws = &d->stats[w];
 
-	for (unsigned w = 0; w < n; w++)
-		for (unsigned k = 0; k < ws[w]->ndrives && s->n < WATCH_DRIVES; k++) {
-			s->target[s->n] = ws[w]->drives[k].target;
-			s->read_errors[s->n] = ws[w]->drives[k].st.read_errors;
-			s->failed[s->n] = ws[w]->drives[k].st.failed != 0;
-			s->open_err[s->n] = ws[w]->drives[k].open_err;
+		for (unsigned k = 0; k < ws->ndrives && s->n < WATCH_DRIVES; k++) {
+			s->target[s->n] = ws->drives[k].target;
+			s->read_errors[s->n] = ws->drives[k].st.read_errors;
+			s->failed[s->n] = ws->drives[k].st.failed != 0;
+			s->open_err[s->n] = ws->drives[k].open_err;
 			s->n++;
 		}
+	}
+	pthread_mutex_unlock(&d->stats_mu);
 }
 
 static int
@@ -106,9 +113,7 @@ drives(struct watcher *w)
 	uint64_t now = sh_clock_real_ns(), delay = UINT64_MAX;
 	char why[CFG_MSG_MAX];
 
-	if (w->d->self.with_stats == NULL)
-		return;
-	w->d->self.with_stats(w->d->self.arg, collect, &s);
+	collect(w->d, &s);
 	for (unsigned i = 0; i < s.n; i++) {
 		unsigned k;
 

@@ -224,6 +224,20 @@ api_script(struct client *c)
 	       "metrics: %d %s", st, out);
 	st = request(c->port, "GET", "/v1/status", NULL, out, sizeof(out));
 	EXPECT(c, st == 200 && strstr(out, "\"epoch\":1"), "nothing changed: %d %s", st, out);
+	/* the cluster's heal state, answered from a thread of its own */
+	st = request(c->port, "GET", "/v1/rebuild", NULL, out, sizeof(out));
+	EXPECT(c,
+	       st == 200 && strstr(out, "\"state\":\"full\"") &&
+		   strstr(out, "\"nodes_answered\":1"),
+	       "rebuild: %d %s", st, out);
+	/* an event posted (the watcher's rebuild progress), then read */
+	st = request(c->port, "POST", "/v1/events", "{\"node\":7}", out, sizeof(out));
+	EXPECT(c, st == 400 && strstr(out, "text"), "event without text: %d %s", st, out);
+	st = request(c->port, "POST", "/v1/events", "{\"text\":\"rebuild started: 1 B\"}", out,
+		     sizeof(out));
+	EXPECT(c, st == 200, "event: %d %s", st, out);
+	st = request(c->port, "GET", "/v1/events?limit=1", NULL, out, sizeof(out));
+	EXPECT(c, st == 200 && strstr(out, "rebuild started: 1 B"), "event read: %d %s", st, out);
 }
 
 static void

@@ -94,6 +94,25 @@ write_slots(struct world *w, uint64_t seed, uint64_t ino, uint64_t *stripe)
 	}
 }
 
+/* Every slot reads back its bytes exactly from where its record says (when: for the message). */
+static void
+read_back(struct world *w, uint64_t seed, const uint64_t *stripe, const char *when)
+{
+	static uint8_t buf[DW_STRIPE], got[DW_STRIPE];
+
+	for (unsigned s = 0; s < SLOTS; s++) {
+		struct meta_extent loc;
+		int rc;
+
+		SH_ASSERT_OK(stripe_loc(w, stripe[s], &loc));
+		(void)read_loc(w, &loc, got, &rc);
+		slot_bytes(seed, s, 0, buf);
+		SH_ASSERT_MSG(rc == 0 && memcmp(got, buf, DW_STRIPE) == 0,
+			      "seed %llu: slot %u reads %s (%s)", (unsigned long long)seed, s,
+			      rc ? sh_errname(rc) : "other bytes", when);
+	}
+}
+
 static void
 fail_drive(struct world *w, int node)
 {
@@ -147,7 +166,6 @@ static void
 run_heal(uint64_t seed)
 {
 	static struct world w;
-	static uint8_t buf[DW_STRIPE], got[DW_STRIPE];
 	uint64_t ino, stripe[SLOTS], back_at[N + 1] = { 0 }, end, cut_until = 0;
 	struct msvc_heal_stats hs;
 	int failed, crashes = 0, cuts = 0, ndown = 0;
@@ -225,18 +243,7 @@ run_heal(uint64_t seed)
 			w.n[g].up = false;
 			sim_run_for(w.sim, 2 * SH_NSEC_PER_SEC);
 		}
-		for (unsigned s = 0; s < SLOTS; s++) {
-			struct meta_extent loc;
-			int rc;
-
-			SH_ASSERT_OK(stripe_loc(&w, stripe[s], &loc));
-			(void)read_loc(&w, &loc, got, &rc);
-			slot_bytes(seed, s, 0, buf);
-			SH_ASSERT_MSG(rc == 0 && memcmp(got, buf, DW_STRIPE) == 0,
-				      "seed %llu: slot %u (round %d) reads %s",
-				      (unsigned long long)seed, s, round,
-				      rc ? sh_errname(rc) : "other bytes");
-		}
+		read_back(&w, seed, stripe, round == 0 ? "all up" : "one more down");
 	}
 	world_end(&w);
 }
@@ -289,7 +296,7 @@ static void
 run_failback(uint64_t seed)
 {
 	static struct world w;
-	static uint8_t buf[DW_STRIPE], got[DW_STRIPE];
+	static uint8_t got[DW_STRIPE];
 	uint64_t ino, stripe[SLOTS], end;
 	unsigned left = SLOTS;
 	int x;
@@ -329,17 +336,7 @@ run_failback(uint64_t seed)
 		sim_run_for(w.sim, 2 * SH_NSEC_PER_SEC);
 	SH_ASSERT_MSG(left == 0, "seed %llu: %u stripes still on node %d past the delay",
 		      (unsigned long long)seed, left, x);
-	for (unsigned s = 0; s < SLOTS; s++) {
-		struct meta_extent loc;
-		int rc;
-
-		SH_ASSERT_OK(stripe_loc(&w, stripe[s], &loc));
-		(void)read_loc(&w, &loc, got, &rc);
-		slot_bytes(seed, s, 0, buf);
-		SH_ASSERT_MSG(rc == 0 && memcmp(got, buf, DW_STRIPE) == 0,
-			      "seed %llu: slot %u reads %s after the rebuild",
-			      (unsigned long long)seed, s, rc ? sh_errname(rc) : "other bytes");
-	}
+	read_back(&w, seed, stripe, "after the rebuild");
 	/* back: what it holds is stale, and the sweep's question says so, fragment by fragment */
 	node_start(&w.n[x]);
 	mark(&w, x, CFG_UP);

@@ -115,6 +115,13 @@ SH_API int sh_opendir_ino(sh_fs *fs, uint64_t dir, sh_dir **out);
  * exactly once; one created or removed meanwhile may or may not be.
  */
 SH_API int sh_readdir(sh_dir *d, struct sh_dirent *out);
+/*
+ * The same with the entry's attributes as a getattr would give them, read
+ * with the page (readdirplus: one round trip per page, not per entry);
+ * st->st_ino is 0 when they did not come with it (an inode kept elsewhere:
+ * hard-linked, renamed in), and sh_getattr gives them.
+ */
+SH_API int sh_readdir_plus(sh_dir *d, struct sh_dirent *out, struct stat *st);
 SH_API void sh_closedir(sh_dir *d);
 
 /* ---- by inode number (what a FUSE low-level binding uses) ---- */

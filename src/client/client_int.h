@@ -207,6 +207,9 @@ int ns_cmd(sh_fs *fs, uint16_t bucket, struct meta_cmd *mc, struct cres *res);
 /* A read of bucket's applied state (ns.c). */
 int ns_read(sh_fs *fs, uint8_t kind, uint16_t bucket, uint64_t ino, const char *name, size_t nlen,
 	    uint32_t max, struct cres *res);
+/* The same with the request's off (MP_READDIR's flags). */
+int ns_read_at(sh_fs *fs, uint8_t kind, uint16_t bucket, uint64_t ino, const char *name,
+	       size_t nlen, uint32_t max, uint64_t off, struct cres *res);
 /* A tag for a create request, unique to this client (never 0). */
 uint64_t client_tag(sh_client *c);
 /* Capacity of all drives, bytes. */

@@ -141,7 +141,16 @@ int
 ns_read(sh_fs *fs, uint8_t kind, uint16_t bucket, uint64_t ino, const char *name, size_t nlen,
 	uint32_t max, struct cres *res)
 {
-	struct mp_req q = { .kind = kind, .fs = fs->id, .bucket = bucket, .ino = ino, .max = max };
+	return ns_read_at(fs, kind, bucket, ino, name, nlen, max, 0, res);
+}
+
+int
+ns_read_at(sh_fs *fs, uint8_t kind, uint16_t bucket, uint64_t ino, const char *name, size_t nlen,
+	   uint32_t max, uint64_t off, struct cres *res)
+{
+	struct mp_req q = {
+		.kind = kind, .fs = fs->id, .bucket = bucket, .ino = ino, .max = max, .off = off
+	};
 
 	if (nlen > META_NAME_MAX) {
 		memset(res, 0, sizeof(*res));
@@ -1074,6 +1083,7 @@ struct sh_dir {
 	struct cres page;
 	struct sh_dec dec;
 	bool have_page;
+	bool plus; /* the page holds attributes */
 };
 
 int
@@ -1130,15 +1140,19 @@ sh_opendir(sh_fs *fs, const char *path, sh_dir **out)
 	return sh_opendir_ino(fs, ino, out);
 }
 
-int
-sh_readdir(sh_dir *d, struct sh_dirent *out)
+/* The next entry, with its attributes (type 0: none came) when attr is given. */
+static int
+dir_next(sh_dir *d, struct sh_dirent *out, struct meta_inode *attr)
 {
 	for (;;) {
 		struct meta_dirent de;
+		struct meta_inode none;
 		int rc;
 
 		if (d->have_page) {
-			rc = mp_dirent_next(&d->dec, &de);
+			if (attr != NULL)
+				attr->type = 0;
+			rc = mp_dirent_next(&d->dec, &de, !d->plus ? NULL : attr ? attr : &none);
 			if (rc < 0)
 				return -EPROTO;
 			if (rc == 1) {
@@ -1158,8 +1172,9 @@ sh_readdir(sh_dir *d, struct sh_dirent *out)
 		}
 		if (d->at >= d->nb)
 			return 0;
-		rc = ns_read(d->fs, MP_READDIR, d->buckets[d->at], d->dir, d->after,
-			     strlen(d->after), 512, &d->page);
+		d->plus = attr != NULL;
+		rc = ns_read_at(d->fs, MP_READDIR, d->buckets[d->at], d->dir, d->after,
+				strlen(d->after), 512, d->plus ? MP_READDIR_ATTRS : 0, &d->page);
 		if (rc == -ESTALE || rc == -ENOENT) {
 			cres_fini(&d->page);
 			return rc == -ESTALE ? -ENOENT : rc;
@@ -1172,6 +1187,25 @@ sh_readdir(sh_dir *d, struct sh_dirent *out)
 		sh_dec_init(&d->dec, d->page.rep.data, d->page.rep.dlen);
 		d->have_page = true;
 	}
+}
+
+int
+sh_readdir(sh_dir *d, struct sh_dirent *out)
+{
+	return dir_next(d, out, NULL);
+}
+
+int
+sh_readdir_plus(sh_dir *d, struct sh_dirent *out, struct stat *st)
+{
+	struct meta_inode a;
+	int rc = dir_next(d, out, &a);
+
+	if (rc == 1 && a.type != 0)
+		client_to_stat(out->ino, &a, st);
+	else if (rc == 1)
+		memset(st, 0, sizeof(*st));
+	return rc;
 }
 
 void

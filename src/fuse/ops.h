@@ -18,6 +18,8 @@ void sfuse_reply_new(fuse_req_t req, int rc, const struct stat *st);
 /* ops_io.c */
 /* Flush what the files open here on ino have buffered. */
 int sfuse_flush_ino(uint64_t ino);
+/* Whether a file is open here on ino. */
+bool sfuse_open_ino(uint64_t ino);
 /*
  * Whether a handle open here created the file and no xattr was set
  * through this mount since (forget: from now on, not). The kernel asks
@@ -39,6 +41,8 @@ void sfuse_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t 
 void sfuse_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void sfuse_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		   struct fuse_file_info *fi);
+void sfuse_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi);
 void sfuse_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 
 #endif /* SH_FUSE_OPS_H */

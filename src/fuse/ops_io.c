@@ -80,6 +80,18 @@ sfuse_fresh_ino(uint64_t ino, bool forget)
 	return fresh;
 }
 
+bool
+sfuse_open_ino(uint64_t ino)
+{
+	bool open = false;
+
+	pthread_mutex_lock(&open_mu);
+	for (struct ofile *o = open_tab[ino % OPEN_SLOTS]; o && !open; o = o->next)
+		open = o->ino == ino;
+	pthread_mutex_unlock(&open_mu);
+	return open;
+}
+
 int
 sfuse_flush_ino(uint64_t ino)
 {
@@ -246,6 +258,7 @@ struct dh {
 	uint64_t ino;
 	off_t pos; /* entries handed out so far ("." and ".." are the first two) */
 	struct sh_dirent next;
+	struct stat next_st; /* readdirplus: its attributes (st_ino 0: none) */
 	bool have_next;
 };
 
@@ -274,12 +287,16 @@ sfuse_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 }
 
-/* The entry at position pos (0 ".", 1 "..", then the directory's), advancing h. */
+/*
+ * The entry at position pos (0 ".", 1 "..", then the directory's),
+ * advancing h; with st (readdirplus), its attributes when they came with
+ * the listing (st_ino 0: none, the kernel looks it up).
+ */
 static int
-next_entry(struct sfuse *s, struct dh *h, struct sh_dirent *e)
+next_entry(struct dh *h, struct sh_dirent *e, struct stat *st)
 {
-	int rc;
-
+	if (st != NULL)
+		memset(st, 0, sizeof(*st));
 	if (h->pos < 2) {
 		memset(e, 0, sizeof(*e));
 		e->ino = h->ino; /* ".." gets the directory too: FUSE does not use it */
@@ -289,15 +306,72 @@ next_entry(struct sfuse *s, struct dh *h, struct sh_dirent *e)
 	}
 	if (h->have_next) {
 		*e = h->next;
+		if (st != NULL)
+			*st = h->next_st;
 		return 1;
 	}
-	rc = sh_readdir(h->d, e);
-	(void)s;
+	if (st == NULL)
+		return sh_readdir(h->d, e);
+	return sh_readdir_plus(h->d, e, st);
+}
+
+/* A seek (rewinddir, seekdir): list again from the start up to off. */
+static int
+dir_seek(struct sfuse *s, struct dh *h, off_t off)
+{
+	int rc;
+
+	sh_closedir(h->d);
+	h->d = NULL;
+	h->pos = 0;
+	h->have_next = false;
+	rc = sh_opendir_ino(s->fs, h->ino, &h->d);
+	while (rc == 0 && h->pos < off) {
+		struct sh_dirent e;
+
+		rc = next_entry(h, &e, NULL);
+		if (rc == 1) {
+			h->pos++;
+			rc = 0;
+		} else if (rc == 0) {
+			break;
+		}
+	}
 	return rc;
 }
 
-void
-sfuse_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+/* One entry into buf (its size n, or more than left when it does not fit). */
+static size_t
+add_entry(fuse_req_t req, struct sfuse *s, char *buf, size_t left, const struct sh_dirent *e,
+	  const struct stat *st, off_t next, bool plus)
+{
+	struct fuse_entry_param ep = { 0 };
+
+	if (!plus) {
+		struct stat t = { .st_ino = e->ino, .st_mode = (mode_t)e->type << 12 };
+
+		return fuse_add_direntry(req, buf, left, e->name, &t, next);
+	}
+	/*
+	 * ino 0 gives the kernel the name alone (it looks the entry up when
+	 * used). A file open here may have buffered writes the listing's size
+	 * does not show: its attributes come from a getattr, which flushes.
+	 */
+	ep.attr.st_ino = e->ino;
+	ep.attr.st_mode = (mode_t)e->type << 12;
+	if (st->st_ino != 0 && strcmp(e->name, ".") != 0 && strcmp(e->name, "..") != 0 &&
+	    !sfuse_open_ino(e->ino)) {
+		ep.ino = e->ino;
+		ep.generation = 1;
+		ep.attr = *st;
+		ep.attr_timeout = s->o.attr_timeout;
+		ep.entry_timeout = s->o.entry_timeout;
+	}
+	return fuse_add_direntry_plus(req, buf, left, e->name, &ep, next);
+}
+
+static void
+list(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi, bool plus)
 {
 	struct sfuse *s = sfuse_of(req);
 	struct dh *h = dhp(fi);
@@ -305,42 +379,23 @@ sfuse_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fus
 	size_t used = 0;
 	int rc = buf ? 0 : -ENOMEM;
 
-	(void)ino;
-	if (rc == 0 && off != h->pos) {
-		/* a seek (rewinddir, seekdir): list again from the start up to off */
-		sh_closedir(h->d);
-		h->d = NULL;
-		h->pos = 0;
-		h->have_next = false;
-		rc = sh_opendir_ino(s->fs, h->ino, &h->d);
-		while (rc == 0 && h->pos < off) {
-			struct sh_dirent e;
-
-			rc = next_entry(s, h, &e);
-			if (rc == 1) {
-				h->pos++;
-				rc = 0;
-			} else if (rc == 0) {
-				break;
-			}
-		}
-	}
+	if (rc == 0 && off != h->pos)
+		rc = dir_seek(s, h, off);
 	while (rc == 0) {
 		struct sh_dirent e;
-		struct stat st = { 0 };
+		struct stat st;
 		size_t n;
 
-		rc = next_entry(s, h, &e);
+		rc = next_entry(h, &e, plus ? &st : NULL);
 		if (rc <= 0)
 			break;
 		rc = 0;
-		st.st_ino = e.ino;
-		st.st_mode = (mode_t)e.type << 12;
-		n = fuse_add_direntry(req, buf + used, size - used, e.name, &st, h->pos + 1);
+		n = add_entry(req, s, buf + used, size - used, &e, &st, h->pos + 1, plus);
 		if (n > size - used) {
 			/* no room: keep it for the next call */
 			if (h->pos >= 2) {
 				h->next = e;
+				h->next_st = plus ? st : (struct stat){ 0 };
 				h->have_next = true;
 			}
 			break;
@@ -354,6 +409,20 @@ sfuse_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fus
 	else
 		fuse_reply_buf(req, buf, used);
 	free(buf);
+}
+
+void
+sfuse_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	(void)ino;
+	list(req, size, off, fi, false);
+}
+
+void
+sfuse_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	(void)ino;
+	list(req, size, off, fi, true);
 }
 
 void

@@ -413,5 +413,6 @@ const struct fuse_lowlevel_ops sfuse_ops = {
 	.fallocate = sfuse_fallocate,
 	.opendir = sfuse_opendir,
 	.readdir = sfuse_readdir,
+	.readdirplus = sfuse_readdirplus,
 	.releasedir = sfuse_releasedir,
 };

@@ -118,18 +118,28 @@ mp_reply_decode(const uint8_t *b, size_t len, struct mp_reply *r)
 }
 
 void
-mp_dirent_put(struct sh_enc *e, const struct meta_dirent *d)
+mp_dirent_put(struct sh_enc *e, const struct meta_dirent *d, const struct meta_inode *attr)
 {
+	uint8_t in[META_INODE_LEN];
+
 	sh_enc_u64(e, d->ino);
 	sh_enc_u8(e, d->type);
 	sh_enc_u8(e, (uint8_t)d->len);
 	sh_enc_bytes(e, d->name, d->len);
+	if (attr == NULL)
+		return;
+	sh_enc_u8(e, attr->type != 0);
+	if (attr->type != 0) {
+		meta_inode_encode(attr, in);
+		sh_enc_bytes(e, in, sizeof(in));
+	}
 }
 
 int
-mp_dirent_next(struct sh_dec *d, struct meta_dirent *out)
+mp_dirent_next(struct sh_dec *d, struct meta_dirent *out, struct meta_inode *attr)
 {
 	const uint8_t *p;
+	uint8_t has;
 
 	if (sh_dec_left(d) == 0)
 		return 0;
@@ -141,6 +151,17 @@ mp_dirent_next(struct sh_dec *d, struct meta_dirent *out)
 		return -EBADMSG;
 	memcpy(out->name, p, out->len);
 	out->name[out->len] = '\0';
+	if (attr == NULL)
+		return 1;
+	memset(attr, 0, sizeof(*attr));
+	has = sh_dec_u8(d);
+	if (sh_dec_error(d) || has > 1)
+		return -EBADMSG;
+	if (has) {
+		p = sh_dec_bytes(d, META_INODE_LEN);
+		if (p == NULL || meta_inode_decode(p, META_INODE_LEN, attr) < 0)
+			return -EBADMSG;
+	}
 	return 1;
 }
 

@@ -21,7 +21,8 @@ enum mp_kind {
 	MP_CMD = 1,    /* cmd: replicate and apply; reply: attr, dentry, lease */
 	MP_LOOKUP,     /* ino = parent, name; reply: dentry (+ attr when in this bucket) */
 	MP_GETATTR,    /* ino; reply: attr */
-	MP_READDIR,    /* ino = dir, name = after, max; reply: entries, MP_MORE */
+	MP_READDIR,    /* ino = dir, name = after, max, off = MP_READDIR_ATTRS or 0; reply:
+			* entries, MP_MORE */
 	MP_READLINK,   /* ino; reply: data */
 	MP_GETXATTR,   /* ino, name; reply: data */
 	MP_LISTXATTR,  /* ino; reply: data (NUL-separated) */
@@ -94,8 +95,11 @@ mp_key_dentry(uint64_t parent, const char *name, size_t len)
 }
 
 #define MP_READDIR_MAX 1024
-#define MP_DELTAS_MAX  256
-#define MP_STRIPES_MAX 512
+/* MP_READDIR's off: each entry comes with its inode's attributes when the inode is in the
+ * entry's bucket (readdirplus; an inode elsewhere, hard-linked or renamed in, comes without) */
+#define MP_READDIR_ATTRS 0x1
+#define MP_DELTAS_MAX	 256
+#define MP_STRIPES_MAX	 512
 
 struct mp_req {
 	uint8_t kind;
@@ -132,9 +136,13 @@ int mp_req_decode(const uint8_t *b, size_t len, struct mp_req *r);
 int mp_reply_encode(struct sh_enc *e, const struct mp_reply *r);
 int mp_reply_decode(const uint8_t *b, size_t len, struct mp_reply *r); /* fuzzed */
 
-/* Readdir entries in a reply's data: appended one by one, walked with mp_dirent_next. */
-void mp_dirent_put(struct sh_enc *e, const struct meta_dirent *d);
-/* The next entry from *d: 1, 0 at the end, -EBADMSG. */
-int mp_dirent_next(struct sh_dec *d, struct meta_dirent *out);
+/*
+ * Readdir entries in a reply's data: appended one by one, walked with
+ * mp_dirent_next. With MP_READDIR_ATTRS each is followed by u8 1 and the
+ * inode (META_INODE_LEN), or u8 0; put and next are then given attr.
+ */
+void mp_dirent_put(struct sh_enc *e, const struct meta_dirent *d, const struct meta_inode *attr);
+/* The next entry from *d: 1, 0 at the end, -EBADMSG; attr (if asked): type 0 when none came. */
+int mp_dirent_next(struct sh_dec *d, struct meta_dirent *out, struct meta_inode *attr);
 
 #endif /* SH_META_MPROTO_H */

@@ -885,8 +885,17 @@ do_read(struct mreq *m)
 		}
 		rc = meta_readdir(&mb, m->req.ino, m->req.nlen ? m->req.name : NULL, m->req.nlen, d,
 				  max, &n, &more);
-		for (unsigned i = 0; rc == 0 && i < n; i++)
-			mp_dirent_put(&e, &d[i]);
+		for (unsigned i = 0; rc == 0 && i < n; i++) {
+			struct meta_inode a = { 0 };
+
+			/* readdirplus: the attributes of inodes kept here, as a getattr reads them
+			 */
+			if ((m->req.off & MP_READDIR_ATTRS) &&
+			    meta_ino_bucket(d[i].ino) == m->req.bucket &&
+			    meta_getattr(&mb, d[i].ino, &a) < 0)
+				a.type = 0;
+			mp_dirent_put(&e, &d[i], (m->req.off & MP_READDIR_ATTRS) ? &a : NULL);
+		}
 		sh_free(d);
 		if (more)
 			rep.flags |= MP_MORE;

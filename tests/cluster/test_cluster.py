@@ -616,6 +616,11 @@ def metadata_namespace_operations(c):
     check(json.loads(p.stdout)["mode"] == 0o600, "chmod")
     ls = ns(c, "ls", "/d").stdout.split()
     check(sorted(ls) == ["f", "g"], "ls /d: %s" % ls)
+    # with attributes (readdirplus, or a getattr for a link whose inode is elsewhere)
+    ls = [json.loads(x) for x in c.shoal("--json", "ns", "fs1", "ls", "/d",
+                                         check_rc=0).stdout.splitlines()]
+    check(sorted((e["name"], e["mode"], e["nlink"], e["size"]) for e in ls) ==
+          [("f", 0o600, 2, 0), ("g", 0o600, 2, 0)], "ls --json /d: %s" % ls)
     # renames, most of them between two buckets: the inode moves with its name
     ino = json.loads(c.shoal("--json", "ns", "fs1", "stat", "/d/f", check_rc=0).stdout)["ino"]
     for i in range(8):
@@ -1228,6 +1233,51 @@ def unmount(mnt):
         subprocess.run(["fusermount3", "-uz", mnt], capture_output=True, timeout=30)
 
 
+def readdirplus_lists_attributes(c, mnt):
+    """os.scandir + stat of a directory a mount has not seen: the listing brings each
+    entry's attributes (readdirplus), not a getattr per entry, and they are right: a hard
+    link to an inode kept in another bucket, and a file open with writes the mount still
+    buffers, are left to the kernel's lookup (which flushes)."""
+    d = os.path.join(mnt, "plus")
+    os.makedirs(d)
+    want = {}
+    for i in range(80):
+        want["f%d" % i] = i * 997 + 1
+        with open(os.path.join(d, "f%d" % i), "wb") as f:
+            f.write(b"p" * want["f%d" % i])
+    os.link(os.path.join(mnt, "x", "big2"), os.path.join(d, "linked"))
+    want["linked"] = os.stat(os.path.join(mnt, "x", "big2")).st_size
+    fresh = os.path.join(c.dir, "mnt-plus")
+    os.makedirs(fresh)
+    p = c.shoal("mount", "fs1", fresh, node=2)
+    check(p.returncode == 0, "a second mount: %s" % p.stderr)
+    try:
+        fd = os.path.join(fresh, "plus")
+        held = open(os.path.join(fd, "held"), "wb")
+        try:
+            held.write(b"h" * 5000)
+            held.flush()  # into the mount, which buffers it
+            want["held"] = 5000
+            k0 = meta_kinds(c)
+            seen = {e.name: (e.stat().st_size, e.stat().st_nlink) for e in os.scandir(fd)}
+            k1 = meta_kinds(c)
+        finally:
+            held.close()
+        sizes = {k: v[0] for k, v in seen.items()}
+        check(sizes == want, "listed (name, size, want): %s" % sorted(
+            (k, sizes.get(k), want.get(k)) for k in set(sizes) | set(want)
+            if sizes.get(k) != want.get(k)))
+        check(seen["linked"][1] == 3, "the hard link's nlink: %d" % seen["linked"][1])
+        moved = {k: v for k, v in kinds_moved(k0, k1).items() if v}
+        print("  scandir + stat of 82 entries, metadata requests: %s" % sorted(moved.items()))
+        # the linked inode and the held file may each cost a lookup and a getattr
+        check(moved.get("getattr", 0) + moved.get("lookup", 0) <= 8 and
+              moved.get("readdir", 0) >= 1, "a getattr per entry? %s" % moved)
+    finally:
+        unmount(fresh)
+    shutil.rmtree(d)
+
+
 def fuse_usable():
     return os.path.exists("/dev/fuse") and os.access("/dev/fuse", os.R_OK | os.W_OK) and \
         shutil.which("fusermount3") is not None
@@ -1321,6 +1371,7 @@ def fuse_mount_with_ordinary_tools(c):
         check(w.get("getxattr", 0) == 0 and w.get("extents", 0) == 0, "creates: %s" % w)
         check(r.get("extents", 0) == 0 and r.get("lookup", 0) >= 5, "small reads: %s" % r)
         shutil.rmtree(os.path.join(mnt, "small"))
+        readdirplus_lists_attributes(c, mnt)
         # the POSIX checks of tests/posix, against a local directory
         ref = os.path.join(c.dir, "posix-ref")
         os.makedirs(ref)

@@ -74,16 +74,31 @@ ls(const struct cli *c, const char *path)
 {
 	sh_dir *d;
 	struct sh_dirent e;
+	struct stat st;
 	unsigned long n = 0;
 	int rc = sh_opendir(fs, path, &d);
 
 	check(rc, "ls", path);
-	while ((rc = sh_readdir(d, &e)) == 1) {
+	/* --json: each entry with its attributes, most from the listing itself (readdirplus) */
+	while ((rc = c->json ? sh_readdir_plus(d, &e, &st) : sh_readdir(d, &e)) == 1) {
 		n++;
-		if (c->json)
-			printf("{\"name\":\"%s\",\"ino\":%llu,\"type\":%u}\n", e.name,
-			       (unsigned long long)e.ino, e.type);
-		else
+		if (c->json && st.st_ino == 0 && (rc = sh_getattr(fs, e.ino, &st)) < 0)
+			break; /* kept elsewhere: asked for */
+		if (c->json) {
+			json_t *j = json_pack("{s:s, s:I, s:i, s:i, s:i, s:I}", "name", e.name,
+					      "ino", (json_int_t)e.ino, "type", (int)e.type, "mode",
+					      (int)(st.st_mode & 07777), "nlink", (int)st.st_nlink,
+					      "size", (json_int_t)st.st_size);
+			char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+			if (s != NULL)
+				puts(s);
+			else /* JSON strings are UTF-8 */
+				fprintf(stderr, "shoal: ls: inode %llu: its name is not UTF-8\n",
+					(unsigned long long)e.ino);
+			free(s);
+			json_decref(j);
+		} else
 			printf("%s%s\n", e.name, e.type == 4 /* DT_DIR */ ? "/" : "");
 	}
 	sh_closedir(d);

@@ -315,19 +315,31 @@ list(struct world *w, uint64_t dir, uint8_t *seen, unsigned nseen)
 		char after[META_NAME_MAX + 1] = "";
 
 		for (;;) {
-			struct mp_req r = {
-				.kind = MP_READDIR, .bucket = buckets[i], .ino = dir, .max = 7
-			};
+			/* every other bucket read as readdirplus: the attributes come along */
+			bool plus = i % 2 == 1;
+			struct mp_req r = { .kind = MP_READDIR,
+					    .bucket = buckets[i],
+					    .ino = dir,
+					    .max = 7,
+					    .off = plus ? MP_READDIR_ATTRS : 0 };
 			struct sh_dec d;
 			struct meta_dirent de;
+			struct meta_inode a;
 			int k;
 
 			r.nlen = (uint16_t)strlen(after);
 			memcpy(r.name, after, r.nlen);
 			SH_ASSERT_OK(call(w, &r, c));
 			sh_dec_init(&d, c->data, c->r.dlen);
-			while ((k = mp_dirent_next(&d, &de)) == 1) {
+			while ((k = mp_dirent_next(&d, &de, plus ? &a : NULL)) == 1) {
 				unsigned idx;
+
+				/* a created file's inode is in its entry's bucket */
+				if (plus)
+					SH_ASSERT_MSG(a.type == de.type && a.nlink == 1,
+						      "seed %llu: %s listed with type %u nlink %u",
+						      (unsigned long long)w->seed, de.name, a.type,
+						      a.nlink);
 
 				SH_ASSERT_EQ(sscanf(de.name, "f%u", &idx), 1);
 				SH_ASSERT_LT(idx, nseen);

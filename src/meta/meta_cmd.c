@@ -5,7 +5,8 @@
 #include "meta_cmd.h"
 #include "meta_done.h"
 
-#define CMD_VERSION 2
+/* 3: trim (version 2 commands, trim 0, still decode: logs written before) */
+#define CMD_VERSION 3
 
 int
 meta_cmd_encode(struct sh_enc *e, const struct meta_cmd *c)
@@ -42,6 +43,7 @@ meta_cmd_encode(struct sh_enc *e, const struct meta_cmd *c)
 	sh_enc_str(e, c->name);
 	sh_enc_str(e, c->name2);
 	sh_enc_blob(e, c->data, c->dlen);
+	sh_enc_u64(e, c->trim);
 	return sh_enc_error(e);
 }
 
@@ -50,10 +52,12 @@ meta_cmd_decode(const uint8_t *b, size_t len, struct meta_cmd *c)
 {
 	struct sh_dec d;
 	const uint8_t *p;
+	uint8_t v;
 
 	memset(c, 0, sizeof(*c));
 	sh_dec_init(&d, b, len);
-	if (sh_dec_u8(&d) != CMD_VERSION)
+	v = sh_dec_u8(&d);
+	if (v != CMD_VERSION && v != 2)
 		return -EBADMSG;
 	c->op = sh_dec_u8(&d);
 	c->type = sh_dec_u8(&d);
@@ -84,6 +88,8 @@ meta_cmd_decode(const uint8_t *b, size_t len, struct meta_cmd *c)
 	sh_dec_str(&d, c->name, sizeof(c->name));
 	sh_dec_str(&d, c->name2, sizeof(c->name2));
 	c->data = sh_dec_blob(&d, META_XATTR_MAX, &c->dlen);
+	if (v >= 3)
+		c->trim = sh_dec_u64(&d);
 	sh_dec_end(&d);
 	if (d.err || c->op == 0 || c->op >= META_OP_MAX || c->ver == 0 || c->dir > 2)
 		return -EBADMSG;
@@ -143,6 +149,14 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 	META_RESULT_CLEAR(r);
 	b->ver = c->ver;
 	b->queued = 0;
+	/* the bucket's deltas applied where they went, dropped along (no commit of their own) */
+	if (c->trim != 0 && c->op != META_OP_OUTBOX_ACK) {
+		rc = meta_outbox_ack(b, c->trim);
+		if (rc < 0) {
+			r->status = rc;
+			return;
+		}
+	}
 	switch (c->op) {
 	case META_OP_MKROOT:
 		rc = meta_mkroot(b, c->mode, c->now);

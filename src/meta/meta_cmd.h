@@ -68,6 +68,9 @@ struct meta_cmd {
 	uint64_t upto;
 	uint64_t tag; /* create: the request's tag (meta_new); link, remove, rename, xattrs:
 		       * meta_done.h */
+	/* any command: first drop the bucket's outbox up to this seq (its deltas applied where
+	 * they go), as META_OP_OUTBOX_ACK would; 0: nothing */
+	uint64_t trim;
 	char name[META_NAME_MAX + 1], name2[META_NAME_MAX + 1];
 	/* symlink target or xattr value (points into the decoded bytes) */
 	const uint8_t *data;

@@ -13,13 +13,16 @@ SH_LOG_FACILITY("meta.svc");
 #define READY_WAIT_NS (2ull * 1000 * 1000 * 1000)
 #define BUSY_WAIT_NS  (20ull * 1000 * 1000)
 #define SHIP_RETRY_NS (100ull * 1000 * 1000)
-#define OP_NS	      (8ull * 1000 * 1000 * 1000)
-#define MAX_ROUNDS    16
+/* How long deltas applied where they went wait in the outbox for a command to trim them. */
+#define TRIM_NS	   (2ull * 1000 * 1000 * 1000)
+#define OP_NS	   (8ull * 1000 * 1000 * 1000)
+#define MAX_ROUNDS 16
 
 static void dispatch(struct mreq *m);
 static void run_cmd(struct mreq *m);
 static uint64_t client_of(const struct mreq *m);
 static void on_ship_retry(struct env_timer *t);
+static void on_trim(struct env_timer *t);
 
 /* ---- answering ---- */
 
@@ -498,6 +501,7 @@ fs_open(struct msvc *s, const struct cfg *c, const struct cfg_fs *f)
 		fs->ship[b].fs = fs;
 		fs->ship[b].bucket = (uint16_t)b;
 		env_timer_init(s->env, &fs->ship[b].retry, on_ship_retry, &fs->ship[b]);
+		env_timer_init(s->env, &fs->ship[b].trim, on_trim, &fs->ship[b]);
 	}
 	sh_list_init(&fs->r2s);
 	sh_list_init(&fs->reclaims);
@@ -582,6 +586,7 @@ fs_close(struct mfs *fs)
 	/* those waiting for an outbox to empty: it will not; its retries stop */
 	for (uint32_t b = 0; b < fs->nbuckets; b++) {
 		env_timer_cancel(&fs->ship[b].retry);
+		env_timer_cancel(&fs->ship[b].trim);
 		while (!sh_list_empty(&fs->ship[b].flush))
 			mreq_answer(sh_list_entry(fs->ship[b].flush.next, struct mreq, flink),
 				    -ESHUTDOWN, NULL);
@@ -1117,10 +1122,18 @@ static void on_step(void *arg, int status, const struct meta_result *r);
 static void
 propose(struct mreq *m, enum step step, uint16_t bucket, const struct meta_cmd *c)
 {
+	struct ship *sh = &m->fs->ship[bucket];
+	struct meta_cmd tc = *c;
 	int rc;
 
 	m->step = step;
-	rc = mgroup_propose(m->g, bucket, c, on_step, m);
+	/* the outbox's deltas applied where they went are dropped with this command */
+	m->trim = 0;
+	if (tc.op != META_OP_OUTBOX_ACK && sh->applied > sh->trimmed) {
+		tc.trim = m->trim = sh->applied;
+		m->trim_bucket = bucket;
+	}
+	rc = mgroup_propose(m->g, bucket, &tc, on_step, m);
 	if (rc < 0) {
 		m->step = ST_NONE;
 		mreq_answer(m, rc, NULL);
@@ -1351,6 +1364,13 @@ on_step(void *arg, int status, const struct meta_result *r)
 	struct mreq *m = arg;
 	enum step step = m->step;
 
+	if (m->trim != 0) {
+		struct ship *sh = &m->fs->ship[m->trim_bucket];
+
+		if (status == 0 && r->status == 0 && m->trim > sh->trimmed)
+			sh->trimmed = m->trim;
+		m->trim = 0;
+	}
 	if (step == ST_DROP || step == ST_DELTAS) {
 		if (status == 0 && r->status < 0 && m->status == 0)
 			m->status = r->status;
@@ -1586,6 +1606,7 @@ do_cmd(struct mreq *m)
 struct shipment {
 	struct mfs *fs;
 	uint16_t bucket;
+	uint64_t upto; /* an OUTBOX_ACK's */
 };
 
 static void ship_step(struct mfs *fs, uint16_t bucket);
@@ -1629,22 +1650,39 @@ ship_fail(struct mfs *fs, uint16_t bucket)
 	env_timer_arm(&fs->ship[bucket].retry, SHIP_RETRY_NS);
 }
 
+/* An OUTBOX_ACK of deltas applied where they went (after TRIM_NS without a command). */
 static void
-on_acked(void *arg, int status, const struct meta_result *r)
+on_trimmed(void *arg, int status, const struct meta_result *r)
 {
 	struct shipment *sp = arg;
-	struct mfs *fs = sp->fs;
-	uint16_t b = sp->bucket;
+	struct ship *sh = &sp->fs->ship[sp->bucket];
 
-	if (fs->closing) {
-		fs->ship[b].busy = false;
-	} else if (status < 0 || r->status < 0) {
-		ship_fail(fs, b);
-	} else {
-		fs->ship[b].busy = false;
-		mfs_ship_kick(fs, b); /* more may have come; an empty outbox wakes the flushers */
-	}
+	if (status == 0 && r->status == 0 && sp->upto > sh->trimmed)
+		sh->trimmed = sp->upto;
 	shipment_free(sp);
+}
+
+static void
+on_trim(struct env_timer *t)
+{
+	struct ship *sh = t->arg;
+	struct mfs *fs = sh->fs;
+	struct mgroup *g = mfs_group(fs, sh->bucket);
+	struct shipment *sp;
+	struct meta_cmd c;
+
+	if (fs->closing || g == NULL || !mgroup_ready(g) || sh->applied <= sh->trimmed)
+		return; /* (a new leader ships and trims what it finds) */
+	sp = shipment_new(fs, sh->bucket);
+	if (sp == NULL)
+		return;
+	sp->upto = sh->applied;
+	c = (struct meta_cmd){ .op = META_OP_OUTBOX_ACK,
+			       .ver = 1,
+			       .now = env_realtime(fs->s->env),
+			       .upto = sp->upto };
+	if (mgroup_propose(g, sh->bucket, &c, on_trimmed, sp) < 0)
+		shipment_free(sp);
 }
 
 static void
@@ -1654,7 +1692,6 @@ on_shipped(void *arg, int status, const struct mp_reply *r)
 	struct mfs *fs = sp->fs;
 	struct ship *sh = &fs->ship[sp->bucket];
 	struct mgroup *g;
-	struct meta_cmd c;
 
 	(void)r;
 	if (status < 0 && sh->status == 0)
@@ -1679,20 +1716,24 @@ on_shipped(void *arg, int status, const struct mp_reply *r)
 		shipment_free(sp);
 		return;
 	}
-	c = (struct meta_cmd){ .op = META_OP_OUTBOX_ACK,
-			       .ver = 1,
-			       .now = env_realtime(fs->s->env),
-			       .upto = sh->upto };
-	if (mgroup_propose(g, sp->bucket, &c, on_acked, sp) < 0) {
-		sh->busy = false;
-		shipment_free(sp);
-	}
+	/*
+	 * Applied: they stay in the outbox (skipped by the next shipments)
+	 * until a command of this bucket carries the trim, or TRIM_NS passes
+	 * (one OUTBOX_ACK then). A create every few seconds per bucket, as a
+	 * dataset writer makes them, is one commit less each.
+	 */
+	if (!env_timer_armed(&sh->trim))
+		env_timer_arm(&sh->trim, TRIM_NS);
+	sh->busy = false;
+	mfs_ship_kick(fs, sp->bucket); /* more may have come; none new wakes the flushers */
+	shipment_free(sp);
 }
 
 struct outbox_read {
 	uint8_t *bytes; /* n x META_DELTA_LEN */
 	struct meta_delta *d;
 	unsigned n;
+	uint64_t applied; /* those up to this seq are applied already (not trimmed yet) */
 };
 
 static int
@@ -1700,6 +1741,8 @@ on_outbox(void *arg, const struct meta_delta *d)
 {
 	struct outbox_read *o = arg;
 
+	if (d->seq <= o->applied)
+		return 0;
 	if (o->n == MP_DELTAS_MAX)
 		return 1;
 	o->d[o->n] = *d;
@@ -1745,7 +1788,7 @@ ship_step(struct mfs *fs, uint16_t bucket)
 {
 	struct ship *sh = &fs->ship[bucket];
 	struct mgroup *g = mfs_group(fs, bucket);
-	struct outbox_read o = { 0 };
+	struct outbox_read o = { .applied = sh->applied };
 	struct meta_bucket mb;
 	uint8_t *sent;
 	int rc;
@@ -1767,6 +1810,9 @@ ship_step(struct mfs *fs, uint16_t bucket)
 		sh->busy = false;
 		if (rc == 0)
 			flushed(fs, bucket, 0);
+		/* (leading again: what it knew applied is trimmed too) */
+		if (rc == 0 && sh->applied > sh->trimmed && !env_timer_armed(&sh->trim))
+			env_timer_arm(&sh->trim, TRIM_NS);
 		goto out;
 	}
 	/* one request per destination group, each with its deltas */

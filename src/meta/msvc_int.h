@@ -15,7 +15,14 @@ struct ship {
 	unsigned pending; /* replies awaited */
 	int status;
 	uint64_t upto;
-	uint64_t applied;	/* the outbox is applied where it goes up to this seq */
+	uint64_t applied; /* the outbox is applied where it goes up to this seq */
+	/*
+	 * Dropped from the outbox up to this seq (as this leader knows): the
+	 * next command proposed in the bucket carries the trim (no commit of
+	 * its own), or an OUTBOX_ACK after TRIM_NS if none comes.
+	 */
+	uint64_t trimmed;
+	struct env_timer trim;
 	struct sh_list flush;	/* struct mreq waiting for an empty outbox */
 	struct sh_list waiters; /* struct mreq answered once their deltas are applied */
 };
@@ -122,7 +129,9 @@ struct mreq {
 	uint64_t deadline;
 	uint64_t dir;	   /* rmdir: the directory; lease: the directory */
 	uint64_t wait_seq; /* ST_SHIPPED: the last delta of its bucket's outbox it made */
-	uint64_t fenced;   /* a remove: the inode msvc_hold_fence fenced for it */
+	uint64_t trim;	   /* the outbox trim its last proposal carried (in trim_bucket) */
+	uint16_t trim_bucket;
+	uint64_t fenced; /* a remove: the inode msvc_hold_fence fenced for it */
 	uint16_t lessees[64];
 	uint8_t held[64]; /* revoke: lessee still holds entries */
 	unsigned nlessees;

@@ -12,7 +12,18 @@ SH_LOG_FACILITY("cluster.raftlog");
 
 enum { REC_HDR = 1, REC_META, REC_ENTRY, REC_TRUNC, REC_SNAP };
 
-enum { PH_LOADING, PH_IDLE, PH_WRITE, PH_IMAGE, PH_HEADER, PH_FAILED };
+enum { PH_LOADING, PH_IDLE, PH_WRITE, PH_IMAGE, PH_HEADER, PH_ZERO, PH_FAILED };
+
+/*
+ * Zeros written ahead of the tail, a chunk at a time, before records go
+ * there. The file's blocks are allocated at creation but unwritten (as
+ * fallocate leaves them): the first durable write into each block then
+ * also converts it, a metadata update and a second device write (3,000
+ * durable 4 KiB writes/s into such blocks on this machine's ext4, 5,500
+ * into written ones). A zeroed chunk costs one write per ZERO_CHUNK of
+ * log, over a thousand appends.
+ */
+#define ZERO_CHUNK (256u << 10)
 
 struct waiter {
 	struct sh_list link;
@@ -28,6 +39,7 @@ struct rlog {
 	unsigned active; /* the half new records go to */
 	uint64_t gen;	 /* its generation */
 	uint64_t tail;	 /* next record's offset in the active half */
+	uint64_t zeroed; /* the active half is written (records, zeros) up to here */
 	struct rlog_state st;
 	struct sh_enc pending; /* records not yet submitted */
 	uint64_t seq_queued, seq_durable, seq_writing;
@@ -580,6 +592,7 @@ start_image(struct rlog *l)
 	l->active ^= 1;
 	l->gen = gen;
 	l->tail = HALF_HDR + e.len;
+	l->zeroed = l->tail; /* (what was there before is not known: zeroed afresh) */
 	b = sh_enc_take(&e, &len);
 	submit(l, PH_IMAGE, l->active * l->half + HALF_HDR, b, len);
 }
@@ -601,10 +614,26 @@ kick(struct rlog *l)
 		fire_waiters(l, 0);
 		return;
 	}
+	if (l->tail + l->pending.len > l->zeroed && l->zeroed < l->half) {
+		/* past the tail only: nothing valid lies there (replay stops at zeros) */
+		uint64_t from = l->zeroed > l->tail ? l->zeroed : l->tail;
+		uint64_t n = l->half - from < ZERO_CHUNK ? l->half - from : ZERO_CHUNK;
+
+		b = sh_aligned_alloc(ENV_DISK_BLOCK, n);
+		if (b != NULL) {
+			memset(b, 0, n);
+			l->zeroed = from + n;
+			submit(l, PH_ZERO, l->active * l->half + from, b, n);
+			return;
+		}
+		l->zeroed = l->half; /* short of memory: records go on unwritten blocks */
+	}
 	l->seq_writing = l->seq_queued;
 	b = sh_enc_take(&l->pending, &len);
 	submit(l, PH_WRITE, l->active * l->half + l->tail, b, len);
 	l->tail += len;
+	if (l->tail > l->zeroed)
+		l->zeroed = l->tail;
 }
 
 static void
@@ -645,6 +674,11 @@ on_write(struct env_disk_req *r, int result)
 		}
 		b = sh_enc_take(&e, &len);
 		submit(l, PH_HEADER, l->active * l->half, b, len);
+		return;
+	}
+	if (l->phase == PH_ZERO) {
+		l->phase = PH_IDLE;
+		kick(l); /* the records now */
 		return;
 	}
 	l->phase = PH_IDLE;

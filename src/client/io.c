@@ -41,7 +41,10 @@ struct sh_file {
 	uint8_t *buf; /* the stripe being filled: d x frag_of() bytes */
 	uint64_t buf_off;
 	size_t fill;
-	bool checked;	  /* this handle knows the file has no inline bytes (it has extents) */
+	bool checked; /* this handle knows the file has no inline bytes (it has extents) */
+	/* it was empty at open (created, truncated): no inline bytes to take along before its
+	 * first stripe; another writer's since then make the mapping say -EAGAIN */
+	bool empty;
 	int err;	  /* a failed flush, reported by the next call */
 	struct emap *map; /* the extents last fetched (under mu), NULL until a read */
 	/* stripes written in the background (wpool), under mu */
@@ -749,12 +752,13 @@ flush_buf(sh_file *f)
 		rc = inline_merge(f);
 		if (rc == 0) {
 			f->fill = 0;
+			f->empty = false; /* a stripe later takes these along */
 			return 0;
 		}
 		if (rc != -ENOTEMPTY)
 			return rc;
 		/* the file has extents (another writer's, or from before): a stripe */
-	} else if (!f->checked) {
+	} else if (!f->checked && !f->empty) {
 		/* a stripe: what is inline goes into one of its own first (mapping drops it) */
 		rc = take_inline(f);
 		if (rc < 0)
@@ -765,6 +769,7 @@ flush_buf(sh_file *f)
 	if (rc == -EAGAIN) {
 		/* another handle gave the file inline bytes since we looked: take them along */
 		f->checked = false;
+		f->empty = false;
 		return flush_buf(f);
 	}
 	if (rc == 0)
@@ -1749,6 +1754,7 @@ open_stat(sh_fs *fs, const struct stat *st, int flags, sh_file **out)
 	f->fs = fs;
 	f->ino = st->st_ino;
 	f->flags = flags;
+	f->empty = st->st_size == 0 || ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY);
 	pthread_mutex_init(&f->mu, NULL);
 	pthread_cond_init(&f->idle, NULL);
 	*out = f;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/hash.h"
 #include "ops.h"
 
 static sh_file *
@@ -33,6 +34,13 @@ struct ofile {
 static pthread_mutex_t open_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct ofile *open_tab[OPEN_SLOTS];
 
+/* The chain of ino's handles (the number hashed whole: its low bits repeat across buckets) */
+static struct ofile **
+open_head(uint64_t ino)
+{
+	return &open_tab[sh_hash_u64(ino) % OPEN_SLOTS];
+}
+
 static void
 open_add(uint64_t ino, sh_file *f, bool fresh)
 {
@@ -44,8 +52,8 @@ open_add(uint64_t ino, sh_file *f, bool fresh)
 	o->f = f;
 	o->fresh = fresh;
 	pthread_mutex_lock(&open_mu);
-	o->next = open_tab[ino % OPEN_SLOTS];
-	open_tab[ino % OPEN_SLOTS] = o;
+	o->next = *open_head(ino);
+	*open_head(ino) = o;
 	pthread_mutex_unlock(&open_mu);
 }
 
@@ -53,7 +61,7 @@ static void
 open_del(uint64_t ino, sh_file *f)
 {
 	pthread_mutex_lock(&open_mu);
-	for (struct ofile **pp = &open_tab[ino % OPEN_SLOTS]; *pp; pp = &(*pp)->next)
+	for (struct ofile **pp = open_head(ino); *pp; pp = &(*pp)->next)
 		if ((*pp)->f == f) {
 			struct ofile *o = *pp;
 
@@ -70,7 +78,7 @@ sfuse_fresh_ino(uint64_t ino, bool forget)
 	bool fresh = false;
 
 	pthread_mutex_lock(&open_mu);
-	for (struct ofile *o = open_tab[ino % OPEN_SLOTS]; o; o = o->next)
+	for (struct ofile *o = *open_head(ino); o; o = o->next)
 		if (o->ino == ino) {
 			fresh |= o->fresh;
 			if (forget)
@@ -86,7 +94,7 @@ sfuse_open_ino(uint64_t ino)
 	bool open = false;
 
 	pthread_mutex_lock(&open_mu);
-	for (struct ofile *o = open_tab[ino % OPEN_SLOTS]; o && !open; o = o->next)
+	for (struct ofile *o = *open_head(ino); o && !open; o = o->next)
 		open = o->ino == ino;
 	pthread_mutex_unlock(&open_mu);
 	return open;
@@ -98,7 +106,7 @@ sfuse_flush_ino(uint64_t ino)
 	int rc = 0;
 
 	pthread_mutex_lock(&open_mu);
-	for (struct ofile *o = open_tab[ino % OPEN_SLOTS]; o; o = o->next)
+	for (struct ofile *o = *open_head(ino); o; o = o->next)
 		if (o->ino == ino) {
 			int r = sh_fsync(o->f);
 

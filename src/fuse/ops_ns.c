@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../base/clock.h"
+#include "../base/hash.h"
 #include "ops.h"
 
 int
@@ -44,10 +45,18 @@ static struct {
 } dir_memo[DIR_MEMO];
 static pthread_mutex_t dir_memo_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* An inode's slot: its number hashed whole (the low bits are a per-bucket counter, alike
+ * in directories of different buckets, which took turns in one slot) */
+static unsigned
+memo_slot(uint64_t ino)
+{
+	return (unsigned)(sh_hash_u64(ino) % DIR_MEMO);
+}
+
 void
 sfuse_dir_memo_put(const struct stat *st)
 {
-	unsigned i = (unsigned)(st->st_ino % DIR_MEMO);
+	unsigned i = memo_slot(st->st_ino);
 
 	if (!S_ISDIR(st->st_mode))
 		return;
@@ -62,7 +71,7 @@ sfuse_dir_memo_put(const struct stat *st)
 static bool
 dir_memo_get(const struct sfuse *s, uint64_t ino, struct stat *st)
 {
-	unsigned i = (unsigned)(ino % DIR_MEMO);
+	unsigned i = memo_slot(ino);
 	bool hit;
 
 	memset(st, 0, sizeof(*st));

@@ -436,6 +436,27 @@ client_group_buckets(sh_client *c, uint16_t **out, unsigned *n)
 	return rc;
 }
 
+int
+client_bucket_groups(sh_client *c, uint16_t **out, unsigned *n)
+{
+	uint16_t *gof;
+	uint32_t ng = 0;
+	int rc;
+
+	pthread_mutex_lock(&c->mu);
+	*n = c->view ? c->view->nbuckets : 0;
+	gof = sh_calloc(*n ? *n : 1, sizeof(*gof));
+	rc = gof == NULL ? -ENOMEM : c->view ? cfg_groups(c->view, gof, &ng) : -ENOENT;
+	pthread_mutex_unlock(&c->mu);
+	if (rc < 0) {
+		sh_free(gof);
+		gof = NULL;
+		*n = 0;
+	}
+	*out = gof;
+	return rc;
+}
+
 void
 cres_fini(struct cres *r)
 {

@@ -80,6 +80,13 @@ struct sh_fs {
 int client_holds_init(sh_fs *fs);
 void client_holds_fini(sh_fs *fs);
 int client_hold_open(sh_fs *fs, uint64_t ino, bool fresh, struct stat *st);
+/*
+ * The same for an open that reads: ext (sh_free it) then holds the file's
+ * first extents if they came with the hold (meta_extent_list_encode; *more:
+ * there are more), else NULL.
+ */
+int client_hold_open_read(sh_fs *fs, uint64_t ino, bool fresh, struct stat *st, uint8_t **ext,
+			  size_t *elen, bool *more);
 int client_hold_created(sh_fs *fs, uint64_t ino);
 void client_hold_close(sh_fs *fs, uint64_t ino);
 /*
@@ -216,6 +223,8 @@ uint64_t client_tag(sh_client *c);
 uint64_t client_capacity(sh_client *c);
 /* The first bucket of every metadata group (sh_free it): a request there reaches each leader. */
 int client_group_buckets(sh_client *c, uint16_t **out, unsigned *n);
+/* The metadata group of every bucket (*n of them; sh_free it). */
+int client_bucket_groups(sh_client *c, uint16_t **out, unsigned *n);
 /*
  * quota.c: may a write of len bytes at off of file ino go on? 0 (counted as
  * written), or -EDQUOT when the filesystem's quota would be passed.

@@ -15,6 +15,7 @@
  * An open of a file whose hold is being given back waits for that answer
  * first, so a hold is never given back after it was taken again.
  */
+#define _GNU_SOURCE /* qsort_r */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -89,34 +90,60 @@ send_batch(sh_fs *fs, uint16_t bucket, const uint64_t *inos, unsigned n, uint32_
 	return rc;
 }
 
-static int
-by_bucket(const void *a, const void *b)
+/* An ino's group (from the table of bucket groups), or its bucket past them (unknown). */
+static uint32_t
+group_of(const uint16_t *gof, unsigned nb, uint64_t ino)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	uint16_t bx = meta_ino_bucket(x), by = meta_ino_bucket(y);
+	uint16_t b = meta_ino_bucket(ino);
 
-	return bx != by ? (bx < by ? -1 : 1) : (x < y ? -1 : x > y);
+	return b < nb ? gof[b] : 0x10000u + b;
 }
 
-/* inos (sorted here) sent in one request per bucket, at most MP_HOLD_MAX each. */
+struct groups {
+	const uint16_t *gof;
+	unsigned nb;
+};
+
+static int
+by_group(const void *a, const void *b, void *arg)
+{
+	const struct groups *t = arg;
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	uint32_t gx = group_of(t->gof, t->nb, x), gy = group_of(t->gof, t->nb, y);
+
+	return gx != gy ? (gx < gy ? -1 : 1) : (x < y ? -1 : x > y);
+}
+
+/*
+ * inos (sorted here) sent in one request per metadata group (its leader
+ * holds the files of all its buckets), at most MP_HOLD_MAX each: a reader
+ * of files spread over every bucket renews and gives back its holds in a
+ * few requests, not one per bucket.
+ */
 static void
 send_all(sh_fs *fs, uint64_t *inos, unsigned n, uint32_t flags)
 {
-	qsort(inos, n, sizeof(*inos), by_bucket);
+	uint16_t *gof = NULL;
+	unsigned nb = 0;
+
+	(void)client_bucket_groups(fs->c, &gof, &nb); /* none: one request per bucket */
+	qsort_r(inos, n, sizeof(*inos), by_group, &(struct groups){ gof, nb });
 	for (unsigned i = 0; i < n;) {
 		uint16_t b = meta_ino_bucket(inos[i]);
+		uint32_t g = group_of(gof, nb, inos[i]);
 		unsigned k = i;
 
-		while (k < n && k - i < MP_HOLD_MAX && meta_ino_bucket(inos[k]) == b)
+		while (k < n && k - i < MP_HOLD_MAX && group_of(gof, nb, inos[k]) == g)
 			k++;
 		int rc = send_batch(fs, b, inos + i, k - i, flags);
 
 		if (rc < 0)
-			sh_log_debug("bucket %u: %s of %u open files: %s", b,
+			sh_log_debug("bucket %u's group: %s of %u open files: %s", b,
 				     flags & MP_HOLD_RELEASE ? "release" : "renewal", k - i,
 				     sh_strerror(rc));
 		i = k;
 	}
+	sh_free(gof);
 }
 
 /* The inos of entries in state (all of them: state > H_RELEASING), into a new array. */
@@ -325,15 +352,25 @@ static bool looked_up(const struct cholds *h, uint64_t ino);
 int
 client_hold_open(sh_fs *fs, uint64_t ino, bool fresh, struct stat *st)
 {
+	return client_hold_open_read(fs, ino, fresh, st, NULL, NULL, NULL);
+}
+
+int
+client_hold_open_read(sh_fs *fs, uint64_t ino, bool fresh, struct stat *st, uint8_t **ext,
+		      size_t *elen, bool *more)
+{
 	struct cholds *h = fs->holds;
 	struct mp_req q = { .kind = MP_HOLD,
 			    .fs = fs->id,
 			    .bucket = meta_ino_bucket(ino),
 			    .ino = ino,
-			    .max = fresh ? MP_HOLD_FRESH : 0 };
+			    .max = (fresh ? MP_HOLD_FRESH : 0) | (ext ? MP_HOLD_EXTENTS : 0) };
 	struct cres r;
 	uint64_t since;
 	int rc;
+
+	if (ext != NULL)
+		*ext = NULL;
 
 	pthread_mutex_lock(&h->mu);
 	if (fresh && looked_up(h, ino))
@@ -350,7 +387,18 @@ client_hold_open(sh_fs *fs, uint64_t ino, bool fresh, struct stat *st)
 		return rc;
 	}
 	since = cache_now();
-	rc = client_attr_reply(fs, ino, client_meta(fs->c, &q, &r), &r, since, st);
+	rc = client_meta(fs->c, &q, &r);
+	if (rc == 0 && ext != NULL && (r.rep.flags & MP_EXTS) &&
+	    (*ext = sh_malloc(r.rep.dlen ? r.rep.dlen : 1)) != NULL) {
+		memcpy(*ext, r.rep.data, r.rep.dlen);
+		*elen = r.rep.dlen;
+		*more = (r.rep.flags & MP_MORE) != 0;
+	}
+	rc = client_attr_reply(fs, ino, rc, &r, since, st);
+	if (rc < 0 && ext != NULL) {
+		sh_free(*ext);
+		*ext = NULL;
+	}
 	if (rc == -ESTALE && fresh)
 		cache_drop_all(fs); /* what led here is stale: the lookup that follows asks */
 	if (rc < 0) {

@@ -1761,6 +1761,57 @@ open_stat(sh_fs *fs, const struct stat *st, int flags, sh_file **out)
 	return 0;
 }
 
+/*
+ * A new handle's map of the file from the extents that came with its hold
+ * (wgen: the client's writes counter before it asked), as map_fetch keeps them.
+ */
+static void
+map_seed(sh_file *f, const struct stat *st, const uint8_t *ext, size_t elen, bool more,
+	 uint64_t wgen)
+{
+	struct emap *m = sh_malloc(sizeof(*m));
+
+	if (m == NULL)
+		return; /* the first read asks */
+	m->n = 0;
+	if (elen > 0 && meta_extent_list_decode(ext, elen, m->ex, &m->n) < 0) {
+		sh_free(m);
+		return;
+	}
+	m->from = 0;
+	m->to = (uint64_t)st->st_size;
+	if (more)
+		m->to = m->n ? m->ex[m->n - 1].off + m->ex[m->n - 1].len : 1;
+	m->wgen = wgen;
+	m->ctime_ns = ctime_ns(st);
+	m->size = (uint64_t)st->st_size;
+	f->map = m;
+}
+
+static int open_held(sh_fs *fs, const struct stat *st, int flags, sh_file **out);
+
+/*
+ * ino held here (client_hold_open) and opened: an open that reads gets the
+ * file's first extents along with the hold. -ESTALE: looked up again.
+ */
+static int
+open_ino_held(sh_fs *fs, uint64_t ino, int flags, struct stat *st, sh_file **out)
+{
+	bool reads = (flags & O_ACCMODE) != O_WRONLY, more = false;
+	uint64_t wgen = atomic_load(&fs->wgen);
+	uint8_t *ext = NULL;
+	size_t elen = 0;
+	int rc = reads ? client_hold_open_read(fs, ino, true, st, &ext, &elen, &more)
+		       : client_hold_open(fs, ino, true, st);
+
+	if (rc == 0)
+		rc = open_held(fs, st, flags, out); /* (a directory: -EISDIR, the hold undone) */
+	if (rc == 0 && ext != NULL)
+		map_seed(*out, st, ext, elen, more, wgen);
+	sh_free(ext);
+	return rc;
+}
+
 /* An open of a file now held here (client_hold_*): a handle, or the hold undone. */
 static int
 open_held(sh_fs *fs, const struct stat *st, int flags, sh_file **out)
@@ -1792,21 +1843,21 @@ sh_open(sh_fs *fs, const char *path, int flags, mode_t mode, sh_file **out)
 		}
 		if (rc < 0 || !S_ISREG(st.st_mode))
 			break;
-		rc = client_hold_open(fs, st.st_ino, true, &st);
+		rc = open_ino_held(fs, st.st_ino, flags, &st, out);
+		if (rc == 0)
+			return 0;
 	}
 	if (rc < 0)
 		return rc;
-	return S_ISREG(st.st_mode) ? open_held(fs, &st, flags, out)
-				   : open_stat(fs, &st, flags, out);
+	return open_stat(fs, &st, flags, out);
 }
 
 int
 sh_open_ino(sh_fs *fs, uint64_t ino, int flags, sh_file **out)
 {
 	struct stat st;
-	int rc = client_hold_open(fs, ino, true, &st);
 
-	return rc < 0 ? rc : open_held(fs, &st, flags & ~(O_CREAT | O_EXCL), out);
+	return open_ino_held(fs, ino, flags & ~(O_CREAT | O_EXCL), &st, out);
 }
 
 int

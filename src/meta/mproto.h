@@ -57,11 +57,16 @@ enum mp_kind {
 #define MP_INLINE \
 	0x10 /* MP_EXTENTS, and lookup/getattr of a small file: data holds its inline bytes */
 #define MP_CACHE 0x20 /* lookup, getattr: the client may cache the answer MP_CACHE_MS */
+#define MP_EXTS	 0x40 /* MP_HOLD: data holds extents from offset 0 (meta_extent_list_encode) */
 
 /* MP_HOLD's max: give the holds back (the last close) instead of taking them */
 #define MP_HOLD_RELEASE 0x1
 /* MP_HOLD's max: a new open by name; an inode without names is -ESTALE (looked up again) */
 #define MP_HOLD_FRESH 0x2
+/* MP_HOLD's max: an open for reading; the reply's data holds the file's first extents (MP_EXTS,
+ * MP_MORE if there are more than MP_HOLD_EXTENTS_MAX), unless its bytes are inline */
+#define MP_HOLD_EXTENTS	    0x4
+#define MP_HOLD_EXTENTS_MAX 16
 /* A hold lasts this long at the leader; clients renew every MP_HOLD_RENEW_MS. */
 #define MP_HOLD_MS	 10000
 #define MP_HOLD_RENEW_MS 3000

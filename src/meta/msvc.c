@@ -702,6 +702,24 @@ with_inline(struct mreq *m, struct meta_bucket *mb, uint64_t ino, struct mp_repl
 	rep->flags |= MP_INLINE;
 }
 
+/*
+ * An open for reading: the file's first extents along with its hold, so
+ * that reading a small file whole asks nothing more of its bucket.
+ */
+static void
+hold_extents(struct meta_bucket *mb, uint64_t ino, struct mp_reply *rep, struct sh_enc *e)
+{
+	struct meta_extent x[MP_HOLD_EXTENTS_MAX];
+	unsigned n = 0;
+
+	if (rep->attr.type != META_REG || rep->attr.size == 0 ||
+	    meta_extents(mb, ino, 0, rep->attr.size, x, MP_HOLD_EXTENTS_MAX, &n) < 0)
+		return;
+	if (n > 0 && meta_extent_list_encode(e, x, n) < 0)
+		return;
+	rep->flags |= MP_EXTS | (n == MP_HOLD_EXTENTS_MAX ? MP_MORE : 0);
+}
+
 /* MP_DIRTY: the stripes found, into the reply. */
 struct dirty {
 	struct sh_enc *e;
@@ -832,12 +850,13 @@ do_read(struct mreq *m)
 		struct sh_dec d;
 		bool release = m->req.max & MP_HOLD_RELEASE;
 
-		/* the files still open: renewed (or given back); those gone are no matter */
+		/* the files still open, of any bucket of this group: renewed (or given back);
+		 * those gone are no matter */
 		sh_dec_init(&d, m->req.data, m->req.dlen);
 		for (size_t i = 0; i < m->req.dlen / 8; i++) {
 			uint64_t ino = sh_dec_u64(&d);
 
-			if (ino_ok(m, ino))
+			if (ino != 0 && mgroup_has_bucket(m->g, meta_ino_bucket(ino)))
 				(void)msvc_hold(m->fs, client_of(m), ino, release);
 		}
 		rc = 0;
@@ -856,6 +875,8 @@ do_read(struct mreq *m)
 			break;
 		rep.flags |= MP_ATTR;
 		with_inline(m, &mb, m->req.ino, &rep, &e);
+		if ((m->req.max & MP_HOLD_EXTENTS) && !(rep.flags & MP_INLINE))
+			hold_extents(&mb, m->req.ino, &rep, &e);
 		if (client_of(m) && mgroup_cache_ok(m->g)) {
 			struct mp_key k = mp_key_attr(m->req.ino);
 

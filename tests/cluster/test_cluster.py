@@ -1370,6 +1370,18 @@ def fuse_mount_with_ordinary_tools(c):
         check(w.get("getattr", 0) <= 50, "getattr per create: %s" % w)
         check(w.get("getxattr", 0) == 0 and w.get("extents", 0) == 0, "creates: %s" % w)
         check(r.get("extents", 0) == 0 and r.get("lookup", 0) >= 5, "small reads: %s" % r)
+        # files past the inline size: an open for reading brings the extents with the hold
+        for i in range(3):
+            with open(os.path.join(mnt, "small", "big%d" % i), "wb") as f:
+                f.write(bytes([i + 1]) * 65536)
+        k3 = meta_kinds(c)
+        for i in range(3):
+            ns(c, "get", "/small/big%d" % i, os.path.join(c.dir, "small-out"))
+            with open(os.path.join(c.dir, "small-out"), "rb") as f:
+                check(f.read() == bytes([i + 1]) * 65536, "64 KiB file %d reads back" % i)
+        r = kinds_moved(k3, meta_kinds(c))
+        check(r.get("extents", 0) == 0 and r.get("hold", 0) >= 3,
+              "64 KiB reads: %s" % sorted((k, v) for k, v in r.items() if v))
         shutil.rmtree(os.path.join(mnt, "small"))
         readdirplus_lists_attributes(c, mnt)
         # the POSIX checks of tests/posix, against a local directory

@@ -15,13 +15,16 @@ fuzz_scratch_db(const char *name)
 	static struct meta_db *db;
 
 	if (db == NULL) {
-		char path[96];
+		char path[96], lock[104];
 
 		snprintf(path, sizeof(path), "/tmp/shoal-fuzz-%s-%d.mdb", name, (int)getpid());
+		snprintf(lock, sizeof(lock), "%s-lock", path);
 		unlink(path);
 		if (meta_db_open(path, 256ull << 20, META_DB_NOSYNC, &db) != 0)
 			abort();
-		unlink(path); /* the open environment keeps it while it runs */
+		/* the open environment keeps both while it runs */
+		unlink(path);
+		unlink(lock);
 	}
 	return db;
 }

@@ -5,7 +5,7 @@
 #include "meta_cmd.h"
 #include "meta_done.h"
 
-/* 3: trim (version 2 commands, trim 0, still decode: logs written before) */
+/* 3: trim and lease (version 2 commands, with neither, still decode: logs written before) */
 #define CMD_VERSION 3
 
 int
@@ -44,6 +44,11 @@ meta_cmd_encode(struct sh_enc *e, const struct meta_cmd *c)
 	sh_enc_str(e, c->name2);
 	sh_enc_blob(e, c->data, c->dlen);
 	sh_enc_u64(e, c->trim);
+	sh_enc_u64(e, c->lease.dir);
+	sh_enc_u32(e, c->lease.mode);
+	sh_enc_u32(e, c->lease.uid);
+	sh_enc_u32(e, c->lease.gid);
+	sh_enc_u64(e, c->lease.generation);
 	return sh_enc_error(e);
 }
 
@@ -88,8 +93,14 @@ meta_cmd_decode(const uint8_t *b, size_t len, struct meta_cmd *c)
 	sh_dec_str(&d, c->name, sizeof(c->name));
 	sh_dec_str(&d, c->name2, sizeof(c->name2));
 	c->data = sh_dec_blob(&d, META_XATTR_MAX, &c->dlen);
-	if (v >= 3)
+	if (v >= 3) {
 		c->trim = sh_dec_u64(&d);
+		c->lease.dir = sh_dec_u64(&d);
+		c->lease.mode = sh_dec_u32(&d);
+		c->lease.uid = sh_dec_u32(&d);
+		c->lease.gid = sh_dec_u32(&d);
+		c->lease.generation = sh_dec_u64(&d);
+	}
 	sh_dec_end(&d);
 	if (d.err || c->op == 0 || c->op >= META_OP_MAX || c->ver == 0 || c->dir > 2)
 		return -EBADMSG;
@@ -152,6 +163,14 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 	/* the bucket's deltas applied where they went, dropped along (no commit of their own) */
 	if (c->trim != 0 && c->op != META_OP_OUTBOX_ACK) {
 		rc = meta_outbox_ack(b, c->trim);
+		if (rc < 0) {
+			r->status = rc;
+			return;
+		}
+	}
+	/* the lease the command needs, granted a moment ago (its own commit spared) */
+	if (c->lease.dir != 0 && c->op != META_OP_LEASE_HOLD) {
+		rc = meta_lease_hold(b, &c->lease);
 		if (rc < 0) {
 			r->status = rc;
 			return;

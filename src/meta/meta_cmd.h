@@ -71,6 +71,10 @@ struct meta_cmd {
 	/* any command: first drop the bucket's outbox up to this seq (its deltas applied where
 	 * they go), as META_OP_OUTBOX_ACK would; 0: nothing */
 	uint64_t trim;
+	/* any command: first hold this lease (dir 0: none), as META_OP_LEASE_HOLD would: the
+	 * first create under a directory in a bucket holds the lease it was just granted in
+	 * its own commit */
+	struct meta_lease lease;
 	char name[META_NAME_MAX + 1], name2[META_NAME_MAX + 1];
 	/* symlink target or xattr value (points into the decoded bytes) */
 	const uint8_t *data;

@@ -1204,15 +1204,23 @@ on_lease(void *arg, int status, const struct mp_reply *r)
 		mreq_answer(m, status, NULL);
 		return;
 	}
+	if (!mgroup_ready(m->g)) {
+		mreq_answer(m, SH_ENOTLEADER, NULL);
+		return;
+	}
+	if (m->cmd.op != META_OP_RENAME) {
+		/* one directory: the command holds the lease itself, one commit for both
+		 * (proposed now, before a revoke that follows the grant can be) */
+		m->fold = r->lease;
+		m->step = ST_NONE;
+		run_cmd(m);
+		return;
+	}
 	c = internal_cmd(m, META_OP_LEASE_HOLD, r->lease.dir, 0);
 	c.mode = r->lease.mode;
 	c.uid = r->lease.uid;
 	c.gid = r->lease.gid;
 	c.upto = r->lease.generation;
-	if (!mgroup_ready(m->g)) {
-		mreq_answer(m, SH_ENOTLEADER, NULL);
-		return;
-	}
 	propose(m, ST_HOLD, m->req.bucket, &c);
 }
 
@@ -1479,10 +1487,14 @@ static void
 run_cmd(struct mreq *m)
 {
 	struct meta_result *r = &m->res;
+	struct meta_cmd c = m->cmd;
 	bool wrote = true;
 	uint64_t dir;
 	int rc;
 
+	/* a lease granted for this round only: a later one (after a wait) asks again */
+	c.lease = m->fold;
+	m->fold.dir = 0;
 	if (++m->rounds > MAX_ROUNDS) {
 		mreq_answer(m, m->status ? m->status : -EBUSY, NULL);
 		return;
@@ -1492,7 +1504,7 @@ run_cmd(struct mreq *m)
 		return;
 	}
 	/* a dry run on the applied state says what the command needs first */
-	rc = mgroup_try(m->g, m->req.bucket, &m->cmd, r, &wrote);
+	rc = mgroup_try(m->g, m->req.bucket, &c, r, &wrote);
 	if (rc < 0) {
 		mreq_answer(m, rc, NULL);
 		return;
@@ -1528,7 +1540,7 @@ run_cmd(struct mreq *m)
 		reply_result(m, r);
 		return;
 	}
-	propose(m, ST_PROPOSE, m->req.bucket, &m->cmd);
+	propose(m, ST_PROPOSE, m->req.bucket, &c);
 }
 
 static bool

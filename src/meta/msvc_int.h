@@ -130,6 +130,8 @@ struct mreq {
 	uint64_t dir;	   /* rmdir: the directory; lease: the directory */
 	uint64_t wait_seq; /* ST_SHIPPED: the last delta of its bucket's outbox it made */
 	uint64_t trim;	   /* the outbox trim its last proposal carried (in trim_bucket) */
+	/* a lease just granted for the command: its next round carries it (dir 0: none) */
+	struct meta_lease fold;
 	uint16_t trim_bucket;
 	uint64_t fenced; /* a remove: the inode msvc_hold_fence fenced for it */
 	uint16_t lessees[64];

@@ -1019,6 +1019,9 @@ last_seq(void *arg, const struct meta_delta *d)
 	return 0;
 }
 
+/* What version 3 appends to a command: trim, lease (dir, mode, uid, gid, generation). */
+#define V3_TAIL (8 + 8 + 4 + 4 + 4 + 8)
+
 /*
  * A command carries the outbox's trim: the deltas its bucket's leader
  * knows applied where they went go in the same commit (no OUTBOX_ACK of
@@ -1061,10 +1064,65 @@ TEST(meta_cmd_trim_drops_applied_deltas_with_the_command)
 	SH_ASSERT_OK(meta_cmd_decode(e.p, e.len, &d));
 	SH_ASSERT_EQ(d.trim, first);
 	e.p[0] = 2;
-	SH_ASSERT_OK(meta_cmd_decode(e.p, e.len - 8, &d));
+	SH_ASSERT_OK(meta_cmd_decode(e.p, e.len - V3_TAIL, &d));
 	SH_ASSERT_EQ(d.trim, 0u);
+	SH_ASSERT_EQ(d.lease.dir, 0u);
 	SH_ASSERT_STREQ(d.name, c.name);
-	SH_ASSERT_EQ(meta_cmd_decode(e.p, e.len, &d), -EBADMSG); /* 2 with 8 bytes too many */
+	SH_ASSERT_EQ(meta_cmd_decode(e.p, e.len, &d), -EBADMSG); /* 2 with v3's tail too many */
 	sh_enc_fini(&e);
+	fx_close(&f);
+}
+
+/*
+ * A command carries the lease it needs, just granted: held in the same
+ * commit (no LEASE_HOLD of its own), through the codec.
+ */
+TEST(meta_cmd_carries_the_lease_it_needs)
+{
+	struct fx f;
+	struct meta_cmd mk = { .op = META_OP_CREATE,
+			       .ver = 1,
+			       .now = 2000,
+			       .type = META_DIR,
+			       .mode = 0755,
+			       .parent = META_ROOT_INO },
+			c, d;
+	struct meta_result r;
+	struct meta_lease l;
+	uint64_t dir;
+	struct sh_enc e;
+
+	fx_open(&f);
+	mkroot(&f);
+	/* a directory kept in bucket 2; a file under it, in bucket 3 */
+	snprintf(mk.name, sizeof(mk.name), "%s", name_in(META_ROOT_INO, 2, "d"));
+	meta_cmd_apply(&f.b[2], &mk, &r);
+	SH_ASSERT_OK(r.status);
+	dir = r.dentry.ino;
+	c = (struct meta_cmd){ .op = META_OP_CREATE,
+			       .ver = 1,
+			       .now = 3000,
+			       .type = META_REG,
+			       .mode = 0644,
+			       .parent = dir };
+	snprintf(c.name, sizeof(c.name), "%s", name_in(dir, 3, "f"));
+	meta_cmd_apply(&f.b[3], &c, &r);
+	SH_ASSERT_EQ(r.status, -ENOLCK); /* no lease on dir yet */
+	SH_ASSERT_OK(meta_lease_grant(&f.b[2], dir, 3, &l));
+	c.lease = l;
+	sh_enc_init(&e);
+	SH_ASSERT_OK(meta_cmd_encode(&e, &c));
+	SH_ASSERT_OK(meta_cmd_decode(e.p, e.len, &d));
+	sh_enc_fini(&e);
+	SH_ASSERT_EQ(d.lease.dir, dir);
+	SH_ASSERT_EQ(d.lease.generation, l.generation);
+	meta_cmd_apply(&f.b[3], &d, &r);
+	SH_ASSERT_OK(r.status);
+	SH_ASSERT_OK(meta_lease_held(&f.b[3], dir));
+	/* held from now on: the next create needs none */
+	snprintf(c.name, sizeof(c.name), "%s", name_in(dir, 3, "g"));
+	c.lease.dir = 0;
+	meta_cmd_apply(&f.b[3], &c, &r);
+	SH_ASSERT_OK(r.status);
 	fx_close(&f);
 }

@@ -15,7 +15,7 @@ SH_LOG_FACILITY("meta.group");
 #define SNAP_WHOLE_V1 1 /* u32 count, (u16 bucket, blob export)... (older logs) */
 #define SNAP_MARKER   2 /* u64 index: the store holds it durably */
 #define SNAP_WHOLE    3 /* u64 index applied, then as SNAP_WHOLE_V1 */
-#define FLUSH_NS      (20ull * 1000 * 1000)
+#define FLUSH_NS      (200ull * 1000 * 1000)
 #define FLUSH_MAX     256 /* applies in one batch at most */
 
 #define CHANGE_RETRY_NS (10ull * 1000 * 1000 * 1000)

@@ -44,12 +44,28 @@ meta_cmd_encode(struct sh_enc *e, const struct meta_cmd *c)
 	sh_enc_str(e, c->name2);
 	sh_enc_blob(e, c->data, c->dlen);
 	sh_enc_u64(e, c->trim);
-	sh_enc_u64(e, c->lease.dir);
-	sh_enc_u32(e, c->lease.mode);
-	sh_enc_u32(e, c->lease.uid);
-	sh_enc_u32(e, c->lease.gid);
-	sh_enc_u64(e, c->lease.generation);
+	meta_lease_put(e, &c->lease);
 	return sh_enc_error(e);
+}
+
+void
+meta_lease_put(struct sh_enc *e, const struct meta_lease *l)
+{
+	sh_enc_u64(e, l->dir);
+	sh_enc_u32(e, l->mode);
+	sh_enc_u32(e, l->uid);
+	sh_enc_u32(e, l->gid);
+	sh_enc_u64(e, l->generation);
+}
+
+void
+meta_lease_get(struct sh_dec *d, struct meta_lease *l)
+{
+	l->dir = sh_dec_u64(d);
+	l->mode = sh_dec_u32(d);
+	l->uid = sh_dec_u32(d);
+	l->gid = sh_dec_u32(d);
+	l->generation = sh_dec_u64(d);
 }
 
 int
@@ -95,11 +111,7 @@ meta_cmd_decode(const uint8_t *b, size_t len, struct meta_cmd *c)
 	c->data = sh_dec_blob(&d, META_XATTR_MAX, &c->dlen);
 	if (v >= 3) {
 		c->trim = sh_dec_u64(&d);
-		c->lease.dir = sh_dec_u64(&d);
-		c->lease.mode = sh_dec_u32(&d);
-		c->lease.uid = sh_dec_u32(&d);
-		c->lease.gid = sh_dec_u32(&d);
-		c->lease.generation = sh_dec_u64(&d);
+		meta_lease_get(&d, &c->lease);
 	}
 	sh_dec_end(&d);
 	if (d.err || c->op == 0 || c->op >= META_OP_MAX || c->ver == 0 || c->dir > 2)

@@ -116,5 +116,8 @@ int meta_cmd_decode(const uint8_t *b, size_t len, struct meta_cmd *c);
  * (r->status < 0) changes nothing: the caller aborts the transaction.
  */
 void meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *r);
+/* A lease in bytes (commands, replies): dir u64, mode, uid, gid u32, generation u64. */
+void meta_lease_put(struct sh_enc *e, const struct meta_lease *l);
+void meta_lease_get(struct sh_dec *d, struct meta_lease *l); /* errors in d */
 
 #endif /* SH_META_META_CMD_H */

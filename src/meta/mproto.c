@@ -72,13 +72,8 @@ mp_reply_encode(struct sh_enc *e, const struct mp_reply *r)
 		meta_dentry_encode(&r->dentry, de);
 		sh_enc_bytes(e, de, sizeof(de));
 	}
-	if (r->flags & MP_LEASE) {
-		sh_enc_u64(e, r->lease.dir);
-		sh_enc_u32(e, r->lease.mode);
-		sh_enc_u32(e, r->lease.uid);
-		sh_enc_u32(e, r->lease.gid);
-		sh_enc_u64(e, r->lease.generation);
-	}
+	if (r->flags & MP_LEASE)
+		meta_lease_put(e, &r->lease);
 	sh_enc_blob(e, r->data, r->dlen);
 	return sh_enc_error(e);
 }
@@ -105,13 +100,8 @@ mp_reply_decode(const uint8_t *b, size_t len, struct mp_reply *r)
 		if (p == NULL || meta_dentry_decode(p, META_DENTRY_LEN, &r->dentry) < 0)
 			return -EBADMSG;
 	}
-	if (r->flags & MP_LEASE) {
-		r->lease.dir = sh_dec_u64(&d);
-		r->lease.mode = sh_dec_u32(&d);
-		r->lease.uid = sh_dec_u32(&d);
-		r->lease.gid = sh_dec_u32(&d);
-		r->lease.generation = sh_dec_u64(&d);
-	}
+	if (r->flags & MP_LEASE)
+		meta_lease_get(&d, &r->lease);
 	r->data = sh_dec_blob(&d, len, &r->dlen);
 	sh_dec_end(&d);
 	return sh_dec_error(&d) ? -EBADMSG : 0;

@@ -1346,6 +1346,23 @@ map_get(sh_file *f, const struct stat *st, uint64_t at, uint64_t end, struct met
 }
 
 /*
+ * What a map of the extents from at (m->n of them, more: the bucket has
+ * more after the last) describes of the file whose attributes are st, as
+ * of the client's writes counter wgen.
+ */
+static void
+map_bounds(struct emap *m, const struct stat *st, uint64_t at, bool more, uint64_t wgen)
+{
+	m->from = at;
+	m->to = (uint64_t)st->st_size;
+	if (more)
+		m->to = m->n ? m->ex[m->n - 1].off + m->ex[m->n - 1].len : at + 1;
+	m->wgen = wgen;
+	m->ctime_ns = ctime_ns(st);
+	m->size = (uint64_t)st->st_size;
+}
+
+/*
  * Ask the file's bucket for the extents from at to the end of the file
  * (size), EXTENTS_BATCH at most, and keep them in the handle's map; those
  * of [at, end) into ex and *n as map_get does. 0, 1 if the file's bytes
@@ -1399,13 +1416,7 @@ map_fetch(sh_file *f, const struct stat *st, uint64_t at, uint64_t off, uint64_t
 	    meta_extent_list_decode(res.rep.data, res.rep.dlen, m->ex, &m->n) < 0)
 		rc = -EPROTO;
 	if (rc == 0) {
-		m->from = at;
-		m->to = size;
-		if (res.rep.flags & MP_MORE)
-			m->to = m->n ? m->ex[m->n - 1].off + m->ex[m->n - 1].len : at + 1;
-		m->wgen = wgen;
-		m->ctime_ns = ctime_ns(st);
-		m->size = size;
+		map_bounds(m, st, at, (res.rep.flags & MP_MORE) != 0, wgen);
 		*n = 0;
 		*upto = m->to < end ? m->to : end;
 		for (unsigned i = 0; i < m->n; i++)
@@ -1778,13 +1789,7 @@ map_seed(sh_file *f, const struct stat *st, const uint8_t *ext, size_t elen, boo
 		sh_free(m);
 		return;
 	}
-	m->from = 0;
-	m->to = (uint64_t)st->st_size;
-	if (more)
-		m->to = m->n ? m->ex[m->n - 1].off + m->ex[m->n - 1].len : 1;
-	m->wgen = wgen;
-	m->ctime_ns = ctime_ns(st);
-	m->size = (uint64_t)st->st_size;
+	map_bounds(m, st, 0, more, wgen);
 	f->map = m;
 }
 

@@ -911,16 +911,16 @@ do_read(struct mreq *m)
 		}
 		rc = meta_readdir(&mb, m->req.ino, m->req.nlen ? m->req.name : NULL, m->req.nlen, d,
 				  max, &n, &more);
+		/* readdirplus: the attributes of inodes kept here, as a getattr reads them */
+		bool plus = m->req.off & MP_READDIR_ATTRS;
+
 		for (unsigned i = 0; rc == 0 && i < n; i++) {
 			struct meta_inode a = { 0 };
 
-			/* readdirplus: the attributes of inodes kept here, as a getattr reads them
-			 */
-			if ((m->req.off & MP_READDIR_ATTRS) &&
-			    meta_ino_bucket(d[i].ino) == m->req.bucket &&
+			if (plus && meta_ino_bucket(d[i].ino) == m->req.bucket &&
 			    meta_getattr(&mb, d[i].ino, &a) < 0)
 				a.type = 0;
-			mp_dirent_put(&e, &d[i], (m->req.off & MP_READDIR_ATTRS) ? &a : NULL);
+			mp_dirent_put(&e, &d[i], plus ? &a : NULL);
 		}
 		sh_free(d);
 		if (more)
@@ -1139,6 +1139,14 @@ shipped(struct mfs *fs, uint16_t bucket, uint64_t upto)
 /* ---- proposing, with the request waiting ---- */
 
 static void on_step(void *arg, int status, const struct meta_result *r);
+
+/* A command that carried a trim up to upto is through: if applied, the outbox is dropped there. */
+static void
+trimmed(struct ship *sh, int status, const struct meta_result *r, uint64_t upto)
+{
+	if (status == 0 && r->status == 0 && upto > sh->trimmed)
+		sh->trimmed = upto;
+}
 
 static void
 propose(struct mreq *m, enum step step, uint16_t bucket, const struct meta_cmd *c)
@@ -1394,10 +1402,7 @@ on_step(void *arg, int status, const struct meta_result *r)
 	enum step step = m->step;
 
 	if (m->trim != 0) {
-		struct ship *sh = &m->fs->ship[m->trim_bucket];
-
-		if (status == 0 && r->status == 0 && m->trim > sh->trimmed)
-			sh->trimmed = m->trim;
+		trimmed(&m->fs->ship[m->trim_bucket], status, r, m->trim);
 		m->trim = 0;
 	}
 	if (step == ST_DROP || step == ST_DELTAS) {
@@ -1688,10 +1693,8 @@ static void
 on_trimmed(void *arg, int status, const struct meta_result *r)
 {
 	struct shipment *sp = arg;
-	struct ship *sh = &sp->fs->ship[sp->bucket];
 
-	if (status == 0 && r->status == 0 && sp->upto > sh->trimmed)
-		sh->trimmed = sp->upto;
+	trimmed(&sp->fs->ship[sp->bucket], status, r, sp->upto);
 	shipment_free(sp);
 }
 

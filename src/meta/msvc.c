@@ -489,9 +489,11 @@ fs_open(struct msvc *s, const struct cfg *c, const struct cfg_fs *f)
 	fs->ngroups = pl->ngroups;
 	fs->groups = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->groups));
 	fs->usage = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->usage));
+	fs->usage_term = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->usage_term));
 	fs->leaving = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->leaving));
 	fs->ship = sh_calloc(c->nbuckets, sizeof(*fs->ship));
-	if (fs->groups == NULL || fs->usage == NULL || fs->leaving == NULL || fs->ship == NULL) {
+	if (fs->groups == NULL || fs->usage == NULL || fs->usage_term == NULL ||
+	    fs->leaving == NULL || fs->ship == NULL) {
 		rc = -ENOMEM;
 		goto err;
 	}
@@ -534,6 +536,7 @@ err:
 		meta_db_close(fs->db);
 	sh_free(fs->groups);
 	sh_free(fs->usage);
+	sh_free(fs->usage_term);
 	sh_free(fs->leaving);
 	sh_free(fs->ship);
 	sh_free(fs);
@@ -554,6 +557,7 @@ fs_maybe_free(struct mfs *fs)
 	meta_db_close(fs->db);
 	sh_free(fs->groups);
 	sh_free(fs->usage);
+	sh_free(fs->usage_term);
 	sh_free(fs->leaving);
 	sh_free(fs->ship);
 	sh_free(fs);
@@ -2308,8 +2312,12 @@ msvc_groups(struct msvc *s, struct msvc_group_info *out, unsigned max)
 			if (n < max) {
 				mgroup_info(fs->groups[g], &gi);
 				mgroup_buckets(fs->groups[g], &nb);
-				if (fresh && gi.ready)
+				/* a group that has just become ready here sums at once:
+				 * what it kept from an older term is stale */
+				if (gi.ready && (fresh || fs->usage_term[g] != gi.term)) {
 					group_usage(fs->groups[g], &fs->usage[g]);
+					fs->usage_term[g] = gi.term;
+				}
 				out[n] = (struct msvc_group_info){ .fs = fs->id,
 								   .index = g,
 								   .nbuckets = nb,

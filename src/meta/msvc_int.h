@@ -39,6 +39,7 @@ struct mfs {
 	char dbpath[600];
 	struct mgroup **groups;	  /* by group index; NULL where this node is no member */
 	struct meta_usage *usage; /* by group index: as last summed while it served here */
+	uint64_t *usage_term;	  /* by group index: the term of that sum (0: none yet) */
 	bool *leaving;		  /* by group index: its copy here is being dropped */
 	uint32_t ngroups;
 	uint32_t nbuckets;

@@ -239,9 +239,15 @@ def open_files_live_until_last_close(c):
                                    "print('open', flush=True); time.sleep(600)",
                                    os.path.join(m2, "held")], stdout=subprocess.PIPE)
         check(holder.stdout.readline().strip() == b"open", "the holder opened the file")
+        # usage is summed every 2 s: wait until the new file is counted, then watch it
+        # stay counted over more than two sums after the unlink
+        wait_logical(c, len(b) + (2 << 20), 30, "the held file's bytes")
         os.unlink(os.path.join(m1, "held"))
-        time.sleep(2)
-        check(logical(c) == len(b) + (2 << 20), "an unlinked file held open keeps its space")
+        for _ in range(10):
+            time.sleep(0.5)
+            got = logical(c)
+            check(got == len(b) + (2 << 20), "an unlinked file held open keeps its space: "
+                  "logical bytes %d, want %d" % (got, len(b) + (2 << 20)))
         pid = mount_pid(m2)
         check(pid is not None, "the second mount's daemon")
         os.kill(pid, signal.SIGKILL)

@@ -13,6 +13,8 @@
 #   make bench-reduction  compression (and dedup) on against off (bench/reduction.c)
 #   make bench-rebuild  a node lost on a 7-node local cluster: rebuild time (bench/rebuild.c)
 #   make bench-smallfiles  a small-file dataset written and read through the mount (bench/smallfiles)
+#   make bench-python  PyTorch loaders and checkpoints: the Python package against the mount (bench/python)
+#   make bench-gpu    file bytes into GPU memory: sh_pread_device against a staged copy (bench/gpu.c)
 #   make compare      Shoal against GlusterFS 4+2 and the raw disk, same fio jobs (bench/compare)
 #   make fio-engine   the fio engine, libshoal_fio.so (also part of `all` but in SAN builds)
 #   make soak         simulator tests over SOAK_SEEDS random seeds
@@ -191,8 +193,29 @@ ifneq ($(SAN),1)
 TOOLS += $(FIO_ENGINE)
 endif
 
+# ---- the Python package (python/shoal, docs/python.md) into $(BUILD)/python ----
+# Built against Debian's interpreter (python3-dev, where python3-torch lives);
+# not in SAN builds, as an uninstrumented interpreter cannot load an ASan build.
+PYTHON ?= /usr/bin/python3
+PY_INC := $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_paths()['include'])" 2>/dev/null)
+PY_EXT_SUFFIX := $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
+PY_C := $(wildcard python/shoal/*.c)
+PY_EXT := $(BUILD)/python/shoal/_shoal$(PY_EXT_SUFFIX)
+PY_FILES := $(patsubst python/%,$(BUILD)/python/%,$(wildcard python/shoal/*.py))
+$(call obj,$(PY_C)): CFLAGS += -isystem $(PY_INC)
+$(PY_EXT): $(call obj,$(PY_C)) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	@echo "  LD $@"
+	$(Q)$(CC) $(LDFLAGS) -shared -Wl,--exclude-libs,ALL -o $@ $(filter %.o,$^) $(ALL_LIBS) $(LIBS)
+$(BUILD)/python/%.py: python/%.py
+	@mkdir -p $(dir $@)
+	$(Q)cp $< $@
+ifneq ($(SAN),1)
+TOOLS += $(PY_EXT) $(PY_FILES)
+endif
+
 # ---- top-level targets ----
-.PHONY: all deps test run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction bench-rebuild bench-smallfiles soak chaos clean format
+.PHONY: all deps test run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction bench-rebuild bench-smallfiles bench-python bench-gpu soak chaos clean format
 
 all: $(ALL_LIBS) $(RUNNERS) $(FUZZ_REPLAY) $(BENCHES) $(TOOLS)
 
@@ -265,6 +288,14 @@ bench-rebuild: deps
 bench-smallfiles: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bench/smallfiles $(BUILD)
+
+bench-python: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(PYTHON) bench/python $(BUILD)
+
+bench-gpu: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(BUILD)/bench/gpu
 
 chaos: deps
 	$(Q)$(MAKE) --no-print-directory all

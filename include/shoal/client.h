@@ -246,6 +246,17 @@ struct sh_io {
 SH_API int sh_io_submit(sh_io *io);
 
 /*
+ * Read up to len bytes at off into GPU memory: dptr is a CUDA device
+ * pointer (of the calling thread's current context, else of device's
+ * primary context). Returns the bytes read (fewer at the end of the file)
+ * or a negative errno; -ENODEV where there is no CUDA driver or no usable
+ * GPU (the log says which, once). The bytes go through a ring of pinned
+ * host buffers with the reads of the next chunks in flight while earlier
+ * ones are copied to the device (docs/python.md, "GPU").
+ */
+SH_API long sh_pread_device(sh_file *f, void *dptr, size_t len, uint64_t off, int device);
+
+/*
  * The owner of what this thread creates from now on (a FUSE binding sets
  * the calling process's); by default the process's own uid and gid.
  */

@@ -43,6 +43,30 @@ static void (*log_sink_fn)(void *, int, const char *);
 static void *log_sink_arg;
 static __thread char log_tag[16];
 
+/*
+ * fork() while another thread writes a line would leave the child's copy
+ * of log_lock held forever (a Python DataLoader worker forked from a
+ * process using libshoal logs through it again): the lock is taken
+ * around the fork and let go on both sides.
+ */
+static void
+log_fork_prepare(void)
+{
+	pthread_mutex_lock(&log_lock);
+}
+
+static void
+log_fork_done(void)
+{
+	pthread_mutex_unlock(&log_lock);
+}
+
+__attribute__((constructor)) static void
+log_fork_handlers(void)
+{
+	pthread_atfork(log_fork_prepare, log_fork_done, log_fork_done);
+}
+
 static const char *const level_names[] = { "fatal", "error", "warn", "info", "debug", "trace" };
 
 const char *

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The C half of the Python package (docs/python.md): the two handle types
+ * the Python layer wraps, shared by _shoal.c (the module, the file system
+ * and file types) and batch.c (read_many).
+ *
+ * Fork: libshoal runs threads, and a forked child has none of them. A
+ * child therefore never touches a handle it inherited: pthread_atfork
+ * bumps sh_py_gen in the child, and every call first checks its handle's
+ * generation. A file system handle from an older generation is abandoned
+ * (neither used nor freed: its memory is the parent's copy) and connected
+ * again with the address and name it was opened with; a file handle is
+ * opened again by its path, with the flags it was opened with less
+ * O_CREAT, O_EXCL and O_TRUNC. So DataLoader workers forked from a
+ * process that has a Shoal file system open just work.
+ */
+#ifndef SH_PY_SHOAL_H
+#define SH_PY_SHOAL_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <shoal/client.h>
+#include <stdbool.h>
+
+extern unsigned long sh_py_gen;
+
+typedef struct {
+	PyObject_HEAD sh_client *c;
+	sh_fs *fs;
+	char *addr, *name;
+	struct sh_client_opts opts;
+	unsigned long gen;
+} ShFS;
+
+typedef struct {
+	PyObject_HEAD ShFS *fs; /* a reference */
+	sh_file *f;
+	char *path;
+	int flags;
+	unsigned long gen;
+} ShFile;
+
+extern PyTypeObject ShFS_Type, ShFile_Type;
+
+/* Raise the OSError (its errno subclass) for rc < 0; path may be NULL. Returns NULL. */
+PyObject *sh_py_err(long rc, PyObject *path);
+/* The file system usable in this process (connected again after a fork), or NULL raised. */
+sh_fs *sh_py_fs(ShFS *self);
+/* The file usable in this process (opened again after a fork), or NULL raised. */
+sh_file *sh_py_file(ShFile *self);
+/* fs.read_many(requests): batch.c */
+PyObject *sh_py_read_many(ShFS *self, PyObject *args);
+
+#endif /* SH_PY_SHOAL_H */

@@ -356,6 +356,8 @@ class FileSystem:
             if isinstance(target, (str, bytes, os.PathLike)):
                 target = _path(target)
             else:
+                if not isinstance(target, File) and hasattr(target, "flush"):
+                    target.flush()  # what a buffered writer holds reads back
                 while not isinstance(target, File):
                     target = getattr(target, "raw", None) or getattr(target, "buffer", None)
                     if target is None:

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 unsigned long sh_py_gen = 1;
 
@@ -77,14 +78,15 @@ connect_fs(ShFS *self)
 	sh_fs *fs = NULL;
 	int rc;
 
-	Py_BEGIN_ALLOW_THREADS rc = sh_client_connect(self->addr, &self->opts, &c);
-	if (rc == 0) {
-		rc = sh_fs_open(c, self->name, &fs);
-		if (rc < 0)
-			sh_client_close(c);
-	}
-	Py_END_ALLOW_THREADS if (rc < 0)
-	{
+	Py_BEGIN_ALLOW_THREADS
+		rc = sh_client_connect(self->addr, &self->opts, &c);
+		if (rc == 0) {
+			rc = sh_fs_open(c, self->name, &fs);
+			if (rc < 0)
+				sh_client_close(c);
+		}
+	Py_END_ALLOW_THREADS
+	if (rc < 0) {
 		if (rc == -ENOENT)
 			PyErr_Format(PyExc_FileNotFoundError,
 				     "[Errno %d] no file system named '%s' on the cluster at %s",
@@ -99,21 +101,67 @@ connect_fs(ShFS *self)
 	return 0;
 }
 
+/* Another thread is connecting (or opening) this handle again: wait for it, GIL let go. */
+static void
+wait_other(const bool *busy)
+{
+	while (*busy) {
+		Py_BEGIN_ALLOW_THREADS
+			usleep(1000);
+		Py_END_ALLOW_THREADS
+	}
+}
+
 sh_fs *
 sh_py_fs(ShFS *self)
 {
-	if (self->addr == NULL) {
+	wait_other(&self->connecting);
+	if (self->closing || self->addr == NULL) {
 		PyErr_SetString(PyExc_ValueError, "the file system is closed");
 		return NULL;
 	}
 	if (self->gen != sh_py_gen) {
 		/* inherited over a fork: the parent's threads are not here, leave it be */
+		int rc;
+
 		self->c = NULL;
 		self->fs = NULL;
-		if (connect_fs(self) < 0)
+		self->busy = 0; /* calls of the parent's threads, which the child has not */
+		self->connecting = true;
+		rc = connect_fs(self);
+		self->connecting = false;
+		if (rc < 0)
 			return NULL;
 	}
+	self->busy++;
 	return self->fs;
+}
+
+/* Close for real once closed and neither a call nor an open file uses it (GIL held). */
+static void
+fs_maybe_release(ShFS *self)
+{
+	sh_fs *fs = self->fs;
+	sh_client *c = self->c;
+
+	if (!self->closing || self->busy > 0 || self->nfiles > 0 || c == NULL)
+		return;
+	self->fs = NULL;
+	self->c = NULL;
+	if (self->gen != sh_py_gen)
+		return; /* the parent's: not ours to free */
+	Py_BEGIN_ALLOW_THREADS
+		sh_fs_close(fs);
+		sh_client_close(c);
+	Py_END_ALLOW_THREADS
+}
+
+void
+sh_py_fs_done(ShFS *self)
+{
+	if (self->busy > 0)
+		self->busy--;
+	fs_maybe_release(self);
 }
 
 static int
@@ -148,35 +196,23 @@ err:
 }
 
 static void
-fs_release(ShFS *self)
-{
-	sh_fs *fs = self->fs;
-	sh_client *c = self->c;
-
-	if (self->gen == sh_py_gen && c != NULL) {
-		Py_BEGIN_ALLOW_THREADS sh_fs_close(fs);
-		sh_client_close(c);
-		Py_END_ALLOW_THREADS
-	}
-	self->fs = NULL;
-	self->c = NULL;
-	PyMem_RawFree(self->addr);
-	PyMem_RawFree(self->name);
-	self->addr = self->name = NULL;
-}
-
-static void
 ShFS_dealloc(ShFS *self)
 {
-	fs_release(self);
+	/* no call runs and no file is open: each holds a reference */
+	self->closing = true;
+	fs_maybe_release(self);
+	PyMem_RawFree(self->addr);
+	PyMem_RawFree(self->name);
 	Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* Closed now, or when the last call on it ends and its last open file is closed. */
 static PyObject *
 ShFS_close(ShFS *self, PyObject *unused)
 {
 	(void)unused;
-	fs_release(self);
+	self->closing = true;
+	fs_maybe_release(self);
 	Py_RETURN_NONE;
 }
 
@@ -209,10 +245,12 @@ ShFS_stat(ShFS *self, PyObject *args)
 	fs = sh_py_fs(self);
 	if (fs == NULL)
 		goto err;
-	Py_BEGIN_ALLOW_THREADS rc = follow ? sh_stat(fs, PyBytes_AS_STRING(p), &st)
-					   : sh_lstat(fs, PyBytes_AS_STRING(p), &st);
-	Py_END_ALLOW_THREADS if (rc < 0)
-	{
+	Py_BEGIN_ALLOW_THREADS
+		rc = follow ? sh_stat(fs, PyBytes_AS_STRING(p), &st)
+			    : sh_lstat(fs, PyBytes_AS_STRING(p), &st);
+	Py_END_ALLOW_THREADS
+	sh_py_fs_done(self);
+	if (rc < 0) {
 		sh_py_err(rc, p);
 		goto err;
 	}
@@ -240,25 +278,26 @@ path_call(ShFS *self, PyObject *args, const char *fmt, enum path_op op, unsigned
 		Py_DECREF(p);
 		return NULL;
 	}
-	Py_BEGIN_ALLOW_THREADS switch (op)
-	{
-	case OP_MKDIR:
-		rc = sh_mkdir(fs, PyBytes_AS_STRING(p), (mode_t)arg);
-		break;
-	case OP_UNLINK:
-		rc = sh_unlink(fs, PyBytes_AS_STRING(p));
-		break;
-	case OP_RMDIR:
-		rc = sh_rmdir(fs, PyBytes_AS_STRING(p));
-		break;
-	case OP_CHMOD:
-		rc = sh_chmod(fs, PyBytes_AS_STRING(p), (mode_t)arg);
-		break;
-	default:
-		rc = sh_mknod(fs, PyBytes_AS_STRING(p), (mode_t)arg, 0);
-	}
-	Py_END_ALLOW_THREADS if (rc < 0)
-	{
+	Py_BEGIN_ALLOW_THREADS
+		switch (op) {
+		case OP_MKDIR:
+			rc = sh_mkdir(fs, PyBytes_AS_STRING(p), (mode_t)arg);
+			break;
+		case OP_UNLINK:
+			rc = sh_unlink(fs, PyBytes_AS_STRING(p));
+			break;
+		case OP_RMDIR:
+			rc = sh_rmdir(fs, PyBytes_AS_STRING(p));
+			break;
+		case OP_CHMOD:
+			rc = sh_chmod(fs, PyBytes_AS_STRING(p), (mode_t)arg);
+			break;
+		default:
+			rc = sh_mknod(fs, PyBytes_AS_STRING(p), (mode_t)arg, 0);
+		}
+	Py_END_ALLOW_THREADS
+	sh_py_fs_done(self);
+	if (rc < 0) {
 		sh_py_err(rc, p);
 		Py_DECREF(p);
 		return NULL;
@@ -315,11 +354,17 @@ two_call(ShFS *self, PyObject *args, enum two_op op)
 		rc = 0;
 		goto out;
 	}
-	Py_BEGIN_ALLOW_THREADS if (op == OP_RENAME) rc =
-	    sh_rename(fs, PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), flags);
-	else if (op == OP_LINK) rc = sh_link(fs, PyBytes_AS_STRING(a), PyBytes_AS_STRING(b));
-	else rc = sh_symlink(fs, PyBytes_AS_STRING(a), PyBytes_AS_STRING(b));
-	Py_END_ALLOW_THREADS if (rc < 0) sh_py_err(rc, op == OP_SYMLINK ? b : a);
+	Py_BEGIN_ALLOW_THREADS
+		if (op == OP_RENAME)
+			rc = sh_rename(fs, PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), flags);
+		else if (op == OP_LINK)
+			rc = sh_link(fs, PyBytes_AS_STRING(a), PyBytes_AS_STRING(b));
+		else
+			rc = sh_symlink(fs, PyBytes_AS_STRING(a), PyBytes_AS_STRING(b));
+	Py_END_ALLOW_THREADS
+	sh_py_fs_done(self);
+	if (rc < 0)
+		sh_py_err(rc, op == OP_SYMLINK ? b : a);
 out:
 	Py_DECREF(a);
 	Py_DECREF(b);
@@ -358,9 +403,11 @@ ShFS_readlink(ShFS *self, PyObject *args)
 		return NULL;
 	fs = sh_py_fs(self);
 	if (fs != NULL) {
-		Py_BEGIN_ALLOW_THREADS n = sh_readlink(fs, PyBytes_AS_STRING(p), buf, sizeof(buf));
-		Py_END_ALLOW_THREADS r =
-		    n < 0 ? sh_py_err(n, p) : PyBytes_FromStringAndSize(buf, n);
+		Py_BEGIN_ALLOW_THREADS
+			n = sh_readlink(fs, PyBytes_AS_STRING(p), buf, sizeof(buf));
+		Py_END_ALLOW_THREADS
+		sh_py_fs_done(self);
+		r = n < 0 ? sh_py_err(n, p) : PyBytes_FromStringAndSize(buf, n);
 	}
 	Py_DECREF(p);
 	return r;
@@ -377,9 +424,12 @@ ShFS_chown(ShFS *self, PyObject *args)
 		return NULL;
 	fs = sh_py_fs(self);
 	if (fs != NULL) {
-		Py_BEGIN_ALLOW_THREADS rc =
-		    sh_chown(fs, PyBytes_AS_STRING(p), (uid_t)uid, (gid_t)gid);
-		Py_END_ALLOW_THREADS if (rc < 0) sh_py_err(rc, p);
+		Py_BEGIN_ALLOW_THREADS
+			rc = sh_chown(fs, PyBytes_AS_STRING(p), (uid_t)uid, (gid_t)gid);
+		Py_END_ALLOW_THREADS
+		sh_py_fs_done(self);
+		if (rc < 0)
+			sh_py_err(rc, p);
 	}
 	Py_DECREF(p);
 	if (fs == NULL || rc < 0)
@@ -399,8 +449,12 @@ ShFS_truncate(ShFS *self, PyObject *args)
 		return NULL;
 	fs = sh_py_fs(self);
 	if (fs != NULL) {
-		Py_BEGIN_ALLOW_THREADS rc = sh_truncate(fs, PyBytes_AS_STRING(p), size);
-		Py_END_ALLOW_THREADS if (rc < 0) sh_py_err(rc, p);
+		Py_BEGIN_ALLOW_THREADS
+			rc = sh_truncate(fs, PyBytes_AS_STRING(p), size);
+		Py_END_ALLOW_THREADS
+		sh_py_fs_done(self);
+		if (rc < 0)
+			sh_py_err(rc, p);
 	}
 	Py_DECREF(p);
 	if (fs == NULL || rc < 0)
@@ -447,8 +501,12 @@ ShFS_utime(ShFS *self, PyObject *args)
 	}
 	fs = sh_py_fs(self);
 	if (fs != NULL) {
-		Py_BEGIN_ALLOW_THREADS rc = sh_utimens(fs, PyBytes_AS_STRING(p), ts);
-		Py_END_ALLOW_THREADS if (rc < 0) sh_py_err(rc, p);
+		Py_BEGIN_ALLOW_THREADS
+			rc = sh_utimens(fs, PyBytes_AS_STRING(p), ts);
+		Py_END_ALLOW_THREADS
+		sh_py_fs_done(self);
+		if (rc < 0)
+			sh_py_err(rc, p);
 	}
 	Py_DECREF(p);
 	if (fs == NULL || rc < 0)
@@ -466,8 +524,12 @@ ShFS_statvfs(ShFS *self, PyObject *unused)
 	(void)unused;
 	if (fs == NULL)
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS rc = sh_statvfs(fs, &v);
-	Py_END_ALLOW_THREADS if (rc < 0) return sh_py_err(rc, NULL);
+	Py_BEGIN_ALLOW_THREADS
+		rc = sh_statvfs(fs, &v);
+	Py_END_ALLOW_THREADS
+	sh_py_fs_done(self);
+	if (rc < 0)
+		return sh_py_err(rc, NULL);
 	return Py_BuildValue("(kkKKKKKKkk)", v.f_bsize, v.f_frsize, (unsigned long long)v.f_blocks,
 			     (unsigned long long)v.f_bfree, (unsigned long long)v.f_bavail,
 			     (unsigned long long)v.f_files, (unsigned long long)v.f_ffree,
@@ -501,9 +563,10 @@ ShFS_listdir(ShFS *self, PyObject *args)
 		PyErr_NoMemory();
 		goto out;
 	}
-	Py_BEGIN_ALLOW_THREADS rc = sh_opendir(fs, PyBytes_AS_STRING(p), &d);
-	Py_END_ALLOW_THREADS if (rc < 0)
-	{
+	Py_BEGIN_ALLOW_THREADS
+		rc = sh_opendir(fs, PyBytes_AS_STRING(p), &d);
+	Py_END_ALLOW_THREADS
+	if (rc < 0) {
 		sh_py_err(rc, p);
 		goto out;
 	}
@@ -514,14 +577,15 @@ ShFS_listdir(ShFS *self, PyObject *args)
 		int n = 0;
 
 		/* a chunk of entries without the GIL, then into Python objects */
-		Py_BEGIN_ALLOW_THREADS for (rc = 1; n < LIST_CHUNK; n++)
-		{
-			rc = plus ? sh_readdir_plus(d, &ents[n], &sts[n]) : sh_readdir(d, &ents[n]);
-			if (rc <= 0)
-				break;
-		}
-		Py_END_ALLOW_THREADS for (int i = 0; i < n; i++)
-		{
+		Py_BEGIN_ALLOW_THREADS
+			for (rc = 1; n < LIST_CHUNK; n++) {
+				rc = plus ? sh_readdir_plus(d, &ents[n], &sts[n])
+					  : sh_readdir(d, &ents[n]);
+				if (rc <= 0)
+					break;
+			}
+		Py_END_ALLOW_THREADS
+		for (int i = 0; i < n; i++) {
 			PyObject *st = plus && sts[i].st_ino != 0 ? stat_tuple(&sts[i]) : Py_None;
 			PyObject *e;
 
@@ -550,6 +614,8 @@ ShFS_listdir(ShFS *self, PyObject *args)
 out:
 	if (d != NULL)
 		sh_closedir(d);
+	if (fs != NULL)
+		sh_py_fs_done(self);
 	PyMem_RawFree(ents);
 	PyMem_RawFree(sts);
 	Py_DECREF(p);
@@ -563,41 +629,48 @@ ShFS_open(ShFS *self, PyObject *args)
 	int flags = O_RDONLY, rc;
 	unsigned mode = 0666;
 	sh_file *f = NULL;
-	ShFile *o;
+	ShFile *o = NULL;
+	char *path;
 	sh_fs *fs;
 
 	if (!PyArg_ParseTuple(args, "O&|iI", PATH(p), &flags, &mode))
 		return NULL;
+	path = dup_str(PyBytes_AS_STRING(p));
+	o = PyObject_New(ShFile, &ShFile_Type);
+	if (o != NULL) {
+		*o = (ShFile){ .ob_base = o->ob_base };
+	}
+	if (path == NULL || o == NULL) {
+		if (o == NULL)
+			PyErr_NoMemory();
+		goto err;
+	}
 	fs = sh_py_fs(self);
 	if (fs == NULL)
 		goto err;
-	Py_BEGIN_ALLOW_THREADS rc = sh_open(fs, PyBytes_AS_STRING(p), flags, (mode_t)mode, &f);
-	Py_END_ALLOW_THREADS if (rc < 0)
-	{
+	Py_BEGIN_ALLOW_THREADS
+		rc = sh_open(fs, path, flags, (mode_t)mode, &f);
+	Py_END_ALLOW_THREADS
+	if (rc < 0) {
+		sh_py_fs_done(self);
 		sh_py_err(rc, p);
 		goto err;
 	}
-	o = PyObject_New(ShFile, &ShFile_Type);
-	if (o == NULL)
-		goto err_close;
-	o->path = dup_str(PyBytes_AS_STRING(p));
-	if (o->path == NULL) {
-		o->f = NULL;
-		o->fs = NULL;
-		Py_DECREF(o);
-		PyErr_NoMemory();
-		goto err_close;
-	}
+	o->path = path;
 	o->f = f;
 	o->fs = self;
 	Py_INCREF(self);
+	self->nfiles++; /* before the call ends: the file system stays while the file does */
+	o->counted = true;
 	o->flags = flags & ~(O_CREAT | O_EXCL | O_TRUNC);
 	o->gen = sh_py_gen;
+	sh_py_fs_done(self);
 	Py_DECREF(p);
 	return (PyObject *)o;
-err_close:
-	Py_BEGIN_ALLOW_THREADS sh_close(f);
-	Py_END_ALLOW_THREADS err : Py_DECREF(p);
+err:
+	PyMem_RawFree(path);
+	Py_XDECREF(o);
+	Py_DECREF(p);
 	return NULL;
 }
 
@@ -649,72 +722,108 @@ sh_py_file(ShFile *self)
 {
 	sh_fs *fs;
 	sh_file *f = NULL;
-	int rc;
+	int rc = 0;
 
-	if (self->path == NULL) {
+	wait_other(&self->reopening);
+	if (self->closing || self->path == NULL) {
 		PyErr_SetString(PyExc_ValueError, "I/O operation on closed file");
 		return NULL;
 	}
-	if (self->gen == sh_py_gen)
-		return self->f;
-	/* inherited over a fork: open it again here by its path */
+	if (self->gen != sh_py_gen) {
+		/* inherited over a fork: open it again here by its path */
+		self->f = NULL;
+		self->busy = 0;
+		self->reopening = true;
+		fs = sh_py_fs(self->fs);
+		if (fs != NULL) {
+			Py_BEGIN_ALLOW_THREADS
+				rc = sh_open(fs, self->path, self->flags, 0, &f);
+			Py_END_ALLOW_THREADS
+			sh_py_fs_done(self->fs);
+		}
+		self->reopening = false;
+		if (fs == NULL)
+			return NULL;
+		if (rc < 0) {
+			PyObject *p = PyBytes_FromString(self->path);
+
+			sh_py_err(rc, p);
+			Py_XDECREF(p);
+			return NULL;
+		}
+		self->f = f;
+		self->gen = sh_py_gen;
+	}
+	self->busy++;
+	return self->f;
+}
+
+/* Flush and free the handle, and let the file system go if it waits for that (GIL held). */
+static int
+file_really_close(ShFile *self)
+{
+	sh_file *f = self->f;
+	int rc = 0;
+
 	self->f = NULL;
-	fs = sh_py_fs(self->fs);
-	if (fs == NULL)
-		return NULL;
-	Py_BEGIN_ALLOW_THREADS rc = sh_open(fs, self->path, self->flags, 0, &f);
-	Py_END_ALLOW_THREADS if (rc < 0)
-	{
+	if (f != NULL && self->gen == sh_py_gen) {
+		Py_BEGIN_ALLOW_THREADS
+			rc = sh_close(f);
+		Py_END_ALLOW_THREADS
+	}
+	if (self->counted) {
+		self->counted = false;
+		self->fs->nfiles--;
+		fs_maybe_release(self->fs);
+	}
+	return rc;
+}
+
+void
+sh_py_file_done(ShFile *self)
+{
+	if (self->busy > 0)
+		self->busy--;
+	if (self->closing && self->busy == 0 && self->counted) {
+		/* closed while this call ran: it closes now, and only stderr hears of a failure */
+		int rc = file_really_close(self);
+
+		if (rc < 0)
+			PySys_FormatStderr("shoal: closing %s: %s\n", self->path, sh_strerror(rc));
+	}
+}
+
+static void
+ShFile_dealloc(ShFile *self)
+{
+	/* no call runs: each holds a reference */
+	self->closing = true;
+	file_really_close(self);
+	PyMem_RawFree(self->path);
+	Py_CLEAR(self->fs);
+	PyObject_Free(self);
+}
+
+/* Flush and close; while another thread's call on it runs, that call closes it at its end. */
+static PyObject *
+ShFile_close(ShFile *self, PyObject *unused)
+{
+	int rc;
+
+	(void)unused;
+	if (self->closing)
+		Py_RETURN_NONE;
+	self->closing = true;
+	if (self->busy > 0)
+		Py_RETURN_NONE;
+	rc = file_really_close(self);
+	if (rc < 0) {
 		PyObject *p = PyBytes_FromString(self->path);
 
 		sh_py_err(rc, p);
 		Py_XDECREF(p);
 		return NULL;
 	}
-	self->f = f;
-	self->gen = sh_py_gen;
-	return f;
-}
-
-static int
-file_release(ShFile *self)
-{
-	int rc = 0;
-
-	if (self->f != NULL && self->gen == sh_py_gen) {
-		sh_file *f = self->f;
-
-		Py_BEGIN_ALLOW_THREADS rc = sh_close(f);
-		Py_END_ALLOW_THREADS
-	}
-	self->f = NULL;
-	PyMem_RawFree(self->path);
-	self->path = NULL;
-	Py_CLEAR(self->fs);
-	return rc;
-}
-
-static void
-ShFile_dealloc(ShFile *self)
-{
-	file_release(self);
-	PyObject_Free(self);
-}
-
-static PyObject *
-ShFile_close(ShFile *self, PyObject *unused)
-{
-	PyObject *p = self->path ? PyBytes_FromString(self->path) : NULL;
-	int rc;
-
-	(void)unused;
-	rc = file_release(self);
-	if (rc < 0) {
-		sh_py_err(rc, p);
-		Py_XDECREF(p);
-		return NULL;
-	}
-	Py_XDECREF(p);
 	Py_RETURN_NONE;
 }
 
@@ -744,15 +853,19 @@ ShFile_pread(ShFile *self, PyObject *args)
 		PyErr_SetString(PyExc_ValueError, "negative length");
 		return NULL;
 	}
-	f = sh_py_file(self);
-	if (f == NULL)
-		return NULL;
 	b = PyBytes_FromStringAndSize(NULL, n);
 	if (b == NULL)
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS got = sh_pread(f, PyBytes_AS_STRING(b), (size_t)n, off);
-	Py_END_ALLOW_THREADS if (got < 0)
-	{
+	f = sh_py_file(self);
+	if (f == NULL) {
+		Py_DECREF(b);
+		return NULL;
+	}
+	Py_BEGIN_ALLOW_THREADS
+		got = sh_pread(f, PyBytes_AS_STRING(b), (size_t)n, off);
+	Py_END_ALLOW_THREADS
+	sh_py_file_done(self);
+	if (got < 0) {
 		Py_DECREF(b);
 		return file_err(self, got);
 	}
@@ -777,8 +890,11 @@ ShFile_preadinto(ShFile *self, PyObject *args)
 		PyBuffer_Release(&buf);
 		return NULL;
 	}
-	Py_BEGIN_ALLOW_THREADS got = sh_pread(f, buf.buf, (size_t)buf.len, off);
-	Py_END_ALLOW_THREADS PyBuffer_Release(&buf);
+	Py_BEGIN_ALLOW_THREADS
+		got = sh_pread(f, buf.buf, (size_t)buf.len, off);
+	Py_END_ALLOW_THREADS
+	sh_py_file_done(self);
+	PyBuffer_Release(&buf);
 	if (got < 0)
 		return file_err(self, got);
 	return PyLong_FromLong(got);
@@ -800,8 +916,11 @@ ShFile_pwrite(ShFile *self, PyObject *args)
 		PyBuffer_Release(&buf);
 		return NULL;
 	}
-	Py_BEGIN_ALLOW_THREADS n = sh_pwrite(f, buf.buf, (size_t)buf.len, off);
-	Py_END_ALLOW_THREADS PyBuffer_Release(&buf);
+	Py_BEGIN_ALLOW_THREADS
+		n = sh_pwrite(f, buf.buf, (size_t)buf.len, off);
+	Py_END_ALLOW_THREADS
+	sh_py_file_done(self);
+	PyBuffer_Release(&buf);
 	if (n < 0)
 		return file_err(self, n);
 	return PyLong_FromLong(n);
@@ -829,10 +948,11 @@ ShFile_pread_device(ShFile *self, PyObject *args)
 	f = sh_py_file(self);
 	if (f == NULL)
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS got =
-	    sh_pread_device(f, (void *)(uintptr_t)ptr, (size_t)n, off, device);
-	Py_END_ALLOW_THREADS if (got == -ENODEV)
-	{
+	Py_BEGIN_ALLOW_THREADS
+		got = sh_pread_device(f, (void *)(uintptr_t)ptr, (size_t)n, off, device);
+	Py_END_ALLOW_THREADS
+	sh_py_file_done(self);
+	if (got == -ENODEV) {
 		PyObject *a = Py_BuildValue("(is)", ENODEV,
 					    "no CUDA driver or no usable GPU on this machine "
 					    "(sh_pread_device; the shoal log says which)");
@@ -857,8 +977,12 @@ ShFile_fsync(ShFile *self, PyObject *unused)
 	(void)unused;
 	if (f == NULL)
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS rc = sh_fsync(f);
-	Py_END_ALLOW_THREADS if (rc < 0) return file_err(self, rc);
+	Py_BEGIN_ALLOW_THREADS
+		rc = sh_fsync(f);
+	Py_END_ALLOW_THREADS
+	sh_py_file_done(self);
+	if (rc < 0)
+		return file_err(self, rc);
 	Py_RETURN_NONE;
 }
 
@@ -874,8 +998,12 @@ ShFile_ftruncate(ShFile *self, PyObject *args)
 	f = sh_py_file(self);
 	if (f == NULL)
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS rc = sh_ftruncate(f, size);
-	Py_END_ALLOW_THREADS if (rc < 0) return file_err(self, rc);
+	Py_BEGIN_ALLOW_THREADS
+		rc = sh_ftruncate(f, size);
+	Py_END_ALLOW_THREADS
+	sh_py_file_done(self);
+	if (rc < 0)
+		return file_err(self, rc);
 	Py_RETURN_NONE;
 }
 
@@ -889,8 +1017,12 @@ ShFile_fstat(ShFile *self, PyObject *unused)
 	(void)unused;
 	if (f == NULL)
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS rc = sh_fstat(f, &st);
-	Py_END_ALLOW_THREADS if (rc < 0) return file_err(self, rc);
+	Py_BEGIN_ALLOW_THREADS
+		rc = sh_fstat(f, &st);
+	Py_END_ALLOW_THREADS
+	sh_py_file_done(self);
+	if (rc < 0)
+		return file_err(self, rc);
 	return stat_tuple(&st);
 }
 
@@ -898,7 +1030,7 @@ static PyObject *
 ShFile_closed(ShFile *self, void *unused)
 {
 	(void)unused;
-	return PyBool_FromLong(self->path == NULL);
+	return PyBool_FromLong(self->closing);
 }
 
 static PyMethodDef ShFile_methods[] = {

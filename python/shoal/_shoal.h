@@ -24,20 +24,38 @@
 
 extern unsigned long sh_py_gen;
 
+/*
+ * Lifetimes (all fields under the GIL): a call takes its handle with
+ * sh_py_fs / sh_py_file, which count it busy, and gives it back with
+ * sh_py_fs_done / sh_py_file_done once its GIL-free part has ended. A
+ * close while calls run (or, for a file system, while files are open)
+ * marks the object closing; the last of them closes it for real. So no
+ * thread ever uses a handle another has freed.
+ */
 typedef struct {
-	PyObject_HEAD sh_client *c;
+	PyObject ob_base; /* PyObject_HEAD */
+	sh_client *c;
 	sh_fs *fs;
 	char *addr, *name;
 	struct sh_client_opts opts;
 	unsigned long gen;
+	unsigned busy;	 /* calls running on it */
+	unsigned nfiles; /* its files not yet closed */
+	bool closing;
+	bool connecting; /* a thread connects it again (after a fork) */
 } ShFS;
 
 typedef struct {
-	PyObject_HEAD ShFS *fs; /* a reference */
+	PyObject ob_base; /* PyObject_HEAD */
+	ShFS *fs;	  /* a reference */
 	sh_file *f;
 	char *path;
 	int flags;
 	unsigned long gen;
+	unsigned busy; /* calls running on it */
+	bool closing;
+	bool counted;	/* in fs->nfiles */
+	bool reopening; /* a thread opens it again (after a fork) */
 } ShFile;
 
 extern PyTypeObject ShFS_Type, ShFile_Type;
@@ -46,8 +64,10 @@ extern PyTypeObject ShFS_Type, ShFile_Type;
 PyObject *sh_py_err(long rc, PyObject *path);
 /* The file system usable in this process (connected again after a fork), or NULL raised. */
 sh_fs *sh_py_fs(ShFS *self);
+void sh_py_fs_done(ShFS *self);
 /* The file usable in this process (opened again after a fork), or NULL raised. */
 sh_file *sh_py_file(ShFile *self);
+void sh_py_file_done(ShFile *self);
 /* fs.read_many(requests): batch.c */
 PyObject *sh_py_read_many(ShFS *self, PyObject *args);
 

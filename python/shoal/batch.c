@@ -181,9 +181,10 @@ size_file_item(struct rm_item *it)
 	int rc;
 
 	if (it->len < 0) {
-		Py_BEGIN_ALLOW_THREADS rc = sh_fstat(it->f, &st);
-		Py_END_ALLOW_THREADS if (rc < 0)
-		{
+		Py_BEGIN_ALLOW_THREADS
+			rc = sh_fstat(it->f, &st);
+		Py_END_ALLOW_THREADS
+		if (rc < 0) {
 			it->result = rc;
 			return 1;
 		}
@@ -263,6 +264,8 @@ free_items(struct rm_batch *b)
 		struct rm_item *it = &b->it[i];
 
 		Py_XDECREF(it->path);
+		if (it->file != NULL && it->f != NULL)
+			sh_py_file_done(it->file);
 		Py_XDECREF((PyObject *)it->file);
 		Py_XDECREF(it->out);
 		if (it->has_buf)
@@ -286,14 +289,14 @@ sh_py_read_many(ShFS *self, PyObject *args)
 
 	if (!PyArg_ParseTuple(args, "O|Ip", &reqs, &nthreads, &raise_errors))
 		return NULL;
-	seq = PySequence_Fast(reqs, "read_many: a sequence of (path_or_file, offset, length, "
-				    "buffer) requests");
+	/* a copy: the caller's list may change while the GIL is let go */
+	seq = PySequence_Tuple(reqs);
 	if (seq == NULL)
 		return NULL;
 	b.fs = sh_py_fs(self);
 	if (b.fs == NULL)
 		goto out;
-	b.n = (size_t)PySequence_Fast_GET_SIZE(seq);
+	b.n = (size_t)PyTuple_GET_SIZE(seq);
 	b.it = PyMem_Calloc(b.n ? b.n : 1, sizeof(*b.it));
 	if (b.it == NULL) {
 		PyErr_NoMemory();
@@ -304,7 +307,7 @@ sh_py_read_many(ShFS *self, PyObject *args)
 		int rc;
 
 		it->batch = &b;
-		if (parse_item(PySequence_Fast_GET_ITEM(seq, (Py_ssize_t)i), it) < 0)
+		if (parse_item(PyTuple_GET_ITEM(seq, (Py_ssize_t)i), it) < 0)
 			goto out;
 		if (it->path != NULL) {
 			npaths++;
@@ -329,43 +332,46 @@ sh_py_read_many(ShFS *self, PyObject *args)
 	if (npaths < nthreads)
 		nthreads = (unsigned)npaths;
 
-	Py_BEGIN_ALLOW_THREADS for (size_t i = 0; i < b.n; i++)
-	{
-		struct rm_item *it = &b.it[i];
-		int rc;
+	Py_BEGIN_ALLOW_THREADS
+		for (size_t i = 0; i < b.n; i++) {
+			struct rm_item *it = &b.it[i];
+			int rc;
 
-		if (it->path != NULL || it->io.f == NULL)
-			continue;
-		pthread_mutex_lock(&b.mu);
-		b.pending++;
-		pthread_mutex_unlock(&b.mu);
-		rc = sh_io_submit(&it->io);
-		if (rc < 0) {
-			it->result = rc;
+			if (it->path != NULL || it->io.f == NULL)
+				continue;
 			pthread_mutex_lock(&b.mu);
-			b.pending--;
+			b.pending++;
 			pthread_mutex_unlock(&b.mu);
+			rc = sh_io_submit(&it->io);
+			if (rc < 0) {
+				it->result = rc;
+				pthread_mutex_lock(&b.mu);
+				b.pending--;
+				pthread_mutex_unlock(&b.mu);
+			}
 		}
-	}
-	/* the calling thread is one of the path readers */
-	while (started + 1 < nthreads && pthread_create(&tids[started], NULL, path_worker, &b) == 0)
-		started++;
-	if (npaths > 0)
-		path_worker(&b);
-	for (unsigned t = 0; t < started; t++)
-		pthread_join(tids[t], NULL);
-	pthread_mutex_lock(&b.mu);
-	while (b.pending > 0)
-		pthread_cond_wait(&b.cv, &b.mu);
-	pthread_mutex_unlock(&b.mu);
+		/* the calling thread is one of the path readers */
+		while (started + 1 < nthreads &&
+		       pthread_create(&tids[started], NULL, path_worker, &b) == 0)
+			started++;
+		if (npaths > 0)
+			path_worker(&b);
+		for (unsigned t = 0; t < started; t++)
+			pthread_join(tids[t], NULL);
+		pthread_mutex_lock(&b.mu);
+		while (b.pending > 0)
+			pthread_cond_wait(&b.cv, &b.mu);
+		pthread_mutex_unlock(&b.mu);
 	Py_END_ALLOW_THREADS
 
-	    ret = results(&b, raise_errors);
+	ret = results(&b, raise_errors);
 out:
 	if (b.it != NULL) {
 		/* a parse failure part way: nothing was submitted yet */
 		free_items(&b);
 	}
+	if (b.fs != NULL)
+		sh_py_fs_done(self);
 	Py_DECREF(seq);
 	return ret;
 }

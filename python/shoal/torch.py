@@ -191,13 +191,40 @@ class Checkpoint:
     reader (or a crash) sees the old checkpoint or the new one, never a mix. Tensors that
     shared storage are saved (and load) as separate tensors."""
 
-    def __init__(self, fs, addr=None, writers=4, readers=16, chunk=8 << 20):
+    def __init__(self, fs, addr=None, writers=4, readers=16, chunk=8 << 20, frag_kb=1024):
         self.fs = _fs(fs, addr)
         self.writers = writers
         self.readers = readers
         self.chunk = chunk
+        self.frag_kb = frag_kb
+        self._wfs = None
+
+    def _writer_fs(self):
+        """A connection of its own that writes stripes of frag_kb fragments (4 MiB stripes
+        for 4+2 at 1024): a checkpoint is large and written once, and bigger stripes cost
+        fewer requests and commits per byte (1.7-2x the rate of 128 KiB fragments here)."""
+        if self.frag_kb == self.fs._opts[1]:
+            return self.fs
+        if self._wfs is None:
+            self._wfs = shoal.FileSystem(self.fs.name, self.fs.addr, self.fs._opts[0],
+                                         self.frag_kb)
+        return self._wfs
+
+    def close(self):
+        if self._wfs is not None:
+            self._wfs.close()
+            self._wfs = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def save(self, state, path):
+        """Write state to path (replaced atomically); returns the file's size."""
+        path = shoal._path(path)
+        wfs = self._writer_fs()
         tensors, specs = [], []
         body = io.BytesIO()
         _Saver(body, tensors).dump(state)
@@ -221,15 +248,15 @@ class Checkpoint:
         offsets = [base + r for r in rel]
         tmp = "%s.tmp-%d" % (path, os.getpid())
         size = base + at
-        with shoal.File(self.fs, tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC) as f:
+        with shoal.File(wfs, tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC) as f:
             f.pwrite(MAGIC + struct.pack("<Q", len(header)) + header, 0)
-            self._parallel(tmp, os.O_WRONLY, _pieces(views, offsets, self.chunk), write=True)
+            self._parallel(wfs, tmp, os.O_WRONLY, _pieces(views, offsets, self.chunk), True)
             f.truncate(size)
             f.fsync()
-        self.fs.rename(tmp, path)
+        wfs.rename(tmp, path)
         return size
 
-    def _parallel(self, path, flags, pieces, write):
+    def _parallel(self, fs, path, flags, pieces, write):
         """The pieces over writers (readers) handles of path, each a run of whole chunks."""
         if not pieces:
             return
@@ -241,7 +268,7 @@ class Checkpoint:
             runs[k * len(runs) // len(groups)].extend(groups[g])
 
         def one(run):
-            with shoal.File(self.fs, path, flags) as f:
+            with shoal.File(fs, path, flags) as f:
                 if write:
                     for off, mv in run:
                         done = 0
@@ -249,7 +276,7 @@ class Checkpoint:
                             done += f.pwrite(mv[done:], off + done)
                     f.fsync()
                 else:
-                    got = self.fs.read_many([(f, off, len(mv), mv) for off, mv in run])
+                    got = fs.read_many([(f, off, len(mv), mv) for off, mv in run])
                     for (off, mv), n in zip(run, got):
                         if n != len(mv):
                             raise OSError(5, "checkpoint %s is short at offset %d" %
@@ -259,6 +286,9 @@ class Checkpoint:
             list(ex.map(one, runs))
 
     def load(self, path, map_location=None):
+        """The state saved at path; map_location as torch.load's (a device, or a function
+        of (tensor, saved device)); tensors saved from a GPU go back to it by default."""
+        path = shoal._path(path)
         with shoal.File(self.fs, path, os.O_RDONLY) as f:
             first = f.pread(16, 0)
             if len(first) != 16 or first[:8] != MAGIC:
@@ -279,7 +309,7 @@ class Checkpoint:
             tensors.append(t)
             views.append(mv)
             offsets.append(base + off)
-        self._parallel(path, os.O_RDONLY, _pieces(views, offsets, self.chunk), write=False)
+        self._parallel(self.fs, path, os.O_RDONLY, _pieces(views, offsets, self.chunk), False)
         out = []
         for t, (_, _, _, _, grad, device) in zip(tensors, specs):
             if map_location is not None:

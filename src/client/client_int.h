@@ -43,6 +43,9 @@ struct sh_client {
 struct ccache;
 struct cloc;
 
+/* a filesystem handle's background thread pools (wpool.c, below) */
+enum { WPOOL_BEHIND = 0, WPOOL_AIO = 1, WPOOL_RA = 2, WPOOL_N = 3 };
+
 struct sh_fs {
 	struct sh_list link; /* in the client's open filesystems */
 	struct ccache *cache;
@@ -65,8 +68,8 @@ struct sh_fs {
 	uint64_t quota;
 	pthread_mutex_t qmu;
 	uint64_t q_used, q_added, q_at;
-	struct wpool *wpool[2]; /* started at first use (under wmu) */
-	struct cholds *holds;	/* hold.c: the files open here, held at their buckets */
+	struct wpool *wpool[WPOOL_N]; /* started at first use (under wmu) */
+	struct cholds *holds;	      /* hold.c: the files open here, held at their buckets */
 };
 
 /*
@@ -110,11 +113,14 @@ int client_attr_reply(sh_fs *fs, uint64_t ino, int rc, struct cres *r, uint64_t 
  * wpool.c: a filesystem handle's background threads. WPOOL_BEHIND (16
  * threads): write-behind, so that a file has several stripes in flight
  * while its writer fills the next one. WPOOL_AIO (16): the asynchronous
- * calls (sh_io_submit), as many in flight at once. wpool_run queues
- * fn(arg) on one (its threads start at first use): 0 or -ENOMEM.
- * wpool_stop (at sh_fs_close) runs what is queued, then stops them.
+ * calls (sh_io_submit), as many in flight at once. WPOOL_RA (8): the
+ * read-ahead of sequential readers. A task never waits for one queued
+ * on its own pool: an sh_pread on an AIO thread may wait for the file's
+ * read-ahead, so that runs on threads of its own (on the AIO pool all 16
+ * could wait for a job queued behind them). wpool_run queues fn(arg) on
+ * one (its threads start at first use): 0 or -ENOMEM. wpool_stop (at
+ * sh_fs_close) runs what is queued, then stops them.
  */
-enum { WPOOL_BEHIND = 0, WPOOL_AIO = 1, WPOOL_N = 2 };
 int wpool_run(sh_fs *fs, unsigned which, void (*fn)(void *arg), void *arg);
 /* io.c: the filesystem handle a file belongs to. */
 sh_fs *client_file_fs(const sh_file *f);

@@ -47,6 +47,8 @@ static struct {
 	cu_result (*init)(unsigned);
 	cu_result (*device_get)(cu_device *, int);
 	cu_result (*primary_retain)(cu_context *, cu_device);
+	cu_result (*primary_release)(cu_device);
+	cu_result (*pointer_attr)(void *, int, cu_devptr);
 	cu_result (*ctx_get_current)(cu_context *);
 	cu_result (*ctx_push)(cu_context);
 	cu_result (*ctx_pop)(cu_context *);
@@ -78,6 +80,8 @@ cu_load(void)
 		{ (void **)&cu.init, "cuInit" },
 		{ (void **)&cu.device_get, "cuDeviceGet" },
 		{ (void **)&cu.primary_retain, "cuDevicePrimaryCtxRetain" },
+		{ (void **)&cu.primary_release, "cuDevicePrimaryCtxRelease_v2" },
+		{ (void **)&cu.pointer_attr, "cuPointerGetAttribute" },
 		{ (void **)&cu.ctx_get_current, "cuCtxGetCurrent" },
 		{ (void **)&cu.ctx_push, "cuCtxPushCurrent_v2" },
 		{ (void **)&cu.ctx_pop, "cuCtxPopCurrent_v2" },
@@ -141,6 +145,7 @@ struct gpu_slot {
 
 struct gpu_ring {
 	struct gpu_ring *next; /* in the free list */
+	cu_context ctx;	       /* its stream and events are this context's */
 	cu_stream stream;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -161,16 +166,18 @@ cu_err(cu_result r, const char *what)
 	return -EIO;
 }
 
+/* A ring of context ctx (the current one): a free one, else a new one. */
 static int
-ring_get(struct gpu_ring **out)
+ring_get(cu_context ctx, struct gpu_ring **out)
 {
-	struct gpu_ring *g;
+	struct gpu_ring *g, **pp;
 	cu_result r;
 
 	pthread_mutex_lock(&rings_mu);
-	g = rings_free;
+	for (pp = &rings_free; (g = *pp) != NULL && g->ctx != ctx; pp = &g->next)
+		;
 	if (g != NULL)
-		rings_free = g->next;
+		*pp = g->next;
 	pthread_mutex_unlock(&rings_mu);
 	if (g != NULL) {
 		*out = g;
@@ -182,7 +189,10 @@ ring_get(struct gpu_ring **out)
 		return -ENOMEM;
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_cond_init(&g->cv, NULL);
-	r = cu.stream_create(&g->stream, 1 /* CU_STREAM_NON_BLOCKING */);
+	g->ctx = ctx;
+	/* a blocking stream: its copies wait for work queued on the legacy default stream
+	 * (where a framework may still be using the memory it just handed out) */
+	r = cu.stream_create(&g->stream, 0);
 	if (r != 0) {
 		g->stream = NULL;
 		goto err;
@@ -295,31 +305,47 @@ long
 sh_pread_device(sh_file *f, void *dptr, size_t len, uint64_t off, int device)
 {
 	struct gpu_ring *g = NULL;
-	cu_context ctx = NULL, popped;
-	cu_device dev;
+	cu_context ctx = NULL, cur = NULL, popped;
+	cu_device dev = 0;
 	cu_result r;
 	size_t nchunks, next = 0, done = 0;
 	long rc = 0;
-	bool pushed = false;
+	bool pushed = false, retained = false;
 
 	if (f == NULL || (dptr == NULL && len > 0) || device < 0)
 		return -EINVAL;
 	rc = cu_ready();
 	if (rc < 0 || len == 0)
 		return rc;
-	/* the caller's current context, else the device's primary one */
-	r = cu.ctx_get_current(&ctx);
-	if (r != 0 || ctx == NULL) {
+	/*
+	 * The context the memory belongs to (so the copies go to the right device), else
+	 * the caller's current one, else the device's primary context.
+	 */
+	if (cu.pointer_attr(&ctx, 1 /* CU_POINTER_ATTRIBUTE_CONTEXT */,
+			    (cu_devptr)(uintptr_t)dptr) != 0)
+		ctx = NULL;
+	r = cu.ctx_get_current(&cur);
+	if (r != 0)
+		cur = NULL;
+	if (ctx == NULL && cur == NULL) {
 		r = cu.device_get(&dev, device);
 		if (r == 0)
 			r = cu.primary_retain(&ctx, dev);
-		if (r == 0)
-			r = cu.ctx_push(ctx);
 		if (r != 0)
-			return cu_err(r, "the device's context");
+			return cu_err(r, "the device's primary context");
+		retained = true;
+	}
+	if (ctx == NULL) {
+		ctx = cur;
+	} else if (ctx != cur) {
+		r = cu.ctx_push(ctx);
+		if (r != 0) {
+			rc = cu_err(r, "cuCtxPushCurrent");
+			goto out;
+		}
 		pushed = true;
 	}
-	rc = ring_get(&g);
+	rc = ring_get(ctx, &g);
 	if (rc < 0)
 		goto out;
 	nchunks = (len + GPU_CHUNK - 1) / GPU_CHUNK;
@@ -377,5 +403,7 @@ drain:
 out:
 	if (pushed)
 		cu.ctx_pop(&popped);
+	if (retained)
+		cu.primary_release(dev);
 	return rc;
 }

@@ -1555,7 +1555,7 @@ ra_next(sh_file *f, const struct stat *st, uint64_t off, uint64_t end)
 	f->ra.busy = true;
 	f->ra.want_off = j->off;
 	f->ra.want_len = j->len;
-	if (wpool_run(f->fs, WPOOL_AIO, run_ra, j) < 0) {
+	if (wpool_run(f->fs, WPOOL_RA, run_ra, j) < 0) {
 		f->ra.busy = false;
 		sh_free(j->buf);
 		sh_free(j);

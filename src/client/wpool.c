@@ -42,7 +42,9 @@ worker(void *arg)
 	return NULL;
 }
 
-static const unsigned pool_threads[WPOOL_N] = { [WPOOL_BEHIND] = 16, [WPOOL_AIO] = 16 };
+static const unsigned pool_threads[WPOOL_N] = {
+	[WPOOL_BEHIND] = 16, [WPOOL_AIO] = 16, [WPOOL_RA] = 8
+};
 
 static struct wpool *
 pool_get(sh_fs *fs, unsigned which)

@@ -265,3 +265,42 @@ def test_gpu_reads_say_enodev_without_a_gpu(fs):
         assert "GPU" in str(e)
         expect(OSError, errno.ENODEV, f.pread_device, 4096, 100, 0)
         assert f.tell() == 0 and f.read(4) == fs.read_bytes("/gpu-src")[:4]
+
+
+def test_closing_while_in_use_never_frees_what_is_used(cluster):
+    """A file system closed with files open lets them finish (it closes with the last); a
+    file closed while another thread reads it closes when that read ends."""
+    import threading
+
+    import shoal
+
+    fs2 = shoal.connect("py", cluster.addr)
+    f = fs2.open("/in-use", "wb")
+    fs2.close()
+    with pytest.raises(ValueError):
+        fs2.stat("/")
+    f.write(b"still written" * 100000)
+    f.close()
+    fs3 = shoal.connect("py", cluster.addr)
+    assert fs3.read_bytes("/in-use") == b"still written" * 100000
+    big = os.urandom(48 << 20)
+    fs3.write_bytes("/in-use", big)
+    r = fs3.open("/in-use", "rb", buffering=0)
+    got = {}
+
+    def reader():
+        try:
+            got["data"] = r.pread(len(big), 0)
+        except ValueError as e:  # closed before the read began
+            got["closed"] = e
+
+    t = threading.Thread(target=reader)
+    t.start()
+    time.sleep(0.05)
+    r.close()
+    t.join(60)
+    assert not t.is_alive()
+    assert got.get("data", big) == big
+    with pytest.raises(ValueError):
+        r.read(1)
+    fs3.close()

@@ -215,3 +215,29 @@ def test_fsspec_open_ls_cp(cluster, fs):
     sfs.rm("py/fss", recursive=True)
     assert not sfs.exists("py/fss")
     assert fs.listdir("/").count("fss") == 0
+
+
+def test_read_many_of_sequential_pieces_of_one_file_never_stalls(fs):
+    """Many in-order pieces of one open file at once: every asynchronous-call thread in
+    sh_pread may wait for the file's read-ahead, which must run elsewhere (it ran on the
+    same 16 threads once, and this hung)."""
+    import threading
+
+    data = bytes(range(256)) * (48 << 12)  # 12 MiB
+    fs.write_bytes("/seq-pieces", data)
+    out = {}
+
+    def run():
+        with fs.open("/seq-pieces", "rb", buffering=0) as f:
+            for rnd in range(4):
+                piece = (64 << 10) * (rnd + 1)
+                bufs = [bytearray(piece) for _ in range(len(data) // piece)]
+                got = fs.read_many([(f, k * piece, piece, b) for k, b in enumerate(bufs)])
+                out[rnd] = all(n == piece for n in got) and b"".join(bufs) == \
+                    data[:len(bufs) * piece]
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(120)
+    assert not t.is_alive(), "read_many of one file's pieces stalled"
+    assert out == {0: True, 1: True, 2: True, 3: True}

@@ -78,10 +78,23 @@ rebuild(struct heal_events *w, const struct heal_view *v, uint64_t now, char out
 	return n;
 }
 
+/*
+ * A drain is under way while stripes have fragments on draining drives,
+ * and starts too when a drive is set draining: one whose stripes all
+ * moved between two views is still said, started and finished.
+ */
 static unsigned
 drain(struct heal_events *w, const struct heal_view *v, uint64_t now, char out[][CFG_MSG_MAX])
 {
-	if (!w->draining && v->draining > 0) {
+	bool more = v->drives_draining > w->drain_drives; /* a drive set draining since */
+
+	if (v->drives_draining < w->drain_drives)
+		w->drain_drives = v->drives_draining; /* removed */
+	if (!w->primed && v->draining == 0) {
+		w->drain_drives = v->drives_draining; /* drained before the watcher looked */
+		return 0;
+	}
+	if (!w->draining && (v->draining > 0 || more)) {
 		w->draining = true;
 		w->drain_at = now;
 		w->drain_total = v->draining;
@@ -97,9 +110,16 @@ drain(struct heal_events *w, const struct heal_view *v, uint64_t now, char out[]
 	if (v->draining > 0 || strcmp(v->state, "checking") == 0)
 		return 0;
 	w->draining = false;
-	snprintf(out[0], CFG_MSG_MAX,
-		 "drain finished in %u s: %llu stripes moved off the draining drives; state %s",
-		 secs(w->drain_at, now), (unsigned long long)w->drain_total, v->state);
+	w->drain_drives = v->drives_draining;
+	if (w->drain_total == 0)
+		snprintf(out[0], CFG_MSG_MAX,
+			 "drain finished within %u s: nothing left on the draining drives; state %s",
+			 secs(w->drain_at, now), v->state);
+	else
+		snprintf(out[0], CFG_MSG_MAX,
+			 "drain finished in %u s: %llu stripes moved off the draining drives; "
+			 "state %s",
+			 secs(w->drain_at, now), (unsigned long long)w->drain_total, v->state);
 	return 1;
 }
 

@@ -20,6 +20,7 @@ struct heal_view {
 	char state[16];		/* "checking", "rebuilding", "full", ... */
 	uint64_t pending_bytes; /* fragment bytes on lost targets, to re-create */
 	uint64_t draining;	/* stripes with fragments on draining drives */
+	uint64_t drives_draining; /* drives the configuration has draining (drained or not) */
 	uint64_t unreadable;	/* stripes missing more than their parity */
 	uint64_t targets_lost;	/* targets lost now */
 	uint64_t rebuilt_frags; /* fragments re-created so far (the nodes' counters summed) */
@@ -32,6 +33,7 @@ struct heal_events {
 	uint64_t rebuild_at, drain_at;	 /* when they started (ns, any clock) */
 	uint64_t total;			 /* the most pending bytes seen in this rebuild */
 	uint64_t drain_total;		 /* the most draining stripes seen in this drain */
+	uint64_t drain_drives;		 /* draining drives whose drain was said finished */
 	unsigned next_pct;		 /* the next quarter said of the rebuild */
 	uint64_t rebuilt_frags, seen_at; /* at the last view */
 };

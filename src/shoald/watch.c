@@ -202,6 +202,18 @@ events(struct watcher *w)
 	if (json_is_integer(eta))
 		v.eta_s = json_integer_value(eta);
 	json_decref(rb);
+	if (call(w, "GET", "/v1/drives", NULL, &rb) == 200 && json_is_array(rb)) {
+		size_t i;
+		json_t *d;
+
+		json_array_foreach(rb, i, d)
+		{
+			const char *ds = json_string_value(json_object_get(d, "state"));
+
+			v.drives_draining += ds != NULL && strcmp(ds, "draining") == 0;
+		}
+	}
+	json_decref(rb);
 	n = heal_events_step(&w->ev, &v, sh_clock_mono_ns(), out);
 	for (unsigned i = 0; i < n; i++) {
 		json_t *b = json_pack("{s:s}", "text", out[i]);

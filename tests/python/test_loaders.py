@@ -241,3 +241,21 @@ def test_read_many_of_sequential_pieces_of_one_file_never_stalls(fs):
     t.join(120)
     assert not t.is_alive(), "read_many of one file's pieces stalled"
     assert out == {0: True, 1: True, 2: True, 3: True}
+
+
+def test_iterable_dataset_shards_by_rank(fs, dataset, monkeypatch):
+    """Without torch.distributed, RANK and WORLD_SIZE pick the share: the two ranks'
+    shares are disjoint and make the whole."""
+    from shoal.torch import IterableDataset
+
+    paths, digests = dataset
+    sub = "/dataset/11"
+    want = sorted(digests[paths.index(p)] for p in paths if p.startswith(sub + "/"))
+    got = []
+    for rank in (0, 1):
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        mine = list(IterableDataset(fs, sub, transform=Digest(), batch=7))
+        assert abs(len(mine) - len(want) / 2) <= 1
+        got += mine
+    assert sorted(got) == want

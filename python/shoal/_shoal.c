@@ -874,42 +874,19 @@ ShFile_pread(ShFile *self, PyObject *args)
 	return b;
 }
 
-/* preadinto(buffer, offset) -> bytes read, into any writable buffer, without a copy */
+/*
+ * preadinto(buffer, offset) -> bytes read, into any writable buffer, and
+ * pwrite(buffer, offset) -> bytes written, from any buffer: no copy either way.
+ */
 static PyObject *
-ShFile_preadinto(ShFile *self, PyObject *args)
-{
-	Py_buffer buf;
-	unsigned long long off;
-	sh_file *f;
-	long got;
-
-	if (!PyArg_ParseTuple(args, "w*K", &buf, &off))
-		return NULL;
-	f = sh_py_file(self);
-	if (f == NULL) {
-		PyBuffer_Release(&buf);
-		return NULL;
-	}
-	Py_BEGIN_ALLOW_THREADS
-		got = sh_pread(f, buf.buf, (size_t)buf.len, off);
-	Py_END_ALLOW_THREADS
-	sh_py_file_done(self);
-	PyBuffer_Release(&buf);
-	if (got < 0)
-		return file_err(self, got);
-	return PyLong_FromLong(got);
-}
-
-/* pwrite(buffer, offset) -> bytes written, from any buffer */
-static PyObject *
-ShFile_pwrite(ShFile *self, PyObject *args)
+buf_call(ShFile *self, PyObject *args, bool write)
 {
 	Py_buffer buf;
 	unsigned long long off;
 	sh_file *f;
 	long n;
 
-	if (!PyArg_ParseTuple(args, "y*K", &buf, &off))
+	if (!PyArg_ParseTuple(args, write ? "y*K" : "w*K", &buf, &off))
 		return NULL;
 	f = sh_py_file(self);
 	if (f == NULL) {
@@ -917,13 +894,26 @@ ShFile_pwrite(ShFile *self, PyObject *args)
 		return NULL;
 	}
 	Py_BEGIN_ALLOW_THREADS
-		n = sh_pwrite(f, buf.buf, (size_t)buf.len, off);
+		n = write ? sh_pwrite(f, buf.buf, (size_t)buf.len, off)
+			  : sh_pread(f, buf.buf, (size_t)buf.len, off);
 	Py_END_ALLOW_THREADS
 	sh_py_file_done(self);
 	PyBuffer_Release(&buf);
 	if (n < 0)
 		return file_err(self, n);
 	return PyLong_FromLong(n);
+}
+
+static PyObject *
+ShFile_preadinto(ShFile *self, PyObject *args)
+{
+	return buf_call(self, args, false);
+}
+
+static PyObject *
+ShFile_pwrite(ShFile *self, PyObject *args)
+{
+	return buf_call(self, args, true);
 }
 
 /*

@@ -112,9 +112,10 @@ drain(struct heal_events *w, const struct heal_view *v, uint64_t now, char out[]
 	w->draining = false;
 	w->drain_drives = v->drives_draining;
 	if (w->drain_total == 0)
-		snprintf(out[0], CFG_MSG_MAX,
-			 "drain finished within %u s: nothing left on the draining drives; state %s",
-			 secs(w->drain_at, now), v->state);
+		snprintf(
+		    out[0], CFG_MSG_MAX,
+		    "drain finished within %u s: nothing left on the draining drives; state %s",
+		    secs(w->drain_at, now), v->state);
 	else
 		snprintf(out[0], CFG_MSG_MAX,
 			 "drain finished in %u s: %llu stripes moved off the draining drives; "

@@ -17,14 +17,14 @@
 
 /* The parts of GET /v1/rebuild that events speak of. */
 struct heal_view {
-	char state[16];		/* "checking", "rebuilding", "full", ... */
-	uint64_t pending_bytes; /* fragment bytes on lost targets, to re-create */
-	uint64_t draining;	/* stripes with fragments on draining drives */
+	char state[16];		  /* "checking", "rebuilding", "full", ... */
+	uint64_t pending_bytes;	  /* fragment bytes on lost targets, to re-create */
+	uint64_t draining;	  /* stripes with fragments on draining drives */
 	uint64_t drives_draining; /* drives the configuration has draining (drained or not) */
-	uint64_t unreadable;	/* stripes missing more than their parity */
-	uint64_t targets_lost;	/* targets lost now */
-	uint64_t rebuilt_frags; /* fragments re-created so far (the nodes' counters summed) */
-	int64_t eta_s;		/* -1: not known */
+	uint64_t unreadable;	  /* stripes missing more than their parity */
+	uint64_t targets_lost;	  /* targets lost now */
+	uint64_t rebuilt_frags;	  /* fragments re-created so far (the nodes' counters summed) */
+	int64_t eta_s;		  /* -1: not known */
 };
 
 struct heal_events {

@@ -3,10 +3,14 @@
 #ifndef SH_BENCH_BENCH_H
 #define SH_BENCH_BENCH_H
 
+#include <fcntl.h>
+#include <shoal/client.h>
+#include <shoal/sh_errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 static inline double
 bench_now(void)
@@ -66,6 +70,43 @@ static inline void __attribute__((format(printf, 1, 2))) bench_at_exit(const cha
 	vsnprintf(bench_down_cmd, sizeof(bench_down_cmd), fmt, ap);
 	va_end(ap);
 	atexit(bench_down);
+}
+
+/*
+ * A 6-node local cluster in dir (its first admin port port, drives of
+ * drive_gib GiB) with filesystem fs_name (4+2, no compression), connected:
+ * ready once a file at probe can be created (its bucket has a leader).
+ * Torn down at exit (bench_at_exit). A failure ends the benchmark.
+ */
+static inline void
+bench_cluster_fs(const char *name, const char *bin, const char *dir, unsigned port,
+		 unsigned drive_gib, const char *fs_name, const char *probe, sh_client **cl,
+		 sh_fs **fs)
+{
+	char addr[64];
+	sh_file *f;
+	int rc;
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+	bench_at_exit("%s local down --dir %s --wipe >/dev/null; rm -rf %s", bin, dir, dir);
+	bench_sh(name, "%s local up --nodes 6 --dir %s --port %u --drive-size %uG >/dev/null", bin,
+		 dir, port, drive_gib);
+	bench_sh(name, "%s --addr %s fs create %s --protection 4+2 --compression none >/dev/null",
+		 bin, addr, fs_name);
+	rc = sh_client_connect(addr, NULL, cl);
+	if (rc == 0)
+		rc = sh_fs_open(*cl, fs_name, fs);
+	for (int i = 0; rc == 0 && i < 100; i++) {
+		rc = sh_open(*fs, probe, O_WRONLY | O_CREAT, 0644, &f);
+		if (rc == 0) {
+			sh_close(f);
+			break;
+		}
+		usleep(100000);
+		rc = i < 99 ? 0 : rc;
+	}
+	if (rc < 0)
+		bench_die(name, "cannot use the cluster: %s", sh_strerror(rc));
 }
 
 #endif /* SH_BENCH_BENCH_H */

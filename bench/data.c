@@ -200,12 +200,11 @@ main(int argc, char **argv)
 {
 	unsigned gib = getenv("SH_BENCH_GIB") ? (unsigned)atoi(getenv("SH_BENCH_GIB")) : 4;
 	unsigned port = getenv("SH_BENCH_PORT") ? (unsigned)atoi(getenv("SH_BENCH_PORT")) : 7820;
-	char addr[64], self[PATH_MAX], tmp[] = "/var/tmp/shoal-bench-data-XXXXXX";
+	char self[PATH_MAX], tmp[] = "/var/tmp/shoal-bench-data-XXXXXX";
 	double w, r, cw, cr, c0, dw, dr, lat[QD1_READS];
 	unsigned long qd32 = 0;
 	sh_client *cl;
 	sh_file *f;
-	int rc;
 
 	(void)argc;
 	clk_tck = sysconf(_SC_CLK_TCK);
@@ -215,30 +214,9 @@ main(int argc, char **argv)
 		die("bad SH_BENCH_GIB or no temporary directory");
 	snprintf(dir, sizeof(dir), "%s", tmp);
 	file_size = (uint64_t)gib << 30;
-	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
-	bench_at_exit("%s local down --dir %s --wipe >/dev/null; rm -rf %s", bin, dir, dir);
 	printf("bench/data: 6-node local cluster in %s, 4+2, a %u GiB file\n", dir, gib);
 	fflush(stdout);
-	bench_sh("bench/data",
-		 "%s local up --nodes 6 --dir %s --port %u --drive-size %uG >/dev/null", bin, dir,
-		 port, gib + 2);
-	bench_sh("bench/data",
-		 "%s --addr %s fs create data --protection 4+2 --compression none >/dev/null", bin,
-		 addr);
-	rc = sh_client_connect(addr, NULL, &cl);
-	if (rc == 0)
-		rc = sh_fs_open(cl, "data", &fs);
-	for (int i = 0; rc == 0 && i < 100; i++) {
-		rc = sh_open(fs, "/data", O_WRONLY | O_CREAT, 0644, &f);
-		if (rc == 0) {
-			sh_close(f);
-			break;
-		}
-		usleep(100000);
-		rc = i < 99 ? 0 : rc;
-	}
-	if (rc < 0)
-		die("cannot use the cluster: %s", sh_strerror(rc));
+	bench_cluster_fs("bench/data", bin, dir, port, gib + 2, "data", "/data", &cl, &fs);
 
 	c0 = cpu_seconds();
 	w = sequential(true);

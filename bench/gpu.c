@@ -105,7 +105,7 @@ main(int argc, char **argv)
 {
 	unsigned gib = getenv("SH_BENCH_GIB") ? (unsigned)atoi(getenv("SH_BENCH_GIB")) : 4;
 	unsigned port = getenv("SH_BENCH_PORT") ? (unsigned)atoi(getenv("SH_BENCH_PORT")) : 7880;
-	char addr[64], self[PATH_MAX], bin[PATH_MAX], tmp[] = "/var/tmp/shoal-bench-gpu-XXXXXX";
+	char self[PATH_MAX], bin[PATH_MAX], tmp[] = "/var/tmp/shoal-bench-gpu-XXXXXX";
 	uint64_t size = (uint64_t)gib << 30;
 	unsigned long long dptr;
 	uint8_t *host, *back, *wbuf;
@@ -116,7 +116,6 @@ main(int argc, char **argv)
 	sh_fs *fs;
 	sh_file *f;
 	long got;
-	int rc;
 
 	(void)argc;
 	if (gib == 0)
@@ -133,29 +132,11 @@ main(int argc, char **argv)
 		bench_die("bench/gpu", "no memory or no temporary directory");
 	snprintf(self, sizeof(self), "%s", argv[0]);
 	snprintf(bin, sizeof(bin), "%s/../bin/shoal", dirname(self));
-	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
-	bench_at_exit("%s local down --dir %s --wipe >/dev/null; rm -rf %s", bin, tmp, tmp);
 	printf("bench/gpu: 6-node local cluster in %s, 4+2, a %u GiB file\n", tmp, gib);
 	fflush(stdout);
-	bench_sh("bench/gpu",
-		 "%s local up --nodes 6 --dir %s --port %u --drive-size %uG >/dev/null", bin, tmp,
-		 port, gib + 2);
-	bench_sh("bench/gpu",
-		 "%s --addr %s fs create g --protection 4+2 --compression none "
-		 ">/dev/null",
-		 bin, addr);
-	rc = sh_client_connect(addr, NULL, &cl);
-	if (rc == 0)
-		rc = sh_fs_open(cl, "g", &fs);
-	for (int i = 0; rc == 0 && i < 100; i++) {
-		rc = sh_open(fs, "/f", O_WRONLY | O_CREAT | O_TRUNC, 0644, &f);
-		if (rc == 0)
-			break;
-		usleep(100000);
-		rc = i < 99 ? 0 : rc;
-	}
-	if (rc < 0)
-		bench_die("bench/gpu", "cannot use the cluster: %s", sh_strerror(rc));
+	bench_cluster_fs("bench/gpu", bin, tmp, port, gib + 2, "g", "/f", &cl, &fs);
+	if (sh_open(fs, "/f", O_WRONLY | O_TRUNC, 0, &f) < 0)
+		bench_die("bench/gpu", "open the file");
 	for (uint64_t off = 0; off < size; off += CHUNK) {
 		for (size_t k = 0; k < CHUNK; k += 8)
 			*(uint64_t *)(wbuf + k) = (off + k) * 0x9e3779b97f4a7c15ull;

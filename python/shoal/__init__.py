@@ -213,15 +213,21 @@ def _device_target(b):
     return cai["data"][0], n * itemsize, getattr(dev, "index", None) or 0
 
 
-def _fsync(f):
-    """fsync a file object FileSystem.open returned (flushes its buffer first)."""
-    f.flush()
+def _raw(f, what):
+    """The shoal.File under what FileSystem.open returned, its buffers flushed first."""
+    if not isinstance(f, File) and hasattr(f, "flush"):
+        f.flush()  # what a buffered writer holds reads back, and is synced
     raw = f
     while not isinstance(raw, File):
         raw = getattr(raw, "raw", None) or getattr(raw, "buffer", None)
         if raw is None:
-            raise TypeError("not a Shoal file: %r" % f)
-    raw.fsync()
+            raise TypeError("%s: not a path or Shoal file: %r" % (what, f))
+    return raw
+
+
+def _fsync(f):
+    """fsync a file object FileSystem.open returned (flushes its buffer first)."""
+    _raw(f, "fsync").fsync()
 
 
 class DirEntry:
@@ -356,13 +362,7 @@ class FileSystem:
             if isinstance(target, (str, bytes, os.PathLike)):
                 target = _path(target)
             else:
-                if not isinstance(target, File) and hasattr(target, "flush"):
-                    target.flush()  # what a buffered writer holds reads back
-                while not isinstance(target, File):
-                    target = getattr(target, "raw", None) or getattr(target, "buffer", None)
-                    if target is None:
-                        raise TypeError("read_many: not a path or Shoal file: %r" % (r[0],))
-                target = target._h
+                target = _raw(target, "read_many")._h
             reqs.append((target,) + tuple(r[1:]))
         return self._fs.read_many(reqs, threads, raise_errors)
 

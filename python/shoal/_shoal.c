@@ -58,17 +58,6 @@ sh_py_err(long rc, PyObject *path)
 	return PyErr_SetFromErrno(PyExc_OSError);
 }
 
-static char *
-dup_str(const char *s)
-{
-	size_t n = strlen(s) + 1;
-	char *d = PyMem_RawMalloc(n);
-
-	if (d != NULL)
-		memcpy(d, s, n);
-	return d;
-}
-
 /* ---- the file system ---- */
 
 static int
@@ -178,8 +167,8 @@ ShFS_init(ShFS *self, PyObject *args, PyObject *kw)
 		PyErr_SetString(PyExc_RuntimeError, "FS is initialized already");
 		return -1;
 	}
-	self->addr = dup_str(addr);
-	self->name = dup_str(name);
+	self->addr = strdup(addr);
+	self->name = strdup(name);
 	if (self->addr == NULL || self->name == NULL) {
 		PyErr_NoMemory();
 		goto err;
@@ -189,8 +178,8 @@ ShFS_init(ShFS *self, PyObject *args, PyObject *kw)
 		goto err;
 	return 0;
 err:
-	PyMem_RawFree(self->addr);
-	PyMem_RawFree(self->name);
+	free(self->addr);
+	free(self->name);
 	self->addr = self->name = NULL;
 	return -1;
 }
@@ -201,8 +190,8 @@ ShFS_dealloc(ShFS *self)
 	/* no call runs and no file is open: each holds a reference */
 	self->closing = true;
 	fs_maybe_release(self);
-	PyMem_RawFree(self->addr);
-	PyMem_RawFree(self->name);
+	free(self->addr);
+	free(self->name);
 	Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -557,8 +546,8 @@ ShFS_listdir(ShFS *self, PyObject *args)
 	fs = sh_py_fs(self);
 	if (fs == NULL)
 		goto out;
-	ents = PyMem_RawMalloc(LIST_CHUNK * sizeof(*ents));
-	sts = plus ? PyMem_RawMalloc(LIST_CHUNK * sizeof(*sts)) : NULL;
+	ents = malloc(LIST_CHUNK * sizeof(*ents));
+	sts = plus ? malloc(LIST_CHUNK * sizeof(*sts)) : NULL;
 	if (ents == NULL || (plus && sts == NULL)) {
 		PyErr_NoMemory();
 		goto out;
@@ -616,8 +605,8 @@ out:
 		sh_closedir(d);
 	if (fs != NULL)
 		sh_py_fs_done(self);
-	PyMem_RawFree(ents);
-	PyMem_RawFree(sts);
+	free(ents);
+	free(sts);
 	Py_DECREF(p);
 	return list;
 }
@@ -635,7 +624,7 @@ ShFS_open(ShFS *self, PyObject *args)
 
 	if (!PyArg_ParseTuple(args, "O&|iI", PATH(p), &flags, &mode))
 		return NULL;
-	path = dup_str(PyBytes_AS_STRING(p));
+	path = strdup(PyBytes_AS_STRING(p));
 	o = PyObject_New(ShFile, &ShFile_Type);
 	if (o != NULL) {
 		*o = (ShFile){ .ob_base = o->ob_base };
@@ -668,7 +657,7 @@ ShFS_open(ShFS *self, PyObject *args)
 	Py_DECREF(p);
 	return (PyObject *)o;
 err:
-	PyMem_RawFree(path);
+	free(path);
 	Py_XDECREF(o);
 	Py_DECREF(p);
 	return NULL;
@@ -799,7 +788,7 @@ ShFile_dealloc(ShFile *self)
 	/* no call runs: each holds a reference */
 	self->closing = true;
 	file_really_close(self);
-	PyMem_RawFree(self->path);
+	free(self->path);
 	Py_CLEAR(self->fs);
 	PyObject_Free(self);
 }

@@ -73,27 +73,17 @@ static inline void __attribute__((format(printf, 1, 2))) bench_at_exit(const cha
 }
 
 /*
- * A 6-node local cluster in dir (its first admin port port, drives of
- * drive_gib GiB) with filesystem fs_name (4+2, no compression), connected:
- * ready once a file at probe can be created (its bucket has a leader).
- * Torn down at exit (bench_at_exit). A failure ends the benchmark.
+ * Connect to the cluster at addr and open filesystem fs_name: ready once a
+ * file at probe can be created (its bucket has a leader; 10 s at most). A
+ * failure ends the benchmark.
  */
 static inline void
-bench_cluster_fs(const char *name, const char *bin, const char *dir, unsigned port,
-		 unsigned drive_gib, const char *fs_name, const char *probe, sh_client **cl,
-		 sh_fs **fs)
+bench_connect_fs(const char *name, const char *addr, const char *fs_name, const char *probe,
+		 sh_client **cl, sh_fs **fs)
 {
-	char addr[64];
 	sh_file *f;
-	int rc;
+	int rc = sh_client_connect(addr, NULL, cl);
 
-	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
-	bench_at_exit("%s local down --dir %s --wipe >/dev/null; rm -rf %s", bin, dir, dir);
-	bench_sh(name, "%s local up --nodes 6 --dir %s --port %u --drive-size %uG >/dev/null", bin,
-		 dir, port, drive_gib);
-	bench_sh(name, "%s --addr %s fs create %s --protection 4+2 --compression none >/dev/null",
-		 bin, addr, fs_name);
-	rc = sh_client_connect(addr, NULL, cl);
 	if (rc == 0)
 		rc = sh_fs_open(*cl, fs_name, fs);
 	for (int i = 0; rc == 0 && i < 100; i++) {
@@ -107,6 +97,27 @@ bench_cluster_fs(const char *name, const char *bin, const char *dir, unsigned po
 	}
 	if (rc < 0)
 		bench_die(name, "cannot use the cluster: %s", sh_strerror(rc));
+}
+
+/*
+ * A 6-node local cluster in dir (its first admin port port, drives of
+ * drive_gib GiB) with filesystem fs_name (4+2, no compression), connected
+ * (bench_connect_fs), torn down at exit (bench_at_exit).
+ */
+static inline void
+bench_cluster_fs(const char *name, const char *bin, const char *dir, unsigned port,
+		 unsigned drive_gib, const char *fs_name, const char *probe, sh_client **cl,
+		 sh_fs **fs)
+{
+	char addr[64];
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+	bench_at_exit("%s local down --dir %s --wipe >/dev/null; rm -rf %s", bin, dir, dir);
+	bench_sh(name, "%s local up --nodes 6 --dir %s --port %u --drive-size %uG >/dev/null", bin,
+		 dir, port, drive_gib);
+	bench_sh(name, "%s --addr %s fs create %s --protection 4+2 --compression none >/dev/null",
+		 bin, addr, fs_name);
+	bench_connect_fs(name, addr, fs_name, probe, cl, fs);
 }
 
 #endif /* SH_BENCH_BENCH_H */

@@ -338,8 +338,6 @@ main(int argc, char **argv)
 	uint64_t lost;
 	unsigned drive_gib;
 	sh_client *cl;
-	sh_file *f;
-	int rc;
 
 	(void)argc;
 	snprintf(self, sizeof(self), "%s", argv[0]);
@@ -366,20 +364,7 @@ main(int argc, char **argv)
 	if (getenv("SH_BENCH_SHARE")) /* the rebuild's share of the drives under client load */
 		bench_sh("bench/rebuild", "%s --addr %s cluster set rebuild-share %s >/dev/null",
 			 bin, addr, getenv("SH_BENCH_SHARE"));
-	rc = sh_client_connect(addr, NULL, &cl);
-	if (rc == 0)
-		rc = sh_fs_open(cl, "data", &fs);
-	for (int i = 0; rc == 0 && i < 100; i++) {
-		rc = sh_open(fs, "/data", O_WRONLY | O_CREAT, 0644, &f);
-		if (rc == 0) {
-			sh_close(f);
-			break;
-		}
-		usleep(100000);
-		rc = i < 99 ? 0 : rc;
-	}
-	if (rc < 0)
-		die("cannot use the cluster: %s", sh_strerror(rc));
+	bench_connect_fs("bench/rebuild", addr, "data", "/data", &cl, &fs);
 	t0 = bench_now();
 	run(w, writer);
 	join(w, "write");

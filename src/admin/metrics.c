@@ -494,6 +494,41 @@ meta_families(struct mctx *m)
 			}
 		}
 	}
+	{
+		struct msvc_stats ms = { 0 };
+		static const char *const fam[4][2] = {
+			{ "shoal_meta_log_writes_total",
+			  "Durable writes of the groups' shared Raft log (each a batch of every "
+			  "group's records)." },
+			{ "shoal_meta_log_records_total", "Records in them." },
+			{ "shoal_meta_log_bytes_total", "Their bytes." },
+			{ "shoal_meta_log_images_total",
+			  "Images of every group's log state into the other half." },
+		};
+
+		for (unsigned w = 0; w < m->nws; w++)
+			if (m->ws[w]->has_meta) {
+				ms.log_instances += m->ws[w]->meta.log_instances;
+				ms.log.writes += m->ws[w]->meta.log.writes;
+				ms.log.records += m->ws[w]->meta.log.records;
+				ms.log.bytes += m->ws[w]->meta.log.bytes;
+				ms.log.images += m->ws[w]->meta.log.images;
+			}
+		family(t, "shoal_meta_log_instances", "gauge",
+		       "Metadata groups whose Raft log this node keeps (serving or not).");
+		put(t, "shoal_meta_log_instances{node=\"%llu\"} %u\n", (unsigned long long)m->node,
+		    ms.log_instances);
+		for (unsigned f = 0; f < 4; f++) {
+			uint64_t v = f == 0 ? ms.log.writes
+				     : f == 1 ? ms.log.records
+				     : f == 2 ? ms.log.bytes
+					      : ms.log.images;
+
+			family(t, fam[f][0], "counter", fam[f][1]);
+			put(t, "%s{node=\"%llu\"} %llu\n", fam[f][0], (unsigned long long)m->node,
+			    (unsigned long long)v);
+		}
+	}
 	heal_families(m);
 	family(t, "shoal_meta_groups_serving", "gauge",
 	       "Metadata groups here that serve requests (state loaded, leader known).");

@@ -44,7 +44,11 @@ struct rio {
 	struct raft_io *io;
 	struct rnet *rn;
 	struct env *env;
+	struct rwal *own; /* the instance's own file, or NULL: a shared one */
+	struct rwal *wal;
 	struct rlog *log;
+	char name[RLOG_NAME_MAX + 1];
+	struct env_task opened;
 	struct env_timer tick;
 	unsigned msecs;
 	raft_io_tick_cb tick_cb;
@@ -638,6 +642,8 @@ on_closed(struct env_task *t)
 	on_run_done(&r->run_done);
 	rlog_close(r->log); /* pending appends and snapshot puts: RAFT_CANCELED */
 	r->log = NULL;
+	rwal_close(r->own);
+	r->own = NULL;
 	if (r->close_cb)
 		r->close_cb(r->io);
 }
@@ -678,7 +684,16 @@ static void
 on_log_open(void *arg, int status)
 {
 	struct rio *r = arg;
+
+	if (status == 0)
+		status = rlog_open(r->wal, r->name, &r->log);
 	r->open_cb(r->open_arg, status);
+}
+
+static void
+on_opened(struct env_task *t)
+{
+	on_log_open(t->arg, 0);
 }
 
 int
@@ -707,10 +722,19 @@ rio_open(struct rnet *rn, struct raft_io *io, const struct rio_params *p, rlog_d
 	sh_list_init(&r->done);
 	env_timer_init(env, &r->tick, on_tick, r);
 	env_task_init(env, &r->run_done, on_run_done, r);
-	rc = rlog_open(env, p->path, p->log_size, on_log_open, r, &r->log);
-	if (rc < 0) {
-		sh_free(r);
-		return rc;
+	env_task_init(env, &r->opened, on_opened, r);
+	snprintf(r->name, sizeof(r->name), "%s", p->wal ? p->name : "raft");
+	if (p->wal != NULL) {
+		/* a shared file, loaded already: the instance opens at once, reported later */
+		r->wal = p->wal;
+		env_post(&r->opened);
+	} else {
+		rc = rwal_open(env, p->path, p->log_size, on_log_open, r, &r->own);
+		if (rc < 0) {
+			sh_free(r);
+			return rc;
+		}
+		r->wal = r->own;
 	}
 	memset(io, 0, sizeof(*io));
 	io->version = 1;
@@ -748,6 +772,7 @@ rio_destroy(struct raft_io *io)
 		sh_htable_remove(&r->rn->groups, &r->hn);
 	}
 	env_task_cancel(&r->run_done);
+	env_task_cancel(&r->opened);
 	while (!sh_list_empty(&r->held)) {
 		struct rop *op = sh_list_entry(sh_list_pop(&r->held), struct rop, link);
 		sh_free(op->body);
@@ -756,6 +781,7 @@ rio_destroy(struct raft_io *io)
 	while (!sh_list_empty(&r->done))
 		sh_free(sh_list_entry(sh_list_pop(&r->done), struct rop, link));
 	rlog_close(r->log);
+	rwal_close(r->own);
 	sh_free(r);
 	io->impl = NULL;
 }

@@ -10,8 +10,10 @@
  * groups (the configuration group, later the buckets) share it.
  *
  * Each raft instance gets its own struct raft_io (libraft takes it over),
- * set up by rio_open. Its log loads asynchronously: call raft_init and
- * raft_start (or raft_bootstrap first) only after the open callback.
+ * set up by rio_open. Its log is an instance in the node's shared log file
+ * (raft_log.h) or a file of its own, which loads asynchronously: call
+ * raft_init and raft_start (or raft_bootstrap first) only after the open
+ * callback, in either case.
  *
  * set_term and set_vote are synchronous in libraft: they change the state
  * at once, queue a record, and hold this instance's outgoing messages
@@ -61,7 +63,10 @@ struct rio_snap_hooks {
 struct rio_params {
 	uint32_t group;
 	raft_id id;
-	const char *path;		    /* the log file */
+	/* the node's shared log (loaded), and the instance's name in it; or NULL: */
+	struct rwal *wal;
+	const char *name;
+	const char *path;		    /* a log file of its own */
 	uint64_t log_size;		    /* its size (two halves) */
 	const struct rio_snap_hooks *hooks; /* NULL: snapshots stored whole */
 };

@@ -1,16 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The durable state of one Raft instance: two-half record file (raft_log.h). */
+/* Raft instances' durable state: one two-half record file shared by many (raft_log.h). */
 #include <string.h>
 
 #include "raft_codec.h"
-#include "raft_log.h"
+#include "raft_log_int.h"
 
 SH_LOG_FACILITY("cluster.raftlog");
 
-#define RLOG_MAGIC 0x474C5253u /* "SRLG" */
-#define HALF_HDR   4096u
-
-enum { REC_HDR = 1, REC_META, REC_ENTRY, REC_TRUNC, REC_SNAP };
+#define HALF_HDR 4096u
+#define RD_CHUNK (4u << 20) /* a half is read this much at a time when opened */
 
 enum { PH_LOADING, PH_IDLE, PH_WRITE, PH_IMAGE, PH_HEADER, PH_ZERO, PH_FAILED };
 
@@ -28,19 +26,27 @@ enum { PH_LOADING, PH_IDLE, PH_WRITE, PH_IMAGE, PH_HEADER, PH_ZERO, PH_FAILED };
 struct waiter {
 	struct sh_list link;
 	uint64_t seq;
+	struct rlog *owner;
 	rlog_done_cb cb;
 	void *arg;
 };
 
 struct rlog {
+	struct rwal *w;
+	struct rlog_inst *in;
+};
+
+struct rwal {
 	struct env *env;
 	struct env_disk *disk;
+	char path[256];
 	uint64_t half;	 /* bytes per half */
 	unsigned active; /* the half new records go to */
 	uint64_t gen;	 /* its generation */
 	uint64_t tail;	 /* next record's offset in the active half */
 	uint64_t zeroed; /* the active half is written (records, zeros) up to here */
-	struct rlog_state st;
+	struct rlog_set set;
+	uint16_t next_id;      /* the next instance number in the active half */
 	struct sh_enc pending; /* records not yet submitted */
 	uint64_t seq_queued, seq_durable, seq_writing;
 	struct sh_list waiters;
@@ -49,347 +55,63 @@ struct rlog {
 	int err;
 	struct env_disk_req req;
 	struct iovec iov;
-	uint8_t *wbuf; /* the bytes in flight */
+	uint8_t *wbuf; /* the bytes in flight (or being read) */
 	size_t wlen;
+	uint64_t rd_off;  /* loading: the active half's bytes replayed so far */
+	size_t rd_have;	  /* bytes in wbuf not replayed yet */
+	size_t rd_cap;	  /* wbuf's size while loading */
 	struct env_task kick;
+	struct rwal_stats st;
+	uint64_t recs_pending; /* records in pending */
 	rlog_done_cb open_cb;
 	void *open_arg;
 };
 
-/* ---- records ---- */
-
-static size_t
-rec_begin(struct sh_enc *e)
-{
-	sh_enc_reserve(e, RLOG_REC_HDR);
-	return e->len - RLOG_REC_HDR;
-}
-
-static void
-rec_end(struct sh_enc *e, size_t at, uint16_t type, uint64_t gen)
-{
-	uint8_t *h;
-	uint32_t len, crc, magic = RLOG_MAGIC;
-
-	if (e->err)
-		return;
-	h = e->p + at;
-	len = (uint32_t)(e->len - at - RLOG_REC_HDR);
-	memcpy(h, &magic, 4);
-	memcpy(h + 4, &type, 2);
-	memset(h + 6, 0, 2);
-	memcpy(h + 8, &len, 4);
-	memset(h + 12, 0, 4);
-	memcpy(h + 16, &gen, 8);
-	crc = sh_crc32c(0, h, e->len - at);
-	memcpy(h + 12, &crc, 4);
-}
-
-int
-rlog_rec_parse(const uint8_t *b, size_t len, uint16_t *type, uint64_t *gen, const uint8_t **payload,
-	       uint32_t *plen)
-{
-	uint32_t magic, n, crc;
-	uint8_t h[RLOG_REC_HDR];
-
-	if (len < RLOG_REC_HDR)
-		return -EAGAIN;
-	memcpy(&magic, b, 4);
-	if (magic != RLOG_MAGIC)
-		return -EBADMSG;
-	memcpy(&n, b + 8, 4);
-	if (n > len - RLOG_REC_HDR)
-		return -EAGAIN;
-	memcpy(h, b, RLOG_REC_HDR);
-	memcpy(&crc, h + 12, 4);
-	memset(h + 12, 0, 4);
-	if (sh_crc32c(sh_crc32c(0, h, RLOG_REC_HDR), b + RLOG_REC_HDR, n) != crc)
-		return -EBADMSG;
-	memcpy(type, b + 4, 2);
-	memcpy(gen, b + 16, 8);
-	*payload = b + RLOG_REC_HDR;
-	*plen = n;
-	return 0;
-}
-
-/* ---- the in-memory state ---- */
-
-static void
-snap_free(struct rlog_snap *s)
-{
-	if (s == NULL)
-		return;
-	sh_free(s->conf);
-	sh_free(s->data);
-	sh_free(s);
-}
-
-static uint64_t
-st_last(const struct rlog_state *st)
-{
-	if (st->n)
-		return st->start + st->n - 1;
-	return st->start ? st->start - 1 : (st->snap ? st->snap->index : 0);
-}
-
-/* Drop entries with index >= from. */
-static void
-st_truncate(struct rlog_state *st, uint64_t from)
-{
-	while (st->n && st->start + st->n - 1 >= from) {
-		st->n--;
-		sh_free(st->entries[st->n].data);
-	}
-	if (st->n == 0 && st->start > from)
-		st->start = from;
-}
-
-/* Drop entries with index <= upto. */
-static void
-st_drop_head(struct rlog_state *st, uint64_t upto)
-{
-	size_t k = 0;
-
-	while (k < st->n && st->start + k <= upto)
-		sh_free(st->entries[k++].data);
-	if (k) {
-		memmove(st->entries, st->entries + k, (st->n - k) * sizeof(*st->entries));
-		st->n -= k;
-	}
-	st->start += k;
-	if (st->n == 0 && st->start <= upto)
-		st->start = upto + 1;
-}
-
-static int
-st_append(struct rlog_state *st, uint64_t index, uint64_t term, uint16_t type, const void *data,
-	  size_t len)
-{
-	struct rlog_entry *e;
-
-	if (st->start == 0)
-		st->start = index;
-	if (index < st->start) {
-		/* before what we hold (a snapshot covers it): start over from index */
-		st_truncate(st, st->start);
-		st->start = index;
-	} else if (index <= st_last(st)) {
-		st_truncate(st, index);
-	} else if (index != st_last(st) + 1) {
-		return -EBADMSG;
-	}
-	if (st->n == 0)
-		st->start = index;
-	if ((st->n & (st->n - 1)) == 0) {
-		size_t cap = st->n ? st->n * 2 : 16;
-		struct rlog_entry *ne = sh_realloc(st->entries, cap * sizeof(*ne));
-		if (ne == NULL)
-			return -ENOMEM;
-		st->entries = ne;
-	}
-	e = &st->entries[st->n];
-	e->data = sh_malloc(len ? len : 1);
-	if (e->data == NULL)
-		return -ENOMEM;
-	if (len)
-		memcpy(e->data, data, len);
-	e->term = term;
-	e->type = type;
-	e->len = (uint32_t)len;
-	st->n++;
-	return 0;
-}
-
-void
-rlog_state_free(struct rlog_state *st)
-{
-	for (size_t i = 0; i < st->n; i++)
-		sh_free(st->entries[i].data);
-	sh_free(st->entries);
-	snap_free(st->snap);
-	memset(st, 0, sizeof(*st));
-}
-
-static struct rlog_snap *
-snap_dup(const uint8_t *conf, size_t conf_len, const uint8_t *data, size_t len)
-{
-	struct rlog_snap *s = sh_calloc(1, sizeof(*s));
-
-	if (s == NULL)
-		return NULL;
-	s->conf = sh_malloc(conf_len ? conf_len : 1);
-	s->data = sh_malloc(len ? len : 1);
-	if (s->conf == NULL || s->data == NULL) {
-		snap_free(s);
-		return NULL;
-	}
-	memcpy(s->conf, conf, conf_len);
-	if (len)
-		memcpy(s->data, data, len);
-	s->conf_len = conf_len;
-	s->len = len;
-	return s;
-}
-
-static int
-replay_one(struct rlog_state *st, uint16_t type, const uint8_t *p, uint32_t n)
-{
-	struct sh_dec d;
-	int rc = 0;
-
-	sh_dec_init(&d, p, n);
-	switch (type) {
-	case REC_META:
-		st->term = sh_dec_u64(&d);
-		st->vote = sh_dec_u64(&d);
-		break;
-	case REC_ENTRY: {
-		uint64_t index = sh_dec_u64(&d), term = sh_dec_u64(&d);
-		uint16_t et = sh_dec_u16(&d);
-		size_t len;
-		const uint8_t *b = sh_dec_blob(&d, RC_DATA_MAX, &len);
-		sh_dec_end(&d);
-		if (d.err || index == 0)
-			return -EBADMSG;
-		return st_append(st, index, term, et, b, len);
-	}
-	case REC_TRUNC: {
-		uint64_t index = sh_dec_u64(&d);
-		if (d.err || index == 0)
-			return -EBADMSG;
-		st_truncate(st, index);
-		break;
-	}
-	case REC_SNAP: {
-		struct rlog_snap *s;
-		uint64_t index = sh_dec_u64(&d), term = sh_dec_u64(&d), ci = sh_dec_u64(&d);
-		size_t cl, dl;
-		const uint8_t *c = sh_dec_blob(&d, RC_DATA_MAX, &cl);
-		const uint8_t *b = sh_dec_blob(&d, RC_DATA_MAX, &dl);
-		sh_dec_end(&d);
-		if (d.err || index == 0)
-			return -EBADMSG;
-		s = snap_dup(c, cl, b, dl);
-		if (s == NULL)
-			return -ENOMEM;
-		s->index = index;
-		s->term = term;
-		s->conf_index = ci;
-		snap_free(st->snap);
-		st->snap = s;
-		if (st->n == 0 && st->start <= index)
-			st->start = index + 1;
-		return 0;
-	}
-	default:
-		return -EBADMSG;
-	}
-	sh_dec_end(&d);
-	return d.err ? -EBADMSG : rc;
-}
-
-long
-rlog_replay(const uint8_t *b, size_t len, uint64_t gen, struct rlog_state *st)
-{
-	size_t off = 0;
-
-	while (off < len) {
-		uint16_t type;
-		uint64_t g;
-		const uint8_t *p;
-		uint32_t n;
-		int rc = rlog_rec_parse(b + off, len - off, &type, &g, &p, &n);
-
-		if (rc < 0 || g != gen)
-			break;
-		rc = replay_one(st, type, p, n);
-		if (rc == -ENOMEM)
-			return rc;
-		if (rc < 0)
-			break; /* a record we cannot use ends the log, like a torn one */
-		off += RLOG_REC_HDR + n;
-	}
-	return (long)off;
-}
-
 /* ---- queueing ---- */
 
 static void
-enc_meta(struct sh_enc *e, uint64_t gen, uint64_t term, uint64_t vote)
+schedule(struct rwal *w)
 {
-	size_t at = rec_begin(e);
-	sh_enc_u64(e, term);
-	sh_enc_u64(e, vote);
-	rec_end(e, at, REC_META, gen);
-}
-
-static void
-enc_entry(struct sh_enc *e, uint64_t gen, uint64_t index, uint64_t term, uint16_t type,
-	  const void *data, size_t len)
-{
-	size_t at = rec_begin(e);
-	sh_enc_u64(e, index);
-	sh_enc_u64(e, term);
-	sh_enc_u16(e, type);
-	sh_enc_blob(e, data, len);
-	rec_end(e, at, REC_ENTRY, gen);
-}
-
-static void
-enc_snap(struct sh_enc *e, uint64_t gen, const struct rlog_snap *s)
-{
-	size_t at = rec_begin(e);
-	sh_enc_u64(e, s->index);
-	sh_enc_u64(e, s->term);
-	sh_enc_u64(e, s->conf_index);
-	sh_enc_blob(e, s->conf, s->conf_len);
-	sh_enc_blob(e, s->data, s->len);
-	rec_end(e, at, REC_SNAP, gen);
-}
-
-static void
-schedule(struct rlog *l)
-{
-	env_post(&l->kick);
+	env_post(&w->kick);
 }
 
 static int
 check(struct rlog *l)
 {
-	if (l->phase == PH_LOADING)
-		return -EAGAIN;
-	if (l->err)
-		return l->err;
-	return sh_enc_error(&l->pending);
+	if (l->w->err)
+		return l->w->err;
+	return sh_enc_error(&l->w->pending);
 }
 
 static int
 add_waiter(struct rlog *l, rlog_done_cb cb, void *arg)
 {
-	struct waiter *w;
+	struct waiter *wt;
 
 	if (cb == NULL)
 		return 0;
-	w = sh_calloc(1, sizeof(*w));
-	if (w == NULL)
+	wt = sh_calloc(1, sizeof(*wt));
+	if (wt == NULL)
 		return -ENOMEM;
-	w->seq = l->seq_queued;
-	w->cb = cb;
-	w->arg = arg;
-	sh_list_add_tail(&l->waiters, &w->link);
+	wt->seq = l->w->seq_queued;
+	wt->owner = l;
+	wt->cb = cb;
+	wt->arg = arg;
+	sh_list_add_tail(&l->w->waiters, &wt->link);
 	return 0;
 }
 
 static int
 queued(struct rlog *l, rlog_done_cb cb, void *arg)
 {
-	int rc = sh_enc_error(&l->pending);
+	int rc = sh_enc_error(&l->w->pending);
 
 	if (rc)
 		return rc;
-	l->seq_queued++;
+	l->w->seq_queued++;
+	l->w->recs_pending++;
 	rc = add_waiter(l, cb, arg);
-	schedule(l);
+	schedule(l->w);
 	return rc;
 }
 
@@ -400,27 +122,28 @@ rlog_set_meta(struct rlog *l, uint64_t term, uint64_t vote)
 
 	if (rc)
 		return rc;
-	l->st.term = term;
-	l->st.vote = vote;
-	enc_meta(&l->pending, l->gen, term, vote);
+	l->in->st.term = term;
+	l->in->st.vote = vote;
+	rlog_enc_meta(&l->w->pending, l->in->id, l->w->gen, term, vote);
 	return queued(l, NULL, NULL);
 }
 
 int
 rlog_append(struct rlog *l, const struct raft_entry *e, unsigned n, rlog_done_cb cb, void *arg)
 {
+	struct rlog_state *st = &l->in->st;
 	int rc = check(l);
 
 	if (rc)
 		return rc;
 	for (unsigned i = 0; i < n; i++) {
-		uint64_t index = st_last(&l->st) + 1;
+		uint64_t index = rlog_st_last(st) + 1;
 
-		rc = st_append(&l->st, index, e[i].term, e[i].type, e[i].buf.base, e[i].buf.len);
+		rc = rlog_st_append(st, index, e[i].term, e[i].type, e[i].buf.base, e[i].buf.len);
 		if (rc)
 			return rc;
-		enc_entry(&l->pending, l->gen, index, e[i].term, e[i].type, e[i].buf.base,
-			  e[i].buf.len);
+		rlog_enc_entry(&l->w->pending, l->in->id, l->w->gen, index, e[i].term, e[i].type,
+			       e[i].buf.base, e[i].buf.len);
 	}
 	return queued(l, cb, arg);
 }
@@ -435,10 +158,10 @@ rlog_truncate(struct rlog *l, uint64_t index)
 		return rc;
 	if (index == 0)
 		return -EINVAL;
-	st_truncate(&l->st, index);
-	at = rec_begin(&l->pending);
-	sh_enc_u64(&l->pending, index);
-	rec_end(&l->pending, at, REC_TRUNC, l->gen);
+	rlog_st_truncate(&l->in->st, index);
+	at = rlog_rec_begin(&l->w->pending);
+	sh_enc_u64(&l->w->pending, index);
+	rlog_rec_end(&l->w->pending, at, REC_TRUNC, l->in->id, l->w->gen);
 	return queued(l, NULL, NULL);
 }
 
@@ -458,7 +181,7 @@ rlog_snapshot(struct rlog *l, const struct raft_snapshot *s, unsigned trailing, 
 	for (unsigned i = 0; i < s->n_bufs; i++)
 		sh_enc_bytes(&data, s->bufs[i].base, s->bufs[i].len);
 	rc = sh_enc_error(&conf) ? sh_enc_error(&conf) : sh_enc_error(&data);
-	ns = rc ? NULL : snap_dup(conf.p, conf.len, data.p, data.len);
+	ns = rc ? NULL : rlog_snap_dup(conf.p, conf.len, data.p, data.len);
 	sh_enc_fini(&conf);
 	sh_enc_fini(&data);
 	if (ns == NULL)
@@ -466,17 +189,9 @@ rlog_snapshot(struct rlog *l, const struct raft_snapshot *s, unsigned trailing, 
 	ns->index = s->index;
 	ns->term = s->term;
 	ns->conf_index = s->configuration_index;
-	snap_free(l->st.snap);
-	l->st.snap = ns;
-	if (trailing == 0) {
-		st_truncate(&l->st, 0);
-		l->st.start = s->index + 1;
-	} else if (s->index > trailing) {
-		st_drop_head(&l->st, s->index - trailing);
-	}
-	if (l->st.n == 0 && l->st.start <= s->index)
-		l->st.start = s->index + 1;
-	l->need_image = true;
+	/* a record, not an image: the other instances' states stay where they are */
+	rlog_enc_snap(&l->w->pending, l->in->id, l->w->gen, ns, trailing);
+	rlog_st_snap(&l->in->st, ns, trailing);
 	return queued(l, cb, arg);
 }
 
@@ -488,152 +203,427 @@ rlog_barrier(struct rlog *l, rlog_done_cb cb, void *arg)
 	if (rc)
 		return rc;
 	rc = add_waiter(l, cb, arg);
-	schedule(l);
+	schedule(l->w);
 	return rc;
 }
 
 uint64_t
 rlog_last_index(const struct rlog *l)
 {
-	return st_last(&l->st);
+	return rlog_st_last(&l->in->st);
 }
 
 const struct rlog_state *
 rlog_state(const struct rlog *l)
 {
-	return &l->st;
+	return &l->in->st;
+}
+
+/* ---- instances ---- */
+
+/* A number for an instance new in the active half; none left: the next image renumbers. */
+static uint16_t
+new_id(struct rwal *w)
+{
+	if (w->next_id >= RLOG_ID_NONE) {
+		w->need_image = true;
+		return RLOG_ID_NONE;
+	}
+	return w->next_id++;
+}
+
+int
+rlog_open(struct rwal *w, const char *name, struct rlog **out)
+{
+	struct rlog_inst *in;
+	struct rlog *l;
+
+	if (w->phase == PH_LOADING)
+		return -EAGAIN;
+	if (w->err)
+		return w->err;
+	if (name[0] == '\0' || strlen(name) > RLOG_NAME_MAX)
+		return -EINVAL;
+	in = rlog_set_find(&w->set, name);
+	if (in != NULL && in->open != NULL)
+		return -EBUSY;
+	l = sh_calloc(1, sizeof(*l));
+	if (l == NULL)
+		return -ENOMEM;
+	if (in == NULL && (in = rlog_set_find(&w->set, "")) != NULL) {
+		/* an older log's one instance: this name's from now on, numbered by an image */
+		snprintf(in->name, sizeof(in->name), "%s", name);
+		w->need_image = true;
+		schedule(w);
+	} else if (in == NULL) {
+		size_t at;
+
+		in = rlog_set_add(&w->set, name, new_id(w));
+		if (in == NULL) {
+			sh_free(l);
+			return -ENOMEM;
+		}
+		at = rlog_rec_begin(&w->pending);
+		sh_enc_str(&w->pending, name);
+		rlog_rec_end(&w->pending, at, REC_NAME, in->id, w->gen);
+		w->seq_queued++;
+		schedule(w);
+	}
+	l->w = w;
+	l->in = in;
+	in->open = l;
+	*out = l;
+	return 0;
+}
+
+void
+rlog_close(struct rlog *l)
+{
+	struct sh_list *pos, *tmp;
+
+	if (l == NULL)
+		return;
+	sh_list_for_each_safe (pos, tmp, &l->w->waiters) {
+		struct waiter *wt = sh_list_entry(pos, struct waiter, link);
+
+		if (wt->owner != l)
+			continue;
+		sh_list_del(&wt->link);
+		wt->cb(wt->arg, -ECANCELED);
+		sh_free(wt);
+	}
+	l->in->open = NULL;
+	sh_free(l);
+}
+
+bool
+rwal_has(const struct rwal *w, const char *name)
+{
+	return name[0] != '\0' && rlog_set_find(&w->set, name) != NULL;
+}
+
+int
+rwal_remove(struct rwal *w, const char *name)
+{
+	struct rlog_inst *in = name[0] ? rlog_set_find(&w->set, name) : NULL;
+
+	if (in == NULL)
+		return -ENOENT;
+	if (in->open != NULL)
+		return -EBUSY;
+	if (w->err == 0 && w->phase != PH_LOADING && in->id != RLOG_ID_NONE) {
+		size_t at = rlog_rec_begin(&w->pending);
+
+		rlog_rec_end(&w->pending, at, REC_DROP, in->id, w->gen);
+		w->seq_queued++;
+		schedule(w);
+	}
+	rlog_set_remove(&w->set, in);
+	return 0;
+}
+
+unsigned
+rwal_count(const struct rwal *w)
+{
+	unsigned n = 0;
+
+	for (const struct rlog_inst *in = w->set.head; in != NULL; in = in->next)
+		n++;
+	return n;
+}
+
+uint64_t
+rwal_used(const struct rwal *w)
+{
+	return w->tail;
+}
+
+void
+rwal_stats(const struct rwal *w, struct rwal_stats *out)
+{
+	*out = w->st;
+}
+
+/* ---- a log of its own brought in ---- */
+
+struct import {
+	struct rwal *w, *from;
+	char name[RLOG_NAME_MAX + 1];
+	char path[256];
+	rlog_done_cb cb;
+	void *arg;
+	struct env_task later;
+	int rc;
+};
+
+static void
+import_end(struct import *im, int rc)
+{
+	rwal_close(im->from);
+	if (rc == 0) {
+		rc = env_disk_remove(im->w->env, im->path);
+		if (rc == 0)
+			sh_log_info("raft log %s: %s brought in from %s, which is removed",
+				    im->w->path, im->name, im->path);
+	}
+	im->cb(im->arg, rc);
+	sh_free(im);
+}
+
+static void
+on_import_durable(void *arg, int status)
+{
+	import_end(arg, status);
+}
+
+static void
+on_import_loaded(void *arg, int status)
+{
+	struct import *im = arg;
+	struct rwal *w = im->w;
+	struct rlog_inst *src = im->from->set.head, *in;
+	struct waiter *wt;
+
+	/* (ended later: this runs inside the old file's read) */
+	im->rc = status < 0			? status
+		 : w->err			? w->err
+		 : src == NULL || src->next	? -EBADMSG
+		 : rlog_set_find(&w->set, im->name) ? -EEXIST
+						: 0;
+	if (im->rc < 0) {
+		env_post(&im->later);
+		return;
+	}
+	in = rlog_set_add(&w->set, im->name, new_id(w));
+	wt = sh_calloc(1, sizeof(*wt));
+	if (in == NULL || wt == NULL) {
+		if (in != NULL)
+			rlog_set_remove(&w->set, in);
+		sh_free(wt);
+		im->rc = -ENOMEM;
+		env_post(&im->later);
+		return;
+	}
+	in->st = src->st;
+	memset(&src->st, 0, sizeof(src->st));
+	/* its state reaches this file in an image; the old file goes once that is durable */
+	w->need_image = true;
+	wt->seq = ++w->seq_queued;
+	wt->cb = on_import_durable;
+	wt->arg = im;
+	sh_list_add_tail(&w->waiters, &wt->link);
+	schedule(w);
+}
+
+static void
+on_import_later(struct env_task *t)
+{
+	struct import *im = t->arg;
+
+	import_end(im, im->rc);
+}
+
+int
+rwal_import(struct rwal *w, const char *name, const char *path, rlog_done_cb cb, void *arg)
+{
+	struct import *im;
+	int rc;
+
+	if (w->phase == PH_LOADING)
+		return -EAGAIN;
+	if (name[0] == '\0' || strlen(name) > RLOG_NAME_MAX)
+		return -EINVAL;
+	if (rlog_set_find(&w->set, name) != NULL)
+		return -EEXIST;
+	im = sh_calloc(1, sizeof(*im));
+	if (im == NULL)
+		return -ENOMEM;
+	im->w = w;
+	snprintf(im->name, sizeof(im->name), "%s", name);
+	snprintf(im->path, sizeof(im->path), "%s", path);
+	im->cb = cb;
+	im->arg = arg;
+	env_task_init(w->env, &im->later, on_import_later, im);
+	rc = rwal_open(w->env, path, 0, on_import_loaded, im, &im->from);
+	if (rc < 0) {
+		/* none there (-ENOENT) or unreadable: said later, as the contract goes */
+		im->from = NULL;
+		im->rc = rc;
+		env_post(&im->later);
+	}
+	return 0;
 }
 
 /* ---- writing ---- */
 
 static void
-fire_waiters(struct rlog *l, int status)
+fire_waiters(struct rwal *w, int status)
 {
-	while (!sh_list_empty(&l->waiters)) {
-		struct waiter *w = sh_list_entry(l->waiters.next, struct waiter, link);
+	while (!sh_list_empty(&w->waiters)) {
+		struct waiter *wt = sh_list_entry(w->waiters.next, struct waiter, link);
 
-		if (status == 0 && w->seq > l->seq_durable)
+		if (status == 0 && wt->seq > w->seq_durable)
 			break;
-		sh_list_del(&w->link);
-		w->cb(w->arg, status);
-		sh_free(w);
+		sh_list_del(&wt->link);
+		wt->cb(wt->arg, status);
+		sh_free(wt);
 	}
 }
 
 static void on_write(struct env_disk_req *r, int result);
 
-/* The log's one request: at most one is in flight. Returns env_disk_submit's result. */
+/* The file's one request: at most one is in flight. Returns env_disk_submit's result. */
 static int
-disk_io(struct rlog *l, enum env_disk_op op, uint64_t off, uint8_t *buf, size_t len, env_disk_cb cb)
+disk_io(struct rwal *w, enum env_disk_op op, uint64_t off, uint8_t *buf, size_t len,
+	env_disk_cb cb)
 {
-	l->iov = (struct iovec){ buf, len };
-	l->req = (struct env_disk_req){
-		.op = op, .off = off, .iov = &l->iov, .iovcnt = 1, .cb = cb, .arg = l
+	w->iov = (struct iovec){ buf, len };
+	w->req = (struct env_disk_req){
+		.op = op, .off = off, .iov = &w->iov, .iovcnt = 1, .cb = cb, .arg = w
 	};
-	return env_disk_submit(l->disk, &l->req);
+	return env_disk_submit(w->disk, &w->req);
 }
 
 static void
-submit(struct rlog *l, int phase, uint64_t off, uint8_t *buf, size_t len)
+submit(struct rwal *w, int phase, uint64_t off, uint8_t *buf, size_t len)
 {
 	int rc;
 
-	l->phase = phase;
-	l->wbuf = buf;
-	l->wlen = len;
-	rc = disk_io(l, ENV_DISK_WRITE_DSYNC, off, buf, len, on_write);
+	w->phase = phase;
+	w->wbuf = buf;
+	w->wlen = len;
+	rc = disk_io(w, ENV_DISK_WRITE_DSYNC, off, buf, len, on_write);
 	if (rc < 0)
-		on_write(&l->req, rc);
+		on_write(&w->req, rc);
 }
 
 static void
-fail(struct rlog *l, int err)
+fail(struct rwal *w, int err)
 {
-	sh_log_error("raft log: %s; this instance stops persisting", sh_strerror(err));
-	l->err = err;
-	l->phase = PH_FAILED;
-	fire_waiters(l, err);
+	sh_log_error("raft log %s: %s; its instances stop persisting", w->path, sh_strerror(err));
+	w->err = err;
+	w->phase = PH_FAILED;
+	fire_waiters(w, err);
 }
 
-/* Write the whole state as a new image into the other half. */
+/* One instance's whole state, numbered id, into an image of generation gen. */
 static void
-start_image(struct rlog *l)
+image_inst(struct sh_enc *e, const struct rlog_inst *in, uint16_t id, uint64_t gen)
+{
+	const struct rlog_state *st = &in->st;
+
+	if (id != 0) {
+		size_t at = rlog_rec_begin(e);
+
+		sh_enc_str(e, in->name);
+		rlog_rec_end(e, at, REC_NAME, id, gen);
+	}
+	rlog_enc_meta(e, id, gen, st->term, st->vote);
+	if (st->snap)
+		rlog_enc_snap(e, id, gen, st->snap, UINT64_MAX);
+	for (size_t i = 0; i < st->n; i++)
+		rlog_enc_entry(e, id, gen, st->start + i, st->entries[i].term, st->entries[i].type,
+			       st->entries[i].data, st->entries[i].len);
+}
+
+/* Write every instance's state as a new image into the other half, numbered afresh. */
+static void
+start_image(struct rwal *w)
 {
 	struct sh_enc e;
-	const struct rlog_state *st = &l->st;
-	uint64_t gen = l->gen + 1;
+	uint64_t gen = w->gen + 1;
+	uint16_t id = 1;
 	size_t len;
 	uint8_t *b;
 
 	sh_enc_init(&e);
-	enc_meta(&e, gen, st->term, st->vote);
-	if (st->snap)
-		enc_snap(&e, gen, st->snap);
-	for (size_t i = 0; i < st->n; i++)
-		enc_entry(&e, gen, st->start + i, st->entries[i].term, st->entries[i].type,
-			  st->entries[i].data, st->entries[i].len);
+	for (struct rlog_inst *in = w->set.head; in != NULL; in = in->next)
+		if (id < RLOG_ID_NONE)
+			image_inst(&e, in, in->name[0] ? id++ : 0, gen);
+	if (id >= RLOG_ID_NONE) {
+		sh_log_error("raft log %s: more than %u instances", w->path, RLOG_ID_NONE - 1);
+		sh_enc_fini(&e);
+		fail(w, -ENOSPC);
+		return;
+	}
 	if (sh_enc_error(&e)) {
 		sh_enc_fini(&e);
-		fail(l, -ENOMEM);
+		fail(w, -ENOMEM);
 		return;
 	}
-	if (e.len > l->half - HALF_HDR) {
-		sh_log_error("raft log: state of %zu bytes does not fit in a half of %llu", e.len,
-			     (unsigned long long)l->half);
+	if (e.len > w->half - HALF_HDR) {
+		sh_log_error("raft log %s: state of %zu bytes does not fit in a half of %llu",
+			     w->path, e.len, (unsigned long long)w->half);
 		sh_enc_fini(&e);
-		fail(l, -ENOSPC);
+		fail(w, -ENOSPC);
 		return;
 	}
-	/* everything pending is in the image; new records go to the new half */
-	sh_enc_fini(&l->pending);
-	sh_enc_init(&l->pending);
-	l->seq_writing = l->seq_queued;
-	l->need_image = false;
-	l->active ^= 1;
-	l->gen = gen;
-	l->tail = HALF_HDR + e.len;
-	l->zeroed = l->tail; /* (what was there before is not known: zeroed afresh) */
+	/* the numbers the image gave: what is queued from now on is of the new half */
+	memset(w->set.byid, 0, w->set.nids * sizeof(*w->set.byid));
+	id = 1;
+	for (struct rlog_inst *in = w->set.head; in != NULL; in = in->next)
+		if (rlog_set_bind(&w->set, in, in->name[0] ? id++ : 0) < 0) {
+			sh_enc_fini(&e);
+			fail(w, -ENOMEM);
+			return;
+		}
+	w->next_id = id;
+	/* everything pending is in the image */
+	sh_enc_fini(&w->pending);
+	sh_enc_init(&w->pending);
+	w->seq_writing = w->seq_queued;
+	w->need_image = false;
+	w->recs_pending = 0;
+	w->st.images++;
+	w->active ^= 1;
+	w->gen = gen;
+	w->tail = HALF_HDR + e.len;
+	w->zeroed = w->tail; /* (what was there before is not known: zeroed afresh) */
 	b = sh_enc_take(&e, &len);
-	submit(l, PH_IMAGE, l->active * l->half + HALF_HDR, b, len);
+	submit(w, PH_IMAGE, w->active * w->half + HALF_HDR, b, len);
 }
 
 static void
-kick(struct rlog *l)
+kick(struct rwal *w)
 {
 	size_t len;
 	uint8_t *b;
 
-	if (l->phase != PH_IDLE)
+	if (w->phase != PH_IDLE)
 		return;
-	if (l->need_image || l->tail + l->pending.len > l->half) {
-		start_image(l);
-		return;
-	}
-	if (l->pending.len == 0) {
-		l->seq_durable = l->seq_queued;
-		fire_waiters(l, 0);
+	if (w->need_image || w->tail + w->pending.len > w->half) {
+		start_image(w);
 		return;
 	}
-	if (l->tail + l->pending.len > l->zeroed && l->zeroed < l->half) {
+	if (w->pending.len == 0) {
+		w->seq_durable = w->seq_queued;
+		fire_waiters(w, 0);
+		return;
+	}
+	if (w->tail + w->pending.len > w->zeroed && w->zeroed < w->half) {
 		/* past the tail only: nothing valid lies there (replay stops at zeros) */
-		uint64_t from = l->zeroed > l->tail ? l->zeroed : l->tail;
-		uint64_t n = l->half - from < ZERO_CHUNK ? l->half - from : ZERO_CHUNK;
+		uint64_t from = w->zeroed > w->tail ? w->zeroed : w->tail;
+		uint64_t n = w->half - from < ZERO_CHUNK ? w->half - from : ZERO_CHUNK;
 
 		b = sh_aligned_alloc(ENV_DISK_BLOCK, n);
 		if (b != NULL) {
 			memset(b, 0, n);
-			l->zeroed = from + n;
-			submit(l, PH_ZERO, l->active * l->half + from, b, n);
+			w->zeroed = from + n;
+			submit(w, PH_ZERO, w->active * w->half + from, b, n);
 			return;
 		}
-		l->zeroed = l->half; /* short of memory: records go on unwritten blocks */
+		w->zeroed = w->half; /* short of memory: records go on unwritten blocks */
 	}
-	l->seq_writing = l->seq_queued;
-	b = sh_enc_take(&l->pending, &len);
-	submit(l, PH_WRITE, l->active * l->half + l->tail, b, len);
-	l->tail += len;
-	if (l->tail > l->zeroed)
-		l->zeroed = l->tail;
+	w->seq_writing = w->seq_queued;
+	b = sh_enc_take(&w->pending, &len);
+	w->st.writes++;
+	w->st.records += w->recs_pending;
+	w->st.bytes += len;
+	w->recs_pending = 0;
+	submit(w, PH_WRITE, w->active * w->half + w->tail, b, len);
+	w->tail += len;
+	if (w->tail > w->zeroed)
+		w->zeroed = w->tail;
 }
 
 static void
@@ -645,67 +635,71 @@ on_kick(struct env_task *t)
 static void
 on_write(struct env_disk_req *r, int result)
 {
-	struct rlog *l = r->arg;
+	struct rwal *w = r->arg;
 
-	sh_free(l->wbuf);
-	l->wbuf = NULL;
+	sh_free(w->wbuf);
+	w->wbuf = NULL;
 	if (result < 0) {
-		fail(l, result == -ENOSPC ? -ENOSPC : -EIO);
+		fail(w, result == -ENOSPC ? -ENOSPC : -EIO);
 		return;
 	}
-	if (l->phase == PH_IMAGE) {
+	if (w->phase == PH_IMAGE) {
 		/* the body is durable: now the header that makes it the current half */
 		struct sh_enc e;
 		size_t at, len, pad;
 		uint8_t *b;
 
 		sh_enc_init(&e);
-		at = rec_begin(&e);
-		sh_enc_u64(&e, l->half);
-		rec_end(&e, at, REC_HDR, l->gen);
+		at = rlog_rec_begin(&e);
+		sh_enc_u64(&e, w->half);
+		rlog_rec_end(&e, at, REC_HDR, 0, w->gen);
 		pad = HALF_HDR - e.len;
 		b = sh_enc_reserve(&e, pad);
 		if (b)
 			memset(b, 0, pad);
 		if (sh_enc_error(&e)) {
 			sh_enc_fini(&e);
-			fail(l, -ENOMEM);
+			fail(w, -ENOMEM);
 			return;
 		}
 		b = sh_enc_take(&e, &len);
-		submit(l, PH_HEADER, l->active * l->half, b, len);
+		submit(w, PH_HEADER, w->active * w->half, b, len);
 		return;
 	}
-	if (l->phase == PH_ZERO) {
-		l->phase = PH_IDLE;
-		kick(l); /* the records now */
+	if (w->phase == PH_ZERO) {
+		w->phase = PH_IDLE;
+		kick(w); /* the records now */
 		return;
 	}
-	l->phase = PH_IDLE;
-	l->seq_durable = l->seq_writing;
-	fire_waiters(l, 0);
-	kick(l);
+	w->phase = PH_IDLE;
+	w->seq_durable = w->seq_writing;
+	fire_waiters(w, 0);
+	kick(w);
 }
 
 /* ---- open ---- */
 
 static void
-on_loaded(struct rlog *l, int rc)
+on_loaded(struct rwal *w, int rc)
 {
-	l->phase = rc ? PH_FAILED : PH_IDLE;
-	l->err = rc;
-	l->open_cb(l->open_arg, rc);
+	sh_free(w->wbuf);
+	w->wbuf = NULL;
+	w->phase = rc ? PH_FAILED : PH_IDLE;
+	w->err = rc;
+	if (rc)
+		sh_log_error("raft log %s: cannot load: %s", w->path, sh_strerror(rc));
+	w->open_cb(w->open_arg, rc);
 }
 
 static int
 hdr_gen(const uint8_t *b, uint64_t half, uint64_t *gen)
 {
-	uint16_t type;
+	uint16_t type, id;
 	const uint8_t *p;
 	uint32_t n;
 	uint64_t h;
 
-	if (rlog_rec_parse(b, HALF_HDR, &type, gen, &p, &n) != 0 || type != REC_HDR || n != 8)
+	if (rlog_rec_parse(b, HALF_HDR, &type, &id, gen, &p, &n) != 0 || type != REC_HDR || n != 8)
 		return -1;
 	memcpy(&h, p, 8);
 	return h == half ? 0 : -1;
@@ -717,153 +711,207 @@ static void on_read_hdrs(struct env_disk_req *r, int result);
 static void
 on_open_fail(struct env_task *t)
 {
-	struct rlog *l = t->arg;
+	struct rwal *w = t->arg;
 
-	sh_free(l->wbuf);
-	l->wbuf = NULL;
-	env_task_init(l->env, &l->kick, on_kick, l);
-	on_loaded(l, l->err);
+	env_task_init(w->env, &w->kick, on_kick, w);
+	on_loaded(w, w->err);
+}
+
+/* A read that could not be queued: its callback runs later, never inside the call. */
+static void
+read_failed(struct rwal *w, int rc)
+{
+	w->err = rc;
+	env_task_init(w->env, &w->kick, on_open_fail, w);
+	env_post(&w->kick);
 }
 
 static void
-read_hdr(struct rlog *l, unsigned half, env_disk_cb cb)
+read_hdr(struct rwal *w, unsigned half, env_disk_cb cb)
 {
-	int rc;
+	int rc = disk_io(w, ENV_DISK_READ, half * w->half, w->wbuf + half * HALF_HDR, HALF_HDR, cb);
 
-	rc = disk_io(l, ENV_DISK_READ, half * l->half, l->wbuf + half * HALF_HDR, HALF_HDR, cb);
-	if (rc < 0) {
-		/* callbacks never run inside the call that queued them: defer */
-		l->err = rc;
-		env_task_init(l->env, &l->kick, on_open_fail, l);
-		env_post(&l->kick);
-	}
+	if (rc < 0)
+		read_failed(w, rc);
 }
 
 static void
 on_read_hdr0(struct env_disk_req *r, int result)
 {
-	struct rlog *l = r->arg;
+	struct rwal *w = r->arg;
 
 	if (result < 0) {
 		on_read_hdrs(r, result);
 		return;
 	}
-	read_hdr(l, 1, on_read_hdrs);
+	read_hdr(w, 1, on_read_hdrs);
+}
+
+/* Read the next piece of the active half after what is held in wbuf. */
+static void
+read_more(struct rwal *w)
+{
+	uint64_t at = w->rd_off + w->rd_have; /* from the body's start */
+	uint64_t left = w->half - HALF_HDR - at;
+	size_t n = left < RD_CHUNK ? (size_t)left : RD_CHUNK;
+	int rc;
+
+	if (w->rd_have + n > w->rd_cap) {
+		uint8_t *nb = sh_realloc(w->wbuf, w->rd_have + n);
+
+		if (nb == NULL) {
+			on_loaded(w, -ENOMEM);
+			return;
+		}
+		w->wbuf = nb;
+		w->rd_cap = w->rd_have + n;
+	}
+	w->wlen = n;
+	rc = disk_io(w, ENV_DISK_READ, w->active * w->half + HALF_HDR + at, w->wbuf + w->rd_have,
+		     n, on_read_body);
+	if (rc < 0)
+		on_read_body(&w->req, rc);
 }
 
 static void
 on_read_hdrs(struct env_disk_req *r, int result)
 {
-	struct rlog *l = r->arg;
-	uint8_t *b = l->wbuf;
+	struct rwal *w = r->arg;
+	uint8_t *b = w->wbuf;
 	uint64_t g0 = 0, g1 = 0;
 	bool v0, v1;
 
 	if (result < 0) {
-		sh_free(b);
-		on_loaded(l, result);
+		on_loaded(w, result);
 		return;
 	}
-	v0 = hdr_gen(b, l->half, &g0) == 0;
-	v1 = hdr_gen(b + HALF_HDR, l->half, &g1) == 0;
+	v0 = hdr_gen(b, w->half, &g0) == 0;
+	v1 = hdr_gen(b + HALF_HDR, w->half, &g1) == 0;
 	sh_free(b);
-	l->wbuf = NULL;
+	w->wbuf = NULL;
 	if (!v0 && !v1) {
 		/* a new log: the first write is an image into half 0, generation 1 */
-		l->active = 1;
-		l->gen = 0;
-		l->tail = HALF_HDR;
-		l->need_image = true;
-		on_loaded(l, 0);
+		w->active = 1;
+		w->gen = 0;
+		w->tail = HALF_HDR;
+		w->need_image = true;
+		on_loaded(w, 0);
 		return;
 	}
-	l->active = (v1 && (!v0 || g1 > g0)) ? 1 : 0;
-	l->gen = l->active ? g1 : g0;
-	l->wlen = l->half - HALF_HDR;
-	l->wbuf = sh_aligned_alloc(ENV_DISK_BLOCK, l->wlen);
-	if (l->wbuf == NULL) {
-		on_loaded(l, -ENOMEM);
-		return;
-	}
-	result = disk_io(l, ENV_DISK_READ, l->active * l->half + HALF_HDR, l->wbuf, l->wlen,
-			 on_read_body);
-	if (result < 0)
-		on_read_body(&l->req, result);
+	w->active = (v1 && (!v0 || g1 > g0)) ? 1 : 0;
+	w->gen = w->active ? g1 : g0;
+	w->rd_off = 0;
+	w->rd_have = 0;
+	w->rd_cap = 0;
+	read_more(w);
 }
 
 static void
 on_read_body(struct env_disk_req *r, int result)
 {
-	struct rlog *l = r->arg;
-	long used = 0;
+	struct rwal *w = r->arg;
+	bool more = false;
+	long used;
 
-	if (result >= 0)
-		used = rlog_replay(l->wbuf, l->wlen, l->gen, &l->st);
-	sh_free(l->wbuf);
-	l->wbuf = NULL;
-	if (result < 0 || used < 0) {
-		on_loaded(l, result < 0 ? result : (int)used);
+	if (result < 0) {
+		on_loaded(w, result);
 		return;
 	}
-	l->tail = HALF_HDR + (uint64_t)used;
+	w->rd_have += w->wlen;
+	used = rlog_replay(w->wbuf, w->rd_have, w->gen, &w->set, &more);
+	if (used < 0) {
+		on_loaded(w, (int)used);
+		return;
+	}
+	w->rd_off += (uint64_t)used;
+	w->rd_have -= (size_t)used;
+	if (more && w->rd_off + w->rd_have < w->half - HALF_HDR) {
+		/* a record goes on past what was read: keep its start, read on */
+		memmove(w->wbuf, w->wbuf + used, w->rd_have);
+		read_more(w);
+		return;
+	}
+	w->tail = HALF_HDR + w->rd_off;
+	/* numbers are given afresh by the image below */
+	w->next_id = RLOG_ID_NONE;
 	/*
 	 * Past the last good record there may be records of this generation
 	 * that a crash kept while losing one before them; appending over the
 	 * gap could make them look valid again. The first write after open
 	 * is therefore an image with a new generation.
 	 */
-	l->need_image = true;
-	on_loaded(l, 0);
+	w->need_image = true;
+	on_loaded(w, 0);
 }
 
 int
-rlog_open(struct env *env, const char *path, uint64_t size, rlog_done_cb cb, void *arg,
-	  struct rlog **out)
+rwal_open(struct env *env, const char *path, uint64_t size, rlog_done_cb cb, void *arg,
+	  struct rwal **out)
 {
-	struct rlog *l;
+	struct env_disk_info info;
+	struct rwal *w;
 	int rc;
 
-	if (size < 4 * HALF_HDR || size % (2 * ENV_DISK_BLOCK) != 0)
+	if (size != 0 && (size < 4 * HALF_HDR || size % (2 * ENV_DISK_BLOCK) != 0))
 		return -EINVAL;
-	l = sh_calloc(1, sizeof(*l));
-	if (l == NULL)
+	w = sh_calloc(1, sizeof(*w));
+	if (w == NULL)
 		return -ENOMEM;
-	l->env = env;
-	l->half = size / 2;
-	l->open_cb = cb;
-	l->open_arg = arg;
-	l->phase = PH_LOADING;
-	sh_list_init(&l->waiters);
-	sh_enc_init(&l->pending);
-	env_task_init(env, &l->kick, on_kick, l);
-	rc = env_disk_open(env, path, ENV_DISK_CREATE, size, &l->disk);
+	w->env = env;
+	snprintf(w->path, sizeof(w->path), "%s", path);
+	w->open_cb = cb;
+	w->open_arg = arg;
+	w->phase = PH_LOADING;
+	w->next_id = 1;
+	sh_list_init(&w->waiters);
+	sh_enc_init(&w->pending);
+	env_task_init(env, &w->kick, on_kick, w);
+	/* an existing file keeps its size: the halves' places depend on it */
+	rc = env_disk_open(env, path, 0, 0, &w->disk);
+	if (rc == -ENOENT && size != 0)
+		rc = env_disk_open(env, path, ENV_DISK_CREATE, size, &w->disk);
 	if (rc < 0)
 		goto err;
-	l->wbuf = sh_aligned_alloc(ENV_DISK_BLOCK, 2 * HALF_HDR);
-	if (l->wbuf == NULL) {
+	env_disk_info(w->disk, &info);
+	if (info.size < 4 * HALF_HDR || info.size % (2 * ENV_DISK_BLOCK) != 0) {
+		sh_log_error("raft log %s: %llu bytes is not a log's size", path,
+			     (unsigned long long)info.size);
+		rc = -EINVAL;
+		goto err_disk;
+	}
+	w->half = info.size / 2;
+	w->wbuf = sh_aligned_alloc(ENV_DISK_BLOCK, 2 * HALF_HDR);
+	if (w->wbuf == NULL) {
 		rc = -ENOMEM;
 		goto err_disk;
 	}
-	read_hdr(l, 0, on_read_hdr0);
-	*out = l;
+	read_hdr(w, 0, on_read_hdr0);
+	*out = w;
 	return 0;
 err_disk:
-	env_disk_close(l->disk);
+	env_disk_close(w->disk);
 err:
-	sh_free(l);
+	sh_enc_fini(&w->pending);
+	sh_free(w);
 	return rc;
 }
 
 void
-rlog_close(struct rlog *l)
+rwal_close(struct rwal *w)
 {
-	if (l == NULL)
+	if (w == NULL)
 		return;
-	env_task_cancel(&l->kick);
-	env_disk_close(l->disk);
-	sh_free(l->wbuf);
-	fire_waiters(l, -ECANCELED);
-	sh_enc_fini(&l->pending);
-	rlog_state_free(&l->st);
-	sh_free(l);
+	env_task_cancel(&w->kick);
+	env_disk_close(w->disk);
+	sh_free(w->wbuf);
+	fire_waiters(w, -ECANCELED);
+	sh_enc_fini(&w->pending);
+	for (struct rlog_inst *in = w->set.head; in != NULL; in = in->next)
+		if (in->open != NULL) {
+			sh_log_error("raft log %s: closed with instance %s open", w->path,
+				     in->name);
+			in->open->in = NULL;
+		}
+	rlog_set_free(&w->set);
+	sh_free(w);
 }

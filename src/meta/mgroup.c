@@ -998,6 +998,8 @@ mgroup_open(struct rnet *rn, const struct mgroup_params *p, struct mgroup **out)
 	    (struct rio_snap_hooks){ .persist = snap_persist, .expand = snap_expand, .arg = g };
 	rp = (struct rio_params){ .group = p->id,
 				  .id = p->self,
+				  .wal = p->wal,
+				  .name = g->path,
 				  .path = g->path,
 				  .log_size = p->log_size,
 				  .hooks = &g->hooks };

@@ -43,8 +43,9 @@ struct mgroup_params {
 	 */
 	bool join;
 	struct meta_db *db;
-	const char *path; /* its Raft log */
-	uint64_t log_size;
+	struct rwal *wal; /* the node's shared Raft log (loaded), or NULL: */
+	const char *path; /* its instance's name in it, or a log file of its own */
+	uint64_t log_size; /* what its log may hold (its snapshots' threshold and trailing) */
 	unsigned election_ms;
 	/* A committed command was applied here (leaders and followers). Optional. */
 	void (*applied)(void *arg, struct mgroup *g, uint16_t bucket, const struct meta_cmd *c,

@@ -90,6 +90,10 @@ msvc_stats(const struct msvc *s, struct msvc_stats *out)
 	struct sh_list *pos;
 
 	*out = s->st;
+	if (s->wal_ready) {
+		out->log_instances = rwal_count(s->wal);
+		rwal_stats(s->wal, &out->log);
+	}
 	memset(&out->heal, 0, sizeof(out->heal));
 	out->heal.pass_epoch = UINT64_MAX; /* no filesystem: nothing to wait for */
 	sh_list_for_each (pos, &s->fss)
@@ -328,10 +332,95 @@ group_member(const struct mplace *pl, uint32_t g, uint64_t self)
 	return false;
 }
 
+/* Group g's instance in the node's shared Raft log. */
 static void
-group_log_path(const struct mfs *fs, uint32_t g, char *buf, size_t len)
+group_log_name(const struct mfs *fs, uint32_t g, char *buf, size_t len)
+{
+	snprintf(buf, len, "meta-%u-g%u", fs->id, g);
+}
+
+/* Where group g kept a log of its own before the logs were shared. */
+static void
+group_old_log_path(const struct mfs *fs, uint32_t g, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/meta-%u-g%u.raft", fs->s->dir, fs->id, g);
+}
+
+int
+msvc_keeps_group(const struct msvc *s, uint32_t fs, uint32_t g)
+{
+	char name[RLOG_NAME_MAX + 1];
+
+	if (!s->wal_ready)
+		return -EAGAIN;
+	snprintf(name, sizeof(name), "meta-%u-g%u", fs, g);
+	return rwal_has(s->wal, name);
+}
+
+static bool
+file_exists(struct env *env, const char *path)
+{
+	struct env_disk *d;
+
+	if (env_disk_open(env, path, 0, 0, &d) < 0)
+		return false;
+	env_disk_close(d);
+	return true;
+}
+
+static void group_open(struct mfs *fs, const struct cfg *c, uint32_t g);
+
+struct dropped {
+	struct mfs *fs;
+	uint32_t g;
+};
+
+/* A group's log of its own is in the shared one now (or could not be): it starts. */
+static void
+on_group_imported(void *arg, int status)
+{
+	struct dropped *d = arg;
+	struct mfs *fs = d->fs;
+
+	fs->leaving[d->g] = false;
+	if (status < 0 && status != -EEXIST)
+		sh_log_error("filesystem %u: metadata group %u: its log of its own cannot be "
+			     "brought into the shared log: %s; the group does not start here",
+			     fs->id, d->g, sh_strerror(status));
+	else if (!fs->closing && group_member(mroute_place(fs->s->rt), d->g, fs->s->self))
+		group_open(fs, mroute_cfg(fs->s->rt), d->g);
+	fs->open_groups--;
+	sh_free(d);
+	mfs_unref(fs);
+}
+
+/* A log of its own from before the shared one: brought in first. True if that started. */
+static bool
+group_import(struct mfs *fs, uint32_t g, const char *name)
+{
+	struct dropped *d;
+	char old[640];
+	int rc;
+
+	group_old_log_path(fs, g, old, sizeof(old));
+	if (rwal_has(fs->s->wal, name) || !file_exists(fs->s->env, old))
+		return false;
+	d = sh_calloc(1, sizeof(*d));
+	if (d == NULL)
+		return false;
+	d->fs = fs;
+	d->g = g;
+	rc = rwal_import(fs->s->wal, name, old, on_group_imported, d);
+	if (rc < 0) {
+		sh_free(d);
+		return false;
+	}
+	sh_log_info("filesystem %u: metadata group %u: bringing %s into the shared log", fs->id,
+		    g, old);
+	fs->leaving[g] = true; /* nothing starts it meanwhile */
+	fs->refs++;
+	fs->open_groups++;
+	return true;
 }
 
 /* Start this node's replica of group g (it is a member). */
@@ -340,10 +429,12 @@ group_open(struct mfs *fs, const struct cfg *c, uint32_t g)
 {
 	const struct mplace *pl = mroute_place(fs->s->rt);
 	struct mgroup_params gp;
-	char path[640];
+	char path[RLOG_NAME_MAX + 1];
 	int rc;
 
-	group_log_path(fs, g, path, sizeof(path));
+	group_log_name(fs, g, path, sizeof(path));
+	if (group_import(fs, g, path))
+		return;
 	gp =
 	    (struct mgroup_params){ .id = mplace_group_id(fs->id, g),
 				    .self = fs->s->self,
@@ -355,6 +446,7 @@ group_open(struct mfs *fs, const struct cfg *c, uint32_t g)
 				    /* the group formed before: a new member waits to be added */
 				    .join = c->gepoch != NULL && g < c->ngroups && c->gepoch[g] > 0,
 				    .db = fs->db,
+				    .wal = fs->s->wal,
 				    .path = path,
 				    .log_size = fs->s->p.log_size,
 				    .election_ms = fs->s->p.election_ms,
@@ -370,28 +462,21 @@ group_open(struct mfs *fs, const struct cfg *c, uint32_t g)
 	fs->open_groups++;
 }
 
-struct dropped {
-	struct mfs *fs;
-	uint32_t g;
-};
-
 /* What this node kept of group g, which it no longer serves: its buckets in the store, its log. */
 static void
 group_forget(struct mfs *fs, uint32_t g)
 {
 	const struct mplace *pl = mroute_place(fs->s->rt);
 	struct meta_txn *t = NULL;
-	struct env_disk *log;
-	char path[640];
+	char name[RLOG_NAME_MAX + 1], old[640];
+	bool has_old;
 	int rc;
 
-	group_log_path(fs, g, path, sizeof(path));
-	rc = env_disk_open(fs->s->env, path, 0, 0, &log);
-	if (rc == -ENOENT)
+	group_log_name(fs, g, name, sizeof(name));
+	group_old_log_path(fs, g, old, sizeof(old));
+	has_old = file_exists(fs->s->env, old);
+	if (!rwal_has(fs->s->wal, name) && !has_old)
 		return; /* none */
-	if (rc < 0)
-		goto out;
-	env_disk_close(log);
 	/* the buckets first: a log without them is dropped again at the next start */
 	rc = meta_txn_begin(fs->db, true, &t);
 	for (uint32_t i = pl->gstart[g]; rc == 0 && i < pl->gstart[g + 1]; i++)
@@ -402,9 +487,10 @@ group_forget(struct mfs *fs, uint32_t g)
 		meta_txn_abort(t);
 	if (rc == 0)
 		rc = meta_db_flush(fs->db, false);
-	if (rc == 0)
-		rc = env_disk_remove(fs->s->env, path);
-out:
+	if (rc == 0 && rwal_has(fs->s->wal, name))
+		rc = rwal_remove(fs->s->wal, name);
+	if (rc == 0 && has_old)
+		rc = env_disk_remove(fs->s->env, old);
 	if (rc < 0)
 		sh_log_warn("filesystem %u: metadata group %u: dropping this node's copy: %s",
 			    fs->id, g, sh_strerror(rc));
@@ -550,6 +636,13 @@ fs_maybe_free(struct mfs *fs)
 
 	if (!fs->closing || fs->refs > 0 || fs->open_groups > 0)
 		return;
+	if (fs->deleted)
+		for (uint32_t g = 0; g < fs->ngroups; g++) {
+			char name[RLOG_NAME_MAX + 1];
+
+			group_log_name(fs, g, name, sizeof(name));
+			(void)rwal_remove(s->wal, name); /* (-ENOENT: none here) */
+		}
 	sh_list_del(&fs->link);
 	msvc_cache_free(fs);
 	msvc_hold_free(fs);
@@ -618,10 +711,11 @@ fs_close(struct mfs *fs)
 	mfs_unref(fs);
 }
 
+static void apply_cfg(struct msvc *s, const struct cfg *c);
+
 int
 msvc_set_cfg(struct msvc *s, const struct cfg *c)
 {
-	struct sh_list *pos, *tmp;
 	int rc;
 
 	if (s->stopping)
@@ -629,13 +723,26 @@ msvc_set_cfg(struct msvc *s, const struct cfg *c)
 	rc = mroute_set_cfg(s->rt, c);
 	if (rc < 0)
 		return rc;
-	c = mroute_cfg(s->rt);
+	if (!s->wal_ready)
+		return 0; /* the groups start once their log is loaded */
+	apply_cfg(s, mroute_cfg(s->rt));
+	return 0;
+}
+
+/* Start and stop filesystems and groups as configuration c says. */
+static void
+apply_cfg(struct msvc *s, const struct cfg *c)
+{
+	struct sh_list *pos, *tmp;
+	int rc;
+
 	/* filesystems deleted: their groups stop, their files go */
 	sh_list_for_each_safe (pos, tmp, &s->fss) {
 		struct mfs *fs = sh_list_entry(pos, struct mfs, link);
 
 		if (!fs->closing && cfg_fs_by_id(c, fs->id) == NULL) {
 			sh_log_info("filesystem %u deleted: closing its metadata groups", fs->id);
+			fs->deleted = true;
 			fs_close(fs);
 		}
 	}
@@ -665,7 +772,6 @@ msvc_set_cfg(struct msvc *s, const struct cfg *c)
 					mgroup_set_demoted(fs->groups[g], down);
 		}
 	}
-	return 0;
 }
 
 /* ---- reads ---- */
@@ -2175,10 +2281,26 @@ msvc_local_call(void *arg, const struct mp_req *req, mroute_cb cb, void *cbarg)
 	return 1;
 }
 
+static void
+on_wal_loaded(void *arg, int status)
+{
+	struct msvc *s = arg;
+
+	if (status < 0) {
+		sh_log_error("metadata: the groups' Raft log: %s; no group starts here",
+			     sh_strerror(status));
+		return;
+	}
+	s->wal_ready = true;
+	if (!s->stopping && mroute_cfg(s->rt) != NULL)
+		apply_cfg(s, mroute_cfg(s->rt));
+}
+
 int
 msvc_create(struct net *n, const struct msvc_params *p, struct msvc **out)
 {
 	struct msvc *s = sh_calloc(1, sizeof(*s));
+	char path[600];
 	int rc;
 
 	if (s == NULL)
@@ -2190,6 +2312,8 @@ msvc_create(struct net *n, const struct msvc_params *p, struct msvc **out)
 	s->p.dir = s->dir;
 	if (s->p.log_size == 0)
 		s->p.log_size = 32ull << 20;
+	if (s->p.wal_size == 0)
+		s->p.wal_size = 512ull << 20;
 	if (s->p.election_ms == 0)
 		s->p.election_ms = 500;
 	s->self = net_node_id(n);
@@ -2205,6 +2329,12 @@ msvc_create(struct net *n, const struct msvc_params *p, struct msvc **out)
 	rc = net_handle(n, NET_OP_META, on_request, s);
 	if (rc < 0)
 		goto err_rt;
+	snprintf(path, sizeof(path), "%s/meta.wal", s->dir);
+	rc = rwal_open(s->env, path, s->p.wal_size, on_wal_loaded, s, &s->wal);
+	if (rc < 0) {
+		sh_log_error("metadata: the groups' Raft log %s: %s", path, sh_strerror(rc));
+		goto err_rt; /* (the handler goes with the net, as on the error above) */
+	}
 	msvc_balance_start(s);
 	*out = s;
 	return 0;
@@ -2228,6 +2358,7 @@ finish_stop(struct env_task *t)
 		mreq_answer(sh_list_entry(s->reqs.next, struct mreq, link), -ESHUTDOWN, NULL);
 	mroute_destroy(s->rt);
 	rnet_destroy(s->rn);
+	rwal_close(s->wal);
 	sh_free(s);
 	if (done)
 		done(arg);

@@ -23,6 +23,7 @@
 #ifndef SH_META_MSVC_H
 #define SH_META_MSVC_H
 
+#include "../cluster/raft_log.h"
 #include "meta_extent.h"
 #include "mroute.h"
 
@@ -30,7 +31,8 @@ struct msvc;
 
 struct msvc_params {
 	const char *dir;      /* where the stores and Raft logs live */
-	uint64_t log_size;    /* per group; default 32 MiB */
+	uint64_t log_size;    /* what one group's log may hold; default 32 MiB */
+	uint64_t wal_size;    /* the groups' shared log file, DIR/meta.wal; default 512 MiB */
 	unsigned election_ms; /* default 500: a few groups per node afford a quick failover */
 	bool store_nosync;    /* the bucket stores never fsync (the simulator) */
 	/* a dedup claim this old is asked about at its file's bucket (0: 60 s) */
@@ -108,10 +110,18 @@ void msvc_heal_stats_add(struct msvc_heal_stats *sum, const struct msvc_heal_sta
 struct msvc_stats {
 	uint64_t requests[MSVC_SLOTS], errors[MSVC_SLOTS], time_ns[MSVC_SLOTS];
 	struct msvc_heal_stats heal;
+	unsigned log_instances; /* groups' logs kept in the shared Raft log (DIR/meta.wal) */
+	struct rwal_stats log;
 };
 void msvc_stats(const struct msvc *s, struct msvc_stats *out);
 /* A slot's name ("lookup", "create", ...), or NULL for a slot never used. */
 const char *msvc_slot_name(unsigned slot);
+
+/*
+ * This node keeps a copy of filesystem fs's group g (its log: serving it
+ * or not): 1, or 0; -EAGAIN while the groups' log is still loading.
+ */
+int msvc_keeps_group(const struct msvc *s, uint32_t fs, uint32_t g);
 
 /* The groups served here: up to max into out; returns how many there are. */
 unsigned msvc_groups(struct msvc *s, struct msvc_group_info *out, unsigned max);

@@ -586,13 +586,16 @@ def metadata_dead_node_replaced(c):
     c.up()
     end = time.time() + 20
     while time.time() < end:
-        logs = sorted(f for f in os.listdir(os.path.join(c.dir, "n%d" % victim))
-                      if f.startswith("meta-") and f.endswith(".raft"))
-        served = sorted("meta-%d-g%d.raft" % (g["fs"], g["group"]) for g in meta(c, victim))
-        if logs == served and c.status(victim):
+        # the groups' logs it keeps, in its shared Raft log (published by the workers)
+        logs = total(parse_metrics(metrics_page(c, victim)), "shoal_meta_log_instances")
+        served = sorted("meta-%d-g%d" % (g["fs"], g["group"]) for g in meta(c, victim))
+        if logs == len(served) and c.status(victim):
             break
         time.sleep(0.3)
-    check(logs == served, "node %d kept %s, serves %s" % (victim, logs, served))
+    check(logs == len(served), "node %d keeps %d groups' logs, serves %s" % (victim, logs, served))
+    check(not [f for f in os.listdir(os.path.join(c.dir, "n%d" % victim))
+               if f.startswith("meta-") and f.endswith(".raft")],
+          "node %d has logs of their own: %s" % (victim, os.listdir(os.path.join(c.dir, "n%d" % victim))))
     with open(os.path.join(c.dir, "n%d.log" % victim)) as f:
         dropped = f.read().count("this node's copy dropped")
     check(dropped >= held,

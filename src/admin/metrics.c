@@ -519,7 +519,7 @@ meta_families(struct mctx *m)
 		put(t, "shoal_meta_log_instances{node=\"%llu\"} %u\n", (unsigned long long)m->node,
 		    ms.log_instances);
 		for (unsigned f = 0; f < 4; f++) {
-			uint64_t v = f == 0 ? ms.log.writes
+			uint64_t v = f == 0   ? ms.log.writes
 				     : f == 1 ? ms.log.records
 				     : f == 2 ? ms.log.bytes
 					      : ms.log.images;

@@ -57,9 +57,9 @@ struct rwal {
 	struct iovec iov;
 	uint8_t *wbuf; /* the bytes in flight (or being read) */
 	size_t wlen;
-	uint64_t rd_off;  /* loading: the active half's bytes replayed so far */
-	size_t rd_have;	  /* bytes in wbuf not replayed yet */
-	size_t rd_cap;	  /* wbuf's size while loading */
+	uint64_t rd_off; /* loading: the active half's bytes replayed so far */
+	size_t rd_have;	 /* bytes in wbuf not replayed yet */
+	size_t rd_cap;	 /* wbuf's size while loading */
 	struct env_task kick;
 	struct rwal_stats st;
 	uint64_t recs_pending; /* records in pending */
@@ -385,11 +385,11 @@ on_import_loaded(void *arg, int status)
 	struct waiter *wt;
 
 	/* (ended later: this runs inside the old file's read) */
-	im->rc = status < 0			? status
-		 : w->err			? w->err
-		 : src == NULL || src->next	? -EBADMSG
+	im->rc = status < 0			    ? status
+		 : w->err			    ? w->err
+		 : src == NULL || src->next	    ? -EBADMSG
 		 : rlog_set_find(&w->set, im->name) ? -EEXIST
-						: 0;
+						    : 0;
 	if (im->rc < 0) {
 		env_post(&im->later);
 		return;
@@ -474,8 +474,7 @@ static void on_write(struct env_disk_req *r, int result);
 
 /* The file's one request: at most one is in flight. Returns env_disk_submit's result. */
 static int
-disk_io(struct rwal *w, enum env_disk_op op, uint64_t off, uint8_t *buf, size_t len,
-	env_disk_cb cb)
+disk_io(struct rwal *w, enum env_disk_op op, uint64_t off, uint8_t *buf, size_t len, env_disk_cb cb)
 {
 	w->iov = (struct iovec){ buf, len };
 	w->req = (struct env_disk_req){
@@ -767,8 +766,8 @@ read_more(struct rwal *w)
 		w->rd_cap = w->rd_have + n;
 	}
 	w->wlen = n;
-	rc = disk_io(w, ENV_DISK_READ, w->active * w->half + HALF_HDR + at, w->wbuf + w->rd_have,
-		     n, on_read_body);
+	rc = disk_io(w, ENV_DISK_READ, w->active * w->half + HALF_HDR + at, w->wbuf + w->rd_have, n,
+		     on_read_body);
 	if (rc < 0)
 		on_read_body(&w->req, rc);
 }

@@ -10,13 +10,13 @@
 
 /* Record types (docs/ondisk.md, "Raft log"): numbers stored on disk. */
 #define RLOG_RECS(X)                                                              \
-	X(REC_HDR, 1)	/* a half's header block: the half's size */             \
-	X(REC_META, 2)	/* term, vote */                                         \
-	X(REC_ENTRY, 3) /* index, term, type, data */                            \
-	X(REC_TRUNC, 4) /* first index removed */                                \
-	X(REC_SNAP, 5)	/* in an image: the snapshot, the entries follow */      \
+	X(REC_HDR, 1)	/* a half's header block: the half's size */              \
+	X(REC_META, 2)	/* term, vote */                                          \
+	X(REC_ENTRY, 3) /* index, term, type, data */                             \
+	X(REC_TRUNC, 4) /* first index removed */                                 \
+	X(REC_SNAP, 5)	/* in an image: the snapshot, the entries follow */       \
 	X(REC_SNAPT, 6) /* a snapshot stored, with the entries it keeps before */ \
-	X(REC_NAME, 7)	/* the instance number in this record's header: name */  \
+	X(REC_NAME, 7)	/* the instance number in this record's header: name */   \
 	X(REC_DROP, 8)	/* the instance is removed */
 
 enum rlog_rec {

@@ -43,8 +43,8 @@ struct mgroup_params {
 	 */
 	bool join;
 	struct meta_db *db;
-	struct rwal *wal; /* the node's shared Raft log (loaded), or NULL: */
-	const char *path; /* its instance's name in it, or a log file of its own */
+	struct rwal *wal;  /* the node's shared Raft log (loaded), or NULL: */
+	const char *path;  /* its instance's name in it, or a log file of its own */
 	uint64_t log_size; /* what its log may hold (its snapshots' threshold and trailing) */
 	unsigned election_ms;
 	/* A committed command was applied here (leaders and followers). Optional. */

@@ -415,8 +415,8 @@ group_import(struct mfs *fs, uint32_t g, const char *name)
 		sh_free(d);
 		return false;
 	}
-	sh_log_info("filesystem %u: metadata group %u: bringing %s into the shared log", fs->id,
-		    g, old);
+	sh_log_info("filesystem %u: metadata group %u: bringing %s into the shared log", fs->id, g,
+		    old);
 	fs->leaving[g] = true; /* nothing starts it meanwhile */
 	fs->refs++;
 	fs->open_groups++;

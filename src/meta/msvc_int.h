@@ -40,8 +40,8 @@ struct mfs {
 	struct mgroup **groups;	  /* by group index; NULL where this node is no member */
 	struct meta_usage *usage; /* by group index: as last summed while it served here */
 	uint64_t *usage_term;	  /* by group index: the term of that sum (0: none yet) */
-	bool *leaving;		  /* by group index: its copy here is being dropped (or brought in) */
-	bool deleted;		  /* closing because the filesystem was deleted: its logs go */
+	bool *leaving; /* by group index: its copy here is being dropped (or brought in) */
+	bool deleted;  /* closing because the filesystem was deleted: its logs go */
 	uint32_t ngroups;
 	uint32_t nbuckets;
 	struct ship *ship; /* per bucket */

@@ -37,7 +37,7 @@ struct w {
 	bool opened;
 	uint64_t hist[OPS_MAX]; /* hash of every instance's state after op i */
 	int nops;
-	int acked; /* highest op whose barrier called back */
+	int acked;	    /* highest op whose barrier called back */
 	unsigned images;    /* the active half's tail went back: an image into the other */
 	uint64_t last_used; /* the tail after the last op */
 };

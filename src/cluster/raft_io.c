@@ -249,7 +249,14 @@ transmit(struct rio *r, struct rop *op)
 	if (peer_get(rn, op->to, op->addr) == NULL)
 		return;
 	rc = net_peer_ensure(rn->net, op->to, op->addr);
+	/*
+	 * One-way over an open session (Raft tolerates a lost message; no
+	 * reply to send back, no reply cache); a call while there is none,
+	 * which opens it.
+	 */
 	if (rc == 0)
+		rc = net_send(rn->net, op->to, NET_OP_RAFT, &iov, 1);
+	if (rc == -ENOTCONN)
 		rc = net_call(rn->net, op->to, NET_OP_RAFT, &iov, 1, &opts, on_sent, NULL, NULL);
 	if (rc < 0)
 		sh_log_debug("raft: send to node %llu (%s): %s", (unsigned long long)op->to,

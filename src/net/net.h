@@ -80,6 +80,7 @@ struct net_stats {
 	uint64_t msgs_sent, msgs_received;
 	uint64_t calls, calls_ok, calls_failed, call_retries;
 	uint64_t requests, duplicate_requests, replies_from_cache;
+	uint64_t oneway_sent, oneway_received;
 	uint64_t reply_cache_entries; /* now, not a count */
 	uint64_t sessions_opened, peers_dead, peers_restarted, peers_forgotten;
 };
@@ -166,6 +167,16 @@ int net_call(struct net *n, uint64_t peer_id, uint16_t opcode, const struct iove
  */
 int net_call_zc(struct net *n, uint64_t peer_id, uint16_t opcode, const struct sh_iov *body,
 		const struct net_call_opts *opts, net_call_cb cb, void *arg, struct net_call **out);
+/*
+ * One-way: opcode's handler on peer_id gets the body (copied) as a request
+ * whose net_reply sends nothing. Delivered at most once, in the order of
+ * the session; lost if the session breaks before it arrives (nothing is
+ * resent then, nothing is cached at the receiver). For messages whose
+ * protocol tolerates loss (Raft's). -ENOTCONN when no session is up (a
+ * net_call opens one), -ENOENT, -EMSGSIZE, -EINVAL, -ENOMEM.
+ */
+int net_send(struct net *n, uint64_t peer_id, uint16_t opcode, const struct iovec *body,
+	     int iovcnt);
 /* The callback runs later with -ECANCELED (unless it already ran: then a no-op is impossible, do
  * not call). */
 void net_call_cancel(struct net_call *c);

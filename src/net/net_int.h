@@ -205,7 +205,7 @@ struct net {
 
 /* RPC message header, at the start of every message (little-endian). */
 #define RPC_HDR_SIZE 24
-enum rpc_kind { RPC_REQ = 1, RPC_RESP = 2 };
+enum rpc_kind { RPC_REQ = 1, RPC_RESP = 2, RPC_MSG = 3 /* one-way: no reply, no cache */ };
 /*
  * The body of a received message of at least NET_ALIGN_MIN bytes starts on
  * a NET_BODY_ALIGN boundary, so a payload that leads its body (a drive

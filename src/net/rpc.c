@@ -16,8 +16,9 @@
  *   any --cancel--> -ECANCELED
  *
  * Message layout (little-endian), before the body:
- *   u8 kind (1 request, 2 reply), u8 flags (0), u16 opcode, i32 status,
- *   u64 call id, u32 timeout in ms (requests), u32 reserved (0)
+ *   u8 kind (1 request, 2 reply, 3 one-way), u8 flags (0), u16 opcode,
+ *   i32 status, u64 call id (0 one-way), u32 timeout in ms (requests),
+ *   u32 reserved (0)
  */
 #include <errno.h>
 #include <string.h>
@@ -208,6 +209,36 @@ net_call_zc(struct net *n, uint64_t peer_id, uint16_t opcode, const struct sh_io
 	return call_start(n, peer_id, opcode, NULL, 0, body, opts, cb, arg, out);
 }
 
+int
+net_send(struct net *n, uint64_t peer_id, uint16_t opcode, const struct iovec *body, int iovcnt)
+{
+	struct net_peer *p;
+	struct sh_iov msg;
+	size_t len = RPC_HDR_SIZE;
+	int rc;
+
+	if (opcode == 0 || opcode >= NET_OP_MAX || iovcnt < 0 || (iovcnt > 0 && body == NULL))
+		return -EINVAL;
+	for (int i = 0; i < iovcnt; i++)
+		len += body[i].iov_len;
+	if (len > n->cfg.max_msg)
+		return -EMSGSIZE;
+	p = net_peer_get(n, peer_id);
+	if (p == NULL)
+		return -ENOENT;
+	if (p->state != SESS_ESTABLISHED)
+		return -ENOTCONN;
+	sh_iov_init(&msg);
+	rc = build_msg(&msg, RPC_MSG, opcode, 0, 0, 0, body, iovcnt, NULL);
+	if (rc < 0)
+		return rc;
+	rc = net_sess_queue(p, &msg, NULL);
+	sh_iov_fini(&msg);
+	if (rc == 0)
+		n->st.oneway_sent++;
+	return rc;
+}
+
 void
 net_call_cancel(struct net_call *c)
 {
@@ -358,6 +389,8 @@ net_reply(struct net_req *r, int status, const struct iovec *body, int iovcnt)
 
 	op_account(n, r, status, body, iovcnt);
 	p->nreqs--;
+	if (e == NULL)
+		goto out; /* one-way: nobody waits for an answer */
 	if (build_msg(&e->reply, RPC_RESP, r->opcode, status, r->id, 0, body, iovcnt, NULL) < 0) {
 		/* no memory for the reply: forget the request, the caller's retry runs it again */
 		sh_htable_remove(&n->replies, &e->hn);
@@ -433,6 +466,33 @@ on_request(struct net_peer *p, struct sh_buf *buf, size_t off, uint32_t len, uin
 	n->handlers[op].fn(r, n->handlers[op].arg);
 }
 
+/* A one-way message: to its handler as a request that is never answered. */
+static void
+on_oneway(struct net_peer *p, struct sh_buf *buf, size_t off, uint32_t len, uint16_t op)
+{
+	struct net *n = p->net;
+	struct net_req *r;
+
+	n->st.oneway_received++;
+	if (n->handlers[op].fn == NULL) {
+		sh_log_debug("no handler for one-way opcode %u (%s)", op, net_op_name(op));
+		return;
+	}
+	r = sh_calloc(1, sizeof(*r));
+	if (r == NULL)
+		return; /* lost, as the sender was told it may be */
+	r->net = n;
+	r->peer = p;
+	p->nreqs++;
+	r->peer_inc = p->inc;
+	r->opcode = op;
+	r->start_ns = env_now(n->env);
+	r->body = (struct net_msg){ .buf = sh_buf_get(buf),
+				    .off = off + RPC_HDR_SIZE,
+				    .len = len - RPC_HDR_SIZE };
+	n->handlers[op].fn(r, n->handlers[op].arg);
+}
+
 void
 net_rpc_deliver(struct net_peer *p, struct sh_buf *buf, size_t off, uint32_t len)
 {
@@ -442,7 +502,7 @@ net_rpc_deliver(struct net_peer *p, struct sh_buf *buf, size_t off, uint32_t len
 	int32_t status;
 	uint64_t id;
 
-	if (len < RPC_HDR_SIZE || b[1] != 0 || (b[0] != RPC_REQ && b[0] != RPC_RESP)) {
+	if (len < RPC_HDR_SIZE || b[1] != 0 || b[0] < RPC_REQ || b[0] > RPC_MSG) {
 		n->st.bad_format++;
 		return;
 	}
@@ -455,6 +515,8 @@ net_rpc_deliver(struct net_peer *p, struct sh_buf *buf, size_t off, uint32_t len
 	}
 	if (b[0] == RPC_REQ) {
 		on_request(p, buf, off, len, op, id);
+	} else if (b[0] == RPC_MSG) {
+		on_oneway(p, buf, off, len, op);
 	} else {
 		struct sh_hnode *h = sh_htable_find(&n->calls, sh_hash_u64(id), &id, call_eq);
 		struct net_call *c = h ? sh_container_of(h, struct net_call, hn) : NULL;

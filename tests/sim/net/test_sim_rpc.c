@@ -502,3 +502,100 @@ TEST(rpc_path_prefers_same_label)
 	net_destroy(b);
 	sim_destroy(s);
 }
+
+/* ---- one-way messages ---- */
+
+static void
+on_sent_call(void *arg, int status, const struct net_msg *reply)
+{
+	(void)reply;
+	*(int *)arg = status == 7 ? 1 : -1;
+}
+
+static bool
+call_back(void *arg)
+{
+	return *(int *)arg != 0;
+}
+
+static bool
+oneway_all_seen(void *arg)
+{
+	struct cluster *cl = arg;
+
+	return cl->h[0].handled >= (uint64_t)cl->per_client;
+}
+
+/*
+ * net_send: nothing before a session is up (-ENOTCONN); then each message
+ * reaches the handler once at most, over a lossy, duplicating network —
+ * all of them over a clean one — and the server keeps no reply for them.
+ */
+static void
+oneway_round(uint64_t seed, double rate)
+{
+	static struct cluster cl;
+	struct sim_net_params p = { .lat_min_ns = 5 * SH_NSEC_PER_USEC,
+				    .lat_max_ns = 50 * SH_NSEC_PER_USEC,
+				    .loss = rate,
+				    .dup = rate,
+				    .reorder = rate,
+				    .reorder_ns = 500 * SH_NSEC_PER_USEC };
+	struct iovec iov;
+	struct net_stats st;
+	struct req_hdr hdr = { 1, 0 };
+	uint8_t body[3000];
+	int opened = 0;
+
+	memset(&cl, 0, sizeof(cl));
+	cl.mtu = 1472;
+	cl.per_client = 400;
+	cl.dead_ns = 30 * SH_NSEC_PER_SEC;
+	cluster_init(&cl, seed, 2);
+	sim_net_set(cl.sim, &p);
+	iov = (struct iovec){ &hdr, sizeof(hdr) };
+	SH_ASSERT_ERR(net_send(cl.h[1].net, 1, NET_OP_TEST, &iov, 1), -ENOTCONN);
+	SH_ASSERT_ERR(net_send(cl.h[1].net, 9, NET_OP_TEST, &iov, 1), -ENOENT);
+	SH_ASSERT_ERR(net_send(cl.h[1].net, 1, 0, &iov, 1), -EINVAL);
+	/* a call opens the session */
+	SH_ASSERT_OK(
+	    net_call(cl.h[1].net, 1, NET_OP_TEST, &iov, 1,
+		     &(struct net_call_opts){ .timeout_ns = 20 * SH_NSEC_PER_SEC, .retries = 5 },
+		     on_sent_call, &opened, NULL));
+	SH_ASSERT(sim_run_until(cl.sim, call_back, &opened, 60 * SH_NSEC_PER_SEC));
+	SH_ASSERT_EQ(opened, 1);
+	cl.h[0].handled = 0;
+	memset(cl.h[0].seen, 0, sizeof(cl.h[0].seen));
+	for (int i = 0; i < cl.per_client; i++) {
+		size_t len =
+		    sizeof(hdr) + (size_t)sh_rand_below(&cl.rng, sizeof(body) - sizeof(hdr));
+
+		hdr.idx = (uint32_t)i;
+		fill(body, len, hdr.client, hdr.idx);
+		memcpy(body, &hdr, sizeof(hdr));
+		iov = (struct iovec){ body, len };
+		SH_ASSERT_OK(net_send(cl.h[1].net, 1, NET_OP_TEST, &iov, 1));
+		if (sh_rand_below(&cl.rng, 8) == 0)
+			sim_run_for(cl.sim, 100 * SH_NSEC_PER_USEC);
+	}
+	if (rate == 0)
+		SH_ASSERT(sim_run_until(cl.sim, oneway_all_seen, &cl, 30 * SH_NSEC_PER_SEC));
+	else
+		sim_run_for(cl.sim, 30 * SH_NSEC_PER_SEC);
+	SH_ASSERT_EQ(cl.h[0].dup_handled, 0);
+	SH_ASSERT_LE(cl.h[0].handled, (uint64_t)cl.per_client);
+	/* the session is reliable while it lasts: lossy or not, this one did not break */
+	SH_ASSERT_EQ(cl.h[0].handled, (uint64_t)cl.per_client);
+	net_stats(cl.h[0].net, &st);
+	SH_ASSERT_EQ(st.oneway_received, (uint64_t)cl.per_client);
+	SH_ASSERT_LE(st.reply_cache_entries, 1); /* the call's, at most */
+	net_stats(cl.h[1].net, &st);
+	SH_ASSERT_EQ(st.oneway_sent, (uint64_t)cl.per_client);
+	cluster_fini(&cl);
+}
+
+TEST(rpc_oneway_messages)
+{
+	oneway_round(sh_test_seed(), 0);
+	oneway_round(sh_test_seed() + 1, 0.05);
+}

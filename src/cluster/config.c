@@ -12,25 +12,16 @@
 #define CFG_MAGIC_V2 0x32474643u /* "CFG2": with the metadata groups' table */
 #define CFG_MAGIC_V1 0x31474643u /* "CFG1": before it (groups derived from the sets) */
 
-static const char *op_names[] = { "?",
-				  "cluster.create",
-				  "node.add",
-				  "node.remove",
-				  "node.state",
-				  "net.add",
-				  "drive.add",
-				  "fs.create",
-				  "fs.delete",
-				  "mgroup.replace",
-				  "drive.state",
-				  "set",
-				  "drive.remove",
-				  "event" };
+static const char *const op_names[CFG_OP_MAX] = {
+#define CFG_OP_NAME(id, num, name) [num] = name,
+	CFG_OPS(CFG_OP_NAME)
+#undef CFG_OP_NAME
+};
 
 const char *
 cfg_op_name(unsigned op)
 {
-	return op < CFG_OP_MAX ? op_names[op] : "?";
+	return op < CFG_OP_MAX && op_names[op] ? op_names[op] : "?";
 }
 
 const char *

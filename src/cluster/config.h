@@ -36,21 +36,33 @@
 #define CFG_BUCKETS_MAX	    65536
 #define CFG_DRIVE_MIN	    (64ull << 20)
 
+/*
+ * Every configuration change, declared once: X(id, number, "name"). The
+ * numbers are written into the configuration group's Raft log: never
+ * reuse or renumber one. The names are what events and logs say.
+ */
+#define CFG_OPS(X)                                                                          \
+	X(CFG_OP_CREATE, 1, "cluster.create")                                               \
+	X(CFG_OP_NODE_ADD, 2, "node.add")                                                   \
+	X(CFG_OP_NODE_REMOVE, 3, "node.remove")                                             \
+	X(CFG_OP_NODE_STATE, 4, "node.state")                                               \
+	X(CFG_OP_NET_ADD, 5, "net.add")                                                     \
+	X(CFG_OP_DRIVE_ADD, 6, "drive.add")                                                 \
+	X(CFG_OP_FS_CREATE, 7, "fs.create")                                                 \
+	X(CFG_OP_FS_DELETE, 8, "fs.delete")                                                 \
+	X(CFG_OP_MGROUP_REPLACE, 9, "mgroup.replace")                                       \
+	X(CFG_OP_DRIVE_STATE, 10, "drive.state") /* target: the drive; state: enum          \
+						    cfg_drive_state */                      \
+	X(CFG_OP_SET, 11, "set") /* name: a setting (cfg_setting_names), size: its value */ \
+	X(CFG_OP_DRIVE_REMOVE, 12, "drive.remove") /* target: a drained drive, forgotten */ \
+	/* id: the node that says it (0: the cluster), path: the text */                    \
+	X(CFG_OP_EVENT, 13, "event")
+
 enum cfg_op {
-	CFG_OP_CREATE = 1,
-	CFG_OP_NODE_ADD,
-	CFG_OP_NODE_REMOVE,
-	CFG_OP_NODE_STATE,
-	CFG_OP_NET_ADD,
-	CFG_OP_DRIVE_ADD,
-	CFG_OP_FS_CREATE,
-	CFG_OP_FS_DELETE,
-	CFG_OP_MGROUP_REPLACE,
-	CFG_OP_DRIVE_STATE,  /* target: the drive; state: enum cfg_drive_state */
-	CFG_OP_SET,	     /* name: a setting (cfg_setting_names), size: its value */
-	CFG_OP_DRIVE_REMOVE, /* target: a drained drive, forgotten */
-	CFG_OP_EVENT,	     /* id: the node that says it (0: the cluster), path: the text */
-	CFG_OP_MAX
+#define CFG_OP_ENUM(id, num, name) id = (num),
+	CFG_OPS(CFG_OP_ENUM)
+#undef CFG_OP_ENUM
+	    CFG_OP_MAX /* (the numbers are dense: one past the last) */
 };
 
 enum cfg_state { CFG_UP = 1, CFG_DOWN = 2 };

@@ -8,6 +8,18 @@
 /* 3: trim and lease (version 2 commands, with neither, still decode: logs written before) */
 #define CMD_VERSION 3
 
+static const char *const op_names[META_OP_MAX] = {
+#define META_OP_NAME(id, num, name) [num] = name,
+	META_OPS(META_OP_NAME)
+#undef META_OP_NAME
+};
+
+const char *
+meta_op_name(unsigned op)
+{
+	return op < META_OP_MAX ? op_names[op] : NULL;
+}
+
 int
 meta_cmd_encode(struct sh_enc *e, const struct meta_cmd *c)
 {

@@ -14,38 +14,65 @@
 #include "meta_dedup.h"
 #include "meta_extent.h"
 
+/*
+ * Every command of a bucket, declared once: X(id, number, "name"). The
+ * numbers are written into Raft logs: never reuse or renumber one. The
+ * names are the metrics' (shoal_meta_requests_total{kind=...}).
+ */
+#define META_OPS(X)                                                                     \
+	X(META_OP_MKROOT, 1, "mkroot")                                                  \
+	X(META_OP_CREATE, 2, "create")                                                  \
+	X(META_OP_LINK, 3, "link")                                                      \
+	X(META_OP_REMOVE, 4, "remove")                                                  \
+	X(META_OP_RENAME, 5, "rename")                                                  \
+	X(META_OP_SETATTR, 6, "setattr")                                                \
+	X(META_OP_SETXATTR, 7, "setxattr")                                              \
+	X(META_OP_REMOVEXATTR, 8, "removexattr")                                        \
+	X(META_OP_DELTA, 9, "delta")		/* apply a delta from another bucket */ \
+	X(META_OP_OUTBOX_ACK, 10, "outbox_ack") /* drop shipped deltas */               \
+	/* ino: the directory, flags: the lessee bucket */                              \
+	X(META_OP_LEASE_GRANT, 11, "lease_grant")                                       \
+	X(META_OP_LEASE_CLOSE, 12, "lease_close")   /* ino */                           \
+	X(META_OP_LEASE_REOPEN, 13, "lease_reopen") /* ino */                           \
+	X(META_OP_LEASE_DROP, 14, "lease_drop")	    /* ino, flags: the lessee */        \
+	/* ino, mode, uid, gid, upto: the generation */                                 \
+	X(META_OP_LEASE_HOLD, 15, "lease_hold")                                         \
+	X(META_OP_LEASE_REVOKE, 16, "lease_revoke") /* ino */                           \
+	/* a step of a cross-bucket rename: flags = META_R2_*, data = the rename */     \
+	X(META_OP_RENAME2, 17, "rename2")                                               \
+	/* ino, data: extents to map (meta_extent_list_encode) */                       \
+	X(META_OP_EXTENT, 18, "extent")                                                 \
+	/* upto: the stripe whose fragments are released */                             \
+	X(META_OP_RECLAIM_DONE, 19, "reclaim_done")                                     \
+	/* ino, data: a small file's bytes (meta_inline_set); flags META_INLINE_MERGE:  \
+	 * written at offset upto (meta_inline_merge) */                                \
+	X(META_OP_INLINE, 20, "inline")                                                 \
+	/* data: meta_claim_encode (at the fingerprints' bucket) */                     \
+	X(META_OP_DEDUP_CLAIM, 21, "dedup_claim")                                       \
+	/* upto: a claim (at the file's bucket: meta_dedup_kill) */                     \
+	X(META_OP_DEDUP_KILL, 22, "dedup_kill")                                         \
+	/* upto: a claim found dead (at its bucket) */                                  \
+	X(META_OP_DEDUP_RELEASE, 23, "dedup_release")                                   \
+	/* data: deltas for this bucket (n x META_DELTA_LEN), in order */               \
+	X(META_OP_DELTAS, 24, "delta_batch")                                            \
+	/* upto: refused claims recorded before this time go */                         \
+	X(META_OP_DEDUP_FORGET, 25, "dedup_forget")                                     \
+	/* upto: request tags recorded before this time go (meta_done.h) */             \
+	X(META_OP_DONE_FORGET, 26, "done_forget")                                       \
+	/* ino: a file without names nobody holds open goes (meta_ops.h) */             \
+	X(META_OP_ORPHAN_DROP, 27, "orphan_drop")                                       \
+	/* upto: a stripe, data: its fragments' moves (meta_moves_encode) */            \
+	X(META_OP_RELOCATE, 28, "relocate")
+
 enum meta_op {
-	META_OP_MKROOT = 1,
-	META_OP_CREATE,
-	META_OP_LINK,
-	META_OP_REMOVE,
-	META_OP_RENAME,
-	META_OP_SETATTR,
-	META_OP_SETXATTR,
-	META_OP_REMOVEXATTR,
-	META_OP_DELTA,	      /* apply a delta from another bucket */
-	META_OP_OUTBOX_ACK,   /* drop shipped deltas */
-	META_OP_LEASE_GRANT,  /* ino: the directory, flags: the lessee bucket */
-	META_OP_LEASE_CLOSE,  /* ino */
-	META_OP_LEASE_REOPEN, /* ino */
-	META_OP_LEASE_DROP,   /* ino, flags: the lessee */
-	META_OP_LEASE_HOLD,   /* ino, mode, uid, gid, upto: the generation */
-	META_OP_LEASE_REVOKE, /* ino */
-	META_OP_RENAME2, /* a step of a cross-bucket rename: flags = META_R2_*, data = the rename */
-	META_OP_EXTENT,	 /* ino, data: extents to map (meta_extent_list_encode) */
-	META_OP_RECLAIM_DONE,  /* upto: the stripe whose fragments are released */
-	META_OP_INLINE,	       /* ino, data: a small file's bytes (meta_inline_set); flags
-				* META_INLINE_MERGE: written at offset upto (meta_inline_merge) */
-	META_OP_DEDUP_CLAIM,   /* data: meta_claim_encode (at the fingerprints' bucket) */
-	META_OP_DEDUP_KILL,    /* upto: a claim (at the file's bucket: meta_dedup_kill) */
-	META_OP_DEDUP_RELEASE, /* upto: a claim found dead (at its bucket) */
-	META_OP_DELTAS,	       /* data: deltas for this bucket (n x META_DELTA_LEN), in order */
-	META_OP_DEDUP_FORGET,  /* upto: refused claims recorded before this time go */
-	META_OP_DONE_FORGET,   /* upto: request tags recorded before this time go (meta_done.h) */
-	META_OP_ORPHAN_DROP,   /* ino: a file without names nobody holds open goes (meta_ops.h) */
-	META_OP_RELOCATE,      /* upto: a stripe, data: its fragments' moves (meta_moves_encode) */
-	META_OP_MAX
+#define META_OP_ENUM(id, num, name) id = (num),
+	META_OPS(META_OP_ENUM)
+#undef META_OP_ENUM
+	    META_OP_MAX /* (the numbers are dense: one past the last) */
 };
+
+/* An operation's name ("create", ...), or NULL for a number that is none. */
+const char *meta_op_name(unsigned op);
 
 #define META_INLINE_MERGE 0x1
 /* META_OP_EXTENT: data is meta_claims_encode's (extents, and the claims they consume) */

@@ -6,6 +6,18 @@
 
 #define MP_VERSION 1
 
+static const char *const kind_names[MP_KIND_MAX] = {
+#define MP_KIND_NAME(id, num, name) [num] = name,
+	MP_KINDS(MP_KIND_NAME)
+#undef MP_KIND_NAME
+};
+
+const char *
+mp_kind_name(unsigned kind)
+{
+	return kind < MP_KIND_MAX ? kind_names[kind] : NULL;
+}
+
 int
 mp_req_encode(struct sh_enc *e, const struct mp_req *r)
 {

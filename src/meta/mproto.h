@@ -17,38 +17,64 @@
 
 #include "meta_cmd.h"
 
+/*
+ * Every metadata request kind, declared once: X(id, number, "name"). The
+ * numbers are on the wire (NET_OP_META's body); never reuse or renumber
+ * one. The names are the metrics' (MP_CMD's are the commands' own).
+ */
+#define MP_KINDS(X)                                                                           \
+	/* cmd: replicate and apply; reply: attr, dentry, lease */                            \
+	X(MP_CMD, 1, "cmd")                                                                   \
+	/* ino = parent, name; reply: dentry (+ attr when in this bucket) */                  \
+	X(MP_LOOKUP, 2, "lookup")                                                             \
+	X(MP_GETATTR, 3, "getattr") /* ino; reply: attr */                                    \
+	/* ino = dir, name = after, max, off = MP_READDIR_ATTRS or 0; reply: entries,         \
+	 * MP_MORE */                                                                         \
+	X(MP_READDIR, 4, "readdir")                                                           \
+	X(MP_READLINK, 5, "readlink")	/* ino; reply: data */                                \
+	X(MP_GETXATTR, 6, "getxattr")	/* ino, name; reply: data */                          \
+	X(MP_LISTXATTR, 7, "listxattr") /* ino; reply: data (NUL-separated) */                \
+	/* ino = dir at its bucket; reply: the other buckets with entries */                  \
+	X(MP_DIRBUCKETS, 8, "dirbuckets")                                                     \
+	X(MP_DELTAS, 9, "deltas") /* data: deltas for buckets of this group; apply them */    \
+	/* ino = dir at the lessee bucket: give the lease back, flush */                      \
+	X(MP_REVOKE, 10, "revoke")                                                            \
+	/* ino, off, len, max: the extents there; reply data: an extent list */               \
+	X(MP_EXTENTS, 11, "extents")                                                          \
+	/* data: u64 LE stripe ids of this bucket; reply data: a byte each, 1 if an extent    \
+	 * refers to it or it waits in the reclaim queue (orphan sweep); with ino = the       \
+	 * target asking, data is per fragment u64 LE stripe, u32 LE index, and 0 also if     \
+	 * that fragment is elsewhere now */                                                  \
+	X(MP_STRIPES, 12, "stripes")                                                          \
+	/* max: files' stripes at least half dead; reply data: per stripe u64 LE stripe, ino, \
+	 * live bytes, bytes mapped (cleaning) */                                             \
+	X(MP_DIRTY, 13, "dirty")                                                              \
+	/* at any bucket of a group: reply data: the group's usage summed over its buckets,   \
+	 * u64 LE mapped, unique, data, phys, inline bytes (quotas) */                        \
+	X(MP_USAGE, 14, "usage")                                                              \
+	/* ino = a directory at its bucket; reply aux: its parent (0: not known) */           \
+	X(MP_PARENT, 15, "parent")                                                            \
+	/* ino: a file opened (reply: attr, as getattr; -ESTALE if gone or, with              \
+	 * MP_HOLD_FRESH, without names); data: u64 LE more files of this bucket still open   \
+	 * (renewed); max: MP_HOLD_* (msvc_hold.c) */                                         \
+	X(MP_HOLD, 16, "hold")                                                                \
+	/* ino: a stripe of this bucket; reply data: where its fragments are now (an extent   \
+	 * value, meta_stripe_loc); -ENOENT, -ENODATA */                                      \
+	X(MP_STRIPE_LOC, 17, "stripe_loc")                                                    \
+	/* ino: a stripe of this bucket, max: a fragment's index, off: the target that found  \
+	 * it corrupt; it is re-created there (-ENOENT, -ESTALE: not the record's, -EBUSY:    \
+	 * too many queued) */                                                                \
+	X(MP_REPAIR, 18, "repair")
+
 enum mp_kind {
-	MP_CMD = 1,    /* cmd: replicate and apply; reply: attr, dentry, lease */
-	MP_LOOKUP,     /* ino = parent, name; reply: dentry (+ attr when in this bucket) */
-	MP_GETATTR,    /* ino; reply: attr */
-	MP_READDIR,    /* ino = dir, name = after, max, off = MP_READDIR_ATTRS or 0; reply:
-			* entries, MP_MORE */
-	MP_READLINK,   /* ino; reply: data */
-	MP_GETXATTR,   /* ino, name; reply: data */
-	MP_LISTXATTR,  /* ino; reply: data (NUL-separated) */
-	MP_DIRBUCKETS, /* ino = dir at its bucket; reply: the other buckets with entries */
-	MP_DELTAS,     /* data: deltas for buckets of this group; apply them */
-	MP_REVOKE,     /* ino = dir at the lessee bucket: give the lease back, flush */
-	MP_EXTENTS,    /* ino, off, len, max: the extents there; reply data: an extent list */
-	MP_STRIPES,    /* data: u64 LE stripe ids of this bucket; reply data: a byte each, 1 if
-			* an extent refers to it or it waits in the reclaim queue (orphan sweep);
-			* with ino = the target asking, data is per fragment u64 LE stripe, u32
-			* LE index, and 0 also if that fragment is elsewhere now */
-	MP_DIRTY,      /* max: files' stripes at least half dead; reply data: per stripe u64 LE
-			* stripe, ino, live bytes, bytes mapped (cleaning) */
-	MP_USAGE,      /* at any bucket of a group: reply data: the group's usage summed over its
-			* buckets, u64 LE mapped, unique, data, phys, inline bytes (quotas) */
-	MP_PARENT,     /* ino = a directory at its bucket; reply aux: its parent (0: not known) */
-	MP_HOLD,       /* ino: a file opened (reply: attr, as getattr; -ESTALE if gone or, with
-			* MP_HOLD_FRESH, without names); data: u64 LE more files of this bucket
-			* still open (renewed); max: MP_HOLD_* (msvc_hold.c) */
-	MP_STRIPE_LOC, /* ino: a stripe of this bucket; reply data: where its fragments are now
-			* (an extent value, meta_stripe_loc); -ENOENT, -ENODATA */
-	MP_REPAIR,     /* ino: a stripe of this bucket, max: a fragment's index, off: the target
-			* that found it corrupt; it is re-created there (-ENOENT, -ESTALE: not
-			* the record's, -EBUSY: too many queued) */
-	MP_KIND_MAX
+#define MP_KIND_ENUM(id, num, name) id = (num),
+	MP_KINDS(MP_KIND_ENUM)
+#undef MP_KIND_ENUM
+	    MP_KIND_MAX /* (the numbers are dense: one past the last) */
 };
+
+/* A kind's name ("lookup", ...), or NULL for a number that is none. */
+const char *mp_kind_name(unsigned kind);
 
 #define MP_ATTR	  0x1
 #define MP_DENTRY 0x2

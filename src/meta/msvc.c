@@ -8,7 +8,6 @@
 
 SH_LOG_FACILITY("meta.svc");
 
-#define DB_MAP_SIZE   (64ull << 30)
 #define CALL_NS	      (5ull * 1000 * 1000 * 1000)
 #define READY_WAIT_NS (2ull * 1000 * 1000 * 1000)
 #define BUSY_WAIT_NS  (20ull * 1000 * 1000)
@@ -21,67 +20,17 @@ SH_LOG_FACILITY("meta.svc");
 static void dispatch(struct mreq *m);
 static void run_cmd(struct mreq *m);
 static uint64_t client_of(const struct mreq *m);
-static void on_ship_retry(struct env_timer *t);
-static void on_trim(struct env_timer *t);
 
 /* ---- answering ---- */
 
 const char *
 msvc_slot_name(unsigned slot)
 {
-	static const char *const kinds[MSVC_SLOT_CMD] = {
-		[MP_LOOKUP] = "lookup",
-		[MP_GETATTR] = "getattr",
-		[MP_READDIR] = "readdir",
-		[MP_READLINK] = "readlink",
-		[MP_GETXATTR] = "getxattr",
-		[MP_LISTXATTR] = "listxattr",
-		[MP_DIRBUCKETS] = "dirbuckets",
-		[MP_DELTAS] = "deltas",
-		[MP_REVOKE] = "revoke",
-		[MP_EXTENTS] = "extents",
-		[MP_STRIPES] = "stripes",
-		[MP_STRIPE_LOC] = "stripe_loc",
-		[MP_REPAIR] = "repair",
-		[MP_DIRTY] = "dirty",
-		[MP_USAGE] = "usage",
-		[MP_PARENT] = "parent",
-		[MP_HOLD] = "hold",
-	};
-	static const char *const ops[MSVC_SLOTS - MSVC_SLOT_CMD] = {
-		[META_OP_MKROOT] = "mkroot",
-		[META_OP_CREATE] = "create",
-		[META_OP_LINK] = "link",
-		[META_OP_REMOVE] = "remove",
-		[META_OP_RENAME] = "rename",
-		[META_OP_SETATTR] = "setattr",
-		[META_OP_SETXATTR] = "setxattr",
-		[META_OP_REMOVEXATTR] = "removexattr",
-		[META_OP_DELTA] = "delta",
-		[META_OP_OUTBOX_ACK] = "outbox_ack",
-		[META_OP_LEASE_GRANT] = "lease_grant",
-		[META_OP_LEASE_CLOSE] = "lease_close",
-		[META_OP_LEASE_REOPEN] = "lease_reopen",
-		[META_OP_LEASE_DROP] = "lease_drop",
-		[META_OP_LEASE_HOLD] = "lease_hold",
-		[META_OP_LEASE_REVOKE] = "lease_revoke",
-		[META_OP_RENAME2] = "rename2",
-		[META_OP_EXTENT] = "extent",
-		[META_OP_RECLAIM_DONE] = "reclaim_done",
-		[META_OP_INLINE] = "inline",
-		[META_OP_DEDUP_CLAIM] = "dedup_claim",
-		[META_OP_DEDUP_KILL] = "dedup_kill",
-		[META_OP_DEDUP_RELEASE] = "dedup_release",
-		[META_OP_DELTAS] = "delta_batch",
-		[META_OP_DEDUP_FORGET] = "dedup_forget",
-		[META_OP_DONE_FORGET] = "done_forget",
-		[META_OP_ORPHAN_DROP] = "orphan_drop",
-		[META_OP_RELOCATE] = "relocate",
-	};
-
+	_Static_assert(MP_KIND_MAX <= MSVC_SLOT_CMD, "request kinds overflow their slots");
+	_Static_assert(META_OP_MAX <= MSVC_SLOTS - MSVC_SLOT_CMD, "commands overflow their slots");
 	if (slot < MSVC_SLOT_CMD)
-		return kinds[slot];
-	return slot < MSVC_SLOTS ? ops[slot - MSVC_SLOT_CMD] : NULL;
+		return slot == MP_CMD ? NULL : mp_kind_name(slot); /* commands count by op */
+	return slot < MSVC_SLOTS ? meta_op_name(slot - MSVC_SLOT_CMD) : NULL;
 }
 
 void
@@ -151,8 +100,8 @@ mreq_answer(struct mreq *m, int status, const struct mp_reply *r)
 	sh_free(m);
 }
 
-static void
-reply_result(struct mreq *m, const struct meta_result *r)
+void
+msvc_reply_result(struct mreq *m, const struct meta_result *r)
 {
 	struct mp_reply rep = { 0 };
 
@@ -228,550 +177,6 @@ reply_result(struct mreq *m, const struct meta_result *r)
 		(void)msvc_hold(m->fs, client_of(m), r->dentry.ino,
 				false); /* opened by its creator */
 	mreq_answer(m, 0, &rep);
-}
-
-/* ---- filesystems and groups ---- */
-
-static struct mfs *
-fs_find(struct msvc *s, uint32_t id)
-{
-	struct sh_list *pos;
-
-	sh_list_for_each (pos, &s->fss) {
-		struct mfs *fs = sh_list_entry(pos, struct mfs, link);
-
-		if (fs->id == id && !fs->closing)
-			return fs;
-	}
-	return NULL;
-}
-
-struct mgroup *
-mfs_group(struct mfs *fs, uint16_t bucket)
-{
-	const struct mplace *pl = mroute_place(fs->s->rt);
-
-	if (bucket >= pl->nbuckets || bucket >= fs->nbuckets)
-		return NULL;
-	return pl->group_of[bucket] < fs->ngroups ? fs->groups[pl->group_of[bucket]] : NULL;
-}
-
-static void
-on_applied(void *arg, struct mgroup *g, uint16_t bucket, const struct meta_cmd *c,
-	   const struct meta_result *r)
-{
-	struct mfs *fs = arg;
-
-	if (r->status < 0 || !mgroup_ready(g))
-		return;
-	msvc_cache_changed(fs, c, r); /* what clients cached of it is recalled */
-	if (r->queued > 0) {
-		mfs_ship_kick(fs, bucket);
-		return;
-	}
-	for (unsigned i = 0; i < META_DELTAS_MAX; i++)
-		if (r->deltas[i].ino != 0) {
-			mfs_ship_kick(fs, bucket);
-			break;
-		}
-}
-
-static void
-on_mkroot(void *arg, int status, const struct meta_result *r)
-{
-	struct mfs *fs = arg;
-
-	if (status == 0 && r->status == 0)
-		sh_log_info("filesystem %u: root directory created", fs->id);
-	else if (status == 0 && r->status != -EEXIST)
-		sh_log_warn("filesystem %u: root directory: %s", fs->id, sh_strerror(r->status));
-}
-
-/* A new leader: the root if it is ours and missing, and the outboxes' leftovers. */
-static void
-on_ready(void *arg, struct mgroup *g)
-{
-	struct mfs *fs = arg;
-	unsigned n;
-	const uint16_t *b = mgroup_buckets(g, &n);
-
-	if (mgroup_has_bucket(g, 0)) {
-		struct meta_bucket mb;
-		struct meta_inode in;
-		int rc = mgroup_read(g, 0, &mb);
-
-		if (rc == 0) {
-			rc = meta_getattr(&mb, META_ROOT_INO, &in);
-			meta_txn_abort(mb.t);
-		}
-		if (rc == -ESTALE || rc == -ENOENT) {
-			struct meta_cmd c = { .op = META_OP_MKROOT,
-					      .ver = 1,
-					      .now = env_realtime(fs->s->env),
-					      .mode = 0755 };
-
-			mgroup_propose(g, 0, &c, on_mkroot, fs);
-		}
-	}
-	for (uint32_t gi = 0; gi < fs->ngroups; gi++)
-		if (fs->groups[gi] == g)
-			msvc_hold_led(fs, gi);
-	for (unsigned i = 0; i < n; i++)
-		mfs_ship_kick(fs, b[i]);
-	msvc_rename2_recover(fs, g);
-}
-
-static bool
-group_member(const struct mplace *pl, uint32_t g, uint64_t self)
-{
-	const uint64_t *mem = pl->members + (size_t)g * pl->replicas;
-
-	for (uint32_t k = 0; k < pl->replicas; k++)
-		if (mem[k] == self)
-			return true;
-	return false;
-}
-
-/* Group g's instance in the node's shared Raft log. */
-static void
-group_log_name(const struct mfs *fs, uint32_t g, char *buf, size_t len)
-{
-	snprintf(buf, len, "meta-%u-g%u", fs->id, g);
-}
-
-/* Where group g kept a log of its own before the logs were shared. */
-static void
-group_old_log_path(const struct mfs *fs, uint32_t g, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s/meta-%u-g%u.raft", fs->s->dir, fs->id, g);
-}
-
-int
-msvc_keeps_group(const struct msvc *s, uint32_t fs, uint32_t g)
-{
-	char name[RLOG_NAME_MAX + 1];
-
-	if (!s->wal_ready)
-		return -EAGAIN;
-	snprintf(name, sizeof(name), "meta-%u-g%u", fs, g);
-	return rwal_has(s->wal, name);
-}
-
-static bool
-file_exists(struct env *env, const char *path)
-{
-	struct env_disk *d;
-
-	if (env_disk_open(env, path, 0, 0, &d) < 0)
-		return false;
-	env_disk_close(d);
-	return true;
-}
-
-static void group_open(struct mfs *fs, const struct cfg *c, uint32_t g);
-
-struct dropped {
-	struct mfs *fs;
-	uint32_t g;
-};
-
-/* A group's log of its own is in the shared one now (or could not be): it starts. */
-static void
-on_group_imported(void *arg, int status)
-{
-	struct dropped *d = arg;
-	struct mfs *fs = d->fs;
-
-	fs->leaving[d->g] = false;
-	if (status < 0 && status != -EEXIST)
-		sh_log_error("filesystem %u: metadata group %u: its log of its own cannot be "
-			     "brought into the shared log: %s; the group does not start here",
-			     fs->id, d->g, sh_strerror(status));
-	else if (!fs->closing && group_member(mroute_place(fs->s->rt), d->g, fs->s->self))
-		group_open(fs, mroute_cfg(fs->s->rt), d->g);
-	fs->open_groups--;
-	sh_free(d);
-	mfs_unref(fs);
-}
-
-/* A log of its own from before the shared one: brought in first. True if that started. */
-static bool
-group_import(struct mfs *fs, uint32_t g, const char *name)
-{
-	struct dropped *d;
-	char old[640];
-	int rc;
-
-	group_old_log_path(fs, g, old, sizeof(old));
-	if (rwal_has(fs->s->wal, name) || !file_exists(fs->s->env, old))
-		return false;
-	d = sh_calloc(1, sizeof(*d));
-	if (d == NULL)
-		return false;
-	d->fs = fs;
-	d->g = g;
-	rc = rwal_import(fs->s->wal, name, old, on_group_imported, d);
-	if (rc < 0) {
-		sh_free(d);
-		return false;
-	}
-	sh_log_info("filesystem %u: metadata group %u: bringing %s into the shared log", fs->id, g,
-		    old);
-	fs->leaving[g] = true; /* nothing starts it meanwhile */
-	fs->refs++;
-	fs->open_groups++;
-	return true;
-}
-
-/* Start this node's replica of group g (it is a member). */
-static void
-group_open(struct mfs *fs, const struct cfg *c, uint32_t g)
-{
-	const struct mplace *pl = mroute_place(fs->s->rt);
-	struct mgroup_params gp;
-	char path[RLOG_NAME_MAX + 1];
-	int rc;
-
-	group_log_name(fs, g, path, sizeof(path));
-	if (group_import(fs, g, path))
-		return;
-	gp =
-	    (struct mgroup_params){ .id = mplace_group_id(fs->id, g),
-				    .self = fs->s->self,
-				    .members = pl->members + (size_t)g * pl->replicas,
-				    .nmembers = pl->replicas,
-				    .buckets = pl->gbuckets + pl->gstart[g],
-				    .nb = pl->gstart[g + 1] - pl->gstart[g],
-				    .nbuckets = c->nbuckets,
-				    /* the group formed before: a new member waits to be added */
-				    .join = c->gepoch != NULL && g < c->ngroups && c->gepoch[g] > 0,
-				    .db = fs->db,
-				    .wal = fs->s->wal,
-				    .path = path,
-				    .log_size = fs->s->p.log_size,
-				    .election_ms = fs->s->p.election_ms,
-				    .applied = on_applied,
-				    .ready = on_ready,
-				    .arg = fs };
-	rc = mgroup_open(fs->s->rn, &gp, &fs->groups[g]);
-	if (rc < 0) {
-		fs->groups[g] = NULL;
-		sh_log_error("filesystem %u: metadata group %u: %s", fs->id, g, sh_strerror(rc));
-		return;
-	}
-	fs->open_groups++;
-}
-
-/* What this node kept of group g, which it no longer serves: its buckets in the store, its log. */
-static void
-group_forget(struct mfs *fs, uint32_t g)
-{
-	const struct mplace *pl = mroute_place(fs->s->rt);
-	struct meta_txn *t = NULL;
-	char name[RLOG_NAME_MAX + 1], old[640];
-	bool has_old;
-	int rc;
-
-	group_log_name(fs, g, name, sizeof(name));
-	group_old_log_path(fs, g, old, sizeof(old));
-	has_old = file_exists(fs->s->env, old);
-	if (!rwal_has(fs->s->wal, name) && !has_old)
-		return; /* none */
-	/* the buckets first: a log without them is dropped again at the next start */
-	rc = meta_txn_begin(fs->db, true, &t);
-	for (uint32_t i = pl->gstart[g]; rc == 0 && i < pl->gstart[g + 1]; i++)
-		rc = meta_drop_bucket(t, pl->gbuckets[i]);
-	if (rc == 0)
-		rc = meta_txn_commit(t);
-	else if (t != NULL)
-		meta_txn_abort(t);
-	if (rc == 0)
-		rc = meta_db_flush(fs->db, false);
-	if (rc == 0 && rwal_has(fs->s->wal, name))
-		rc = rwal_remove(fs->s->wal, name);
-	if (rc == 0 && has_old)
-		rc = env_disk_remove(fs->s->env, old);
-	if (rc < 0)
-		sh_log_warn("filesystem %u: metadata group %u: dropping this node's copy: %s",
-			    fs->id, g, sh_strerror(rc));
-	else
-		sh_log_info("filesystem %u: metadata group %u: this node's copy dropped", fs->id,
-			    g);
-}
-
-/* A group this node left is closed: its copy goes. */
-static void
-group_dropped(void *arg)
-{
-	struct dropped *d = arg;
-	struct mfs *fs = d->fs;
-
-	group_forget(fs, d->g);
-	fs->leaving[d->g] = false;
-	/* made a member again meanwhile: start afresh */
-	if (!fs->closing && group_member(mroute_place(fs->s->rt), d->g, fs->s->self))
-		group_open(fs, mroute_cfg(fs->s->rt), d->g);
-	sh_free(d);
-	fs->open_groups--;
-	mfs_unref(fs);
-}
-
-/*
- * The configuration changed the groups' members (a dead node's replicas
- * replaced): groups this node joined start (and wait to be added), groups
- * it left close and drop its copy, the others learn their members.
- */
-static void
-fs_regroup(struct mfs *fs, const struct cfg *c)
-{
-	const struct mplace *pl = mroute_place(fs->s->rt);
-
-	if (pl->ngroups != fs->ngroups) {
-		sh_log_error("filesystem %u: %u metadata groups in the configuration, %u here",
-			     fs->id, pl->ngroups, fs->ngroups);
-		return;
-	}
-	for (uint32_t g = 0; g < fs->ngroups; g++) {
-		bool member = group_member(pl, g, fs->s->self);
-		struct mgroup *mg = fs->groups[g];
-
-		if (fs->leaving[g]) {
-			continue; /* its old copy is being dropped; it starts afresh after */
-		} else if (member && mg == NULL) {
-			sh_log_info("filesystem %u: this node joins metadata group %u", fs->id, g);
-			group_open(fs, c, g);
-		} else if (member) {
-			(void)mgroup_set_members(mg, pl->members + (size_t)g * pl->replicas,
-						 pl->replicas);
-		} else if (mg != NULL) {
-			struct dropped *d = sh_calloc(1, sizeof(*d));
-
-			if (d == NULL)
-				continue; /* the next configuration tries again */
-			sh_log_info("filesystem %u: this node was replaced in metadata group %u",
-				    fs->id, g);
-			d->fs = fs;
-			d->g = g;
-			fs->refs++;
-			fs->groups[g] = NULL;
-			fs->leaving[g] = true;
-			mgroup_close(mg, group_dropped, d);
-		}
-	}
-}
-
-static int
-fs_open(struct msvc *s, const struct cfg *c, const struct cfg_fs *f)
-{
-	const struct mplace *pl = mroute_place(s->rt);
-	struct mfs *fs = sh_calloc(1, sizeof(*fs));
-	int rc;
-
-	if (fs == NULL)
-		return -ENOMEM;
-	fs->s = s;
-	fs->id = f->id;
-	fs->nbuckets = c->nbuckets;
-	fs->ngroups = pl->ngroups;
-	fs->groups = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->groups));
-	fs->usage = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->usage));
-	fs->usage_term = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->usage_term));
-	fs->leaving = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->leaving));
-	fs->ship = sh_calloc(c->nbuckets, sizeof(*fs->ship));
-	if (fs->groups == NULL || fs->usage == NULL || fs->usage_term == NULL ||
-	    fs->leaving == NULL || fs->ship == NULL) {
-		rc = -ENOMEM;
-		goto err;
-	}
-	for (uint32_t b = 0; b < c->nbuckets; b++) {
-		sh_list_init(&fs->ship[b].flush);
-		sh_list_init(&fs->ship[b].waiters);
-		fs->ship[b].fs = fs;
-		fs->ship[b].bucket = (uint16_t)b;
-		env_timer_init(s->env, &fs->ship[b].retry, on_ship_retry, &fs->ship[b]);
-		env_timer_init(s->env, &fs->ship[b].trim, on_trim, &fs->ship[b]);
-	}
-	sh_list_init(&fs->r2s);
-	sh_list_init(&fs->reclaims);
-	rc = msvc_heal_start(fs);
-	if (rc < 0)
-		goto err;
-	/*
-	 * The groups' state machines: each group keeps its buckets here with
-	 * the Raft index they hold, and replays its log from there.
-	 */
-	snprintf(fs->dbpath, sizeof(fs->dbpath), "%s/meta-%u.mdb", s->dir, f->id);
-	rc = meta_db_open(fs->dbpath, DB_MAP_SIZE,
-			  META_DB_BATCH | (s->p.store_nosync ? META_DB_NOSYNC : 0), &fs->db);
-	if (rc < 0)
-		goto err;
-	for (uint32_t g = 0; g < pl->ngroups; g++)
-		if (group_member(pl, g, s->self))
-			group_open(fs, c, g);
-		else
-			group_forget(fs, g); /* replaced while this node was down */
-	sh_list_add_tail(&s->fss, &fs->link);
-	msvc_reclaim_start(fs);
-	sh_log_info("filesystem %s (%u): %u of %u metadata groups here", f->name, f->id,
-		    fs->open_groups, pl->ngroups);
-	return 0;
-err:
-	msvc_heal_cancel(fs);
-	msvc_heal_free(fs);
-	if (fs->db)
-		meta_db_close(fs->db);
-	sh_free(fs->groups);
-	sh_free(fs->usage);
-	sh_free(fs->usage_term);
-	sh_free(fs->leaving);
-	sh_free(fs->ship);
-	sh_free(fs);
-	return rc;
-}
-
-static void
-fs_maybe_free(struct mfs *fs)
-{
-	struct msvc *s = fs->s;
-
-	if (!fs->closing || fs->refs > 0 || fs->open_groups > 0)
-		return;
-	if (fs->deleted)
-		for (uint32_t g = 0; g < fs->ngroups; g++) {
-			char name[RLOG_NAME_MAX + 1];
-
-			group_log_name(fs, g, name, sizeof(name));
-			(void)rwal_remove(s->wal, name); /* (-ENOENT: none here) */
-		}
-	sh_list_del(&fs->link);
-	msvc_cache_free(fs);
-	msvc_hold_free(fs);
-	msvc_heal_free(fs);
-	meta_db_close(fs->db);
-	sh_free(fs->groups);
-	sh_free(fs->usage);
-	sh_free(fs->usage_term);
-	sh_free(fs->leaving);
-	sh_free(fs->ship);
-	sh_free(fs);
-	if (s->stopping && sh_list_empty(&s->fss))
-		env_post(&s->done_task);
-}
-
-void
-mfs_unref(struct mfs *fs)
-{
-	fs->refs--;
-	fs_maybe_free(fs);
-}
-
-static void
-fs_closed_one(void *arg)
-{
-	struct mfs *fs = arg;
-
-	fs->open_groups--;
-	fs_maybe_free(fs);
-}
-
-static void
-fs_close(struct mfs *fs)
-{
-	struct sh_list *pos, *tmp;
-
-	fs->closing = true;
-	/* those waiting for an outbox to empty: it will not; its retries stop */
-	for (uint32_t b = 0; b < fs->nbuckets; b++) {
-		env_timer_cancel(&fs->ship[b].retry);
-		env_timer_cancel(&fs->ship[b].trim);
-		while (!sh_list_empty(&fs->ship[b].flush))
-			mreq_answer(sh_list_entry(fs->ship[b].flush.next, struct mreq, flink),
-				    -ESHUTDOWN, NULL);
-		while (!sh_list_empty(&fs->ship[b].waiters)) {
-			struct mreq *m =
-			    sh_list_entry(fs->ship[b].waiters.next, struct mreq, flink);
-
-			reply_result(m, &m->res); /* done already: its deltas follow later */
-		}
-	}
-	/* those waiting to try again (their timers may never fire after a crash) */
-	sh_list_for_each_safe (pos, tmp, &fs->s->reqs) {
-		struct mreq *m = sh_list_entry(pos, struct mreq, link);
-
-		if (m->fs == fs && m->step == ST_LATER)
-			mreq_answer(m, -ESHUTDOWN, NULL);
-	}
-	msvc_rename2_cancel(fs);
-	msvc_reclaim_cancel(fs);
-	msvc_heal_cancel(fs);
-	fs->refs++; /* held while the groups are told to close */
-	for (uint32_t g = 0; g < fs->ngroups; g++)
-		if (fs->groups[g] != NULL)
-			mgroup_close(fs->groups[g], fs_closed_one, fs);
-	mfs_unref(fs);
-}
-
-static void apply_cfg(struct msvc *s, const struct cfg *c);
-
-int
-msvc_set_cfg(struct msvc *s, const struct cfg *c)
-{
-	int rc;
-
-	if (s->stopping)
-		return 0;
-	rc = mroute_set_cfg(s->rt, c);
-	if (rc < 0)
-		return rc;
-	if (!s->wal_ready)
-		return 0; /* the groups start once their log is loaded */
-	apply_cfg(s, mroute_cfg(s->rt));
-	return 0;
-}
-
-/* Start and stop filesystems and groups as configuration c says. */
-static void
-apply_cfg(struct msvc *s, const struct cfg *c)
-{
-	struct sh_list *pos, *tmp;
-	int rc;
-
-	/* filesystems deleted: their groups stop, their files go */
-	sh_list_for_each_safe (pos, tmp, &s->fss) {
-		struct mfs *fs = sh_list_entry(pos, struct mfs, link);
-
-		if (!fs->closing && cfg_fs_by_id(c, fs->id) == NULL) {
-			sh_log_info("filesystem %u deleted: closing its metadata groups", fs->id);
-			fs->deleted = true;
-			fs_close(fs);
-		}
-	}
-	sh_list_for_each (pos, &s->fss) {
-		struct mfs *fs = sh_list_entry(pos, struct mfs, link);
-
-		if (!fs->closing)
-			fs_regroup(fs, c);
-	}
-	for (uint32_t i = 0; i < c->nfs; i++)
-		if (fs_find(s, c->fs[i].id) == NULL) {
-			rc = fs_open(s, c, &c->fs[i]);
-			if (rc < 0)
-				sh_log_error("filesystem %s: metadata: %s", c->fs[i].name,
-					     sh_strerror(rc));
-		}
-	/* marked down while alive (a management network cut): lead nothing */
-	{
-		const struct cfg_node *me = cfg_node_find(c, s->self >> 8);
-		bool down = me != NULL && me->state == CFG_DOWN;
-
-		sh_list_for_each (pos, &s->fss) {
-			struct mfs *fs = sh_list_entry(pos, struct mfs, link);
-
-			for (uint32_t g = 0; g < fs->ngroups; g++)
-				if (fs->groups[g] != NULL)
-					mgroup_set_demoted(fs->groups[g], down);
-		}
-	}
 }
 
 /* ---- reads ---- */
@@ -1176,7 +581,7 @@ static void
 ship_wait(struct mreq *m, uint64_t seq)
 {
 	if (seq <= m->fs->ship[m->req.bucket].applied) {
-		reply_result(m, &m->res); /* shipped meanwhile (as soon as it was applied) */
+		msvc_reply_result(m, &m->res); /* shipped meanwhile (as soon as it was applied) */
 		return;
 	}
 	m->wait_seq = seq;
@@ -1226,7 +631,7 @@ msvc_answer_shipped(struct mreq *m, uint64_t seq)
 {
 	META_RESULT_CLEAR(&m->res);
 	if (seq == 0) {
-		reply_result(m, &m->res);
+		msvc_reply_result(m, &m->res);
 		return;
 	}
 	ship_wait(m, seq);
@@ -1242,7 +647,7 @@ shipped(struct mfs *fs, uint16_t bucket, uint64_t upto)
 		struct mreq *m = sh_list_entry(pos, struct mreq, flink);
 
 		if (m->wait_seq <= upto)
-			reply_result(m, &m->res);
+			msvc_reply_result(m, &m->res);
 	}
 }
 
@@ -1571,7 +976,7 @@ on_step(void *arg, int status, const struct meta_result *r)
 		}
 		if (wait_deltas(m, r))
 			return;
-		reply_result(m, r);
+		msvc_reply_result(m, r);
 		return;
 	case ST_CLOSE:
 		if (r->status < 0) {
@@ -1652,7 +1057,7 @@ run_cmd(struct mreq *m)
 	if (!wrote) {
 		/* it changes nothing (a claim of blocks the index does not have, a rename onto
 		 * itself): answered like a read, from the state it was tried on */
-		reply_result(m, r);
+		msvc_reply_result(m, r);
 		return;
 	}
 	propose(m, ST_PROPOSE, m->req.bucket, &c);
@@ -1781,8 +1186,8 @@ shipment_free(struct shipment *sp)
 	mfs_unref(fs);
 }
 
-static void
-on_ship_retry(struct env_timer *t)
+void
+mfs_ship_retry(struct env_timer *t)
 {
 	struct ship *sh = t->arg;
 
@@ -1808,8 +1213,8 @@ on_trimmed(void *arg, int status, const struct meta_result *r)
 	shipment_free(sp);
 }
 
-static void
-on_trim(struct env_timer *t)
+void
+mfs_trim_due(struct env_timer *t)
 {
 	struct ship *sh = t->arg;
 	struct mfs *fs = sh->fs;
@@ -2158,7 +1563,7 @@ dispatch(struct mreq *m)
 	struct msvc *s = m->s;
 
 	if (m->fs == NULL) {
-		m->fs = fs_find(s, m->req.fs);
+		m->fs = mfs_find(s, m->req.fs);
 		if (m->fs == NULL) {
 			mreq_answer(m, -ENXIO, NULL);
 			return;
@@ -2205,7 +1610,7 @@ on_timer(struct env_timer *t)
 	struct mreq *m = t->arg;
 
 	if (m->step == ST_SHIPPED) {
-		reply_result(m, &m->res); /* its deltas are late: done all the same */
+		msvc_reply_result(m, &m->res); /* its deltas are late: done all the same */
 		return;
 	}
 	m->step = ST_NONE;
@@ -2265,7 +1670,7 @@ int
 msvc_local_call(void *arg, const struct mp_req *req, mroute_cb cb, void *cbarg)
 {
 	struct msvc *s = arg;
-	struct mfs *fs = fs_find(s, req->fs);
+	struct mfs *fs = mfs_find(s, req->fs);
 	struct mgroup *g = fs ? mfs_group(fs, req->bucket) : NULL;
 	struct mreq *m;
 
@@ -2293,7 +1698,7 @@ on_wal_loaded(void *arg, int status)
 	}
 	s->wal_ready = true;
 	if (!s->stopping && mroute_cfg(s->rt) != NULL)
-		apply_cfg(s, mroute_cfg(s->rt));
+		msvc_apply_cfg(s, mroute_cfg(s->rt));
 }
 
 int
@@ -2383,7 +1788,7 @@ msvc_stop(struct msvc *s, void (*done)(void *arg), void *arg)
 		return;
 	}
 	sh_list_for_each_safe (pos, tmp, &s->fss)
-		fs_close(sh_list_entry(pos, struct mfs, link));
+		mfs_close(sh_list_entry(pos, struct mfs, link));
 }
 
 void

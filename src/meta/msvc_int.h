@@ -148,6 +148,15 @@ struct mreq {
 
 /* Answer a request (over the network or to a local caller) and free it. */
 void mreq_answer(struct mreq *m, int status, const struct mp_reply *r);
+/* A command's result answered (its reply built from r). */
+void msvc_reply_result(struct mreq *m, const struct meta_result *r);
+/* The filesystems (msvc_fs.c): one by id or NULL; closed; the configuration applied. */
+struct mfs *mfs_find(struct msvc *s, uint32_t id);
+void mfs_close(struct mfs *fs);
+void msvc_apply_cfg(struct msvc *s, const struct cfg *c);
+/* A bucket's outbox timers (msvc.c): ship again; trim what was applied where it went. */
+void mfs_ship_retry(struct env_timer *t);
+void mfs_trim_due(struct env_timer *t);
 /* The group serving bucket here, or NULL. */
 struct mgroup *mfs_group(struct mfs *fs, uint16_t bucket);
 void mfs_unref(struct mfs *fs);

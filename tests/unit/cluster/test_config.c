@@ -627,3 +627,16 @@ TEST(config_node_leaving_and_events)
 	SH_ASSERT_STREQ(cfg_op_name(CFG_OP_EVENT), "event");
 	cfg_free(c);
 }
+
+/* The configuration changes' table: numbers as the log holds them, each named. */
+TEST(cfg_op_table)
+{
+	SH_ASSERT_EQ(CFG_OP_CREATE, 1);
+	SH_ASSERT_EQ(CFG_OP_MGROUP_REPLACE, 9);
+	SH_ASSERT_EQ(CFG_OP_EVENT, 13);
+	SH_ASSERT_STREQ(cfg_op_name(CFG_OP_CREATE), "cluster.create");
+	SH_ASSERT_STREQ(cfg_op_name(CFG_OP_MAX), "?");
+	SH_ASSERT_STREQ(cfg_op_name(0), "?");
+	for (unsigned op = 1; op < CFG_OP_MAX; op++)
+		SH_ASSERT_MSG(strcmp(cfg_op_name(op), "?") != 0, "op %u has no name", op);
+}

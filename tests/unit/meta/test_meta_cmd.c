@@ -10,6 +10,7 @@
 
 #include "../../../src/meta/meta_cmd.h"
 #include "../../../src/meta/meta_done.h"
+#include "../../../src/meta/mproto.h"
 #include "../../lib/test.h"
 
 #define NB 1 /* one bucket: every entry is local */
@@ -464,4 +465,27 @@ TEST(meta_cmd_tagged_retries_are_done)
 			       .name2 = "c" };
 	SH_ASSERT_EQ(apply_tagged(&a, &c, &wrote), -ENOENT);
 	meta_db_close(a.db);
+}
+
+/* The tables: numbers as the logs and the wire hold them, dense, each named once. */
+TEST(meta_op_and_kind_tables)
+{
+	SH_ASSERT_EQ(META_OP_CREATE, 2);
+	SH_ASSERT_EQ(META_OP_DELTAS, 24);
+	SH_ASSERT_EQ(META_OP_RELOCATE, 28);
+	SH_ASSERT_STREQ(meta_op_name(META_OP_DELTAS), "delta_batch");
+	SH_ASSERT_NULL(meta_op_name(0));
+	SH_ASSERT_NULL(meta_op_name(META_OP_MAX));
+	for (unsigned op = 1; op < META_OP_MAX; op++) {
+		SH_ASSERT_NOT_NULL(meta_op_name(op));
+		for (unsigned k = 1; k < op; k++)
+			SH_ASSERT_MSG(strcmp(meta_op_name(op), meta_op_name(k)) != 0,
+				      "ops %u and %u are both %s", k, op, meta_op_name(op));
+	}
+	SH_ASSERT_EQ(MP_HOLD, 16);
+	SH_ASSERT_EQ(MP_REPAIR, 18);
+	SH_ASSERT_STREQ(mp_kind_name(MP_LOOKUP), "lookup");
+	SH_ASSERT_NULL(mp_kind_name(MP_KIND_MAX));
+	for (unsigned k = 1; k < MP_KIND_MAX; k++)
+		SH_ASSERT_NOT_NULL(mp_kind_name(k));
 }

@@ -553,4 +553,3 @@ msvc_apply_cfg(struct msvc *s, const struct cfg *c)
 		}
 	}
 }
-

@@ -154,9 +154,13 @@ void msvc_reply_result(struct mreq *m, const struct meta_result *r);
 struct mfs *mfs_find(struct msvc *s, uint32_t id);
 void mfs_close(struct mfs *fs);
 void msvc_apply_cfg(struct msvc *s, const struct cfg *c);
-/* A bucket's outbox timers (msvc.c): ship again; trim what was applied where it went. */
+/* A bucket's outbox timers (msvc_ship.c): ship again; trim what was applied where it went. */
 void mfs_ship_retry(struct env_timer *t);
 void mfs_trim_due(struct env_timer *t);
+/* bucket's outbox was applied up to upto where it goes: the commands waiting for it answer. */
+void mfs_shipped(struct mfs *fs, uint16_t bucket, uint64_t upto);
+/* A command that carried a trim up to upto is through: if applied, the outbox is dropped there. */
+void mfs_trimmed(struct ship *sh, int status, const struct meta_result *r, uint64_t upto);
 /* The group serving bucket here, or NULL. */
 struct mgroup *mfs_group(struct mfs *fs, uint16_t bucket);
 void mfs_unref(struct mfs *fs);

@@ -16,7 +16,6 @@ SH_LOG_FACILITY("meta.svc");
 
 static void dispatch(struct mreq *m);
 static void run_cmd(struct mreq *m);
-static uint64_t client_of(const struct mreq *m);
 
 /* ---- answering ---- */
 
@@ -170,396 +169,10 @@ msvc_reply_result(struct mreq *m, const struct meta_result *r)
 		sh_enc_fini(&e);
 		return;
 	}
-	if (m->cmd.op == META_OP_CREATE && r->dentry.ino && client_of(m))
-		(void)msvc_hold(m->fs, client_of(m), r->dentry.ino,
+	if (m->cmd.op == META_OP_CREATE && r->dentry.ino && msvc_client_of(m))
+		(void)msvc_hold(m->fs, msvc_client_of(m), r->dentry.ino,
 				false); /* opened by its creator */
 	mreq_answer(m, 0, &rep);
-}
-
-/* ---- reads ---- */
-
-/* The client endpoint that asked (0: a backend, or this node). */
-static uint64_t
-client_of(const struct mreq *m)
-{
-	uint64_t peer = m->nr ? net_req_peer(m->nr) : 0;
-
-	return peer >> 63 ? peer : 0;
-}
-
-static bool
-ino_ok(const struct mreq *m, uint64_t ino)
-{
-	return ino != 0 && meta_ino_bucket(ino) == m->req.bucket;
-}
-
-/*
- * A small regular file's bytes along with its attributes, for a client
- * (it keeps them under the attributes' lease: opening and reading the file
- * is then one round trip).
- */
-static void
-with_inline(struct mreq *m, struct meta_bucket *mb, uint64_t ino, struct mp_reply *rep,
-	    struct sh_enc *e)
-{
-	int n;
-
-	if (!client_of(m) || rep->attr.type != META_REG || rep->attr.size == 0 ||
-	    rep->attr.size > META_INLINE_MAX)
-		return;
-	n = meta_inline_get(mb, ino, m->buf, META_INLINE_MAX);
-	if (n <= 0)
-		return;
-	sh_enc_bytes(e, m->buf, (size_t)n); /* the reply's data */
-	rep->flags |= MP_INLINE;
-}
-
-/*
- * An open for reading: the file's first extents along with its hold, so
- * that reading a small file whole asks nothing more of its bucket.
- */
-static void
-hold_extents(struct meta_bucket *mb, uint64_t ino, struct mp_reply *rep, struct sh_enc *e)
-{
-	struct meta_extent x[MP_HOLD_EXTENTS_MAX];
-	unsigned n = 0;
-
-	if (rep->attr.type != META_REG || rep->attr.size == 0 ||
-	    meta_extents(mb, ino, 0, rep->attr.size, x, MP_HOLD_EXTENTS_MAX, &n) < 0)
-		return;
-	if (n > 0 && meta_extent_list_encode(e, x, n) < 0)
-		return;
-	rep->flags |= MP_EXTS | (n == MP_HOLD_EXTENTS_MAX ? MP_MORE : 0);
-}
-
-/* MP_DIRTY: the stripes found, into the reply. */
-struct dirty {
-	struct sh_enc *e;
-	unsigned n, max;
-};
-
-static int
-on_dirty(void *arg, uint64_t stripe, uint64_t ino, uint64_t live, uint64_t total)
-{
-	struct dirty *d = arg;
-
-	if (d->n == d->max)
-		return 1;
-	sh_enc_u64(d->e, stripe);
-	sh_enc_u64(d->e, ino);
-	sh_enc_u64(d->e, live);
-	sh_enc_u64(d->e, total);
-	d->n++;
-	return 0;
-}
-
-static void group_usage(struct mgroup *g, struct meta_usage *out);
-
-static void
-do_read(struct mreq *m)
-{
-	struct meta_bucket mb;
-	struct mp_reply rep = { 0 };
-	struct sh_enc e;
-	size_t len = 0;
-	int rc;
-
-	sh_enc_init(&e);
-	switch (m->req.kind) {
-	case MP_LOOKUP:
-		if (meta_name_check(m->req.name, m->req.nlen) < 0 ||
-		    meta_dentry_bucket(m->req.ino, m->req.name, m->req.nlen, m->fs->nbuckets) !=
-			m->req.bucket) {
-			mreq_answer(m, meta_name_check(m->req.name, m->req.nlen) ?: -EINVAL, NULL);
-			goto out;
-		}
-		break;
-	case MP_READDIR:
-	case MP_DIRTY:
-		break;
-	case MP_STRIPE_LOC:
-		if (meta_ino_bucket(m->req.ino) != m->req.bucket) {
-			mreq_answer(m, -EINVAL, NULL);
-			goto out;
-		}
-		break;
-	case MP_REPAIR:
-		mreq_answer(m,
-			    meta_ino_bucket(m->req.ino) != m->req.bucket || client_of(m)
-				? (client_of(m) ? -EPERM : -EINVAL)
-				: msvc_heal_repair(m->fs, m->g, m->req.bucket, m->req.ino,
-						   m->req.max, m->req.off),
-			    NULL);
-		goto out;
-	case MP_STRIPES:
-		if (m->req.dlen % (m->req.ino ? 12 : 8) != 0 ||
-		    m->req.dlen > MP_STRIPES_MAX * (m->req.ino ? 12 : 8)) {
-			mreq_answer(m, -EINVAL, NULL);
-			goto out;
-		}
-		break;
-	case MP_HOLD:
-		if (m->req.dlen % 8 != 0 || m->req.dlen > MP_HOLD_MAX * 8 || !client_of(m) ||
-		    (m->req.ino != 0 && !ino_ok(m, m->req.ino))) {
-			mreq_answer(m,
-				    !client_of(m) ? -EPERM
-				    : m->req.ino  ? -ESTALE
-						  : -EINVAL,
-				    NULL);
-			goto out;
-		}
-		break;
-	case MP_USAGE: {
-		/* the whole group's, read bucket by bucket (not inside one bucket's read) */
-		struct meta_usage u;
-
-		group_usage(m->g, &u);
-		sh_enc_u64(&e, u.mapped);
-		sh_enc_u64(&e, u.unique);
-		sh_enc_u64(&e, u.data);
-		sh_enc_u64(&e, u.phys);
-		sh_enc_u64(&e, u.inlined);
-		rep.data = e.p;
-		rep.dlen = e.len;
-		mreq_answer(m, sh_enc_error(&e) ? -ENOMEM : 0, sh_enc_error(&e) ? NULL : &rep);
-		goto out;
-	}
-	default:
-		if (!ino_ok(m, m->req.ino)) {
-			mreq_answer(m, m->req.ino == 0 ? -EINVAL : -ESTALE, NULL);
-			goto out;
-		}
-	}
-	rc = mgroup_read(m->g, m->req.bucket, &mb);
-	if (rc < 0) {
-		mreq_answer(m, rc, NULL);
-		goto out;
-	}
-	switch (m->req.kind) {
-	case MP_LOOKUP:
-		rc = meta_lookup(&mb, m->req.ino, m->req.name, m->req.nlen, &rep.dentry);
-		if (rc == 0) {
-			rep.flags |= MP_DENTRY;
-			if (meta_ino_bucket(rep.dentry.ino) == m->req.bucket &&
-			    meta_getattr(&mb, rep.dentry.ino, &rep.attr) == 0) {
-				rep.flags |= MP_ATTR;
-				with_inline(m, &mb, rep.dentry.ino, &rep, &e);
-			}
-			if (client_of(m) && mgroup_cache_ok(m->g)) {
-				struct mp_key k =
-				    mp_key_dentry(m->req.ino, m->req.name, m->req.nlen);
-
-				msvc_cache_grant(m->fs, client_of(m), &k);
-				if (rep.flags & MP_ATTR) {
-					k = mp_key_attr(rep.dentry.ino);
-					msvc_cache_grant(m->fs, client_of(m), &k);
-				}
-				rep.flags |= MP_CACHE;
-			}
-		}
-		break;
-	case MP_HOLD: {
-		struct sh_dec d;
-		bool release = m->req.max & MP_HOLD_RELEASE;
-
-		/* the files still open, of any bucket of this group: renewed (or given back);
-		 * those gone are no matter */
-		sh_dec_init(&d, m->req.data, m->req.dlen);
-		for (size_t i = 0; i < m->req.dlen / 8; i++) {
-			uint64_t ino = sh_dec_u64(&d);
-
-			if (ino != 0 && mgroup_has_bucket(m->g, meta_ino_bucket(ino)))
-				(void)msvc_hold(m->fs, client_of(m), ino, release);
-		}
-		rc = 0;
-		if (m->req.ino == 0)
-			break;
-		if (release) {
-			rc = msvc_hold(m->fs, client_of(m), m->req.ino, true);
-			break;
-		}
-		rc = meta_getattr(&mb, m->req.ino, &rep.attr);
-		if (rc == 0 && rep.attr.nlink == 0 && (m->req.max & MP_HOLD_FRESH))
-			rc = -ESTALE; /* its name went meanwhile: the caller looks again */
-		if (rc == 0)
-			rc = msvc_hold(m->fs, client_of(m), m->req.ino, false);
-		if (rc < 0)
-			break;
-		rep.flags |= MP_ATTR;
-		with_inline(m, &mb, m->req.ino, &rep, &e);
-		if ((m->req.max & MP_HOLD_EXTENTS) && !(rep.flags & MP_INLINE))
-			hold_extents(&mb, m->req.ino, &rep, &e);
-		if (client_of(m) && mgroup_cache_ok(m->g)) {
-			struct mp_key k = mp_key_attr(m->req.ino);
-
-			msvc_cache_grant(m->fs, client_of(m), &k);
-			rep.flags |= MP_CACHE;
-		}
-		break;
-	}
-	case MP_GETATTR:
-		rc = meta_getattr(&mb, m->req.ino, &rep.attr);
-		if (rc == 0) {
-			rep.flags |= MP_ATTR;
-			with_inline(m, &mb, m->req.ino, &rep, &e);
-		}
-		if (rc == 0 && client_of(m) && mgroup_cache_ok(m->g)) {
-			struct mp_key k = mp_key_attr(m->req.ino);
-
-			msvc_cache_grant(m->fs, client_of(m), &k);
-			rep.flags |= MP_CACHE;
-		}
-		break;
-	case MP_READDIR: {
-		struct meta_dirent *d = sh_calloc(MP_READDIR_MAX, sizeof(*d));
-		unsigned max =
-		    m->req.max == 0 || m->req.max > MP_READDIR_MAX ? MP_READDIR_MAX : m->req.max;
-		unsigned n = 0;
-		bool more = false;
-
-		if (d == NULL) {
-			rc = -ENOMEM;
-			break;
-		}
-		rc = meta_readdir(&mb, m->req.ino, m->req.nlen ? m->req.name : NULL, m->req.nlen, d,
-				  max, &n, &more);
-		/* readdirplus: the attributes of inodes kept here, as a getattr reads them */
-		bool plus = m->req.off & MP_READDIR_ATTRS;
-
-		for (unsigned i = 0; rc == 0 && i < n; i++) {
-			struct meta_inode a = { 0 };
-
-			if (plus && meta_ino_bucket(d[i].ino) == m->req.bucket &&
-			    meta_getattr(&mb, d[i].ino, &a) < 0)
-				a.type = 0;
-			mp_dirent_put(&e, &d[i], plus ? &a : NULL);
-		}
-		sh_free(d);
-		if (more)
-			rep.flags |= MP_MORE;
-		break;
-	}
-	case MP_PARENT:
-		rc = meta_parent_get(&mb, m->req.ino, &rep.aux);
-		break;
-	case MP_READLINK:
-		rc = meta_readlink(&mb, m->req.ino, (char *)m->buf, sizeof(m->buf), &len);
-		if (rc == 0)
-			sh_enc_bytes(&e, m->buf, len);
-		break;
-	case MP_GETXATTR:
-		rc = meta_getxattr(&mb, m->req.ino, m->req.name, m->buf, sizeof(m->buf), &len);
-		if (rc == 0)
-			sh_enc_bytes(&e, m->buf, len);
-		break;
-	case MP_LISTXATTR:
-		rc = meta_listxattr(&mb, m->req.ino, (char *)m->buf, sizeof(m->buf), &len);
-		if (rc == 0)
-			sh_enc_bytes(&e, m->buf, len);
-		break;
-	case MP_EXTENTS: {
-		struct meta_extent *x = sh_calloc(META_EXTENTS_MAX, sizeof(*x));
-		unsigned max = m->req.max == 0 || m->req.max > META_EXTENTS_MAX ? META_EXTENTS_MAX
-										: m->req.max;
-		unsigned n = 0;
-
-		int il = x ? meta_getattr(&mb, m->req.ino, &rep.attr) : -ENOMEM;
-
-		/* a file gone (its last holder closed it): -ESTALE, never holes read as zeros */
-		if (il == 0)
-			il = meta_inline_get(&mb, m->req.ino, m->buf, sizeof(m->buf));
-		else if (x != NULL)
-			il = il == -ENOENT ? -ESTALE : il;
-		if (il < 0 && il != -ENOENT) {
-			rc = il;
-			sh_free(x);
-			break;
-		}
-
-		if (il >= 0) {
-			/* a small file: its bytes instead of extents */
-			rep.flags |= MP_INLINE;
-			sh_enc_bytes(&e, m->buf, (size_t)il);
-			rc = 0;
-			sh_free(x);
-			break;
-		}
-		rc =
-		    x ? meta_extents(&mb, m->req.ino, m->req.off, m->req.len, x, max, &n) : -ENOMEM;
-		if (rc == 0 && n > 0)
-			rc = meta_extent_list_encode(&e, x, n);
-		if (n == max)
-			rep.flags |= MP_MORE; /* ask again from the end of the last one */
-		sh_free(x);
-		break;
-	}
-	case MP_STRIPES: {
-		struct sh_dec d;
-
-		rc = 0;
-		sh_dec_init(&d, m->req.data, m->req.dlen);
-		for (size_t i = 0; rc == 0 && i < m->req.dlen / (m->req.ino ? 12 : 8); i++) {
-			uint64_t id = sh_dec_u64(&d);
-			int k = m->req.ino
-				    ? meta_stripe_known_at(&mb, id, sh_dec_u32(&d), m->req.ino)
-				    : meta_stripe_known(&mb, id);
-
-			if (k < 0)
-				rc = k;
-			else
-				sh_enc_u8(&e, (uint8_t)k);
-		}
-		break;
-	}
-	case MP_STRIPE_LOC: {
-		struct meta_extent loc;
-		uint8_t v[META_EXTENT_VMAX];
-		int vl;
-
-		rc = meta_stripe_loc(&mb, m->req.ino, &loc);
-		if (rc == 0 && (vl = meta_extent_encode(&loc, v, sizeof(v))) < 0)
-			rc = vl;
-		if (rc == 0)
-			sh_enc_bytes(&e, v, (size_t)vl);
-		break;
-	}
-	case MP_DIRTY: {
-		struct dirty d = { .e = &e,
-				   .max = m->req.max && m->req.max < 64 ? m->req.max : 64 };
-
-		rc = meta_stripes_dirty(&mb, on_dirty, &d);
-		break;
-	}
-	case MP_DIRBUCKETS: {
-		uint16_t *l = sh_calloc(m->fs->nbuckets, sizeof(*l));
-		unsigned n = 0;
-
-		if (l == NULL) {
-			rc = -ENOMEM;
-			break;
-		}
-		rc = meta_getattr(&mb, m->req.ino, &rep.attr);
-		if (rc == 0 && rep.attr.type != META_DIR)
-			rc = -ENOTDIR;
-		if (rc == 0)
-			rc = meta_lease_list(&mb, m->req.ino, l, m->fs->nbuckets, &n);
-		for (unsigned i = 0; rc == 0 && i < n; i++)
-			sh_enc_u16(&e, l[i]);
-		rep.flags |= MP_ATTR;
-		sh_free(l);
-		break;
-	}
-	default:
-		rc = -EINVAL;
-	}
-	meta_txn_abort(mb.t);
-	if (rc == 0 && sh_enc_error(&e))
-		rc = -ENOMEM;
-	rep.data = e.p;
-	rep.dlen = e.len;
-	mreq_answer(m, rc, rc == 0 ? &rep : NULL);
-out:
-	sh_enc_fini(&e);
 }
 
 /* ---- a client's command answered once its deltas are applied ---- */
@@ -610,7 +223,7 @@ wait_deltas(struct mreq *m, const struct meta_result *r)
 	bool r2_dst = m->cmd.op == META_OP_RENAME2 && m->cmd.flags == META_R2_COMMIT_DST;
 	uint64_t seq;
 
-	if (r->status < 0 || (!client_of(m) && !r2_dst) ||
+	if (r->status < 0 || (!msvc_client_of(m) && !r2_dst) ||
 	    (m->cmd.op != META_OP_LINK && m->cmd.op != META_OP_REMOVE &&
 	     m->cmd.op != META_OP_RENAME && !r2_dst))
 		return false;
@@ -1299,7 +912,7 @@ dispatch(struct mreq *m)
 		do_revoke(m);
 		return;
 	default:
-		do_read(m);
+		msvc_do_read(m);
 	}
 }
 
@@ -1500,8 +1113,8 @@ msvc_crash(struct msvc *s)
 }
 
 /* What the buckets of group g use, summed (a read of each bucket's usage record). */
-static void
-group_usage(struct mgroup *g, struct meta_usage *out)
+void
+msvc_group_usage(struct mgroup *g, struct meta_usage *out)
 {
 	unsigned nb;
 	const uint16_t *b = mgroup_buckets(g, &nb);
@@ -1550,7 +1163,7 @@ msvc_groups(struct msvc *s, struct msvc_group_info *out, unsigned max)
 				/* a group that has just become ready here sums at once:
 				 * what it kept from an older term is stale */
 				if (gi.ready && (fresh || fs->usage_term[g] != gi.term)) {
-					group_usage(fs->groups[g], &fs->usage[g]);
+					msvc_group_usage(fs->groups[g], &fs->usage[g]);
 					fs->usage_term[g] = gi.term;
 				}
 				out[n] = (struct msvc_group_info){ .fs = fs->id,

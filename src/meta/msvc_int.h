@@ -150,6 +150,12 @@ struct mreq {
 void mreq_answer(struct mreq *m, int status, const struct mp_reply *r);
 /* A command's result answered (its reply built from r). */
 void msvc_reply_result(struct mreq *m, const struct meta_result *r);
+/* A read (msvc_read.c): answered from the bucket's store. */
+void msvc_do_read(struct mreq *m);
+/* The client endpoint that asked (0: a backend, or this node). */
+uint64_t msvc_client_of(const struct mreq *m);
+/* What the buckets of group g use, summed (a read of each bucket's usage record). */
+void msvc_group_usage(struct mgroup *g, struct meta_usage *out);
 /* The filesystems (msvc_fs.c): one by id or NULL; closed; the configuration applied. */
 struct mfs *mfs_find(struct msvc *s, uint32_t id);
 void mfs_close(struct mfs *fs);

@@ -310,4 +310,3 @@ mfs_ship_kick(struct mfs *fs, uint16_t bucket)
 	sh->dirty = false;
 	ship_step(fs, bucket);
 }
-

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The cluster configuration: validation, apply, placement, codecs (config.h). */
+/* The cluster configuration: validation, apply, placement (config.h; codecs in config_codec.c). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,10 +7,6 @@
 
 #include "../env/env.h"
 #include "config_int.h"
-
-#define CFG_MAGIC    0x33474643u /* "CFG3": with drive states and the heal settings */
-#define CFG_MAGIC_V2 0x32474643u /* "CFG2": with the metadata groups' table */
-#define CFG_MAGIC_V1 0x31474643u /* "CFG1": before it (groups derived from the sets) */
 
 static const char *const op_names[CFG_OP_MAX] = {
 #define CFG_OP_NAME(id, num, name) [num] = name,
@@ -399,8 +395,8 @@ cfg_group_firsts(const struct cfg *c, uint32_t **first, uint32_t *ngroups)
 	return 0;
 }
 
-static bool
-in_set(const uint64_t *set, unsigned n, uint64_t id)
+bool
+cfg_in_set(const uint64_t *set, unsigned n, uint64_t id)
 {
 	for (unsigned i = 0; i < n; i++)
 		if (set[i] == id)
@@ -420,7 +416,7 @@ pick_replacement(const struct cfg *c, uint32_t g, const uint64_t *set, uint64_t 
 		bool fresh = true;
 		uint64_t s;
 
-		if (n->state != CFG_UP || in_set(set, c->replicas, n->id) ||
+		if (n->state != CFG_UP || cfg_in_set(set, c->replicas, n->id) ||
 		    cfg_node_leaving(c, n->id))
 			continue;
 		for (uint32_t k = 0; k < c->replicas && fresh; k++) {
@@ -602,12 +598,12 @@ check_replace(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t 
 	if (set == NULL)
 		return cfg_fail(msg, len, -ENOENT, "no metadata group %u (the cluster has %u)",
 				cmd->group, ng);
-	if (!in_set(set, c->replicas, cmd->id))
+	if (!cfg_in_set(set, c->replicas, cmd->id))
 		return cfg_fail(msg, len, -ENOENT, "node %llu is not a member of metadata group %u",
 				(unsigned long long)cmd->id, cmd->group);
 	if (n == NULL)
 		return cfg_fail(msg, len, -ENOENT, "no node %llu", (unsigned long long)cmd->node2);
-	if (in_set(set, c->replicas, cmd->node2))
+	if (cfg_in_set(set, c->replicas, cmd->node2))
 		return cfg_fail(msg, len, -EEXIST,
 				"node %llu is already a member of metadata group %u",
 				(unsigned long long)cmd->node2, cmd->group);
@@ -953,325 +949,4 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 	}
 	c->epoch++;
 	return 0;
-}
-
-/* ---- codecs ---- */
-
-void
-cfg_cmd_encode(struct sh_enc *e, const struct cfg_cmd *cmd)
-{
-	sh_enc_u8(e, cmd->op);
-	sh_enc_u8(e, cmd->state);
-	sh_enc_u8(e, cmd->d);
-	sh_enc_u8(e, cmd->p);
-	sh_enc_u8(e, cmd->compression);
-	sh_enc_u8(e, cmd->dedup);
-	sh_enc_u32(e, cmd->nbuckets);
-	sh_enc_u64(e, cmd->time);
-	sh_enc_u64(e, cmd->id);
-	sh_enc_u64(e, cmd->size);
-	sh_enc_u64(e, cmd->quota);
-	sh_enc_u64(e, cmd->target);
-	sh_enc_u32(e, cmd->worker);
-	sh_enc_bytes(e, cmd->uuid, sizeof(cmd->uuid));
-	sh_enc_str(e, cmd->name);
-	sh_enc_str(e, cmd->addr);
-	sh_enc_str(e, cmd->data);
-	sh_enc_str(e, cmd->domain);
-	sh_enc_str(e, cmd->label);
-	sh_enc_str(e, cmd->path);
-	sh_enc_u32(e, cmd->group);
-	sh_enc_u64(e, cmd->node2);
-}
-
-int
-cfg_cmd_decode(const uint8_t *b, size_t len, struct cfg_cmd *cmd)
-{
-	struct sh_dec d;
-	const uint8_t *u;
-
-	memset(cmd, 0, sizeof(*cmd));
-	sh_dec_init(&d, b, len);
-	cmd->op = sh_dec_u8(&d);
-	cmd->state = sh_dec_u8(&d);
-	cmd->d = sh_dec_u8(&d);
-	cmd->p = sh_dec_u8(&d);
-	cmd->compression = sh_dec_u8(&d);
-	cmd->dedup = sh_dec_u8(&d);
-	cmd->nbuckets = sh_dec_u32(&d);
-	cmd->time = sh_dec_u64(&d);
-	cmd->id = sh_dec_u64(&d);
-	cmd->size = sh_dec_u64(&d);
-	cmd->quota = sh_dec_u64(&d);
-	cmd->target = sh_dec_u64(&d);
-	cmd->worker = sh_dec_u32(&d);
-	u = sh_dec_bytes(&d, sizeof(cmd->uuid));
-	if (u)
-		memcpy(cmd->uuid, u, sizeof(cmd->uuid));
-	sh_dec_str(&d, cmd->name, sizeof(cmd->name));
-	sh_dec_str(&d, cmd->addr, sizeof(cmd->addr));
-	sh_dec_str(&d, cmd->data, sizeof(cmd->data));
-	sh_dec_str(&d, cmd->domain, sizeof(cmd->domain));
-	sh_dec_str(&d, cmd->label, sizeof(cmd->label));
-	sh_dec_str(&d, cmd->path, sizeof(cmd->path));
-	if (sh_dec_left(&d) > 0) { /* since metadata groups are replaced */
-		cmd->group = sh_dec_u32(&d);
-		cmd->node2 = sh_dec_u64(&d);
-	}
-	sh_dec_end(&d);
-	if (d.err || cmd->op == 0 || cmd->op >= CFG_OP_MAX)
-		return -EBADMSG;
-	return 0;
-}
-
-void
-cfg_encode(struct sh_enc *e, const struct cfg *c)
-{
-	sh_enc_u32(e, CFG_MAGIC);
-	sh_enc_u64(e, c->epoch);
-	sh_enc_u8(e, c->created);
-	sh_enc_str(e, c->name);
-	sh_enc_bytes(e, c->uuid, sizeof(c->uuid));
-	sh_enc_u32(e, c->nbuckets);
-	sh_enc_u32(e, c->replicas);
-	sh_enc_u64(e, c->next_drive);
-	sh_enc_u64(e, c->next_event);
-	sh_enc_u32(e, c->next_fs);
-	sh_enc_u32(e, c->nnodes);
-	for (uint32_t i = 0; i < c->nnodes; i++) {
-		const struct cfg_node *n = &c->nodes[i];
-
-		sh_enc_u64(e, n->id);
-		sh_enc_str(e, n->mgmt);
-		sh_enc_str(e, n->data);
-		sh_enc_str(e, n->domain);
-		sh_enc_u8(e, n->state);
-		sh_enc_u64(e, n->since);
-		sh_enc_u8(e, n->nnets);
-		for (unsigned k = 0; k < n->nnets; k++) {
-			sh_enc_str(e, n->nets[k].addr);
-			sh_enc_str(e, n->nets[k].label);
-		}
-	}
-	sh_enc_u32(e, c->ndrives);
-	for (uint32_t i = 0; i < c->ndrives; i++) {
-		sh_enc_u64(e, c->drives[i].id);
-		sh_enc_u64(e, c->drives[i].node);
-		sh_enc_u32(e, c->drives[i].worker);
-		sh_enc_str(e, c->drives[i].path);
-		sh_enc_u64(e, c->drives[i].capacity);
-	}
-	sh_enc_u32(e, c->nfs);
-	for (uint32_t i = 0; i < c->nfs; i++) {
-		const struct cfg_fs *f = &c->fs[i];
-
-		sh_enc_str(e, f->name);
-		sh_enc_u32(e, f->id);
-		sh_enc_u8(e, f->d);
-		sh_enc_u8(e, f->p);
-		sh_enc_u8(e, f->compression);
-		sh_enc_u8(e, f->dedup);
-		sh_enc_u64(e, f->quota);
-		sh_enc_u64(e, f->created);
-	}
-	sh_enc_u32(e, c->nevents);
-	for (uint32_t i = c->nevents; i > 0; i--) { /* oldest first */
-		const struct cfg_event *ev = cfg_event_at(c, i - 1);
-
-		sh_enc_u64(e, ev->seq);
-		sh_enc_u64(e, ev->time);
-		sh_enc_u64(e, ev->node);
-		sh_enc_str(e, ev->text);
-	}
-	for (size_t i = 0; i < (size_t)c->nbuckets * c->replicas; i++)
-		sh_enc_u64(e, c->buckets[i]);
-	/* the fixed groups (a "CFG1" configuration ends before them) */
-	sh_enc_u32(e, c->bgroup ? c->ngroups : 0);
-	if (c->bgroup != NULL) {
-		for (uint32_t b = 0; b < c->nbuckets; b++)
-			sh_enc_u16(e, c->bgroup[b]);
-		for (uint32_t g = 0; g < c->ngroups; g++)
-			sh_enc_u32(e, c->gepoch[g]);
-	}
-	/* the drives' states and the heal settings (a "CFG2" configuration ends before them) */
-	for (uint32_t i = 0; i < c->ndrives; i++) {
-		sh_enc_u8(e, c->drives[i].state);
-		sh_enc_u64(e, c->drives[i].since);
-	}
-	sh_enc_u32(e, c->rebuild_delay_s);
-	sh_enc_u8(e, c->rebuild_share);
-	sh_enc_u32(e, c->scrub_rate);
-	sh_enc_u32(e, c->scrub_interval);
-}
-
-/* The fixed groups: each bucket's (every group has one, and its buckets one replica set). */
-static int
-decode_groups(struct sh_dec *d, struct cfg *t)
-{
-	uint32_t ng = sh_dec_u32(d), *first;
-	int rc = 0;
-
-	if (ng == 0)
-		return 0;
-	if (t->nbuckets == 0 || t->replicas == 0 || ng > t->nbuckets ||
-	    sh_dec_left(d) < (size_t)t->nbuckets * 2 + (size_t)ng * 4)
-		return -EBADMSG;
-	t->bgroup = sh_malloc(t->nbuckets * sizeof(*t->bgroup));
-	t->gepoch = sh_malloc(ng * sizeof(*t->gepoch));
-	first = sh_malloc(ng * sizeof(*first));
-	if (t->bgroup == NULL || t->gepoch == NULL || first == NULL) {
-		sh_free(first);
-		return -ENOMEM;
-	}
-	t->ngroups = ng;
-	memset(first, 0xff, ng * sizeof(*first));
-	for (uint32_t b = 0; b < t->nbuckets && rc == 0; b++) {
-		uint16_t g = sh_dec_u16(d);
-
-		t->bgroup[b] = g;
-		if (g >= ng) {
-			rc = -EBADMSG;
-		} else if (first[g] == UINT32_MAX) {
-			first[g] = b;
-		} else {
-			for (uint32_t k = 0; k < t->replicas && rc == 0; k++)
-				if (!in_set(cfg_bucket(t, first[g]), t->replicas,
-					    cfg_bucket(t, b)[k]))
-					rc = -EBADMSG;
-		}
-	}
-	for (uint32_t g = 0; g < ng && rc == 0; g++) {
-		t->gepoch[g] = sh_dec_u32(d);
-		if (first[g] == UINT32_MAX)
-			rc = -EBADMSG;
-	}
-	sh_free(first);
-	return rc;
-}
-
-int
-cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
-{
-	struct sh_dec d;
-	struct cfg *t = cfg_new();
-	const uint8_t *u;
-	uint32_t nev, magic;
-	size_t nb;
-
-	if (t == NULL)
-		return -ENOMEM;
-	sh_dec_init(&d, b, len);
-	magic = sh_dec_u32(&d);
-	if (magic != CFG_MAGIC && magic != CFG_MAGIC_V2 && magic != CFG_MAGIC_V1)
-		goto bad;
-	t->epoch = sh_dec_u64(&d);
-	t->created = sh_dec_u8(&d) != 0;
-	sh_dec_str(&d, t->name, sizeof(t->name));
-	u = sh_dec_bytes(&d, sizeof(t->uuid));
-	if (u)
-		memcpy(t->uuid, u, sizeof(t->uuid));
-	t->nbuckets = sh_dec_u32(&d);
-	t->replicas = sh_dec_u32(&d);
-	t->next_drive = sh_dec_u64(&d);
-	t->next_event = sh_dec_u64(&d);
-	t->next_fs = sh_dec_u32(&d);
-	t->nnodes = sh_dec_u32(&d);
-	if (t->nnodes > CFG_NODES_MAX || t->nbuckets > CFG_BUCKETS_MAX ||
-	    t->replicas > CFG_REPLICAS_MAX)
-		goto bad;
-	for (uint32_t i = 0; i < t->nnodes && !d.err; i++) {
-		struct cfg_node *n = &t->nodes[i];
-
-		n->id = sh_dec_u64(&d);
-		sh_dec_str(&d, n->mgmt, sizeof(n->mgmt));
-		sh_dec_str(&d, n->data, sizeof(n->data));
-		sh_dec_str(&d, n->domain, sizeof(n->domain));
-		n->state = sh_dec_u8(&d);
-		n->since = sh_dec_u64(&d);
-		n->nnets = sh_dec_u8(&d);
-		if (n->nnets > CFG_NETS_MAX)
-			goto bad;
-		for (unsigned k = 0; k < n->nnets; k++) {
-			sh_dec_str(&d, n->nets[k].addr, sizeof(n->nets[k].addr));
-			sh_dec_str(&d, n->nets[k].label, sizeof(n->nets[k].label));
-		}
-	}
-	t->ndrives = sh_dec_u32(&d);
-	if (t->ndrives > CFG_DRIVES_MAX)
-		goto bad;
-	for (uint32_t i = 0; i < t->ndrives && !d.err; i++) {
-		t->drives[i].id = sh_dec_u64(&d);
-		t->drives[i].node = sh_dec_u64(&d);
-		t->drives[i].worker = sh_dec_u32(&d);
-		sh_dec_str(&d, t->drives[i].path, sizeof(t->drives[i].path));
-		t->drives[i].capacity = sh_dec_u64(&d);
-	}
-	t->nfs = sh_dec_u32(&d);
-	if (t->nfs > CFG_FS_MAX)
-		goto bad;
-	for (uint32_t i = 0; i < t->nfs && !d.err; i++) {
-		struct cfg_fs *f = &t->fs[i];
-
-		sh_dec_str(&d, f->name, sizeof(f->name));
-		f->id = sh_dec_u32(&d);
-		f->d = sh_dec_u8(&d);
-		f->p = sh_dec_u8(&d);
-		f->compression = sh_dec_u8(&d);
-		f->dedup = sh_dec_u8(&d);
-		f->quota = sh_dec_u64(&d);
-		f->created = sh_dec_u64(&d);
-	}
-	nev = sh_dec_u32(&d);
-	if (nev > CFG_EVENTS_MAX || nev > t->next_event)
-		goto bad;
-	/* events come oldest first: slot them where the ring keeps them */
-	for (uint32_t i = 0; i < nev && !d.err; i++) {
-		struct cfg_event *ev = &t->events[(t->next_event - nev + i) % CFG_EVENTS_MAX];
-
-		ev->seq = sh_dec_u64(&d);
-		ev->time = sh_dec_u64(&d);
-		ev->node = sh_dec_u64(&d);
-		sh_dec_str(&d, ev->text, sizeof(ev->text));
-	}
-	t->nevents = nev;
-	nb = (size_t)t->nbuckets * t->replicas;
-	if (nb > sh_dec_left(&d) / 8)
-		goto bad;
-	if (nb) {
-		t->buckets = sh_malloc(nb * sizeof(uint64_t));
-		if (t->buckets == NULL) {
-			cfg_free(t);
-			return -ENOMEM;
-		}
-		for (size_t i = 0; i < nb; i++)
-			t->buckets[i] = sh_dec_u64(&d);
-	}
-	if (magic != CFG_MAGIC_V1 && decode_groups(&d, t) < 0)
-		goto bad;
-	if (magic == CFG_MAGIC) {
-		for (uint32_t i = 0; i < t->ndrives; i++) {
-			t->drives[i].state = sh_dec_u8(&d);
-			t->drives[i].since = sh_dec_u64(&d);
-			if (t->drives[i].state > CFG_DRIVE_DRAINING)
-				goto bad;
-		}
-		t->rebuild_delay_s = sh_dec_u32(&d);
-		t->rebuild_share = sh_dec_u8(&d);
-		t->scrub_rate = sh_dec_u32(&d);
-		t->scrub_interval = sh_dec_u32(&d);
-		if (t->rebuild_share == 0 || t->rebuild_share > 100)
-			goto bad;
-	}
-	sh_dec_end(&d);
-	if (d.err)
-		goto bad;
-	sh_free(c->buckets);
-	sh_free(c->bgroup);
-	sh_free(c->gepoch);
-	memcpy(c, t, sizeof(*c));
-	sh_free(t);
-	return 0;
-bad:
-	cfg_free(t);
-	return -EBADMSG;
 }

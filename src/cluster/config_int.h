@@ -10,6 +10,9 @@ int cfg_fail(char *msg, size_t len, int err, const char *fmt, ...) SH_PRINTF(4, 
 /* Record an event (the ring of the newest CFG_EVENTS_MAX). */
 void cfg_event(struct cfg *c, uint64_t time, uint64_t node, const char *fmt, ...) SH_PRINTF(4, 5);
 
+/* id is one of the n in set. */
+bool cfg_in_set(const uint64_t *set, unsigned n, uint64_t id);
+
 /* config_heal.c: drive states and the heal settings */
 void cfg_heal_defaults(struct cfg *c);
 int cfg_check_heal(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len);

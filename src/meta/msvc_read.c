@@ -85,7 +85,6 @@ on_dirty(void *arg, uint64_t stripe, uint64_t ino, uint64_t live, uint64_t total
 	return 0;
 }
 
-
 void
 msvc_do_read(struct mreq *m)
 {
@@ -134,8 +133,8 @@ msvc_do_read(struct mreq *m)
 		    (m->req.ino != 0 && !ino_ok(m, m->req.ino))) {
 			mreq_answer(m,
 				    !msvc_client_of(m) ? -EPERM
-				    : m->req.ino  ? -ESTALE
-						  : -EINVAL,
+				    : m->req.ino       ? -ESTALE
+						       : -EINVAL,
 				    NULL);
 			goto out;
 		}
@@ -392,4 +391,3 @@ msvc_do_read(struct mreq *m)
 out:
 	sh_enc_fini(&e);
 }
-

@@ -189,7 +189,7 @@ decode_groups(struct sh_dec *d, struct cfg *t)
 		} else {
 			for (uint32_t k = 0; k < t->replicas && rc == 0; k++)
 				if (!cfg_in_set(cfg_bucket(t, first[g]), t->replicas,
-					    cfg_bucket(t, b)[k]))
+						cfg_bucket(t, b)[k]))
 					rc = -EBADMSG;
 		}
 	}

@@ -342,6 +342,18 @@ fs_regroup(struct mfs *fs, const struct cfg *c)
 	}
 }
 
+/* What fs holds by group and by bucket, and fs. */
+static void
+fs_free(struct mfs *fs)
+{
+	sh_free(fs->groups);
+	sh_free(fs->usage);
+	sh_free(fs->usage_term);
+	sh_free(fs->leaving);
+	sh_free(fs->ship);
+	sh_free(fs);
+}
+
 static int
 fs_open(struct msvc *s, const struct cfg *c, const struct cfg_fs *f)
 {
@@ -402,12 +414,7 @@ err:
 	msvc_heal_free(fs);
 	if (fs->db)
 		meta_db_close(fs->db);
-	sh_free(fs->groups);
-	sh_free(fs->usage);
-	sh_free(fs->usage_term);
-	sh_free(fs->leaving);
-	sh_free(fs->ship);
-	sh_free(fs);
+	fs_free(fs);
 	return rc;
 }
 
@@ -430,12 +437,7 @@ fs_maybe_free(struct mfs *fs)
 	msvc_hold_free(fs);
 	msvc_heal_free(fs);
 	meta_db_close(fs->db);
-	sh_free(fs->groups);
-	sh_free(fs->usage);
-	sh_free(fs->usage_term);
-	sh_free(fs->leaving);
-	sh_free(fs->ship);
-	sh_free(fs);
+	fs_free(fs);
 	if (s->stopping && sh_list_empty(&s->fss))
 		env_post(&s->done_task);
 }

@@ -136,6 +136,23 @@ call_send(struct net_call *c)
 	c->sess = p->sess;
 }
 
+/* A message of opcode with body (and extra bytes more) to peer_id: its peer, or -errno. */
+static int
+msg_peer(struct net *n, uint64_t peer_id, uint16_t opcode, const struct iovec *body, int iovcnt,
+	 size_t extra, struct net_peer **out)
+{
+	size_t len = RPC_HDR_SIZE + extra;
+
+	if (opcode == 0 || opcode >= NET_OP_MAX || iovcnt < 0 || (iovcnt > 0 && body == NULL))
+		return -EINVAL;
+	for (int i = 0; i < iovcnt; i++)
+		len += body[i].iov_len;
+	if (len > n->cfg.max_msg)
+		return -EMSGSIZE;
+	*out = net_peer_get(n, peer_id);
+	return *out != NULL ? 0 : -ENOENT;
+}
+
 static int
 call_start(struct net *n, uint64_t peer_id, uint16_t opcode, const struct iovec *body, int iovcnt,
 	   const struct sh_iov *zc, const struct net_call_opts *opts, net_call_cb cb, void *arg,
@@ -144,19 +161,13 @@ call_start(struct net *n, uint64_t peer_id, uint16_t opcode, const struct iovec 
 	struct net_peer *p;
 	struct net_call *c;
 	uint64_t tmo = opts && opts->timeout_ns ? opts->timeout_ns : 10 * SH_NSEC_PER_SEC;
-	size_t len = RPC_HDR_SIZE + (zc ? zc->len : 0);
 	int rc;
 
-	if (cb == NULL || opcode == 0 || opcode >= NET_OP_MAX || iovcnt < 0 ||
-	    (iovcnt > 0 && body == NULL) || (zc != NULL && zc->n > NET_ZC_MAX_SLICES))
+	if (cb == NULL || (zc != NULL && zc->n > NET_ZC_MAX_SLICES))
 		return -EINVAL;
-	for (int i = 0; i < iovcnt; i++)
-		len += body[i].iov_len;
-	if (len > n->cfg.max_msg)
-		return -EMSGSIZE;
-	p = net_peer_get(n, peer_id);
-	if (p == NULL)
-		return -ENOENT;
+	rc = msg_peer(n, peer_id, opcode, body, iovcnt, zc ? zc->len : 0, &p);
+	if (rc < 0)
+		return rc;
 	c = sh_calloc(1, sizeof(*c));
 	if (c == NULL)
 		return -ENOMEM;
@@ -214,18 +225,10 @@ net_send(struct net *n, uint64_t peer_id, uint16_t opcode, const struct iovec *b
 {
 	struct net_peer *p;
 	struct sh_iov msg;
-	size_t len = RPC_HDR_SIZE;
-	int rc;
+	int rc = msg_peer(n, peer_id, opcode, body, iovcnt, 0, &p);
 
-	if (opcode == 0 || opcode >= NET_OP_MAX || iovcnt < 0 || (iovcnt > 0 && body == NULL))
-		return -EINVAL;
-	for (int i = 0; i < iovcnt; i++)
-		len += body[i].iov_len;
-	if (len > n->cfg.max_msg)
-		return -EMSGSIZE;
-	p = net_peer_get(n, peer_id);
-	if (p == NULL)
-		return -ENOENT;
+	if (rc < 0)
+		return rc;
 	if (p->state != SESS_ESTABLISHED)
 		return -ENOTCONN;
 	sh_iov_init(&msg);

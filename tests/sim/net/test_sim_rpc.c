@@ -209,17 +209,24 @@ all_done(void *arg)
 	return true;
 }
 
+/* A network that loses, duplicates and reorders datagrams at rate. */
+static struct sim_net_params
+faults(double rate)
+{
+	return (struct sim_net_params){ .lat_min_ns = 5 * SH_NSEC_PER_USEC,
+					.lat_max_ns = 50 * SH_NSEC_PER_USEC,
+					.loss = rate,
+					.dup = rate,
+					.reorder = rate,
+					.reorder_ns = 500 * SH_NSEC_PER_USEC };
+}
+
 /* Run the workload over a network with the given fault rate; returns calls that succeeded. */
 static int
 lossy_round(uint64_t seed, double rate, int *timedout)
 {
 	static struct cluster cl;
-	struct sim_net_params p = { .lat_min_ns = 5 * SH_NSEC_PER_USEC,
-				    .lat_max_ns = 50 * SH_NSEC_PER_USEC,
-				    .loss = rate,
-				    .dup = rate,
-				    .reorder = rate,
-				    .reorder_ns = 500 * SH_NSEC_PER_USEC };
+	struct sim_net_params p = faults(rate);
 	int ok = 0;
 
 	memset(&cl, 0, sizeof(cl));
@@ -535,12 +542,7 @@ static void
 oneway_round(uint64_t seed, double rate)
 {
 	static struct cluster cl;
-	struct sim_net_params p = { .lat_min_ns = 5 * SH_NSEC_PER_USEC,
-				    .lat_max_ns = 50 * SH_NSEC_PER_USEC,
-				    .loss = rate,
-				    .dup = rate,
-				    .reorder = rate,
-				    .reorder_ns = 500 * SH_NSEC_PER_USEC };
+	struct sim_net_params p = faults(rate);
 	struct iovec iov;
 	struct net_stats st;
 	struct req_hdr hdr = { 1, 0 };

@@ -307,11 +307,13 @@ rwal_remove(struct rwal *w, const char *name)
 {
 	struct rlog_inst *in = name[0] ? rlog_set_find(&w->set, name) : NULL;
 
+	if (w->phase == PH_LOADING)
+		return -EAGAIN;
 	if (in == NULL)
 		return -ENOENT;
 	if (in->open != NULL)
 		return -EBUSY;
-	if (w->err == 0 && w->phase != PH_LOADING && in->id != RLOG_ID_NONE) {
+	if (w->err == 0 && in->id != RLOG_ID_NONE) {
 		size_t at = rlog_rec_begin(&w->pending);
 
 		rlog_rec_end(&w->pending, at, REC_DROP, in->id, w->gen);
@@ -320,6 +322,34 @@ rwal_remove(struct rwal *w, const char *name)
 	}
 	rlog_set_remove(&w->set, in);
 	return 0;
+}
+
+int
+rwal_flush(struct rwal *w, rlog_done_cb cb, void *arg)
+{
+	struct waiter *wt;
+
+	if (w->phase == PH_LOADING)
+		return -EAGAIN;
+	if (w->err)
+		return w->err;
+	wt = sh_calloc(1, sizeof(*wt));
+	if (wt == NULL)
+		return -ENOMEM;
+	wt->seq = w->seq_queued;
+	wt->cb = cb;
+	wt->arg = arg;
+	sh_list_add_tail(&w->waiters, &wt->link);
+	schedule(w);
+	return 0;
+}
+
+void
+rwal_each(const struct rwal *w, void (*fn)(void *arg, const char *name), void *arg)
+{
+	for (const struct rlog_inst *in = w->set.head; in != NULL; in = in->next)
+		if (in->name[0])
+			fn(arg, in->name);
 }
 
 unsigned
@@ -387,7 +417,7 @@ on_import_loaded(void *arg, int status)
 	/* (ended later: this runs inside the old file's read) */
 	im->rc = status < 0			    ? status
 		 : w->err			    ? w->err
-		 : src == NULL || src->next	    ? -EBADMSG
+		 : src != NULL && src->next	    ? -EBADMSG
 		 : rlog_set_find(&w->set, im->name) ? -EEXIST
 						    : 0;
 	if (im->rc < 0) {
@@ -404,8 +434,10 @@ on_import_loaded(void *arg, int status)
 		env_post(&im->later);
 		return;
 	}
-	in->st = src->st;
-	memset(&src->st, 0, sizeof(src->st));
+	if (src != NULL) { /* (none: a log never written counts as an empty one) */
+		in->st = src->st;
+		memset(&src->st, 0, sizeof(src->st));
+	}
 	/* its state reaches this file in an image; the old file goes once that is durable */
 	w->need_image = true;
 	wt->seq = ++w->seq_queued;
@@ -545,6 +577,21 @@ start_image(struct rwal *w)
 		fail(w, -ENOSPC);
 		return;
 	}
+	/*
+	 * Zeros after the records, in the same write, up to the next block
+	 * and at least a record's magic: what a crash left here of an image
+	 * that never got its header (of this same generation) can never be
+	 * read on past the end of this one. (An empty image is then a block
+	 * of zeros: every instance removed.)
+	 */
+	len = e.len;
+	if (e.err == 0) {
+		size_t pad = ENV_DISK_BLOCK - e.len % ENV_DISK_BLOCK;
+		uint8_t *z = sh_enc_reserve(&e, pad < 8 ? pad + ENV_DISK_BLOCK : pad);
+
+		if (z != NULL)
+			memset(z, 0, e.len - len);
+	}
 	if (sh_enc_error(&e)) {
 		sh_enc_fini(&e);
 		fail(w, -ENOMEM);
@@ -576,8 +623,8 @@ start_image(struct rwal *w)
 	w->st.images++;
 	w->active ^= 1;
 	w->gen = gen;
-	w->tail = HALF_HDR + e.len;
-	w->zeroed = w->tail; /* (what was there before is not known: zeroed afresh) */
+	w->tail = HALF_HDR + len;
+	w->zeroed = HALF_HDR + e.len; /* (beyond: what was there before is not known) */
 	b = sh_enc_take(&e, &len);
 	submit(w, PH_IMAGE, w->active * w->half + HALF_HDR, b, len);
 }
@@ -590,6 +637,11 @@ kick(struct rwal *w)
 
 	if (w->phase != PH_IDLE)
 		return;
+	if (sh_enc_error(&w->pending)) {
+		/* a record cut short by memory: nothing after it could be read back */
+		fail(w, -ENOMEM);
+		return;
+	}
 	if (w->need_image || w->tail + w->pending.len > w->half) {
 		start_image(w);
 		return;

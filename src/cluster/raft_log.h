@@ -78,17 +78,21 @@ void rwal_close(struct rwal *w);
 bool rwal_has(const struct rwal *w, const char *name);
 /*
  * Forget a closed instance: its state goes now, a DROP record is queued.
- * -ENOENT if there is none, -EBUSY while it is open.
+ * -ENOENT if there is none, -EBUSY while it is open, -EAGAIN while loading.
  */
 int rwal_remove(struct rwal *w, const char *name);
 /*
  * Bring in the one instance of the log file at path (a log of its own, as
  * groups kept before files were shared) as name, then remove that file:
  * cb(arg, 0) once its state is durable here and the file is gone, or
- * cb(arg, -ENOENT) when there is no such file. -EEXIST (at once) if name
- * is here already.
+ * cb(arg, -ENOENT) when there is no such file (a file never written
+ * counts as an empty log). -EEXIST (at once) if name is here already.
  */
 int rwal_import(struct rwal *w, const char *name, const char *path, rlog_done_cb cb, void *arg);
+/* cb(arg, 0) once everything queued so far is durable (or a negative errno). */
+int rwal_flush(struct rwal *w, rlog_done_cb cb, void *arg);
+/* fn for the name of every instance (fn must not add or remove any). */
+void rwal_each(const struct rwal *w, void (*fn)(void *arg, const char *name), void *arg);
 /* Instances, and bytes of the active half used, for metrics and tests. */
 unsigned rwal_count(const struct rwal *w);
 uint64_t rwal_used(const struct rwal *w);

@@ -349,6 +349,8 @@ replay_one(struct rlog_set *set, uint16_t type, uint16_t id, const uint8_t *p, u
 			return -EBADMSG;
 		return rlog_set_add(set, name, id) != NULL ? 0 : -ENOMEM;
 	}
+	if (type < REC_META || type > REC_DROP || (type == REC_DROP && id == 0))
+		return -EBADMSG; /* (before the unnamed instance is made for it) */
 	in = replay_inst(set, id, &err);
 	if (in == NULL)
 		return err ? err : -EBADMSG;

@@ -151,6 +151,7 @@ file_exists(struct env *env, const char *path)
 }
 
 static void group_open(struct mfs *fs, const struct cfg *c, uint32_t g);
+static void group_forget(struct mfs *fs, uint32_t g);
 
 struct dropped {
 	struct mfs *fs;
@@ -165,12 +166,16 @@ on_group_imported(void *arg, int status)
 	struct mfs *fs = d->fs;
 
 	fs->leaving[d->g] = false;
-	if (status < 0 && status != -EEXIST)
+	if (status < 0 && status != -EEXIST && status != -ENOENT)
 		sh_log_error("filesystem %u: metadata group %u: its log of its own cannot be "
 			     "brought into the shared log: %s; the group does not start here",
 			     fs->id, d->g, sh_strerror(status));
-	else if (!fs->closing && group_member(mroute_place(fs->s->rt), d->g, fs->s->self))
+	else if (fs->closing)
+		;
+	else if (group_member(mroute_place(fs->s->rt), d->g, fs->s->self))
 		group_open(fs, mroute_cfg(fs->s->rt), d->g);
+	else
+		group_forget(fs, d->g); /* replaced meanwhile */
 	fs->open_groups--;
 	sh_free(d);
 	mfs_unref(fs);
@@ -511,6 +516,49 @@ msvc_set_cfg(struct msvc *s, const struct cfg *c)
 	return 0;
 }
 
+#define ORPHANS_AT_ONCE 64
+
+struct orphans {
+	struct msvc *s;
+	const struct cfg *c;
+	unsigned n;
+	char names[ORPHANS_AT_ONCE][RLOG_NAME_MAX + 1];
+};
+
+static void
+orphan_name(void *arg, const char *name)
+{
+	struct orphans *o = arg;
+	unsigned fs, g;
+
+	/* ids are never reused: one below next_fs that the configuration lacks was deleted */
+	if (sscanf(name, "meta-%u-g%u", &fs, &g) != 2 || fs >= o->c->next_fs ||
+	    cfg_fs_by_id(o->c, fs) != NULL || mfs_find(o->s, fs) != NULL || o->n == ORPHANS_AT_ONCE)
+		return;
+	snprintf(o->names[o->n++], sizeof(o->names[0]), "%s", name);
+}
+
+/* Groups' logs of filesystems deleted while this node was down: they go. */
+static void
+drop_orphans(struct msvc *s, const struct cfg *c)
+{
+	struct orphans *o = sh_calloc(1, sizeof(*o));
+
+	if (o == NULL)
+		return; /* the next configuration tries again */
+	o->s = s;
+	o->c = c;
+	do {
+		o->n = 0;
+		rwal_each(s->wal, orphan_name, o);
+		for (unsigned i = 0; i < o->n; i++)
+			if (rwal_remove(s->wal, o->names[i]) == 0)
+				sh_log_info("metadata: %s dropped: its filesystem is gone",
+					    o->names[i]);
+	} while (o->n == ORPHANS_AT_ONCE);
+	sh_free(o);
+}
+
 /* Start and stop filesystems and groups as configuration c says. */
 void
 msvc_apply_cfg(struct msvc *s, const struct cfg *c)
@@ -541,6 +589,7 @@ msvc_apply_cfg(struct msvc *s, const struct cfg *c)
 				sh_log_error("filesystem %s: metadata: %s", c->fs[i].name,
 					     sh_strerror(rc));
 		}
+	drop_orphans(s, c);
 	/* marked down while alive (a management network cut): lead nothing */
 	{
 		const struct cfg_node *me = cfg_node_find(c, s->self >> 8);

@@ -453,3 +453,64 @@ TEST(raftlog_import)
 	rwal_close(wal);
 	sim_destroy(sim);
 }
+
+/* Every instance removed: the image of none is a block of zeros, and the file goes on. */
+TEST(raftlog_every_instance_removed)
+{
+	struct sim *sim = sim_create(sh_test_seed());
+	struct sim_node *node = sim_node_create(sim, "n", "10.0.0.1");
+	struct env *env = sim_node_env(node);
+	struct raft_entry e = { .term = 1, .type = RAFT_COMMAND, .buf = { "x", 1 } };
+	struct rlog *l;
+	struct rwal *wal = open_wal(sim, env, "node.wal");
+	struct io io = { 0 };
+
+	SH_ASSERT_OK(rlog_open(wal, "a", &l));
+	rlog_close(l);
+	SH_ASSERT_OK(rwal_remove(wal, "a"));
+	SH_ASSERT_OK(rwal_flush(wal, on_done, &io)); /* the first write after open: an image */
+	SH_ASSERT(sim_run_until(sim, io_done, &io, SH_NSEC_PER_SEC));
+	SH_ASSERT_OK(io.rc);
+	SH_ASSERT_EQ(rwal_count(wal), 0);
+	io = (struct io){ 0 };
+	SH_ASSERT_OK(rlog_open(wal, "b", &l));
+	SH_ASSERT_OK(rlog_append(l, &e, 1, on_done, &io));
+	SH_ASSERT(sim_run_until(sim, io_done, &io, SH_NSEC_PER_SEC));
+	SH_ASSERT_OK(io.rc);
+	rlog_close(l);
+	rwal_close(wal);
+	wal = open_wal(sim, env, "node.wal");
+	SH_ASSERT(!rwal_has(wal, "a"));
+	SH_ASSERT_OK(rlog_open(wal, "b", &l));
+	SH_ASSERT_EQ(rlog_state(l)->n, 1);
+	rlog_close(l);
+	SH_ASSERT_OK(rwal_remove(wal, "b"));
+	rwal_close(wal);
+	sim_destroy(sim);
+}
+
+/* A log of its own that was never written (no header): brought in as an empty one. */
+TEST(raftlog_import_never_written)
+{
+	struct sim *sim = sim_create(sh_test_seed());
+	struct sim_node *node = sim_node_create(sim, "n", "10.0.0.1");
+	struct env *env = sim_node_env(node);
+	struct env_disk *d;
+	struct rlog *l;
+	struct rwal *wal;
+	struct io io = { 0 };
+
+	SH_ASSERT_OK(env_disk_open(env, "meta-1-g5.raft", ENV_DISK_CREATE, LOG_SIZE, &d));
+	env_disk_close(d);
+	wal = open_wal(sim, env, "meta.wal");
+	SH_ASSERT_OK(rwal_import(wal, "meta-1-g5", "meta-1-g5.raft", on_done, &io));
+	SH_ASSERT(sim_run_until(sim, io_done, &io, SH_NSEC_PER_SEC));
+	SH_ASSERT_OK(io.rc);
+	SH_ASSERT_ERR(env_disk_open(env, "meta-1-g5.raft", 0, 0, &d), -ENOENT);
+	SH_ASSERT_OK(rlog_open(wal, "meta-1-g5", &l));
+	SH_ASSERT_EQ(rlog_state(l)->n, 0);
+	SH_ASSERT_EQ(rlog_state(l)->term, 0);
+	rlog_close(l);
+	rwal_close(wal);
+	sim_destroy(sim);
+}

@@ -26,6 +26,26 @@
 
 static const char *const names[NINST] = { "config", "meta-1-g0", "meta-1-g1", "meta-2-g0" };
 
+struct io {
+	bool done;
+	int rc;
+};
+
+/* A callback's status (an open, a barrier, an import). */
+static void
+on_done(void *arg, int rc)
+{
+	struct io *io = arg;
+	io->rc = rc;
+	io->done = true;
+}
+
+static bool
+io_done(void *arg)
+{
+	return ((struct io *)arg)->done;
+}
+
 struct w {
 	struct sim *sim;
 	struct sim_node *node;
@@ -33,8 +53,7 @@ struct w {
 	struct rwal *wal;
 	struct rlog *log[NINST]; /* NULL: closed; names[0]'s is always open */
 	struct sh_rand rng;
-	int open_rc;
-	bool opened;
+	struct io open;
 	uint64_t hist[OPS_MAX]; /* hash of every instance's state after op i */
 	int nops;
 	int acked;	    /* highest op whose barrier called back */
@@ -86,27 +105,13 @@ all_hash(struct w *w)
 }
 
 static void
-on_open(void *arg, int rc)
-{
-	struct w *w = arg;
-	w->open_rc = rc;
-	w->opened = true;
-}
-
-static bool
-is_open(void *arg)
-{
-	return ((struct w *)arg)->opened;
-}
-
-static void
 reopen(struct w *w)
 {
-	w->opened = false;
+	w->open = (struct io){ 0 };
 	w->last_used = 0;
-	SH_ASSERT_OK(rwal_open(w->env, "node.wal", LOG_SIZE, on_open, w, &w->wal));
-	SH_ASSERT(sim_run_until(w->sim, is_open, w, 10 * SH_NSEC_PER_SEC));
-	SH_ASSERT_OK(w->open_rc);
+	SH_ASSERT_OK(rwal_open(w->env, "node.wal", LOG_SIZE, on_done, &w->open, &w->wal));
+	SH_ASSERT(sim_run_until(w->sim, io_done, &w->open, 10 * SH_NSEC_PER_SEC));
+	SH_ASSERT_OK(w->open.rc);
 	SH_ASSERT_OK(rlog_open(w->wal, names[0], &w->log[0]));
 	for (int i = 1; i < NINST; i++)
 		if (rwal_has(w->wal, names[i]) && sh_rand_below(&w->rng, 2))
@@ -293,31 +298,12 @@ TEST(raftlog_crash_keep_random)
 
 /* ---- logs from before the files were shared ---- */
 
-struct io {
-	bool done;
-	int rc;
-};
-
 static void
 on_io(struct env_disk_req *r, int rc)
 {
 	struct io *io = r->arg;
 	io->rc = rc;
 	io->done = true;
-}
-
-static void
-on_done(void *arg, int rc)
-{
-	struct io *io = arg;
-	io->rc = rc;
-	io->done = true;
-}
-
-static bool
-io_done(void *arg)
-{
-	return ((struct io *)arg)->done;
 }
 
 /*

@@ -16,6 +16,7 @@
 #   make bench-python  PyTorch loaders and checkpoints: the Python package against the mount (bench/python)
 #   make bench-gpu    file bytes into GPU memory: sh_pread_device against a staged copy (bench/gpu.c)
 #   make compare      Shoal against GlusterFS 4+2 and the raw disk, same fio jobs (bench/compare)
+#   make bench-preload  fio and a loader through the mount with and without libshoal_preload.so (bench/preload)
 #   make fio-engine   the fio engine, libshoal_fio.so (also part of `all` but in SAN builds)
 #   make soak         simulator tests over SOAK_SEEDS random seeds
 #   make chaos        kill -9 of up to P nodes under writers, CHAOS_SECONDS per seed, CHAOS_SEEDS seeds
@@ -212,6 +213,19 @@ $(BUILD)/python/%.py: python/%.py
 	$(Q)cp $< $@
 ifneq ($(SAN),1)
 TOOLS += $(PY_EXT) $(PY_FILES)
+endif
+
+# ---- the FUSE bypass for data (src/preload, docs/preload.md): libshoal_preload.so ----
+# libshoal inside, hidden; not in SAN builds (an uninstrumented program cannot preload ASan).
+PRELOAD := $(BUILD)/lib/libshoal_preload.so
+PRELOAD_SRCS := $(wildcard src/preload/*.c)
+$(PRELOAD): $(call obj,$(PRELOAD_SRCS)) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	@echo "  LD $@"
+	$(Q)$(CC) $(LDFLAGS) -shared -Wl,--exclude-libs,ALL -Wl,--as-needed -o $@ \
+		$(filter %.o,$^) $(ALL_LIBS) $(LIBS)
+ifneq ($(SAN),1)
+TOOLS += $(PRELOAD)
 endif
 
 # ---- top-level targets ----

@@ -23,6 +23,8 @@
 
 #include "pl.h"
 
+#define PL_ALIAS(name) __attribute__((alias(#name), visibility("default")))
+
 /* fd (served or not) back to the kernel: 0, or -1 with errno. */
 static int
 kernel(int fd)
@@ -127,12 +129,6 @@ lseek(int fd, off_t off, int whence)
 	r = slseek(p, off, whence);
 	pl_put(p);
 	return r;
-}
-
-PL_API off64_t
-lseek64(int fd, off64_t off, int whence)
-{
-	return lseek(fd, off, whence);
 }
 
 /* ---- attributes ---- */
@@ -419,12 +415,6 @@ ftruncate(int fd, off_t len)
 	return (int)pl_ret(rc);
 }
 
-PL_API int
-ftruncate64(int fd, off64_t len)
-{
-	return ftruncate(fd, len);
-}
-
 /* Space: what the library buffered lands first, then the mount does it (a kernel descriptor). */
 static int
 space(int fd)
@@ -447,12 +437,6 @@ fallocate(int fd, int mode, off_t off, off_t len)
 }
 
 PL_API int
-fallocate64(int fd, int mode, off64_t off, off64_t len)
-{
-	return fallocate(fd, mode, off, len);
-}
-
-PL_API int
 posix_fallocate(int fd, off_t off, off_t len)
 {
 	struct pl_file *p = pl_get(fd);
@@ -465,12 +449,6 @@ posix_fallocate(int fd, off_t off, off_t len)
 	if (p && kernel(fd) < 0)
 		return errno;
 	return pl_libc.posix_fallocate(fd, off, len);
-}
-
-PL_API int
-posix_fallocate64(int fd, off64_t off, off64_t len)
-{
-	return posix_fallocate(fd, off, len);
 }
 
 /* ---- what needs the kernel's descriptor ---- */
@@ -583,18 +561,6 @@ fcntl(int fd, int cmd, ...)
 	return sfcntl(fd, cmd, arg);
 }
 
-PL_API int
-fcntl64(int fd, int cmd, ...)
-{
-	va_list ap;
-	void *arg;
-
-	va_start(ap, cmd);
-	arg = va_arg(ap, void *);
-	va_end(ap);
-	return sfcntl(fd, cmd, arg);
-}
-
 PL_API void *
 mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
@@ -602,12 +568,6 @@ mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 	if (!(flags & MAP_ANONYMOUS) && served(fd) && kernel(fd) < 0)
 		return MAP_FAILED;
 	return pl_libc.mmap(addr, len, prot, flags, fd, off);
-}
-
-PL_API void *
-mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
-{
-	return mmap(addr, len, prot, flags, fd, off);
 }
 
 PL_API int
@@ -620,12 +580,6 @@ PL_API int
 lockf(int fd, int cmd, off_t len)
 {
 	return kernel_if_path(fd) < 0 ? -1 : pl_libc.lockf(fd, cmd, len);
-}
-
-PL_API int
-lockf64(int fd, int cmd, off64_t len)
-{
-	return lockf(fd, cmd, len);
 }
 
 PL_API int
@@ -719,12 +673,6 @@ posix_fadvise(int fd, off_t off, off_t len, int advice)
 	return pl_libc.posix_fadvise(fd, off, len, advice);
 }
 
-PL_API int
-posix_fadvise64(int fd, off64_t off, off64_t len, int advice)
-{
-	return posix_fadvise(fd, off, len, advice);
-}
-
 PL_API ssize_t
 readahead(int fd, off64_t off, size_t count)
 {
@@ -808,12 +756,6 @@ sendfile(int out, int in, off_t *off, size_t count)
 	if (!served(in) && !served(out))
 		return pl_libc.sendfile(out, in, off, count);
 	return copy(in, off, out, NULL, count);
-}
-
-PL_API ssize_t
-sendfile64(int out, int in, off64_t *off, size_t count)
-{
-	return sendfile(out, in, off, count);
 }
 
 PL_API ssize_t
@@ -946,3 +888,15 @@ posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
 	pl_before_exec();
 	return pl_libc.posix_spawnp(pid, file, fa, attr, argv, envp);
 }
+
+/* the 64-bit names: the same calls on x86-64 (off64_t is off_t) */
+PL_API off64_t lseek64(int fd, off64_t off, int whence) PL_ALIAS(lseek);
+PL_API int ftruncate64(int fd, off64_t len) PL_ALIAS(ftruncate);
+PL_API int fallocate64(int fd, int mode, off64_t off, off64_t len) PL_ALIAS(fallocate);
+PL_API int posix_fallocate64(int fd, off64_t off, off64_t len) PL_ALIAS(posix_fallocate);
+PL_API void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
+    PL_ALIAS(mmap);
+PL_API int lockf64(int fd, int cmd, off64_t len) PL_ALIAS(lockf);
+PL_API int posix_fadvise64(int fd, off64_t off, off64_t len, int advice) PL_ALIAS(posix_fadvise);
+PL_API ssize_t sendfile64(int out, int in, off64_t *off, size_t count) PL_ALIAS(sendfile);
+PL_API int fcntl64(int fd, int cmd, ...) PL_ALIAS(fcntl);

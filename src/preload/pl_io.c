@@ -79,31 +79,7 @@ open(const char *path, int flags, ...)
 }
 
 PL_API int
-open64(const char *path, int flags, ...)
-{
-	va_list ap;
-	mode_t mode;
-
-	va_start(ap, flags);
-	mode = mode_arg(flags, ap);
-	va_end(ap);
-	return open_at(AT_FDCWD, path, flags, mode);
-}
-
-PL_API int
 openat(int dirfd, const char *path, int flags, ...)
-{
-	va_list ap;
-	mode_t mode;
-
-	va_start(ap, flags);
-	mode = mode_arg(flags, ap);
-	va_end(ap);
-	return open_at(dirfd, path, flags, mode);
-}
-
-PL_API int
-openat64(int dirfd, const char *path, int flags, ...)
 {
 	va_list ap;
 	mode_t mode;
@@ -120,17 +96,18 @@ creat(const char *path, mode_t mode)
 	return open_at(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
 }
 
-PL_API int
-creat64(const char *path, mode_t mode)
-{
-	return open_at(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
-}
+/* the 64-bit names: the same calls on x86-64 (off64_t is off_t) */
+#define PL_ALIAS(name) __attribute__((alias(#name), visibility("default")))
+PL_API int open64(const char *path, int flags, ...) PL_ALIAS(open);
+PL_API int openat64(int dirfd, const char *path, int flags, ...) PL_ALIAS(openat);
+PL_API int creat64(const char *path, mode_t mode) PL_ALIAS(creat);
 
 /* _FORTIFY_SOURCE's: without a mode (an O_CREAT here is the caller's bug; libc aborts) */
 PL_API int __open_2(const char *path, int flags);
-PL_API int __open64_2(const char *path, int flags);
 PL_API int __openat_2(int dirfd, const char *path, int flags);
-PL_API int __openat64_2(int dirfd, const char *path, int flags);
+
+PL_API int __open64_2(const char *path, int flags) PL_ALIAS(__open_2);
+PL_API int __openat64_2(int dirfd, const char *path, int flags) PL_ALIAS(__openat_2);
 
 PL_API int
 __open_2(const char *path, int flags)
@@ -141,23 +118,11 @@ __open_2(const char *path, int flags)
 }
 
 PL_API int
-__open64_2(const char *path, int flags)
-{
-	return __open_2(path, flags);
-}
-
-PL_API int
 __openat_2(int dirfd, const char *path, int flags)
 {
 	if (flags & O_CREAT)
 		abort();
 	return open_at(dirfd, path, flags, 0);
-}
-
-PL_API int
-__openat64_2(int dirfd, const char *path, int flags)
-{
-	return __openat_2(dirfd, path, flags);
 }
 
 /* ---- close ---- */
@@ -325,19 +290,7 @@ pread(int fd, void *buf, size_t len, off_t off)
 }
 
 PL_API ssize_t
-pread64(int fd, void *buf, size_t len, off64_t off)
-{
-	return pread_at(fd, buf, len, off);
-}
-
-PL_API ssize_t
 pwrite(int fd, const void *buf, size_t len, off_t off)
-{
-	return pwrite_at(fd, buf, len, off);
-}
-
-PL_API ssize_t
-pwrite64(int fd, const void *buf, size_t len, off64_t off)
 {
 	return pwrite_at(fd, buf, len, off);
 }
@@ -345,7 +298,6 @@ pwrite64(int fd, const void *buf, size_t len, off64_t off)
 /* _FORTIFY_SOURCE's reads (coreutils calls these) */
 PL_API ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen);
 PL_API ssize_t __pread_chk(int fd, void *buf, size_t len, off_t off, size_t buflen);
-PL_API ssize_t __pread64_chk(int fd, void *buf, size_t len, off64_t off, size_t buflen);
 
 PL_API ssize_t
 __read_chk(int fd, void *buf, size_t len, size_t buflen)
@@ -363,11 +315,10 @@ __pread_chk(int fd, void *buf, size_t len, off_t off, size_t buflen)
 	return pread_at(fd, buf, len, off);
 }
 
-PL_API ssize_t
-__pread64_chk(int fd, void *buf, size_t len, off64_t off, size_t buflen)
-{
-	return __pread_chk(fd, buf, len, off, buflen);
-}
+PL_API ssize_t pread64(int fd, void *buf, size_t len, off64_t off) PL_ALIAS(pread);
+PL_API ssize_t pwrite64(int fd, const void *buf, size_t len, off64_t off) PL_ALIAS(pwrite);
+PL_API ssize_t __pread64_chk(int fd, void *buf, size_t len, off64_t off, size_t buflen)
+    PL_ALIAS(__pread_chk);
 
 /*
  * The vectored forms: how their offset reads (VEC_CUR: the file's; VEC_AT:
@@ -441,19 +392,7 @@ preadv(int fd, const struct iovec *iov, int n, off_t off)
 }
 
 PL_API ssize_t
-preadv64(int fd, const struct iovec *iov, int n, off64_t off)
-{
-	return vec(fd, iov, n, off, 0, false, VEC_AT);
-}
-
-PL_API ssize_t
 pwritev(int fd, const struct iovec *iov, int n, off_t off)
-{
-	return vec(fd, iov, n, off, 0, true, VEC_AT);
-}
-
-PL_API ssize_t
-pwritev64(int fd, const struct iovec *iov, int n, off64_t off)
 {
 	return vec(fd, iov, n, off, 0, true, VEC_AT);
 }
@@ -465,19 +404,14 @@ preadv2(int fd, const struct iovec *iov, int n, off_t off, int flags)
 }
 
 PL_API ssize_t
-preadv64v2(int fd, const struct iovec *iov, int n, off64_t off, int flags)
-{
-	return vec(fd, iov, n, off, flags, false, VEC_V2);
-}
-
-PL_API ssize_t
 pwritev2(int fd, const struct iovec *iov, int n, off_t off, int flags)
 {
 	return vec(fd, iov, n, off, flags, true, VEC_V2);
 }
 
-PL_API ssize_t
-pwritev64v2(int fd, const struct iovec *iov, int n, off64_t off, int flags)
-{
-	return vec(fd, iov, n, off, flags, true, VEC_V2);
-}
+PL_API ssize_t preadv64(int fd, const struct iovec *iov, int n, off64_t off) PL_ALIAS(preadv);
+PL_API ssize_t pwritev64(int fd, const struct iovec *iov, int n, off64_t off) PL_ALIAS(pwritev);
+PL_API ssize_t preadv64v2(int fd, const struct iovec *iov, int n, off64_t off, int flags)
+    PL_ALIAS(preadv2);
+PL_API ssize_t pwritev64v2(int fd, const struct iovec *iov, int n, off64_t off, int flags)
+    PL_ALIAS(pwritev2);

@@ -121,13 +121,17 @@ block_of(const sh_file *f)
 }
 
 /*
- * Compress the fill bytes of buf (file offset off) block by block, packing
- * what is stored to the front of buf (each block stored compressed, or raw
- * when that does not pay): the bytes the stripe holds now. A run of raw
- * blocks is one extent, each compressed block one of its own.
+ * Compress the fill bytes of src (file offset off) block by block, packing
+ * what is stored to the front of out (each block stored compressed, or raw
+ * when that does not pay): the bytes the stripe holds. A run of raw blocks
+ * is one extent, each compressed block one of its own. out may be src
+ * (then src is changed); it is not when compressing, so that a stripe the
+ * mapping refuses (-EAGAIN) is written again from the bytes the file had,
+ * not from what was packed of them (a rename-over test caught LZ4 frames
+ * read back as file data).
  */
 static size_t
-pack(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, struct packed *pk)
+pack(sh_file *f, uint64_t off, const uint8_t *src, size_t fill, uint8_t *out, struct packed *pk)
 {
 	size_t bl = block_of(f), w = 0;
 	uint8_t *tmp = f->fs->comp ? sh_malloc(bl) : NULL;
@@ -137,10 +141,10 @@ pack(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, struct packed *pk)
 		size_t len = fill - r < bl ? fill - r : bl;
 		struct meta_extent *last = pk->n ? &pk->ex[pk->n - 1] : NULL;
 		uint8_t enc = REDUCE_RAW;
-		size_t slen = tmp ? reduce_block(f->fs->comp, buf + r, len, tmp, &enc) : 0;
+		size_t slen = tmp ? reduce_block(f->fs->comp, src + r, len, tmp, &enc) : 0;
 
 		if (enc != REDUCE_RAW) {
-			memcpy(buf + w, tmp, slen); /* w <= r: nothing unread is overwritten */
+			memcpy(out + w, tmp, slen); /* w <= r: nothing unread is overwritten */
 			pk->ex[pk->n++] = (struct meta_extent){ .off = off + r,
 								.len = len,
 								.soff = w,
@@ -150,8 +154,8 @@ pack(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, struct packed *pk)
 			w += slen;
 			continue;
 		}
-		if (w != r)
-			memmove(buf + w, buf + r, len);
+		if (out + w != src + r)
+			memmove(out + w, src + r, len);
 		if (last && !last->enc && last->soff + last->len == w)
 			last->len += len; /* raw after raw: one extent */
 		else
@@ -613,13 +617,14 @@ put_dedup(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
  * Write fill bytes of buf (room for D x frag_of(f)) as one stripe and map them
  * at file offset off (flags: META_EXTENT_TAKES_INLINE when the stripe holds
  * the file's inline bytes), compressed first if the filesystem says so
- * (buf is changed). -EAGAIN: the file has inline bytes this writer did not
+ * (buf's fill bytes stay the file's). -EAGAIN: the file has inline bytes this writer did not
  * know of (the stripe was released; look again). from (cleaning): mapped
  * only where the range is still all stripe from's, else -ESTALE.
  */
 static int
 put_stripe_from(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags, uint64_t from)
 {
+	uint8_t *out;
 	struct wstripe *w;
 	struct packed pk;
 	int rc;
@@ -627,15 +632,19 @@ put_stripe_from(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned fl
 	if (f->fs->dedup && from == 0)
 		return put_dedup(f, off, buf, fill, flags);
 	w = sh_calloc(1, sizeof(*w));
-	if (w == NULL)
+	/* compressed: packed apart, buf left as the file's bytes (pack) */
+	out = f->fs->comp ? sh_malloc((size_t)ndata(f) * frag_of(f)) : buf;
+	if (w == NULL || out == NULL) {
+		sh_free(w);
 		return -ENOMEM;
-	fill = pack(f, off, buf, fill, &pk);
+	}
+	fill = pack(f, off, buf, fill, out, &pk);
 	w->frag = frag_for(f, fill);
-	w->data = buf;
+	w->data = out;
 	/* the file's bucket in the top 16 bits: whoever finds a fragment knows whom to ask
 	 * whether anything still refers to its stripe */
 	w->bucket = meta_ino_bucket(f->ino);
-	memset(buf + fill, 0, (size_t)ndata(f) * w->frag - fill);
+	memset(out + fill, 0, (size_t)ndata(f) * w->frag - fill);
 	rc = write_stripes(f, w, 1);
 	if (rc == 0) {
 		for (unsigned i = 0; i < pk.n; i++) {
@@ -654,6 +663,8 @@ put_stripe_from(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned fl
 		if (rc == -EAGAIN || rc == -ESTALE)
 			release(f, w);
 	}
+	if (out != buf)
+		sh_free(out);
 	sh_free(w);
 	return rc;
 }

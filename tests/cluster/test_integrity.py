@@ -11,6 +11,8 @@ Real shoald processes on loopback (shoal local up), as tests/cluster/test_cluste
 - files unlinked or renamed over while open live until their last close, also on
   another mount, and a holder killed with one open gives its space back;
 - link, rename and unlink show their new ctime on the next stat;
+- compressed stripes written again after the mapping refused them (another descriptor's
+  small bytes) hold the file's bytes;
 - chaos (short in the default run, `make chaos` for minutes per seed): writers through
   the mount and the library while up to P nodes at a time are kill -9'd and restarted;
   every acknowledged (fsync'd) file is then read back byte for byte with all nodes up,
@@ -194,6 +196,42 @@ def wait_logical(c, want, timeout, what):
             return
         check(time.time() < end, "%s: logical bytes %d, want %d" % (what, got, want))
         time.sleep(0.5)
+
+
+@test
+def compressed_writes_after_another_handles_small_bytes(c):
+    """lz4: a descriptor opened on an empty file writes a stripe after another descriptor
+    appended a few KiB (inline with the inode): the stripe the mapping refused is written
+    again from the file's bytes, not from what compression packed of them; then fsx with
+    the seed that found it."""
+    if not fuse_usable():
+        raise Skip("no usable /dev/fuse or fusermount3 on this machine")
+    c.up()
+    make_fs(c, compression="lz4")
+    mnt = os.path.join(c.dir, "m1")
+    mount(c, mnt)
+    try:
+        for off in (0, 4096, 25805):
+            p = os.path.join(mnt, "f%d" % off)
+            fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+            a = os.open(p, os.O_WRONLY | os.O_APPEND)
+            os.write(a, b"A" * 4096)
+            os.close(a)
+            os.pwrite(fd, b"B" * 131072, off)  # compressible: packed to a few bytes
+            os.close(fd)
+            want = bytearray(b"A" * 4096)
+            want.extend(bytes(max(0, off - len(want))))
+            want[off:off + 131072] = b"B" * 131072
+            with open(p, "rb") as f:
+                got = f.read()
+            check(got == bytes(want), "write at %d after another handle's append: %d bytes, "
+                  "first %r" % (off, len(got), got[off:off + 8]))
+        out = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(
+            __file__)), "..", "posix", "fsx.py"), mnt, "--ops", "1500", "--seed", "5"],
+            capture_output=True, text=True, timeout=300)
+        check(out.returncode == 0, "fsx seed 5 on lz4: %s%s" % (out.stdout, out.stderr))
+    finally:
+        unmount(mnt)
 
 
 @test
@@ -527,7 +565,8 @@ def chaos_short_kills_lose_nothing(c):
           int(os.environ.get("SH_CHAOS_SEED", str(random.randrange(1 << 30)))))
 
 
-SIZES = {"checkpoint_replace_is_atomic_for_readers": 6, "open_files_live_until_last_close": 6,
+SIZES = {"checkpoint_replace_is_atomic_for_readers": 6,
+         "compressed_writes_after_another_handles_small_bytes": 6, "open_files_live_until_last_close": 6,
          "link_rename_unlink_show_ctime": 6, "chaos_short_kills_lose_nothing": 6}
 
 

@@ -126,6 +126,7 @@ sfuse_main(const struct sfuse_opts *o)
 		goto out;
 	}
 	s.o.dir = dir;
+	s.se = se;
 	if (fuse_set_signal_handlers(se) != 0 || fuse_session_mount(se, dir) != 0) {
 		fprintf(stderr,
 			"shoal: cannot mount on %s (is /dev/fuse usable, fuse3 installed?)\n",

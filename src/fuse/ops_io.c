@@ -29,6 +29,7 @@ struct ofile {
 	uint64_t ino;
 	sh_file *f;
 	bool fresh; /* this handle made the file, and no xattr was set through this mount since */
+	bool writable; /* opened for writing (a flush's fi carries no flags) */
 };
 
 static pthread_mutex_t open_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -42,7 +43,7 @@ open_head(uint64_t ino)
 }
 
 static void
-open_add(uint64_t ino, sh_file *f, bool fresh)
+open_add(uint64_t ino, sh_file *f, bool fresh, int flags)
 {
 	struct ofile *o = malloc(sizeof(*o));
 
@@ -51,6 +52,7 @@ open_add(uint64_t ino, sh_file *f, bool fresh)
 	o->ino = ino;
 	o->f = f;
 	o->fresh = fresh;
+	o->writable = (flags & O_ACCMODE) != O_RDONLY;
 	pthread_mutex_lock(&open_mu);
 	o->next = *open_head(ino);
 	*open_head(ino) = o;
@@ -86,6 +88,22 @@ sfuse_fresh_ino(uint64_t ino, bool forget)
 		}
 	pthread_mutex_unlock(&open_mu);
 	return fresh;
+}
+
+/* Whether ino's handle f was opened for writing (not known: yes). */
+static bool
+open_writable(uint64_t ino, sh_file *f)
+{
+	bool w = true;
+
+	pthread_mutex_lock(&open_mu);
+	for (struct ofile *o = *open_head(ino); o; o = o->next)
+		if (o->f == f) {
+			w = o->writable;
+			break;
+		}
+	pthread_mutex_unlock(&open_mu);
+	return w;
 }
 
 bool
@@ -138,7 +156,7 @@ sfuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	}
 	fi->fh = (uintptr_t)f;
 	fi->direct_io = s->o.coherent || s->o.nocache; /* no page cache: every read asks */
-	open_add(e.attr.st_ino, f, true);
+	open_add(e.attr.st_ino, f, true, fi->flags);
 	e.ino = e.attr.st_ino;
 	e.generation = 1;
 	e.attr_timeout = s->o.attr_timeout;
@@ -164,7 +182,7 @@ sfuse_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = (uintptr_t)f;
 	fi->keep_cache = 0; /* close-to-open: what another client wrote is read again */
 	fi->direct_io = sfuse_of(req)->o.coherent || sfuse_of(req)->o.nocache;
-	open_add(ino, f, false);
+	open_add(ino, f, false, fi->flags);
 	if (fuse_reply_open(req, fi) != 0) {
 		open_del(ino, f);
 		sh_close(f);
@@ -207,12 +225,23 @@ sfuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t 
 		fuse_reply_write(req, (size_t)n);
 }
 
-/* close(2) of one descriptor: what it wrote is made durable and visible (close-to-open). */
+/*
+ * close(2) of one descriptor: what it wrote is made durable and visible
+ * (close-to-open). A descriptor open for writing may have had its data
+ * written around the kernel (libshoal_preload.so writes straight to the
+ * cluster, docs/preload.md): the kernel forgets the file's attributes and
+ * cached pages before the close returns, so the next stat or read through
+ * this mount asks. Opens already drop the pages (keep_cache 0): this
+ * costs a writer nothing it kept.
+ */
 void
 sfuse_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
-	sfuse_reply_err(req, sh_fsync(fh(fi)));
+	int rc = sh_fsync(fh(fi));
+
+	if (rc == 0 && open_writable(ino, fh(fi)))
+		(void)fuse_lowlevel_notify_inval_inode(sfuse_of(req)->se, ino, 0, 0);
+	sfuse_reply_err(req, rc);
 }
 
 void

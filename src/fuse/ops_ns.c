@@ -325,6 +325,13 @@ op_statfs(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_statfs(req, &v);
 }
 
+/* The root's SFUSE_XATTR_MOUNT: the mount's own, never stored */
+static bool
+is_mount_xattr(fuse_ino_t ino, const char *name)
+{
+	return ino == FUSE_ROOT_ID && strcmp(name, SFUSE_XATTR_MOUNT) == 0;
+}
+
 static void
 op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
 	    int flags)
@@ -332,6 +339,10 @@ op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 	int f = (flags & XATTR_CREATE ? SH_XATTR_CREATE : 0) |
 		(flags & XATTR_REPLACE ? SH_XATTR_REPLACE : 0);
 
+	if (is_mount_xattr(ino, name)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 	(void)sfuse_fresh_ino(ino, true);
 	sfuse_reply_err(req, sh_setxattr_ino(sfuse_of(req)->fs, ino, name, value, size, f));
 }
@@ -357,6 +368,18 @@ op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 		sfuse_reply_err(req, -ENODATA);
 		return;
 	}
+	if (is_mount_xattr(ino, name)) {
+		const char *mgmt = sfuse_of(req)->o.mgmt;
+		size_t n = strlen(mgmt);
+
+		if (size == 0)
+			fuse_reply_xattr(req, n);
+		else if (size < n)
+			fuse_reply_err(req, ERANGE);
+		else
+			fuse_reply_buf(req, mgmt, n);
+		return;
+	}
 	buf = size ? malloc(size) : NULL;
 	long n = size && buf == NULL ? -ENOMEM
 				     : sh_getxattr_ino(sfuse_of(req)->fs, ino, name, buf, size);
@@ -379,6 +402,10 @@ op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 static void
 op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
+	if (is_mount_xattr(ino, name)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 	sfuse_reply_err(req, sh_removexattr_ino(sfuse_of(req)->fs, ino, name));
 }
 

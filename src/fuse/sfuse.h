@@ -38,8 +38,17 @@ struct sfuse {
 	struct sfuse_opts o;
 	sh_client *c;
 	sh_fs *fs;
+	struct fuse_session *se; /* for the kernel cache invalidations a flush sends */
 	pthread_once_t ra_once;
 };
+
+/*
+ * The root's read-only extended attribute that tells a process under
+ * libshoal_preload.so where the cluster is (docs/preload.md): its value
+ * is the management address the mount connected to. Not listed, not
+ * settable (EPERM).
+ */
+#define SFUSE_XATTR_MOUNT "user.shoal.mount"
 
 /*
  * Set the mount's read-ahead (its backing device's read_ahead_kb in

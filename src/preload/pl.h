@@ -19,8 +19,9 @@
  * on first use); its leases keep it coherent with the mount's.
  *
  * Files: pl_fd.c (the table of served descriptors, mounts, connecting,
- * making real, fork), pl_io.c (the interposed calls), pl_stdio.c (stdio
- * streams over them).
+ * making real, fork), pl_io.c (open, close and the data calls),
+ * pl_calls.c (the calls around the data). stdio streams are not served
+ * yet: fopen opens through libc's internal open, so they are the kernel's.
  */
 #ifndef SH_PRELOAD_PL_H
 #define SH_PRELOAD_PL_H
@@ -162,6 +163,13 @@ int pl_real(int fd);
 void pl_kernel_stale(int fd, struct pl_file *p);
 /* A served file with this device and inode written around the kernel: flushed and told (true). */
 bool pl_sync_ino(dev_t dev, ino_t ino);
+/*
+ * Before self is read, written, sized or sought: what other served
+ * descriptors of its file buffered lands, as the kernel's one page cache
+ * would show it (fsx caught a read under another descriptor's write).
+ * Call without self->mu held.
+ */
+void pl_sync_others(struct pl_file *self);
 /*
  * Before an exec (or a posix_spawn): every served O_PATH descriptor the
  * new program inherits is made readable (in a vfork child, in its own

@@ -80,6 +80,7 @@ slseek(struct pl_file *p, off_t off, int whence)
 	struct stat st;
 	off_t to;
 
+	pl_sync_others(p);
 	pthread_mutex_lock(&p->mu);
 	switch (whence) {
 	case SEEK_SET:
@@ -141,6 +142,7 @@ fstat(int fd, struct stat *st)
 
 	if (p == NULL)
 		return pl_libc.fstat(fd, st);
+	pl_sync_others(p);
 	r = sstat(p, st);
 	pl_put(p);
 	return r;
@@ -402,6 +404,7 @@ ftruncate(int fd, off_t len)
 		pl_put(p);
 		return (int)pl_ret(-EINVAL);
 	}
+	pl_sync_others(p);
 	pthread_mutex_lock(&p->mu);
 	pl_inside++;
 	rc = sh_ftruncate(p->f, (uint64_t)len);

@@ -316,6 +316,7 @@ bool
 pl_maybe_shoal(int dirfd, const char *path)
 {
 	char base[PATH_MAX];
+	size_t len;
 
 	if (disabled || pl_inside || path == NULL)
 		return false;
@@ -336,6 +337,13 @@ pl_maybe_shoal(int dirfd, const char *path)
 		if (n <= 0)
 			return false;
 		base[n] = 0;
+	}
+	/* the name as the kernel walks it from there ("..", a symlink may lead out: adopt checks)
+	 */
+	len = strlen(base);
+	if (len + 1 + strlen(path) < sizeof(base)) {
+		base[len] = '/';
+		strcpy(base + len + 1, path);
 	}
 	return under_any(base);
 }
@@ -409,6 +417,70 @@ mount_fs(struct pl_mount *m)
 
 /* ---- adopting, dropping, making real ---- */
 
+/*
+ * The files this process gave to the kernel (mmap, locks, fallocate, a
+ * dup...): once one descriptor of a file is the kernel's, the mount's
+ * page cache and write buffer hold its newest bytes, so every descriptor
+ * of that file in this process is the kernel's from then on — the others
+ * are made real with it, later opens are not served. Open addressing;
+ * full, a file is not recorded (its later opens are served, flushed as
+ * any other).
+ */
+#define KERNEL_SLOTS 4096
+
+struct kfile {
+	dev_t dev;
+	ino_t ino; /* 0: empty */
+};
+
+static struct kfile kernel_files[KERNEL_SLOTS];
+static atomic_int n_kernel_files;
+static pthread_mutex_t kernel_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static struct kfile *
+kernel_slot(dev_t dev, ino_t ino)
+{
+	uint64_t h = ((uint64_t)ino * 0x9e3779b97f4a7c15ull) ^ (uint64_t)dev;
+
+	for (unsigned i = 0; i < KERNEL_SLOTS; i++) {
+		struct kfile *k = &kernel_files[(h + i) % KERNEL_SLOTS];
+
+		if (k->ino == 0 || (k->ino == ino && k->dev == dev))
+			return k;
+	}
+	return NULL;
+}
+
+static bool
+kernel_owns(dev_t dev, ino_t ino)
+{
+	struct kfile *k;
+	bool own;
+
+	if (atomic_load(&n_kernel_files) == 0)
+		return false;
+	pthread_mutex_lock(&kernel_mu);
+	k = kernel_slot(dev, ino);
+	own = k != NULL && k->ino == ino && k->dev == dev;
+	pthread_mutex_unlock(&kernel_mu);
+	return own;
+}
+
+static void
+kernel_record(dev_t dev, ino_t ino)
+{
+	struct kfile *k;
+
+	pthread_mutex_lock(&kernel_mu);
+	k = kernel_slot(dev, ino);
+	if (k != NULL && k->ino == 0 && atomic_load(&n_kernel_files) < KERNEL_SLOTS / 2) {
+		k->dev = dev;
+		k->ino = ino;
+		atomic_fetch_add(&n_kernel_files, 1);
+	}
+	pthread_mutex_unlock(&kernel_mu);
+}
+
 int
 pl_adopt(int fd, int flags, bool opath)
 {
@@ -422,7 +494,7 @@ pl_adopt(int fd, int flags, bool opath)
 	if (disabled || pl_inside || pl_libc.fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		goto kernel;
 	m = mount_of(st.st_dev);
-	if (m == NULL)
+	if (m == NULL || kernel_owns(st.st_dev, st.st_ino))
 		goto kernel;
 	/* read permission as open(2) checks it (an O_PATH open checks only the path) */
 	if (opath && faccessat(fd, "", R_OK, AT_EMPTY_PATH | AT_EACCESS) < 0)
@@ -431,7 +503,7 @@ pl_adopt(int fd, int flags, bool opath)
 	if (fs == NULL)
 		goto kernel;
 	pl_inside++;
-	rc = sh_open_ino(fs, st.st_ino, flags & O_ACCMODE, &f);
+	rc = sh_open_ino(fs, st.st_ino, flags & (O_ACCMODE | O_APPEND), &f);
 	pl_inside--;
 	if (rc < 0)
 		goto kernel;
@@ -488,13 +560,18 @@ pl_kernel_stale(int fd, struct pl_file *p)
 	/*
 	 * A close of a duplicate is a FUSE flush: the mount then tells the
 	 * kernel to forget the file's attributes (the size this library
-	 * wrote), so the next stat through the kernel asks.
+	 * wrote) and cached pages, so the next stat or read through the
+	 * kernel asks.
 	 */
 	if (!p->opath) {
 		int d = pl_libc.fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		struct stat st;
 
 		if (d >= 0)
 			pl_libc.close(d);
+		/* and asks now: a page fault of an mmap checks the size the kernel holds, asking
+		 * nothing */
+		(void)pl_libc.fstat(fd, &st);
 	}
 	if (p->dirty) {
 		p->dirty = false;
@@ -523,6 +600,8 @@ reopen_real(int fd, int flags)
 	return 0;
 }
 
+static void real_others(dev_t dev, ino_t ino);
+
 int
 pl_real(int fd)
 {
@@ -531,14 +610,25 @@ pl_real(int fd)
 
 	if (p == NULL)
 		return 0;
+	pl_sync_others(p);
 	pthread_mutex_lock(&p->mu);
 	pl_inside++;
 	if (p->dirty || (p->flags & O_ACCMODE) != O_RDONLY)
 		rc = sh_fsync(p->f);
 	pl_inside--;
-	/* (the handle still holds the file: an unlinked one opens again by its descriptor) */
-	if (rc == 0 && p->opath)
-		rc = reopen_real(fd, p->flags);
+	/*
+	 * A new kernel open, over fd: the mount's handle of the old one was
+	 * opened before this library wrote and may hold what the file was
+	 * then (fsx caught a read of it). The handle still holds the file:
+	 * an unlinked one opens again by its descriptor. A writer the kernel
+	 * no longer lets open (a chmod since) keeps its old descriptor.
+	 */
+	if (rc == 0) {
+		int r = reopen_real(fd, p->flags);
+
+		if (p->opath)
+			rc = r;
+	}
 	if (rc == 0) {
 		pl_kernel_stale(fd, p);
 		if (pl_libc.lseek(fd, (off_t)p->off, SEEK_SET) < 0)
@@ -550,6 +640,8 @@ pl_real(int fd)
 		return rc;
 	}
 	atomic_fetch_add(&n_real, 1);
+	kernel_record(p->dev, p->ino);
+	real_others(p->dev, p->ino);
 	return release(p);
 }
 
@@ -580,21 +672,20 @@ hold_all(int *fds, int max, int *n)
 	return out;
 }
 
-bool
-pl_sync_ino(dev_t dev, ino_t ino)
+/* Flush the dirty served files of dev:ino but skip (NULL: all); whether one was. */
+static bool
+sync_matching(dev_t dev, ino_t ino, const struct pl_file *skip)
 {
 	int max = atomic_load(&pl_nfiles) + 16, n, *fds;
 	struct pl_file **all;
 	bool synced = false;
 
-	if (atomic_load(&pl_ndirty) == 0)
-		return false;
 	fds = malloc(sizeof(int) * (size_t)max);
 	all = fds ? hold_all(fds, max, &n) : NULL;
 	for (int i = 0; all != NULL && i < n; i++) {
 		struct pl_file *p = all[i];
 
-		if (p->dirty && p->dev == dev && p->ino == ino) {
+		if (p != skip && p->dirty && p->dev == dev && p->ino == ino) {
 			pthread_mutex_lock(&p->mu);
 			pl_inside++;
 			if (sh_fsync(p->f) == 0)
@@ -608,6 +699,42 @@ pl_sync_ino(dev_t dev, ino_t ino)
 	free(all);
 	free(fds);
 	return synced;
+}
+
+bool
+pl_sync_ino(dev_t dev, ino_t ino)
+{
+	return atomic_load(&pl_ndirty) > 0 && sync_matching(dev, ino, NULL);
+}
+
+void
+pl_sync_others(struct pl_file *self)
+{
+	/* the common case, one file written or none: one load */
+	if (atomic_load(&pl_ndirty) > (self->dirty ? 1 : 0))
+		(void)sync_matching(self->dev, self->ino, self);
+}
+
+/* The other served descriptors of dev:ino given to the kernel too (see kernel_files). */
+static void
+real_others(dev_t dev, ino_t ino)
+{
+	int max = atomic_load(&pl_nfiles) + 16, n, *fds;
+	struct pl_file **all;
+
+	if (atomic_load(&pl_nfiles) == 0)
+		return;
+	fds = malloc(sizeof(int) * (size_t)max);
+	all = fds ? hold_all(fds, max, &n) : NULL;
+	for (int i = 0; all != NULL && i < n; i++) {
+		bool same = all[i]->dev == dev && all[i]->ino == ino;
+
+		pl_put(all[i]);
+		if (same)
+			(void)pl_real(fds[i]);
+	}
+	free(all);
+	free(fds);
 }
 
 int

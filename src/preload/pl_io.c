@@ -49,8 +49,9 @@ open_at(int dirfd, const char *path, int flags, mode_t mode)
 		return pl_libc.openat(dirfd, path, flags, mode);
 	}
 	fd = pl_libc.openat(dirfd, path, flags, mode);
-	/* O_APPEND stays the kernel's: the end is where the mount says it is */
-	if (fd >= 0 && maybe && !(flags & (O_APPEND | O_PATH | O_DIRECTORY | __O_TMPFILE))) {
+	/* an O_APPEND write asks the cluster where the end is (after this process's other writes)
+	 */
+	if (fd >= 0 && maybe && !(flags & (O_PATH | O_DIRECTORY | __O_TMPFILE))) {
 		int e = errno;
 
 		(void)pl_adopt(fd, flags, false);
@@ -178,6 +179,7 @@ sread(struct pl_file *p, const struct iovec *iov, int n, off_t off)
 		return pl_ret(-EBADF);
 	if (t < 0)
 		return pl_ret(t);
+	pl_sync_others(p);
 	if (cur)
 		pthread_mutex_lock(&p->mu);
 	pl_inside++;
@@ -213,15 +215,24 @@ swrite(struct pl_file *p, const struct iovec *iov, int n, off_t off)
 		return pl_ret(t);
 	if (t == 0)
 		return 0;
+	pl_sync_others(p); /* the order writes land in is the order they were made */
 	pthread_mutex_lock(&p->mu);
 	pl_inside++;
 	rc = n == 1 ? sh_pwrite(p->f, iov[0].iov_base, iov[0].iov_len, cur ? p->off : (uint64_t)off)
 		    : sh_pwritev(p->f, iov, n, cur ? p->off : (uint64_t)off);
 	pl_inside--;
 	if (rc > 0) {
+		struct stat st;
+
 		mark_dirty(p);
-		if (cur)
+		/* an append wrote at the end (the library asked where): the offset is the end now
+		 */
+		pl_inside++;
+		if (cur && (p->flags & O_APPEND) && sh_fstat(p->f, &st) == 0)
+			p->off = (uint64_t)st.st_size;
+		else if (cur)
 			p->off += (uint64_t)rc;
+		pl_inside--;
 	}
 	pthread_mutex_unlock(&p->mu);
 	return pl_ret(rc);

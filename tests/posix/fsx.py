@@ -5,6 +5,11 @@ writes, fsync, close and reopen, a second descriptor) checked after each one aga
 a model of what the file must hold.
 
 usage: tests/posix/fsx.py DIR [--ops N] [--seed S] [--max-size BYTES] [--check-every K]
+                          [--no-mmap] [--no-fallocate]
+
+--no-mmap and --no-fallocate leave those operations out (the same seed then draws
+the same others): what libshoal_preload.so hands to the kernel, so that a run under it
+stays on its own paths.
 
 Prints the seed; on a mismatch, the operation log's tail and the first differing
 offset, exit 1. Run against the mount by the cluster tests, and against any local
@@ -26,6 +31,7 @@ def main():
     seed = int(args[args.index("--seed") + 1]) if "--seed" in args else random.randrange(1 << 30)
     max_size = int(args[args.index("--max-size") + 1]) if "--max-size" in args else 3 << 20
     every = int(args[args.index("--check-every") + 1]) if "--check-every" in args else 50
+    no_mmap, no_falloc = "--no-mmap" in args, "--no-fallocate" in args
     rnd = random.Random(seed)
     print("fsx: seed %d, %d operations, files up to %d bytes" % (seed, ops, max_size))
     path = os.path.join(d, "fsx.%d" % seed)
@@ -96,6 +102,10 @@ def main():
             os.write(a, data)
             os.close(a)
             model.extend(data)
+        elif r < 0.68 and no_falloc:
+            continue
+        elif r < 0.75 and no_mmap:
+            continue
         elif r < 0.68:  # fallocate mode 0: extends, zeros
             off = rnd.randrange(0, max_size // 2)
             n = rnd.randrange(1, max_size // 2)

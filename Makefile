@@ -229,7 +229,7 @@ TOOLS += $(PRELOAD)
 endif
 
 # ---- top-level targets ----
-.PHONY: all deps test run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction bench-rebuild bench-smallfiles bench-python bench-gpu soak chaos clean format
+.PHONY: all deps test run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction bench-rebuild bench-smallfiles bench-python bench-preload bench-gpu soak chaos clean format
 
 all: $(ALL_LIBS) $(RUNNERS) $(FUZZ_REPLAY) $(BENCHES) $(TOOLS)
 
@@ -306,6 +306,10 @@ bench-smallfiles: deps
 bench-python: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(PYTHON) bench/python $(BUILD)
+
+bench-preload: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)bench/preload $(BUILD)
 
 bench-gpu: deps
 	$(Q)$(MAKE) --no-print-directory all

@@ -41,7 +41,7 @@
 #define PL_API __attribute__((visibility("default")))
 
 /* The libc functions under ours (dlsym RTLD_NEXT), resolved once at load. */
-struct pl_libc {
+struct pl_libc_fns {
 	int (*openat)(int, const char *, int, ...);
 	int (*close)(int);
 	ssize_t (*read)(int, void *, size_t);
@@ -92,8 +92,26 @@ struct pl_libc {
 			    const posix_spawnattr_t *, char *const[], char *const[]);
 	ssize_t (*readahead)(int, off64_t, size_t);
 	int (*isatty)(int);
+	void (*_exit)(int);
+	void (*_Exit)(int);
 };
-extern struct pl_libc pl_libc;
+/*
+ * pl_libc.NAME: resolved on first use, not only in this library's
+ * constructor: another library's constructor may call open or stat
+ * before ours runs (fio's libnl does).
+ */
+extern struct pl_libc_fns pl_libc_tab;
+extern atomic_bool pl_libc_ready;
+struct pl_libc_fns *pl_libc_load(void);
+
+static inline struct pl_libc_fns *
+pl_libc_get(void)
+{
+	return __builtin_expect(atomic_load_explicit(&pl_libc_ready, memory_order_acquire), 1)
+		   ? &pl_libc_tab
+		   : pl_libc_load();
+}
+#define pl_libc (*pl_libc_get())
 
 /* One Shoal mount of this process's mount namespace. */
 struct pl_mount {
@@ -176,6 +194,12 @@ void pl_sync_others(struct pl_file *self);
  * descriptor table only, the parent's memory untouched).
  */
 void pl_before_exec(void);
+/*
+ * The process ends (exit's destructor, or _exit/_Exit, which run none):
+ * what served files buffered lands, as the kernel's page cache would keep
+ * it, and the $SHOAL_PRELOAD_STATS line is written. Once.
+ */
+void pl_at_exit(void);
 /* fd is served and an O_PATH one: a readable descriptor of it at newfd (dup3 flags), table
  * untouched. */
 int pl_real_copy(int fd, int newfd, int flags);

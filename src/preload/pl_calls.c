@@ -903,3 +903,21 @@ PL_API int lockf64(int fd, int cmd, off64_t len) PL_ALIAS(lockf);
 PL_API int posix_fadvise64(int fd, off64_t off, off64_t len, int advice) PL_ALIAS(posix_fadvise);
 PL_API ssize_t sendfile64(int out, int in, off64_t *off, size_t count) PL_ALIAS(sendfile);
 PL_API int fcntl64(int fd, int cmd, ...) PL_ALIAS(fcntl);
+
+/* ---- the end: _exit runs no destructor, but what was written must land ---- */
+
+PL_API void
+_exit(int status)
+{
+	pl_at_exit();
+	pl_libc._exit(status);
+	__builtin_unreachable();
+}
+
+PL_API void
+_Exit(int status)
+{
+	pl_at_exit();
+	pl_libc._Exit(status);
+	__builtin_unreachable();
+}

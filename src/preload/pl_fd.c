@@ -19,7 +19,8 @@
 
 #include "pl.h"
 
-struct pl_libc pl_libc;
+struct pl_libc_fns pl_libc_tab;
+atomic_bool pl_libc_ready;
 __thread int pl_inside;
 atomic_int pl_nfiles;
 atomic_int pl_ndirty;
@@ -868,15 +869,15 @@ fork_child(void)
 
 #define SYM(name)                                                                      \
 	do {                                                                           \
-		*(void **)&pl_libc.name = dlsym(RTLD_NEXT, #name);                     \
-		if (pl_libc.name == NULL) {                                            \
+		*(void **)&pl_libc_tab.name = dlsym(RTLD_NEXT, #name);                 \
+		if (pl_libc_tab.name == NULL) {                                        \
 			fprintf(stderr, "shoal preload: no %s in libc: off\n", #name); \
 			disabled = true;                                               \
 		}                                                                      \
 	} while (0)
 
-__attribute__((constructor)) static void
-pl_load(void)
+static void
+load_once(void)
 {
 	const char *off = getenv("SHOAL_PRELOAD");
 
@@ -928,22 +929,41 @@ pl_load(void)
 	SYM(posix_spawnp);
 	SYM(readahead);
 	SYM(isatty);
+	SYM(_exit);
+	SYM(_Exit);
 	if (off != NULL && strcmp(off, "0") == 0)
 		disabled = true;
 	own_pid = getpid();
 	stats_path = getenv("SHOAL_PRELOAD_STATS");
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	atomic_store_explicit(&pl_libc_ready, true, memory_order_release);
+}
+
+struct pl_libc_fns *
+pl_libc_load(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, load_once);
+	return &pl_libc_tab;
+}
+
+__attribute__((constructor)) static void
+pl_load(void)
+{
+	(void)pl_libc_load();
 }
 
 /* $SHOAL_PRELOAD_STATS: one line per process at exit (what the tests check). */
-__attribute__((destructor)) static void
-pl_unload(void)
+void
+pl_at_exit(void)
 {
+	static atomic_bool done;
 	int max = atomic_load(&pl_nfiles) + 16, n = 0, *fds;
 	struct pl_file **all;
 	FILE *f;
 
-	if (!pl_own_process())
+	if (!pl_own_process() || atomic_exchange(&done, true))
 		return;
 	/* what files still open buffered lands, as the kernel's page cache would keep it */
 	fds = atomic_load(&pl_nfiles) ? malloc(sizeof(int) * (size_t)max) : NULL;
@@ -966,4 +986,10 @@ pl_unload(void)
 		fclose(f);
 	}
 	pl_inside--;
+}
+
+__attribute__((destructor)) static void
+pl_unload(void)
+{
+	pl_at_exit();
 }

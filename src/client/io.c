@@ -33,6 +33,8 @@ _Static_assert((int)REDUCE_ALGO_LZ4 == (int)CFG_COMP_LZ4 &&
 /* Files up to this size keep their bytes with the inode (one metadata write, no stripe). */
 #define INLINE_MAX META_INLINE_MAX
 
+#define RA_WIN 2 /* read-ahead windows per open file */
+
 struct sh_file {
 	sh_fs *fs;
 	uint64_t ino;
@@ -55,16 +57,21 @@ struct sh_file {
 	} rng[BEHIND_MAX];	    /* what each covers (off == end: a free slot) */
 	uint8_t *spare[SPARES_MAX]; /* stripe buffers to reuse */
 	unsigned nspare;
-	/* read-ahead for a sequential reader (under mu; filled by the AIO threads) */
-	struct {
+	/*
+	 * read-ahead for a sequential reader (under mu; filled by the AIO
+	 * threads): RA_WIN windows, so that one is fetched while the reader
+	 * copies from the other (one window made each read wait for a fetch
+	 * of what it had just passed: 0.76x the mount's kernel read-ahead)
+	 */
+	struct ra_win {
 		uint8_t *buf;
 		uint64_t off, len;	     /* what buf holds (len 0: nothing) */
 		uint64_t want_off, want_len; /* what is being fetched, while busy */
 		bool busy;
 		uint64_t wgen, ctime_ns, size; /* the file as it was then */
-		uint64_t seq_end;	       /* where the last read ended */
-		unsigned seq;		       /* reads in a row, each where the last ended */
-	} ra;
+	} ra[RA_WIN];
+	uint64_t ra_seq_end; /* where the last read ended */
+	unsigned ra_seq;     /* reads in a row, each where the last ended */
 };
 
 /*
@@ -1491,16 +1498,17 @@ read_range(sh_file *f, const struct stat *st, uint8_t *buf, uint64_t off, uint64
 
 /* ---- read-ahead ---- */
 
-/* The read-ahead is valid for the file as st describes it now. */
+/* Window w is valid for the file as st describes it now. */
 static bool
-ra_valid(const sh_file *f, const struct stat *st)
+ra_valid(const sh_file *f, const struct ra_win *w, const struct stat *st)
 {
-	return f->ra.len > 0 && f->ra.wgen == atomic_load(&f->fs->wgen) &&
-	       f->ra.ctime_ns == ctime_ns(st) && f->ra.size == (uint64_t)st->st_size;
+	return w->len > 0 && !w->busy && w->wgen == atomic_load(&f->fs->wgen) &&
+	       w->ctime_ns == ctime_ns(st) && w->size == (uint64_t)st->st_size;
 }
 
 struct ra_job {
 	sh_file *f;
+	struct ra_win *w;
 	struct stat st;
 	uint64_t off, len, wgen;
 	uint8_t *buf;
@@ -1511,44 +1519,67 @@ run_ra(void *arg)
 {
 	struct ra_job *j = arg;
 	sh_file *f = j->f;
+	struct ra_win *w = j->w;
 	int rc = read_range(f, &j->st, j->buf, j->off, j->off + j->len);
 
 	pthread_mutex_lock(&f->mu);
 	if (rc == 0) {
-		uint8_t *old = f->ra.buf;
+		uint8_t *old = w->buf;
 
-		f->ra.buf = j->buf;
+		w->buf = j->buf;
 		j->buf = old;
-		f->ra.off = j->off;
-		f->ra.len = j->len;
-		f->ra.wgen = j->wgen;
-		f->ra.ctime_ns = ctime_ns(&j->st);
-		f->ra.size = (uint64_t)j->st.st_size;
+		w->off = j->off;
+		w->len = j->len;
+		w->wgen = j->wgen;
+		w->ctime_ns = ctime_ns(&j->st);
+		w->size = (uint64_t)j->st.st_size;
 	}
-	f->ra.busy = false;
+	w->busy = false;
 	pthread_cond_broadcast(&f->idle);
 	pthread_mutex_unlock(&f->mu);
 	sh_free(j->buf);
 	sh_free(j);
 }
 
+/* Where window w's bytes end (held or coming), if they lie past pos for this file; else 0. */
+static uint64_t
+ra_front(const sh_file *f, const struct ra_win *w, const struct stat *st, uint64_t pos)
+{
+	uint64_t e = w->busy ? w->want_off + w->want_len : ra_valid(f, w, st) ? w->off + w->len : 0;
+
+	return e > pos ? e : 0;
+}
+
 /*
  * Under mu: after a read of [off, end) that followed the one before it,
- * fetch the next RA_LEN bytes in the background (unless they are held or
- * coming already).
+ * keep the next 2 x ra_len bytes held or coming: a free window (one the
+ * reader has passed, or stale) fetches ra_len more from where the others
+ * end, in the background. ra_len: two stripes, or twice the read, up to
+ * eight stripes.
  */
 static void
 ra_next(sh_file *f, const struct stat *st, uint64_t off, uint64_t end)
 {
-	size_t ra_len = (size_t)2 * ndata(f) * frag_of(f);
-	uint64_t size = (uint64_t)st->st_size, want_end = end + ra_len < size ? end + ra_len : size;
+	size_t stripe = (size_t)ndata(f) * frag_of(f), ra_len = 2 * stripe;
+	uint64_t size = (uint64_t)st->st_size, front = end;
+	struct ra_win *free_w = NULL;
 	struct ra_job *j;
 
-	f->ra.seq = off == f->ra.seq_end ? f->ra.seq + 1 : 0;
-	f->ra.seq_end = end;
-	if (f->ra.seq == 0 || f->ra.busy || end >= size)
+	f->ra_seq = off == f->ra_seq_end ? f->ra_seq + 1 : 0;
+	f->ra_seq_end = end;
+	if (f->ra_seq == 0 || end >= size)
 		return;
-	if (ra_valid(f, st) && f->ra.off <= end && f->ra.off + f->ra.len >= want_end)
+	if (2 * (end - off) > ra_len)
+		ra_len = 2 * (end - off) < 8 * stripe ? (size_t)(2 * (end - off)) : 8 * stripe;
+	for (unsigned i = 0; i < RA_WIN; i++) {
+		uint64_t e = ra_front(f, &f->ra[i], st, end);
+
+		if (e > front)
+			front = e;
+		else if (e == 0 && !f->ra[i].busy && free_w == NULL)
+			free_w = &f->ra[i];
+	}
+	if (free_w == NULL || front >= size || front - end >= 2 * (uint64_t)ra_len)
 		return;
 	j = sh_calloc(1, sizeof(*j));
 	if (j != NULL)
@@ -1559,18 +1590,65 @@ ra_next(sh_file *f, const struct stat *st, uint64_t off, uint64_t end)
 		return; /* short of memory: no read-ahead */
 	}
 	j->f = f;
+	j->w = free_w;
 	j->st = *st;
-	j->off = end;
-	j->len = want_end - end;
+	j->off = front;
+	j->len = front + ra_len < size ? ra_len : size - front;
 	j->wgen = atomic_load(&f->fs->wgen);
-	f->ra.busy = true;
-	f->ra.want_off = j->off;
-	f->ra.want_len = j->len;
+	free_w->busy = true;
+	free_w->want_off = j->off;
+	free_w->want_len = j->len;
 	if (wpool_run(f->fs, WPOOL_RA, run_ra, j) < 0) {
-		f->ra.busy = false;
+		free_w->busy = false;
 		sh_free(j->buf);
 		sh_free(j);
 	}
+}
+
+/* Under mu: whether a window is fetching any of [off, end). */
+static bool
+ra_coming(const sh_file *f, uint64_t off, uint64_t end)
+{
+	for (unsigned i = 0; i < RA_WIN; i++) {
+		const struct ra_win *w = &f->ra[i];
+
+		if (w->busy && off < w->want_off + w->want_len && w->want_off < end)
+			return true;
+	}
+	return false;
+}
+
+/* Under mu: [off, end) copied from the windows if they hold all of it. */
+static bool
+ra_copy(const sh_file *f, const struct stat *st, uint8_t *buf, uint64_t off, uint64_t end)
+{
+	uint64_t pos = off;
+
+	while (pos < end) {
+		const struct ra_win *w = NULL;
+
+		for (unsigned i = 0; i < RA_WIN && w == NULL; i++)
+			if (ra_valid(f, &f->ra[i], st) && pos >= f->ra[i].off &&
+			    pos < f->ra[i].off + f->ra[i].len)
+				w = &f->ra[i];
+		if (w == NULL)
+			return false;
+		pos = w->off + w->len < end ? w->off + w->len : end;
+	}
+	for (pos = off; pos < end;) {
+		for (unsigned i = 0; i < RA_WIN; i++) {
+			const struct ra_win *w = &f->ra[i];
+			uint64_t to;
+
+			if (!ra_valid(f, w, st) || pos < w->off || pos >= w->off + w->len)
+				continue;
+			to = w->off + w->len < end ? w->off + w->len : end;
+			memcpy(buf + (pos - off), w->buf + (pos - w->off), (size_t)(to - pos));
+			pos = to;
+			break;
+		}
+	}
+	return true;
 }
 
 long
@@ -1601,12 +1679,9 @@ sh_pread(sh_file *f, void *buf, size_t len, uint64_t off)
 	end = (uint64_t)st.st_size - off < len ? (uint64_t)st.st_size : off + len;
 	/* sequential readers: from the read-ahead when it holds the range (or is fetching it) */
 	pthread_mutex_lock(&f->mu);
-	while (f->ra.busy && off >= f->ra.want_off && end <= f->ra.want_off + f->ra.want_len)
+	while (ra_coming(f, off, end))
 		pthread_cond_wait(&f->idle, &f->mu);
-	if (ra_valid(f, &st) && off >= f->ra.off && end <= f->ra.off + f->ra.len) {
-		memcpy(buf, f->ra.buf + (off - f->ra.off), (size_t)(end - off));
-		hit = true;
-	}
+	hit = ra_copy(f, &st, buf, off, end);
 	ra_next(f, &st, off, end);
 	pthread_mutex_unlock(&f->mu);
 	if (!hit) {
@@ -1904,11 +1979,12 @@ sh_close(sh_file *f)
 		return -EINVAL;
 	rc = sh_fsync(f);
 	pthread_mutex_lock(&f->mu);
-	while (f->ra.busy)
+	while (ra_coming(f, 0, UINT64_MAX))
 		pthread_cond_wait(&f->idle, &f->mu);
 	pthread_mutex_unlock(&f->mu);
 	client_hold_close(f->fs, f->ino); /* the last close here: a file without names goes */
-	sh_free(f->ra.buf);
+	for (unsigned i = 0; i < RA_WIN; i++)
+		sh_free(f->ra[i].buf);
 	pthread_cond_destroy(&f->idle);
 	pthread_mutex_destroy(&f->mu);
 	while (f->nspare > 0)

@@ -224,8 +224,14 @@ $(PRELOAD): $(call obj,$(PRELOAD_SRCS)) $(ALL_LIBS)
 	@echo "  LD $@"
 	$(Q)$(CC) $(LDFLAGS) -shared -Wl,--exclude-libs,ALL -Wl,--as-needed -o $@ \
 		$(filter %.o,$^) $(ALL_LIBS) $(LIBS)
+# the transcript checker tests/cluster/test_preload.py runs with and without it
+PRELOAD_CHECK := $(BUILD)/tests/preload_check
+$(PRELOAD_CHECK): $(call obj,tests/preload/check.c)
+	@mkdir -p $(dir $@)
+	@echo "  LD $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lpthread
 ifneq ($(SAN),1)
-TOOLS += $(PRELOAD)
+TOOLS += $(PRELOAD) $(PRELOAD_CHECK)
 endif
 
 # ---- top-level targets ----

@@ -365,8 +365,8 @@ vec(int fd, const struct iovec *iov, int n, off_t off, int flags, bool wr, int k
 	if (p == NULL)
 		return libc_vec(fd, iov, n, off, flags, wr, kind);
 	if (kind == VEC_CUR)
-		off = -1;
-	if (off < (kind == VEC_V2 ? -1 : 0)) {
+		off = -1; /* the file's (preadv_check caught readv and writev refused as EINVAL) */
+	else if (off < (kind == VEC_V2 ? -1 : 0)) {
 		pl_put(p);
 		return pl_ret(-EINVAL);
 	}

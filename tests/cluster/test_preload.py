@@ -12,7 +12,9 @@ the kernel, given back to it):
   process without the library then reads the same bytes and sizes, and a stat cached
   before a preloaded writer extended a file sees the new size at once (the mount's
   flush drops the kernel's attributes);
-- tests/posix/posix.py and tests/posix/fsx.py (three seeds) under the library;
+- tests/preload/check.c: every intercepted call (errors included, a fork, threads) gives
+  the same transcript on a local directory, through the mount, and under the library;
+- tests/posix/posix.py and tests/posix/fsx.py under the library;
 - cp, cmp, dd, a fork whose child reads an inherited descriptor and writes a file it
   never closes (os._exit);
 - SHOAL_PRELOAD=0 serves nothing; torch.save and torch.load when torch is installed.
@@ -186,6 +188,28 @@ def preload_serves_what_the_mount_would(c):
         # off: nothing served
         _, (served, _, _) = pl.run("cat", os.path.join(d, "f8"), SHOAL_PRELOAD="0")
         check(served == 0, "SHOAL_PRELOAD=0 served %d" % served)
+        # every intercepted call, errors included, a fork and threads: the same transcript
+        # on a local directory, through the mount, and under the library
+        chk = os.path.normpath(os.path.join(tc.BIN, "..", "tests", "preload_check"))
+        outs = []
+        for where, preload in (("local", False), ("mount", False), ("library", True)):
+            d2 = tempfile.mkdtemp(dir=c.dir) if where == "local" else os.path.join(mnt, where)
+            os.makedirs(d2, exist_ok=True)
+            if preload:
+                out, (served, _, _) = pl.run(chk, d2)
+                check(served >= 10, "preload_check: %d descriptors served" % served)
+            else:
+                r = subprocess.run([chk, d2], capture_output=True, text=True, timeout=120)
+                check(r.returncode == 0, "preload_check %s: %s" % (where, r.stderr))
+                out = r.stdout
+            outs.append(out)
+        for where, out in (("the mount", outs[1]), ("the library", outs[2])):
+            diff = [(x, y) for x, y in zip(outs[0].splitlines(), out.splitlines()) if x != y]
+            check(not diff and len(out) == len(outs[0]),
+                  "preload_check: %s answers otherwise than a local directory: %s" %
+                  (where, diff[:5]))
+        print("  preload_check: %d answers, the same locally, through the mount and under "
+              "the library" % len(outs[0].splitlines()))
         # the POSIX checks and fsx, under the library
         ref = tempfile.mkdtemp(dir=c.dir)
         os.makedirs(os.path.join(mnt, "posix"))

@@ -20,8 +20,9 @@
  *
  * Files: pl_fd.c (the table of served descriptors, mounts, connecting,
  * making real, fork), pl_io.c (open, close and the data calls),
- * pl_calls.c (the calls around the data). stdio streams are not served
- * yet: fopen opens through libc's internal open, so they are the kernel's.
+ * pl_calls.c (the calls around the data), pl_stdio.c (fopen: a stream
+ * over a served descriptor; glibc's own fopen opens through its internal
+ * open, which nothing here would see).
  */
 #ifndef SH_PRELOAD_PL_H
 #define SH_PRELOAD_PL_H
@@ -83,6 +84,9 @@ struct pl_libc_fns {
 	int (*ioctl)(int, unsigned long, ...);
 	int (*lockf)(int, int, off_t);
 	FILE *(*fdopen)(int, const char *);
+	FILE *(*fopen)(const char *, const char *);
+	int (*fileno)(FILE *);
+	int (*fileno_unlocked)(FILE *);
 	int (*execve)(const char *, char *const[], char *const[]);
 	int (*execvpe)(const char *, char *const[], char *const[]);
 	int (*fexecve)(int, char *const[], char *const[]);
@@ -197,9 +201,15 @@ void pl_before_exec(void);
 /*
  * The process ends (exit's destructor, or _exit/_Exit, which run none):
  * what served files buffered lands, as the kernel's page cache would keep
- * it, and the $SHOAL_PRELOAD_STATS line is written. Once.
+ * it, and the $SHOAL_PRELOAD_STATS line is written. Once. stdio: exit's,
+ * which flushes the streams (libc would, after our destructor: streams
+ * over served descriptors are flushed first).
  */
-void pl_at_exit(void);
+void pl_at_exit(bool stdio);
+/* Whether this library serves fd. */
+bool pl_served(int fd);
+/* open(2) as this library serves it (pl_io.c): a descriptor, or -1 with errno. */
+int pl_open(int dirfd, const char *path, int flags, mode_t mode);
 /* fd is served and an O_PATH one: a readable descriptor of it at newfd (dup3 flags), table
  * untouched. */
 int pl_real_copy(int fd, int newfd, int flags);

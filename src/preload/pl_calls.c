@@ -909,7 +909,7 @@ PL_API int fcntl64(int fd, int cmd, ...) PL_ALIAS(fcntl);
 PL_API void
 _exit(int status)
 {
-	pl_at_exit();
+	pl_at_exit(false);
 	pl_libc._exit(status);
 	__builtin_unreachable();
 }
@@ -917,7 +917,7 @@ _exit(int status)
 PL_API void
 _Exit(int status)
 {
-	pl_at_exit();
+	pl_at_exit(false);
 	pl_libc._Exit(status);
 	__builtin_unreachable();
 }

@@ -547,6 +547,16 @@ release(struct pl_file *p)
 	return rc;
 }
 
+bool
+pl_served(int fd)
+{
+	struct pl_file *p = pl_get(fd);
+
+	if (p != NULL)
+		pl_put(p);
+	return p != NULL;
+}
+
 int
 pl_drop(int fd)
 {
@@ -930,6 +940,9 @@ load_once(void)
 	SYM(readahead);
 	SYM(isatty);
 	SYM(_exit);
+	SYM(fopen);
+	SYM(fileno);
+	SYM(fileno_unlocked);
 	SYM(_Exit);
 	if (off != NULL && strcmp(off, "0") == 0)
 		disabled = true;
@@ -956,7 +969,7 @@ pl_load(void)
 
 /* $SHOAL_PRELOAD_STATS: one line per process at exit (what the tests check). */
 void
-pl_at_exit(void)
+pl_at_exit(bool stdio)
 {
 	static atomic_bool done;
 	int max = atomic_load(&pl_nfiles) + 16, n = 0, *fds;
@@ -965,6 +978,8 @@ pl_at_exit(void)
 
 	if (!pl_own_process() || atomic_exchange(&done, true))
 		return;
+	if (stdio)
+		(void)fflush(NULL);
 	/* what files still open buffered lands, as the kernel's page cache would keep it */
 	fds = atomic_load(&pl_nfiles) ? malloc(sizeof(int) * (size_t)max) : NULL;
 	all = fds ? hold_all(fds, max, &n) : NULL;
@@ -991,5 +1006,5 @@ pl_at_exit(void)
 __attribute__((destructor)) static void
 pl_unload(void)
 {
-	pl_at_exit();
+	pl_at_exit(true);
 }

@@ -29,8 +29,8 @@ path_open(int flags)
 	       !(flags & (O_CREAT | O_TRUNC | O_DIRECTORY | O_PATH | __O_TMPFILE));
 }
 
-static int
-open_at(int dirfd, const char *path, int flags, mode_t mode)
+int
+pl_open(int dirfd, const char *path, int flags, mode_t mode)
 {
 	bool maybe = pl_maybe_shoal(dirfd, path);
 	int fd;
@@ -76,7 +76,7 @@ open(const char *path, int flags, ...)
 	va_start(ap, flags);
 	mode = mode_arg(flags, ap);
 	va_end(ap);
-	return open_at(AT_FDCWD, path, flags, mode);
+	return pl_open(AT_FDCWD, path, flags, mode);
 }
 
 PL_API int
@@ -88,13 +88,13 @@ openat(int dirfd, const char *path, int flags, ...)
 	va_start(ap, flags);
 	mode = mode_arg(flags, ap);
 	va_end(ap);
-	return open_at(dirfd, path, flags, mode);
+	return pl_open(dirfd, path, flags, mode);
 }
 
 PL_API int
 creat(const char *path, mode_t mode)
 {
-	return open_at(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+	return pl_open(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
 }
 
 /* the 64-bit names: the same calls on x86-64 (off64_t is off_t) */
@@ -115,7 +115,7 @@ __open_2(const char *path, int flags)
 {
 	if (flags & O_CREAT)
 		abort();
-	return open_at(AT_FDCWD, path, flags, 0);
+	return pl_open(AT_FDCWD, path, flags, 0);
 }
 
 PL_API int
@@ -123,7 +123,7 @@ __openat_2(int dirfd, const char *path, int flags)
 {
 	if (flags & O_CREAT)
 		abort();
-	return open_at(dirfd, path, flags, 0);
+	return pl_open(dirfd, path, flags, 0);
 }
 
 /* ---- close ---- */

@@ -292,5 +292,69 @@ main(int argc, char **argv)
 	say("stat u", stat(at("u"), &st));
 	say("rename f g", rename(at("f"), at("g")));
 	say_stat("stat g renamed", stat(at("g"), &st), &st);
+
+	/* stdio: fopen's modes, formatted and binary I/O, seeks, fileno */
+	FILE *s = fopen(at("none/x"), "r");
+
+	say("fopen missing", s == NULL ? -1 : 0);
+	s = fopen(at("s"), "w");
+	say("fopen w", s == NULL ? -1 : 0);
+	if (s != NULL) {
+		say("fprintf", fprintf(s, "line %d\nline %s\n", 1, "two"));
+		say("fwrite", (long)fwrite(a, 1, 100000, s));
+		say("ftell", ftell(s));
+		say_stat("fstat fileno", fstat(fileno(s), &st), &st);
+		say("fclose w", fclose(s));
+	}
+	s = fopen(at("s"), "r");
+	say("fopen r", s == NULL ? -1 : 0);
+	if (s != NULL) {
+		char line[64];
+
+		say("fgets", fgets(line, sizeof(line), s) == NULL ? -1 : (long)strlen(line));
+		say("fgets 2", fgets(line, sizeof(line), s) == NULL ? -1 : (long)strlen(line));
+		say_read("fread", (long)fread(b, 1, BIG, s), b);
+		say("feof", feof(s) != 0);
+		say("fseek 5", fseek(s, 5, SEEK_SET));
+		say("fgetc", fgetc(s));
+		say("fputc on r", fputc('x', s));
+		say("fclose r", fclose(s));
+	}
+	s = fopen(at("s"), "a+");
+	say("fopen a+", s == NULL ? -1 : 0);
+	if (s != NULL) {
+		say("ftell a+", ftell(s));
+		say("fputs", fputs("appended\n", s));
+		say("fflush", fflush(s));
+		say("rewind", (rewind(s), ftell(s)));
+		say_read("fread a+", (long)fread(b, 1, 20, s), b);
+		say("fclose a+", fclose(s));
+	}
+	say("fopen x on existing", fopen(at("s"), "wx") == NULL ? -1 : 0);
+	s = fopen(at("s"), "r+");
+	say("fopen r+", s == NULL ? -1 : 0);
+	if (s != NULL) {
+		say("fwrite r+", (long)fwrite("XY", 1, 2, s));
+		say("fseek end", fseek(s, 0, SEEK_END));
+		say("ftell end", ftell(s));
+		say("fclose r+", fclose(s));
+	}
+	say_stat("stat s", stat(at("s"), &st), &st);
+	fd = say_fd("open s", open(at("s"), O_RDONLY));
+	say_read("read s", read(fd, b, BIG), b);
+	say("close s", close(fd));
+	/* a stream never closed: exit flushes it (libc's streams, and this library's) */
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		FILE *u = fopen(at("unclosed"), "w");
+
+		for (int i = 0; u != NULL && i < 5000; i++)
+			fprintf(u, "row %d\n", i);
+		exit(u != NULL ? 0 : 1);
+	}
+	waitpid(pid, &status, 0);
+	say("unclosed child", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	say_stat("stat unclosed", stat(at("unclosed"), &st), &st);
 	return 0;
 }

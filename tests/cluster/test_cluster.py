@@ -1312,10 +1312,7 @@ def fuse_mount_with_ordinary_tools(c):
     make_fs(c)
     mnt = os.path.join(c.dir, "mnt")
     os.makedirs(mnt)
-    p = c.shoal("mount", "fs1", mnt)
-    if p.returncode != 0 and "cannot mount" in p.stderr:
-        raise Skip("FUSE mounts are not allowed here: %s" % p.stderr.strip())
-    check(p.returncode == 0, "mount: %s" % p.stderr)
+    mount_or_skip(c, "fs1", mnt)
     try:
         src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "meta")
 
@@ -1704,18 +1701,38 @@ SIZES = {"cannot_place_on_three_nodes": 3, "metadata_create_storm_survives_kill9
          "fio_engine_runs_the_example_and_verifies": 6}
 
 
-def main():
+def parse_args(doc):
+    """BIN_DIR [--only NAME[,NAME]] [--keep] of a cluster test file: BIN set, (args, only,
+    keep); None after printing doc when there are no arguments."""
     global BIN
     args = sys.argv[1:]
     if not args:
-        print(__doc__)
-        return 2
+        print(doc)
+        return None
     BIN = os.path.abspath(args[0])
-    only = None
-    keep = "--keep" in args
-    if "--only" in args:
-        only = args[args.index("--only") + 1].split(",")
-    return run_tests(TESTS, SIZES, 5, int(os.environ.get("SH_CLUSTER_PORT", "27000")), only, keep)
+    only = args[args.index("--only") + 1].split(",") if "--only" in args else None
+    return args, only, "--keep" in args
+
+
+def test_main(doc, tests, sizes, nodes, port_env, port):
+    """A cluster test file's main: its tests on clusters whose ports start at $port_env
+    (else port); the exit status."""
+    a = parse_args(doc)
+    if a is None:
+        return 2
+    return run_tests(tests, sizes, nodes, int(os.environ.get(port_env, str(port))), a[1], a[2])
+
+
+def mount_or_skip(c, fs, mnt, *opts, node=1):
+    """shoal mount fs on mnt: the test is skipped where FUSE mounts are not allowed."""
+    p = c.shoal("mount", fs, mnt, *opts, node=node)
+    if p.returncode != 0 and "cannot mount" in p.stderr:
+        raise Skip("FUSE mounts are not allowed here: %s" % p.stderr.strip())
+    check(p.returncode == 0, "mount: %s" % p.stderr)
+
+
+def main():
+    return test_main(__doc__, TESTS, SIZES, 5, "SH_CLUSTER_PORT", 27000)
 
 
 def run_tests(tests, sizes, nodes, base, only, keep):

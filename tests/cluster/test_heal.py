@@ -527,14 +527,7 @@ def node_add_rebalances_and_drive_remove_drains(c):
 
 
 def main():
-    args = sys.argv[1:]
-    if not args:
-        print(__doc__)
-        return 2
-    tc.BIN = os.path.abspath(args[0])
-    only = args[args.index("--only") + 1].split(",") if "--only" in args else None
-    return tc.run_tests(TESTS, {}, NODES, int(os.environ.get("SH_HEAL_PORT", "28800")), only,
-                        "--keep" in args)
+    return tc.test_main(__doc__, TESTS, {}, NODES, "SH_HEAL_PORT", 28800)
 
 
 if __name__ == "__main__":

@@ -571,13 +571,10 @@ SIZES = {"checkpoint_replace_is_atomic_for_readers": 6,
 
 
 def main():
-    args = sys.argv[1:]
-    if not args:
-        print(__doc__)
+    a = tc.parse_args(__doc__)
+    if a is None:
         return 2
-    tc.BIN = os.path.abspath(args[0])
-    keep = "--keep" in args
-    only = args[args.index("--only") + 1].split(",") if "--only" in args else None
+    args, only, keep = a
     base = int(os.environ.get("SH_INTEGRITY_PORT", "28400"))
     tests = TESTS
     if "--chaos" in args:

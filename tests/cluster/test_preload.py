@@ -84,10 +84,7 @@ def mounted(c):
     make_fs(c, compression="lz4")
     mnt = os.path.join(c.dir, "mnt")
     os.makedirs(mnt)
-    p = c.shoal("mount", "fs1", mnt)
-    if p.returncode != 0 and "cannot mount" in p.stderr:
-        raise Skip("FUSE mounts are not allowed here: %s" % p.stderr.strip())
-    check(p.returncode == 0, "mount: %s" % p.stderr)
+    tc.mount_or_skip(c, "fs1", mnt)
     return mnt
 
 
@@ -244,15 +241,7 @@ def preload_serves_what_the_mount_would(c):
 
 
 def main():
-    args = sys.argv[1:]
-    if not args:
-        print(__doc__)
-        return 2
-    tc.BIN = os.path.abspath(args[0])
-    keep = "--keep" in args
-    only = args[args.index("--only") + 1].split(",") if "--only" in args else None
-    base = int(os.environ.get("SH_PRELOAD_PORT", "28900"))
-    return tc.run_tests(TESTS, {}, 6, base, only, keep)
+    return tc.test_main(__doc__, TESTS, {}, 6, "SH_PRELOAD_PORT", 28900)
 
 
 if __name__ == "__main__":

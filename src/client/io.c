@@ -134,8 +134,8 @@ block_of(const sh_file *f)
  * is one extent, each compressed block one of its own. out may be src
  * (then src is changed); it is not when compressing, so that a stripe the
  * mapping refuses (-EAGAIN) is written again from the bytes the file had,
- * not from what was packed of them (a rename-over test caught LZ4 frames
- * read back as file data).
+ * not from what was packed of them (fsx caught LZ4 frames read back as
+ * file data).
  */
 static size_t
 pack(sh_file *f, uint64_t off, const uint8_t *src, size_t fill, uint8_t *out, struct packed *pk)
@@ -1618,35 +1618,33 @@ ra_coming(const sh_file *f, uint64_t off, uint64_t end)
 	return false;
 }
 
+/* Under mu: the valid window holding pos, or NULL. */
+static const struct ra_win *
+ra_at(const sh_file *f, const struct stat *st, uint64_t pos)
+{
+	for (unsigned i = 0; i < RA_WIN; i++) {
+		const struct ra_win *w = &f->ra[i];
+
+		if (ra_valid(f, w, st) && pos >= w->off && pos < w->off + w->len)
+			return w;
+	}
+	return NULL;
+}
+
 /* Under mu: [off, end) copied from the windows if they hold all of it. */
 static bool
 ra_copy(const sh_file *f, const struct stat *st, uint8_t *buf, uint64_t off, uint64_t end)
 {
-	uint64_t pos = off;
+	const struct ra_win *w;
+	uint64_t pos, to;
 
-	while (pos < end) {
-		const struct ra_win *w = NULL;
-
-		for (unsigned i = 0; i < RA_WIN && w == NULL; i++)
-			if (ra_valid(f, &f->ra[i], st) && pos >= f->ra[i].off &&
-			    pos < f->ra[i].off + f->ra[i].len)
-				w = &f->ra[i];
-		if (w == NULL)
+	for (pos = off; pos < end; pos = w->off + w->len < end ? w->off + w->len : end)
+		if ((w = ra_at(f, st, pos)) == NULL)
 			return false;
-		pos = w->off + w->len < end ? w->off + w->len : end;
-	}
-	for (pos = off; pos < end;) {
-		for (unsigned i = 0; i < RA_WIN; i++) {
-			const struct ra_win *w = &f->ra[i];
-			uint64_t to;
-
-			if (!ra_valid(f, w, st) || pos < w->off || pos >= w->off + w->len)
-				continue;
-			to = w->off + w->len < end ? w->off + w->len : end;
-			memcpy(buf + (pos - off), w->buf + (pos - w->off), (size_t)(to - pos));
-			pos = to;
-			break;
-		}
+	for (pos = off; pos < end; pos = to) {
+		w = ra_at(f, st, pos);
+		to = w->off + w->len < end ? w->off + w->len : end;
+		memcpy(buf + (pos - off), w->buf + (pos - w->off), (size_t)(to - pos));
 	}
 	return true;
 }

@@ -17,6 +17,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "../base/hash.h"
 #include "pl.h"
 
 struct pl_libc_fns pl_libc_tab;
@@ -441,7 +442,7 @@ static pthread_mutex_t kernel_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct kfile *
 kernel_slot(dev_t dev, ino_t ino)
 {
-	uint64_t h = ((uint64_t)ino * 0x9e3779b97f4a7c15ull) ^ (uint64_t)dev;
+	uint64_t h = sh_hash_u64((uint64_t)ino ^ ((uint64_t)dev << 40));
 
 	for (unsigned i = 0; i < KERNEL_SLOTS; i++) {
 		struct kfile *k = &kernel_files[(h + i) % KERNEL_SLOTS];
@@ -683,32 +684,68 @@ hold_all(int *fds, int max, int *n)
 	return out;
 }
 
+/* Every served file, each held: files[i] is served at fds[i]; n 0 when none (or no memory). */
+struct held {
+	int n, *fds;
+	struct pl_file **files;
+};
+
+static void
+hold_every(struct held *h)
+{
+	int max = atomic_load(&pl_nfiles) + 16;
+
+	h->n = 0;
+	h->files = NULL;
+	h->fds = atomic_load(&pl_nfiles) ? malloc(sizeof(int) * (size_t)max) : NULL;
+	if (h->fds != NULL)
+		h->files = hold_all(h->fds, max, &h->n);
+	if (h->files == NULL)
+		h->n = 0;
+}
+
+static void
+unhold(struct held *h)
+{
+	for (int i = 0; i < h->n; i++)
+		pl_put(h->files[i]);
+	free(h->files);
+	free(h->fds);
+}
+
+/* What p (served at fd, held) buffered lands, and the kernel is told; whether it had any. */
+static bool
+land(int fd, struct pl_file *p)
+{
+	bool dirty;
+
+	pthread_mutex_lock(&p->mu);
+	dirty = p->dirty;
+	if (dirty) {
+		pl_inside++;
+		if (sh_fsync(p->f) == 0)
+			pl_kernel_stale(fd, p);
+		pl_inside--;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return dirty;
+}
+
 /* Flush the dirty served files of dev:ino but skip (NULL: all); whether one was. */
 static bool
 sync_matching(dev_t dev, ino_t ino, const struct pl_file *skip)
 {
-	int max = atomic_load(&pl_nfiles) + 16, n, *fds;
-	struct pl_file **all;
+	struct held h;
 	bool synced = false;
 
-	fds = malloc(sizeof(int) * (size_t)max);
-	all = fds ? hold_all(fds, max, &n) : NULL;
-	for (int i = 0; all != NULL && i < n; i++) {
-		struct pl_file *p = all[i];
+	hold_every(&h);
+	for (int i = 0; i < h.n; i++) {
+		struct pl_file *p = h.files[i];
 
-		if (p != skip && p->dirty && p->dev == dev && p->ino == ino) {
-			pthread_mutex_lock(&p->mu);
-			pl_inside++;
-			if (sh_fsync(p->f) == 0)
-				pl_kernel_stale(fds[i], p);
-			pl_inside--;
-			pthread_mutex_unlock(&p->mu);
-			synced = true;
-		}
-		pl_put(p);
+		if (p != skip && p->dev == dev && p->ino == ino)
+			synced |= land(h.fds[i], p);
 	}
-	free(all);
-	free(fds);
+	unhold(&h);
 	return synced;
 }
 
@@ -730,22 +767,19 @@ pl_sync_others(struct pl_file *self)
 static void
 real_others(dev_t dev, ino_t ino)
 {
-	int max = atomic_load(&pl_nfiles) + 16, n, *fds;
-	struct pl_file **all;
+	struct held h;
+	int n = 0;
 
-	if (atomic_load(&pl_nfiles) == 0)
-		return;
-	fds = malloc(sizeof(int) * (size_t)max);
-	all = fds ? hold_all(fds, max, &n) : NULL;
-	for (int i = 0; all != NULL && i < n; i++) {
-		bool same = all[i]->dev == dev && all[i]->ino == ino;
-
-		pl_put(all[i]);
-		if (same)
-			(void)pl_real(fds[i]);
-	}
-	free(all);
-	free(fds);
+	hold_every(&h);
+	for (int i = 0; i < h.n; i++)
+		if (h.files[i]->dev == dev && h.files[i]->ino == ino)
+			h.fds[n++] = h.fds[i]; /* (i >= n: nothing unread is overwritten) */
+	for (int i = 0; i < h.n; i++)
+		pl_put(h.files[i]);
+	h.n = 0;
+	for (int i = 0; i < n; i++)
+		(void)pl_real(h.fds[i]); /* not held: pl_real takes the descriptor */
+	unhold(&h);
 }
 
 int
@@ -807,30 +841,13 @@ pl_before_exec(void)
 static void
 fork_prepare(void)
 {
-	int max, n, *fds;
-	struct pl_file **all;
+	struct held h;
 
-	if (atomic_load(&pl_nfiles) == 0) {
-		pthread_mutex_lock(&tab_mu);
-		return;
-	}
 	/* what was written before fork reads back in the child, through the kernel */
-	max = atomic_load(&pl_nfiles) + 16;
-	fds = malloc(sizeof(int) * (size_t)max);
-	all = fds ? hold_all(fds, max, &n) : NULL;
-	for (int i = 0; all != NULL && i < n; i++) {
-		pthread_mutex_lock(&all[i]->mu);
-		if (all[i]->dirty) {
-			pl_inside++;
-			if (sh_fsync(all[i]->f) == 0)
-				pl_kernel_stale(fds[i], all[i]);
-			pl_inside--;
-		}
-		pthread_mutex_unlock(&all[i]->mu);
-		pl_put(all[i]);
-	}
-	free(all);
-	free(fds);
+	hold_every(&h);
+	for (int i = 0; i < h.n; i++)
+		(void)land(h.fds[i], h.files[i]);
+	unhold(&h);
 	pthread_mutex_lock(&tab_mu);
 }
 
@@ -972,8 +989,7 @@ void
 pl_at_exit(bool stdio)
 {
 	static atomic_bool done;
-	int max = atomic_load(&pl_nfiles) + 16, n = 0, *fds;
-	struct pl_file **all;
+	struct held h;
 	FILE *f;
 
 	if (!pl_own_process() || atomic_exchange(&done, true))
@@ -981,16 +997,13 @@ pl_at_exit(bool stdio)
 	if (stdio)
 		(void)fflush(NULL);
 	/* what files still open buffered lands, as the kernel's page cache would keep it */
-	fds = atomic_load(&pl_nfiles) ? malloc(sizeof(int) * (size_t)max) : NULL;
-	all = fds ? hold_all(fds, max, &n) : NULL;
-	for (int i = 0; all != NULL && i < n; i++) {
+	hold_every(&h);
+	for (int i = 0; i < h.n; i++) {
 		pl_inside++;
-		(void)sh_fsync(all[i]->f);
+		(void)sh_fsync(h.files[i]->f);
 		pl_inside--;
-		pl_put(all[i]);
 	}
-	free(all);
-	free(fds);
+	unhold(&h);
 	if (stats_path == NULL)
 		return;
 	pl_inside++;

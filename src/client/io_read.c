@@ -763,4 +763,3 @@ sh_pread(sh_file *f, void *buf, size_t len, uint64_t off)
 	}
 	return (long)(end - off);
 }
-

@@ -542,7 +542,8 @@ put_dedup(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
  * only where the range is still all stripe from's, else -ESTALE.
  */
 int
-io_put_stripe_from(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags, uint64_t from)
+io_put_stripe_from(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags,
+		   uint64_t from)
 {
 	uint8_t *out;
 	struct wstripe *w;
@@ -849,4 +850,3 @@ io_flush(sh_file *f)
 	atomic_fetch_add(&f->fs->wgen, 1);
 	return rc;
 }
-

@@ -9,7 +9,6 @@
 
 #define DELTA_VERSION 2
 #define SYMLINK_MAX   4095
-#define XNAME_MAX     255
 
 enum { CTR_INO = 0, CTR_OUTBOX = 1 };
 
@@ -44,8 +43,8 @@ next_counter(struct meta_bucket *b, uint64_t which, uint64_t first, uint64_t *ou
 	return meta_put(b->t, &k, b->ver, &v, sizeof(v), b->keep);
 }
 
-static int
-get_inode(struct meta_bucket *b, uint64_t ino, struct meta_inode *in)
+int
+meta_inode_load(struct meta_bucket *b, uint64_t ino, struct meta_inode *in)
 {
 	uint8_t buf[META_INODE_LEN];
 	struct meta_key k;
@@ -61,8 +60,8 @@ get_inode(struct meta_bucket *b, uint64_t ino, struct meta_inode *in)
 	return rc < 0 ? rc : meta_inode_decode(buf, len, in);
 }
 
-static int
-put_inode(struct meta_bucket *b, uint64_t ino, const struct meta_inode *in)
+int
+meta_inode_store(struct meta_bucket *b, uint64_t ino, const struct meta_inode *in)
 {
 	uint8_t buf[META_INODE_LEN];
 	struct meta_key k;
@@ -72,9 +71,9 @@ put_inode(struct meta_bucket *b, uint64_t ino, const struct meta_inode *in)
 	return meta_put(b->t, &k, b->ver, buf, sizeof(buf), b->keep);
 }
 
-static int
-get_dentry(struct meta_bucket *b, uint64_t parent, const char *name, size_t len,
-	   struct meta_dentry *d, struct meta_key *k)
+int
+meta_dentry_get(struct meta_bucket *b, uint64_t parent, const char *name, size_t len,
+		struct meta_dentry *d, struct meta_key *k)
 {
 	uint8_t buf[META_DENTRY_LEN];
 	size_t n;
@@ -87,8 +86,8 @@ get_dentry(struct meta_bucket *b, uint64_t parent, const char *name, size_t len,
 }
 
 /* The entry (parent, name) belongs in this bucket. */
-static int
-check_entry(struct meta_bucket *b, uint64_t parent, const char *name, size_t len)
+int
+meta_entry_check(struct meta_bucket *b, uint64_t parent, const char *name, size_t len)
 {
 	int rc = meta_name_check(name, len);
 
@@ -99,6 +98,13 @@ check_entry(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 	return meta_dentry_bucket(parent, name, len, b->nbuckets) == b->bucket ? 0 : -EINVAL;
 }
 
+int
+meta_touch_ctime(struct meta_bucket *b, uint64_t ino, struct meta_inode *in, uint64_t now)
+{
+	in->ctime = now;
+	return meta_inode_store(b, ino, in);
+}
+
 static uint64_t
 max64(uint64_t a, uint64_t b)
 {
@@ -107,19 +113,6 @@ max64(uint64_t a, uint64_t b)
 
 /* Drop an inode and what hangs on it (symlink target, xattrs, extents). */
 static int drop_inode(struct meta_bucket *b, uint64_t ino);
-static int lose_last(struct meta_bucket *b, uint64_t ino, struct meta_inode *in, uint64_t now);
-
-int
-meta_inode_load(struct meta_bucket *b, uint64_t ino, struct meta_inode *in)
-{
-	return get_inode(b, ino, in);
-}
-
-int
-meta_inode_store(struct meta_bucket *b, uint64_t ino, const struct meta_inode *in)
-{
-	return put_inode(b, ino, in);
-}
 
 /* ---- deltas ---- */
 
@@ -165,7 +158,7 @@ apply_local(struct meta_bucket *b, const struct meta_delta *d)
 {
 	struct meta_inode in;
 	int64_t size, nlink;
-	int rc = get_inode(b, d->ino, &in);
+	int rc = meta_inode_load(b, d->ino, &in);
 
 	if (rc == -ESTALE)
 		return 0; /* gone meanwhile (removed): nothing left to count */
@@ -191,8 +184,8 @@ apply_local(struct meta_bucket *b, const struct meta_delta *d)
 		in.ctime = max64(in.ctime, d->time);
 	}
 	if (in.nlink == 0) /* its last name went elsewhere (or, a directory, was removed there) */
-		return lose_last(b, d->ino, &in, d->time ? d->time : in.ctime);
-	return put_inode(b, d->ino, &in);
+		return meta_lose_last(b, d->ino, &in, d->time ? d->time : in.ctime);
+	return meta_inode_store(b, d->ino, &in);
 }
 
 /* ---- a directory's parent ---- */
@@ -233,7 +226,7 @@ meta_parent_get(struct meta_bucket *b, uint64_t dir, uint64_t *parent)
 {
 	struct meta_inode in;
 	uint64_t since;
-	int rc = get_inode(b, dir, &in);
+	int rc = meta_inode_load(b, dir, &in);
 
 	*parent = 0;
 	if (rc < 0)
@@ -249,8 +242,8 @@ meta_parent_get(struct meta_bucket *b, uint64_t dir, uint64_t *parent)
 }
 
 /* Directory dir moved under parent at `now`: here, or by a delta to its bucket. */
-static int
-reparent(struct meta_bucket *b, uint64_t dir, uint64_t parent, uint64_t now)
+int
+meta_reparent(struct meta_bucket *b, uint64_t dir, uint64_t parent, uint64_t now)
 {
 	struct meta_delta d = {
 		.kind = META_DELTA_PARENT, .to = meta_ino_bucket(dir), .ino = dir, .time = now
@@ -265,7 +258,7 @@ apply_parent(struct meta_bucket *b, const struct meta_delta *d)
 {
 	struct meta_inode in;
 	uint64_t parent;
-	int rc = get_inode(b, d->ino, &in);
+	int rc = meta_inode_load(b, d->ino, &in);
 
 	if (rc == -ESTALE)
 		return 0; /* removed meanwhile */
@@ -318,8 +311,8 @@ meta_delta_send(struct meta_bucket *b, struct meta_delta *d)
 }
 
 /* The effect on inode d->ino: here at once, or queued for its bucket (then d->seq is set). */
-static int
-effect(struct meta_bucket *b, struct meta_delta *d)
+int
+meta_effect(struct meta_bucket *b, struct meta_delta *d)
 {
 	d->kind = META_DELTA_INODE;
 	d->to = meta_ino_bucket(d->ino);
@@ -433,10 +426,10 @@ meta_mkroot(struct meta_bucket *b, uint32_t mode, uint64_t now)
 
 	if (b->bucket != 0)
 		return -EINVAL;
-	rc = get_inode(b, META_ROOT_INO, &(struct meta_inode){ 0 });
+	rc = meta_inode_load(b, META_ROOT_INO, &(struct meta_inode){ 0 });
 	if (rc != -ESTALE)
 		return rc == 0 ? -EEXIST : rc;
-	return put_inode(b, META_ROOT_INO, &in);
+	return meta_inode_store(b, META_ROOT_INO, &in);
 }
 
 int
@@ -444,15 +437,15 @@ meta_lookup(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 	    struct meta_dentry *out)
 {
 	struct meta_key k;
-	int rc = check_entry(b, parent, name, len);
+	int rc = meta_entry_check(b, parent, name, len);
 
-	return rc < 0 ? rc : get_dentry(b, parent, name, len, out, &k);
+	return rc < 0 ? rc : meta_dentry_get(b, parent, name, len, out, &k);
 }
 
 int
 meta_getattr(struct meta_bucket *b, uint64_t ino, struct meta_inode *out)
 {
-	return get_inode(b, ino, out);
+	return meta_inode_load(b, ino, out);
 }
 
 int
@@ -460,7 +453,7 @@ meta_setattr(struct meta_bucket *b, uint64_t ino, const struct meta_setattr *sa,
 	     struct meta_inode *out)
 {
 	struct meta_inode in;
-	int rc = get_inode(b, ino, &in);
+	int rc = meta_inode_load(b, ino, &in);
 
 	if (rc < 0)
 		return rc;
@@ -493,14 +486,14 @@ meta_setattr(struct meta_bucket *b, uint64_t ino, const struct meta_setattr *sa,
 	if (sa->valid & META_SET_MTIME)
 		in.mtime = sa->mtime;
 	in.ctime = now;
-	rc = put_inode(b, ino, &in);
+	rc = meta_inode_store(b, ino, &in);
 	if (rc == 0 && out)
 		*out = in;
 	return rc;
 }
 
-static int
-put_dentry(struct meta_bucket *b, const struct meta_key *k, uint64_t ino, uint8_t type)
+int
+meta_dentry_put(struct meta_bucket *b, const struct meta_key *k, uint64_t ino, uint8_t type)
 {
 	uint8_t buf[META_DENTRY_LEN];
 	struct meta_dentry d = { .ino = ino, .type = type };
@@ -523,8 +516,8 @@ grant_key(struct meta_key *k, uint16_t bucket, uint64_t dir, uint16_t lessee)
  * The parent must be a directory: checked here when it lives here, else
  * through the lease this bucket holds on it (-ENOLCK: get one first).
  */
-static int
-check_local_parent(struct meta_bucket *b, uint64_t parent)
+int
+meta_local_parent_check(struct meta_bucket *b, uint64_t parent)
 {
 	struct meta_inode p;
 	int rc;
@@ -538,7 +531,7 @@ check_local_parent(struct meta_bucket *b, uint64_t parent)
 		rc = meta_get(b->t, &k, b->ver, buf, sizeof(buf), &n);
 		return rc == -ENOENT ? -ENOLCK : rc;
 	}
-	rc = get_inode(b, parent, &p);
+	rc = meta_inode_load(b, parent, &p);
 	if (rc == -ESTALE)
 		return -ENOENT;
 	if (rc < 0)
@@ -552,12 +545,12 @@ check_local_parent(struct meta_bucket *b, uint64_t parent)
 int
 meta_lease_held(struct meta_bucket *b, uint64_t dir)
 {
-	return meta_ino_bucket(dir) == b->bucket ? 0 : check_local_parent(b, dir);
+	return meta_ino_bucket(dir) == b->bucket ? 0 : meta_local_parent_check(b, dir);
 }
 
 /* -EBUSY while a two-phase rename holds entry (parent, name) of this bucket. */
-static int
-check_unlocked(struct meta_bucket *b, uint64_t parent, const char *name, size_t len)
+int
+meta_unlocked_check(struct meta_bucket *b, uint64_t parent, const char *name, size_t len)
 {
 	struct meta_key k;
 	uint8_t v[8];
@@ -581,7 +574,7 @@ meta_create(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 	struct meta_dentry old;
 	struct meta_key k;
 	uint64_t seq, ino;
-	int rc = check_entry(b, parent, name, len);
+	int rc = meta_entry_check(b, parent, name, len);
 
 	if (rc < 0)
 		return rc;
@@ -589,14 +582,14 @@ meta_create(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 		return -EINVAL;
 	if (n->type == META_LNK && (n->tlen == 0 || n->tlen > SYMLINK_MAX))
 		return n->tlen ? -ENAMETOOLONG : -ENOENT;
-	rc = check_local_parent(b, parent);
+	rc = meta_local_parent_check(b, parent);
 	if (rc == 0)
-		rc = check_unlocked(b, parent, name, len);
+		rc = meta_unlocked_check(b, parent, name, len);
 	if (rc < 0)
 		return rc;
-	rc = get_dentry(b, parent, name, len, &old, &k);
+	rc = meta_dentry_get(b, parent, name, len, &old, &k);
 	if (rc == 0 && n->tag != 0 && old.type == n->type &&
-	    meta_ino_bucket(old.ino) == b->bucket && get_inode(b, old.ino, &in) == 0 &&
+	    meta_ino_bucket(old.ino) == b->bucket && meta_inode_load(b, old.ino, &in) == 0 &&
 	    in.generation == n->tag) {
 		/* our own create, retried: the same answer, nothing more to do */
 		*delta = (struct meta_delta){ 0 };
@@ -623,7 +616,7 @@ meta_create(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 	in.size = n->type == META_LNK ? n->tlen : 0;
 	in.atime = in.mtime = in.ctime = in.btime = n->now;
 	in.generation = n->tag ? n->tag : b->ver;
-	rc = put_inode(b, ino, &in);
+	rc = meta_inode_store(b, ino, &in);
 	if (rc == 0 && n->type == META_LNK) {
 		struct meta_key lk;
 
@@ -631,7 +624,7 @@ meta_create(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 		rc = meta_put(b->t, &lk, b->ver, n->target, n->tlen, b->keep);
 	}
 	if (rc == 0)
-		rc = put_dentry(b, &k, ino, n->type);
+		rc = meta_dentry_put(b, &k, ino, n->type);
 	if (rc == 0 && n->type == META_DIR)
 		rc = put_parent(b, ino, parent, n->now);
 	if (rc < 0)
@@ -639,7 +632,7 @@ meta_create(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 	*delta = (struct meta_delta){
 		.ino = parent, .dentries = 1, .dlinks = n->type == META_DIR ? 1 : 0, .time = n->now
 	};
-	rc = effect(b, delta);
+	rc = meta_effect(b, delta);
 	if (rc == 0) {
 		if (attr)
 			*attr = in;
@@ -655,7 +648,7 @@ meta_link(struct meta_bucket *b, uint64_t parent, const char *name, size_t len, 
 {
 	struct meta_dentry old;
 	struct meta_key k;
-	int rc = check_entry(b, parent, name, len);
+	int rc = meta_entry_check(b, parent, name, len);
 
 	if (rc < 0)
 		return rc;
@@ -663,15 +656,15 @@ meta_link(struct meta_bucket *b, uint64_t parent, const char *name, size_t len, 
 		return -EPERM; /* no hard links to directories, as Linux */
 	if (type < META_REG || type > META_SOCK || ino == 0)
 		return -EINVAL;
-	rc = check_local_parent(b, parent);
+	rc = meta_local_parent_check(b, parent);
 	if (rc == 0)
-		rc = check_unlocked(b, parent, name, len);
+		rc = meta_unlocked_check(b, parent, name, len);
 	if (rc < 0)
 		return rc;
 	if (meta_ino_bucket(ino) == b->bucket) {
 		struct meta_inode in;
 
-		rc = get_inode(b, ino, &in);
+		rc = meta_inode_load(b, ino, &in);
 		if (rc < 0)
 			return rc == -ESTALE ? -ENOENT : rc;
 		if (in.nlink == 0)
@@ -679,52 +672,24 @@ meta_link(struct meta_bucket *b, uint64_t parent, const char *name, size_t len, 
 		if (in.type != type)
 			return -EINVAL;
 	}
-	rc = get_dentry(b, parent, name, len, &old, &k);
+	rc = meta_dentry_get(b, parent, name, len, &old, &k);
 	if (rc == 0)
 		return -EEXIST;
 	if (rc != -ENOENT)
 		return rc;
-	rc = put_dentry(b, &k, ino, type);
+	rc = meta_dentry_put(b, &k, ino, type);
 	if (rc < 0)
 		return rc;
 	deltas[0] = (struct meta_delta){ .ino = parent, .dentries = 1, .time = now };
 	deltas[1] = (struct meta_delta){ .ino = ino, .dlinks = 1, .time = now };
-	rc = effect(b, &deltas[0]);
-	return rc < 0 ? rc : effect(b, &deltas[1]);
-}
-
-struct xcollect {
-	struct meta_key keys[64];
-	unsigned n;
-	uint8_t *out;
-	size_t cap, len;
-};
-
-static int
-on_xattr(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vlen)
-{
-	struct xcollect *x = arg;
-	size_t nlen = klen - 11; /* name and its NUL */
-
-	(void)val;
-	(void)vlen;
-	if (x->out != NULL || x->cap == SIZE_MAX) {
-		if (x->out != NULL && x->len + nlen <= x->cap)
-			memcpy(x->out + x->len, key + 11, nlen);
-		x->len += nlen;
-		return 0;
-	}
-	if (x->n == 64)
-		return 1;
-	memcpy(x->keys[x->n].b, key, klen);
-	x->keys[x->n++].len = klen;
-	return 0;
+	rc = meta_effect(b, &deltas[0]);
+	return rc < 0 ? rc : meta_effect(b, &deltas[1]);
 }
 
 static int
 drop_inode(struct meta_bucket *b, uint64_t ino)
 {
-	struct meta_key k, pk;
+	struct meta_key k;
 	int rc;
 
 	rc = meta_extent_punch(b, ino, 0, UINT64_MAX); /* its stripes lose a reference */
@@ -739,17 +704,7 @@ drop_inode(struct meta_bucket *b, uint64_t ino)
 	meta_key_id(&k, b->bucket, META_K_PARENT, ino);
 	if (rc == 0)
 		rc = meta_del(b->t, &k, b->ver, b->keep);
-	meta_key_id(&pk, b->bucket, META_K_XATTR, ino);
-	while (rc == 0) {
-		struct xcollect x = { .n = 0 };
-
-		rc = meta_scan(b->t, &pk, NULL, 0, b->ver, on_xattr, &x);
-		for (unsigned i = 0; rc == 0 && i < x.n; i++)
-			rc = meta_del(b->t, &x.keys[i], b->ver, b->keep);
-		if (x.n < 64)
-			break;
-	}
-	return rc;
+	return rc < 0 ? rc : meta_xattrs_drop(b, ino);
 }
 
 /*
@@ -758,8 +713,8 @@ drop_inode(struct meta_bucket *b, uint64_t ino)
  * (docs/metadata.md "Open files without names") until the bucket's leader
  * knows nobody holds it (META_OP_ORPHAN_DROP). Anything else goes now.
  */
-static int
-lose_last(struct meta_bucket *b, uint64_t ino, struct meta_inode *in, uint64_t now)
+int
+meta_lose_last(struct meta_bucket *b, uint64_t ino, struct meta_inode *in, uint64_t now)
 {
 	struct meta_key k;
 	uint8_t v[8];
@@ -769,7 +724,7 @@ lose_last(struct meta_bucket *b, uint64_t ino, struct meta_inode *in, uint64_t n
 		return drop_inode(b, ino);
 	in->nlink = 0;
 	in->ctime = max64(in->ctime, now);
-	rc = put_inode(b, ino, in);
+	rc = meta_inode_store(b, ino, in);
 	meta_be64_put(v, now);
 	meta_key_id(&k, b->bucket, META_K_ORPHAN, ino);
 	return rc < 0 ? rc : meta_put(b->t, &k, b->ver, v, sizeof(v), b->keep);
@@ -791,7 +746,7 @@ meta_orphan_drop(struct meta_bucket *b, uint64_t ino)
 	if (rc == 0) {
 		struct meta_inode in;
 
-		rc = get_inode(b, ino, &in);
+		rc = meta_inode_load(b, ino, &in);
 		if (rc == -ESTALE)
 			return 0;
 		if (rc == 0 && in.nlink > 0)
@@ -861,7 +816,7 @@ meta_lease_list(struct meta_bucket *b, uint64_t dir, uint16_t *out, unsigned max
 static int
 lease_dir(struct meta_bucket *b, uint64_t dir, struct meta_inode *in)
 {
-	int rc = get_inode(b, dir, in);
+	int rc = meta_inode_load(b, dir, in);
 
 	if (rc == -ESTALE)
 		return -ENOENT;
@@ -905,7 +860,7 @@ meta_lease_close(struct meta_bucket *b, uint64_t dir, uint16_t *lessees, unsigne
 		return rc;
 	if (!(in.flags & META_IF_CLOSING)) {
 		in.flags |= META_IF_CLOSING;
-		rc = put_inode(b, dir, &in);
+		rc = meta_inode_store(b, dir, &in);
 		if (rc < 0)
 			return rc;
 	}
@@ -921,7 +876,7 @@ meta_lease_reopen(struct meta_bucket *b, uint64_t dir)
 	if (rc < 0 || !(in.flags & META_IF_CLOSING))
 		return rc;
 	in.flags &= ~(uint64_t)META_IF_CLOSING;
-	return put_inode(b, dir, &in);
+	return meta_inode_store(b, dir, &in);
 }
 
 int
@@ -966,13 +921,13 @@ meta_remove(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 {
 	struct meta_dentry d;
 	struct meta_key k;
-	int rc = check_entry(b, parent, name, len);
+	int rc = meta_entry_check(b, parent, name, len);
 
 	if (rc == 0)
-		rc = check_unlocked(b, parent, name, len);
+		rc = meta_unlocked_check(b, parent, name, len);
 	if (rc < 0)
 		return rc;
-	rc = get_dentry(b, parent, name, len, &d, &k);
+	rc = meta_dentry_get(b, parent, name, len, &d, &k);
 	if (rc < 0)
 		return rc;
 	if (dir && d.type != META_DIR)
@@ -983,7 +938,7 @@ meta_remove(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 	if (meta_ino_bucket(d.ino) == b->bucket) {
 		struct meta_inode in;
 
-		rc = get_inode(b, d.ino, &in);
+		rc = meta_inode_load(b, d.ino, &in);
 		if (rc == 0 && dir) {
 			unsigned nl = 0;
 			uint16_t l;
@@ -1003,11 +958,11 @@ meta_remove(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 		}
 		if (rc == 0) {
 			if (dir || in.nlink <= 1) {
-				rc = lose_last(b, d.ino, &in, now);
+				rc = meta_lose_last(b, d.ino, &in, now);
 			} else {
 				in.nlink--;
 				in.ctime = now;
-				rc = put_inode(b, d.ino, &in);
+				rc = meta_inode_store(b, d.ino, &in);
 			}
 		} else if (rc == -ESTALE) {
 			rc = 0; /* a dangling entry: remove it all the same */
@@ -1017,10 +972,10 @@ meta_remove(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 	} else if (dir) {
 		/* its bucket closed it and found it empty: its inode goes with this delta */
 		deltas[1] = (struct meta_delta){ .ino = d.ino, .dlinks = -2, .time = now };
-		rc = effect(b, &deltas[1]);
+		rc = meta_effect(b, &deltas[1]);
 	} else {
 		deltas[1] = (struct meta_delta){ .ino = d.ino, .dlinks = -1, .time = now };
-		rc = effect(b, &deltas[1]);
+		rc = meta_effect(b, &deltas[1]);
 	}
 	if (rc == 0)
 		rc = meta_del(b->t, &k, b->ver, b->keep);
@@ -1029,7 +984,7 @@ meta_remove(struct meta_bucket *b, uint64_t parent, const char *name, size_t len
 	deltas[0] = (struct meta_delta){
 		.ino = parent, .dentries = -1, .dlinks = dir ? -1 : 0, .time = now
 	};
-	rc = effect(b, &deltas[0]);
+	rc = meta_effect(b, &deltas[0]);
 	if (rc == 0 && removed)
 		*removed = d.ino;
 	return rc;
@@ -1040,7 +995,7 @@ meta_readlink(struct meta_bucket *b, uint64_t ino, char *buf, size_t cap, size_t
 {
 	struct meta_inode in;
 	struct meta_key k;
-	int rc = get_inode(b, ino, &in);
+	int rc = meta_inode_load(b, ino, &in);
 
 	if (rc < 0)
 		return rc;
@@ -1049,121 +1004,6 @@ meta_readlink(struct meta_bucket *b, uint64_t ino, char *buf, size_t cap, size_t
 	meta_key_id(&k, b->bucket, META_K_SYMLINK, ino);
 	rc = meta_get(b->t, &k, b->ver, buf, cap, len);
 	return rc == -EOVERFLOW ? -ERANGE : rc;
-}
-
-static int
-xattr_key(struct meta_bucket *b, uint64_t ino, const char *name, struct meta_key *k)
-{
-	size_t n = strlen(name);
-
-	if (n == 0 || n > XNAME_MAX)
-		return -ERANGE;
-	return meta_key_xattr(k, b->bucket, ino, name, n);
-}
-
-static int
-touch_ctime(struct meta_bucket *b, uint64_t ino, struct meta_inode *in, uint64_t now)
-{
-	in->ctime = now;
-	return put_inode(b, ino, in);
-}
-
-/* The inode, the xattr's key and whether it is set (for set and remove). */
-static int
-xattr_probe(struct meta_bucket *b, uint64_t ino, const char *name, struct meta_inode *in,
-	    struct meta_key *k, bool *present)
-{
-	uint8_t probe;
-	size_t n;
-	int rc = get_inode(b, ino, in);
-
-	if (rc < 0)
-		return rc;
-	rc = xattr_key(b, ino, name, k);
-	if (rc < 0)
-		return rc;
-	rc = meta_get(b->t, k, b->ver, &probe, 0, &n);
-	*present = rc == 0 || rc == -EOVERFLOW; /* EOVERFLOW: present, with a value */
-	return *present || rc == -ENOENT ? 0 : rc;
-}
-
-int
-meta_setxattr(struct meta_bucket *b, uint64_t ino, const char *name, const void *val, size_t len,
-	      int flags, uint64_t now)
-{
-	struct meta_inode in;
-	struct meta_key k;
-	bool present;
-	int rc;
-
-	if (len > META_XATTR_MAX)
-		return -E2BIG;
-	if ((flags & META_XATTR_CREATE) && (flags & META_XATTR_REPLACE))
-		return -EINVAL;
-	rc = xattr_probe(b, ino, name, &in, &k, &present);
-	if (rc < 0)
-		return rc;
-	if (present && (flags & META_XATTR_CREATE))
-		return -EEXIST;
-	if (!present && (flags & META_XATTR_REPLACE))
-		return -ENODATA;
-	rc = meta_put(b->t, &k, b->ver, val, len, b->keep);
-	return rc < 0 ? rc : touch_ctime(b, ino, &in, now);
-}
-
-int
-meta_getxattr(struct meta_bucket *b, uint64_t ino, const char *name, void *val, size_t cap,
-	      size_t *len)
-{
-	struct meta_inode in;
-	struct meta_key k;
-	int rc = get_inode(b, ino, &in);
-
-	if (rc < 0)
-		return rc;
-	rc = xattr_key(b, ino, name, &k);
-	if (rc < 0)
-		return rc;
-	rc = meta_get(b->t, &k, b->ver, val, cap, len);
-	if (rc == -ENOENT)
-		return -ENODATA;
-	if (rc == -EOVERFLOW)
-		return cap == 0 ? 0 : -ERANGE; /* cap 0 asks for the size, as Linux */
-	return rc;
-}
-
-int
-meta_listxattr(struct meta_bucket *b, uint64_t ino, char *buf, size_t cap, size_t *len)
-{
-	struct meta_inode in;
-	struct xcollect x = { .out = (uint8_t *)buf, .cap = buf ? cap : SIZE_MAX };
-	struct meta_key pk;
-	int rc = get_inode(b, ino, &in);
-
-	if (rc < 0)
-		return rc;
-	meta_key_id(&pk, b->bucket, META_K_XATTR, ino);
-	rc = meta_scan(b->t, &pk, NULL, 0, b->ver, on_xattr, &x);
-	if (rc < 0)
-		return rc;
-	*len = x.len;
-	return buf != NULL && cap > 0 && x.len > cap ? -ERANGE : 0;
-}
-
-int
-meta_removexattr(struct meta_bucket *b, uint64_t ino, const char *name, uint64_t now)
-{
-	struct meta_inode in;
-	struct meta_key k;
-	bool present;
-	int rc = xattr_probe(b, ino, name, &in, &k, &present);
-
-	if (rc < 0)
-		return rc;
-	if (!present)
-		return -ENODATA;
-	rc = meta_del(b->t, &k, b->ver, b->keep);
-	return rc < 0 ? rc : touch_ctime(b, ino, &in, now);
 }
 
 struct rd {
@@ -1222,525 +1062,4 @@ meta_readdir(struct meta_bucket *b, uint64_t parent, const char *after, size_t a
 	*n = r.n;
 	*more = r.more;
 	return 0;
-}
-
-/* The renamed inode's ctime, when it lives here. */
-static int
-touch_moved(struct meta_bucket *b, uint64_t ino, uint64_t now)
-{
-	struct meta_inode in;
-	int rc;
-
-	if (meta_ino_bucket(ino) != b->bucket)
-		return 0;
-	rc = get_inode(b, ino, &in);
-	if (rc == -ESTALE)
-		return 0;
-	return rc < 0 ? rc : touch_ctime(b, ino, &in, now);
-}
-
-/*
- * A file moved by a rename between buckets whose inode neither entry's
- * bucket holds (a hard link's name renamed): its ctime by a delta to its
- * own bucket (touch_moved does it where the inode is local). A directory's
- * delta would move its mtime too: only files get one.
- */
-static int
-touch_far(struct meta_bucket *b, const struct meta_dentry *e, uint16_t other, uint64_t now,
-	  struct meta_delta *d)
-{
-	uint16_t at = meta_ino_bucket(e->ino);
-
-	if (e->ino == 0 || e->type == META_DIR || at == b->bucket || at == other)
-		return 0;
-	*d = (struct meta_delta){ .ino = e->ino, .time = now };
-	return effect(b, d);
-}
-
-/*
- * Inode ino loses one of its names: dropped with its last (a directory at
- * once), else its link count shrinks: here, or by a delta to its bucket.
- */
-static int
-lose_name(struct meta_bucket *b, uint64_t ino, bool dir, uint64_t now, struct meta_delta *d)
-{
-	struct meta_inode t;
-	int rc;
-
-	if (meta_ino_bucket(ino) != b->bucket) {
-		*d = (struct meta_delta){ .ino = ino, .dlinks = -1, .time = now };
-		return effect(b, d);
-	}
-	rc = get_inode(b, ino, &t);
-	if (rc == -ESTALE)
-		return 0;
-	if (rc < 0)
-		return rc;
-	if (dir || t.nlink <= 1)
-		return lose_last(b, ino, &t, now);
-	t.nlink--;
-	return touch_ctime(b, ino, &t, now);
-}
-
-/* Parent effects of a rename: one delta per parent (one in all when they are the same). */
-static int
-rename_parents(struct meta_bucket *b, uint64_t op, uint64_t np, int32_t o_ents, int32_t o_links,
-	       int32_t n_ents, int32_t n_links, uint64_t now,
-	       struct meta_delta deltas[META_DELTAS_MAX])
-{
-	int rc;
-
-	if (op == np) {
-		deltas[0] = (struct meta_delta){ .ino = op,
-						 .dentries = o_ents + n_ents,
-						 .dlinks = o_links + n_links,
-						 .time = now };
-		deltas[1] = (struct meta_delta){ 0 };
-		return effect(b, &deltas[0]);
-	}
-	deltas[0] =
-	    (struct meta_delta){ .ino = op, .dentries = o_ents, .dlinks = o_links, .time = now };
-	deltas[1] =
-	    (struct meta_delta){ .ino = np, .dentries = n_ents, .dlinks = n_links, .time = now };
-	rc = effect(b, &deltas[0]);
-	return rc < 0 ? rc : effect(b, &deltas[1]);
-}
-
-int
-meta_rename(struct meta_bucket *b, uint64_t oparent, const char *oname, size_t olen,
-	    uint64_t nparent, const char *nname, size_t nlen, unsigned flags, uint64_t now,
-	    struct meta_delta deltas[META_DELTAS_MAX])
-{
-	struct meta_dentry src, dst;
-	struct meta_key sk, dk;
-	bool have_dst, sdir, ddir;
-	int rc;
-
-	if ((flags & ~3u) || flags == 3)
-		return -EINVAL;
-	if ((rc = meta_name_check(oname, olen)) < 0 || (rc = meta_name_check(nname, nlen)) < 0)
-		return rc;
-	if (oparent == 0 || nparent == 0)
-		return -EINVAL;
-	if (meta_dentry_bucket(oparent, oname, olen, b->nbuckets) != b->bucket ||
-	    meta_dentry_bucket(nparent, nname, nlen, b->nbuckets) != b->bucket)
-		return -EXDEV;
-	deltas[0] = deltas[1] = deltas[2] = deltas[3] = (struct meta_delta){ 0 };
-	/*
-	 * The new name needs what a create needs: its parent a directory, not being
-	 * removed, and, when it lives in another bucket, this bucket's lease on it,
-	 * which is how a readdir there learns to look here. (An exchange puts the
-	 * old parent's entry back where one was: that lease is held already.)
-	 */
-	if ((rc = check_local_parent(b, nparent)) < 0)
-		return rc;
-	if ((rc = check_unlocked(b, oparent, oname, olen)) < 0 ||
-	    (rc = check_unlocked(b, nparent, nname, nlen)) < 0)
-		return rc;
-	rc = get_dentry(b, oparent, oname, olen, &src, &sk);
-	if (rc < 0)
-		return rc;
-	rc = get_dentry(b, nparent, nname, nlen, &dst, &dk);
-	if (rc < 0 && rc != -ENOENT)
-		return rc;
-	have_dst = rc == 0;
-	if (oparent == nparent && olen == nlen && memcmp(oname, nname, olen) == 0)
-		return (flags & META_RENAME_NOREPLACE) ? -EEXIST : 0; /* onto itself */
-	sdir = src.type == META_DIR;
-	ddir = have_dst && dst.type == META_DIR;
-	if (flags & META_RENAME_EXCHANGE) {
-		if (!have_dst)
-			return -ENOENT;
-		rc = put_dentry(b, &sk, dst.ino, dst.type);
-		if (rc == 0)
-			rc = put_dentry(b, &dk, src.ino, src.type);
-		if (rc == 0)
-			rc = touch_moved(b, src.ino, now);
-		if (rc == 0)
-			rc = touch_moved(b, dst.ino, now);
-		if (rc == 0)
-			rc = touch_far(b, &src, b->bucket, now, &deltas[2]);
-		if (rc == 0)
-			rc = touch_far(b, &dst, b->bucket, now, &deltas[3]);
-		if (rc == 0 && sdir && oparent != nparent)
-			rc = reparent(b, src.ino, nparent, now);
-		if (rc == 0 && ddir && oparent != nparent)
-			rc = reparent(b, dst.ino, oparent, now);
-		if (rc < 0)
-			return rc;
-		return rename_parents(b, oparent, nparent, 0, (int32_t)ddir - (int32_t)sdir, 0,
-				      (int32_t)sdir - (int32_t)ddir, now, deltas);
-	}
-	if (have_dst) {
-		if (flags & META_RENAME_NOREPLACE)
-			return -EEXIST;
-		if (dst.ino == src.ino)
-			return 0; /* two names of one inode: nothing to do, as POSIX says */
-		if (sdir && !ddir)
-			return -ENOTDIR;
-		if (!sdir && ddir)
-			return -EISDIR;
-		if (ddir) {
-			struct meta_inode t;
-
-			if (meta_ino_bucket(dst.ino) != b->bucket)
-				return -EXDEV; /* its emptiness is its own bucket's to say */
-			rc = get_inode(b, dst.ino, &t);
-			if (rc == 0 && t.size != 0)
-				return -ENOTEMPTY;
-			if (rc < 0 && rc != -ESTALE)
-				return rc;
-		}
-		rc = lose_name(b, dst.ino, ddir, now, &deltas[2]); /* the replaced inode */
-		if (rc < 0)
-			return rc;
-	}
-	rc = put_dentry(b, &dk, src.ino, src.type);
-	if (rc == 0)
-		rc = meta_del(b->t, &sk, b->ver, b->keep);
-	if (rc == 0)
-		rc = touch_moved(b, src.ino, now);
-	if (rc == 0)
-		rc = touch_far(b, &src, b->bucket, now, &deltas[3]);
-	if (rc == 0 && sdir && oparent != nparent)
-		rc = reparent(b, src.ino, nparent, now);
-	if (rc < 0)
-		return rc;
-	return rename_parents(b, oparent, nparent, -1, -(int32_t)sdir, have_dst ? 0 : 1,
-			      (int32_t)sdir - (int32_t)ddir, now, deltas);
-}
-
-/* ---- rename across two buckets ---- */
-
-static int
-put_lock(struct meta_bucket *b, uint64_t parent, const char *name, uint64_t id)
-{
-	struct meta_key k;
-	int rc = meta_key_lock(&k, b->bucket, parent, name, strlen(name));
-
-	return rc < 0 ? rc : meta_put(b->t, &k, b->ver, &id, sizeof(id), b->keep);
-}
-
-/* The lock on (parent, name) is this rename's: 0, else -ESTALE. */
-static int
-own_lock(struct meta_bucket *b, uint64_t parent, const char *name, uint64_t id, bool drop)
-{
-	struct meta_key k;
-	uint64_t v;
-	size_t n;
-	int rc = meta_key_lock(&k, b->bucket, parent, name, strlen(name));
-
-	if (rc == 0)
-		rc = meta_get(b->t, &k, b->ver, &v, sizeof(v), &n);
-	if (rc == -ENOENT || (rc == 0 && (n != sizeof(v) || v != id)))
-		return -ESTALE;
-	if (rc == 0 && drop)
-		rc = meta_del(b->t, &k, b->ver, b->keep);
-	return rc;
-}
-
-int
-meta_rename2_encode(struct sh_enc *e, const struct meta_rename2 *r)
-{
-	uint8_t d[META_DENTRY_LEN];
-
-	sh_enc_u64(e, r->id);
-	sh_enc_u16(e, r->src_bucket);
-	sh_enc_u16(e, r->dst_bucket);
-	sh_enc_u64(e, r->oparent);
-	sh_enc_u64(e, r->nparent);
-	sh_enc_u32(e, r->flags);
-	sh_enc_u64(e, r->now);
-	sh_enc_str(e, r->oname);
-	sh_enc_str(e, r->nname);
-	sh_enc_u8(e, r->src.ino != 0);
-	if (r->src.ino) {
-		meta_dentry_encode(&r->src, d);
-		sh_enc_bytes(e, d, sizeof(d));
-	}
-	sh_enc_u8(e, r->have_dst);
-	if (r->have_dst) {
-		meta_dentry_encode(&r->dst, d);
-		sh_enc_bytes(e, d, sizeof(d));
-	}
-	sh_enc_u64(e, r->tag);
-	return sh_enc_error(e);
-}
-
-int
-meta_rename2_decode(const uint8_t *b, size_t len, struct meta_rename2 *r)
-{
-	struct sh_dec d;
-	const uint8_t *p;
-
-	memset(r, 0, sizeof(*r));
-	sh_dec_init(&d, b, len);
-	r->id = sh_dec_u64(&d);
-	r->src_bucket = sh_dec_u16(&d);
-	r->dst_bucket = sh_dec_u16(&d);
-	r->oparent = sh_dec_u64(&d);
-	r->nparent = sh_dec_u64(&d);
-	r->flags = sh_dec_u32(&d);
-	r->now = sh_dec_u64(&d);
-	sh_dec_str(&d, r->oname, sizeof(r->oname));
-	sh_dec_str(&d, r->nname, sizeof(r->nname));
-	if (sh_dec_u8(&d)) {
-		p = sh_dec_bytes(&d, META_DENTRY_LEN);
-		if (p == NULL || meta_dentry_decode(p, META_DENTRY_LEN, &r->src) < 0)
-			return -EBADMSG;
-	}
-	r->have_dst = sh_dec_u8(&d) != 0;
-	if (r->have_dst) {
-		p = sh_dec_bytes(&d, META_DENTRY_LEN);
-		if (p == NULL || meta_dentry_decode(p, META_DENTRY_LEN, &r->dst) < 0)
-			return -EBADMSG;
-	}
-	if (sh_dec_left(&d) > 0) /* intents recorded before renames carried tags end here */
-		r->tag = sh_dec_u64(&d);
-	sh_dec_end(&d);
-	if (d.err || r->id == 0 || (r->flags & ~3u) || r->flags == 3)
-		return -EBADMSG;
-	return 0;
-}
-
-/* The coordinator's record: the phase (1 prepared, 2 committed) and the whole rename. */
-static int
-put_intent(struct meta_bucket *b, const struct meta_rename2 *r, uint8_t phase)
-{
-	struct sh_enc e;
-	struct meta_key k;
-	int rc;
-
-	sh_enc_init(&e);
-	sh_enc_u8(&e, phase);
-	rc = meta_rename2_encode(&e, r);
-	meta_key_id(&k, b->bucket, META_K_INTENT, r->id);
-	if (rc == 0)
-		rc = meta_put(b->t, &k, b->ver, e.p, e.len, b->keep);
-	sh_enc_fini(&e);
-	return rc;
-}
-
-struct intents {
-	int (*fn)(void *arg, int phase, const struct meta_rename2 *r);
-	void *arg;
-	int err;
-};
-
-static int
-on_intent(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vlen)
-{
-	struct intents *x = arg;
-	struct meta_rename2 r;
-	const uint8_t *v = val;
-
-	(void)key;
-	(void)klen;
-	if (vlen < 1 || (v[0] != 1 && v[0] != 2) || meta_rename2_decode(v + 1, vlen - 1, &r) < 0) {
-		x->err = -EBADMSG;
-		return 1;
-	}
-	return x->fn(x->arg, v[0], &r);
-}
-
-int
-meta_intents(struct meta_bucket *b, int (*fn)(void *arg, int phase, const struct meta_rename2 *r),
-	     void *arg)
-{
-	struct intents x = { fn, arg, 0 };
-	struct meta_key pk;
-	int rc;
-
-	meta_key_kind(&pk, b->bucket, META_K_INTENT);
-	rc = meta_scan(b->t, &pk, NULL, 0, b->ver, on_intent, &x);
-	return rc < 0 ? rc : x.err;
-}
-
-int
-meta_rename_prepare_src(struct meta_bucket *b, struct meta_rename2 *r)
-{
-	size_t olen = strlen(r->oname);
-	struct meta_key k;
-	int rc;
-
-	if ((r->flags & ~3u) || r->flags == 3 || r->id == 0 || r->src_bucket != b->bucket ||
-	    r->dst_bucket == b->bucket)
-		return -EINVAL;
-	/* the same request, sent again while its first coordinator went on: decided already */
-	rc = r->tag ? meta_done_check(b, r->tag) : -ENOENT;
-	if (rc != -ENOENT)
-		return rc == 0 ? 1 : rc;
-	rc = check_entry(b, r->oparent, r->oname, olen);
-	if (rc == 0)
-		rc = meta_name_check(r->nname, strlen(r->nname));
-	if (rc == 0)
-		rc = check_unlocked(b, r->oparent, r->oname, olen);
-	if (rc == 0)
-		rc = get_dentry(b, r->oparent, r->oname, olen, &r->src, &k);
-	if (rc == 0)
-		rc = put_lock(b, r->oparent, r->oname, r->id);
-	return rc < 0 ? rc : put_intent(b, r, 1);
-}
-
-int
-meta_rename_prepare_dst(struct meta_bucket *b, struct meta_rename2 *r)
-{
-	size_t nlen = strlen(r->nname);
-	bool sdir = r->src.type == META_DIR, ddir;
-	struct meta_key k;
-	int rc;
-
-	if (r->dst_bucket != b->bucket)
-		return -EINVAL;
-	/* aborted here before (its prepare arrived late): it never locks again */
-	if (meta_done_check(b, r->id) == 0)
-		return -ECANCELED;
-	rc = check_entry(b, r->nparent, r->nname, nlen);
-	if (rc == 0)
-		rc = check_local_parent(b, r->nparent);
-	if (rc == 0)
-		rc = check_unlocked(b, r->nparent, r->nname, nlen);
-	if (rc < 0)
-		return rc;
-	rc = get_dentry(b, r->nparent, r->nname, nlen, &r->dst, &k);
-	if (rc < 0 && rc != -ENOENT)
-		return rc;
-	r->have_dst = rc == 0;
-	ddir = r->have_dst && r->dst.type == META_DIR;
-	if ((r->flags & META_RENAME_EXCHANGE) && !r->have_dst)
-		return -ENOENT;
-	if (r->have_dst && !(r->flags & META_RENAME_EXCHANGE)) {
-		if (r->flags & META_RENAME_NOREPLACE)
-			return -EEXIST;
-		if (r->dst.ino == r->src.ino)
-			return 1; /* two names of one inode: nothing to do (abort both, succeed) */
-		if (sdir && !ddir)
-			return -ENOTDIR;
-		if (!sdir && ddir)
-			return -EISDIR;
-		if (ddir) {
-			struct meta_inode t;
-
-			if (meta_ino_bucket(r->dst.ino) != b->bucket)
-				return -EXDEV; /* its emptiness is a third bucket's to say */
-			rc = get_inode(b, r->dst.ino, &t);
-			if (rc == 0 && t.size != 0)
-				return -ENOTEMPTY;
-			if (rc < 0 && rc != -ESTALE)
-				return rc;
-		}
-	}
-	return put_lock(b, r->nparent, r->nname, r->id);
-}
-
-int
-meta_rename_commit_src(struct meta_bucket *b, const struct meta_rename2 *r,
-		       struct meta_delta deltas[META_DELTAS_MAX])
-{
-	bool sdir = r->src.type == META_DIR, ddir = r->have_dst && r->dst.type == META_DIR;
-	bool xch = r->flags & META_RENAME_EXCHANGE;
-	struct meta_key k;
-	int rc = own_lock(b, r->oparent, r->oname, r->id, true);
-
-	deltas[0] = deltas[1] = deltas[2] = deltas[3] = (struct meta_delta){ 0 };
-	if (rc == 0)
-		rc = meta_key_dentry(&k, b->bucket, r->oparent, r->oname, strlen(r->oname));
-	if (rc == 0)
-		rc = xch ? put_dentry(b, &k, r->dst.ino, r->dst.type)
-			 : meta_del(b->t, &k, b->ver, b->keep);
-	if (rc == 0)
-		rc = put_intent(b, r, 2); /* the decision */
-	if (rc == 0 && r->tag)		  /* a retry of the client's request is answered: done */
-		rc = meta_done_put(b, r->tag, r->now);
-	if (rc == 0)
-		rc = touch_moved(b, r->src.ino, r->now);
-	if (rc == 0 && xch)
-		rc = touch_moved(b, r->dst.ino, r->now);
-	if (rc == 0 && xch) /* the target's inode moved here */
-		rc = touch_far(b, &r->dst, r->dst_bucket, r->now, &deltas[1]);
-	if (rc == 0 && xch && ddir && r->oparent != r->nparent)
-		rc = reparent(b, r->dst.ino, r->oparent, r->now);
-	if (rc < 0)
-		return rc;
-	deltas[0] =
-	    (struct meta_delta){ .ino = r->oparent,
-				 .dentries = xch ? 0 : -1,
-				 .dlinks = xch ? (int32_t)ddir - (int32_t)sdir : -(int32_t)sdir,
-				 .time = r->now };
-	return effect(b, &deltas[0]);
-}
-
-int
-meta_rename_commit_dst(struct meta_bucket *b, const struct meta_rename2 *r,
-		       struct meta_delta deltas[META_DELTAS_MAX])
-{
-	bool sdir = r->src.type == META_DIR, ddir = r->have_dst && r->dst.type == META_DIR;
-	bool xch = r->flags & META_RENAME_EXCHANGE;
-	struct meta_key k;
-	int rc = own_lock(b, r->nparent, r->nname, r->id, true);
-
-	deltas[0] = deltas[1] = deltas[2] = deltas[3] = (struct meta_delta){ 0 };
-	if (rc == 0 && r->have_dst && !xch) {
-		rc = lose_name(b, r->dst.ino, ddir, r->now, &deltas[2]); /* the replaced inode */
-	}
-	if (rc == 0)
-		rc = meta_key_dentry(&k, b->bucket, r->nparent, r->nname, strlen(r->nname));
-	if (rc == 0)
-		rc = put_dentry(b, &k, r->src.ino, r->src.type);
-	if (rc == 0)
-		rc = touch_moved(b, r->src.ino, r->now);
-	if (rc == 0)
-		rc = touch_far(b, &r->src, r->src_bucket, r->now, &deltas[0]);
-	if (rc == 0 && xch) /* the other inode of an exchange, where it is local here */
-		rc = touch_moved(b, r->dst.ino, r->now);
-	if (rc == 0 && sdir && r->oparent != r->nparent)
-		rc = reparent(b, r->src.ino, r->nparent, r->now);
-	if (rc < 0)
-		return rc;
-	deltas[1] = (struct meta_delta){ .ino = r->nparent,
-					 .dentries = xch || r->have_dst ? 0 : 1,
-					 .dlinks = (int32_t)sdir - (int32_t)ddir,
-					 .time = r->now };
-	return effect(b, &deltas[1]);
-}
-
-int
-meta_rename_abort(struct meta_bucket *b, const struct meta_rename2 *r)
-{
-	struct meta_key k;
-	int rc = 0;
-
-	if (b->bucket == r->src_bucket) {
-		rc = own_lock(b, r->oparent, r->oname, r->id, true);
-		if (rc == -ESTALE)
-			rc = 0; /* never locked, or released already */
-		meta_key_id(&k, b->bucket, META_K_INTENT, r->id);
-		if (rc == 0)
-			rc = meta_del(b->t, &k, b->ver, b->keep);
-	}
-	if (rc == 0 && b->bucket == r->dst_bucket) {
-		rc = own_lock(b, r->nparent, r->nname, r->id, true);
-		if (rc == -ESTALE)
-			rc = 0;
-		/*
-		 * A fence: a prepare of this rename still on its way (its coordinator
-		 * gave up waiting) finds the id and locks nothing. Without it, a
-		 * prepare applied after the abort left a lock no intent names, and
-		 * every later rename onto the name waited for it until it timed out.
-		 */
-		if (rc == 0 && meta_done_check(b, r->id) != 0)
-			rc = meta_done_put(b, r->id, r->now ? r->now : 1);
-	}
-	return rc;
-}
-
-int
-meta_rename_finish(struct meta_bucket *b, const struct meta_rename2 *r)
-{
-	struct meta_key k;
-
-	if (b->bucket != r->src_bucket)
-		return -EINVAL;
-	meta_key_id(&k, b->bucket, META_K_INTENT, r->id);
-	return meta_del(b->t, &k, b->ver, b->keep);
 }

@@ -1,103 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The configuration group, config following, heartbeats, failure detection (cluster.h). */
+/* The configuration group: submissions, forwarding, following, heartbeats (cluster.h). */
 #include <raft.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cluster.h"
-#include "raft_io.h"
+#include "cluster_int.h"
 
 SH_LOG_FACILITY("cluster");
 
-#define CONFIG_GROUP	0
-#define RAFT_LOG_SIZE	(32ull << 20)
-#define TICK_NS		(100ull * 1000 * 1000)
-#define PUSH_RETRY_NS	(300ull * 1000 * 1000)
-#define CALL_TIMEOUT_NS (2ull * 1000 * 1000 * 1000)
-#define VOTERS_MAX	5
-#define SYNC_WAIT_NS	(1000ull * 1000 * 1000)
-
-enum sub_state { SUB_WAIT, SUB_APPLYING, SUB_FORWARDING, SUB_SYNC };
-
-struct sub {
-	struct sh_list link;
-	struct cluster *cl;
-	struct cfg_cmd cmd;
-	cluster_cb cb;
-	void *arg;
-	struct net_req *req; /* forwarded to us: answer it */
-	uint64_t deadline;
-	int state;
-	bool prepared;
-	bool internal; /* from the leader's own duties (failure detection) */
-	bool fwd_ok;   /* may go on to the leader (not already forwarded to us) */
-	uint64_t fwd_to;
-	struct ccall *call;  /* while forwarding */
-	uint64_t want_epoch; /* done at the leader: wait until this node has it too */
-	struct raft_apply apply;
-};
-
-/* What the leader tracks per node. */
-struct track {
-	uint64_t id;
-	uint64_t seen;	 /* env_now of the last sign of life */
-	uint64_t acked;	 /* epoch the node confirmed */
-	uint64_t pushed; /* when we last pushed */
-	bool proposing;	 /* a state change for it is in flight */
-};
-
-struct cluster {
-	struct net *net;
-	struct env *env;
-	struct rnet *rn;
-	struct cluster_params p;
-	char mgmt[CFG_ADDR_MAX], data[CFG_ADDR_MAX], domain[CFG_NAME_MAX];
-	char path[512];
-	struct cfg *cfg;     /* the newest configuration known here (what readers see) */
-	struct cfg *fsm_cfg; /* the Raft state machine's own (voters) */
-	struct raft raft;
-	struct raft_io io;
-	struct raft_fsm fsm;
-	bool log_open, inited, started, closing;
-	int apply_rc;
-	char apply_msg[CFG_MSG_MAX];
-	struct sh_list subs;
-	struct sh_list calls; /* struct ccall */
-	bool raft_closed;
-	struct env_timer tick;
-	struct env_task pump;
-	uint64_t last_hb;
-	uint64_t leader_hint; /* who pushed to us last (until it says it does not lead) */
-	bool was_leader;
-	bool changing; /* a membership change is in flight */
-	struct raft_change change;
-	uint64_t promote;      /* node added as spare, to make a voter */
-	bool replacing;	       /* a metadata group replacement is in flight */
-	uint64_t stuck_warned; /* when to say again that no node can replace a dead one */
-	struct track track[CFG_NODES_MAX];
-	unsigned ntrack;
-	void (*stop_done)(void *arg);
-	void *stop_arg;
-	struct env_task stop_task;
-};
-
-static void pump(struct cluster *cl);
 static void notify(struct cluster *cl);
 static void sync_view(struct cluster *cl);
 static void maybe_finish(struct cluster *cl);
-
-/* An RPC in flight: cancelled (and waited for) when the cluster stops. */
-typedef void (*ccall_fn)(struct cluster *cl, void *ctx, uint64_t node, int status,
-			 const struct net_msg *reply);
-
-struct ccall {
-	struct sh_list link;
-	struct cluster *cl;
-	struct net_call *h;
-	ccall_fn fn;
-	void *ctx;
-	uint64_t node;
-};
 
 static void
 on_ccall(void *arg, int status, const struct net_msg *reply)
@@ -238,8 +151,8 @@ notify(struct cluster *cl)
 
 /* ---- raft lifecycle ---- */
 
-static bool
-is_leader(struct cluster *cl)
+bool
+cluster_leads(struct cluster *cl)
 {
 	return cl->started && raft_state(&cl->raft) == RAFT_LEADER;
 }
@@ -523,8 +436,8 @@ describe_no_leader(struct cluster *cl, char *msg, size_t len)
 		snprintf(msg + off, len - off, ")");
 }
 
-static void
-pump(struct cluster *cl)
+void
+cluster_pump(struct cluster *cl)
 {
 	struct sh_list *pos, *tmp;
 	uint64_t now = env_now(cl->env);
@@ -587,7 +500,7 @@ pump(struct cluster *cl)
 				continue;
 			}
 		}
-		if (is_leader(cl)) {
+		if (cluster_leads(cl)) {
 			rc = propose(cl, s);
 			if (rc == 0)
 				continue;
@@ -618,11 +531,11 @@ pump(struct cluster *cl)
 static void
 on_pump(struct env_task *t)
 {
-	pump(t->arg);
+	cluster_pump(t->arg);
 }
 
-static struct sub *
-sub_new(struct cluster *cl, const struct cfg_cmd *cmd)
+struct sub *
+cluster_sub_new(struct cluster *cl, const struct cfg_cmd *cmd)
 {
 	struct sub *s = sh_calloc(1, sizeof(*s));
 
@@ -660,7 +573,7 @@ cluster_submit(struct cluster *cl, const struct cfg_cmd *cmd, cluster_cb cb, voi
 		return -ESHUTDOWN;
 	if (cmd->op == CFG_OP_CREATE && cmd->id != 0 && cmd->id != cl->p.node_id)
 		return -EINVAL;
-	s = sub_new(cl, cmd);
+	s = cluster_sub_new(cl, cmd);
 	if (s == NULL)
 		return -ENOMEM;
 	s->cb = cb;
@@ -685,7 +598,7 @@ on_remote(struct net_req *req, void *arg)
 		net_reply(req, -EINVAL, NULL, 0);
 		return;
 	}
-	s = sub_new(cl, &cmd);
+	s = cluster_sub_new(cl, &cmd);
 	if (s == NULL) {
 		net_reply(req, -ENOMEM, NULL, 0);
 		return;
@@ -699,8 +612,8 @@ on_remote(struct net_req *req, void *arg)
 
 /* ---- following: heartbeats and pushes ---- */
 
-static struct track *
-track_get(struct cluster *cl, uint64_t id)
+struct track *
+cluster_track(struct cluster *cl, uint64_t id)
 {
 	for (unsigned i = 0; i < cl->ntrack; i++)
 		if (cl->track[i].id == id)
@@ -770,11 +683,11 @@ on_heartbeat(struct net_req *req, void *arg)
 		net_reply(req, -EINVAL, NULL, 0);
 		return;
 	}
-	if (!is_leader(cl)) {
+	if (!cluster_leads(cl)) {
 		net_reply(req, -EAGAIN, NULL, 0);
 		return;
 	}
-	t = track_get(cl, node);
+	t = cluster_track(cl, node);
 	if (t != NULL) {
 		t->seen = env_now(cl->env);
 		t->acked = epoch;
@@ -847,15 +760,15 @@ on_push_reply(struct cluster *cl, void *ctx, uint64_t node, int status, const st
 	(void)ctx;
 	if (status == 0 && reply != NULL && reply->len >= 8) {
 		memcpy(&epoch, reply->buf->data + reply->off, 8);
-		t = track_get(cl, node);
+		t = cluster_track(cl, node);
 		if (t != NULL && epoch > t->acked)
 			t->acked = epoch;
 	}
 }
 
 /* Push the configuration (encoded once per round by the caller: leader id, then cfg). */
-static void
-push(struct cluster *cl, struct track *t, const struct sh_enc *body)
+void
+cluster_push(struct cluster *cl, struct track *t, const struct sh_enc *body)
 {
 	t->pushed = env_now(cl->env);
 	if (ensure_peer(cl, t->id) == 0)
@@ -863,8 +776,8 @@ push(struct cluster *cl, struct track *t, const struct sh_enc *body)
 		      NULL);
 }
 
-static void
-heartbeat(struct cluster *cl)
+void
+cluster_heartbeat(struct cluster *cl)
 {
 	uint64_t lead = leader_id(cl);
 	struct sh_enc e;
@@ -879,218 +792,6 @@ heartbeat(struct cluster *cl)
 	sh_enc_fini(&e);
 }
 
-/* ---- the leader's duties ---- */
-
-static void
-set_state(struct cluster *cl, struct track *t, uint8_t state)
-{
-	struct cfg_cmd cmd = { .op = CFG_OP_NODE_STATE, .id = t->id, .state = state };
-	struct sub *s = sub_new(cl, &cmd);
-
-	if (s == NULL)
-		return;
-	s->internal = true;
-	t->proposing = true;
-	sh_log_info("node %llu %s", (unsigned long long)t->id,
-		    state == CFG_DOWN ? "is silent: marking it down" : "is back: marking it up");
-}
-
-static void
-on_change(struct raft_change *req, int status)
-{
-	struct cluster *cl = req->data;
-
-	cl->changing = false;
-	if (status != 0)
-		sh_log_warn("config membership change: %s", raft_strerror(status));
-}
-
-static bool
-in_cfg(const struct cluster *cl, uint64_t id)
-{
-	return cfg_node_find(cl->cfg, id) != NULL;
-}
-
-/* Keep min(5, nodes) voters: add nodes that are up, promote them, drop removed ones. */
-static void
-reconcile(struct cluster *cl)
-{
-	const struct raft_configuration *rc = &cl->raft.configuration;
-	unsigned voters = 0, want;
-	int err = 0;
-
-	if (cl->changing || !cl->cfg->created)
-		return;
-	cl->change.data = cl;
-	for (unsigned i = 0; i < rc->n; i++) {
-		const struct raft_server *s = &rc->servers[i];
-
-		if (s->id != cl->p.node_id && !in_cfg(cl, s->id)) {
-			sh_log_info("config group: removing node %llu", (unsigned long long)s->id);
-			err = raft_remove(&cl->raft, &cl->change, s->id, on_change);
-			goto out;
-		}
-		if (s->role == RAFT_VOTER)
-			voters++;
-	}
-	want = cl->cfg->nnodes < VOTERS_MAX ? cl->cfg->nnodes : VOTERS_MAX;
-	if (voters >= want) {
-		/*
-		 * A voter down for longer than replace_ns while a node that is
-		 * up is not a voter: demote it to standby; the next rounds make
-		 * the up node a voter, so the group again survives two failures.
-		 */
-		uint64_t now = env_realtime(cl->env);
-		const struct raft_server *down = NULL;
-		bool spare_up = false;
-
-		for (unsigned i = 0; i < rc->n; i++) {
-			const struct raft_server *s = &rc->servers[i];
-			const struct cfg_node *n = cfg_node_find(cl->cfg, s->id);
-
-			if (n == NULL)
-				continue;
-			if (s->role == RAFT_VOTER && n->state == CFG_DOWN &&
-			    s->id != cl->p.node_id && now - n->since > cl->p.replace_ns)
-				down = s;
-		}
-		for (uint32_t i = 0; i < cl->cfg->nnodes && !spare_up; i++) {
-			const struct cfg_node *n = &cl->cfg->nodes[i];
-			bool voter = false;
-
-			for (unsigned k = 0; k < rc->n && !voter; k++)
-				voter =
-				    rc->servers[k].id == n->id && rc->servers[k].role == RAFT_VOTER;
-			spare_up = !voter && n->state == CFG_UP;
-		}
-		if (down == NULL || !spare_up)
-			return;
-		sh_log_info("config group: node %llu has been down for long: a node that is up "
-			    "takes its vote",
-			    (unsigned long long)down->id);
-		/* a standby: the log is still sent to it, so when it is back it learns the
-		 * change (a spare would not, and would go on waiting for an election) */
-		err = raft_assign(&cl->raft, &cl->change, down->id, RAFT_STANDBY, on_change);
-		goto out;
-	}
-	for (unsigned i = 0; i < rc->n; i++) {
-		const struct raft_server *s = &rc->servers[i];
-		const struct cfg_node *n = cfg_node_find(cl->cfg, s->id);
-
-		if (s->role != RAFT_VOTER && n != NULL && n->state == CFG_UP) {
-			sh_log_info("config group: node %llu becomes a voter",
-				    (unsigned long long)s->id);
-			err = raft_assign(&cl->raft, &cl->change, s->id, RAFT_VOTER, on_change);
-			goto out;
-		}
-	}
-	for (uint32_t i = 0; i < cl->cfg->nnodes; i++) {
-		const struct cfg_node *n = &cl->cfg->nodes[i];
-		bool present = false;
-
-		for (unsigned k = 0; k < rc->n && !present; k++)
-			present = rc->servers[k].id == n->id;
-		if (present || n->state != CFG_UP)
-			continue;
-		sh_log_info("config group: adding node %llu (%s)", (unsigned long long)n->id,
-			    n->mgmt);
-		err = raft_add(&cl->raft, &cl->change, n->id, n->mgmt, on_change);
-		goto out;
-	}
-	return;
-out:
-	if (err == 0)
-		cl->changing = true;
-	else
-		sh_log_debug("config membership change refused: %s", raft_strerror(err));
-}
-
-/* A node down for long: another takes its place in a metadata group (one at a time). */
-static void
-replace_members(struct cluster *cl)
-{
-	struct cfg_cmd cmd = { .op = CFG_OP_MGROUP_REPLACE };
-	struct sub *s;
-	int rc;
-
-	if (cl->replacing)
-		return;
-	rc = cfg_mgroup_replacement(cl->cfg, env_realtime(cl->env), cl->p.meta_replace_ns,
-				    &cmd.group, &cmd.id, &cmd.node2);
-	if (rc == -ENOSPC && env_now(cl->env) >= cl->stuck_warned) {
-		/* said every 10 minutes: the groups run one member short meanwhile */
-		cl->stuck_warned = env_now(cl->env) + 600ull * 1000 * 1000 * 1000;
-		sh_log_warn("a node has been down for long, but no node outside its metadata "
-			    "groups is up to take its place: add a node (docs/metadata.md)");
-	}
-	if (rc < 0)
-		return;
-	s = sub_new(cl, &cmd);
-	if (s == NULL)
-		return;
-	s->internal = true;
-	cl->replacing = true;
-	sh_log_info("node %llu %s: node %llu takes its place in metadata group %u",
-		    (unsigned long long)cmd.id,
-		    cfg_node_leaving(cl->cfg, cmd.id) ? "leaves the cluster"
-						      : "has been down for long",
-		    (unsigned long long)cmd.node2, cmd.group);
-}
-
-static void
-lead(struct cluster *cl)
-{
-	uint64_t now = env_now(cl->env);
-	struct sh_enc body;
-
-	if (!cl->was_leader) {
-		/* new leader: judge nodes from now on, or from their last Raft message */
-		cl->was_leader = true;
-		cl->ntrack = 0;
-		sh_log_info("this node leads the configuration (term %llu, epoch %llu)",
-			    (unsigned long long)cl->raft.current_term,
-			    (unsigned long long)cl->cfg->epoch);
-		for (uint32_t i = 0; i < cl->cfg->nnodes; i++) {
-			struct track *t = track_get(cl, cl->cfg->nodes[i].id);
-			uint64_t heard = rnet_last_heard(cl->rn, t->id);
-
-			if (heard)
-				t->seen = heard;
-		}
-	}
-	sh_enc_init(&body);
-	for (uint32_t i = 0; i < cl->cfg->nnodes; i++) {
-		const struct cfg_node *n = &cl->cfg->nodes[i];
-		struct track *t = track_get(cl, n->id);
-		uint64_t heard;
-		bool silent;
-
-		if (t == NULL)
-			continue;
-		heard = rnet_last_heard(cl->rn, n->id);
-		if (n->id == cl->p.node_id)
-			t->seen = now;
-		else if (heard > t->seen)
-			t->seen = heard;
-		silent = now - t->seen > cl->p.down_ns;
-		if (!t->proposing && n->state == CFG_UP && silent)
-			set_state(cl, t, CFG_DOWN);
-		else if (!t->proposing && n->state == CFG_DOWN && !silent)
-			set_state(cl, t, CFG_UP);
-		if (n->id != cl->p.node_id && t->acked < cl->cfg->epoch &&
-		    now - t->pushed >= PUSH_RETRY_NS) {
-			if (body.len == 0) {
-				sh_enc_u64(&body, cl->p.node_id);
-				cfg_encode(&body, cl->cfg);
-			}
-			push(cl, t, &body);
-		}
-	}
-	sh_enc_fini(&body);
-	reconcile(cl);
-	replace_members(cl);
-}
-
 static void
 on_tick(struct env_timer *tm)
 {
@@ -1098,16 +799,16 @@ on_tick(struct env_timer *tm)
 	uint64_t now = env_now(cl->env);
 
 	env_timer_arm(&cl->tick, TICK_NS);
-	if (is_leader(cl)) {
-		lead(cl);
+	if (cluster_leads(cl)) {
+		cluster_lead(cl);
 	} else {
 		cl->was_leader = false;
 		if (now - cl->last_hb >= cl->p.heartbeat_ns) {
 			cl->last_hb = now;
-			heartbeat(cl);
+			cluster_heartbeat(cl);
 		}
 	}
-	pump(cl);
+	cluster_pump(cl);
 }
 
 /* ---- lifecycle ---- */

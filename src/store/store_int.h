@@ -149,7 +149,15 @@ int store_queue_op(struct store *s, struct store_op *op);
 /* An operation on len bytes: in a pool buffer, or written from ref (the caller's) if not NULL. */
 struct store_op *store_op_new(struct store *s, enum op_type type, uint32_t len, const void *ref);
 void store_op_free(struct store_op *op);
+/* A block-aligned buffer of nb blocks, from the target's pool when it has one; and back. */
+void *store_buf_get(struct store *s, uint32_t nb);
+void store_buf_put(struct store *s, void *b, uint32_t nb);
+/* Where block blk of segment seg is on the drive. */
 uint64_t store_seg_off(const struct store *s, uint32_t seg, uint32_t blk);
+
+/* store_read.c */
+/* Every read in flight answered -ECANCELED and freed (the target closes). */
+void store_reads_cancel(struct store *s);
 
 /* clean.c */
 void store_clean_maybe(struct store *s);

@@ -108,6 +108,16 @@ void client_to_stat(uint64_t ino, const struct meta_inode *in, struct stat *st);
  */
 int client_attr_reply(sh_fs *fs, uint64_t ino, int rc, struct cres *r, uint64_t since,
 		      struct stat *st);
+/* ns.c: the inode path names, symlinks followed where follow says. */
+int client_resolve(sh_fs *fs, const char *path, bool follow, uint64_t *ino);
+/* ns.c: a dirent's d_type for an inode type (meta_inode.type). */
+unsigned char client_type_dt(uint8_t t);
+/* ino is an inode of this filesystem's buckets. */
+static inline bool
+client_ino_valid(sh_fs *fs, uint64_t ino)
+{
+	return ino != 0 && meta_ino_bucket(ino) < fs->nbuckets;
+}
 
 /*
  * wpool.c: a filesystem handle's background threads. WPOOL_BEHIND (16

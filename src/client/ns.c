@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* libshoal's namespace: operations by inode and by path, directories (client.h). */
+/* libshoal's namespace: operations by inode and by path (client.h); directories in ns_dir.c. */
 #include <dirent.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,8 +32,8 @@ type_fmt(uint8_t t)
 	return 0;
 }
 
-static unsigned char
-type_dt(uint8_t t)
+unsigned char
+client_type_dt(uint8_t t)
 {
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
 		if (types[i].type == t)
@@ -107,12 +107,6 @@ entry_bucket(sh_fs *fs, uint64_t parent, const char *name, size_t len)
 	return meta_dentry_bucket(parent, name, len, fs->nbuckets);
 }
 
-static bool
-ino_valid(sh_fs *fs, uint64_t ino)
-{
-	return ino != 0 && meta_ino_bucket(ino) < fs->nbuckets;
-}
-
 /* Replicate a command at bucket; res holds the reply. */
 int
 ns_cmd(sh_fs *fs, uint16_t bucket, struct meta_cmd *mc, struct cres *res)
@@ -170,7 +164,7 @@ sh_getattr(sh_fs *fs, uint64_t ino, struct stat *st)
 	struct meta_inode in;
 	uint64_t since;
 
-	if (!ino_valid(fs, ino))
+	if (!client_ino_valid(fs, ino))
 		return -ESTALE;
 	if (cache_get_attr(fs, ino, &in)) {
 		if (st)
@@ -211,7 +205,7 @@ lookup(sh_fs *fs, uint64_t parent, const char *name, uint64_t *ino, struct meta_
 
 	if (rc < 0)
 		return rc;
-	if (!ino_valid(fs, parent))
+	if (!client_ino_valid(fs, parent))
 		return -ESTALE;
 	if (cache_get_entry(fs, parent, name, len, ino, &type)) {
 		struct stat st;
@@ -309,7 +303,7 @@ create_at(sh_fs *fs, uint64_t parent, const char *name, uint8_t type, mode_t mod
 
 	if (rc < 0)
 		return rc;
-	if (!ino_valid(fs, parent))
+	if (!client_ino_valid(fs, parent))
 		return -ESTALE;
 	memcpy(mc.name, name, len + 1);
 	if (target != NULL) {
@@ -367,7 +361,7 @@ remove_at(sh_fs *fs, uint64_t parent, const char *name, bool dir)
 		return rc == -EINVAL && dir && strcmp(name, ".") == 0 ? -EINVAL
 		       : rc == -EINVAL && dir			      ? -ENOTEMPTY
 								      : rc;
-	if (!ino_valid(fs, parent))
+	if (!client_ino_valid(fs, parent))
 		return -ESTALE;
 	memcpy(mc.name, name, len + 1);
 	rc = ns_cmd(fs, entry_bucket(fs, parent, name, len), &mc, &r);
@@ -440,7 +434,7 @@ sh_rename_at(sh_fs *fs, uint64_t parent, const char *name, uint64_t newparent, c
 	if (flags & ~(unsigned)(SH_RENAME_NOREPLACE | SH_RENAME_EXCHANGE) ||
 	    (flags & SH_RENAME_NOREPLACE && flags & SH_RENAME_EXCHANGE))
 		return -EINVAL;
-	if (!ino_valid(fs, parent) || !ino_valid(fs, newparent))
+	if (!client_ino_valid(fs, parent) || !client_ino_valid(fs, newparent))
 		return -ESTALE;
 	memcpy(mc.name, name, len + 1);
 	memcpy(mc.name2, newname, len2 + 1);
@@ -467,7 +461,7 @@ sh_link_at(sh_fs *fs, uint64_t ino, uint64_t parent, const char *name, struct st
 
 	if (rc < 0)
 		return rc;
-	if (!ino_valid(fs, parent))
+	if (!client_ino_valid(fs, parent))
 		return -ESTALE;
 	rc = sh_getattr(fs, ino, &st);
 	if (rc < 0)
@@ -504,7 +498,7 @@ setattr(sh_fs *fs, uint64_t ino, const struct meta_setattr *sa, struct stat *out
 	struct cres r;
 	int rc;
 
-	if (!ino_valid(fs, ino))
+	if (!client_ino_valid(fs, ino))
 		return -ESTALE;
 	rc = ns_cmd(fs, meta_ino_bucket(ino), &mc, &r);
 	if (rc == 0 && out != NULL) {
@@ -546,7 +540,7 @@ sh_readlink_ino(sh_fs *fs, uint64_t ino, char *buf, size_t size)
 	struct cres r;
 	long rc;
 
-	if (!ino_valid(fs, ino))
+	if (!client_ino_valid(fs, ino))
 		return -ESTALE;
 	rc = ns_read(fs, MP_READLINK, meta_ino_bucket(ino), ino, "", 0, 0, &r);
 	if (rc == 0) {
@@ -570,7 +564,7 @@ sh_setxattr_ino(sh_fs *fs, uint64_t ino, const char *name, const void *value, si
 	struct cres r;
 	int rc;
 
-	if (!ino_valid(fs, ino))
+	if (!client_ino_valid(fs, ino))
 		return -ESTALE;
 	if (name == NULL || *name == '\0' || strlen(name) > META_NAME_MAX)
 		return name && *name ? -ERANGE : -EINVAL;
@@ -600,7 +594,7 @@ sh_getxattr_ino(sh_fs *fs, uint64_t ino, const char *name, void *value, size_t s
 	struct cres r;
 	long rc;
 
-	if (!ino_valid(fs, ino))
+	if (!client_ino_valid(fs, ino))
 		return -ESTALE;
 	if (name == NULL || *name == '\0' || strlen(name) > META_NAME_MAX)
 		return name && *name ? -ERANGE : -EINVAL;
@@ -617,7 +611,7 @@ sh_listxattr_ino(sh_fs *fs, uint64_t ino, char *list, size_t size)
 	struct cres r;
 	long rc;
 
-	if (!ino_valid(fs, ino))
+	if (!client_ino_valid(fs, ino))
 		return -ESTALE;
 	rc = ns_read(fs, MP_LISTXATTR, meta_ino_bucket(ino), ino, "", 0, 0, &r);
 	if (rc == 0)
@@ -633,7 +627,7 @@ sh_removexattr_ino(sh_fs *fs, uint64_t ino, const char *name)
 	struct cres r;
 	int rc;
 
-	if (!ino_valid(fs, ino))
+	if (!client_ino_valid(fs, ino))
 		return -ESTALE;
 	if (name == NULL || *name == '\0' || strlen(name) > META_NAME_MAX)
 		return name && *name ? -ERANGE : -EINVAL;
@@ -764,8 +758,8 @@ walk_from_root(sh_fs *fs, const char *path, bool follow, bool want_leaf, uint64_
 	return walk_path(fs, &w, path, follow, want_leaf, ino, attr, leaf);
 }
 
-static int
-resolve(sh_fs *fs, const char *path, bool follow, uint64_t *ino)
+int
+client_resolve(sh_fs *fs, const char *path, bool follow, uint64_t *ino)
 {
 	return walk_from_root(fs, path, follow, false, ino, NULL, NULL);
 }
@@ -789,7 +783,7 @@ entry_of(sh_fs *fs, const char *path, int root_rc, uint64_t *parent, char *leaf)
 int
 sh_resolve(sh_fs *fs, const char *path, int follow, uint64_t *ino)
 {
-	return resolve(fs, path, follow != 0, ino);
+	return client_resolve(fs, path, follow != 0, ino);
 }
 
 static int
@@ -893,7 +887,7 @@ sh_link(sh_fs *fs, const char *existing, const char *newpath)
 {
 	char leaf[SH_NAME_MAX + 1];
 	uint64_t ino, parent;
-	int rc = resolve(fs, existing, false, &ino);
+	int rc = client_resolve(fs, existing, false, &ino);
 
 	if (rc == 0)
 		rc = entry_of(fs, newpath, -EEXIST, &parent, leaf);
@@ -915,7 +909,7 @@ sh_readlink(sh_fs *fs, const char *path, char *buf, size_t size)
 {
 	struct stat st;
 	uint64_t ino;
-	int rc = resolve(fs, path, false, &ino);
+	int rc = client_resolve(fs, path, false, &ino);
 
 	if (rc == 0)
 		rc = sh_getattr(fs, ino, &st);
@@ -930,7 +924,7 @@ static int
 setattr_path(sh_fs *fs, const char *path, const struct meta_setattr *sa)
 {
 	uint64_t ino;
-	int rc = resolve(fs, path, true, &ino);
+	int rc = client_resolve(fs, path, true, &ino);
 
 	return rc < 0 ? rc : setattr(fs, ino, sa, NULL);
 }
@@ -952,7 +946,8 @@ sh_chown(sh_fs *fs, const char *path, uid_t uid, gid_t gid)
 		sa.valid |= META_SET_UID;
 	if (gid != (gid_t)-1)
 		sa.valid |= META_SET_GID;
-	return sa.valid ? setattr_path(fs, path, &sa) : resolve(fs, path, true, &(uint64_t){ 0 });
+	return sa.valid ? setattr_path(fs, path, &sa)
+			: client_resolve(fs, path, true, &(uint64_t){ 0 });
 }
 
 int
@@ -989,7 +984,8 @@ sh_utimens(sh_fs *fs, const char *path, const struct timespec times[2])
 			sa.mtime = v;
 		}
 	}
-	return sa.valid ? setattr_path(fs, path, &sa) : resolve(fs, path, true, &(uint64_t){ 0 });
+	return sa.valid ? setattr_path(fs, path, &sa)
+			: client_resolve(fs, path, true, &(uint64_t){ 0 });
 }
 
 int
@@ -997,7 +993,7 @@ sh_setxattr(sh_fs *fs, const char *path, const char *name, const void *value, si
 	    int flags)
 {
 	uint64_t ino;
-	int rc = resolve(fs, path, true, &ino);
+	int rc = client_resolve(fs, path, true, &ino);
 
 	return rc < 0 ? rc : sh_setxattr_ino(fs, ino, name, value, size, flags);
 }
@@ -1006,7 +1002,7 @@ long
 sh_getxattr(sh_fs *fs, const char *path, const char *name, void *value, size_t size)
 {
 	uint64_t ino;
-	int rc = resolve(fs, path, true, &ino);
+	int rc = client_resolve(fs, path, true, &ino);
 
 	return rc < 0 ? rc : sh_getxattr_ino(fs, ino, name, value, size);
 }
@@ -1015,7 +1011,7 @@ long
 sh_listxattr(sh_fs *fs, const char *path, char *list, size_t size)
 {
 	uint64_t ino;
-	int rc = resolve(fs, path, true, &ino);
+	int rc = client_resolve(fs, path, true, &ino);
 
 	return rc < 0 ? rc : sh_listxattr_ino(fs, ino, list, size);
 }
@@ -1024,7 +1020,7 @@ int
 sh_removexattr(sh_fs *fs, const char *path, const char *name)
 {
 	uint64_t ino;
-	int rc = resolve(fs, path, true, &ino);
+	int rc = client_resolve(fs, path, true, &ino);
 
 	return rc < 0 ? rc : sh_removexattr_ino(fs, ino, name);
 }
@@ -1069,151 +1065,4 @@ sh_statvfs(sh_fs *fs, struct statvfs *out)
 	out->f_namemax = SH_NAME_MAX;
 	out->f_fsid = fs->id;
 	return 0;
-}
-
-/* ---- directories ---- */
-
-struct sh_dir {
-	sh_fs *fs;
-	uint64_t dir;
-	uint16_t *buckets;
-	unsigned nb, at; /* the bucket being read */
-	char after[SH_NAME_MAX + 1];
-	bool bucket_done;
-	struct cres page;
-	struct sh_dec dec;
-	bool have_page;
-	bool plus; /* the page holds attributes */
-};
-
-int
-sh_opendir_ino(sh_fs *fs, uint64_t dir, sh_dir **out)
-{
-	struct cres r;
-	sh_dir *d;
-	uint16_t home;
-	int rc;
-
-	if (!ino_valid(fs, dir))
-		return -ESTALE;
-	home = meta_ino_bucket(dir);
-	rc = ns_read(fs, MP_DIRBUCKETS, home, dir, "", 0, 0, &r);
-	if (rc < 0) {
-		cres_fini(&r);
-		return rc == -ESTALE ? -ENOENT : rc;
-	}
-	d = sh_calloc(1, sizeof(*d));
-	if (d != NULL)
-		d->buckets = sh_calloc(1 + r.rep.dlen / 2, sizeof(*d->buckets));
-	if (d == NULL || d->buckets == NULL) {
-		sh_free(d);
-		cres_fini(&r);
-		return -ENOMEM;
-	}
-	d->fs = fs;
-	d->dir = dir;
-	d->buckets[d->nb++] = home;
-	for (size_t i = 0; i + 2 <= r.rep.dlen; i += 2) {
-		uint16_t b = (uint16_t)(r.rep.data[i] | r.rep.data[i + 1] << 8);
-
-		if (b != home && b < fs->nbuckets)
-			d->buckets[d->nb++] = b;
-	}
-	cres_fini(&r);
-	*out = d;
-	return 0;
-}
-
-int
-sh_opendir(sh_fs *fs, const char *path, sh_dir **out)
-{
-	uint64_t ino;
-	int rc = resolve(fs, path, true, &ino);
-	struct stat st;
-
-	if (rc == 0)
-		rc = sh_getattr(fs, ino, &st);
-	if (rc < 0)
-		return rc;
-	if (!S_ISDIR(st.st_mode))
-		return -ENOTDIR;
-	return sh_opendir_ino(fs, ino, out);
-}
-
-/* The next entry, with its attributes (type 0: none came) when attr is given. */
-static int
-dir_next(sh_dir *d, struct sh_dirent *out, struct meta_inode *attr)
-{
-	for (;;) {
-		struct meta_dirent de;
-		struct meta_inode none;
-		int rc;
-
-		if (d->have_page) {
-			if (attr != NULL)
-				attr->type = 0;
-			rc = mp_dirent_next(&d->dec, &de, !d->plus ? NULL : attr ? attr : &none);
-			if (rc < 0)
-				return -EPROTO;
-			if (rc == 1) {
-				out->ino = de.ino;
-				out->type = type_dt(de.type);
-				memcpy(out->name, de.name, (size_t)de.len + 1);
-				memcpy(d->after, de.name, (size_t)de.len + 1);
-				return 1;
-			}
-			d->have_page = false;
-			cres_fini(&d->page);
-			if (d->bucket_done) {
-				d->at++;
-				d->after[0] = '\0';
-				d->bucket_done = false;
-			}
-		}
-		if (d->at >= d->nb)
-			return 0;
-		d->plus = attr != NULL;
-		rc = ns_read_at(d->fs, MP_READDIR, d->buckets[d->at], d->dir, d->after,
-				strlen(d->after), 512, d->plus ? MP_READDIR_ATTRS : 0, &d->page);
-		if (rc == -ESTALE || rc == -ENOENT) {
-			cres_fini(&d->page);
-			return rc == -ESTALE ? -ENOENT : rc;
-		}
-		if (rc < 0) {
-			cres_fini(&d->page);
-			return rc;
-		}
-		d->bucket_done = !(d->page.rep.flags & MP_MORE);
-		sh_dec_init(&d->dec, d->page.rep.data, d->page.rep.dlen);
-		d->have_page = true;
-	}
-}
-
-int
-sh_readdir(sh_dir *d, struct sh_dirent *out)
-{
-	return dir_next(d, out, NULL);
-}
-
-int
-sh_readdir_plus(sh_dir *d, struct sh_dirent *out, struct stat *st)
-{
-	struct meta_inode a;
-	int rc = dir_next(d, out, &a);
-
-	if (rc == 1 && a.type != 0)
-		client_to_stat(out->ino, &a, st);
-	else if (rc == 1)
-		memset(st, 0, sizeof(*st));
-	return rc;
-}
-
-void
-sh_closedir(sh_dir *d)
-{
-	if (d == NULL)
-		return;
-	cres_fini(&d->page);
-	sh_free(d->buckets);
-	sh_free(d);
 }

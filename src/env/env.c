@@ -40,6 +40,12 @@ env_realtime(struct env *env)
 	return env->ops->realtime(env);
 }
 
+uint64_t
+env_clock(struct env *env)
+{
+	return env->ops->clock(env);
+}
+
 void
 env_random(struct env *env, void *buf, size_t len)
 {

@@ -265,6 +265,12 @@ void env_disk_buf_unregister(struct env *env, int slot);
 uint64_t env_now(struct env *env);
 /* Wall-clock nanoseconds since the Unix epoch (virtual in the simulator). */
 uint64_t env_realtime(struct env *env);
+/*
+ * Monotonic nanoseconds read now, callable from any thread (env_now is the
+ * loop's clock of this turn, for the loop's own thread): the OS clock in
+ * real, the virtual time in the simulator (whose env has one thread).
+ */
+uint64_t env_clock(struct env *env);
 /* Random bytes: getrandom() in real, the seeded generator in the simulator. */
 void env_random(struct env *env, void *buf, size_t len);
 uint64_t env_random_u64(struct env *env);
@@ -277,6 +283,7 @@ struct env_ops {
 	unsigned version;
 	uint64_t (*now)(struct env *env);
 	uint64_t (*realtime)(struct env *env);
+	uint64_t (*clock)(struct env *env);
 	void (*random)(struct env *env, void *buf, size_t len);
 	int (*event_push)(struct env *env, struct env_event *ev, uint64_t when);
 	void (*event_cancel)(struct env *env, struct env_event *ev);

@@ -98,6 +98,13 @@ real_realtime(struct env *env)
 	return sh_clock_real_ns();
 }
 
+static uint64_t
+real_clock(struct env *env)
+{
+	(void)env;
+	return sh_clock_mono_ns();
+}
+
 static void
 real_random(struct env *env, void *buf, size_t len)
 {
@@ -213,6 +220,7 @@ static const struct env_ops real_ops = {
 	.version = 1,
 	.now = real_now,
 	.realtime = real_realtime,
+	.clock = real_clock,
 	.random = real_random,
 	.event_push = real_event_push,
 	.event_cancel = real_event_cancel,

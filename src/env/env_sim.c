@@ -105,6 +105,7 @@ static const struct env_ops sim_ops = {
 	.version = 1,
 	.now = node_now,
 	.realtime = node_realtime,
+	.clock = node_now,
 	.random = node_random,
 	.event_push = sim_event_push,
 	.event_cancel = node_event_cancel,

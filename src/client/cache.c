@@ -33,15 +33,6 @@ entry_free(struct centry *e)
 	sh_free(e);
 }
 
-static uint64_t
-mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Inodes this client just changed in ways that reach them by a delta
  * from another bucket (a link, a create or remove under a directory):
@@ -52,6 +43,7 @@ mono(void)
 #define UNSTABLE_NS (300ull * 1000 * 1000)
 
 struct ccache {
+	struct env *env; /* the client's: its clock (env_clock, from any thread) */
 	pthread_mutex_t mu;
 	struct centry *slot[SLOTS];
 	uint64_t hits, misses;
@@ -64,7 +56,7 @@ struct ccache {
 static bool
 is_unstable(struct ccache *c, uint64_t ino)
 {
-	uint64_t now = mono();
+	uint64_t now = env_clock(c->env);
 
 	for (unsigned i = 0; i < UNSTABLE; i++)
 		if (c->unstable[i].ino == ino && c->unstable[i].until > now)
@@ -76,7 +68,7 @@ static void
 mark_unstable(struct ccache *c, uint64_t ino)
 {
 	c->unstable[c->next_unstable % UNSTABLE].ino = ino;
-	c->unstable[c->next_unstable % UNSTABLE].until = mono() + UNSTABLE_NS;
+	c->unstable[c->next_unstable % UNSTABLE].until = env_clock(c->env) + UNSTABLE_NS;
 	c->next_unstable++;
 }
 
@@ -92,6 +84,7 @@ cache_init(sh_fs *fs)
 	fs->cache = sh_calloc(1, sizeof(*fs->cache));
 	if (fs->cache == NULL)
 		return -ENOMEM;
+	fs->cache->env = fs->c->env;
 	pthread_mutex_init(&fs->cache->mu, NULL);
 	return 0;
 }
@@ -114,16 +107,16 @@ cache_fini(sh_fs *fs)
 }
 
 uint64_t
-cache_now(void)
+cache_now(const sh_fs *fs)
 {
-	return mono();
+	return env_clock(fs->c->env);
 }
 
 /* Find a live entry (the caller holds mu); stale ones go on the way. */
 static struct centry *
 find(struct ccache *c, const struct mp_key *k, const char *name)
 {
-	uint64_t now = mono();
+	uint64_t now = env_clock(c->env);
 	struct centry **pp = &c->slot[slot_of(k)], *e;
 
 	while ((e = *pp) != NULL) {

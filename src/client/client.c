@@ -8,6 +8,7 @@
 #include "../base/http.h"
 #include "../env/env_real.h"
 #include "../data/place.h"
+#include "client_env.h"
 #include "client_int.h"
 
 SH_LOG_FACILITY("client");
@@ -253,7 +254,8 @@ on_wake(struct env_async *a)
 			c->stopping = true;
 			env_timer_cancel(&c->poll);
 			finish(o);
-			env_real_stop(c->env);
+			if (c->drive == NULL)
+				env_real_stop(c->env);
 			continue;
 		}
 		if (o->kind == COP_CALLS) {
@@ -268,6 +270,52 @@ on_wake(struct env_async *a)
 	}
 }
 
+struct cops {
+	struct cop *o;
+	unsigned n;
+};
+
+static bool
+cops_done(void *arg)
+{
+	const struct cops *w = arg;
+
+	for (unsigned i = 0; i < w->n; i++)
+		if (!w->o[i].done)
+			return false;
+	return true;
+}
+
+static bool
+never(void *arg)
+{
+	(void)arg;
+	return false;
+}
+
+/*
+ * Until the n operations at o are done: signalled by the loop thread, or,
+ * on a caller's env, the world driven until they are (each has a timeout
+ * of its own, so a world that runs dry first is a simulator's deadlock).
+ */
+static void
+wait_cops(sh_client *c, struct cop *o, unsigned n)
+{
+	struct cops w = { o, n };
+
+	if (c->drive != NULL) {
+		if (!c->drive(c->world, cops_done, &w, 3600 * SH_NSEC_PER_SEC)) {
+			sh_log_error("a call on the caller's env never ended");
+			abort();
+		}
+		return;
+	}
+	pthread_mutex_lock(&c->mu);
+	while (!cops_done(&w))
+		pthread_cond_wait(&c->cv, &c->mu);
+	pthread_mutex_unlock(&c->mu);
+}
+
 /* Hand an operation to the loop and wait for it. */
 static void
 run(sh_client *c, struct cop *o)
@@ -277,10 +325,24 @@ run(sh_client *c, struct cop *o)
 	sh_list_add_tail(&c->q, &o->link);
 	pthread_mutex_unlock(&c->mu);
 	env_async_send(&c->wake);
-	pthread_mutex_lock(&c->mu);
-	while (!o->done)
-		pthread_cond_wait(&c->cv, &c->mu);
-	pthread_mutex_unlock(&c->mu);
+	wait_cops(c, o, 1);
+}
+
+void
+client_sleep(sh_client *c, uint64_t ns)
+{
+	struct timespec d = { (time_t)(ns / SH_NSEC_PER_SEC), (long)(ns % SH_NSEC_PER_SEC) };
+
+	if (c->drive != NULL)
+		c->drive(c->world, never, NULL, ns);
+	else
+		nanosleep(&d, NULL);
+}
+
+bool
+client_driven(const sh_client *c)
+{
+	return c->drive != NULL;
 }
 
 void
@@ -302,11 +364,7 @@ client_metas(sh_client *c, const struct mp_req *req, struct cres *res, unsigned 
 	}
 	pthread_mutex_unlock(&c->mu);
 	env_async_send(&c->wake);
-	pthread_mutex_lock(&c->mu);
-	for (unsigned i = 0; i < n; i++)
-		while (!o[i].done)
-			pthread_cond_wait(&c->cv, &c->mu);
-	pthread_mutex_unlock(&c->mu);
+	wait_cops(c, o, n);
 	sh_free(o);
 }
 
@@ -553,57 +611,42 @@ destroy(sh_client *c)
 	if (c->rt)
 		mroute_destroy(c->rt);
 	env_async_fini(&c->wake);
-	env_real_destroy(c->env);
+	if (c->drive == NULL)
+		env_real_destroy(c->env);
 	cfg_free(c->view);
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->cv);
 	sh_free(c);
 }
 
-int
-sh_client_connect(const char *mgmt, const struct sh_client_opts *opts, sh_client **out)
+static bool
+cfg_created(void *arg)
+{
+	return ((sh_client *)arg)->view->created;
+}
+
+/*
+ * The client's env (made here when env is NULL, with the loop thread that
+ * runs it), its endpoints and its first configuration, asked of node at
+ * addr (a management address).
+ */
+static int
+start(sh_client *c, struct env *env, uint64_t node, const char *addr)
 {
 	struct env_real_opts eo = { .mode = ENV_REAL_EVENT, .name = "shoal-client" };
-	char addr[CFG_ADDR_MAX];
-	uint64_t node = 0, id;
-	const char *p = mgmt;
-	sh_client *c;
-	int rc = -EINVAL;
+	uint64_t id;
+	int rc;
 
-	if (opts != NULL && opts->frag_kb != 0 &&
-	    (opts->frag_kb < 4 || opts->frag_kb > 2048 || opts->frag_kb % 4 != 0))
-		return -EINVAL;
-	/* the first address that answers */
-	while (p != NULL && *p) {
-		const char *comma = strchr(p, ',');
-		size_t n = comma ? (size_t)(comma - p) : strlen(p);
-
-		if (n > 0 && n < sizeof(addr)) {
-			memcpy(addr, p, n);
-			addr[n] = '\0';
-			rc = node_at(addr, &node);
-			if (rc == 0)
-				break;
-		}
-		p = comma ? comma + 1 : NULL;
-	}
-	if (node == 0)
-		return rc == -EINVAL ? -EINVAL : rc == -EPROTO ? -EPROTO : -ECONNREFUSED;
-	c = sh_calloc(1, sizeof(*c));
-	if (c == NULL)
-		return -ENOMEM;
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
 	sh_list_init(&c->q);
 	sh_list_init(&c->inflight);
 	sh_list_init(&c->fss);
-	c->timeout_ns = (opts && opts->timeout_ms ? opts->timeout_ms : 30000) * 1000000ull;
-	c->frag = (opts && opts->frag_kb ? opts->frag_kb : 128) * 1024u;
 	c->view = cfg_new();
-	c->env = env_real_create(&eo);
+	c->env = env != NULL ? env : env_real_create(&eo);
 	if (c->view == NULL || c->env == NULL) {
 		cfg_free(c->view);
-		if (c->env)
+		if (c->env && env == NULL)
 			env_real_destroy(c->env);
 		pthread_mutex_destroy(&c->mu);
 		pthread_cond_destroy(&c->cv);
@@ -631,15 +674,17 @@ sh_client_connect(const char *mgmt, const struct sh_client_opts *opts, sh_client
 	c->cfg_node = node;
 	env_timer_init(c->env, &c->poll, on_poll, c);
 	env_timer_arm(&c->poll, 0);
-	rc = pthread_create(&c->th, NULL, loop_main, c);
-	if (rc != 0) {
-		destroy(c);
-		return -rc;
-	}
-	/* wait for the first configuration */
-	{
+	if (c->drive != NULL) {
+		c->drive(c->world, cfg_created, c, CONNECT_WAIT_S * SH_NSEC_PER_SEC);
+	} else {
 		struct timespec until;
 
+		rc = pthread_create(&c->th, NULL, loop_main, c);
+		if (rc != 0) {
+			destroy(c);
+			return -rc;
+		}
+		/* wait for the first configuration */
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += CONNECT_WAIT_S;
 		pthread_mutex_lock(&c->mu);
@@ -649,10 +694,91 @@ sh_client_connect(const char *mgmt, const struct sh_client_opts *opts, sh_client
 	}
 	if (!c->view->created) {
 		sh_client_close(c);
-		return rc == ETIMEDOUT ? -ETIMEDOUT : -ENOTCONN;
+		return rc == ETIMEDOUT || c->drive != NULL ? -ETIMEDOUT : -ENOTCONN;
 	}
-	*out = c;
 	return 0;
+}
+
+static bool
+opts_ok(const struct sh_client_opts *opts)
+{
+	return opts == NULL || opts->frag_kb == 0 ||
+	       (opts->frag_kb >= 4 && opts->frag_kb <= 2048 && opts->frag_kb % 4 == 0);
+}
+
+/* A new client of these options (the env and its world not yet set): NULL, or -EINVAL in rc. */
+static sh_client *
+client_new(const struct sh_client_opts *opts, int *rc)
+{
+	sh_client *c;
+
+	*rc = opts_ok(opts) ? -ENOMEM : -EINVAL;
+	if (*rc == -EINVAL)
+		return NULL;
+	c = sh_calloc(1, sizeof(*c));
+	if (c == NULL)
+		return NULL;
+	c->timeout_ns = (opts && opts->timeout_ms ? opts->timeout_ms : 30000) * 1000000ull;
+	c->frag = (opts && opts->frag_kb ? opts->frag_kb : 128) * 1024u;
+	*rc = 0;
+	return c;
+}
+
+int
+sh_client_connect(const char *mgmt, const struct sh_client_opts *opts, sh_client **out)
+{
+	char addr[CFG_ADDR_MAX];
+	uint64_t node = 0;
+	const char *p = mgmt;
+	sh_client *c;
+	int rc = -EINVAL;
+
+	if (!opts_ok(opts))
+		return -EINVAL;
+	/* the first address that answers */
+	while (p != NULL && *p) {
+		const char *comma = strchr(p, ',');
+		size_t n = comma ? (size_t)(comma - p) : strlen(p);
+
+		if (n > 0 && n < sizeof(addr)) {
+			memcpy(addr, p, n);
+			addr[n] = '\0';
+			rc = node_at(addr, &node);
+			if (rc == 0)
+				break;
+		}
+		p = comma ? comma + 1 : NULL;
+	}
+	if (node == 0)
+		return rc == -EINVAL ? -EINVAL : rc == -EPROTO ? -EPROTO : -ECONNREFUSED;
+	c = client_new(opts, &rc);
+	if (c == NULL)
+		return rc;
+	rc = start(c, NULL, node, addr);
+	if (rc == 0)
+		*out = c;
+	return rc;
+}
+
+int
+sh_client_connect_env(const struct sh_client_env *e, const struct sh_client_opts *opts,
+		      sh_client **out)
+{
+	sh_client *c;
+	int rc;
+
+	if (e == NULL || e->env == NULL || e->drive == NULL || e->node == 0 || e->mgmt == NULL ||
+	    out == NULL)
+		return -EINVAL;
+	c = client_new(opts, &rc);
+	if (c == NULL)
+		return rc;
+	c->drive = e->drive;
+	c->world = e->world;
+	rc = start(c, e->env, e->node, e->mgmt);
+	if (rc == 0)
+		*out = c;
+	return rc;
 }
 
 void
@@ -663,7 +789,8 @@ sh_client_close(sh_client *c)
 	if (c == NULL)
 		return;
 	run(c, &o);
-	pthread_join(c->th, NULL);
+	if (c->drive == NULL)
+		pthread_join(c->th, NULL);
 	destroy(c);
 }
 

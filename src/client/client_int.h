@@ -38,6 +38,9 @@ struct sh_client {
 	bool warned_degraded; /* said once that stripes share failure domains */
 	bool stopping;
 	bool stopped;
+	/* a client on its caller's env (client_env.h): no loop thread; waits drive the world */
+	bool (*drive)(void *world, bool (*pred)(void *arg), void *arg, uint64_t max_ns);
+	void *world;
 };
 
 struct ccache;
@@ -132,6 +135,13 @@ client_ino_valid(sh_fs *fs, uint64_t ino)
  * sh_fs_close) runs what is queued, then stops them.
  */
 int wpool_run(sh_fs *fs, unsigned which, void (*fn)(void *arg), void *arg);
+/*
+ * client.c: ns of the client's time asleep (on a caller's env, its world
+ * driven meanwhile); whether the client runs on a caller's env
+ * (client_env.h: no threads of its own, its calls drive the world).
+ */
+void client_sleep(sh_client *c, uint64_t ns);
+bool client_driven(const sh_client *c);
 /* io.c: the filesystem handle a file belongs to. */
 sh_fs *client_file_fs(const sh_file *f);
 void wpool_stop(sh_fs *fs);
@@ -200,7 +210,7 @@ void client_locs_fini(sh_fs *fs);
 /* cache.c: attributes and entries a leader let this client keep */
 int cache_init(sh_fs *fs);
 void cache_fini(sh_fs *fs);
-uint64_t cache_now(void);
+uint64_t cache_now(const sh_fs *fs);
 void cache_put_attr(sh_fs *fs, uint64_t ino, const struct meta_inode *attr, uint64_t since);
 void cache_put_entry(sh_fs *fs, uint64_t parent, const char *name, size_t len, uint64_t ino,
 		     uint8_t type, uint64_t since);

@@ -38,6 +38,7 @@ struct chold {
 };
 
 struct cholds {
+	struct env *env; /* the client's: its clock */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;   /* the thread's wake-up, and the end of a release */
 	struct sh_htable t;  /* struct chold by ino */
@@ -64,9 +65,9 @@ find(struct cholds *h, uint64_t ino)
 }
 
 static uint64_t
-mono(void)
+mono(const struct cholds *h)
 {
-	return sh_clock_mono_ns();
+	return env_clock(h->env);
 }
 
 /* One MP_HOLD to bucket for inos (renew or give back); what it answered. */
@@ -169,79 +170,121 @@ collect(struct cholds *h, int state, uint8_t to, unsigned *n)
 	return out;
 }
 
+/* Under h->mu (dropped meanwhile): the queued closes given back in one batch; false: no memory. */
+static bool
+release_queued(sh_fs *fs)
+{
+	struct cholds *h = fs->holds;
+	unsigned n;
+	uint64_t *inos = collect(h, H_QUEUED, H_RELEASING, &n);
+
+	if (inos == NULL)
+		return false;
+	h->queued = 0;
+	pthread_mutex_unlock(&h->mu);
+	send_all(fs, inos, n, MP_HOLD_RELEASE);
+	pthread_mutex_lock(&h->mu);
+	for (unsigned i = 0; i < n; i++) {
+		struct chold *c = find(h, inos[i]);
+
+		if (c && c->state == H_RELEASING) {
+			sh_htable_remove(&h->t, &c->hn);
+			sh_free(c);
+		}
+	}
+	sh_free(inos);
+	pthread_cond_broadcast(&h->cv);
+	return true;
+}
+
+/* Under h->mu (dropped meanwhile): every file held here renewed at its leader. */
+static void
+renew(sh_fs *fs, uint64_t now)
+{
+	struct cholds *h = fs->holds;
+	unsigned n;
+	uint64_t *inos;
+
+	h->renewed_at = now;
+	inos = collect(h, H_RELEASING + 1, 0, &n);
+	pthread_mutex_unlock(&h->mu);
+	if (inos)
+		send_all(fs, inos, n, 0);
+	sh_free(inos);
+	pthread_mutex_lock(&h->mu);
+}
+
+static bool
+renew_due(const struct cholds *h, uint64_t now)
+{
+	return now - h->renewed_at >= (uint64_t)MP_HOLD_RENEW_MS * 1000 * 1000 &&
+	       sh_htable_count(&h->t) > 0;
+}
+
 static void *
 run(void *arg)
 {
 	sh_fs *fs = arg;
 	struct cholds *h = fs->holds;
+	struct timespec d = { 0, (long)RELEASE_DELAY_NS };
 
 	pthread_mutex_lock(&h->mu);
 	while (!h->stopping || h->queued > 0) {
-		uint64_t now = mono(), renew_ns = (uint64_t)MP_HOLD_RENEW_MS * 1000 * 1000;
-		uint64_t *inos;
-		unsigned n;
+		uint64_t now = mono(h), renew_ns = (uint64_t)MP_HOLD_RENEW_MS * 1000 * 1000;
+		struct timespec ts;
+		uint64_t wait;
 
 		if (h->queued > 0) {
-			struct timespec d = { 0, (long)RELEASE_DELAY_NS };
-
 			/* gather the closes of a moment into one release */
 			pthread_mutex_unlock(&h->mu);
 			if (!h->stopping)
 				nanosleep(&d, NULL);
 			pthread_mutex_lock(&h->mu);
-			inos = collect(h, H_QUEUED, H_RELEASING, &n);
-			if (inos == NULL) { /* no memory now: again in a moment */
+			if (!release_queued(fs)) { /* no memory now: again in a moment */
 				pthread_mutex_unlock(&h->mu);
 				nanosleep(&d, NULL);
 				pthread_mutex_lock(&h->mu);
-				continue;
 			}
-			h->queued = 0;
-			pthread_mutex_unlock(&h->mu);
-			send_all(fs, inos, n, MP_HOLD_RELEASE);
-			pthread_mutex_lock(&h->mu);
-			for (unsigned i = 0; i < n; i++) {
-				struct chold *c = find(h, inos[i]);
-
-				if (c && c->state == H_RELEASING) {
-					sh_htable_remove(&h->t, &c->hn);
-					sh_free(c);
-				}
-			}
-			sh_free(inos);
-			pthread_cond_broadcast(&h->cv);
 			continue;
 		}
 		if (h->stopping)
 			break;
-		if (now - h->renewed_at >= renew_ns && sh_htable_count(&h->t) > 0) {
-			h->renewed_at = now;
-			inos = collect(h, H_RELEASING + 1, 0, &n);
-			pthread_mutex_unlock(&h->mu);
-			if (inos)
-				send_all(fs, inos, n, 0);
-			sh_free(inos);
-			pthread_mutex_lock(&h->mu);
+		if (renew_due(h, now)) {
+			renew(fs, now);
 			continue;
 		}
-		{
-			struct timespec ts;
-			uint64_t wait = renew_ns - (now - h->renewed_at);
-
-			if (now - h->renewed_at >= renew_ns)
-				wait = renew_ns;
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			ts.tv_sec += (time_t)(wait / 1000000000ull);
-			ts.tv_nsec += (long)(wait % 1000000000ull);
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
-			pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+		wait =
+		    now - h->renewed_at >= renew_ns ? renew_ns : renew_ns - (now - h->renewed_at);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += (time_t)(wait / 1000000000ull);
+		ts.tv_nsec += (long)(wait % 1000000000ull);
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
 		}
+		pthread_cond_timedwait(&h->cv, &h->mu, &ts);
 	}
 	pthread_mutex_unlock(&h->mu);
 	return NULL;
+}
+
+/*
+ * On a caller's env (client_env.h), the thread's work done from the calls
+ * themselves: the closes given back at once, the renewals that are due.
+ */
+static void
+driven_turn(sh_fs *fs)
+{
+	struct cholds *h = fs->holds;
+
+	if (!client_driven(fs->c))
+		return;
+	pthread_mutex_lock(&h->mu);
+	if (h->queued > 0)
+		(void)release_queued(fs); /* no memory: at the next call */
+	if (renew_due(h, mono(h)))
+		renew(fs, mono(h));
+	pthread_mutex_unlock(&h->mu);
 }
 
 int
@@ -256,6 +299,7 @@ client_holds_init(sh_fs *fs)
 		sh_free(h);
 		return -ENOMEM;
 	}
+	h->env = fs->c->env;
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -286,6 +330,8 @@ client_holds_fini(sh_fs *fs)
 		}
 	}
 	pthread_cond_broadcast(&h->cv);
+	while (client_driven(fs->c) && h->queued > 0 && release_queued(fs))
+		;
 	pthread_mutex_unlock(&h->mu);
 	if (h->started)
 		pthread_join(h->th, NULL);
@@ -330,7 +376,7 @@ take(sh_fs *fs, uint64_t ino)
 		return -ENOMEM;
 	*c = (struct chold){ .ino = ino, .opens = 1, .state = H_HELD };
 	sh_htable_insert(&h->t, &c->hn, sh_hash_u64(ino));
-	if (!h->started && pthread_create(&h->th, NULL, run, fs) == 0)
+	if (!h->started && !client_driven(fs->c) && pthread_create(&h->th, NULL, run, fs) == 0)
 		h->started = true;
 	return 0;
 }
@@ -372,6 +418,7 @@ client_hold_open_read(sh_fs *fs, uint64_t ino, bool fresh, struct stat *st, uint
 	if (ext != NULL)
 		*ext = NULL;
 
+	driven_turn(fs);
 	pthread_mutex_lock(&h->mu);
 	if (fresh && looked_up(h, ino))
 		q.max &= ~(uint32_t)MP_HOLD_FRESH;
@@ -386,7 +433,7 @@ client_hold_open_read(sh_fs *fs, uint64_t ino, bool fresh, struct stat *st, uint
 			client_hold_close(fs, ino);
 		return rc;
 	}
-	since = cache_now();
+	since = cache_now(fs);
 	rc = client_meta(fs->c, &q, &r);
 	if (rc == 0 && ext != NULL && (r.rep.flags & MP_EXTS) &&
 	    (*ext = sh_malloc(r.rep.dlen ? r.rep.dlen : 1)) != NULL) {
@@ -417,7 +464,7 @@ client_hold_looked_up(sh_fs *fs, uint64_t ino)
 
 	pthread_mutex_lock(&h->mu);
 	h->looked[h->nlooked % LOOKED_N].ino = ino;
-	h->looked[h->nlooked % LOOKED_N].at = mono();
+	h->looked[h->nlooked % LOOKED_N].at = mono(h);
 	h->nlooked++;
 	pthread_mutex_unlock(&h->mu);
 }
@@ -426,7 +473,7 @@ client_hold_looked_up(sh_fs *fs, uint64_t ino)
 static bool
 looked_up(const struct cholds *h, uint64_t ino)
 {
-	uint64_t now = mono();
+	uint64_t now = mono(h);
 
 	for (unsigned i = 0; i < LOOKED_N; i++)
 		if (h->looked[i].ino == ino && now - h->looked[i].at < LOOKED_NS)
@@ -460,4 +507,5 @@ client_hold_close(sh_fs *fs, uint64_t ino)
 		pthread_cond_broadcast(&h->cv);
 	}
 	pthread_mutex_unlock(&h->mu);
+	driven_turn(fs);
 }

@@ -154,7 +154,7 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 	struct dcall *calls = sh_calloc((size_t)k * n, sizeof(*calls));
 	uint64_t failed[EC_N_MAX * 2];
 	unsigned nfailed = 0;
-	uint64_t deadline = sh_clock_mono_ns() + f->fs->c->timeout_ns;
+	uint64_t deadline = env_clock(f->fs->c->env) + f->fs->c->timeout_ns;
 	int rc = calls == NULL ? -ENOMEM : 0;
 
 	for (unsigned j = 0; rc == 0 && j < k; j++) {
@@ -173,12 +173,12 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 	for (int attempt = 0; rc == 0 && left > 0; attempt++) {
 		unsigned nc = 0;
 
-		if (attempt > 0 && sh_clock_mono_ns() + RETRY_US * 1000ull > deadline) {
+		if (attempt > 0 && env_clock(f->fs->c->env) + RETRY_US * 1000ull > deadline) {
 			rc = -EIO;
 			break;
 		}
 		if (attempt > 0)
-			usleep(attempt == 1 ? RETRY_US / 3 : RETRY_US);
+			client_sleep(f->fs->c, (attempt == 1 ? RETRY_US / 3 : RETRY_US) * 1000ull);
 		for (unsigned j = 0; rc == 0 && j < k; j++) {
 			if (w[j].done)
 				continue;

@@ -54,7 +54,7 @@ int
 client_loc_fetch(sh_fs *fs, struct meta_extent *e)
 {
 	unsigned n = (unsigned)e->d + e->p;
-	uint64_t now = cache_now();
+	uint64_t now = cache_now(fs);
 	struct meta_extent loc;
 	struct cres r;
 	bool same, recent = false;

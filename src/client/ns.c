@@ -81,13 +81,11 @@ client_to_stat(uint64_t ino, const struct meta_inode *in, struct stat *st)
 	ns_ts(in->ctime, &st->st_ctim);
 }
 
+/* The wall clock, through the client's env (virtual in the simulator). */
 static uint64_t
-now_ns(void)
+now_ns(sh_fs *fs)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return env_realtime(fs->c->env);
 }
 
 /* ---- requests ---- */
@@ -171,7 +169,7 @@ sh_getattr(sh_fs *fs, uint64_t ino, struct stat *st)
 			client_to_stat(ino, &in, st);
 		return 0;
 	}
-	since = cache_now();
+	since = cache_now(fs);
 	rc = ns_read(fs, MP_GETATTR, meta_ino_bucket(ino), ino, "", 0, 0, &r);
 	return client_attr_reply(fs, ino, rc, &r, since, st);
 }
@@ -228,7 +226,7 @@ lookup(sh_fs *fs, uint64_t parent, const char *name, uint64_t *ino, struct meta_
 		}
 		return rc == -ESTALE ? -ENOENT : rc;
 	}
-	since = cache_now();
+	since = cache_now(fs);
 	rc = ns_read(fs, MP_LOOKUP, entry_bucket(fs, parent, name, len), parent, name, len, 0, &r);
 	if (rc == 0 && !(r.rep.flags & MP_DENTRY))
 		rc = -EPROTO;
@@ -481,7 +479,7 @@ sh_link_at(sh_fs *fs, uint64_t ino, uint64_t parent, const char *name, struct st
 
 			out->st_nlink = st.st_nlink + 1;
 			/* and its ctime moves with it (the kernel keeps what this says) */
-			ns_ts(now_ns(), &now);
+			ns_ts(now_ns(fs), &now);
 			if (out->st_ctim.tv_sec < now.tv_sec ||
 			    (out->st_ctim.tv_sec == now.tv_sec &&
 			     out->st_ctim.tv_nsec < now.tv_nsec))
@@ -962,7 +960,7 @@ int
 sh_utimens(sh_fs *fs, const char *path, const struct timespec times[2])
 {
 	struct meta_setattr sa = { 0 };
-	uint64_t now = now_ns();
+	uint64_t now = now_ns(fs);
 
 	for (int i = 0; i < 2; i++) {
 		uint64_t v;

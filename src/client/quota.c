@@ -69,7 +69,7 @@ fetch_used(sh_fs *fs, uint64_t *used)
 void
 client_quota_space(sh_fs *fs, uint64_t *quota, uint64_t *used)
 {
-	uint64_t now = sh_clock_mono_ns();
+	uint64_t now = env_clock(fs->c->env);
 	bool fresh;
 
 	*used = 0;

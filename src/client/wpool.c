@@ -78,9 +78,12 @@ pool_get(sh_fs *fs, unsigned which)
 int
 wpool_run(sh_fs *fs, unsigned which, void (*fn)(void *arg), void *arg)
 {
-	struct wpool *p = pool_get(fs, which);
+	struct wpool *p;
 	struct wtask *t;
 
+	if (client_driven(fs->c))
+		return -EOPNOTSUPP; /* no threads on a caller's env (client_env.h) */
+	p = pool_get(fs, which);
 	if (p == NULL || (t = sh_calloc(1, sizeof(*t))) == NULL)
 		return -ENOMEM;
 	t->fn = fn;

@@ -290,6 +290,20 @@ on_run_done(struct env_task *t)
 	}
 }
 
+/*
+ * libraft allocates a barrier entry's 8 bytes and never writes them: what
+ * the heap held there would go to disk and over the wire (a few bytes of
+ * this process's memory, and a simulator run that differs with the
+ * address layout). Nobody reads them; they are zeroed before they leave.
+ */
+static void
+zero_barriers(const struct raft_entry *entries, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (entries[i].type == RAFT_BARRIER && entries[i].buf.base != NULL)
+			memset(entries[i].buf.base, 0, entries[i].buf.len);
+}
+
 static int
 io_send(struct raft_io *io, struct raft_io_send *req, const struct raft_message *m,
 	raft_io_send_cb cb)
@@ -301,6 +315,8 @@ io_send(struct raft_io *io, struct raft_io_send *req, const struct raft_message 
 
 	if (r->closing)
 		return RAFT_CANCELED;
+	if (m->type == RAFT_IO_APPEND_ENTRIES)
+		zero_barriers(m->append_entries.entries, m->append_entries.n_entries);
 	op = sh_calloc(1, sizeof(*op));
 	if (op == NULL)
 		return RAFT_NOMEM;
@@ -404,6 +420,7 @@ io_append(struct raft_io *io, struct raft_io_append *req, const struct raft_entr
 {
 	struct rio *r = io->impl;
 
+	zero_barriers(entries, n);
 	req->cb = cb;
 	return rlog_append(r->log, entries, n, on_appended, req) < 0 ? RAFT_IOERR : 0;
 }

@@ -528,4 +528,3 @@ meta_rename_finish(struct meta_bucket *b, const struct meta_rename2 *r)
 	meta_key_id(&k, b->bucket, META_K_INTENT, r->id);
 	return meta_del(b->t, &k, b->ver, b->keep);
 }
-

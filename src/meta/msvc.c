@@ -83,9 +83,13 @@ mreq_answer(struct mreq *m, int status, const struct mp_reply *r)
 		sh_enc_init(&e);
 		if (r != NULL)
 			mp_reply_encode(&e, r);
+		/* a command's answer leaves once what it changed is recalled from clients */
+		bool parked = !sh_enc_error(&e) && m->req.kind == MP_CMD && m->fs != NULL &&
+			      msvc_cache_park(m->fs, m->nr, status, e.p, r != NULL ? e.len : 0);
+
 		if (sh_enc_error(&e))
 			net_reply(m->nr, -ENOMEM, NULL, 0);
-		else
+		else if (!parked)
 			net_reply(m->nr, status, &(struct iovec){ e.p, e.len }, r != NULL ? 1 : 0);
 		sh_enc_fini(&e);
 	} else {

@@ -6,7 +6,16 @@
  * a command changes them it recalls them from every holder
  * (NET_OP_META_RECALL). The leases are the leader's memory only: a new
  * leader knows none, which is safe because each lasts MP_CACHE_MS and a
- * client never keeps one longer.
+ * client never keeps one longer: a new leader's answers to commands wait
+ * MP_CACHE_MS first (msvc_cache_led).
+ *
+ * A command's answer waits for its recalls (the fence): every recall
+ * sent before the answer is answered by its client, or, where the client
+ * did not answer, its lease has run out. Without it the recall and the
+ * answer raced: a recall lost once and resent, or reordered, let another
+ * client stat a file after its writer's close and see the size of
+ * before (the whole-system simulator test found it, tests/sim/meta
+ * test_sim_client.c).
  */
 #include <string.h>
 
@@ -25,8 +34,41 @@ struct clease {
 	uint64_t expires;
 };
 
+/* Recalls in flight, and the answers that wait for them. */
+struct mfence {
+	unsigned refs; /* the filesystem's, and one per batch in flight */
+	bool gone;     /* the filesystem went: nobody waits any more */
+	struct env *env;
+	uint64_t next;		/* the seq of the next batch */
+	struct sh_list batches; /* struct rbatch in flight, oldest first */
+	struct sh_list parked;	/* struct parked, oldest first */
+};
+
+/* The recalls of one change: one call per client, then the wait for leases not recalled. */
+struct rbatch {
+	struct sh_list link;
+	struct mfence *f;
+	uint64_t seq;
+	unsigned pending;	/* calls in flight */
+	bool unanswered;	/* a client did not answer: its lease must run out */
+	uint64_t expires;	/* the last lease recalled */
+	struct env_timer timer; /* armed: until expires */
+	bool timing;
+};
+
+/* An answer that waits for every batch up to seq `after`. */
+struct parked {
+	struct sh_list link;
+	uint64_t after;
+	struct net_req *nr;
+	int status;
+	size_t len;
+	uint8_t body[];
+};
+
 struct mcache {
 	struct clease *slot[SLOTS];
+	struct mfence *fence;
 };
 
 static unsigned
@@ -73,19 +115,168 @@ msvc_cache_grant(struct mfs *fs, uint64_t client, const struct mp_key *k)
 }
 
 static void
+fence_unref(struct mfence *f)
+{
+	if (--f->refs == 0)
+		sh_free(f);
+}
+
+/* The oldest batch's seq in flight, or UINT64_MAX with none. */
+static uint64_t
+oldest(const struct mfence *f)
+{
+	return sh_list_empty(&f->batches)
+		   ? UINT64_MAX
+		   : sh_list_entry(f->batches.next, struct rbatch, link)->seq;
+}
+
+/* The answers whose recalls are all done leave (all of them, the filesystem gone). */
+static void
+release(struct mfence *f)
+{
+	uint64_t first = oldest(f);
+
+	while (!sh_list_empty(&f->parked)) {
+		struct parked *p = sh_list_entry(f->parked.next, struct parked, link);
+
+		if (!f->gone && p->after >= first)
+			break;
+		sh_list_del(&p->link);
+		net_reply(p->nr, p->status, &(struct iovec){ p->body, p->len }, p->len ? 1 : 0);
+		sh_free(p);
+	}
+}
+
+static void
+batch_end(struct rbatch *b)
+{
+	struct mfence *f = b->f;
+
+	sh_list_del(&b->link);
+	sh_free(b);
+	release(f);
+	fence_unref(f);
+}
+
+static void
+on_lease_out(struct env_timer *t)
+{
+	struct rbatch *b = t->arg;
+
+	b->timing = false;
+	batch_end(b);
+}
+
+/* A batch's calls all answered: done, or once the leases of clients that did not answer are out. */
+static void
+batch_maybe_end(struct rbatch *b)
+{
+	uint64_t now = env_now(b->f->env);
+
+	if (b->pending > 0 || b->timing)
+		return;
+	if (b->unanswered && !b->f->gone && b->expires > now) {
+		env_timer_init(b->f->env, &b->timer, on_lease_out, b);
+		if (env_timer_arm(&b->timer, b->expires - now) == 0) {
+			b->timing = true;
+			return;
+		}
+	}
+	batch_end(b);
+}
+
+static void
 on_recalled(void *arg, int status, const struct net_msg *reply)
 {
-	(void)arg;
-	(void)status; /* a client that does not answer keeps nothing past its lease */
+	struct rbatch *b = arg;
+
 	(void)reply;
+	b->pending--;
+	b->unanswered |= status < 0; /* it keeps nothing past its lease */
+	batch_maybe_end(b);
+}
+
+bool
+msvc_cache_park(struct mfs *fs, struct net_req *nr, int status, const void *body, size_t len)
+{
+	struct mfence *f = fs->cache ? fs->cache->fence : NULL;
+	struct parked *p;
+
+	if (f == NULL || sh_list_empty(&f->batches))
+		return false; /* nothing in flight: answered now */
+	p = sh_malloc(sizeof(*p) + len);
+	if (p == NULL)
+		return false; /* no memory to wait: answered now, as before the fence */
+	p->after = f->next - 1;
+	p->nr = nr;
+	p->status = status;
+	p->len = len;
+	memcpy(p->body, body, len);
+	sh_list_add_tail(&f->parked, &p->link);
+	return true;
+}
+
+static struct mfence *
+fence_get(struct mfs *fs)
+{
+	struct mfence *f;
+
+	if (fs->cache == NULL && (fs->cache = sh_calloc(1, sizeof(*fs->cache))) == NULL)
+		return NULL;
+	f = fs->cache->fence;
+
+	if (f == NULL && (f = sh_calloc(1, sizeof(*f))) != NULL) {
+		f->refs = 1;
+		f->env = fs->s->env;
+		f->next = 1;
+		sh_list_init(&f->batches);
+		sh_list_init(&f->parked);
+		fs->cache->fence = f;
+	}
+	return f;
+}
+
+/* A batch in flight (its calls to come), the answers from now on behind it; NULL: no memory. */
+static struct rbatch *
+batch_new(struct mfs *fs, uint64_t expires)
+{
+	struct mfence *f = fence_get(fs);
+	struct rbatch *b = f ? sh_calloc(1, sizeof(*b)) : NULL;
+
+	if (b == NULL)
+		return NULL;
+	b->f = f;
+	b->seq = f->next++;
+	b->expires = expires;
+	f->refs++;
+	sh_list_add_tail(&f->batches, &b->link);
+	return b;
+}
+
+void
+msvc_cache_led(struct mfs *fs)
+{
+	struct rbatch *b;
+
+	if (fs->closing)
+		return;
+	b = batch_new(fs, env_now(fs->s->env) + LEASE_NS);
+	if (b == NULL) {
+		sh_log_warn("filesystem %u: no memory to wait out a former leader's leases",
+			    fs->id);
+		return;
+	}
+	b->unanswered = true; /* as from clients that never answer: their leases run out */
+	batch_maybe_end(b);
 }
 
 /* The holders of these keys lose them: one recall per client. */
 void
 msvc_cache_recall(struct mfs *fs, const struct mp_key *keys, unsigned n)
 {
-	uint64_t now = env_now(fs->s->env), clients[16];
+	uint64_t now = env_now(fs->s->env), clients[16], expires = 0;
 	unsigned nc = 0;
+	struct rbatch *b;
 
 	if (fs->cache == NULL || fs->closing)
 		return;
@@ -103,6 +294,7 @@ msvc_cache_recall(struct mfs *fs, const struct mp_key *keys, unsigned n)
 						;
 					if (k == nc && nc < 16)
 						clients[nc++] = l->client;
+					expires = l->expires > expires ? l->expires : expires;
 				}
 				*pp = l->next;
 				sh_free(l);
@@ -111,18 +303,53 @@ msvc_cache_recall(struct mfs *fs, const struct mp_key *keys, unsigned n)
 			pp = &l->next;
 		}
 	}
+	if (nc == 0)
+		return;
+	b = batch_new(fs, expires);
+	if (b == NULL) {
+		sh_log_warn("no memory to follow the recalls of %u leases: answered without them",
+			    nc);
+		return;
+	}
 	for (unsigned c = 0; c < nc; c++) {
 		struct sh_enc e;
 		struct net_call_opts o = { .timeout_ns = CALL_NS, .retries = 1 };
 
 		sh_enc_init(&e);
 		mp_recall_encode(&e, fs->id, keys, n);
-		if (!sh_enc_error(&e))
-			(void)net_call(fs->s->net, clients[c], NET_OP_META_RECALL,
-				       &(struct iovec){ e.p, e.len }, 1, &o, on_recalled, NULL,
-				       NULL);
+		if (!sh_enc_error(&e) &&
+		    net_call(fs->s->net, clients[c], NET_OP_META_RECALL,
+			     &(struct iovec){ e.p, e.len }, 1, &o, on_recalled, b, NULL) == 0)
+			b->pending++;
+		else
+			b->unanswered = true;
 		sh_enc_fini(&e);
 	}
+	batch_maybe_end(b);
+}
+
+/*
+ * The filesystem goes: the answers waiting leave now, the waits for leases
+ * end; batches with calls in flight end with their calls (net_destroy's
+ * cancel at the latest).
+ */
+static void
+fence_detach(struct mfence *f)
+{
+	struct sh_list *pos, *tmp;
+
+	f->gone = true;
+	release(f);
+	sh_list_for_each_safe (pos, tmp, &f->batches) {
+		struct rbatch *b = sh_list_entry(pos, struct rbatch, link);
+
+		if (b->timing) {
+			env_timer_cancel(&b->timer);
+			b->timing = false;
+			batch_end(b);
+		}
+	}
+	fence_unref(f);
 }
 
 void
@@ -130,6 +357,8 @@ msvc_cache_free(struct mfs *fs)
 {
 	if (fs->cache == NULL)
 		return;
+	if (fs->cache->fence != NULL)
+		fence_detach(fs->cache->fence);
 	for (unsigned i = 0; i < SLOTS; i++)
 		while (fs->cache->slot[i]) {
 			struct clease *l = fs->cache->slot[i];

@@ -95,6 +95,7 @@ on_ready(void *arg, struct mgroup *g)
 			mgroup_propose(g, 0, &c, on_mkroot, fs);
 		}
 	}
+	msvc_cache_led(fs);
 	for (uint32_t gi = 0; gi < fs->ngroups; gi++)
 		if (fs->groups[gi] == g)
 			msvc_hold_led(fs, gi);

@@ -203,6 +203,16 @@ void msvc_cache_recall(struct mfs *fs, const struct mp_key *keys, unsigned n);
 void msvc_cache_changed(struct mfs *fs, const struct meta_cmd *c, const struct meta_result *r);
 void msvc_cache_free(struct mfs *fs);
 /*
+ * An answer (encoded: body) that must wait for the recalls in flight: kept,
+ * and net_reply'd once they are done (true), or to be answered now (false).
+ */
+bool msvc_cache_park(struct mfs *fs, struct net_req *nr, int status, const void *body, size_t len);
+/*
+ * This node now leads one of fs's groups: a former leader's leases, which
+ * it cannot know, may live MP_CACHE_MS more; answers to commands wait them out.
+ */
+void msvc_cache_led(struct mfs *fs);
+/*
  * Open files without names (msvc_hold.c). msvc_hold: client holds ino open
  * (or gives it back); -ESTALE if ino is being dropped. msvc_hold_led: group
  * gi became a serving leader here. msvc_orphans_reap: drop bucket's orphans

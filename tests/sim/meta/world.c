@@ -8,6 +8,34 @@ addr(int id, char *buf, size_t len)
 	snprintf(buf, len, "10.0.1.%d:7100", id);
 }
 
+void
+mgmt_addr(int id, char *buf, size_t len)
+{
+	snprintf(buf, len, "10.0.1.%d:7000", id);
+}
+
+/* NET_OP_CLUSTER_CONFIG, as a node's cluster module answers it: the epoch, the newer config. */
+static void
+on_config(struct net_req *req, void *arg)
+{
+	struct node *n = arg;
+	const struct net_msg *m = net_req_body(req);
+	struct sh_enc e;
+	uint64_t epoch;
+
+	if (m->len != 8) {
+		net_reply(req, -EINVAL, NULL, 0);
+		return;
+	}
+	memcpy(&epoch, m->buf->data + m->off, 8);
+	sh_enc_init(&e);
+	sh_enc_u64(&e, n->w->cfg->epoch);
+	if (epoch < n->w->cfg->epoch)
+		cfg_encode(&e, n->w->cfg);
+	net_reply(req, sh_enc_error(&e) ? -ENOMEM : 0, &(struct iovec){ e.p, e.len }, 1);
+	sh_enc_fini(&e);
+}
+
 static void
 build_cfg(struct world *w)
 {
@@ -16,13 +44,13 @@ build_cfg(struct world *w)
 
 	w->cfg = cfg_new();
 	snprintf(c.name, sizeof(c.name), "sim");
-	snprintf(c.addr, sizeof(c.addr), "10.0.0.1:7000");
+	mgmt_addr(1, c.addr, sizeof(c.addr));
 	addr(1, c.data, sizeof(c.data));
 	SH_ASSERT_OK(cfg_apply(w->cfg, &c, msg, sizeof(msg)));
 	for (int i = 2; i <= N; i++) {
 		struct cfg_cmd a = { .op = CFG_OP_NODE_ADD, .id = (uint64_t)i };
 
-		snprintf(a.addr, sizeof(a.addr), "10.0.0.%d:7000", i);
+		mgmt_addr(i, a.addr, sizeof(a.addr));
 		addr(i, a.data, sizeof(a.data));
 		SH_ASSERT_OK(cfg_apply(w->cfg, &a, msg, sizeof(msg)));
 	}
@@ -106,6 +134,12 @@ node_start(struct node *n)
 	addr(n->id, a, sizeof(a));
 	SH_ASSERT_OK(env_addr_parse(a, &ifc.addr));
 	SH_ASSERT_OK(net_create(n->env, &nc, &n->net));
+	/* the management endpoint, for clients' configuration (client_env.h) */
+	mgmt_addr(n->id, a, sizeof(a));
+	SH_ASSERT_OK(env_addr_parse(a, &ifc.addr));
+	nc.node_id = (uint64_t)n->id;
+	SH_ASSERT_OK(net_create(n->env, &nc, &n->mnet));
+	SH_ASSERT_OK(net_handle(n->mnet, NET_OP_CLUSTER_CONFIG, on_config, n));
 	SH_ASSERT_OK(msvc_create(n->net, &p, &n->svc));
 	SH_ASSERT_OK(msvc_set_cfg(n->svc, n->w->cfg));
 	if (n->w->stores)
@@ -143,6 +177,7 @@ node_stop(struct world *w, struct node *n, bool crash)
 		store_close(n->st);
 		n->st = NULL;
 	}
+	net_destroy(n->mnet);
 	net_destroy(n->net);
 }
 
@@ -415,7 +450,7 @@ world_add_node(struct world *w)
 	};
 
 	SH_ASSERT_LE(i, NMAX);
-	snprintf(a.addr, sizeof(a.addr), "10.0.0.%d:7000", i);
+	mgmt_addr(i, a.addr, sizeof(a.addr));
 	addr(i, a.data, sizeof(a.data));
 	world_apply(w, &a);
 	node_create(w, i);

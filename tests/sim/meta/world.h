@@ -33,6 +33,7 @@ struct node {
 	struct sim_node *sn;
 	struct env *env;
 	struct net *net;
+	struct net *mnet; /* management: the configuration for clients */
 	struct msvc *svc;
 	struct store *st; /* a drive target (worlds with stores) */
 	struct store_svc *ssvc;
@@ -82,6 +83,7 @@ struct dreply {
 
 /* world.c: node i's data address; its start and stop (crash: kill -9, the disk torn) */
 void addr(int id, char *buf, size_t len);
+void mgmt_addr(int id, char *buf, size_t len);
 void node_start(struct node *n);
 void node_stop(struct world *w, struct node *n, bool crash);
 /* A request to its bucket's leader, waited for (on_call, call_done: its parts). */

@@ -80,7 +80,6 @@ struct cluster {
 	struct env_task stop_task;
 };
 
-
 /* An RPC in flight: cancelled (and waited for) when the cluster stops. */
 typedef void (*ccall_fn)(struct cluster *cl, void *ctx, uint64_t node, int status,
 			 const struct net_msg *reply);

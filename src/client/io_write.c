@@ -13,7 +13,7 @@
 #include <openssl/sha.h>
 
 #include "../data/reduce.h"
-#include "../meta/meta_dedup.h"
+#include "../meta/meta_proto.h"
 #include "../store/store_proto.h"
 #include "io_int.h"
 

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "meta_cmd.h"
+#include "meta_dedup.h"
 #include "meta_done.h"
 
 /* 3: trim and lease (version 2 commands, with neither, still decode: logs written before) */

@@ -11,8 +11,9 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "meta_dedup.h"
-#include "meta_extent.h"
+#include "meta_proto.h"
+
+struct meta_bucket; /* meta_ops.h: applying a command needs the bucket store */
 
 /*
  * Every command of a bucket, declared once: X(id, number, "name"). The

@@ -29,28 +29,6 @@
 
 #include "meta_extent.h"
 
-#define META_FP_LEN	     32
-#define META_DEDUP_MAX	     16		      /* fingerprints per claim command */
-#define META_CLAIMS_MAX	     META_EXTENTS_MAX /* claims per extent commit */
-#define META_CLAIM_COMMIT_NS (30ull * 1000 * 1000 * 1000)
-
-/* The bucket of fp's entry. */
-uint16_t meta_fp_bucket(const uint8_t fp[META_FP_LEN], uint32_t nbuckets);
-
-struct meta_dedup_item {
-	uint8_t fp[META_FP_LEN];
-	bool has_loc;		/* a block the writer stored: where (a v3 extent, off 0) */
-	struct meta_extent loc; /* (the reply: where the block is; stripe 0: not here) */
-};
-
-/* A claim command's data: u64 claim, u16 the file's bucket, u8 n, per item fp, u8 has, [u8 len,
- * the extent value]. */
-int meta_claim_encode(struct sh_enc *e, uint64_t claim, uint16_t owner,
-		      const struct meta_dedup_item *it, unsigned n);
-/* Fuzzed. At most META_DEDUP_MAX items; -EBADMSG. */
-int meta_claim_decode(const uint8_t *b, size_t len, uint64_t *claim, uint16_t *owner,
-		      struct meta_dedup_item *it, unsigned *n);
-
 /*
  * At fp's bucket: hold each item's block for claim (made at now, for the
  * file in bucket owner): one found here is held and its place returned in
@@ -82,10 +60,6 @@ int meta_dedup_claims(struct meta_bucket *b, uint64_t before,
 
 /* ---- in the file's bucket ---- */
 
-struct meta_claim_ref {
-	uint16_t bucket; /* where it holds */
-	uint64_t claim, when;
-};
 /*
  * The claims an extent commit consumes, checked before it maps anything:
  * each must be younger than META_CLAIM_COMMIT_NS at now and never asked
@@ -112,13 +86,5 @@ int meta_dedup_kill(struct meta_bucket *b, uint64_t claim, uint64_t now, int *co
 int meta_dedup_forget_refused(struct meta_bucket *b, uint64_t before, bool dry, unsigned *n);
 /* Its CLAIM_DONE was shipped: forget that it was committed. */
 int meta_dedup_forget(struct meta_bucket *b, uint64_t claim);
-
-/* An extent commit's data with claims: u32 extent list length, the list, u8 n, per claim u16
- * bucket, u64 claim, u64 when. */
-int meta_claims_encode(struct sh_enc *e, const struct meta_extent *ex, unsigned nex,
-		       const struct meta_claim_ref *c, unsigned n);
-/* Fuzzed. -EBADMSG. */
-int meta_claims_decode(const uint8_t *b, size_t len, struct meta_extent *ex, unsigned *nex,
-		       struct meta_claim_ref *c, unsigned *n);
 
 #endif /* SH_META_META_DEDUP_H */

@@ -19,54 +19,6 @@
 
 #include "meta_ops.h"
 
-#define META_FRAGS_MAX 20 /* 16 + 4 */
-/* The longest extent: a lookup at an offset starts this far before it. */
-#define META_EXTENT_LEN_MAX (64ull << 20)
-
-/*
- * A raw extent (enc REDUCE_RAW) is the range's bytes as they are, at soff
- * in the stripe's data. An encoded one (compressed: docs/reduction.md)
- * covers [boff, boff + len) of a block that expands to blen bytes from
- * the slen bytes stored at soff; trimming it moves boff, never soff.
- */
-struct meta_extent {
-	uint64_t off;	 /* file offset */
-	uint64_t len;	 /* bytes */
-	uint64_t stripe; /* the stripe's id (unique in the cluster) */
-	uint64_t soff;	 /* where the range (raw) or block (encoded) starts in the stripe's data */
-	uint8_t d, p;
-	uint32_t frag;		   /* fragment size */
-	uint8_t enc;		   /* enum reduce_enc */
-	uint32_t slen, blen, boff; /* an encoded block: stored, expanded, where the range starts */
-	bool dedup;		   /* a block of the dedup index (meta_dedup.h), named by fp */
-	uint8_t fp[32];
-	uint64_t targets[META_FRAGS_MAX];
-};
-
-/*
- * The value stored (and sent): version 1 (raw): d, p, frag, len, stripe,
- * soff, the d+p targets; version 2 (encoded): the same with enc, slen,
- * blen and boff before the targets; version 3 (a dedup block, raw or
- * encoded): version 2's with the fingerprint before the targets.
- */
-#define META_EXTENT_LEN(n)    (31 + 8 * (size_t)(n))
-#define META_EXTENT_LEN_V2(n) (44 + 8 * (size_t)(n))
-#define META_EXTENT_LEN_V3(n) (76 + 8 * (size_t)(n))
-#define META_EXTENT_VMAX      META_EXTENT_LEN_V3(META_FRAGS_MAX)
-/* The bytes of the stripe's data a read of [a, b) of the file needs from e (inside it). */
-void meta_extent_stored(const struct meta_extent *e, uint64_t a, uint64_t b, uint64_t *soff,
-			uint64_t *len);
-int meta_extent_encode(const struct meta_extent *e, uint8_t *out, size_t cap);
-/* Fuzzed. off is not in the value (it is the key's); -EBADMSG. */
-int meta_extent_decode(const uint8_t *b, size_t len, struct meta_extent *e);
-
-/* A list of extents with their offsets (a command's data): u8 count, then per extent u64 off,
- * u8 value length, the value. */
-#define META_EXTENTS_MAX 64
-int meta_extent_list_encode(struct sh_enc *enc, const struct meta_extent *e, unsigned n);
-/* Fuzzed. At most META_EXTENTS_MAX into out; -EBADMSG. */
-int meta_extent_list_decode(const uint8_t *b, size_t len, struct meta_extent *out, unsigned *n);
-
 /*
  * Map [e->off, e->off + e->len) of regular file ino (of this bucket) to
  * the extent, for n extents in order; the file grows to cover them;
@@ -76,7 +28,6 @@ int meta_extent_list_decode(const uint8_t *b, size_t len, struct meta_extent *ou
  * know of them — another handle wrote them since — looks again). -EISDIR,
  * -EINVAL (not a file, a bad extent), -ESTALE, -EFBIG (past 2^63).
  */
-#define META_EXTENT_TAKES_INLINE 0x1
 int meta_extent_set(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e, unsigned n,
 		    unsigned flags, uint64_t now, struct meta_inode *attr);
 /*
@@ -109,7 +60,6 @@ int meta_extents(struct meta_bucket *b, uint64_t ino, uint64_t off, uint64_t len
  * bytes (the writer includes them in its stripe). The file's size becomes
  * at least len.
  */
-#define META_INLINE_MAX 4096
 int meta_inline_set(struct meta_bucket *b, uint64_t ino, const void *data, size_t len, uint64_t now,
 		    struct meta_inode *attr);
 /*
@@ -131,11 +81,6 @@ int meta_inline_cut(struct meta_bucket *b, uint64_t ino, uint64_t len);
  * stripes those extents refer to (physical, dead blocks in live stripes
  * included). Kept in the same transactions that change them.
  */
-struct meta_usage {
-	uint64_t mapped, data, phys;
-	uint64_t unique;  /* mapped bytes stored once: extents not deduplicated, dedup blocks */
-	uint64_t inlined; /* small files' bytes kept inline (not in mapped: no stripe) */
-};
 int meta_usage_get(struct meta_bucket *b, struct meta_usage *u);
 /* (meta's own) the usage moves by these, saturating at zero */
 int meta_usage_add(struct meta_bucket *b, int64_t mapped, int64_t unique, int64_t data,
@@ -170,20 +115,11 @@ int meta_stripe_loc(struct meta_bucket *b, uint64_t stripe, struct meta_extent *
 /* Every referenced stripe with a location, in id order after `after` (0: all): fn (1 stops). */
 int meta_stripe_locs(struct meta_bucket *b, uint64_t after,
 		     int (*fn)(void *arg, const struct meta_extent *loc), void *arg);
-/* Fragment idx of a stripe goes from target `from` to target `to` (rebuilt or copied there). */
-struct meta_move {
-	uint8_t idx;
-	uint64_t from, to;
-};
 /*
  * Apply n moves at once: -ESTALE (a fragment is not on its `from` any more:
  * nothing changed), -ENOENT (the stripe is gone), -ENODATA, -EINVAL.
  */
 int meta_stripe_relocate(struct meta_bucket *b, uint64_t stripe, const struct meta_move *mv,
 			 unsigned n);
-/* META_OP_RELOCATE's data: u8 n, per move u8 idx, u64 from, u64 to. */
-int meta_moves_encode(struct sh_enc *e, const struct meta_move *mv, unsigned n);
-/* Fuzzed. At most META_FRAGS_MAX into mv; -EBADMSG. */
-int meta_moves_decode(const uint8_t *b, size_t len, struct meta_move *mv, unsigned *n);
 
 #endif /* SH_META_META_EXTENT_H */

@@ -19,6 +19,7 @@
 #define SH_META_META_OPS_H
 
 #include "meta_db.h"
+#include "meta_proto.h"
 
 struct meta_bucket {
 	struct meta_txn *t;
@@ -30,37 +31,6 @@ struct meta_bucket {
 	uint64_t unheld; /* a remove: this inode is open nowhere (its leader knew): no orphan */
 };
 
-/*
- * A change for another bucket. META_DELTA_INODE: inode ino's entries,
- * links and times; META_DELTA_DEDUP_REF: dlinks references more (or
- * fewer) on the dedup entry of fp; META_DELTA_CLAIM_DONE: the claim ino
- * was committed, its holds go (meta_dedup.h).
- */
-enum {
-	META_DELTA_INODE = 0,
-	META_DELTA_DEDUP_REF = 1,
-	META_DELTA_CLAIM_DONE = 2,
-	META_DELTA_PARENT = 3, /* directory ino now lives in fp's first 8 bytes (LE), since time */
-};
-struct meta_delta {
-	uint8_t kind;
-	uint16_t to;	  /* the bucket it is for */
-	uint16_t from;	  /* the bucket that queued it */
-	uint64_t seq;	  /* per source bucket, from 1 */
-	uint64_t ino;	  /* the inode it changes (a claim: its id) */
-	int32_t dentries; /* entries of a directory (its size) */
-	int32_t dlinks;	  /* nlink (references) */
-	uint64_t time;	  /* mtime and ctime become at least this (0: unchanged) */
-	uint8_t fp[32];	  /* a dedup entry's fingerprint */
-};
-
-/* The most deltas one command queues (a rename: two parents, a replaced inode, a moved one). */
-#define META_DELTAS_MAX 4
-
-/* format version, kind, to, from, seq, ino, dentries, dlinks, time, fp */
-#define META_DELTA_LEN 70
-void meta_delta_encode(const struct meta_delta *d, uint8_t out[META_DELTA_LEN]);
-int meta_delta_decode(const uint8_t *b, size_t len, struct meta_delta *d); /* fuzzed */
 /*
  * Queue d for bucket d->to (d->from and d->seq are set), or apply it here
  * at once when that is this bucket. b->queued counts what was queued.
@@ -79,39 +49,13 @@ int meta_parent_get(struct meta_bucket *b, uint64_t dir, uint64_t *parent);
 
 /* The root directory (inode 1 of bucket 0), if absent. */
 int meta_mkroot(struct meta_bucket *b, uint32_t mode, uint64_t now);
-#define META_ROOT_INO 1ull
 
 int meta_lookup(struct meta_bucket *b, uint64_t parent, const char *name, size_t len,
 		struct meta_dentry *out);
 int meta_getattr(struct meta_bucket *b, uint64_t ino, struct meta_inode *out);
 
-struct meta_setattr {
-	unsigned valid; /* META_SET_* */
-	uint32_t mode, uid, gid;
-	uint64_t size, atime, mtime;
-};
-#define META_SET_MODE  0x1
-#define META_SET_UID   0x2
-#define META_SET_GID   0x4
-#define META_SET_SIZE  0x8
-#define META_SET_ATIME 0x10
-#define META_SET_MTIME 0x20
 int meta_setattr(struct meta_bucket *b, uint64_t ino, const struct meta_setattr *sa, uint64_t now,
 		 struct meta_inode *out);
-
-struct meta_new {
-	uint8_t type; /* META_REG, META_DIR, META_LNK, ... */
-	uint32_t mode, uid, gid, rdev;
-	const char *target; /* symlinks */
-	size_t tlen;
-	uint64_t now;
-	/*
-	 * The request's tag (0: none), kept as the inode's generation: a
-	 * create retried after a lost answer finds its own inode and
-	 * succeeds again instead of saying EEXIST.
-	 */
-	uint64_t tag;
-};
 
 /*
  * Create (parent, name) with a new inode in this bucket (it must be the
@@ -139,8 +83,6 @@ int meta_remove(struct meta_bucket *b, uint64_t parent, const char *name, size_t
 		uint64_t now, uint64_t *removed, struct meta_delta deltas[2]);
 int meta_readlink(struct meta_bucket *b, uint64_t ino, char *buf, size_t cap, size_t *len);
 
-#define META_RENAME_NOREPLACE 0x1
-#define META_RENAME_EXCHANGE  0x2
 /*
  * Rename when both entries are in this bucket (-EXDEV when they are not:
  * the two-phase path, docs/metadata.md). Linux's rules: -ENOENT, -EEXIST
@@ -153,13 +95,6 @@ int meta_rename(struct meta_bucket *b, uint64_t oparent, const char *oname, size
 		uint64_t nparent, const char *nname, size_t nlen, unsigned flags, uint64_t now,
 		struct meta_delta deltas[META_DELTAS_MAX]);
 
-struct meta_dirent {
-	uint64_t ino;
-	uint8_t type;
-	uint16_t len;
-	char name[META_NAME_MAX + 1];
-};
-
 /*
  * The entries of directory parent held in this bucket, in key order,
  * starting after name `after` (NULL: from the start): at most max into
@@ -168,9 +103,6 @@ struct meta_dirent {
 int meta_readdir(struct meta_bucket *b, uint64_t parent, const char *after, size_t alen,
 		 struct meta_dirent *out, unsigned max, unsigned *n, bool *more);
 
-#define META_XATTR_CREATE  0x1
-#define META_XATTR_REPLACE 0x2
-#define META_XATTR_MAX	   65536
 int meta_setxattr(struct meta_bucket *b, uint64_t ino, const char *name, const void *val,
 		  size_t len, int flags, uint64_t now);
 int meta_getxattr(struct meta_bucket *b, uint64_t ino, const char *name, void *val, size_t cap,
@@ -189,18 +121,6 @@ int meta_removexattr(struct meta_bucket *b, uint64_t ino, const char *name, uint
  * abort on the side(s) that prepared. After a crash, S's intents say what
  * to redo: prepared → abort both; committed → commit_dst, then finish.
  */
-struct meta_rename2 {
-	uint64_t id; /* unique per S (e.g. its raft index) */
-	uint16_t src_bucket, dst_bucket;
-	uint64_t oparent, nparent;
-	char oname[META_NAME_MAX + 1], nname[META_NAME_MAX + 1];
-	unsigned flags;
-	uint64_t now;
-	uint64_t tag; /* the client's request: recorded as done at the decision (meta_done.h) */
-	/* filled by the prepares */
-	struct meta_dentry src, dst;
-	bool have_dst;
-};
 
 /* 1 (nothing done) if the rename's tag is done here: a retry another coordinator decided. */
 int meta_rename_prepare_src(struct meta_bucket *b, struct meta_rename2 *r);
@@ -215,9 +135,6 @@ int meta_rename_finish(struct meta_bucket *b, const struct meta_rename2 *r);
 /* The renames this bucket coordinates, for recovery: phase 1 prepared, 2 committed. */
 int meta_intents(struct meta_bucket *b,
 		 int (*fn)(void *arg, int phase, const struct meta_rename2 *r), void *arg);
-/* A rename's state as bytes (in intents, and between the two buckets); decode is fuzzed. */
-int meta_rename2_encode(struct sh_enc *e, const struct meta_rename2 *r);
-int meta_rename2_decode(const uint8_t *b, size_t len, struct meta_rename2 *r);
 
 /*
  * Directory leases (docs/metadata.md). A bucket creates entries under a
@@ -225,12 +142,6 @@ int meta_rename2_decode(const uint8_t *b, size_t len, struct meta_rename2 *r);
  * directory's bucket records whom it granted, stops granting while the
  * directory is being removed, and refuses rmdir while leases are out.
  */
-struct meta_lease {
-	uint64_t dir;
-	uint32_t mode, uid, gid;
-	uint64_t generation;
-};
-
 /* At the directory's bucket: grant lessee a lease. -ENOENT, -ENOTDIR, -EBUSY (closing). */
 int meta_lease_grant(struct meta_bucket *b, uint64_t dir, uint16_t lessee, struct meta_lease *out);
 /*

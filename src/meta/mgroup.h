@@ -26,6 +26,7 @@
 
 #include "../cluster/raft_io.h"
 #include "meta_cmd.h"
+#include "meta_dedup.h"
 
 struct mgroup;
 

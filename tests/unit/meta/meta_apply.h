@@ -7,6 +7,7 @@
 #define SH_TESTS_META_APPLY_H
 
 #include "../../../src/meta/meta_cmd.h"
+#include "../../../src/meta/meta_dedup.h"
 #include "../../lib/test.h"
 
 /* Apply c in bucket (of nb), its own transaction, kept only if it succeeds: the status. */

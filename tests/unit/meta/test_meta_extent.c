@@ -6,6 +6,7 @@
 
 #include "../../../src/data/reduce.h"
 #include "../../../src/meta/meta_cmd.h"
+#include "../../../src/meta/meta_dedup.h"
 #include "../../lib/test.h"
 
 struct fx {

@@ -16,6 +16,7 @@ SH_LOG_FACILITY("client");
 #define POLL_NS	       (1000ull * 1000 * 1000)
 #define CFG_CALL_NS    (2000ull * 1000 * 1000)
 #define CONNECT_WAIT_S 10
+#define FORGET_NS      (300ull * 1000 * 1000)
 
 enum cop_kind { COP_META = 1, COP_CALLS, COP_STOP };
 
@@ -781,6 +782,53 @@ sh_client_connect_env(const struct sh_client_env *e, const struct sh_client_opts
 	return rc;
 }
 
+/*
+ * The cache leases this client holds are given back (MP_FORGET at every
+ * node, for every filesystem it opened): a change to what it cached need
+ * not wait for a recall it would never answer (up to a lease, 1 s).
+ */
+static void
+forget_all(sh_client *c)
+{
+	unsigned nn, nf, n = 0;
+	struct dcall *calls;
+	struct sh_enc *e;
+
+	pthread_mutex_lock(&c->mu);
+	nn = c->view->nnodes;
+	nf = c->nused_fs;
+	calls = sh_calloc((size_t)nn * nf + 1, sizeof(*calls));
+	e = sh_calloc(nf + 1, sizeof(*e));
+	for (unsigned f = 0; calls != NULL && e != NULL && f < nf; f++) {
+		struct mp_req q = { .kind = MP_FORGET, .fs = c->used_fs[f] };
+
+		sh_enc_init(&e[f]);
+		if (mp_req_encode(&e[f], &q) < 0)
+			continue;
+		for (unsigned i = 0; i < nn; i++) {
+			const struct cfg_node *node = &c->view->nodes[i];
+			struct dcall *d = &calls[n];
+
+			if (node->state != CFG_UP)
+				continue;
+			d->peer = mplace_endpoint(node->id);
+			snprintf(d->addr, sizeof(d->addr), "%s", node->data);
+			d->op = NET_OP_META;
+			d->iov[0] = (struct iovec){ e[f].p, e[f].len };
+			d->niov = 1;
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (n > 0)
+		client_calls(c, calls, n,
+			     FORGET_NS); /* a node that does not answer: its leases run out */
+	for (unsigned f = 0; e != NULL && f < nf; f++)
+		sh_enc_fini(&e[f]);
+	sh_free(e);
+	sh_free(calls);
+}
+
 void
 sh_client_close(sh_client *c)
 {
@@ -788,6 +836,7 @@ sh_client_close(sh_client *c)
 
 	if (c == NULL)
 		return;
+	forget_all(c);
 	run(c, &o);
 	if (c->drive == NULL)
 		pthread_join(c->th, NULL);
@@ -808,6 +857,16 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 		return -ENOMEM;
 	fs->c = c;
 	fs->id = id;
+	pthread_mutex_lock(&c->mu);
+	{
+		unsigned i = 0;
+
+		while (i < c->nused_fs && c->used_fs[i] != id)
+			i++;
+		if (i == c->nused_fs && i < sizeof(c->used_fs) / sizeof(c->used_fs[0]))
+			c->used_fs[c->nused_fs++] = id;
+	}
+	pthread_mutex_unlock(&c->mu);
 	fs->nbuckets = nb;
 	pthread_mutex_init(&fs->wmu, NULL);
 	pthread_mutex_init(&fs->qmu, NULL);

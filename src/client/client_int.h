@@ -38,6 +38,9 @@ struct sh_client {
 	bool warned_degraded; /* said once that stripes share failure domains */
 	bool stopping;
 	bool stopped;
+	/* the filesystems opened (their leases are given back at the close; under mu) */
+	uint32_t used_fs[8];
+	unsigned nused_fs;
 	/* a client on its caller's env (client_env.h): no loop thread; waits drive the world */
 	bool (*drive)(void *world, bool (*pred)(void *arg), void *arg, uint64_t max_ns);
 	void *world;

@@ -64,7 +64,10 @@
 	/* ino: a stripe of this bucket, max: a fragment's index, off: the target that found  \
 	 * it corrupt; it is re-created there (-ENOENT, -ESTALE: not the record's, -EBUSY:    \
 	 * too many queued) */                                                                \
-	X(MP_REPAIR, 18, "repair")
+	X(MP_REPAIR, 18, "repair")                                                            \
+	/* at any node, fs: the client is gone, its cache leases there go with it (a          \
+	 * change need not wait for their recall) */                                          \
+	X(MP_FORGET, 19, "forget")
 
 enum mp_kind {
 #define MP_KIND_ENUM(id, num, name) id = (num),

@@ -84,8 +84,9 @@ mreq_answer(struct mreq *m, int status, const struct mp_reply *r)
 		if (r != NULL)
 			mp_reply_encode(&e, r);
 		/* a command's answer leaves once what it changed is recalled from clients */
-		bool parked = !sh_enc_error(&e) && m->req.kind == MP_CMD && m->fs != NULL &&
-			      msvc_cache_park(m->fs, m->nr, status, e.p, r != NULL ? e.len : 0);
+		bool parked =
+		    !sh_enc_error(&e) && m->req.kind == MP_CMD && m->fs != NULL && m->g != NULL &&
+		    msvc_cache_park(m->fs, m->g, m->nr, status, e.p, r != NULL ? e.len : 0);
 
 		if (sh_enc_error(&e))
 			net_reply(m->nr, -ENOMEM, NULL, 0);
@@ -885,6 +886,14 @@ dispatch(struct mreq *m)
 			return;
 		}
 		m->fs->refs++;
+	}
+	if (m->req.kind == MP_FORGET) { /* of this node, not of a group */
+		uint64_t client = msvc_client_of(m);
+
+		if (client != 0)
+			msvc_cache_forget(m->fs, client);
+		mreq_answer(m, client != 0 ? 0 : -EPERM, NULL);
+		return;
 	}
 	m->g = mfs_group(m->fs, m->req.bucket);
 	if (m->g == NULL) {

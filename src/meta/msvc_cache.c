@@ -6,8 +6,8 @@
  * a command changes them it recalls them from every holder
  * (NET_OP_META_RECALL). The leases are the leader's memory only: a new
  * leader knows none, which is safe because each lasts MP_CACHE_MS and a
- * client never keeps one longer: a new leader's answers to commands wait
- * MP_CACHE_MS first (msvc_cache_led).
+ * client never keeps one longer (what that leaves open after a leader's
+ * crash: docs/metadata.md "Client cache leases").
  *
  * A command's answer waits for its recalls (the fence): every recall
  * sent before the answer is answered by its client, or, where the client
@@ -34,12 +34,14 @@ struct clease {
 	uint64_t expires;
 };
 
-/* Recalls in flight, and the answers that wait for them. */
+/* One group's recalls in flight, and the answers to its commands that wait for them. */
 struct mfence {
-	unsigned refs; /* the filesystem's, and one per batch in flight */
-	bool gone;     /* the filesystem went: nobody waits any more */
+	struct mfence *next;
+	uint32_t group; /* mgroup_id */
+	unsigned refs;	/* the filesystem's, and one per batch in flight */
+	bool gone;	/* the filesystem went: nobody waits any more */
 	struct env *env;
-	uint64_t next;		/* the seq of the next batch */
+	uint64_t seq;		/* the seq of the next batch */
 	struct sh_list batches; /* struct rbatch in flight, oldest first */
 	struct sh_list parked;	/* struct parked, oldest first */
 };
@@ -52,6 +54,8 @@ struct rbatch {
 	unsigned pending;	/* calls in flight */
 	bool unanswered;	/* a client did not answer: its lease must run out */
 	uint64_t expires;	/* the last lease recalled */
+	uint64_t t0;		/* when it began */
+	unsigned clients;	/* recalled from */
 	struct env_timer timer; /* armed: until expires */
 	bool timing;
 };
@@ -68,7 +72,7 @@ struct parked {
 
 struct mcache {
 	struct clease *slot[SLOTS];
-	struct mfence *fence;
+	struct mfence *fences; /* per group led here, made at its first recall */
 };
 
 static unsigned
@@ -151,7 +155,13 @@ static void
 batch_end(struct rbatch *b)
 {
 	struct mfence *f = b->f;
+	uint64_t took = env_now(f->env) - b->t0;
 
+	if (took > 200ull * 1000 * 1000)
+		sh_log_info("group %#x: recalls from %u clients held answers %llu ms (%s)",
+			    f->group, b->clients, (unsigned long long)(took / 1000000),
+			    b->unanswered ? "a client did not answer: its lease ran out"
+					  : "answered");
 	sh_list_del(&b->link);
 	sh_free(b);
 	release(f);
@@ -185,6 +195,26 @@ batch_maybe_end(struct rbatch *b)
 	batch_end(b);
 }
 
+void
+msvc_cache_forget(struct mfs *fs, uint64_t client)
+{
+	unsigned n = 0;
+
+	if (fs->cache == NULL)
+		return;
+	for (unsigned i = 0; i < SLOTS; i++)
+		for (struct clease **pp = &fs->cache->slot[i], *l; (l = *pp) != NULL;) {
+			if (l->client == client) {
+				*pp = l->next;
+				sh_free(l);
+				n++;
+			} else {
+				pp = &l->next;
+			}
+		}
+	sh_log_debug("client %llx gone: %u leases dropped", (unsigned long long)client, n);
+}
+
 static void
 on_recalled(void *arg, int status, const struct net_msg *reply)
 {
@@ -196,10 +226,21 @@ on_recalled(void *arg, int status, const struct net_msg *reply)
 	batch_maybe_end(b);
 }
 
-bool
-msvc_cache_park(struct mfs *fs, struct net_req *nr, int status, const void *body, size_t len)
+static struct mfence *
+fence_find(const struct mfs *fs, uint32_t group)
 {
-	struct mfence *f = fs->cache ? fs->cache->fence : NULL;
+	struct mfence *f = fs->cache ? fs->cache->fences : NULL;
+
+	while (f != NULL && f->group != group)
+		f = f->next;
+	return f;
+}
+
+bool
+msvc_cache_park(struct mfs *fs, struct mgroup *g, struct net_req *nr, int status, const void *body,
+		size_t len)
+{
+	struct mfence *f = fence_find(fs, mgroup_id(g));
 	struct parked *p;
 
 	if (f == NULL || sh_list_empty(&f->batches))
@@ -207,7 +248,7 @@ msvc_cache_park(struct mfs *fs, struct net_req *nr, int status, const void *body
 	p = sh_malloc(sizeof(*p) + len);
 	if (p == NULL)
 		return false; /* no memory to wait: answered now, as before the fence */
-	p->after = f->next - 1;
+	p->after = f->seq - 1;
 	p->nr = nr;
 	p->status = status;
 	p->len = len;
@@ -217,62 +258,47 @@ msvc_cache_park(struct mfs *fs, struct net_req *nr, int status, const void *body
 }
 
 static struct mfence *
-fence_get(struct mfs *fs)
+fence_get(struct mfs *fs, uint32_t group)
 {
 	struct mfence *f;
 
 	if (fs->cache == NULL && (fs->cache = sh_calloc(1, sizeof(*fs->cache))) == NULL)
 		return NULL;
-	f = fs->cache->fence;
-
+	f = fence_find(fs, group);
 	if (f == NULL && (f = sh_calloc(1, sizeof(*f))) != NULL) {
+		f->group = group;
 		f->refs = 1;
 		f->env = fs->s->env;
-		f->next = 1;
+		f->seq = 1;
 		sh_list_init(&f->batches);
 		sh_list_init(&f->parked);
-		fs->cache->fence = f;
+		f->next = fs->cache->fences;
+		fs->cache->fences = f;
 	}
 	return f;
 }
 
 /* A batch in flight (its calls to come), the answers from now on behind it; NULL: no memory. */
 static struct rbatch *
-batch_new(struct mfs *fs, uint64_t expires)
+batch_new(struct mfs *fs, uint32_t group, uint64_t expires)
 {
-	struct mfence *f = fence_get(fs);
+	struct mfence *f = fence_get(fs, group);
 	struct rbatch *b = f ? sh_calloc(1, sizeof(*b)) : NULL;
 
 	if (b == NULL)
 		return NULL;
 	b->f = f;
-	b->seq = f->next++;
+	b->seq = f->seq++;
+	b->t0 = env_now(fs->s->env);
 	b->expires = expires;
 	f->refs++;
 	sh_list_add_tail(&f->batches, &b->link);
 	return b;
 }
 
-void
-msvc_cache_led(struct mfs *fs)
-{
-	struct rbatch *b;
-
-	if (fs->closing)
-		return;
-	b = batch_new(fs, env_now(fs->s->env) + LEASE_NS);
-	if (b == NULL) {
-		sh_log_warn("filesystem %u: no memory to wait out a former leader's leases",
-			    fs->id);
-		return;
-	}
-	b->unanswered = true; /* as from clients that never answer: their leases run out */
-	batch_maybe_end(b);
-}
-
-/* The holders of these keys lose them: one recall per client. */
-void
-msvc_cache_recall(struct mfs *fs, const struct mp_key *keys, unsigned n)
+/* The holders of these keys lose them: one recall per client; the group's answers wait. */
+static void
+recall(struct mfs *fs, uint32_t group, const struct mp_key *keys, unsigned n)
 {
 	uint64_t now = env_now(fs->s->env), clients[16], expires = 0;
 	unsigned nc = 0;
@@ -305,12 +331,13 @@ msvc_cache_recall(struct mfs *fs, const struct mp_key *keys, unsigned n)
 	}
 	if (nc == 0)
 		return;
-	b = batch_new(fs, expires);
+	b = batch_new(fs, group, expires);
 	if (b == NULL) {
 		sh_log_warn("no memory to follow the recalls of %u leases: answered without them",
 			    nc);
 		return;
 	}
+	b->clients = nc;
 	for (unsigned c = 0; c < nc; c++) {
 		struct sh_enc e;
 		struct net_call_opts o = { .timeout_ns = CALL_NS, .retries = 1 };
@@ -357,8 +384,12 @@ msvc_cache_free(struct mfs *fs)
 {
 	if (fs->cache == NULL)
 		return;
-	if (fs->cache->fence != NULL)
-		fence_detach(fs->cache->fence);
+	while (fs->cache->fences != NULL) {
+		struct mfence *f = fs->cache->fences;
+
+		fs->cache->fences = f->next;
+		fence_detach(f);
+	}
 	for (unsigned i = 0; i < SLOTS; i++)
 		while (fs->cache->slot[i]) {
 			struct clease *l = fs->cache->slot[i];
@@ -372,8 +403,10 @@ msvc_cache_free(struct mfs *fs)
 
 /* What a command changes that a client may have cached. */
 void
-msvc_cache_changed(struct mfs *fs, const struct meta_cmd *c, const struct meta_result *r)
+msvc_cache_changed(struct mfs *fs, struct mgroup *g, const struct meta_cmd *c,
+		   const struct meta_result *r)
 {
+	uint32_t group = mgroup_id(g);
 	struct mp_key k[6];
 	unsigned n = 0;
 
@@ -426,7 +459,7 @@ msvc_cache_changed(struct mfs *fs, const struct meta_cmd *c, const struct meta_r
 				continue;
 			k[n++] = mp_key_attr(d.ino);
 			if (n == 6) {
-				msvc_cache_recall(fs, k, n);
+				recall(fs, group, k, n);
 				n = 0;
 			}
 		}
@@ -434,5 +467,5 @@ msvc_cache_changed(struct mfs *fs, const struct meta_cmd *c, const struct meta_r
 	default:
 		return;
 	}
-	msvc_cache_recall(fs, k, n);
+	recall(fs, group, k, n);
 }

@@ -46,7 +46,7 @@ on_applied(void *arg, struct mgroup *g, uint16_t bucket, const struct meta_cmd *
 
 	if (r->status < 0 || !mgroup_ready(g))
 		return;
-	msvc_cache_changed(fs, c, r); /* what clients cached of it is recalled */
+	msvc_cache_changed(fs, g, c, r); /* what clients cached of it is recalled */
 	if (r->queued > 0) {
 		mfs_ship_kick(fs, bucket);
 		return;
@@ -95,7 +95,6 @@ on_ready(void *arg, struct mgroup *g)
 			mgroup_propose(g, 0, &c, on_mkroot, fs);
 		}
 	}
-	msvc_cache_led(fs);
 	for (uint32_t gi = 0; gi < fs->ngroups; gi++)
 		if (fs->groups[gi] == g)
 			msvc_hold_led(fs, gi);

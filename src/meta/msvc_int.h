@@ -199,19 +199,19 @@ int msvc_call_cmd(struct mfs *fs, uint16_t bucket, const struct meta_cmd *c, uin
 /* Client cache leases (msvc_cache.c). */
 struct mcache;
 void msvc_cache_grant(struct mfs *fs, uint64_t client, const struct mp_key *k);
-void msvc_cache_recall(struct mfs *fs, const struct mp_key *keys, unsigned n);
-void msvc_cache_changed(struct mfs *fs, const struct meta_cmd *c, const struct meta_result *r);
+/* What command c, applied by g here, changed that clients cached is recalled. */
+void msvc_cache_changed(struct mfs *fs, struct mgroup *g, const struct meta_cmd *c,
+			const struct meta_result *r);
 void msvc_cache_free(struct mfs *fs);
+/* Client is gone (MP_FORGET): its leases go, unrecalled. */
+void msvc_cache_forget(struct mfs *fs, uint64_t client);
 /*
- * An answer (encoded: body) that must wait for the recalls in flight: kept,
- * and net_reply'd once they are done (true), or to be answered now (false).
+ * The answer (encoded: body) to a command of group g, which must wait for
+ * g's recalls in flight: kept, and net_reply'd once they are done (true),
+ * or to be answered now (false).
  */
-bool msvc_cache_park(struct mfs *fs, struct net_req *nr, int status, const void *body, size_t len);
-/*
- * This node now leads one of fs's groups: a former leader's leases, which
- * it cannot know, may live MP_CACHE_MS more; answers to commands wait them out.
- */
-void msvc_cache_led(struct mfs *fs);
+bool msvc_cache_park(struct mfs *fs, struct mgroup *g, struct net_req *nr, int status,
+		     const void *body, size_t len);
 /*
  * Open files without names (msvc_hold.c). msvc_hold: client holds ino open
  * (or gives it back); -ESTALE if ino is being dropped. msvc_hold_led: group

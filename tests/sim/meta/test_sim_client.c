@@ -27,7 +27,7 @@
 #include "shoal/client.h"
 
 #define CLIENTS	  3
-#define NAMES	  8  /* per client directory */
+#define NAMES	  8 /* per client directory */
 #define MAX_BYTES (96u << 10)
 #define OPS	  150
 
@@ -186,8 +186,8 @@ run_clients(uint64_t seed)
 	world_start_opts(&w, seed, 4ull << 20, true);
 	for (int i = 0; i < CLIENTS; i++) {
 		c[i] = connect_client(&w, i + 1);
-			SH_ASSERT_OK(sh_fs_open(c[i], "fs1", &fs[i]));
-		}
+		SH_ASSERT_OK(sh_fs_open(c[i], "fs1", &fs[i]));
+	}
 	for (int i = 0; i < CLIENTS; i++) {
 		snprintf(p1, sizeof(p1), "/c%d", i);
 		SH_ASSERT_MSG(sh_mkdir(fs[i], p1, 0755) == 0, "seed %llu: mkdir %s",
@@ -202,47 +202,50 @@ run_clients(uint64_t seed)
 		int rc;
 
 		faults_turn(&w, &ft);
-			path_of(dir, a, p1, sizeof(p1));
+		path_of(dir, a, p1, sizeof(p1));
 		path_of(dir, b, p2, sizeof(p2));
 		if (kind < 4) { /* write anew */
 			uint64_t s = sh_rand_u64(&w.rng);
 			uint32_t len = (uint32_t)(sh_rand_u64(&w.rng) % (MAX_BYTES + 1));
 
-			int other = (who + 1 + (int)(sh_rand_u64(&w.rng) % (CLIENTS - 1))) % CLIENTS;
+			int other =
+			    (who + 1 + (int)(sh_rand_u64(&w.rng) % (CLIENTS - 1))) % CLIENTS;
 
 			/* another client has the file's attributes cached (under a lease) ... */
 			rc = check(fs[other], p1, fa, buf, want);
 			SH_ASSERT_MSG(rc == 0, "seed %llu op %d: client %d reads %s before: %d",
 				      (unsigned long long)seed, op, other, p1, rc);
 			rc = put(fs[who], p1, s, len, buf);
-			SH_ASSERT_MSG(rc == 0, "seed %llu op %d: client %d writes %u bytes to %s: %s",
+			SH_ASSERT_MSG(rc == 0,
+				      "seed %llu op %d: client %d writes %u bytes to %s: %s",
 				      (unsigned long long)seed, op, who, len, p1, sh_strerror(rc));
 			*fa = (struct file){ .exists = true, .seed = s, .len = len };
 			/* ... and sees the new bytes at once: the write recalled what it had */
 			rc = check(fs[other], p1, fa, buf, want);
-			SH_ASSERT_MSG(rc == 0,
-				      "seed %llu op %d: client %d reads %s just written by %d: %d (%s); "
-				      "node %d down, node %d cut off",
-				      (unsigned long long)seed, op, other, p1, who, rc,
-				      rc < 0 ? sh_strerror(rc) : "stale or wrong", ft.down, ft.cut);
+			SH_ASSERT_MSG(
+			    rc == 0,
+			    "seed %llu op %d: client %d reads %s just written by %d: %d (%s); "
+			    "node %d down, node %d cut off",
+			    (unsigned long long)seed, op, other, p1, who, rc,
+			    rc < 0 ? sh_strerror(rc) : "stale or wrong", ft.down, ft.cut);
 			counts[0]++;
 		} else if (kind < 7) { /* read back, through any client */
 			rc = check(fs[who], p1, fa, buf, want);
-			SH_ASSERT_MSG(rc == 0,
-				      "seed %llu op %d: client %d reads %s (%s, %u bytes): %d (%s)",
-				      (unsigned long long)seed, op, who, p1,
-				      fa->exists ? "exists" : "absent", fa->len, rc,
-				      rc < 0 ? sh_strerror(rc) : "wrong answer");
+			SH_ASSERT_MSG(
+			    rc == 0, "seed %llu op %d: client %d reads %s (%s, %u bytes): %d (%s)",
+			    (unsigned long long)seed, op, who, p1, fa->exists ? "exists" : "absent",
+			    fa->len, rc, rc < 0 ? sh_strerror(rc) : "wrong answer");
 			counts[1]++;
 		} else if (kind < 9) { /* rename over */
 			rc = sh_rename(fs[who], p1, p2, 0);
 			if (!fa->exists) {
-				SH_ASSERT_MSG(rc == -ENOENT, "seed %llu op %d: rename of absent %s: %d",
+				SH_ASSERT_MSG(rc == -ENOENT,
+					      "seed %llu op %d: rename of absent %s: %d",
 					      (unsigned long long)seed, op, p1, rc);
 			} else {
-				SH_ASSERT_MSG(rc == 0, "seed %llu op %d: client %d renames %s over %s: %s",
-					      (unsigned long long)seed, op, who, p1, p2,
-					      sh_strerror(rc));
+				SH_ASSERT_MSG(
+				    rc == 0, "seed %llu op %d: client %d renames %s over %s: %s",
+				    (unsigned long long)seed, op, who, p1, p2, sh_strerror(rc));
 				if (a != b) {
 					*fb = *fa;
 					fa->exists = false;

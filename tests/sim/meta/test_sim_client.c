@@ -332,3 +332,52 @@ TEST(client_sim_runs_the_same_from_one_seed)
 	SH_ASSERT_MSG(a == b, "seed %llu: traces %016llx and %016llx", (unsigned long long)seed,
 		      (unsigned long long)a, (unsigned long long)b);
 }
+
+/*
+ * A client that closes gives its cache leases back (MP_FORGET): a change
+ * to what it cached is not held for a recall it would never answer. And a
+ * change to what a live client caches waits for its recall, which it
+ * answers at once.
+ */
+TEST(client_sim_gone_client_holds_no_change)
+{
+	struct world w;
+	uint8_t *buf = sh_malloc(MAX_BYTES + 1), *want = sh_malloc(MAX_BYTES + 1);
+	struct file f = { .exists = true, .seed = 7, .len = 5000 };
+	sh_client *a, *b;
+	sh_fs *fa, *fb;
+	uint64_t t0, held_live, held_gone;
+
+	world_start_opts(&w, sh_test_seed(), 4ull << 20, true);
+	a = connect_client(&w, 1);
+	b = connect_client(&w, 2);
+	SH_ASSERT_OK(sh_fs_open(a, "fs1", &fa));
+	SH_ASSERT_OK(sh_fs_open(b, "fs1", &fb));
+	SH_ASSERT_OK(put(fb, "/x", f.seed, f.len, buf));
+	/* a caches /x (its attributes under a lease), b rewrites it: a's recall answered */
+	SH_ASSERT_OK(check(fa, "/x", &f, buf, want));
+	t0 = sim_now(w.sim);
+	f.seed = 8;
+	SH_ASSERT_OK(put(fb, "/x", f.seed, f.len, buf));
+	held_live = sim_now(w.sim) - t0;
+	SH_ASSERT_OK(check(fa, "/x", &f, buf, want));
+	/* a caches it again and goes; b's next rewrite waits for nobody */
+	sh_fs_close(fa);
+	sh_client_close(a);
+	t0 = sim_now(w.sim);
+	f.seed = 9;
+	SH_ASSERT_OK(put(fb, "/x", f.seed, f.len, buf));
+	held_gone = sim_now(w.sim) - t0;
+	printf("a rewrite took %.1f ms with a live client caching the file, %.1f ms after it "
+	       "left\n",
+	       (double)held_live / 1e6, (double)held_gone / 1e6);
+	SH_ASSERT_MSG(held_gone < 500 * SH_NSEC_PER_MSEC,
+		      "seed %llu: a rewrite after the caching client left took %llu ms",
+		      (unsigned long long)w.seed, (unsigned long long)(held_gone / 1000000));
+	SH_ASSERT_OK(check(fb, "/x", &f, buf, want));
+	sh_fs_close(fb);
+	sh_client_close(b);
+	world_end(&w);
+	sh_free(buf);
+	sh_free(want);
+}

@@ -484,6 +484,8 @@ TEST(meta_op_and_kind_tables)
 	}
 	SH_ASSERT_EQ(MP_HOLD, 16);
 	SH_ASSERT_EQ(MP_REPAIR, 18);
+	SH_ASSERT_EQ(MP_FORGET, 19);
+	SH_ASSERT_STREQ(mp_kind_name(MP_FORGET), "forget");
 	SH_ASSERT_STREQ(mp_kind_name(MP_LOOKUP), "lookup");
 	SH_ASSERT_NULL(mp_kind_name(MP_KIND_MAX));
 	for (unsigned k = 1; k < MP_KIND_MAX; k++)

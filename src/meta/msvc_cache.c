@@ -252,7 +252,8 @@ msvc_cache_park(struct mfs *fs, struct mgroup *g, struct net_req *nr, int status
 	p->nr = nr;
 	p->status = status;
 	p->len = len;
-	memcpy(p->body, body, len);
+	if (len > 0)
+		memcpy(p->body, body, len);
 	sh_list_add_tail(&f->parked, &p->link);
 	return true;
 }

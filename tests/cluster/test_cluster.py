@@ -10,6 +10,7 @@ test and the closing line "N passed, N failed, N skipped"; on a failure
 the node logs' tails are printed.
 """
 import errno
+import faulthandler
 import json
 import re
 import os
@@ -19,6 +20,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -1735,9 +1737,39 @@ def main():
     return test_main(__doc__, TESTS, SIZES, 5, "SH_CLUSTER_PORT", 27000)
 
 
-def run_tests(tests, sizes, nodes, base, only, keep):
+def timed_out(c, name, limit, keep):
+    """A test past its limit: what every thread of the test was doing, the logs, and the
+    exit, so a hang fails the run instead of holding it until CI gives up."""
+    print("FAIL %s: still running after %d s (SH_TEST_LIMIT); the test's threads:" %
+          (name, limit))
+    sys.stdout.flush()
+    faulthandler.dump_traceback(file=sys.stdout, all_threads=True)
+    for f in sorted(os.listdir(c.dir)):
+        if f.endswith(".log") and not re.match(r"n\d+\.log$", f):
+            with open(os.path.join(c.dir, f), errors="replace") as fp:
+                print("--- %s tail\n%s" % (f, "".join(fp.readlines()[-20:])))
+    print(c.logs())
+    if keep:
+        print("--keep: the hung test, its cluster and its mounts are left as they are in %s" %
+              c.dir)
+        sys.stdout.flush()
+        return
+    # every process of the test's cluster (each names its directory), the mounts among
+    # them, so that a call blocked in a mount returns; then the directory
+    subprocess.run(["pkill", "-9", "-f", c.dir], capture_output=True)
+    with open("/proc/mounts") as f:
+        for mnt in [x.split()[1] for x in f if x.split()[1].startswith(c.dir)]:
+            subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True)
+    shutil.rmtree(c.dir, ignore_errors=True)
+    print("0 passed, 1 failed, 0 skipped (the run stopped at %s)" % name)
+    sys.stdout.flush()
+    os._exit(1)
+
+
+def run_tests(tests, sizes, nodes, base, only, keep, limits=None):
     """Each test on its own cluster (sizes[name] nodes, else nodes; ports from base), PASS,
-    SKIP or FAIL with the nodes' logs, then the closing line; the exit status."""
+    SKIP or FAIL with the nodes' logs, then the closing line; the exit status. A test that
+    runs past its limit (limits[name], else SH_TEST_LIMIT, 600 s) ends the run as failed."""
     passed = failed = skipped = 0
     for i, fn in enumerate(tests):
         name = fn.__name__
@@ -1745,6 +1777,10 @@ def run_tests(tests, sizes, nodes, base, only, keep):
             continue
         c = Cluster(name, sizes.get(name, nodes), base + i * 20)
         t0 = time.time()
+        limit = (limits or {}).get(name, int(os.environ.get("SH_TEST_LIMIT", "600")))
+        dog = threading.Timer(limit, timed_out, (c, name, limit, keep))
+        dog.daemon = True
+        dog.start()
         try:
             fn(c)
             print("PASS %s (%.1fs)" % (name, time.time() - t0))
@@ -1759,6 +1795,7 @@ def run_tests(tests, sizes, nodes, base, only, keep):
             print(c.logs())
             failed += 1
         finally:
+            dog.cancel()
             c.down(wipe=not keep)
         sys.stdout.flush()
     print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))

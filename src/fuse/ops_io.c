@@ -229,10 +229,18 @@ sfuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t 
  * close(2) of one descriptor: what it wrote is made durable and visible
  * (close-to-open). A descriptor open for writing may have had its data
  * written around the kernel (libshoal_preload.so writes straight to the
- * cluster, docs/preload.md): the kernel forgets the file's attributes and
- * cached pages before the close returns, so the next stat or read through
- * this mount asks. Opens already drop the pages (keep_cache 0): this
- * costs a writer nothing it kept.
+ * cluster, docs/preload.md): the kernel forgets the file's attributes
+ * before the close returns, so the next stat or read through this mount
+ * asks, and a changed mtime or size drops the cached pages then
+ * (FUSE_CAP_AUTO_INVAL_DATA, op_init).
+ *
+ * Attributes only, never the pages from here: dropping pages takes each
+ * page's lock, and a write(2) into the same file holds its pages locked
+ * until its WRITE is answered. A flush comes from any close of any copy
+ * of the descriptor (a fork's child closing what it inherited, while the
+ * parent writes), so the flush would wait on a write that waits for this
+ * mount's threads: the chaos test hung so, the killer's fork stuck in
+ * close_range.
  */
 void
 sfuse_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -240,7 +248,7 @@ sfuse_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int rc = sh_fsync(fh(fi));
 
 	if (rc == 0 && open_writable(ino, fh(fi)))
-		(void)fuse_lowlevel_notify_inval_inode(sfuse_of(req)->se, ino, 0, 0);
+		(void)fuse_lowlevel_notify_inval_inode(sfuse_of(req)->se, ino, -1, 0);
 	sfuse_reply_err(req, rc);
 }
 

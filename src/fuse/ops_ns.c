@@ -418,6 +418,9 @@ op_init(void *userdata, struct fuse_conn_info *conn)
 
 	conn->max_write = max;
 	conn->max_read = max;
+	/* a changed mtime or size seen by a getattr drops the cached pages (sfuse_flush) */
+	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
+		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
 }
 
 const struct fuse_lowlevel_ops sfuse_ops = {

@@ -505,9 +505,7 @@ mroute_call(struct mroute *rt, const struct mp_req *req, uint64_t timeout_ns, mr
 	if (rc == 0)
 		rc = mp_req_decode(c->copy, c->body.len, &c->req);
 	if (rc < 0) {
-		sh_enc_fini(&c->body);
-		sh_free(c->copy);
-		sh_free(c);
+		call_free(c);
 		return rc;
 	}
 	c->rt = rt;
@@ -515,7 +513,13 @@ mroute_call(struct mroute *rt, const struct mp_req *req, uint64_t timeout_ns, mr
 	c->arg = arg;
 	c->deadline = env_now(rt->env) + timeout_ns;
 	env_timer_init(rt->env, &c->retry, on_retry, c);
+	/* the first attempt in a turn of its own: a local handler may answer at once,
+	 * and the callback never runs before this returns (env/README.md) */
+	rc = env_timer_arm(&c->retry, 0);
+	if (rc < 0) {
+		call_free(c);
+		return rc;
+	}
 	sh_list_add_tail(&rt->calls, &c->link);
-	attempt(c);
 	return 0;
 }

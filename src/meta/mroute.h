@@ -14,7 +14,10 @@
  * the bucket's group (else a member), and goes on to the leader a replica
  * names (SH_ENOTLEADER) or to the next member (timeout, dead peer, no
  * leader yet) until the deadline: the callback sees the leader's answer,
- * or -ETIMEDOUT with the last error seen.
+ * or -ETIMEDOUT with the last error seen. The callback runs later, in a
+ * turn of the loop of its own, never inside mroute_call (the first
+ * attempt is a timer due now), so a caller may set up what the callback
+ * reads after the call returns.
  */
 #ifndef SH_META_MROUTE_H
 #define SH_META_MROUTE_H

@@ -7,9 +7,11 @@
  *
  * The first open of a file sends MP_HOLD (which answers its attributes,
  * as a getattr would); later opens count. A thread per filesystem handle
- * renews every file held, one MP_HOLD per bucket every MP_HOLD_RENEW_MS,
- * and gives back the files whose last handle closed (batched, a few ms
- * after the close): a file held nowhere goes with its remove at once
+ * renews every file held every MP_HOLD_RENEW_MS, one MP_HOLD per
+ * metadata group (per bucket when the groups are not known, at most
+ * MP_HOLD_MAX files each), and gives back the files whose last handle
+ * closed (batched the same way, a few ms after the close): a file held
+ * nowhere goes with its remove at once
  * (msvc_hold.c), its space back; one left to run out at the leader
  * (MP_HOLD_MS) would keep a file unlinked after its close for 10 s.
  * An open of a file whose hold is being given back waits for that answer

@@ -30,7 +30,7 @@ struct packed {
 	struct meta_extent ex[META_EXTENTS_MAX];
 };
 
-/* The file bytes per compressed block: 64 KiB, more when a stripe would need too many. */
+/* The file bytes per compressed block: 128 KiB, more when a stripe would need too many. */
 static size_t
 block_of(const sh_file *f)
 {

@@ -11,10 +11,12 @@
  * - The leader keeps the voters at min(5, nodes): it adds nodes that are up
  *   as voters (raft_add, then raft_assign) in id order, removes the voters
  *   of removed nodes, and demotes a voter down for longer than replace_ns
- *   to spare when a node that is up can take its vote.
- * - Every other node (and, later, clients) follows: the leader pushes a
- *   full copy to each node whose acknowledged epoch is behind, and each
- *   node's heartbeat reply carries a copy when it reports an old epoch.
+ *   to standby (RAFT_STANDBY: it is still sent the log) when a node that
+ *   is up can take its vote.
+ * - Every other node follows: the leader pushes a full copy to each node
+ *   whose acknowledged epoch is behind, and each node's heartbeat reply
+ *   carries a copy when it reports an old epoch. Clients pull a copy
+ *   (NET_OP_CLUSTER_CONFIG, answered by any node when it has a newer one).
  * - Heartbeats: every node sends one to the leader each heartbeat period.
  *   The leader marks a node silent for longer than down_ns as down (a
  *   replicated change, with an event), and up again when it is heard.

@@ -3,7 +3,8 @@
  * Where a stripe's fragments go (DESIGN.md §3): D+P targets on D+P
  * distinct failure domains, chosen deterministically from the stripe id
  * and the targets, each target drawn with a probability proportional to
- * its weight (its free space), so that targets fill evenly.
+ * its weight (place_targets: its capacity), so that targets fill in
+ * proportion to their size.
  *
  * Weighted rendezvous hashing: every target scores w / -ln(u) with u a
  * hash of (stripe, target) in (0, 1); the best target wins the first
@@ -20,7 +21,7 @@
 struct place_target {
 	uint64_t id;	 /* the drive's target id */
 	uint32_t domain; /* its failure domain, as a small number */
-	uint64_t weight; /* free bytes (0: never chosen) */
+	uint64_t weight; /* capacity in bytes (0: never chosen) */
 };
 
 /*
@@ -60,8 +61,8 @@ unsigned place_shared(const struct place_target *t, unsigned nt, const uint64_t 
 
 /*
  * The targets of a configuration (every drive; the failure domain is its
- * node's), weighted by capacity until free space is known; a drive that
- * failed or whose node is down weighs 0 (never chosen). *out is
+ * node's), weighted by capacity (not free space); a drive failed or
+ * draining, or whose node is down, weighs 0 (never chosen). *out is
  * sh_malloc'd; -ENOMEM.
  */
 int place_targets(const struct cfg *c, struct place_target **out, unsigned *n);

@@ -10,10 +10,11 @@
  * replays the log from there (entries the store holds are skipped). A
  * log entry is (bucket, meta_cmd); applying it is one store transaction,
  * aborted on every replica alike when the command is rejected. Applies
- * are batched into one store commit (META_DB_BATCH) flushed every 20 ms;
- * a snapshot fsyncs the store and leaves only a marker of its index in
- * the log. A follower too far behind is sent the export of every bucket
- * of the group, installed durably before its log records the snapshot.
+ * are batched into one store commit (META_DB_BATCH), made 200 ms after
+ * the first write or at 256 applies; a snapshot fsyncs the store and
+ * leaves only a marker of its index in the log. A follower too far
+ * behind is sent the export of every bucket of the group, installed
+ * durably before its log records the snapshot.
  *
  * Every member bootstraps the same configuration (the members, from the
  * cluster configuration) when its log is empty, so a group needs no

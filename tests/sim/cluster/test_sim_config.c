@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The cluster configuration service in the simulator: five shoald-like
- * nodes (net + cluster) form a cluster (create on one, add the others),
- * then take random changes at random nodes while partitions come and go
- * and the leader is killed. Checked, over many seeds:
+ * The cluster configuration service in the simulator: six shoald-like
+ * nodes (net + cluster; five voters and a spare) form a cluster (create
+ * on one, add the others), then take random changes at random nodes
+ * while partitions come and go and the leader is killed. Checked, over
+ * many seeds:
  *  - no two nodes ever see different configurations for one epoch;
  *  - after a leader is killed a new one commits a change within 3 s;
  *  - a silent node is marked down within 3 s, and up when it returns;

@@ -155,6 +155,31 @@ drain_wait(const struct cli *c, double t0)
 	}
 }
 
+/*
+ * DELETE path, again while the server answers 409: a node's metadata
+ * replicas still moving, or the server's own look at the stripes not yet
+ * sure (a heal pass has not seen the configuration the drain finished in,
+ * a node did not answer in time), though the last status read drained.
+ */
+static void
+delete_when_drained(const struct cli *c, const char *path, double t0)
+{
+	char reason[512];
+
+	for (;;) {
+		int st = api_try(c, "DELETE", path, NULL, reason, sizeof(reason));
+
+		if (st == 200)
+			return;
+		if (st != 409 || now_s() - t0 > 3600)
+			fail("%s", reason);
+		if (!c->json)
+			printf("  %5.0f s  waiting: %s\n", now_s() - t0, reason);
+		fflush(stdout);
+		sleep(2);
+	}
+}
+
 static void
 drain(const struct cli *c, unsigned long long id)
 {
@@ -183,7 +208,7 @@ drive_remove(const struct cli *c, unsigned long long id)
 		printf("drive %llu draining: its fragments move to the other drives\n", id);
 	drain_wait(c, t0);
 	snprintf(path, sizeof(path), "/v1/drives/%llu", id);
-	api_change(c, "DELETE", path, NULL);
+	delete_when_drained(c, path, t0);
 	if (!c->json)
 		printf("drive %llu removed (drained in %.0f s)\n", id, now_s() - t0);
 	return 0;
@@ -196,7 +221,7 @@ node_remove(const struct cli *c, unsigned long long id)
 	json_t *st = api_get(c, "/v1/status");
 	bool data = num(st, "filesystems") > 0; /* else no drive holds anything yet */
 	const char *state = NULL;
-	char path[64], reason[512];
+	char path[64];
 	unsigned ndrives = 0;
 	double t0 = now_s();
 	size_t i;
@@ -225,19 +250,7 @@ node_remove(const struct cli *c, unsigned long long id)
 		drain_wait(c, t0);
 	}
 	snprintf(path, sizeof(path), "/v1/nodes/%llu", id);
-	for (;;) {
-		int st = api_try(c, "DELETE", path, NULL, reason, sizeof(reason));
-
-		if (st == 200)
-			break;
-		/* 409 while its metadata replicas move, or a stripe still needs its drives */
-		if (st != 409 || now_s() - t0 > 3600)
-			fail("%s", reason);
-		if (!c->json)
-			printf("  %5.0f s  waiting: %s\n", now_s() - t0, reason);
-		fflush(stdout);
-		sleep(2);
-	}
+	delete_when_drained(c, path, t0);
 	if (!c->json)
 		printf("node %llu removed (in %.0f s)\n", id, now_s() - t0);
 	return 0;

@@ -63,10 +63,12 @@ report(struct scdrive *d, uint64_t now)
 	unsigned n = store_corrupt_list(d->st, keys, CORRUPT_MAX);
 
 	for (unsigned i = 0; i < n; i++) {
-		unsigned slot = d->nrep++ % SCRUB_REPORTED;
+		unsigned slot;
 
 		if (reported_lately(d, &keys[i], now) || (keys[i].stripe >> 48) >= sc->nbuckets)
 			continue;
+		/* a slot only for a report sent: skipped keys would wrap the ring over recent ones */
+		slot = d->nrep++ % SCRUB_REPORTED;
 		d->reported[slot].stripe = keys[i].stripe;
 		d->reported[slot].idx = keys[i].idx;
 		d->reported[slot].at = now;

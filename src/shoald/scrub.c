@@ -67,7 +67,8 @@ report(struct scdrive *d, uint64_t now)
 
 		if (reported_lately(d, &keys[i], now) || (keys[i].stripe >> 48) >= sc->nbuckets)
 			continue;
-		/* a slot only for a report sent: skipped keys would wrap the ring over recent ones */
+		/* a slot only for a report sent: skipped keys would wrap the ring over recent ones
+		 */
 		slot = d->nrep++ % SCRUB_REPORTED;
 		d->reported[slot].stripe = keys[i].stripe;
 		d->reported[slot].idx = keys[i].idx;

@@ -1076,8 +1076,9 @@ TEST(meta_route_answers_after_the_call_returns)
 	SH_ASSERT_OK(mroute_set_cfg(rt, w.cfg));
 	mroute_set_local(rt, answer_at_once, &local);
 	for (uint32_t b = 0; b < mroute_place(rt)->nbuckets; b++) {
-		struct mp_req q = { .kind = MP_GETATTR, .fs = w.fs, .bucket = (uint16_t)b,
-				    .ino = META_ROOT_INO };
+		struct mp_req q = {
+			.kind = MP_GETATTR, .fs = w.fs, .bucket = (uint16_t)b, .ino = META_ROOT_INO
+		};
 		unsigned before = k.answers;
 
 		SH_ASSERT_OK(mroute_call(rt, &q, 5 * SH_NSEC_PER_SEC, on_counted, &k));

@@ -355,7 +355,8 @@ small_coherence(sh_fs *fb, const char *path)
 /*
  * Two clients in one process: A caches PATH's attributes, B changes its
  * mode; how long until A sees it (a recall, not the lease running out), and
- * how fast A's repeated stats are (from its cache). One JSON line.
+ * how fast A's repeated stats are (from its cache; the best of 10 batches).
+ * One JSON line.
  */
 static int
 coherence(const struct cli *c, const char *path)
@@ -363,18 +364,24 @@ coherence(const struct cli *c, const char *path)
 	sh_client *cb;
 	sh_fs *fb;
 	struct stat st;
-	uint64_t t0, seen = 0;
+	uint64_t t0, best = 0, seen = 0;
 	int rc, n = 2000;
 
 	check(sh_client_connect(c->addr, NULL, &cb), "connect to", c->addr);
 	check(sh_fs_open(cb, fs_name, &fb), "open filesystem", fs_name);
 	check(sh_chmod(fb, path, 0644), "chmod", path);
 	check(sh_stat(fs, path, &st), "stat", path); /* A caches it */
-	t0 = mono_ns();
-	for (int i = 0; i < n; i++)
-		check(sh_stat(fs, path, &st), "stat", path);
+	/* the best of batches: what a stat costs, not how often a busy machine ran another process */
+	for (int b = 0; b < 10; b++) {
+		t0 = mono_ns();
+		for (int i = 0; i < n / 10; i++)
+			check(sh_stat(fs, path, &st), "stat", path);
+		t0 = mono_ns() - t0;
+		if (b == 0 || t0 < best)
+			best = t0;
+	}
 	{
-		double per = (double)(mono_ns() - t0) / n / 1000.0;
+		double per = (double)best / (n / 10) / 1000.0;
 		uint64_t t1;
 
 		check(sh_chmod(fb, path, 0600), "chmod", path); /* B changes it */

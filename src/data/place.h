@@ -26,7 +26,9 @@ struct place_target {
 
 /*
  * The n targets of stripe, into out[0..n) (fragment i on out[i]). -ENOSPC
- * when fewer than n failure domains have a target with weight > 0.
+ * when fewer than n failure domains have a target with weight > 0; -ENOMEM
+ * (above 256 targets a call takes a table of their scores from the heap).
+ * Each target is scored once per call: O(nt x n) compares, nt logs.
  */
 int place_stripe(const struct place_target *t, unsigned nt, uint64_t stripe, unsigned n,
 		 uint64_t *out);
@@ -48,7 +50,8 @@ int place_stripe_degraded(const struct place_target *t, unsigned nt, uint64_t st
  * fragments of stripe not in keep (bit i: fragment i stays on cur[i]), on
  * failure domains the kept ones do not use, by the same scores as a new
  * stripe's; when domains run out, at most p on one domain (*shared counts
- * those). out[i] = cur[i] for the kept ones. -ENOSPC, -EINVAL (n > 32).
+ * those). out[i] = cur[i] for the kept ones. -ENOSPC, -EINVAL (n > 32),
+ * -ENOMEM.
  */
 int place_refill(const struct place_target *t, unsigned nt, uint64_t stripe, unsigned n, unsigned p,
 		 const uint64_t *cur, uint32_t keep, uint64_t *out, unsigned *shared);

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Stripe placement: distinct failure domains, deterministic, proportional to free space, stable. */
+#include <math.h>
 #include <string.h>
 
+#include "../../../src/base/hash.h"
+#include "../../../src/base/rand.h"
 #include "../../../src/data/place.h"
 #include "../../lib/test.h"
 
@@ -219,5 +222,73 @@ TEST(place_refill_keeps_survivors_and_spreads)
 
 		SH_ASSERT_EQ(place_refill(t, NT, 7, 6, 2, cur3, 0x3f & ~0x7u, out, &shared),
 			     -ENOSPC);
+	}
+}
+
+/* The placement as first written: every pick scores every target again (the reference). */
+static double
+ref_unit(uint64_t stripe, uint64_t target)
+{
+	uint64_t h = sh_hash_u64(stripe * 0x9E3779B97F4A7C15ull ^ sh_hash_u64(target + 1));
+
+	return ((double)(h >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static void
+ref_place(const struct place_target *t, unsigned nt, uint64_t stripe, unsigned n, uint64_t *out)
+{
+	uint32_t used[16];
+
+	for (unsigned got = 0; got < n; got++) {
+		double top = 0;
+		int bi = -1;
+
+		for (unsigned i = 0; i < nt; i++) {
+			bool clash = false;
+			double s;
+
+			if (t[i].weight == 0)
+				continue;
+			for (unsigned k = 0; k < got && !clash; k++)
+				clash = used[k] == t[i].domain;
+			if (clash)
+				continue;
+			s = (double)t[i].weight / -log(ref_unit(stripe, t[i].id));
+			if (bi < 0 || s > top || (s == top && t[i].id < t[bi].id)) {
+				top = s;
+				bi = (int)i;
+			}
+		}
+		SH_ASSERT(bi >= 0);
+		used[got] = t[bi].domain;
+		out[got] = t[bi].id;
+	}
+}
+
+/*
+ * Scoring each target once per stripe places every stripe where scoring it
+ * for each pick did (stored extents name those targets), on the stack's
+ * table (24 targets) and the heap's (1,100), with uneven and zero weights.
+ */
+TEST(place_scored_once_places_as_before)
+{
+	static struct place_target t[1100];
+	struct sh_rand r;
+	uint64_t a[6], b[6];
+
+	sh_rand_seed(&r, 9);
+	for (unsigned nt = 24; nt <= 1100; nt += 1076) {
+		for (unsigned i = 0; i < nt; i++)
+			t[i] = (struct place_target){ .id = 7 + 3 * i,
+						      .domain = i / 2,
+						      .weight = sh_rand_below(&r, 8) == 0
+								    ? 0
+								    : (1 + sh_rand_below(&r, 4))
+									  << 30 };
+		for (uint64_t s = 1; s < (nt < 100 ? 4000u : 300u); s++) {
+			SH_ASSERT_OK(place_stripe(t, nt, s * 7919, 6, a));
+			ref_place(t, nt, s * 7919, 6, b);
+			SH_ASSERT_MEMEQ(a, b, sizeof(a));
+		}
 	}
 }

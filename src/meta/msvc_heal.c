@@ -842,7 +842,7 @@ on_tick(struct env_timer *t)
 		h->fill_at = mono;
 		heal_fill_ask(h, pl.c);
 	}
-	if (place_targets(pl.c, &pl.t, &pl.nt) < 0)
+	if (heal_plan_targets(&pl) < 0)
 		goto out;
 	if (due) {
 		h->writes = wr;
@@ -910,6 +910,7 @@ msvc_heal_free(struct mfs *fs)
 		return;
 	sh_free(fs->heal->cand);
 	sh_free(fs->heal->fill);
+	sh_free(fs->heal->take);
 	sh_free(fs->heal);
 	fs->heal = NULL;
 }

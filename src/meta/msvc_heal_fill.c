@@ -9,6 +9,7 @@
  * move planned before had ended, so nothing is moved twice for the same
  * surplus.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "../store/store.h"
@@ -20,7 +21,15 @@ SH_LOG_FACILITY("meta.heal");
 /* ---- the targets' fill, and moves that even it out ---- */
 
 struct fround;
-static void balance_budgets(struct mheal *h);
+static void takers(struct mheal *h);
+
+static int
+fill_by_target(const void *a, const void *b)
+{
+	uint64_t x = ((const struct hfill *)a)->target, y = ((const struct hfill *)b)->target;
+
+	return x < y ? -1 : x > y;
+}
 
 /* A STORE_STAT's own argument: the round, and which target. */
 struct farg {
@@ -66,6 +75,7 @@ fill_end(struct fround *r)
 	sh_free(h->fill);
 	h->fill = r->f;
 	h->nfill = r->n;
+	qsort(h->fill, h->nfill, sizeof(h->fill[0]), fill_by_target); /* (fill_find) */
 	h->filling = false;
 	h->fround = NULL;
 	h->fill_mean = known ? sum / known : 0;
@@ -87,11 +97,14 @@ fill_end(struct fround *r)
 	 * planned is never planned twice.
 	 */
 	if (h->balancing && h->bal_jobs == 0 && !heal_balance_queued(h) && h->bal_end < r->t0) {
-		balance_budgets(h);
+		heal_balance_budgets(h);
 		h->pass_work = true; /* a pass plans them now */
-	} else if (!h->balancing)
-		for (unsigned i = 0; i < h->nfill; i++)
-			h->fill[i].out = h->fill[i].in = 0;
+	} else {
+		if (!h->balancing)
+			for (unsigned i = 0; i < h->nfill; i++)
+				h->fill[i].out = h->fill[i].in = 0;
+		takers(h);
+	}
 	sh_free(r->st);
 	sh_free(r->arg);
 	sh_free(r);
@@ -190,13 +203,38 @@ heal_fill_ask(struct mheal *h, const struct cfg *c)
 	fill_one(r, UINT32_MAX, 0);
 }
 
+static int
+target_by_id(const void *a, const void *b)
+{
+	uint64_t x = ((const struct place_target *)a)->id, y = ((const struct place_target *)b)->id;
+
+	return x < y ? -1 : x > y;
+}
+
+int
+heal_plan_targets(struct plan *pl)
+{
+	int rc = place_targets(pl->c, &pl->t, &pl->nt);
+
+	if (rc == 0) /* (placement breaks ties by id: the order changes no pick) */
+		qsort(pl->t, pl->nt, sizeof(pl->t[0]), target_by_id);
+	return rc;
+}
+
+const struct place_target *
+heal_plan_target(const struct plan *pl, uint64_t id)
+{
+	struct place_target key = { .id = id };
+
+	return bsearch(&key, pl->t, pl->nt, sizeof(pl->t[0]), target_by_id);
+}
+
 static uint32_t
 domain_of(const struct plan *pl, uint64_t target)
 {
-	for (unsigned i = 0; i < pl->nt; i++)
-		if (pl->t[i].id == target)
-			return pl->t[i].domain;
-	return UINT32_MAX;
+	const struct place_target *t = heal_plan_target(pl, target);
+
+	return t ? t->domain : UINT32_MAX;
 }
 
 /*
@@ -215,8 +253,24 @@ heal_balance_queued(const struct mheal *h)
 	return false;
 }
 
+/* The targets a pass's budgets still let take bytes (h->take), in fill order. */
 static void
-balance_budgets(struct mheal *h)
+takers(struct mheal *h)
+{
+	h->ntake = 0;
+	sh_free(h->take);
+	h->take = NULL;
+	for (unsigned i = 0; i < h->nfill; i++)
+		if (h->fill[i].capacity && h->fill[i].in > 0) {
+			if (h->take == NULL &&
+			    (h->take = sh_calloc(h->nfill, sizeof(*h->take))) == NULL)
+				return; /* (no moves this pass) */
+			h->take[h->ntake++] = i;
+		}
+}
+
+void
+heal_balance_budgets(struct mheal *h)
 {
 	double part, mean;
 	uint64_t live = 0, cap = 0;
@@ -233,15 +287,16 @@ balance_budgets(struct mheal *h)
 		h->fill[i].out = h->fill[i].capacity && surplus > 0 ? (int64_t)(surplus * part) : 0;
 		h->fill[i].in = h->fill[i].capacity && surplus < 0 ? (int64_t)(-surplus * part) : 0;
 	}
+	takers(h);
 }
 
 static struct hfill *
 fill_find(struct mheal *h, uint64_t target)
 {
-	for (unsigned i = 0; i < h->nfill; i++)
-		if (h->fill[i].target == target && h->fill[i].capacity > 0)
-			return &h->fill[i];
-	return NULL;
+	struct hfill key = { .target = target }, *f;
+
+	f = h->fill ? bsearch(&key, h->fill, h->nfill, sizeof(key), fill_by_target) : NULL;
+	return f != NULL && f->capacity > 0 ? f : NULL;
 }
 
 /*
@@ -249,40 +304,50 @@ fill_find(struct mheal *h, uint64_t target)
  * targets with bytes to give move to the targets with the most room to
  * take, a failure domain each, as long as the pass's budgets last (so only
  * the surplus moves: about the least there is). 1 and *make, to; 0 if
- * nothing moves.
+ * nothing moves. Costs O(n x (log targets + the targets that may take)).
  */
 int
 heal_plan_balance(struct mheal *h, const struct plan *pl, const struct meta_extent *loc,
 		  uint32_t *make, uint64_t *to)
 {
 	unsigned n = (unsigned)loc->d + loc->p;
+	uint32_t dom[META_FRAGS_MAX];
 
 	*make = 0;
 	memcpy(to, loc->targets, n * sizeof(to[0]));
+	if (h->ntake == 0)
+		return 0;
+	for (unsigned i = 0; i < n; i++)
+		dom[i] = domain_of(pl, to[i]);
 	for (unsigned i = 0; i < n; i++) {
 		struct hfill *src = fill_find(h, to[i]), *best = NULL;
+		uint32_t bdom = 0;
 
 		if (src == NULL || src->out < (int64_t)loc->frag)
 			continue;
-		for (unsigned k = 0; k < h->nfill; k++) {
-			struct hfill *t = &h->fill[k];
+		for (unsigned k = 0; k < h->ntake; k++) {
+			struct hfill *t = &h->fill[h->take[k]];
+			const struct place_target *pt;
 			bool clash = false;
 
 			if (t->in < (int64_t)loc->frag || (best && t->in <= best->in))
 				continue;
-			for (unsigned m = 0; m < pl->nt; m++)
-				if (pl->t[m].id == t->target && pl->t[m].weight == 0)
-					clash = true; /* down, failed: never a destination */
+			pt = heal_plan_target(pl, t->target);
+			if (pt == NULL || pt->weight == 0)
+				continue; /* gone, down, failed: never a destination */
 			for (unsigned m = 0; m < n && !clash; m++)
-				clash = m != i && domain_of(pl, to[m]) == domain_of(pl, t->target);
-			if (!clash)
+				clash = m != i && dom[m] == pt->domain;
+			if (!clash) {
 				best = t;
+				bdom = pt->domain;
+			}
 		}
 		if (best == NULL)
 			continue;
 		src->out -= loc->frag;
 		best->in -= loc->frag;
 		to[i] = best->target;
+		dom[i] = bdom;
 		*make |= 1u << i;
 	}
 	return *make != 0;

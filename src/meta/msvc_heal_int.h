@@ -86,8 +86,9 @@ struct mheal {
 	uint64_t client, client_at;   /* bytes moved for clients here, at the last sample, when */
 	bool idle;		      /* the last second's sample saw no client traffic */
 	uint64_t cap, spent;	      /* bytes jobs may move per second (0: any), and did */
-	struct hfill *fill;	      /* every target's, as last asked (fill_at) */
+	struct hfill *fill;	      /* every target's, as last asked (fill_at), by target */
 	unsigned nfill;
+	unsigned *take, ntake; /* the fills a pass's budgets let take bytes (indexes) */
 	uint64_t fill_at;
 	bool filling;	       /* a round of STORE_STATs in flight */
 	struct fround *fround; /* (that round) */
@@ -117,10 +118,22 @@ struct plan {
  * planned and not started yet.
  */
 void heal_fill_ask(struct mheal *h, const struct cfg *c);
+/*
+ * The budgets from h->fill: each target's surplus over the mean fill to
+ * move off it, each one's shortfall onto it, this leader's part of them
+ * (h->mine of all the targets hold).
+ */
+void heal_balance_budgets(struct mheal *h);
 int heal_plan_balance(struct mheal *h, const struct plan *pl, const struct meta_extent *loc,
 		      uint32_t *make, uint64_t *to);
 bool heal_balance_queued(const struct mheal *h);
 /* The filesystem closes: the round in flight ends now. */
 void heal_fill_cancel(struct mheal *h);
+/*
+ * A pass's targets (place_targets), sorted by id; the one of id (NULL: not
+ * in the configuration).
+ */
+int heal_plan_targets(struct plan *pl);
+const struct place_target *heal_plan_target(const struct plan *pl, uint64_t id);
 
 #endif /* SH_META_MSVC_HEAL_INT_H */

@@ -147,6 +147,10 @@ sim_create(uint64_t seed)
 		goto out_free;
 	if (sh_htable_init(&sim->cuts, 16) < 0)
 		goto out_eps;
+	if (sh_htable_init(&sim->by_ip, 64) < 0) {
+		sh_htable_fini(&sim->cuts);
+		goto out_eps;
+	}
 	sim->net = (struct sim_net_params){ .lat_min_ns = 10 * SH_NSEC_PER_USEC,
 					    .lat_max_ns = 100 * SH_NSEC_PER_USEC,
 					    .reorder_ns = 1 * SH_NSEC_PER_MSEC };
@@ -187,6 +191,7 @@ sim_destroy(struct sim *sim)
 	sh_heap_fini(&sim->q);
 	sh_htable_fini(&sim->eps);
 	sh_htable_fini(&sim->cuts);
+	sh_htable_fini(&sim->by_ip);
 	sh_log_set_clock(NULL, NULL, false);
 	sh_log_set_tag(NULL);
 	sh_free(sim);
@@ -216,7 +221,6 @@ struct sim_node *
 sim_node_create(struct sim *sim, const char *name, const char *addr)
 {
 	struct sim_node *node, *other;
-	struct sh_list *pos;
 	struct env_addr a;
 
 	if (name == NULL || addr == NULL || env_addr_parse(addr, &a) < 0 || a.port != 0) {
@@ -224,13 +228,9 @@ sim_node_create(struct sim *sim, const char *name, const char *addr)
 			    addr ? addr : "(null)");
 		return NULL;
 	}
-	sh_list_for_each (pos, &sim->nodes) {
-		other = sh_list_entry(pos, struct sim_node, link);
-		if (env_addr_eq(&other->addr, &a)) {
-			sh_log_warn("sim_node_create: address %s is taken by %s", addr,
-				    other->env.name);
-			return NULL;
-		}
+	if ((other = sim_node_by_ip(sim, &a)) != NULL) {
+		sh_log_warn("sim_node_create: address %s is taken by %s", addr, other->env.name);
+		return NULL;
 	}
 	node = sh_calloc(1, sizeof(*node));
 	if (node == NULL)
@@ -252,7 +252,25 @@ sim_node_create(struct sim *sim, const char *name, const char *addr)
 	sh_list_init(&node->dead_disks);
 	sh_list_init(&node->media);
 	sh_list_add_tail(&sim->nodes, &node->link);
+	sh_htable_insert(&sim->by_ip, &node->ip_hn, env_addr_hash(&a));
 	return node;
+}
+
+static bool
+node_ip_eq(const struct sh_hnode *n, const void *key)
+{
+	return env_addr_eq(&sh_container_of(n, struct sim_node, ip_hn)->addr, key);
+}
+
+struct sim_node *
+sim_node_by_ip(struct sim *sim, const struct env_addr *a)
+{
+	struct env_addr ip = *a;
+	struct sh_hnode *n;
+
+	ip.port = 0;
+	n = sh_htable_find(&sim->by_ip, env_addr_hash(&ip), &ip, node_ip_eq);
+	return n ? sh_container_of(n, struct sim_node, ip_hn) : NULL;
 }
 
 struct env *

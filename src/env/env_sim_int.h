@@ -11,6 +11,7 @@ struct sim {
 	struct sh_rand rng;
 	struct sh_heap q;
 	struct sh_list nodes;
+	struct sh_htable by_ip; /* struct sim_node by address (sim_node_by_ip) */
 	unsigned nnodes;
 	struct sim_net_params net;
 	struct sh_htable eps;  /* struct sim_ep by bound address */
@@ -38,7 +39,11 @@ struct sim_node {
 	struct sh_list media;	   /* what survives crashes */
 	struct sim_disk_params dparams;
 	struct sh_list link;
+	struct sh_hnode ip_hn; /* in sim->by_ip */
 };
+
+/* The node of address a (its port ignored), NULL if none: O(1), every datagram asks. */
+struct sim_node *sim_node_by_ip(struct sim *sim, const struct env_addr *a);
 
 static inline struct sim_node *
 to_node(struct env *env)

@@ -217,22 +217,6 @@ simnet_packet_free(struct env_event *ev)
 	sh_free(sh_container_of(ev, struct sim_pkt, ev));
 }
 
-static struct sim_node *
-node_by_ip(struct sim *sim, const struct env_addr *a)
-{
-	struct sh_list *pos;
-	struct env_addr ip = *a;
-
-	ip.port = 0;
-	sh_list_for_each (pos, &sim->nodes) {
-		struct sim_node *n = sh_list_entry(pos, struct sim_node, link);
-
-		if (env_addr_eq(&n->addr, &ip))
-			return n;
-	}
-	return NULL;
-}
-
 static bool
 cut_eq(const struct sh_hnode *n, const void *key)
 {
@@ -345,7 +329,7 @@ simnet_send(struct env_dgram *d, const struct env_dgram_msg *msgs, unsigned n)
 	ep->st.send_calls++;
 	for (unsigned i = 0; i < n; i++) {
 		const struct env_dgram_msg *m = &msgs[i];
-		struct sim_node *dst = node_by_ip(sim, &m->peer);
+		struct sim_node *dst = sim_node_by_ip(sim, &m->peer);
 		size_t len = 0;
 		bool reordered;
 

@@ -13,7 +13,6 @@
 
 SH_LOG_FACILITY("client");
 
-#define POLL_NS	       (1000ull * 1000 * 1000)
 #define CFG_CALL_NS    (2000ull * 1000 * 1000)
 #define CONNECT_WAIT_S 10
 #define FORGET_NS      (300ull * 1000 * 1000)
@@ -73,6 +72,10 @@ adopt(sh_client *c, const uint8_t *b, size_t len)
 			/* what we learned of the nodes' management addresses */
 			for (uint32_t i = 0; i < n->nnodes; i++)
 				net_peer_ensure(c->mnet, n->nodes[i].id, n->nodes[i].mgmt);
+			if (!c->cfg_spread && client_cfg_node(n, net_node_id(c->mnet)) != 0) {
+				c->cfg_node = client_cfg_node(n, net_node_id(c->mnet));
+				c->cfg_spread = true;
+			}
 			cancel_down(c, n);
 		}
 	}
@@ -80,6 +83,22 @@ adopt(sh_client *c, const uint8_t *b, size_t len)
 		sh_log_warn("configuration from node %llu: %s", (unsigned long long)c->cfg_node,
 			    sh_strerror(rc));
 	cfg_free(n);
+}
+
+uint64_t
+client_cfg_node(const struct cfg *c, uint64_t key)
+{
+	uint32_t up = 0, pick;
+
+	for (uint32_t i = 0; i < c->nnodes; i++)
+		up += c->nodes[i].state == CFG_UP;
+	if (up == 0)
+		return 0;
+	pick = (uint32_t)(sh_hash_u64(key) % up);
+	for (uint32_t i = 0; i < c->nnodes; i++)
+		if (c->nodes[i].state == CFG_UP && pick-- == 0)
+			return c->nodes[i].id;
+	return 0;
 }
 
 static void
@@ -121,7 +140,7 @@ on_poll(struct env_timer *t)
 	sh_client *c = t->arg;
 
 	ask_cfg(c);
-	env_timer_arm(&c->poll, POLL_NS);
+	env_timer_arm(&c->poll, CLIENT_CFG_POLL_NS);
 }
 
 /* ---- operations ---- */

@@ -26,9 +26,9 @@
 #define CFG_LABEL_MAX	    16
 #define CFG_PATH_MAX	    256
 #define CFG_MSG_MAX	    192
-#define CFG_NODES_MAX	    256
+#define CFG_NODES_MAX	    1024
 #define CFG_NETS_MAX	    8
-#define CFG_DRIVES_MAX	    1024
+#define CFG_DRIVES_MAX	    4096
 #define CFG_FS_MAX	    64
 #define CFG_EVENTS_MAX	    256
 #define CFG_REPLICAS_MAX    5

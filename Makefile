@@ -15,6 +15,7 @@
 #   make bench-smallfiles  a small-file dataset written and read through the mount (bench/smallfiles)
 #   make bench-python  PyTorch loaders and checkpoints: the Python package against the mount (bench/python)
 #   make bench-gpu    file bytes into GPU memory: sh_pread_device against a staged copy (bench/gpu.c)
+#   make bench-scale  placement, balance, rebuild and the configuration's fanout at 1,000 backends (bench/scale.c)
 #   make compare      Shoal against GlusterFS 4+2 and the raw disk, same fio jobs (bench/compare)
 #   make bench-preload  fio and a loader through the mount with and without libshoal_preload.so (bench/preload)
 #   make fio-engine   the fio engine, libshoal_fio.so (also part of `all` but in SAN builds)
@@ -113,7 +114,7 @@ $(BUILD)/obj/%.o: %.c
 
 # ---- test runners: one per module and tier ----
 TEST_LIB := $(call obj,tests/lib/test.c)
-UNIT_MODULES := base env net cluster store data meta admin
+UNIT_MODULES := base env net cluster store data meta client admin
 SIM_MODULES := env net cluster store meta
 RUNNERS := $(foreach m,$(UNIT_MODULES),$(BUILD)/tests/unit_$(m)) $(foreach m,$(SIM_MODULES),$(BUILD)/tests/sim_$(m))
 
@@ -235,7 +236,7 @@ TOOLS += $(PRELOAD) $(PRELOAD_CHECK)
 endif
 
 # ---- top-level targets ----
-.PHONY: all deps test run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction bench-rebuild bench-smallfiles bench-python bench-preload bench-gpu soak chaos clean format
+.PHONY: all deps test run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction bench-rebuild bench-smallfiles bench-python bench-preload bench-gpu bench-scale soak chaos clean format
 
 all: $(ALL_LIBS) $(RUNNERS) $(FUZZ_REPLAY) $(BENCHES) $(TOOLS)
 
@@ -320,6 +321,10 @@ bench-preload: deps
 bench-gpu: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(BUILD)/bench/gpu
+
+bench-scale: deps
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/scale
+	$(Q)$(BUILD)/bench/scale
 
 chaos: deps
 	$(Q)$(MAKE) --no-print-directory all

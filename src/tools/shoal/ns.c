@@ -371,7 +371,8 @@ coherence(const struct cli *c, const char *path)
 	check(sh_fs_open(cb, fs_name, &fb), "open filesystem", fs_name);
 	check(sh_chmod(fb, path, 0644), "chmod", path);
 	check(sh_stat(fs, path, &st), "stat", path); /* A caches it */
-	/* the best of batches: what a stat costs, not how often a busy machine ran another process */
+	/* the best of batches: what a stat costs, not how often a busy machine ran another process
+	 */
 	for (int b = 0; b < 10; b++) {
 		t0 = mono_ns();
 		for (int i = 0; i < n / 10; i++)

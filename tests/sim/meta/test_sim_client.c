@@ -22,7 +22,6 @@
  */
 #include <fcntl.h>
 
-#include "../../../src/client/client_env.h"
 #include "world.h"
 #include "shoal/client.h"
 
@@ -41,12 +40,6 @@ struct model {
 	struct file f[CLIENTS][NAMES];
 };
 
-static bool
-drive(void *world, bool (*pred)(void *arg), void *arg, uint64_t max_ns)
-{
-	return sim_run_until(((struct world *)world)->sim, pred, arg, max_ns);
-}
-
 static void
 content(uint64_t seed, uint32_t len, uint8_t *out)
 {
@@ -54,30 +47,6 @@ content(uint64_t seed, uint32_t len, uint8_t *out)
 
 	sh_rand_seed(&r, seed);
 	sh_rand_fill(&r, out, len);
-}
-
-static sh_client *
-connect_client(struct world *w, int i)
-{
-	char name[16], ip[32], mgmt[64];
-	struct sim_node *sn;
-	int node = 1 + (int)(sh_rand_u64(&w->rng) % N);
-	struct sh_client_env e = { .drive = drive, .world = w };
-	struct sh_client_opts o = { .frag_kb = 4, .timeout_ms = 20000 };
-	sh_client *c = NULL;
-
-	snprintf(name, sizeof(name), "client%d", i);
-	snprintf(ip, sizeof(ip), "10.0.3.%d", i);
-	sn = sim_node_create(w->sim, name, ip);
-	while (!w->n[node].up)
-		node = 1 + node % N;
-	mgmt_addr(node, mgmt, sizeof(mgmt));
-	e.env = sim_node_env(sn);
-	e.node = (uint64_t)node;
-	e.mgmt = mgmt;
-	SH_ASSERT_MSG(sh_client_connect_env(&e, &o, &c) == 0, "seed %llu: client %d connects",
-		      (unsigned long long)w->seed, i);
-	return c;
 }
 
 static void
@@ -185,7 +154,7 @@ run_clients(uint64_t seed)
 
 	world_start_opts(&w, seed, 4ull << 20, true);
 	for (int i = 0; i < CLIENTS; i++) {
-		c[i] = connect_client(&w, i + 1);
+		c[i] = world_client(&w, 4, i + 1);
 		SH_ASSERT_OK(sh_fs_open(c[i], "fs1", &fs[i]));
 	}
 	for (int i = 0; i < CLIENTS; i++) {
@@ -270,7 +239,7 @@ run_clients(uint64_t seed)
 		sh_client_close(c[i]);
 	}
 	/* a fresh client sees exactly the model */
-	c[0] = connect_client(&w, CLIENTS + 1);
+	c[0] = world_client(&w, 4, CLIENTS + 1);
 	SH_ASSERT_OK(sh_fs_open(c[0], "fs1", &fs[0]));
 	for (int dir = 0; dir < CLIENTS; dir++) {
 		unsigned listed = 0, want_n = 0;
@@ -349,8 +318,8 @@ TEST(client_sim_gone_client_holds_no_change)
 	uint64_t t0, held_live, held_gone;
 
 	world_start_opts(&w, sh_test_seed(), 4ull << 20, true);
-	a = connect_client(&w, 1);
-	b = connect_client(&w, 2);
+	a = world_client(&w, 4, 1);
+	b = world_client(&w, 4, 2);
 	SH_ASSERT_OK(sh_fs_open(a, "fs1", &fa));
 	SH_ASSERT_OK(sh_fs_open(b, "fs1", &fb));
 	SH_ASSERT_OK(put(fb, "/x", f.seed, f.len, buf));

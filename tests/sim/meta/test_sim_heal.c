@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * Self-healing in the simulator (docs/healing.md): stripes written on the
- * six nodes, then one node's drive failed by the configuration; while the
+ * six nodes by a real libshoal client, then one node's drive failed by the configuration; while the
  * buckets' leaders rebuild its fragments elsewhere, other nodes are kill
  * -9'd and restarted or cut off by a partition (one at a time) and
  * packets are lost, duplicated and reordered. Checked over seeds:
@@ -13,32 +13,12 @@
  *  - the leaders' counters say so: every stripe at full count, nothing
  *    left to rebuild.
  */
+#include <fcntl.h>
+
+#include "shoal/client.h"
 #include "world.h"
 
 #define SLOTS 24
-
-static int
-extent_at(struct world *w, uint64_t ino, uint64_t off, struct meta_extent *e)
-{
-	struct mp_req q = { .kind = MP_EXTENTS,
-			    .bucket = meta_ino_bucket(ino),
-			    .ino = ino,
-			    .off = off,
-			    .len = DW_STRIPE };
-	struct call *c = sh_calloc(1, sizeof(*c));
-	struct meta_extent ex[META_EXTENTS_MAX];
-	unsigned n = 0;
-	int rc = call(w, &q, c);
-
-	if (rc == 0)
-		rc = meta_extent_list_decode(c->data, c->r.dlen, ex, &n);
-	sh_free(c);
-	if (rc == 0 && n != 1)
-		rc = -ENOENT;
-	if (rc == 0)
-		*e = ex[0];
-	return rc;
-}
 
 /*
  * The fragments there at loc's targets (bit i: fragment i came), and the
@@ -74,22 +54,39 @@ read_loc(struct world *w, const struct meta_extent *loc, uint8_t *out, int *rc)
 	return have;
 }
 
-/* Every slot written (version 0) with every node up; its stripe's id into stripe[]. */
+/*
+ * Every slot written (version 0) with every node up, through a real
+ * libshoal client (a stripe each: 4 x DW_FRAG); the file's inode into
+ * *ino, each slot's stripe id into stripe[].
+ */
 static void
-write_slots(struct world *w, uint64_t seed, uint64_t ino, uint64_t *stripe)
+write_slots(struct world *w, uint64_t seed, uint64_t *ino, uint64_t *stripe)
 {
 	static uint8_t buf[DW_STRIPE];
+	sh_client *c = world_client(w, DW_FRAG / 1024, 9);
+	struct stat st;
+	sh_file *f;
+	sh_fs *fs;
 
+	SH_ASSERT_OK(sh_fs_open(c, "fs1", &fs));
+	SH_ASSERT_OK(sh_open(fs, "/data", O_CREAT | O_EXCL | O_WRONLY, 0644, &f));
+	for (unsigned s = 0; s < SLOTS; s++) {
+		slot_bytes(seed, s, 0, buf);
+		SH_ASSERT_MSG(sh_pwrite(f, buf, DW_STRIPE, (uint64_t)s * DW_STRIPE) == DW_STRIPE,
+			      "seed %llu: slot %u not written with every node up",
+			      (unsigned long long)seed, s);
+	}
+	SH_ASSERT_OK(sh_fsync(f));
+	SH_ASSERT_OK(sh_close(f));
+	SH_ASSERT_OK(sh_stat(fs, "/data", &st));
+	*ino = st.st_ino;
+	sh_fs_close(fs);
+	sh_client_close(c);
 	for (unsigned s = 0; s < SLOTS; s++) {
 		struct meta_extent e;
 
-		slot_bytes(seed, s, 0, buf);
-		SH_ASSERT_MSG(write_stripe(w, ino, (uint64_t)s * DW_STRIPE, buf,
-					   (uint64_t)meta_ino_bucket(ino) << 48 |
-					       ((seed << 28) & ((1ull << 48) - 1)) | s) == 0,
-			      "seed %llu: slot %u not written with every node up",
-			      (unsigned long long)seed, s);
-		SH_ASSERT_OK(extent_at(w, ino, (uint64_t)s * DW_STRIPE, &e));
+		SH_ASSERT_OK(extent_at(w, *ino, (uint64_t)s * DW_STRIPE, &e));
+		SH_ASSERT_EQ(e.len, (uint64_t)DW_STRIPE); /* a stripe of its own */
 		stripe[s] = e.stripe;
 	}
 }
@@ -172,8 +169,7 @@ run_heal(uint64_t seed)
 	unsigned bad = SLOTS;
 
 	world_start_opts(&w, seed, 4ull << 20, true);
-	SH_ASSERT_OK(mk(&w, META_ROOT_INO, "data", META_REG, &ino));
-	write_slots(&w, seed, ino, stripe);
+	write_slots(&w, seed, &ino, stripe);
 	failed = 1 + (int)(sh_rand_u64(&w.rng) % N);
 	fail_drive(&w, failed);
 	/*
@@ -303,8 +299,7 @@ run_failback(uint64_t seed)
 
 	world_start_opts(&w, seed, 4ull << 20, true);
 	w.cfg->rebuild_delay_s = 10;
-	SH_ASSERT_OK(mk(&w, META_ROOT_INO, "data", META_REG, &ino));
-	write_slots(&w, seed, ino, stripe);
+	write_slots(&w, seed, &ino, stripe);
 	x = 1 + (int)(sh_rand_u64(&w.rng) % N);
 	/* down for less than the delay: nothing moves */
 	node_stop(&w, &w.n[x], true);
@@ -427,8 +422,7 @@ run_grow_and_drain(uint64_t seed)
 	int x, victim, drained;
 
 	world_start_opts(&w, seed, 4ull << 20, true);
-	SH_ASSERT_OK(mk(&w, META_ROOT_INO, "data", META_REG, &ino));
-	write_slots(&w, seed, ino, stripe);
+	write_slots(&w, seed, &ino, stripe);
 	x = world_add_node(&w);
 	/* a node crashes while the fragments move, and comes back */
 	sim_run_for(w.sim, (3 + sh_rand_u64(&w.rng) % 8) * SH_NSEC_PER_SEC);

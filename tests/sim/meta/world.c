@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The simulator's metadata world: backends, the client, synchronous calls (world.h). */
+#include "../../../src/client/client_env.h"
 #include "world.h"
 
 void
@@ -537,4 +538,57 @@ set_state(struct world *w, int node, uint8_t state)
 	struct cfg_cmd c = { .op = CFG_OP_NODE_STATE, .id = (uint64_t)node, .state = state };
 
 	world_apply(w, &c);
+}
+
+static bool
+drive(void *world, bool (*pred)(void *arg), void *arg, uint64_t max_ns)
+{
+	return sim_run_until(((struct world *)world)->sim, pred, arg, max_ns);
+}
+
+struct sh_client *
+world_client(struct world *w, unsigned frag_kb, int i)
+{
+	char name[16], ip[32], mgmt[64];
+	struct sim_node *sn;
+	int node = 1 + (int)(sh_rand_u64(&w->rng) % N);
+	struct sh_client_env e = { .drive = drive, .world = w };
+	struct sh_client_opts o = { .frag_kb = frag_kb, .timeout_ms = 20000 };
+	sh_client *c = NULL;
+
+	snprintf(name, sizeof(name), "client%d", i);
+	snprintf(ip, sizeof(ip), "10.0.3.%d", i);
+	sn = sim_node_create(w->sim, name, ip);
+	while (!w->n[node].up)
+		node = 1 + node % N;
+	mgmt_addr(node, mgmt, sizeof(mgmt));
+	e.env = sim_node_env(sn);
+	e.node = (uint64_t)node;
+	e.mgmt = mgmt;
+	SH_ASSERT_MSG(sh_client_connect_env(&e, &o, &c) == 0, "seed %llu: client %d connects",
+		      (unsigned long long)w->seed, i);
+	return c;
+}
+
+int
+extent_at(struct world *w, uint64_t ino, uint64_t off, struct meta_extent *e)
+{
+	struct mp_req q = { .kind = MP_EXTENTS,
+			    .bucket = meta_ino_bucket(ino),
+			    .ino = ino,
+			    .off = off,
+			    .len = DW_STRIPE };
+	struct call *c = sh_calloc(1, sizeof(*c));
+	struct meta_extent ex[META_EXTENTS_MAX];
+	unsigned n = 0;
+	int rc = call(w, &q, c);
+
+	if (rc == 0)
+		rc = meta_extent_list_decode(c->data, c->r.dlen, ex, &n);
+	sh_free(c);
+	if (rc == 0 && n != 1)
+		rc = -ENOENT;
+	if (rc == 0)
+		*e = ex[0];
+	return rc;
 }

@@ -3,8 +3,9 @@
  * The simulator's metadata world (tests/sim/meta): six backends (net +
  * msvc, a drive target each when asked) serving one filesystem's buckets
  * in Raft groups of five, and a client (net + mroute) on a lossy,
- * reordering network; synchronous calls for the tests (world.c), and the
- * data path's stripes written and read as a client does (dwrite.c).
+ * reordering network; synchronous calls for the tests (world.c); real
+ * libshoal clients for file data (world_client); and the checkers' reads
+ * of fragments straight from the targets (frags.c).
  */
 #ifndef SH_TESTS_SIM_META_WORLD_H
 #define SH_TESTS_SIM_META_WORLD_H
@@ -113,18 +114,22 @@ int world_add_node(struct world *w);
 void world_apply(struct world *w, const struct cfg_cmd *c);
 /* The configuration marks node up or down (world_apply). */
 void set_state(struct world *w, int node, uint8_t state);
+/*
+ * A real libshoal client (client_env.h) on a simulated machine of its own
+ * (10.0.3.i), pointed at a node up that the world's generator picks; its
+ * stripes of 4 x frag_kb KiB. Asserts it connects.
+ */
+struct sh_client;
+struct sh_client *world_client(struct world *w, unsigned frag_kb, int i);
+/* The one extent of ino at [off, off + DW_STRIPE) (MP_EXTENTS); -ENOENT if not one. */
+int extent_at(struct world *w, uint64_t ino, uint64_t off, struct meta_extent *e);
 
-/* dwrite.c: reads that had to decode; the node of a data fragment the last read found */
-extern unsigned dw_decoded;
-extern uint64_t dw_data_node;
+/* frags.c: a stripe's fragments, at tg (fragment i on node tg[i]), all asked at once */
 void to_targets(struct world *w, uint16_t op, uint64_t stripe, const uint64_t *tg,
 		uint8_t (*frags)[DW_FRAG], struct dreply *r);
-int dw_place(struct world *w, uint64_t stripe, uint32_t avoid, uint64_t *tg);
-int write_stripe(struct world *w, uint64_t ino, uint64_t off, const uint8_t *data, uint64_t stripe);
 /* Where the stripe's record says its fragments are now (MP_STRIPE_LOC). */
 int stripe_loc(struct world *w, uint64_t stripe, struct meta_extent *loc);
-/* A slot read as a client reads it: the extent's targets, then the record's if one is missing. */
-int read_stripe(struct world *w, uint64_t ino, uint64_t off, uint8_t *out);
+/* The bytes of a slot's version (DW_STRIPE of them). */
 void slot_bytes(uint64_t seed, unsigned slot, unsigned version, uint8_t *b);
 
 #endif /* SH_TESTS_SIM_META_WORLD_H */

@@ -50,18 +50,18 @@
 #define CAP  (3840ull * 1000 * 1000 * 1000) /* a 3.84 TB drive */
 
 struct bench_fanout {
-	size_t cfg_bytes;				 /* the configuration, encoded */
+	size_t cfg_bytes;		     /* the configuration, encoded */
 	double backends_s, median_s, last_s; /* since the change: every backend, clients */
 };
 
 struct world {
-	unsigned nt;		  /* targets (backends) now */
-	struct place_target *t;	  /* by id (1..nt) */
-	uint64_t *count;	  /* fragments on each */
-	uint64_t nstripes;	  /* stripe s has id s + 1 */
-	uint32_t *frag;		  /* nstripes x N target indexes */
-	struct mheal *h;	  /* one leader's balance state, leading every stripe */
-	uint64_t moved;		  /* fragments moved by balancing */
+	unsigned nt;		/* targets (backends) now */
+	struct place_target *t; /* by id (1..nt) */
+	uint64_t *count;	/* fragments on each */
+	uint64_t nstripes;	/* stripe s has id s + 1 */
+	uint32_t *frag;		/* nstripes x N target indexes */
+	struct mheal *h;	/* one leader's balance state, leading every stripe */
+	uint64_t moved;		/* fragments moved by balancing */
 };
 
 static void
@@ -272,7 +272,8 @@ rebuild(struct world *w, unsigned lost, double disk_gbs, double *secs, uint64_t 
 			continue;
 		if (place_refill(w->t, w->nt, s + 1, N, P, cur, ((1u << N) - 1) & ~lmask, to,
 				 &shared) < 0)
-			bench_die("scale", "no place to rebuild stripe %llu", (unsigned long long)s + 1);
+			bench_die("scale", "no place to rebuild stripe %llu",
+				  (unsigned long long)s + 1);
 		j = &jobs[njobs++];
 		sh_heap_node_init(&j->hn);
 		for (unsigned i = 0; i < N; i++) {
@@ -372,7 +373,7 @@ struct fclient {
 
 struct fanout {
 	struct sim *sim;
-	struct cfg *cur;		   /* decoded into (as a backend's and a client's adopt) */
+	struct cfg *cur; /* decoded into (as a backend's and a client's adopt) */
 	struct fnode *b;
 	unsigned nb, nc, got_b, got_c;
 	struct fclient *c;
@@ -534,8 +535,9 @@ on_fan_poll(struct env_timer *t)
 	struct fclient *c = t->arg;
 	struct net_call_opts o = { .timeout_ns = FAN_CALL_NS, .retries = 1 };
 
-	if (!c->busy && net_call(c->net, c->node, NET_OP_CLUSTER_CONFIG,
-				 &(struct iovec){ &c->epoch, 8 }, 1, &o, on_fan_answer, c, NULL) == 0)
+	if (!c->busy &&
+	    net_call(c->net, c->node, NET_OP_CLUSTER_CONFIG, &(struct iovec){ &c->epoch, 8 }, 1, &o,
+		     on_fan_answer, c, NULL) == 0)
 		c->busy = true;
 	env_timer_arm(t, CLIENT_CFG_POLL_NS);
 }
@@ -688,8 +690,9 @@ main(int argc, char **argv)
 	struct bench_fanout fo;
 
 	if (backends < 2 * N || clients == 0 || per == 0 || disk_gbs <= 0 || link_gbs <= 0)
-		bench_die("scale", "usage: scale [--backends N >= 12] [--clients N] "
-				   "[--frags-per-target N] [--disk-gbs X] [--link-gbs X] [--seed N]");
+		bench_die("scale",
+			  "usage: scale [--backends N >= 12] [--clients N] "
+			  "[--frags-per-target N] [--disk-gbs X] [--link-gbs X] [--seed N]");
 	if ((w.h = calloc(1, sizeof(*w.h))) == NULL)
 		bench_die("scale", "out of memory");
 	targets_add(&w, backends);
@@ -721,8 +724,8 @@ main(int argc, char **argv)
 	r_grow_after = fill_ratio(&w);
 	printf("grow: %u backends join %u: %.1f GiB moved, the least is %.1f GiB: %.3fx "
 	       "(%u pass(es), max/mean after %.4f, %.1f s)\n",
-	       grown, backends, (double)(w.moved - moved_fill) * FRAG / (1 << 30),
-	       min / (1 << 30), grow_ratio, passes_grow, r_grow_after, bench_now() - t0);
+	       grown, backends, (double)(w.moved - moved_fill) * FRAG / (1 << 30), min / (1 << 30),
+	       grow_ratio, passes_grow, r_grow_after, bench_now() - t0);
 
 	/* rebuild: the first backend lost */
 	rb_ratio = rebuild(&w, 0, disk_gbs, &rb_secs, &rb_stripes);

@@ -12,12 +12,13 @@ TEST(client_cfg_node_spreads_clients_over_the_nodes_up)
 	SH_ASSERT_EQ(client_cfg_node(c, 1), 0u); /* no nodes */
 	c->nnodes = 40;
 	for (unsigned i = 0; i < 40; i++)
-		c->nodes[i] = (struct cfg_node){ .id = 100 + i, .state = i % 10 == 9 ? CFG_DOWN : CFG_UP };
+		c->nodes[i] =
+		    (struct cfg_node){ .id = 100 + i, .state = i % 10 == 9 ? CFG_DOWN : CFG_UP };
 	for (uint64_t key = 0; key < 36000; key++) {
 		uint64_t id = client_cfg_node(c, key * 0x10001 + 7);
 
 		SH_ASSERT(id >= 100 && id < 140);
-		SH_ASSERT_NE(id % 10, 9u); /* never a node down */
+		SH_ASSERT_NE(id % 10, 9u);				 /* never a node down */
 		SH_ASSERT_EQ(client_cfg_node(c, key * 0x10001 + 7), id); /* the same each time */
 		asked[id - 100]++;
 	}

@@ -26,7 +26,8 @@ bal_init(struct bal *b, unsigned nstripes)
 {
 	memset(b, 0, sizeof(*b));
 	for (unsigned i = 0; i < NT; i++) /* ids not in index order: the plan sorts them */
-		b->t[i] = (struct place_target){ .id = 1 + (i * 7919) % 1009, .domain = i,
+		b->t[i] = (struct place_target){ .id = 1 + (i * 7919) % 1009,
+						 .domain = i,
 						 .weight = 1ull << 30 };
 	for (unsigned i = NT - 30; i < NT; i++)
 		b->t[i].weight = 0; /* not there yet */
@@ -149,7 +150,7 @@ TEST(heal_balance_moves_the_surplus_onto_targets_that_joined)
 		      (unsigned long long)least);
 	SH_ASSERT_EQ(b.count[down], 0u);
 	for (unsigned i = NT - 30; i < NT - 1; i++)
-		SH_ASSERT_MSG(b.count[i] * 100 >= total / NT * 90, "target %u holds %llu of %llu", i,
-			      (unsigned long long)b.count[i], (unsigned long long)(total / NT));
+		SH_ASSERT_MSG(b.count[i] * 100 >= total / NT * 90, "target %u holds %llu of %llu",
+			      i, (unsigned long long)b.count[i], (unsigned long long)(total / NT));
 	sh_free(b.frag);
 }

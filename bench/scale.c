@@ -78,24 +78,29 @@ targets_add(struct world *w, unsigned n)
 	w->nt += n;
 }
 
-/* max / mean of the targets' fill (live / capacity), as the leaders' fill round says it. */
-static double
-fill_ratio(const struct world *w)
+/* The targets' fill (by target, as fill_end keeps it) into the leader's state, from the counts. */
+static void
+fills(struct world *w)
 {
-	double sum = 0, max = 0;
-	unsigned known = 0;
+	free(w->h->fill);
+	if ((w->h->fill = calloc(w->nt, sizeof(*w->h->fill))) == NULL)
+		bench_die("scale", "out of memory");
+	w->h->nfill = w->nt;
+	for (unsigned i = 0; i < w->nt; i++)
+		w->h->fill[i] = (struct hfill){ .target = w->t[i].id,
+						.live = w->count[i] * FRAG,
+						.capacity = w->t[i].weight };
+}
 
-	for (unsigned i = 0; i < w->nt; i++) {
-		double f;
+/* max / mean of the targets' fill, as the leaders' fill round says it. */
+static double
+fill_ratio(struct world *w)
+{
+	double mean, max;
 
-		if (w->t[i].weight == 0)
-			continue;
-		f = (double)w->count[i] * FRAG / (double)w->t[i].weight;
-		sum += f;
-		max = f > max ? f : max;
-		known++;
-	}
-	return sum > 0 ? max / (sum / known) : 1;
+	fills(w);
+	max = heal_fill_max(w->h->fill, w->h->nfill, &mean);
+	return mean > 0 ? max / mean : 1;
 }
 
 struct filler {
@@ -183,17 +188,8 @@ balance(struct world *w)
 			on = false;
 		if (!on)
 			break;
-		free(w->h->fill);
-		w->h->fill = calloc(w->nt, sizeof(*w->h->fill));
-		if (w->h->fill == NULL)
-			bench_die("scale", "out of memory");
-		w->h->nfill = w->nt;
-		for (unsigned i = 0; i < w->nt; i++) { /* (by target, as fill_end sorts them) */
-			w->h->fill[i] = (struct hfill){ .target = w->t[i].id,
-							.live = w->count[i] * FRAG,
-							.capacity = w->t[i].weight };
-			live += w->count[i] * FRAG;
-		}
+		for (unsigned i = 0; i < w->nt; i++) /* (the fill fill_ratio just took) */
+			live += w->h->fill[i].live;
 		w->h->mine = live; /* every stripe led here: the leaders' parts together */
 		heal_balance_budgets(w->h);
 		for (uint64_t s = 0; s < w->nstripes; s++) {

@@ -48,24 +48,33 @@ struct fround {
 	struct farg *arg;
 };
 
+double
+heal_fill_max(const struct hfill *f, unsigned n, double *mean)
+{
+	double sum = 0, max = 0;
+	unsigned known = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		double x;
+
+		if (f[i].capacity == 0)
+			continue;
+		x = (double)f[i].live / (double)f[i].capacity;
+		sum += x;
+		max = x > max ? x : max;
+		known++;
+	}
+	*mean = known ? sum / known : 0;
+	return max;
+}
+
 static void
 fill_end(struct fround *r)
 {
 	struct mheal *h = r->h;
 	struct mfs *fs = h->fs;
-	double sum = 0, max = 0;
-	unsigned known = 0;
+	double mean, max = heal_fill_max(r->f, r->n, &mean);
 
-	for (unsigned i = 0; i < r->n; i++) {
-		double f;
-
-		if (r->f[i].capacity == 0)
-			continue;
-		f = (double)r->f[i].live / (double)r->f[i].capacity;
-		sum += f;
-		max = f > max ? f : max;
-		known++;
-	}
 	for (unsigned i = 0; i < r->n; i++) /* the budgets left go on (new ones below, maybe) */
 		for (unsigned k = 0; k < h->nfill; k++)
 			if (h->fill[k].target == r->f[i].target) {
@@ -78,7 +87,7 @@ fill_end(struct fround *r)
 	qsort(h->fill, h->nfill, sizeof(h->fill[0]), fill_by_target); /* (fill_find) */
 	h->filling = false;
 	h->fround = NULL;
-	h->fill_mean = known ? sum / known : 0;
+	h->fill_mean = mean;
 	h->st.fill_ratio_milli = h->fill_mean > 0 ? (uint64_t)(max / h->fill_mean * 1000) : 1000;
 	if (!h->balancing && h->fill_mean > 0 && max > h->fill_mean * BALANCE_ON) {
 		h->balancing = true;

@@ -124,6 +124,9 @@ void heal_fill_ask(struct mheal *h, const struct cfg *c);
  * (h->mine of all the targets hold).
  */
 void heal_balance_budgets(struct mheal *h);
+/* The fullest of the n targets' fill (live / capacity), *mean: theirs (targets of capacity 0 not
+ * counted). */
+double heal_fill_max(const struct hfill *f, unsigned n, double *mean);
 int heal_plan_balance(struct mheal *h, const struct plan *pl, const struct meta_extent *loc,
 		      uint32_t *make, uint64_t *to);
 bool heal_balance_queued(const struct mheal *h);

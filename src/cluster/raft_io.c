@@ -8,6 +8,8 @@
 SH_LOG_FACILITY("cluster.raftio");
 
 #define SEND_TIMEOUT_NS (2ull * 1000 * 1000 * 1000)
+#define FRAME_HDR	12 /* u32 group, u64 stamp (raft_io.h, "Leader leases") */
+#define ACKS_MAX	16 /* peers whose echoes an instance keeps */
 
 struct rpeer {
 	struct sh_hnode hn;
@@ -59,6 +61,16 @@ struct rio {
 	uint64_t hold_gen, durable_gen;
 	uint64_t hb_cap; /* while answering a heartbeat: its prev_log_index */
 	bool in_hb;
+	/* leader leases: the newest AppendEntries stamp from echo_from (echoed back to it) */
+	uint64_t echo;
+	raft_id echo_from;
+	/* the newest of our stamps each peer echoed, in which term */
+	struct {
+		raft_id id;
+		uint64_t term, at;
+	} acks[ACKS_MAX];
+	unsigned nacks;
+	uint64_t started, vote_guard; /* io_start's env_now; rio_params.vote_guard_ns */
 	bool closing;
 	raft_io_close_cb close_cb;
 	struct rio_snap_hooks hooks;
@@ -119,6 +131,58 @@ rnet_last_heard(const struct rnet *rn, uint64_t node)
 
 /* ---- receive ---- */
 
+/*
+ * Leader leases (raft_io.h): a leader's AppendEntries stamp is kept to be
+ * echoed in the answer; an answer's echo in this term is the newest time
+ * that peer confirmed us. A vote that would disrupt a leader is dropped
+ * while this instance is younger than its guard. false: drop msg.
+ */
+static bool
+lease_note(struct rio *r, uint64_t from, const struct raft_message *msg, uint64_t stamp)
+{
+	uint64_t term = rlog_state(r->log)->term;
+	unsigned i;
+
+	switch (msg->type) {
+	case RAFT_IO_APPEND_ENTRIES:
+		r->echo = stamp;
+		r->echo_from = from;
+		return true;
+	case RAFT_IO_APPEND_ENTRIES_RESULT:
+		if (stamp == 0 || msg->append_entries_result.term != term)
+			return true; /* (a follower of another term confirms nothing) */
+		for (i = 0; i < r->nacks && r->acks[i].id != from; i++)
+			;
+		if (i == r->nacks) {
+			if (r->nacks == ACKS_MAX)
+				return true;
+			r->acks[r->nacks++].id = from;
+		}
+		if (r->acks[i].term != term || stamp > r->acks[i].at) {
+			r->acks[i].term = term;
+			r->acks[i].at = stamp;
+		}
+		return true;
+	case RAFT_IO_REQUEST_VOTE:
+		return msg->request_vote.disrupt_leader || r->vote_guard == 0 ||
+		       env_now(r->env) - r->started >= r->vote_guard;
+	default:
+		return true;
+	}
+}
+
+uint64_t
+rio_acked(struct raft_io *io, raft_id id)
+{
+	struct rio *r = io->impl;
+	uint64_t term = rlog_state(r->log)->term;
+
+	for (unsigned i = 0; i < r->nacks; i++)
+		if (r->acks[i].id == id)
+			return r->acks[i].term == term ? r->acks[i].at : 0;
+	return 0;
+}
+
 static void
 on_raft_msg(struct net_req *req, void *arg)
 {
@@ -132,14 +196,16 @@ on_raft_msg(struct net_req *req, void *arg)
 	struct rpeer *p;
 	struct rio *r;
 	uint32_t group;
+	uint64_t stamp;
 	int rc;
 
-	if (m->len < 4) {
+	if (m->len < FRAME_HDR) {
 		net_reply(req, -EINVAL, NULL, 0);
 		return;
 	}
 	memcpy(&group, b, 4);
-	rc = rc_msg_decode(b + 4, m->len - 4, &msg, addr);
+	memcpy(&stamp, b + 4, 8);
+	rc = rc_msg_decode(b + FRAME_HDR, m->len - FRAME_HDR, &msg, addr);
 	net_reply(req, rc < 0 ? rc : 0, NULL, 0); /* the body is gone after this */
 	if (rc < 0) {
 		sh_log_warn("raft: malformed message from node %llu dropped (%s)",
@@ -162,6 +228,10 @@ on_raft_msg(struct net_req *req, void *arg)
 	}
 	msg.server_id = from; /* the session's authenticated peer, not the claim */
 	msg.server_address = p->addr;
+	if (!lease_note(r, from, &msg, stamp)) {
+		rc_msg_free(&msg);
+		return;
+	}
 	/*
 	 * libraft 0.15 answers an empty AppendEntries (a heartbeat) with its
 	 * whole log's last index instead of prev_log_index: a follower holding
@@ -326,6 +396,11 @@ io_send(struct raft_io *io, struct raft_io_send *req, const struct raft_message 
 	snprintf(op->addr, sizeof(op->addr), "%s", m->server_address ? m->server_address : "");
 	sh_enc_init(&e);
 	sh_enc_u32(&e, r->group);
+	/* the stamp: ours on an AppendEntries, the leader's echoed on its answer */
+	sh_enc_u64(&e, m->type == RAFT_IO_APPEND_ENTRIES ? env_now(r->env)
+		       : m->type == RAFT_IO_APPEND_ENTRIES_RESULT && r->echo_from == m->server_id
+			   ? r->echo
+			   : 0);
 	if (r->in_hb && m->type == RAFT_IO_APPEND_ENTRIES_RESULT &&
 	    m->append_entries_result.rejected == 0 &&
 	    m->append_entries_result.last_log_index > r->hb_cap) {
@@ -649,6 +724,7 @@ io_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick, raft_io_recv_
 	r->msecs = msecs ? msecs : 100;
 	r->tick_cb = tick;
 	r->recv_cb = recv;
+	r->started = env_now(r->env);
 	/* a random first phase: instances (and nodes) do not tick in step */
 	return env_timer_arm(&r->tick,
 			     env_random_u64(r->env) % ((uint64_t)r->msecs * 1000000) + 1) < 0
@@ -735,6 +811,7 @@ rio_open(struct rnet *rn, struct raft_io *io, const struct rio_params *p, rlog_d
 		return -ENOMEM;
 	r->group = p->group;
 	r->id = p->id;
+	r->vote_guard = p->vote_guard_ns;
 	r->io = io;
 	r->rn = rn;
 	r->env = env;

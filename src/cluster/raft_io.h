@@ -19,6 +19,19 @@
  * at once, queue a record, and hold this instance's outgoing messages
  * until the record is durable — a vote is never visible before it is
  * persisted, and no fsync happens inside the call.
+ *
+ * Leader leases (docs/metadata.md "Leader leases"). A frame is u32 group,
+ * u64 stamp, the message (raft_codec.h). A leader stamps each
+ * AppendEntries with its env_now when sent; a member echoes the newest
+ * stamp it got from a node in its answers to that node. An answer in the
+ * leader's current term says the member heard the leader at or after the
+ * stamp, and libraft's member then refuses to vote (it has a leader) until
+ * its own election timeout runs out, at least the minimum timeout later:
+ * so no other leader can be elected before the stamp a quorum echoed plus
+ * that minimum. rio_acked gives each peer's newest echo; mgroup turns the
+ * quorum's into the time its reads and client cache leases are safe until.
+ * A restarted member forgets its leader, so for vote_guard_ns after start
+ * an instance drops the RequestVotes that would disrupt one.
  */
 #ifndef SH_CLUSTER_RAFT_IO_H
 #define SH_CLUSTER_RAFT_IO_H
@@ -69,6 +82,7 @@ struct rio_params {
 	const char *path;		    /* a log file of its own */
 	uint64_t log_size;		    /* its size (two halves) */
 	const struct rio_snap_hooks *hooks; /* NULL: snapshots stored whole */
+	uint64_t vote_guard_ns;		    /* 0: none (see "Leader leases" above) */
 };
 
 /* Set up io; cb(arg, status) when its log is loaded. */
@@ -78,5 +92,7 @@ int rio_open(struct rnet *rn, struct raft_io *io, const struct rio_params *p, rl
 void rio_destroy(struct raft_io *io);
 /* The loaded log holds state (a term, entries or a snapshot): this node was a member. */
 bool rio_has_state(struct raft_io *io);
+/* The newest of our AppendEntries stamps peer id echoed in the current term; 0: none. */
+uint64_t rio_acked(struct raft_io *io, raft_id id);
 
 #endif /* SH_CLUSTER_RAFT_IO_H */

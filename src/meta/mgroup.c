@@ -582,10 +582,34 @@ mgroup_hold_cache(struct mgroup *g, bool hold)
 	g->hold_cache = hold;
 }
 
-bool
-mgroup_cache_ok(const struct mgroup *g)
+uint64_t
+mgroup_lease_end(struct mgroup *g)
 {
-	return !g->hold_cache;
+	uint64_t st[MGROUP_VOTERS_MAX], now = env_now(g->env), s;
+	unsigned n = 0;
+
+	if (!g->started || g->closing || g->transferring || raft_state(&g->raft) != RAFT_LEADER)
+		return 0;
+	for (unsigned i = 0; i < g->raft.configuration.n && n < MGROUP_VOTERS_MAX; i++) {
+		const struct raft_server *sv = &g->raft.configuration.servers[i];
+
+		if (sv->role == RAFT_VOTER)
+			st[n++] = sv->id == g->raft.id ? now : rio_acked(&g->io, sv->id);
+	}
+	for (unsigned i = 1; i < n; i++) /* newest first */
+		for (unsigned k = i; k > 0 && st[k] > st[k - 1]; k--) {
+			s = st[k];
+			st[k] = st[k - 1];
+			st[k - 1] = s;
+		}
+	s = n ? st[n / 2] : 0; /* the oldest of the newest quorum (n / 2 + 1) */
+	return s ? s + (uint64_t)g->p.election_ms * 900 * 1000 : 0;
+}
+
+bool
+mgroup_cache_ok(struct mgroup *g, uint64_t lease_ns)
+{
+	return !g->hold_cache && mgroup_lease_end(g) >= env_now(g->env) + lease_ns;
 }
 
 /* Leadership to member `to` (0: the one libraft finds most up to date). 0, -EAGAIN. */
@@ -1002,7 +1026,8 @@ mgroup_open(struct rnet *rn, const struct mgroup_params *p, struct mgroup **out)
 				  .name = g->path,
 				  .path = g->path,
 				  .log_size = p->log_size,
-				  .hooks = &g->hooks };
+				  .hooks = &g->hooks,
+				  .vote_guard_ns = (uint64_t)p->election_ms * 1000 * 1000 };
 	rc = rio_open(rn, &g->io, &rp, on_log_open, g);
 	if (rc < 0)
 		goto err;

@@ -89,7 +89,18 @@ int mgroup_transfer(struct mgroup *g, uint64_t to);
  * one given has expired, the hand-over is safe. Cleared when it ends.
  */
 void mgroup_hold_cache(struct mgroup *g, bool hold);
-bool mgroup_cache_ok(const struct mgroup *g);
+/*
+ * The leader's lease (raft_io.h "Leader leases"): until when (env_now) no
+ * other replica can have become leader — the AppendEntries stamp a quorum
+ * of the voters last echoed, plus 9/10 of the election timeout (the
+ * minimum a member waits after hearing its leader before it votes). 0:
+ * not the leader, a hand-over in flight, or not confirmed yet this term.
+ * Reads answered to clients and their cache leases must end before it.
+ */
+uint64_t mgroup_lease_end(struct mgroup *g);
+/* A client cache lease of lease_ns may be given now: no hand-over holds them, and the lease covers
+ * it. */
+bool mgroup_cache_ok(struct mgroup *g, uint64_t lease_ns);
 /* Whom to ask instead: the known leader's Raft id, 0 if none. */
 uint64_t mgroup_leader(struct mgroup *g);
 /*

@@ -101,8 +101,18 @@ const char *mp_kind_name(unsigned kind);
 #define MP_HOLD_RENEW_MS 3000
 #define MP_HOLD_MAX	 512 /* inos in one MP_HOLD's data */
 
-/* How long a client may keep what a reply with MP_CACHE told it (unless recalled first). */
-#define MP_CACHE_MS 1000
+/*
+ * How long a client may keep what a reply with MP_CACHE told it (unless
+ * recalled first), from when it sent the request. A leader gives it only
+ * while its own lease (mgroup_lease_end: 9/10 of a 500 ms election timeout
+ * past the last quorum's confirmation, ~450 ms less a heartbeat) covers
+ * it, so that no leader elected meanwhile can change what it covers
+ * without recalling it: 300 ms (it was 1 s, and a leader cut off from its
+ * group let clients read a removed file's attributes for up to that long;
+ * tests/sim/meta client_real, seed 18).
+ */
+#define MP_CACHE_MS 300
+#define MP_CACHE_NS ((uint64_t)MP_CACHE_MS * 1000 * 1000)
 
 /*
  * What a client caches, as the leader names it in a recall

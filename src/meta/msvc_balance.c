@@ -23,6 +23,7 @@ SH_LOG_FACILITY("meta.balance");
 #define BALANCE_TICK_NS	 (250ull * 1000 * 1000)
 #define HAND_WAIT_NS	 ((uint64_t)(MP_CACHE_MS + 100) * 1000 * 1000) /* leases run out */
 #define BALANCE_QUIET_NS (5000ull * 1000 * 1000) /* after a hand-over, or a group changing */
+#define HEARD_NS	 (200ull * 1000 * 1000)	 /* a Raft message from the member this recently */
 
 struct count {
 	uint64_t node;
@@ -235,7 +236,14 @@ hand_over(struct msvc *s)
 	s->handing.gid = 0;
 	if (g == NULL)
 		return;
-	if (mgroup_ready(g) && mgroup_transfer(g, s->handing.to) == 0) {
+	/*
+	 * Not to a member this node has not heard from lately (cut off since it
+	 * answered): a transfer to it stalls the group's commands until it times
+	 * out, and its followers then know a leader the clients cannot reach
+	 * (tests/sim/meta client_real, seed 1067).
+	 */
+	if (mgroup_ready(g) && env_now(s->env) - rnet_last_heard(s->rn, s->handing.to) < HEARD_NS &&
+	    mgroup_transfer(g, s->handing.to) == 0) {
 		sh_log_info("leading %u groups: group %#x goes to node %llu, which leads %d", mine,
 			    mgroup_id(g), (unsigned long long)(s->handing.to >> 8), s->handing.led);
 		return; /* the cache lease hold ends with the transfer */

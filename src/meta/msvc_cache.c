@@ -5,9 +5,10 @@
  * entry and the attributes for MP_CACHE_MS, and records that it did; when
  * a command changes them it recalls them from every holder
  * (NET_OP_META_RECALL). The leases are the leader's memory only: a new
- * leader knows none, which is safe because each lasts MP_CACHE_MS and a
- * client never keeps one longer (what that leaves open after a leader's
- * crash: docs/metadata.md "Client cache leases").
+ * leader knows none, which is safe because each lasts MP_CACHE_MS, a
+ * client never keeps one longer, and a leader gives one only while its own
+ * lease outlasts it (mgroup_cache_ok: no other leader can have been
+ * elected before it ends; docs/metadata.md "Leader leases").
  *
  * A command's answer waits for its recalls (the fence): every recall
  * sent before the answer is answered by its client, or, where the client

@@ -160,7 +160,13 @@ msvc_do_read(struct mreq *m)
 			goto out;
 		}
 	}
-	rc = mgroup_read(m->g, m->req.bucket, &mb);
+	/*
+	 * A leader cut off from its group may still think it leads while another
+	 * was elected and changed what it would answer: it answers clients only
+	 * while its lease says no other can have been (mgroup_lease_end).
+	 */
+	rc = mgroup_lease_end(m->g) > env_now(m->fs->s->env) ? mgroup_read(m->g, m->req.bucket, &mb)
+							     : SH_ENOTLEADER;
 	if (rc < 0) {
 		mreq_answer(m, rc, NULL);
 		goto out;
@@ -175,7 +181,7 @@ msvc_do_read(struct mreq *m)
 				rep.flags |= MP_ATTR;
 				with_inline(m, &mb, rep.dentry.ino, &rep, &e);
 			}
-			if (msvc_client_of(m) && mgroup_cache_ok(m->g)) {
+			if (msvc_client_of(m) && mgroup_cache_ok(m->g, MP_CACHE_NS)) {
 				struct mp_key k =
 				    mp_key_dentry(m->req.ino, m->req.name, m->req.nlen);
 
@@ -219,7 +225,7 @@ msvc_do_read(struct mreq *m)
 		with_inline(m, &mb, m->req.ino, &rep, &e);
 		if ((m->req.max & MP_HOLD_EXTENTS) && !(rep.flags & MP_INLINE))
 			hold_extents(&mb, m->req.ino, &rep, &e);
-		if (msvc_client_of(m) && mgroup_cache_ok(m->g)) {
+		if (msvc_client_of(m) && mgroup_cache_ok(m->g, MP_CACHE_NS)) {
 			struct mp_key k = mp_key_attr(m->req.ino);
 
 			msvc_cache_grant(m->fs, msvc_client_of(m), &k);
@@ -233,7 +239,7 @@ msvc_do_read(struct mreq *m)
 			rep.flags |= MP_ATTR;
 			with_inline(m, &mb, m->req.ino, &rep, &e);
 		}
-		if (rc == 0 && msvc_client_of(m) && mgroup_cache_ok(m->g)) {
+		if (rc == 0 && msvc_client_of(m) && mgroup_cache_ok(m->g, MP_CACHE_NS)) {
 			struct mp_key k = mp_key_attr(m->req.ino);
 
 			msvc_cache_grant(m->fs, msvc_client_of(m), &k);

@@ -290,6 +290,22 @@ TEST(client_real_libshoal_through_crashes_and_partitions)
 }
 
 /*
+ * Seeds that found a window, run whatever the seed given: 18 (and 1139
+ * before the clients spread their configuration polls) cut a leader
+ * off while a client caches a file's attributes from it, and another
+ * client removes the file through the new leader (the first stat it from
+ * its cache until leaders gave leases only within their own,
+ * docs/metadata.md "Leader leases").
+ */
+TEST(client_real_seeds_that_found_a_window)
+{
+	static const uint64_t seeds[] = { 18, 1139 };
+
+	for (unsigned i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++)
+		run_clients(seeds[i]);
+}
+
+/*
  * One seed, one run, clients included: every packet and disk request of
  * two runs the same (a Raft barrier's unwritten bytes once made runs
  * differ with the address layout).

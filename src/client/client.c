@@ -72,9 +72,11 @@ adopt(sh_client *c, const uint8_t *b, size_t len)
 			/* what we learned of the nodes' management addresses */
 			for (uint32_t i = 0; i < n->nnodes; i++)
 				net_peer_ensure(c->mnet, n->nodes[i].id, n->nodes[i].mgmt);
-			if (!c->cfg_spread && client_cfg_node(n, net_node_id(c->mnet)) != 0) {
-				c->cfg_node = client_cfg_node(n, net_node_id(c->mnet));
-				c->cfg_spread = true;
+			if (!c->cfg_spread) {
+				uint64_t ask = client_cfg_node(n, net_node_id(c->mnet));
+
+				c->cfg_spread = ask != 0;
+				c->cfg_node = ask ? ask : c->cfg_node;
 			}
 			cancel_down(c, n);
 		}

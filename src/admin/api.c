@@ -260,24 +260,9 @@ events_json(const struct cfg *c, unsigned limit)
 }
 
 static const char *
-raft_name(int state)
-{
-	switch (state) {
-	case 1:
-		return "follower";
-	case 2:
-		return "candidate";
-	case 3:
-		return "leader";
-	default:
-		return "unavailable";
-	}
-}
-
-static const char *
 raft_state_name(const struct cluster_info *ci)
 {
-	return ci->started ? raft_name(ci->raft_state) : "not-member";
+	return ci->started ? rgroup_state_name(ci->raft_state) : "not-member";
 }
 
 static json_t *
@@ -327,7 +312,7 @@ meta_json(const struct admin_node *self)
 		json_array_append_new(
 		    a, json_pack("{s:i, s:i, s:i, s:s, s:b, s:I, s:I, s:I, s:I, s:o}", "fs",
 				 (int)gi[i].fs, "group", (int)gi[i].index, "buckets",
-				 (int)gi[i].nbuckets, "raft", raft_name(gi[i].raft_state),
+				 (int)gi[i].nbuckets, "raft", rgroup_state_name(gi[i].raft_state),
 				 "serving", gi[i].ready, "term", (json_int_t)gi[i].term, "commit",
 				 (json_int_t)gi[i].commit, "applied", (json_int_t)gi[i].applied,
 				 "leader", (json_int_t)(gi[i].leader >> 8), "voters", voters));

@@ -6,6 +6,7 @@
 #include <jansson.h>
 
 #include "../cluster/cluster.h"
+#include "../cluster/rgroup.h"
 #include "api.h"
 #include "metrics.h"
 

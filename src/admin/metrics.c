@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 /* GET /metrics in the Prometheus text format (metrics.h). */
-#include <raft.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -445,7 +444,7 @@ meta_families(struct mctx *m)
 	for (unsigned w = 0; w < m->nws; w++)
 		for (unsigned i = 0; i < m->ws[w]->ngroups; i++) {
 			const struct msvc_group_info *g = &m->ws[w]->groups[i];
-			bool lead = g->raft_state == RAFT_LEADER;
+			bool lead = g->raft_state == RGROUP_LEADER;
 
 			groups[lead]++;
 			buckets[lead] += g->nbuckets;

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The configuration group: submissions, forwarding, following, heartbeats (cluster.h). */
-#include <raft.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -58,12 +57,13 @@ ccall(struct cluster *cl, uint64_t node, uint16_t op, const struct sh_enc *body,
 /* ---- the state machine ---- */
 
 static int
-fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
+sm_apply(void *arg, uint64_t idx, const void *p, size_t len, void **result)
 {
-	struct cluster *cl = fsm->data;
+	struct cluster *cl = arg;
 	struct cfg_cmd cmd;
-	int rc = cfg_cmd_decode(buf->base, buf->len, &cmd);
+	int rc = cfg_cmd_decode(p, len, &cmd);
 
+	(void)idx;
 	if (rc == 0)
 		rc = cfg_apply(cl->fsm_cfg, &cmd, cl->apply_msg, sizeof(cl->apply_msg));
 	else
@@ -75,51 +75,42 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 	return 0;
 }
 
+/* What e encoded, into an rgroup_alloc'd buffer. */
 static int
-fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
+to_buf(struct sh_enc *e, struct rgroup_buf *out)
 {
-	struct cluster *cl = fsm->data;
-	struct sh_enc e;
-	size_t len;
-	uint8_t *b;
+	int rc = sh_enc_error(e);
 
-	sh_enc_init(&e);
-	cfg_encode(&e, cl->fsm_cfg);
-	if (sh_enc_error(&e)) {
-		sh_enc_fini(&e);
-		return RAFT_NOMEM;
-	}
-	*bufs = raft_malloc(sizeof(**bufs));
-	if (*bufs == NULL) {
-		sh_enc_fini(&e);
-		return RAFT_NOMEM;
-	}
-	(*bufs)[0].base = raft_malloc(e.len ? e.len : 1);
-	if ((*bufs)[0].base == NULL) {
-		raft_free(*bufs);
-		sh_enc_fini(&e);
-		return RAFT_NOMEM;
-	}
-	b = sh_enc_take(&e, &len);
-	memcpy((*bufs)[0].base, b, len);
-	(*bufs)[0].len = len;
-	sh_free(b);
-	*n = 1;
-	return 0;
+	if (rc == 0)
+		rc = rgroup_buf_copy(e->p, e->len, out);
+	sh_enc_fini(e);
+	return rc;
 }
 
 static int
-fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
+sm_snapshot(void *arg, uint64_t idx, struct rgroup_buf *out)
 {
-	struct cluster *cl = fsm->data;
-	int rc = cfg_decode(buf->base, buf->len, cl->fsm_cfg);
+	struct cluster *cl = arg;
+	struct sh_enc e;
 
+	(void)idx;
+	sh_enc_init(&e);
+	cfg_encode(&e, cl->fsm_cfg);
+	return to_buf(&e, out) < 0 ? -ENOMEM : 0;
+}
+
+static int
+sm_restore(void *arg, uint64_t applied, const void *p, size_t len)
+{
+	struct cluster *cl = arg;
+	int rc = cfg_decode(p, len, cl->fsm_cfg);
+
+	(void)applied;
 	if (rc < 0) {
-		sh_log_error("config snapshot of %zu bytes does not decode: %s", buf->len,
+		sh_log_error("config snapshot of %zu bytes does not decode: %s", len,
 			     sh_strerror(rc));
-		return RAFT_CORRUPT;
+		return -EBADMSG;
 	}
-	raft_free(buf->base);
 	sync_view(cl);
 	return 0;
 }
@@ -154,17 +145,15 @@ notify(struct cluster *cl)
 bool
 cluster_leads(struct cluster *cl)
 {
-	return cl->started && raft_state(&cl->raft) == RAFT_LEADER;
+	return cl->started && rgroup_leads(cl->rg);
 }
 
 static uint64_t
 leader_id(struct cluster *cl)
 {
-	raft_id id = 0;
-	const char *addr = NULL;
-
 	if (cl->started) {
-		raft_leader(&cl->raft, &id, &addr);
+		uint64_t id = rgroup_leader(cl->rg);
+
 		if (id)
 			return id;
 		/*
@@ -174,7 +163,7 @@ leader_id(struct cluster *cl)
 		 * it), and that leader wants its heartbeats. A node that is not the
 		 * leader answers them -EAGAIN, which drops the hint.
 		 */
-		if (raft_state(&cl->raft) != RAFT_UNAVAILABLE && cl->raft.configuration.n > 0 &&
+		if (rgroup_state(cl->rg) != RGROUP_UNAVAILABLE && rgroup_nmembers(cl->rg) > 0 &&
 		    cl->leader_hint == 0)
 			return 0;
 	}
@@ -188,12 +177,9 @@ raft_go(struct cluster *cl)
 
 	if (cl->started)
 		return 0;
-	rc = raft_start(&cl->raft);
-	if (rc != 0) {
-		sh_log_error("config raft: start: %s (%s)", raft_strerror(rc),
-			     raft_errmsg(&cl->raft));
-		return -EIO;
-	}
+	rc = rgroup_start(cl->rg); /* (it logs why it could not) */
+	if (rc < 0)
+		return rc;
 	cl->started = true;
 	sh_log_info("config raft started (node %llu)", (unsigned long long)cl->p.node_id);
 	return 0;
@@ -203,28 +189,14 @@ static void
 on_log_open(void *arg, int status)
 {
 	struct cluster *cl = arg;
-	int rc;
 
 	if (status < 0) {
 		sh_log_error("config raft log %s: %s", cl->path, sh_strerror(status));
 		return;
 	}
-	cl->log_open = true;
-	rc = raft_init(&cl->raft, &cl->io, &cl->fsm, cl->p.node_id, cl->mgmt);
-	if (rc != 0) {
-		sh_log_error("config raft: init: %s", raft_strerror(rc));
-		return;
-	}
 	cl->inited = true;
-	cl->raft.data = cl;
-	raft_set_election_timeout(&cl->raft, cl->p.election_ms);
-	raft_set_heartbeat_timeout(&cl->raft, cl->p.election_ms / 10);
-	raft_set_snapshot_threshold(&cl->raft, 128);
-	raft_set_snapshot_trailing(&cl->raft, 64);
-	raft_set_pre_vote(&cl->raft, true);
-	raft_set_install_snapshot_timeout(&cl->raft, 5000);
 	/* a log with state means this node was a member: rejoin at once */
-	if (rio_has_state(&cl->io))
+	if (rgroup_has_state(cl->rg))
 		raft_go(cl);
 	env_post(&cl->pump);
 }
@@ -276,9 +248,9 @@ sub_done(struct sub *s, int status, const char *msg)
 }
 
 static void
-on_applied(struct raft_apply *req, int status, void *result)
+on_applied(void *arg, int status, void *result)
 {
-	struct sub *s = req->data;
+	struct sub *s = arg;
 	struct cluster *cl = s->cl;
 
 	(void)result;
@@ -288,7 +260,7 @@ on_applied(struct raft_apply *req, int status, void *result)
 		snprintf(msg, sizeof(msg),
 			 "the configuration leader changed before the change committed (%s); it "
 			 "may or may not have been applied",
-			 raft_strerror(status));
+			 sh_strerror(status));
 		sub_done(s, -EAGAIN, msg);
 		return;
 	}
@@ -298,7 +270,7 @@ on_applied(struct raft_apply *req, int status, void *result)
 static int
 propose(struct cluster *cl, struct sub *s)
 {
-	struct raft_buffer buf;
+	struct rgroup_buf buf;
 	struct sh_enc e;
 	char msg[CFG_MSG_MAX];
 	int rc;
@@ -311,24 +283,10 @@ propose(struct cluster *cl, struct sub *s)
 	}
 	sh_enc_init(&e);
 	cfg_cmd_encode(&e, &s->cmd);
-	if (sh_enc_error(&e)) {
-		sh_enc_fini(&e);
+	if (to_buf(&e, &buf) < 0)
 		return -ENOMEM;
-	}
-	buf.base = raft_malloc(e.len);
-	if (buf.base == NULL) {
-		sh_enc_fini(&e);
-		return -ENOMEM;
-	}
-	memcpy(buf.base, e.p, e.len);
-	buf.len = e.len;
-	sh_enc_fini(&e);
-	s->apply.data = s;
-	rc = raft_apply(&cl->raft, &s->apply, &buf, 1, on_applied);
-	if (rc != 0) {
-		raft_free(buf.base);
+	if (rgroup_propose(cl->rg, &buf, on_applied, s) != 0) /* buf taken */
 		return -EAGAIN;
-	}
 	s->state = SUB_APPLYING;
 	return 0;
 }
@@ -488,14 +446,10 @@ cluster_pump(struct cluster *cl)
 			continue;
 		}
 		if (s->cmd.op == CFG_OP_CREATE && !cl->cfg->created && cl->inited && !cl->started) {
-			struct raft_configuration conf;
+			const char *self = cl->mgmt;
 
-			raft_configuration_init(&conf);
-			rc = raft_configuration_add(&conf, cl->p.node_id, cl->mgmt, RAFT_VOTER);
-			if (rc == 0)
-				rc = raft_bootstrap(&cl->raft, &conf);
-			raft_configuration_close(&conf);
-			if (rc != 0 || raft_go(cl) < 0) {
+			rc = rgroup_bootstrap(cl->rg, &cl->p.node_id, &self, 1);
+			if (rc < 0 || raft_go(cl) < 0) {
 				sub_done(s, -EIO, "could not start the configuration group");
 				continue;
 			}
@@ -817,7 +771,7 @@ int
 cluster_start(struct net *mgmt, const struct cluster_params *p, struct cluster **out)
 {
 	struct cluster *cl;
-	struct rio_params rp;
+	struct rgroup_params rp;
 	int rc;
 
 	if (p->node_id == 0 || p->mgmt == NULL || p->data == NULL || p->dir == NULL)
@@ -852,11 +806,6 @@ cluster_start(struct net *mgmt, const struct cluster_params *p, struct cluster *
 		rc = -ENOMEM;
 		goto err;
 	}
-	cl->fsm = (struct raft_fsm){ .version = 1,
-				     .data = cl,
-				     .apply = fsm_apply,
-				     .snapshot = fsm_snapshot,
-				     .restore = fsm_restore };
 	env_timer_init(cl->env, &cl->tick, on_tick, cl);
 	env_task_init(cl->env, &cl->pump, on_pump, cl);
 	rc = rnet_create(mgmt, &cl->rn);
@@ -869,10 +818,23 @@ cluster_start(struct net *mgmt, const struct cluster_params *p, struct cluster *
 	    (rc = net_handle(mgmt, NET_OP_CLUSTER_PUSH, on_push, cl)) < 0 ||
 	    (rc = net_handle(mgmt, NET_OP_CLUSTER_CONFIG, on_config_req, cl)) < 0)
 		goto err_rn;
-	rp = (struct rio_params){
-		.group = CONFIG_GROUP, .id = p->node_id, .path = cl->path, .log_size = RAFT_LOG_SIZE
+	rp = (struct rgroup_params){
+		.io = { .group = CONFIG_GROUP,
+			.id = p->node_id,
+			.path = cl->path,
+			.log_size = RAFT_LOG_SIZE },
+		.addr = cl->mgmt,
+		.election_ms = cl->p.election_ms,
+		.heartbeat_ms = cl->p.election_ms / 10,
+		.snapshot_threshold = 128,
+		.snapshot_trailing = 64,
+		.install_snapshot_ms = 5000,
+		.sm = { .apply = sm_apply,
+			.snapshot = sm_snapshot,
+			.restore = sm_restore,
+			.arg = cl },
 	};
-	rc = rio_open(cl->rn, &cl->io, &rp, on_log_open, cl);
+	rc = rgroup_open(cl->rn, &rp, on_log_open, cl, &cl->rg);
 	if (rc < 0)
 		goto err_rn;
 	env_timer_arm(&cl->tick, TICK_NS);
@@ -897,7 +859,6 @@ finish_stop(struct env_task *t)
 	while (!sh_list_empty(&cl->subs))
 		sub_done(sh_list_entry(cl->subs.next, struct sub, link), -ESHUTDOWN,
 			 "the node is shutting down");
-	rio_destroy(&cl->io);
 	rnet_destroy(cl->rn);
 	cfg_free(cl->cfg);
 	cfg_free(cl->fsm_cfg);
@@ -913,11 +874,13 @@ maybe_finish(struct cluster *cl)
 		env_post(&cl->stop_task);
 }
 
+/* rg's done: the proposals in flight were called back; it is gone. */
 static void
-on_raft_closed(struct raft *raft)
+on_raft_closed(void *arg)
 {
-	struct cluster *cl = raft->data;
+	struct cluster *cl = arg;
 
+	cl->rg = NULL;
 	cl->raft_closed = true;
 	maybe_finish(cl);
 }
@@ -933,7 +896,7 @@ cluster_stop(struct cluster *cl, void (*done)(void *arg), void *arg)
 	{
 		struct sh_list *pos, *tmp;
 
-		/* applying ones are called back by raft_close */
+		/* applying ones are called back as rgroup_close fails them */
 		sh_list_for_each_safe (pos, tmp, &cl->subs) {
 			struct sub *s = sh_list_entry(pos, struct sub, link);
 
@@ -944,8 +907,10 @@ cluster_stop(struct cluster *cl, void (*done)(void *arg), void *arg)
 			net_call_cancel(sh_list_entry(pos, struct ccall, link)->h);
 	}
 	env_task_init(cl->env, &cl->stop_task, finish_stop, cl);
-	if (cl->inited) {
-		raft_close(&cl->raft, on_raft_closed);
+	/* nothing looks at rg from now on: it is freed before the stop finishes */
+	cl->inited = cl->started = false;
+	if (cl->rg != NULL) {
+		rgroup_close(cl->rg, on_raft_closed, cl);
 	} else {
 		cl->raft_closed = true;
 		maybe_finish(cl);
@@ -968,17 +933,17 @@ cluster_info(const struct cluster *cl, struct cluster_info *out)
 	out->leader = leader_id(c);
 	if (!cl->started)
 		return;
-	out->raft_state = raft_state(&c->raft);
-	out->term = cl->raft.current_term;
-	out->commit = cl->raft.commit_index;
-	out->applied = raft_last_applied(&c->raft);
-	for (unsigned i = 0; i < cl->raft.configuration.n && out->nvoters < 8; i++) {
-		const struct raft_server *s = &cl->raft.configuration.servers[i];
+	out->raft_state = rgroup_state(c->rg);
+	out->term = rgroup_term(c->rg);
+	out->commit = rgroup_commit(c->rg);
+	out->applied = rgroup_applied(c->rg);
+	for (unsigned i = 0; i < rgroup_nmembers(c->rg) && out->nvoters < 8; i++) {
+		struct rgroup_member m = rgroup_member(c->rg, i);
 
-		if (s->role != RAFT_VOTER)
+		if (m.role != RGROUP_VOTER)
 			continue;
-		out->voters[out->nvoters++] = s->id;
-		if (s->id == cl->p.node_id)
+		out->voters[out->nvoters++] = m.id;
+		if (m.id == cl->p.node_id)
 			out->member = true;
 	}
 }

@@ -3,10 +3,8 @@
 #ifndef SH_CLUSTER_CLUSTER_INT_H
 #define SH_CLUSTER_CLUSTER_INT_H
 
-#include <raft.h>
-
 #include "cluster.h"
-#include "raft_io.h"
+#include "rgroup.h"
 
 #define CONFIG_GROUP	0
 #define RAFT_LOG_SIZE	(32ull << 20)
@@ -33,7 +31,6 @@ struct sub {
 	uint64_t fwd_to;
 	struct ccall *call;  /* while forwarding */
 	uint64_t want_epoch; /* done at the leader: wait until this node has it too */
-	struct raft_apply apply;
 };
 
 /* What the leader tracks per node. */
@@ -52,12 +49,10 @@ struct cluster {
 	struct cluster_params p;
 	char mgmt[CFG_ADDR_MAX], data[CFG_ADDR_MAX], domain[CFG_NAME_MAX];
 	char path[512];
-	struct cfg *cfg;     /* the newest configuration known here (what readers see) */
-	struct cfg *fsm_cfg; /* the Raft state machine's own (voters) */
-	struct raft raft;
-	struct raft_io io;
-	struct raft_fsm fsm;
-	bool log_open, inited, started, closing;
+	struct cfg *cfg;	       /* the newest configuration known here (what readers see) */
+	struct cfg *fsm_cfg;	       /* the Raft state machine's own (voters) */
+	struct rgroup *rg;	       /* NULL once closed */
+	bool inited, started, closing; /* inited: rg's log is loaded */
 	int apply_rc;
 	char apply_msg[CFG_MSG_MAX];
 	struct sh_list subs;
@@ -68,8 +63,7 @@ struct cluster {
 	uint64_t last_hb;
 	uint64_t leader_hint; /* who pushed to us last (until it says it does not lead) */
 	bool was_leader;
-	bool changing; /* a membership change is in flight */
-	struct raft_change change;
+	bool changing;	       /* a membership change is in flight */
 	uint64_t promote;      /* node added as spare, to make a voter */
 	bool replacing;	       /* a metadata group replacement is in flight */
 	uint64_t stuck_warned; /* when to say again that no node can replace a dead one */

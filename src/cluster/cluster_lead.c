@@ -25,13 +25,23 @@ set_state(struct cluster *cl, struct track *t, uint8_t state)
 }
 
 static void
-on_change(struct raft_change *req, int status)
+on_change(void *arg, int status, void *result)
 {
-	struct cluster *cl = req->data;
+	struct cluster *cl = arg;
 
+	(void)result;
 	cl->changing = false;
 	if (status != 0)
-		sh_log_warn("config membership change: %s", raft_strerror(status));
+		sh_log_warn("config membership change: %s", sh_strerror(status));
+}
+
+/* Whether id is a voter of the configuration group. */
+static bool
+is_voter(const struct cluster *cl, uint64_t id)
+{
+	struct rgroup_member m;
+
+	return rgroup_find(cl->rg, id, &m) && m.role == RGROUP_VOTER;
 }
 
 static bool
@@ -44,22 +54,20 @@ in_cfg(const struct cluster *cl, uint64_t id)
 static void
 reconcile(struct cluster *cl)
 {
-	const struct raft_configuration *rc = &cl->raft.configuration;
-	unsigned voters = 0, want;
+	unsigned n = rgroup_nmembers(cl->rg), voters = 0, want;
+	struct rgroup_member m;
 	int err = 0;
 
 	if (cl->changing || !cl->cfg->created)
 		return;
-	cl->change.data = cl;
-	for (unsigned i = 0; i < rc->n; i++) {
-		const struct raft_server *s = &rc->servers[i];
-
-		if (s->id != cl->p.node_id && !in_cfg(cl, s->id)) {
-			sh_log_info("config group: removing node %llu", (unsigned long long)s->id);
-			err = raft_remove(&cl->raft, &cl->change, s->id, on_change);
+	for (unsigned i = 0; i < n; i++) {
+		m = rgroup_member(cl->rg, i);
+		if (m.id != cl->p.node_id && !in_cfg(cl, m.id)) {
+			sh_log_info("config group: removing node %llu", (unsigned long long)m.id);
+			err = rgroup_remove(cl->rg, m.id, on_change, cl);
 			goto out;
 		}
-		if (s->role == RAFT_VOTER)
+		if (m.role == RGROUP_VOTER)
 			voters++;
 	}
 	want = cl->cfg->nnodes < VOTERS_MAX ? cl->cfg->nnodes : VOTERS_MAX;
@@ -69,61 +77,55 @@ reconcile(struct cluster *cl)
 		 * up is not a voter: demote it to standby; the next rounds make
 		 * the up node a voter, so the group again survives two failures.
 		 */
-		uint64_t now = env_realtime(cl->env);
-		const struct raft_server *down = NULL;
+		uint64_t now = env_realtime(cl->env), down = 0;
 		bool spare_up = false;
 
-		for (unsigned i = 0; i < rc->n; i++) {
-			const struct raft_server *s = &rc->servers[i];
-			const struct cfg_node *n = cfg_node_find(cl->cfg, s->id);
+		for (unsigned i = 0; i < n; i++) {
+			const struct cfg_node *cn;
 
-			if (n == NULL)
+			m = rgroup_member(cl->rg, i);
+			cn = cfg_node_find(cl->cfg, m.id);
+			if (cn == NULL)
 				continue;
-			if (s->role == RAFT_VOTER && n->state == CFG_DOWN &&
-			    s->id != cl->p.node_id && now - n->since > cl->p.replace_ns)
-				down = s;
+			if (m.role == RGROUP_VOTER && cn->state == CFG_DOWN &&
+			    m.id != cl->p.node_id && now - cn->since > cl->p.replace_ns)
+				down = m.id;
 		}
 		for (uint32_t i = 0; i < cl->cfg->nnodes && !spare_up; i++) {
-			const struct cfg_node *n = &cl->cfg->nodes[i];
-			bool voter = false;
+			const struct cfg_node *cn = &cl->cfg->nodes[i];
 
-			for (unsigned k = 0; k < rc->n && !voter; k++)
-				voter =
-				    rc->servers[k].id == n->id && rc->servers[k].role == RAFT_VOTER;
-			spare_up = !voter && n->state == CFG_UP;
+			spare_up = !is_voter(cl, cn->id) && cn->state == CFG_UP;
 		}
-		if (down == NULL || !spare_up)
+		if (down == 0 || !spare_up)
 			return;
 		sh_log_info("config group: node %llu has been down for long: a node that is up "
 			    "takes its vote",
-			    (unsigned long long)down->id);
+			    (unsigned long long)down);
 		/* a standby: the log is still sent to it, so when it is back it learns the
 		 * change (a spare would not, and would go on waiting for an election) */
-		err = raft_assign(&cl->raft, &cl->change, down->id, RAFT_STANDBY, on_change);
+		err = rgroup_assign(cl->rg, down, RGROUP_STANDBY, on_change, cl);
 		goto out;
 	}
-	for (unsigned i = 0; i < rc->n; i++) {
-		const struct raft_server *s = &rc->servers[i];
-		const struct cfg_node *n = cfg_node_find(cl->cfg, s->id);
+	for (unsigned i = 0; i < n; i++) {
+		const struct cfg_node *cn;
 
-		if (s->role != RAFT_VOTER && n != NULL && n->state == CFG_UP) {
+		m = rgroup_member(cl->rg, i);
+		cn = cfg_node_find(cl->cfg, m.id);
+		if (m.role != RGROUP_VOTER && cn != NULL && cn->state == CFG_UP) {
 			sh_log_info("config group: node %llu becomes a voter",
-				    (unsigned long long)s->id);
-			err = raft_assign(&cl->raft, &cl->change, s->id, RAFT_VOTER, on_change);
+				    (unsigned long long)m.id);
+			err = rgroup_assign(cl->rg, m.id, RGROUP_VOTER, on_change, cl);
 			goto out;
 		}
 	}
 	for (uint32_t i = 0; i < cl->cfg->nnodes; i++) {
-		const struct cfg_node *n = &cl->cfg->nodes[i];
-		bool present = false;
+		const struct cfg_node *cn = &cl->cfg->nodes[i];
 
-		for (unsigned k = 0; k < rc->n && !present; k++)
-			present = rc->servers[k].id == n->id;
-		if (present || n->state != CFG_UP)
+		if (rgroup_find(cl->rg, cn->id, &m) || cn->state != CFG_UP)
 			continue;
-		sh_log_info("config group: adding node %llu (%s)", (unsigned long long)n->id,
-			    n->mgmt);
-		err = raft_add(&cl->raft, &cl->change, n->id, n->mgmt, on_change);
+		sh_log_info("config group: adding node %llu (%s)", (unsigned long long)cn->id,
+			    cn->mgmt);
+		err = rgroup_add(cl->rg, cn->id, cn->mgmt, on_change, cl);
 		goto out;
 	}
 	return;
@@ -131,7 +133,7 @@ out:
 	if (err == 0)
 		cl->changing = true;
 	else
-		sh_log_debug("config membership change refused: %s", raft_strerror(err));
+		sh_log_debug("config membership change refused: %s", sh_strerror(err));
 }
 
 /* A node down for long: another takes its place in a metadata group (one at a time). */
@@ -177,7 +179,7 @@ cluster_lead(struct cluster *cl)
 		cl->was_leader = true;
 		cl->ntrack = 0;
 		sh_log_info("this node leads the configuration (term %llu, epoch %llu)",
-			    (unsigned long long)cl->raft.current_term,
+			    (unsigned long long)rgroup_term(cl->rg),
 			    (unsigned long long)cl->cfg->epoch);
 		for (uint32_t i = 0; i < cl->cfg->nnodes; i++) {
 			struct track *t = cluster_track(cl, cl->cfg->nodes[i].id);

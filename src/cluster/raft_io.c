@@ -172,7 +172,7 @@ lease_note(struct rio *r, uint64_t from, const struct raft_message *msg, uint64_
 }
 
 uint64_t
-rio_acked(struct raft_io *io, raft_id id)
+rio_acked(struct raft_io *io, uint64_t id)
 {
 	struct rio *r = io->impl;
 	uint64_t term = rlog_state(r->log)->term;

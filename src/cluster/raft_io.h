@@ -36,11 +36,11 @@
 #ifndef SH_CLUSTER_RAFT_IO_H
 #define SH_CLUSTER_RAFT_IO_H
 
-#include <raft.h>
-
 #include "../net/net.h"
 #include "raft_log.h"
 
+struct raft_buffer;
+struct raft_io;
 struct rnet;
 
 /* A message came for a group with no running instance here (e.g. to start it lazily). */
@@ -75,7 +75,7 @@ struct rio_snap_hooks {
 
 struct rio_params {
 	uint32_t group;
-	raft_id id;
+	uint64_t id; /* the instance's Raft id */
 	/* the node's shared log (loaded), and the instance's name in it; or NULL: */
 	struct rwal *wal;
 	const char *name;
@@ -93,6 +93,6 @@ void rio_destroy(struct raft_io *io);
 /* The loaded log holds state (a term, entries or a snapshot): this node was a member. */
 bool rio_has_state(struct raft_io *io);
 /* The newest of our AppendEntries stamps peer id echoed in the current term; 0: none. */
-uint64_t rio_acked(struct raft_io *io, raft_id id);
+uint64_t rio_acked(struct raft_io *io, uint64_t id);
 
 #endif /* SH_CLUSTER_RAFT_IO_H */

@@ -29,10 +29,10 @@
 #ifndef SH_CLUSTER_RAFT_LOG_H
 #define SH_CLUSTER_RAFT_LOG_H
 
-#include <raft.h>
-
 #include "../env/env.h"
 
+struct raft_entry;
+struct raft_snapshot;
 struct rwal;
 struct rlog;
 

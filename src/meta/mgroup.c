@@ -21,9 +21,6 @@ SH_LOG_FACILITY("meta.group");
 #define CHANGE_RETRY_NS (10ull * 1000 * 1000 * 1000)
 
 struct prop {
-	struct sh_list link;
-	struct mgroup *g;
-	struct raft_apply req;
 	mgroup_cb cb;
 	void *arg;
 };
@@ -43,44 +40,43 @@ struct mgroup {
 	char path[512];
 	struct env *env;
 	struct rnet *rn;
-	struct raft raft;
-	struct raft_io io;
-	struct raft_fsm fsm;
-	bool inited, started, closing;
+	struct rgroup *rg;
+	bool closing;
 	/* the leader's barrier of its term, applied: it serves */
 	uint64_t ready_term;
 	uint64_t barrier_term; /* a barrier in flight for this term */
-	struct raft_barrier barrier;
 	bool barrier_busy;
 	struct meta_result res; /* the last applied command's result */
-	struct sh_list props;	/* struct prop in flight */
 	struct sh_list waiters; /* struct waiter */
 	struct env_timer tick;
-	bool demoted;	   /* this node is marked down: hand leadership over */
-	bool transferring; /* a transfer in flight */
-	bool hold_cache;   /* handing over: answers carry no client cache lease */
-	struct raft_transfer xfer;
-	bool changing; /* a membership change in flight */
-	struct raft_change change;
-	uint64_t change_after; /* after a failed change, the next waits until then (env_now) */
-	struct rio_snap_hooks hooks;
+	bool demoted;		/* this node is marked down: hand leadership over */
+	bool transferring;	/* a transfer in flight */
+	bool hold_cache;	/* handing over: answers carry no client cache lease */
+	bool changing;		/* a membership change in flight */
+	uint64_t change_after;	/* after a failed change, the next waits until then (env_now) */
 	struct env_timer flush; /* the store's batch, committed soon after an apply */
 	bool flush_armed;
 	uint64_t applied; /* the Raft index the store holds applied (META_K_RAFT) */
 	struct env_task notify;
 	void (*done)(void *arg);
 	void *done_arg;
-	struct env_task done_task;
 };
 
 static void check_ready(struct mgroup *g);
+
+/* This replica leads its group (it may not serve yet: mgroup_ready). */
+static bool
+leads(const struct mgroup *g)
+{
+	return !g->closing && rgroup_leads(g->rg);
+}
 
 /* ---- the state machine ---- */
 
 /* ---- the applied index, kept in the store with the state ---- */
 
 static void
-raft_key(const struct mgroup *g, struct meta_key *k)
+applied_key(const struct mgroup *g, struct meta_key *k)
 {
 	k->b[0] = (uint8_t)(g->buckets[0] >> 8);
 	k->b[1] = (uint8_t)g->buckets[0];
@@ -96,7 +92,7 @@ applied_get(struct mgroup *g, struct meta_txn *t, uint64_t *idx)
 	uint8_t v[8];
 	int rc;
 
-	raft_key(g, &k);
+	applied_key(g, &k);
 	rc = meta_get_exact(t, &k, UINT64_MAX >> 1, v, sizeof(v));
 	*idx = 0;
 	if (rc == -ENOENT)
@@ -112,7 +108,7 @@ applied_put(struct mgroup *g, struct meta_txn *t, uint64_t idx)
 	struct meta_key k;
 	uint8_t v[8];
 
-	raft_key(g, &k);
+	applied_key(g, &k);
 	meta_be64_put(v, idx);
 	return meta_put(t, &k, 1, v, sizeof(v), NULL);
 }
@@ -170,14 +166,12 @@ store_sync(struct mgroup *g, uint64_t idx)
 /* ---- the state machine ---- */
 
 static int
-fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
+sm_apply(void *arg, uint64_t idx, const void *p, size_t len, void **result)
 {
-	struct mgroup *g = fsm->data;
+	struct mgroup *g = arg;
 	struct meta_bucket mb = { .nbuckets = g->p.nbuckets };
 	struct meta_cmd c;
-	const uint8_t *b = buf->base;
-	/* libraft moves last_applied past an entry once it is applied */
-	uint64_t idx = raft_last_applied(&g->raft) + 1;
+	const uint8_t *b = p;
 	bool valid = false;
 	int rc;
 
@@ -186,7 +180,7 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 	if (idx <= g->applied)
 		return 0; /* the store has it already (replayed after a restart) */
 	/* an entry is (u16 bucket, command); a bad one is rejected alike everywhere */
-	if (buf->len < 2 || meta_cmd_decode(b + 2, buf->len - 2, &c) < 0) {
+	if (len < 2 || meta_cmd_decode(b + 2, len - 2, &c) < 0) {
 		g->res.status = -EBADMSG;
 	} else {
 		mb.bucket = (uint16_t)(b[0] | b[1] << 8); /* sh_enc_u16: little-endian */
@@ -219,32 +213,20 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 fail:
 	/* the store failed under us: this replica cannot go on */
 	sh_log_error("group %#x: bucket store: %s", g->p.id, sh_strerror(rc));
-	return RAFT_IOERR;
+	return -EIO;
 }
 
-/* A raft_malloc'd copy of len bytes at p. */
+/* What e encoded, into an rgroup_alloc'd buffer. */
 static int
-raft_copy(const void *p, size_t len, struct raft_buffer *out)
-{
-	out->base = raft_malloc(len ? len : 1);
-	if (out->base == NULL)
-		return -ENOMEM;
-	memcpy(out->base, p, len);
-	out->len = len;
-	return 0;
-}
-
-/* What e encoded, into a raft_malloc'd buffer. */
-static int
-to_raft_buf(const struct sh_enc *e, struct raft_buffer *out)
+to_buf(const struct sh_enc *e, struct rgroup_buf *out)
 {
 	int rc = sh_enc_error(e);
 
-	return rc < 0 ? rc : raft_copy(e->p, e->len, out);
+	return rc < 0 ? rc : rgroup_buf_copy(e->p, e->len, out);
 }
 
 static int
-marker(uint64_t idx, struct raft_buffer *out)
+marker(uint64_t idx, struct rgroup_buf *out)
 {
 	struct sh_enc e;
 	int rc;
@@ -252,7 +234,7 @@ marker(uint64_t idx, struct raft_buffer *out)
 	sh_enc_init(&e);
 	sh_enc_u8(&e, SNAP_MARKER);
 	sh_enc_u64(&e, idx);
-	rc = to_raft_buf(&e, out);
+	rc = to_buf(&e, out);
 	sh_enc_fini(&e);
 	return rc;
 }
@@ -262,32 +244,26 @@ marker(uint64_t idx, struct raft_buffer *out)
  * it durably first. The snapshot is then a marker of that index.
  */
 static int
-fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
+sm_snapshot(void *arg, uint64_t idx, struct rgroup_buf *out)
 {
-	struct mgroup *g = fsm->data;
-	uint64_t idx = raft_last_applied(&g->raft);
+	struct mgroup *g = arg;
 	int rc;
 
 	/* (replaying after a restart, the store may be ahead of Raft) */
 	rc = store_sync(g, idx > g->applied ? idx : g->applied);
-	if (rc == 0) {
-		*bufs = raft_malloc(sizeof(**bufs));
-		rc = *bufs == NULL ? -ENOMEM : marker(idx, *bufs);
-		if (rc < 0)
-			raft_free(*bufs);
-	}
+	if (rc == 0)
+		rc = marker(idx, out);
 	if (rc < 0) {
 		sh_log_error("group %#x: snapshot at %llu: %s", g->p.id, (unsigned long long)idx,
 			     sh_strerror(rc));
-		return rc == -ENOMEM ? RAFT_NOMEM : RAFT_IOERR;
+		return rc == -ENOMEM ? rc : -EIO;
 	}
-	*n = 1;
 	return 0;
 }
 
 /* The whole state, for a follower too far behind: every bucket, and the index it holds. */
 static int
-export_whole(struct mgroup *g, struct raft_buffer *out)
+export_whole(struct mgroup *g, struct rgroup_buf *out)
 {
 	struct meta_txn *t;
 	struct sh_enc e, one;
@@ -312,7 +288,7 @@ export_whole(struct mgroup *g, struct raft_buffer *out)
 	}
 	meta_txn_abort(t);
 	if (rc == 0)
-		rc = to_raft_buf(&e, out);
+		rc = to_buf(&e, out);
 	sh_log_info("group %#x: state of %zu bytes at %llu for a follower: %s", g->p.id, e.len,
 		    (unsigned long long)idx, sh_strerror(rc));
 	sh_enc_fini(&e);
@@ -397,15 +373,15 @@ install_whole(struct mgroup *g, const uint8_t *p, size_t len, uint64_t v1_idx)
 }
 
 static int
-fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
+sm_restore(void *arg, uint64_t applied, const void *p, size_t len)
 {
-	struct mgroup *g = fsm->data;
+	struct mgroup *g = arg;
 	struct sh_dec d;
 	uint8_t v;
 	uint64_t idx;
 	int rc = 0;
 
-	sh_dec_init(&d, buf->base, buf->len);
+	sh_dec_init(&d, p, len);
 	v = sh_dec_u8(&d);
 	idx = sh_dec_u64(&d);
 	if (sh_dec_error(&d)) {
@@ -417,41 +393,37 @@ fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 				     "starts after %llu: the store was lost or replaced",
 				     g->p.id, (unsigned long long)g->applied,
 				     (unsigned long long)idx);
-			return RAFT_CORRUPT;
+			return -EBADMSG;
 		}
 	} else if (v == SNAP_WHOLE && g->applied >= idx) {
 		/* installed already, as it was stored (snap_persist) */
 	} else {
-		rc = install_whole(g, buf->base, buf->len, raft_last_applied(&g->raft));
+		rc = install_whole(g, p, len, applied);
 	}
 	if (rc < 0) {
-		sh_log_error("group %#x: snapshot of %zu bytes does not restore: %s", g->p.id,
-			     buf->len, sh_strerror(rc));
-		return rc == -EBADMSG ? RAFT_CORRUPT : RAFT_IOERR;
+		sh_log_error("group %#x: snapshot of %zu bytes does not restore: %s", g->p.id, len,
+			     sh_strerror(rc));
+		return rc == -EBADMSG ? rc : -EIO;
 	}
-	raft_free(buf->base);
 	return 0;
 }
 
-/* rio hooks: what the log stores of a snapshot, and what a follower is sent */
+/* What the log stores of a snapshot, and what a follower is sent (rgroup_sm) */
 static int
-snap_persist(void *arg, const struct raft_snapshot *s, struct raft_buffer *keep)
+sm_persist(void *arg, uint64_t idx, const void *p, size_t len, struct rgroup_buf *keep)
 {
 	struct mgroup *g = arg;
-	const struct raft_buffer *b = &s->bufs[0];
 	int rc;
 
-	if (s->n_bufs != 1 || b->len == 0)
-		return -EBADMSG;
-	if (((const uint8_t *)b->base)[0] == SNAP_MARKER)
+	if (((const uint8_t *)p)[0] == SNAP_MARKER)
 		return 0; /* our own: the store is durable at its index */
 	/* a leader's whole state: in the store, durably, before the log forgets */
-	rc = install_whole(g, b->base, b->len, s->index);
+	rc = install_whole(g, p, len, idx);
 	if (rc == 0)
-		rc = marker(s->index, keep);
+		rc = marker(idx, keep);
 	if (rc < 0)
 		sh_log_error("group %#x: state of %zu bytes at %llu not installed: %s", g->p.id,
-			     b->len, (unsigned long long)s->index, sh_strerror(rc));
+			     len, (unsigned long long)idx, sh_strerror(rc));
 	else
 		sh_log_info("group %#x: installed the leader's state at %llu", g->p.id,
 			    (unsigned long long)g->applied);
@@ -459,12 +431,12 @@ snap_persist(void *arg, const struct raft_snapshot *s, struct raft_buffer *keep)
 }
 
 static int
-snap_expand(void *arg, const struct raft_buffer *kept, struct raft_buffer *out)
+sm_expand(void *arg, const void *kept, size_t len, struct rgroup_buf *out)
 {
 	struct mgroup *g = arg;
 
-	if (kept->len == 0 || ((const uint8_t *)kept->base)[0] != SNAP_MARKER)
-		return raft_copy(kept->base, kept->len, out); /* an older log's whole snapshot */
+	if (len == 0 || ((const uint8_t *)kept)[0] != SNAP_MARKER)
+		return rgroup_buf_copy(kept, len, out); /* an older log's whole snapshot */
 	return export_whole(g, out);
 }
 
@@ -476,7 +448,7 @@ wake_waiters(struct mgroup *g, bool all_fail)
 	struct sh_list *pos, *tmp;
 	uint64_t now = env_now(g->env);
 	bool ready = !all_fail && mgroup_ready(g);
-	bool leader = !all_fail && g->started && raft_state(&g->raft) == RAFT_LEADER;
+	bool leader = !all_fail && leads(g);
 
 	sh_list_for_each_safe (pos, tmp, &g->waiters) {
 		struct waiter *w = sh_list_entry(pos, struct waiter, link);
@@ -496,15 +468,15 @@ on_notify(struct env_task *t)
 }
 
 static void
-on_barrier(struct raft_barrier *req, int status)
+on_barrier(void *arg, int status, void *result)
 {
-	struct mgroup *g = req->data;
+	struct mgroup *g = arg;
 
+	(void)result;
 	g->barrier_busy = false;
 	if (g->closing)
 		return;
-	if (status == 0 && g->barrier_term == g->raft.current_term &&
-	    raft_state(&g->raft) == RAFT_LEADER) {
+	if (status == 0 && g->barrier_term == rgroup_term(g->rg) && leads(g)) {
 		g->ready_term = g->barrier_term;
 		sh_log_debug("group %#x: leader of term %llu, serving", g->p.id,
 			     (unsigned long long)g->ready_term);
@@ -518,22 +490,19 @@ on_barrier(struct raft_barrier *req, int status)
 static void
 check_ready(struct mgroup *g)
 {
-	if (!g->started || g->closing || raft_state(&g->raft) != RAFT_LEADER)
+	if (!leads(g) || g->ready_term == rgroup_term(g->rg) || g->barrier_busy)
 		return;
-	if (g->ready_term == g->raft.current_term || g->barrier_busy)
-		return;
-	g->barrier.data = g;
-	g->barrier_term = g->raft.current_term;
-	if (raft_barrier(&g->raft, &g->barrier, on_barrier) == 0)
+	g->barrier_term = rgroup_term(g->rg);
+	if (rgroup_barrier(g->rg, on_barrier, g) == 0)
 		g->barrier_busy = true;
 }
 
 bool
 mgroup_ready(struct mgroup *g)
 {
-	if (!g->started || g->closing || raft_state(&g->raft) != RAFT_LEADER)
+	if (!leads(g))
 		return false;
-	if (g->ready_term == g->raft.current_term)
+	if (g->ready_term == rgroup_term(g->rg))
 		return true;
 	check_ready(g);
 	return false;
@@ -542,12 +511,7 @@ mgroup_ready(struct mgroup *g)
 uint64_t
 mgroup_leader(struct mgroup *g)
 {
-	raft_id id = 0;
-	const char *addr;
-
-	if (g->started)
-		raft_leader(&g->raft, &id, &addr);
-	return id;
+	return g->closing ? 0 : rgroup_leader(g->rg);
 }
 
 int
@@ -568,10 +532,12 @@ mgroup_wait_ready(struct mgroup *g, uint64_t timeout_ns, void (*cb)(void *arg, i
 }
 
 static void
-on_transferred(struct raft_transfer *req)
+on_transferred(void *arg, int status, void *result)
 {
-	struct mgroup *g = req->data;
+	struct mgroup *g = arg;
 
+	(void)status;
+	(void)result;
 	g->transferring = false;
 	g->hold_cache = false; /* handed over, or not: either way leases are safe again */
 }
@@ -588,13 +554,13 @@ mgroup_lease_end(struct mgroup *g)
 	uint64_t st[MGROUP_VOTERS_MAX], now = env_now(g->env), s;
 	unsigned n = 0;
 
-	if (!g->started || g->closing || g->transferring || raft_state(&g->raft) != RAFT_LEADER)
+	if (g->transferring || !leads(g))
 		return 0;
-	for (unsigned i = 0; i < g->raft.configuration.n && n < MGROUP_VOTERS_MAX; i++) {
-		const struct raft_server *sv = &g->raft.configuration.servers[i];
+	for (unsigned i = 0; i < rgroup_nmembers(g->rg) && n < MGROUP_VOTERS_MAX; i++) {
+		struct rgroup_member m = rgroup_member(g->rg, i);
 
-		if (sv->role == RAFT_VOTER)
-			st[n++] = sv->id == g->raft.id ? now : rio_acked(&g->io, sv->id);
+		if (m.role == RGROUP_VOTER)
+			st[n++] = m.id == g->p.self ? now : rgroup_acked(g->rg, m.id);
 	}
 	for (unsigned i = 1; i < n; i++) /* newest first */
 		for (unsigned k = i; k > 0 && st[k] > st[k - 1]; k--) {
@@ -616,10 +582,9 @@ mgroup_cache_ok(struct mgroup *g, uint64_t lease_ns)
 static int
 start_transfer(struct mgroup *g, uint64_t to)
 {
-	if (g->transferring || !g->started || raft_state(&g->raft) != RAFT_LEADER)
+	if (g->transferring || !leads(g))
 		return -EAGAIN;
-	g->xfer.data = g;
-	if (raft_transfer(&g->raft, &g->xfer, to, on_transferred) != 0)
+	if (rgroup_transfer(g->rg, to, on_transferred, g) != 0)
 		return -EAGAIN;
 	g->transferring = true;
 	return 0;
@@ -650,7 +615,7 @@ mgroup_set_demoted(struct mgroup *g, bool demoted)
 /* ---- membership: the configuration's members become the group's voters ---- */
 
 static bool
-wanted(const struct mgroup *g, raft_id id)
+wanted(const struct mgroup *g, uint64_t id)
 {
 	for (unsigned i = 0; i < g->p.nmembers; i++)
 		if (g->members[i] == id)
@@ -659,17 +624,18 @@ wanted(const struct mgroup *g, raft_id id)
 }
 
 static void
-on_change(struct raft_change *req, int status)
+on_change(void *arg, int status, void *result)
 {
-	struct mgroup *g = req->data;
+	struct mgroup *g = arg;
 
+	(void)result;
 	g->changing = false;
 	if (status != 0) {
 		/* a new member that cannot catch up (unreachable, or too far behind to be sent
 		 * the state) is not asked for again at once: the state is sent whole each time */
 		g->change_after = env_now(g->env) + CHANGE_RETRY_NS;
 		sh_log_warn("group %#x: membership change: %s (again in %llu s)", g->p.id,
-			    raft_strerror(status),
+			    sh_strerror(status),
 			    (unsigned long long)(CHANGE_RETRY_NS / 1000000000ull));
 	}
 }
@@ -683,44 +649,36 @@ on_change(struct raft_change *req, int status)
 static void
 reconcile(struct mgroup *g)
 {
-	const struct raft_configuration *rc = &g->raft.configuration;
 	const char *what = NULL;
-	raft_id id = 0;
+	uint64_t id = 0;
 	int err = 0;
 
-	if (g->changing || g->closing || !g->started || raft_state(&g->raft) != RAFT_LEADER ||
-	    env_now(g->env) < g->change_after)
+	if (g->changing || !leads(g) || env_now(g->env) < g->change_after)
 		return;
-	g->change.data = g;
 	for (unsigned i = 0; i < g->p.nmembers && what == NULL; i++) {
-		const struct raft_server *s = NULL;
-		char a[24];
+		struct rgroup_member m;
 
 		id = g->members[i];
-		for (unsigned k = 0; k < rc->n && s == NULL; k++)
-			if (rc->servers[k].id == id)
-				s = &rc->servers[k];
-		if (s == NULL) {
+		if (!rgroup_find(g->rg, id, &m)) {
 			what = "adding";
-			snprintf(a, sizeof(a), "%llx", (unsigned long long)id);
-			err = raft_add(&g->raft, &g->change, id, a, on_change);
-		} else if (s->role != RAFT_VOTER) {
+			err = rgroup_add(g->rg, id, NULL, on_change, g);
+		} else if (m.role != RGROUP_VOTER) {
 			what = "making a voter of";
-			err = raft_assign(&g->raft, &g->change, id, RAFT_VOTER, on_change);
+			err = rgroup_assign(g->rg, id, RGROUP_VOTER, on_change, g);
 		}
 	}
-	for (unsigned k = 0; k < rc->n && what == NULL; k++) {
-		id = rc->servers[k].id;
+	for (unsigned k = 0; k < rgroup_nmembers(g->rg) && what == NULL; k++) {
+		id = rgroup_member(g->rg, k).id;
 		if (wanted(g, id) || id == g->p.self)
 			continue;
 		what = "removing";
-		err = raft_remove(&g->raft, &g->change, id, on_change);
+		err = rgroup_remove(g->rg, id, on_change, g);
 	}
 	if (what == NULL)
 		return;
 	if (err != 0) {
 		sh_log_debug("group %#x: %s node %llu refused: %s", g->p.id, what,
-			     (unsigned long long)(id >> 8), raft_strerror(err));
+			     (unsigned long long)(id >> 8), sh_strerror(err));
 		return;
 	}
 	g->changing = true;
@@ -763,25 +721,24 @@ on_tick(struct env_timer *t)
 
 /* ---- proposals ---- */
 
-static void
-on_applied(struct raft_apply *req, int status, void *result)
+/* Not led here any more, closing, or anything else: what a proposer is told. */
+static int
+prop_status(int status)
 {
-	struct prop *pr = req->data;
+	return status == 0 || status == SH_ENOTLEADER || status == -ESHUTDOWN ? status : -EIO;
+}
 
-	sh_list_del(&pr->link);
-	if (status != 0)
-		pr->cb(pr->arg,
-		       status == RAFT_NOTLEADER || status == RAFT_LEADERSHIPLOST ? SH_ENOTLEADER
-		       : status == RAFT_SHUTDOWN				 ? -ESHUTDOWN
-										 : -EIO,
-		       NULL);
-	else
-		pr->cb(pr->arg, 0, result);
+static void
+on_applied(void *arg, int status, void *result)
+{
+	struct prop *pr = arg;
+
+	pr->cb(pr->arg, prop_status(status), status == 0 ? result : NULL);
 	sh_free(pr);
 }
 
 static int
-encode_entry(uint16_t bucket, const struct meta_cmd *c, struct raft_buffer *buf)
+encode_entry(uint16_t bucket, const struct meta_cmd *c, struct rgroup_buf *buf)
 {
 	struct sh_enc e;
 	int rc;
@@ -789,12 +746,8 @@ encode_entry(uint16_t bucket, const struct meta_cmd *c, struct raft_buffer *buf)
 	sh_enc_init(&e);
 	sh_enc_u16(&e, bucket);
 	rc = meta_cmd_encode(&e, c);
-	if (rc == 0 && (buf->base = raft_malloc(e.len)) == NULL)
-		rc = -ENOMEM;
-	if (rc == 0) {
-		memcpy(buf->base, e.p, e.len);
-		buf->len = e.len;
-	}
+	if (rc == 0)
+		rc = to_buf(&e, buf);
 	sh_enc_fini(&e);
 	return rc;
 }
@@ -802,7 +755,7 @@ encode_entry(uint16_t bucket, const struct meta_cmd *c, struct raft_buffer *buf)
 int
 mgroup_propose(struct mgroup *g, uint16_t bucket, const struct meta_cmd *c, mgroup_cb cb, void *arg)
 {
-	struct raft_buffer buf;
+	struct rgroup_buf buf;
 	struct prop *pr;
 	int rc;
 
@@ -815,20 +768,16 @@ mgroup_propose(struct mgroup *g, uint16_t bucket, const struct meta_cmd *c, mgro
 		return rc;
 	pr = sh_calloc(1, sizeof(*pr));
 	if (pr == NULL) {
-		raft_free(buf.base);
+		rgroup_free(buf.p);
 		return -ENOMEM;
 	}
-	pr->g = g;
 	pr->cb = cb;
 	pr->arg = arg;
-	pr->req.data = pr;
-	rc = raft_apply(&g->raft, &pr->req, &buf, 1, on_applied);
+	rc = rgroup_propose(g->rg, &buf, on_applied, pr); /* buf taken */
 	if (rc != 0) {
-		raft_free(buf.base);
 		sh_free(pr);
-		return rc == RAFT_NOTLEADER ? SH_ENOTLEADER : -EIO;
+		return rc == SH_ENOTLEADER || rc == -ENOMEM ? rc : -EIO;
 	}
-	sh_list_add_tail(&g->props, &pr->link);
 	return 0;
 }
 
@@ -884,7 +833,7 @@ load_applied(struct mgroup *g)
 
 	if (rc < 0)
 		return rc;
-	if (rio_has_state(&g->io))
+	if (rgroup_has_state(g->rg))
 		rc = applied_get(g, t, &idx);
 	if (rc == 0 && idx == 0)
 		for (unsigned i = 0; i < g->p.nb && rc == 0; i++)
@@ -904,7 +853,6 @@ static void
 on_log_open(void *arg, int status)
 {
 	struct mgroup *g = arg;
-	struct raft_configuration conf;
 	int rc;
 
 	if (g->closing)
@@ -913,61 +861,21 @@ on_log_open(void *arg, int status)
 		sh_log_error("group %#x: raft log %s: %s", g->p.id, g->path, sh_strerror(status));
 		return;
 	}
-	char self[24];
-
 	rc = load_applied(g);
 	if (rc < 0) {
 		sh_log_error("group %#x: bucket store: %s", g->p.id, sh_strerror(rc));
 		return;
 	}
-	/* libraft wants distinct addresses: the ids are what the transport uses */
-	snprintf(self, sizeof(self), "%llx", (unsigned long long)g->p.self);
-	rc = raft_init(&g->raft, &g->io, &g->fsm, g->p.self, self);
-	if (rc != 0) {
-		sh_log_error("group %#x: raft init: %s", g->p.id, raft_strerror(rc));
-		return;
-	}
-	g->inited = true;
-	g->raft.data = g;
-	raft_set_election_timeout(&g->raft, g->p.election_ms);
-	raft_set_heartbeat_timeout(&g->raft, g->p.election_ms / 7);
-	/*
-	 * Compact every `threshold` entries, keeping `trailing` for followers
-	 * a little behind (further behind, they get the whole state): both
-	 * must fit a log half at ~4 KiB an entry (inline file data).
-	 */
-	raft_set_snapshot_threshold(&g->raft, clampu(g->p.log_size >> 15, 64, 512));
-	raft_set_snapshot_trailing(&g->raft, clampu(g->p.log_size >> 14, 128, 2048));
-	raft_set_pre_vote(&g->raft, true);
-	raft_set_install_snapshot_timeout(&g->raft, 10000);
-	if (!rio_has_state(&g->io) && g->p.join) {
+	if (!rgroup_has_state(g->rg) && g->p.join) {
 		/* a member that replaced another: the leader adds it and sends it the state */
 		sh_log_info("group %#x: joining; waiting for the leader to add this node", g->p.id);
-	} else if (!rio_has_state(&g->io)) {
+	} else if (!rgroup_has_state(g->rg)) {
 		/* every member bootstraps the same voters: the group forms by itself */
-		raft_configuration_init(&conf);
-		rc = 0;
-		for (unsigned i = 0; i < g->p.nmembers && rc == 0; i++) {
-			char a[24];
-
-			snprintf(a, sizeof(a), "%llx", (unsigned long long)g->members[i]);
-			rc = raft_configuration_add(&conf, g->members[i], a, RAFT_VOTER);
-		}
-		if (rc == 0)
-			rc = raft_bootstrap(&g->raft, &conf);
-		raft_configuration_close(&conf);
-		if (rc != 0) {
-			sh_log_error("group %#x: bootstrap: %s", g->p.id, raft_strerror(rc));
+		if (rgroup_bootstrap(g->rg, g->members, NULL, g->p.nmembers) < 0)
 			return;
-		}
 	}
-	rc = raft_start(&g->raft);
-	if (rc != 0) {
-		sh_log_error("group %#x: raft start: %s (%s)", g->p.id, raft_strerror(rc),
-			     raft_errmsg(&g->raft));
+	if (rgroup_start(g->rg) < 0)
 		return;
-	}
-	g->started = true;
 	env_timer_arm(&g->tick, 50ull * 1000 * 1000);
 }
 
@@ -975,7 +883,7 @@ int
 mgroup_open(struct rnet *rn, const struct mgroup_params *p, struct mgroup **out)
 {
 	struct mgroup *g;
-	struct rio_params rp;
+	struct rgroup_params rp;
 	int rc;
 
 	if (p->nmembers == 0 || p->nb == 0 || p->nbuckets == 0 || p->nbuckets > 65536)
@@ -1008,27 +916,37 @@ mgroup_open(struct rnet *rn, const struct mgroup_params *p, struct mgroup **out)
 	}
 	g->rn = rn;
 	g->env = rnet_env(rn);
-	sh_list_init(&g->props);
 	sh_list_init(&g->waiters);
-	g->fsm = (struct raft_fsm){ .version = 1,
-				    .data = g,
-				    .apply = fsm_apply,
-				    .snapshot = fsm_snapshot,
-				    .restore = fsm_restore };
 	env_timer_init(g->env, &g->tick, on_tick, g);
 	env_timer_init(g->env, &g->flush, on_flush, g);
 	env_task_init(g->env, &g->notify, on_notify, g);
-	g->hooks =
-	    (struct rio_snap_hooks){ .persist = snap_persist, .expand = snap_expand, .arg = g };
-	rp = (struct rio_params){ .group = p->id,
-				  .id = p->self,
-				  .wal = p->wal,
-				  .name = g->path,
-				  .path = g->path,
-				  .log_size = p->log_size,
-				  .hooks = &g->hooks,
-				  .vote_guard_ns = (uint64_t)p->election_ms * 1000 * 1000 };
-	rc = rio_open(rn, &g->io, &rp, on_log_open, g);
+	rp = (struct rgroup_params){
+		.io = { .group = p->id,
+			.id = p->self,
+			.wal = p->wal,
+			.name = g->path,
+			.path = g->path,
+			.log_size = p->log_size,
+			.vote_guard_ns = (uint64_t)g->p.election_ms * 1000 * 1000 },
+		.election_ms = g->p.election_ms,
+		.heartbeat_ms = g->p.election_ms / 7,
+		/*
+		 * Compact every `threshold` entries, keeping `trailing` for
+		 * followers a little behind (further behind, they get the whole
+		 * state): both must fit a log half at ~4 KiB an entry (inline
+		 * file data).
+		 */
+		.snapshot_threshold = clampu(p->log_size >> 15, 64, 512),
+		.snapshot_trailing = clampu(p->log_size >> 14, 128, 2048),
+		.install_snapshot_ms = 10000,
+		.sm = { .apply = sm_apply,
+			.snapshot = sm_snapshot,
+			.restore = sm_restore,
+			.persist = sm_persist,
+			.expand = sm_expand,
+			.arg = g },
+	};
+	rc = rgroup_open(rn, &rp, on_log_open, g, &g->rg);
 	if (rc < 0)
 		goto err;
 	*out = g;
@@ -1041,29 +959,21 @@ err:
 	return rc;
 }
 
+/* rgroup's done: every proposal in flight has been called back, the rgroup is gone. */
 static void
-finish(struct env_task *t)
+finish(void *arg_)
 {
-	struct mgroup *g = t->arg;
+	struct mgroup *g = arg_;
 	void (*done)(void *) = g->done;
 	void *arg = g->done_arg;
 
 	wake_waiters(g, true);
-	rio_destroy(&g->io);
 	sh_free(g->members);
 	sh_free(g->buckets);
 	sh_free(g->mine);
 	sh_free(g);
 	if (done)
 		done(arg);
-}
-
-static void
-on_closed(struct raft *raft)
-{
-	struct mgroup *g = raft->data;
-
-	env_post(&g->done_task);
 }
 
 void
@@ -1075,11 +985,7 @@ mgroup_close(struct mgroup *g, void (*done)(void *arg), void *arg)
 	env_timer_cancel(&g->tick);
 	env_timer_cancel(&g->flush); /* the store commits its batch when it closes */
 	env_task_cancel(&g->notify);
-	env_task_init(g->env, &g->done_task, finish, g);
-	if (g->inited)
-		raft_close(&g->raft, on_closed); /* fails the proposals in flight */
-	else
-		env_post(&g->done_task);
+	rgroup_close(g->rg, finish, g); /* fails the proposals in flight */
 }
 
 uint32_t
@@ -1105,16 +1011,18 @@ void
 mgroup_info(struct mgroup *g, struct mgroup_info *out)
 {
 	memset(out, 0, sizeof(*out));
-	if (!g->started)
+	if (g->closing || !rgroup_started(g->rg))
 		return;
-	out->raft_state = raft_state(&g->raft);
-	out->term = g->raft.current_term;
-	out->commit = g->raft.commit_index;
-	out->applied = raft_last_applied(&g->raft);
+	out->raft_state = rgroup_state(g->rg);
+	out->term = rgroup_term(g->rg);
+	out->commit = rgroup_commit(g->rg);
+	out->applied = rgroup_applied(g->rg);
 	out->leader = mgroup_leader(g);
-	for (unsigned i = 0; i < g->raft.configuration.n; i++)
-		if (g->raft.configuration.servers[i].role == RAFT_VOTER &&
-		    out->nvoters < MGROUP_VOTERS_MAX)
-			out->voters[out->nvoters++] = g->raft.configuration.servers[i].id;
-	out->ready = g->ready_term == g->raft.current_term && out->raft_state == RAFT_LEADER;
+	for (unsigned i = 0; i < rgroup_nmembers(g->rg); i++) {
+		struct rgroup_member m = rgroup_member(g->rg, i);
+
+		if (m.role == RGROUP_VOTER && out->nvoters < MGROUP_VOTERS_MAX)
+			out->voters[out->nvoters++] = m.id;
+	}
+	out->ready = g->ready_term == out->term && out->raft_state == RGROUP_LEADER;
 }

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A metadata Raft group (docs/metadata.md, "Replication"): the buckets of
- * one filesystem that share one replica set, replicated by libraft
- * through cluster/'s raft_io on the data network, applied to the
- * worker's bucket store.
+ * one filesystem that share one replica set, replicated by a Raft
+ * group (cluster/rgroup.h) on the data network, applied to the worker's
+ * bucket store.
  *
  * The bucket store is the state machine's state: each apply also records
  * the Raft index applied, in the same store transaction, and a restart
@@ -25,7 +25,7 @@
 #ifndef SH_META_MGROUP_H
 #define SH_META_MGROUP_H
 
-#include "../cluster/raft_io.h"
+#include "../cluster/rgroup.h"
 #include "meta_cmd.h"
 #include "meta_dedup.h"
 

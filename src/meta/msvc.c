@@ -904,7 +904,7 @@ dispatch(struct mreq *m)
 		struct mgroup_info gi;
 
 		mgroup_info(m->g, &gi);
-		if (gi.raft_state == RAFT_LEADER && m->step != ST_WAIT_READY) {
+		if (gi.raft_state == RGROUP_LEADER && m->step != ST_WAIT_READY) {
 			m->step = ST_WAIT_READY;
 			if (mgroup_wait_ready(m->g, READY_WAIT_NS, on_ready_wait, m) == 0)
 				return;

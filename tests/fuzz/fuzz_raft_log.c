@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <raft.h>
+
 #include "../../src/cluster/raft_log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

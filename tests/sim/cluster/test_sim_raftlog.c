@@ -14,6 +14,7 @@
  * is taken over by the first name opened, and a log of its own is brought
  * into a shared one by rwal_import.
  */
+#include <raft.h>
 #include <stdio.h>
 
 #include "../../../src/cluster/raft_log_int.h"

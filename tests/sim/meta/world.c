@@ -407,7 +407,7 @@ groups_of(struct world *w, int i, struct msvc_group_info gi[64])
 }
 
 int
-leader_node(struct world *w, uint16_t bucket)
+leader_term(struct world *w, uint16_t bucket, uint64_t *term)
 {
 	const struct mplace *pl = mroute_place(w->rt);
 	uint32_t g = pl->group_of[bucket];
@@ -417,10 +417,38 @@ leader_node(struct world *w, uint16_t bucket)
 		unsigned n = groups_of(w, i, gi);
 
 		for (unsigned k = 0; k < n; k++)
-			if (gi[k].index == g && gi[k].ready)
+			if (gi[k].index == g && gi[k].ready) {
+				if (term)
+					*term = gi[k].term;
 				return i;
+			}
 	}
 	return 0;
+}
+
+int
+leader_node(struct world *w, uint16_t bucket)
+{
+	return leader_term(w, bucket, NULL);
+}
+
+void
+run_steady_leader(struct world *w, uint16_t bucket, uint64_t ns)
+{
+	uint64_t start = sim_now(w->sim), since = start, term = 0, t;
+	int lead = 0, l;
+
+	while (sim_now(w->sim) - start < ns || sim_now(w->sim) - since < ns) {
+		SH_ASSERT_MSG(sim_now(w->sim) - start < 120 * SH_NSEC_PER_SEC,
+			      "seed %llu: bucket %u's group found no steady leader in 120 s",
+			      (unsigned long long)w->seed, bucket);
+		l = leader_term(w, bucket, &t);
+		if (l == 0 || l != lead || t != term)
+			since = sim_now(w->sim);
+		lead = l;
+		term = t;
+		sim_run_for(w->sim, 500 * SH_NSEC_PER_MSEC);
+	}
 }
 
 /* Node i's simulated machine, and its shoald started on it. */

@@ -104,6 +104,14 @@ unsigned list(struct world *w, uint64_t dir, uint8_t *seen, unsigned nseen);
 /* Node i's groups as it reports them; the node serving bucket's group as leader (0: none). */
 unsigned groups_of(struct world *w, int i, struct msvc_group_info gi[64]);
 int leader_node(struct world *w, uint16_t bucket);
+/* The same, and the leader's term in *term (if a leader serves). */
+int leader_term(struct world *w, uint16_t bucket, uint64_t *term);
+/*
+ * Run for ns at least, and until one leader has served bucket for ns in
+ * one term (a new leader knows no file holds for MP_HOLD_MS: it keeps
+ * removed files as orphans meanwhile).
+ */
+void run_steady_leader(struct world *w, uint16_t bucket, uint64_t ns);
 /* Six backends (stores: a drive target each) and a client, groups formed; its end. */
 void world_start_opts(struct world *w, uint64_t seed, uint64_t log_size, bool stores);
 void world_start(struct world *w, uint64_t seed, uint64_t log_size);

@@ -6,6 +6,7 @@
  * to their targets (several stripes of a file behind the writer), then
  * mapped in the file's bucket; small files kept inline with the inode.
  */
+#include <assert.h>
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
@@ -741,6 +742,32 @@ struct behind {
 	size_t fill;
 };
 
+/*
+ * The handle's stripes in the background (mu held): behind counts the
+ * slots in use (off != end), at most BEHIND_MAX, and no two of them
+ * overlap, so extents that overlap commit in the order they were written
+ * (io_flush_full waits for an overlapping one before it starts the next).
+ */
+static void
+check_behind(const sh_file *f)
+{
+	unsigned used = 0;
+
+	assert(f->behind <= BEHIND_MAX && f->nspare <= SPARES_MAX);
+	assert(f->fill <= (size_t)ndata(f) * frag_of(f));
+	for (unsigned i = 0; i < BEHIND_MAX; i++) {
+		if (f->rng[i].off == f->rng[i].end)
+			continue;
+		used++;
+		assert(f->rng[i].off < f->rng[i].end);
+		for (unsigned k = i + 1; k < BEHIND_MAX; k++)
+			assert(f->rng[k].off == f->rng[k].end || f->rng[k].end <= f->rng[i].off ||
+			       f->rng[i].end <= f->rng[k].off);
+	}
+	assert(used == f->behind);
+	(void)used;
+}
+
 static void
 run_behind(void *arg)
 {
@@ -760,12 +787,14 @@ run_behind(void *arg)
 	pthread_mutex_lock(&f->mu);
 	if (rc < 0 && f->err == 0)
 		f->err = rc; /* the next call on the handle reports it */
+	assert(f->behind > 0 && f->rng[b->slot].off == b->off);
 	f->rng[b->slot].off = f->rng[b->slot].end = 0;
 	if (f->nspare < SPARES_MAX)
 		f->spare[f->nspare++] = b->buf;
 	else
 		sh_free(b->buf);
 	f->behind--;
+	check_behind(f);
 	pthread_cond_broadcast(&f->idle);
 	pthread_mutex_unlock(&f->mu);
 	sh_free(b);
@@ -817,7 +846,8 @@ io_flush_full(sh_file *f)
 	if (b == NULL)
 		return io_flush(f);
 	while (f->rng[slot].off != f->rng[slot].end)
-		slot++;
+		slot++; /* behind < BEHIND_MAX: a slot is free */
+	assert(slot < BEHIND_MAX);
 	b->f = f;
 	b->slot = slot;
 	b->off = off;
@@ -826,6 +856,7 @@ io_flush_full(sh_file *f)
 	f->rng[slot].end = end;
 	f->behind++;
 	f->fill = 0;
+	check_behind(f);
 	if (wpool_run(f->fs, WPOOL_BEHIND, run_behind, b) < 0) {
 		/* no writer thread: here, now */
 		pthread_mutex_unlock(&f->mu);

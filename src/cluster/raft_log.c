@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Raft instances' durable state: one two-half record file shared by many (raft_log.h). */
+#include <assert.h>
 #include <string.h>
 
 #include "raft_codec.h"
@@ -629,6 +630,20 @@ start_image(struct rwal *w)
 	submit(w, PH_IMAGE, w->active * w->half + HALF_HDR, b, len);
 }
 
+/*
+ * What the writer keeps true: records lie within the active half, after
+ * its header; nothing is durable that was not queued; and a write in
+ * flight covers at least what is durable (durable never moves back).
+ */
+static void
+check_writer(const struct rwal *w)
+{
+	assert(w->tail >= HALF_HDR && w->tail <= w->half);
+	assert(w->seq_durable <= w->seq_queued && w->seq_writing <= w->seq_queued);
+	assert(w->phase != PH_WRITE || w->seq_writing >= w->seq_durable);
+	(void)w;
+}
+
 static void
 kick(struct rwal *w)
 {
@@ -637,6 +652,7 @@ kick(struct rwal *w)
 
 	if (w->phase != PH_IDLE)
 		return;
+	check_writer(w);
 	if (sh_enc_error(&w->pending)) {
 		/* a record cut short by memory: nothing after it could be read back */
 		fail(w, -ENOMEM);
@@ -675,6 +691,7 @@ kick(struct rwal *w)
 	w->tail += len;
 	if (w->tail > w->zeroed)
 		w->zeroed = w->tail;
+	check_writer(w);
 }
 
 static void
@@ -722,6 +739,7 @@ on_write(struct env_disk_req *r, int result)
 		kick(w); /* the records now */
 		return;
 	}
+	check_writer(w);
 	w->phase = PH_IDLE;
 	w->seq_durable = w->seq_writing;
 	fire_waiters(w, 0);

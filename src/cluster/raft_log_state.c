@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Raft log records, the instances' in-memory state and its replay (raft_log.h). */
+#include <assert.h>
 #include <string.h>
 
 #include "raft_codec.h"
@@ -183,6 +184,8 @@ rlog_st_append(struct rlog_state *st, uint64_t index, uint64_t term, uint16_t ty
 	e->type = type;
 	e->len = (uint32_t)len;
 	st->n++;
+	/* the entries are consecutive: this one is the last, whatever came before */
+	assert(st->start + st->n - 1 == index && rlog_st_last(st) == index);
 	return 0;
 }
 

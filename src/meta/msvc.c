@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* A backend's metadata service: groups, requests, leases, deltas (msvc.h). */
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -62,6 +63,9 @@ mreq_answer(struct mreq *m, int status, const struct mp_reply *r)
 {
 	struct mp_reply nl = { 0 };
 
+	/* answered once, with nothing of it in flight: what calls back for it would find it freed
+	 */
+	assert(m->pending == 0);
 	mreq_account(m, status);
 	sh_list_del(&m->link);
 	env_timer_cancel(&m->timer);
@@ -437,6 +441,7 @@ on_revoked(void *arg, int status, const struct mp_reply *r)
 	}
 	if (status < 0 && m->status == 0)
 		m->status = status;
+	assert(m->pending > 0 && m->step == ST_REVOKE);
 	if (--m->pending > 0)
 		return;
 	if (m->fs->closing) {
@@ -540,6 +545,7 @@ on_step(void *arg, int status, const struct meta_result *r)
 			m->status = r->status;
 		if (status < 0 && m->status == 0)
 			m->status = status;
+		assert(m->pending > 0);
 		if (--m->pending > 0)
 			return;
 	}
@@ -1123,77 +1129,4 @@ msvc_crash(struct msvc *s)
 
 	sh_list_for_each (pos, &s->fss)
 		meta_db_discard(sh_list_entry(pos, struct mfs, link)->db);
-}
-
-/* What the buckets of group g use, summed (a read of each bucket's usage record). */
-void
-msvc_group_usage(struct mgroup *g, struct meta_usage *out)
-{
-	unsigned nb;
-	const uint16_t *b = mgroup_buckets(g, &nb);
-
-	memset(out, 0, sizeof(*out));
-	for (unsigned i = 0; i < nb; i++) {
-		struct meta_bucket mb;
-		struct meta_usage u;
-
-		if (mgroup_read(g, b[i], &mb) < 0)
-			continue;
-		if (meta_usage_get(&mb, &u) == 0) {
-			out->mapped += u.mapped;
-			out->data += u.data;
-			out->phys += u.phys;
-			out->unique += u.unique;
-			out->inlined += u.inlined;
-		}
-		meta_txn_abort(mb.t);
-	}
-}
-
-unsigned
-msvc_groups(struct msvc *s, struct msvc_group_info *out, unsigned max)
-{
-	struct sh_list *pos;
-	unsigned n = 0;
-	uint64_t now = env_now(s->env);
-	/* usage is summed over every bucket: at most every USAGE_NS */
-	bool fresh = max > 0 && now - s->usage_at >= USAGE_NS;
-
-	if (fresh)
-		s->usage_at = now;
-	sh_list_for_each (pos, &s->fss) {
-		struct mfs *fs = sh_list_entry(pos, struct mfs, link);
-
-		for (uint32_t g = 0; g < fs->ngroups; g++) {
-			struct mgroup_info gi;
-			unsigned nb;
-
-			if (fs->groups[g] == NULL)
-				continue;
-			if (n < max) {
-				mgroup_info(fs->groups[g], &gi);
-				mgroup_buckets(fs->groups[g], &nb);
-				/* a group that has just become ready here sums at once:
-				 * what it kept from an older term is stale */
-				if (gi.ready && (fresh || fs->usage_term[g] != gi.term)) {
-					msvc_group_usage(fs->groups[g], &fs->usage[g]);
-					fs->usage_term[g] = gi.term;
-				}
-				out[n] = (struct msvc_group_info){ .fs = fs->id,
-								   .index = g,
-								   .nbuckets = nb,
-								   .raft_state = gi.raft_state,
-								   .term = gi.term,
-								   .commit = gi.commit,
-								   .applied = gi.applied,
-								   .leader = gi.leader,
-								   .ready = gi.ready,
-								   .usage = fs->usage[g] };
-				for (unsigned k = 0; k < gi.nvoters && k < 8; k++)
-					out[n].voters[out[n].nvoters++] = gi.voters[k] >> 8;
-			}
-			n++;
-		}
-	}
-	return n;
 }

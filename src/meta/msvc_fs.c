@@ -3,7 +3,8 @@
  * The metadata service's filesystems and groups (msvc.h): the groups a
  * node serves opened, closed and forgotten as the configuration says, in
  * the node's shared Raft log (DIR/meta.wal), logs of their own from
- * before brought into it, and the bucket stores.
+ * before brought into it, and the bucket stores; what each group is and
+ * uses, as msvc_groups reports it.
  */
 #include <stdio.h>
 #include <string.h>
@@ -603,4 +604,79 @@ msvc_apply_cfg(struct msvc *s, const struct cfg *c)
 					mgroup_set_demoted(fs->groups[g], down);
 		}
 	}
+}
+
+/* ---- what the groups are and use ---- */
+
+/* What the buckets of group g use, summed (a read of each bucket's usage record). */
+void
+msvc_group_usage(struct mgroup *g, struct meta_usage *out)
+{
+	unsigned nb;
+	const uint16_t *b = mgroup_buckets(g, &nb);
+
+	memset(out, 0, sizeof(*out));
+	for (unsigned i = 0; i < nb; i++) {
+		struct meta_bucket mb;
+		struct meta_usage u;
+
+		if (mgroup_read(g, b[i], &mb) < 0)
+			continue;
+		if (meta_usage_get(&mb, &u) == 0) {
+			out->mapped += u.mapped;
+			out->data += u.data;
+			out->phys += u.phys;
+			out->unique += u.unique;
+			out->inlined += u.inlined;
+		}
+		meta_txn_abort(mb.t);
+	}
+}
+
+unsigned
+msvc_groups(struct msvc *s, struct msvc_group_info *out, unsigned max)
+{
+	struct sh_list *pos;
+	unsigned n = 0;
+	uint64_t now = env_now(s->env);
+	/* usage is summed over every bucket: at most every USAGE_NS */
+	bool fresh = max > 0 && now - s->usage_at >= USAGE_NS;
+
+	if (fresh)
+		s->usage_at = now;
+	sh_list_for_each (pos, &s->fss) {
+		struct mfs *fs = sh_list_entry(pos, struct mfs, link);
+
+		for (uint32_t g = 0; g < fs->ngroups; g++) {
+			struct mgroup_info gi;
+			unsigned nb;
+
+			if (fs->groups[g] == NULL)
+				continue;
+			if (n < max) {
+				mgroup_info(fs->groups[g], &gi);
+				mgroup_buckets(fs->groups[g], &nb);
+				/* a group that has just become ready here sums at once:
+				 * what it kept from an older term is stale */
+				if (gi.ready && (fresh || fs->usage_term[g] != gi.term)) {
+					msvc_group_usage(fs->groups[g], &fs->usage[g]);
+					fs->usage_term[g] = gi.term;
+				}
+				out[n] = (struct msvc_group_info){ .fs = fs->id,
+								   .index = g,
+								   .nbuckets = nb,
+								   .raft_state = gi.raft_state,
+								   .term = gi.term,
+								   .commit = gi.commit,
+								   .applied = gi.applied,
+								   .leader = gi.leader,
+								   .ready = gi.ready,
+								   .usage = fs->usage[g] };
+				for (unsigned k = 0; k < gi.nvoters && k < 8; k++)
+					out[n].voters[out[n].nvoters++] = gi.voters[k] >> 8;
+			}
+			n++;
+		}
+	}
+	return n;
 }

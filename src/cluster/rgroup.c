@@ -475,17 +475,22 @@ rgroup_acked(const struct rgroup *g, uint64_t id)
 
 /* ---- requests ---- */
 
-static struct rgop *
-op_new(struct rgroup *g, rgroup_cb cb, void *arg)
+/* A request to start (*out): 0, or SH_ENOTLEADER when not running, -ENOMEM. */
+static int
+op_new(struct rgroup *g, rgroup_cb cb, void *arg, struct rgop **out)
 {
-	struct rgop *op = sh_calloc(1, sizeof(*op));
+	struct rgop *op;
 
+	if (!g->started || g->closing)
+		return SH_ENOTLEADER;
+	op = sh_calloc(1, sizeof(*op));
 	if (op == NULL)
-		return NULL;
+		return -ENOMEM;
 	op->g = g;
 	op->cb = cb;
 	op->arg = arg;
-	return op;
+	*out = op;
+	return 0;
 }
 
 /* Started (rv 0): in flight until libraft calls back; else gone. */
@@ -518,12 +523,6 @@ op_done(struct rgop *op, int rv, void *result)
 	sh_free(op);
 }
 
-static bool
-may_call(const struct rgroup *g)
-{
-	return g->started && !g->closing;
-}
-
 static void
 on_applied(struct raft_apply *req, int status, void *result)
 {
@@ -535,17 +534,12 @@ rgroup_propose(struct rgroup *g, struct rgroup_buf *entry, rgroup_cb cb, void *a
 {
 	struct raft_buffer buf = { .base = entry->p, .len = entry->len };
 	struct rgop *op;
-	int rv;
+	int rv = op_new(g, cb, arg, &op);
 
 	entry->p = NULL; /* taken, in every case */
-	if (!may_call(g)) {
+	if (rv < 0) {
 		rgroup_free(buf.base);
-		return SH_ENOTLEADER;
-	}
-	op = op_new(g, cb, arg);
-	if (op == NULL) {
-		rgroup_free(buf.base);
-		return -ENOMEM;
+		return rv;
 	}
 	op->u.apply.data = op;
 	rv = raft_apply(&g->raft, &op->u.apply, &buf, 1, on_applied);
@@ -564,12 +558,10 @@ int
 rgroup_barrier(struct rgroup *g, rgroup_cb cb, void *arg)
 {
 	struct rgop *op;
+	int rc = op_new(g, cb, arg, &op);
 
-	if (!may_call(g))
-		return SH_ENOTLEADER;
-	op = op_new(g, cb, arg);
-	if (op == NULL)
-		return -ENOMEM;
+	if (rc < 0)
+		return rc;
 	op->u.barrier.data = op;
 	return op_started(op, "barrier", raft_barrier(&g->raft, &op->u.barrier, on_barrier));
 }
@@ -584,12 +576,10 @@ int
 rgroup_transfer(struct rgroup *g, uint64_t to, rgroup_cb cb, void *arg)
 {
 	struct rgop *op;
+	int rc = op_new(g, cb, arg, &op);
 
-	if (!may_call(g))
-		return SH_ENOTLEADER;
-	op = op_new(g, cb, arg);
-	if (op == NULL)
-		return -ENOMEM;
+	if (rc < 0)
+		return rc;
 	op->u.transfer.data = op;
 	return op_started(op, "transfer",
 			  raft_transfer(&g->raft, &op->u.transfer, to, on_transferred));
@@ -608,13 +598,10 @@ change(struct rgroup *g, char kind, uint64_t id, const char *addr, enum rgroup_r
 {
 	struct rgop *op;
 	char a[24];
-	int rv;
+	int rv = op_new(g, cb, arg, &op);
 
-	if (!may_call(g))
-		return SH_ENOTLEADER;
-	op = op_new(g, cb, arg);
-	if (op == NULL)
-		return -ENOMEM;
+	if (rv < 0)
+		return rv;
 	op->u.change.data = op;
 	if (kind == 'a')
 		rv = raft_add(&g->raft, &op->u.change, id, addr ? addr : hex_addr(id, a),

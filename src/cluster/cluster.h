@@ -82,7 +82,7 @@ struct cluster_info {
 	uint64_t leader; /* 0: none known */
 	bool member;	 /* this node is a config voter */
 	bool started;	 /* its Raft instance runs */
-	int raft_state;	 /* RAFT_FOLLOWER.. when started */
+	int raft_state;	 /* enum rgroup_state (rgroup.h), when started */
 	uint64_t term, commit, applied;
 	unsigned nvoters;
 	uint64_t voters[8];

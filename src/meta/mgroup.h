@@ -132,7 +132,7 @@ int mgroup_read(struct mgroup *g, uint16_t bucket, struct meta_bucket *b);
 
 #define MGROUP_VOTERS_MAX 8
 struct mgroup_info {
-	int raft_state;
+	int raft_state; /* enum rgroup_state */
 	uint64_t term, commit, applied, leader;
 	bool ready;
 	unsigned nvoters; /* as this replica knows the group's configuration */

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "../../../src/cluster/cluster.h"
+#include "../../../src/cluster/rgroup.h"
 #include "../../../src/env/env_sim.h"
 #include "../../lib/test.h"
 
@@ -165,7 +166,7 @@ leader_of(struct world *w)
 		if (!w->n[i].up)
 			continue;
 		cluster_info(w->n[i].cl, &ci);
-		if (ci.started && ci.raft_state == 3 /* RAFT_LEADER */)
+		if (ci.started && ci.raft_state == RGROUP_LEADER)
 			return i;
 	}
 	return 0;

@@ -191,7 +191,7 @@ balance(struct world *w)
 		for (unsigned i = 0; i < w->nt; i++) /* (the fill fill_ratio just took) */
 			live += w->h->fill[i].live;
 		w->h->mine = live; /* every stripe led here: the leaders' parts together */
-		heal_balance_budgets(w->h);
+		heal_balance_budgets(w->h, (double)passes / 20); /* (a draw, the same each run) */
 		for (uint64_t s = 0; s < w->nstripes; s++) {
 			struct meta_extent loc;
 			uint64_t to[META_FRAGS_MAX];

@@ -106,7 +106,8 @@ fill_end(struct fround *r)
 	 * planned is never planned twice.
 	 */
 	if (h->balancing && h->bal_jobs == 0 && !heal_balance_queued(h) && h->bal_end < r->t0) {
-		heal_balance_budgets(h);
+		heal_balance_budgets(h, (double)(env_random_u64(fs->s->env) >> 11) /
+					    (double)(1ull << 53));
 		h->pass_work = true; /* a pass plans them now */
 	} else {
 		if (!h->balancing)
@@ -278,8 +279,27 @@ takers(struct mheal *h)
 		}
 }
 
+/*
+ * This leader's part of a surplus (or shortfall) of x bytes, in whole
+ * fragments of about f bytes where it is less than one: one fragment with
+ * probability x / f, else none (u, uniform in [0, 1), is drawn once per
+ * round for all targets, so an out and an in budget round up together).
+ * Otherwise a surplus of a fragment or two, split over many leaders, would
+ * give each a part too small to move anything, and the fill would stay
+ * uneven for good (tests/sim/meta heal_grow, seed 943527733: 1.061).
+ */
+static int64_t
+whole_part(double x, uint64_t f, double u)
+{
+	if (x <= 0)
+		return 0;
+	if (f == 0 || x >= (double)f)
+		return (int64_t)x;
+	return u < x / (double)f ? (int64_t)f : 0;
+}
+
 void
-heal_balance_budgets(struct mheal *h)
+heal_balance_budgets(struct mheal *h, double u)
 {
 	double part, mean;
 	uint64_t live = 0, cap = 0;
@@ -293,8 +313,10 @@ heal_balance_budgets(struct mheal *h)
 	for (unsigned i = 0; i < h->nfill; i++) {
 		double surplus = (double)h->fill[i].live - mean * (double)h->fill[i].capacity;
 
-		h->fill[i].out = h->fill[i].capacity && surplus > 0 ? (int64_t)(surplus * part) : 0;
-		h->fill[i].in = h->fill[i].capacity && surplus < 0 ? (int64_t)(-surplus * part) : 0;
+		h->fill[i].out =
+		    h->fill[i].capacity ? whole_part(surplus * part, h->frag_seen, u) : 0;
+		h->fill[i].in =
+		    h->fill[i].capacity ? whole_part(-surplus * part, h->frag_seen, u) : 0;
 	}
 	takers(h);
 }
@@ -324,6 +346,8 @@ heal_plan_balance(struct mheal *h, const struct plan *pl, const struct meta_exte
 
 	*make = 0;
 	memcpy(to, loc->targets, n * sizeof(to[0]));
+	if (loc->frag > h->frag_seen)
+		h->frag_seen = loc->frag;
 	if (h->ntake == 0)
 		return 0;
 	for (unsigned i = 0; i < n; i++)

@@ -95,6 +95,7 @@ struct mheal {
 	bool balancing;	       /* the fill is uneven: stripes move to where placement puts them */
 	double fill_mean;      /* live / capacity, over the targets up */
 	uint64_t mine;	       /* bytes of the stripes led here, as the last pass counted them */
+	uint64_t frag_seen;    /* the largest fragment a balance pass looked at */
 	unsigned bal_jobs;     /* balance moves in flight */
 	uint64_t bal_end;      /* when the last one ended (env_now) */
 	uint64_t writes;       /* its stripe-mapping commands at the last pass */
@@ -121,9 +122,10 @@ void heal_fill_ask(struct mheal *h, const struct cfg *c);
 /*
  * The budgets from h->fill: each target's surplus over the mean fill to
  * move off it, each one's shortfall onto it, this leader's part of them
- * (h->mine of all the targets hold).
+ * (h->mine of all the targets hold). A part under a fragment is one with
+ * probability part / fragment: u, uniform in [0, 1), is the round's draw.
  */
-void heal_balance_budgets(struct mheal *h);
+void heal_balance_budgets(struct mheal *h, double u);
 /* The fullest of the n targets' fill (live / capacity), *mean: theirs (targets of capacity 0 not
  * counted). */
 double heal_fill_max(const struct hfill *f, unsigned n, double *mean);

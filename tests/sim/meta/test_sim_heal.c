@@ -177,7 +177,9 @@ run_heal(uint64_t seed)
 	 * from everyone else for a while, one at a time
 	 */
 	end = sim_now(w.sim) + 20 * SH_NSEC_PER_SEC;
-	while (sim_now(w.sim) < end) {
+	/* for 20 s, and until three have happened (a few seeds draw long ones) */
+	while (sim_now(w.sim) < end ||
+	       (crashes + cuts < 3 && sim_now(w.sim) < end + 20 * SH_NSEC_PER_SEC)) {
 		int n = 1 + (int)(sh_rand_u64(&w.rng) % N);
 
 		for (int k = 1; k <= N; k++)
@@ -443,7 +445,14 @@ run_grow_and_drain(uint64_t seed)
 	bad = not_whole(&w, stripe, 0);
 	SH_ASSERT_MSG(bad == 0, "seed %llu: %u stripes not whole after the rebalance",
 		      (unsigned long long)seed, bad);
-	heal_totals(&w, &hs);
+	/* the last moves: a leader's next passes plan what a crash cut short */
+	end = sim_now(w.sim) + 60 * SH_NSEC_PER_SEC;
+	do {
+		heal_totals(&w, &hs);
+		if (hs.fill_ratio_milli > 0 && hs.fill_ratio_milli <= 1050)
+			break;
+		sim_run_for(w.sim, 2 * SH_NSEC_PER_SEC);
+	} while (sim_now(w.sim) < end);
 	/* (the counts of moves are the leaders': one that crashed counts from 0 again) */
 	SH_ASSERT_MSG(hs.fill_ratio_milli > 0 && hs.fill_ratio_milli <= 1050,
 		      "seed %llu: the targets' fill max/mean is %.3f after the rebalance",

@@ -79,7 +79,7 @@ bal_pass(struct bal *b, struct plan *pl)
 	}
 	qsort(b->h.fill, NT, sizeof(b->h.fill[0]), by_target); /* as fill_end keeps them */
 	b->h.mine = live;
-	heal_balance_budgets(&b->h);
+	heal_balance_budgets(&b->h, 0.5);
 	for (unsigned s = 0; s < b->nstripes; s++) {
 		struct meta_extent loc = { .stripe = s + 1, .d = 4, .p = 2, .frag = FRAG };
 		uint64_t to[META_FRAGS_MAX];

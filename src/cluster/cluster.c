@@ -75,28 +75,19 @@ sm_apply(void *arg, uint64_t idx, const void *p, size_t len, void **result)
 	return 0;
 }
 
-/* What e encoded, into an rgroup_alloc'd buffer. */
-static int
-to_buf(struct sh_enc *e, struct rgroup_buf *out)
-{
-	int rc = sh_enc_error(e);
-
-	if (rc == 0)
-		rc = rgroup_buf_copy(e->p, e->len, out);
-	sh_enc_fini(e);
-	return rc;
-}
-
 static int
 sm_snapshot(void *arg, uint64_t idx, struct rgroup_buf *out)
 {
 	struct cluster *cl = arg;
 	struct sh_enc e;
+	int rc;
 
 	(void)idx;
 	sh_enc_init(&e);
 	cfg_encode(&e, cl->fsm_cfg);
-	return to_buf(&e, out) < 0 ? -ENOMEM : 0;
+	rc = rgroup_buf_enc(&e, out);
+	sh_enc_fini(&e);
+	return rc < 0 ? -ENOMEM : 0;
 }
 
 static int
@@ -142,16 +133,23 @@ notify(struct cluster *cl)
 
 /* ---- raft lifecycle ---- */
 
+/* Its member of the configuration group takes part. */
+static bool
+running(const struct cluster *cl)
+{
+	return cl->rg != NULL && rgroup_started(cl->rg);
+}
+
 bool
 cluster_leads(struct cluster *cl)
 {
-	return cl->started && rgroup_leads(cl->rg);
+	return running(cl) && rgroup_leads(cl->rg);
 }
 
 static uint64_t
 leader_id(struct cluster *cl)
 {
-	if (cl->started) {
+	if (running(cl)) {
 		uint64_t id = rgroup_leader(cl->rg);
 
 		if (id)
@@ -175,12 +173,11 @@ raft_go(struct cluster *cl)
 {
 	int rc;
 
-	if (cl->started)
+	if (running(cl))
 		return 0;
 	rc = rgroup_start(cl->rg); /* (it logs why it could not) */
 	if (rc < 0)
 		return rc;
-	cl->started = true;
 	sh_log_info("config raft started (node %llu)", (unsigned long long)cl->p.node_id);
 	return 0;
 }
@@ -283,7 +280,9 @@ propose(struct cluster *cl, struct sub *s)
 	}
 	sh_enc_init(&e);
 	cfg_cmd_encode(&e, &s->cmd);
-	if (to_buf(&e, &buf) < 0)
+	rc = rgroup_buf_enc(&e, &buf);
+	sh_enc_fini(&e);
+	if (rc < 0)
 		return -ENOMEM;
 	if (rgroup_propose(cl->rg, &buf, on_applied, s) != 0) /* buf taken */
 		return -EAGAIN;
@@ -368,7 +367,7 @@ live_leader(struct cluster *cl)
 	uint64_t lead = leader_id(cl);
 	uint64_t quiet = 3ull * (cl->p.election_ms / 10) * 1000 * 1000;
 
-	if (lead != 0 && cl->started && lead != cl->p.node_id &&
+	if (lead != 0 && running(cl) && lead != cl->p.node_id &&
 	    env_now(cl->env) - rnet_last_heard(cl->rn, lead) > quiet)
 		return 0;
 	return lead;
@@ -445,7 +444,7 @@ cluster_pump(struct cluster *cl)
 			}
 			continue;
 		}
-		if (s->cmd.op == CFG_OP_CREATE && !cl->cfg->created && cl->inited && !cl->started) {
+		if (s->cmd.op == CFG_OP_CREATE && !cl->cfg->created && cl->inited && !running(cl)) {
 			const char *self = cl->mgmt;
 
 			rc = rgroup_bootstrap(cl->rg, &cl->p.node_id, &self, 1);
@@ -466,7 +465,7 @@ cluster_pump(struct cluster *cl)
 			continue;
 		}
 		if (now >= s->deadline && s->cmd.op != CFG_OP_CREATE && !cl->cfg->created &&
-		    !cl->started && cl->leader_hint == 0) {
+		    !running(cl) && cl->leader_hint == 0) {
 			sub_done(
 			    s, -ENOTCONN,
 			    "this node is not in a cluster: run 'shoal cluster create' here, or "
@@ -880,7 +879,6 @@ on_raft_closed(void *arg)
 {
 	struct cluster *cl = arg;
 
-	cl->rg = NULL;
 	cl->raft_closed = true;
 	maybe_finish(cl);
 }
@@ -908,9 +906,12 @@ cluster_stop(struct cluster *cl, void (*done)(void *arg), void *arg)
 	}
 	env_task_init(cl->env, &cl->stop_task, finish_stop, cl);
 	/* nothing looks at rg from now on: it is freed before the stop finishes */
-	cl->inited = cl->started = false;
+	cl->inited = false;
 	if (cl->rg != NULL) {
-		rgroup_close(cl->rg, on_raft_closed, cl);
+		struct rgroup *rg = cl->rg;
+
+		cl->rg = NULL;
+		rgroup_close(rg, on_raft_closed, cl);
 	} else {
 		cl->raft_closed = true;
 		maybe_finish(cl);
@@ -929,9 +930,9 @@ cluster_info(const struct cluster *cl, struct cluster_info *out)
 	struct cluster *c = (struct cluster *)cl;
 
 	memset(out, 0, sizeof(*out));
-	out->started = cl->started;
+	out->started = running(cl);
 	out->leader = leader_id(c);
-	if (!cl->started)
+	if (!out->started)
 		return;
 	out->raft_state = rgroup_state(c->rg);
 	out->term = rgroup_term(c->rg);

@@ -49,10 +49,10 @@ struct cluster {
 	struct cluster_params p;
 	char mgmt[CFG_ADDR_MAX], data[CFG_ADDR_MAX], domain[CFG_NAME_MAX];
 	char path[512];
-	struct cfg *cfg;	       /* the newest configuration known here (what readers see) */
-	struct cfg *fsm_cfg;	       /* the Raft state machine's own (voters) */
-	struct rgroup *rg;	       /* NULL once closed */
-	bool inited, started, closing; /* inited: rg's log is loaded */
+	struct cfg *cfg;      /* the newest configuration known here (what readers see) */
+	struct cfg *fsm_cfg;  /* the Raft state machine's own (voters) */
+	struct rgroup *rg;    /* NULL from cluster_stop on */
+	bool inited, closing; /* inited: rg's log is loaded */
 	int apply_rc;
 	char apply_msg[CFG_MSG_MAX];
 	struct sh_list subs;

@@ -152,6 +152,14 @@ rgroup_buf_copy(const void *p, size_t len, struct rgroup_buf *out)
 	return 0;
 }
 
+int
+rgroup_buf_enc(const struct sh_enc *e, struct rgroup_buf *out)
+{
+	int rc = sh_enc_error(e);
+
+	return rc < 0 ? rc : rgroup_buf_copy(e->p, e->len, out);
+}
+
 /* ---- the state machine, as libraft calls it ---- */
 
 static int

@@ -30,6 +30,7 @@
 #ifndef SH_CLUSTER_RGROUP_H
 #define SH_CLUSTER_RGROUP_H
 
+#include "../base/codec.h"
 #include "raft_io.h"
 
 struct rgroup;
@@ -64,6 +65,8 @@ void *rgroup_alloc(size_t len);
 void rgroup_free(void *p);
 /* *out = a copy of len bytes at p. 0, -ENOMEM. */
 int rgroup_buf_copy(const void *p, size_t len, struct rgroup_buf *out);
+/* *out = a copy of what e encoded. 0, e's error, -ENOMEM. */
+int rgroup_buf_enc(const struct sh_enc *e, struct rgroup_buf *out);
 
 /*
  * The replicated state machine. Each returns 0 or a negative errno; an

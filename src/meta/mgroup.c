@@ -216,15 +216,6 @@ fail:
 	return -EIO;
 }
 
-/* What e encoded, into an rgroup_alloc'd buffer. */
-static int
-to_buf(const struct sh_enc *e, struct rgroup_buf *out)
-{
-	int rc = sh_enc_error(e);
-
-	return rc < 0 ? rc : rgroup_buf_copy(e->p, e->len, out);
-}
-
 static int
 marker(uint64_t idx, struct rgroup_buf *out)
 {
@@ -234,7 +225,7 @@ marker(uint64_t idx, struct rgroup_buf *out)
 	sh_enc_init(&e);
 	sh_enc_u8(&e, SNAP_MARKER);
 	sh_enc_u64(&e, idx);
-	rc = to_buf(&e, out);
+	rc = rgroup_buf_enc(&e, out);
 	sh_enc_fini(&e);
 	return rc;
 }
@@ -288,7 +279,7 @@ export_whole(struct mgroup *g, struct rgroup_buf *out)
 	}
 	meta_txn_abort(t);
 	if (rc == 0)
-		rc = to_buf(&e, out);
+		rc = rgroup_buf_enc(&e, out);
 	sh_log_info("group %#x: state of %zu bytes at %llu for a follower: %s", g->p.id, e.len,
 		    (unsigned long long)idx, sh_strerror(rc));
 	sh_enc_fini(&e);
@@ -747,7 +738,7 @@ encode_entry(uint16_t bucket, const struct meta_cmd *c, struct rgroup_buf *buf)
 	sh_enc_u16(&e, bucket);
 	rc = meta_cmd_encode(&e, c);
 	if (rc == 0)
-		rc = to_buf(&e, buf);
+		rc = rgroup_buf_enc(&e, buf);
 	sh_enc_fini(&e);
 	return rc;
 }

@@ -68,6 +68,7 @@ heal_to_json(const struct msvc_heal_stats *h)
 	json_object_set_new(o, "balance_queued", json_integer((json_int_t)h->balance_queued));
 	json_object_set_new(o, "draining_stripes", json_integer((json_int_t)h->draining));
 	json_object_set_new(o, "fill_max_over_mean", json_real((double)h->fill_ratio_milli / 1000));
+	json_object_set_new(o, "targets_full", json_integer((json_int_t)h->targets_full));
 	return o;
 }
 
@@ -109,6 +110,7 @@ add_json(struct msvc_heal_stats *sum, json_t *j)
 	h.balanced_frags = jget(j, "balanced_fragments");
 	h.balance_queued = jget(j, "balance_queued");
 	h.draining = jget(j, "draining_stripes");
+	h.targets_full = jget(j, "targets_full");
 	h.fill_ratio_milli =
 	    (uint64_t)(json_number_value(json_object_get(j, "fill_max_over_mean")) * 1000 + 0.5);
 	h.rebuilt_bytes = jget(j, "rebuilt_bytes");

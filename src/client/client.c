@@ -445,7 +445,7 @@ client_targets(sh_client *c, uint64_t *ids, unsigned max)
 
 int
 client_place(sh_client *c, uint64_t stripe, unsigned n, unsigned p, const uint64_t *avoid,
-	     unsigned navoid, uint64_t *out)
+	     unsigned navoid, bool degrade, uint64_t *out)
 {
 	struct place_target *t;
 	unsigned nt;
@@ -461,7 +461,7 @@ client_place(sh_client *c, uint64_t stripe, unsigned n, unsigned p, const uint64
 			if (t[i].id == avoid[k])
 				t[i].weight = 0;
 	rc = place_stripe(t, nt, stripe, n, out);
-	if (rc == -ENOSPC) {
+	if (rc == -ENOSPC && degrade) {
 		/* failure domains are down: write anyway, with less protection until rebuilt */
 		unsigned shared;
 

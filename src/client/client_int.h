@@ -191,13 +191,14 @@ int client_target(sh_client *c, uint64_t target, uint64_t *peer, char *addr);
 bool client_target_lost(sh_client *c, uint64_t target);
 /* The ids of every target (drive) of the configuration, up to max; returns how many. */
 unsigned client_targets(sh_client *c, uint64_t *ids, unsigned max);
-/* The n targets of a new stripe (place.h), from the configuration. */
 /*
- * The n targets of a new stripe with p parity fragments (degraded while
- * domains are down: never more than p on one), none of avoid[0..navoid).
+ * The n targets of a new stripe with p parity fragments (place.h, from the
+ * configuration), none of avoid[0..navoid); with degrade, while domains are
+ * down (or avoided), fragments share them, never more than p on one;
+ * without, -ENOSPC then.
  */
 int client_place(sh_client *c, uint64_t stripe, unsigned n, unsigned p, const uint64_t *avoid,
-		 unsigned navoid, uint64_t *out);
+		 unsigned navoid, bool degrade, uint64_t *out);
 /* Protection of filesystem id: d, p. */
 /* A filesystem's protection and compression (cfg_fs.compression). */
 int client_fs_settings(sh_client *c, uint32_t id, unsigned *d, unsigned *p, unsigned *comp,

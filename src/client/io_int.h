@@ -14,6 +14,7 @@
 #define PUT_NS	      (5ull * 1000 * 1000 * 1000)
 #define GET_NS	      (2ull * 1000 * 1000 * 1000)
 #define RETRY_US      300000
+#define FULL_TRIES    3 /* attempts failed on full targets only: -ENOSPC */
 #define EXTENTS_BATCH 64
 #define BEHIND_MAX    16	 /* stripes of one file in flight in the background, at most */
 #define BEHIND_BYTES  (8u << 20) /* and at most this much of them (but 4 stripes) */

@@ -146,7 +146,9 @@ frag_for(const sh_file *f, size_t len)
  * Tried for as long as the client's operation timeout, not a number of
  * times: a node restarting refuses PUTs for a moment (its drive not open
  * yet), and writes must not fail while no more than P nodes are down.
- * -EIO after the timeout; what was put of a failed attempt is released.
+ * -EIO after the timeout; -ENOSPC once FULL_TRIES attempts in a row failed
+ * only on targets out of space (each around the last ones: the file system
+ * is full, not one drive); what was put of a failed attempt is released.
  */
 static int
 write_stripes(sh_file *f, struct wstripe *w, unsigned k)
@@ -154,7 +156,8 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 	unsigned d = ndata(f), n = nfrags(f), left = k;
 	struct dcall *calls = sh_calloc((size_t)k * n, sizeof(*calls));
 	uint64_t failed[EC_N_MAX * 2];
-	unsigned nfailed = 0;
+	unsigned nfailed = 0, full = 0; /* attempts in a row that failed on full targets only */
+	bool only_full;
 	uint64_t deadline = env_clock(f->fs->c->env) + f->fs->c->timeout_ns;
 	int rc = calls == NULL ? -ENOMEM : 0;
 
@@ -174,8 +177,12 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 	for (int attempt = 0; rc == 0 && left > 0; attempt++) {
 		unsigned nc = 0;
 
+		if (full >= FULL_TRIES) {
+			rc = -ENOSPC;
+			break;
+		}
 		if (attempt > 0 && env_clock(f->fs->c->env) + RETRY_US * 1000ull > deadline) {
-			rc = -EIO;
+			rc = full > 0 ? -ENOSPC : -EIO;
 			break;
 		}
 		if (attempt > 0)
@@ -185,11 +192,13 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 				continue;
 			w[j].stripe = (uint64_t)w[j].bucket << 48 |
 				      (client_tag(f->fs->c) & 0xFFFFFFFFFFFFull);
+			/* around targets out of space only while that keeps the protection:
+			 * a domain down is a reason to write degraded, a full drive is not */
 			rc = client_place(f->fs->c, w[j].stripe, n, f->fs->code.p, failed, nfailed,
-					  w[j].targets);
+					  full == 0, w[j].targets);
 			if (rc == -ENOSPC && nfailed > 0) /* not around them all: with them */
 				rc = client_place(f->fs->c, w[j].stripe, n, f->fs->code.p, NULL, 0,
-						  w[j].targets);
+						  true, w[j].targets);
 			for (unsigned i = 0; rc == 0 && i < n; i++) {
 				struct store_proto_req r = { .target = w[j].targets[i],
 							     .stripe = w[j].stripe,
@@ -223,6 +232,7 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 		client_calls(f->fs->c, calls, nc, PUT_NS);
 		nc = 0;
 		nfailed = 0;
+		only_full = true;
 		for (unsigned j = 0; j < k; j++) {
 			bool ok = true;
 
@@ -231,6 +241,8 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 			for (unsigned i = 0; i < n; i++) {
 				w[j].puts[i] = calls[nc++];
 				ok &= w[j].puts[i].status >= 0;
+				if (w[j].puts[i].status < 0 && w[j].puts[i].status != -ENOSPC)
+					only_full = false;
 				if (w[j].puts[i].status < 0 && nfailed < sizeof(failed) / 8)
 					failed[nfailed++] = w[j].targets[i];
 			}
@@ -241,6 +253,7 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 				release(f, &w[j]);
 			}
 		}
+		full = nfailed > 0 && only_full ? full + 1 : 0;
 	}
 	for (unsigned j = 0; j < k; j++)
 		for (unsigned i = 0; i < f->fs->code.p; i++) {

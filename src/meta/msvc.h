@@ -101,9 +101,11 @@ struct msvc_heal_stats {
 	uint64_t fill_ratio_milli; /* the targets' fill, max over mean, x1000, as last asked */
 	uint64_t in_flight, queued, rate_bps; /* jobs now, stripes planned, bytes/s lately */
 	uint64_t passes, pass_at;	      /* whole passes, and when the last ended (realtime) */
-	uint64_t pass_epoch; /* the configuration the last pass went by (the oldest of a sum;
-			      * UINT64_MAX: no filesystem here) */
-	uint64_t buckets;    /* buckets the last pass went over (led here, serving) */
+	uint64_t pass_epoch;   /* the configuration the last pass went by (the oldest of a sum;
+				* UINT64_MAX: no filesystem here) */
+	uint64_t buckets;      /* buckets the last pass went over (led here, serving) */
+	uint64_t targets_full; /* targets a heal write found out of space lately (the most of a
+				* sum's parts: each leader knows its own) */
 };
 /* sum += h (counts added, the oldest pass kept): sums of nodes, of loops, of filesystems. */
 void msvc_heal_stats_add(struct msvc_heal_stats *sum, const struct msvc_heal_stats *h);

@@ -260,6 +260,15 @@ write_done(struct hjob *j, int status)
 		relocate(j);
 }
 
+/* Fragment idx written (or not: a target out of space takes no more for a while). */
+static void
+put_done(struct hjob *j, unsigned idx, int status)
+{
+	if (status == -ENOSPC)
+		heal_mark_full(j->fs->heal, j->to[idx]);
+	write_done(j, status);
+}
+
 static void
 decode_and_write(struct hjob *j)
 {
@@ -284,7 +293,7 @@ decode_and_write(struct hjob *j)
 		j->pending++;
 		rc = call_start(j, i, true);
 		if (rc < 0)
-			write_done(j, rc);
+			put_done(j, i, rc);
 	}
 	write_done(j, 0);
 }
@@ -338,7 +347,7 @@ static void
 call_done(struct hcall *c, int status)
 {
 	if (c->put)
-		write_done(c->j, status);
+		put_done(c->j, c->idx, status);
 	else
 		read_done(c->j, c->idx, status);
 }
@@ -676,6 +685,8 @@ on_stripe(void *arg, const struct meta_extent *loc)
 		if (!in_flight(ps->h, loc->stripe) && plan_stripe(&ps->pl, loc, &make, to, &rp)) {
 			ps->work = true;
 			cand_add(ps->h, ps->bucket, loc, missing, false);
+		} else if (lost == 0) {
+			ps->waiting = true; /* for a domain with room: passes go on, paced */
 		}
 	} else if (ps->h->balancing && lost == 0 && down == 0 && shared == 0 && drain == 0) {
 		uint32_t make;
@@ -842,7 +853,7 @@ on_tick(struct env_timer *t)
 		h->fill_at = mono;
 		heal_fill_ask(h, pl.c);
 	}
-	if (heal_plan_targets(&pl) < 0)
+	if (heal_plan_targets(h, &pl) < 0)
 		goto out;
 	if (due) {
 		h->writes = wr;
@@ -933,6 +944,8 @@ msvc_heal_stats_add(struct msvc_heal_stats *sum, const struct msvc_heal_stats *s
 	sum->draining += st->draining;
 	if (st->fill_ratio_milli > sum->fill_ratio_milli)
 		sum->fill_ratio_milli = st->fill_ratio_milli;
+	if (st->targets_full > sum->targets_full)
+		sum->targets_full = st->targets_full;
 	sum->rebuilt_bytes += st->rebuilt_bytes;
 	sum->failed_jobs += st->failed_jobs;
 	sum->in_flight += st->in_flight;

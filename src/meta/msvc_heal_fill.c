@@ -221,14 +221,59 @@ target_by_id(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int
-heal_plan_targets(struct plan *pl)
+void
+heal_mark_full(struct mheal *h, uint64_t target)
 {
-	int rc = place_targets(pl->c, &pl->t, &pl->nt);
+	uint64_t now = env_now(h->fs->s->env);
+	unsigned at = h->nfull;
 
-	if (rc == 0) /* (placement breaks ties by id: the order changes no pick) */
-		qsort(pl->t, pl->nt, sizeof(pl->t[0]), target_by_id);
-	return rc;
+	for (unsigned i = 0; i < h->nfull; i++)
+		if (h->full[i].target == target || h->full[i].until <= now) {
+			at = i;
+			break;
+		}
+	if (at == FULLS_MAX) { /* every mark live: the one that ends first goes */
+		at = 0;
+		for (unsigned i = 1; i < h->nfull; i++)
+			if (h->full[i].until < h->full[at].until)
+				at = i;
+	}
+	if (at == h->nfull) {
+		h->nfull++;
+		sh_log_warn("filesystem %u: target %llu is out of space: no heal writes go there "
+			    "for %llu s",
+			    h->fs->id, (unsigned long long)target,
+			    (unsigned long long)(FULL_NS / SH_NSEC_PER_SEC));
+	}
+	h->full[at] = (struct hfull){ .target = target, .until = now + FULL_NS };
+}
+
+int
+heal_plan_targets(struct mheal *h, struct plan *pl)
+{
+	uint64_t now = env_now(h->fs->s->env);
+	int rc = place_targets(pl->c, &pl->t, &pl->nt);
+	unsigned nfull = 0;
+
+	if (rc < 0)
+		return rc;
+	qsort(pl->t, pl->nt, sizeof(pl->t[0]), target_by_id); /* (ties go by id: no pick moves) */
+	for (unsigned i = 0; i < h->nfull;) {
+		struct place_target key = { .id = h->full[i].target }, *t;
+
+		if (h->full[i].until <= now) { /* forgotten: planned onto again */
+			h->full[i] = h->full[--h->nfull];
+			continue;
+		}
+		t = bsearch(&key, pl->t, pl->nt, sizeof(pl->t[0]), target_by_id);
+		if (t != NULL && t->weight > 0) {
+			t->weight = 0;
+			nfull++;
+		}
+		i++;
+	}
+	h->st.targets_full = nfull;
+	return 0;
 }
 
 const struct place_target *

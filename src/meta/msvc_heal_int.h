@@ -19,6 +19,8 @@
 #define BALANCE_ON  1.05       /* max / mean fill above this: stripes move to even it out */
 #define BALANCE_OFF 1.02       /* ... until it is below this */
 #define BUSY_BYTES  (1u << 20) /* clients moved more than this in a tick: not idle */
+#define FULL_NS	    (15ull * 1000 * 1000 * 1000) /* a target out of space takes no heal writes */
+#define FULLS_MAX   64 /* targets remembered as out of space (the oldest forgotten first) */
 
 struct hcand {
 	uint16_t bucket;
@@ -72,6 +74,11 @@ struct hrepair {
 
 struct fround;
 
+/* A target that answered a heal write with -ENOSPC, and until when it is not planned onto. */
+struct hfull {
+	uint64_t target, until; /* (env_now) */
+};
+
 struct mheal {
 	struct mfs *fs;
 	struct hrepair rep[REPAIRS_MAX]; /* corrupt fragments reported, oldest first */
@@ -102,6 +109,8 @@ struct mheal {
 	uint64_t led;	       /* which groups served here at the last pass (a hash) */
 	unsigned lost;	       /* targets lost at the last pass */
 	uint64_t bytes_at, rate_at; /* rebuilt bytes at the rate's last sample, and when */
+	struct hfull full[FULLS_MAX];
+	unsigned nfull;
 	struct msvc_heal_stats st;
 };
 
@@ -134,11 +143,14 @@ int heal_plan_balance(struct mheal *h, const struct plan *pl, const struct meta_
 bool heal_balance_queued(const struct mheal *h);
 /* The filesystem closes: the round in flight ends now. */
 void heal_fill_cancel(struct mheal *h);
+/* target answered a heal write with -ENOSPC: no more are planned onto it for FULL_NS. */
+void heal_mark_full(struct mheal *h, uint64_t target);
 /*
- * A pass's targets (place_targets), sorted by id; the one of id (NULL: not
- * in the configuration).
+ * A pass's targets (place_targets), sorted by id, those out of space lately
+ * weighing 0 (never a destination); the one of id (NULL: not in the
+ * configuration).
  */
-int heal_plan_targets(struct plan *pl);
+int heal_plan_targets(struct mheal *h, struct plan *pl);
 const struct place_target *heal_plan_target(const struct plan *pl, uint64_t id);
 
 #endif /* SH_META_MSVC_HEAL_INT_H */

@@ -332,6 +332,73 @@ def rebuild_interrupted_by_kills_finishes_and_leaks_nothing(c):
     check(fragments(c, node=2)["fragments"] == 0, "fragments left after deleting all")
 
 
+@test
+def full_file_system_says_enospc_and_rebuilds_once_there_is_room(c):
+    """Written until full: the write fails with ENOSPC, not EIO. A node lost then has
+    nowhere to be rebuilt: the heal writes stop at the full targets (targets_full), the
+    passes and failed jobs stay paced, nothing leaks; files deleted: the rebuild finishes."""
+    c.env["SHOAL_META_REPLACE"] = "3"
+    c.env["SHOAL_ORPHAN_AGE"] = "5"
+    c.local("up", "--nodes", str(c.nodes), "--port", str(c.port), "--drive-size", "64M",
+            "--buckets", "64")
+    c.shoal("cluster", "set", "rebuild-delay", "2", check_rc=0)
+    make_fs(c, "fs1")
+    files, local, err = Files(c), os.path.join(c.dir, "put.tmp"), ""
+    for i in range(200):
+        data = os.urandom(4 << 20)
+        with open(local, "wb") as f:
+            f.write(data)
+        p = c.shoal("ns", "fs1", "put", local, "/f%d" % i, timeout=120)
+        if p.returncode != 0:
+            err = p.stderr.strip()
+            break
+        files.want[("fs1", "f%d" % i)] = data
+    check("No space left on device" in err,
+          "writing until full: %d files, then %r (want ENOSPC)" % (len(files.want), err))
+    print("  %d files of 4 MiB, then: %s" % (len(files.want), err))
+    files.verify("full")
+    wait_full(c, "full")
+    c.kill(7)
+    c.wait_state(7, "down", 1, 20)
+    end, s = time.time() + 90, {}
+    while time.time() < end:
+        s = rebuild(c)
+        if s["targets_full"] > 0 and s["state"] == "rebuilding":
+            break
+        time.sleep(1)
+    check(s.get("targets_full", 0) > 0, "no target out of space after node 7 was lost: %s" % s)
+    time.sleep(3)
+    a = rebuild(c)
+    time.sleep(10)
+    b = rebuild(c)
+    passes, failed = b["passes"] - a["passes"], b["failed_jobs"] - a["failed_jobs"]
+    print("  nowhere to rebuild: %d passes and %d failed jobs in 10 s, %d target(s) full" %
+          (passes, failed, b["targets_full"]))
+    check(b["state"] == "rebuilding", "node 7 lost, no room: %s" % b)
+    check(passes <= 150 and failed <= 200,
+          "passes not paced while there is no room: %d passes, %d failed jobs in 10 s" %
+          (passes, failed))
+    files.verify("node 7 lost, no room to rebuild", node=2)
+    names = sorted(files.want)
+    for (fs, name) in names[: len(names) // 2]:
+        ns(c, fs, "rm", "/" + name)
+        del files.want[(fs, name)]
+    s = wait_full(c, "half the files deleted", timeout=240)
+    check(s["rebuilt_fragments"] > 0, "nothing was rebuilt: %s" % s)
+    files.verify("rebuilt once there was room", node=2)
+    for (fs, name) in list(files.want):
+        ns(c, fs, "rm", "/" + name)
+    for name in ("f%d" % len(names),):  # what the failed put left
+        c.shoal("ns", "fs1", "rm", "/" + name)
+    end = time.time() + 60
+    while time.time() < end and fragments(c)["fragments"] != 0:
+        time.sleep(1)
+    left = fragments(c)
+    if left["fragments"] != 0:
+        print(c.shoal("ns", "fs1", "ls", "-l", "/").stdout, c.shoal("rebuild", "status").stdout)
+    check(left["fragments"] == 0, "fragments left after deleting all: %s" % left)
+
+
 def log_count(c, n, text):
     with open(os.path.join(c.dir, "n%d.log" % n)) as f:
         return f.read().count(text)

@@ -413,13 +413,21 @@ def forks_while_writing_never_hang_the_mount(c):
 # ---- chaos ----
 
 class Model:
-    """What the writers were told is durable: name -> (seed, size); and what they saw fail."""
+    """What the writers were told is durable: name -> (seed, size); and what they saw fail.
+    Above `budget` bytes the writers delete more than they create: a run of any length
+    churns a working set that fits (a full file system is full_file_system_says_enospc_...
+    in test_heal.py, not this)."""
 
-    def __init__(self):
+    def __init__(self, budget=1 << 62):
         self.mu = threading.Lock()
         self.files = {}
         self.errors = []
         self.ops = 0
+        self.budget = budget
+
+    def over(self):
+        with self.mu:
+            return sum(s for _, s in self.files.values()) > self.budget
 
 
 def content(seed, size):
@@ -448,6 +456,8 @@ def writer(mnt, wid, model, stop, rng, down):
         seed, size = rng.getrandbits(48), pick_size(rng)
         try:
             r = rng.random()
+            if model.over():
+                r = 0.15 + r * 0.2  # renames none, unlinks half
             with model.mu:
                 mine = [k for k in model.files if k.startswith("w%d-" % wid)]
             if r < 0.15 and len(mine) >= 2:
@@ -485,6 +495,9 @@ def lib_writer(c, model, stop, rng, down, tmpdir):
     while not stop.is_set():
         n += 1
         name = "lib-%d" % n
+        if model.over():
+            time.sleep(0.2)
+            continue
         seed, size = rng.getrandbits(48), pick_size(rng)
         local = os.path.join(tmpdir, "lib-src")
         with open(local, "wb") as f:
@@ -572,7 +585,9 @@ def chaos(c, seconds, seed):
     make_fs(c, compression="lz4")
     mnt = os.path.join(c.dir, "m")
     mp = mount_fg(c, mnt, "mount")
-    model, stop, down, log = Model(), threading.Event(), set(), []
+    # 6 drives of 1 GiB at 4+2 hold 4 GiB: a working set of 1.5 GiB leaves room for the
+    # stripes written around nodes down and for what the cleaner has not taken back yet
+    model, stop, down, log = Model(1536 << 20), threading.Event(), set(), []
     threads = [threading.Thread(target=writer, args=(mnt, i, model, stop,
                                                      random.Random(rng.random()), down))
                for i in range(3)]

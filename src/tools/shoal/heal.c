@@ -89,6 +89,10 @@ show(json_t *j)
 	if (num(j, "shared_stripes") || num(j, "unreadable_stripes"))
 		printf("stripes     %lld sharing a failure domain, %lld unreadable\n",
 		       num(j, "shared_stripes"), num(j, "unreadable_stripes"));
+	if (num(j, "targets_full"))
+		printf("space       %lld target(s) out of space: no heal writes go there (free "
+		       "space, or add drives)\n",
+		       num(j, "targets_full"));
 	if (num(j, "nodes_answered") < num(j, "nodes_up"))
 		printf("            (from %lld of %lld nodes up: the others did not answer)\n",
 		       num(j, "nodes_answered"), num(j, "nodes_up"));

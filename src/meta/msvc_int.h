@@ -56,6 +56,7 @@ struct mfs {
 	unsigned nreclaims;
 	uint64_t kills[KILLS_MAX]; /* dedup claims being asked about (0: a free slot) */
 	bool reclaim_more;	   /* the last scan left records behind: scan again as jobs end */
+	uint32_t reclaim_from;	   /* the group the next scan starts at (each one the next) */
 	struct env_timer reclaim_tick;
 	bool closing;
 };

@@ -6,8 +6,13 @@
  * unlink — on every target, then removes the record
  * (META_OP_RECLAIM_DONE). A target that is down or silent leaves the
  * record for the next round; a release of a fragment the target does
- * not have counts as done. The queue is a replicated record, so a new
- * leader picks up where the old one stopped.
+ * not have counts as done, and so does one on a target lost (a node down
+ * past the rebuild delay, a failed drive): it may never answer, and if it
+ * comes back its sweep finds the stripe unknown and releases the
+ * fragment. Each round's scan starts at the next group, so records that
+ * wait for a node down do not keep every slot from the others. The queue
+ * is a replicated record, so a new leader picks up where the old one
+ * stopped.
  */
 #include <string.h>
 
@@ -82,6 +87,11 @@ fragment_done(struct rjob *j, int idx, int status)
 	/* -ENOENT: never written there, or released before */
 	if (status < 0 && status != -ENOENT && j->status == 0)
 		j->status = status;
+	if (status < 0 && status != -ENOENT && idx >= 0)
+		sh_log_debug("stripe %llx: fragment %d on target %llu not released: %s (the "
+			     "record stays)",
+			     (unsigned long long)j->e.stripe, idx,
+			     (unsigned long long)j->e.targets[idx], sh_strerror(status));
 	if (--j->pending > 0)
 		return;
 	g = mfs_group(j->fs, j->bucket);
@@ -142,6 +152,11 @@ job_start(struct mfs *fs, uint16_t bucket, const struct meta_extent *e)
 		int rc;
 
 		j->calls[i] = (struct rcall){ .j = j, .idx = (int)i };
+		if (cfg_target_state(mroute_cfg(s->rt), e->targets[i], env_realtime(s->env)) ==
+		    CFG_TGT_LOST) {
+			fragment_done(j, (int)i, -ENOENT); /* (its sweep, if it comes back) */
+			continue;
+		}
 		rc = mplace_target(mroute_cfg(s->rt), e->targets[i], &peer, addr);
 		if (rc == 0 && peer == net_node_id(s->net)) {
 			struct store *st =
@@ -320,7 +335,8 @@ on_tick(struct env_timer *t)
 	if (fs->closing)
 		return;
 	fs->reclaim_more = fs->nreclaims >= INFLIGHT;
-	for (uint32_t g = 0; g < fs->ngroups && fs->nreclaims < INFLIGHT; g++) {
+	for (uint32_t k = 0; k < fs->ngroups && fs->nreclaims < INFLIGHT; k++) {
+		uint32_t g = (fs->reclaim_from + k) % fs->ngroups;
 		const uint16_t *b;
 		unsigned nb;
 
@@ -341,10 +357,12 @@ on_tick(struct env_timer *t)
 				continue;
 			(void)meta_reclaims(&mb, on_record, &sc);
 			meta_txn_abort(mb.t);
-			for (unsigned k = 0; k < sc.n; k++)
-				job_start(fs, b[i], &sc.got[k]);
+			for (unsigned x = 0; x < sc.n; x++)
+				job_start(fs, b[i], &sc.got[x]);
 		}
 	}
+	if (fs->ngroups > 0)
+		fs->reclaim_from = (fs->reclaim_from + 1) % fs->ngroups;
 	env_timer_arm(&fs->reclaim_tick, TICK_NS);
 }
 

@@ -157,7 +157,6 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 	struct dcall *calls = sh_calloc((size_t)k * n, sizeof(*calls));
 	uint64_t failed[EC_N_MAX * 2];
 	unsigned nfailed = 0, full = 0; /* attempts in a row that failed on full targets only */
-	bool only_full;
 	uint64_t deadline = env_clock(f->fs->c->env) + f->fs->c->timeout_ns;
 	int rc = calls == NULL ? -ENOMEM : 0;
 
@@ -176,6 +175,7 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 	}
 	for (int attempt = 0; rc == 0 && left > 0; attempt++) {
 		unsigned nc = 0;
+		bool only_full = true; /* every PUT that failed in this attempt: -ENOSPC */
 
 		if (full >= FULL_TRIES) {
 			rc = -ENOSPC;
@@ -232,7 +232,6 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 		client_calls(f->fs->c, calls, nc, PUT_NS);
 		nc = 0;
 		nfailed = 0;
-		only_full = true;
 		for (unsigned j = 0; j < k; j++) {
 			bool ok = true;
 

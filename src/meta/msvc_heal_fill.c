@@ -224,28 +224,34 @@ target_by_id(const void *a, const void *b)
 void
 heal_mark_full(struct mheal *h, uint64_t target)
 {
-	uint64_t now = env_now(h->fs->s->env);
-	unsigned at = h->nfull;
+	uint64_t until = env_now(h->fs->s->env) + FULL_NS;
+	unsigned at = 0;
 
-	for (unsigned i = 0; i < h->nfull; i++)
-		if (h->full[i].target == target || h->full[i].until <= now) {
-			at = i;
-			break;
-		}
-	if (at == FULLS_MAX) { /* every mark live: the one that ends first goes */
-		at = 0;
-		for (unsigned i = 1; i < h->nfull; i++)
-			if (h->full[i].until < h->full[at].until)
-				at = i;
-	}
+	while (at < h->nfull && h->full[at].target != target)
+		at++;
 	if (at == h->nfull) {
-		h->nfull++;
 		sh_log_warn("filesystem %u: target %llu is out of space: no heal writes go there "
 			    "for %llu s",
 			    h->fs->id, (unsigned long long)target,
 			    (unsigned long long)(FULL_NS / SH_NSEC_PER_SEC));
+		if (h->nfull < FULLS_MAX) {
+			h->nfull++;
+		} else { /* every slot taken: the mark that ends first goes */
+			at = 0;
+			for (unsigned i = 1; i < h->nfull; i++)
+				if (h->full[i].until < h->full[at].until)
+					at = i;
+		}
 	}
-	h->full[at] = (struct hfull){ .target = target, .until = now + FULL_NS };
+	h->full[at] = (struct hfull){ .target = target, .until = until };
+}
+
+static struct place_target *
+plan_find(const struct plan *pl, uint64_t id)
+{
+	struct place_target key = { .id = id };
+
+	return bsearch(&key, pl->t, pl->nt, sizeof(pl->t[0]), target_by_id);
 }
 
 int
@@ -259,13 +265,13 @@ heal_plan_targets(struct mheal *h, struct plan *pl)
 		return rc;
 	qsort(pl->t, pl->nt, sizeof(pl->t[0]), target_by_id); /* (ties go by id: no pick moves) */
 	for (unsigned i = 0; i < h->nfull;) {
-		struct place_target key = { .id = h->full[i].target }, *t;
+		struct place_target *t;
 
 		if (h->full[i].until <= now) { /* forgotten: planned onto again */
 			h->full[i] = h->full[--h->nfull];
 			continue;
 		}
-		t = bsearch(&key, pl->t, pl->nt, sizeof(pl->t[0]), target_by_id);
+		t = plan_find(pl, h->full[i].target);
 		if (t != NULL && t->weight > 0) {
 			t->weight = 0;
 			nfull++;
@@ -279,9 +285,7 @@ heal_plan_targets(struct mheal *h, struct plan *pl)
 const struct place_target *
 heal_plan_target(const struct plan *pl, uint64_t id)
 {
-	struct place_target key = { .id = id };
-
-	return bsearch(&key, pl->t, pl->nt, sizeof(pl->t[0]), target_by_id);
+	return plan_find(pl, id);
 }
 
 static uint32_t

@@ -1037,17 +1037,26 @@ def data_dedup_stores_once_and_survives_kills(c):
     with open(back, "rb") as f:
         check(f.read() == bytes(want), "a file of shared, new and patched blocks reads wrong")
     # writers kill -9'd midway (claims held, blocks stored and not mapped), a backend too
+    # new random data each time: a second put of what the killed one already stored would
+    # find its blocks there, send next to nothing and finish before it could be killed
     big = os.path.join(c.dir, "big")
-    with open(big, "wb") as f:
-        f.write(os.urandom(48 << 20) + data)
     for k, victim in enumerate((None, 3)):
+        with open(big, "wb") as f:
+            f.write(os.urandom(48 << 20) + data)
+        base = put_bytes_received(c)
         p = subprocess.Popen([os.path.join(BIN, "shoal"), "--addr", c.addr(1), "ns", "dd",
                               "put", big, "/big%d" % k], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE)
-        base = put_bytes_received(c)
         end = time.time() + 60
         while put_bytes_received(c) < base + (8 << 20):
-            check(time.time() < end and p.poll() is None, "the put never got going")
+            if p.poll() is not None and put_bytes_received(c) < base + (8 << 20):
+                out, err = p.communicate()
+                check(False, "the put of /big%d ended (rc %d) before it was killed: %s %s" %
+                      (k, p.returncode, out.decode(errors="replace"),
+                       err.decode(errors="replace")))
+            if p.poll() is not None:
+                break  # done with 8 MiB sent, between the two looks
+            check(time.time() < end, "the put of /big%d never got going" % k)
             time.sleep(0.05)
         if victim:
             c.kill(victim)

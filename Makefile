@@ -13,6 +13,8 @@
 #   make bench-reduction  compression (and dedup) on against off (bench/reduction.c)
 #   make bench-rebuild  a node lost on a 7-node local cluster: rebuild time (bench/rebuild.c)
 #   make bench-smallfiles  a small-file dataset written and read through the mount (bench/smallfiles)
+#   make bench-idle   what an idle 6-node cluster costs: CPU, wake-ups, datagrams (bench/idle;
+#                     IDLE_BASE=other/build/release compares against another build in the same run)
 #   make bench-python  PyTorch loaders and checkpoints: the Python package against the mount (bench/python)
 #   make bench-gpu    file bytes into GPU memory: sh_pread_device against a staged copy (bench/gpu.c)
 #   make bench-scale  placement, balance, rebuild and the configuration's fanout at 1,000 backends (bench/scale.c)
@@ -236,7 +238,7 @@ TOOLS += $(PRELOAD) $(PRELOAD_CHECK)
 endif
 
 # ---- top-level targets ----
-.PHONY: all deps test run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction bench-rebuild bench-smallfiles bench-python bench-preload bench-gpu bench-scale soak chaos clean format
+.PHONY: all deps test run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction bench-rebuild bench-smallfiles bench-idle bench-python bench-preload bench-gpu bench-scale soak chaos clean format
 
 all: $(ALL_LIBS) $(RUNNERS) $(FUZZ_REPLAY) $(BENCHES) $(TOOLS)
 
@@ -309,6 +311,10 @@ bench-rebuild: deps
 bench-smallfiles: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bench/smallfiles $(BUILD)
+
+bench-idle: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)bench/idle $(BUILD) $(IDLE_BASE)
 
 bench-python: deps
 	$(Q)$(MAKE) --no-print-directory all

@@ -751,7 +751,7 @@ on_tick(struct env_timer *tm)
 	struct cluster *cl = tm->arg;
 	uint64_t now = env_now(cl->env);
 
-	env_timer_arm(&cl->tick, TICK_NS);
+	env_timer_arm_period(&cl->tick, TICK_NS);
 	if (cluster_leads(cl)) {
 		cluster_lead(cl);
 	} else {
@@ -836,7 +836,7 @@ cluster_start(struct net *mgmt, const struct cluster_params *p, struct cluster *
 	rc = rgroup_open(cl->rn, &rp, on_log_open, cl, &cl->rg);
 	if (rc < 0)
 		goto err_rn;
-	env_timer_arm(&cl->tick, TICK_NS);
+	env_timer_arm_period(&cl->tick, TICK_NS);
 	*out = cl;
 	return 0;
 err_rn:

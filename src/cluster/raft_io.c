@@ -712,7 +712,7 @@ on_tick(struct env_timer *t)
 {
 	struct rio *r = t->arg;
 
-	env_timer_arm(&r->tick, (uint64_t)r->msecs * 1000000);
+	env_timer_arm_period(&r->tick, (uint64_t)r->msecs * 1000000);
 	r->tick_cb(r->io);
 }
 
@@ -725,11 +725,12 @@ io_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick, raft_io_recv_
 	r->tick_cb = tick;
 	r->recv_cb = recv;
 	r->started = env_now(r->env);
-	/* a random first phase: instances (and nodes) do not tick in step */
-	return env_timer_arm(&r->tick,
-			     env_random_u64(r->env) % ((uint64_t)r->msecs * 1000000) + 1) < 0
-		   ? RAFT_NOMEM
-		   : 0;
+	/*
+	 * On the env's grid (env_timer_arm_period): the instances of a node
+	 * with one period tick in one wake-up, and their messages to a peer
+	 * leave in one batch; nodes do not tick in step (a phase each).
+	 */
+	return env_timer_arm_period(&r->tick, (uint64_t)r->msecs * 1000000) < 0 ? RAFT_NOMEM : 0;
 }
 
 static void

@@ -104,6 +104,23 @@ env_timer_arm(struct env_timer *t, uint64_t delay_ns)
 	return env_timer_arm_at(t, when);
 }
 
+int
+env_timer_arm_period(struct env_timer *t, uint64_t period_ns)
+{
+	struct env *env = t->ev.env;
+	uint64_t from = env_now(env), off;
+
+	if (period_ns == 0)
+		return env_timer_arm_at(t, from);
+	if (env->phase == 0)
+		env->phase = env_random_u64(env) | 1;
+	off = env->phase % period_ns;
+	from += period_ns / 2;
+	if (from <= off)
+		return env_timer_arm_at(t, off);
+	return env_timer_arm_at(t, from + (period_ns - (from - off) % period_ns) % period_ns);
+}
+
 void
 env_timer_cancel(struct env_timer *t)
 {

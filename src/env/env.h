@@ -77,6 +77,17 @@ void env_timer_init(struct env *env, struct env_timer *t, env_timer_cb cb, void 
 /* (Re)arm to fire once delay_ns from now. -ENOMEM only if the queue cannot grow. */
 int env_timer_arm(struct env_timer *t, uint64_t delay_ns);
 int env_timer_arm_at(struct env_timer *t, uint64_t deadline_ns);
+/*
+ * A periodic tick: arm t for the next point of this env's grid of
+ * period_ns at least half a period from now. Every timer armed with the
+ * same period on one env fires on the same points, in one wake-up of the
+ * loop, where timers armed at their own times would each wake it (a node's
+ * many Raft groups, its transports, its groups' housekeeping). The grid's
+ * phase is drawn once per env (env_random), so nodes, and a node's
+ * threads, do not tick in step. Re-armed from its callback, a timer fires
+ * one period later, unless the loop ran more than half a period late.
+ */
+int env_timer_arm_period(struct env_timer *t, uint64_t period_ns);
 /* Disarm; harmless if not armed. The callback will not run. */
 void env_timer_cancel(struct env_timer *t);
 static inline bool
@@ -317,6 +328,7 @@ struct env {
 	char name[32];
 	struct env_disk_buf bufs[ENV_DISK_BUFS_MAX];
 	unsigned nbufs; /* slots in use */
+	uint64_t phase; /* env_timer_arm_period's grid; 0 until first drawn */
 };
 
 /* Common handles: implementations embed these first. */

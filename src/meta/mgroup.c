@@ -16,6 +16,7 @@ SH_LOG_FACILITY("meta.group");
 #define SNAP_MARKER   2 /* u64 index: the store holds it durably */
 #define SNAP_WHOLE    3 /* u64 index applied, then as SNAP_WHOLE_V1 */
 #define FLUSH_NS      (200ull * 1000 * 1000)
+#define TICK_NS       (50ull * 1000 * 1000) /* hand-overs, membership, readiness (on the env grid) */
 #define FLUSH_MAX     256 /* applies in one batch at most */
 
 #define CHANGE_RETRY_NS (10ull * 1000 * 1000 * 1000)
@@ -707,7 +708,7 @@ on_tick(struct env_timer *t)
 	check_ready(g);
 	if (!sh_list_empty(&g->waiters))
 		wake_waiters(g, false);
-	env_timer_arm(&g->tick, 50ull * 1000 * 1000);
+	env_timer_arm_period(&g->tick, TICK_NS);
 }
 
 /* ---- proposals ---- */
@@ -867,7 +868,7 @@ on_log_open(void *arg, int status)
 	}
 	if (rgroup_start(g->rg) < 0)
 		return;
-	env_timer_arm(&g->tick, 50ull * 1000 * 1000);
+	env_timer_arm_period(&g->tick, TICK_NS);
 }
 
 int

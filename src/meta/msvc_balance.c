@@ -268,7 +268,7 @@ on_tick(struct env_timer *t)
 
 	if (s->stopping)
 		return;
-	env_timer_arm(&s->balance, BALANCE_TICK_NS);
+	env_timer_arm_period(&s->balance, BALANCE_TICK_NS);
 	if (s->handing.gid != 0 && env_now(s->env) >= s->handing.at)
 		hand_over(s);
 	if (s->asking != NULL || s->handing.gid != 0)
@@ -307,7 +307,7 @@ msvc_balance_start(struct msvc *s)
 {
 	env_timer_init(s->env, &s->balance, on_tick, s);
 	s->balance_quiet = env_now(s->env) + BALANCE_QUIET_NS;
-	env_timer_arm(&s->balance, BALANCE_TICK_NS);
+	env_timer_arm_period(&s->balance, BALANCE_TICK_NS);
 	if (net_handle(s->net, NET_OP_META_LEADS, on_leads, s) < 0)
 		sh_log_warn("leader balancing: no handler for its question; balancing is off");
 }

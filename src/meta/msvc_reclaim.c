@@ -363,14 +363,14 @@ on_tick(struct env_timer *t)
 	}
 	if (fs->ngroups > 0)
 		fs->reclaim_from = (fs->reclaim_from + 1) % fs->ngroups;
-	env_timer_arm(&fs->reclaim_tick, TICK_NS);
+	env_timer_arm_period(&fs->reclaim_tick, TICK_NS);
 }
 
 void
 msvc_reclaim_start(struct mfs *fs)
 {
 	env_timer_init(fs->s->env, &fs->reclaim_tick, on_tick, fs);
-	env_timer_arm(&fs->reclaim_tick, TICK_NS);
+	env_timer_arm_period(&fs->reclaim_tick, TICK_NS);
 }
 
 void

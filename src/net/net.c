@@ -554,6 +554,13 @@ peer_forgettable(const struct net *n, const struct net_peer *p, uint64_t now)
 	       now - p->last_tx_ns >= n->cfg.forget_ns;
 }
 
+/* The sessions' housekeeping period: a node's transports (and its workers') tick together. */
+static uint64_t
+tick_ns(const struct net *n)
+{
+	return SH_MIN(n->cfg.keepalive_ns / 2, n->cfg.rto_min_ns * 5);
+}
+
 static void
 tick(struct env_timer *t)
 {
@@ -591,7 +598,7 @@ tick(struct env_timer *t)
 	}
 	net_rpc_tick(n, now);
 	net_out_flush(n);
-	env_timer_arm(t, SH_MIN(n->cfg.keepalive_ns / 2, n->cfg.rto_min_ns * 5));
+	env_timer_arm_period(t, tick_ns(n));
 }
 
 /* ---- life cycle ---- */
@@ -667,7 +674,7 @@ net_create(struct env *env, const struct net_config *cfg, struct net **out)
 		n->tps[i].ops->local_addr(&n->tps[i], &n->ifaces[i].addr);
 		n->nifaces++;
 	}
-	env_timer_arm(&n->tick, n->cfg.rto_min_ns * 5);
+	env_timer_arm_period(&n->tick, tick_ns(n));
 	*out = n;
 	return 0;
 

@@ -142,7 +142,7 @@ on_publish(struct env_timer *t)
 	if (w->stopping)
 		return;
 	publish_stats(w);
-	env_timer_arm(&w->publish, PUBLISH_NS);
+	env_timer_arm_period(&w->publish, PUBLISH_NS);
 }
 
 void
@@ -387,7 +387,7 @@ worker_main(void *arg)
 	}
 	started(w, 0);
 	env_timer_init(w->env, &w->publish, on_publish, w);
-	env_timer_arm(&w->publish, PUBLISH_NS);
+	env_timer_arm_period(&w->publish, PUBLISH_NS);
 	env_real_run(w->env);
 	/* stop: the sweep and the scrub, the drives, then the endpoint */
 	sweep_destroy(w->sweep);

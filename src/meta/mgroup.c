@@ -16,8 +16,8 @@ SH_LOG_FACILITY("meta.group");
 #define SNAP_MARKER   2 /* u64 index: the store holds it durably */
 #define SNAP_WHOLE    3 /* u64 index applied, then as SNAP_WHOLE_V1 */
 #define FLUSH_NS      (200ull * 1000 * 1000)
-#define TICK_NS       (50ull * 1000 * 1000) /* hand-overs, membership, readiness (on the env grid) */
-#define FLUSH_MAX     256 /* applies in one batch at most */
+#define TICK_NS	      (50ull * 1000 * 1000) /* hand-overs, membership, readiness (on the env grid) */
+#define FLUSH_MAX     256		    /* applies in one batch at most */
 
 #define CHANGE_RETRY_NS (10ull * 1000 * 1000 * 1000)
 

@@ -61,7 +61,8 @@ struct net_config {
 	 * learned again if it comes back. Default 30 s.
 	 */
 	uint64_t forget_ns;
-	uint64_t delack_ns; /* longest an ack waits for a packet to ride on; default 200 us */
+	uint64_t delack_ns; /* longest an ack waits for a packet to ride on; default 1 ms, at most
+			       half of rto_min_ns */
 	uint32_t max_msg;   /* largest message; default 1 GiB */
 	uint32_t window;    /* packets in flight per session; default 1024, at most 8192 */
 	uint32_t cwnd_init; /* initial congestion window, packets; default 64 */

@@ -547,3 +547,24 @@ TEST(net_udp_malformed_datagrams_are_dropped)
 	env_real_run_once(env, 0);
 	env_real_destroy(env);
 }
+
+/* An ack held longer than half the shortest retransmission timeout would time senders out. */
+TEST(net_udp_refuses_a_delayed_ack_past_half_the_rto)
+{
+	struct env_real_opts o = { .mode = ENV_REAL_EVENT };
+	struct env *env = env_real_create(&o);
+	struct net_iface ifc = { 0 };
+	struct net_config cfg = { .node_id = 1, .nifaces = 1, .ifaces = &ifc };
+	struct net *n = NULL;
+
+	SH_ASSERT_OK(env_addr_parse("127.0.0.1:0", &ifc.addr));
+	cfg.delack_ns = 1500 * SH_NSEC_PER_USEC; /* default rto_min_ns: 2 ms */
+	SH_ASSERT_EQ(net_create(env, &cfg, &n), -EINVAL);
+	cfg.rto_min_ns = 3 * SH_NSEC_PER_MSEC;
+	SH_ASSERT_OK(net_create(env, &cfg, &n));
+	net_destroy(n);
+	cfg.delack_ns = 0; /* the default, 1 ms, against an rto_min_ns of 1 ms */
+	cfg.rto_min_ns = SH_NSEC_PER_MSEC;
+	SH_ASSERT_EQ(net_create(env, &cfg, &n), -EINVAL);
+	env_real_destroy(env);
+}

@@ -86,3 +86,23 @@ def shoal_mount(shoal, addr, fs, mnt, opts=None):
     mount()
     undo.append(("shoal mount " + mnt, umount))
     return lambda: (umount(), mount())
+
+
+def local_cluster(shoal, d, port, nodes, drive_mb, filesystems, name="shoal cluster"):
+    """`shoal local up` of nodes nodes (drives of drive_mb MiB) in d, its teardown kept in undo
+    under name, and filesystems [(fs, [fs create options]), ...] created and answering; the
+    cluster's address."""
+    addr = "127.0.0.1:%d" % port
+    run([shoal, "local", "up", "--nodes", str(nodes), "--dir", d, "--port", str(port),
+         "--drive-size", "%dM" % drive_mb])
+    undo.append((name, lambda: run([shoal, "local", "down", "--dir", d, "--wipe"],
+                                   check=False)))
+    for fs, opts in filesystems:
+        run([shoal, "--addr", addr, "fs", "create", fs] + opts)
+    for fs, _ in filesystems:
+        for _ in range(150):
+            if run([shoal, "--addr", addr, "ns", fs, "stat", "/"], check=False,
+                   quiet=True).returncode == 0:
+                break
+            time.sleep(0.2)
+    return addr

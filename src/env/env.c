@@ -115,10 +115,8 @@ env_timer_arm_period(struct env_timer *t, uint64_t period_ns)
 	if (env->phase == 0)
 		env->phase = env_random_u64(env) | 1;
 	off = env->phase % period_ns;
-	from += period_ns / 2;
-	if (from <= off)
-		return env_timer_arm_at(t, off);
-	return env_timer_arm_at(t, from + (period_ns - (from - off) % period_ns) % period_ns);
+	from += period_ns / 2; /* the first point of the grid (off + k x period) from here on */
+	return env_timer_arm_at(t, from + (off + period_ns - from % period_ns) % period_ns);
 }
 
 void

@@ -48,6 +48,7 @@ struct cluster {
 	int per_client, max_inflight, max_size;
 	uint64_t timeout_ns;
 	struct sh_rand rng;
+	bool own_handler; /* the test registers the server's NET_OP_TEST handler itself */
 };
 
 /* Request body: client id, call index, then bytes derived from both. */
@@ -152,7 +153,7 @@ host_start(struct cluster *cl, struct host *h)
 				      .nifaces = 1,
 				      .dead_ns = cl->dead_ns };
 	SH_ASSERT_OK(net_create(h->env, &h->cfg, &h->net));
-	if (h->id == 0)
+	if (h->id == 0 && !cl->own_handler)
 		SH_ASSERT_OK(net_handle(h->net, NET_OP_TEST, on_test, h));
 	for (int j = 0; j < cl->n; j++) {
 		struct net_iface pi;
@@ -600,4 +601,75 @@ TEST(rpc_oneway_messages)
 {
 	oneway_round(sh_test_seed(), 0);
 	oneway_round(sh_test_seed() + 1, 0.05);
+}
+
+/* A server that answers each call after a while, as one answers after a durable write. */
+struct slow_srv {
+	struct env_timer t;
+	struct net_req *req;
+	int answered;
+};
+
+static void
+slow_answer(struct env_timer *t)
+{
+	struct slow_srv *s = t->arg;
+
+	net_reply(s->req, 0, NULL, 0);
+	s->req = NULL;
+	s->answered++;
+}
+
+static void
+on_slow(struct net_req *r, void *arg)
+{
+	struct slow_srv *s = arg;
+
+	SH_ASSERT_NULL(s->req);
+	s->req = r;
+	SH_ASSERT_OK(env_timer_arm(&s->t, 600 * SH_NSEC_PER_USEC));
+}
+
+static void
+on_slow_reply(void *arg, int status, const struct net_msg *reply)
+{
+	(void)reply;
+	SH_ASSERT_EQ(status, 0);
+	(*(int *)arg)++;
+}
+
+/*
+ * An answer that comes within the delayed-ack time carries the ack of its
+ * request: the server sends no ack alone (at 200 us, one per call).
+ */
+TEST(rpc_answer_within_the_delayed_ack_carries_the_ack)
+{
+	static struct cluster cl;
+	struct sim_net_params p = faults(0);
+	struct slow_srv srv = { 0 };
+	struct net_stats st;
+	int v[2] = { 0, 20 }; /* calls answered, calls */
+
+	memset(&cl, 0, sizeof(cl));
+	cl.own_handler = true;
+	cluster_init(&cl, sh_test_seed(), 2);
+	sim_net_set(cl.sim, &p);
+	SH_ASSERT_OK(net_handle(cl.h[0].net, NET_OP_TEST, on_slow, &srv));
+	env_timer_init(cl.h[0].env, &srv.t, slow_answer, &srv);
+	for (int i = 0; i < v[1]; i++) {
+		struct net_call_opts o = { .timeout_ns = SH_NSEC_PER_SEC, .retries = 0 };
+		struct iovec iov = { &i, sizeof(i) };
+		int before = v[0];
+
+		SH_ASSERT_OK(
+		    net_call(cl.h[1].net, 1, NET_OP_TEST, &iov, 1, &o, on_slow_reply, v, NULL));
+		while (v[0] == before)
+			sim_run_for(cl.sim, 100 * SH_NSEC_PER_USEC);
+		sim_run_for(cl.sim, 5 * SH_NSEC_PER_MSEC); /* the client's own ack goes, alone */
+	}
+	SH_ASSERT_EQ(v[0], v[1]);
+	net_stats(cl.h[0].net, &st);
+	SH_ASSERT_EQ(srv.answered, v[1]);
+	SH_ASSERT_EQ(st.acks_sent, 0);
+	cluster_fini(&cl);
 }

@@ -268,46 +268,132 @@ meta_get_exact(struct meta_txn *t, const struct meta_key *k, uint64_t at, void *
 	return rc;
 }
 
+/* A value whose standing changed (meta_keep.moved), told once the cursor is closed. */
+struct moved {
+	uint8_t *val;
+	size_t len;
+	int delta;
+};
+
+struct moves {
+	struct moved *m;
+	unsigned n, cap;
+};
+
+static bool
+tombstone(const MDB_val *data)
+{
+	return data->mv_size == 0 || (((const uint8_t *)data->mv_data)[0] & TOMBSTONE);
+}
+
+static int
+moves_add(struct moves *ms, const MDB_val *data, int delta)
+{
+	struct moved *m;
+
+	if (tombstone(data))
+		return 0; /* a tombstone refers to nothing */
+	if (ms->n == ms->cap) {
+		unsigned cap = ms->cap ? 2 * ms->cap : 4;
+		struct moved *g = sh_realloc(ms->m, cap * sizeof(*g));
+
+		if (g == NULL)
+			return -ENOMEM;
+		ms->m = g;
+		ms->cap = cap;
+	}
+	m = &ms->m[ms->n];
+	m->len = data->mv_size - 1;
+	m->val = sh_malloc(m->len ? m->len : 1);
+	if (m->val == NULL)
+		return -ENOMEM;
+	memcpy(m->val, (const uint8_t *)data->mv_data + 1, m->len);
+	m->delta = delta;
+	ms->n++;
+	return 0;
+}
+
+/* Tell keep->moved of each (rc: the write's outcome so far; 0 to tell them), and free. */
+static int
+moves_tell(const struct meta_key *k, struct moves *ms, const struct meta_keep *keep, int rc)
+{
+	for (unsigned i = 0; i < ms->n; i++) {
+		if (rc == 0)
+			rc = keep->moved(keep->arg, k, ms->m[i].val, ms->m[i].len, ms->m[i].delta);
+		sh_free(ms->m[i].val);
+	}
+	sh_free(ms->m);
+	return rc;
+}
+
+/* Version w, with the next newer stored version at newer, is read by a kept snapshot. */
+static bool
+kept_reads(const struct meta_keep *keep, uint64_t w, uint64_t newer)
+{
+	for (unsigned i = 0; keep && i < keep->n; i++)
+		if (keep->v[i] >= w && keep->v[i] < newer)
+			return true;
+	return false;
+}
+
 /*
- * After writing version ver of k: drop the older versions that no kept
- * snapshot reads. Version w is read by snapshot S when w <= S and the next
- * newer version of k is above S.
+ * The versions of k older than ver: drop those that no kept snapshot
+ * reads. Version w is read by snapshot S when w <= S and the next newer
+ * version of k is above S. was_newest: the first of them was k's newest
+ * until this write (it is news whether it stays: +1, or goes: nothing);
+ * the others lived for the snapshots already (news only when they go:
+ * -1). *older: a version older than ver is left.
  */
 static int
-prune(struct meta_txn *t, const struct meta_key *k, uint64_t ver, const struct meta_keep *keep)
+prune(struct meta_txn *t, const struct meta_key *k, uint64_t ver, bool was_newest,
+      const struct meta_keep *keep, bool *older, uint64_t *dropped)
 {
 	uint8_t kb[META_KEY_MAX + META_VER_LEN];
 	MDB_val key = { full_key(kb, k, ver), kb }, data;
+	bool tell = keep != NULL && keep->moved != NULL, first = true;
+	struct moves ms = { 0 };
 	uint64_t newer = ver;
 	MDB_cursor *c;
-	int rc;
+	int rc, mrc = 0;
 
+	*older = false;
 	rc = mdb_cursor_open(t->txn, t->db->dbi, &c);
 	if (rc != 0)
 		return err(rc);
 	rc = mdb_cursor_get(c, &key, &data, MDB_SET_RANGE);
 	if (rc == 0 && same_logical(&key, k->b, k->len) && key_ver(&key) == ver)
 		rc = mdb_cursor_get(c, &key, &data, MDB_NEXT); /* skip what was just written */
-	while (rc == 0 && same_logical(&key, k->b, k->len)) {
+	while (rc == 0 && mrc == 0 && same_logical(&key, k->b, k->len)) {
 		uint64_t w = key_ver(&key);
-		bool needed = false;
+		bool needed = kept_reads(keep, w, newer), news = was_newest && first;
 
-		for (unsigned i = 0; keep && i < keep->n && !needed; i++)
-			needed = keep->v[i] >= w && keep->v[i] < newer;
 		newer = w;
+		first = false;
 		if (needed) {
+			*older = true;
+			if (news && tell)
+				mrc = moves_add(&ms, &data, +1);
 			rc = mdb_cursor_get(c, &key, &data, MDB_NEXT);
 			continue;
 		}
+		if (!news && tell)
+			mrc = moves_add(&ms, &data, -1); /* copied before it goes */
+		if (mrc != 0)
+			break;
 		rc = mdb_cursor_del(c, 0);
 		if (rc != 0)
 			break;
+		if (dropped)
+			(*dropped)++;
 		/* the cursor now rests on the record after the deleted one, if any */
 		if (mdb_cursor_get(c, &key, &data, MDB_GET_CURRENT) != 0)
 			rc = MDB_NOTFOUND;
 	}
 	mdb_cursor_close(c);
-	return rc == MDB_NOTFOUND ? 0 : err(rc);
+	rc = mrc != 0 ? mrc : rc == MDB_NOTFOUND ? 0 : err(rc);
+	if (tell)
+		return moves_tell(k, &ms, keep, rc);
+	return rc;
 }
 
 static int
@@ -315,12 +401,18 @@ write_ver(struct meta_txn *t, const struct meta_key *k, uint64_t ver, uint8_t fl
 	  const void *val, size_t len, const struct meta_keep *keep)
 {
 	uint8_t kb[META_KEY_MAX + META_VER_LEN];
-	MDB_val key = { full_key(kb, k, ver), kb }, data;
-	bool kept = false;
+	MDB_val key, data;
+	bool existed, older;
 	int rc;
 
-	if (!t->write || k->len == 0 || k->len > META_KEY_MAX || ver == 0)
+	if (!t->write || k->len < 3 || k->len > META_KEY_MAX || ver == 0)
 		return -EINVAL;
+	if (!meta_kind_versioned(k->b[2])) {
+		ver = 1; /* bookkeeping: one copy */
+		keep = NULL;
+	}
+	key = (MDB_val){ full_key(kb, k, ver), kb };
+	existed = mdb_get(t->txn, t->db->dbi, &key, &data) == 0;
 	data.mv_size = len + 1;
 	rc = mdb_put(t->txn, t->db->dbi, &key, &data, MDB_RESERVE);
 	if (rc != 0)
@@ -328,14 +420,10 @@ write_ver(struct meta_txn *t, const struct meta_key *k, uint64_t ver, uint8_t fl
 	((uint8_t *)data.mv_data)[0] = flags;
 	if (len)
 		memcpy((uint8_t *)data.mv_data + 1, val, len);
-	rc = prune(t, k, ver, keep);
-	if (rc != 0 || !(flags & TOMBSTONE))
+	rc = prune(t, k, ver, !existed, keep, &older, NULL);
+	if (rc != 0 || !(flags & TOMBSTONE) || older)
 		return rc;
-	/* a tombstone that no snapshot reads past (nothing older is left): drop it too */
-	for (unsigned i = 0; keep && i < keep->n && !kept; i++)
-		kept = keep->v[i] < ver;
-	if (kept)
-		return 0;
+	/* a tombstone with nothing older left to hide: it goes too */
 	key = (MDB_val){ full_key(kb, k, ver), kb };
 	return err(mdb_del(t->txn, t->db->dbi, &key, NULL));
 }
@@ -421,6 +509,122 @@ meta_scan(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *afte
 	}
 	mdb_cursor_close(c);
 	return rc == MDB_NOTFOUND || rc == 0 ? 0 : err(rc);
+}
+
+/* A key of meta_settle's to look at again: its newest version, a tombstone or not. */
+struct settle_key {
+	struct meta_key k;
+	uint64_t ver;
+	bool tomb;
+};
+
+int
+meta_settle(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *after, size_t alen,
+	    unsigned max, const struct meta_keep *keep, uint8_t *next, size_t *nlen,
+	    uint64_t *dropped)
+{
+	uint8_t kb[META_KEY_MAX + META_VER_LEN], last[META_KEY_MAX];
+	struct settle_key *sk;
+	unsigned nsk = 0, seen = 0;
+	size_t lastlen = 0;
+	MDB_val key, data;
+	MDB_cursor *c;
+	int rc;
+
+	*nlen = 0;
+	if (!t->write || max == 0 || prefix->len < 2 ||
+	    (after != NULL && (alen > META_KEY_MAX || alen < prefix->len)))
+		return -EINVAL;
+	sk = sh_calloc(max, sizeof(*sk));
+	if (sk == NULL)
+		return -ENOMEM;
+	rc = mdb_cursor_open(t->txn, t->db->dbi, &c);
+	if (rc != 0) {
+		sh_free(sk);
+		return err(rc);
+	}
+	if (after != NULL) {
+		memcpy(kb, after, alen);
+		memset(kb + alen, 0xff, META_VER_LEN); /* past every version of `after` */
+		key = (MDB_val){ alen + META_VER_LEN, kb };
+	} else {
+		memcpy(kb, prefix->b, prefix->len);
+		key = (MDB_val){ prefix->len, kb };
+	}
+	rc = mdb_cursor_get(c, &key, &data, MDB_SET_RANGE);
+	while (rc == 0) {
+		const uint8_t *k = key.mv_data;
+		size_t llen = key.mv_size - META_VER_LEN;
+		bool tomb, multi;
+		uint64_t ver;
+
+		if (key.mv_size < prefix->len + META_VER_LEN ||
+		    memcmp(k, prefix->b, prefix->len) != 0 || llen < 3)
+			break;
+		if (!meta_kind_versioned(k[2])) {
+			/* bookkeeping: on to the next kind (none past 0xff, nor past a prefix's kind) */
+			if (prefix->len >= 3 || k[2] == 0xff)
+				break;
+			kb[0] = k[0];
+			kb[1] = k[1];
+			kb[2] = (uint8_t)(k[2] + 1);
+			key = (MDB_val){ 3, kb };
+			rc = mdb_cursor_get(c, &key, &data, MDB_SET_RANGE);
+			continue;
+		}
+		if (seen == max) {
+			/* go on after the last key looked at */
+			memcpy(next, last, lastlen);
+			*nlen = lastlen;
+			break;
+		}
+		seen++;
+		memcpy(last, k, llen);
+		lastlen = llen;
+		ver = key_ver(&key);
+		tomb = tombstone(&data);
+		rc = mdb_cursor_get(c, &key, &data, MDB_NEXT);
+		multi = rc == 0 && same_logical(&key, last, lastlen);
+		if (multi || tomb) {
+			/* worth a look: older versions, or a tombstone perhaps hiding nothing */
+			memcpy(sk[nsk].k.b, last, lastlen);
+			sk[nsk].k.len = lastlen;
+			sk[nsk].ver = ver;
+			sk[nsk].tomb = tomb;
+			nsk++;
+		}
+		if (multi) {
+			/* past its other versions */
+			memcpy(kb, last, lastlen);
+			memset(kb + lastlen, 0xff, META_VER_LEN);
+			key = (MDB_val){ lastlen + META_VER_LEN, kb };
+			rc = mdb_cursor_get(c, &key, &data, MDB_SET_RANGE);
+		}
+	}
+	mdb_cursor_close(c);
+	if (rc != 0 && rc != MDB_NOTFOUND) {
+		sh_free(sk);
+		return err(rc);
+	}
+	rc = 0;
+	for (unsigned i = 0; i < nsk && rc == 0; i++) {
+		bool older;
+
+		rc = prune(t, &sk[i].k, sk[i].ver, false, keep, &older, dropped);
+		if (rc == 0 && !older && sk[i].tomb) {
+			key = (MDB_val){ full_key(kb, &sk[i].k, sk[i].ver), kb };
+			/* the newest is a tombstone only if it is one: look again */
+			if (mdb_get(t->txn, t->db->dbi, &key, &data) == 0 && tombstone(&data)) {
+				rc = err(mdb_del(t->txn, t->db->dbi, &key, NULL));
+				if (rc == 0 && dropped)
+					(*dropped)++;
+			}
+		}
+	}
+	if (rc == 0 && nsk > 0)
+		t->wrote = true;
+	sh_free(sk);
+	return rc;
 }
 
 int

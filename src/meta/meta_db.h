@@ -62,10 +62,25 @@ int meta_txn_commit(struct meta_txn *t);
 bool meta_txn_wrote(const struct meta_txn *t);
 void meta_txn_abort(struct meta_txn *t);
 
-/* The snapshot versions still kept, ascending: older versions they read survive writes. */
+/*
+ * The snapshot versions still kept, ascending: older versions they read
+ * survive writes. Kinds that are not versioned (meta_kind_versioned) are
+ * written at version 1 and never kept, whatever the caller passes.
+ *
+ * moved (NULL: nobody asks) hears of every stored value of a versioned
+ * kind whose standing changes, after the write that changed it, in the
+ * same transaction: delta +1 when it stops being the newest and a kept
+ * snapshot still reads it (it now lives for the snapshots alone), -1 when
+ * such a value is dropped (no kept snapshot reads it any more). A value
+ * replaced or deleted while it is the newest is no news: the caller
+ * changed it. So what a value refers to (an extent's stripe) can hold one
+ * reference per stored copy. A nonzero return fails the write.
+ */
 struct meta_keep {
 	const uint64_t *v;
 	unsigned n;
+	int (*moved)(void *arg, const struct meta_key *k, const void *val, size_t len, int delta);
+	void *arg;
 };
 
 /*
@@ -93,6 +108,20 @@ typedef int (*meta_scan_fn)(void *arg, const uint8_t *key, size_t klen, const vo
 			    size_t vlen);
 int meta_scan(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *after, size_t alen,
 	      uint64_t at, meta_scan_fn fn, void *arg);
+
+/*
+ * After the kept snapshots changed (one was deleted): decide again, for
+ * at most max logical keys of versioned kinds that start with prefix and
+ * sort after `after` (NULL: from the start), which of their stored
+ * versions survive, as a write would (moved hears of what goes). The newest
+ * version of each key stays unless it is a tombstone nothing older needs.
+ * *next (META_KEY_MAX bytes) and *nlen: the key to go on after; *nlen 0
+ * when the prefix is done. *dropped (may be NULL) counts the versions
+ * dropped.
+ */
+int meta_settle(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *after,
+		size_t alen, unsigned max, const struct meta_keep *keep, uint8_t *next,
+		size_t *nlen, uint64_t *dropped);
 
 /* Remove every record of a bucket (before installing a snapshot of it). */
 int meta_drop_bucket(struct meta_txn *t, uint16_t bucket);

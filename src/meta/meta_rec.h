@@ -52,7 +52,31 @@ enum meta_kind {
 	META_K_DONE_BY_TIME = 'T', /* bucket 'T' when tag: the same, in time order */
 	META_K_PARENT = 'p',	   /* bucket 'p' dir: its parent directory, and since when */
 	META_K_ORPHAN = 'O', /* bucket 'O' ino: a file without names, kept while open (u64 when) */
+	META_K_VERSION = 'v', /* bucket 'v' 0 (a group's first bucket): its version and snapshots */
 };
+
+/*
+ * What a snapshot reads: the namespace and the files' bytes and maps. The
+ * other kinds are the bucket's own bookkeeping (counts, queues, leases,
+ * dedup entries), one copy whatever the version: meta_db writes them at
+ * version 1 and never keeps an older one.
+ */
+static inline bool
+meta_kind_versioned(uint8_t kind)
+{
+	switch (kind) {
+	case META_K_INODE:
+	case META_K_DENTRY:
+	case META_K_XATTR:
+	case META_K_EXTENT:
+	case META_K_SYMLINK:
+	case META_K_INLINE:
+	case META_K_PARENT:
+		return true;
+	default:
+		return false;
+	}
+}
 
 /* A logical key (without the version). */
 struct meta_key {

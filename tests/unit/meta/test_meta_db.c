@@ -80,6 +80,91 @@ check_read(struct meta_db *db, struct hist *h, uint64_t at)
 	meta_txn_abort(t);
 }
 
+/*
+ * What meta_keep.moved said of each value (values are unique: op * 10 +
+ * j): +1 when it came to live for the snapshots alone, -1 when it went.
+ * Told in a transaction, counted when it commits.
+ */
+#define NVALS (NOPS * 10 + 10)
+static int moved_sum[NVALS], moved_txn[NVALS];
+
+static int
+on_moved(void *arg, const struct meta_key *k, const void *val, size_t len, int delta)
+{
+	int v;
+
+	(void)arg;
+	(void)k;
+	SH_ASSERT_EQ(len, sizeof(v));
+	memcpy(&v, val, sizeof(v));
+	SH_ASSERT(v >= 0 && v < NVALS);
+	moved_txn[v] += delta;
+	return 0;
+}
+
+static void
+moved_commit(bool commit)
+{
+	for (int v = 0; v < NVALS; v++) {
+		if (commit)
+			moved_sum[v] += moved_txn[v];
+		moved_txn[v] = 0;
+	}
+}
+
+/* Settle every bucket with keep, a few keys at a time (the resume cursor). */
+static void
+settle_all(struct meta_db *db, const struct meta_keep *kp)
+{
+	struct meta_txn *t;
+
+	SH_ASSERT_OK(meta_txn_begin(db, true, &t));
+	for (uint16_t b = 0; b < 5; b++) {
+		uint8_t next[META_KEY_MAX];
+		size_t nlen = 0;
+		struct meta_key pk;
+
+		meta_key_kind(&pk, b, META_K_INODE);
+		pk.len = 2; /* the whole bucket: every kind */
+		do {
+			uint8_t after[META_KEY_MAX];
+			size_t alen = nlen;
+
+			memcpy(after, next, nlen);
+			SH_ASSERT_OK(meta_settle(t, &pk, alen ? after : NULL, alen, 3, kp, next,
+						 &nlen, NULL));
+		} while (nlen > 0);
+	}
+	SH_ASSERT_OK(meta_txn_commit(t));
+	moved_commit(true);
+}
+
+/*
+ * Once settled, a value lives for the snapshots alone (moved said +1, not
+ * yet -1) exactly when a kept snapshot reads it and it is not its key's
+ * newest.
+ */
+static void
+check_moved(const struct hist *h, const uint64_t *keep, unsigned nkeep)
+{
+	static int want[NVALS];
+
+	memset(want, 0, sizeof(want));
+	for (int i = 0; i < NKEYS; i++) {
+		int newest = h[i].n > 0 ? h[i].val[h[i].n - 1] : -1;
+
+		for (unsigned s = 0; s < nkeep; s++) {
+			int v = model_at(&h[i], keep[s]);
+
+			if (v >= 0 && v != newest)
+				want[v] = 1;
+		}
+	}
+	for (int v = 0; v < NVALS; v++)
+		SH_ASSERT_MSG(moved_sum[v] == want[v], "value %d: moved says %d, want %d (seed %llu)",
+			      v, moved_sum[v], want[v], (unsigned long long)sh_test_seed());
+}
+
 TEST(meta_versions_match_model)
 {
 	static struct hist h[NKEYS];
@@ -89,9 +174,10 @@ TEST(meta_versions_match_model)
 	unsigned nkeep = 0;
 
 	memset(h, 0, sizeof(h));
+	memset(moved_sum, 0, sizeof(moved_sum));
 	sh_rand_seed(&rng, sh_test_seed());
 	for (int op = 0; op < NOPS; op++) {
-		struct meta_keep kp = { keep, nkeep };
+		struct meta_keep kp = { keep, nkeep, on_moved, NULL };
 		struct meta_txn *t;
 		int n = 1 + (int)sh_rand_below(&rng, 4);
 		uint64_t r = sh_rand_below(&rng, 100);
@@ -132,14 +218,23 @@ TEST(meta_versions_match_model)
 		}
 		if (sh_rand_below(&rng, 10) == 0) {
 			meta_txn_abort(t); /* nothing of it happened */
+			moved_commit(false);
 			for (int i = 0; i < NKEYS; i++)
 				while (h[i].n > 0 && h[i].ver[h[i].n - 1] == ver)
 					h[i].n--;
 		} else {
 			SH_ASSERT_OK(meta_txn_commit(t));
+			moved_commit(true);
 		}
 		ver++;
 		if (op % 50 == 0) {
+			check_read(db, h, ver);
+			for (unsigned s = 0; s < nkeep; s++)
+				check_read(db, h, keep[s]);
+		}
+		if (op % 200 == 0) {
+			settle_all(db, &kp);
+			check_moved(h, keep, nkeep);
 			check_read(db, h, ver);
 			for (unsigned s = 0; s < nkeep; s++)
 				check_read(db, h, keep[s]);
@@ -148,6 +243,10 @@ TEST(meta_versions_match_model)
 	check_read(db, h, ver);
 	for (unsigned s = 0; s < nkeep; s++)
 		check_read(db, h, keep[s]);
+	/* every snapshot deleted: nothing lives for them, one version a key is left */
+	settle_all(db, &(struct meta_keep){ keep, 0, on_moved, NULL });
+	check_moved(h, keep, 0);
+	check_read(db, h, ver);
 	meta_db_close(db);
 }
 

@@ -5,6 +5,8 @@
 #include "meta_cmd.h"
 #include "meta_dedup.h"
 #include "meta_done.h"
+#include "meta_extent.h"
+#include "meta_version.h"
 
 /* 3: trim and lease (version 2 commands, with neither, still decode: logs written before) */
 #define CMD_VERSION 3
@@ -185,6 +187,13 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 	META_RESULT_CLEAR(r);
 	b->ver = c->ver;
 	b->queued = 0;
+	if (b->vs != NULL) {
+		/* the group's version at least; what its snapshots read is kept */
+		if (b->vs->ver > b->ver)
+			b->ver = b->vs->ver;
+		b->keep_own = (struct meta_keep){ b->vs->keep, b->vs->nkeep, meta_extent_moved, b };
+		b->keep = &b->keep_own;
+	}
 	/* the bucket's deltas applied where they went, dropped along (no commit of their own) */
 	if (c->trim != 0 && c->op != META_OP_OUTBOX_ACK) {
 		rc = meta_outbox_ack(b, c->trim);
@@ -251,6 +260,10 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 		break;
 	case META_OP_OUTBOX_ACK:
 		rc = meta_outbox_ack(b, c->upto);
+		break;
+	case META_OP_VERSION:
+	case META_OP_SETTLE:
+		rc = meta_version_apply(b, c, r);
 		break;
 	case META_OP_LEASE_GRANT:
 		rc = c->flags > UINT16_MAX

@@ -562,7 +562,8 @@ meta_settle(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *af
 		    memcmp(k, prefix->b, prefix->len) != 0 || llen < 3)
 			break;
 		if (!meta_kind_versioned(k[2])) {
-			/* bookkeeping: on to the next kind (none past 0xff, nor past a prefix's kind) */
+			/* bookkeeping: on to the next kind (none past 0xff, nor past a prefix's
+			 * kind) */
 			if (prefix->len >= 3 || k[2] == 0xff)
 				break;
 			kb[0] = k[0];

@@ -420,6 +420,20 @@ extent_ref(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e, int
 	return meta_delta_send(b, &d);
 }
 
+int
+meta_extent_moved(void *arg, const struct meta_key *k, const void *val, size_t len, int delta)
+{
+	struct meta_bucket *b = arg;
+	struct meta_extent e;
+
+	if (k->len != 19 || k->b[2] != META_K_EXTENT)
+		return 0; /* (only extents refer to anything) */
+	if (meta_extent_decode(val, len, &e) < 0)
+		return -EBADMSG;
+	e.off = meta_be64_get(k->b + 11);
+	return extent_ref(b, meta_be64_get(k->b + 3), &e, delta);
+}
+
 struct collect {
 	struct meta_extent *out;
 	unsigned max, n;

@@ -90,6 +90,13 @@ int meta_usage_inline(struct meta_bucket *b, int64_t delta);
 /* (meta's own) e's stripe gets delta references here; at zero it is queued for reclaim */
 int meta_stripe_ref(struct meta_bucket *b, const struct meta_extent *e, int delta);
 
+/*
+ * meta_keep.moved for bucket arg (a struct meta_bucket): an extent that
+ * comes to live for snapshots alone keeps a reference on its stripe (or
+ * dedup entry), one of those that goes drops it (meta_db.h).
+ */
+int meta_extent_moved(void *arg, const struct meta_key *k, const void *val, size_t len, int delta);
+
 /* Stripes with no reference left: fn(arg, e) with stripe, d, p, frag and targets (1 stops). */
 int meta_reclaims(struct meta_bucket *b, int (*fn)(void *arg, const struct meta_extent *e),
 		  void *arg);

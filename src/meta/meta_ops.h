@@ -27,7 +27,11 @@ struct meta_bucket {
 	uint32_t nbuckets;
 	uint64_t ver; /* the file-system version writes carry (reads: as of it) */
 	const struct meta_keep *keep;
-	unsigned queued; /* deltas queued for other buckets by what was applied */
+	/* the group's version and kept snapshots (meta_version.h; NULL: none, as in tests):
+	 * meta_cmd_apply writes at its version at least and keeps what its snapshots read */
+	struct meta_version *vs;
+	struct meta_keep keep_own; /* what keep points at, then */
+	unsigned queued;	   /* deltas queued for other buckets by what was applied */
 	uint64_t unheld; /* a remove: this inode is open nowhere (its leader knew): no orphan */
 };
 

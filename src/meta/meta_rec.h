@@ -51,7 +51,7 @@ enum meta_kind {
 	META_K_DONE = 't',    /* bucket 't' tag: a request applied here (meta_done.h) */
 	META_K_DONE_BY_TIME = 'T', /* bucket 'T' when tag: the same, in time order */
 	META_K_PARENT = 'p',	   /* bucket 'p' dir: its parent directory, and since when */
-	META_K_ORPHAN = 'O', /* bucket 'O' ino: a file without names, kept while open (u64 when) */
+	META_K_ORPHAN = 'O',  /* bucket 'O' ino: a file without names, kept while open (u64 when) */
 	META_K_VERSION = 'v', /* bucket 'v' 0 (a group's first bucket): its version and snapshots */
 };
 

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "meta_version.h"
 #include "mgroup.h"
 
 SH_LOG_FACILITY("meta.group");
@@ -58,6 +59,9 @@ struct mgroup {
 	struct env_timer flush; /* the store's batch, committed soon after an apply */
 	bool flush_armed;
 	uint64_t applied; /* the Raft index the store holds applied (META_K_RAFT) */
+	/* the group's version and kept snapshots, as applied (META_K_VERSION), and the copy a
+	 * command that changes them works on until it commits */
+	struct meta_version vs, vs_work;
 	struct env_task notify;
 	void (*done)(void *arg);
 	void *done_arg;
@@ -166,6 +170,32 @@ store_sync(struct mgroup *g, uint64_t idx)
 
 /* ---- the state machine ---- */
 
+/* The version state a command of op applies with: a copy if it may change it. */
+static struct meta_version *
+version_for(struct mgroup *g, uint8_t op)
+{
+	if (op != META_OP_VERSION && op != META_OP_SETTLE)
+		return &g->vs;
+	meta_version_copy(&g->vs_work, &g->vs);
+	return &g->vs_work;
+}
+
+/* The group's version state from the store (at open, and after a whole state came). */
+static int
+version_load(struct mgroup *g)
+{
+	struct meta_txn *t;
+	int rc = meta_txn_begin(g->p.db, false, &t);
+
+	if (rc < 0)
+		return rc;
+	rc = meta_version_load(t, g->buckets[0], &g->vs);
+	meta_txn_abort(t);
+	if (rc < 0)
+		sh_log_error("group %#x: version record: %s", g->p.id, sh_strerror(rc));
+	return rc;
+}
+
 static int
 sm_apply(void *arg, uint64_t idx, const void *p, size_t len, void **result)
 {
@@ -192,6 +222,7 @@ sm_apply(void *arg, uint64_t idx, const void *p, size_t len, void **result)
 	rc = meta_txn_begin(g->p.db, true, &mb.t);
 	if (rc < 0)
 		goto fail;
+	mb.vs = version_for(g, valid ? c.op : 0);
 	if (valid) {
 		meta_cmd_apply(&mb, &c, &g->res);
 		if (g->res.status < 0) {
@@ -207,6 +238,8 @@ sm_apply(void *arg, uint64_t idx, const void *p, size_t len, void **result)
 	if (rc < 0)
 		goto fail;
 	g->applied = idx;
+	if (mb.vs == &g->vs_work && g->res.status >= 0)
+		meta_version_copy(&g->vs, &g->vs_work);
 	dirty(g);
 	if (valid && g->p.applied)
 		g->p.applied(g->p.arg, g, mb.bucket, &c, &g->res);
@@ -361,7 +394,8 @@ install_whole(struct mgroup *g, const uint8_t *p, size_t len, uint64_t v1_idx)
 		meta_txn_abort(in.t);
 		return rc;
 	}
-	return commit_durable(g, in.t, idx);
+	rc = commit_durable(g, in.t, idx);
+	return rc < 0 ? rc : version_load(g);
 }
 
 static int
@@ -785,6 +819,7 @@ mgroup_try(struct mgroup *g, uint16_t bucket, const struct meta_cmd *c, struct m
 	rc = meta_txn_begin(g->p.db, true, &mb.t);
 	if (rc < 0)
 		return rc;
+	mb.vs = version_for(g, c->op); /* (a dry run: the copy changes, never the state) */
 	meta_cmd_apply(&mb, c, r);
 	*wrote = meta_txn_wrote(mb.t);
 	meta_txn_abort(mb.t);
@@ -794,13 +829,25 @@ mgroup_try(struct mgroup *g, uint16_t bucket, const struct meta_cmd *c, struct m
 int
 mgroup_read(struct mgroup *g, uint16_t bucket, struct meta_bucket *b)
 {
+	return mgroup_read_at(g, bucket, 0, b);
+}
+
+int
+mgroup_read_at(struct mgroup *g, uint16_t bucket, uint64_t at, struct meta_bucket *b)
+{
 	memset(b, 0, sizeof(*b));
 	if (!mgroup_has_bucket(g, bucket))
 		return -EINVAL;
 	b->bucket = bucket;
 	b->nbuckets = g->p.nbuckets;
-	b->ver = UINT64_MAX >> 1; /* the newest (no snapshots read here yet) */
+	b->ver = at != 0 ? at : UINT64_MAX >> 1; /* 0: the newest */
 	return meta_txn_begin(g->p.db, false, &b->t);
+}
+
+const struct meta_version *
+mgroup_version(const struct mgroup *g)
+{
+	return &g->vs;
 }
 
 /* ---- life ---- */
@@ -835,6 +882,8 @@ load_applied(struct mgroup *g)
 		rc = meta_db_flush(g->p.db, false);
 	if (rc == 0)
 		g->applied = idx;
+	if (rc == 0)
+		rc = version_load(g);
 	if (idx != 0)
 		sh_log_info("group %#x: bucket store at index %llu", g->p.id,
 			    (unsigned long long)idx);
@@ -895,6 +944,9 @@ mgroup_open(struct rnet *rn, const struct mgroup_params *p, struct mgroup **out)
 	memcpy(g->buckets, p->buckets, p->nb * sizeof(*g->buckets));
 	g->p.members = g->members;
 	g->p.buckets = g->buckets;
+	g->vs.buckets = g->vs_work.buckets = g->buckets;
+	g->vs.nb = g->vs_work.nb = p->nb;
+	meta_version_init(&g->vs);
 	snprintf(g->path, sizeof(g->path), "%s", p->path);
 	g->p.path = g->path;
 	if (g->p.election_ms == 0)

@@ -129,6 +129,10 @@ int mgroup_try(struct mgroup *g, uint16_t bucket, const struct meta_cmd *c, stru
 
 /* A read transaction on the applied state of bucket: *b to use, meta_txn_abort(b->t) after. */
 int mgroup_read(struct mgroup *g, uint16_t bucket, struct meta_bucket *b);
+/* As mgroup_read, as of file-system version at (a snapshot's; 0: the newest). */
+int mgroup_read_at(struct mgroup *g, uint16_t bucket, uint64_t at, struct meta_bucket *b);
+/* The group's version and kept snapshots, as applied here (meta_version.h). */
+const struct meta_version *mgroup_version(const struct mgroup *g);
 
 #define MGROUP_VOTERS_MAX 8
 struct mgroup_info {

@@ -161,8 +161,9 @@ check_moved(const struct hist *h, const uint64_t *keep, unsigned nkeep)
 		}
 	}
 	for (int v = 0; v < NVALS; v++)
-		SH_ASSERT_MSG(moved_sum[v] == want[v], "value %d: moved says %d, want %d (seed %llu)",
-			      v, moved_sum[v], want[v], (unsigned long long)sh_test_seed());
+		SH_ASSERT_MSG(moved_sum[v] == want[v],
+			      "value %d: moved says %d, want %d (seed %llu)", v, moved_sum[v],
+			      want[v], (unsigned long long)sh_test_seed());
 }
 
 TEST(meta_versions_match_model)

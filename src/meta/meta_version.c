@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: Apache-2.0
+/* A metadata group's file-system version and kept snapshots (meta_version.h). */
+#include <errno.h>
+#include <string.h>
+
+#include "meta_extent.h"
+#include "meta_version.h"
+
+#define FORMAT 1
+
+void
+meta_version_init(struct meta_version *v)
+{
+	const uint16_t *buckets = v->buckets;
+	unsigned nb = v->nb;
+
+	memset(v, 0, offsetof(struct meta_version, keep));
+	v->ver = 1;
+	v->buckets = buckets;
+	v->nb = nb;
+}
+
+void
+meta_version_copy(struct meta_version *dst, const struct meta_version *src)
+{
+	memcpy(dst, src, offsetof(struct meta_version, keep));
+	memcpy(dst->keep, src->keep, src->nkeep * sizeof(src->keep[0]));
+}
+
+int
+meta_version_encode(const struct meta_version *v, uint8_t *out, size_t cap)
+{
+	struct sh_enc e;
+	int rc;
+
+	sh_enc_init(&e);
+	sh_enc_u8(&e, FORMAT);
+	sh_enc_u64(&e, v->ver);
+	sh_enc_u64(&e, v->gen);
+	sh_enc_u64(&e, v->settled);
+	sh_enc_u32(&e, v->cursor);
+	sh_enc_u16(&e, v->klen);
+	sh_enc_bytes(&e, v->key, v->klen);
+	sh_enc_u16(&e, (uint16_t)v->nkeep);
+	for (unsigned i = 0; i < v->nkeep; i++)
+		sh_enc_u64(&e, v->keep[i]);
+	rc = sh_enc_error(&e);
+	if (rc == 0 && e.len > cap)
+		rc = -EOVERFLOW;
+	if (rc == 0) {
+		memcpy(out, e.p, e.len);
+		rc = (int)e.len;
+	}
+	sh_enc_fini(&e);
+	return rc;
+}
+
+int
+meta_version_decode(const uint8_t *b, size_t len, struct meta_version *v)
+{
+	struct meta_version n = { .buckets = v->buckets, .nb = v->nb };
+	struct sh_dec d;
+	const uint8_t *key;
+
+	sh_dec_init(&d, b, len);
+	if (sh_dec_u8(&d) != FORMAT)
+		return -EBADMSG;
+	n.ver = sh_dec_u64(&d);
+	n.gen = sh_dec_u64(&d);
+	n.settled = sh_dec_u64(&d);
+	n.cursor = sh_dec_u32(&d);
+	n.klen = sh_dec_u16(&d);
+	if (n.klen > META_KEY_MAX)
+		return -EBADMSG;
+	key = sh_dec_bytes(&d, n.klen);
+	if (key != NULL)
+		memcpy(n.key, key, n.klen);
+	n.nkeep = sh_dec_u16(&d);
+	if (n.nkeep > META_KEEP_MAX)
+		return -EBADMSG;
+	for (unsigned i = 0; i < n.nkeep; i++) {
+		n.keep[i] = sh_dec_u64(&d);
+		if (i > 0 && n.keep[i] <= n.keep[i - 1])
+			return -EBADMSG;
+	}
+	sh_dec_end(&d);
+	if (sh_dec_error(&d) || n.ver == 0 || n.settled > n.gen)
+		return -EBADMSG;
+	meta_version_copy(v, &n);
+	return 0;
+}
+
+static void
+version_key(struct meta_key *k, uint16_t first)
+{
+	meta_key_id(k, first, META_K_VERSION, 0);
+}
+
+int
+meta_version_load(struct meta_txn *t, uint16_t first, struct meta_version *v)
+{
+	static _Thread_local uint8_t val[META_VERSION_VAL_MAX];
+	struct meta_key k;
+	size_t len;
+	int rc;
+
+	version_key(&k, first);
+	rc = meta_get(t, &k, UINT64_MAX >> 1, val, sizeof(val), &len);
+	if (rc == -ENOENT) {
+		meta_version_init(v);
+		return 0;
+	}
+	return rc < 0 ? rc : meta_version_decode(val, len, v);
+}
+
+int
+meta_version_store(struct meta_txn *t, uint16_t first, const struct meta_version *v)
+{
+	static _Thread_local uint8_t val[META_VERSION_VAL_MAX];
+	struct meta_key k;
+	int len = meta_version_encode(v, val, sizeof(val));
+
+	if (len < 0)
+		return len;
+	version_key(&k, first);
+	return meta_put(t, &k, 1, val, (size_t)len, NULL);
+}
+
+int
+meta_keep_decode(const uint8_t *b, size_t len, uint64_t *v, unsigned *n)
+{
+	if (len % 8 != 0 || len / 8 > META_KEEP_MAX)
+		return -EBADMSG;
+	*n = (unsigned)(len / 8);
+	for (unsigned i = 0; i < *n; i++) {
+		uint64_t x = 0;
+
+		for (int j = 7; j >= 0; j--)
+			x = x << 8 | b[i * 8 + (unsigned)j];
+		if (x == 0 || (i > 0 && x <= v[i - 1]))
+			return -EBADMSG;
+		v[i] = x;
+	}
+	return 0;
+}
+
+static int
+take_version(struct meta_bucket *b, const struct meta_cmd *c)
+{
+	struct meta_version *vs = b->vs;
+	uint64_t keep[META_KEEP_MAX];
+	unsigned n;
+
+	if (vs->nb == 0 || b->bucket != vs->buckets[0])
+		return -EINVAL; /* the group's record is at its first bucket */
+	if (meta_keep_decode(c->data, c->dlen, keep, &n) < 0)
+		return -EINVAL;
+	if (c->ver <= vs->ver && n == vs->nkeep && memcmp(keep, vs->keep, n * sizeof(keep[0])) == 0)
+		return -EALREADY;
+	if (c->ver > vs->ver)
+		vs->ver = c->ver;
+	if (n != vs->nkeep || memcmp(keep, vs->keep, n * sizeof(keep[0])) != 0) {
+		memcpy(vs->keep, keep, n * sizeof(keep[0]));
+		vs->nkeep = n;
+		vs->gen++;
+		vs->cursor = 0; /* settle every bucket again, from the start */
+		vs->klen = 0;
+	}
+	return meta_version_store(b->t, vs->buckets[0], vs);
+}
+
+static int
+settle_step(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *r)
+{
+	struct meta_version *vs = b->vs;
+	uint8_t next[META_KEY_MAX];
+	uint64_t dropped = 0;
+	struct meta_key pk;
+	size_t nlen;
+	int rc;
+
+	if (vs->settled == vs->gen)
+		return -EALREADY;
+	if (c->upto != vs->gen || vs->cursor >= vs->nb || b->bucket != vs->buckets[vs->cursor])
+		return -ESTALE;
+	if (c->flags == 0 || c->flags > META_SETTLE_MAX)
+		return -EINVAL;
+	pk.b[0] = (uint8_t)(b->bucket >> 8);
+	pk.b[1] = (uint8_t)b->bucket;
+	pk.len = 2;
+	rc = meta_settle(b->t, &pk, vs->klen ? vs->key : NULL, vs->klen, c->flags, b->keep, next,
+			 &nlen, &dropped);
+	if (rc < 0)
+		return rc;
+	if (nlen > 0) {
+		memcpy(vs->key, next, nlen);
+		vs->klen = (uint16_t)nlen;
+	} else {
+		vs->klen = 0;
+		if (++vs->cursor == vs->nb)
+			vs->settled = vs->gen;
+	}
+	r->aux = dropped;
+	return meta_version_store(b->t, vs->buckets[0], vs);
+}
+
+int
+meta_version_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *r)
+{
+	if (b->vs == NULL)
+		return -EINVAL;
+	return c->op == META_OP_VERSION ? take_version(b, c) : settle_step(b, c, r);
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A metadata group's file-system version (DESIGN.md §5, docs/snapshots.md):
+ * the version its writes carry, the snapshot versions its buckets keep,
+ * and how far it has settled since that list last changed. One record in
+ * the group's first bucket (META_K_VERSION), changed only by applied
+ * commands, so that every replica holds the same and a follower that gets
+ * the leader's whole state gets it along.
+ *
+ *   u8 format (1), u64 ver, u64 gen, u64 settled, u32 cursor bucket,
+ *   u16 key length, key, u16 n, n x u64 kept versions (ascending)
+ *
+ * META_OP_VERSION (at the first bucket; data: the kept versions, u64 LE
+ * each, ascending) raises ver to the command's version and, if the list
+ * differs, takes it: gen grows and settling starts over. META_OP_SETTLE
+ * (at the bucket the cursor names; upto: the gen it settles for; flags:
+ * keys in this step) settles that many keys there (meta_settle) and moves
+ * the cursor; past the last bucket, settled becomes gen. A step for
+ * another gen or bucket is -ESTALE, one with nothing left -EALREADY.
+ */
+#ifndef SH_META_META_VERSION_H
+#define SH_META_META_VERSION_H
+
+#include "meta_cmd.h"
+#include "meta_ops.h"
+
+#define META_KEEP_MAX	     256  /* snapshots a filesystem keeps at once */
+#define META_SETTLE_MAX	     4096 /* keys in one settling step at most */
+#define META_VERSION_VAL_MAX (1 + 3 * 8 + 4 + 2 + META_KEY_MAX + 2 + META_KEEP_MAX * 8)
+
+struct meta_version {
+	uint64_t ver;	  /* writes carry at least this (>= 1) */
+	uint64_t gen;	  /* how often the kept list changed */
+	uint64_t settled; /* the gen every bucket of the group has settled for */
+	uint32_t cursor;  /* settling: the index of the bucket in the group's list */
+	uint16_t klen;	  /* settling: the key to go on after there (0: its start) */
+	uint8_t key[META_KEY_MAX];
+	unsigned nkeep;
+	uint64_t keep[META_KEEP_MAX];
+	/* not stored: the group's buckets (the cursor's list) */
+	const uint16_t *buckets;
+	unsigned nb;
+};
+
+/* What a group holds before any snapshot: version 1, nothing kept, settled. */
+void meta_version_init(struct meta_version *v);
+/* Copy the stored part of src (not the bucket list) into dst. */
+void meta_version_copy(struct meta_version *dst, const struct meta_version *src);
+int meta_version_encode(const struct meta_version *v, uint8_t *out, size_t cap);
+/* Fuzzed. -EBADMSG; the bucket list is left as it was. */
+int meta_version_decode(const uint8_t *b, size_t len, struct meta_version *v);
+/* The group's record (first: its first bucket): absent is meta_version_init's. */
+int meta_version_load(struct meta_txn *t, uint16_t first, struct meta_version *v);
+int meta_version_store(struct meta_txn *t, uint16_t first, const struct meta_version *v);
+/* Kept lists, u64 LE each, ascending, at most META_KEEP_MAX (commands). -EBADMSG. */
+int meta_keep_decode(const uint8_t *b, size_t len, uint64_t *v, unsigned *n);
+/* META_OP_VERSION and META_OP_SETTLE in b (b->vs set; its changes stored). */
+int meta_version_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *r);
+#endif /* SH_META_META_VERSION_H */

@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * A group's version and kept snapshots (meta_version.h): what a snapshot
+ * reads stays, overwritten, truncated or unlinked since, and keeps its
+ * stripes out of the reclaim queue; deleting the snapshot and settling
+ * lets them go. The record round-trips and refuses bad bytes.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../../src/meta/meta_cmd.h"
+#include "../../../src/meta/meta_extent.h"
+#include "../../../src/meta/meta_version.h"
+#include "../../lib/test.h"
+
+struct vfx {
+	struct meta_db *db;
+	struct meta_version vs;
+	uint16_t buckets[2];
+	uint64_t ino;
+};
+
+/* Apply c in bucket (of 2) with the group's state: the status; kept only if it succeeds. */
+static int
+vapply(struct vfx *f, uint16_t bucket, struct meta_cmd *c, struct meta_result *r)
+{
+	struct meta_version work = { .buckets = f->buckets, .nb = 2 };
+	struct meta_txn *t;
+	struct meta_bucket b;
+
+	meta_version_copy(&work, &f->vs);
+	SH_ASSERT_OK(meta_txn_begin(f->db, true, &t));
+	b = (struct meta_bucket){ .t = t, .bucket = bucket, .nbuckets = 2, .vs = &work };
+	if (c->ver == 0)
+		c->ver = 1;
+	meta_cmd_apply(&b, c, r);
+	if (r->status == 0) {
+		SH_ASSERT_OK(meta_txn_commit(t));
+		meta_version_copy(&f->vs, &work);
+	} else {
+		meta_txn_abort(t);
+	}
+	return r->status;
+}
+
+static int
+version_cmd(struct vfx *f, uint64_t ver, const uint64_t *keep, unsigned n)
+{
+	struct meta_cmd c = { .op = META_OP_VERSION, .ver = ver };
+	uint8_t data[8 * META_KEEP_MAX];
+	struct meta_result r;
+
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned j = 0; j < 8; j++)
+			data[i * 8 + j] = (uint8_t)(keep[i] >> (8 * j));
+	c.data = data;
+	c.dlen = n * 8;
+	return vapply(f, f->buckets[0], &c, &r);
+}
+
+/* Settle both buckets, two keys a step: the versions dropped. */
+static uint64_t
+settle(struct vfx *f)
+{
+	uint64_t dropped = 0;
+	unsigned steps = 0;
+
+	for (;;) {
+		struct meta_cmd c = { .op = META_OP_SETTLE, .upto = f->vs.gen, .flags = 2 };
+		struct meta_result r;
+		int rc;
+
+		if (f->vs.settled == f->vs.gen) {
+			/* nothing left: a step says so */
+			SH_ASSERT_EQ(vapply(f, f->buckets[0], &c, &r), -EALREADY);
+			return dropped;
+		}
+		/* a step at the wrong bucket or for another gen changes nothing */
+		c.upto = f->vs.gen + 1;
+		SH_ASSERT_EQ(vapply(f, f->buckets[f->vs.cursor], &c, &r), -ESTALE);
+		c.upto = f->vs.gen;
+		rc = vapply(f, f->buckets[f->vs.cursor], &c, &r);
+		SH_ASSERT_OK(rc);
+		dropped += r.aux;
+		SH_ASSERT_LT(++steps, 100u);
+	}
+}
+
+static struct meta_extent
+ext(uint64_t off, uint64_t len, uint64_t stripe)
+{
+	struct meta_extent e = {
+		.off = off, .len = len, .stripe = stripe, .d = 4, .p = 2, .frag = 1 << 20
+	};
+
+	for (int i = 0; i < 6; i++)
+		e.targets[i] = 1000 + (uint64_t)i;
+	return e;
+}
+
+static void
+map(struct vfx *f, struct meta_extent *e, unsigned n, uint64_t now)
+{
+	struct meta_cmd c = { .op = META_OP_EXTENT, .ino = f->ino, .now = now };
+	struct meta_result r;
+	struct sh_enc enc;
+
+	sh_enc_init(&enc);
+	SH_ASSERT_OK(meta_extent_list_encode(&enc, e, n));
+	c.data = enc.p;
+	c.dlen = enc.len;
+	SH_ASSERT_OK(vapply(f, 0, &c, &r));
+	sh_enc_fini(&enc);
+}
+
+/* The stripes of f's extents as of version at (0: none), summed; UINT64_MAX if absent. */
+static uint64_t
+stripes_at(struct vfx *f, uint64_t at)
+{
+	struct meta_extent e[16];
+	struct meta_txn *t;
+	struct meta_dentry d;
+	uint64_t sum = 0;
+	unsigned n;
+	int rc;
+
+	SH_ASSERT_OK(meta_txn_begin(f->db, false, &t));
+	struct meta_bucket b = {
+		.t = t, .bucket = 0, .nbuckets = 2, .ver = at ? at : UINT64_MAX >> 1
+	};
+	rc = meta_lookup(&b, META_ROOT_INO, "f", 1, &d);
+	if (rc == -ENOENT) {
+		meta_txn_abort(t);
+		return UINT64_MAX;
+	}
+	SH_ASSERT_OK(rc);
+	SH_ASSERT_EQ(d.ino, f->ino);
+	SH_ASSERT_OK(meta_extents(&b, f->ino, 0, UINT64_MAX, e, 16, &n));
+	for (unsigned i = 0; i < n; i++)
+		sum += e[i].stripe;
+	meta_txn_abort(t);
+	return sum;
+}
+
+static int
+sum_reclaims(void *arg, const struct meta_extent *e)
+{
+	*(uint64_t *)arg += e->stripe;
+	return 0;
+}
+
+static uint64_t
+reclaims(struct vfx *f)
+{
+	struct meta_txn *t;
+	uint64_t sum = 0;
+
+	SH_ASSERT_OK(meta_txn_begin(f->db, false, &t));
+	struct meta_bucket b = { .t = t, .bucket = 0, .nbuckets = 2, .ver = UINT64_MAX >> 1 };
+	SH_ASSERT_OK(meta_reclaims(&b, sum_reclaims, &sum));
+	meta_txn_abort(t);
+	return sum;
+}
+
+TEST(meta_snapshot_keeps_what_it_reads_until_deleted)
+{
+	char path[512];
+	struct vfx f = { .buckets = { 0, 1 } };
+	struct meta_cmd c;
+	struct meta_result r;
+	struct meta_extent e[2];
+	struct meta_version back = { .buckets = f.buckets, .nb = 2 };
+
+	snprintf(path, sizeof(path), "%s/version.mdb", sh_test_dir());
+	unlink(path);
+	SH_ASSERT_OK(meta_db_open(path, 64ull << 20, META_DB_NOSYNC, &f.db));
+	f.vs.buckets = f.buckets;
+	f.vs.nb = 2;
+	meta_version_init(&f.vs);
+
+	c = (struct meta_cmd){ .op = META_OP_MKROOT, .mode = 0755, .now = 1 };
+	SH_ASSERT_OK(vapply(&f, 0, &c, &r));
+	c = (struct meta_cmd){ .op = META_OP_CREATE,
+			       .type = META_REG,
+			       .mode = 0644,
+			       .now = 2,
+			       .parent = META_ROOT_INO,
+			       .name = "f" };
+	SH_ASSERT_OK(vapply(&f, 0, &c, &r));
+	f.ino = r.dentry.ino;
+	e[0] = ext(0, 2 << 20, 7);
+	e[1] = ext(2 << 20, 1 << 20, 9);
+	map(&f, e, 2, 3);
+	SH_ASSERT_EQ(stripes_at(&f, 1), 16u);
+
+	/* snapshot 1: writes now carry version 2 */
+	SH_ASSERT_OK(version_cmd(&f, 2, (uint64_t[]){ 1 }, 1));
+	SH_ASSERT_EQ(f.vs.ver, 2u);
+	SH_ASSERT_EQ(f.vs.gen, 1u);
+	SH_ASSERT_EQ(version_cmd(&f, 2, (uint64_t[]){ 1 }, 1), -EALREADY);
+	/* overwrite stripe 7's range: the snapshot still reads it, so it stays */
+	e[0] = ext(0, 2 << 20, 8);
+	map(&f, e, 1, 4);
+	SH_ASSERT_EQ(stripes_at(&f, 1), 16u);
+	SH_ASSERT_EQ(stripes_at(&f, 0), 17u);
+	SH_ASSERT_EQ(reclaims(&f), 0u);
+	/* overwrite it again: stripe 8 was the live file's alone, it goes */
+	e[0] = ext(0, 2 << 20, 10);
+	map(&f, e, 1, 5);
+	SH_ASSERT_EQ(reclaims(&f), 8u);
+	/* unlink: the live file goes, the snapshot's stays */
+	c = (struct meta_cmd){
+		.op = META_OP_REMOVE, .now = 6, .parent = META_ROOT_INO, .name = "f"
+	};
+	SH_ASSERT_OK(vapply(&f, 0, &c, &r));
+	c = (struct meta_cmd){ .op = META_OP_ORPHAN_DROP, .ino = f.ino, .now = 7 };
+	SH_ASSERT_OK(vapply(&f, 0, &c, &r));
+	SH_ASSERT_EQ(stripes_at(&f, 0), UINT64_MAX);
+	SH_ASSERT_EQ(stripes_at(&f, 1), 16u);
+	SH_ASSERT_EQ(reclaims(&f), 18u); /* 8 and 10 */
+
+	/* settling with the same list drops nothing */
+	SH_ASSERT_EQ(settle(&f), 0u);
+	SH_ASSERT_EQ(stripes_at(&f, 1), 16u);
+	/* the record is what the group holds */
+	{
+		struct meta_txn *t;
+
+		SH_ASSERT_OK(meta_txn_begin(f.db, false, &t));
+		SH_ASSERT_OK(meta_version_load(t, 0, &back));
+		meta_txn_abort(t);
+		SH_ASSERT_EQ(back.ver, f.vs.ver);
+		SH_ASSERT_EQ(back.gen, f.vs.gen);
+		SH_ASSERT_EQ(back.settled, f.vs.gen);
+		SH_ASSERT_EQ(back.nkeep, 1u);
+		SH_ASSERT_EQ(back.keep[0], 1u);
+	}
+	/* snapshot deleted: settling lets its stripes go */
+	SH_ASSERT_OK(version_cmd(&f, 2, NULL, 0));
+	SH_ASSERT_EQ(f.vs.gen, 2u);
+	SH_ASSERT(settle(&f) > 0);
+	SH_ASSERT_EQ(stripes_at(&f, 1), UINT64_MAX);
+	SH_ASSERT_EQ(reclaims(&f), 34u); /* 7, 8, 9, 10 */
+	meta_db_close(f.db);
+}
+
+TEST(meta_version_record_refuses_bad_bytes)
+{
+	uint16_t buckets[1] = { 3 };
+	struct meta_version v = { .buckets = buckets, .nb = 1 },
+			    w = { .buckets = buckets, .nb = 1 };
+	uint8_t buf[META_VERSION_VAL_MAX];
+	int len;
+
+	meta_version_init(&v);
+	v.ver = 9;
+	v.gen = 4;
+	v.settled = 3;
+	v.cursor = 1;
+	v.klen = 3;
+	memcpy(v.key, "abc", 3);
+	v.nkeep = 2;
+	v.keep[0] = 2;
+	v.keep[1] = 7;
+	len = meta_version_encode(&v, buf, sizeof(buf));
+	SH_ASSERT(len > 0);
+	SH_ASSERT_OK(meta_version_decode(buf, (size_t)len, &w));
+	SH_ASSERT_EQ(w.ver, 9u);
+	SH_ASSERT_EQ(w.keep[1], 7u);
+	SH_ASSERT_EQ(w.klen, 3u);
+	SH_ASSERT(w.buckets == buckets);
+	for (int cut = 0; cut < len; cut++)
+		SH_ASSERT_EQ(meta_version_decode(buf, (size_t)cut, &w), -EBADMSG);
+	v.keep[1] = 2; /* not ascending */
+	len = meta_version_encode(&v, buf, sizeof(buf));
+	SH_ASSERT_EQ(meta_version_decode(buf, (size_t)len, &w), -EBADMSG);
+}

@@ -122,6 +122,8 @@ sync_view(struct cluster *cl)
 		return;
 	}
 	notify(cl);
+	if (!cl->closing)
+		env_post(&cl->pump); /* cluster_wait's watchers look again */
 }
 
 static void
@@ -218,7 +220,7 @@ sub_done(struct sub *s, int status, const char *msg)
 	struct cluster *cl = s->cl;
 
 	sh_list_del(&s->link);
-	if (!s->internal || status < 0)
+	if (s->state != SUB_WATCH && (!s->internal || status < 0))
 		sh_log(status < 0 && status != -EALREADY ? SH_LL_WARN : SH_LL_INFO,
 		       "config change %s: %s%s%s", cfg_op_name(s->cmd.op),
 		       status < 0 ? sh_errname(status) : "done", msg && *msg ? ": " : "",
@@ -413,6 +415,13 @@ cluster_pump(struct cluster *cl)
 				s->call = NULL;
 			}
 		}
+		if (s->state == SUB_WATCH) {
+			if (s->ready(s->arg, cl->cfg))
+				sub_done(s, 0, "");
+			else if (now >= s->deadline)
+				sub_done(s, -ETIMEDOUT, "");
+			continue;
+		}
 		if (s->state == SUB_SYNC) {
 			if (cl->cfg->epoch >= s->want_epoch || now >= s->deadline)
 				sub_done(s, 0, "");
@@ -532,6 +541,28 @@ cluster_submit(struct cluster *cl, const struct cfg_cmd *cmd, cluster_cb cb, voi
 	s->cb = cb;
 	s->arg = arg;
 	s->fwd_ok = true;
+	env_post(&cl->pump);
+	return 0;
+}
+
+int
+cluster_wait(struct cluster *cl, cluster_ready_fn ready, uint64_t timeout_ns, cluster_cb cb,
+	     void *arg)
+{
+	struct sub *s;
+
+	if (cl->closing)
+		return -ESHUTDOWN;
+	s = sh_calloc(1, sizeof(*s));
+	if (s == NULL)
+		return -ENOMEM;
+	s->cl = cl;
+	s->state = SUB_WATCH;
+	s->ready = ready;
+	s->cb = cb;
+	s->arg = arg;
+	s->deadline = env_now(cl->env) + timeout_ns;
+	sh_list_add_tail(&cl->subs, &s->link);
 	env_post(&cl->pump);
 	return 0;
 }

@@ -75,6 +75,19 @@ void cluster_stop(struct cluster *cl, void (*done)(void *arg), void *arg);
  */
 int cluster_submit(struct cluster *cl, const struct cfg_cmd *cmd, cluster_cb cb, void *arg);
 
+/*
+ * Wait, without holding up the loop, until ready(arg, c) is true of the
+ * configuration this node sees (c: cluster_cfg, valid during the call):
+ * it is asked soon after the call, whenever the configuration changes,
+ * and every tick. cb(arg, status, msg) runs exactly once, later: 0 once
+ * ready said so, -ETIMEDOUT when timeout_ns passed first, -ESHUTDOWN when
+ * the node stops. ready runs on the loop and must not submit or wait.
+ * -ESHUTDOWN (stopping), -ENOMEM: cb is not called.
+ */
+typedef bool (*cluster_ready_fn)(void *arg, const struct cfg *c);
+int cluster_wait(struct cluster *cl, cluster_ready_fn ready, uint64_t timeout_ns, cluster_cb cb,
+		 void *arg);
+
 /* The newest configuration this node knows (epoch 0, !created: none yet). */
 const struct cfg *cluster_cfg(const struct cluster *cl);
 

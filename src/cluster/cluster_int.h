@@ -14,7 +14,8 @@
 #define VOTERS_MAX	5
 #define SYNC_WAIT_NS	(1000ull * 1000 * 1000)
 
-enum sub_state { SUB_WAIT, SUB_APPLYING, SUB_FORWARDING, SUB_SYNC };
+/* SUB_WATCH: a cluster_wait, not a change (ready says when it is done) */
+enum sub_state { SUB_WAIT, SUB_APPLYING, SUB_FORWARDING, SUB_SYNC, SUB_WATCH };
 
 struct sub {
 	struct sh_list link;
@@ -29,8 +30,9 @@ struct sub {
 	bool internal; /* from the leader's own duties (failure detection) */
 	bool fwd_ok;   /* may go on to the leader (not already forwarded to us) */
 	uint64_t fwd_to;
-	struct ccall *call;  /* while forwarding */
-	uint64_t want_epoch; /* done at the leader: wait until this node has it too */
+	struct ccall *call;	/* while forwarding */
+	uint64_t want_epoch;	/* done at the leader: wait until this node has it too */
+	cluster_ready_fn ready; /* SUB_WATCH */
 };
 
 /* What the leader tracks per node. */

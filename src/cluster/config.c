@@ -760,6 +760,11 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 	case CFG_OP_DRIVE_REMOVE:
 	case CFG_OP_EVENT:
 		return cfg_check_heal(c, cmd, msg, len);
+	case CFG_OP_SNAP_CREATE:
+	case CFG_OP_SNAP_STATE:
+	case CFG_OP_SNAP_DELETE:
+	case CFG_OP_SNAP_FORGET:
+		return cfg_check_snap(c, cmd, msg, len);
 	}
 	return -EINVAL;
 }
@@ -904,6 +909,7 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		f->dedup = cmd->dedup;
 		f->quota = cmd->quota;
 		f->created = cmd->time;
+		f->version = 1;
 		f->id = c->next_fs ? c->next_fs : 1;
 		c->next_fs = f->id + 1;
 		cfg_event(c, cmd->time, 0,
@@ -914,12 +920,18 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 	}
 	case CFG_OP_FS_DELETE: {
 		uint32_t i;
+		unsigned snaps;
 
 		for (i = 0; strcmp(c->fs[i].name, cmd->name) != 0; i++)
 			;
+		snaps = cfg_snaps_drop(c, c->fs[i].id);
 		memmove(&c->fs[i], &c->fs[i + 1], (c->nfs - i - 1) * sizeof(c->fs[0]));
 		c->nfs--;
-		cfg_event(c, cmd->time, 0, "filesystem %s deleted", cmd->name);
+		if (snaps > 0)
+			cfg_event(c, cmd->time, 0, "filesystem %s deleted, with its %u snapshot%s",
+				  cmd->name, snaps, snaps == 1 ? "" : "s");
+		else
+			cfg_event(c, cmd->time, 0, "filesystem %s deleted", cmd->name);
 		break;
 	}
 	case CFG_OP_MGROUP_REPLACE:
@@ -945,6 +957,12 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 	case CFG_OP_DRIVE_REMOVE:
 	case CFG_OP_EVENT:
 		cfg_apply_heal(c, cmd);
+		break;
+	case CFG_OP_SNAP_CREATE:
+	case CFG_OP_SNAP_STATE:
+	case CFG_OP_SNAP_DELETE:
+	case CFG_OP_SNAP_FORGET:
+		cfg_apply_snap(c, cmd);
 		break;
 	}
 	c->epoch++;

@@ -7,8 +7,9 @@
  * management and data addresses, data interfaces with labels, failure
  * domain, up or down); drives; the bucket table (each bucket's replica
  * group on distinct failure domains, placed by rendezvous hashing so that
- * adding a node moves only the buckets it wins); filesystems; recent
- * events; and the epoch, which grows by one with every change applied.
+ * adding a node moves only the buckets it wins); filesystems and their
+ * snapshots; recent events; and the epoch, which grows by one with every
+ * change applied.
  *
  * Commands are validated by the same function on the leader before they
  * are proposed (for a quick, clear error) and in apply (so every replica
@@ -30,6 +31,8 @@
 #define CFG_NETS_MAX	    8
 #define CFG_DRIVES_MAX	    4096
 #define CFG_FS_MAX	    64
+#define CFG_SNAPS_MAX	    1024 /* snapshots of all filesystems together */
+#define CFG_FS_SNAPS_MAX    256	 /* snapshots one filesystem keeps (not being deleted) */
 #define CFG_EVENTS_MAX	    256
 #define CFG_REPLICAS_MAX    5
 #define CFG_BUCKETS_DEFAULT 4096
@@ -56,7 +59,12 @@
 	X(CFG_OP_SET, 11, "set") /* name: a setting (cfg_setting_names), size: its value */ \
 	X(CFG_OP_DRIVE_REMOVE, 12, "drive.remove") /* target: a drained drive, forgotten */ \
 	/* id: the node that says it (0: the cluster), path: the text */                    \
-	X(CFG_OP_EVENT, 13, "event")
+	X(CFG_OP_EVENT, 13, "event")                                                        \
+	/* name: the filesystem, snap: the snapshot (enum cfg_snap_state) */                \
+	X(CFG_OP_SNAP_CREATE, 14, "snap.create")                                            \
+	X(CFG_OP_SNAP_STATE, 15, "snap.state") /* state: CFG_SNAP_READY */                  \
+	X(CFG_OP_SNAP_DELETE, 16, "snap.delete")                                            \
+	X(CFG_OP_SNAP_FORGET, 17, "snap.forget")
 
 enum cfg_op {
 #define CFG_OP_ENUM(id, num, name) id = (num),
@@ -93,6 +101,23 @@ enum cfg_compression { CFG_COMP_NONE = 0, CFG_COMP_LZ4, CFG_COMP_ZSTD };
 #define CFG_COMP_ALGO(c)     ((unsigned)(c)&3u)
 #define CFG_COMP_LEVEL(c)    ((unsigned)(c) >> CFG_COMP_LEVEL_SHIFT)
 
+/*
+ * A snapshot of a filesystem (docs/metadata.md): the filesystem as of its
+ * version, kept by every metadata group of the filesystem.
+ *
+ *   snap.create --> CREATING --snap.state--> READY
+ *                      |                       |
+ *                      +----snap.delete--------+--> DELETING --snap.forget--> (gone)
+ *
+ * snap.create takes the filesystem's version for the snapshot and moves
+ * the filesystem to the next one; the metadata layer proposes snap.state
+ * once every metadata group writes at the next version (only then does the
+ * snapshot read the same everywhere), and snap.forget once the space only
+ * the snapshot kept is freed. Deleting the filesystem forgets its
+ * snapshots at once.
+ */
+enum cfg_snap_state { CFG_SNAP_CREATING = 0, CFG_SNAP_READY = 1, CFG_SNAP_DELETING = 2 };
+
 struct cfg_net {
 	char addr[CFG_ADDR_MAX];
 	char label[CFG_LABEL_MAX];
@@ -127,6 +152,15 @@ struct cfg_fs {
 	uint8_t dedup;
 	uint64_t quota; /* bytes; 0: none */
 	uint64_t created;
+	uint64_t version; /* the version metadata writes carry now: from 1, +1 per snapshot */
+};
+
+struct cfg_snap {
+	char name[CFG_NAME_MAX]; /* unique within its filesystem */
+	uint32_t fs;		 /* the filesystem's id */
+	uint64_t version;	 /* the filesystem as of this version */
+	uint8_t state;		 /* enum cfg_snap_state */
+	uint64_t created;	 /* ns since the Unix epoch */
 };
 
 struct cfg_event {
@@ -141,7 +175,7 @@ struct cfg {
 	uint8_t uuid[16];
 	uint32_t nbuckets;
 	uint32_t replicas; /* per bucket group */
-	uint32_t nnodes, ndrives, nfs, nevents;
+	uint32_t nnodes, ndrives, nfs, nevents, nsnaps;
 	uint64_t next_drive, next_event;
 	uint32_t next_fs;	  /* the id the next filesystem gets */
 	uint32_t rebuild_delay_s; /* a node down this long has its targets rebuilt */
@@ -152,6 +186,7 @@ struct cfg {
 	struct cfg_drive drives[CFG_DRIVES_MAX];
 	struct cfg_fs fs[CFG_FS_MAX];
 	struct cfg_event events[CFG_EVENTS_MAX]; /* a ring: the newest nevents */
+	struct cfg_snap snaps[CFG_SNAPS_MAX];	 /* in the order they were created */
 	uint64_t *buckets;			 /* nbuckets x replicas node ids */
 	/*
 	 * The metadata groups, fixed when the first filesystem is created
@@ -181,8 +216,9 @@ struct cfg_cmd {
 	char domain[CFG_NAME_MAX];
 	char label[CFG_LABEL_MAX];
 	char path[CFG_PATH_MAX];
-	uint32_t group; /* mgroup replace: the metadata group; id: the member that goes */
-	uint64_t node2; /* mgroup replace: the node that takes its place */
+	uint32_t group;		 /* mgroup replace: the metadata group; id: the member that goes */
+	uint64_t node2;		 /* mgroup replace: the node that takes its place */
+	char snap[CFG_NAME_MAX]; /* snap.*: the snapshot (name: its filesystem) */
 };
 
 struct cfg *cfg_new(void);
@@ -207,6 +243,18 @@ int cfg_decode(const uint8_t *b, size_t len, struct cfg *c); /* fuzzed; c from c
 const struct cfg_node *cfg_node_find(const struct cfg *c, uint64_t id);
 const struct cfg_fs *cfg_fs_find(const struct cfg *c, const char *name);
 const struct cfg_fs *cfg_fs_by_id(const struct cfg *c, uint32_t id);
+/* Snapshot name of filesystem fs (its id), or NULL. */
+const struct cfg_snap *cfg_snap_find(const struct cfg *c, uint32_t fs, const char *name);
+/*
+ * The versions filesystem fs (its id) keeps for its snapshots: those
+ * being created and those ready (one being deleted is kept no more: its
+ * groups settle without it, then it is forgotten; docs/snapshots.md),
+ * ascending and each once: at most max into v. Returns how many there
+ * are, which may be more than max (the caller checks).
+ */
+unsigned cfg_fs_keep(const struct cfg *c, uint32_t fs, uint64_t *v, unsigned max);
+/* "creating", "ready", "deleting" ("?" if none of them). */
+const char *cfg_snap_state_name(unsigned state);
 /* The replica group of bucket b: replicas node ids. */
 static inline const uint64_t *
 cfg_bucket(const struct cfg *c, uint32_t b)
@@ -259,7 +307,7 @@ const char *cfg_comp_str(unsigned comp, char *buf, size_t len);
 int cfg_comp_parse(const char *s);
 /* "4+2" -> d, p. -EINVAL if malformed. */
 int cfg_protection_parse(const char *s, uint8_t *d, uint8_t *p);
-/* A name for clusters and filesystems: 1-63 of [A-Za-z0-9._-]. */
+/* A name for clusters, filesystems and snapshots: 1-63 of [A-Za-z0-9._-]. */
 bool cfg_name_ok(const char *s);
 /* The i-th newest event (0: newest), or NULL. */
 const struct cfg_event *cfg_event_at(const struct cfg *c, uint32_t i);

@@ -6,7 +6,8 @@
 
 #include "config_int.h"
 
-#define CFG_MAGIC    0x33474643u /* "CFG3": with drive states and the heal settings */
+#define CFG_MAGIC    0x34474643u /* "CFG4": with the filesystems' versions and snapshots */
+#define CFG_MAGIC_V3 0x33474643u /* "CFG3": with drive states and the heal settings */
 #define CFG_MAGIC_V2 0x32474643u /* "CFG2": with the metadata groups' table */
 #define CFG_MAGIC_V1 0x31474643u /* "CFG1": before it (groups derived from the sets) */
 
@@ -35,6 +36,7 @@ cfg_cmd_encode(struct sh_enc *e, const struct cfg_cmd *cmd)
 	sh_enc_str(e, cmd->path);
 	sh_enc_u32(e, cmd->group);
 	sh_enc_u64(e, cmd->node2);
+	sh_enc_str(e, cmd->snap);
 }
 
 int
@@ -71,6 +73,8 @@ cfg_cmd_decode(const uint8_t *b, size_t len, struct cfg_cmd *cmd)
 		cmd->group = sh_dec_u32(&d);
 		cmd->node2 = sh_dec_u64(&d);
 	}
+	if (sh_dec_left(&d) > 0) /* since snapshots */
+		sh_dec_str(&d, cmd->snap, sizeof(cmd->snap));
 	sh_dec_end(&d);
 	if (d.err || cmd->op == 0 || cmd->op >= CFG_OP_MAX)
 		return -EBADMSG;
@@ -155,6 +159,19 @@ cfg_encode(struct sh_enc *e, const struct cfg *c)
 	sh_enc_u8(e, c->rebuild_share);
 	sh_enc_u32(e, c->scrub_rate);
 	sh_enc_u32(e, c->scrub_interval);
+	/* the filesystems' versions and the snapshots (a "CFG3" configuration ends before them) */
+	for (uint32_t i = 0; i < c->nfs; i++)
+		sh_enc_u64(e, c->fs[i].version);
+	sh_enc_u32(e, c->nsnaps);
+	for (uint32_t i = 0; i < c->nsnaps; i++) {
+		const struct cfg_snap *s = &c->snaps[i];
+
+		sh_enc_str(e, s->name);
+		sh_enc_u32(e, s->fs);
+		sh_enc_u64(e, s->version);
+		sh_enc_u8(e, s->state);
+		sh_enc_u64(e, s->created);
+	}
 }
 
 /* The fixed groups: each bucket's (every group has one, and its buckets one replica set). */
@@ -202,6 +219,32 @@ decode_groups(struct sh_dec *d, struct cfg *t)
 	return rc;
 }
 
+/* The filesystems' versions and the snapshots ("CFG4"). */
+static int
+decode_snaps(struct sh_dec *d, struct cfg *t)
+{
+	for (uint32_t i = 0; i < t->nfs; i++) {
+		t->fs[i].version = sh_dec_u64(d);
+		if (t->fs[i].version == 0)
+			return -EBADMSG;
+	}
+	t->nsnaps = sh_dec_u32(d);
+	if (t->nsnaps > CFG_SNAPS_MAX)
+		return -EBADMSG;
+	for (uint32_t i = 0; i < t->nsnaps && !d->err; i++) {
+		struct cfg_snap *s = &t->snaps[i];
+
+		sh_dec_str(d, s->name, sizeof(s->name));
+		s->fs = sh_dec_u32(d);
+		s->version = sh_dec_u64(d);
+		s->state = sh_dec_u8(d);
+		s->created = sh_dec_u64(d);
+		if (s->state > CFG_SNAP_DELETING)
+			return -EBADMSG;
+	}
+	return d->err ? -EBADMSG : 0;
+}
+
 int
 cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 {
@@ -215,7 +258,8 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 		return -ENOMEM;
 	sh_dec_init(&d, b, len);
 	magic = sh_dec_u32(&d);
-	if (magic != CFG_MAGIC && magic != CFG_MAGIC_V2 && magic != CFG_MAGIC_V1)
+	if (magic != CFG_MAGIC && magic != CFG_MAGIC_V3 && magic != CFG_MAGIC_V2 &&
+	    magic != CFG_MAGIC_V1)
 		goto bad;
 	t->epoch = sh_dec_u64(&d);
 	t->created = sh_dec_u8(&d) != 0;
@@ -273,6 +317,7 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 		f->dedup = sh_dec_u8(&d);
 		f->quota = sh_dec_u64(&d);
 		f->created = sh_dec_u64(&d);
+		f->version = 1; /* before snapshots ("CFG3" and older): every one at 1 */
 	}
 	nev = sh_dec_u32(&d);
 	if (nev > CFG_EVENTS_MAX || nev > t->next_event)
@@ -301,7 +346,7 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 	}
 	if (magic != CFG_MAGIC_V1 && decode_groups(&d, t) < 0)
 		goto bad;
-	if (magic == CFG_MAGIC) {
+	if (magic == CFG_MAGIC || magic == CFG_MAGIC_V3) {
 		for (uint32_t i = 0; i < t->ndrives; i++) {
 			t->drives[i].state = sh_dec_u8(&d);
 			t->drives[i].since = sh_dec_u64(&d);
@@ -315,6 +360,8 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 		if (t->rebuild_share == 0 || t->rebuild_share > 100)
 			goto bad;
 	}
+	if (magic == CFG_MAGIC && decode_snaps(&d, t) < 0)
+		goto bad;
 	sh_dec_end(&d);
 	if (d.err)
 		goto bad;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Shared by the configuration's files (config.c, config_heal.c); not for other modules. */
+/* Shared by the configuration's files (config*.c); not for other modules. */
 #ifndef SH_CLUSTER_CONFIG_INT_H
 #define SH_CLUSTER_CONFIG_INT_H
 
@@ -17,5 +17,11 @@ bool cfg_in_set(const uint64_t *set, unsigned n, uint64_t id);
 void cfg_heal_defaults(struct cfg *c);
 int cfg_check_heal(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len);
 void cfg_apply_heal(struct cfg *c, const struct cfg_cmd *cmd);
+
+/* config_snap.c: snapshots (snap.create, snap.state, snap.delete, snap.forget) */
+int cfg_check_snap(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len);
+void cfg_apply_snap(struct cfg *c, const struct cfg_cmd *cmd);
+/* Forget every snapshot of filesystem fs (its id; the filesystem is deleted): how many. */
+unsigned cfg_snaps_drop(struct cfg *c, uint32_t fs);
 
 #endif /* SH_CLUSTER_CONFIG_INT_H */

@@ -634,9 +634,376 @@ TEST(cfg_op_table)
 	SH_ASSERT_EQ(CFG_OP_CREATE, 1);
 	SH_ASSERT_EQ(CFG_OP_MGROUP_REPLACE, 9);
 	SH_ASSERT_EQ(CFG_OP_EVENT, 13);
+	SH_ASSERT_EQ(CFG_OP_SNAP_CREATE, 14);
+	SH_ASSERT_EQ(CFG_OP_SNAP_STATE, 15);
+	SH_ASSERT_EQ(CFG_OP_SNAP_DELETE, 16);
+	SH_ASSERT_EQ(CFG_OP_SNAP_FORGET, 17);
+	SH_ASSERT_STREQ(cfg_op_name(CFG_OP_SNAP_CREATE), "snap.create");
+	SH_ASSERT_STREQ(cfg_op_name(CFG_OP_SNAP_FORGET), "snap.forget");
 	SH_ASSERT_STREQ(cfg_op_name(CFG_OP_CREATE), "cluster.create");
 	SH_ASSERT_STREQ(cfg_op_name(CFG_OP_MAX), "?");
 	SH_ASSERT_STREQ(cfg_op_name(0), "?");
 	for (unsigned op = 1; op < CFG_OP_MAX; op++)
 		SH_ASSERT_MSG(strcmp(cfg_op_name(op), "?") != 0, "op %u has no name", op);
+}
+
+/* ---- snapshots ---- */
+
+/* Six nodes with a drive each, and filesystems "data" and "logs". */
+static struct cfg *
+cluster_with_fs(void)
+{
+	struct cfg *c = cluster_of(6, 64);
+	struct cfg_cmd fs = { .op = CFG_OP_FS_CREATE, .d = 4, .p = 2, .time = 100 };
+	char msg[CFG_MSG_MAX];
+
+	for (uint64_t n = 1; n <= 6; n++)
+		add_drive(c, n);
+	snprintf(fs.name, sizeof(fs.name), "data");
+	SH_ASSERT_MSG(cfg_apply(c, &fs, msg, sizeof(msg)) == 0, "%s", msg);
+	snprintf(fs.name, sizeof(fs.name), "logs");
+	SH_ASSERT_MSG(cfg_apply(c, &fs, msg, sizeof(msg)) == 0, "%s", msg);
+	return c;
+}
+
+static struct cfg_cmd
+snap_cmd(uint8_t op, const char *fs, const char *snap, uint64_t time)
+{
+	struct cfg_cmd c = { .op = op, .time = time };
+
+	snprintf(c.name, sizeof(c.name), "%s", fs);
+	snprintf(c.snap, sizeof(c.snap), "%s", snap);
+	if (op == CFG_OP_SNAP_STATE)
+		c.state = CFG_SNAP_READY;
+	return c;
+}
+
+/* Apply: 0, or the error; msg must then say text. The epoch moves only on success. */
+static void
+snap_expect(struct cfg *c, struct cfg_cmd cmd, int want, const char *text)
+{
+	char msg[CFG_MSG_MAX];
+	uint64_t epoch = c->epoch;
+	uint32_t n = c->nsnaps;
+	int rc = cfg_apply(c, &cmd, msg, sizeof(msg));
+
+	SH_ASSERT_MSG(rc == want, "%s %s/%s: %d (%s), want %d", cfg_op_name(cmd.op), cmd.name,
+		      cmd.snap, rc, msg, want);
+	if (want == 0) {
+		SH_ASSERT_EQ(c->epoch, epoch + 1);
+		return;
+	}
+	SH_ASSERT_EQ(c->epoch, epoch);
+	SH_ASSERT_EQ(c->nsnaps, n);
+	SH_ASSERT_MSG(strstr(msg, text) != NULL, "'%s' lacks '%s'", msg, text);
+}
+
+TEST(config_snapshot_create)
+{
+	struct cfg *c = cluster_with_fs();
+	const struct cfg_fs *data = cfg_fs_find(c, "data"), *logs = cfg_fs_find(c, "logs");
+	const struct cfg_snap *s;
+
+	SH_ASSERT_EQ(data->version, 1u); /* a new filesystem starts at 1 */
+	SH_ASSERT_EQ(c->nsnaps, 0u);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "data", "ckpt1", 5000), 0, NULL);
+	s = cfg_snap_find(c, data->id, "ckpt1");
+	SH_ASSERT_NOT_NULL(s);
+	SH_ASSERT_EQ(s->version, 1u); /* the version writes carried until now */
+	SH_ASSERT_EQ(s->state, CFG_SNAP_CREATING);
+	SH_ASSERT_EQ(s->created, 5000u);
+	SH_ASSERT_EQ(s->fs, data->id);
+	SH_ASSERT_EQ(data->version, 2u); /* writes from now on carry the next one */
+	SH_ASSERT_EQ(logs->version, 1u); /* the other filesystem's stays */
+	SH_ASSERT_STREQ(cfg_event_at(c, 0)->text, "snapshot ckpt1 of fs data created (version 1)");
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "data", "ckpt2", 6000), 0, NULL);
+	SH_ASSERT_EQ(cfg_snap_find(c, data->id, "ckpt2")->version, 2u);
+	SH_ASSERT_EQ(data->version, 3u);
+	/* names are unique within a filesystem, not across them */
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "logs", "ckpt1", 7000), 0, NULL);
+	SH_ASSERT_EQ(cfg_snap_find(c, logs->id, "ckpt1")->version, 1u);
+	SH_ASSERT_EQ(logs->version, 2u);
+	SH_ASSERT_EQ(c->nsnaps, 3u);
+	SH_ASSERT_NULL(cfg_snap_find(c, logs->id, "ckpt2"));
+	/* what a creation refuses, changing nothing */
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "data", "ckpt1", 1), -EEXIST,
+		    "already has a snapshot 'ckpt1'");
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "data", "a b", 1), -EINVAL,
+		    "not a snapshot name");
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "data", "", 1), -EINVAL, "not a snapshot name");
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "data", "x/y", 1), -EINVAL,
+		    "not a snapshot name");
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "nope", "ckpt9", 1), -ENOENT,
+		    "no filesystem 'nope'");
+	SH_ASSERT_EQ(data->version, 3u);
+	cfg_free(c);
+}
+
+TEST(config_snapshot_table_full)
+{
+	struct cfg *c = cluster_with_fs();
+	const char *fss[] = { "data", "logs" };
+	char name[16];
+
+	/*
+	 * A filesystem keeps at most CFG_FS_SNAPS_MAX; those being deleted still take room
+	 * in the cluster's table until forgotten: twice that per filesystem fills it.
+	 */
+	for (unsigned f = 0; f < 2; f++) {
+		for (unsigned i = 0; i < CFG_FS_SNAPS_MAX; i++) {
+			snprintf(name, sizeof(name), "s%u", i);
+			snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, fss[f], name, i), 0, NULL);
+		}
+		snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, fss[f], "one-more", 1), -ENOSPC,
+			    "most snapshots it can keep");
+		for (unsigned i = 0; i < CFG_FS_SNAPS_MAX; i++) {
+			snprintf(name, sizeof(name), "s%u", i);
+			snap_expect(c, snap_cmd(CFG_OP_SNAP_DELETE, fss[f], name, i), 0, NULL);
+		}
+		for (unsigned i = 0; i < CFG_FS_SNAPS_MAX; i++) {
+			snprintf(name, sizeof(name), "t%u", i);
+			snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, fss[f], name, i), 0, NULL);
+		}
+	}
+	_Static_assert(4 * CFG_FS_SNAPS_MAX == CFG_SNAPS_MAX, "the test fills the table");
+	SH_ASSERT_EQ(c->nsnaps, (uint32_t)CFG_SNAPS_MAX);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_DELETE, "data", "t0", 1), 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "data", "one-more", 1), -ENOSPC,
+		    "the cluster has the most snapshots");
+	/* one forgotten makes room */
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_FORGET, "data", "s0", 1), 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "data", "one-more", 1), 0, NULL);
+	cfg_free(c);
+}
+
+/* creating -> ready -> deleting -> gone, and creating -> deleting; nothing else. */
+TEST(config_snapshot_states)
+{
+	struct cfg *c = cluster_with_fs();
+	uint32_t data = cfg_fs_find(c, "data")->id;
+	struct cfg_cmd st;
+
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "data", "a", 1), 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "data", "b", 2), 0, NULL);
+	/* only ready is a state to move to */
+	st = snap_cmd(CFG_OP_SNAP_STATE, "data", "a", 3);
+	st.state = CFG_SNAP_DELETING;
+	snap_expect(c, st, -EINVAL, "only becomes ready");
+	st.state = CFG_SNAP_CREATING;
+	snap_expect(c, st, -EINVAL, "only becomes ready");
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_STATE, "data", "a", 3), 0, NULL);
+	SH_ASSERT_EQ(cfg_snap_find(c, data, "a")->state, CFG_SNAP_READY);
+	SH_ASSERT_STREQ(cfg_event_at(c, 0)->text, "snapshot a of fs data is ready (version 1)");
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_STATE, "data", "a", 4), -EALREADY, "ready already");
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_STATE, "data", "zz", 4), -ENOENT,
+		    "has no snapshot 'zz'");
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_STATE, "nope", "a", 4), -ENOENT, "no filesystem");
+	/* forgotten only once deleting */
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_FORGET, "data", "a", 5), -EINVAL, "delete it first");
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_FORGET, "data", "b", 5), -EINVAL, "creating");
+	/* a ready one deleted */
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_DELETE, "data", "a", 6), 0, NULL);
+	SH_ASSERT_EQ(cfg_snap_find(c, data, "a")->state, CFG_SNAP_DELETING);
+	SH_ASSERT(strstr(cfg_event_at(c, 0)->text, "snapshot a of fs data deleted (version 1)") !=
+		  NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_DELETE, "data", "a", 7), -EALREADY,
+		    "being deleted already");
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_STATE, "data", "a", 7), -EINVAL, "being deleted");
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_DELETE, "data", "zz", 7), -ENOENT, "no snapshot");
+	/* a creating one deleted: it never becomes ready */
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_DELETE, "data", "b", 8), 0, NULL);
+	SH_ASSERT_EQ(cfg_snap_find(c, data, "b")->state, CFG_SNAP_DELETING);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_STATE, "data", "b", 9), -EINVAL, "being deleted");
+	/* gone once its space is freed; the name may be used again */
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_FORGET, "data", "a", 10), 0, NULL);
+	SH_ASSERT_NULL(cfg_snap_find(c, data, "a"));
+	SH_ASSERT_EQ(c->nsnaps, 1u);
+	SH_ASSERT_STREQ(c->snaps[0].name, "b");
+	SH_ASSERT(strstr(cfg_event_at(c, 0)->text, "snapshot a of fs data is gone") != NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_FORGET, "data", "a", 11), -ENOENT, "no snapshot");
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "data", "a", 12), 0, NULL);
+	SH_ASSERT_EQ(cfg_snap_find(c, data, "a")->version, 3u);
+	SH_ASSERT_EQ(cfg_snap_find(c, data, "a")->state, CFG_SNAP_CREATING);
+	SH_ASSERT_STREQ(cfg_snap_state_name(CFG_SNAP_CREATING), "creating");
+	SH_ASSERT_STREQ(cfg_snap_state_name(CFG_SNAP_DELETING), "deleting");
+	SH_ASSERT_STREQ(cfg_snap_state_name(7), "?");
+	cfg_free(c);
+}
+
+/* The versions a filesystem's metadata keeps: its snapshots' but those being deleted. */
+TEST(config_snapshot_keep)
+{
+	struct cfg *c = cluster_with_fs();
+	uint32_t data = cfg_fs_find(c, "data")->id, logs = cfg_fs_find(c, "logs")->id;
+	uint64_t v[8] = { 0 };
+	const char *names[] = { "a", "b", "c", "d", "e" };
+
+	SH_ASSERT_EQ(cfg_fs_keep(c, data, v, 8), 0u);
+	for (unsigned i = 0; i < 5; i++) {
+		snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "data", names[i], i), 0, NULL);
+		if (i == 1)
+			snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "logs", "l", i), 0, NULL);
+	}
+	/* a: ready, b: deleting, c: deleted and forgotten, d: creating, e: ready */
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_STATE, "data", "a", 10), 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_DELETE, "data", "b", 10), 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_DELETE, "data", "c", 10), 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_FORGET, "data", "c", 10), 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_STATE, "data", "e", 10), 0, NULL);
+	/* kept: a, d and e (b is being deleted: its groups settle without it) */
+	SH_ASSERT_EQ(cfg_fs_keep(c, data, v, 8), 3u);
+	SH_ASSERT_EQ(v[0], 1u);
+	SH_ASSERT_EQ(v[1], 4u);
+	SH_ASSERT_EQ(v[2], 5u);
+	SH_ASSERT_EQ(cfg_fs_keep(c, logs, v, 8), 1u);
+	SH_ASSERT_EQ(v[0], 1u);
+	SH_ASSERT_EQ(cfg_fs_keep(c, 99, v, 8), 0u);
+	/* at most max written; the count says how many there are */
+	memset(v, 0, sizeof(v));
+	SH_ASSERT_EQ(cfg_fs_keep(c, data, v, 2), 3u);
+	SH_ASSERT_EQ(v[0], 1u);
+	SH_ASSERT_EQ(v[1], 4u);
+	SH_ASSERT_EQ(v[2], 0u);
+	SH_ASSERT_EQ(cfg_fs_keep(c, data, NULL, 0), 3u);
+	/* a table in any order, with a version twice (a decoded one may be): sorted, once each */
+	SH_ASSERT_STREQ(c->snaps[0].name, "a");
+	SH_ASSERT_STREQ(c->snaps[3].name, "d");
+	c->snaps[0].version = 9;
+	c->snaps[3].version = 9;
+	SH_ASSERT_EQ(cfg_fs_keep(c, data, v, 8), 2u);
+	SH_ASSERT_EQ(v[0], 5u);
+	SH_ASSERT_EQ(v[1], 9u);
+	cfg_free(c);
+}
+
+TEST(config_fs_delete_drops_its_snapshots)
+{
+	struct cfg *c = cluster_with_fs();
+	struct cfg_cmd del = { .op = CFG_OP_FS_DELETE, .time = 50 };
+	uint32_t logs = cfg_fs_find(c, "logs")->id;
+	char msg[CFG_MSG_MAX];
+
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "data", "a", 1), 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "logs", "a", 1), 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "data", "b", 1), 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_DELETE, "data", "b", 1), 0, NULL);
+	snprintf(del.name, sizeof(del.name), "data");
+	SH_ASSERT_OK(cfg_apply(c, &del, msg, sizeof(msg)));
+	SH_ASSERT_EQ(c->nsnaps, 1u);
+	SH_ASSERT_EQ(c->snaps[0].fs, logs);
+	SH_ASSERT_NOT_NULL(cfg_snap_find(c, logs, "a"));
+	SH_ASSERT_STREQ(cfg_event_at(c, 0)->text, "filesystem data deleted, with its 2 snapshots");
+	/* a filesystem of the same name is another filesystem: no snapshots, version 1 */
+	{
+		struct cfg_cmd fs = { .op = CFG_OP_FS_CREATE, .d = 4, .p = 2, .time = 60 };
+
+		snprintf(fs.name, sizeof(fs.name), "data");
+		SH_ASSERT_OK(cfg_apply(c, &fs, msg, sizeof(msg)));
+		SH_ASSERT_EQ(cfg_fs_find(c, "data")->version, 1u);
+		SH_ASSERT_EQ(cfg_fs_keep(c, cfg_fs_find(c, "data")->id, NULL, 0), 0u);
+	}
+	snprintf(del.name, sizeof(del.name), "logs");
+	SH_ASSERT_OK(cfg_apply(c, &del, msg, sizeof(msg)));
+	SH_ASSERT_EQ(c->nsnaps, 0u);
+	SH_ASSERT_STREQ(cfg_event_at(c, 0)->text, "filesystem logs deleted, with its 1 snapshot");
+	cfg_free(c);
+}
+
+TEST(config_snapshot_codecs)
+{
+	struct cfg *c = cluster_with_fs(), *d = cfg_new();
+	struct cfg_cmd cmd = snap_cmd(CFG_OP_SNAP_CREATE, "data", "ckpt-1.x", 77), back;
+	struct sh_enc e, f;
+
+	snap_expect(c, cmd, 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "logs", "l", 78), 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "data", "two", 79), 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_STATE, "data", "ckpt-1.x", 80), 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_DELETE, "data", "two", 81), 0, NULL);
+	sh_enc_init(&e);
+	sh_enc_init(&f);
+	cfg_encode(&e, c);
+	SH_ASSERT_EQ(memcmp(e.p, "CFG4", 4), 0);
+	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
+	cfg_encode(&f, d);
+	SH_ASSERT_EQ(e.len, f.len);
+	SH_ASSERT_MEMEQ(e.p, f.p, e.len);
+	SH_ASSERT_EQ(d->nsnaps, 3u);
+	SH_ASSERT_MEMEQ(d->snaps, c->snaps, 3 * sizeof(c->snaps[0]));
+	SH_ASSERT_EQ(cfg_fs_find(d, "data")->version, 3u);
+	SH_ASSERT_EQ(cfg_fs_find(d, "logs")->version, 2u);
+	SH_ASSERT_EQ(cfg_snap_find(d, cfg_fs_find(d, "data")->id, "ckpt-1.x")->created, 77u);
+	SH_ASSERT_EQ(cfg_snap_find(d, cfg_fs_find(d, "data")->id, "two")->state, CFG_SNAP_DELETING);
+	/* every truncation is refused */
+	for (size_t n = 0; n < e.len; n += 61)
+		SH_ASSERT_EQ(cfg_decode(e.p, n, d), -EBADMSG);
+	SH_ASSERT_EQ(cfg_decode(e.p, e.len - 1, d), -EBADMSG);
+	/* a snapshot in no state there is, or a filesystem at version 0: refused */
+	{
+		uint8_t *b = sh_malloc(e.len);
+
+		memcpy(b, e.p, e.len);
+		b[e.len - 9] = 3; /* the last snapshot's state */
+		SH_ASSERT_EQ(cfg_decode(b, e.len, d), -EBADMSG);
+		b[e.len - 9] = CFG_SNAP_READY;
+		SH_ASSERT_OK(cfg_decode(b, e.len, d));
+		sh_free(b);
+	}
+	sh_enc_fini(&e);
+	sh_enc_fini(&f);
+
+	/* a command carries its snapshot */
+	sh_enc_init(&e);
+	cfg_cmd_encode(&e, &cmd);
+	SH_ASSERT_OK(cfg_cmd_decode(e.p, e.len, &back));
+	SH_ASSERT_EQ(back.op, CFG_OP_SNAP_CREATE);
+	SH_ASSERT_STREQ(back.name, "data");
+	SH_ASSERT_STREQ(back.snap, "ckpt-1.x");
+	SH_ASSERT_EQ(back.time, 77u);
+	SH_ASSERT_EQ(cfg_cmd_decode(e.p, e.len - 1, &back), -EBADMSG);
+	/* one written before snapshots (no snap at its end) decodes with none */
+	SH_ASSERT_OK(cfg_cmd_decode(e.p, e.len - 2 - strlen(cmd.snap), &back));
+	SH_ASSERT_STREQ(back.snap, "");
+	SH_ASSERT_STREQ(back.name, "data");
+	sh_enc_fini(&e);
+	cfg_free(d);
+	cfg_free(c);
+}
+
+/* A configuration written before snapshots ("CFG3"): every filesystem at version 1, none kept. */
+TEST(config_decodes_before_snapshots)
+{
+	struct cfg *c = cluster_with_fs(), *d = cfg_new();
+	struct sh_enc e, f;
+	size_t tail;
+
+	/* "CFG4" is "CFG3" and then the versions (u64 each) and the count of snapshots */
+	SH_ASSERT_EQ(c->nsnaps, 0u);
+	sh_enc_init(&e);
+	cfg_encode(&e, c);
+	tail = (size_t)c->nfs * 8 + 4;
+	e.p[3] = '3';
+	SH_ASSERT_OK(cfg_decode(e.p, e.len - tail, d));
+	SH_ASSERT_EQ(d->nfs, 2u);
+	SH_ASSERT_EQ(cfg_fs_find(d, "data")->version, 1u);
+	SH_ASSERT_EQ(cfg_fs_find(d, "logs")->version, 1u);
+	SH_ASSERT_EQ(d->nsnaps, 0u);
+	SH_ASSERT_EQ(d->rebuild_share, c->rebuild_share);
+	/* "CFG3" with the new tail, or "CFG4" without it: refused */
+	SH_ASSERT_EQ(cfg_decode(e.p, e.len, d), -EBADMSG);
+	e.p[3] = '4';
+	SH_ASSERT_EQ(cfg_decode(e.p, e.len - tail, d), -EBADMSG);
+	/* and it goes on from there: the first snapshot takes version 1 */
+	e.p[3] = '3';
+	SH_ASSERT_OK(cfg_decode(e.p, e.len - tail, d));
+	snap_expect(d, snap_cmd(CFG_OP_SNAP_CREATE, "data", "first", 1), 0, NULL);
+	SH_ASSERT_EQ(cfg_snap_find(d, cfg_fs_find(d, "data")->id, "first")->version, 1u);
+	SH_ASSERT_EQ(cfg_fs_find(d, "data")->version, 2u);
+	sh_enc_init(&f);
+	cfg_encode(&f, d);
+	SH_ASSERT_EQ(memcmp(f.p, "CFG4", 4), 0); /* written in the new form */
+	sh_enc_fini(&f);
+	sh_enc_fini(&e);
+	cfg_free(d);
+	cfg_free(c);
 }

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The configuration's part of snapshots (config.h, enum cfg_snap_state):
+ * the filesystems' versions, the snapshot table, and the commands that
+ * change them (snap.create, snap.state, snap.delete, snap.forget).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_int.h"
+
+const char *
+cfg_snap_state_name(unsigned state)
+{
+	switch (state) {
+	case CFG_SNAP_CREATING:
+		return "creating";
+	case CFG_SNAP_READY:
+		return "ready";
+	case CFG_SNAP_DELETING:
+		return "deleting";
+	default:
+		return "?";
+	}
+}
+
+const struct cfg_snap *
+cfg_snap_find(const struct cfg *c, uint32_t fs, const char *name)
+{
+	for (uint32_t i = 0; i < c->nsnaps; i++)
+		if (c->snaps[i].fs == fs && strcmp(c->snaps[i].name, name) == 0)
+			return &c->snaps[i];
+	return NULL;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+unsigned
+cfg_fs_keep(const struct cfg *c, uint32_t fs, uint64_t *v, unsigned max)
+{
+	uint64_t all[CFG_SNAPS_MAX];
+	unsigned n = 0, k = 0;
+
+	for (uint32_t i = 0; i < c->nsnaps && i < CFG_SNAPS_MAX; i++)
+		if (c->snaps[i].fs == fs && c->snaps[i].state != CFG_SNAP_DELETING)
+			all[n++] = c->snaps[i].version;
+	qsort(all, n, sizeof(all[0]), cmp_u64);
+	for (unsigned i = 0; i < n; i++) {
+		if (k > 0 && all[i] == all[k - 1])
+			continue;
+		all[k++] = all[i];
+	}
+	memcpy(v, all, (k < max ? k : max) * sizeof(*v));
+	return k;
+}
+
+/* The filesystem and the snapshot a command names; -ENOENT with a reason. */
+static int
+find(const struct cfg *c, const struct cfg_cmd *cmd, const struct cfg_fs **f,
+     const struct cfg_snap **s, char *msg, size_t len)
+{
+	*f = cfg_fs_find(c, cmd->name);
+	if (*f == NULL)
+		return cfg_fail(msg, len, -ENOENT, "no filesystem '%s'", cmd->name);
+	*s = cfg_snap_find(c, (*f)->id, cmd->snap);
+	if (*s == NULL && cmd->op != CFG_OP_SNAP_CREATE)
+		return cfg_fail(msg, len, -ENOENT, "filesystem %s has no snapshot '%s'", cmd->name,
+				cmd->snap);
+	return 0;
+}
+
+int
+cfg_check_snap(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
+{
+	const struct cfg_fs *f;
+	const struct cfg_snap *s;
+	int rc = find(c, cmd, &f, &s, msg, len);
+
+	if (rc < 0)
+		return rc;
+	switch (cmd->op) {
+	case CFG_OP_SNAP_CREATE:
+		if (!cfg_name_ok(cmd->snap))
+			return cfg_fail(msg, len, -EINVAL,
+					"'%s' is not a snapshot name (1-63 of A-Z a-z 0-9 . _ -)",
+					cmd->snap);
+		if (s != NULL)
+			return cfg_fail(msg, len, -EEXIST,
+					"filesystem %s already has a snapshot '%s' (%s)", f->name,
+					cmd->snap, cfg_snap_state_name(s->state));
+		if (c->nsnaps >= CFG_SNAPS_MAX)
+			return cfg_fail(msg, len, -ENOSPC,
+					"the cluster has the most snapshots it can (%d): delete "
+					"some first",
+					CFG_SNAPS_MAX);
+		if (cfg_fs_keep(c, f->id, NULL, 0) >= CFG_FS_SNAPS_MAX)
+			return cfg_fail(msg, len, -ENOSPC,
+					"filesystem %s has the most snapshots it can keep (%d): "
+					"delete some first",
+					f->name, CFG_FS_SNAPS_MAX);
+		return 0;
+	case CFG_OP_SNAP_STATE:
+		if (cmd->state != CFG_SNAP_READY)
+			return cfg_fail(msg, len, -EINVAL,
+					"a snapshot only becomes ready (snap.delete deletes it), "
+					"not state %u",
+					cmd->state);
+		if (s->state == CFG_SNAP_READY)
+			return cfg_fail(msg, len, -EALREADY, "snapshot %s of %s is ready already",
+					s->name, f->name);
+		if (s->state != CFG_SNAP_CREATING)
+			return cfg_fail(msg, len, -EINVAL, "snapshot %s of %s is being deleted",
+					s->name, f->name);
+		return 0;
+	case CFG_OP_SNAP_DELETE:
+		if (s->state == CFG_SNAP_DELETING)
+			return cfg_fail(msg, len, -EALREADY,
+					"snapshot %s of %s is being deleted already", s->name,
+					f->name);
+		return 0;
+	case CFG_OP_SNAP_FORGET:
+		if (s->state != CFG_SNAP_DELETING)
+			return cfg_fail(msg, len, -EINVAL,
+					"snapshot %s of %s is %s, not being deleted: delete it "
+					"first",
+					s->name, f->name, cfg_snap_state_name(s->state));
+		return 0;
+	}
+	return cfg_fail(msg, len, -EINVAL, "unknown operation %u", cmd->op);
+}
+
+void
+cfg_apply_snap(struct cfg *c, const struct cfg_cmd *cmd)
+{
+	struct cfg_fs *f = (struct cfg_fs *)cfg_fs_find(c, cmd->name);
+	struct cfg_snap *s = (struct cfg_snap *)cfg_snap_find(c, f->id, cmd->snap);
+	unsigned long long v;
+
+	switch (cmd->op) {
+	case CFG_OP_SNAP_CREATE:
+		s = &c->snaps[c->nsnaps++];
+		memset(s, 0, sizeof(*s));
+		snprintf(s->name, sizeof(s->name), "%s", cmd->snap);
+		s->fs = f->id;
+		s->version = f->version;
+		s->state = CFG_SNAP_CREATING;
+		s->created = cmd->time;
+		f->version++; /* writes from now on carry the next version */
+		cfg_event(c, cmd->time, 0, "snapshot %s of fs %s created (version %llu)", s->name,
+			  f->name, (unsigned long long)s->version);
+		break;
+	case CFG_OP_SNAP_STATE:
+		s->state = CFG_SNAP_READY;
+		cfg_event(c, cmd->time, cmd->id, "snapshot %s of fs %s is ready (version %llu)",
+			  s->name, f->name, (unsigned long long)s->version);
+		break;
+	case CFG_OP_SNAP_DELETE:
+		s->state = CFG_SNAP_DELETING;
+		cfg_event(c, cmd->time, 0,
+			  "snapshot %s of fs %s deleted (version %llu): its space is freed in the "
+			  "background",
+			  s->name, f->name, (unsigned long long)s->version);
+		break;
+	case CFG_OP_SNAP_FORGET:
+		v = s->version;
+		cfg_event(c, cmd->time, cmd->id,
+			  "snapshot %s of fs %s is gone (version %llu): its space is freed",
+			  s->name, f->name, v);
+		memmove(s, s + 1, (size_t)(c->snaps + c->nsnaps - (s + 1)) * sizeof(*s));
+		c->nsnaps--;
+		break;
+	}
+}
+
+unsigned
+cfg_snaps_drop(struct cfg *c, uint32_t fs)
+{
+	uint32_t k = 0, n = c->nsnaps;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (c->snaps[i].fs != fs)
+			c->snaps[k++] = c->snaps[i];
+	c->nsnaps = k;
+	return n - k;
+}

@@ -62,8 +62,8 @@ admin_reply_json(struct admin_req *req, unsigned status, json_t *j)
 	json_decref(j);
 }
 
-static void
-reply_err(struct admin_req *req, int err, const char *msg)
+void
+admin_reply_err(struct admin_req *req, int err, const char *msg)
 {
 	json_t *j = json_pack("{s:s, s:s}", "error", msg && *msg ? msg : sh_strerror(err), "code",
 			      sh_errname(err));
@@ -355,7 +355,7 @@ on_changed(void *arg, int status, const char *msg)
 	struct admin_req *req = arg;
 
 	if (status < 0) {
-		reply_err(req, status, msg);
+		admin_reply_err(req, status, msg);
 		return;
 	}
 	admin_reply_json(req, 200, json_pack("{s:b}", "ok", 1));
@@ -487,9 +487,8 @@ parse_change(const char *what, json_t *o, struct cfg_cmd *cmd, char *err, size_t
 	return rc;
 }
 
-/* The request's body as a JSON object, or NULL (answered with the reason). */
-static json_t *
-body_object(struct admin_req *req)
+json_t *
+admin_body_object(struct admin_req *req)
 {
 	char err[CFG_MSG_MAX];
 	json_error_t jerr;
@@ -503,7 +502,7 @@ body_object(struct admin_req *req)
 	else
 		snprintf(err, sizeof(err), "the body must be a JSON object");
 	json_decref(o);
-	reply_err(req, -EINVAL, err);
+	admin_reply_err(req, -EINVAL, err);
 	return NULL;
 }
 
@@ -513,7 +512,7 @@ change(struct cluster *cl, const char *what, const char *key, struct admin_req *
 {
 	struct cfg_cmd cmd = { 0 };
 	char err[CFG_MSG_MAX] = "";
-	json_t *o = body_object(req);
+	json_t *o = admin_body_object(req);
 	int rc;
 
 	if (o == NULL)
@@ -522,16 +521,16 @@ change(struct cluster *cl, const char *what, const char *key, struct admin_req *
 		 : parse_change(what, o, &cmd, err, sizeof(err));
 	json_decref(o);
 	if (rc == -ENOENT && err[0] == '\0') {
-		reply_err(req, -ENOENT, "no such resource");
+		admin_reply_err(req, -ENOENT, "no such resource");
 		return;
 	}
 	if (rc < 0) {
-		reply_err(req, rc, err);
+		admin_reply_err(req, rc, err);
 		return;
 	}
 	rc = cluster_submit(cl, &cmd, on_changed, req);
 	if (rc < 0)
-		reply_err(req, rc, "cannot submit the change");
+		admin_reply_err(req, rc, "cannot submit the change");
 }
 
 static void
@@ -545,29 +544,29 @@ del(struct cluster *cl, const struct admin_node *self, const char *what, const c
 	if (strcmp(what, "drives") == 0) {
 		rc = admin_drive_remove(cluster_cfg(cl), self, key, &cmd, err, sizeof(err));
 		if (rc < 0) {
-			reply_err(req, rc, err);
+			admin_reply_err(req, rc, err);
 			return;
 		}
 	} else if (strcmp(what, "nodes") == 0) {
 		rc = admin_node_remove(cluster_cfg(cl), self, key, &cmd, err, sizeof(err));
 		if (rc < 0) {
-			reply_err(req, rc, err);
+			admin_reply_err(req, rc, err);
 			return;
 		}
 	} else if (strcmp(what, "fs") == 0) {
 		cmd.op = CFG_OP_FS_DELETE;
 		if (strlen(key) >= sizeof(cmd.name)) {
-			reply_err(req, -EINVAL, "filesystem name too long");
+			admin_reply_err(req, -EINVAL, "filesystem name too long");
 			return;
 		}
 		memcpy(cmd.name, key, strlen(key) + 1);
 	} else {
-		reply_err(req, -ENOENT, "no such resource");
+		admin_reply_err(req, -ENOENT, "no such resource");
 		return;
 	}
 	rc = cluster_submit(cl, &cmd, on_changed, req);
 	if (rc < 0)
-		reply_err(req, rc, "cannot submit the change");
+		admin_reply_err(req, rc, "cannot submit the change");
 }
 
 static unsigned
@@ -582,12 +581,38 @@ query_limit(const char *q)
 	return v == 0 || v > CFG_EVENTS_MAX ? CFG_EVENTS_MAX : (unsigned)v;
 }
 
+/* /v1/fs/FS/snapshots[/NAME]: true, with the names (name "" without it). */
+static bool
+snap_path(const char *path, char *fs, char *name)
+{
+	const char *p, *q;
+
+	if (strncmp(path, "/v1/fs/", 7) != 0)
+		return false;
+	p = path + 7;
+	q = strchr(p, '/');
+	if (q == NULL || q == p || (size_t)(q - p) >= CFG_NAME_MAX ||
+	    strncmp(q, "/snapshots", 10) != 0)
+		return false;
+	memcpy(fs, p, (size_t)(q - p));
+	fs[q - p] = '\0';
+	q += 10;
+	name[0] = '\0';
+	if (*q == '\0')
+		return true;
+	if (*q != '/' || q[1] == '\0' || strchr(q + 1, '/') != NULL ||
+	    strlen(q + 1) >= CFG_NAME_MAX)
+		return false;
+	snprintf(name, CFG_NAME_MAX, "%s", q + 1);
+	return true;
+}
+
 void
 admin_api_handle(struct cluster *cl, const struct admin_node *self, struct admin_req *req)
 {
 	const struct cfg *c = cluster_cfg(cl);
 	bool get = strcmp(req->method, "GET") == 0;
-	char what[32] = "", key[CFG_NAME_MAX + 8] = "";
+	char what[32] = "", key[CFG_NAME_MAX + 8] = "", snap[CFG_NAME_MAX];
 	struct cluster_info ci;
 
 	sh_log_debug("%s %s", req->method, req->path);
@@ -595,10 +620,14 @@ admin_api_handle(struct cluster *cl, const struct admin_node *self, struct admin
 		metrics(cl, self, req);
 		return;
 	}
+	if (snap_path(req->path, key, snap)) {
+		admin_snap_handle(cl, self, req, key, snap);
+		return;
+	}
 	if (strncmp(req->path, "/v1/", 4) != 0 ||
 	    sscanf(req->path + 4, "%31[a-z]/%71[^/]", what, key) < 1 ||
 	    strlen(req->path + 4) > strlen(what) + 1 + strlen(key)) {
-		reply_err(req, -ENOENT, "no such resource");
+		admin_reply_err(req, -ENOENT, "no such resource");
 		return;
 	}
 	cluster_info(cl, &ci);
@@ -626,7 +655,7 @@ admin_api_handle(struct cluster *cl, const struct admin_node *self, struct admin
 		else if (strcmp(what, "settings") == 0)
 			admin_reply_json(req, 200, admin_settings_json(c));
 		else
-			reply_err(req, -ENOENT, "no such resource");
+			admin_reply_err(req, -ENOENT, "no such resource");
 		return;
 	}
 	if (strcmp(req->method, "POST") == 0 && key[0] == '\0') {

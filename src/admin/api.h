@@ -11,12 +11,15 @@
  *   GET    /v1/nets                   POST {"node", "addr", "label"}
  *   GET    /v1/fs                     POST {"name", "protection", "compression", "dedup", "quota"}
  *   DELETE /v1/fs/NAME
+ *   GET    /v1/fs/NAME/snapshots      POST {"name"}: 201 once ready (504 if not in time)
+ *   GET    /v1/fs/NAME/snapshots/SNAP DELETE: 202 (its space is freed in the background)
  *   GET    /v1/events                 newest first; ?limit=N
  *   GET    /metrics                   Prometheus text
  *
  * Errors: {"error": reason, "code": "EEXIST"} with 400 (bad request), 404
  * (no such thing), 405, 409 (exists), 422 (cannot be placed or is full),
- * 503 (no leader or quorum, not in a cluster), 500.
+ * 503 (no leader or quorum, not in a cluster), 504 (a snapshot created but
+ * not ready in time), 500.
  */
 #ifndef SH_ADMIN_API_H
 #define SH_ADMIN_API_H
@@ -40,7 +43,18 @@ struct admin_node {
 	/* Call fn with the loops' latest counters (valid only during the call). Optional. */
 	void (*with_stats)(void *arg, admin_stats_fn fn, void *ctx);
 	void *arg;
+	/* How long POST .../snapshots waits for the snapshot to be ready (0: ADMIN_SNAP_WAIT_S). */
+	uint64_t snap_wait_ns;
 };
+
+/*
+ * A snapshot is ready once every metadata group of its filesystem writes
+ * at the next version; POST .../snapshots waits for that at most this
+ * long after it took the request, commit included, then answers 504 (the
+ * snapshot stays and becomes ready later). Less than ADMIN_REPLY_TIMEOUT_S,
+ * so that the reason, not the HTTP server's timeout, answers.
+ */
+#define ADMIN_SNAP_WAIT_S (ADMIN_REPLY_TIMEOUT_S - 2)
 
 void admin_api_handle(struct cluster *cl, const struct admin_node *self, struct admin_req *req);
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Shared by the admin API's files (api.c, api_heal.c); not for other modules. */
+/* Shared by the admin API's files (api.c, api_heal.c, api_snap.c); not for other modules. */
 #ifndef SH_ADMIN_API_INT_H
 #define SH_ADMIN_API_INT_H
 
@@ -24,6 +24,10 @@ json_t *admin_rebuild_json(const struct cfg *c, const struct admin_node *self, u
 void admin_rebuild_reply(const struct cfg *c, const struct admin_node *self, struct admin_req *req);
 /* Answer req with j (decref'd), compact, a newline after it. */
 void admin_reply_json(struct admin_req *req, unsigned status, json_t *j);
+/* Answer req with {"error": msg (sh_strerror(err) if empty), "code": "EXXX"}, status by err. */
+void admin_reply_err(struct admin_req *req, int err, const char *msg);
+/* The request's body as a JSON object, or NULL (answered with the reason). */
+json_t *admin_body_object(struct admin_req *req);
 json_t *admin_settings_json(const struct cfg *c);
 /*
  * PUT /v1/WHAT/KEY with body o into a command: drives/ID {"state":"failed"},
@@ -41,5 +45,16 @@ int admin_drive_remove(const struct cfg *c, const struct admin_node *self, const
 /* DELETE /v1/nodes/KEY: refused (-EBUSY) while its draining drives hold what a stripe needs. */
 int admin_node_remove(const struct cfg *c, const struct admin_node *self, const char *key,
 		      struct cfg_cmd *cmd, char *err, size_t elen);
+
+/* api_snap.c: a filesystem's snapshots */
+/*
+ * The routes under /v1/fs/FS/snapshots: name is "" for the collection
+ * (GET lists, POST creates and answers once ready), else one snapshot
+ * (GET shows, DELETE deletes).
+ */
+void admin_snap_handle(struct cluster *cl, const struct admin_node *self, struct admin_req *req,
+		       const char *fs, const char *name);
+/* A snapshot as JSON: name, fs, version, state, created (s in c). */
+json_t *admin_snap_json(const struct cfg *c, const struct cfg_snap *s);
 
 #endif /* SH_ADMIN_API_INT_H */

@@ -28,6 +28,7 @@ static const char usage_text[] =
     "  fs create NAME [--protection D+P] [--compression lz4|zstd[:LEVEL]|none] [--dedup on|off]\n"
     "            [--quota SIZE]\n"
     "  fs list | fs delete NAME\n"
+    "  fs snapshot create FS NAME | fs snapshot list FS | fs snapshot delete FS NAME\n"
     "  drive fail ID | drive remove ID (drains it first)\n"
     "  cluster set rebuild-delay|rebuild-share|scrub-rate|scrub-interval VALUE | cluster settings\n"
     "  rebuild status [--watch [SECONDS]]\n"
@@ -130,10 +131,17 @@ server_reason(int status, const char *body)
 	const char *e = j ? json_string_value(json_object_get(j, "error")) : NULL;
 
 	snprintf(msg, sizeof(msg), "%s", e ? e : (body && *body ? body : "no reason given"));
-	json_decref(j);
-	if (status == 504)
+	/* the HTTP server's own timeout says nothing more; the API's 504s do (with a code) */
+	if (status == 504 && json_object_get(j, "code") == NULL)
 		snprintf(msg, sizeof(msg), "the node did not answer in time");
+	json_decref(j);
 	return msg;
+}
+
+static bool
+ok_status(int status)
+{
+	return status >= 200 && status <= 299;
 }
 
 static char *
@@ -177,7 +185,7 @@ api_try(const struct cli *c, const char *method, const char *path, json_t *body,
 
 	free(b);
 	json_decref(body);
-	if (status != 200)
+	if (!ok_status(status))
 		snprintf(reason, len, "%s", server_reason(status, out));
 	else if (c->json)
 		printf("%s", out);
@@ -190,8 +198,27 @@ api_change(const struct cli *c, const char *method, const char *path, json_t *bo
 {
 	char reason[512];
 
-	if (api_try(c, method, path, body, reason, sizeof(reason)) != 200)
+	if (!ok_status(api_try(c, method, path, body, reason, sizeof(reason))))
 		fail("%s", reason);
+}
+
+json_t *
+api_call(const struct cli *c, const char *method, const char *path, json_t *body)
+{
+	char *b = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	int status;
+	char *out = call(c, method, path, b, &status);
+	json_t *j;
+
+	free(b);
+	json_decref(body);
+	if (!ok_status(status))
+		fail("%s", server_reason(status, out));
+	j = json_loads(out, 0, NULL);
+	if (j == NULL)
+		fail("the server sent a reply that is not JSON");
+	free(out);
+	return j;
 }
 
 /* ---- argument helpers ---- */
@@ -639,6 +666,8 @@ run(struct cli *c, int argc, char **argv)
 		}
 	}
 	if (strcmp(obj, "fs") == 0) {
+		if (strcmp(verb, "snapshot") == 0)
+			return cmd_snapshot(c, argc - 2, argv + 2);
 		if (strcmp(verb, "list") == 0) {
 			opt(&a, "", no_opts);
 			return show(c, "/v1/fs", show_fs);

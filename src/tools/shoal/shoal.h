@@ -23,17 +23,22 @@ _Noreturn void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* GET path from cli->addr as JSON; exits 1 with the server's reason on error. */
 json_t *api_get(const struct cli *c, const char *path);
-/* POST/DELETE; exits 1 with the server's reason on error. */
+/* POST/PUT/DELETE; exits 1 with the server's reason on error (any 2xx is success). */
 void api_change(const struct cli *c, const char *method, const char *path, json_t *body);
-/* The same, not exiting: the HTTP status, the server's reason in reason unless 200. */
+/* The same, not exiting: the HTTP status, the server's reason in reason unless 2xx. */
 int api_try(const struct cli *c, const char *method, const char *path, json_t *body, char *reason,
 	    size_t len);
+/* method path with body (taken; NULL: none): the JSON answer; exits 1 with the reason unless 2xx.
+ */
+json_t *api_call(const struct cli *c, const char *method, const char *path, json_t *body);
 
 int cmd_local(struct cli *c, int argc, char **argv);
 int cmd_ns(struct cli *c, int argc, char **argv);
 int cmd_mount(struct cli *c, int argc, char **argv);
 int cmd_umount(struct cli *c, int argc, char **argv);
 int cmd_stats(struct cli *c, int argc, char **argv);
+/* snap.c: shoal fs snapshot create|list|delete (argv from after "snapshot") */
+int cmd_snapshot(struct cli *c, int argc, char **argv);
 /* heal.c: shoal rebuild status; the line of `shoal status` that says how protected data is. */
 int cmd_rebuild(struct cli *c, int argc, char **argv);
 void rebuild_status_line(const struct cli *c);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../../src/admin/api.h"
@@ -279,5 +280,268 @@ TEST(admin_api_one_node)
 		env_real_run_once(env, 100 * SH_NSEC_PER_MSEC);
 	admin_http_stop(h);
 	net_destroy(net);
+	env_real_destroy(env);
+}
+
+/* ---- snapshots, on five nodes in this process (a filesystem needs 3+2 domains) ---- */
+
+#define SNAP_NODES 5
+
+struct snap_world {
+	struct net *net[SNAP_NODES];
+	struct cluster *cl[SNAP_NODES];
+	char mgmt[SNAP_NODES][64], data[SNAP_NODES][64];
+	struct api_ctx api, api2; /* node 1's admin API, and node 2's (not the leader) */
+	int port2;
+	bool marking; /* a snap.state of the stand-in metadata layer in flight */
+	unsigned stopped;
+};
+
+static struct snap_world *snap_w; /* for the client's script */
+
+/* A creation still waiting when the node stops: answered 503. */
+struct late_post {
+	int port, status;
+	char out[1024];
+};
+
+static void *
+late_post(void *arg)
+{
+	struct late_post *l = arg;
+
+	l->status = request(l->port, "POST", "/v1/fs/data/snapshots", "{\"name\":\"slow2\"}",
+			    l->out, sizeof(l->out));
+	return NULL;
+}
+
+static struct late_post late;
+static pthread_t late_th;
+
+/* Each node formats its drives: here, any path is a 1 GiB drive. */
+static int
+fake_prepare(void *arg, struct cfg_cmd *cmd, char *msg, size_t len)
+{
+	(void)arg;
+	(void)msg;
+	(void)len;
+	cmd->size = 1ull << 30;
+	return 0;
+}
+
+static void
+on_marked(void *arg, int status, const char *msg)
+{
+	(void)status;
+	(void)msg;
+	((struct snap_world *)arg)->marking = false;
+}
+
+/*
+ * The metadata layer's part, stood in for: a snapshot being created is
+ * ready at once (as if every group took the next version) — unless its
+ * name starts with "slow": those stay creating.
+ */
+static void
+fake_meta(void *arg, const struct cfg *c)
+{
+	struct snap_world *w = arg;
+
+	for (uint32_t i = 0; i < c->nsnaps && !w->marking && w->cl[0] != NULL; i++) {
+		const struct cfg_snap *s = &c->snaps[i];
+		const struct cfg_fs *f = cfg_fs_by_id(c, s->fs);
+		struct cfg_cmd cmd = { .op = CFG_OP_SNAP_STATE, .state = CFG_SNAP_READY };
+
+		if (s->state != CFG_SNAP_CREATING || strncmp(s->name, "slow", 4) == 0 || f == NULL)
+			continue;
+		snprintf(cmd.name, sizeof(cmd.name), "%s", f->name);
+		snprintf(cmd.snap, sizeof(cmd.snap), "%s", s->name);
+		w->marking = cluster_submit(w->cl[0], &cmd, on_marked, w) == 0;
+	}
+}
+
+static void
+snap_script(struct client *c)
+{
+	struct snap_world *w = snap_w;
+	char out[8192], body[256];
+	int st;
+
+	st = request(c->port, "POST", "/v1/cluster", "{\"name\":\"snaps\",\"buckets\":16}", out,
+		     sizeof(out));
+	EXPECT(c, st == 200, "create: %d %s", st, out);
+	for (int i = 1; i < SNAP_NODES; i++) {
+		snprintf(body, sizeof(body), "{\"id\":%d,\"mgmt\":\"%s\",\"data\":\"%s\"}", i + 1,
+			 w->mgmt[i], w->data[i]);
+		st = request(c->port, "POST", "/v1/nodes", body, out, sizeof(out));
+		EXPECT(c, st == 200, "node add %d: %d %s", i + 1, st, out);
+	}
+	for (int i = 0; i < SNAP_NODES; i++) {
+		snprintf(body, sizeof(body), "{\"node\":%d,\"path\":\"/dev/fake%d\"}", i + 1, i);
+		st = request(c->port, "POST", "/v1/drives", body, out, sizeof(out));
+		EXPECT(c, st == 200, "drive add %d: %d %s", i + 1, st, out);
+	}
+	st =
+	    request(c->port, "POST", "/v1/fs/data/snapshots", "{\"name\":\"a\"}", out, sizeof(out));
+	EXPECT(c, st == 404 && strstr(out, "no filesystem 'data'"), "no fs yet: %d %s", st, out);
+	st = request(c->port, "POST", "/v1/fs", "{\"name\":\"data\",\"protection\":\"3+2\"}", out,
+		     sizeof(out));
+	EXPECT(c, st == 200, "fs create: %d %s", st, out);
+	st = request(c->port, "GET", "/v1/fs/data/snapshots", NULL, out, sizeof(out));
+	EXPECT(c, st == 200 && strcmp(out, "[]\n") == 0, "none yet: %d %s", st, out);
+
+	/* created, and answered once ready */
+	st =
+	    request(c->port, "POST", "/v1/fs/data/snapshots", "{\"name\":\"a\"}", out, sizeof(out));
+	EXPECT(c,
+	       st == 201 && strstr(out, "\"name\":\"a\"") && strstr(out, "\"fs\":\"data\"") &&
+		   strstr(out, "\"version\":1,") && strstr(out, "\"state\":\"ready\"") &&
+		   strstr(out, "\"created\":"),
+	       "snapshot a: %d %s", st, out);
+	st =
+	    request(c->port, "POST", "/v1/fs/data/snapshots", "{\"name\":\"a\"}", out, sizeof(out));
+	EXPECT(c, st == 409 && strstr(out, "EEXIST") && strstr(out, "already has a snapshot"),
+	       "a again: %d %s", st, out);
+	st = request(c->port, "POST", "/v1/fs/data/snapshots", "{\"name\":\"a b\"}", out,
+		     sizeof(out));
+	EXPECT(c, st == 400 && strstr(out, "not a snapshot name"), "bad name: %d %s", st, out);
+	st = request(c->port, "POST", "/v1/fs/data/snapshots", "{\"nom\":\"a\"}", out, sizeof(out));
+	EXPECT(c, st == 400 && strstr(out, "missing field"), "no name: %d %s", st, out);
+	st = request(c->port, "POST", "/v1/fs/data/snapshots", "{\"name\":7}", out, sizeof(out));
+	EXPECT(c, st == 400 && strstr(out, "must be a string"), "name of a number: %d %s", st, out);
+	st =
+	    request(c->port, "POST", "/v1/fs/nope/snapshots", "{\"name\":\"a\"}", out, sizeof(out));
+	EXPECT(c, st == 404 && strstr(out, "no filesystem 'nope'"), "no such fs: %d %s", st, out);
+
+	/* not ready in time: 504 with the reason; it stays, creating */
+	st = request(c->port, "POST", "/v1/fs/data/snapshots", "{\"name\":\"slow1\"}", out,
+		     sizeof(out));
+	EXPECT(c,
+	       st == 504 && strstr(out, "ETIMEDOUT") &&
+		   strstr(out, "snapshot slow1 of data is still being created: not every "
+			       "metadata group has taken version 3 yet"),
+	       "slow1: %d %s", st, out);
+	st = request(c->port, "GET", "/v1/fs/data/snapshots", NULL, out, sizeof(out));
+	EXPECT(c,
+	       st == 200 && strstr(out, "{\"name\":\"a\"") &&
+		   strstr(out, "\"name\":\"slow1\",\"fs\":\"data\",\"version\":2,\"state\":"
+			       "\"creating\""),
+	       "list: %d %s", st, out);
+	st = request(c->port, "GET", "/v1/fs/data/snapshots/a", NULL, out, sizeof(out));
+	EXPECT(c, st == 200 && strstr(out, "\"state\":\"ready\"") && out[0] == '{', "one: %d %s",
+	       st, out);
+	/* asked of a node that does not lead: forwarded, then answered once ready there too */
+	st = request(w->port2, "POST", "/v1/fs/data/snapshots", "{\"name\":\"b\"}", out,
+		     sizeof(out));
+	EXPECT(c, st == 201 && strstr(out, "\"version\":3,") && strstr(out, "\"state\":\"ready\""),
+	       "b via node 2: %d %s", st, out);
+	st = request(w->port2, "GET", "/v1/fs/data/snapshots", NULL, out, sizeof(out));
+	EXPECT(c, st == 200 && strstr(out, "\"name\":\"b\""), "list via node 2: %d %s", st, out);
+	st = request(c->port, "GET", "/v1/fs/data/snapshots/zz", NULL, out, sizeof(out));
+	EXPECT(c, st == 404 && strstr(out, "no snapshot 'zz'"), "no such one: %d %s", st, out);
+	st = request(c->port, "GET", "/v1/fs/nope/snapshots", NULL, out, sizeof(out));
+	EXPECT(c, st == 404, "list of no fs: %d %s", st, out);
+
+	/* deleted: 202, its space freed in the background */
+	st = request(c->port, "DELETE", "/v1/fs/data/snapshots/slow1", NULL, out, sizeof(out));
+	EXPECT(c, st == 202, "delete: %d %s", st, out);
+	st = request(c->port, "DELETE", "/v1/fs/data/snapshots/slow1", NULL, out, sizeof(out));
+	EXPECT(c, st == 409 && strstr(out, "being deleted already"), "delete again: %d %s", st,
+	       out);
+	st = request(c->port, "DELETE", "/v1/fs/data/snapshots/zz", NULL, out, sizeof(out));
+	EXPECT(c, st == 404, "delete none: %d %s", st, out);
+	st = request(c->port, "GET", "/v1/fs/data/snapshots/slow1", NULL, out, sizeof(out));
+	EXPECT(c, st == 200 && strstr(out, "\"state\":\"deleting\""), "deleting: %d %s", st, out);
+	st = request(c->port, "DELETE", "/v1/fs/data/snapshots", NULL, out, sizeof(out));
+	EXPECT(c, st == 405, "DELETE of all: %d", st);
+	st = request(c->port, "PUT", "/v1/fs/data/snapshots/a", "{}", out, sizeof(out));
+	EXPECT(c, st == 405, "PUT: %d", st);
+	st = request(c->port, "GET", "/v1/fs/data/snapshots/a/b", NULL, out, sizeof(out));
+	EXPECT(c, st == 404, "too deep: %d", st);
+	st = request(c->port, "GET", "/v1/events?limit=8", NULL, out, sizeof(out));
+	EXPECT(c,
+	       st == 200 && strstr(out, "snapshot a of fs data created (version 1)") &&
+		   strstr(out, "snapshot a of fs data is ready (version 1)") &&
+		   strstr(out, "snapshot slow1 of fs data deleted (version 2)"),
+	       "events: %d %s", st, out);
+	/* one left waiting (for long) as the node stops */
+	w->api.self.snap_wait_ns = 60 * SH_NSEC_PER_SEC;
+	late.port = c->port;
+	pthread_create(&late_th, NULL, late_post, &late);
+	usleep(500 * 1000);
+}
+
+static void
+on_node_stopped(void *arg)
+{
+	((struct snap_world *)arg)->stopped++;
+}
+
+TEST(admin_api_snapshots)
+{
+	static struct snap_world w;
+	struct env *env = env_real_create(NULL);
+	struct client c = { .env = env, .script = snap_script };
+	struct net_iface ifc[SNAP_NODES];
+	struct admin_http *h, *h2;
+	char dir[SNAP_NODES][600];
+	pthread_t th;
+
+	snap_w = &w;
+	w.api.self = (struct admin_node){
+		.id = 1, .mode = "cpu", .workers = 1, .snap_wait_ns = 2 * SH_NSEC_PER_SEC
+	};
+	for (int i = 0; i < SNAP_NODES; i++) {
+		struct net_config nc = { .node_id = (uint64_t)i + 1,
+					 .ifaces = &ifc[i],
+					 .nifaces = 1 };
+		struct cluster_params p = { .node_id = (uint64_t)i + 1,
+					    .submit_ns = 5 * SH_NSEC_PER_SEC,
+					    .prepare = fake_prepare };
+		int port = free_port();
+
+		if (i == 0)
+			c.port = port;
+		if (i == 1)
+			w.port2 = port;
+		snprintf(w.mgmt[i], sizeof(w.mgmt[i]), "127.0.0.1:%d", port);
+		snprintf(w.data[i], sizeof(w.data[i]), "127.0.0.1:%d", free_port());
+		snprintf(dir[i], sizeof(dir[i]), "%s/n%d", sh_test_dir(), i + 1);
+		SH_ASSERT_EQ(mkdir(dir[i], 0755), 0);
+		memset(&ifc[i], 0, sizeof(ifc[i]));
+		SH_ASSERT_OK(env_addr_parse(w.mgmt[i], &ifc[i].addr));
+		SH_ASSERT_OK(net_create(env, &nc, &w.net[i]));
+		p.mgmt = w.mgmt[i];
+		p.data = w.data[i];
+		p.dir = dir[i];
+		if (i == 0) {
+			p.changed = fake_meta;
+			p.arg = &w;
+		}
+		SH_ASSERT_OK(cluster_start(w.net[i], &p, &w.cl[i]));
+	}
+	w.api.cl = w.cl[0];
+	w.api2 = (struct api_ctx){ .cl = w.cl[1], .self = w.api.self };
+	w.api2.self.id = 2;
+	SH_ASSERT_OK(admin_http_start(env, w.mgmt[0], on_api, &w.api, &h));
+	SH_ASSERT_OK(admin_http_start(env, w.mgmt[1], on_api, &w.api2, &h2));
+	pthread_create(&th, NULL, client_main, &c);
+	env_real_run(env);
+	pthread_join(th, NULL);
+	SH_ASSERT_MSG(c.failure[0] == '\0', "%s", c.failure);
+	admin_http_quiesce(h);
+	admin_http_quiesce(h2);
+	for (int i = 0; i < SNAP_NODES; i++)
+		cluster_stop(w.cl[i], on_node_stopped, &w);
+	w.cl[0] = NULL;
+	while (w.stopped < SNAP_NODES)
+		env_real_run_once(env, 100 * SH_NSEC_PER_MSEC);
+	pthread_join(late_th, NULL);
+	SH_ASSERT_MSG(late.status == 503 && strstr(late.out, "shutting down"), "%d %s", late.status,
+		      late.out);
+	admin_http_stop(h);
+	admin_http_stop(h2);
+	for (int i = 0; i < SNAP_NODES; i++)
+		net_destroy(w.net[i]);
 	env_real_destroy(env);
 }

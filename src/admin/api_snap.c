@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The admin API's snapshot routes (api.h, docs/admin-api.md): a
+ * filesystem's snapshots listed, shown, created and deleted. A creation
+ * is answered once the snapshot is ready (every metadata group of the
+ * filesystem writes at the next version: the metadata layer then
+ * proposes snap.state), waiting on the management loop with
+ * cluster_wait, never blocking it.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../base/alloc.h"
+#include "api_int.h"
+
+SH_LOG_FACILITY("admin.snap");
+
+json_t *
+admin_snap_json(const struct cfg *c, const struct cfg_snap *s)
+{
+	const struct cfg_fs *f = cfg_fs_by_id(c, s->fs);
+
+	return json_pack("{s:s, s:s, s:I, s:s, s:I}", "name", s->name, "fs", f ? f->name : "",
+			 "version", (json_int_t)s->version, "state", cfg_snap_state_name(s->state),
+			 "created", (json_int_t)(s->created / 1000000000));
+}
+
+static json_t *
+list_json(const struct cfg *c, const struct cfg_fs *f)
+{
+	json_t *a = json_array();
+
+	for (uint32_t i = 0; i < c->nsnaps; i++)
+		if (c->snaps[i].fs == f->id)
+			json_array_append_new(a, admin_snap_json(c, &c->snaps[i]));
+	return a;
+}
+
+/* POST /v1/fs/FS/snapshots, from the request to its answer. */
+struct snap_wait {
+	struct cluster *cl;
+	struct admin_req *req;
+	uint64_t until; /* sh_clock_mono_ns: answer 504 if not ready by then */
+	bool seen;	/* this node's configuration has had the snapshot */
+	uint32_t fs_id; /* once seen */
+	char fs[CFG_NAME_MAX], name[CFG_NAME_MAX];
+};
+
+static void
+reply_late(struct admin_req *req, const char *msg)
+{
+	admin_reply_json(req, 504,
+			 json_pack("{s:s, s:s}", "error", msg, "code", sh_errname(-ETIMEDOUT)));
+}
+
+/* The snapshot is ready, being deleted, or gone: done waiting. */
+static bool
+settled(void *arg, const struct cfg *c)
+{
+	struct snap_wait *w = arg;
+	const struct cfg_fs *f = w->seen ? NULL : cfg_fs_find(c, w->fs);
+	const struct cfg_snap *s;
+
+	if (!w->seen && f != NULL && cfg_snap_find(c, f->id, w->name) != NULL) {
+		w->seen = true;
+		w->fs_id = f->id;
+	}
+	if (!w->seen)
+		return false; /* committed, but not in this node's copy yet */
+	s = cfg_snap_find(c, w->fs_id, w->name);
+	return s == NULL || s->state != CFG_SNAP_CREATING;
+}
+
+static void
+on_settled(void *arg, int status, const char *msg)
+{
+	struct snap_wait *w = arg;
+	const struct cfg *c;
+	const struct cfg_snap *s;
+	char err[512];
+
+	if (status != 0 && status != -ETIMEDOUT) { /* the node stops */
+		snprintf(err, sizeof(err),
+			 "%s: snapshot %s of %s is created, and becomes ready later",
+			 *msg ? msg : sh_strerror(status), w->name, w->fs);
+		admin_reply_err(w->req, status, err);
+		goto out;
+	}
+	c = cluster_cfg(w->cl);
+	s = w->seen ? cfg_snap_find(c, w->fs_id, w->name) : NULL;
+	if (s != NULL && s->state == CFG_SNAP_READY) {
+		admin_reply_json(w->req, 201, admin_snap_json(c, s));
+	} else if (s != NULL && s->state == CFG_SNAP_CREATING) {
+		snprintf(err, sizeof(err),
+			 "snapshot %s of %s is still being created: not every metadata group has "
+			 "taken version %llu yet; it becomes ready when they have",
+			 w->name, w->fs, (unsigned long long)s->version + 1);
+		reply_late(w->req, err);
+	} else if (w->seen) {
+		snprintf(err, sizeof(err), "snapshot %s of %s was deleted before it became ready",
+			 w->name, w->fs);
+		admin_reply_err(w->req, -ENOENT, err);
+	} else {
+		snprintf(err, sizeof(err),
+			 "snapshot %s of %s is created, but this node has not heard of it yet "
+			 "(configuration epoch %llu): list the snapshots to see when it is ready",
+			 w->name, w->fs, (unsigned long long)c->epoch);
+		reply_late(w->req, err);
+	}
+out:
+	sh_free(w);
+}
+
+static void
+on_created(void *arg, int status, const char *msg)
+{
+	struct snap_wait *w = arg;
+	uint64_t now = sh_clock_mono_ns();
+	int rc;
+
+	if (status < 0) {
+		admin_reply_err(w->req, status, msg);
+		sh_free(w);
+		return;
+	}
+	rc = cluster_wait(w->cl, settled, w->until > now ? w->until - now : 0, on_settled, w);
+	if (rc < 0)
+		on_settled(w, rc, "");
+}
+
+static void
+create(struct cluster *cl, const struct admin_node *self, struct admin_req *req, const char *fs)
+{
+	uint64_t wait =
+	    self->snap_wait_ns ? self->snap_wait_ns : (uint64_t)ADMIN_SNAP_WAIT_S * SH_NSEC_PER_SEC;
+	struct cfg_cmd cmd = { .op = CFG_OP_SNAP_CREATE };
+	json_t *o = admin_body_object(req), *v;
+	struct snap_wait *w;
+	int rc;
+
+	if (o == NULL)
+		return;
+	v = json_object_get(o, "name");
+	if (v == NULL || !json_is_string(v) || strlen(json_string_value(v)) >= CFG_NAME_MAX) {
+		json_decref(o);
+		admin_reply_err(req, -EINVAL,
+				v == NULL ? "missing field \"name\""
+					  : "field \"name\" must be a string of at most 63 bytes");
+		return;
+	}
+	snprintf(cmd.name, sizeof(cmd.name), "%s", fs);
+	snprintf(cmd.snap, sizeof(cmd.snap), "%s", json_string_value(v));
+	json_decref(o);
+	w = sh_calloc(1, sizeof(*w));
+	if (w == NULL) {
+		admin_reply_err(req, -ENOMEM, "out of memory");
+		return;
+	}
+	w->cl = cl;
+	w->req = req;
+	w->until = sh_clock_mono_ns() + wait;
+	snprintf(w->fs, sizeof(w->fs), "%s", cmd.name);
+	snprintf(w->name, sizeof(w->name), "%s", cmd.snap);
+	rc = cluster_submit(cl, &cmd, on_created, w);
+	if (rc < 0) {
+		sh_free(w);
+		admin_reply_err(req, rc, "cannot submit the change");
+	}
+}
+
+static void
+on_deleted(void *arg, int status, const char *msg)
+{
+	struct admin_req *req = arg;
+
+	if (status < 0) {
+		admin_reply_err(req, status, msg);
+		return;
+	}
+	/* accepted: the metadata layer frees its space, then forgets it (snap.forget) */
+	admin_reply_json(req, 202, json_pack("{s:b}", "ok", 1));
+}
+
+static void
+del(struct cluster *cl, struct admin_req *req, const char *fs, const char *name)
+{
+	struct cfg_cmd cmd = { .op = CFG_OP_SNAP_DELETE };
+	int rc;
+
+	snprintf(cmd.name, sizeof(cmd.name), "%s", fs);
+	snprintf(cmd.snap, sizeof(cmd.snap), "%s", name);
+	rc = cluster_submit(cl, &cmd, on_deleted, req);
+	if (rc < 0)
+		admin_reply_err(req, rc, "cannot submit the change");
+}
+
+void
+admin_snap_handle(struct cluster *cl, const struct admin_node *self, struct admin_req *req,
+		  const char *fs, const char *name)
+{
+	const struct cfg *c = cluster_cfg(cl);
+	const struct cfg_fs *f = cfg_fs_find(c, fs);
+	const struct cfg_snap *s;
+	char err[CFG_MSG_MAX];
+
+	if (strcmp(req->method, "GET") == 0) {
+		if (f == NULL) {
+			snprintf(err, sizeof(err), "no filesystem '%s'", fs);
+			admin_reply_err(req, -ENOENT, err);
+		} else if (name[0] == '\0') {
+			admin_reply_json(req, 200, list_json(c, f));
+		} else if ((s = cfg_snap_find(c, f->id, name)) == NULL) {
+			snprintf(err, sizeof(err), "filesystem %s has no snapshot '%s'", fs, name);
+			admin_reply_err(req, -ENOENT, err);
+		} else {
+			admin_reply_json(req, 200, admin_snap_json(c, s));
+		}
+		return;
+	}
+	if (strcmp(req->method, "POST") == 0 && name[0] == '\0') {
+		create(cl, self, req, fs);
+		return;
+	}
+	if (strcmp(req->method, "DELETE") == 0 && name[0] != '\0') {
+		del(cl, req, fs, name);
+		return;
+	}
+	sh_log_debug("%s %s: not allowed", req->method, req->path);
+	admin_reply(req, 405, NULL, "{\"error\":\"method not allowed\",\"code\":\"EINVAL\"}\n", 47);
+}

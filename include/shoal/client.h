@@ -60,7 +60,13 @@ struct sh_client_opts {
 SH_API int sh_client_connect(const char *mgmt, const struct sh_client_opts *opts, sh_client **out);
 SH_API void sh_client_close(sh_client *c);
 
-/* Open a filesystem by name: -ENOENT if the cluster has none by that name. */
+/*
+ * Open a filesystem by name: -ENOENT if the cluster has none by that name.
+ * "FS@SNAP" opens snapshot SNAP of FS, read-only: it reads as FS was when
+ * the snapshot was taken, and every change is refused with -EROFS. -ENOENT
+ * (no such snapshot), -EAGAIN (it is still being created), -ESTALE (it is
+ * being deleted; also what calls on a handle get once it is).
+ */
 SH_API int sh_fs_open(sh_client *c, const char *name, sh_fs **out);
 SH_API void sh_fs_close(sh_fs *fs);
 

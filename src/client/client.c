@@ -865,12 +865,40 @@ sh_client_close(sh_client *c)
 }
 
 int
+client_snap_lookup(sh_client *c, uint32_t id, const char *snap, uint64_t *ver)
+{
+	const struct cfg_snap *sn;
+	int rc;
+
+	pthread_mutex_lock(&c->mu);
+	sn = cfg_snap_find(c->view, id, snap);
+	rc = sn == NULL			      ? -ENOENT
+	     : sn->state == CFG_SNAP_CREATING ? -EAGAIN
+	     : sn->state == CFG_SNAP_DELETING ? -ESTALE
+					      : 0;
+	*ver = sn != NULL ? sn->version : 0;
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+int
 sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 {
+	char fsname[CFG_NAME_MAX];
+	const char *snap = strchr(name, '@');
+	uint64_t at = 0;
 	uint32_t id, nb;
 	sh_fs *fs;
-	int rc = client_fs_lookup(c, name, &id, &nb);
+	int rc;
 
+	if (snap != NULL && (snap == name || (size_t)(snap - name) >= sizeof(fsname) ||
+			     snap[1] == '\0' || strlen(snap + 1) >= CFG_NAME_MAX))
+		return -ENOENT;
+	snprintf(fsname, sizeof(fsname), "%.*s", snap ? (int)(snap - name) : CFG_NAME_MAX - 1,
+		 name);
+	rc = client_fs_lookup(c, fsname, &id, &nb);
+	if (rc == 0 && snap != NULL)
+		rc = client_snap_lookup(c, id, snap + 1, &at);
 	if (rc < 0)
 		return rc;
 	fs = sh_calloc(1, sizeof(*fs));
@@ -878,6 +906,7 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 		return -ENOMEM;
 	fs->c = c;
 	fs->id = id;
+	fs->at = at;
 	pthread_mutex_lock(&c->mu);
 	{
 		unsigned i = 0;

@@ -62,7 +62,11 @@ struct sh_fs {
 	struct ec_code code; /* the filesystem's protection */
 	uint8_t comp;	     /* and compression (cfg_fs.compression) */
 	bool dedup;
-	char name[64];
+	uint64_t at; /* a snapshot's version (read-only), 0: the live filesystem */
+	/* the newest version a command of ours was applied at: the next ones say they come
+	 * after it, so a snapshot never holds a change without what it followed here */
+	_Atomic uint64_t ver_seen;
+	char name[64 + 1 + 64];
 	/* bumped by every change of a file's extents made here: handles' maps go stale */
 	_Atomic uint64_t wgen;
 	/* loc.c: where stripes are now, as their buckets said (under lmu, made at first use) */
@@ -159,6 +163,8 @@ struct cres {
 
 /* Send req to its bucket's leader and wait. Returns res->status. */
 int client_meta(sh_client *c, const struct mp_req *req, struct cres *res);
+/* Snapshot snap of filesystem id: *ver its version. -ENOENT, -EAGAIN (creating), -ESTALE. */
+int client_snap_lookup(sh_client *c, uint32_t id, const char *snap, uint64_t *ver);
 /* n requests at once (to their buckets' leaders, in parallel); each one's result in res[i]. */
 void client_metas(sh_client *c, const struct mp_req *req, struct cres *res, unsigned n);
 void cres_fini(struct cres *r);

@@ -419,6 +419,8 @@ client_hold_open_read(sh_fs *fs, uint64_t ino, bool fresh, struct stat *st, uint
 
 	if (ext != NULL)
 		*ext = NULL;
+	if (fs->at != 0)
+		return sh_getattr(fs, ino, st); /* a snapshot's file changes never: nothing held */
 
 	driven_turn(fs);
 	pthread_mutex_lock(&h->mu);
@@ -489,6 +491,8 @@ client_hold_created(sh_fs *fs, uint64_t ino)
 	struct cholds *h = fs->holds;
 	int rc;
 
+	if (fs->at != 0)
+		return -EROFS;
 	pthread_mutex_lock(&h->mu);
 	rc = take(fs, ino);
 	pthread_mutex_unlock(&h->mu);
@@ -501,6 +505,8 @@ client_hold_close(sh_fs *fs, uint64_t ino)
 	struct cholds *h = fs->holds;
 	struct chold *c;
 
+	if (fs->at != 0)
+		return; /* (a snapshot's: nothing was held) */
 	pthread_mutex_lock(&h->mu);
 	c = find(h, ino);
 	if (c != NULL && c->state == H_HELD && --c->opens == 0) {

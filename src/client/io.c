@@ -153,6 +153,8 @@ open_stat(sh_fs *fs, const struct stat *st, int flags, sh_file **out)
 		return -EISDIR;
 	if (!S_ISREG(st->st_mode))
 		return -EINVAL;
+	if (fs->at != 0 && (flags & O_ACCMODE) != O_RDONLY)
+		return -EROFS; /* a snapshot */
 	if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY && st->st_size > 0) {
 		struct stat z = { 0 };
 		int rc = sh_setattr(fs, st->st_ino, &z, SH_SET_SIZE, NULL);
@@ -240,6 +242,8 @@ sh_open(sh_fs *fs, const char *path, int flags, mode_t mode, sh_file **out)
 	struct stat st;
 	int rc = -ESTALE;
 
+	if (fs->at != 0 && ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC))))
+		return -EROFS; /* a snapshot */
 	/* a name renamed over or removed between its lookup and the hold: looked up again */
 	for (int tries = 0; rc == -ESTALE && tries < 5; tries++) {
 		rc = sh_stat(fs, path, &st);

@@ -472,7 +472,8 @@ map_fetch(sh_file *f, const struct stat *st, uint64_t at, uint64_t off, uint64_t
 			    .ino = f->ino,
 			    .max = EXTENTS_BATCH,
 			    .off = at,
-			    .len = size - at };
+			    .len = size - at,
+			    .at = f->fs->at };
 	uint64_t wgen = atomic_load(&f->fs->wgen);
 	struct emap *m = sh_malloc(sizeof(*m));
 	struct cres res;

@@ -113,7 +113,14 @@ ns_cmd(sh_fs *fs, uint16_t bucket, struct meta_cmd *mc, struct cres *res)
 	struct sh_enc e;
 	int rc;
 
-	mc->ver = 1;			 /* the leader stamps the real one */
+	if (fs->at != 0) {
+		memset(res, 0, sizeof(*res));
+		return -EROFS; /* a snapshot */
+	}
+	/* after what we saw (the leader writes at this or its group's version) */
+	mc->ver = atomic_load(&fs->ver_seen);
+	if (mc->ver == 0)
+		mc->ver = 1;
 	cache_forget_cmd(fs, mc, false); /* what it changes is not to be trusted from here on */
 	sh_enc_init(&e);
 	rc = meta_cmd_encode(&e, mc);
@@ -121,6 +128,9 @@ ns_cmd(sh_fs *fs, uint16_t bucket, struct meta_cmd *mc, struct cres *res)
 		q.data = e.p;
 		q.dlen = e.len;
 		rc = client_meta(fs->c, &q, res);
+		for (uint64_t seen = atomic_load(&fs->ver_seen); res->rep.ver > seen;)
+			if (atomic_compare_exchange_weak(&fs->ver_seen, &seen, res->rep.ver))
+				break;
 		cache_forget_cmd(fs, mc, true); /* nor what a lookup cached meanwhile */
 	} else {
 		memset(res, 0, sizeof(*res));
@@ -140,9 +150,13 @@ int
 ns_read_at(sh_fs *fs, uint8_t kind, uint16_t bucket, uint64_t ino, const char *name, size_t nlen,
 	   uint32_t max, uint64_t off, struct cres *res)
 {
-	struct mp_req q = {
-		.kind = kind, .fs = fs->id, .bucket = bucket, .ino = ino, .max = max, .off = off
-	};
+	struct mp_req q = { .kind = kind,
+			    .fs = fs->id,
+			    .bucket = bucket,
+			    .ino = ino,
+			    .max = max,
+			    .off = off,
+			    .at = fs->at };
 
 	if (nlen > META_NAME_MAX) {
 		memset(res, 0, sizeof(*res));

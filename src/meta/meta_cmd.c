@@ -193,7 +193,21 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 			b->ver = b->vs->ver;
 		b->keep_own = (struct meta_keep){ b->vs->keep, b->vs->nkeep, meta_extent_moved, b };
 		b->keep = &b->keep_own;
+		/*
+		 * A command that comes after one applied at a newer version elsewhere (its
+		 * client saw it) raises the group's: what follows a change a snapshot does
+		 * not hold is never in it, and the group's writes stay in version order.
+		 */
+		if (c->ver > b->vs->ver && c->op != META_OP_VERSION) {
+			b->vs->ver = c->ver;
+			rc = b->vs->nb ? meta_version_store(b->t, b->vs->buckets[0], b->vs) : 0;
+			if (rc < 0) {
+				r->status = rc;
+				return;
+			}
+		}
 	}
+	r->ver = b->ver;
 	/* the bucket's deltas applied where they went, dropped along (no commit of their own) */
 	if (c->trim != 0 && c->op != META_OP_OUTBOX_ACK) {
 		rc = meta_outbox_ack(b, c->trim);

@@ -133,6 +133,7 @@ struct meta_result {
 	struct meta_rename2 rename; /* as the step left it (prepares fill it in) */
 	unsigned queued;	    /* deltas queued for other buckets */
 	uint64_t aux;		    /* a claim: when it was made; a kill: 1 if committed */
+	uint64_t ver;		    /* the file-system version it was applied at */
 	unsigned ndedup;
 	/* a claim's blocks, where they are: last, and not cleared (4 KiB) for every command */
 	struct meta_dedup_item dedup[META_DEDUP_MAX];

@@ -72,6 +72,7 @@ meta_kind_versioned(uint8_t kind)
 	case META_K_SYMLINK:
 	case META_K_INLINE:
 	case META_K_PARENT:
+	case META_K_GRANT: /* which buckets hold a directory's entries: a snapshot's readdir */
 		return true;
 	default:
 		return false;

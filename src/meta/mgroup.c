@@ -170,11 +170,12 @@ store_sync(struct mgroup *g, uint64_t idx)
 
 /* ---- the state machine ---- */
 
-/* The version state a command of op applies with: a copy if it may change it. */
+/* The version state command c (NULL: none) applies with: a copy if it may change it. */
 static struct meta_version *
-version_for(struct mgroup *g, uint8_t op)
+version_for(struct mgroup *g, const struct meta_cmd *c)
 {
-	if (op != META_OP_VERSION && op != META_OP_SETTLE)
+	if (c == NULL ||
+	    (c->op != META_OP_VERSION && c->op != META_OP_SETTLE && c->ver <= g->vs.ver))
 		return &g->vs;
 	meta_version_copy(&g->vs_work, &g->vs);
 	return &g->vs_work;
@@ -222,7 +223,7 @@ sm_apply(void *arg, uint64_t idx, const void *p, size_t len, void **result)
 	rc = meta_txn_begin(g->p.db, true, &mb.t);
 	if (rc < 0)
 		goto fail;
-	mb.vs = version_for(g, valid ? c.op : 0);
+	mb.vs = version_for(g, valid ? &c : NULL);
 	if (valid) {
 		meta_cmd_apply(&mb, &c, &g->res);
 		if (g->res.status < 0) {
@@ -819,7 +820,7 @@ mgroup_try(struct mgroup *g, uint16_t bucket, const struct meta_cmd *c, struct m
 	rc = meta_txn_begin(g->p.db, true, &mb.t);
 	if (rc < 0)
 		return rc;
-	mb.vs = version_for(g, c->op); /* (a dry run: the copy changes, never the state) */
+	mb.vs = version_for(g, c); /* (a dry run: the copy changes, never the state) */
 	meta_cmd_apply(&mb, c, r);
 	*wrote = meta_txn_wrote(mb.t);
 	meta_txn_abort(mb.t);

@@ -4,7 +4,7 @@
 
 #include "mproto.h"
 
-#define MP_VERSION 1
+#define MP_WIRE 1 /* the format of requests and replies */
 
 static const char *const kind_names[MP_KIND_MAX] = {
 #define MP_KIND_NAME(id, num, name) [num] = name,
@@ -23,7 +23,7 @@ mp_req_encode(struct sh_enc *e, const struct mp_req *r)
 {
 	if (r->kind == 0 || r->kind >= MP_KIND_MAX || r->nlen > META_NAME_MAX)
 		return -EINVAL;
-	sh_enc_u8(e, MP_VERSION);
+	sh_enc_u8(e, MP_WIRE);
 	sh_enc_u8(e, r->kind);
 	sh_enc_u32(e, r->fs);
 	sh_enc_u16(e, r->bucket);
@@ -34,6 +34,8 @@ mp_req_encode(struct sh_enc *e, const struct mp_req *r)
 	sh_enc_u16(e, r->nlen);
 	sh_enc_bytes(e, r->name, r->nlen);
 	sh_enc_blob(e, r->data, r->dlen);
+	if (r->at != 0)
+		sh_enc_u64(e, r->at);
 	return sh_enc_error(e);
 }
 
@@ -45,7 +47,7 @@ mp_req_decode(const uint8_t *b, size_t len, struct mp_req *r)
 
 	memset(r, 0, sizeof(*r));
 	sh_dec_init(&d, b, len);
-	if (sh_dec_u8(&d) != MP_VERSION)
+	if (sh_dec_u8(&d) != MP_WIRE)
 		return -EBADMSG;
 	r->kind = sh_dec_u8(&d);
 	r->fs = sh_dec_u32(&d);
@@ -62,6 +64,11 @@ mp_req_decode(const uint8_t *b, size_t len, struct mp_req *r)
 		memcpy(r->name, p, r->nlen);
 	r->name[r->nlen] = '\0';
 	r->data = sh_dec_blob(&d, len, &r->dlen);
+	if (!sh_dec_error(&d) && sh_dec_left(&d) > 0) {
+		r->at = sh_dec_u64(&d);
+		if (r->at == 0)
+			return -EBADMSG;
+	}
 	sh_dec_end(&d);
 	if (sh_dec_error(&d) || r->kind == 0 || r->kind >= MP_KIND_MAX)
 		return -EBADMSG;
@@ -73,7 +80,7 @@ mp_reply_encode(struct sh_enc *e, const struct mp_reply *r)
 {
 	uint8_t in[META_INODE_LEN], de[META_DENTRY_LEN];
 
-	sh_enc_u8(e, MP_VERSION);
+	sh_enc_u8(e, MP_WIRE);
 	sh_enc_u8(e, r->flags);
 	sh_enc_u64(e, r->aux);
 	if (r->flags & MP_ATTR) {
@@ -87,6 +94,8 @@ mp_reply_encode(struct sh_enc *e, const struct mp_reply *r)
 	if (r->flags & MP_LEASE)
 		meta_lease_put(e, &r->lease);
 	sh_enc_blob(e, r->data, r->dlen);
+	if (r->ver != 0)
+		sh_enc_u64(e, r->ver);
 	return sh_enc_error(e);
 }
 
@@ -98,7 +107,7 @@ mp_reply_decode(const uint8_t *b, size_t len, struct mp_reply *r)
 
 	memset(r, 0, sizeof(*r));
 	sh_dec_init(&d, b, len);
-	if (sh_dec_u8(&d) != MP_VERSION)
+	if (sh_dec_u8(&d) != MP_WIRE)
 		return -EBADMSG;
 	r->flags = sh_dec_u8(&d);
 	r->aux = sh_dec_u64(&d);
@@ -115,6 +124,8 @@ mp_reply_decode(const uint8_t *b, size_t len, struct mp_reply *r)
 	if (r->flags & MP_LEASE)
 		meta_lease_get(&d, &r->lease);
 	r->data = sh_dec_blob(&d, len, &r->dlen);
+	if (!sh_dec_error(&d) && sh_dec_left(&d) > 0 && (r->ver = sh_dec_u64(&d)) == 0)
+		return -EBADMSG;
 	sh_dec_end(&d);
 	return sh_dec_error(&d) ? -EBADMSG : 0;
 }

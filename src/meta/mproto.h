@@ -67,7 +67,10 @@
 	X(MP_REPAIR, 18, "repair")                                                            \
 	/* at any node, fs: the client is gone, its cache leases there go with it (a          \
 	 * change need not wait for their recall) */                                          \
-	X(MP_FORGET, 19, "forget")
+	X(MP_FORGET, 19, "forget")                                                            \
+	/* at any bucket of a group: reply aux: the version its writes carry; data: u64 LE    \
+	 * gen, settled, then per kept snapshot u64 LE version (meta_version.h) */            \
+	X(MP_VERSION, 20, "version")
 
 enum mp_kind {
 #define MP_KIND_ENUM(id, num, name) id = (num),
@@ -156,6 +159,9 @@ struct mp_req {
 	char name[META_NAME_MAX + 1];
 	const uint8_t *data; /* MP_CMD: meta_cmd bytes; MP_DELTAS: n x META_DELTA_LEN */
 	size_t dlen;
+	/* a read as of this file-system version: a ready snapshot's (0: the newest); on the
+	 * wire after data, only when not 0. Anything but a read is refused with -EROFS */
+	uint64_t at;
 };
 
 struct mp_reply {
@@ -166,6 +172,9 @@ struct mp_reply {
 	struct meta_lease lease;
 	const uint8_t *data; /* points into the decoded bytes */
 	size_t dlen;
+	/* MP_CMD: the file-system version it was applied at (the client's next commands say
+	 * they come after it); on the wire after data, only when not 0 */
+	uint64_t ver;
 };
 
 /* A recall's body: u32 fs, then per key u8 kind, u64 a, u64 h. */

@@ -119,6 +119,7 @@ msvc_reply_result(struct mreq *m, const struct meta_result *r)
 		rep.attr = r->attr;
 	}
 	rep.aux = r->dentry.ino; /* remove: the inode the entry held */
+	rep.ver = r->ver;
 	if (r->dentry.ino && r->dentry.type) {
 		rep.flags |= MP_DENTRY;
 		rep.dentry = r->dentry;
@@ -764,7 +765,14 @@ do_cmd(struct mreq *m)
 	}
 	/* what every replica must apply alike: the leader's clock, the version */
 	m->cmd.now = env_realtime(m->s->env);
-	m->cmd.ver = 1;
+	{
+		/* the newest version its client saw (its order after what that was), at most
+		 * the filesystem's: the group writes at that or its own, whichever is newer */
+		const struct cfg_fs *f = cfg_fs_by_id(mroute_cfg(m->s->rt), m->fs->id);
+		uint64_t most = f != NULL && f->version > 1 ? f->version : 1;
+
+		m->cmd.ver = m->cmd.ver < 1 ? 1 : m->cmd.ver > most ? most : m->cmd.ver;
+	}
 	if (m->cmd.op == META_OP_REMOVE)
 		m->cmd.ino = unheld_target(m);
 	if (m->cmd.op == META_OP_LEASE_GRANT || m->cmd.op == META_OP_LEASE_CLOSE ||
@@ -920,6 +928,14 @@ dispatch(struct mreq *m)
 		return;
 	}
 	m->step = ST_NONE;
+	if (m->req.at != 0) {
+		int rc = msvc_snap_readable(m->fs, &m->req);
+
+		if (rc < 0) {
+			mreq_answer(m, rc, NULL);
+			return;
+		}
+	}
 	switch (m->req.kind) {
 	case MP_CMD:
 		do_cmd(m);
@@ -1072,6 +1088,7 @@ msvc_create(struct net *n, const struct msvc_params *p, struct msvc **out)
 		goto err_rt; /* (the handler goes with the net, as on the error above) */
 	}
 	msvc_balance_start(s);
+	msvc_snap_start(s);
 	*out = s;
 	return 0;
 err_rt:
@@ -1109,6 +1126,7 @@ msvc_stop(struct msvc *s, void (*done)(void *arg), void *arg)
 	s->done = done;
 	s->done_arg = arg;
 	msvc_balance_stop(s);
+	msvc_snap_stop(s);
 	env_task_init(s->env, &s->done_task, finish_stop, s);
 	/* closing first, so that what the cancelled calls call back starts nothing new */
 	sh_list_for_each (pos, &s->fss)

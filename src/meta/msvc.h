@@ -43,6 +43,12 @@ struct msvc_params {
 	 * go to the store directly).
 	 */
 	struct store *(*store_local)(void *arg, uint64_t target);
+	/*
+	 * Propose a change of the configuration (a snapshot's next state:
+	 * msvc_snap.c), on the endpoint's thread; whether it lands is seen in
+	 * the next configuration. NULL: this node proposes none.
+	 */
+	void (*cfg_submit)(void *arg, const struct cfg_cmd *cmd);
 	void *arg;
 };
 

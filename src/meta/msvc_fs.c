@@ -356,6 +356,7 @@ fs_free(struct mfs *fs)
 	sh_free(fs->usage);
 	sh_free(fs->usage_term);
 	sh_free(fs->leaving);
+	sh_free(fs->snap_busy);
 	sh_free(fs->ship);
 	sh_free(fs);
 }
@@ -377,9 +378,10 @@ fs_open(struct msvc *s, const struct cfg *c, const struct cfg_fs *f)
 	fs->usage = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->usage));
 	fs->usage_term = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->usage_term));
 	fs->leaving = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->leaving));
+	fs->snap_busy = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->snap_busy));
 	fs->ship = sh_calloc(c->nbuckets, sizeof(*fs->ship));
 	if (fs->groups == NULL || fs->usage == NULL || fs->usage_term == NULL ||
-	    fs->leaving == NULL || fs->ship == NULL) {
+	    fs->leaving == NULL || fs->snap_busy == NULL || fs->ship == NULL) {
 		rc = -ENOMEM;
 		goto err;
 	}

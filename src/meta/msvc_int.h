@@ -58,6 +58,8 @@ struct mfs {
 	bool reclaim_more;	   /* the last scan left records behind: scan again as jobs end */
 	uint32_t reclaim_from;	   /* the group the next scan starts at (each one the next) */
 	struct env_timer reclaim_tick;
+	bool *snap_busy;  /* by group index: a version step in flight (msvc_snap.c) */
+	bool snap_asking; /* the groups are being asked where they stand */
 	bool closing;
 };
 
@@ -79,9 +81,10 @@ struct msvc {
 	uint64_t usage_at; /* when msvc_groups last summed the groups' usage */
 	bool stopping;
 	unsigned closing_groups;
-	struct env_timer balance; /* leader balancing (msvc_balance.c) */
-	uint64_t balance_quiet;	  /* no hand-over before this (env_now) */
-	struct ask *asking;	  /* a member asked how many groups it leads */
+	struct env_timer balance;   /* leader balancing (msvc_balance.c) */
+	struct env_timer snap_tick; /* snapshots at the groups (msvc_snap.c) */
+	uint64_t balance_quiet;	    /* no hand-over before this (env_now) */
+	struct ask *asking;	    /* a member asked how many groups it leads */
 	struct handing {
 		uint32_t gid; /* 0: none */
 		uint64_t to, at;
@@ -255,6 +258,15 @@ int msvc_heal_repair(struct mfs *fs, struct mgroup *g, uint16_t bucket, uint64_t
 		     uint32_t idx, uint64_t target);
 
 /* Leader balancing: a node leading two groups more than a member of one hands it over. */
+/* Snapshots: groups brought to the configuration's version, states moved on (msvc_snap.c). */
+void msvc_snap_start(struct msvc *s);
+/*
+ * A request as of a snapshot's version (req->at): 0 if it is a read and a
+ * ready snapshot of the filesystem reads at that version; -EROFS (not a
+ * read), -ESTALE (no such snapshot, or not ready: being created or deleted).
+ */
+int msvc_snap_readable(const struct mfs *fs, const struct mp_req *req);
+void msvc_snap_stop(struct msvc *s);
 void msvc_balance_start(struct msvc *s);
 void msvc_balance_stop(struct msvc *s);
 

@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "meta_version.h"
 #include "msvc_int.h"
 
 SH_LOG_FACILITY("meta.svc");
@@ -154,6 +155,19 @@ msvc_do_read(struct mreq *m)
 		mreq_answer(m, sh_enc_error(&e) ? -ENOMEM : 0, sh_enc_error(&e) ? NULL : &rep);
 		goto out;
 	}
+	case MP_VERSION: {
+		const struct meta_version *vs = mgroup_version(m->g);
+
+		sh_enc_u64(&e, vs->gen);
+		sh_enc_u64(&e, vs->settled);
+		for (unsigned i = 0; i < vs->nkeep; i++)
+			sh_enc_u64(&e, vs->keep[i]);
+		rep.aux = vs->ver;
+		rep.data = e.p;
+		rep.dlen = e.len;
+		mreq_answer(m, sh_enc_error(&e) ? -ENOMEM : 0, sh_enc_error(&e) ? NULL : &rep);
+		goto out;
+	}
 	default:
 		if (!ino_ok(m, m->req.ino)) {
 			mreq_answer(m, m->req.ino == 0 ? -EINVAL : -ESTALE, NULL);
@@ -165,8 +179,9 @@ msvc_do_read(struct mreq *m)
 	 * was elected and changed what it would answer: it answers clients only
 	 * while its lease says no other can have been (mgroup_lease_end).
 	 */
-	rc = mgroup_lease_end(m->g) > env_now(m->fs->s->env) ? mgroup_read(m->g, m->req.bucket, &mb)
-							     : SH_ENOTLEADER;
+	rc = mgroup_lease_end(m->g) > env_now(m->fs->s->env)
+		 ? mgroup_read_at(m->g, m->req.bucket, m->req.at, &mb)
+		 : SH_ENOTLEADER;
 	if (rc < 0) {
 		mreq_answer(m, rc, NULL);
 		goto out;

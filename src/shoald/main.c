@@ -382,6 +382,11 @@ main(int argc, char **argv)
 		fprintf(stderr, "shoald: cannot create the management loop: %s\n", strerror(errno));
 		return 1;
 	}
+	rc = shoald_submit_init(&d);
+	if (rc < 0) {
+		fprintf(stderr, "shoald: cannot set up the management loop: %s\n", sh_strerror(rc));
+		return 1;
+	}
 	env_addr_parse(d.o.mgmt, &ifc.addr);
 	nc.node_id = d.o.id;
 	nc.ifaces = &ifc;
@@ -472,6 +477,7 @@ main(int argc, char **argv)
 		admin_stats_clear(&d.stats[i]);
 	}
 	net_destroy(d.net);
+	env_async_fini(&d.submit_wake); /* (the workers, who send it, are gone) */
 	env_real_destroy(d.env);
 	unlink(path);
 	sh_log_info("shoald %llu stopped", (unsigned long long)d.o.id);

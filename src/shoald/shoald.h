@@ -194,6 +194,8 @@ void watcher_stop(struct watcher *w);
 /* Sleep interval_s on (mu, cv) unless *stop is set meanwhile (the cleaner's and the watcher's). */
 void shoald_wait(pthread_mutex_t *mu, pthread_cond_t *cv, const bool *stop, unsigned interval_s);
 
+#define SHOALD_SUBMITS_MAX 32
+
 struct shoald {
 	struct shoald_opts o;
 	struct env *env; /* the management loop */
@@ -210,9 +212,17 @@ struct shoald {
 	struct admin_stats stats[SHOALD_WORKERS_MAX];
 	struct cleaner cleaner;
 	struct watcher watcher;
+	/* configuration changes the workers propose (snapshot states), under submit_mu */
+	pthread_mutex_t submit_mu;
+	struct cfg_cmd submits[SHOALD_SUBMITS_MAX];
+	unsigned nsubmits;
+	struct env_async submit_wake; /* on the management loop: submit them */
 	bool stopped;
 };
 
+/* A worker's configuration change, handed to the management loop (msvc_params.cfg_submit). */
+void shoald_cfg_submit(void *arg, const struct cfg_cmd *cmd);
+int shoald_submit_init(struct shoald *d);
 int worker_start(struct shoald *d, unsigned idx);
 void worker_stop(struct worker *w);
 /* Ask worker w to open (formatting is done) and serve a target. */

@@ -356,6 +356,7 @@ worker_main(void *arg)
 					  .claim_age_ns =
 					      (uint64_t)d->o.claim_age_s * 1000000000ull,
 					  .store_local = store_local,
+					  .cfg_submit = shoald_cfg_submit,
 					  .arg = w };
 
 		rc = msvc_create(w->net, &mp, &w->meta);
@@ -447,4 +448,56 @@ worker_stop(struct worker *w)
 	pthread_mutex_destroy(&w->mu);
 	pthread_mutex_destroy(&w->start_mu);
 	pthread_cond_destroy(&w->start_cv);
+}
+
+/* ---- configuration changes from the workers, submitted on the management loop ---- */
+
+static void
+on_submitted(void *arg, int status, const char *msg)
+{
+	(void)arg;
+	if (status < 0 && status != -EALREADY && status != -EINVAL)
+		sh_log_warn("configuration change from the metadata service: %s (%s)",
+			    sh_strerror(status), msg ? msg : "");
+}
+
+static void
+on_submit_wake(struct env_async *a)
+{
+	struct shoald *d = a->arg;
+	struct cfg_cmd cmds[SHOALD_SUBMITS_MAX];
+	unsigned n;
+
+	pthread_mutex_lock(&d->submit_mu);
+	n = d->nsubmits;
+	memcpy(cmds, d->submits, n * sizeof(cmds[0]));
+	d->nsubmits = 0;
+	pthread_mutex_unlock(&d->submit_mu);
+	for (unsigned i = 0; i < n && d->cl != NULL; i++)
+		if (cluster_submit(d->cl, &cmds[i], on_submitted, NULL) < 0)
+			sh_log_warn("configuration change from the metadata service not submitted");
+}
+
+int
+shoald_submit_init(struct shoald *d)
+{
+	pthread_mutex_init(&d->submit_mu, NULL);
+	return env_async_init(d->env, &d->submit_wake, on_submit_wake, d);
+}
+
+void
+shoald_cfg_submit(void *arg, const struct cfg_cmd *cmd)
+{
+	struct worker *w = arg;
+	struct shoald *d = w->d;
+	bool full;
+
+	pthread_mutex_lock(&d->submit_mu);
+	full = d->nsubmits == SHOALD_SUBMITS_MAX;
+	if (!full)
+		d->submits[d->nsubmits++] = *cmd;
+	pthread_mutex_unlock(&d->submit_mu);
+	if (!full)
+		env_async_send(
+		    &d->submit_wake); /* (else asked again: the next tick's is the same) */
 }

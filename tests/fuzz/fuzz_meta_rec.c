@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../../src/meta/meta_cmd.h"
+#include "../../src/meta/meta_version.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -108,6 +109,25 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (meta_claims_decode(data, size, ex, &nex, cl, &n) == 0 &&
 		    (nex == 0 || nex > META_EXTENTS_MAX || n > META_CLAIMS_MAX))
 			__builtin_trap();
+	}
+	{
+		/* a group's version record (the store) and a kept list (a command) */
+		static struct meta_version v;
+		static uint8_t b[META_VERSION_VAL_MAX];
+		uint64_t keep[META_KEEP_MAX];
+		unsigned n;
+		int len;
+
+		if (meta_version_decode(data, size, &v) == 0) {
+			len = meta_version_encode(&v, b, sizeof(b));
+			if (len != (int)size || memcmp(b, data, size) != 0 || v.ver == 0 ||
+			    v.settled > v.gen || v.nkeep > META_KEEP_MAX)
+				__builtin_trap();
+		}
+		if (meta_keep_decode(data, size, keep, &n) == 0)
+			for (unsigned i = 1; i < n; i++)
+				if (keep[i] <= keep[i - 1])
+					__builtin_trap();
 	}
 	return 0;
 }

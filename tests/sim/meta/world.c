@@ -85,6 +85,8 @@ flag_set(void *arg)
 	return *(int *)arg != 0;
 }
 
+static void submitted(void *arg, const struct cfg_cmd *cmd);
+
 /* This node's own target, for its msvc (a call to oneself is not sent). */
 static struct store *
 store_here(void *arg, uint64_t target)
@@ -129,6 +131,7 @@ node_start(struct node *n)
 				 .log_size = n->w->log_size,
 				 .store_nosync = true,
 				 .store_local = store_here,
+				 .cfg_submit = submitted,
 				 .arg = n };
 	char a[64];
 
@@ -158,6 +161,37 @@ static bool
 stopped(void *arg)
 {
 	return !((struct node *)arg)->up;
+}
+
+/* A node's configuration change, applied by the test's loop (world_submits). */
+static void
+submitted(void *arg, const struct cfg_cmd *cmd)
+{
+	struct world *w = ((struct node *)arg)->w;
+
+	if (w->nsubmits < sizeof(w->submits) / sizeof(w->submits[0]))
+		w->submits[w->nsubmits++] = *cmd;
+}
+
+unsigned
+world_submits(struct world *w)
+{
+	struct cfg_cmd cmds[sizeof(w->submits) / sizeof(w->submits[0])];
+	unsigned n = w->nsubmits, applied = 0;
+
+	memcpy(cmds, w->submits, n * sizeof(cmds[0]));
+	w->nsubmits = 0;
+	for (unsigned i = 0; i < n; i++) {
+		char msg[CFG_MSG_MAX];
+		int rc = cfg_check(w->cfg, &cmds[i], msg, sizeof(msg));
+
+		if (rc == -EALREADY || rc == -EINVAL || rc == -ENOENT)
+			continue;
+		SH_ASSERT_MSG(rc == 0, "seed %llu: %s", (unsigned long long)w->seed, msg);
+		world_apply(w, &cmds[i]);
+		applied++;
+	}
+	return applied;
 }
 
 void
@@ -208,6 +242,8 @@ call(struct world *w, struct mp_req *q, struct call *c)
 {
 	memset(c, 0, sizeof(*c));
 	q->fs = w->fs;
+	if (q->kind != MP_CMD)
+		q->at = w->at;
 	SH_ASSERT_OK(mroute_call(w->rt, q, 20 * SH_NSEC_PER_SEC, on_call, c));
 	SH_ASSERT_MSG(sim_run_until(w->sim, call_done, c, 60 * SH_NSEC_PER_SEC),
 		      "seed %llu: a call never ended", (unsigned long long)w->seed);

@@ -57,6 +57,10 @@ struct world {
 	uint64_t log_size; /* of each group's Raft log */
 	bool stores;	   /* each node serves a drive target (id = node id) */
 	char base[64];
+	uint64_t at; /* reads (call) as of this version: a snapshot's (0: the newest) */
+	/* configuration changes the nodes proposed (snapshot states), for world_submits */
+	struct cfg_cmd submits[32];
+	unsigned nsubmits;
 };
 
 /* A call's answer, copied out of the loop. */
@@ -120,6 +124,13 @@ void world_end(struct world *w);
 int world_add_node(struct world *w);
 /* A configuration change applied, and every node up and the client told. */
 void world_apply(struct world *w, const struct cfg_cmd *c);
+/*
+ * Apply what the nodes proposed since the last call (msvc_params.cfg_submit,
+ * as shoald submits it to the configuration group): changes that no longer
+ * apply (-EALREADY, -EINVAL, -ENOENT: proposed twice) are dropped. How many
+ * were applied.
+ */
+unsigned world_submits(struct world *w);
 /* The configuration marks node up or down (world_apply). */
 void set_state(struct world *w, int node, uint8_t state);
 /*

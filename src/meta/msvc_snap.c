@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Snapshots at the metadata groups (docs/snapshots.md). Every tick, for
+ * each filesystem:
+ *
+ * - each group this node leads and serves is brought to what the
+ *   configuration says: the version its writes carry and the snapshots
+ *   it keeps, every one not being deleted (META_OP_VERSION); after that
+ *   list changed, its buckets are settled, SETTLE_KEYS keys a step
+ *   (META_OP_SETTLE), so that what only a deleted snapshot read goes;
+ * - the leader of the filesystem's first group, while a snapshot is being
+ *   created or deleted, asks every group where it stands (MP_VERSION) and
+ *   proposes the snapshot's next state: ready once every group writes past
+ *   its version (only then does it read the same everywhere), forgotten
+ *   once no group keeps it and every group has settled.
+ *
+ * Everything is asked again each tick from what the groups and the
+ * configuration say, so a leader change or a crash midway loses nothing.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "meta_version.h"
+#include "msvc_int.h"
+
+SH_LOG_FACILITY("meta.snap");
+
+#define SNAP_TICK_NS (100ull * 1000 * 1000)
+#define SETTLE_KEYS  512
+#define ASK_NS	     (2ull * 1000 * 1000 * 1000)
+
+_Static_assert(META_KEEP_MAX >= CFG_FS_SNAPS_MAX, "a group keeps every snapshot its fs may");
+
+struct vjob {
+	struct mfs *fs;
+	uint32_t gi;
+};
+
+static void
+on_step(void *arg, int status, const struct meta_result *r)
+{
+	struct vjob *j = arg;
+
+	(void)r;
+	if (status < 0 && status != SH_ENOTLEADER && !j->fs->closing)
+		sh_log_warn("filesystem %u group %u: version step: %s", j->fs->id, j->gi,
+			    sh_strerror(status));
+	j->fs->snap_busy[j->gi] = false;
+	mfs_unref(j->fs);
+	sh_free(j);
+}
+
+static void
+propose_step(struct mfs *fs, uint32_t gi, uint16_t bucket, const struct meta_cmd *c)
+{
+	struct vjob *j = sh_calloc(1, sizeof(*j));
+
+	if (j == NULL)
+		return;
+	j->fs = fs;
+	j->gi = gi;
+	fs->refs++;
+	fs->snap_busy[gi] = true;
+	if (mgroup_propose(fs->groups[gi], bucket, c, on_step, j) < 0) {
+		fs->snap_busy[gi] = false;
+		mfs_unref(fs);
+		sh_free(j);
+	}
+}
+
+/* Bring group gi (led and served here) to the configuration's version and kept list. */
+static void
+reconcile(struct mfs *fs, uint32_t gi, uint64_t ver, const uint64_t *keep, unsigned nkeep)
+{
+	const struct meta_version *vs = mgroup_version(fs->groups[gi]);
+	struct meta_cmd c = { .ver = 1, .now = env_realtime(fs->s->env) };
+	uint8_t data[META_KEEP_MAX * 8];
+
+	if (vs->nb == 0)
+		return;
+	if (vs->ver < ver || vs->nkeep != nkeep ||
+	    memcmp(vs->keep, keep, nkeep * sizeof(*keep)) != 0) {
+		for (unsigned i = 0; i < nkeep; i++)
+			for (unsigned b = 0; b < 8; b++)
+				data[i * 8 + b] = (uint8_t)(keep[i] >> (8 * b));
+		c.op = META_OP_VERSION;
+		c.ver = ver > vs->ver ? ver : vs->ver;
+		c.data = data;
+		c.dlen = nkeep * 8;
+		propose_step(fs, gi, vs->buckets[0], &c);
+	} else if (vs->settled != vs->gen && vs->cursor < vs->nb) {
+		c.op = META_OP_SETTLE;
+		c.upto = vs->gen;
+		c.flags = SETTLE_KEYS;
+		propose_step(fs, gi, vs->buckets[vs->cursor], &c);
+	}
+}
+
+/* ---- the first group's leader: where every group stands ---- */
+
+struct ask {
+	struct mfs *fs;
+	unsigned pending;
+	bool failed;
+	uint64_t min_ver;      /* the least version a group's writes carry */
+	uint64_t deleting[64]; /* snapshots being deleted (versions) */
+	bool still[64];	       /* a group still keeps it, or has not settled */
+	unsigned ndeleting;
+};
+
+static void
+conclude(struct ask *a)
+{
+	struct mfs *fs = a->fs;
+	const struct cfg *c = mroute_cfg(fs->s->rt);
+
+	fs->snap_asking = false;
+	if (a->failed || fs->closing || fs->s->p.cfg_submit == NULL)
+		return;
+	for (uint32_t i = 0; i < c->nsnaps; i++) {
+		const struct cfg_snap *sn = &c->snaps[i];
+		const struct cfg_fs *f = cfg_fs_by_id(c, fs->id);
+		struct cfg_cmd cmd = { 0 };
+		bool ready = false;
+
+		if (sn->fs != fs->id || f == NULL)
+			continue;
+		if (sn->state == CFG_SNAP_CREATING && a->min_ver > sn->version) {
+			cmd.op = CFG_OP_SNAP_STATE;
+			cmd.state = CFG_SNAP_READY;
+			ready = true;
+		} else if (sn->state == CFG_SNAP_DELETING) {
+			bool still = true;
+
+			for (unsigned k = 0; k < a->ndeleting; k++)
+				if (a->deleting[k] == sn->version)
+					still = a->still[k];
+			if (still)
+				continue;
+			cmd.op = CFG_OP_SNAP_FORGET;
+		} else {
+			continue;
+		}
+		snprintf(cmd.name, sizeof(cmd.name), "%s", f->name);
+		snprintf(cmd.snap, sizeof(cmd.snap), "%s", sn->name);
+		cmd.time = env_realtime(fs->s->env);
+		sh_log_info("filesystem %s: snapshot %s (version %llu) %s", f->name, sn->name,
+			    (unsigned long long)sn->version,
+			    ready ? "is ready: every group writes past it"
+				  : "is freed: no group keeps it");
+		fs->s->p.cfg_submit(fs->s->p.arg, &cmd);
+	}
+}
+
+/* One answer (or the asking itself) less to wait for. */
+static void
+ask_release(struct ask *a)
+{
+	if (--a->pending > 0)
+		return;
+	conclude(a);
+	mfs_unref(a->fs);
+	sh_free(a);
+}
+
+static void
+on_version(void *arg, int status, const struct mp_reply *r)
+{
+	struct ask *a = arg;
+
+	if (status < 0 || r == NULL || r->dlen < 16 || r->dlen % 8 != 0) {
+		a->failed = true;
+	} else {
+		uint64_t gen = 0, settled = 0;
+
+		for (unsigned b = 0; b < 8; b++) {
+			gen |= (uint64_t)r->data[b] << (8 * b);
+			settled |= (uint64_t)r->data[8 + b] << (8 * b);
+		}
+		if (r->aux < a->min_ver)
+			a->min_ver = r->aux;
+		for (unsigned k = 0; k < a->ndeleting; k++) {
+			bool kept = false;
+
+			for (size_t at = 16; at < r->dlen; at += 8) {
+				uint64_t v = 0;
+
+				for (unsigned b = 0; b < 8; b++)
+					v |= (uint64_t)r->data[at + b] << (8 * b);
+				kept = kept || v == a->deleting[k];
+			}
+			if (kept || settled != gen)
+				a->still[k] = true;
+		}
+	}
+	ask_release(a);
+}
+
+static void
+ask_groups(struct mfs *fs, const struct cfg *c)
+{
+	const struct mplace *pl = mroute_place(fs->s->rt);
+	struct ask *a;
+	bool pending = false;
+
+	for (uint32_t i = 0; i < c->nsnaps; i++)
+		pending =
+		    pending || (c->snaps[i].fs == fs->id && c->snaps[i].state != CFG_SNAP_READY);
+	if (!pending || pl->ngroups == 0 || fs->s->p.cfg_submit == NULL)
+		return;
+	a = sh_calloc(1, sizeof(*a));
+	if (a == NULL)
+		return;
+	a->fs = fs;
+	a->min_ver = UINT64_MAX;
+	for (uint32_t i = 0; i < c->nsnaps && a->ndeleting < 64; i++)
+		if (c->snaps[i].fs == fs->id && c->snaps[i].state == CFG_SNAP_DELETING)
+			a->deleting[a->ndeleting++] = c->snaps[i].version;
+	fs->refs++;
+	fs->snap_asking = true;
+	a->pending = 1; /* held until every call is sent */
+	for (uint32_t g = 0; g < pl->ngroups; g++) {
+		struct mp_req q = { .kind = MP_VERSION,
+				    .fs = fs->id,
+				    .bucket = pl->gbuckets[pl->gstart[g]] };
+
+		a->pending++;
+		if (mroute_call(fs->s->rt, &q, ASK_NS, on_version, a) < 0) {
+			a->pending--;
+			a->failed = true;
+		}
+	}
+	ask_release(a);
+}
+
+static void
+on_tick(struct env_timer *t)
+{
+	struct msvc *s = t->arg;
+	const struct cfg *c = mroute_cfg(s->rt);
+	struct sh_list *pos;
+
+	if (s->stopping)
+		return;
+	env_timer_arm_period(&s->snap_tick, SNAP_TICK_NS);
+	sh_list_for_each (pos, &s->fss) {
+		struct mfs *fs = sh_list_entry(pos, struct mfs, link);
+		const struct cfg_fs *f = cfg_fs_by_id(c, fs->id);
+		uint64_t keep[META_KEEP_MAX];
+		unsigned nkeep;
+
+		if (fs->closing || f == NULL || fs->snap_busy == NULL)
+			continue;
+		nkeep = cfg_fs_keep(c, fs->id, keep, META_KEEP_MAX);
+		for (uint32_t gi = 0; gi < fs->ngroups; gi++) {
+			struct mgroup *g = fs->groups[gi];
+
+			if (g != NULL && mgroup_ready(g) && !fs->snap_busy[gi])
+				reconcile(fs, gi, f->version ? f->version : 1, keep, nkeep);
+		}
+		if (fs->ngroups > 0 && fs->groups[0] != NULL && mgroup_ready(fs->groups[0]) &&
+		    !fs->snap_asking)
+			ask_groups(fs, c);
+	}
+}
+
+int
+msvc_snap_readable(const struct mfs *fs, const struct mp_req *req)
+{
+	const struct cfg *c = mroute_cfg(fs->s->rt);
+
+	switch (req->kind) {
+	case MP_LOOKUP:
+	case MP_GETATTR:
+	case MP_READDIR:
+	case MP_READLINK:
+	case MP_GETXATTR:
+	case MP_LISTXATTR:
+	case MP_DIRBUCKETS:
+	case MP_EXTENTS:
+	case MP_PARENT:
+		break;
+	default:
+		return -EROFS;
+	}
+	for (uint32_t i = 0; i < c->nsnaps; i++)
+		if (c->snaps[i].fs == fs->id && c->snaps[i].version == req->at)
+			return c->snaps[i].state == CFG_SNAP_READY ? 0 : -ESTALE;
+	return -ESTALE;
+}
+
+void
+msvc_snap_start(struct msvc *s)
+{
+	env_timer_init(s->env, &s->snap_tick, on_tick, s);
+	env_timer_arm_period(&s->snap_tick, SNAP_TICK_NS);
+}
+
+void
+msvc_snap_stop(struct msvc *s)
+{
+	env_timer_cancel(&s->snap_tick);
+}

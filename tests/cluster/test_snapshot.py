@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Snapshots on real shoald processes (shoal local up), as tests/cluster/test_cluster.py:
+- a snapshot is created in one configuration change and one version step per metadata
+  group, and is ready once every group writes past it;
+- it reads back as it was (a file overwritten and then removed, a small inline file
+  rewritten and truncated, a directory renamed, a symlink) while the live tree shows the
+  changes, and refuses every change; what it reads stays stored; deleting it gives that
+  space back, in the background, and it is forgotten;
+- names are checked: a second snapshot of one name, one of a filesystem that is not there,
+  the deletion of one that is not there, are refused and change nothing.
+
+usage: tests/cluster/test_snapshot.py BIN_DIR [--only NAME[,NAME]] [--keep]
+Prints the closing line "N passed, N failed, N skipped".
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_cluster as tc  # noqa: E402
+from test_cluster import check, make_fs  # noqa: E402
+
+TESTS = []
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+def stored(c, name, timeout=40, want=None):
+    """The filesystem's stored bytes once every node summed its groups and the figure held
+    still (want(x): until it also says yes)."""
+    end = time.time() + timeout
+    last = None
+    while True:
+        row = [f for f in c.json("fs", "list") if f["name"] == name][0]
+        x = row["stored_bytes"]
+        if row["usage_nodes"] == row["nodes"] and (want is None or want(x)):
+            if x == last:
+                return x
+            last = x
+            time.sleep(2.2)
+            continue
+        last = None
+        check(time.time() < end, "usage of %s never settled as asked: %s" % (name, row))
+        time.sleep(0.5)
+
+
+def snaps(c, fs):
+    return {s["name"]: s for s in c.json("fs", "snapshot", "list", fs)}
+
+
+def put_random(c, fs, path, size, tag):
+    local = os.path.join(c.dir, tag)
+    data = os.urandom(size)
+    with open(local, "wb") as f:
+        f.write(data)
+    c.shoal("ns", fs, "put", local, path, check_rc=0, timeout=120)
+    return data
+
+
+def get(c, fs, path):
+    back = os.path.join(c.dir, "back")
+    c.shoal("ns", fs, "get", path, back, check_rc=0, timeout=120)
+    with open(back, "rb") as f:
+        return f.read()
+
+
+@test
+def snapshot_keeps_what_it_reads_until_deleted(c):
+    c.up()
+    make_fs(c, "sn")
+    size = 4 << 20
+    old = put_random(c, "sn", "/f", size, "a")
+    base = stored(c, "sn", want=lambda x: x >= size)
+    # a small file (its bytes inline, with its inode) in a directory, and a symlink
+    c.shoal("ns", "sn", "mkdir", "/d", check_rc=0)
+    small = put_random(c, "sn", "/d/small", 300, "s")
+    c.shoal("ns", "sn", "ln", "-s", "/d/small", "/link", check_rc=0)
+    t0 = time.time()
+    c.shoal("fs", "snapshot", "create", "sn", "s1", check_rc=0)
+    took = time.time() - t0
+    s = snaps(c, "sn")
+    check(s["s1"]["state"] == "ready", "snapshot s1 not ready once created: %s" % s)
+    check(s["s1"]["version"] == 1, "snapshot s1 reads version %s, want 1" % s["s1"]["version"])
+    print("  snapshot created in %.0f ms (through the CLI)" % (took * 1000))
+    # refused: the name again, a filesystem that is not there, a snapshot that is not there
+    p = c.shoal("fs", "snapshot", "create", "sn", "s1")
+    check(p.returncode != 0 and "already" in (p.stderr + p.stdout),
+          "a second s1: exit %d %s" % (p.returncode, p.stderr))
+    p = c.shoal("fs", "snapshot", "create", "nofs", "s1")
+    check(p.returncode != 0, "a snapshot of a filesystem that is not there was taken")
+    p = c.shoal("fs", "snapshot", "delete", "sn", "nope")
+    check(p.returncode != 0, "deleting a snapshot that is not there: exit 0")
+    check(list(snaps(c, "sn")) == ["s1"], "refused requests changed the list")
+    # the live file overwritten, then removed: the snapshot reads what was, and its
+    # stripes stay stored
+    new = put_random(c, "sn", "/f", size, "b")
+    check(get(c, "sn", "/f") == new, "the live file reads wrong after the overwrite")
+    check(get(c, "sn@s1", "/f") == old, "the snapshot reads the overwrite")
+    both = stored(c, "sn", want=lambda x: x >= 1.8 * base)
+    put_random(c, "sn", "/d/small", 200, "s2")
+    c.shoal("ns", "sn", "truncate", "/d/small", "10", check_rc=0)
+    c.shoal("ns", "sn", "mv", "/d", "/e", check_rc=0)
+    c.shoal("ns", "sn", "rm", "/f", check_rc=0)
+    kept = stored(c, "sn", want=lambda x: x < 1.2 * base)
+    check(kept >= 0.9 * base, "the snapshot's data was freed with the live file: %d of %d"
+          % (kept, base))
+    check(get(c, "sn@s1", "/f") == old, "the snapshot lost the removed file")
+    check(get(c, "sn@s1", "/d/small") == small, "the snapshot's small file changed")
+    check(get(c, "sn@s1", "/link") == small, "the snapshot's symlink does not lead there")
+    ls = [n.rstrip("/") for n in c.shoal("ns", "sn@s1", "ls", "/", check_rc=0).stdout.split()]
+    check("f" in ls and "d" in ls and "link" in ls and "e" not in ls,
+          "the snapshot's root lists %s" % ls)
+    ls = [n.rstrip("/") for n in c.shoal("ns", "sn", "ls", "/", check_rc=0).stdout.split()]
+    check("f" not in ls and "d" not in ls and "e" in ls, "the live root lists %s" % ls)
+    # a snapshot is read-only
+    for args in (["mkdir", "/x"], ["rm", "/f"], ["put", os.path.join(c.dir, "a"), "/g"],
+                 ["truncate", "/f", "0"]):
+        p = c.shoal("ns", "sn@s1", *args)
+        check(p.returncode != 0 and "read-only" in p.stderr.lower(),
+              "%s in a snapshot: exit %d %s" % (args, p.returncode, p.stderr))
+    # deleted: it is forgotten once every group settled, and its space comes back
+    c.shoal("fs", "snapshot", "delete", "sn", "s1", check_rc=0)
+    end = time.time() + 30
+    while "s1" in snaps(c, "sn"):
+        check(time.time() < end, "snapshot s1 never forgotten: %s" % snaps(c, "sn"))
+        time.sleep(0.3)
+    p = c.shoal("ns", "sn@s1", "stat", "/")
+    check(p.returncode != 0, "a deleted snapshot still opens")
+    left = stored(c, "sn", want=lambda x: x < 0.1 * base)
+    print("  stored: %.1f MiB, %.1f with the overwrite, %.1f after the remove, %.1f once "
+          "the snapshot went" % (base / 2**20, both / 2**20, kept / 2**20, left / 2**20))
+
+
+def main():
+    return tc.test_main(__doc__, TESTS, {}, 6, "SH_SNAPSHOT_PORT", 28700)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

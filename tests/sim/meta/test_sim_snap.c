@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Snapshots in the simulator (docs/snapshots.md): random creates, mode
+ * changes, removes and renames in the root, with snapshots taken and
+ * deleted among them and a node killed (-9, its disk torn) right after
+ * each one; every ready snapshot must read exactly as the model was when
+ * it was taken (each name there or not, its inode and its mode), the live
+ * tree as the model is now, and a deleted snapshot must be forgotten once
+ * every group has settled.
+ */
+#include "world.h"
+
+#define NAMES	  24
+#define OPS	  240
+#define SNAPS_MAX 12
+
+struct entry {
+	bool there;
+	uint64_t ino;
+	uint32_t mode;
+};
+
+struct snap {
+	char name[16];
+	uint64_t version;
+	bool deleted;
+	struct entry e[NAMES];
+};
+
+static const struct cfg_snap *
+find_snap(struct world *w, const char *name)
+{
+	return cfg_snap_find(w->cfg, w->fs, name);
+}
+
+struct ready {
+	struct world *w;
+	const char *name;
+	bool gone; /* wait for it to be forgotten, not ready */
+};
+
+static bool
+is_ready(void *arg)
+{
+	struct ready *r = arg;
+	const struct cfg_snap *sn;
+
+	world_submits(r->w);
+	sn = find_snap(r->w, r->name);
+	return r->gone ? sn == NULL : sn != NULL && sn->state == CFG_SNAP_READY;
+}
+
+/* Run until snapshot name is ready (gone: forgotten), applying what the nodes propose. */
+static void
+wait_snap(struct world *w, const char *name, bool gone)
+{
+	struct ready r = { w, name, gone };
+
+	SH_ASSERT_MSG(sim_run_until(w->sim, is_ready, &r, 60 * SH_NSEC_PER_SEC),
+		      "seed %llu: snapshot %s never %s", (unsigned long long)w->seed, name,
+		      gone ? "forgotten" : "ready");
+}
+
+/* Every name as of version at (0: the newest) against e. */
+static void
+check_tree(struct world *w, const struct entry *e, uint64_t at, const char *what)
+{
+	w->at = at;
+	for (int i = 0; i < NAMES; i++) {
+		char name[16];
+		struct meta_dentry d;
+		struct meta_inode in;
+		int rc;
+
+		snprintf(name, sizeof(name), "f%d", i);
+		rc = lookup(w, META_ROOT_INO, name, &d);
+		SH_ASSERT_MSG(rc == (e[i].there ? 0 : -ENOENT),
+			      "seed %llu: %s: %s is %s, lookup says %s",
+			      (unsigned long long)w->seed, what, name,
+			      e[i].there ? "there" : "not there", sh_errname(rc));
+		if (!e[i].there)
+			continue;
+		SH_ASSERT_MSG(d.ino == e[i].ino, "seed %llu: %s: %s is inode %llx, want %llx",
+			      (unsigned long long)w->seed, what, name, (unsigned long long)d.ino,
+			      (unsigned long long)e[i].ino);
+		SH_ASSERT_OK(getattr(w, d.ino, &in));
+		SH_ASSERT_MSG((in.mode & 07777) == e[i].mode,
+			      "seed %llu: %s: %s has mode %o, want %o", (unsigned long long)w->seed,
+			      what, name, in.mode & 07777, e[i].mode);
+	}
+	w->at = 0;
+}
+
+static int
+chmod_ino(struct world *w, uint64_t ino, uint32_t mode)
+{
+	struct meta_cmd mc = { .op = META_OP_SETATTR, .ino = ino };
+	struct call *c = sh_calloc(1, sizeof(*c));
+	int rc;
+
+	mc.sa.valid = META_SET_MODE;
+	mc.sa.mode = mode;
+	rc = cmd(w, meta_ino_bucket(ino), &mc, c);
+	sh_free(c);
+	return rc;
+}
+
+static void
+crash_one(struct world *w)
+{
+	int victim = 1 + (int)sh_rand_below(&w->rng, (uint64_t)w->nn);
+
+	node_stop(w, &w->n[victim], true);
+	sim_run_for(w->sim, 300 * SH_NSEC_PER_MSEC + sh_rand_below(&w->rng, SH_NSEC_PER_SEC));
+	node_start(&w->n[victim]);
+}
+
+static void
+run(uint64_t seed)
+{
+	static struct world w;
+	static struct snap snaps[SNAPS_MAX];
+	struct entry live[NAMES] = { 0 };
+	unsigned nsnaps = 0;
+
+	memset(snaps, 0, sizeof(snaps));
+	world_start(&w, seed, 4ull << 20);
+	for (int op = 0; op < OPS; op++) {
+		int i = (int)sh_rand_below(&w.rng, NAMES), j = (int)sh_rand_below(&w.rng, NAMES);
+		uint64_t r = sh_rand_below(&w.rng, 100);
+		char name[16], name2[16];
+
+		snprintf(name, sizeof(name), "f%d", i);
+		snprintf(name2, sizeof(name2), "f%d", j);
+		if (r < 6 && nsnaps < SNAPS_MAX) {
+			struct snap *s = &snaps[nsnaps++];
+			struct cfg_cmd c = { .op = CFG_OP_SNAP_CREATE };
+
+			snprintf(s->name, sizeof(s->name), "s%u", nsnaps);
+			snprintf(c.name, sizeof(c.name), "%s", w.cfg->fs[0].name);
+			snprintf(c.snap, sizeof(c.snap), "%s", s->name);
+			world_apply(&w, &c);
+			s->version = find_snap(&w, s->name)->version;
+			memcpy(s->e, live, sizeof(live));
+			if (sh_rand_below(&w.rng, 2) == 0)
+				crash_one(&w); /* while the groups move on */
+			wait_snap(&w, s->name, false);
+			check_tree(&w, s->e, s->version, s->name);
+			continue;
+		}
+		if (r < 9 && nsnaps > 0) {
+			struct snap *s = &snaps[sh_rand_below(&w.rng, nsnaps)];
+			struct cfg_cmd c = { .op = CFG_OP_SNAP_DELETE };
+
+			if (s->deleted)
+				continue;
+			snprintf(c.name, sizeof(c.name), "%s", w.cfg->fs[0].name);
+			snprintf(c.snap, sizeof(c.snap), "%s", s->name);
+			world_apply(&w, &c);
+			s->deleted = true;
+			if (sh_rand_below(&w.rng, 2) == 0)
+				crash_one(&w); /* while the groups settle */
+			continue;
+		}
+		world_submits(&w);
+		if (!live[i].there) {
+			uint64_t ino;
+
+			SH_ASSERT_MSG(mk(&w, META_ROOT_INO, name, META_REG, &ino) == 0,
+				      "seed %llu: create %s", (unsigned long long)seed, name);
+			live[i] = (struct entry){ true, ino, 0644 };
+		} else if (r < 55) {
+			uint32_t mode = (uint32_t)sh_rand_below(&w.rng, 0777);
+
+			SH_ASSERT_OK(chmod_ino(&w, live[i].ino, mode));
+			live[i].mode = mode;
+		} else if (r < 75) {
+			SH_ASSERT_OK(rm(&w, META_ROOT_INO, name, false));
+			live[i].there = false;
+		} else if (i != j) {
+			SH_ASSERT_MSG(mv(&w, META_ROOT_INO, name, META_ROOT_INO, name2, 0) == 0,
+				      "seed %llu: rename %s %s", (unsigned long long)seed, name,
+				      name2);
+			live[j] = live[i];
+			live[i].there = false;
+		}
+	}
+	check_tree(&w, live, 0, "the live tree");
+	for (unsigned k = 0; k < nsnaps; k++) {
+		if (snaps[k].deleted) {
+			wait_snap(&w, snaps[k].name, true);
+			w.at = snaps[k].version; /* a deleted snapshot reads no more */
+			{
+				struct meta_dentry d;
+
+				SH_ASSERT_EQ(lookup(&w, META_ROOT_INO, "f0", &d), -ESTALE);
+			}
+			w.at = 0;
+		} else {
+			check_tree(&w, snaps[k].e, snaps[k].version, snaps[k].name);
+		}
+	}
+	world_end(&w);
+}
+
+TEST(meta_snapshots_read_as_they_were)
+{
+	run(sh_test_seed());
+}

@@ -628,6 +628,98 @@ meta_settle(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *af
 	return rc;
 }
 
+/* A record as meta_diff reads it: the version it was written at (0: none), a copy of it. */
+struct diff_rec {
+	uint64_t ver;
+	bool tomb;
+	uint8_t *val;
+	size_t len;
+};
+
+static void
+diff_take(struct diff_rec *r, const MDB_val *key, const MDB_val *data)
+{
+	r->ver = key_ver(key);
+	r->tomb = tombstone(data);
+	r->len = r->tomb ? 0 : data->mv_size - 1;
+	if (!r->tomb)
+		memcpy(r->val, (const uint8_t *)data->mv_data + 1, r->len);
+}
+
+int
+meta_diff(struct meta_txn *t, const struct meta_key *prefix, uint64_t v1, uint64_t v2,
+	  meta_diff_fn fn, void *arg)
+{
+	uint8_t kb[META_KEY_MAX + META_VER_LEN], cur[META_KEY_MAX];
+	struct diff_rec a = { 0 }, b = { 0 };
+	MDB_val key, data;
+	MDB_cursor *c;
+	int rc, r = 0;
+
+	if (v1 == 0 || v1 >= v2 || prefix->len < 2)
+		return -EINVAL;
+	a.val = sh_malloc(META_VALUE_MAX + 1);
+	b.val = sh_malloc(META_VALUE_MAX + 1);
+	rc = a.val && b.val ? mdb_cursor_open(t->txn, t->db->dbi, &c) : ENOMEM;
+	if (rc != 0) {
+		sh_free(a.val);
+		sh_free(b.val);
+		return err(rc);
+	}
+	memcpy(kb, prefix->b, prefix->len);
+	key = (MDB_val){ prefix->len, kb };
+	rc = mdb_cursor_get(c, &key, &data, MDB_SET_RANGE);
+	while (rc == 0 && r == 0) {
+		const uint8_t *k = key.mv_data;
+		size_t llen = key.mv_size - META_VER_LEN;
+
+		if (key.mv_size < prefix->len + META_VER_LEN ||
+		    memcmp(k, prefix->b, prefix->len) != 0 || llen < 3)
+			break;
+		if (!meta_kind_versioned(k[2])) {
+			if (prefix->len >= 3 || k[2] == 0xff)
+				break;
+			kb[0] = k[0];
+			kb[1] = k[1];
+			kb[2] = (uint8_t)(k[2] + 1);
+			key = (MDB_val){ 3, kb };
+			rc = mdb_cursor_get(c, &key, &data, MDB_SET_RANGE);
+			continue;
+		}
+		/* one logical key's versions, newest first: its record as of v2, then as of v1 */
+		memcpy(cur, k, llen);
+		a.ver = b.ver = 0;
+		while (rc == 0 && same_logical(&key, cur, llen)) {
+			uint64_t w = key_ver(&key);
+
+			if (w <= v2 && b.ver == 0)
+				diff_take(&b, &key, &data);
+			if (w <= v1) {
+				diff_take(&a, &key, &data);
+				break;
+			}
+			rc = mdb_cursor_get(c, &key, &data, MDB_NEXT);
+		}
+		if (a.ver != b.ver && !(a.ver == 0 && b.tomb) && !(a.tomb && b.tomb) &&
+		    !(a.tomb && b.ver == 0))
+			r = fn(arg, cur, llen, a.ver && !a.tomb ? a.val : NULL, a.len,
+			       b.ver && !b.tomb ? b.val : NULL, b.len);
+		if (r != 0 || rc != 0)
+			break;
+		/* past the key's older versions */
+		memcpy(kb, cur, llen);
+		memset(kb + llen, 0xff, META_VER_LEN);
+		key = (MDB_val){ llen + META_VER_LEN, kb };
+		rc = mdb_cursor_get(c, &key, &data, MDB_SET_RANGE);
+	}
+	mdb_cursor_close(c);
+	sh_free(a.val);
+	sh_free(b.val);
+	if (r != 0)
+		return r < 0 ? r : 0;
+	return rc == 0 || rc == MDB_NOTFOUND ? 0 : err(rc);
+}
+
 int
 meta_drop_bucket(struct meta_txn *t, uint16_t bucket)
 {

@@ -166,6 +166,70 @@ check_moved(const struct hist *h, const uint64_t *keep, unsigned nkeep)
 			      want[v], (unsigned long long)sh_test_seed());
 }
 
+struct diff_seen {
+	int changed[NKEYS], old[NKEYS], new[NKEYS];
+};
+
+static int
+on_diff(void *arg, const uint8_t *key, size_t klen, const void *old, size_t olen, const void *new,
+	size_t nlen)
+{
+	struct diff_seen *d = arg;
+
+	for (int i = 0; i < NKEYS; i++) {
+		struct meta_key k;
+
+		key_of(&k, i);
+		if (k.len != klen || memcmp(k.b, key, klen) != 0)
+			continue;
+		d->changed[i]++;
+		d->old[i] = -1;
+		d->new[i] = -1;
+		if (old != NULL) {
+			SH_ASSERT_EQ(olen, sizeof(int));
+			memcpy(&d->old[i], old, sizeof(int));
+		}
+		if (new != NULL) {
+			SH_ASSERT_EQ(nlen, sizeof(int));
+			memcpy(&d->new[i], new, sizeof(int));
+		}
+		return 0;
+	}
+	SH_ASSERT_MSG(0, "meta_diff names a key never written");
+	return -1;
+}
+
+/* meta_diff from v1 to v2 over every bucket names exactly the keys the model says changed. */
+static void
+check_diff(struct meta_db *db, const struct hist *h, uint64_t v1, uint64_t v2)
+{
+	struct diff_seen d = { 0 };
+	struct meta_txn *t;
+
+	SH_ASSERT_OK(meta_txn_begin(db, false, &t));
+	for (uint16_t b = 0; b < 5; b++) {
+		struct meta_key pk;
+
+		meta_key_kind(&pk, b, META_K_INODE);
+		pk.len = 2;
+		SH_ASSERT_OK(meta_diff(t, &pk, v1, v2, on_diff, &d));
+	}
+	meta_txn_abort(t);
+	for (int i = 0; i < NKEYS; i++) {
+		int was = model_at(&h[i], v1), is = model_at(&h[i], v2);
+
+		SH_ASSERT_MSG(
+		    d.changed[i] == (was != is),
+		    "key %d from %llu to %llu: %d -> %d, meta_diff said %d times (seed %llu)", i,
+		    (unsigned long long)v1, (unsigned long long)v2, was, is, d.changed[i],
+		    (unsigned long long)sh_test_seed());
+		if (was != is) {
+			SH_ASSERT_EQ(d.old[i], was);
+			SH_ASSERT_EQ(d.new[i], is);
+		}
+	}
+}
+
 TEST(meta_versions_match_model)
 {
 	static struct hist h[NKEYS];
@@ -232,6 +296,10 @@ TEST(meta_versions_match_model)
 			check_read(db, h, ver);
 			for (unsigned s = 0; s < nkeep; s++)
 				check_read(db, h, keep[s]);
+		}
+		if (op % 50 == 25) {
+			for (unsigned s = 0; s < nkeep; s++)
+				check_diff(db, h, keep[s], s + 1 < nkeep ? keep[s + 1] : ver);
 		}
 		if (op % 200 == 0) {
 			settle_all(db, &kp);

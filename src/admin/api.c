@@ -183,18 +183,26 @@ usage_json(const struct cfg *c, const struct admin_node *self)
 	return o;
 }
 
+/* The usage fields of /v1/fs, left out when asked without usage. */
+static const char *const usage_keys[] = { "logical_bytes",     "stored_bytes",
+					  "physical_bytes",    "unique_bytes",
+					  "compression_ratio", "dedup_ratio",
+					  "usage_nodes",       "nodes" };
+
 /*
  * The filesystems, each with its usage summed over every node's part
  * (asked of each node's admin API; a node that does not answer in 2 s
- * leaves "usage_nodes" short of the cluster's count).
+ * leaves "usage_nodes" short of the cluster's count). Without usage
+ * (?usage=0: the watcher's, every 2 s), no node is asked and the usage
+ * fields are left out.
  */
 static json_t *
-fs_json(const struct cfg *c, const struct admin_node *self)
+fs_json(const struct cfg *c, const struct admin_node *self, bool usage)
 {
 	json_t *a = json_array(), *parts = json_array();
 	unsigned asked = 0;
 
-	for (uint32_t k = 0; k < c->nnodes; k++) {
+	for (uint32_t k = 0; k < c->nnodes && usage; k++) {
 		char *body = NULL;
 		json_t *j = NULL;
 
@@ -217,7 +225,7 @@ fs_json(const struct cfg *c, const struct admin_node *self)
 		json_int_t v[4] = { 0 };
 		static const char *const keys[4] = { "logical", "stored", "physical", "unique" };
 		size_t k;
-		json_t *part;
+		json_t *part, *o;
 
 		json_array_foreach(parts, k, part)
 		{
@@ -227,17 +235,21 @@ fs_json(const struct cfg *c, const struct admin_node *self)
 				v[x] += json_integer_value(json_object_get(u, keys[x]));
 		}
 		snprintf(prot, sizeof(prot), "%u+%u", f->d, f->p);
-		json_array_append_new(
-		    a, json_pack(
-			   "{s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:i, s:i}",
-			   "name", f->name, "protection", prot, "compression",
-			   cfg_comp_str(f->compression, comp, sizeof(comp)), "dedup", f->dedup,
-			   "quota", (json_int_t)f->quota, "created",
-			   (json_int_t)(f->created / 1000000000), "logical_bytes", v[0],
-			   "stored_bytes", v[1], "physical_bytes", v[2], "unique_bytes", v[3],
-			   "compression_ratio", v[1] ? (double)v[3] / (double)v[1] : 1.0,
-			   "dedup_ratio", v[3] ? (double)v[0] / (double)v[3] : 1.0, "usage_nodes",
-			   (int)json_array_size(parts), "nodes", (int)asked));
+		o = json_pack(
+		    "{s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:i, "
+		    "s:i}",
+		    "name", f->name, "protection", prot, "compression",
+		    cfg_comp_str(f->compression, comp, sizeof(comp)), "dedup", f->dedup, "quota",
+		    (json_int_t)f->quota, "created", (json_int_t)(f->created / 1000000000),
+		    "snapshot_every_s", (json_int_t)f->snap_every_s, "snapshot_keep",
+		    (json_int_t)f->snap_keep, "logical_bytes", v[0], "stored_bytes", v[1],
+		    "physical_bytes", v[2], "unique_bytes", v[3], "compression_ratio",
+		    v[1] ? (double)v[3] / (double)v[1] : 1.0, "dedup_ratio",
+		    v[3] ? (double)v[0] / (double)v[3] : 1.0, "usage_nodes",
+		    (int)json_array_size(parts), "nodes", (int)asked);
+		for (size_t x = 0; !usage && o != NULL && x < SH_ARRAY_SIZE(usage_keys); x++)
+			json_object_del(o, usage_keys[x]);
+		json_array_append_new(a, o);
 	}
 	json_decref(parts);
 	return a;
@@ -641,7 +653,8 @@ admin_api_handle(struct cluster *cl, const struct admin_node *self, struct admin
 		else if (strcmp(what, "nets") == 0)
 			admin_reply_json(req, 200, nets_json(c));
 		else if (strcmp(what, "fs") == 0)
-			admin_reply_json(req, 200, fs_json(c, self));
+			admin_reply_json(req, 200,
+					 fs_json(c, self, strstr(req->query, "usage=0") == NULL));
 		else if (strcmp(what, "usage") == 0)
 			admin_reply_json(req, 200, usage_json(c, self));
 		else if (strcmp(what, "events") == 0)

@@ -49,7 +49,8 @@ int admin_node_remove(const struct cfg *c, const struct admin_node *self, const 
 /* api_snap.c: a filesystem's snapshots */
 /*
  * The routes under /v1/fs/FS/snapshots: name is "" for the collection
- * (GET lists, POST creates and answers once ready), else one snapshot
+ * (GET lists, POST creates and answers once ready), "schedule" for the
+ * filesystem's snapshot schedule (GET shows, PUT sets), else one snapshot
  * (GET shows, DELETE deletes).
  */
 void admin_snap_handle(struct cluster *cl, const struct admin_node *self, struct admin_req *req,

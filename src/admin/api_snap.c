@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * The admin API's snapshot routes (api.h, docs/admin-api.md): a
- * filesystem's snapshots listed, shown, created and deleted. A creation
- * is answered once the snapshot is ready (every metadata group of the
- * filesystem writes at the next version: the metadata layer then
- * proposes snap.state), waiting on the management loop with
- * cluster_wait, never blocking it.
+ * filesystem's snapshots listed, shown, created and deleted, and its
+ * snapshot schedule shown and set (the configuration's leader runs it:
+ * src/shoald/watch.c). A creation is answered once the snapshot is
+ * ready (every metadata group of the filesystem writes at the next
+ * version: the metadata layer then proposes snap.state), waiting on the
+ * management loop with cluster_wait, never blocking it.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -195,6 +196,110 @@ del(struct cluster *cl, struct admin_req *req, const char *fs, const char *name)
 		admin_reply_err(req, rc, "cannot submit the change");
 }
 
+/* A filesystem's snapshot schedule: every_s (0: none), keep (0 when none). */
+static json_t *
+schedule_json(const struct cfg_fs *f)
+{
+	return json_pack("{s:I, s:I}", "every_s", (json_int_t)f->snap_every_s, "keep",
+			 (json_int_t)f->snap_keep);
+}
+
+/* PUT /v1/fs/FS/snapshots/schedule, from the request to its answer. */
+struct sched_put {
+	struct admin_req *req;
+	uint64_t every, keep;
+};
+
+static void
+on_scheduled(void *arg, int status, const char *msg)
+{
+	struct sched_put *p = arg;
+
+	if (status < 0)
+		admin_reply_err(p->req, status, msg);
+	else
+		admin_reply_json(p->req, 200,
+				 json_pack("{s:I, s:I}", "every_s", (json_int_t)p->every, "keep",
+					   (json_int_t)(p->every ? p->keep : 0)));
+	sh_free(p);
+}
+
+/* A non-negative integer field of o; absent: dflt, or an error if dflt < 0. */
+static int
+uint_field(json_t *o, const char *key, json_int_t dflt, uint64_t *out, char *err, size_t elen)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (v == NULL && dflt < 0) {
+		snprintf(err, elen, "missing field \"%s\"", key);
+		return -EINVAL;
+	}
+	if (v != NULL && (!json_is_integer(v) || json_integer_value(v) < 0)) {
+		snprintf(err, elen, "field \"%s\" must be a non-negative integer", key);
+		return -EINVAL;
+	}
+	*out = (uint64_t)(v ? json_integer_value(v) : dflt);
+	return 0;
+}
+
+/*
+ * /v1/fs/FS/snapshots/schedule: GET shows it, PUT {"every_s", "keep"?}
+ * sets it (every_s 0: off; keep CFG_SNAP_KEEP_DEFAULT unless said),
+ * checked by snap.schedule (-EALREADY, 409, when it is so already).
+ */
+static void
+schedule(struct cluster *cl, struct admin_req *req, const char *fs, const struct cfg_fs *f)
+{
+	struct cfg_cmd cmd = { .op = CFG_OP_SNAP_SCHEDULE };
+	char err[CFG_MSG_MAX];
+	struct sched_put *p;
+	json_t *o;
+	int rc;
+
+	if (strcmp(req->method, "GET") == 0) {
+		if (f == NULL) {
+			snprintf(err, sizeof(err), "no filesystem '%s'", fs);
+			admin_reply_err(req, -ENOENT, err);
+		} else {
+			admin_reply_json(req, 200, schedule_json(f));
+		}
+		return;
+	}
+	if (strcmp(req->method, "PUT") != 0) {
+		admin_reply_json(req, 405,
+				 json_pack("{s:s, s:s}", "error",
+					   "method not allowed: GET or PUT the schedule (PUT "
+					   "{\"every_s\": 0} turns it off)",
+					   "code", "EINVAL"));
+		return;
+	}
+	o = admin_body_object(req);
+	if (o == NULL)
+		return;
+	rc = uint_field(o, "every_s", -1, &cmd.size, err, sizeof(err));
+	if (rc == 0)
+		rc = uint_field(o, "keep", CFG_SNAP_KEEP_DEFAULT, &cmd.quota, err, sizeof(err));
+	json_decref(o);
+	if (rc < 0) {
+		admin_reply_err(req, rc, err);
+		return;
+	}
+	snprintf(cmd.name, sizeof(cmd.name), "%s", fs);
+	p = sh_calloc(1, sizeof(*p));
+	if (p == NULL) {
+		admin_reply_err(req, -ENOMEM, "out of memory");
+		return;
+	}
+	p->req = req;
+	p->every = cmd.size;
+	p->keep = cmd.quota;
+	rc = cluster_submit(cl, &cmd, on_scheduled, p);
+	if (rc < 0) {
+		sh_free(p);
+		admin_reply_err(req, rc, "cannot submit the change");
+	}
+}
+
 void
 admin_snap_handle(struct cluster *cl, const struct admin_node *self, struct admin_req *req,
 		  const char *fs, const char *name)
@@ -204,6 +309,10 @@ admin_snap_handle(struct cluster *cl, const struct admin_node *self, struct admi
 	const struct cfg_snap *s;
 	char err[CFG_MSG_MAX];
 
+	if (strcmp(name, "schedule") == 0) { /* no snapshot takes that name (snap.create) */
+		schedule(cl, req, fs, f);
+		return;
+	}
 	if (strcmp(req->method, "GET") == 0) {
 		if (f == NULL) {
 			snprintf(err, sizeof(err), "no filesystem '%s'", fs);

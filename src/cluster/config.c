@@ -764,6 +764,7 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 	case CFG_OP_SNAP_STATE:
 	case CFG_OP_SNAP_DELETE:
 	case CFG_OP_SNAP_FORGET:
+	case CFG_OP_SNAP_SCHEDULE:
 		return cfg_check_snap(c, cmd, msg, len);
 	}
 	return -EINVAL;
@@ -962,6 +963,7 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 	case CFG_OP_SNAP_STATE:
 	case CFG_OP_SNAP_DELETE:
 	case CFG_OP_SNAP_FORGET:
+	case CFG_OP_SNAP_SCHEDULE:
 		cfg_apply_snap(c, cmd);
 		break;
 	}

@@ -38,6 +38,12 @@
 #define CFG_BUCKETS_DEFAULT 4096
 #define CFG_BUCKETS_MAX	    65536
 #define CFG_DRIVE_MIN	    (64ull << 20)
+/*
+ * A snapshot schedule's interval: 1 s to 30 days. Operators want minutes
+ * or more; seconds are accepted so that tests can watch a schedule run.
+ */
+#define CFG_SNAP_EVERY_MAX    (30u * 86400)
+#define CFG_SNAP_KEEP_DEFAULT 96 /* what the CLI and the admin API keep unless told */
 
 /*
  * Every configuration change, declared once: X(id, number, "name"). The
@@ -64,7 +70,9 @@
 	X(CFG_OP_SNAP_CREATE, 14, "snap.create")                                            \
 	X(CFG_OP_SNAP_STATE, 15, "snap.state") /* state: CFG_SNAP_READY */                  \
 	X(CFG_OP_SNAP_DELETE, 16, "snap.delete")                                            \
-	X(CFG_OP_SNAP_FORGET, 17, "snap.forget")
+	X(CFG_OP_SNAP_FORGET, 17, "snap.forget")                                            \
+	/* name: the filesystem, size: every (s, 0: off), quota: how many are kept */       \
+	X(CFG_OP_SNAP_SCHEDULE, 18, "snap.schedule")
 
 enum cfg_op {
 #define CFG_OP_ENUM(id, num, name) id = (num),
@@ -153,6 +161,14 @@ struct cfg_fs {
 	uint64_t quota; /* bytes; 0: none */
 	uint64_t created;
 	uint64_t version; /* the version metadata writes carry now: from 1, +1 per snapshot */
+	/*
+	 * Its snapshot schedule (snap.schedule, docs/snapshots.md "Schedules"):
+	 * the configuration's leader takes one every snap_every_s (0: no
+	 * schedule) and keeps the last snap_keep (1..CFG_FS_SNAPS_MAX; 0 when
+	 * there is no schedule).
+	 */
+	uint32_t snap_every_s;
+	uint32_t snap_keep;
 };
 
 struct cfg_snap {
@@ -255,6 +271,10 @@ const struct cfg_snap *cfg_snap_find(const struct cfg *c, uint32_t fs, const cha
 unsigned cfg_fs_keep(const struct cfg *c, uint32_t fs, uint64_t *v, unsigned max);
 /* "creating", "ready", "deleting" ("?" if none of them). */
 const char *cfg_snap_state_name(unsigned state);
+/* A duration in seconds as people write it, in its largest whole unit: "15m", "2h", "90s". */
+const char *cfg_duration_str(uint64_t s, char *buf, size_t len);
+/* "90s", "15m", "2h", "1d" or plain seconds ("90") -> seconds; -EINVAL if malformed. */
+int64_t cfg_duration_parse(const char *s);
 /* The replica group of bucket b: replicas node ids. */
 static inline const uint64_t *
 cfg_bucket(const struct cfg *c, uint32_t b)

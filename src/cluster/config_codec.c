@@ -6,7 +6,8 @@
 
 #include "config_int.h"
 
-#define CFG_MAGIC    0x34474643u /* "CFG4": with the filesystems' versions and snapshots */
+#define CFG_MAGIC    0x35474643u /* "CFG5": with the filesystems' snapshot schedules */
+#define CFG_MAGIC_V4 0x34474643u /* "CFG4": with the filesystems' versions and snapshots */
 #define CFG_MAGIC_V3 0x33474643u /* "CFG3": with drive states and the heal settings */
 #define CFG_MAGIC_V2 0x32474643u /* "CFG2": with the metadata groups' table */
 #define CFG_MAGIC_V1 0x31474643u /* "CFG1": before it (groups derived from the sets) */
@@ -172,6 +173,11 @@ cfg_encode(struct sh_enc *e, const struct cfg *c)
 		sh_enc_u8(e, s->state);
 		sh_enc_u64(e, s->created);
 	}
+	/* the filesystems' snapshot schedules (a "CFG4" configuration ends before them) */
+	for (uint32_t i = 0; i < c->nfs; i++) {
+		sh_enc_u32(e, c->fs[i].snap_every_s);
+		sh_enc_u32(e, c->fs[i].snap_keep);
+	}
 }
 
 /* The fixed groups: each bucket's (every group has one, and its buckets one replica set). */
@@ -245,6 +251,23 @@ decode_snaps(struct sh_dec *d, struct cfg *t)
 	return d->err ? -EBADMSG : 0;
 }
 
+/* The filesystems' snapshot schedules ("CFG5"): off (0, 0), or every 1 s..30 days, keep 1..max. */
+static int
+decode_schedules(struct sh_dec *d, struct cfg *t)
+{
+	for (uint32_t i = 0; i < t->nfs; i++) {
+		struct cfg_fs *f = &t->fs[i];
+
+		f->snap_every_s = sh_dec_u32(d);
+		f->snap_keep = sh_dec_u32(d);
+		if (f->snap_every_s > CFG_SNAP_EVERY_MAX ||
+		    (f->snap_every_s == 0 && f->snap_keep != 0) ||
+		    (f->snap_every_s != 0 && (f->snap_keep < 1 || f->snap_keep > CFG_FS_SNAPS_MAX)))
+			return -EBADMSG;
+	}
+	return d->err ? -EBADMSG : 0;
+}
+
 int
 cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 {
@@ -258,8 +281,8 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 		return -ENOMEM;
 	sh_dec_init(&d, b, len);
 	magic = sh_dec_u32(&d);
-	if (magic != CFG_MAGIC && magic != CFG_MAGIC_V3 && magic != CFG_MAGIC_V2 &&
-	    magic != CFG_MAGIC_V1)
+	if (magic != CFG_MAGIC && magic != CFG_MAGIC_V4 && magic != CFG_MAGIC_V3 &&
+	    magic != CFG_MAGIC_V2 && magic != CFG_MAGIC_V1)
 		goto bad;
 	t->epoch = sh_dec_u64(&d);
 	t->created = sh_dec_u8(&d) != 0;
@@ -318,6 +341,8 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 		f->quota = sh_dec_u64(&d);
 		f->created = sh_dec_u64(&d);
 		f->version = 1; /* before snapshots ("CFG3" and older): every one at 1 */
+		f->snap_every_s = 0;
+		f->snap_keep = 0;
 	}
 	nev = sh_dec_u32(&d);
 	if (nev > CFG_EVENTS_MAX || nev > t->next_event)
@@ -346,7 +371,7 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 	}
 	if (magic != CFG_MAGIC_V1 && decode_groups(&d, t) < 0)
 		goto bad;
-	if (magic == CFG_MAGIC || magic == CFG_MAGIC_V3) {
+	if (magic == CFG_MAGIC || magic == CFG_MAGIC_V4 || magic == CFG_MAGIC_V3) {
 		for (uint32_t i = 0; i < t->ndrives; i++) {
 			t->drives[i].state = sh_dec_u8(&d);
 			t->drives[i].since = sh_dec_u64(&d);
@@ -360,7 +385,10 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 		if (t->rebuild_share == 0 || t->rebuild_share > 100)
 			goto bad;
 	}
-	if (magic == CFG_MAGIC && decode_snaps(&d, t) < 0)
+	if ((magic == CFG_MAGIC || magic == CFG_MAGIC_V4) && decode_snaps(&d, t) < 0)
+		goto bad;
+	/* before schedules ("CFG4" and older): none */
+	if (magic == CFG_MAGIC && decode_schedules(&d, t) < 0)
 		goto bad;
 	sh_dec_end(&d);
 	if (d.err)

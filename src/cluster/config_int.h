@@ -18,7 +18,10 @@ void cfg_heal_defaults(struct cfg *c);
 int cfg_check_heal(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len);
 void cfg_apply_heal(struct cfg *c, const struct cfg_cmd *cmd);
 
-/* config_snap.c: snapshots (snap.create, snap.state, snap.delete, snap.forget) */
+/*
+ * config_snap.c: snapshots (snap.create, snap.state, snap.delete, snap.forget) and
+ * schedules (snap.schedule)
+ */
 int cfg_check_snap(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len);
 void cfg_apply_snap(struct cfg *c, const struct cfg_cmd *cmd);
 /* Forget every snapshot of filesystem fs (its id; the filesystem is deleted): how many. */

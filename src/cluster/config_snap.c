@@ -2,8 +2,11 @@
 /*
  * The configuration's part of snapshots (config.h, enum cfg_snap_state):
  * the filesystems' versions, the snapshot table, and the commands that
- * change them (snap.create, snap.state, snap.delete, snap.forget).
+ * change them (snap.create, snap.state, snap.delete, snap.forget); a
+ * filesystem's snapshot schedule (snap.schedule: what the configuration's
+ * leader takes and trims, src/shoald/watch.c).
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +64,99 @@ cfg_fs_keep(const struct cfg *c, uint32_t fs, uint64_t *v, unsigned max)
 	return k;
 }
 
+const char *
+cfg_duration_str(uint64_t s, char *buf, size_t len)
+{
+	if (s != 0 && s % 86400 == 0)
+		snprintf(buf, len, "%llud", (unsigned long long)(s / 86400));
+	else if (s != 0 && s % 3600 == 0)
+		snprintf(buf, len, "%lluh", (unsigned long long)(s / 3600));
+	else if (s != 0 && s % 60 == 0)
+		snprintf(buf, len, "%llum", (unsigned long long)(s / 60));
+	else
+		snprintf(buf, len, "%llus", (unsigned long long)s);
+	return buf;
+}
+
+int64_t
+cfg_duration_parse(const char *s)
+{
+	unsigned long long v = 0, unit = 1;
+	const char *p = s;
+
+	if (!isdigit((unsigned char)*p))
+		return -EINVAL;
+	for (; isdigit((unsigned char)*p); p++) {
+		v = v * 10 + (unsigned long long)(*p - '0');
+		if (v > (1ull << 40))
+			return -EINVAL;
+	}
+	switch (*p) {
+	case '\0':
+		return (int64_t)v;
+	case 's':
+		break;
+	case 'm':
+		unit = 60;
+		break;
+	case 'h':
+		unit = 3600;
+		break;
+	case 'd':
+		unit = 86400;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (p[1] != '\0')
+		return -EINVAL;
+	return (int64_t)(v * unit);
+}
+
+/* snap.schedule: a filesystem's schedule set, changed or turned off. */
+static int
+check_schedule(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
+{
+	const struct cfg_fs *f = cfg_fs_find(c, cmd->name);
+	char every[32];
+
+	if (f == NULL)
+		return cfg_fail(msg, len, -ENOENT, "no filesystem '%s'", cmd->name);
+	if (cmd->size > CFG_SNAP_EVERY_MAX)
+		return cfg_fail(msg, len, -EINVAL,
+				"a snapshot schedule runs every 1 s to 30 days (%u s), not %llu s",
+				CFG_SNAP_EVERY_MAX, (unsigned long long)cmd->size);
+	if (cmd->size != 0 && (cmd->quota < 1 || cmd->quota > CFG_FS_SNAPS_MAX))
+		return cfg_fail(msg, len, -EINVAL,
+				"a snapshot schedule keeps the last 1 to %d snapshots, not %llu",
+				CFG_FS_SNAPS_MAX, (unsigned long long)cmd->quota);
+	if (cmd->size == 0 && f->snap_every_s == 0)
+		return cfg_fail(msg, len, -EALREADY, "filesystem %s has no scheduled snapshots",
+				f->name);
+	if (cmd->size != 0 && cmd->size == f->snap_every_s && cmd->quota == f->snap_keep)
+		return cfg_fail(msg, len, -EALREADY,
+				"filesystem %s already takes a snapshot every %s, the last %u kept",
+				f->name, cfg_duration_str(cmd->size, every, sizeof(every)),
+				f->snap_keep);
+	return 0;
+}
+
+static void
+apply_schedule(struct cfg *c, const struct cfg_cmd *cmd)
+{
+	struct cfg_fs *f = (struct cfg_fs *)cfg_fs_find(c, cmd->name);
+	char every[32];
+
+	f->snap_every_s = (uint32_t)cmd->size;
+	f->snap_keep = cmd->size ? (uint32_t)cmd->quota : 0;
+	if (f->snap_every_s == 0)
+		cfg_event(c, cmd->time, 0, "filesystem %s: no scheduled snapshots", f->name);
+	else
+		cfg_event(c, cmd->time, 0, "filesystem %s: a snapshot every %s, the last %u kept",
+			  f->name, cfg_duration_str(f->snap_every_s, every, sizeof(every)),
+			  f->snap_keep);
+}
+
 /* The filesystem and the snapshot a command names; -ENOENT with a reason. */
 static int
 find(const struct cfg *c, const struct cfg_cmd *cmd, const struct cfg_fs **f,
@@ -81,8 +177,11 @@ cfg_check_snap(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t
 {
 	const struct cfg_fs *f;
 	const struct cfg_snap *s;
-	int rc = find(c, cmd, &f, &s, msg, len);
+	int rc;
 
+	if (cmd->op == CFG_OP_SNAP_SCHEDULE)
+		return check_schedule(c, cmd, msg, len);
+	rc = find(c, cmd, &f, &s, msg, len);
 	if (rc < 0)
 		return rc;
 	switch (cmd->op) {
@@ -91,6 +190,11 @@ cfg_check_snap(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t
 			return cfg_fail(msg, len, -EINVAL,
 					"'%s' is not a snapshot name (1-63 of A-Z a-z 0-9 . _ -)",
 					cmd->snap);
+		/* the admin API's /v1/fs/FS/snapshots/schedule is the schedule's */
+		if (strcmp(cmd->snap, "schedule") == 0)
+			return cfg_fail(msg, len, -EINVAL,
+					"'schedule' is not a snapshot name: it names the "
+					"filesystem's snapshot schedule");
 		if (s != NULL)
 			return cfg_fail(msg, len, -EEXIST,
 					"filesystem %s already has a snapshot '%s' (%s)", f->name,
@@ -139,10 +243,16 @@ cfg_check_snap(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t
 void
 cfg_apply_snap(struct cfg *c, const struct cfg_cmd *cmd)
 {
-	struct cfg_fs *f = (struct cfg_fs *)cfg_fs_find(c, cmd->name);
-	struct cfg_snap *s = (struct cfg_snap *)cfg_snap_find(c, f->id, cmd->snap);
+	struct cfg_fs *f;
+	struct cfg_snap *s;
 	unsigned long long v;
 
+	if (cmd->op == CFG_OP_SNAP_SCHEDULE) {
+		apply_schedule(c, cmd);
+		return;
+	}
+	f = (struct cfg_fs *)cfg_fs_find(c, cmd->name);
+	s = (struct cfg_snap *)cfg_snap_find(c, f->id, cmd->snap);
 	switch (cmd->op) {
 	case CFG_OP_SNAP_CREATE:
 		s = &c->snaps[c->nsnaps++];

@@ -168,7 +168,9 @@ void cleaner_stop(struct cleaner *k);
  * write path failed, reads failing with I/O errors, a drive that has not
  * opened for the rebuild delay: the drive is marked failed, its fragments
  * rebuilt) and, on the configuration's leader, at
- * the cluster's heal state (its changes posted as events: heal_events.h).
+ * the cluster's heal state (its changes posted as events: heal_events.h)
+ * and at the filesystems' snapshot schedules (the snapshots due taken, the
+ * oldest beyond those kept deleted: docs/snapshots.md "Schedules").
  */
 #define WATCH_READ_ERRORS 8 /* read errors of a drive within WATCH_WINDOW_S: failed */
 #define WATCH_WINDOW_S	  600
@@ -188,6 +190,11 @@ struct watcher {
 		bool told;			/* marked failed (or asked to be) */
 	} drives[WATCH_DRIVES];
 	unsigned ndrives;
+	/* the schedule slot a filesystem's scheduled snapshot last failed for (said once each) */
+	struct {
+		char fs[CFG_NAME_MAX];
+		int64_t slot;
+	} sched_failed[CFG_FS_MAX];
 };
 int watcher_start(struct watcher *w, struct shoald *d, unsigned interval_s);
 void watcher_stop(struct watcher *w);

@@ -7,6 +7,8 @@
   rewritten and truncated, a directory renamed, a symlink) while the live tree shows the
   changes, and refuses every change; what it reads stays stored; deleting it gives that
   space back, in the background, and it is forgotten;
+- backends kill -9'd while snapshots are created and deleted: each one is there and reads
+  right, or is not there; deleted ones are forgotten and give their space back;
 - names are checked: a second snapshot of one name, one of a filesystem that is not there,
   the deletion of one that is not there, are refused and change nothing.
 
@@ -14,6 +16,8 @@ usage: tests/cluster/test_snapshot.py BIN_DIR [--only NAME[,NAME]] [--keep]
 Prints the closing line "N passed, N failed, N skipped".
 """
 import os
+import random
+import subprocess
 import sys
 import time
 
@@ -133,6 +137,117 @@ def snapshot_keeps_what_it_reads_until_deleted(c):
     left = stored(c, "sn", want=lambda x: x < 0.1 * base)
     print("  stored: %.1f MiB, %.1f with the overwrite, %.1f after the remove, %.1f once "
           "the snapshot went" % (base / 2**20, both / 2**20, kept / 2**20, left / 2**20))
+
+
+def wait_snaps(c, fs, pred, what, timeout=60):
+    end = time.time() + timeout
+    while True:
+        s = snaps(c, fs)
+        if pred(s):
+            return s
+        check(time.time() < end, "%s: never (%s)" % (what, s))
+        time.sleep(0.3)
+
+
+@test
+def snapshots_survive_kill9(c):
+    """Backends kill -9'd while snapshots are created, read and deleted: each one is ready
+    and reads what was there when it was taken, or is not there (taken again); deleted,
+    each is forgotten and its space comes back, and the live file never changes."""
+    c.up()
+    make_fs(c, "sk")
+    size = 2 << 20
+    taken = {}
+    rnd = random.Random(25)
+    for k in range(3):
+        data = put_random(c, "sk", "/a", size, "v%d" % k)
+        if k == 0:
+            one = stored(c, "sk", want=lambda x: x >= size)
+        name = "s%d" % k
+        p = subprocess.Popen([os.path.join(tc.BIN, "shoal"), "--addr", c.addr(1), "fs",
+                              "snapshot", "create", "sk", name], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        time.sleep(rnd.random() * 0.3)
+        victim = rnd.randrange(2, c.nodes + 1)
+        c.kill(victim)
+        out, err = p.communicate(timeout=90)
+        print("  %s: node %d killed; the create said %d %s" % (name, victim, p.returncode,
+                                                                (out + err).strip()[:120]))
+        c.local("up")
+        if name not in snaps(c, "sk"):
+            c.shoal("fs", "snapshot", "create", "sk", name, check_rc=0, timeout=90)
+        wait_snaps(c, "sk", lambda s: s.get(name, {}).get("state") == "ready",
+                   "%s ready" % name)
+        taken[name] = data
+    last = put_random(c, "sk", "/a", size, "last")
+    for name, data in taken.items():
+        check(get(c, "sk@" + name, "/a") == data, "%s reads what was not there" % name)
+    for k, name in enumerate(taken):
+        c.shoal("fs", "snapshot", "delete", "sk", name, check_rc=0, timeout=90)
+        c.kill(2 + k)
+        time.sleep(0.2 + rnd.random() * 0.5)
+        c.local("up")
+    wait_snaps(c, "sk", lambda s: not s, "every snapshot forgotten")
+    check(get(c, "sk", "/a") == last, "the live file changed")
+    left = stored(c, "sk", want=lambda x: x < 1.2 * one)
+    print("  stored: %.1f MiB with one file's worth %.1f" % (left / 2**20, one / 2**20))
+
+
+@test
+def snapshot_schedule_takes_and_trims(c):
+    """A schedule every 2 s keeping 2: the configuration's leader takes auto-* snapshots
+    and deletes the oldest beyond the last 2, never the user's own; turned off, it takes
+    no more."""
+    import re
+    c.up()
+    make_fs(c, "sch")
+    c.shoal("fs", "snapshot", "schedule", "sch", "--every", "2s", "--keep", "2", check_rc=0)
+    got = c.json("fs", "snapshot", "schedule", "sch")
+    check(got == {"every_s": 2, "keep": 2}, "the schedule reads %s" % got)
+
+    def taken():
+        """The auto-* snapshots of sch the events say were created."""
+        ev = c.json("events", "--limit", "256")
+        return {m.group(1) for e in ev
+                for m in [re.match(r"snapshot (auto-\S+) of fs sch created", e["text"])] if m}
+
+    seen, mine, end = set(), False, time.time() + 20
+    while True:
+        s = snaps(c, "sch")
+        auto = {n: x for n, x in s.items() if n.startswith("auto-")}
+        seen |= set(auto)
+        ready = sorted(n for n, x in auto.items() if x["state"] == "ready")
+        live = [n for n, x in auto.items() if x["state"] != "deleting"]
+        # at most one more than kept: the one just taken, before the oldest is deleted
+        check(len(ready) <= 3, "%d scheduled snapshots ready, keeping 2: %s" % (len(ready), s))
+        check(not mine or s.get("mine", {}).get("state") == "ready",
+              "the user's own snapshot went: %s" % s)
+        if not mine and auto:
+            c.shoal("fs", "snapshot", "create", "sch", "mine", check_rc=0)
+            mine = True
+            continue
+        if mine and len(live) == 2 and ready == sorted(live) and len(seen | taken()) >= 3:
+            break
+        check(time.time() < end, "never 2 scheduled snapshots ready of 3 or more taken: "
+              "%s (taken: %s)" % (s, sorted(seen | taken())))
+        time.sleep(0.3)
+    print("  %d scheduled snapshots taken, kept: %s" % (len(seen | taken()), ready))
+    # off: a pass that read the schedule before may still take one; then none
+    c.shoal("fs", "snapshot", "schedule", "sch", "--every", "0", check_rc=0)
+    got = c.json("fs", "snapshot", "schedule", "sch")
+    check(got == {"every_s": 0, "keep": 0}, "the schedule reads %s once off" % got)
+    time.sleep(1)
+    before = {n for n in snaps(c, "sch") if n.startswith("auto-")} | taken()
+    end = time.time() + 5
+    while time.time() < end:
+        s = snaps(c, "sch")
+        new = {n for n in s if n.startswith("auto-")} - before
+        check(not new, "scheduled snapshots taken with the schedule off: %s" % sorted(new))
+        time.sleep(0.5)
+    new = taken() - before
+    check(not new, "scheduled snapshots taken with the schedule off: %s" % sorted(new))
+    check(snaps(c, "sch").get("mine", {}).get("state") == "ready",
+          "the user's own snapshot went: %s" % snaps(c, "sch"))
 
 
 def main():

@@ -29,6 +29,7 @@ static const char usage_text[] =
     "            [--quota SIZE]\n"
     "  fs list | fs delete NAME\n"
     "  fs snapshot create FS NAME | fs snapshot list FS | fs snapshot delete FS NAME\n"
+    "  fs snapshot schedule FS [--every DURATION [--keep N]] (DURATION: 15m, 6h, 1d; off)\n"
     "  drive fail ID | drive remove ID (drains it first)\n"
     "  cluster set rebuild-delay|rebuild-share|scrub-rate|scrub-interval VALUE | cluster settings\n"
     "  rebuild status [--watch [SECONDS]]\n"

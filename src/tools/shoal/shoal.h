@@ -37,7 +37,7 @@ int cmd_ns(struct cli *c, int argc, char **argv);
 int cmd_mount(struct cli *c, int argc, char **argv);
 int cmd_umount(struct cli *c, int argc, char **argv);
 int cmd_stats(struct cli *c, int argc, char **argv);
-/* snap.c: shoal fs snapshot create|list|delete (argv from after "snapshot") */
+/* snap.c: shoal fs snapshot create|list|delete|schedule (argv from after "snapshot") */
 int cmd_snapshot(struct cli *c, int argc, char **argv);
 /* heal.c: shoal rebuild status; the line of `shoal status` that says how protected data is. */
 int cmd_rebuild(struct cli *c, int argc, char **argv);

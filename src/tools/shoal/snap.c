@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * shoal fs snapshot: a filesystem's snapshots created, listed and deleted
- * over the admin API (docs/cli.md "Snapshots", docs/admin-api.md).
+ * shoal fs snapshot: a filesystem's snapshots created, listed and deleted,
+ * and its snapshot schedule shown and set, over the admin API (docs/cli.md
+ * "Snapshots", docs/admin-api.md).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -11,12 +13,18 @@
 
 static const char snap_usage[] =
     "usage: shoal fs snapshot create FS NAME | list FS [--json] | delete FS NAME\n"
+    "       shoal fs snapshot schedule FS [--every DURATION [--keep N]] [--json]\n"
     "  create FS NAME   snapshot filesystem FS as it is now; answers once the snapshot is\n"
     "                   ready (every metadata group of FS writes at the next version)\n"
     "  list FS          FS's snapshots: name, version, state (creating, ready, deleting),\n"
     "                   created (UTC)\n"
     "  delete FS NAME   delete a snapshot; the space only it kept is freed in the background\n"
-    "NAME: 1-63 of A-Z a-z 0-9 . _ -, unique within FS.\n";
+    "  schedule FS      FS's snapshot schedule; with --every, set it: the cluster takes a\n"
+    "                   snapshot every DURATION (a number with s, m, h or d: 15m; off or 0\n"
+    "                   turns it off), named auto-YYYYMMDDTHHMMSSZ (UTC), and deletes the\n"
+    "                   oldest of them beyond the last N (--keep, 96 unless said); the\n"
+    "                   others are left alone\n"
+    "NAME: 1-63 of A-Z a-z 0-9 . _ -, unique within FS; not \"schedule\".\n";
 
 static void
 check_name(const char *s, const char *what)
@@ -67,11 +75,75 @@ show_snaps(json_t *a)
 	}
 }
 
+/* "filesystem FS: a snapshot every 15m, the last 96 kept" */
+static void
+say_schedule(const char *fs, long long every, long long keep)
+{
+	char d[32];
+
+	if (every <= 0)
+		printf("filesystem %s: no scheduled snapshots\n", fs);
+	else
+		printf("filesystem %s: a snapshot every %s, the last %lld kept\n", fs,
+		       cfg_duration_str((uint64_t)every, d, sizeof(d)), keep);
+}
+
+/* shoal fs snapshot schedule FS [--every DURATION [--keep N]]: every and keep NULL to show. */
+static int
+schedule(struct cli *c, const char *fs, const char *every, const char *keep)
+{
+	long long e = 0, k = CFG_SNAP_KEEP_DEFAULT;
+	char path[256], reason[512], *end;
+	json_t *j;
+	int st;
+
+	snprintf(path, sizeof(path), "/v1/fs/%s/snapshots/schedule", fs);
+	if (every == NULL && keep != NULL)
+		usage_error("--keep goes with --every DURATION (--every off turns it off)");
+	if (every == NULL) {
+		j = api_get(c, path);
+		if (c->json)
+			print_json(j);
+		else
+			say_schedule(fs, jint(j, "every_s"), jint(j, "keep"));
+		json_decref(j);
+		return 0;
+	}
+	if (strcmp(every, "off") != 0 && (e = cfg_duration_parse(every)) < 0)
+		usage_error("--every is a number with s, m, h or d (e.g. 15m), or off; not '%s'",
+			    every);
+	if (keep != NULL) {
+		k = strtoll(keep, &end, 10);
+		if (*keep < '0' || *keep > '9' || *end != '\0' || k < 1)
+			usage_error("--keep is how many scheduled snapshots are kept, 1 or more; "
+				    "not '%s'",
+				    keep);
+	}
+	st = api_try(c, "PUT", path,
+		     json_pack("{s:I, s:I}", "every_s", (json_int_t)e, "keep", (json_int_t)k),
+		     reason, sizeof(reason));
+	if (st == 409) { /* so already: nothing to change */
+		if (c->json) {
+			j = api_get(c, path);
+			print_json(j);
+			json_decref(j);
+		} else {
+			printf("%s\n", reason);
+		}
+		return 0;
+	}
+	if (st < 200 || st > 299)
+		fail("%s", reason);
+	if (!c->json)
+		say_schedule(fs, e, k);
+	return 0;
+}
+
 int
 cmd_snapshot(struct cli *c, int argc, char **argv)
 {
 	char *pos[4];
-	const char *verb;
+	const char *verb, *every = NULL, *keep = NULL;
 	char path[256];
 	int n = 0;
 
@@ -81,7 +153,14 @@ cmd_snapshot(struct cli *c, int argc, char **argv)
 			c->json = true;
 		else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
 			n = -1;
-		else if (strncmp(argv[i], "--", 2) == 0)
+		else if (strcmp(argv[i], "--every") == 0 || strcmp(argv[i], "--keep") == 0) {
+			if (i + 1 >= argc)
+				usage_error("%s needs a value", argv[i]);
+			if (strcmp(argv[i], "--every") == 0)
+				every = argv[++i];
+			else
+				keep = argv[++i];
+		} else if (strncmp(argv[i], "--", 2) == 0)
 			usage_error("unknown option '%s'", argv[i]);
 		else if (n >= 0 && n < 4)
 			pos[n++] = argv[i];
@@ -97,6 +176,14 @@ cmd_snapshot(struct cli *c, int argc, char **argv)
 		return 2;
 	}
 	verb = pos[0];
+	if (strcmp(verb, "schedule") == 0) {
+		if (n != 2)
+			usage_error("fs snapshot schedule takes FS [--every DURATION [--keep N]]");
+		check_name(pos[1], "filesystem");
+		return schedule(c, pos[1], every, keep);
+	}
+	if (every != NULL || keep != NULL)
+		usage_error("--every and --keep go with 'fs snapshot schedule'");
 	if (strcmp(verb, "list") == 0) {
 		json_t *j;
 

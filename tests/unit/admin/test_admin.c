@@ -360,6 +360,98 @@ fake_meta(void *arg, const struct cfg *c)
 	}
 }
 
+/* /v1/fs/data/snapshots/schedule: shown, set, changed, refused, turned off. */
+static void
+schedule_script(struct client *c, struct snap_world *w)
+{
+	const char *sched = "/v1/fs/data/snapshots/schedule";
+	char out[8192];
+	int st;
+
+	st = request(c->port, "GET", sched, NULL, out, sizeof(out));
+	EXPECT(c, st == 200 && strcmp(out, "{\"every_s\":0,\"keep\":0}\n") == 0, "none: %d %s", st,
+	       out);
+	st = request(c->port, "PUT", sched, "{\"every_s\":900,\"keep\":96}", out, sizeof(out));
+	EXPECT(c, st == 200 && strcmp(out, "{\"every_s\":900,\"keep\":96}\n") == 0, "set: %d %s",
+	       st, out);
+	st = request(c->port, "GET", sched, NULL, out, sizeof(out));
+	EXPECT(c, st == 200 && strcmp(out, "{\"every_s\":900,\"keep\":96}\n") == 0, "shown: %d %s",
+	       st, out);
+	st = request(c->port, "PUT", sched, "{\"every_s\":900,\"keep\":96}", out, sizeof(out));
+	EXPECT(c,
+	       st == 409 && strstr(out, "EALREADY") &&
+		   strstr(out, "already takes a snapshot every 15m, the last 96 kept"),
+	       "again: %d %s", st, out);
+	/* keep unless said: 96; through a node that does not lead, forwarded */
+	st = request(w->port2, "PUT", sched, "{\"every_s\":60}", out, sizeof(out));
+	EXPECT(c, st == 200 && strcmp(out, "{\"every_s\":60,\"keep\":96}\n") == 0,
+	       "via node 2: %d %s", st, out);
+	st = request(c->port, "PUT", sched, "{\"every_s\":60,\"keep\":3}", out, sizeof(out));
+	EXPECT(c, st == 200 && strstr(out, "\"keep\":3"), "keep 3: %d %s", st, out);
+	/* refused, changing nothing */
+	st = request(c->port, "PUT", sched, "{\"keep\":3}", out, sizeof(out));
+	EXPECT(c, st == 400 && strstr(out, "missing field \\\"every_s\\\""), "no every: %d %s", st,
+	       out);
+	st = request(c->port, "PUT", sched, "{\"every_s\":-1}", out, sizeof(out));
+	EXPECT(c, st == 400 && strstr(out, "non-negative integer"), "every -1: %d %s", st, out);
+	st = request(c->port, "PUT", sched, "{\"every_s\":\"15m\"}", out, sizeof(out));
+	EXPECT(c, st == 400 && strstr(out, "non-negative integer"), "every 15m: %d %s", st, out);
+	st = request(c->port, "PUT", sched, "{\"every_s\":2592001,\"keep\":3}", out, sizeof(out));
+	EXPECT(c, st == 400 && strstr(out, "every 1 s to 30 days"), "every too long: %d %s", st,
+	       out);
+	st = request(c->port, "PUT", sched, "{\"every_s\":60,\"keep\":0}", out, sizeof(out));
+	EXPECT(c, st == 400 && strstr(out, "keeps the last 1 to 256"), "keep 0: %d %s", st, out);
+	st = request(c->port, "PUT", sched, "{\"every_s\":60,\"keep\":257}", out, sizeof(out));
+	EXPECT(c, st == 400 && strstr(out, "not 257"), "keep 257: %d %s", st, out);
+	st = request(c->port, "PUT", sched, "[1]", out, sizeof(out));
+	EXPECT(c, st == 400 && strstr(out, "must be a JSON object"), "not an object: %d %s", st,
+	       out);
+	st = request(c->port, "PUT", "/v1/fs/nope/snapshots/schedule", "{\"every_s\":60}", out,
+		     sizeof(out));
+	EXPECT(c, st == 404 && strstr(out, "no filesystem 'nope'"), "PUT no fs: %d %s", st, out);
+	st = request(c->port, "GET", "/v1/fs/nope/snapshots/schedule", NULL, out, sizeof(out));
+	EXPECT(c, st == 404 && strstr(out, "no filesystem 'nope'"), "GET no fs: %d %s", st, out);
+	st = request(c->port, "DELETE", sched, NULL, out, sizeof(out));
+	EXPECT(c, st == 405 && strstr(out, "every_s"), "DELETE: %d %s", st, out);
+	st = request(c->port, "POST", sched, "{}", out, sizeof(out));
+	EXPECT(c, st == 405, "POST: %d %s", st, out);
+	st = request(c->port, "GET", sched, NULL, out, sizeof(out));
+	EXPECT(c, st == 200 && strcmp(out, "{\"every_s\":60,\"keep\":3}\n") == 0,
+	       "unchanged: %d %s", st, out);
+	/* no snapshot takes the schedule's name */
+	st = request(c->port, "POST", "/v1/fs/data/snapshots", "{\"name\":\"schedule\"}", out,
+		     sizeof(out));
+	EXPECT(c, st == 400 && strstr(out, "'schedule' is not a snapshot name"),
+	       "a snapshot named schedule: %d %s", st, out);
+	/* the filesystems' list says it (without usage: no node asked, no usage fields) */
+	st = request(c->port, "GET", "/v1/fs?usage=0", NULL, out, sizeof(out));
+	EXPECT(c,
+	       st == 200 && strstr(out, "\"name\":\"data\"") &&
+		   strstr(out, "\"snapshot_every_s\":60,\"snapshot_keep\":3") &&
+		   !strstr(out, "stored_bytes") && !strstr(out, "usage_nodes"),
+	       "fs list: %d %s", st, out);
+	/* off: keep is dropped */
+	st = request(c->port, "PUT", sched, "{\"every_s\":0,\"keep\":5}", out, sizeof(out));
+	EXPECT(c, st == 200 && strcmp(out, "{\"every_s\":0,\"keep\":0}\n") == 0, "off: %d %s", st,
+	       out);
+	st = request(c->port, "PUT", sched, "{\"every_s\":0}", out, sizeof(out));
+	EXPECT(c, st == 409 && strstr(out, "has no scheduled snapshots"), "off again: %d %s", st,
+	       out);
+	for (int i = 0; i < 50; i++) { /* node 2 follows the leader's configuration */
+		st = request(w->port2, "GET", sched, NULL, out, sizeof(out));
+		if (st == 200 && strcmp(out, "{\"every_s\":0,\"keep\":0}\n") == 0)
+			break;
+		usleep(100 * 1000);
+	}
+	EXPECT(c, st == 200 && strcmp(out, "{\"every_s\":0,\"keep\":0}\n") == 0,
+	       "off via node 2: %d %s", st, out);
+	st = request(c->port, "GET", "/v1/events?limit=8", NULL, out, sizeof(out));
+	EXPECT(c,
+	       st == 200 && strstr(out, "filesystem data: a snapshot every 1m, the last 3 kept") &&
+		   strstr(out, "filesystem data: no scheduled snapshots"),
+	       "events: %d %s", st, out);
+}
+
 static void
 snap_script(struct client *c)
 {
@@ -464,6 +556,7 @@ snap_script(struct client *c)
 		   strstr(out, "snapshot a of fs data is ready (version 1)") &&
 		   strstr(out, "snapshot slow1 of fs data deleted (version 2)"),
 	       "events: %d %s", st, out);
+	schedule_script(c, w);
 	/* one left waiting (for long) as the node stops */
 	w->api.self.snap_wait_ns = 60 * SH_NSEC_PER_SEC;
 	late.port = c->port;

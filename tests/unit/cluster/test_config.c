@@ -638,6 +638,8 @@ TEST(cfg_op_table)
 	SH_ASSERT_EQ(CFG_OP_SNAP_STATE, 15);
 	SH_ASSERT_EQ(CFG_OP_SNAP_DELETE, 16);
 	SH_ASSERT_EQ(CFG_OP_SNAP_FORGET, 17);
+	SH_ASSERT_EQ(CFG_OP_SNAP_SCHEDULE, 18);
+	SH_ASSERT_STREQ(cfg_op_name(CFG_OP_SNAP_SCHEDULE), "snap.schedule");
 	SH_ASSERT_STREQ(cfg_op_name(CFG_OP_SNAP_CREATE), "snap.create");
 	SH_ASSERT_STREQ(cfg_op_name(CFG_OP_SNAP_FORGET), "snap.forget");
 	SH_ASSERT_STREQ(cfg_op_name(CFG_OP_CREATE), "cluster.create");
@@ -923,7 +925,7 @@ TEST(config_snapshot_codecs)
 	sh_enc_init(&e);
 	sh_enc_init(&f);
 	cfg_encode(&e, c);
-	SH_ASSERT_EQ(memcmp(e.p, "CFG4", 4), 0);
+	SH_ASSERT_EQ(memcmp(e.p, "CFG5", 4), 0);
 	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
 	cfg_encode(&f, d);
 	SH_ASSERT_EQ(e.len, f.len);
@@ -941,11 +943,12 @@ TEST(config_snapshot_codecs)
 	/* a snapshot in no state there is, or a filesystem at version 0: refused */
 	{
 		uint8_t *b = sh_malloc(e.len);
+		size_t st = e.len - (size_t)c->nfs * 8 - 9; /* before the schedules */
 
 		memcpy(b, e.p, e.len);
-		b[e.len - 9] = 3; /* the last snapshot's state */
+		b[st] = 3; /* the last snapshot's state */
 		SH_ASSERT_EQ(cfg_decode(b, e.len, d), -EBADMSG);
-		b[e.len - 9] = CFG_SNAP_READY;
+		b[st] = CFG_SNAP_READY;
 		SH_ASSERT_OK(cfg_decode(b, e.len, d));
 		sh_free(b);
 	}
@@ -977,11 +980,14 @@ TEST(config_decodes_before_snapshots)
 	struct sh_enc e, f;
 	size_t tail;
 
-	/* "CFG4" is "CFG3" and then the versions (u64 each) and the count of snapshots */
+	/*
+	 * "CFG4" is "CFG3" and then the versions (u64 each) and the count of snapshots;
+	 * "CFG5" is "CFG4" and then the schedules (u32, u32 each)
+	 */
 	SH_ASSERT_EQ(c->nsnaps, 0u);
 	sh_enc_init(&e);
 	cfg_encode(&e, c);
-	tail = (size_t)c->nfs * 8 + 4;
+	tail = (size_t)c->nfs * 8 + 4 + (size_t)c->nfs * 8;
 	e.p[3] = '3';
 	SH_ASSERT_OK(cfg_decode(e.p, e.len - tail, d));
 	SH_ASSERT_EQ(d->nfs, 2u);
@@ -989,9 +995,11 @@ TEST(config_decodes_before_snapshots)
 	SH_ASSERT_EQ(cfg_fs_find(d, "logs")->version, 1u);
 	SH_ASSERT_EQ(d->nsnaps, 0u);
 	SH_ASSERT_EQ(d->rebuild_share, c->rebuild_share);
-	/* "CFG3" with the new tail, or "CFG4" without it: refused */
+	/* "CFG3" with the new tail, or "CFG4" and "CFG5" without it: refused */
 	SH_ASSERT_EQ(cfg_decode(e.p, e.len, d), -EBADMSG);
 	e.p[3] = '4';
+	SH_ASSERT_EQ(cfg_decode(e.p, e.len - tail, d), -EBADMSG);
+	e.p[3] = '5';
 	SH_ASSERT_EQ(cfg_decode(e.p, e.len - tail, d), -EBADMSG);
 	/* and it goes on from there: the first snapshot takes version 1 */
 	e.p[3] = '3';
@@ -1001,8 +1009,203 @@ TEST(config_decodes_before_snapshots)
 	SH_ASSERT_EQ(cfg_fs_find(d, "data")->version, 2u);
 	sh_enc_init(&f);
 	cfg_encode(&f, d);
-	SH_ASSERT_EQ(memcmp(f.p, "CFG4", 4), 0); /* written in the new form */
+	SH_ASSERT_EQ(memcmp(f.p, "CFG5", 4), 0); /* written in the new form */
 	sh_enc_fini(&f);
+	sh_enc_fini(&e);
+	cfg_free(d);
+	cfg_free(c);
+}
+
+/* ---- snapshot schedules ---- */
+
+static struct cfg_cmd
+sched_cmd(const char *fs, uint64_t every, uint64_t keep, uint64_t time)
+{
+	struct cfg_cmd c = {
+		.op = CFG_OP_SNAP_SCHEDULE, .size = every, .quota = keep, .time = time
+	};
+
+	snprintf(c.name, sizeof(c.name), "%s", fs);
+	return c;
+}
+
+/* Apply: 0, or the error; msg must then say text, and nothing changed. */
+static void
+sched_expect(struct cfg *c, struct cfg_cmd cmd, int want, const char *text)
+{
+	char msg[CFG_MSG_MAX];
+	uint64_t epoch = c->epoch;
+	const struct cfg_fs *f = cfg_fs_find(c, cmd.name);
+	uint32_t every = f ? f->snap_every_s : 0, keep = f ? f->snap_keep : 0;
+	int rc = cfg_apply(c, &cmd, msg, sizeof(msg));
+
+	SH_ASSERT_MSG(rc == want, "snap.schedule %s every %llu keep %llu: %d (%s), want %d",
+		      cmd.name, (unsigned long long)cmd.size, (unsigned long long)cmd.quota, rc,
+		      msg, want);
+	if (want == 0) {
+		SH_ASSERT_EQ(c->epoch, epoch + 1);
+		return;
+	}
+	SH_ASSERT_EQ(c->epoch, epoch);
+	if (f != NULL) {
+		SH_ASSERT_EQ(f->snap_every_s, every);
+		SH_ASSERT_EQ(f->snap_keep, keep);
+	}
+	SH_ASSERT_MSG(strstr(msg, text) != NULL, "'%s' lacks '%s'", msg, text);
+}
+
+TEST(config_snapshot_schedule)
+{
+	struct cfg *c = cluster_with_fs();
+	const struct cfg_fs *data = cfg_fs_find(c, "data"), *logs = cfg_fs_find(c, "logs");
+	struct cfg_cmd del = { .op = CFG_OP_FS_DELETE, .time = 50 };
+	struct cfg_cmd fs = { .op = CFG_OP_FS_CREATE, .d = 4, .p = 2, .time = 60 };
+	char msg[CFG_MSG_MAX];
+
+	SH_ASSERT_EQ(data->snap_every_s, 0u); /* a new filesystem has none */
+	SH_ASSERT_EQ(data->snap_keep, 0u);
+	/* set */
+	sched_expect(c, sched_cmd("data", 900, 96, 1), 0, NULL);
+	SH_ASSERT_EQ(data->snap_every_s, 900u);
+	SH_ASSERT_EQ(data->snap_keep, 96u);
+	SH_ASSERT_EQ(logs->snap_every_s, 0u);
+	SH_ASSERT_STREQ(cfg_event_at(c, 0)->text,
+			"filesystem data: a snapshot every 15m, the last 96 kept");
+	sched_expect(c, sched_cmd("data", 900, 96, 2), -EALREADY,
+		     "already takes a snapshot every 15m, the last 96 kept");
+	/* changed: the interval, or how many are kept */
+	sched_expect(c, sched_cmd("data", 2 * 3600, 96, 3), 0, NULL);
+	SH_ASSERT_STREQ(cfg_event_at(c, 0)->text,
+			"filesystem data: a snapshot every 2h, the last 96 kept");
+	sched_expect(c, sched_cmd("data", 2 * 3600, 12, 4), 0, NULL);
+	SH_ASSERT_EQ(data->snap_keep, 12u);
+	sched_expect(c, sched_cmd("logs", 1, 1, 5), 0, NULL); /* a second: for tests */
+	SH_ASSERT_STREQ(cfg_event_at(c, 0)->text,
+			"filesystem logs: a snapshot every 1s, the last 1 kept");
+	sched_expect(c, sched_cmd("logs", CFG_SNAP_EVERY_MAX, CFG_FS_SNAPS_MAX, 6), 0, NULL);
+	SH_ASSERT_STREQ(cfg_event_at(c, 0)->text,
+			"filesystem logs: a snapshot every 30d, the last 256 kept");
+	/* bad values, and no such filesystem: refused, changing nothing */
+	sched_expect(c, sched_cmd("data", CFG_SNAP_EVERY_MAX + 1, 5, 7), -EINVAL,
+		     "every 1 s to 30 days (2592000 s), not 2592001 s");
+	sched_expect(c, sched_cmd("data", 60, 0, 7), -EINVAL, "keeps the last 1 to 256");
+	sched_expect(c, sched_cmd("data", 60, CFG_FS_SNAPS_MAX + 1, 7), -EINVAL, "not 257");
+	sched_expect(c, sched_cmd("nope", 60, 5, 7), -ENOENT, "no filesystem 'nope'");
+	sched_expect(c, sched_cmd("nope", 0, 0, 7), -ENOENT, "no filesystem 'nope'");
+	/* off: keep is ignored and forgotten */
+	sched_expect(c, sched_cmd("data", 0, 7777, 8), 0, NULL);
+	SH_ASSERT_EQ(data->snap_every_s, 0u);
+	SH_ASSERT_EQ(data->snap_keep, 0u);
+	SH_ASSERT_STREQ(cfg_event_at(c, 0)->text, "filesystem data: no scheduled snapshots");
+	sched_expect(c, sched_cmd("data", 0, 0, 9), -EALREADY, "has no scheduled snapshots");
+	/* "schedule" is the schedule's name in the admin API: no snapshot takes it */
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "data", "schedule", 10), -EINVAL,
+		    "'schedule' is not a snapshot name");
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "data", "schedule2", 10), 0, NULL);
+	/* the schedule goes with its filesystem: one of the same name starts without */
+	snprintf(del.name, sizeof(del.name), "logs");
+	SH_ASSERT_OK(cfg_apply(c, &del, msg, sizeof(msg)));
+	snprintf(fs.name, sizeof(fs.name), "logs");
+	SH_ASSERT_OK(cfg_apply(c, &fs, msg, sizeof(msg)));
+	SH_ASSERT_EQ(cfg_fs_find(c, "logs")->snap_every_s, 0u);
+	SH_ASSERT_EQ(cfg_fs_find(c, "logs")->snap_keep, 0u);
+	cfg_free(c);
+}
+
+TEST(config_durations)
+{
+	char b[32];
+
+	SH_ASSERT_STREQ(cfg_duration_str(0, b, sizeof(b)), "0s");
+	SH_ASSERT_STREQ(cfg_duration_str(1, b, sizeof(b)), "1s");
+	SH_ASSERT_STREQ(cfg_duration_str(90, b, sizeof(b)), "90s");
+	SH_ASSERT_STREQ(cfg_duration_str(900, b, sizeof(b)), "15m");
+	SH_ASSERT_STREQ(cfg_duration_str(5400, b, sizeof(b)), "90m");
+	SH_ASSERT_STREQ(cfg_duration_str(7200, b, sizeof(b)), "2h");
+	SH_ASSERT_STREQ(cfg_duration_str(86400, b, sizeof(b)), "1d");
+	SH_ASSERT_EQ(cfg_duration_parse("0"), 0);
+	SH_ASSERT_EQ(cfg_duration_parse("45"), 45);
+	SH_ASSERT_EQ(cfg_duration_parse("2s"), 2);
+	SH_ASSERT_EQ(cfg_duration_parse("15m"), 900);
+	SH_ASSERT_EQ(cfg_duration_parse("6h"), 21600);
+	SH_ASSERT_EQ(cfg_duration_parse("30d"), 2592000);
+	SH_ASSERT_EQ(cfg_duration_parse(""), -EINVAL);
+	SH_ASSERT_EQ(cfg_duration_parse("m"), -EINVAL);
+	SH_ASSERT_EQ(cfg_duration_parse("15x"), -EINVAL);
+	SH_ASSERT_EQ(cfg_duration_parse("15mm"), -EINVAL);
+	SH_ASSERT_EQ(cfg_duration_parse("-5m"), -EINVAL);
+	SH_ASSERT_EQ(cfg_duration_parse("1.5h"), -EINVAL);
+	SH_ASSERT_EQ(cfg_duration_parse("99999999999999999999d"), -EINVAL);
+}
+
+TEST(config_schedule_codecs)
+{
+	struct cfg *c = cluster_with_fs(), *d = cfg_new();
+	struct cfg_cmd cmd = sched_cmd("data", 900, 96, 42), back;
+	struct sh_enc e, f;
+	uint8_t *b;
+
+	sched_expect(c, cmd, 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "logs", "l", 43), 0, NULL);
+	sh_enc_init(&e);
+	sh_enc_init(&f);
+	cfg_encode(&e, c);
+	SH_ASSERT_EQ(memcmp(e.p, "CFG5", 4), 0);
+	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
+	SH_ASSERT_EQ(cfg_fs_find(d, "data")->snap_every_s, 900u);
+	SH_ASSERT_EQ(cfg_fs_find(d, "data")->snap_keep, 96u);
+	SH_ASSERT_EQ(cfg_fs_find(d, "logs")->snap_every_s, 0u);
+	SH_ASSERT_EQ(cfg_fs_find(d, "logs")->snap_keep, 0u);
+	SH_ASSERT_EQ(d->nsnaps, 1u);
+	cfg_encode(&f, d);
+	SH_ASSERT_EQ(e.len, f.len);
+	SH_ASSERT_MEMEQ(e.p, f.p, e.len);
+	for (size_t n = 0; n < e.len; n += 37)
+		SH_ASSERT_EQ(cfg_decode(e.p, n, d), -EBADMSG);
+	SH_ASSERT_EQ(cfg_decode(e.p, e.len - 1, d), -EBADMSG);
+	/* schedules out of range: refused (data's is the second-to-last pair of u32s) */
+	b = sh_malloc(e.len);
+	memcpy(b, e.p, e.len);
+	b[e.len - 16] = 0; /* every 0 with keep 96 */
+	b[e.len - 15] = 0;
+	SH_ASSERT_EQ(cfg_decode(b, e.len, d), -EBADMSG);
+	memcpy(b, e.p, e.len);
+	memset(b + e.len - 12, 0, 4); /* every 900 with keep 0 */
+	SH_ASSERT_EQ(cfg_decode(b, e.len, d), -EBADMSG);
+	memcpy(b, e.p, e.len);
+	b[e.len - 11] = 1; /* keep 96 + 256 */
+	SH_ASSERT_EQ(cfg_decode(b, e.len, d), -EBADMSG);
+	memcpy(b, e.p, e.len);
+	b[e.len - 14] = 0xff; /* every past 30 days */
+	SH_ASSERT_EQ(cfg_decode(b, e.len, d), -EBADMSG);
+	memcpy(b, e.p, e.len);
+	SH_ASSERT_OK(cfg_decode(b, e.len, d));
+	sh_free(b);
+	/* a "CFG4" configuration (no schedules at its end): every filesystem without one */
+	e.p[3] = '4';
+	SH_ASSERT_OK(cfg_decode(e.p, e.len - (size_t)c->nfs * 8, d));
+	SH_ASSERT_EQ(d->nfs, 2u);
+	SH_ASSERT_EQ(cfg_fs_find(d, "data")->snap_every_s, 0u);
+	SH_ASSERT_EQ(cfg_fs_find(d, "data")->snap_keep, 0u);
+	SH_ASSERT_EQ(cfg_fs_find(d, "logs")->version, 2u);
+	SH_ASSERT_EQ(d->nsnaps, 1u);
+	SH_ASSERT_EQ(cfg_decode(e.p, e.len, d), -EBADMSG); /* "CFG4" with the schedules */
+	SH_ASSERT_OK(cfg_decode(e.p, e.len - (size_t)c->nfs * 8, d));
+	sched_expect(d, sched_cmd("logs", 60, 3, 44), 0, NULL);
+	sh_enc_fini(&f);
+	sh_enc_init(&f);
+	cfg_encode(&f, d);
+	SH_ASSERT_EQ(memcmp(f.p, "CFG5", 4), 0);
+	sh_enc_fini(&f);
+	sh_enc_fini(&e);
+	/* the command carries every and keep */
+	sh_enc_init(&e);
+	cfg_cmd_encode(&e, &cmd);
+	SH_ASSERT_OK(cfg_cmd_decode(e.p, e.len, &back));
+	SH_ASSERT_EQ(back.op, CFG_OP_SNAP_SCHEDULE);
+	SH_ASSERT_STREQ(back.name, "data");
+	SH_ASSERT_EQ(back.size, 900u);
+	SH_ASSERT_EQ(back.quota, 96u);
 	sh_enc_fini(&e);
 	cfg_free(d);
 	cfg_free(c);

@@ -68,6 +68,13 @@ SH_API void sh_client_close(sh_client *c);
  * being deleted; also what calls on a handle get once it is).
  */
 SH_API int sh_fs_open(sh_client *c, const char *name, sh_fs **out);
+/*
+ * The ready snapshots of filesystem fs, as the cluster's configuration
+ * last told this client: at most max names (each up to 63 bytes and a
+ * NUL) into names, in the order they were taken. How many there are, or
+ * -ENOENT (no such filesystem).
+ */
+SH_API int sh_fs_snapshots(sh_client *c, const char *fs, char (*names)[64], unsigned max);
 SH_API void sh_fs_close(sh_fs *fs);
 
 /* ---- by path ---- */

@@ -17,7 +17,7 @@ SH_LOG_FACILITY("client");
 #define CONNECT_WAIT_S 10
 #define FORGET_NS      (300ull * 1000 * 1000)
 
-enum cop_kind { COP_META = 1, COP_CALLS, COP_STOP };
+enum cop_kind { COP_META = 1, COP_CALLS, COP_STOP, COP_CFG };
 
 /* An operation handed to the loop. */
 struct cop {
@@ -282,6 +282,11 @@ on_wake(struct env_async *a)
 		}
 		if (o->kind == COP_CALLS) {
 			start_calls(c, o);
+			continue;
+		}
+		if (o->kind == COP_CFG) {
+			ask_cfg(c); /* now, not at the next poll */
+			finish(o);
 			continue;
 		}
 		rc = mroute_call(c->rt, o->req, c->timeout_ns, on_meta, o);
@@ -882,6 +887,66 @@ client_snap_lookup(sh_client *c, uint32_t id, const char *snap, uint64_t *ver)
 }
 
 int
+sh_fs_snapshots(sh_client *c, const char *fs, char (*names)[64], unsigned max)
+{
+	const struct cfg_fs *f;
+	int n = 0;
+
+	_Static_assert(CFG_NAME_MAX <= 64, "a snapshot's name fits");
+	pthread_mutex_lock(&c->mu);
+	f = cfg_fs_find(c->view, fs);
+	for (uint32_t i = 0; f != NULL && i < c->view->nsnaps; i++) {
+		const struct cfg_snap *sn = &c->view->snaps[i];
+
+		if (sn->fs != f->id || sn->state != CFG_SNAP_READY)
+			continue;
+		if ((unsigned)n < max)
+			snprintf(names[n], 64, "%s", sn->name);
+		n++;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return f != NULL ? n : -ENOENT;
+}
+
+/*
+ * client_snap_lookup, and when the snapshot is not known here or not ready
+ * yet, the configuration asked for at once and the answer waited for (up
+ * to a second): one created a moment ago opens.
+ */
+static int
+snap_lookup_fresh(sh_client *c, uint32_t id, const char *snap, uint64_t *ver)
+{
+	uint64_t end = sh_clock_mono_ns() + SH_NSEC_PER_SEC;
+	int rc;
+
+	while ((rc = client_snap_lookup(c, id, snap, ver)) == -ENOENT || rc == -EAGAIN) {
+		struct cop o = { .kind = COP_CFG };
+		struct timespec until;
+		uint64_t epoch;
+
+		if (client_driven(c) || sh_clock_mono_ns() >= end)
+			break;
+		pthread_mutex_lock(&c->mu);
+		epoch = c->view->epoch;
+		pthread_mutex_unlock(&c->mu);
+		run(c, &o);
+		/* a newer configuration, or 50 ms, and again (the node asked may lag too) */
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 50 * 1000 * 1000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_mutex_lock(&c->mu);
+		while (c->view->epoch == epoch &&
+		       pthread_cond_timedwait(&c->cv, &c->mu, &until) != ETIMEDOUT)
+			;
+		pthread_mutex_unlock(&c->mu);
+	}
+	return rc;
+}
+
+int
 sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 {
 	char fsname[CFG_NAME_MAX];
@@ -898,7 +963,7 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 		 name);
 	rc = client_fs_lookup(c, fsname, &id, &nb);
 	if (rc == 0 && snap != NULL)
-		rc = client_snap_lookup(c, id, snap + 1, &at);
+		rc = snap_lookup_fresh(c, id, snap + 1, &at);
 	if (rc < 0)
 		return rc;
 	fs = sh_calloc(1, sizeof(*fs));

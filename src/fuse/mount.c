@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sfuse.h"
+#include "ops.h"
 
 /* The "major:minor" of the mount at dir, from /proc/self/mountinfo (field 3, mount point 5). */
 static int
@@ -161,6 +161,7 @@ out:
 	fuse_opt_free_args(&args);
 	if (lc)
 		fuse_loop_cfg_destroy(lc);
+	sfuse_snaps_fini(); /* the snapshots' handles, before their client goes */
 	if (s.fs)
 		sh_fs_close(s.fs);
 	if (s.c)

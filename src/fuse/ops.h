@@ -15,6 +15,35 @@ void sfuse_reply_entry(fuse_req_t req, int rc, const struct stat *st);
 /* A create-like call's answer. */
 void sfuse_reply_new(fuse_req_t req, int rc, const struct stat *st);
 
+/* snaps.c: /.snapshots (docs/snapshots.md) */
+#define SFUSE_SNAPDIR_NAME ".snapshots"
+#define SFUSE_SNAPDIR_INO  0xfffffffffffffff0ull /* /.snapshots itself */
+#define SFUSE_SNAP_FIRST   0xffff800000000000ull /* the kernel's numbers in snapshots: from here */
+static inline bool
+sfuse_live(fuse_ino_t kino)
+{
+	return kino < SFUSE_SNAP_FIRST;
+}
+/* Where the kernel's inode is: a file system's handle and Shoal's number there. */
+struct sfuse_where {
+	sh_fs *fs;
+	uint64_t ino;
+	int snap; /* the mount's index of its snapshot, -1: the live file system */
+};
+/* 0, 1: kino is /.snapshots itself, -ESTALE: a number this mount never gave. */
+int sfuse_where(struct sfuse *s, fuse_ino_t kino, struct sfuse_where *w);
+/* The kernel's number for ino of w's file system (0: no memory). */
+fuse_ino_t sfuse_kino(const struct sfuse_where *w, uint64_t ino);
+/* st->st_ino, Shoal's number in w's file system, becomes the kernel's. -ENOMEM. */
+int sfuse_kstat(const struct sfuse_where *w, struct stat *st);
+void sfuse_snapdir_stat(struct sfuse *s, struct stat *st);
+/* A lookup of .snapshots in the root or of a snapshot in it: answered (true), or not its. */
+bool sfuse_snap_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+/* The ready snapshots' names and the kernel's numbers of their roots (free both): how many. */
+int sfuse_snapdir_list(struct sfuse *s, char (**names)[64], fuse_ino_t **kinos);
+/* The snapshots' handles closed and the numbers forgotten (the mount ends). */
+void sfuse_snaps_fini(void);
+
 /* ops_io.c */
 /* Flush what the files open here on ino have buffered. */
 int sfuse_flush_ino(uint64_t ino);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,6 +145,10 @@ sfuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	sh_file *f;
 	int rc;
 
+	if (!sfuse_live(parent)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
 	sfuse_creds(req, parent, NULL);
 	rc = sh_mknod_at(s->fs, parent, name, S_IFREG | (mode & 07777), 0, &e.attr);
 	if (rc == -EEXIST && !(fi->flags & O_EXCL))
@@ -170,11 +175,16 @@ sfuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 void
 sfuse_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct sfuse_where w;
 	sh_file *f;
 	int rc;
 
 	sfuse_readahead(sfuse_of(req)); /* once: the kernel's INIT is done by now */
-	rc = sh_open_ino(sfuse_of(req)->fs, ino, fi->flags, &f);
+	rc = sfuse_where(sfuse_of(req), ino, &w);
+	if (rc == 1)
+		rc = -EISDIR;
+	if (rc == 0)
+		rc = sh_open_ino(w.fs, w.ino, fi->flags, &f); /* (a snapshot's: EROFS to write) */
 	if (rc < 0) {
 		sfuse_reply_err(req, rc);
 		return;
@@ -278,6 +288,10 @@ sfuse_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 	struct stat st;
 	int rc;
 
+	if (!sfuse_live(ino)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
 	if (mode != 0) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
@@ -300,7 +314,11 @@ sfuse_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 
 struct dh {
 	sh_dir *d;
-	uint64_t ino;
+	uint64_t ino;		/* the kernel's number */
+	struct sfuse_where w;	/* where it is (/.snapshots: w.fs NULL) */
+	char (*snaps)[64];	/* /.snapshots: the snapshots' names */
+	fuse_ino_t *snap_kinos; /* and their roots' numbers */
+	int nsnaps;
 	off_t pos; /* entries handed out so far ("." and ".." are the first two) */
 	struct sh_dirent next;
 	struct stat next_st; /* readdirplus: its attributes (st_ino 0: none) */
@@ -313,12 +331,57 @@ dhp(const struct fuse_file_info *fi)
 	return (struct dh *)(uintptr_t)fi->fh;
 }
 
+static void
+dh_free(struct dh *h)
+{
+	if (h->d != NULL)
+		sh_closedir(h->d);
+	free(h->snaps);
+	free(h->snap_kinos);
+	free(h);
+}
+
+/* The next entry of /.snapshots (a directory per ready snapshot): 1, or 0 at the end. */
+static int
+next_snap(struct dh *h, struct sh_dirent *e, struct stat *st)
+{
+	int i = (int)h->pos - 2;
+
+	if (i >= h->nsnaps)
+		return 0;
+	memset(e, 0, sizeof(*e));
+	e->ino = h->snap_kinos[i];
+	e->type = DT_DIR;
+	snprintf(e->name, sizeof(e->name), "%s", h->snaps[i]);
+	if (st != NULL)
+		memset(st, 0, sizeof(*st)); /* the kernel looks each one up */
+	return 1;
+}
+
+/* An entry of a snapshot's directory: its numbers become the kernel's (-ENOMEM). */
+static int
+to_kernel(const struct dh *h, struct sh_dirent *e, struct stat *st)
+{
+	if (h->w.snap < 0)
+		return 0;
+	e->ino = sfuse_kino(&h->w, e->ino);
+	if (st != NULL && st->st_ino != 0)
+		st->st_ino = e->ino;
+	return e->ino != 0 ? 0 : -ENOMEM;
+}
+
 void
 sfuse_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dh *h = calloc(1, sizeof(*h));
-	int rc = h ? sh_opendir_ino(sfuse_of(req)->fs, ino, &h->d) : -ENOMEM;
+	int rc = h ? sfuse_where(sfuse_of(req), ino, &h->w) : -ENOMEM;
 
+	if (rc == 1) {
+		h->w.fs = NULL;
+		rc = h->nsnaps = sfuse_snapdir_list(sfuse_of(req), &h->snaps, &h->snap_kinos);
+	} else if (rc == 0) {
+		rc = sh_opendir_ino(h->w.fs, h->w.ino, &h->d);
+	}
 	if (rc < 0) {
 		free(h);
 		sfuse_reply_err(req, rc);
@@ -326,10 +389,8 @@ sfuse_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	h->ino = ino;
 	fi->fh = (uintptr_t)h;
-	if (fuse_reply_open(req, fi) != 0) {
-		sh_closedir(h->d);
-		free(h);
-	}
+	if (fuse_reply_open(req, fi) != 0)
+		dh_free(h);
 }
 
 /*
@@ -340,6 +401,8 @@ sfuse_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static int
 next_entry(struct dh *h, struct sh_dirent *e, struct stat *st)
 {
+	int rc;
+
 	if (st != NULL)
 		memset(st, 0, sizeof(*st));
 	if (h->pos < 2) {
@@ -355,22 +418,28 @@ next_entry(struct dh *h, struct sh_dirent *e, struct stat *st)
 			*st = h->next_st;
 		return 1;
 	}
-	if (st == NULL)
-		return sh_readdir(h->d, e);
-	return sh_readdir_plus(h->d, e, st);
+	if (h->w.fs == NULL)
+		return next_snap(h, e, st);
+	rc = st == NULL ? sh_readdir(h->d, e) : sh_readdir_plus(h->d, e, st);
+	if (rc == 1 && to_kernel(h, e, st) < 0)
+		rc = -ENOMEM;
+	return rc;
 }
 
 /* A seek (rewinddir, seekdir): list again from the start up to off. */
 static int
 dir_seek(struct sfuse *s, struct dh *h, off_t off)
 {
-	int rc;
+	int rc = 0;
 
-	sh_closedir(h->d);
+	(void)s;
+	if (h->d != NULL)
+		sh_closedir(h->d);
 	h->d = NULL;
 	h->pos = 0;
 	h->have_next = false;
-	rc = sh_opendir_ino(s->fs, h->ino, &h->d);
+	if (h->w.fs != NULL)
+		rc = sh_opendir_ino(h->w.fs, h->w.ino, &h->d);
 	while (rc == 0 && h->pos < off) {
 		struct sh_dirent e;
 
@@ -473,10 +542,7 @@ sfuse_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct
 void
 sfuse_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct dh *h = dhp(fi);
-
 	(void)ino;
-	sh_closedir(h->d);
-	free(h);
+	dh_free(dhp(fi));
 	fuse_reply_err(req, 0);
 }

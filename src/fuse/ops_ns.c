@@ -153,10 +153,28 @@ sfuse_reply_new(fuse_req_t req, int rc, const struct stat *st)
 static void
 op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	struct sfuse_where w;
 	struct stat st;
-	int rc = sh_lookup(sfuse_of(req)->fs, parent, name, &st);
+	int rc;
 
+	if (sfuse_snap_lookup(req, parent, name))
+		return; /* /.snapshots, or a snapshot in it */
+	rc = sfuse_where(sfuse_of(req), parent, &w);
+	if (rc == 0)
+		rc = sh_lookup(w.fs, w.ino, name, &st);
+	if (rc == 0)
+		rc = sfuse_kstat(&w, &st);
 	sfuse_reply_entry(req, rc, &st);
+}
+
+/* A change under a snapshot (or of /.snapshots): EROFS answered, true. */
+static bool
+read_only(fuse_req_t req, fuse_ino_t ino)
+{
+	if (sfuse_live(ino))
+		return false;
+	fuse_reply_err(req, EROFS);
+	return true;
 }
 
 static void
@@ -170,13 +188,23 @@ op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 static void
 op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct sfuse_where w;
 	struct stat st;
 	int rc;
 
 	(void)fi;
-	rc = sfuse_flush_ino(ino); /* what open files wrote counts */
+	rc = sfuse_where(sfuse_of(req), ino, &w);
+	if (rc == 1) {
+		sfuse_snapdir_stat(sfuse_of(req), &st);
+		fuse_reply_attr(req, &st, sfuse_of(req)->o.attr_timeout);
+		return;
+	}
+	if (rc == 0 && w.snap < 0)
+		rc = sfuse_flush_ino(ino); /* what open files wrote counts */
 	if (rc == 0)
-		rc = sh_getattr(sfuse_of(req)->fs, ino, &st);
+		rc = sh_getattr(w.fs, w.ino, &st);
+	if (rc == 0)
+		rc = sfuse_kstat(&w, &st);
 	if (rc < 0) {
 		sfuse_reply_err(req, rc);
 	} else {
@@ -193,6 +221,8 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct
 	unsigned valid = 0;
 	int rc = 0;
 
+	if (read_only(req, ino))
+		return;
 	if (to_set & FUSE_SET_ATTR_MODE)
 		valid |= SH_SET_MODE;
 	if (to_set & FUSE_SET_ATTR_UID)
@@ -228,7 +258,13 @@ static void
 op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	char buf[4097];
-	long n = sh_readlink_ino(sfuse_of(req)->fs, ino, buf, sizeof(buf) - 1);
+	struct sfuse_where w;
+	long n = sfuse_where(sfuse_of(req), ino, &w);
+
+	if (n == 0)
+		n = sh_readlink_ino(w.fs, w.ino, buf, sizeof(buf) - 1);
+	else if (n == 1)
+		n = -EINVAL; /* /.snapshots is no link */
 
 	if (n < 0) {
 		sfuse_reply_err(req, n);
@@ -244,6 +280,8 @@ op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t
 	struct stat st;
 	int rc;
 
+	if (read_only(req, parent))
+		return;
 	sfuse_creds(req, parent, NULL);
 	rc = sh_mknod_at(sfuse_of(req)->fs, parent, name, mode, rdev, &st);
 	sfuse_reply_new(req, rc, &st);
@@ -257,6 +295,8 @@ op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 
 	bool sgid;
 
+	if (read_only(req, parent))
+		return;
 	sfuse_creds(req, parent, &sgid);
 	/* the kernel applied umask; a setgid parent passes its bit on */
 	rc = sh_mkdir_at(sfuse_of(req)->fs, parent, name, mode | (sgid ? S_ISGID : 0), &st);
@@ -269,6 +309,8 @@ op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name
 	struct stat st;
 	int rc;
 
+	if (read_only(req, parent))
+		return;
 	sfuse_creds(req, parent, NULL);
 	rc = sh_symlink_at(sfuse_of(req)->fs, link, parent, name, &st);
 	sfuse_reply_new(req, rc, &st);
@@ -278,7 +320,11 @@ static void
 op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
 	struct stat st;
-	int rc = sh_link_at(sfuse_of(req)->fs, ino, newparent, newname, &st);
+	int rc;
+
+	if (read_only(req, sfuse_live(ino) ? newparent : ino))
+		return;
+	rc = sh_link_at(sfuse_of(req)->fs, ino, newparent, newname, &st);
 
 	sfuse_reply_new(req, rc, &st);
 }
@@ -286,12 +332,16 @@ op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newnam
 static void
 op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	if (read_only(req, parent))
+		return;
 	sfuse_reply_err(req, sh_unlink_at(sfuse_of(req)->fs, parent, name));
 }
 
 static void
 op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	if (read_only(req, parent))
+		return;
 	sfuse_reply_err(req, sh_rmdir_at(sfuse_of(req)->fs, parent, name));
 }
 
@@ -301,6 +351,8 @@ op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpar
 {
 	unsigned f = 0;
 
+	if (read_only(req, sfuse_live(parent) ? newparent : parent))
+		return;
 	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
 		fuse_reply_err(req, EINVAL);
 		return;
@@ -343,6 +395,8 @@ op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 		fuse_reply_err(req, EPERM);
 		return;
 	}
+	if (read_only(req, ino))
+		return;
 	(void)sfuse_fresh_ino(ino, true);
 	sfuse_reply_err(req, sh_setxattr_ino(sfuse_of(req)->fs, ino, name, value, size, f));
 }
@@ -380,9 +434,14 @@ op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 			fuse_reply_buf(req, mgmt, n);
 		return;
 	}
+	struct sfuse_where w;
+	long n = sfuse_where(sfuse_of(req), ino, &w);
+
 	buf = size ? malloc(size) : NULL;
-	long n = size && buf == NULL ? -ENOMEM
-				     : sh_getxattr_ino(sfuse_of(req)->fs, ino, name, buf, size);
+	if (n == 1)
+		n = -ENODATA; /* /.snapshots has none */
+	else if (n == 0)
+		n = size && buf == NULL ? -ENOMEM : sh_getxattr_ino(w.fs, w.ino, name, buf, size);
 
 	reply_value(req, n, buf, size);
 	free(buf);
@@ -392,8 +451,13 @@ static void
 op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	char *buf = size ? malloc(size) : NULL;
-	long n =
-	    size && buf == NULL ? -ENOMEM : sh_listxattr_ino(sfuse_of(req)->fs, ino, buf, size);
+	struct sfuse_where w;
+	long n = sfuse_where(sfuse_of(req), ino, &w);
+
+	if (n == 0)
+		n = size && buf == NULL ? -ENOMEM : sh_listxattr_ino(w.fs, w.ino, buf, size);
+	else if (n == 1)
+		n = 0; /* /.snapshots has none */
 
 	reply_value(req, n, buf, size);
 	free(buf);
@@ -406,6 +470,8 @@ op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 		fuse_reply_err(req, EPERM);
 		return;
 	}
+	if (read_only(req, ino))
+		return;
 	sfuse_reply_err(req, sh_removexattr_ino(sfuse_of(req)->fs, ino, name));
 }
 

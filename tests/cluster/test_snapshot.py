@@ -15,6 +15,7 @@
 usage: tests/cluster/test_snapshot.py BIN_DIR [--only NAME[,NAME]] [--keep]
 Prints the closing line "N passed, N failed, N skipped".
 """
+import errno
 import os
 import random
 import subprocess
@@ -72,6 +73,45 @@ def get(c, fs, path):
         return f.read()
 
 
+def through_the_mount(c, old, small):
+    """The same snapshot under the mount's /.snapshots: hidden from the root's listing, read
+    as it was, every change refused (EROFS); skipped where FUSE mounts are not allowed."""
+    mnt = os.path.join(c.dir, "mnt")
+    os.makedirs(mnt, exist_ok=True)
+    try:
+        tc.mount_or_skip(c, "sn", mnt)
+    except tc.Skip as e:
+        print("  (the mount's /.snapshots not tried: %s)" % e)
+        return
+    try:
+        check(".snapshots" not in os.listdir(mnt), "the root lists .snapshots")
+        check(sorted(os.listdir(os.path.join(mnt, ".snapshots"))) == ["s1"],
+              "/.snapshots lists %s" % os.listdir(os.path.join(mnt, ".snapshots")))
+        snap = os.path.join(mnt, ".snapshots", "s1")
+        check(sorted(os.listdir(snap)) == ["d", "f", "link"], "s1 lists %s" % os.listdir(snap))
+        with open(os.path.join(snap, "f"), "rb") as f:
+            check(f.read() == old, "the mount reads s1/f wrong")
+        with open(os.path.join(snap, "d", "small"), "rb") as f:
+            check(f.read() == small, "the mount reads s1/d/small wrong")
+        check(os.readlink(os.path.join(snap, "link")) == "/d/small", "s1/link leads elsewhere")
+        check(os.stat(os.path.join(snap, "d")).st_ino != os.stat(mnt).st_ino,
+              "a snapshot's inode numbers are the live ones")
+        for what, fn in (("create", lambda: open(os.path.join(snap, "new"), "w")),
+                         ("write", lambda: open(os.path.join(snap, "f"), "r+b")),
+                         ("unlink", lambda: os.unlink(os.path.join(snap, "f"))),
+                         ("mkdir", lambda: os.mkdir(os.path.join(snap, "x"))),
+                         ("rename", lambda: os.rename(os.path.join(snap, "f"),
+                                                      os.path.join(snap, "g"))),
+                         ("chmod", lambda: os.chmod(os.path.join(snap, "f"), 0o600))):
+            try:
+                fn()
+                raise tc.Fail("%s in a snapshot through the mount worked" % what)
+            except OSError as e:
+                check(e.errno == errno.EROFS, "%s in a snapshot: %s" % (what, e))
+    finally:
+        tc.unmount(mnt)
+
+
 @test
 def snapshot_keeps_what_it_reads_until_deleted(c):
     c.up()
@@ -120,6 +160,7 @@ def snapshot_keeps_what_it_reads_until_deleted(c):
           "the snapshot's root lists %s" % ls)
     ls = [n.rstrip("/") for n in c.shoal("ns", "sn", "ls", "/", check_rc=0).stdout.split()]
     check("f" not in ls and "d" not in ls and "e" in ls, "the live root lists %s" % ls)
+    through_the_mount(c, old, small)
     # a snapshot is read-only
     for args in (["mkdir", "/x"], ["rm", "/f"], ["put", os.path.join(c.dir, "a"), "/g"],
                  ["truncate", "/f", "0"]):

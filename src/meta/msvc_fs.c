@@ -516,6 +516,7 @@ msvc_set_cfg(struct msvc *s, const struct cfg *c)
 	if (!s->wal_ready)
 		return 0; /* the groups start once their log is loaded */
 	msvc_apply_cfg(s, mroute_cfg(s->rt));
+	msvc_snap_kick(s, 0); /* a snapshot taken or deleted: the groups move on at once */
 	return 0;
 }
 

@@ -260,6 +260,8 @@ int msvc_heal_repair(struct mfs *fs, struct mgroup *g, uint16_t bucket, uint64_t
 /* Leader balancing: a node leading two groups more than a member of one hands it over. */
 /* Snapshots: groups brought to the configuration's version, states moved on (msvc_snap.c). */
 void msvc_snap_start(struct msvc *s);
+/* Look at the snapshots again in delay_ns (sooner than the next tick). */
+void msvc_snap_kick(struct msvc *s, uint64_t delay_ns);
 /*
  * A request as of a snapshot's version (req->at): 0 if it is a read and a
  * ready snapshot of the filesystem reads at that version; -EROFS (not a

@@ -26,8 +26,11 @@
 SH_LOG_FACILITY("meta.snap");
 
 #define SNAP_TICK_NS (100ull * 1000 * 1000)
-#define SETTLE_KEYS  512
-#define ASK_NS	     (2ull * 1000 * 1000 * 1000)
+#define SETTLE_KEYS  META_SETTLE_MAX
+/* a snapshot being created: every group asked again this soon (and a little more per group) */
+#define REASK_NS       (5ull * 1000 * 1000)
+#define REASK_GROUP_NS (20ull * 1000)
+#define ASK_NS	       (2ull * 1000 * 1000 * 1000)
 
 _Static_assert(META_KEEP_MAX >= CFG_FS_SNAPS_MAX, "a group keeps every snapshot its fs may");
 
@@ -36,17 +39,23 @@ struct vjob {
 	uint32_t gi;
 };
 
+static void reconcile_group(struct mfs *fs, uint32_t gi);
+
 static void
 on_step(void *arg, int status, const struct meta_result *r)
 {
 	struct vjob *j = arg;
+	struct mfs *fs = j->fs;
 
-	(void)r;
-	if (status < 0 && status != SH_ENOTLEADER && !j->fs->closing)
-		sh_log_warn("filesystem %u group %u: version step: %s", j->fs->id, j->gi,
+	if (status < 0 && status != SH_ENOTLEADER && !fs->closing)
+		sh_log_warn("filesystem %u group %u: version step: %s", fs->id, j->gi,
 			    sh_strerror(status));
-	j->fs->snap_busy[j->gi] = false;
-	mfs_unref(j->fs);
+	fs->snap_busy[j->gi] = false;
+	/* settling: the next step at once (one in flight a group is all the pacing it gets:
+	 * each is a commit of its own, and what it frees is released in the background) */
+	if (status == 0 && r != NULL && r->status == 0 && !fs->closing)
+		reconcile_group(fs, j->gi);
+	mfs_unref(fs);
 	sh_free(j);
 }
 
@@ -96,6 +105,22 @@ reconcile(struct mfs *fs, uint32_t gi, uint64_t ver, const uint64_t *keep, unsig
 	}
 }
 
+/* Group gi, if led and served here and nothing of it is in flight: its next step. */
+static void
+reconcile_group(struct mfs *fs, uint32_t gi)
+{
+	const struct cfg *c = mroute_cfg(fs->s->rt);
+	const struct cfg_fs *f = cfg_fs_by_id(c, fs->id);
+	struct mgroup *g = gi < fs->ngroups ? fs->groups[gi] : NULL;
+	uint64_t keep[META_KEEP_MAX];
+	unsigned nkeep;
+
+	if (f == NULL || g == NULL || !mgroup_ready(g) || fs->snap_busy[gi])
+		return;
+	nkeep = cfg_fs_keep(c, fs->id, keep, META_KEEP_MAX);
+	reconcile(fs, gi, f->version ? f->version : 1, keep, nkeep);
+}
+
 /* ---- the first group's leader: where every group stands ---- */
 
 struct ask {
@@ -115,7 +140,17 @@ conclude(struct ask *a)
 	const struct cfg *c = mroute_cfg(fs->s->rt);
 
 	fs->snap_asking = false;
-	if (a->failed || fs->closing || fs->s->p.cfg_submit == NULL)
+	if (fs->closing || fs->s->p.cfg_submit == NULL)
+		return;
+	for (uint32_t i = 0; i < c->nsnaps; i++)
+		if (c->snaps[i].fs == fs->id && c->snaps[i].state == CFG_SNAP_CREATING &&
+		    (a->failed || a->min_ver <= c->snaps[i].version)) {
+			/* one is being created: ask again soon, not at the next tick */
+			msvc_snap_kick(fs->s, REASK_NS + mroute_place(fs->s->rt)->ngroups *
+							     REASK_GROUP_NS);
+			break;
+		}
+	if (a->failed)
 		return;
 	for (uint32_t i = 0; i < c->nsnaps; i++) {
 		const struct cfg_snap *sn = &c->snaps[i];
@@ -245,19 +280,11 @@ on_tick(struct env_timer *t)
 	env_timer_arm_period(&s->snap_tick, SNAP_TICK_NS);
 	sh_list_for_each (pos, &s->fss) {
 		struct mfs *fs = sh_list_entry(pos, struct mfs, link);
-		const struct cfg_fs *f = cfg_fs_by_id(c, fs->id);
-		uint64_t keep[META_KEEP_MAX];
-		unsigned nkeep;
 
-		if (fs->closing || f == NULL || fs->snap_busy == NULL)
+		if (fs->closing || cfg_fs_by_id(c, fs->id) == NULL || fs->snap_busy == NULL)
 			continue;
-		nkeep = cfg_fs_keep(c, fs->id, keep, META_KEEP_MAX);
-		for (uint32_t gi = 0; gi < fs->ngroups; gi++) {
-			struct mgroup *g = fs->groups[gi];
-
-			if (g != NULL && mgroup_ready(g) && !fs->snap_busy[gi])
-				reconcile(fs, gi, f->version ? f->version : 1, keep, nkeep);
-		}
+		for (uint32_t gi = 0; gi < fs->ngroups; gi++)
+			reconcile_group(fs, gi);
 		if (fs->ngroups > 0 && fs->groups[0] != NULL && mgroup_ready(fs->groups[0]) &&
 		    !fs->snap_asking)
 			ask_groups(fs, c);
@@ -287,6 +314,13 @@ msvc_snap_readable(const struct mfs *fs, const struct mp_req *req)
 		if (c->snaps[i].fs == fs->id && c->snaps[i].version == req->at)
 			return c->snaps[i].state == CFG_SNAP_READY ? 0 : -ESTALE;
 	return -ESTALE;
+}
+
+void
+msvc_snap_kick(struct msvc *s, uint64_t delay_ns)
+{
+	if (!s->stopping)
+		env_timer_arm(&s->snap_tick, delay_ns);
 }
 
 void

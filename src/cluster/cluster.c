@@ -72,6 +72,9 @@ sm_apply(void *arg, uint64_t idx, const void *p, size_t len, void **result)
 	*result = NULL;
 	if (rc == 0)
 		sync_view(cl);
+	if (rc == 0 && cluster_leads(cl))
+		env_timer_arm(&cl->tick,
+			      0); /* the nodes get the change now, not at the next tick */
 	return 0;
 }
 
@@ -755,6 +758,7 @@ void
 cluster_push(struct cluster *cl, struct track *t, const struct sh_enc *body)
 {
 	t->pushed = env_now(cl->env);
+	t->pushed_epoch = cl->cfg->epoch;
 	if (ensure_peer(cl, t->id) == 0)
 		ccall(cl, t->id, NET_OP_CLUSTER_PUSH, body, CALL_TIMEOUT_NS, 0, on_push_reply, NULL,
 		      NULL);

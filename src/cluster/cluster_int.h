@@ -38,10 +38,11 @@ struct sub {
 /* What the leader tracks per node. */
 struct track {
 	uint64_t id;
-	uint64_t seen;	 /* env_now of the last sign of life */
-	uint64_t acked;	 /* epoch the node confirmed */
-	uint64_t pushed; /* when we last pushed */
-	bool proposing;	 /* a state change for it is in flight */
+	uint64_t seen;	       /* env_now of the last sign of life */
+	uint64_t acked;	       /* epoch the node confirmed */
+	uint64_t pushed;       /* when we last pushed */
+	uint64_t pushed_epoch; /* the epoch we last pushed (a newer one goes at once) */
+	bool proposing;	       /* a state change for it is in flight */
 };
 
 struct cluster {

@@ -209,7 +209,7 @@ cluster_lead(struct cluster *cl)
 		else if (!t->proposing && n->state == CFG_DOWN && !silent)
 			set_state(cl, t, CFG_UP);
 		if (n->id != cl->p.node_id && t->acked < cl->cfg->epoch &&
-		    now - t->pushed >= PUSH_RETRY_NS) {
+		    (t->pushed_epoch < cl->cfg->epoch || now - t->pushed >= PUSH_RETRY_NS)) {
 			if (body.len == 0) {
 				sh_enc_u64(&body, cl->p.node_id);
 				cfg_encode(&body, cl->cfg);

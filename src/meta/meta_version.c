@@ -144,6 +144,21 @@ meta_keep_decode(const uint8_t *b, size_t len, uint64_t *v, unsigned *n)
 	return 0;
 }
 
+/* Every version of old (ascending) is in new (ascending). */
+static bool
+keeps_all(const uint64_t *new, unsigned nn, const uint64_t *old, unsigned no)
+{
+	unsigned i = 0;
+
+	for (unsigned k = 0; k < no; k++) {
+		while (i < nn && new[i] < old[k])
+			i++;
+		if (i == nn || new[i] != old[k])
+			return false;
+	}
+	return true;
+}
+
 static int
 take_version(struct meta_bucket *b, const struct meta_cmd *c)
 {
@@ -160,11 +175,19 @@ take_version(struct meta_bucket *b, const struct meta_cmd *c)
 	if (c->ver > vs->ver)
 		vs->ver = c->ver;
 	if (n != vs->nkeep || memcmp(keep, vs->keep, n * sizeof(keep[0])) != 0) {
+		bool more = keeps_all(keep, n, vs->keep, vs->nkeep), was = vs->settled == vs->gen;
+
 		memcpy(vs->keep, keep, n * sizeof(keep[0]));
 		vs->nkeep = n;
 		vs->gen++;
-		vs->cursor = 0; /* settle every bucket again, from the start */
-		vs->klen = 0;
+		if (!more) {
+			vs->cursor = 0; /* settle every bucket again, from the start */
+			vs->klen = 0;
+		} else if (was) {
+			/* a snapshot more (none less): nothing can go that could not before */
+			vs->settled = vs->gen;
+		}
+		/* (else settling goes on where it was: keeping more is never wrong) */
 	}
 	return meta_version_store(b->t, vs->buckets[0], vs);
 }

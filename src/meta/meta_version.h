@@ -12,7 +12,9 @@
  *
  * META_OP_VERSION (at the first bucket; data: the kept versions, u64 LE
  * each, ascending) raises ver to the command's version and, if the list
- * differs, takes it: gen grows and settling starts over. META_OP_SETTLE
+ * differs, takes it: gen grows and settling starts over — unless the new
+ * list only adds versions (a snapshot taken): then nothing can go that
+ * could not before, and a settled group stays settled. META_OP_SETTLE
  * (at the bucket the cursor names; upto: the gen it settles for; flags:
  * keys in this step) settles that many keys there (meta_settle) and moves
  * the cursor; past the last bucket, settled becomes gen. A step for

@@ -13,6 +13,8 @@
 #   make bench-reduction  compression (and dedup) on against off (bench/reduction.c)
 #   make bench-rebuild  a node lost on a 7-node local cluster: rebuild time (bench/rebuild.c)
 #   make bench-smallfiles  a small-file dataset written and read through the mount (bench/smallfiles)
+#   make bench-snapshot  snapshots: creation against the file count, writes after one, freeing
+#                     (bench/snapshot)
 #   make bench-idle   what an idle 6-node cluster costs: CPU, wake-ups, datagrams (bench/idle;
 #                     IDLE_BASE=other/build/release compares against another build in the same run)
 #   make bench-python  PyTorch loaders and checkpoints: the Python package against the mount (bench/python)
@@ -238,7 +240,7 @@ TOOLS += $(PRELOAD) $(PRELOAD_CHECK)
 endif
 
 # ---- top-level targets ----
-.PHONY: all deps test run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction bench-rebuild bench-smallfiles bench-idle bench-python bench-preload bench-gpu bench-scale soak chaos clean format
+.PHONY: all deps test run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction bench-rebuild bench-smallfiles bench-idle bench-snapshot bench-python bench-preload bench-gpu bench-scale soak chaos clean format
 
 all: $(ALL_LIBS) $(RUNNERS) $(FUZZ_REPLAY) $(BENCHES) $(TOOLS)
 
@@ -315,6 +317,10 @@ bench-smallfiles: deps
 bench-idle: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bench/idle $(BUILD) $(IDLE_BASE)
+
+bench-snapshot: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(PYTHON) bench/snapshot $(BUILD)
 
 bench-python: deps
 	$(Q)$(MAKE) --no-print-directory all

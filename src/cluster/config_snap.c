@@ -60,7 +60,9 @@ cfg_fs_keep(const struct cfg *c, uint32_t fs, uint64_t *v, unsigned max)
 			continue;
 		all[k++] = all[i];
 	}
-	memcpy(v, all, (k < max ? k : max) * sizeof(*v));
+	if (max > 0 && k > 0)
+		memcpy(v, all,
+		       (k < max ? k : max) * sizeof(*v)); /* (v may be NULL when max is 0) */
 	return k;
 }
 

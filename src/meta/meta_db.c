@@ -511,6 +511,25 @@ meta_scan(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *afte
 	return rc == MDB_NOTFOUND || rc == 0 ? 0 : err(rc);
 }
 
+/*
+ * The cursor rests on a bookkeeping key (a kind not versioned): on to the
+ * first key of the next kind of its bucket; MDB_NOTFOUND when the prefix
+ * names that kind or none comes after it. kb: room for a key.
+ */
+static int
+next_kind(MDB_cursor *c, const struct meta_key *prefix, uint8_t *kb, MDB_val *key, MDB_val *data)
+{
+	const uint8_t *k = key->mv_data;
+
+	if (prefix->len >= 3 || k[2] == 0xff)
+		return MDB_NOTFOUND;
+	kb[0] = k[0];
+	kb[1] = k[1];
+	kb[2] = (uint8_t)(k[2] + 1);
+	*key = (MDB_val){ 3, kb };
+	return mdb_cursor_get(c, key, data, MDB_SET_RANGE);
+}
+
 /* A key of meta_settle's to look at again: its newest version, a tombstone or not. */
 struct settle_key {
 	struct meta_key k;
@@ -562,15 +581,7 @@ meta_settle(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *af
 		    memcmp(k, prefix->b, prefix->len) != 0 || llen < 3)
 			break;
 		if (!meta_kind_versioned(k[2])) {
-			/* bookkeeping: on to the next kind (none past 0xff, nor past a prefix's
-			 * kind) */
-			if (prefix->len >= 3 || k[2] == 0xff)
-				break;
-			kb[0] = k[0];
-			kb[1] = k[1];
-			kb[2] = (uint8_t)(k[2] + 1);
-			key = (MDB_val){ 3, kb };
-			rc = mdb_cursor_get(c, &key, &data, MDB_SET_RANGE);
+			rc = next_kind(c, prefix, kb, &key, &data); /* bookkeeping: skipped */
 			continue;
 		}
 		if (seen == max) {
@@ -677,13 +688,7 @@ meta_diff(struct meta_txn *t, const struct meta_key *prefix, uint64_t v1, uint64
 		    memcmp(k, prefix->b, prefix->len) != 0 || llen < 3)
 			break;
 		if (!meta_kind_versioned(k[2])) {
-			if (prefix->len >= 3 || k[2] == 0xff)
-				break;
-			kb[0] = k[0];
-			kb[1] = k[1];
-			kb[2] = (uint8_t)(k[2] + 1);
-			key = (MDB_val){ 3, kb };
-			rc = mdb_cursor_get(c, &key, &data, MDB_SET_RANGE);
+			rc = next_kind(c, prefix, kb, &key, &data); /* bookkeeping: skipped */
 			continue;
 		}
 		/* one logical key's versions, newest first: its record as of v2, then as of v1 */

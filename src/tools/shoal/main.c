@@ -163,17 +163,7 @@ call(const struct cli *c, const char *method, const char *path, const char *body
 json_t *
 api_get(const struct cli *c, const char *path)
 {
-	int status;
-	char *out = call(c, "GET", path, NULL, &status);
-	json_t *j;
-
-	if (status != 200)
-		fail("%s", server_reason(status, out));
-	j = json_loads(out, 0, NULL);
-	if (j == NULL)
-		fail("the server sent a reply that is not JSON");
-	free(out);
-	return j;
+	return api_call(c, "GET", path, NULL);
 }
 
 int
@@ -284,14 +274,14 @@ check_addr(const char *s, const char *what)
 
 /* ---- tables ---- */
 
-static const char *
+const char *
 jstr(json_t *o, const char *k)
 {
 	const char *s = json_string_value(json_object_get(o, k));
 	return s ? s : "";
 }
 
-static long long
+long long
 jint(json_t *o, const char *k)
 {
 	return (long long)json_integer_value(json_object_get(o, k));

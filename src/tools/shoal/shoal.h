@@ -31,6 +31,9 @@ int api_try(const struct cli *c, const char *method, const char *path, json_t *b
 /* method path with body (taken; NULL: none): the JSON answer; exits 1 with the reason unless 2xx.
  */
 json_t *api_call(const struct cli *c, const char *method, const char *path, json_t *body);
+/* Member k of a JSON object: a string ("" if none), an integer (0 if none). */
+const char *jstr(json_t *o, const char *k);
+long long jint(json_t *o, const char *k);
 
 int cmd_local(struct cli *c, int argc, char **argv);
 int cmd_ns(struct cli *c, int argc, char **argv);

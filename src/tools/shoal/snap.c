@@ -45,20 +45,6 @@ iso_time(long long secs, char *buf, size_t len)
 	return buf;
 }
 
-static const char *
-jstr(json_t *o, const char *k)
-{
-	const char *s = json_string_value(json_object_get(o, k));
-
-	return s ? s : "";
-}
-
-static long long
-jint(json_t *o, const char *k)
-{
-	return (long long)json_integer_value(json_object_get(o, k));
-}
-
 static void
 show_snaps(json_t *a)
 {

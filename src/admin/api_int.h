@@ -24,7 +24,8 @@ json_t *admin_rebuild_json(const struct cfg *c, const struct admin_node *self, u
 void admin_rebuild_reply(const struct cfg *c, const struct admin_node *self, struct admin_req *req);
 /* Answer req with j (decref'd), compact, a newline after it. */
 void admin_reply_json(struct admin_req *req, unsigned status, json_t *j);
-/* Answer req with {"error": msg (sh_strerror(err) if empty), "code": "EXXX"}, status by err. */
+/* Answer req with {"error": msg (sh_strerror(err) if empty), "code": err's name ("ENOENT")},
+ * its status by err. */
 void admin_reply_err(struct admin_req *req, int err, const char *msg);
 /* The request's body as a JSON object, or NULL (answered with the reason). */
 json_t *admin_body_object(struct admin_req *req);

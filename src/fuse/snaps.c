@@ -72,26 +72,50 @@ eq_ino(const struct sh_hnode *n, const void *key)
 	return m->snap == k->snap && m->ino == k->ino;
 }
 
-/* Snapshot name's index, its handle opened at first use (under mu). -ENOENT, -EAGAIN. */
+/* Snapshot name's index among those seen (under mu), or -1. */
+static int
+snap_find(const char *name)
+{
+	for (int k = 0; k < nsnaps; k++)
+		if (strcmp(snaps[k].name, name) == 0)
+			return k;
+	return -1;
+}
+
+/*
+ * Snapshot name's index, its handle opened at first use (without mu held:
+ * the open may wait for the configuration). -ENOENT, -EAGAIN.
+ */
 static int
 snap_index(struct sfuse *s, const char *name)
 {
 	char full[192];
 	sh_fs *fs;
-	int rc;
+	int k, rc;
 
-	for (int k = 0; k < nsnaps; k++)
-		if (strcmp(snaps[k].name, name) == 0)
-			return k;
-	if (nsnaps == SNAPS_MAX || strlen(name) >= sizeof(snaps[0].name))
+	pthread_mutex_lock(&mu);
+	k = snap_find(name);
+	pthread_mutex_unlock(&mu);
+	if (k >= 0)
+		return k;
+	if (strlen(name) >= sizeof(snaps[0].name))
 		return -ENOENT;
 	snprintf(full, sizeof(full), "%s@%s", s->o.fs, name);
 	rc = sh_fs_open(s->c, full, &fs);
 	if (rc < 0)
 		return rc == -EAGAIN || rc == -ESTALE ? -ENOENT : rc;
-	snprintf(snaps[nsnaps].name, sizeof(snaps[0].name), "%s", name);
-	snaps[nsnaps].fs = fs;
-	return nsnaps++;
+	pthread_mutex_lock(&mu);
+	k = snap_find(name); /* another thread opened it meanwhile: its handle stays */
+	if (k < 0 && nsnaps < SNAPS_MAX) {
+		snprintf(snaps[nsnaps].name, sizeof(snaps[0].name), "%s", name);
+		snaps[nsnaps].fs = fs;
+		fs = NULL;
+		k = nsnaps++;
+	}
+	pthread_mutex_unlock(&mu);
+	if (fs != NULL)
+		sh_fs_close(fs);
+	return k >= 0 ? k : -ENOENT;
 }
 
 int
@@ -185,9 +209,7 @@ sfuse_snap_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (parent != SFUSE_SNAPDIR_INO)
 		return false;
-	pthread_mutex_lock(&mu);
 	k = snap_index(s, name);
-	pthread_mutex_unlock(&mu);
 	if (k < 0) {
 		sfuse_reply_entry(req, k, &st);
 		return true;
@@ -210,9 +232,7 @@ sfuse_snapdir_list(struct sfuse *s, char (**names)[64], fuse_ino_t **kinos)
 	for (int i = 0; i < n && i < SNAPS_MAX; i++) {
 		int k;
 
-		pthread_mutex_lock(&mu);
 		k = snap_index(s, all[i]);
-		pthread_mutex_unlock(&mu);
 		if (k < 0)
 			continue; /* deleted meanwhile */
 		ks[got] =

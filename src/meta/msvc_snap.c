@@ -105,20 +105,37 @@ reconcile(struct mfs *fs, uint32_t gi, uint64_t ver, const uint64_t *keep, unsig
 	}
 }
 
-/* Group gi, if led and served here and nothing of it is in flight: its next step. */
-static void
-reconcile_group(struct mfs *fs, uint32_t gi)
+/* Group gi is led and served here, and nothing of it is in flight: it may take a step. */
+static bool
+group_free(const struct mfs *fs, uint32_t gi)
+{
+	struct mgroup *g = gi < fs->ngroups ? fs->groups[gi] : NULL;
+
+	return g != NULL && mgroup_ready(g) && !fs->snap_busy[gi];
+}
+
+/* What the configuration asks of fs's groups: the version to write at, the versions kept. */
+static uint64_t
+wanted(const struct mfs *fs, uint64_t *keep, unsigned *nkeep)
 {
 	const struct cfg *c = mroute_cfg(fs->s->rt);
 	const struct cfg_fs *f = cfg_fs_by_id(c, fs->id);
-	struct mgroup *g = gi < fs->ngroups ? fs->groups[gi] : NULL;
-	uint64_t keep[META_KEEP_MAX];
+
+	if (f == NULL)
+		return 0;
+	*nkeep = cfg_fs_keep(c, fs->id, keep, META_KEEP_MAX);
+	return f->version ? f->version : 1;
+}
+
+/* Group gi's next step, if it may take one (a step of it just ended). */
+static void
+reconcile_group(struct mfs *fs, uint32_t gi)
+{
+	uint64_t keep[META_KEEP_MAX], ver;
 	unsigned nkeep;
 
-	if (f == NULL || g == NULL || !mgroup_ready(g) || fs->snap_busy[gi])
-		return;
-	nkeep = cfg_fs_keep(c, fs->id, keep, META_KEEP_MAX);
-	reconcile(fs, gi, f->version ? f->version : 1, keep, nkeep);
+	if (group_free(fs, gi) && (ver = wanted(fs, keep, &nkeep)) != 0)
+		reconcile(fs, gi, ver, keep, nkeep);
 }
 
 /* ---- the first group's leader: where every group stands ---- */
@@ -281,10 +298,15 @@ on_tick(struct env_timer *t)
 	sh_list_for_each (pos, &s->fss) {
 		struct mfs *fs = sh_list_entry(pos, struct mfs, link);
 
-		if (fs->closing || cfg_fs_by_id(c, fs->id) == NULL || fs->snap_busy == NULL)
+		uint64_t keep[META_KEEP_MAX], ver;
+		unsigned nkeep;
+
+		if (fs->closing || fs->snap_busy == NULL || (ver = wanted(fs, keep, &nkeep)) == 0)
 			continue;
+		/* (the kept list once for all the groups) */
 		for (uint32_t gi = 0; gi < fs->ngroups; gi++)
-			reconcile_group(fs, gi);
+			if (group_free(fs, gi))
+				reconcile(fs, gi, ver, keep, nkeep);
 		if (fs->ngroups > 0 && fs->groups[0] != NULL && mgroup_ready(fs->groups[0]) &&
 		    !fs->snap_asking)
 			ask_groups(fs, c);

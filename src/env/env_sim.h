@@ -92,6 +92,13 @@ void sim_partition_set(struct sim_node *node, int group);
 void sim_heal(struct sim *sim);
 /* Cut (or restore) the one-way link from a to b. -ENOMEM. */
 int sim_link_cut(struct sim_node *a, struct sim_node *b, bool cut);
+/*
+ * One interface (an exact address and port) loses this share of the
+ * datagrams it sends or that are sent to it: 1 is a link down, 0 restores
+ * it. At most SIM_LOSSY_MAX at once: -ENOSPC.
+ */
+#define SIM_LOSSY_MAX 16
+int sim_port_loss(struct sim *sim, const struct env_addr *a, double loss);
 
 /* Parameters of the disks of node (existing and future). */
 void sim_disk_set(struct sim_node *node, const struct sim_disk_params *p);

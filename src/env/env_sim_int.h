@@ -17,6 +17,12 @@ struct sim {
 	struct sh_htable eps;  /* struct sim_ep by bound address */
 	struct sh_htable cuts; /* struct sim_cut by (from, to) */
 	struct sh_list cut_list;
+	/* interfaces (address and port) that lose datagrams: sim_port_loss */
+	struct {
+		struct env_addr addr;
+		double loss;
+	} lossy[SIM_LOSSY_MAX];
+	unsigned nlossy;
 	struct sim_stats st;
 	uint64_t trace;
 };

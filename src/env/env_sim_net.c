@@ -258,6 +258,38 @@ sim_link_cut(struct sim_node *a, struct sim_node *b, bool cut)
 	return 0;
 }
 
+int
+sim_port_loss(struct sim *sim, const struct env_addr *a, double loss)
+{
+	unsigned i;
+
+	for (i = 0; i < sim->nlossy && !env_addr_eq(&sim->lossy[i].addr, a); i++)
+		;
+	if (loss <= 0) {
+		if (i < sim->nlossy)
+			sim->lossy[i] = sim->lossy[--sim->nlossy];
+		return 0;
+	}
+	if (i == sim->nlossy) {
+		if (i == SIM_LOSSY_MAX)
+			return -ENOSPC;
+		sim->lossy[sim->nlossy++].addr = *a;
+	}
+	sim->lossy[i].loss = loss;
+	return 0;
+}
+
+/* A datagram from src to dst lost by a lossy interface at either end. */
+static bool
+port_loses(struct sim *sim, const struct env_addr *src, const struct env_addr *dst)
+{
+	for (unsigned i = 0; i < sim->nlossy; i++)
+		if ((env_addr_eq(&sim->lossy[i].addr, src) || env_addr_eq(&sim->lossy[i].addr, dst)) &&
+		    (sim->lossy[i].loss >= 1 || sh_rand_chance(&sim->rng, sim->lossy[i].loss)))
+			return true;
+	return false;
+}
+
 void
 simnet_fini(struct sim *sim)
 {
@@ -278,6 +310,7 @@ sim_heal(struct sim *sim)
 
 	sh_list_for_each (pos, &sim->nodes)
 		sh_list_entry(pos, struct sim_node, link)->group = 0;
+	sim->nlossy = 0;
 	simnet_fini(sim);
 }
 
@@ -346,7 +379,8 @@ simnet_send(struct env_dgram *d, const struct env_dgram_msg *msgs, unsigned n)
 			sim->st.dgram_partitioned++;
 			continue;
 		}
-		if (sh_rand_chance(&sim->rng, sim->net.loss)) {
+		if (sh_rand_chance(&sim->rng, sim->net.loss) ||
+		    (sim->nlossy > 0 && port_loses(sim, &ep->addr, &m->peer))) {
 			sim->st.dgram_lost++;
 			continue;
 		}

@@ -64,34 +64,6 @@ default_mtu(const struct env_addr *a)
 	return is_loopback(a) ? ENV_DGRAM_MAX : 1472;
 }
 
-/* Choose the path: same label first, then any with the same address family. */
-static void
-choose_path(struct net_peer *p)
-{
-	struct net *n = p->net;
-	int best = -1, bi = 0, bj = 0;
-
-	for (unsigned i = 0; i < n->nifaces; i++) {
-		for (unsigned j = 0; j < p->nifaces; j++) {
-			int score;
-
-			if (n->ifaces[i].addr.family != p->ifaces[j].addr.family)
-				continue;
-			score = 1 + (n->ifaces[i].label[0] != '\0' &&
-				     strcmp(n->ifaces[i].label, p->ifaces[j].label) == 0);
-			if (score > best) {
-				best = score;
-				bi = (int)i;
-				bj = (int)j;
-			}
-		}
-	}
-	p->path_local = (unsigned)bi;
-	p->path_remote = (unsigned)bj;
-	p->mtu = SH_MIN(n->ifaces[bi].mtu, p->ifaces[bj].mtu);
-	p->mtu = SH_MIN(p->mtu, n->tps[bi].ops->max_dgram);
-}
-
 static struct net_peer *
 peer_new(struct net *n, uint64_t id, const struct net_iface *ifaces, unsigned nifaces)
 {
@@ -114,7 +86,7 @@ peer_new(struct net *n, uint64_t id, const struct net_iface *ifaces, unsigned ni
 		return NULL;
 	}
 	net_sess_reset(p);
-	choose_path(p);
+	net_paths_build(p);
 	sh_htable_insert(&n->peers, &p->hn, sh_hash_u64(id));
 	sh_list_add_tail(&n->peer_list, &p->link);
 	return p;
@@ -148,7 +120,7 @@ net_peer_add(struct net *n, uint64_t id, const struct net_iface *ifaces, unsigne
 			if (p->ifaces[i].mtu == 0)
 				p->ifaces[i].mtu = default_mtu(&ifaces[i].addr);
 		}
-		choose_path(p);
+		net_paths_build(p);
 		return 0;
 	}
 	return peer_new(n, id, ifaces, nifaces) ? 0 : -ENOMEM;
@@ -180,10 +152,13 @@ net_peer_path(const struct net *n, uint64_t id, struct env_addr *local, struct e
 {
 	struct net_peer *p = net_peer_get(n, id);
 
+	unsigned i;
+
 	if (p == NULL)
 		return -ENOENT;
-	*local = n->ifaces[p->path_local].addr;
-	*remote = p->ifaces[p->path_remote].addr;
+	i = net_path_pick(p, 0);
+	*local = n->ifaces[p->paths[i].local].addr;
+	*remote = p->ifaces[p->paths[i].remote].addr;
 	return 0;
 }
 
@@ -214,20 +189,22 @@ net_out_flush(struct net *n)
 }
 
 uint8_t *
-net_out_begin(struct net_peer *p)
+net_out_begin(struct net_peer *p, unsigned path)
 {
 	struct net *n = p->net;
+	unsigned tp = p->paths[path].local;
 
-	if (n->nout > 0 && (n->out_tp != p->path_local || n->nout == NET_BATCH))
+	if (n->nout > 0 && (n->out_tp != tp || n->nout == NET_BATCH))
 		net_out_flush(n);
-	n->out_tp = p->path_local;
+	n->out_tp = tp;
 	return n->out_hdr[n->nout] + NET_HDR_MAX;
 }
 
 void
-net_out_end(struct net_peer *p, struct net_pkt *h, size_t extra_len, const struct iovec *data,
-	    unsigned ndata)
+net_out_end(struct net_peer *p, unsigned path, struct net_pkt *h, size_t extra_len,
+	    const struct iovec *data, unsigned ndata)
 {
+	struct net_path *x = &p->paths[path];
 	struct net *n = p->net;
 	unsigned i = n->nout++;
 	uint8_t *extra = n->out_hdr[i] + NET_HDR_MAX;
@@ -244,13 +221,15 @@ net_out_end(struct net_peer *p, struct net_pkt *h, size_t extra_len, const struc
 	h->payload_len = (uint32_t)(extra_len + data_len);
 	net_pkt_encode_hdr(h, start, iov, (int)(1 + ndata));
 	iov[0] = (struct iovec){ start, hlen + extra_len };
-	n->out[i] = (struct env_dgram_msg){ .peer = p->ifaces[p->path_remote].addr,
+	n->out[i] = (struct env_dgram_msg){ .peer = p->ifaces[x->remote].addr,
 					    .iov = iov,
 					    .iovcnt = 1 + ndata };
 	n->st.pkts_sent++;
 	n->st.bytes_sent += hlen + extra_len + data_len;
 	p->st.pkts_sent++;
 	p->st.bytes_sent += hlen + extra_len + data_len;
+	x->st.pkts_sent++;
+	x->st.bytes_sent += hlen + extra_len + data_len;
 	p->last_tx_ns = env_now(n->env);
 }
 
@@ -290,14 +269,20 @@ flush_task(struct env_task *t)
 	flush_dirty(t->arg);
 }
 
-static void
-send_ctl(struct net *n SH_UNUSED, struct net_peer *p, uint8_t type)
+void
+net_send_ctl(struct net_peer *p, unsigned path, uint8_t type)
 {
 	struct net_pkt h;
 
 	net_sess_fill_hdr(p, &h, type);
-	net_out_begin(p);
-	net_out_end(p, &h, 0, NULL, 0);
+	net_out_begin(p, path);
+	net_out_end(p, path, &h, 0, NULL, 0);
+}
+
+static void
+send_ctl(struct net *n SH_UNUSED, struct net_peer *p, uint8_t type)
+{
+	net_send_ctl(p, net_path_pick(p, 0), type);
 }
 
 static void
@@ -467,13 +452,21 @@ on_packet(struct net *n, unsigned tp, const struct env_addr *from, const struct 
 				send_reset(n, tp, from, pkt);
 			return;
 		}
-		/* a client or a node not configured yet: reach it where it wrote from */
+		/* a client or a node not configured yet: reach it where it wrote from, on the
+		 * switch it came by */
 		learned.mtu = n->ifaces[tp].mtu;
+		memcpy(learned.label, n->ifaces[tp].label, NET_LABEL_MAX);
 		p = peer_new(n, pkt->src_id, &learned, 1);
 		if (p == NULL)
 			return;
 		p->learned = true;
-		p->path_local = tp;
+	} else if (p->learned && pkt->type == NET_PKT_HELLO && pkt->src_inc > p->inc &&
+		   p->inc != 0) {
+		/* a learned peer restarted: it may write from other ports now */
+		p->nifaces = 1;
+		p->ifaces[0].addr = *from;
+		memcpy(p->ifaces[0].label, n->ifaces[tp].label, NET_LABEL_MAX);
+		net_paths_build(p);
 	}
 	if (pkt->dst_inc != 0 && pkt->dst_inc != n->inc && pkt->type != NET_PKT_RESET) {
 		send_reset(n, tp, from, pkt); /* meant for an incarnation of ours that is gone */
@@ -482,6 +475,8 @@ on_packet(struct net *n, unsigned tp, const struct env_addr *from, const struct 
 	p->last_rx_ns = env_now(n->env);
 	p->st.pkts_received++;
 	p->st.bytes_received += net_pkt_hdr_len(pkt->nsack) + pkt->payload_len;
+	if (net_path_rx(p, tp, from, pkt))
+		return; /* a probe, or its answer */
 	switch (pkt->type) {
 	case NET_PKT_HELLO:
 		on_hello(n, p, pkt);
@@ -585,6 +580,7 @@ tick(struct env_timer *t)
 			peer_free(n, p);
 			continue;
 		}
+		net_paths_tick(p, now);
 		if (p->state == SESS_ESTABLISHED) {
 			if (now - p->last_rx_ns >= n->cfg.dead_ns) {
 				n->st.peers_dead++;
@@ -659,6 +655,8 @@ net_create(struct env *env, const struct net_config *cfg, struct net **out)
 	DEFAULT(cwnd_init, 64);
 	DEFAULT(max_inflight, 4u << 20);
 	DEFAULT(reply_ttl_ns, 60 * SH_NSEC_PER_SEC);
+	DEFAULT(probe_ns, 100 * SH_NSEC_PER_MSEC);
+	DEFAULT(path_hold_ns, 2 * SH_NSEC_PER_SEC);
 #undef DEFAULT
 	if (n->cfg.cwnd_init > n->cfg.window)
 		n->cfg.cwnd_init = n->cfg.window;

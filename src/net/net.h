@@ -69,6 +69,15 @@ struct net_config {
 	uint32_t
 	    max_inflight; /* bytes in flight per session; default 4 MiB (fits socket buffers) */
 	uint64_t reply_ttl_ns; /* how long replies stay in the cache; default 60 s */
+	/*
+	 * Peers reached over several paths (interface pairs): each path is
+	 * probed this often (default 100 ms); NET_PATH_MISSES probes in a row
+	 * unanswered take it down, and a path back from down carries traffic
+	 * again once it has answered every probe for path_hold_ns (default
+	 * 2 s), so a flapping link is not used.
+	 */
+	uint64_t probe_ns;
+	uint64_t path_hold_ns;
 	void (*peer_event)(void *arg, uint64_t peer_id, enum net_peer_event ev);
 	void *arg;
 };
@@ -109,6 +118,28 @@ struct net_peer_stats {
 	bool connected;
 };
 
+enum net_path_state {
+	NET_PATH_UNKNOWN = 0, /* nothing received on it yet */
+	NET_PATH_UP,	      /* answers */
+	NET_PATH_DOWN,	      /* probes unanswered */
+	NET_PATH_HOLD,	      /* answers again, not used until it has for path_hold_ns */
+};
+const char *net_path_state_name(enum net_path_state s);
+
+struct net_path_stats {
+	struct env_addr local, remote;
+	char local_label[NET_LABEL_MAX], remote_label[NET_LABEL_MAX];
+	uint8_t state; /* enum net_path_state */
+	bool cross;    /* the ends' labels differ (or are not set) */
+	bool suspect;  /* a retransmission timeout on it, no probe answered since */
+	bool in_use;   /* the best class: new packets go on it */
+	uint64_t pkts_sent, pkts_received, bytes_sent, bytes_received;
+	uint64_t probes_sent, probes_answered, probes_lost, timeouts;
+	uint64_t downs;	  /* times it went down */
+	uint32_t loss_ppm; /* probes lost, a moving average, parts per million */
+	uint64_t rtt_ns;  /* from probes, smoothed; 0: none yet */
+};
+
 /* Create the endpoint: binds every interface. -EINVAL for a bad config. */
 int net_create(struct env *env, const struct net_config *cfg, struct net **out);
 /* Fail pending calls with -ECANCELED, close everything. */
@@ -136,7 +167,13 @@ int net_peer_add(struct net *n, uint64_t node_id, const struct net_iface *ifaces
 int net_peer_ensure(struct net *n, uint64_t id, const char *addr);
 /* The peer's incarnation as last seen (0: never), and whether a session is up. */
 uint64_t net_peer_incarnation(const struct net *n, uint64_t node_id);
-/* The path in use to a peer: our interface's and its interface's address. -ENOENT. */
+/*
+ * A peer's paths, up to max into out; returns how many it has (-ENOENT:
+ * no such peer).
+ */
+int net_peer_paths(const struct net *n, uint64_t node_id, struct net_path_stats *out,
+		   unsigned max);
+/* The best path to a peer now: our interface's and its interface's address. -ENOENT. */
 int net_peer_path(const struct net *n, uint64_t node_id, struct env_addr *local,
 		  struct env_addr *remote);
 bool net_peer_connected(const struct net *n, uint64_t node_id);

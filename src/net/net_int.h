@@ -14,6 +14,11 @@
 #define NET_DUPTHRESH	  3
 #define NET_CWND_MIN	  4
 
+/* Paths: one per pair of a local and a peer's interface of the same family. */
+#define NET_MAX_PATHS	   16
+#define NET_PATH_MISSES	   3	/* probes in a row unanswered: the path is down */
+#define NET_PATH_LOSSY_PPM 50000 /* a path losing more than 5 % is used after clean ones */
+
 /* Most bytes of chunks packed into one packet (small messages share packets). */
 #define NET_PACK_MAX 8192
 
@@ -46,6 +51,7 @@ struct net_txpkt {
 	uint16_t nchunks;
 	uint8_t state;
 	uint8_t retx;
+	uint8_t path; /* the path it was last sent on (its bytes count there while in flight) */
 	uint32_t bytes;
 	uint64_t sent_ns;
 };
@@ -73,6 +79,27 @@ struct net_rxmsg {
  */
 enum sess_state { SESS_IDLE = 0, SESS_CONNECTING, SESS_ESTABLISHED };
 
+/*
+ * One path to a peer: a local interface and one of the peer's (path.c).
+ * With one path there is nothing to choose and nothing is probed. With
+ * several, each is probed every probe_ns and judged by its answers (loss,
+ * RTT) and by the session's retransmission timeouts on it.
+ */
+struct net_path {
+	uint8_t local, remote; /* interface indexes: ours, the peer's */
+	uint8_t state;	       /* enum net_path_state */
+	bool cross;	       /* the two ends carry different labels (or none) */
+	bool suspect;	       /* a timeout on it: avoided until a probe is answered */
+	uint8_t missed;	       /* probes in a row without an answer */
+	uint32_t mtu;
+	uint32_t probe_seq;	/* the last probe's number */
+	uint32_t probe_acked;	/* the newest probe answered */
+	uint64_t probe_ns;	/* when the last probe went */
+	uint64_t healthy_ns;	/* answered since (a path back from down waits hold_ns) */
+	uint64_t inflight_bytes;
+	struct net_path_stats st;
+};
+
 struct net_peer {
 	struct sh_hnode hn;
 	struct sh_list link;
@@ -80,8 +107,11 @@ struct net_peer {
 	struct net *net;
 	struct net_iface ifaces[NET_MAX_IFACES];
 	unsigned nifaces;
-	unsigned path_local, path_remote; /* the path in use */
-	uint32_t mtu;			  /* of that path */
+	struct net_path paths[NET_MAX_PATHS];
+	unsigned npaths;
+	unsigned rr;   /* round-robin among equal paths */
+	unsigned rx_path; /* the path the peer's last packet came by: acks follow it */
+	uint32_t mtu;  /* the smallest of the paths': a fragment fits any of them */
 	bool learned;			  /* address learned from its packets, not configured */
 
 	uint64_t inc; /* the peer's incarnation, 0 if never seen */
@@ -230,12 +260,34 @@ void net_out_flush(struct net *n);
  * net_out_end() encodes hdr in front of the extra_len bytes written there,
  * followed by data (not copied: it must live until the batch is flushed).
  */
-uint8_t *net_out_begin(struct net_peer *p);
-void net_out_end(struct net_peer *p, struct net_pkt *hdr, size_t extra_len,
+uint8_t *net_out_begin(struct net_peer *p, unsigned path);
+void net_out_end(struct net_peer *p, unsigned path, struct net_pkt *hdr, size_t extra_len,
 		 const struct iovec *data, unsigned ndata);
+/* Send a control packet (no payload) of type on path. */
+void net_send_ctl(struct net_peer *p, unsigned path, uint8_t type);
 void net_sess_connect(struct net_peer *p);
 /* The session broke without the peer restarting (silence, RESET); why: for the log. */
 void net_sess_down(struct net_peer *p, int why);
+
+/* path.c */
+/* (Re)build p's paths from both interface lists; keeps what it knew of pairs that remain. */
+void net_paths_build(struct net_peer *p);
+/*
+ * The path for a packet of bytes (0: a control packet): the healthiest
+ * class (up and clean, same label first), then the fewest bytes in flight.
+ */
+unsigned net_path_pick(struct net_peer *p, uint32_t bytes);
+/*
+ * A packet of p arrived on local interface tp from addr: find its path
+ * (learning the address of a learned peer), count it, answer or take a
+ * probe. Returns true if the packet was a probe (nothing more to do).
+ */
+bool net_path_rx(struct net_peer *p, unsigned tp, const struct env_addr *from,
+		 const struct net_pkt *pkt);
+/* A retransmission timeout on path: avoid it until it answers a probe. */
+void net_path_suspect(struct net_peer *p, unsigned path);
+/* Housekeeping each tick: probes, misses, holds. */
+void net_paths_tick(struct net_peer *p, uint64_t now);
 
 /* session.c */
 int net_sess_alloc(struct net_peer *p);

@@ -91,6 +91,23 @@ txchunk(struct net_txpkt *t, unsigned i)
 	return i == 0 ? &t->c0 : &t->more[i - 1];
 }
 
+/* A packet enters or leaves the bytes in flight (the session's and its path's). */
+static inline void
+tx_in(struct net_peer *p, struct net_txpkt *t)
+{
+	p->inflight++;
+	p->inflight_bytes += t->bytes;
+	p->paths[t->path].inflight_bytes += t->bytes;
+}
+
+static inline void
+tx_out(struct net_peer *p, struct net_txpkt *t)
+{
+	p->inflight--;
+	p->inflight_bytes -= t->bytes;
+	p->paths[t->path].inflight_bytes -= t->bytes;
+}
+
 static void rto_fire(struct env_timer *t);
 static void delack_fire(struct env_timer *t);
 
@@ -142,6 +159,8 @@ net_sess_reset(struct net_peer *p)
 	p->snd_una = p->snd_nxt = p->rcv_nxt = 1;
 	p->inflight = p->nlost = p->nsacked = 0;
 	p->inflight_bytes = 0;
+	for (unsigned i = 0; i < p->npaths; i++)
+		p->paths[i].inflight_bytes = 0;
 	p->rx_buffered = 0;
 	p->ack_pending = 0;
 	p->ack_now = false;
@@ -243,7 +262,7 @@ static void
 send_data(struct net_peer *p, uint32_t seq)
 {
 	struct net_txpkt *t = txslot(p, seq);
-	uint8_t *extra = net_out_begin(p);
+	uint8_t *extra = net_out_begin(p, t->path);
 	struct iovec zc[ENV_DGRAM_IOV_MAX - 1];
 	unsigned nzc = 0;
 	size_t elen = 0;
@@ -273,7 +292,7 @@ send_data(struct net_peer *p, uint32_t seq)
 	h.seq = seq;
 	h.nchunks = t->nchunks;
 	t->sent_ns = env_now(p->net->env);
-	net_out_end(p, &h, elen, zc, nzc);
+	net_out_end(p, t->path, &h, elen, zc, nzc);
 }
 
 static void
@@ -370,8 +389,8 @@ net_sess_push(struct net_peer *p)
 		t->state = TX_INFLIGHT;
 		t->retx++;
 		p->nlost--;
-		p->inflight++;
-		p->inflight_bytes += t->bytes;
+		t->path = (uint8_t)net_path_pick(p, t->bytes); /* perhaps another path */
+		tx_in(p, t);
 		n->st.retransmits++;
 		p->st.retransmits++;
 		send_data(p, s);
@@ -384,8 +403,8 @@ net_sess_push(struct net_peer *p)
 		cut_packet(p, t);
 		t->state = TX_INFLIGHT;
 		t->retx = 0;
-		p->inflight++;
-		p->inflight_bytes += t->bytes;
+		t->path = (uint8_t)net_path_pick(p, t->bytes);
+		tx_in(p, t);
 		send_data(p, p->snd_nxt++);
 	}
 	if (p->snd_una != p->snd_nxt && !env_timer_armed(&p->rto_timer))
@@ -430,8 +449,7 @@ release(struct net_peer *p, uint32_t s)
 	}
 
 	if (t->state == TX_INFLIGHT) {
-		p->inflight--;
-		p->inflight_bytes -= t->bytes;
+		tx_out(p, t);
 	} else if (t->state == TX_LOST) {
 		p->nlost--;
 	} else if (t->state == TX_SACKED) {
@@ -477,8 +495,7 @@ net_sess_on_ack(struct net_peer *p, const struct net_pkt *pkt)
 
 			if (t->state == TX_INFLIGHT || t->state == TX_LOST) {
 				if (t->state == TX_INFLIGHT) {
-					p->inflight--;
-					p->inflight_bytes -= t->bytes;
+					tx_out(p, t);
 				} else {
 					p->nlost--;
 				}
@@ -509,8 +526,7 @@ net_sess_on_ack(struct net_peer *p, const struct net_pkt *pkt)
 					continue;
 				t->state = TX_INFLIGHT;
 				p->nlost--;
-				p->inflight++;
-				p->inflight_bytes += t->bytes;
+				tx_in(p, t);
 			}
 		}
 	}
@@ -536,8 +552,7 @@ net_sess_on_ack(struct net_peer *p, const struct net_pkt *pkt)
 			    env_now(n->env) - t->sent_ns < p->srtt_ns + p->rttvar_ns * 4)
 				continue;
 			t->state = TX_LOST;
-			p->inflight--;
-			p->inflight_bytes -= t->bytes;
+			tx_out(p, t);
 			p->nlost++;
 			n->st.fast_retransmits++;
 			enter_recovery(p);
@@ -572,6 +587,7 @@ rto_fire(struct env_timer *tm)
 {
 	struct net_peer *p = tm->arg;
 	struct net *n = p->net;
+	bool suspected = false;
 
 	if (p->state != SESS_ESTABLISHED || p->snd_una == p->snd_nxt)
 		return;
@@ -581,9 +597,13 @@ rto_fire(struct env_timer *tm)
 		struct net_txpkt *t = txslot(p, s);
 
 		if (t->state == TX_INFLIGHT) {
+			/* the oldest packet timed out: its path is suspect (another may take it) */
+			if (!suspected) {
+				net_path_suspect(p, t->path);
+				suspected = true;
+			}
 			t->state = TX_LOST;
-			p->inflight--;
-			p->inflight_bytes -= t->bytes;
+			tx_out(p, t);
 			p->nlost++;
 		}
 	}
@@ -751,11 +771,12 @@ void
 net_sess_send_ack(struct net_peer *p)
 {
 	struct net_pkt h;
+	unsigned path = net_path_pick(p, 0);
 
-	net_out_begin(p);
+	net_out_begin(p, path);
 	net_sess_fill_hdr(p, &h, NET_PKT_ACK);
 	p->net->st.acks_sent++;
-	net_out_end(p, &h, 0, NULL, 0);
+	net_out_end(p, path, &h, 0, NULL, 0);
 }
 
 void

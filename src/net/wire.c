@@ -137,7 +137,7 @@ net_pkt_decode(const uint8_t *b, size_t len, struct net_pkt *p)
 	p->type = b[5];
 	p->flags = b[6];
 	p->nsack = b[7];
-	if (p->type < NET_PKT_HELLO || p->type > NET_PKT_RESET || p->nsack > NET_MAX_SACK)
+	if (p->type < NET_PKT_HELLO || p->type > NET_PKT_TYPE_MAX || p->nsack > NET_MAX_SACK)
 		return -EBADMSG;
 	hlen = net_pkt_hdr_len(p->nsack);
 	p->payload_len = get32(b, 68);

@@ -8,7 +8,7 @@
  *   off  size  field
  *     0     4  magic "SHN1"
  *     4     1  version (1)
- *     5     1  type (NET_PKT_*)
+ *     5     1  type (NET_PKT_*, 1..8)
  *     6     1  flags (0)
  *     7     1  nsack: selective-ack ranges that follow the header (0..4)
  *     8     8  source node id
@@ -16,7 +16,7 @@
  *    24     8  source incarnation (never 0)
  *    32     8  destination incarnation as the source knows it (0: unknown)
  *    40     4  session number (per peer pair, grows on each new session)
- *    44     4  sequence number (DATA; 0 otherwise)
+ *    44     4  sequence number (DATA; a PROBE's number; 0 otherwise)
  *    48     4  cumulative ack: every seq below it was received
  *    52     4  receive window, in packets
  *    56     4  timestamp: sender's clock, microseconds
@@ -55,6 +55,15 @@ enum net_pkt_type {
 	NET_PKT_ACK = 4,       /* acks only */
 	NET_PKT_KEEPALIVE = 5, /* idle session: please ack */
 	NET_PKT_RESET = 6,     /* "you talk to a session I do not have" */
+	/*
+	 * Path probes (peers with several interface pairs): "is this path
+	 * alive?", sent on one path; the answer goes back on the same pair,
+	 * its ts_ecr echoing the probe's ts. seq carries the probe's number.
+	 * Neither touches the session's state.
+	 */
+	NET_PKT_PROBE = 7,
+	NET_PKT_PROBE_ACK = 8,
+	NET_PKT_TYPE_MAX = NET_PKT_PROBE_ACK,
 };
 
 struct net_sack {

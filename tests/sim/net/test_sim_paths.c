@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Several paths between two nodes (two interfaces each, on two
+ * "switches"): a stream of calls keeps running while an interface goes
+ * down, flaps, loses 30 % of its datagrams and comes back. No call fails,
+ * every reply has the right bytes, the calls stall for less than a second
+ * (failover), a restored path carries traffic again only after its hold
+ * time, same-label paths carry the data while one is healthy, and healthy
+ * paths share it.
+ */
+#include <errno.h>
+#include <stdio.h>
+
+#include "../../../src/env/env_sim.h"
+#include "../../../src/net/net.h"
+#include "../../lib/test.h"
+
+#define NCALLS_MAX 200000
+
+struct world {
+	struct sim *sim;
+	struct sim_node *na, *nb;
+	struct net_iface ia[2], ib[2];
+	struct net *a, *b;
+	struct sh_rand rng;
+	/* the stream: calls from a to b */
+	int issued, completed, inflight, ok, failed, max_inflight, limit;
+	uint32_t max_size;
+	uint64_t last_done_ns, max_gap_ns, gap_from_ns;
+	uint32_t crc[NCALLS_MAX];
+	uint32_t len[NCALLS_MAX];
+};
+
+static void
+on_echo(struct net_req *r, void *arg)
+{
+	const struct net_msg *m = net_req_body(r);
+	struct iovec iov = { m->buf->data + m->off, m->len };
+
+	(void)arg;
+	net_reply(r, 7, &iov, 1);
+}
+
+static void issue(struct world *w);
+
+struct ctx {
+	struct world *w;
+	int idx;
+};
+
+static void
+on_reply(void *arg, int status, const struct net_msg *reply)
+{
+	struct ctx *x = arg;
+	struct world *w = x->w;
+	uint64_t now = sim_now(w->sim);
+
+	w->completed++;
+	w->inflight--;
+	if (status == 7 && reply != NULL && reply->len == w->len[x->idx] &&
+	    sh_crc32c(0, reply->buf->data + reply->off, reply->len) == w->crc[x->idx]) {
+		w->ok++;
+	} else {
+		w->failed++;
+		printf("call %d: status %d (%s)\n", x->idx, status, sh_errname(status));
+	}
+	if (now >= w->gap_from_ns && now - w->last_done_ns > w->max_gap_ns)
+		w->max_gap_ns = now - w->last_done_ns;
+	w->last_done_ns = now;
+	sh_free(x);
+	issue(w);
+}
+
+static void
+issue(struct world *w)
+{
+	while (w->inflight < w->max_inflight && w->issued < w->limit) {
+		int idx = w->issued++;
+		uint32_t len = 16 + (uint32_t)sh_rand_below(&w->rng, w->max_size);
+		uint8_t *body = sh_malloc(len);
+		struct ctx *x = sh_malloc(sizeof(*x));
+		struct iovec iov = { body, len };
+		struct net_call_opts o = { .timeout_ns = 30 * SH_NSEC_PER_SEC, .retries = 0 };
+
+		SH_ASSERT_NOT_NULL(body);
+		SH_ASSERT_NOT_NULL(x);
+		for (uint32_t i = 0; i < len; i++)
+			body[i] = (uint8_t)(idx * 31 + i * 7);
+		w->len[idx] = len;
+		w->crc[idx] = sh_crc32c(0, body, len);
+		x->w = w;
+		x->idx = idx;
+		SH_ASSERT_OK(net_call(w->a, 2, NET_OP_TEST, &iov, 1, &o, on_reply, x, NULL));
+		sh_free(body);
+		w->inflight++;
+	}
+}
+
+/* Two nodes with two interfaces each; labels[i] names both nodes' interface i ("" for none). */
+static void
+world_init(struct world *w, const char *label0, const char *label1)
+{
+	struct net_config ca = { .node_id = 1,
+				 .ifaces = w->ia,
+				 .nifaces = 2,
+				 .probe_ns = 50 * SH_NSEC_PER_MSEC,
+				 .path_hold_ns = 500 * SH_NSEC_PER_MSEC };
+	struct net_config cb = ca;
+	struct sim_net_params np = { .lat_min_ns = 20 * SH_NSEC_PER_USEC,
+				     .lat_max_ns = 60 * SH_NSEC_PER_USEC };
+
+	memset(w, 0, sizeof(*w));
+	w->sim = sim_create(sh_test_seed());
+	sh_rand_seed(&w->rng, sh_test_seed());
+	sim_net_set(w->sim, &np);
+	w->na = sim_node_create(w->sim, "a", "127.7.0.1");
+	w->nb = sim_node_create(w->sim, "b", "127.7.0.2");
+	/* one address per simulated node: its two interfaces are two ports of it */
+	SH_ASSERT_OK(env_addr_parse("127.7.0.1:7000", &w->ia[0].addr));
+	SH_ASSERT_OK(env_addr_parse("127.7.0.1:7001", &w->ia[1].addr));
+	SH_ASSERT_OK(env_addr_parse("127.7.0.2:7000", &w->ib[0].addr));
+	SH_ASSERT_OK(env_addr_parse("127.7.0.2:7001", &w->ib[1].addr));
+	for (int i = 0; i < 2; i++) {
+		w->ia[i].mtu = w->ib[i].mtu = 1472;
+		snprintf(w->ia[i].label, NET_LABEL_MAX, "%s", i ? label1 : label0);
+		snprintf(w->ib[i].label, NET_LABEL_MAX, "%s", i ? label1 : label0);
+	}
+	cb.node_id = 2;
+	cb.ifaces = w->ib;
+	SH_ASSERT_OK(net_create(sim_node_env(w->na), &ca, &w->a));
+	SH_ASSERT_OK(net_create(sim_node_env(w->nb), &cb, &w->b));
+	SH_ASSERT_OK(net_handle(w->b, NET_OP_TEST, on_echo, w));
+	/* both configured with each other, as backends are */
+	SH_ASSERT_OK(net_peer_add(w->a, 2, w->ib, 2));
+	SH_ASSERT_OK(net_peer_add(w->b, 1, w->ia, 2));
+	w->max_inflight = 16;
+	w->max_size = 6000;
+	w->limit = NCALLS_MAX;
+}
+
+static void
+world_fini(struct world *w)
+{
+	/* let the stream drain: every call issued ends */
+	w->limit = w->issued;
+	sim_run_for(w->sim, 2 * SH_NSEC_PER_SEC);
+	SH_ASSERT_EQ(w->inflight, 0);
+	SH_ASSERT_EQ(w->failed, 0);
+	SH_ASSERT_EQ(w->ok, w->issued);
+	net_destroy(w->a);
+	net_destroy(w->b);
+	sim_destroy(w->sim);
+}
+
+/* a's path from its interface i to b's interface j, as a's endpoint sees it. */
+static struct net_path_stats
+path_of(struct world *w, struct net *from, uint64_t to, int i, int j)
+{
+	struct net_path_stats ps[16];
+	const struct net_iface *li = from == w->a ? w->ia : w->ib;
+	const struct net_iface *ri = from == w->a ? w->ib : w->ia;
+	int n = net_peer_paths(from, to, ps, 16);
+
+	SH_ASSERT_EQ(n, 4);
+	for (int k = 0; k < n; k++)
+		if (env_addr_eq(&ps[k].local, &li[i].addr) &&
+		    env_addr_eq(&ps[k].remote, &ri[j].addr))
+			return ps[k];
+	SH_ASSERT_MSG(0, "no path %d -> %d", i, j);
+	return ps[0];
+}
+
+static void
+run_ms(struct world *w, unsigned ms)
+{
+	sim_run_for(w->sim, (uint64_t)ms * SH_NSEC_PER_MSEC);
+}
+
+/* Data packets sent on a path: everything but its probes (and the answers to the peer's). */
+static uint64_t
+data_pkts(const struct net_path_stats *s)
+{
+	return s->pkts_sent - s->probes_sent - s->probes_answered;
+}
+
+TEST(paths_healthy_links_share_the_traffic)
+{
+	static struct world w;
+	uint64_t sent[2][2], total = 0;
+
+	world_init(&w, "", "");
+	issue(&w);
+	run_ms(&w, 1000);
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 2; j++) {
+			struct net_path_stats s = path_of(&w, w.a, 2, i, j);
+
+			SH_ASSERT_EQ(s.state, NET_PATH_UP);
+			sent[i][j] = data_pkts(&s);
+			total += sent[i][j];
+		}
+	printf("seed %llu: %d calls in 1 s; a's data packets per path %llu %llu %llu %llu\n",
+	       (unsigned long long)sh_test_seed(), w.ok, (unsigned long long)sent[0][0],
+	       (unsigned long long)sent[0][1], (unsigned long long)sent[1][0],
+	       (unsigned long long)sent[1][1]);
+	/* no labels: four equal paths, each takes a fair share */
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 2; j++)
+			SH_ASSERT_GT(sent[i][j] * 8, total);
+	world_fini(&w);
+}
+
+TEST(paths_fail_over_within_a_second_and_fail_back_after_the_hold)
+{
+	static struct world w;
+	struct net_path_stats s;
+	uint64_t before;
+
+	world_init(&w, "sw1", "sw2");
+	issue(&w);
+	run_ms(&w, 300);
+	/* same-label paths carry the data; the cross ones only probes */
+	s = path_of(&w, w.a, 2, 0, 1);
+	SH_ASSERT_EQ(data_pkts(&s), 0);
+	s = path_of(&w, w.a, 2, 0, 0);
+	SH_ASSERT_GT(data_pkts(&s), 100);
+	s = path_of(&w, w.a, 2, 1, 1);
+	SH_ASSERT_GT(data_pkts(&s), 100);
+
+	/* b's sw1 interface goes down under the stream */
+	w.gap_from_ns = sim_now(w.sim);
+	w.max_gap_ns = 0;
+	SH_ASSERT_OK(sim_port_loss(w.sim, &w.ib[0].addr, 1.0));
+	run_ms(&w, 1000);
+	s = path_of(&w, w.a, 2, 0, 0);
+	SH_ASSERT_EQ(s.state, NET_PATH_DOWN);
+	SH_ASSERT_GE(s.downs, 1);
+	s = path_of(&w, w.b, 1, 0, 0);
+	SH_ASSERT_EQ(s.state, NET_PATH_DOWN);
+	printf("seed %llu: longest stall after the cut %.1f ms, %d calls ok\n",
+	       (unsigned long long)sh_test_seed(), (double)w.max_gap_ns / 1e6, w.ok);
+	SH_ASSERT_LT(w.max_gap_ns, SH_NSEC_PER_SEC);
+	/* the other same-label path carries everything; the cross path to b's sw2 is not used */
+	before = data_pkts(&s);
+	s = path_of(&w, w.a, 2, 0, 1);
+	SH_ASSERT_EQ(data_pkts(&s), 0);
+
+	/* back up: held for 500 ms, then used again */
+	SH_ASSERT_OK(sim_port_loss(w.sim, &w.ib[0].addr, 0));
+	run_ms(&w, 200);
+	s = path_of(&w, w.a, 2, 0, 0);
+	SH_ASSERT_EQ(s.state, NET_PATH_HOLD);
+	before = data_pkts(&s);
+	run_ms(&w, 200);
+	s = path_of(&w, w.a, 2, 0, 0);
+	SH_ASSERT_EQ(data_pkts(&s), before); /* still held: nothing new on it */
+	run_ms(&w, 600);
+	s = path_of(&w, w.a, 2, 0, 0);
+	SH_ASSERT_EQ(s.state, NET_PATH_UP);
+	SH_ASSERT_GT(data_pkts(&s), before + 50);
+	world_fini(&w);
+}
+
+TEST(paths_cross_labels_only_when_no_same_label_path_is_healthy)
+{
+	static struct world w;
+	struct net_path_stats s;
+	uint64_t before;
+
+	world_init(&w, "sw1", "sw2");
+	issue(&w);
+	run_ms(&w, 200);
+	/* a's sw2 and b's sw1 interfaces down: only a.sw1 -> b.sw2 is left, across switches */
+	s = path_of(&w, w.a, 2, 0, 1);
+	before = data_pkts(&s);
+	SH_ASSERT_EQ(before, 0);
+	w.gap_from_ns = sim_now(w.sim);
+	SH_ASSERT_OK(sim_port_loss(w.sim, &w.ia[1].addr, 1.0));
+	SH_ASSERT_OK(sim_port_loss(w.sim, &w.ib[0].addr, 1.0));
+	run_ms(&w, 1000);
+	s = path_of(&w, w.a, 2, 0, 1);
+	SH_ASSERT_EQ(s.state, NET_PATH_UP);
+	SH_ASSERT(s.cross);
+	SH_ASSERT_GT(data_pkts(&s), 100);
+	SH_ASSERT_LT(w.max_gap_ns, SH_NSEC_PER_SEC);
+	/* a same-label path back (after its hold): the cross path is left again */
+	SH_ASSERT_OK(sim_port_loss(w.sim, &w.ib[0].addr, 0));
+	run_ms(&w, 1000);
+	s = path_of(&w, w.a, 2, 0, 1);
+	before = data_pkts(&s);
+	run_ms(&w, 300);
+	s = path_of(&w, w.a, 2, 0, 1);
+	SH_ASSERT_EQ(data_pkts(&s), before);
+	s = path_of(&w, w.a, 2, 0, 0);
+	SH_ASSERT_EQ(s.state, NET_PATH_UP);
+	world_fini(&w);
+}
+
+TEST(paths_a_flapping_link_is_not_used_and_loses_no_call)
+{
+	static struct world w;
+	struct net_path_stats s;
+
+	world_init(&w, "", "");
+	issue(&w);
+	run_ms(&w, 200);
+	w.gap_from_ns = sim_now(w.sim);
+	w.max_gap_ns = 0;
+	/* b's interface 0 flaps: 150 ms down, 150 ms up, for 3 s (shorter than the hold) */
+	for (int k = 0; k < 10; k++) {
+		SH_ASSERT_OK(sim_port_loss(w.sim, &w.ib[0].addr, 1.0));
+		run_ms(&w, 150);
+		SH_ASSERT_OK(sim_port_loss(w.sim, &w.ib[0].addr, 0));
+		run_ms(&w, 150);
+		s = path_of(&w, w.a, 2, 1, 0);
+		if (k > 0)
+			SH_ASSERT_NE(s.state, NET_PATH_UP);
+	}
+	printf("seed %llu: flapping: longest stall %.1f ms, %d calls ok\n",
+	       (unsigned long long)sh_test_seed(), (double)w.max_gap_ns / 1e6, w.ok);
+	SH_ASSERT_LT(w.max_gap_ns, SH_NSEC_PER_SEC);
+	/* steady again: both of b's interfaces back in use */
+	run_ms(&w, 1500);
+	s = path_of(&w, w.a, 2, 1, 0);
+	SH_ASSERT_EQ(s.state, NET_PATH_UP);
+	world_fini(&w);
+}
+
+TEST(paths_a_lossy_link_gives_way_and_loses_no_call)
+{
+	static struct world w;
+	struct net_path_stats s0, s1;
+	uint64_t d0, d1;
+
+	world_init(&w, "", "");
+	issue(&w);
+	run_ms(&w, 200);
+	w.gap_from_ns = sim_now(w.sim);
+	w.max_gap_ns = 0;
+	SH_ASSERT_OK(sim_port_loss(w.sim, &w.ib[0].addr, 0.3));
+	run_ms(&w, 2000);
+	s0 = path_of(&w, w.a, 2, 0, 0);
+	s1 = path_of(&w, w.a, 2, 0, 1);
+	d0 = data_pkts(&s0);
+	d1 = data_pkts(&s1);
+	run_ms(&w, 1000);
+	s0 = path_of(&w, w.a, 2, 0, 0);
+	s1 = path_of(&w, w.a, 2, 0, 1);
+	d0 = data_pkts(&s0) - d0;
+	d1 = data_pkts(&s1) - d1;
+	printf("seed %llu: 30 %% loss: path to the lossy interface %llu data packets "
+	       "(loss %.1f %%), to the clean one %llu; longest stall %.1f ms\n",
+	       (unsigned long long)sh_test_seed(), (unsigned long long)d0,
+	       (double)s0.loss_ppm / 1e4, (unsigned long long)d1, (double)w.max_gap_ns / 1e6);
+	/* judged lossy, or down and held: either way it is not a clean path */
+	SH_ASSERT(s0.state != NET_PATH_UP || s0.loss_ppm > 50000u);
+	SH_ASSERT_LT(d0 * 4, d1); /* the lossy path carries little */
+	SH_ASSERT_LT(w.max_gap_ns, SH_NSEC_PER_SEC);
+	SH_ASSERT_OK(sim_port_loss(w.sim, &w.ib[0].addr, 0));
+	world_fini(&w);
+}

@@ -284,7 +284,8 @@ static bool
 port_loses(struct sim *sim, const struct env_addr *src, const struct env_addr *dst)
 {
 	for (unsigned i = 0; i < sim->nlossy; i++)
-		if ((env_addr_eq(&sim->lossy[i].addr, src) || env_addr_eq(&sim->lossy[i].addr, dst)) &&
+		if ((env_addr_eq(&sim->lossy[i].addr, src) ||
+		     env_addr_eq(&sim->lossy[i].addr, dst)) &&
 		    (sim->lossy[i].loss >= 1 || sh_rand_chance(&sim->rng, sim->lossy[i].loss)))
 			return true;
 	return false;

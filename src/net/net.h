@@ -135,9 +135,9 @@ struct net_path_stats {
 	bool in_use;   /* the best class: new packets go on it */
 	uint64_t pkts_sent, pkts_received, bytes_sent, bytes_received;
 	uint64_t probes_sent, probes_answered, probes_lost, timeouts;
-	uint64_t downs;	  /* times it went down */
+	uint64_t downs;	   /* times it went down */
 	uint32_t loss_ppm; /* probes lost, a moving average, parts per million */
-	uint64_t rtt_ns;  /* from probes, smoothed; 0: none yet */
+	uint64_t rtt_ns;   /* from probes, smoothed; 0: none yet */
 };
 
 /* Create the endpoint: binds every interface. -EINVAL for a bad config. */
@@ -171,8 +171,7 @@ uint64_t net_peer_incarnation(const struct net *n, uint64_t node_id);
  * A peer's paths, up to max into out; returns how many it has (-ENOENT:
  * no such peer).
  */
-int net_peer_paths(const struct net *n, uint64_t node_id, struct net_path_stats *out,
-		   unsigned max);
+int net_peer_paths(const struct net *n, uint64_t node_id, struct net_path_stats *out, unsigned max);
 /* The best path to a peer now: our interface's and its interface's address. -ENOENT. */
 int net_peer_path(const struct net *n, uint64_t node_id, struct env_addr *local,
 		  struct env_addr *remote);

@@ -16,7 +16,7 @@
 
 /* Paths: one per pair of a local and a peer's interface of the same family. */
 #define NET_MAX_PATHS	   16
-#define NET_PATH_MISSES	   3	/* probes in a row unanswered: the path is down */
+#define NET_PATH_MISSES	   3	 /* probes in a row unanswered: the path is down */
 #define NET_PATH_LOSSY_PPM 50000 /* a path losing more than 5 % is used after clean ones */
 
 /* Most bytes of chunks packed into one packet (small messages share packets). */
@@ -92,10 +92,10 @@ struct net_path {
 	bool suspect;	       /* a timeout on it: avoided until a probe is answered */
 	uint8_t missed;	       /* probes in a row without an answer */
 	uint32_t mtu;
-	uint32_t probe_seq;	/* the last probe's number */
-	uint32_t probe_acked;	/* the newest probe answered */
-	uint64_t probe_ns;	/* when the last probe went */
-	uint64_t healthy_ns;	/* answered since (a path back from down waits hold_ns) */
+	uint32_t probe_seq;   /* the last probe's number */
+	uint32_t probe_acked; /* the newest probe answered */
+	uint64_t probe_ns;    /* when the last probe went */
+	uint64_t healthy_ns;  /* answered since (a path back from down waits hold_ns) */
 	uint64_t inflight_bytes;
 	struct net_path_stats st;
 };
@@ -109,10 +109,10 @@ struct net_peer {
 	unsigned nifaces;
 	struct net_path paths[NET_MAX_PATHS];
 	unsigned npaths;
-	unsigned rr;   /* round-robin among equal paths */
+	unsigned rr;	  /* round-robin among equal paths */
 	unsigned rx_path; /* the path the peer's last packet came by: acks follow it */
-	uint32_t mtu;  /* the smallest of the paths': a fragment fits any of them */
-	bool learned;			  /* address learned from its packets, not configured */
+	uint32_t mtu;	  /* the smallest of the paths': a fragment fits any of them */
+	bool learned;	  /* address learned from its packets, not configured */
 
 	uint64_t inc; /* the peer's incarnation, 0 if never seen */
 	uint32_t sess;

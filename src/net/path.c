@@ -278,8 +278,7 @@ remote_index(struct net_peer *p, unsigned tp, const struct env_addr *from,
 }
 
 bool
-net_path_rx(struct net_peer *p, unsigned tp, const struct env_addr *from,
-	    const struct net_pkt *pkt)
+net_path_rx(struct net_peer *p, unsigned tp, const struct env_addr *from, const struct net_pkt *pkt)
 {
 	uint64_t now = env_now(p->net->env);
 	struct net_path *x = NULL;

@@ -57,8 +57,8 @@ is_loopback(const struct env_addr *a)
 	       (a->family == AF_INET6 && memcmp(a->ip, v6lo, 16) == 0);
 }
 
-static uint32_t
-default_mtu(const struct env_addr *a)
+uint32_t
+net_default_mtu(const struct env_addr *a)
 {
 	/* loopback takes 64 KiB datagrams; Ethernet without jumbo frames 1500 - 28 */
 	return is_loopback(a) ? ENV_DGRAM_MAX : 1472;
@@ -77,7 +77,7 @@ peer_new(struct net *n, uint64_t id, const struct net_iface *ifaces, unsigned ni
 	for (unsigned i = 0; i < nifaces; i++) {
 		p->ifaces[i] = ifaces[i];
 		if (p->ifaces[i].mtu == 0)
-			p->ifaces[i].mtu = default_mtu(&ifaces[i].addr);
+			p->ifaces[i].mtu = net_default_mtu(&ifaces[i].addr);
 	}
 	sh_list_init(&p->calls);
 	sh_list_init(&p->dirty_link);
@@ -118,7 +118,7 @@ net_peer_add(struct net *n, uint64_t id, const struct net_iface *ifaces, unsigne
 		for (unsigned i = 0; i < nifaces; i++) {
 			p->ifaces[i] = ifaces[i];
 			if (p->ifaces[i].mtu == 0)
-				p->ifaces[i].mtu = default_mtu(&ifaces[i].addr);
+				p->ifaces[i].mtu = net_default_mtu(&ifaces[i].addr);
 		}
 		net_paths_build(p);
 		return 0;
@@ -130,13 +130,19 @@ int
 net_peer_ensure(struct net *n, uint64_t id, const char *addr)
 {
 	struct net_peer *p = net_peer_get(n, id);
-	struct net_iface ifc = { 0 };
+	struct net_iface ifc[NET_MAX_IFACES];
+	int cnt;
 
-	if (p != NULL)
-		return 0; /* configured, or learned from its own packets: reachable as it is */
-	if (addr == NULL || env_addr_parse(addr, &ifc.addr) < 0 || ifc.addr.port == 0)
+	if (p != NULL && p->learned)
+		return 0; /* learned from its own packets: reachable as it is */
+	cnt = addr ? net_ifaces_parse(addr, ifc, NET_MAX_IFACES) : -EINVAL;
+	if (cnt < 0)
 		return -EINVAL;
-	return net_peer_add(n, id, &ifc, 1);
+	for (int i = 0; i < cnt; i++)
+		if (ifc[i].addr.port == 0)
+			return -EINVAL;
+	/* configured: the list may have changed (an interface added or removed at run time) */
+	return net_peer_set(n, id, ifc, (unsigned)cnt);
 }
 
 uint64_t
@@ -608,6 +614,23 @@ tick(struct env_timer *t)
 
 /* ---- life cycle ---- */
 
+int
+net_transport_open(struct net *n, unsigned i)
+{
+	int rc;
+
+	n->tps[i].ops = &net_transport_udp;
+	n->tps[i].recv = on_recv;
+	n->tps[i].arg = n;
+	rc = n->tps[i].ops->open(&n->tps[i], n->env, &n->ifaces[i].addr);
+	if (rc < 0) {
+		n->tps[i].impl = NULL;
+		return rc;
+	}
+	n->tps[i].ops->local_addr(&n->tps[i], &n->ifaces[i].addr);
+	return 0;
+}
+
 static int
 check_config(const struct net_config *c)
 {
@@ -675,14 +698,10 @@ net_create(struct env *env, const struct net_config *cfg, struct net **out)
 	for (unsigned i = 0; i < cfg->nifaces; i++) {
 		n->ifaces[i] = cfg->ifaces[i];
 		if (n->ifaces[i].mtu == 0)
-			n->ifaces[i].mtu = default_mtu(&cfg->ifaces[i].addr);
-		n->tps[i].ops = &net_transport_udp;
-		n->tps[i].recv = on_recv;
-		n->tps[i].arg = n;
-		rc = n->tps[i].ops->open(&n->tps[i], env, &cfg->ifaces[i].addr);
+			n->ifaces[i].mtu = net_default_mtu(&cfg->ifaces[i].addr);
+		rc = net_transport_open(n, i);
 		if (rc < 0)
 			goto out_tps;
-		n->tps[i].ops->local_addr(&n->tps[i], &n->ifaces[i].addr);
 		n->nifaces++;
 	}
 	env_timer_arm_period(&n->tick, tick_ns(n));
@@ -714,7 +733,8 @@ net_destroy(struct net *n)
 	while ((pos = n->peer_list.next) != &n->peer_list)
 		peer_free(n, sh_list_entry(pos, struct net_peer, link));
 	for (unsigned i = 0; i < n->nifaces; i++)
-		n->tps[i].ops->close(&n->tps[i]);
+		if (n->tps[i].impl != NULL)
+			n->tps[i].ops->close(&n->tps[i]);
 	sh_htable_fini(&n->peers);
 	sh_free(n);
 }
@@ -786,7 +806,7 @@ net_peer_stats(const struct net *n, struct net_peer_stats *out, unsigned max)
 int
 net_iface_addr(const struct net *n, unsigned i, struct env_addr *out)
 {
-	if (i >= n->nifaces)
+	if (i >= n->nifaces || n->tps[i].impl == NULL)
 		return -EINVAL;
 	*out = n->ifaces[i].addr;
 	return 0;

@@ -160,11 +160,28 @@ int net_iface_addr(const struct net *n, unsigned i, struct env_addr *out);
 /* Tell net how to reach a node. -EEXIST if known, -EINVAL, -ENOMEM. */
 int net_peer_add(struct net *n, uint64_t node_id, const struct net_iface *ifaces, unsigned nifaces);
 /*
- * Make sure node id is known: if it is not (neither configured nor learned
- * from its packets), add it at addr ("ip:port", one interface). 0, -EINVAL
- * (malformed address), -ENOMEM.
+ * Make sure node id is known at addrs ("IP:PORT[/LABEL][,...]", its
+ * interfaces): added if unknown, its interfaces replaced if configured
+ * with others (its session and calls go on), left alone if learned from
+ * its packets. 0, -EINVAL (malformed), -ENOMEM.
  */
-int net_peer_ensure(struct net *n, uint64_t id, const char *addr);
+int net_peer_ensure(struct net *n, uint64_t id, const char *addrs);
+/* Add or update a configured peer's interfaces (as net_peer_ensure, parsed). */
+int net_peer_set(struct net *n, uint64_t id, const struct net_iface *ifaces, unsigned nifaces);
+/*
+ * A list of interfaces in text: "IP:PORT[/LABEL][,IP:PORT[/LABEL]...]"
+ * (labels: 1-15 of A-Z a-z 0-9 . _ -). Parse returns how many (at most
+ * max) or -EINVAL; format returns the length written or -ENOSPC.
+ */
+int net_ifaces_parse(const char *s, struct net_iface *out, unsigned max);
+int net_ifaces_format(const struct net_iface *ifc, unsigned n, char *out, size_t len);
+/*
+ * Interfaces of a running endpoint: bind one more (-EEXIST, -ENOSPC, a
+ * bind error), or close one (-ENOENT; -EBUSY for the last). Every peer's
+ * paths follow.
+ */
+int net_iface_add(struct net *n, const struct net_iface *ifc);
+int net_iface_remove(struct net *n, const struct env_addr *addr);
 /* The peer's incarnation as last seen (0: never), and whether a session is up. */
 uint64_t net_peer_incarnation(const struct net *n, uint64_t node_id);
 /*

@@ -18,6 +18,12 @@
 #define NET_MAX_PATHS	   16
 #define NET_PATH_MISSES	   3	 /* probes in a row unanswered: the path is down */
 #define NET_PATH_LOSSY_PPM 50000 /* a path losing more than 5 % is used after clean ones */
+/*
+ * Consecutive data packets stay on one path for this many bytes before
+ * the choice is made again: runs to one address keep the kernel's
+ * segmentation offload and the receiver's order.
+ */
+#define NET_PATH_BURST (64u << 10)
 
 /* Most bytes of chunks packed into one packet (small messages share packets). */
 #define NET_PACK_MAX 8192
@@ -110,6 +116,8 @@ struct net_peer {
 	struct net_path paths[NET_MAX_PATHS];
 	unsigned npaths;
 	unsigned rr;	  /* round-robin among equal paths */
+	unsigned burst_path; /* data packets stay on one path for NET_PATH_BURST bytes */
+	uint32_t burst_left;
 	unsigned rx_path; /* the path the peer's last packet came by: acks follow it */
 	uint32_t mtu;	  /* the smallest of the paths': a fragment fits any of them */
 	bool learned;	  /* address learned from its packets, not configured */
@@ -252,6 +260,9 @@ net_now_us(struct net *n)
 
 /* net.c */
 struct net_peer *net_peer_get(const struct net *n, uint64_t id);
+uint32_t net_default_mtu(const struct env_addr *a);
+/* Open the transport of interface slot i (n->ifaces[i] set); its bound address is written back. */
+int net_transport_open(struct net *n, unsigned i);
 void net_mark_dirty(struct net_peer *p);
 void net_out_flush(struct net *n);
 /*

@@ -96,6 +96,7 @@ net_paths_build(struct net_peer *p)
 	}
 	p->rr = 0;
 	p->rx_path = 0;
+	p->burst_left = 0;
 }
 
 /* Lower is better: health first, then a same-label pair before a cross-label one. */
@@ -125,20 +126,6 @@ net_path_pick(struct net_peer *p, uint32_t bytes)
 
 	if (p->npaths <= 1)
 		return 0;
-	/*
-	 * A control packet (an ack) goes back the way the peer's last packet
-	 * came if that path is among the best: the peer chose it, so it works
-	 * for the peer now, before this end has noticed another one failing.
-	 */
-	if (bytes == 0 && p->rx_path < p->npaths) {
-		unsigned r = path_rank(&p->paths[p->rx_path]);
-		bool best_class = true;
-
-		for (unsigned i = 0; i < p->npaths && best_class; i++)
-			best_class = path_rank(&p->paths[i]) >= r;
-		if (best_class)
-			return p->rx_path;
-	}
 	for (unsigned k = 0; k < p->npaths; k++) {
 		/* start at the round-robin point: ties go to paths in turn */
 		unsigned i = (p->rr + k) % p->npaths;
@@ -151,8 +138,25 @@ net_path_pick(struct net_peer *p, uint32_t bytes)
 			best_bytes = x->inflight_bytes;
 		}
 	}
-	if (bytes > 0)
-		p->rr = best + 1;
+	if (bytes == 0) {
+		/*
+		 * A control packet (an ack) goes back the way the peer's last
+		 * packet came if that path is among the best: the peer chose it,
+		 * so it works for the peer now, before this end has noticed
+		 * another one failing.
+		 */
+		if (p->rx_path < p->npaths && path_rank(&p->paths[p->rx_path]) == best_rank)
+			return p->rx_path;
+		return best;
+	}
+	if (p->burst_left >= bytes && p->burst_path < p->npaths &&
+	    path_rank(&p->paths[p->burst_path]) == best_rank) {
+		p->burst_left -= bytes;
+		return p->burst_path;
+	}
+	p->rr = best + 1;
+	p->burst_path = best;
+	p->burst_left = NET_PATH_BURST > bytes ? NET_PATH_BURST - bytes : 0;
 	return best;
 }
 

@@ -359,3 +359,63 @@ TEST(paths_a_lossy_link_gives_way_and_loses_no_call)
 	SH_ASSERT_OK(sim_port_loss(w.sim, &w.ib[0].addr, 0));
 	world_fini(&w);
 }
+
+TEST(paths_interfaces_added_and_removed_at_run_time)
+{
+	static struct world w;
+	struct net_path_stats ps[16];
+	char list[128];
+
+	world_init(&w, "sw1", "sw2");
+	issue(&w);
+	run_ms(&w, 200);
+	w.gap_from_ns = sim_now(w.sim);
+	w.max_gap_ns = 0;
+	/* b drops its interface 0 and takes a new one on port 7002 */
+	SH_ASSERT_ERR(net_iface_remove(w.b, &w.ia[0].addr), -ENOENT);
+	SH_ASSERT_OK(net_iface_remove(w.b, &w.ib[0].addr));
+	SH_ASSERT_ERR(net_iface_remove(w.b, &w.ib[1].addr), -EBUSY);
+	SH_ASSERT_OK(env_addr_parse("127.7.0.2:7002", &w.ib[0].addr));
+	SH_ASSERT_OK(net_iface_add(w.b, &w.ib[0]));
+	SH_ASSERT_ERR(net_iface_add(w.b, &w.ib[0]), -EEXIST);
+	/* a hears of it (as from a new configuration): its paths follow, the session goes on */
+	SH_ASSERT_GT(net_ifaces_format(w.ib, 2, list, sizeof(list)), 0);
+	SH_ASSERT_STREQ(list, "127.7.0.2:7002/sw1,127.7.0.2:7001/sw2");
+	SH_ASSERT_OK(net_peer_ensure(w.a, 2, list));
+	SH_ASSERT_EQ(net_peer_paths(w.a, 2, ps, 16), 4);
+	run_ms(&w, 500);
+	SH_ASSERT_LT(w.max_gap_ns, SH_NSEC_PER_SEC);
+	{
+		struct net_path_stats s = path_of(&w, w.a, 2, 0, 0);
+
+		SH_ASSERT_EQ(s.state, NET_PATH_UP);
+		SH_ASSERT_GT(data_pkts(&s), 50);
+	}
+	/* malformed lists change nothing */
+	SH_ASSERT_ERR(net_peer_ensure(w.a, 2, "127.7.0.2:7002/sw1,"), -EINVAL);
+	SH_ASSERT_ERR(net_peer_ensure(w.a, 2, "127.7.0.2:7002/bad label"), -EINVAL);
+	SH_ASSERT_ERR(net_peer_ensure(w.a, 2, "127.7.0.2"), -EINVAL);
+	SH_ASSERT_EQ(net_peer_paths(w.a, 2, ps, 16), 4);
+	world_fini(&w);
+}
+
+TEST(paths_interface_lists_parse_and_format)
+{
+	struct net_iface ifc[8];
+	char out[256];
+
+	SH_ASSERT_EQ(net_ifaces_parse("10.1.0.1:7100", ifc, 4), 1);
+	SH_ASSERT_EQ(ifc[0].label[0], '\0');
+	SH_ASSERT_EQ(net_ifaces_parse("10.1.0.1:7100/sw1,[fd00::2]:7100/sw-2.b", ifc, 4), 2);
+	SH_ASSERT_STREQ(ifc[0].label, "sw1");
+	SH_ASSERT_STREQ(ifc[1].label, "sw-2.b");
+	SH_ASSERT_GT(net_ifaces_format(ifc, 2, out, sizeof(out)), 0);
+	SH_ASSERT_STREQ(out, "10.1.0.1:7100/sw1,[fd00::2]:7100/sw-2.b");
+	SH_ASSERT_ERR(net_ifaces_format(ifc, 2, out, 10), -ENOSPC);
+	SH_ASSERT_ERR(net_ifaces_parse("", ifc, 4), -EINVAL);
+	SH_ASSERT_ERR(net_ifaces_parse(",10.1.0.1:1", ifc, 4), -EINVAL);
+	SH_ASSERT_ERR(net_ifaces_parse("10.1.0.1:1/", ifc, 4), -EINVAL);
+	SH_ASSERT_ERR(net_ifaces_parse("10.1.0.1:1/sixteen-chars-xx", ifc, 4), -EINVAL);
+	SH_ASSERT_ERR(net_ifaces_parse("10.1.0.1:1,10.1.0.2:1", ifc, 1), -EINVAL);
+	SH_ASSERT_ERR(net_ifaces_parse("host:1", ifc, 4), -EINVAL);
+}

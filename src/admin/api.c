@@ -565,6 +565,12 @@ del(struct cluster *cl, const struct admin_node *self, const char *what, const c
 			admin_reply_err(req, rc, err);
 			return;
 		}
+	} else if (strcmp(what, "nets") == 0) {
+		rc = admin_net_remove(cluster_cfg(cl), key, &cmd, err, sizeof(err));
+		if (rc < 0) {
+			admin_reply_err(req, rc, err);
+			return;
+		}
 	} else if (strcmp(what, "fs") == 0) {
 		cmd.op = CFG_OP_FS_DELETE;
 		if (strlen(key) >= sizeof(cmd.name)) {
@@ -667,6 +673,8 @@ admin_api_handle(struct cluster *cl, const struct admin_node *self, struct admin
 			admin_rebuild_reply(c, self, req); /* asks every node: off this loop */
 		else if (strcmp(what, "settings") == 0)
 			admin_reply_json(req, 200, admin_settings_json(c));
+		else if (strcmp(what, "processes") == 0)
+			admin_reply_json(req, 200, admin_processes_json(self));
 		else
 			admin_reply_err(req, -ENOENT, "no such resource");
 		return;

@@ -59,4 +59,11 @@ void admin_snap_handle(struct cluster *cl, const struct admin_node *self, struct
 /* A snapshot as JSON: name, fs, version, state, created (s in c). */
 json_t *admin_snap_json(const struct cfg *c, const struct cfg_snap *s);
 
+/* api_net.c: networks */
+/* GET /v1/processes: this node's loops, their interfaces, peers and paths. */
+json_t *admin_processes_json(const struct admin_node *self);
+/* DELETE /v1/nets/ADDR into a command (-ENOENT with a reason: no node has it). */
+int admin_net_remove(const struct cfg *c, const char *key, struct cfg_cmd *cmd, char *err,
+		     size_t elen);
+
 #endif /* SH_ADMIN_API_INT_H */

@@ -69,6 +69,10 @@ admin_stats_of_net(struct net *n, struct admin_stats *out)
 	unsigned cnt = net_peer_stats(n, NULL, 0);
 
 	memset(out, 0, sizeof(*out));
+	out->endpoint = net_node_id(n);
+	for (unsigned i = 0; i < net_iface_slots(n) && out->nifaces < ADMIN_IFACES_MAX; i++)
+		if (net_iface_get(n, i, &out->ifaces[out->nifaces]) == 0)
+			out->nifaces++;
 	net_stats(n, &out->net);
 	net_op_stats_add(n, out->ops);
 	if (cnt == 0)

@@ -24,7 +24,11 @@ struct admin_drive_stats {
 };
 
 /* One loop's counters (a worker's, or the management loop's). */
+#define ADMIN_IFACES_MAX 8
 struct admin_stats {
+	uint64_t endpoint; /* the loop's net endpoint id */
+	struct net_iface ifaces[ADMIN_IFACES_MAX];
+	unsigned nifaces;
 	struct net_stats net;
 	struct net_op_stats ops[NET_OPS_TRACKED];
 	struct net_peer_stats *peers;

@@ -616,14 +616,35 @@ node_at(const char *addr, uint64_t *id)
 	return rc;
 }
 
+/*
+ * A client endpoint: one socket on every address (the kernel's routes pick
+ * the interface), or, for the data network, the interfaces SHOAL_DATA_IFACES
+ * names ("IP[/LABEL],IP[/LABEL]", each bound at a port of its own), so
+ * that the client has a path per interface pair to each backend and
+ * fails over and shares traffic as the nodes do (docs/networking.md).
+ */
 static int
-endpoint(struct env *env, uint64_t id, struct net **out)
+endpoint(struct env *env, uint64_t id, bool data, struct net **out)
 {
-	struct net_iface ifc = { 0 };
-	struct net_config nc = { .node_id = id, .ifaces = &ifc, .nifaces = 1 };
-	int rc = env_addr_parse("0.0.0.0:0", &ifc.addr);
+	struct net_iface ifc[8] = { 0 };
+	struct net_config nc = { .node_id = id, .ifaces = ifc, .nifaces = 1 };
+	const char *want = data ? getenv("SHOAL_DATA_IFACES") : NULL;
+	int rc;
 
-	return rc < 0 ? rc : net_create(env, &nc, out);
+	if (want != NULL && *want != '\0') {
+		rc = net_ifaces_parse(want, ifc, SH_ARRAY_SIZE(ifc));
+		if (rc < 0) {
+			sh_log_error("SHOAL_DATA_IFACES='%s' is not IP[/LABEL][,IP[/LABEL]...]",
+				     want);
+			return rc;
+		}
+		nc.nifaces = (unsigned)rc;
+	} else {
+		rc = env_addr_parse("0.0.0.0:0", &ifc[0].addr);
+		if (rc < 0)
+			return rc;
+	}
+	return net_create(env, &nc, out);
 }
 
 static void
@@ -685,9 +706,9 @@ start(sh_client *c, struct env *env, uint64_t node, const char *addr)
 	c->tag_seed = env_random_u64(c->env);
 	rc = env_async_init(c->env, &c->wake, on_wake, c);
 	if (rc == 0)
-		rc = endpoint(c->env, id, &c->mnet);
+		rc = endpoint(c->env, id, false, &c->mnet);
 	if (rc == 0)
-		rc = endpoint(c->env, id ^ 1, &c->dnet);
+		rc = endpoint(c->env, id ^ 1, true, &c->dnet);
 	if (rc == 0)
 		rc = mroute_create(c->dnet, &c->rt);
 	if (rc == 0)

@@ -166,6 +166,46 @@ cfg_node_find(const struct cfg *c, uint64_t id)
 	return NULL;
 }
 
+/* Append one interface (port + worker) to out at *off. */
+static int
+data_put(char *out, size_t len, size_t *off, const char *addr, unsigned worker, const char *label)
+{
+	struct env_addr a;
+	char txt[ENV_ADDRSTRLEN];
+	int w;
+
+	if (env_addr_parse(addr, &a) < 0 || a.port + worker > 65535)
+		return -EINVAL;
+	a.port = (uint16_t)(a.port + worker);
+	env_addr_format(&a, txt, sizeof(txt));
+	w = snprintf(out + *off, len - *off, "%s%s%s%s", *off ? "," : "", txt, label[0] ? "/" : "",
+		     label);
+	if (w < 0 || (size_t)w >= len - *off)
+		return -ENOSPC;
+	*off += (size_t)w;
+	return 0;
+}
+
+int
+cfg_node_data(const struct cfg_node *n, unsigned worker, char *out, size_t len)
+{
+	const char *label = "";
+	size_t off = 0;
+	int rc;
+
+	if (len == 0)
+		return -ENOSPC;
+	out[0] = '\0';
+	for (unsigned k = 0; k < n->nnets; k++)
+		if (strcmp(n->nets[k].addr, n->data) == 0)
+			label = n->nets[k].label;
+	rc = data_put(out, len, &off, n->data, worker, label);
+	for (unsigned k = 0; rc == 0 && k < n->nnets; k++)
+		if (strcmp(n->nets[k].addr, n->data) != 0)
+			rc = data_put(out, len, &off, n->nets[k].addr, worker, n->nets[k].label);
+	return rc < 0 ? rc : (int)off;
+}
+
 static bool
 domain_seen(const struct cfg *c, uint32_t upto, const char *domain, bool with_drives)
 {
@@ -689,7 +729,33 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 			return cfg_fail(msg, len, -ENOSPC,
 					"node %llu has the most interfaces it can (%d)",
 					(unsigned long long)cmd->id, CFG_NETS_MAX);
+		for (unsigned k = 0; k < n->nnets; k++)
+			if (strcmp(n->nets[k].addr, cmd->addr) == 0)
+				return cfg_fail(msg, len, -EEXIST,
+						"node %llu already has data interface %s",
+						(unsigned long long)cmd->id, cmd->addr);
+		/* its own data address: gives it a label */
+		if (strcmp(n->data, cmd->addr) == 0)
+			return 0;
 		return check_addr_free(c, cmd->addr, msg, len);
+	case CFG_OP_NET_REMOVE: {
+		bool found = false;
+
+		n = cfg_node_find(c, cmd->id);
+		if (n == NULL)
+			return cfg_fail(msg, len, -ENOENT, "no node %llu",
+					(unsigned long long)cmd->id);
+		for (unsigned k = 0; k < n->nnets; k++)
+			found |= strcmp(n->nets[k].addr, cmd->addr) == 0;
+		if (!found)
+			return cfg_fail(msg, len, -ENOENT,
+					"node %llu has no added data interface %s%s",
+					(unsigned long long)cmd->id, cmd->addr,
+					strcmp(n->data, cmd->addr) == 0
+					    ? " (its data address stays as long as the node)"
+					    : "");
+		return 0;
+	}
 	case CFG_OP_DRIVE_ADD:
 		if (cfg_node_find(c, cmd->id) == NULL)
 			return cfg_fail(msg, len, -ENOENT, "no node %llu",
@@ -875,6 +941,19 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		n->nnets++;
 		cfg_event(c, cmd->time, cmd->id, "node %llu: data interface %s (label %s) added",
 			  (unsigned long long)cmd->id, cmd->addr, cmd->label);
+		break;
+	case CFG_OP_NET_REMOVE:
+		n = (struct cfg_node *)cfg_node_find(c, cmd->id);
+		for (unsigned k = 0; k < n->nnets; k++) {
+			if (strcmp(n->nets[k].addr, cmd->addr) != 0)
+				continue;
+			memmove(&n->nets[k], &n->nets[k + 1],
+				(n->nnets - k - 1) * sizeof(n->nets[0]));
+			n->nnets--;
+			break;
+		}
+		cfg_event(c, cmd->time, cmd->id, "node %llu: data interface %s removed",
+			  (unsigned long long)cmd->id, cmd->addr);
 		break;
 	case CFG_OP_DRIVE_ADD: {
 		struct cfg_drive *d = &c->drives[c->ndrives++];

@@ -72,7 +72,8 @@
 	X(CFG_OP_SNAP_DELETE, 16, "snap.delete")                                            \
 	X(CFG_OP_SNAP_FORGET, 17, "snap.forget")                                            \
 	/* name: the filesystem, size: every (s, 0: off), quota: how many are kept */       \
-	X(CFG_OP_SNAP_SCHEDULE, 18, "snap.schedule")
+	X(CFG_OP_SNAP_SCHEDULE, 18, "snap.schedule")                                        \
+	X(CFG_OP_NET_REMOVE, 19, "net.remove") /* id: the node; addr: the interface */
 
 enum cfg_op {
 #define CFG_OP_ENUM(id, num, name) id = (num),
@@ -257,6 +258,15 @@ void cfg_encode(struct sh_enc *e, const struct cfg *c);
 int cfg_decode(const uint8_t *b, size_t len, struct cfg *c); /* fuzzed; c from cfg_new */
 
 const struct cfg_node *cfg_node_find(const struct cfg *c, uint64_t id);
+/*
+ * A node's data interfaces as net_ifaces_parse reads them, for its worker
+ * (each port + worker): its data address first (labelled by a data
+ * interface of the same address, if one was added), then the interfaces
+ * added with net.add. Returns the length, or -ENOSPC (out: CFG_ADDRS_MAX
+ * is enough), -EINVAL (an address that does not parse).
+ */
+#define CFG_ADDRS_MAX (CFG_ADDR_MAX + CFG_NETS_MAX * (CFG_ADDR_MAX + CFG_LABEL_MAX + 2))
+int cfg_node_data(const struct cfg_node *n, unsigned worker, char *out, size_t len);
 const struct cfg_fs *cfg_fs_find(const struct cfg *c, const char *name);
 const struct cfg_fs *cfg_fs_by_id(const struct cfg *c, uint32_t id);
 /* Snapshot name of filesystem fs (its id), or NULL. */

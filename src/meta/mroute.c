@@ -108,6 +108,36 @@ mplace_target(const struct cfg *c, uint64_t target, uint64_t *peer, char *addr)
 	return -ENOENT;
 }
 
+/* Sync one endpoint of node n (its worker w) unless it is net's own. */
+static void
+sync_endpoint(struct net *net, const struct cfg_node *n, unsigned w)
+{
+	char addrs[CFG_ADDRS_MAX];
+	uint64_t ep = n->id << 8 | w;
+
+	if (ep != net_node_id(net) && cfg_node_data(n, w, addrs, sizeof(addrs)) > 0)
+		net_peer_sync(net, ep, addrs);
+}
+
+void
+mplace_sync_peers(struct net *net, const struct cfg *c)
+{
+	for (uint32_t i = 0; i < c->nnodes; i++) {
+		const struct cfg_node *n = &c->nodes[i];
+		uint64_t seen = 1; /* worker 0 (metadata) always; then those serving drives */
+
+		sync_endpoint(net, n, 0);
+		for (uint32_t k = 0; k < c->ndrives; k++) {
+			const struct cfg_drive *dr = &c->drives[k];
+
+			if (dr->node != n->id || dr->worker >= 64 || (seen & 1ull << dr->worker))
+				continue;
+			seen |= 1ull << dr->worker;
+			sync_endpoint(net, n, dr->worker);
+		}
+	}
+}
+
 /* ---- calls ---- */
 
 struct hint {
@@ -214,9 +244,7 @@ mroute_set_cfg(struct mroute *rt, const struct cfg *c)
 	}
 	mplace_free(&rt->place);
 	rt->place = np;
-	for (uint32_t i = 0; i < c->nnodes; i++)
-		if (mplace_endpoint(c->nodes[i].id) != net_node_id(rt->net))
-			net_peer_ensure(rt->net, mplace_endpoint(c->nodes[i].id), c->nodes[i].data);
+	mplace_sync_peers(rt->net, c);
 	return 0;
 }
 

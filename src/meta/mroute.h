@@ -54,6 +54,12 @@ mplace_group_id(uint32_t fs, uint32_t g)
  * drive failed).
  */
 int mplace_target(const struct cfg *c, uint64_t target, uint64_t *peer, char *addr);
+/*
+ * Tell net every data endpoint of c (each node's worker 0 and the workers
+ * serving its drives) at all its interfaces (cfg_node_data): added,
+ * or changed after a net.add or net.remove. On net's thread.
+ */
+void mplace_sync_peers(struct net *net, const struct cfg *c);
 
 struct mroute;
 typedef void (*mroute_cb)(void *arg, int status, const struct mp_reply *r);

@@ -187,3 +187,35 @@ net_iface_remove(struct net *n, const struct env_addr *addr)
 	rebuild_all(n);
 	return 0;
 }
+
+int
+net_iface_get(const struct net *n, unsigned i, struct net_iface *out)
+{
+	if (i >= n->nifaces || n->tps[i].impl == NULL)
+		return -ENOENT;
+	*out = n->ifaces[i];
+	return 0;
+}
+
+unsigned
+net_iface_slots(const struct net *n)
+{
+	return n->nifaces;
+}
+
+int
+net_iface_label(struct net *n, const struct env_addr *addr, const char *label)
+{
+	for (unsigned i = 0; i < n->nifaces; i++) {
+		if (n->tps[i].impl == NULL || !env_addr_eq(&n->ifaces[i].addr, addr))
+			continue;
+		if (strlen(label) >= NET_LABEL_MAX)
+			return -EINVAL;
+		if (strcmp(n->ifaces[i].label, label) != 0) {
+			snprintf(n->ifaces[i].label, NET_LABEL_MAX, "%s", label);
+			rebuild_all(n);
+		}
+		return 0;
+	}
+	return -ENOENT;
+}

@@ -126,8 +126,20 @@ net_peer_add(struct net *n, uint64_t id, const struct net_iface *ifaces, unsigne
 	return peer_new(n, id, ifaces, nifaces) ? 0 : -ENOMEM;
 }
 
+/* Parse a list of a peer's interfaces; every one needs a port. */
+static int
+parse_peer_ifaces(const char *addrs, struct net_iface *ifc)
+{
+	int cnt = addrs ? net_ifaces_parse(addrs, ifc, NET_MAX_IFACES) : -EINVAL;
+
+	for (int i = 0; i < cnt; i++)
+		if (ifc[i].addr.port == 0)
+			return -EINVAL;
+	return cnt < 0 ? -EINVAL : cnt;
+}
+
 int
-net_peer_ensure(struct net *n, uint64_t id, const char *addr)
+net_peer_ensure(struct net *n, uint64_t id, const char *addrs)
 {
 	struct net_peer *p = net_peer_get(n, id);
 	struct net_iface ifc[NET_MAX_IFACES];
@@ -135,14 +147,32 @@ net_peer_ensure(struct net *n, uint64_t id, const char *addr)
 
 	if (p != NULL && p->learned)
 		return 0; /* learned from its own packets: reachable as it is */
-	cnt = addr ? net_ifaces_parse(addr, ifc, NET_MAX_IFACES) : -EINVAL;
+	cnt = parse_peer_ifaces(addrs, ifc);
 	if (cnt < 0)
-		return -EINVAL;
-	for (int i = 0; i < cnt; i++)
-		if (ifc[i].addr.port == 0)
-			return -EINVAL;
-	/* configured: the list may have changed (an interface added or removed at run time) */
+		return p != NULL
+			   ? 0
+			   : cnt; /* known: reachable as it is (addrs may name it otherwise) */
+	if (p != NULL) {
+		bool known = true;
+
+		for (int i = 0; i < cnt && known; i++) {
+			known = false;
+			for (unsigned j = 0; j < p->nifaces && !known; j++)
+				known = env_addr_eq(&ifc[i].addr, &p->ifaces[j].addr);
+		}
+		if (known)
+			return 0; /* reachable there already (perhaps among others) */
+	}
 	return net_peer_set(n, id, ifc, (unsigned)cnt);
+}
+
+int
+net_peer_sync(struct net *n, uint64_t id, const char *addrs)
+{
+	struct net_iface ifc[NET_MAX_IFACES];
+	int cnt = parse_peer_ifaces(addrs, ifc);
+
+	return cnt < 0 ? cnt : net_peer_set(n, id, ifc, (unsigned)cnt);
 }
 
 uint64_t
@@ -797,6 +827,10 @@ net_peer_stats(const struct net *n, struct net_peer_stats *out, unsigned max)
 			out[cnt].id = p->id;
 			out[cnt].srtt_ns = p->rtt_valid ? p->srtt_ns : 0;
 			out[cnt].connected = p->state == SESS_ESTABLISHED;
+			out[cnt].learned = p->learned;
+			out[cnt].npaths = (unsigned)SH_MAX(
+			    net_peer_paths(n, p->id, out[cnt].paths, NET_PEER_PATHS), 0);
+			out[cnt].npaths = SH_MIN(out[cnt].npaths, (unsigned)NET_PEER_PATHS);
 		}
 		cnt++;
 	}

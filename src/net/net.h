@@ -108,16 +108,6 @@ struct net_op_stats {
 	uint64_t requests, errors, bytes_in, bytes_out, lat_sum_ns;
 	uint64_t lat[NET_LAT_BUCKETS];
 };
-/* One peer's traffic on this endpoint. */
-struct net_peer_stats {
-	uint64_t id;
-	uint64_t pkts_sent, pkts_received, bytes_sent, bytes_received;
-	uint64_t retransmits, timeouts;
-	uint64_t drops; /* packets received and thrown away: duplicates, stale, no memory */
-	uint64_t srtt_ns;
-	bool connected;
-};
-
 enum net_path_state {
 	NET_PATH_UNKNOWN = 0, /* nothing received on it yet */
 	NET_PATH_UP,	      /* answers */
@@ -140,6 +130,21 @@ struct net_path_stats {
 	uint64_t rtt_ns;   /* from probes, smoothed; 0: none yet */
 };
 
+/* One peer's traffic on this endpoint. */
+#define NET_PEER_PATHS 8
+struct net_peer_stats {
+	uint64_t id;
+	uint64_t pkts_sent, pkts_received, bytes_sent, bytes_received;
+	uint64_t retransmits, timeouts;
+	uint64_t drops; /* packets received and thrown away: duplicates, stale, no memory */
+	uint64_t srtt_ns;
+	bool connected;
+	bool learned; /* known from its packets (a client), not configured */
+	/* its paths (the first NET_PEER_PATHS of them) */
+	unsigned npaths;
+	struct net_path_stats paths[NET_PEER_PATHS];
+};
+
 /* Create the endpoint: binds every interface. -EINVAL for a bad config. */
 int net_create(struct env *env, const struct net_config *cfg, struct net **out);
 /* Fail pending calls with -ECANCELED, close everything. */
@@ -160,12 +165,15 @@ int net_iface_addr(const struct net *n, unsigned i, struct env_addr *out);
 /* Tell net how to reach a node. -EEXIST if known, -EINVAL, -ENOMEM. */
 int net_peer_add(struct net *n, uint64_t node_id, const struct net_iface *ifaces, unsigned nifaces);
 /*
- * Make sure node id is known at addrs ("IP:PORT[/LABEL][,...]", its
- * interfaces): added if unknown, its interfaces replaced if configured
- * with others (its session and calls go on), left alone if learned from
- * its packets. 0, -EINVAL (malformed), -ENOMEM.
+ * Make sure node id is reachable at addrs ("IP:PORT[/LABEL][,...]", some
+ * of its interfaces): added if unknown, left alone if it is known there
+ * already (among other interfaces) or was learned from its packets, else
+ * given these. net_peer_sync makes a configured peer's interfaces exactly
+ * addrs (its session and calls go on over the new paths). 0, -EINVAL
+ * (malformed), -ENOMEM.
  */
 int net_peer_ensure(struct net *n, uint64_t id, const char *addrs);
+int net_peer_sync(struct net *n, uint64_t id, const char *addrs);
 /* Add or update a configured peer's interfaces (as net_peer_ensure, parsed). */
 int net_peer_set(struct net *n, uint64_t id, const struct net_iface *ifaces, unsigned nifaces);
 /*
@@ -182,6 +190,11 @@ int net_ifaces_format(const struct net_iface *ifc, unsigned n, char *out, size_t
  */
 int net_iface_add(struct net *n, const struct net_iface *ifc);
 int net_iface_remove(struct net *n, const struct env_addr *addr);
+/* Interface slot i (0 .. net_iface_slots - 1; -ENOENT: an empty slot, removed). */
+int net_iface_get(const struct net *n, unsigned i, struct net_iface *out);
+unsigned net_iface_slots(const struct net *n);
+/* Relabel the interface bound at addr (-ENOENT, -EINVAL). */
+int net_iface_label(struct net *n, const struct env_addr *addr, const char *label);
 /* The peer's incarnation as last seen (0: never), and whether a session is up. */
 uint64_t net_peer_incarnation(const struct net *n, uint64_t node_id);
 /*

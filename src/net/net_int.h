@@ -115,7 +115,7 @@ struct net_peer {
 	unsigned nifaces;
 	struct net_path paths[NET_MAX_PATHS];
 	unsigned npaths;
-	unsigned rr;	  /* round-robin among equal paths */
+	unsigned rr;	     /* round-robin among equal paths */
 	unsigned burst_path; /* data packets stay on one path for NET_PATH_BURST bytes */
 	uint32_t burst_left;
 	unsigned rx_path; /* the path the peer's last packet came by: acks follow it */

@@ -16,10 +16,10 @@
  *     right away: an answer clears the suspicion;
  *   - a path back from DOWN is in HOLD: it carries nothing until it has
  *     answered every probe for path_hold_ns (no flapping).
- * A packet goes on the healthiest class of paths (up and clean before
- * lossy before untried before held or suspect or down; within each, a
- * same-label pair before a cross-label one), and among equals on the one
- * with the fewest bytes in flight, so healthy links share the traffic.
+ * A packet goes on the best class of paths (path_rank: healthy ones, a
+ * same-label pair before a cross-label one; then lossy ones; then held,
+ * suspect or down ones), and among equals on the one with the fewest
+ * bytes in flight, so healthy links share the traffic.
  */
 #include <errno.h>
 #include <string.h>
@@ -99,23 +99,28 @@ net_paths_build(struct net_peer *p)
 	p->burst_left = 0;
 }
 
-/* Lower is better: health first, then a same-label pair before a cross-label one. */
+/*
+ * Lower is better. Healthy paths (up and clean, or not tried yet) first,
+ * same-label ones before cross-label ones; then lossy ones; then those
+ * held after coming back, suspect after a timeout, or down.
+ */
 static unsigned
 path_rank(const struct net_path *x)
 {
-	unsigned tier;
-
 	if (x->suspect)
-		tier = 5;
-	else if (x->state == NET_PATH_UP)
-		tier = x->st.loss_ppm > NET_PATH_LOSSY_PPM ? 1 : 0;
-	else if (x->state == NET_PATH_UNKNOWN)
-		tier = 2;
-	else if (x->state == NET_PATH_HOLD)
-		tier = 3;
-	else
-		tier = 6; /* down */
-	return tier * 2 + x->cross;
+		return 8 + x->cross;
+	switch (x->state) {
+	case NET_PATH_UP:
+		if (x->st.loss_ppm > NET_PATH_LOSSY_PPM)
+			return 4 + x->cross;
+		return x->cross ? 2 : 0;
+	case NET_PATH_UNKNOWN:
+		return x->cross ? 3 : 1;
+	case NET_PATH_HOLD:
+		return 6 + x->cross;
+	default:
+		return 10 + x->cross; /* down */
+	}
 }
 
 unsigned

@@ -40,13 +40,15 @@ on_signal(int sig)
 static void
 usage(const char *why)
 {
-	fprintf(stderr,
-		"shoald: %s\n"
-		"usage: shoald --id N --mgmt IP:PORT --data IP:PORT --dir DIR [--domain NAME]\n"
-		"              [--mode cpu|performance] [--workers N] [--log FILE]\n"
-		"              [--election-ms N] [--down-ms N] [--heartbeat-ms N]\n"
-		"              [--orphan-age SECONDS (default 600; 0: off)]\n",
-		why);
+	fprintf(
+	    stderr,
+	    "shoald: %s\n"
+	    "usage: shoald --id N --mgmt IP:PORT --data IP:PORT[/LABEL][,IP[/LABEL]...] --dir DIR\n"
+	    "              [--domain NAME]\n"
+	    "              [--mode cpu|performance] [--workers N] [--log FILE]\n"
+	    "              [--election-ms N] [--down-ms N] [--heartbeat-ms N]\n"
+	    "              [--orphan-age SECONDS (default 600; 0: off)]\n",
+	    why);
 	exit(2);
 }
 
@@ -94,7 +96,7 @@ parse_args(int argc, char **argv, struct shoald_opts *o)
 						  { "orphan-age", required_argument, NULL, 'a' },
 						  { NULL, 0, NULL, 0 } };
 	struct env_addr a;
-	int c;
+	int c, rc;
 
 	memset(o, 0, sizeof(*o));
 	o->workers = 1;
@@ -144,7 +146,7 @@ parse_args(int argc, char **argv, struct shoald_opts *o)
 			copy_opt(o->mgmt, sizeof(o->mgmt), "--mgmt", optarg);
 			break;
 		case 'D':
-			copy_opt(o->data, sizeof(o->data), "--data", optarg);
+			copy_opt(o->data_list, sizeof(o->data_list), "--data", optarg);
 			break;
 		case 'd':
 			copy_opt(o->dir, sizeof(o->dir), "--dir", optarg);
@@ -190,12 +192,16 @@ parse_args(int argc, char **argv, struct shoald_opts *o)
 		snprintf(msg, sizeof(msg), "unexpected argument '%s'", argv[optind]);
 		usage(msg);
 	}
-	if (o->id == 0 || !o->mgmt[0] || !o->data[0] || !o->dir[0])
+	if (o->id == 0 || !o->mgmt[0] || !o->data_list[0] || !o->dir[0])
 		usage("--id, --mgmt, --data and --dir are required");
 	if (env_addr_parse(o->mgmt, &a) < 0 || a.port == 0)
 		usage("--mgmt must be IP:PORT");
-	if (env_addr_parse(o->data, &a) < 0 || a.port == 0)
-		usage("--data must be IP:PORT");
+	rc = shoald_data_parse(o->data_list, o->data_ifc, SHOALD_IFACES_MAX);
+	if (rc < 0)
+		usage("--data must be IP:PORT[/LABEL][,IP[:PORT][/LABEL]...] (at most 8; labels: "
+		      "1-15 of A-Z a-z 0-9 . _ -)");
+	o->ndata = (unsigned)rc;
+	env_addr_format(&o->data_ifc[0].addr, o->data, sizeof(o->data));
 	if (o->domain[0] && !cfg_name_ok(o->domain))
 		usage("--domain: 1-63 of A-Z a-z 0-9 . _ -");
 }
@@ -314,6 +320,7 @@ on_config(void *arg, const struct cfg *c)
 	struct shoald *d = arg;
 
 	cleaner_cfg(&d->cleaner, c, d->o.id);
+	shoald_nets_announce(d, c);
 	for (unsigned i = 0; i < d->o.workers; i++)
 		if (worker_set_cfg(&d->workers[i], c) < 0)
 			sh_log_error("out of memory handing the configuration to worker %u", i);
@@ -401,9 +408,10 @@ main(int argc, char **argv)
 	for (unsigned i = 0; i < d.o.workers; i++) {
 		rc = worker_start(&d, i);
 		if (rc < 0) {
-			fprintf(stderr,
-				"shoald: worker %u cannot start (data address %s + %u): %s\n", i,
-				d.o.data, i, sh_strerror(rc));
+			fprintf(
+			    stderr,
+			    "shoald: worker %u cannot start (data interfaces %s, ports + %u): %s\n",
+			    i, d.o.data_list, i, sh_strerror(rc));
 			return 1;
 		}
 	}
@@ -459,7 +467,7 @@ main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	sh_log_info("shoald %llu up: management %s, data %s (+%u workers, %s mode), dir %s",
-		    (unsigned long long)d.o.id, d.o.mgmt, d.o.data, d.o.workers,
+		    (unsigned long long)d.o.id, d.o.mgmt, d.o.data_list, d.o.workers,
 		    d.o.performance ? "performance" : "cpu", d.o.dir);
 
 	env_real_run(d.env);

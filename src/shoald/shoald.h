@@ -19,11 +19,16 @@
 #include "../store/service.h"
 
 #define SHOALD_WORKERS_MAX 64
+#define SHOALD_IFACES_MAX  8 /* data interfaces of a node (a net endpoint's most) */
 
 struct shoald_opts {
 	uint64_t id;
 	char mgmt[CFG_ADDR_MAX];
-	char data[CFG_ADDR_MAX];
+	char data[CFG_ADDR_MAX];       /* the first data interface: the node's data address */
+	char data_list[CFG_ADDRS_MAX]; /* --data as given */
+	struct net_iface data_ifc[SHOALD_IFACES_MAX];
+	unsigned ndata;
+	bool announced[SHOALD_IFACES_MAX]; /* net.add sent for it (once) */
 	char domain[CFG_NAME_MAX];
 	char dir[512];
 	char log[512];
@@ -137,6 +142,9 @@ struct worker {
 	pthread_mutex_t mu;
 	struct sh_list cmds;   /* struct worker_cmd, from the management thread */
 	struct sh_list drives; /* struct wdrive */
+	/* data interfaces the configuration has listed for this worker (netcfg.c) */
+	struct net_iface cfg_seen[SHOALD_IFACES_MAX];
+	unsigned ncfg_seen;
 	bool stopping;
 	bool stop_begun;
 	int start_rc;
@@ -230,6 +238,15 @@ struct shoald {
 /* A worker's configuration change, handed to the management loop (msvc_params.cfg_submit). */
 void shoald_cfg_submit(void *arg, const struct cfg_cmd *cmd);
 int shoald_submit_init(struct shoald *d);
+
+/* netcfg.c: data interfaces. --data parsed (later ones take the first's port if given none). */
+int shoald_data_parse(const char *s, struct net_iface *out, unsigned max);
+/* Worker idx's interfaces: --data's, each port + idx. Returns how many, or -EINVAL. */
+int worker_ifaces(const struct shoald *d, unsigned idx, struct net_iface *out);
+/* Management loop: announce --data's interfaces the configuration lacks (net.add, once). */
+void shoald_nets_announce(struct shoald *d, const struct cfg *c);
+/* Worker loop: bind interfaces the configuration gives the node, close those it removed. */
+void worker_net_follow(struct worker *w, const struct cfg *c);
 int worker_start(struct shoald *d, unsigned idx);
 void worker_stop(struct worker *w);
 /* Ask worker w to open (formatting is done) and serve a target. */

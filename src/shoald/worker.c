@@ -212,6 +212,8 @@ on_wake(struct env_async *a)
 	w->new_cfg = NULL;
 	pthread_mutex_unlock(&w->mu);
 	if (c != NULL) {
+		if (!w->stopping)
+			worker_net_follow(w, c);
 		if (!w->stopping && sweep_set_cfg(w->sweep, c) < 0)
 			sh_log_error("worker %u: orphan sweep configuration: out of memory",
 				     w->idx);
@@ -294,18 +296,6 @@ worker_open(struct worker *w, uint64_t target, const char *path)
 	return 0;
 }
 
-static int
-data_iface(const struct shoald *d, unsigned idx, struct net_iface *ifc)
-{
-	memset(ifc, 0, sizeof(*ifc));
-	if (env_addr_parse(d->o.data, &ifc->addr) < 0)
-		return -EINVAL;
-	if (ifc->addr.port + idx > 65535)
-		return -EINVAL;
-	ifc->addr.port = (uint16_t)(ifc->addr.port + idx);
-	return 0;
-}
-
 static void
 started(struct worker *w, int rc)
 {
@@ -322,9 +312,9 @@ worker_main(void *arg)
 	struct worker *w = arg;
 	struct shoald *d = w->d;
 	struct env_real_opts eo = { .mode = d->o.performance ? ENV_REAL_POLL : ENV_REAL_EVENT };
-	struct net_iface ifc;
+	struct net_iface ifc[SHOALD_IFACES_MAX];
 	/* a worker's endpoint id: node id and worker index (docs/cluster.md) */
-	struct net_config nc = { .node_id = (d->o.id << 8) | w->idx, .ifaces = &ifc, .nifaces = 1 };
+	struct net_config nc = { .node_id = (d->o.id << 8) | w->idx, .ifaces = ifc };
 	char name[48];
 	int rc;
 
@@ -345,9 +335,11 @@ worker_main(void *arg)
 		started(w, -errno);
 		return NULL;
 	}
-	rc = data_iface(d, w->idx, &ifc);
-	if (rc == 0)
+	rc = worker_ifaces(d, w->idx, ifc);
+	if (rc > 0) {
+		nc.nifaces = (unsigned)rc;
 		rc = net_create(w->env, &nc, &w->net);
+	}
 	if (rc == 0)
 		rc = store_svc_create(w->net, &w->svc);
 	if (rc == 0 && w->idx == 0) {

@@ -24,7 +24,8 @@ static const char usage_text[] =
     "  node add ID --mgmt IP:PORT --data IP:PORT [--domain NAME]\n"
     "  node list | node remove ID\n"
     "  drive add NODE PATH | drive list\n"
-    "  net add NODE IP:PORT --label LABEL | net list\n"
+    "  net add NODE IP:PORT --label LABEL | net remove IP:PORT | net list (also: node net ...)\n"
+    "  cluster processes\n"
     "  fs create NAME [--protection D+P] [--compression lz4|zstd[:LEVEL]|none] [--dedup on|off]\n"
     "            [--quota SIZE]\n"
     "  fs list | fs delete NAME\n"
@@ -633,7 +634,25 @@ run(struct cli *c, int argc, char **argv)
 			return 0;
 		}
 	}
+	if (strcmp(obj, "node") == 0 && strcmp(verb, "net") == 0)
+		return run(c, argc - 1,
+			   argv + 1); /* shoal node net add|remove|list: as shoal net */
+	if (strcmp(obj, "cluster") == 0 && strcmp(verb, "processes") == 0) {
+		opt(&a, "", no_opts);
+		return cmd_processes(c);
+	}
 	if (strcmp(obj, "net") == 0) {
+		if (strcmp(verb, "remove") == 0) {
+			const char *ad = next_pos(&a, "interface address");
+
+			opt(&a, "", no_opts);
+			check_addr(ad, "interface address");
+			snprintf(path, sizeof(path), "/v1/nets/%s", ad);
+			api_change(c, "DELETE", path, NULL);
+			snprintf(msg, sizeof(msg), "interface %s removed", ad);
+			done(c, msg);
+			return 0;
+		}
 		if (strcmp(verb, "list") == 0) {
 			opt(&a, "", no_opts);
 			return show(c, "/v1/nets", show_nets);

@@ -52,6 +52,8 @@ int drive_remove(const struct cli *c, unsigned long long id);
  * replicas moved to other nodes first; then it is removed.
  */
 int node_remove(const struct cli *c, unsigned long long id);
+/* net.c: shoal cluster processes (every node asked). */
+int cmd_processes(const struct cli *c);
 /* "1.5 GiB" */
 void human_size(long long b, char *buf, size_t len);
 void print_json(json_t *j);

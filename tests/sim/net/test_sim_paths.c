@@ -381,7 +381,7 @@ TEST(paths_interfaces_added_and_removed_at_run_time)
 	/* a hears of it (as from a new configuration): its paths follow, the session goes on */
 	SH_ASSERT_GT(net_ifaces_format(w.ib, 2, list, sizeof(list)), 0);
 	SH_ASSERT_STREQ(list, "127.7.0.2:7002/sw1,127.7.0.2:7001/sw2");
-	SH_ASSERT_OK(net_peer_ensure(w.a, 2, list));
+	SH_ASSERT_OK(net_peer_sync(w.a, 2, list));
 	SH_ASSERT_EQ(net_peer_paths(w.a, 2, ps, 16), 4);
 	run_ms(&w, 500);
 	SH_ASSERT_LT(w.max_gap_ns, SH_NSEC_PER_SEC);
@@ -392,9 +392,9 @@ TEST(paths_interfaces_added_and_removed_at_run_time)
 		SH_ASSERT_GT(data_pkts(&s), 50);
 	}
 	/* malformed lists change nothing */
-	SH_ASSERT_ERR(net_peer_ensure(w.a, 2, "127.7.0.2:7002/sw1,"), -EINVAL);
-	SH_ASSERT_ERR(net_peer_ensure(w.a, 2, "127.7.0.2:7002/bad label"), -EINVAL);
-	SH_ASSERT_ERR(net_peer_ensure(w.a, 2, "127.7.0.2"), -EINVAL);
+	SH_ASSERT_ERR(net_peer_sync(w.a, 2, "127.7.0.2:7002/sw1,"), -EINVAL);
+	SH_ASSERT_ERR(net_peer_sync(w.a, 2, "127.7.0.2:7002/bad label"), -EINVAL);
+	SH_ASSERT_ERR(net_peer_sync(w.a, 2, "127.7.0.2"), -EINVAL);
 	SH_ASSERT_EQ(net_peer_paths(w.a, 2, ps, 16), 4);
 	world_fini(&w);
 }

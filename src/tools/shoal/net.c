@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * shoal cluster processes: every node's loops (GET /v1/processes of each
+ * node up, through its management address) and the clients they see,
+ * with network mode, transport, interfaces and labels, and each path's
+ * state, loss and RTT. --json prints {"processes": [...], "clients":
+ * [...], "unreachable": [node ids]}.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "shoal.h"
+
+static void
+show_paths(json_t *paths, const char *indent)
+{
+	size_t k;
+	json_t *x;
+
+	json_array_foreach(paths, k, x)
+	{
+		char lab[48];
+
+		snprintf(lab, sizeof(lab), "%s>%s", jstr(x, "local_label"),
+			 jstr(x, "remote_label"));
+		printf("%s%-21s -> %-21s %-11s %-7s %5.1f%% %8.0fus%s%s\n", indent,
+		       jstr(x, "local"), jstr(x, "remote"), lab, jstr(x, "state"),
+		       json_real_value(json_object_get(x, "loss_pct")),
+		       json_real_value(json_object_get(x, "rtt_us")),
+		       json_is_true(json_object_get(x, "in_use")) ? " in use" : "",
+		       json_is_true(json_object_get(x, "cross")) ? " cross" : "");
+	}
+}
+
+static void
+show_ifaces(json_t *ifs)
+{
+	size_t k;
+	json_t *x;
+
+	json_array_foreach(ifs, k, x) printf("%s%s%s%s", k ? ", " : "", jstr(x, "addr"),
+					     jstr(x, "label")[0] ? "/" : "", jstr(x, "label"));
+}
+
+/* A client seen by a loop: added to clients (one entry per client, its backends' views). */
+static void
+add_client(json_t *clients, json_t *proc, json_t *peer)
+{
+	json_t *cl;
+	char id[32];
+
+	snprintf(id, sizeof(id), "%llx", (unsigned long long)jint(peer, "id"));
+	cl = json_object_get(clients, id);
+	if (cl == NULL) {
+		cl = json_pack("{s:s, s:s, s:s, s:[]}", "id", id, "role", "client", "transport",
+			       "udp", "seen_by");
+		json_object_set_new(clients, id, cl);
+	}
+	json_array_append_new(json_object_get(cl, "seen_by"),
+			      json_pack("{s:I, s:I, s:b, s:O}", "node", jint(proc, "node"),
+					"endpoint", jint(proc, "endpoint"), "connected",
+					json_is_true(json_object_get(peer, "connected")), "paths",
+					json_object_get(peer, "paths")));
+}
+
+int
+cmd_processes(const struct cli *c)
+{
+	json_t *nodes = api_get(c, "/v1/nodes"), *procs = json_array(), *clients = json_object();
+	json_t *down = json_array(), *n, *out, *cl;
+	size_t i;
+	const char *key;
+
+	json_array_foreach(nodes, i, n)
+	{
+		struct cli one = *c;
+		char reason[256];
+		json_t *j, *p;
+		size_t k;
+
+		one.addr = jstr(n, "mgmt");
+		one.json = false;
+		if (strcmp(jstr(n, "state"), "up") != 0 ||
+		    api_try(&one, "GET", "/v1/processes", NULL, reason, sizeof(reason)) / 100 !=
+			2) {
+			json_array_append_new(down, json_integer(jint(n, "id")));
+			continue;
+		}
+		j = api_get(&one, "/v1/processes");
+		json_array_foreach(json_object_get(j, "processes"), k, p)
+		{
+			size_t m;
+			json_t *peer;
+
+			json_array_append(procs, p);
+			json_array_foreach(json_object_get(p, "peers"), m,
+					   peer) if (strcmp(jstr(peer, "kind"), "client") == 0)
+			    add_client(clients, p, peer);
+		}
+		json_decref(j);
+	}
+	json_decref(nodes);
+	out = json_pack("{s:o, s:[], s:o}", "processes", procs, "clients", "unreachable", down);
+	json_object_foreach(clients, key, cl)
+	    json_array_append(json_object_get(out, "clients"), cl);
+	json_decref(clients);
+	if (c->json) {
+		print_json(out);
+		json_decref(out);
+		return 0;
+	}
+	json_array_foreach(json_object_get(out, "processes"), i, n)
+	{
+		size_t k;
+		json_t *peer;
+
+		printf("node %lld %-10s endpoint %llx  %s (%s), transport %s%s\n  interfaces: ",
+		       jint(n, "node"), jstr(n, "role"), (unsigned long long)jint(n, "endpoint"),
+		       jstr(n, "mode"), jstr(n, "mode_detail"), jstr(n, "transport"),
+		       json_is_true(json_object_get(n, "rdma")) ? " + rdma" : "");
+		show_ifaces(json_object_get(n, "interfaces"));
+		printf("\n");
+		json_array_foreach(json_object_get(n, "peers"), k, peer)
+		{
+			if (strcmp(jstr(peer, "kind"), "node") != 0 ||
+			    json_array_size(json_object_get(peer, "paths")) < 2)
+				continue; /* one path: nothing to show beyond the peer list */
+			printf("  to %llx%s\n", (unsigned long long)jint(peer, "id"),
+			       json_is_true(json_object_get(peer, "connected"))
+				   ? ""
+				   : " (not connected)");
+			show_paths(json_object_get(peer, "paths"), "    ");
+		}
+	}
+	json_array_foreach(json_object_get(out, "clients"), i, cl)
+	{
+		size_t k;
+		json_t *s;
+
+		printf("client %s  transport udp\n", jstr(cl, "id"));
+		json_array_foreach(json_object_get(cl, "seen_by"), k, s)
+		{
+			printf("  seen by node %lld (endpoint %llx)%s\n", jint(s, "node"),
+			       (unsigned long long)jint(s, "endpoint"),
+			       json_is_true(json_object_get(s, "connected")) ? ""
+									     : ", not connected");
+			show_paths(json_object_get(s, "paths"), "    ");
+		}
+	}
+	if (json_array_size(down) > 0)
+		printf("not asked (down or not answering): %zu node(s)\n", json_array_size(down));
+	json_decref(out);
+	return 0;
+}

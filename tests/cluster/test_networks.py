@@ -1,0 +1,456 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Networks as WEKA runs them, on real shoald processes in network namespaces
+(scripts/netns): 6 backends and a client, each host with a management leg and two
+data legs on two switches joined by an inter-switch link; every backend started with
+`--data IP:PORT/sw1,IP/sw2`, the client with SHOAL_DATA_IFACES on both of its legs.
+
+- failover_flaps_and_loss_lose_nothing: a sequential writer and loops of creates run
+  while a data link of a backend and then of the client goes down and comes back, the
+  client's other link flaps, and a backend's link loses 30 % of its packets: no call
+  fails, no create stalls for a second, every byte reads back, and traffic returns to
+  a restored link after its hold time;
+- labels_keep_traffic_in_a_switch: with both switches up no data packet takes a
+  cross-label path (counted per path on every backend); with the only same-label paths
+  between two backends down, their traffic crosses;
+- processes_and_interfaces_at_run_time: `shoal cluster processes` shows every worker
+  (role, mode, transport, interfaces with labels, paths with state, loss and RTT) and
+  the client; an interface removed from a node (`shoal node net remove`) is closed by
+  it and left by its peers, and added back is used again.
+
+Needs root and network namespaces; skipped with the reason where they cannot be made.
+usage: tests/cluster/test_networks.py BIN_DIR [--only NAME[,NAME]] [--keep]
+Prints the closing line "N passed, N failed, N skipped".
+"""
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_cluster as tc  # noqa: E402
+from test_cluster import Fail, Skip, check  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NETNS = os.path.join(ROOT, "scripts", "netns")
+NODES = 6
+PREFIX = os.environ.get("SH_NETNS_PREFIX", "shn")
+STALL_MS = int(os.environ.get("SH_STALL_MS", "1000"))
+TESTS = []
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+def netns(*args, check_rc=True):
+    p = subprocess.run([NETNS] + [str(a) for a in args], capture_output=True, text=True,
+                       timeout=60)
+    if check_rc and p.returncode != 0:
+        raise Fail("netns %s: %s" % (" ".join(map(str, args)), p.stderr.strip()))
+    return p
+
+
+def can_make_namespaces():
+    if os.geteuid() != 0:
+        return "not root"
+    for tool in ("ip", "tc", "nft"):
+        if shutil.which(tool) is None:
+            return "no %s (scripts/deps installs it)" % tool
+    p = subprocess.run(["ip", "netns", "add", PREFIX + "probe"], capture_output=True, text=True)
+    if p.returncode != 0:
+        return "cannot make a network namespace: %s" % p.stderr.strip()
+    subprocess.run(["ip", "netns", "del", PREFIX + "probe"], capture_output=True)
+    return None
+
+
+def mgmt(n):
+    return "10.254.0.%d:7000" % n
+
+
+class NetCluster:
+    """6 backends in namespaces PREFIX1..6, the client's commands in PREFIXc."""
+
+    def __init__(self, keep):
+        self.dir = tempfile.mkdtemp(prefix="shoal-netns-",
+                                    dir=os.environ.get("SH_TEST_TMP") or None)
+        self.keep = keep
+        self.procs = {}
+        self.client_env = dict(os.environ,
+                               SHOAL_DATA_IFACES="10.254.1.200/sw1,10.254.1.250/sw2")
+
+    def start(self, n):
+        d = os.path.join(self.dir, "n%d" % n)
+        os.makedirs(d, exist_ok=True)
+        log = open(os.path.join(self.dir, "n%d.log" % n), "a")
+        cmd = ["ip", "netns", "exec", "%s%d" % (PREFIX, n), os.path.join(tc.BIN, "shoald"),
+               "--id", str(n), "--mgmt", mgmt(n),
+               "--data", "10.254.1.%d:7100/sw1,10.254.1.%d/sw2" % (n, 100 + n),
+               "--dir", d, "--log", os.path.join(self.dir, "n%d.log" % n)]
+        self.procs[n] = subprocess.Popen(cmd, stdout=log, stderr=log, start_new_session=True)
+
+    def shoal(self, *args, check_rc=None, timeout=120, node=1):
+        cmd = ["ip", "netns", "exec", PREFIX + "c", os.path.join(tc.BIN, "shoal"), "--addr",
+               mgmt(node)] + [str(a) for a in args]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                           env=self.client_env)
+        if check_rc is not None and p.returncode != check_rc:
+            raise Fail("%s: exit %d, want %d\nstdout: %s\nstderr: %s" %
+                       (" ".join(map(str, args)), p.returncode, check_rc, p.stdout, p.stderr))
+        return p
+
+    def popen(self, *args):
+        cmd = ["ip", "netns", "exec", PREFIX + "c", os.path.join(tc.BIN, "shoal"), "--addr",
+               mgmt(1)] + [str(a) for a in args]
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=self.client_env)
+
+    def json(self, *args, node=1):
+        return json.loads(self.shoal("--json", *args, check_rc=0, node=node).stdout)
+
+    def up(self):
+        netns("up", PREFIX, NODES)
+        for n in range(1, NODES + 1):
+            self.start(n)
+        end = time.time() + 30
+        while self.shoal("status").returncode != 0:
+            check(time.time() < end, "node 1 never answered")
+            time.sleep(0.2)
+        self.shoal("cluster", "create", "nets", "--buckets", "64", check_rc=0)
+        for n in range(2, NODES + 1):
+            end = time.time() + 30
+            while self.shoal("status", node=n).returncode != 0:
+                check(time.time() < end, "node %d never answered" % n)
+                time.sleep(0.2)
+            self.shoal("node", "add", n, "--mgmt", mgmt(n), "--data",
+                       "10.254.1.%d:7100" % n, check_rc=0)
+        os.makedirs(os.path.join(self.dir, "drives"), exist_ok=True)
+        for n in range(1, NODES + 1):
+            path = os.path.join(self.dir, "drives", "n%d.img" % n)
+            with open(path, "wb") as f:
+                f.truncate(256 << 20)
+            self.shoal("drive", "add", n, path, check_rc=0)
+        # every node announces its second interface and its first one's label
+        end = time.time() + 30
+        while len(self.json("net", "list")) < 2 * NODES:
+            check(time.time() < end, "interfaces not announced: %s" % self.json("net", "list"))
+            time.sleep(0.3)
+        self.shoal("fs", "create", "data", "--protection", "4+2", check_rc=0)
+        end = time.time() + 30
+        while self.shoal("ns", "data", "ls", "/").returncode != 0:
+            check(time.time() < end, "filesystem data never answered")
+            time.sleep(0.3)
+
+    def logs(self):
+        out = []
+        for n in range(1, NODES + 1):
+            p = os.path.join(self.dir, "n%d.log" % n)
+            if os.path.exists(p):
+                with open(p, errors="replace") as f:
+                    out.append("--- node %d log tail\n%s" % (n, "".join(f.readlines()[-12:])))
+        return "\n".join(out)
+
+    def down(self):
+        for p in self.procs.values():
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+        netns("down", PREFIX, check_rc=False)
+        if not self.keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def processes(self):
+        return self.json("cluster", "processes")
+
+
+def data_pkts(path):
+    """Packets a path carried that were not probes or their answers."""
+    return path["pkts_sent"] - path["probes_sent"] - path["probes_answered"]
+
+
+def backend_paths(c):
+    """(node, peer id, path) for every path between two backends' workers."""
+    out = []
+    for p in c.processes()["processes"]:
+        if p["role"] == "management":
+            continue
+        for peer in p["peers"]:
+            if peer["kind"] == "node":
+                out += [(p["node"], peer["id"], x) for x in peer["paths"]]
+    return out
+
+
+class Load:
+    """A sequential writer (16 MiB files, one after another) and loops of creates (2
+    threads, 300 files a round) from the client, until stopped."""
+
+    def __init__(self, c):
+        self.c = c
+        self.stop = threading.Event()
+        self.errors = []
+        self.files = []
+        self.storms = []
+        self.data = os.urandom(16 << 20)
+        self.src = os.path.join(c.dir, "src")
+        with open(self.src, "wb") as f:
+            f.write(self.data)
+        c.shoal("ns", "data", "mkdir", "/w", check_rc=0)
+        c.shoal("ns", "data", "mkdir", "/s", check_rc=0)
+        self.threads = [threading.Thread(target=self.writer), threading.Thread(target=self.creates)]
+        for t in self.threads:
+            t.start()
+
+    def writer(self):
+        i = 0
+        while not self.stop.is_set():
+            path = "/w/f%d" % i
+            t0 = time.time()
+            p = self.c.shoal("ns", "data", "put", self.src, path, timeout=300)
+            if p.returncode != 0:
+                self.errors.append("put %s: %s" % (path, p.stderr.strip()))
+            else:
+                self.files.append((path, time.time() - t0))
+            i += 1
+
+    def creates(self):
+        r = 0
+        while not self.stop.is_set():
+            log = os.path.join(self.c.dir, "storm%d.log" % r)
+            if self.c.shoal("ns", "data", "mkdir", "/s/r%d" % r).returncode != 0:
+                self.errors.append("mkdir /s/r%d failed" % r)
+            p = self.c.popen("ns", "data", "storm", "/s/r%d" % r, 2, 300, log, "r%d-" % r)
+            so, se = p.communicate(timeout=300)
+            if p.returncode != 0:
+                self.errors.append("storm %d: %s %s" % (r, so, se))
+            else:
+                self.storms.append((log, json.loads(so)))
+            r += 1
+
+    def finish(self):
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=400)
+        check(not self.errors, "calls failed under the network's faults: %s" % self.errors)
+        worst = 0
+        for log, res in self.storms:
+            check(res["failed"] == 0 and res["existed"] == 0, "creates failed: %s" % res)
+            worst = max(worst, res["max_latency_ms"])
+            miss = json.loads(self.c.shoal("ns", "data", "check", log, check_rc=0).stdout)
+            check(miss["missing"] == 0, "acknowledged creates lost: %s" % miss)
+        for path, _ in self.files:
+            back = os.path.join(self.c.dir, "back")
+            self.c.shoal("ns", "data", "get", path, back, check_rc=0, timeout=300)
+            with open(back, "rb") as f:
+                check(hashlib.sha256(f.read()).digest() == hashlib.sha256(self.data).digest(),
+                      "%s reads back wrong" % path)
+        print("  %d files of 16 MiB written and read back (slowest %.1f s), %d create rounds, "
+              "slowest create %.0f ms" % (len(self.files), max(t for _, t in self.files),
+                                          len(self.storms), worst))
+        check(len(self.files) >= 3 and len(self.storms) >= 3, "the load barely ran")
+        check(worst < STALL_MS, "a create stalled %.0f ms (failover must take < %d ms)" %
+              (worst, STALL_MS))
+
+
+@test
+def failover_flaps_and_loss_lose_nothing(c):
+    load = Load(c)
+    time.sleep(2)
+    # a backend's switch-1 link down and back
+    netns("link", PREFIX, 3, "d1", "down")
+    time.sleep(3)
+    down3 = [x for n, peer, x in backend_paths(c) if x["remote"].startswith("10.254.1.3:")]
+    check(down3 and all(x["state"] == "down" for x in down3),
+          "paths to node 3's switch-1 interface not down: %s" % down3)
+    netns("link", PREFIX, 3, "d1", "up")
+    time.sleep(1)
+    # the client's switch-1 link down and back
+    netns("link", PREFIX, "c", "d1", "down")
+    time.sleep(3)
+    netns("link", PREFIX, "c", "d1", "up")
+    time.sleep(1)
+    # the client's switch-2 link flaps
+    for _ in range(5):
+        netns("link", PREFIX, "c", "d2", "down")
+        time.sleep(0.3)
+        netns("link", PREFIX, "c", "d2", "up")
+        time.sleep(0.3)
+    # 30 % loss on a backend's switch-2 link
+    netns("loss", PREFIX, 2, "d2", 30)
+    time.sleep(4)
+    netns("loss", PREFIX, 2, "d2", 0)
+    time.sleep(1)
+    load.finish()
+    # past the hold time (2 s) the restored paths carry data again
+    time.sleep(3)
+    before = {(n, x["local"], x["remote"]): data_pkts(x) for n, peer, x in backend_paths(c)}
+    c.shoal("ns", "data", "put", load.src, "/w/after", check_rc=0, timeout=300)
+    after = [(n, x) for n, peer, x in backend_paths(c)
+             if x["remote"].startswith("10.254.1.3:") and not x["cross"]]
+    check(all(x["state"] == "up" for _, x in after), "node 3's link not back up: %s" % after)
+    check(any(data_pkts(x) > before.get((n, x["local"], x["remote"]), 0) for n, x in after),
+          "no traffic back on node 3's restored link")
+
+
+@test
+def labels_keep_traffic_in_a_switch(c):
+    src = os.path.join(c.dir, "lab")
+    with open(src, "wb") as f:
+        f.write(os.urandom(8 << 20))
+    # every same-label path healthy again (an earlier test's faults are over)
+    end = time.time() + 15
+    while any(not x["cross"] and (x["state"] != "up" or x["suspect"])
+              for _, _, x in backend_paths(c)):
+        check(time.time() < end, "same-label paths not all up")
+        time.sleep(0.5)
+    key = lambda n, x: (n, x["local"], x["remote"])  # noqa: E731
+    before = {key(n, x): data_pkts(x) for n, _, x in backend_paths(c)}
+    c.shoal("ns", "data", "put", src, "/lab1", check_rc=0, timeout=300)
+    c.shoal("ns", "data", "get", "/lab1", os.path.join(c.dir, "lab1"), check_rc=0)
+    paths = [(x, data_pkts(x) - before.get(key(n, x), 0)) for n, _, x in backend_paths(c)]
+    same = [(x, d) for x, d in paths if not x["cross"]]
+    cross = [(x, d) for x, d in paths if x["cross"]]
+    check(same and cross, "no labelled paths: %s" % paths[:3])
+    check(all(d == 0 for _, d in cross), "data crossed labels with both switches up: %s" %
+          [(x["local"], x["remote"], d) for x, d in cross if d > 0][:5])
+    moved = sum(d for _, d in same)
+    check(moved > 0, "nothing on the same-label paths")
+    print("  both switches up: %d data packets between backends, all on same-label paths" %
+          moved)
+    # the busiest pair of backends (a group's leader and a follower): a's switch-1 link and
+    # b's switch-2 link down, so that the only path between them crosses the switches
+    pairs = {}
+    for n, peer, x in backend_paths(c):
+        d = data_pkts(x) - before.get(key(n, x), 0)
+        pairs[(n, peer >> 8)] = pairs.get((n, peer >> 8), 0) + d
+    a, b = max(pairs, key=pairs.get)
+    netns("link", PREFIX, a, "d1", "down")
+    netns("link", PREFIX, b, "d2", "down")
+    try:
+        time.sleep(1.5)
+        cross_ab = lambda: [x for n, peer, x in backend_paths(c)  # noqa: E731
+                            if n == a and peer >> 8 == b and x["cross"]
+                            and x["local"].startswith("10.254.1.%d:" % (100 + a))
+                            and x["remote"].startswith("10.254.1.%d:" % b)]
+        x0 = cross_ab()
+        check(x0 and x0[0]["state"] == "up", "the cross path %d -> %d is not up: %s" %
+              (a, b, x0))
+        c.shoal("ns", "data", "put", src, "/lab2", check_rc=0, timeout=300)
+        c.shoal("ns", "data", "get", "/lab2", os.path.join(c.dir, "lab2"), check_rc=0)
+        time.sleep(1)
+        x1 = cross_ab()
+        moved = data_pkts(x1[0]) - data_pkts(x0[0])
+        print("  nodes %d and %d with both same-label paths between them down: %d data "
+              "packets crossed" % (a, b, moved))
+        check(x1[0]["in_use"], "the only healthy path is not in use: %s" % x1[0])
+        check(moved > 0, "no traffic crossed between nodes %d and %d" % (a, b))
+    finally:
+        netns("link", PREFIX, a, "d1", "up")
+        netns("link", PREFIX, b, "d2", "up")
+
+
+@test
+def processes_and_interfaces_at_run_time(c):
+    # a client connected right now: a create loop while the view is taken
+    c.shoal("ns", "data", "mkdir", "/pv", check_rc=0)
+    p = c.popen("ns", "data", "storm", "/pv", 1, 400, os.path.join(c.dir, "pv.log"), "pv-")
+    time.sleep(0.5)
+    pr = c.processes()
+    p.communicate(timeout=120)
+    workers = [x for x in pr["processes"] if x["role"].startswith("worker")]
+    check(len(workers) == NODES, "workers shown: %s" % [x["role"] for x in workers])
+    for w in workers:
+        for k in ("node", "endpoint", "role", "mode", "mode_detail", "transport", "rdma",
+                  "interfaces", "peers"):
+            check(k in w, "%s missing from %s" % (k, w["role"]))
+        check(w["transport"] == "udp" and w["mode"] in ("cpu", "performance"), str(w)[:200])
+        labels = sorted(i["label"] for i in w["interfaces"])
+        check(labels == ["sw1", "sw2"], "node %d's interfaces: %s" % (w["node"], w["interfaces"]))
+        for peer in w["peers"]:
+            for x in peer["paths"]:
+                for k in ("state", "loss_pct", "rtt_us", "local_label", "remote_label"):
+                    check(k in x, "%s missing from a path" % k)
+    check(pr["clients"], "no client shown")
+    text = c.shoal("cluster", "processes", check_rc=0).stdout
+    check("worker 0" in text and "sw1" in text and "client" in text, text[:500])
+
+    # node 6's switch-2 interface removed at run time: closed by node 6, left by its peers
+    c.shoal("node", "net", "remove", "10.254.1.106:7100", check_rc=0)
+    end = time.time() + 15
+    while True:
+        w6 = [x for x in c.processes()["processes"] if x["node"] == 6 and x["role"] == "worker 0"]
+        paths = [x for _, _, x in backend_paths(c) if x["remote"].startswith("10.254.1.106:")]
+        if w6 and len(w6[0]["interfaces"]) == 1 and not paths:
+            break
+        check(time.time() < end, "interface not gone: %s / %d paths to it" %
+              (w6[0]["interfaces"] if w6 else None, len(paths)))
+        time.sleep(0.3)
+    src = os.path.join(c.dir, "rt")
+    with open(src, "wb") as f:
+        f.write(os.urandom(4 << 20))
+    c.shoal("ns", "data", "put", src, "/rt", check_rc=0, timeout=300)
+    # added back: bound again, and used
+    c.shoal("node", "net", "add", 6, "10.254.1.106:7100", "--label", "sw2", check_rc=0)
+    end = time.time() + 15
+    while True:
+        paths = [x for _, _, x in backend_paths(c)
+                 if x["remote"].startswith("10.254.1.106:") and x["state"] == "up"]
+        if paths:
+            break
+        check(time.time() < end, "interface added back never came up")
+        time.sleep(0.3)
+    c.shoal("ns", "data", "put", src, "/rt2", check_rc=0, timeout=300)
+
+
+def main():
+    a = tc.parse_args(__doc__)
+    if a is None:
+        return 2
+    only, keep = a[1], a[2]
+    why = can_make_namespaces()
+    tests = [t for t in TESTS if not only or t.__name__ in only]
+    if why:
+        for t in tests:
+            print("SKIP %s: %s" % (t.__name__, why))
+        print("0 passed, 0 failed, %d skipped" % len(tests))
+        return 0
+    passed = failed = 0
+    c = NetCluster(keep)
+    try:
+        t0 = time.time()
+        c.up()
+        print("  cluster of %d nodes in namespaces up in %.1f s" % (NODES, time.time() - t0))
+        for fn in tests:
+            t0 = time.time()
+            try:
+                fn(c)
+                print("PASS %s (%.1fs)" % (fn.__name__, time.time() - t0))
+                passed += 1
+            except Exception as e:
+                print("FAIL %s (%.1fs): %s" % (fn.__name__, time.time() - t0, e))
+                if not isinstance(e, Fail):
+                    traceback.print_exc()
+                print(c.logs())
+                failed += 1
+            sys.stdout.flush()
+    except Exception as e:
+        print("FAIL setting up the namespaces' cluster: %s" % e)
+        print(c.logs())
+        failed = len(tests)
+    finally:
+        c.down()
+    print("%d passed, %d failed, 0 skipped" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

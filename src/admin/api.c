@@ -75,7 +75,7 @@ admin_reply_err(struct admin_req *req, int err, const char *msg)
 static const char *
 state_name(uint8_t s)
 {
-	return s == CFG_UP ? "up" : s == CFG_DOWN ? "down" : "?";
+	return s == CFG_UP ? "up" : s == CFG_DOWN ? "down" : s == CFG_DATA_DOWN ? "data-down" : "?";
 }
 
 static bool
@@ -282,14 +282,16 @@ status_json(struct cluster *cl, const struct admin_node *self)
 {
 	const struct cfg *c = cluster_cfg(cl);
 	struct cluster_info ci;
-	unsigned up = 0, down = 0;
+	unsigned up = 0, down = 0, data_down = 0;
 	uint64_t cap = 0;
 	char uuid[40];
 	json_t *voters = json_array();
 
 	cluster_info(cl, &ci);
-	for (uint32_t i = 0; i < c->nnodes; i++)
+	for (uint32_t i = 0; i < c->nnodes; i++) {
 		c->nodes[i].state == CFG_UP ? up++ : down++;
+		data_down += c->nodes[i].state == CFG_DATA_DOWN;
+	}
 	for (uint32_t i = 0; i < c->ndrives; i++)
 		cap += c->drives[i].capacity;
 	for (unsigned i = 0; i < ci.nvoters; i++)
@@ -298,14 +300,14 @@ status_json(struct cluster *cl, const struct admin_node *self)
 		snprintf(uuid + i * 2, 3, "%02x", c->uuid[i]);
 	return json_pack(
 	    "{s:s, s:s, s:b, s:I, s:i, s:i, s:I, s:{s:I, s:s, s:i, s:s}, "
-	    "s:{s:s, s:I, s:I, s:o}, s:{s:i, s:i, s:i}, s:i, s:I, s:i}",
+	    "s:{s:s, s:I, s:I, s:o}, s:{s:i, s:i, s:i, s:i}, s:i, s:I, s:i}",
 	    "cluster", c->name, "uuid", c->created ? uuid : "", "created", c->created, "epoch",
 	    (json_int_t)c->epoch, "buckets", (int)c->nbuckets, "replicas", (int)c->replicas,
 	    "leader", (json_int_t)ci.leader, "node", "id", (json_int_t)self->id, "mode", self->mode,
 	    "workers", (int)self->workers, "version", "0.1", "raft", "state", raft_state_name(&ci),
 	    "term", (json_int_t)ci.term, "commit", (json_int_t)ci.commit, "voters", voters, "nodes",
-	    "total", (int)c->nnodes, "up", (int)up, "down", (int)down, "drives", (int)c->ndrives,
-	    "capacity", (json_int_t)cap, "filesystems", (int)c->nfs);
+	    "total", (int)c->nnodes, "up", (int)up, "down", (int)down, "data_down", (int)data_down,
+	    "drives", (int)c->ndrives, "capacity", (json_int_t)cap, "filesystems", (int)c->nfs);
 }
 
 /* The metadata groups this node serves. */

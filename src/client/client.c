@@ -207,7 +207,7 @@ cancel_down(sh_client *c, const struct cfg *n)
 		struct dref *r = sh_list_entry(pos, struct dref, link);
 		const struct cfg_node *node = cfg_node_find(n, r->d->peer >> 8);
 
-		if (node != NULL && node->state == CFG_DOWN && r->h != NULL) {
+		if (node != NULL && cfg_node_down(node) && r->h != NULL) {
 			struct net_call *h = r->h;
 
 			r->h = NULL; /* once: its callback comes later */

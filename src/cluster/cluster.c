@@ -661,10 +661,13 @@ on_heartbeat(struct net_req *req, void *arg)
 	struct sh_dec d;
 	struct track *t;
 	uint64_t node, epoch;
+	uint8_t flags = 0;
 
 	sh_dec_init(&d, m->buf->data + m->off, m->len);
 	node = sh_dec_u64(&d);
 	epoch = sh_dec_u64(&d);
+	if (m->len > 16)
+		flags = sh_dec_u8(&d); /* (a node of an older version sends none) */
 	sh_dec_end(&d);
 	if (d.err) {
 		net_reply(req, -EINVAL, NULL, 0);
@@ -678,6 +681,7 @@ on_heartbeat(struct net_req *req, void *arg)
 	if (t != NULL) {
 		t->seen = env_now(cl->env);
 		t->acked = epoch;
+		t->data_down = flags & HB_DATA_DOWN;
 	}
 	reply_cfg(cl, req, epoch);
 }
@@ -775,6 +779,7 @@ cluster_heartbeat(struct cluster *cl)
 	sh_enc_init(&e);
 	sh_enc_u64(&e, cl->p.node_id);
 	sh_enc_u64(&e, cl->cfg->epoch);
+	sh_enc_u8(&e, cl->p.data_down != NULL && cl->p.data_down(cl->p.arg) ? HB_DATA_DOWN : 0);
 	ccall(cl, lead, NET_OP_CLUSTER_HEARTBEAT, &e, CALL_TIMEOUT_NS, 0, on_heartbeat_reply, NULL,
 	      NULL);
 	sh_enc_fini(&e);

@@ -58,6 +58,12 @@ struct cluster_params {
 	 * reason in msg. Optional.
 	 */
 	int (*prepare)(void *arg, struct cfg_cmd *cmd, char *msg, size_t len);
+	/*
+	 * Whether this node's data network is down (none of its data
+	 * interfaces has a link): said in each heartbeat; the configuration's
+	 * leader marks it CFG_DATA_DOWN while it says so. Optional.
+	 */
+	bool (*data_down)(void *arg);
 	/* The configuration seen here changed (a newer epoch). Optional. */
 	void (*changed)(void *arg, const struct cfg *c);
 	void *arg;

@@ -36,6 +36,9 @@ struct sub {
 };
 
 /* What the leader tracks per node. */
+/* A heartbeat (NET_OP_CLUSTER_HEARTBEAT): u64 node, u64 epoch, u8 flags of: */
+#define HB_DATA_DOWN 0x01 /* none of its data interfaces has a link */
+
 struct track {
 	uint64_t id;
 	uint64_t seen;	       /* env_now of the last sign of life */
@@ -43,6 +46,7 @@ struct track {
 	uint64_t pushed;       /* when we last pushed */
 	uint64_t pushed_epoch; /* the epoch we last pushed (a newer one goes at once) */
 	bool proposing;	       /* a state change for it is in flight */
+	bool data_down;	       /* its last heartbeat said its data network is down */
 };
 
 struct cluster {

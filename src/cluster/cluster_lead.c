@@ -10,18 +10,24 @@
 
 SH_LOG_FACILITY("cluster");
 
+/* Propose state for t's node if it is not the one the configuration has. */
 static void
-set_state(struct cluster *cl, struct track *t, uint8_t state)
+set_state(struct cluster *cl, struct track *t, uint8_t have, uint8_t state)
 {
 	struct cfg_cmd cmd = { .op = CFG_OP_NODE_STATE, .id = t->id, .state = state };
-	struct sub *s = cluster_sub_new(cl, &cmd);
+	struct sub *s;
 
+	if (have == state)
+		return;
+	s = cluster_sub_new(cl, &cmd);
 	if (s == NULL)
 		return;
 	s->internal = true;
 	t->proposing = true;
 	sh_log_info("node %llu %s", (unsigned long long)t->id,
-		    state == CFG_DOWN ? "is silent: marking it down" : "is back: marking it up");
+		    state == CFG_DOWN ? "is silent: marking it down"
+		    : state == CFG_UP ? "is back: marking it up"
+				      : "says its data network is down: marking it so");
 }
 
 static void
@@ -199,15 +205,18 @@ cluster_lead(struct cluster *cl)
 		if (t == NULL)
 			continue;
 		heard = rnet_last_heard(cl->rn, n->id);
-		if (n->id == cl->p.node_id)
+		if (n->id == cl->p.node_id) {
 			t->seen = now;
-		else if (heard > t->seen)
+			t->data_down = cl->p.data_down != NULL && cl->p.data_down(cl->p.arg);
+		} else if (heard > t->seen) {
 			t->seen = heard;
+		}
 		silent = now - t->seen > cl->p.down_ns;
-		if (!t->proposing && n->state == CFG_UP && silent)
-			set_state(cl, t, CFG_DOWN);
-		else if (!t->proposing && n->state == CFG_DOWN && !silent)
-			set_state(cl, t, CFG_UP);
+		if (!t->proposing)
+			set_state(cl, t, n->state,
+				  silent	 ? CFG_DOWN
+				  : t->data_down ? CFG_DATA_DOWN
+						 : CFG_UP);
 		if (n->id != cl->p.node_id && t->acked < cl->cfg->epoch &&
 		    (t->pushed_epoch < cl->cfg->epoch || now - t->pushed >= PUSH_RETRY_NS)) {
 			if (body.len == 0) {

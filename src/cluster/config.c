@@ -494,7 +494,7 @@ cfg_mgroup_replacement(const struct cfg *c, uint64_t now, uint64_t after_ns, uin
 
 			if (m == NULL ||
 			    (!cfg_node_leaving(c, m->id) &&
-			     (m->state != CFG_DOWN || now < m->since || now - m->since < after_ns)))
+			     (!cfg_node_down(m) || now < m->since || now - m->since < after_ns)))
 				continue;
 			pick = pick_replacement(c, g, set, m->id);
 			if (pick == 0) {
@@ -706,7 +706,7 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		if (n == NULL)
 			return cfg_fail(msg, len, -ENOENT, "no node %llu",
 					(unsigned long long)cmd->id);
-		if (cmd->state != CFG_UP && cmd->state != CFG_DOWN)
+		if (cmd->state != CFG_UP && cmd->state != CFG_DOWN && cmd->state != CFG_DATA_DOWN)
 			return cfg_fail(msg, len, -EINVAL, "bad node state %u", cmd->state);
 		if (n->state == cmd->state)
 			return cfg_fail(msg, len, -EALREADY, "node %llu is already %s",
@@ -932,7 +932,9 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		n->state = cmd->state;
 		n->since = cmd->time;
 		cfg_event(c, cmd->time, cmd->id, "node %llu is %s", (unsigned long long)cmd->id,
-			  cmd->state == CFG_UP ? "up" : "down");
+			  cmd->state == CFG_UP	   ? "up"
+			  : cmd->state == CFG_DOWN ? "down"
+						   : "up, its data network down");
 		break;
 	case CFG_OP_NET_ADD:
 		n = (struct cfg_node *)cfg_node_find(c, cmd->id);

@@ -82,7 +82,13 @@ enum cfg_op {
 	    CFG_OP_MAX /* (the numbers are dense: one past the last) */
 };
 
-enum cfg_state { CFG_UP = 1, CFG_DOWN = 2 };
+/*
+ * A node's state: up; down (silent on the management network); or its
+ * data network down (it answers on the management network, but none of
+ * its data interfaces has a link): its drives and metadata replicas are as
+ * unreachable as a down node's, and it is reported as such, not as dead.
+ */
+enum cfg_state { CFG_UP = 1, CFG_DOWN = 2, CFG_DATA_DOWN = 3 };
 /*
  * A drive: in service; failed (errors, or `shoal drive fail`): its
  * fragments are rebuilt; draining (`shoal drive remove`): its fragments are
@@ -258,6 +264,12 @@ void cfg_encode(struct sh_enc *e, const struct cfg *c);
 int cfg_decode(const uint8_t *b, size_t len, struct cfg *c); /* fuzzed; c from cfg_new */
 
 const struct cfg_node *cfg_node_find(const struct cfg *c, uint64_t id);
+/* Whether a node cannot be reached for data or metadata (down, or its data network down). */
+static inline bool
+cfg_node_down(const struct cfg_node *n)
+{
+	return n->state != CFG_UP;
+}
 /*
  * A node's data interfaces as net_ifaces_parse reads them, for its worker
  * (each port + worker): its data address first (labelled by a data

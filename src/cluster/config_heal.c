@@ -65,7 +65,7 @@ cfg_target_state(const struct cfg *c, uint64_t target, uint64_t now)
 
 	if (n == NULL || d->state == CFG_DRIVE_FAILED)
 		return CFG_TGT_LOST;
-	if (n->state != CFG_DOWN)
+	if (!cfg_node_down(n))
 		return d->state == CFG_DRIVE_DRAINING ? CFG_TGT_DRAINING : CFG_TGT_UP;
 	return now >= n->since && now - n->since >= delay ? CFG_TGT_LOST : CFG_TGT_DOWN;
 }

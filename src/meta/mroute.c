@@ -98,7 +98,7 @@ mplace_target(const struct cfg *c, uint64_t target, uint64_t *peer, char *addr)
 		n = cfg_node_find(c, dr->node);
 		if (n == NULL || env_addr_parse(n->data, &a) < 0)
 			return -ENOENT;
-		if (n->state == CFG_DOWN || dr->state == CFG_DRIVE_FAILED)
+		if (cfg_node_down(n) || dr->state == CFG_DRIVE_FAILED)
 			return -EHOSTDOWN;
 		a.port = (uint16_t)(a.port + dr->worker);
 		env_addr_format(&a, addr, CFG_ADDR_MAX);
@@ -303,7 +303,7 @@ likely_up(struct mroute *rt, uint64_t id)
 	const struct cfg_node *n = cfg_node_find(rt->cfg, id >> 8);
 	uint64_t now = env_now(rt->env);
 
-	if (n != NULL && n->state == CFG_DOWN)
+	if (n != NULL && cfg_node_down(n))
 		return false;
 	for (unsigned i = 0; i < SUSPECTS; i++)
 		if (rt->suspects[i].id == id && rt->suspects[i].until > now)

@@ -594,10 +594,11 @@ msvc_apply_cfg(struct msvc *s, const struct cfg *c)
 					     sh_strerror(rc));
 		}
 	drop_orphans(s, c);
-	/* marked down while alive (a management network cut): lead nothing */
+	/* marked down while alive (a management network cut, or its data network's): lead nothing
+	 */
 	{
 		const struct cfg_node *me = cfg_node_find(c, s->self >> 8);
-		bool down = me != NULL && me->state == CFG_DOWN;
+		bool down = me != NULL && cfg_node_down(me);
 
 		sh_list_for_each (pos, &s->fss) {
 			struct mfs *fs = sh_list_entry(pos, struct mfs, link);

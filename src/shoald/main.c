@@ -426,6 +426,7 @@ main(int argc, char **argv)
 	cp.meta_replace_ns = (uint64_t)d.o.meta_replace_s * 1000000000;
 	cp.prepare = shoald_drive_prepare;
 	cp.changed = on_config;
+	cp.data_down = shoald_data_down;
 	cp.arg = &d;
 	rc = cluster_start(d.net, &cp, &d.cl);
 	if (rc < 0) {

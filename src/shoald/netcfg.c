@@ -14,6 +14,9 @@
  * closed.
  */
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -131,4 +134,39 @@ worker_net_follow(struct worker *w, const struct cfg *c)
 			sh_log_info("worker %u: data interface %s closed (removed from the node)",
 				    w->idx, a);
 	}
+}
+
+/* Does the kernel's interface entry a carry the address of x? */
+static bool
+same_ip(const struct ifaddrs *a, const struct env_addr *x)
+{
+	if (a->ifa_addr == NULL || a->ifa_addr->sa_family != x->family)
+		return false;
+	if (x->family == AF_INET)
+		return memcmp(&((const struct sockaddr_in *)(const void *)a->ifa_addr)->sin_addr,
+			      x->ip, 4) == 0;
+	return memcmp(&((const struct sockaddr_in6 *)(const void *)a->ifa_addr)->sin6_addr, x->ip,
+		      16) == 0;
+}
+
+bool
+shoald_data_down(void *arg)
+{
+	struct shoald *d = arg;
+	struct ifaddrs *all, *a;
+	bool found = false, running = false;
+
+	if (getifaddrs(&all) < 0)
+		return false; /* cannot tell: not down */
+	for (unsigned i = 0; i < d->o.ndata; i++) {
+		for (a = all; a != NULL; a = a->ifa_next) {
+			if (!same_ip(a, &d->o.data_ifc[i].addr))
+				continue;
+			found = true;
+			running |= (a->ifa_flags & IFF_UP) && (a->ifa_flags & IFF_RUNNING);
+		}
+	}
+	freeifaddrs(all);
+	/* none of its addresses is on a link that is up and has a carrier */
+	return found && !running;
 }

@@ -245,6 +245,12 @@ int shoald_data_parse(const char *s, struct net_iface *out, unsigned max);
 int worker_ifaces(const struct shoald *d, unsigned idx, struct net_iface *out);
 /* Management loop: announce --data's interfaces the configuration lacks (net.add, once). */
 void shoald_nets_announce(struct shoald *d, const struct cfg *c);
+/*
+ * Whether this node's data network is down: no interface of --data on a
+ * link that is up with a carrier (addresses not on this host, as a
+ * wildcard, say nothing). cluster_params.data_down.
+ */
+bool shoald_data_down(void *arg);
 /* Worker loop: bind interfaces the configuration gives the node, close those it removed. */
 void worker_net_follow(struct worker *w, const struct cfg *c);
 int worker_start(struct shoald *d, unsigned idx);

@@ -16,7 +16,10 @@ data legs on two switches joined by an inter-switch link; every backend started 
 - processes_and_interfaces_at_run_time: `shoal cluster processes` shows every worker
   (role, mode, transport, interfaces with labels, paths with state, loss and RTT) and
   the client; an interface removed from a node (`shoal node net remove`) is closed by
-  it and left by its peers, and added back is used again.
+  it and left by its peers, and added back is used again;
+- data_network_cut_is_reported_and_read_around: a backend whose data links are down and
+  management link up is reported "data-down", not down; files read back around its
+  fragments and new ones are written around it, without hanging.
 
 Needs root and network namespaces; skipped with the reason where they cannot be made.
 usage: tests/cluster/test_networks.py BIN_DIR [--only NAME[,NAME]] [--keep]
@@ -409,6 +412,48 @@ def processes_and_interfaces_at_run_time(c):
         check(time.time() < end, "interface added back never came up")
         time.sleep(0.3)
     c.shoal("ns", "data", "put", src, "/rt2", check_rc=0, timeout=300)
+
+
+@test
+def data_network_cut_is_reported_and_read_around(c):
+    src = os.path.join(c.dir, "dd")
+    data = os.urandom(8 << 20)
+    with open(src, "wb") as f:
+        f.write(data)
+    c.shoal("ns", "data", "put", src, "/dd", check_rc=0, timeout=300)
+    # node 6's two data links down, its management link up
+    netns("link", PREFIX, 6, "d1", "down")
+    netns("link", PREFIX, 6, "d2", "down")
+    try:
+        t0 = time.time()
+        while True:
+            state = [n["state"] for n in c.json("node", "list") if n["id"] == 6][0]
+            if state == "data-down":
+                break
+            check(state != "down", "node 6 reported down, not its data network")
+            check(time.time() - t0 < 15, "node 6 never reported with its data network down")
+            time.sleep(0.2)
+        print("  node 6 reported 'data-down' %.1f s after its data links went down" %
+              (time.time() - t0))
+        status = c.shoal("status", check_rc=0).stdout
+        check("data network down" in status, status)
+        # reads around its fragments, writes around it: no hang
+        for path in ("/dd", "/dd2"):
+            if path == "/dd2":
+                c.shoal("ns", "data", "put", src, path, check_rc=0, timeout=60)
+            t1 = time.time()
+            back = os.path.join(c.dir, "ddback")
+            c.shoal("ns", "data", "get", path, back, check_rc=0, timeout=60)
+            with open(back, "rb") as f:
+                check(f.read() == data, "%s reads back wrong with node 6 cut" % path)
+            check(time.time() - t1 < 20, "reading %s took %.1f s" % (path, time.time() - t1))
+    finally:
+        netns("link", PREFIX, 6, "d1", "up")
+        netns("link", PREFIX, 6, "d2", "up")
+    end = time.time() + 15
+    while [n["state"] for n in c.json("node", "list") if n["id"] == 6][0] != "up":
+        check(time.time() < end, "node 6 not back up")
+        time.sleep(0.2)
 
 
 def main():

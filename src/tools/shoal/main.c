@@ -334,8 +334,11 @@ show_status(const struct cli *c, json_t *j)
 	json_array_foreach(voters, i, v)
 	    printf("%s%lld", i ? "," : "nodes ", (long long)json_integer_value(v));
 	printf(" (this node: %s, term %lld)\n", jstr(r, "state"), jint(r, "term"));
-	printf("nodes       %lld (%lld up, %lld down)\n", jint(n, "total"), jint(n, "up"),
+	printf("nodes       %lld (%lld up, %lld down", jint(n, "total"), jint(n, "up"),
 	       jint(n, "down"));
+	if (jint(n, "data_down") > 0)
+		printf(", of which %lld with the data network down", jint(n, "data_down"));
+	printf(")\n");
 	printf("drives      %lld, %s\n", jint(j, "drives"), cap);
 	printf("buckets     %lld, groups of %lld\n", jint(j, "buckets"), jint(j, "replicas"));
 	printf("filesystems %lld\n", jint(j, "filesystems"));
@@ -349,14 +352,14 @@ show_nodes(json_t *a)
 	size_t i;
 	json_t *n;
 
-	printf("%-5s %-6s %-22s %-22s %-12s %-7s %-7s %s\n", "ID", "STATE", "MGMT", "DATA",
+	printf("%-5s %-9s %-22s %-22s %-12s %-7s %-7s %s\n", "ID", "STATE", "MGMT", "DATA",
 	       "DOMAIN", "CONFIG", "DRIVES", "CAPACITY");
 	json_array_foreach(a, i, n)
 	{
 		char cap[32];
 
 		human_size(jint(n, "capacity"), cap, sizeof(cap));
-		printf("%-5lld %-6s %-22s %-22s %-12s %-7s %-7lld %s\n", jint(n, "id"),
+		printf("%-5lld %-9s %-22s %-22s %-12s %-7s %-7lld %s\n", jint(n, "id"),
 		       jstr(n, "state"), jstr(n, "mgmt"), jstr(n, "data"), jstr(n, "domain"),
 		       json_is_true(json_object_get(n, "leader"))  ? "leader"
 		       : json_is_true(json_object_get(n, "voter")) ? "voter"

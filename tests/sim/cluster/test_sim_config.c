@@ -28,6 +28,7 @@ struct node {
 	struct net *net;
 	struct cluster *cl;
 	bool up;
+	bool data_down; /* what its data_down callback says */
 };
 
 struct world {
@@ -66,6 +67,12 @@ on_changed(void *arg, const struct cfg *c)
 		      (unsigned long long)w->seed, n->id, (unsigned long long)c->epoch);
 }
 
+static bool
+node_data_down(void *arg)
+{
+	return ((struct node *)arg)->data_down;
+}
+
 static void
 node_start(struct node *n)
 {
@@ -80,6 +87,7 @@ node_start(struct node *n)
 				    .data = data,
 				    .dir = "/var/shoal",
 				    .changed = on_changed,
+				    .data_down = node_data_down,
 				    .arg = n };
 
 	addr(n->id, 7000, mgmt, sizeof(mgmt));
@@ -259,9 +267,22 @@ static void
 random_change(struct world *w, int at)
 {
 	struct cfg_cmd cmd = { 0 };
-	uint64_t r = sh_rand_below(&w->rng, 3);
+	uint64_t r = sh_rand_below(&w->rng, 4);
 
-	if (r == 0) {
+	if (r == 3) {
+		/* take back an interface some node has, if any */
+		const struct cfg *c = cluster_cfg(w->n[at].cl);
+
+		for (uint32_t i = 0; i < c->nnodes && cmd.op == 0; i++)
+			if (c->nodes[i].nnets > 0) {
+				cmd.op = CFG_OP_NET_REMOVE;
+				cmd.id = c->nodes[i].id;
+				snprintf(cmd.addr, sizeof(cmd.addr), "%s",
+					 c->nodes[i].nets[0].addr);
+			}
+		if (cmd.op == 0)
+			return;
+	} else if (r == 0) {
 		cmd.op = CFG_OP_NET_ADD;
 		cmd.id = 1 + sh_rand_below(&w->rng, N);
 		snprintf(cmd.addr, sizeof(cmd.addr), "10.9.%u.%u:7200",
@@ -382,6 +403,93 @@ run_world(uint64_t seed)
 	SH_ASSERT_MSG(sim_run_until(w.sim, all_follow, &w, 30 * SH_NSEC_PER_SEC),
 		      "seed %llu: nodes do not converge after healing", (unsigned long long)seed);
 	SH_ASSERT_GT(w.ok, N);
+	for (int i = 1; i <= N; i++) {
+		cluster_stop(w.n[i].cl, on_stopped, &w.n[i]);
+		SH_ASSERT(sim_run_until(w.sim, stopped, &w.n[i], 10 * SH_NSEC_PER_SEC));
+		net_destroy(w.n[i].net);
+	}
+	sim_destroy(w.sim);
+}
+
+static uint8_t
+state_of(struct world *w, int id)
+{
+	int l = leader_of(w);
+	const struct cfg_node *n = l ? cfg_node_find(cluster_cfg(w->n[l].cl), (uint64_t)id) : NULL;
+
+	return n ? n->state : 0;
+}
+
+struct want {
+	struct world *w;
+	int id;
+	uint8_t state;
+};
+
+static bool
+state_is(void *arg)
+{
+	struct want *x = arg;
+
+	return state_of(x->w, x->id) == x->state;
+}
+
+/*
+ * A node that says its data network is down (its heartbeats, or the
+ * leader's own check) is marked CFG_DATA_DOWN, not down; silent it is
+ * down; saying it is fine again it is up.
+ */
+TEST(config_data_network_down_is_marked_and_cleared)
+{
+	static struct world w;
+	uint64_t seed = sh_test_seed();
+
+	memset(&w, 0, sizeof(w));
+	w.seed = seed;
+	sh_rand_seed(&w.rng, seed);
+	w.sim = sim_create(seed);
+	for (int i = 1; i <= N; i++) {
+		char name[16], ip[32];
+
+		snprintf(name, sizeof(name), "n%d", i);
+		snprintf(ip, sizeof(ip), "10.0.1.%d", i);
+		w.n[i].w = &w;
+		w.n[i].id = i;
+		w.n[i].sn = sim_node_create(w.sim, name, ip);
+		w.n[i].env = sim_node_env(w.n[i].sn);
+		node_start(&w.n[i]);
+	}
+	form(&w);
+	for (int round = 0; round < 2; round++) {
+		/* a follower, then the leader itself */
+		int id = round == 0 ? (leader_of(&w) % N) + 1 : leader_of(&w);
+		struct want x = { &w, id, CFG_DATA_DOWN };
+
+		SH_ASSERT_NE(id, 0);
+		w.n[id].data_down = true;
+		SH_ASSERT_MSG(sim_run_until(w.sim, state_is, &x, 3 * SH_NSEC_PER_SEC),
+			      "seed %llu: node %d not marked data-down (state %u)",
+			      (unsigned long long)seed, id, state_of(&w, id));
+		w.n[id].data_down = false;
+		x.state = CFG_UP;
+		SH_ASSERT_MSG(sim_run_until(w.sim, state_is, &x, 3 * SH_NSEC_PER_SEC),
+			      "seed %llu: node %d not back up", (unsigned long long)seed, id);
+	}
+	/* silent while it says data-down: down; heard again: data-down */
+	{
+		int id = (leader_of(&w) % N) + 1;
+		struct want x = { &w, id, CFG_DOWN };
+
+		w.n[id].data_down = true;
+		sim_partition_set(w.n[id].sn, 1);
+		SH_ASSERT_MSG(sim_run_until(w.sim, state_is, &x, 5 * SH_NSEC_PER_SEC),
+			      "seed %llu: silent node %d not down", (unsigned long long)seed, id);
+		sim_heal(w.sim);
+		x.state = CFG_DATA_DOWN;
+		SH_ASSERT_MSG(sim_run_until(w.sim, state_is, &x, 5 * SH_NSEC_PER_SEC),
+			      "seed %llu: node %d not data-down after healing",
+			      (unsigned long long)seed, id);
+	}
 	for (int i = 1; i <= N; i++) {
 		cluster_stop(w.n[i].cl, on_stopped, &w.n[i]);
 		SH_ASSERT(sim_run_until(w.sim, stopped, &w.n[i], 10 * SH_NSEC_PER_SEC));

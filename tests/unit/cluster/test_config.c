@@ -1210,3 +1210,52 @@ TEST(config_schedule_codecs)
 	cfg_free(d);
 	cfg_free(c);
 }
+
+/* A node's data interfaces: labelled, added, removed, and listed per worker. */
+TEST(config_node_data_interfaces)
+{
+	struct cfg *c = cluster_of(3, 64);
+	struct cfg_cmd x = { .op = CFG_OP_NET_ADD, .id = 2 };
+	const struct cfg_node *n = cfg_node_find(c, 2);
+	char msg[CFG_MSG_MAX], list[CFG_ADDRS_MAX];
+	uint64_t epoch;
+
+	SH_ASSERT_GT(cfg_node_data(n, 0, list, sizeof(list)), 0);
+	SH_ASSERT_STREQ(list, n->data); /* no label, nothing added: its data address */
+	/* its own data address takes a label; a second interface joins it */
+	snprintf(x.addr, sizeof(x.addr), "%s", n->data);
+	snprintf(x.label, sizeof(x.label), "sw1");
+	SH_ASSERT_MSG(cfg_apply(c, &x, msg, sizeof(msg)) == 0, "%s", msg);
+	SH_ASSERT_EQ(cfg_apply(c, &x, msg, sizeof(msg)), -EEXIST);
+	SH_ASSERT(strstr(msg, "already has") != NULL);
+	snprintf(x.addr, sizeof(x.addr), "10.9.0.2:7100");
+	snprintf(x.label, sizeof(x.label), "sw2");
+	SH_ASSERT_MSG(cfg_apply(c, &x, msg, sizeof(msg)) == 0, "%s", msg);
+	n = cfg_node_find(c, 2);
+	SH_ASSERT_GT(cfg_node_data(n, 3, list, sizeof(list)), 0);
+	SH_ASSERT_STREQ(list, "10.0.0.2:7103/sw1,10.9.0.2:7103/sw2"); /* ports + worker 3 */
+	SH_ASSERT_EQ(cfg_node_data(n, 0, list, 8), -ENOSPC);
+	/* another node may not take the address */
+	x.id = 3;
+	SH_ASSERT_EQ(cfg_apply(c, &x, msg, sizeof(msg)), -EEXIST);
+	/* removed: gone from the list; one that is not there, or the data address, refused */
+	x = (struct cfg_cmd){ .op = CFG_OP_NET_REMOVE, .id = 2 };
+	snprintf(x.addr, sizeof(x.addr), "10.9.0.2:7100");
+	SH_ASSERT_MSG(cfg_apply(c, &x, msg, sizeof(msg)) == 0, "%s", msg);
+	epoch = c->epoch;
+	SH_ASSERT_EQ(cfg_apply(c, &x, msg, sizeof(msg)), -ENOENT);
+	SH_ASSERT_EQ(c->epoch, epoch);
+	x.id = 9;
+	SH_ASSERT_EQ(cfg_apply(c, &x, msg, sizeof(msg)), -ENOENT);
+	n = cfg_node_find(c, 2);
+	SH_ASSERT_EQ(n->nnets, 1);
+	SH_ASSERT(strstr(cfg_event_at(c, 0)->text, "removed") != NULL);
+	/* the data-down state: marked, and not an unknown state */
+	x = (struct cfg_cmd){ .op = CFG_OP_NODE_STATE, .id = 2, .state = CFG_DATA_DOWN };
+	SH_ASSERT_MSG(cfg_apply(c, &x, msg, sizeof(msg)) == 0, "%s", msg);
+	SH_ASSERT(cfg_node_down(cfg_node_find(c, 2)));
+	SH_ASSERT(strstr(cfg_event_at(c, 0)->text, "data network down") != NULL);
+	x.state = 4;
+	SH_ASSERT_EQ(cfg_apply(c, &x, msg, sizeof(msg)), -EINVAL);
+	cfg_free(c);
+}

@@ -17,6 +17,7 @@
 #                     (bench/snapshot)
 #   make bench-idle   what an idle 6-node cluster costs: CPU, wake-ups, datagrams (bench/idle;
 #                     IDLE_BASE=other/build/release compares against another build in the same run)
+#   make bench-failover  link cuts under a stream, two links against one (bench/failover; root)
 #   make bench-python  PyTorch loaders and checkpoints: the Python package against the mount (bench/python)
 #   make bench-gpu    file bytes into GPU memory: sh_pread_device against a staged copy (bench/gpu.c)
 #   make bench-scale  placement, balance, rebuild and the configuration's fanout at 1,000 backends (bench/scale.c)
@@ -240,7 +241,7 @@ TOOLS += $(PRELOAD) $(PRELOAD_CHECK)
 endif
 
 # ---- top-level targets ----
-.PHONY: all deps test run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction bench-rebuild bench-smallfiles bench-idle bench-snapshot bench-python bench-preload bench-gpu bench-scale soak chaos clean format
+.PHONY: all deps test run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction bench-rebuild bench-smallfiles bench-idle bench-snapshot bench-failover bench-python bench-preload bench-gpu bench-scale soak chaos clean format
 
 all: $(ALL_LIBS) $(RUNNERS) $(FUZZ_REPLAY) $(BENCHES) $(TOOLS)
 
@@ -309,6 +310,10 @@ bench-fuse: deps
 bench-rebuild: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(BUILD)/bench/rebuild
+
+bench-failover: deps
+	$(Q)$(MAKE) --no-print-directory all $(BUILD)/bench/failover_stream
+	$(Q)bench/failover $(BUILD)
 
 bench-smallfiles: deps
 	$(Q)$(MAKE) --no-print-directory all

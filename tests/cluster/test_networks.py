@@ -82,10 +82,11 @@ def mgmt(n):
 class NetCluster:
     """6 backends in namespaces PREFIX1..6, the client's commands in PREFIXc."""
 
-    def __init__(self, keep):
+    def __init__(self, keep, drive_mb=256):
         self.dir = tempfile.mkdtemp(prefix="shoal-netns-",
                                     dir=os.environ.get("SH_TEST_TMP") or None)
         self.keep = keep
+        self.drive_mb = drive_mb
         self.procs = {}
         self.client_env = dict(os.environ,
                                SHOAL_DATA_IFACES="10.254.1.200/sw1,10.254.1.250/sw2")
@@ -139,7 +140,7 @@ class NetCluster:
         for n in range(1, NODES + 1):
             path = os.path.join(self.dir, "drives", "n%d.img" % n)
             with open(path, "wb") as f:
-                f.truncate(256 << 20)
+                f.truncate(self.drive_mb << 20)
             self.shoal("drive", "add", n, path, check_rc=0)
         # every node announces its second interface and its first one's label
         end = time.time() + 30

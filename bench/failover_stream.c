@@ -176,8 +176,8 @@ main(int argc, char **argv)
 	}
 	if (f != NULL && sh_close(f) < 0)
 		errors++;
-	printf("done %llu %llu %llu %.3f\n", (unsigned long long)writes,
-	       (unsigned long long)errors, (unsigned long long)bytes, (now_ns() - t0) / 1e9);
+	printf("done %llu %llu %llu %.3f\n", (unsigned long long)writes, (unsigned long long)errors,
+	       (unsigned long long)bytes, (now_ns() - t0) / 1e9);
 	if (argc > 5 && strcmp(argv[5], "--verify") == 0)
 		printf("verify %u %u\n", k + (off > 0) - (k >= KEEP ? k - KEEP + 1 : 0),
 		       verify(fs, k >= KEEP ? k - KEEP + 1 : 0, k + (off > 0), off, size));

@@ -94,8 +94,9 @@ void sim_heal(struct sim *sim);
 int sim_link_cut(struct sim_node *a, struct sim_node *b, bool cut);
 /*
  * One interface (an exact address and port) loses this share of the
- * datagrams it sends or that are sent to it: 1 is a link down, 0 restores
- * it. At most SIM_LOSSY_MAX at once: -ENOSPC.
+ * datagrams it sends or that are sent to it: 1 is a link down (its own
+ * sends are refused at once, counted in send_dropped, as the kernel's are
+ * with no route), 0 restores it. At most SIM_LOSSY_MAX at once: -ENOSPC.
  */
 #define SIM_LOSSY_MAX 16
 int sim_port_loss(struct sim *sim, const struct env_addr *a, double loss);

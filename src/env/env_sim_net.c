@@ -279,6 +279,19 @@ sim_port_loss(struct sim *sim, const struct env_addr *a, double loss)
 	return 0;
 }
 
+/*
+ * The sender's own interface down (loss 1): the kernel refuses the send
+ * (no route), as a real link down does; the datagram is dropped at once.
+ */
+static bool
+port_down(struct sim *sim, const struct env_addr *src)
+{
+	for (unsigned i = 0; i < sim->nlossy; i++)
+		if (env_addr_eq(&sim->lossy[i].addr, src) && sim->lossy[i].loss >= 1)
+			return true;
+	return false;
+}
+
 /* A datagram from src to dst lost by a lossy interface at either end. */
 static bool
 port_loses(struct sim *sim, const struct env_addr *src, const struct env_addr *dst)
@@ -371,7 +384,8 @@ simnet_send(struct env_dgram *d, const struct env_dgram_msg *msgs, unsigned n)
 			len += m->iov[k].iov_len;
 		ep->st.sent++;
 		sim->st.dgram_sent++;
-		if (SH_FAULT(FP_ENV_DGRAM_SEND_DROP)) {
+		if (SH_FAULT(FP_ENV_DGRAM_SEND_DROP) ||
+		    (sim->nlossy > 0 && port_down(sim, &ep->addr))) {
 			ep->st.send_dropped++;
 			continue;
 		}

@@ -112,13 +112,7 @@ net_peer_set(struct net *n, uint64_t id, const struct net_iface *ifaces, unsigne
 	for (unsigned i = 0; i < nifaces; i++)
 		if (ifaces[i].addr.family != AF_INET && ifaces[i].addr.family != AF_INET6)
 			return -EINVAL;
-	p->nifaces = nifaces;
-	for (unsigned i = 0; i < nifaces; i++) {
-		p->ifaces[i] = ifaces[i];
-		if (p->ifaces[i].mtu == 0)
-			p->ifaces[i].mtu = net_default_mtu(&ifaces[i].addr);
-	}
-	net_paths_build(p);
+	net_peer_take_ifaces(p, ifaces, nifaces);
 	net_mark_dirty(p); /* what was in flight on a path that is gone goes on the others */
 	return 0;
 }

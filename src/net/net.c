@@ -64,6 +64,18 @@ net_default_mtu(const struct env_addr *a)
 	return is_loopback(a) ? ENV_DGRAM_MAX : 1472;
 }
 
+void
+net_peer_take_ifaces(struct net_peer *p, const struct net_iface *ifaces, unsigned nifaces)
+{
+	p->nifaces = nifaces;
+	for (unsigned i = 0; i < nifaces; i++) {
+		p->ifaces[i] = ifaces[i];
+		if (p->ifaces[i].mtu == 0)
+			p->ifaces[i].mtu = net_default_mtu(&ifaces[i].addr);
+	}
+	net_paths_build(p);
+}
+
 static struct net_peer *
 peer_new(struct net *n, uint64_t id, const struct net_iface *ifaces, unsigned nifaces)
 {
@@ -73,12 +85,6 @@ peer_new(struct net *n, uint64_t id, const struct net_iface *ifaces, unsigned ni
 		return NULL;
 	p->id = id;
 	p->net = n;
-	p->nifaces = nifaces;
-	for (unsigned i = 0; i < nifaces; i++) {
-		p->ifaces[i] = ifaces[i];
-		if (p->ifaces[i].mtu == 0)
-			p->ifaces[i].mtu = net_default_mtu(&ifaces[i].addr);
-	}
 	sh_list_init(&p->calls);
 	sh_list_init(&p->dirty_link);
 	if (net_sess_alloc(p) < 0) {
@@ -86,7 +92,7 @@ peer_new(struct net *n, uint64_t id, const struct net_iface *ifaces, unsigned ni
 		return NULL;
 	}
 	net_sess_reset(p);
-	net_paths_build(p);
+	net_peer_take_ifaces(p, ifaces, nifaces);
 	sh_htable_insert(&n->peers, &p->hn, sh_hash_u64(id));
 	sh_list_add_tail(&n->peer_list, &p->link);
 	return p;
@@ -114,13 +120,7 @@ net_peer_add(struct net *n, uint64_t id, const struct net_iface *ifaces, unsigne
 			return -EEXIST;
 		/* configured now: the addresses given win over the learned one */
 		p->learned = false;
-		p->nifaces = nifaces;
-		for (unsigned i = 0; i < nifaces; i++) {
-			p->ifaces[i] = ifaces[i];
-			if (p->ifaces[i].mtu == 0)
-				p->ifaces[i].mtu = net_default_mtu(&ifaces[i].addr);
-		}
-		net_paths_build(p);
+		net_peer_take_ifaces(p, ifaces, nifaces);
 		return 0;
 	}
 	return peer_new(n, id, ifaces, nifaces) ? 0 : -ENOMEM;
@@ -211,16 +211,20 @@ net_peer_connected(const struct net *n, uint64_t id)
 void
 net_out_flush(struct net *n)
 {
+	struct net_transport *t = &n->tps[n->out_tp];
+	uint64_t refused = n->nout > 0 && t->ops->refused ? t->ops->refused(t) : 0;
 	unsigned sent = 0;
 
 	while (sent < n->nout) {
-		int rc =
-		    n->tps[n->out_tp].ops->send(&n->tps[n->out_tp], n->out + sent, n->nout - sent);
+		int rc = t->ops->send(t, n->out + sent, n->nout - sent);
 
 		if (rc <= 0)
 			break; /* full or failing: the rest is lost and will be retransmitted */
 		sent += (unsigned)rc;
 	}
+	/* the stack refused some (its link is down): the paths from it fail over now */
+	if (n->nout > 0 && t->ops->refused && t->ops->refused(t) != refused)
+		net_paths_refused(n, n->out_tp);
 	n->nout = 0;
 }
 
@@ -718,6 +722,7 @@ net_create(struct env *env, const struct net_config *cfg, struct net **out)
 	sh_list_init(&n->peer_list);
 	sh_list_init(&n->dirty);
 	env_task_init(env, &n->flush_task, flush_task, n);
+	env_task_init(env, &n->refused_task, net_paths_refused_task, n);
 	env_timer_init(env, &n->tick, tick, n);
 	rc = sh_htable_init(&n->peers, 64);
 	if (rc < 0)
@@ -759,6 +764,7 @@ net_destroy(struct net *n)
 	n->destroying = true;
 	env_timer_cancel(&n->tick);
 	env_task_cancel(&n->flush_task);
+	env_task_cancel(&n->refused_task);
 	net_rpc_fini(n);
 	while ((pos = n->peer_list.next) != &n->peer_list)
 		peer_free(n, sh_list_entry(pos, struct net_peer, link));

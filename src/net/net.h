@@ -125,6 +125,7 @@ struct net_path_stats {
 	bool in_use;   /* the best class: new packets go on it */
 	uint64_t pkts_sent, pkts_received, bytes_sent, bytes_received;
 	uint64_t probes_sent, probes_answered, probes_lost, timeouts;
+	uint64_t refused;  /* times the local stack refused to send on it (its link down) */
 	uint64_t downs;	   /* times it went down */
 	uint32_t loss_ppm; /* probes lost, a moving average, parts per million */
 	uint64_t rtt_ns;   /* from probes, smoothed; 0: none yet */

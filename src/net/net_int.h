@@ -219,6 +219,8 @@ struct net {
 	struct sh_list peer_list;
 	struct sh_list dirty;
 	struct env_task flush_task;
+	uint32_t refused_tps; /* transports whose stack refused a send (a link down) */
+	struct env_task refused_task;
 	struct env_timer tick;
 
 	/* the batch being built for one transport */
@@ -261,6 +263,8 @@ net_now_us(struct net *n)
 /* net.c */
 struct net_peer *net_peer_get(const struct net *n, uint64_t id);
 uint32_t net_default_mtu(const struct env_addr *a);
+/* p's interfaces become these (MTUs defaulted), its paths rebuilt. */
+void net_peer_take_ifaces(struct net_peer *p, const struct net_iface *ifaces, unsigned nifaces);
 /* Open the transport of interface slot i (n->ifaces[i] set); its bound address is written back. */
 int net_transport_open(struct net *n, unsigned i);
 void net_mark_dirty(struct net_peer *p);
@@ -299,6 +303,13 @@ bool net_path_rx(struct net_peer *p, unsigned tp, const struct env_addr *from,
 void net_path_suspect(struct net_peer *p, unsigned path);
 /* Housekeeping each tick: probes, misses, holds. */
 void net_paths_tick(struct net_peer *p, uint64_t now);
+/*
+ * The local stack refused a send on transport tp (its link is down): every
+ * path from it becomes suspect and what was in flight on them goes on the
+ * others, later (a task: this is called while packets are being sent).
+ */
+void net_paths_refused(struct net *n, unsigned tp);
+void net_paths_refused_task(struct env_task *t);
 
 /* session.c */
 int net_sess_alloc(struct net_peer *p);
@@ -316,6 +327,8 @@ void net_sess_on_data(struct net_peer *p, const struct net_pkt *pkt);
 void net_sess_send_ack(struct net_peer *p);
 void net_sess_fill_hdr(struct net_peer *p, struct net_pkt *h, uint8_t type);
 void net_sess_end_of_batch(struct net_peer *p);
+/* Every packet in flight on path is lost (it failed): they go again, on another path. */
+void net_sess_path_lost(struct net_peer *p, unsigned path);
 
 /* rpc.c */
 int net_rpc_init(struct net *n);

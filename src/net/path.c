@@ -14,6 +14,9 @@
  *   - a retransmission timeout of a packet sent on it makes it suspect at
  *     once (failover within one RTO under traffic), and it is probed
  *     right away: an answer clears the suspicion;
+ *   - the local stack refusing a send from its interface (no route: the
+ *     link is down) makes every path from that interface suspect, and what
+ *     was in flight on them is sent again on the others at once;
  *   - a path back from DOWN is in HOLD: it carries nothing until it has
  *     answered every probe for path_hold_ns (no flapping).
  * A packet goes on the best class of paths (path_rank: healthy ones, a
@@ -246,6 +249,38 @@ net_path_suspect(struct net_peer *p, unsigned i)
 	x->suspect = true;
 	sh_log_debug("peer %llx: path %u suspect after a timeout", (unsigned long long)p->id, i);
 	send_probe(p, i, env_now(p->net->env));
+}
+
+void
+net_paths_refused(struct net *n, unsigned tp)
+{
+	n->refused_tps |= 1u << tp;
+	env_post(&n->refused_task);
+}
+
+void
+net_paths_refused_task(struct env_task *task)
+{
+	struct net *n = task->arg;
+	uint32_t tps = n->refused_tps;
+	struct sh_list *pos;
+
+	n->refused_tps = 0;
+	sh_list_for_each (pos, &n->peer_list) {
+		struct net_peer *p = sh_list_entry(pos, struct net_peer, link);
+
+		for (unsigned i = 0; p->npaths > 1 && i < p->npaths; i++) {
+			struct net_path *x = &p->paths[i];
+
+			if (!(tps & 1u << x->local) || p->state != SESS_ESTABLISHED)
+				continue;
+			if (!x->suspect) {
+				x->suspect = true;
+				x->st.refused++;
+			}
+			net_sess_path_lost(p, i);
+		}
+	}
 }
 
 void

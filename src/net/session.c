@@ -412,6 +412,23 @@ net_sess_push(struct net_peer *p)
 	assert_sess(p);
 }
 
+void
+net_sess_path_lost(struct net_peer *p, unsigned path)
+{
+	for (uint32_t s = p->snd_una; s != p->snd_nxt; s++) {
+		struct net_txpkt *t = txslot(p, s);
+
+		if (t->state == TX_INFLIGHT && t->path == path) {
+			t->state = TX_LOST;
+			tx_out(p, t);
+			p->nlost++;
+		}
+	}
+	if (p->nlost > 0)
+		net_mark_dirty(p);
+	assert_sess(p);
+}
+
 static void
 rtt_sample(struct net_peer *p, uint64_t r)
 {

@@ -26,6 +26,8 @@ struct net_transport_ops {
 	/* Returns datagrams taken (0..n) or a negative errno. */
 	int (*send)(struct net_transport *t, const struct env_dgram_msg *msgs, unsigned n);
 	int (*local_addr)(struct net_transport *t, struct env_addr *out);
+	/* Datagrams the local stack refused so far (no route: the link is down). Optional. */
+	uint64_t (*refused)(struct net_transport *t);
 	void (*close)(struct net_transport *t);
 };
 

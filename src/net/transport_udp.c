@@ -49,6 +49,15 @@ udp_local_addr(struct net_transport *t, struct env_addr *out)
 	return env_dgram_addr(t->impl, out);
 }
 
+static uint64_t
+udp_refused(struct net_transport *t)
+{
+	struct env_dgram_stats st;
+
+	env_dgram_stats(t->impl, &st);
+	return st.send_dropped;
+}
+
 static void
 udp_close(struct net_transport *t)
 {
@@ -63,5 +72,6 @@ const struct net_transport_ops net_transport_udp = {
 	.open = udp_open,
 	.send = udp_send,
 	.local_addr = udp_local_addr,
+	.refused = udp_refused,
 	.close = udp_close,
 };

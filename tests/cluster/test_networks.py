@@ -17,6 +17,8 @@ data legs on two switches joined by an inter-switch link; every backend started 
   (role, mode, transport, interfaces with labels, paths with state, loss and RTT) and
   the client; an interface removed from a node (`shoal node net remove`) is closed by
   it and left by its peers, and added back is used again;
+- a_client_with_one_address_works: a client without SHOAL_DATA_IFACES (one socket, the
+  kernel's routes) writes and reads, and goes on when its first leg is cut;
 - data_network_cut_is_reported_and_read_around: a backend whose data links are down and
   management link up is reported "data-down", not down; files read back around its
   fragments and new ones are written around it, without hanging.
@@ -455,6 +457,31 @@ def data_network_cut_is_reported_and_read_around(c):
     while [n["state"] for n in c.json("node", "list") if n["id"] == 6][0] != "up":
         check(time.time() < end, "node 6 not back up")
         time.sleep(0.2)
+
+
+@test
+def a_client_with_one_address_works(c):
+    """A client on one socket for every address (no SHOAL_DATA_IFACES: the kernel's routes
+    choose the leg), against backends with two interfaces each; its leg cut, the routes
+    take the other."""
+    env = dict(c.client_env)
+    env.pop("SHOAL_DATA_IFACES")
+    src = os.path.join(c.dir, "one")
+    with open(src, "wb") as f:
+        f.write(os.urandom(6 << 20))
+    saved, c.client_env = c.client_env, env
+    try:
+        for path in ("/one1", "/one2"):
+            c.shoal("ns", "data", "put", src, path, check_rc=0, timeout=120)
+            back = os.path.join(c.dir, "oneback")
+            c.shoal("ns", "data", "get", path, back, check_rc=0, timeout=120)
+            with open(back, "rb") as f, open(src, "rb") as g:
+                check(f.read() == g.read(), "%s reads back wrong" % path)
+            if path == "/one1":
+                netns("link", PREFIX, "c", "d1", "down")
+    finally:
+        c.client_env = saved
+        netns("link", PREFIX, "c", "d1", "up")
 
 
 def main():

@@ -263,6 +263,28 @@ form(struct world *w)
 		      (unsigned long long)w->seed);
 }
 
+/* Six nodes started, the cluster formed. */
+static void
+world_start(struct world *w, uint64_t seed)
+{
+	memset(w, 0, sizeof(*w));
+	w->seed = seed;
+	sh_rand_seed(&w->rng, seed);
+	w->sim = sim_create(seed);
+	for (int i = 1; i <= N; i++) {
+		char name[16], ip[32];
+
+		snprintf(name, sizeof(name), "n%d", i);
+		snprintf(ip, sizeof(ip), "10.0.1.%d", i);
+		w->n[i].w = w;
+		w->n[i].id = i;
+		w->n[i].sn = sim_node_create(w->sim, name, ip);
+		w->n[i].env = sim_node_env(w->n[i].sn);
+		node_start(&w->n[i]);
+	}
+	form(w);
+}
+
 static void
 random_change(struct world *w, int at)
 {
@@ -306,22 +328,7 @@ run_world(uint64_t seed)
 	static struct world w;
 	char msg[CFG_MSG_MAX];
 
-	memset(&w, 0, sizeof(w));
-	w.seed = seed;
-	sh_rand_seed(&w.rng, seed);
-	w.sim = sim_create(seed);
-	for (int i = 1; i <= N; i++) {
-		char name[16], ip[32];
-
-		snprintf(name, sizeof(name), "n%d", i);
-		snprintf(ip, sizeof(ip), "10.0.1.%d", i);
-		w.n[i].w = &w;
-		w.n[i].id = i;
-		w.n[i].sn = sim_node_create(w.sim, name, ip);
-		w.n[i].env = sim_node_env(w.n[i].sn);
-		node_start(&w.n[i]);
-	}
-	form(&w);
+	world_start(&w, seed);
 
 	/* kill -9 the leader: a new one commits a change within 3 s */
 	{
@@ -444,22 +451,7 @@ TEST(config_data_network_down_is_marked_and_cleared)
 	static struct world w;
 	uint64_t seed = sh_test_seed();
 
-	memset(&w, 0, sizeof(w));
-	w.seed = seed;
-	sh_rand_seed(&w.rng, seed);
-	w.sim = sim_create(seed);
-	for (int i = 1; i <= N; i++) {
-		char name[16], ip[32];
-
-		snprintf(name, sizeof(name), "n%d", i);
-		snprintf(ip, sizeof(ip), "10.0.1.%d", i);
-		w.n[i].w = &w;
-		w.n[i].id = i;
-		w.n[i].sn = sim_node_create(w.sim, name, ip);
-		w.n[i].env = sim_node_env(w.n[i].sn);
-		node_start(&w.n[i]);
-	}
-	form(&w);
+	world_start(&w, seed);
 	for (int round = 0; round < 2; round++) {
 		/* a follower, then the leader itself */
 		int id = round == 0 ? (leader_of(&w) % N) + 1 : leader_of(&w);

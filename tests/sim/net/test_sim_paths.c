@@ -419,3 +419,31 @@ TEST(paths_interface_lists_parse_and_format)
 	SH_ASSERT_ERR(net_ifaces_parse("10.1.0.1:1,10.1.0.2:1", ifc, 1), -EINVAL);
 	SH_ASSERT_ERR(net_ifaces_parse("host:1", ifc, 4), -EINVAL);
 }
+
+TEST(paths_a_local_link_down_fails_over_without_a_timeout)
+{
+	static struct world w;
+	struct net_stats st0, st1;
+	struct net_path_stats s;
+
+	world_init(&w, "sw1", "sw2");
+	issue(&w);
+	run_ms(&w, 300);
+	net_stats(w.a, &st0);
+	w.gap_from_ns = sim_now(w.sim);
+	w.max_gap_ns = 0;
+	/* a's own sw1 interface down: its sends there are refused by the stack */
+	SH_ASSERT_OK(sim_port_loss(w.sim, &w.ia[0].addr, 1.0));
+	run_ms(&w, 300);
+	net_stats(w.a, &st1);
+	s = path_of(&w, w.a, 2, 0, 0);
+	printf("seed %llu: local link down: longest stall %.2f ms, %llu timeouts\n",
+	       (unsigned long long)sh_test_seed(), (double)w.max_gap_ns / 1e6,
+	       (unsigned long long)(st1.timeouts - st0.timeouts));
+	SH_ASSERT_GT(s.refused, 0);
+	SH_ASSERT_NE(s.state, NET_PATH_UP);
+	/* what a's side sent went over at once; b's answers on the dead pair need one RTO */
+	SH_ASSERT_LT(w.max_gap_ns, 100 * SH_NSEC_PER_MSEC);
+	SH_ASSERT_OK(sim_port_loss(w.sim, &w.ia[0].addr, 0));
+	world_fini(&w);
+}

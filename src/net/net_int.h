@@ -15,9 +15,14 @@
 #define NET_CWND_MIN	  4
 
 /* Paths: one per pair of a local and a peer's interface of the same family. */
-#define NET_MAX_PATHS	   16
-#define NET_PATH_MISSES	   3	 /* probes in a row unanswered: the path is down */
-#define NET_PATH_LOSSY_PPM 50000 /* a path losing more than 5 % is used after clean ones */
+#define NET_MAX_PATHS	16
+#define NET_PATH_MISSES 3 /* probes in a row unanswered: the path is down */
+/*
+ * A path losing more than 20 % of its probes is used after clean ones (a
+ * busy node answers some probes late, after the next one went: those count
+ * as lost, then half taken back when the answer comes).
+ */
+#define NET_PATH_LOSSY_PPM 200000
 /*
  * Consecutive data packets stay on one path for this many bytes before
  * the choice is made again: runs to one address keep the kernel's
@@ -140,6 +145,7 @@ struct net_peer {
 	bool rtt_valid;
 	bool rto_undo; /* a timeout's window cut may be undone (Eifel) */
 	uint32_t undo_cwnd, undo_ssthresh, rto_ts;
+	uint8_t rto_path; /* the path the last timeout made suspect */
 	unsigned backoff;
 	struct env_timer rto_timer;
 	uint32_t next_msg_id;
@@ -301,6 +307,8 @@ bool net_path_rx(struct net_peer *p, unsigned tp, const struct env_addr *from,
 		 const struct net_pkt *pkt);
 /* A retransmission timeout on path: avoid it until it answers a probe. */
 void net_path_suspect(struct net_peer *p, unsigned path);
+/* The timeout that made path suspect was spurious (Eifel): it is not any more. */
+void net_path_trusted(struct net_peer *p, unsigned path);
 /* Housekeeping each tick: probes, misses, holds. */
 void net_paths_tick(struct net_peer *p, uint64_t now);
 /*

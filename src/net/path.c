@@ -252,6 +252,13 @@ net_path_suspect(struct net_peer *p, unsigned i)
 }
 
 void
+net_path_trusted(struct net_peer *p, unsigned i)
+{
+	if (i < p->npaths && p->paths[i].state != NET_PATH_DOWN)
+		p->paths[i].suspect = false;
+}
+
+void
 net_paths_refused(struct net *n, unsigned tp)
 {
 	n->refused_tps |= 1u << tp;
@@ -348,8 +355,14 @@ net_path_rx(struct net_peer *p, unsigned tp, const struct env_addr *from, const 
 	if (pkt->type == NET_PKT_PROBE_ACK) {
 		uint32_t us = net_now_us(p->net) - pkt->ts_ecr;
 
-		if (pkt->seq != x->probe_seq)
-			return true; /* a late answer to an older probe: counted lost already */
+		if (pkt->seq != x->probe_seq) {
+			/* a late answer to a recent probe: counted lost already; it was not */
+			if (net_seq_lt(pkt->seq, x->probe_seq) && x->probe_seq - pkt->seq <= 4) {
+				loss_sample(x, false);
+				x->missed = 0;
+			}
+			return true;
+		}
 		x->probe_acked = pkt->seq;
 		if (us < 10u * 1000 * 1000) {
 			uint64_t r = (uint64_t)us * 1000;

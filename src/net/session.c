@@ -534,6 +534,7 @@ net_sess_on_ack(struct net_peer *p, const struct net_pkt *pkt)
 		p->rto_undo = false;
 		if (pkt->ts_ecr != 0 && (int32_t)(pkt->ts_ecr - p->rto_ts) < 0) {
 			n->st.spurious_timeouts++;
+			net_path_trusted(p, p->rto_path); /* it was slow, not broken */
 			p->cwnd = SH_MAX(p->cwnd, p->undo_cwnd);
 			p->ssthresh = SH_MAX(p->ssthresh, p->undo_ssthresh);
 			for (uint32_t s = p->snd_una; p->nlost > 0 && s != p->snd_nxt; s++) {
@@ -617,6 +618,7 @@ rto_fire(struct env_timer *tm)
 			/* the oldest packet timed out: its path is suspect (another may take it) */
 			if (!suspected) {
 				net_path_suspect(p, t->path);
+				p->rto_path = t->path;
 				suspected = true;
 			}
 			t->state = TX_LOST;

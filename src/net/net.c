@@ -612,6 +612,8 @@ tick(struct env_timer *t)
 	uint64_t now = env_now(n->env);
 	struct sh_list *pos, *tmp;
 
+	n->tick_late = n->last_tick_ns != 0 && now - n->last_tick_ns > 3 * tick_ns(n);
+	n->last_tick_ns = now;
 	sh_list_for_each_safe (pos, tmp, &n->peer_list) {
 		struct net_peer *p = sh_list_entry(pos, struct net_peer, link);
 

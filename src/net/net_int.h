@@ -226,6 +226,8 @@ struct net {
 	struct sh_list dirty;
 	struct env_task flush_task;
 	uint32_t refused_tps; /* transports whose stack refused a send (a link down) */
+	uint64_t last_tick_ns;
+	bool tick_late; /* this tick came late (the loop was busy): probes unanswered say nothing */
 	struct env_task refused_task;
 	struct env_timer tick;
 

@@ -221,10 +221,16 @@ send_probe(struct net_peer *p, unsigned i, uint64_t now)
 	struct net_path *x = &p->paths[i];
 
 	if (x->probe_acked != x->probe_seq && x->probe_ns != 0) {
-		/* the last one was not answered in time */
+		/*
+		 * The last one was not answered in time: lost. It counts toward
+		 * taking an up path down unless this end was itself too busy to
+		 * look (its tick late: the answer may be waiting in the socket).
+		 */
+		bool alive = x->state == NET_PATH_UP && p->net->tick_late;
+
 		x->st.probes_lost++;
 		loss_sample(x, true);
-		if (++x->missed >= NET_PATH_MISSES)
+		if (!alive && ++x->missed >= NET_PATH_MISSES)
 			path_down(p, x);
 		else if (x->state == NET_PATH_HOLD)
 			x->state = NET_PATH_DOWN; /* not steady yet: start the hold again */

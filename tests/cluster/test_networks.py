@@ -329,9 +329,12 @@ def labels_keep_traffic_in_a_switch(c):
     moved = sum(d for _, d in same)
     crossed = sum(d for _, d in cross)
     # Under the sanitizers (SH_STALL_MS raised by scripts/run-tests) six daemons on two
-    # cores answer late enough for retransmission timeouts that are not losses: a path
-    # they make suspect is avoided until a probe answers, so a packet may cross then.
-    allowed = 0 if STALL_MS <= 1000 else moved // 50
+    # cores answer late enough for retransmission timeouts that are not losses (in one
+    # such run nearly every path timed out once or twice during the put): a path they
+    # make suspect is avoided until a probe answers, and with both same-label paths to a
+    # peer suspect at once a retransmission takes a cross-label one. The release build
+    # has none of those: nothing may cross.
+    allowed = 0 if STALL_MS <= 1000 else moved // 20
     check(crossed <= allowed, "data crossed labels with both switches up (%d packets, %d "
           "allowed): %s" % (crossed, allowed,
                             [(x["local"], x["remote"], d) for x, d in cross if d > 0][:5]))

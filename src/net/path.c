@@ -12,8 +12,8 @@
  *   - probed every probe_ns: NET_PATH_MISSES probes in a row unanswered
  *     take it DOWN; the probes give its RTT and loss (a moving average);
  *   - a retransmission timeout of a packet sent on it makes it suspect at
- *     once (failover within one RTO under traffic), and it is probed
- *     right away: an answer clears the suspicion;
+ *     once (failover within one RTO under traffic; one path of a peer at a
+ *     time), and it is probed right away: an answer clears the suspicion;
  *   - the local stack refusing a send from its interface (no route: the
  *     link is down) makes every path from that interface suspect, and what
  *     was in flight on them is sent again on the others at once;
@@ -252,6 +252,15 @@ net_path_suspect(struct net_peer *p, unsigned i)
 	x->st.timeouts++;
 	if (x->suspect)
 		return;
+	/*
+	 * One path at a time: when the packets resent on another path time out
+	 * too, the peer itself is the likely cause (busy, or everything to it
+	 * down, which the probes tell): moving on to a third path, a cross-label
+	 * one, would not help.
+	 */
+	for (unsigned k = 0; k < p->npaths; k++)
+		if (p->paths[k].suspect)
+			return;
 	x->suspect = true;
 	sh_log_debug("peer %llx: path %u suspect after a timeout", (unsigned long long)p->id, i);
 	send_probe(p, i, env_now(p->net->env));

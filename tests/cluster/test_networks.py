@@ -70,10 +70,16 @@ def can_make_namespaces():
     for tool in ("ip", "tc", "nft"):
         if shutil.which(tool) is None:
             return "no %s (scripts/deps installs it)" % tool
-    p = subprocess.run(["ip", "netns", "add", PREFIX + "probe"], capture_output=True, text=True)
+    # the whole topology once, small: namespaces, veths, bridges, routes, nft (a container
+    # may allow some of them and not others)
+    probe = PREFIX + "p"
+    p = subprocess.run([NETNS, "up", probe, "1"], capture_output=True, text=True, timeout=60)
+    if p.returncode == 0:
+        p = subprocess.run([NETNS, "loss", probe, "1", "d1", "1"], capture_output=True,
+                           text=True, timeout=60)
+    subprocess.run([NETNS, "down", probe], capture_output=True, timeout=60)
     if p.returncode != 0:
-        return "cannot make a network namespace: %s" % p.stderr.strip()
-    subprocess.run(["ip", "netns", "del", PREFIX + "probe"], capture_output=True)
+        return "cannot make the test network here: %s" % (p.stderr.strip() or p.stdout.strip())
     return None
 
 

@@ -676,7 +676,7 @@ admin_api_handle(struct cluster *cl, const struct admin_node *self, struct admin
 		else if (strcmp(what, "settings") == 0)
 			admin_reply_json(req, 200, admin_settings_json(c));
 		else if (strcmp(what, "processes") == 0)
-			admin_reply_json(req, 200, admin_processes_json(self));
+			admin_reply_json(req, 200, admin_processes_json(cl, self));
 		else
 			admin_reply_err(req, -ENOENT, "no such resource");
 		return;

@@ -61,7 +61,7 @@ json_t *admin_snap_json(const struct cfg *c, const struct cfg_snap *s);
 
 /* api_net.c: networks */
 /* GET /v1/processes: this node's loops, their interfaces, peers and paths. */
-json_t *admin_processes_json(const struct admin_node *self);
+json_t *admin_processes_json(struct cluster *cl, const struct admin_node *self);
 /* DELETE /v1/nets/ADDR into a command (-ENOENT with a reason: no node has it). */
 int admin_net_remove(const struct cfg *c, const char *key, struct cfg_cmd *cmd, char *err,
 		     size_t elen);

@@ -4,13 +4,16 @@
  * node's loops as WEKA's `weka cluster processes` lists them (its
  * management loop and each I/O worker: role, network mode, transport,
  * interfaces with labels, and each peer's paths with their state, loss
- * and RTT; clients are the peers with the top bit of their id set), and
+ * and RTT; clients are the peers with the top bit of their id set, with
+ * what the clients that follow this node's configuration said they are:
+ * mode, transport, interfaces, host and process), and
  * DELETE /v1/nets/ADDR, a data interface removed from its node.
  * `shoal cluster processes` asks every node and puts them together.
  */
 #include <errno.h>
 #include <string.h>
 
+#include "../cluster/client_info.h"
 #include "api_int.h"
 
 static json_t *
@@ -102,14 +105,40 @@ processes_of(void *arg, const struct admin_stats *const *ws, unsigned n)
 	}
 }
 
+/* The clients that told this node what they are (client_info.h). */
+static json_t *
+clients_json(struct cluster *cl)
+{
+	struct cinfo *ci = sh_calloc(CINFO_MAX, sizeof(*ci));
+	unsigned n = ci ? cluster_clients(cl, ci, CINFO_MAX) : 0;
+	json_t *a = json_array();
+
+	for (unsigned i = 0; i < n; i++) {
+		json_t *ifs = json_array();
+
+		for (unsigned k = 0; k < ci[i].nifaces; k++)
+			json_array_append_new(ifs,
+					      json_pack("{s:s, s:s}", "addr", ci[i].ifaces[k].addr,
+							"label", ci[i].ifaces[k].label));
+		json_array_append_new(a, json_pack("{s:I, s:s, s:s, s:s, s:b, s:o, s:s, s:i}", "id",
+						   (json_int_t)ci[i].id, "role", "client", "mode",
+						   ci[i].mode ? "performance" : "cpu", "transport",
+						   ci[i].transport, "rdma", false, "interfaces",
+						   ifs, "host", ci[i].host, "pid", (int)ci[i].pid));
+	}
+	sh_free(ci);
+	return a;
+}
+
 json_t *
-admin_processes_json(const struct admin_node *self)
+admin_processes_json(struct cluster *cl, const struct admin_node *self)
 {
 	struct pctx x = { .self = self, .list = json_array() };
 
 	if (self->with_stats != NULL)
 		self->with_stats(self->arg, processes_of, &x);
-	return json_pack("{s:I, s:o}", "node", (json_int_t)self->id, "processes", x.list);
+	return json_pack("{s:I, s:o, s:o}", "node", (json_int_t)self->id, "processes", x.list,
+			 "clients", clients_json(cl));
 }
 
 int

@@ -4,11 +4,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../base/http.h"
 #include "../env/env_real.h"
 #include "../data/place.h"
 #include "client_env.h"
+#include "../cluster/client_info.h"
 #include "client_int.h"
 
 SH_LOG_FACILITY("client");
@@ -137,11 +139,54 @@ ask_cfg(sh_client *c)
 }
 
 static void
+on_info(void *arg, int status, const struct net_msg *reply)
+{
+	(void)arg;
+	(void)status; /* said again in CINFO_EVERY_NS; an older node does not know it */
+	(void)reply;
+}
+
+/* Tell the node we follow what this client is: its mode, transport and interfaces. */
+static void
+say_info(sh_client *c)
+{
+	struct net_call_opts o = { .timeout_ns = CFG_CALL_NS, .retries = 0 };
+	struct cinfo ci = { .id = net_node_id(c->dnet), .mode = 0, .pid = (uint32_t)getpid() };
+	uint64_t now = env_now(c->env);
+	struct sh_enc e;
+
+	if (c->cfg_node == 0 || (c->info_node == c->cfg_node && now - c->info_ns < CINFO_EVERY_NS))
+		return;
+	c->info_ns = now;
+	c->info_node = c->cfg_node;
+	snprintf(ci.transport, sizeof(ci.transport), "udp");
+	gethostname(ci.host, sizeof(ci.host) - 1);
+	for (unsigned i = 0; i < net_iface_slots(c->dnet) && ci.nifaces < CINFO_IFACES; i++) {
+		struct net_iface ifc;
+
+		static const uint8_t any[16];
+
+		if (net_iface_get(c->dnet, i, &ifc) < 0 || memcmp(ifc.addr.ip, any, 16) == 0)
+			continue; /* one socket on every address: no interface to name */
+		env_addr_format(&ifc.addr, ci.ifaces[ci.nifaces].addr, sizeof(ci.ifaces[0].addr));
+		snprintf(ci.ifaces[ci.nifaces].label, sizeof(ci.ifaces[0].label), "%s", ifc.label);
+		ci.nifaces++;
+	}
+	sh_enc_init(&e);
+	cinfo_encode(&e, &ci);
+	if (!sh_enc_error(&e))
+		net_call(c->mnet, c->cfg_node, NET_OP_CLIENT_INFO, &(struct iovec){ e.p, e.len }, 1,
+			 &o, on_info, NULL, NULL);
+	sh_enc_fini(&e);
+}
+
+static void
 on_poll(struct env_timer *t)
 {
 	sh_client *c = t->arg;
 
 	ask_cfg(c);
+	say_info(c);
 	env_timer_arm(&c->poll, CLIENT_CFG_POLL_NS);
 }
 

@@ -35,6 +35,8 @@ struct sh_client {
 	uint64_t cfg_node; /* the node asked for the configuration */
 	unsigned cfg_tries;
 	bool cfg_busy;
+	uint64_t info_ns;     /* when this client last said what it is (client_info.h) */
+	uint64_t info_node;   /* to which node */
 	bool cfg_spread;      /* cfg_node chosen from a configuration (client_cfg_node) */
 	bool warned_degraded; /* said once that stripes share failure domains */
 	bool stopping;

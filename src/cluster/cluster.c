@@ -706,6 +706,48 @@ on_config_req(struct net_req *req, void *arg)
 	reply_cfg(cl, req, epoch);
 }
 
+/* A client says what it is: kept (by its data endpoint id) for the process view. */
+static void
+on_client_info(struct net_req *req, void *arg)
+{
+	struct cluster *cl = arg;
+	const struct net_msg *m = net_req_body(req);
+	uint64_t now = env_now(cl->env);
+	struct cinfo ci;
+	unsigned i, oldest = 0;
+
+	if (cinfo_decode(m->buf->data + m->off, m->len, &ci) < 0) {
+		net_reply(req, -EINVAL, NULL, 0);
+		return;
+	}
+	if (cl->clients == NULL && (cl->clients = sh_calloc(CINFO_MAX, sizeof(ci))) == NULL) {
+		net_reply(req, -ENOMEM, NULL, 0);
+		return;
+	}
+	ci.seen_ns = now;
+	for (i = 0; i < cl->nclients && cl->clients[i].id != ci.id; i++)
+		if (cl->clients[i].seen_ns < cl->clients[oldest].seen_ns)
+			oldest = i;
+	if (i == cl->nclients && cl->nclients == CINFO_MAX)
+		i = oldest; /* full: the one heard from longest ago goes */
+	else if (i == cl->nclients)
+		cl->nclients++;
+	cl->clients[i] = ci;
+	net_reply(req, 0, NULL, 0);
+}
+
+unsigned
+cluster_clients(const struct cluster *cl, struct cinfo *out, unsigned max)
+{
+	uint64_t now = env_now(cl->env);
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < cl->nclients; i++)
+		if (now - cl->clients[i].seen_ns < CINFO_TTL_NS && n < max)
+			out[n++] = cl->clients[i];
+	return n;
+}
+
 static void
 on_heartbeat_reply(struct cluster *cl, void *ctx, uint64_t node, int status,
 		   const struct net_msg *reply)
@@ -855,7 +897,8 @@ cluster_start(struct net *mgmt, const struct cluster_params *p, struct cluster *
 	    (rc = net_handle(mgmt, NET_OP_CLUSTER_LOCAL, on_remote, cl)) < 0 ||
 	    (rc = net_handle(mgmt, NET_OP_CLUSTER_HEARTBEAT, on_heartbeat, cl)) < 0 ||
 	    (rc = net_handle(mgmt, NET_OP_CLUSTER_PUSH, on_push, cl)) < 0 ||
-	    (rc = net_handle(mgmt, NET_OP_CLUSTER_CONFIG, on_config_req, cl)) < 0)
+	    (rc = net_handle(mgmt, NET_OP_CLUSTER_CONFIG, on_config_req, cl)) < 0 ||
+	    (rc = net_handle(mgmt, NET_OP_CLIENT_INFO, on_client_info, cl)) < 0)
 		goto err_rn;
 	rp = (struct rgroup_params){
 		.io = { .group = CONFIG_GROUP,
@@ -901,6 +944,7 @@ finish_stop(struct env_task *t)
 	rnet_destroy(cl->rn);
 	cfg_free(cl->cfg);
 	cfg_free(cl->fsm_cfg);
+	sh_free(cl->clients);
 	sh_free(cl);
 	if (done)
 		done(arg);

@@ -107,5 +107,11 @@ struct cluster_info {
 	uint64_t voters[8];
 };
 void cluster_info(const struct cluster *cl, struct cluster_info *out);
+/*
+ * The clients that described themselves to this node lately (client_info.h;
+ * heard within CINFO_TTL_NS): up to max into out, how many.
+ */
+struct cinfo;
+unsigned cluster_clients(const struct cluster *cl, struct cinfo *out, unsigned max);
 
 #endif /* SH_CLUSTER_CLUSTER_H */

@@ -3,6 +3,7 @@
 #ifndef SH_CLUSTER_CLUSTER_INT_H
 #define SH_CLUSTER_CLUSTER_INT_H
 
+#include "client_info.h"
 #include "cluster.h"
 #include "rgroup.h"
 
@@ -50,6 +51,8 @@ struct track {
 };
 
 struct cluster {
+	struct cinfo *clients; /* what clients said of themselves (CINFO_MAX, allocated on use) */
+	unsigned nclients;
 	struct net *net;
 	struct env *env;
 	struct rnet *rn;

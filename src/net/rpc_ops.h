@@ -23,7 +23,9 @@
 	X(NET_OP_CLUSTER_PUSH, 23, "cluster.push")   /* cluster: leader pushes a config copy */    \
 	X(NET_OP_CLUSTER_LOCAL, 24, "cluster.local") /* cluster: run an admin request on a node */ \
 	X(NET_OP_CLUSTER_CONFIG, 25,                                                               \
-	  "cluster.config")	   /* cluster: a client asks for the configuration if newer */     \
+	  "cluster.config") /* cluster: a client asks for the configuration if newer */            \
+	X(NET_OP_CLIENT_INFO, 26,                                                                  \
+	  "client.info")	   /* cluster: a client says what it is (client_info.h) */         \
 	X(NET_OP_META, 30, "meta") /* meta: a request for a bucket's leader (mproto.h) */          \
 	X(NET_OP_META_RECALL, 31,                                                                  \
 	  "meta.recall") /* meta: a leader recalls what a client cached (mproto.h) */              \

@@ -401,6 +401,12 @@ def processes_and_interfaces_at_run_time(c):
                 for k in ("state", "loss_pct", "rtt_us", "local_label", "remote_label"):
                     check(k in x, "%s missing from a path" % k)
     check(pr["clients"], "no client shown")
+    # the client that ran the storm said what it is: its mode, transport and both legs
+    said = [x for x in pr["clients"] if x.get("pid")]
+    check(said, "no client said what it is: %s" % pr["clients"])
+    check(any(sorted(i["label"] for i in x["interfaces"]) == ["sw1", "sw2"] and
+              x["mode"] == "cpu" and x["transport"] == "udp" and x["seen_by"] for x in said),
+          "no client with its two labelled legs, its mode and the nodes' paths to it: %s" % said)
     text = c.shoal("cluster", "processes", check_rc=0).stdout
     check("worker 0" in text and "sw1" in text and "client" in text, text[:500])
 

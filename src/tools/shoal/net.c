@@ -42,20 +42,29 @@ show_ifaces(json_t *ifs)
 					     jstr(x, "label")[0] ? "/" : "", jstr(x, "label"));
 }
 
-/* A client seen by a loop: added to clients (one entry per client, its backends' views). */
-static void
-add_client(json_t *clients, json_t *proc, json_t *peer)
+/* The entry of client id in clients (one per client), made if new. */
+static json_t *
+client_entry(json_t *clients, long long id_num)
 {
 	json_t *cl;
 	char id[32];
 
-	snprintf(id, sizeof(id), "%llx", (unsigned long long)jint(peer, "id"));
+	snprintf(id, sizeof(id), "%llx", (unsigned long long)id_num);
 	cl = json_object_get(clients, id);
 	if (cl == NULL) {
-		cl = json_pack("{s:s, s:s, s:s, s:[]}", "id", id, "role", "client", "transport",
-			       "udp", "seen_by");
+		cl = json_pack("{s:s, s:s, s:s, s:s, s:[], s:[]}", "id", id, "role", "client",
+			       "transport", "udp", "mode", "?", "interfaces", "seen_by");
 		json_object_set_new(clients, id, cl);
 	}
+	return cl;
+}
+
+/* A client seen by a loop: its path view added to its entry. */
+static void
+add_client(json_t *clients, json_t *proc, json_t *peer)
+{
+	json_t *cl = client_entry(clients, jint(peer, "id"));
+
 	json_array_append_new(json_object_get(cl, "seen_by"),
 			      json_pack("{s:I, s:I, s:b, s:O}", "node", jint(proc, "node"),
 					"endpoint", jint(proc, "endpoint"), "connected",
@@ -87,6 +96,17 @@ cmd_processes(const struct cli *c)
 			continue;
 		}
 		j = api_get(&one, "/v1/processes");
+		/* what clients following this node said they are */
+		json_array_foreach(json_object_get(j, "clients"), k, p)
+		{
+			json_t *cl = client_entry(clients, jint(p, "id"));
+			const char *f[] = {
+				"mode", "transport", "interfaces", "host", "pid", "rdma"
+			};
+
+			for (unsigned x = 0; x < SH_ARRAY_SIZE(f); x++)
+				json_object_set(cl, f[x], json_object_get(p, f[x]));
+		}
 		json_array_foreach(json_object_get(j, "processes"), k, p)
 		{
 			size_t m;
@@ -137,7 +157,18 @@ cmd_processes(const struct cli *c)
 		size_t k;
 		json_t *s;
 
-		printf("client %s  transport udp\n", jstr(cl, "id"));
+		if (jint(cl, "pid"))
+			printf(
+			    "client %s  on %s, process %lld, %s mode, transport %s\n  interfaces: ",
+			    jstr(cl, "id"), jstr(cl, "host"), jint(cl, "pid"), jstr(cl, "mode"),
+			    jstr(cl, "transport"));
+		else
+			printf("client %s  (has not said what it is), transport %s\n  interfaces: ",
+			       jstr(cl, "id"), jstr(cl, "transport"));
+		if (json_array_size(json_object_get(cl, "interfaces")) == 0)
+			printf("one socket on every address");
+		show_ifaces(json_object_get(cl, "interfaces"));
+		printf("\n");
 		json_array_foreach(json_object_get(cl, "seen_by"), k, s)
 		{
 			printf("  seen by node %lld (endpoint %llx)%s\n", jint(s, "node"),

@@ -40,15 +40,15 @@ on_signal(int sig)
 static void
 usage(const char *why)
 {
-	fprintf(
-	    stderr,
-	    "shoald: %s\n"
-	    "usage: shoald --id N --mgmt IP:PORT --data IP:PORT[/LABEL][,IP[/LABEL]...] --dir DIR\n"
-	    "              [--domain NAME]\n"
-	    "              [--mode cpu|performance] [--workers N] [--log FILE]\n"
-	    "              [--election-ms N] [--down-ms N] [--heartbeat-ms N]\n"
-	    "              [--orphan-age SECONDS (default 600; 0: off)]\n",
-	    why);
+	fprintf(stderr,
+		"shoald: %s\n"
+		"usage: shoald --id N --mgmt IP:PORT --data IP[:PORT][/LABEL][,IP[/LABEL]...] "
+		"--dir DIR\n"
+		"              [--domain NAME]\n"
+		"              [--mode cpu|performance] [--workers N] [--log FILE]\n"
+		"              [--election-ms N] [--down-ms N] [--heartbeat-ms N]\n"
+		"              [--orphan-age SECONDS (default 600; 0: off)]\n",
+		why);
 	exit(2);
 }
 
@@ -196,10 +196,13 @@ parse_args(int argc, char **argv, struct shoald_opts *o)
 		usage("--id, --mgmt, --data and --dir are required");
 	if (env_addr_parse(o->mgmt, &a) < 0 || a.port == 0)
 		usage("--mgmt must be IP:PORT");
-	rc = shoald_data_parse(o->data_list, o->data_ifc, SHOALD_IFACES_MAX);
+	rc = a.port + 100 > 65535 ? -EINVAL
+				  : shoald_data_parse(o->data_list, (uint16_t)(a.port + 100),
+						      o->data_ifc, SHOALD_IFACES_MAX);
 	if (rc < 0)
-		usage("--data must be IP:PORT[/LABEL][,IP[:PORT][/LABEL]...] (at most 8; labels: "
-		      "1-15 of A-Z a-z 0-9 . _ -)");
+		usage(
+		    "--data must be IP[:PORT][/LABEL][,IP[:PORT][/LABEL]...] (at most 8; labels: "
+		    "1-15 of A-Z a-z 0-9 . _ -; the port: the management port + 100 unless given)");
 	o->ndata = (unsigned)rc;
 	env_addr_format(&o->data_ifc[0].addr, o->data, sizeof(o->data));
 	if (o->domain[0] && !cfg_name_ok(o->domain))

@@ -25,12 +25,14 @@
 SH_LOG_FACILITY("shoald");
 
 int
-shoald_data_parse(const char *s, struct net_iface *out, unsigned max)
+shoald_data_parse(const char *s, uint16_t port, struct net_iface *out, unsigned max)
 {
 	int n = net_ifaces_parse(s, out, max);
 
-	if (n < 0 || out[0].addr.port == 0)
+	if (n < 0)
 		return -EINVAL;
+	if (out[0].addr.port == 0)
+		out[0].addr.port = port;
 	for (int i = 1; i < n; i++)
 		if (out[i].addr.port == 0)
 			out[i].addr.port = out[0].addr.port; /* the first's port by default */

@@ -239,8 +239,11 @@ struct shoald {
 void shoald_cfg_submit(void *arg, const struct cfg_cmd *cmd);
 int shoald_submit_init(struct shoald *d);
 
-/* netcfg.c: data interfaces. --data parsed (later ones take the first's port if given none). */
-int shoald_data_parse(const char *s, struct net_iface *out, unsigned max);
+/*
+ * netcfg.c: data interfaces. --data parsed: the first takes port if it names
+ * none (the management port + 100), later ones the first's.
+ */
+int shoald_data_parse(const char *s, uint16_t port, struct net_iface *out, unsigned max);
 /* Worker idx's interfaces: --data's, each port + idx. Returns how many, or -EINVAL. */
 int worker_ifaces(const struct shoald *d, unsigned idx, struct net_iface *out);
 /* Management loop: announce --data's interfaces the configuration lacks (net.add, once). */

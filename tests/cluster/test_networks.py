@@ -105,7 +105,8 @@ class NetCluster:
         log = open(os.path.join(self.dir, "n%d.log" % n), "a")
         cmd = ["ip", "netns", "exec", "%s%d" % (PREFIX, n), os.path.join(tc.BIN, "shoald"),
                "--id", str(n), "--mgmt", mgmt(n),
-               "--data", "10.254.1.%d:7100/sw1,10.254.1.%d/sw2" % (n, 100 + n),
+               # no port: the management port + 100 (7100)
+               "--data", "10.254.1.%d/sw1,10.254.1.%d/sw2" % (n, 100 + n),
                "--dir", d, "--log", os.path.join(self.dir, "n%d.log" % n)]
         self.procs[n] = subprocess.Popen(cmd, stdout=log, stderr=log, start_new_session=True)
 

@@ -452,6 +452,14 @@ def all_found(c, runs, node=1):
 
 
 STALL_MS = int(os.environ.get("SH_STALL_MS", "2000"))
+# how much slower than a release build the daemons run: the sanitizers raise SH_STALL_MS
+# (scripts/run-tests), and ages and waits the test picks for a release build scale with it
+SLOW = max(1.0, STALL_MS / 2000.0)
+
+
+def slow_s(seconds):
+    """seconds, scaled for a slow (sanitizer) build, as the string an environment variable takes."""
+    return str(int(round(seconds * SLOW)))
 
 
 def meta(c, n):
@@ -487,7 +495,7 @@ def group_leaders(c, alive):
 
 def caught_up(c, n, alive, timeout=15):
     """Node n applies as far as each of its groups' leaders have committed."""
-    end = time.time() + timeout
+    end = time.time() + timeout * SLOW
     while time.time() < end:
         lead = {k: g["commit"] for k, (_, g) in serving(c, alive).items()}
         mine = {g["group"]: g["applied"] for g in meta(c, n)}
@@ -999,8 +1007,10 @@ def data_dedup_stores_once_and_survives_kills(c):
     every file brings physical usage and the targets back to where they started."""
     # claims checked after 10 s: short enough for the test, long enough for a 16 MiB put under
     # ASan, whose claims grew older than 4 s before they were mapped (SAN run of 2026-12-05)
-    c.env["SHOAL_CLAIM_AGE"] = "10"
-    c.env["SHOAL_ORPHAN_AGE"] = "6"
+    c.env["SHOAL_CLAIM_AGE"] = slow_s(10)
+    # orphans: older than a put takes from storing a stripe to mapping it (a 16 MiB put under
+    # ASan took longer than 6 s, and its stored, not yet mapped, fragments were released)
+    c.env["SHOAL_ORPHAN_AGE"] = slow_s(6)
     c.up()
     make_fs(c, "dd", dedup=True)
     size = 16 << 20
@@ -1070,7 +1080,7 @@ def data_dedup_stores_once_and_survives_kills(c):
     # everything deleted: after the claims and orphans age out, nothing is left
     for name in ("/a", "/b", "/m", "/big0", "/big1"):
         c.shoal("ns", "dd", "rm", name, timeout=60)
-    end = time.time() + 90
+    end = time.time() + 90 * SLOW
     while True:
         row = fs_usage(c, "dd", 0, timeout=60)
         u = json.loads(c.shoal("ns", "dd", "usage", check_rc=0).stdout)

@@ -7,13 +7,20 @@
 
 struct sfuse *sfuse_of(fuse_req_t req);
 void sfuse_creds(fuse_req_t req, fuse_ino_t parent, bool *sgid);
-/* Remember a directory's attributes as the kernel got them (sfuse_creds uses them). */
+/*
+ * A directory's attributes as the kernel got them, kept up with this mount's
+ * creates in it (sfuse_creds, getattr answer from them; ops_ns.c).
+ */
 void sfuse_dir_memo_put(const struct stat *st);
+/* What a create, mkdir, mknod or symlink of child in parent changed there. */
+void sfuse_dir_memo_created(uint64_t parent, const struct stat *child);
+/* ino's memo (0: every one) is no longer to be trusted. */
+void sfuse_dir_memo_forget(uint64_t ino);
 void sfuse_reply_err(fuse_req_t req, long rc);
 /* A lookup's answer (ENOENT: a negative entry, cached for entry_timeout). */
 void sfuse_reply_entry(fuse_req_t req, int rc, const struct stat *st);
-/* A create-like call's answer. */
-void sfuse_reply_new(fuse_req_t req, int rc, const struct stat *st);
+/* A create-like call's answer: st made in parent. */
+void sfuse_reply_new(fuse_req_t req, fuse_ino_t parent, int rc, const struct stat *st);
 
 /* snaps.c: /.snapshots (docs/snapshots.md) */
 #define SFUSE_SNAPDIR_NAME ".snapshots"

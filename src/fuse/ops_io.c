@@ -151,7 +151,9 @@ sfuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	}
 	sfuse_creds(req, parent, NULL);
 	rc = sh_mknod_at(s->fs, parent, name, S_IFREG | (mode & 07777), 0, &e.attr);
-	if (rc == -EEXIST && !(fi->flags & O_EXCL))
+	if (rc == 0)
+		sfuse_dir_memo_created(parent, &e.attr);
+	else if (rc == -EEXIST && !(fi->flags & O_EXCL))
 		rc = sh_lookup(s->fs, parent, name, &e.attr); /* raced with another creator */
 	if (rc == 0)
 		rc = sh_open_stat(s->fs, &e.attr, fi->flags, &f);

@@ -32,16 +32,23 @@ sfuse_of(fuse_req_t req)
  */
 /*
  * Directories' attributes as this mount last answered the kernel with them
- * (getattr, lookup, setattr): what a create needs of its parent (the
- * setgid bit, the group), trusted for as long as the kernel trusts its own
- * copy (attr_timeout), so that a create does not ask for the parent the
- * kernel has just asked for.
+ * (getattr, lookup, setattr), trusted for as long as the kernel trusts its
+ * own copy (attr_timeout) and kept up with this mount's own creates in them:
+ * - a create needs its parent's setgid bit and group, which the kernel has
+ *   just asked for;
+ * - the kernel forgets a directory's attributes after every create in it
+ *   and asks for them again on the next path walk (default_permissions):
+ *   answered here, as the bucket will have them once the create's delta is
+ *   applied (size + 1, a subdirectory's link, mtime and ctime the new
+ *   entry's), not with a request per file created. Another client's change
+ *   is seen as late as the kernel's own cache would see it (attr_timeout
+ *   from the answer the memo started from); any other change of a name in
+ *   it (unlink, rmdir, link) forgets the directory, a rename forgets all.
  */
 #define DIR_MEMO 1024
 static struct {
 	uint64_t ino, at_ns;
-	mode_t mode;
-	gid_t gid;
+	struct stat st;
 } dir_memo[DIR_MEMO];
 static pthread_mutex_t dir_memo_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -58,18 +65,57 @@ sfuse_dir_memo_put(const struct stat *st)
 {
 	unsigned i = memo_slot(st->st_ino);
 
-	if (!S_ISDIR(st->st_mode))
+	if (!S_ISDIR(st->st_mode) || !sfuse_live(st->st_ino))
 		return;
 	pthread_mutex_lock(&dir_memo_mu);
 	dir_memo[i].ino = st->st_ino;
-	dir_memo[i].mode = st->st_mode;
-	dir_memo[i].gid = st->st_gid;
+	dir_memo[i].st = *st;
 	dir_memo[i].at_ns = sh_clock_mono_ns();
 	pthread_mutex_unlock(&dir_memo_mu);
 }
 
+void
+sfuse_dir_memo_forget(uint64_t ino)
+{
+	unsigned i = memo_slot(ino);
+
+	pthread_mutex_lock(&dir_memo_mu);
+	if (ino == 0)
+		memset(dir_memo, 0, sizeof(dir_memo));
+	else if (dir_memo[i].ino == ino)
+		dir_memo[i].ino = 0;
+	pthread_mutex_unlock(&dir_memo_mu);
+}
+
+static void
+ts_max(struct timespec *a, const struct timespec *b)
+{
+	if (b->tv_sec > a->tv_sec || (b->tv_sec == a->tv_sec && b->tv_nsec > a->tv_nsec))
+		*a = *b;
+}
+
+void
+sfuse_dir_memo_created(uint64_t parent, const struct stat *child)
+{
+	unsigned i = memo_slot(parent);
+
+	pthread_mutex_lock(&dir_memo_mu);
+	if (dir_memo[i].ino == parent) {
+		struct stat *st = &dir_memo[i].st;
+
+		/* as the delta's apply does (meta_ops.c apply_local) */
+		st->st_size++;
+		if (S_ISDIR(child->st_mode))
+			st->st_nlink++;
+		ts_max(&st->st_mtim, &child->st_ctim);
+		ts_max(&st->st_ctim, &child->st_ctim);
+	}
+	pthread_mutex_unlock(&dir_memo_mu);
+}
+
+/* The directory's memo while the kernel may trust it; *left: for how much longer (s). */
 static bool
-dir_memo_get(const struct sfuse *s, uint64_t ino, struct stat *st)
+dir_memo_get(const struct sfuse *s, uint64_t ino, struct stat *st, double *left)
 {
 	unsigned i = memo_slot(ino);
 	bool hit;
@@ -78,13 +124,10 @@ dir_memo_get(const struct sfuse *s, uint64_t ino, struct stat *st)
 	if (s->o.attr_timeout <= 0)
 		return false;
 	pthread_mutex_lock(&dir_memo_mu);
-	hit = dir_memo[i].ino == ino &&
-	      (double)(sh_clock_mono_ns() - dir_memo[i].at_ns) < s->o.attr_timeout * 1e9;
-	if (hit) {
-		st->st_ino = ino;
-		st->st_mode = dir_memo[i].mode;
-		st->st_gid = dir_memo[i].gid;
-	}
+	*left = s->o.attr_timeout - (double)(sh_clock_mono_ns() - dir_memo[i].at_ns) / 1e9;
+	hit = dir_memo[i].ino == ino && *left > 0;
+	if (hit)
+		*st = dir_memo[i].st;
 	pthread_mutex_unlock(&dir_memo_mu);
 	return hit;
 }
@@ -96,10 +139,11 @@ sfuse_creds(fuse_req_t req, fuse_ino_t parent, bool *sgid)
 	struct sfuse *s = sfuse_of(req);
 	struct stat st;
 	gid_t gid = ctx->gid;
+	double left;
 
 	if (sgid)
 		*sgid = false;
-	if (!dir_memo_get(s, parent, &st) && sh_getattr(s->fs, parent, &st) == 0)
+	if (!dir_memo_get(s, parent, &st, &left) && sh_getattr(s->fs, parent, &st) == 0)
 		sfuse_dir_memo_put(&st);
 	if (st.st_ino == parent && (st.st_mode & S_ISGID)) {
 		gid = st.st_gid;
@@ -140,14 +184,17 @@ sfuse_reply_entry(fuse_req_t req, int rc, const struct stat *st)
 	fuse_reply_entry(req, &e);
 }
 
-/* What a create-like call made (its errors, ENOENT included, are errors: no negative entry). */
+/* What a create-like call made in parent (its errors, ENOENT included, are errors: no
+ * negative entry). */
 void
-sfuse_reply_new(fuse_req_t req, int rc, const struct stat *st)
+sfuse_reply_new(fuse_req_t req, fuse_ino_t parent, int rc, const struct stat *st)
 {
-	if (rc < 0)
+	if (rc < 0) {
 		sfuse_reply_err(req, rc);
-	else
-		sfuse_reply_entry(req, 0, st);
+		return;
+	}
+	sfuse_dir_memo_created(parent, st);
+	sfuse_reply_entry(req, 0, st);
 }
 
 static void
@@ -190,9 +237,14 @@ op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct sfuse_where w;
 	struct stat st;
+	double left;
 	int rc;
 
 	(void)fi;
+	if (sfuse_live(ino) && dir_memo_get(sfuse_of(req), ino, &st, &left)) {
+		fuse_reply_attr(req, &st, left); /* a directory the kernel just forgot */
+		return;
+	}
 	rc = sfuse_where(sfuse_of(req), ino, &w);
 	if (rc == 1) {
 		sfuse_snapdir_stat(sfuse_of(req), &st);
@@ -284,7 +336,7 @@ op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t
 		return;
 	sfuse_creds(req, parent, NULL);
 	rc = sh_mknod_at(sfuse_of(req)->fs, parent, name, mode, rdev, &st);
-	sfuse_reply_new(req, rc, &st);
+	sfuse_reply_new(req, parent, rc, &st);
 }
 
 static void
@@ -300,7 +352,7 @@ op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 	sfuse_creds(req, parent, &sgid);
 	/* the kernel applied umask; a setgid parent passes its bit on */
 	rc = sh_mkdir_at(sfuse_of(req)->fs, parent, name, mode | (sgid ? S_ISGID : 0), &st);
-	sfuse_reply_new(req, rc, &st);
+	sfuse_reply_new(req, parent, rc, &st);
 }
 
 static void
@@ -313,7 +365,7 @@ op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name
 		return;
 	sfuse_creds(req, parent, NULL);
 	rc = sh_symlink_at(sfuse_of(req)->fs, link, parent, name, &st);
-	sfuse_reply_new(req, rc, &st);
+	sfuse_reply_new(req, parent, rc, &st);
 }
 
 static void
@@ -325,8 +377,8 @@ op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newnam
 	if (read_only(req, sfuse_live(ino) ? newparent : ino))
 		return;
 	rc = sh_link_at(sfuse_of(req)->fs, ino, newparent, newname, &st);
-
-	sfuse_reply_new(req, rc, &st);
+	sfuse_dir_memo_forget(newparent); /* its times are the link's, not the inode's */
+	sfuse_reply_new(req, newparent, rc, &st);
 }
 
 static void
@@ -334,7 +386,10 @@ op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	if (read_only(req, parent))
 		return;
-	sfuse_reply_err(req, sh_unlink_at(sfuse_of(req)->fs, parent, name));
+	int rc = sh_unlink_at(sfuse_of(req)->fs, parent, name);
+
+	sfuse_dir_memo_forget(parent);
+	sfuse_reply_err(req, rc);
 }
 
 static void
@@ -342,7 +397,10 @@ op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	if (read_only(req, parent))
 		return;
-	sfuse_reply_err(req, sh_rmdir_at(sfuse_of(req)->fs, parent, name));
+	int rc = sh_rmdir_at(sfuse_of(req)->fs, parent, name);
+
+	sfuse_dir_memo_forget(parent);
+	sfuse_reply_err(req, rc);
 }
 
 static void
@@ -350,6 +408,7 @@ op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpar
 	  const char *newname, unsigned int flags)
 {
 	unsigned f = 0;
+	int rc;
 
 	if (read_only(req, sfuse_live(parent) ? newparent : parent))
 		return;
@@ -361,7 +420,9 @@ op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpar
 		f |= SH_RENAME_NOREPLACE;
 	if (flags & RENAME_EXCHANGE)
 		f |= SH_RENAME_EXCHANGE;
-	sfuse_reply_err(req, sh_rename_at(sfuse_of(req)->fs, parent, name, newparent, newname, f));
+	rc = sh_rename_at(sfuse_of(req)->fs, parent, name, newparent, newname, f);
+	sfuse_dir_memo_forget(0); /* both parents, and a directory moved (its ctime, its ..) */
+	sfuse_reply_err(req, rc);
 }
 
 static void
@@ -390,6 +451,7 @@ op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 {
 	int f = (flags & XATTR_CREATE ? SH_XATTR_CREATE : 0) |
 		(flags & XATTR_REPLACE ? SH_XATTR_REPLACE : 0);
+	int rc;
 
 	if (is_mount_xattr(ino, name)) {
 		fuse_reply_err(req, EPERM);
@@ -398,7 +460,9 @@ op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 	if (read_only(req, ino))
 		return;
 	(void)sfuse_fresh_ino(ino, true);
-	sfuse_reply_err(req, sh_setxattr_ino(sfuse_of(req)->fs, ino, name, value, size, f));
+	rc = sh_setxattr_ino(sfuse_of(req)->fs, ino, name, value, size, f);
+	sfuse_dir_memo_forget(ino); /* its ctime */
+	sfuse_reply_err(req, rc);
 }
 
 /* getxattr and listxattr: size 0 asks for the length */
@@ -466,13 +530,17 @@ op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 static void
 op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
+	int rc;
+
 	if (is_mount_xattr(ino, name)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
 	if (read_only(req, ino))
 		return;
-	sfuse_reply_err(req, sh_removexattr_ino(sfuse_of(req)->fs, ino, name));
+	rc = sh_removexattr_ino(sfuse_of(req)->fs, ino, name);
+	sfuse_dir_memo_forget(ino); /* its ctime */
+	sfuse_reply_err(req, rc);
 }
 
 /* The session starts: the largest request the kernel may send (-o max_io). */

@@ -264,6 +264,7 @@ meta_dedup_claim(struct meta_bucket *b, uint64_t claim, uint16_t owner, uint64_t
 	struct meta_key k;
 	size_t len = 0;
 	int rc = claim_get(b, claim, v, sizeof(v), &len);
+	uint8_t had;
 
 	if (rc == -ENOENT) {
 		memcpy(v, &now, 8);
@@ -272,6 +273,7 @@ meta_dedup_claim(struct meta_bucket *b, uint64_t claim, uint16_t owner, uint64_t
 		len = CLAIM_HEAD;
 		rc = 0;
 	}
+	had = v[10];
 	for (unsigned i = 0; rc == 0 && i < n; i++) {
 		struct meta_dedup_entry en;
 
@@ -307,6 +309,15 @@ meta_dedup_claim(struct meta_bucket *b, uint64_t claim, uint16_t owner, uint64_t
 	}
 	if (rc < 0)
 		return rc;
+	/*
+	 * Nothing held (none of the blocks is here: a new file's first claim):
+	 * no record, so the command writes nothing and is answered like a read,
+	 * not committed. The claim's time the file's bucket checks is the one
+	 * the writer got back first, this one, earlier than the record a later
+	 * claim makes: the commit deadline runs out no later for it.
+	 */
+	if (v[10] == had)
+		return 0;
 	meta_key_id(&k, b->bucket, META_K_CLAIM, claim);
 	return meta_put(b->t, &k, b->ver, v, len, b->keep);
 }

@@ -13,6 +13,7 @@ check and the closing line "N passed, N failed, N skipped".
 """
 import errno
 import os
+import time
 import stat
 import sys
 
@@ -222,6 +223,28 @@ def dir_nlink(d):
         os.mkdir(os.path.join(d, "p", "c%d" % i))
     write(os.path.join(d, "p", "f"), b"")
     return os.stat(os.path.join(d, "p")).st_nlink
+
+
+@check
+def dir_times_follow_creates(d):
+    # a directory's mtime and ctime move with each create, mkdir and symlink in it, to the
+    # new entry's time (the mount answers the kernel's getattr of the parent after a create
+    # from what it knows the create changed there: src/fuse/ops_ns.c, dir_memo)
+    p = os.path.join(d, "p")
+    os.mkdir(p)
+    out = []
+    for k, make in enumerate((lambda q: write(q, b"x"), os.mkdir,
+                              lambda q: os.symlink("t", q), lambda q: write(q, b""))):
+        before = os.stat(p)
+        time.sleep(0.02)
+        q = os.path.join(p, "e%d" % k)
+        make(q)
+        after, e = os.stat(p), os.lstat(q)
+        out.append((after.st_mtime_ns > before.st_mtime_ns,
+                    after.st_ctime_ns > before.st_ctime_ns,
+                    after.st_mtime_ns <= e.st_ctime_ns,
+                    after.st_nlink - before.st_nlink))
+    return out
 
 
 # ---- rename ----

@@ -265,6 +265,44 @@ TEST(meta_dedup_two_files_one_copy_then_freed)
 	meta_db_close(f.db);
 }
 
+/* A new file's first claim (its block is nowhere) writes nothing: the group answers it like a
+ * read, without a Raft commit; a claim that holds a block writes its record. */
+TEST(meta_dedup_claim_of_an_unknown_block_writes_nothing)
+{
+	struct fx f;
+	struct meta_dedup_item it = { .has_loc = false };
+	struct meta_cmd c = { .op = META_OP_DEDUP_CLAIM, .now = 5 * SEC };
+	struct meta_result r;
+	struct meta_extent where;
+	struct meta_txn *t;
+	struct meta_bucket b;
+	struct sh_enc e;
+
+	fx_open(&f);
+	memcpy(it.fp, f.fp, META_FP_LEN);
+	sh_enc_init(&e);
+	SH_ASSERT_OK(meta_claim_encode(&e, 31, 0, &it, 1));
+	c.data = e.p;
+	c.dlen = e.len;
+	c.ver = 1;
+	SH_ASSERT_OK(meta_txn_begin(f.db, true, &t));
+	b = (struct meta_bucket){ .t = t, .bucket = f.fb, .nbuckets = NB, .ver = 1 };
+	meta_cmd_apply(&b, &c, &r);
+	SH_ASSERT_OK(r.status);
+	SH_ASSERT_EQ(r.ndedup, 1u);
+	SH_ASSERT_EQ(r.dedup[0].loc.stripe, 0);
+	SH_ASSERT_EQ(r.aux, 5 * SEC);
+	SH_ASSERT(!meta_txn_wrote(t));
+	meta_txn_abort(t);
+	sh_enc_fini(&e);
+	/* the same claim once the block is entered holds it: a record, a write */
+	SH_ASSERT_OK(claim(&f, 32, true, (uint64_t)1 << 48 | 9, 6 * SEC, &where));
+	SH_ASSERT_OK(claim(&f, 31, false, 0, 7 * SEC, &where));
+	SH_ASSERT_EQ(where.stripe, (uint64_t)1 << 48 | 9);
+	entry(&f, 0, 0, 2);
+	meta_db_close(f.db);
+}
+
 TEST(meta_dedup_dead_claims_are_released_and_refused)
 {
 	struct fx f;

@@ -149,6 +149,7 @@ net_iface_add(struct net *n, const struct net_iface *ifc)
 		memset(&n->ifaces[i], 0, sizeof(n->ifaces[i]));
 		return rc;
 	}
+	n->tps_refused[i] = 0; /* a new transport counts from 0 (the slot may be reused) */
 	if (i == n->nifaces)
 		n->nifaces++;
 	rebuild_all(n);

@@ -212,7 +212,6 @@ void
 net_out_flush(struct net *n)
 {
 	struct net_transport *t = &n->tps[n->out_tp];
-	uint64_t refused = n->nout > 0 && t->ops->refused ? t->ops->refused(t) : 0;
 	unsigned sent = 0;
 
 	while (sent < n->nout) {
@@ -223,8 +222,14 @@ net_out_flush(struct net *n)
 		sent += (unsigned)rc;
 	}
 	/* the stack refused some (its link is down): the paths from it fail over now */
-	if (n->nout > 0 && t->ops->refused && t->ops->refused(t) != refused)
-		net_paths_refused(n, n->out_tp);
+	if (n->nout > 0 && t->ops->refused) {
+		uint64_t refused = t->ops->refused(t);
+
+		if (refused != n->tps_refused[n->out_tp]) {
+			n->tps_refused[n->out_tp] = refused;
+			net_paths_refused(n, n->out_tp);
+		}
+	}
 	n->nout = 0;
 }
 

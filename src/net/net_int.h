@@ -219,6 +219,7 @@ struct net {
 	uint64_t id, inc;
 	struct net_iface ifaces[NET_MAX_IFACES];
 	struct net_transport tps[NET_MAX_IFACES];
+	uint64_t tps_refused[NET_MAX_IFACES]; /* each one's refused count as last seen */
 	unsigned nifaces;
 
 	struct sh_htable peers;

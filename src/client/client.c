@@ -262,6 +262,34 @@ cancel_down(sh_client *c, const struct cfg *n)
 	}
 }
 
+/* d's call: its bytes copied into the message, or sent from their buffer (zbuf). */
+static int
+dcall_start(sh_client *c, struct dcall *d, const struct net_call_opts *opts, struct dref *r)
+{
+	struct sh_iov v;
+	int rc;
+
+	if (d->zbuf == NULL)
+		return net_call(c->dnet, d->peer, d->op, d->iov, d->niov, opts, on_dcall, r, &r->h);
+	sh_iov_init(&v);
+	rc = sh_iov_append(&v, d->zbuf, d->zoff, d->iov[0].iov_len);
+	for (int i = 1; rc == 0 && i < d->niov; i++) { /* the header after the bytes: copied */
+		struct sh_buf *h = sh_buf_create(d->iov[i].iov_len, 0);
+
+		if (h == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		memcpy(h->data, d->iov[i].iov_base, d->iov[i].iov_len);
+		rc = sh_iov_append(&v, h, 0, d->iov[i].iov_len);
+		sh_buf_put(h);
+	}
+	if (rc == 0)
+		rc = net_call_zc(c->dnet, d->peer, d->op, &v, opts, on_dcall, r, &r->h);
+	sh_iov_fini(&v);
+	return rc;
+}
+
 static void
 start_calls(sh_client *c, struct cop *o)
 {
@@ -283,8 +311,7 @@ start_calls(sh_client *c, struct cop *o)
 				r->o = o;
 				r->d = d;
 				sh_list_add_tail(&c->inflight, &r->link);
-				rc = net_call(c->dnet, d->peer, d->op, d->iov, d->niov, &opts,
-					      on_dcall, r, &r->h);
+				rc = dcall_start(c, d, &opts, r);
 				if (rc < 0)
 					sh_list_del(&r->link);
 			}

@@ -179,6 +179,10 @@ struct dcall {
 	uint16_t op;
 	struct iovec iov[2];
 	int niov;
+	/* iov[0] lies in zbuf at zoff: sent as slices of it, not copied (the session holds a
+	 * reference until they are acknowledged); NULL: copied into the message */
+	struct sh_buf *zbuf;
+	size_t zoff;
 	uint8_t *out;	/* the reply's bytes go here, up to cap */
 	bool peer_down; /* ended early: a newer configuration marks its node down */
 	size_t cap, got;

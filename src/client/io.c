@@ -101,6 +101,9 @@ sh_pwrite(sh_file *f, const void *buf, size_t len, uint64_t off)
 		if (f->fill == 0)
 			f->buf_off = off + done;
 		k = stripe - f->fill < len - done ? stripe - f->fill : len - done;
+		rc = io_buf_own(f);
+		if (rc < 0)
+			break;
 		memcpy(f->buf + f->fill, p + done, k);
 		f->fill += k;
 		done += k;
@@ -165,12 +168,13 @@ open_stat(sh_fs *fs, const struct stat *st, int flags, sh_file **out)
 	f = sh_calloc(1, sizeof(*f));
 	if (f == NULL)
 		return -ENOMEM;
-	f->buf = sh_malloc((size_t)fs->code.d * fs->c->frag);
-	if (f->buf == NULL) {
+	f->fs = fs;
+	f->bufh = io_buf_take(f);
+	if (f->bufh == NULL) {
 		sh_free(f);
 		return -ENOMEM;
 	}
-	f->fs = fs;
+	f->buf = f->bufh->data;
 	f->ino = st->st_ino;
 	f->flags = flags;
 	f->empty = st->st_size == 0 || ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY);
@@ -312,9 +316,9 @@ sh_close(sh_file *f)
 	pthread_cond_destroy(&f->idle);
 	pthread_mutex_destroy(&f->mu);
 	while (f->nspare > 0)
-		sh_free(f->spare[--f->nspare]);
+		sh_buf_put(f->spare[--f->nspare]);
 	sh_free(f->map);
-	sh_free(f->buf);
+	sh_buf_put(f->bufh);
 	sh_free(f);
 	return rc;
 }

@@ -29,7 +29,10 @@ struct sh_file {
 	uint64_t ino;
 	int flags;
 	pthread_mutex_t mu;
-	uint8_t *buf; /* the stripe being filled: d x frag_of() bytes */
+	/* the stripe being filled: d x frag_of() bytes at buf, parity room after them, in
+	 * bufh (its fragments are sent from it: nothing writes it while others hold it) */
+	uint8_t *buf;
+	struct sh_buf *bufh;
 	uint64_t buf_off;
 	size_t fill;
 	bool checked; /* this handle knows the file has no inline bytes (it has extents) */
@@ -43,8 +46,9 @@ struct sh_file {
 	unsigned behind;
 	struct {
 		uint64_t off, end;
-	} rng[BEHIND_MAX];	    /* what each covers (off == end: a free slot) */
-	uint8_t *spare[SPARES_MAX]; /* stripe buffers to reuse */
+	} rng[BEHIND_MAX]; /* what each covers (off == end: a free slot) */
+	struct sh_buf
+	    *spare[SPARES_MAX]; /* stripe buffers to reuse (once nobody else holds them) */
 	unsigned nspare;
 	/*
 	 * read-ahead for a sequential reader (under mu; filled by the AIO
@@ -53,7 +57,8 @@ struct sh_file {
 	 * of what it had just passed: 0.76x the mount's kernel read-ahead)
 	 */
 	struct ra_win {
-		uint8_t *buf;
+		uint8_t *buf; /* cap bytes, fetched into again and again */
+		size_t cap;
 		uint64_t off, len;	     /* what buf holds (len 0: nothing) */
 		uint64_t want_off, want_len; /* what is being fetched, while busy */
 		bool busy;
@@ -107,6 +112,12 @@ nfrags(const sh_file *f)
  */
 int io_put_stripe_from(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags,
 		       uint64_t from);
+/* A stripe buffer (d + p fragments) nobody else holds: a spare of f's, or new; NULL on ENOMEM. */
+struct sh_buf *io_buf_take(sh_file *f);
+/* b kept as a spare of f's (for when its sends are acknowledged), or let go. */
+void io_buf_give(sh_file *f, struct sh_buf *b);
+/* f's stripe buffer its own to write (mu held): one a send still holds is swapped. */
+int io_buf_own(sh_file *f);
 /* The stripe buffer written now, or inline (mu held). */
 int io_flush(sh_file *f);
 /* A full stripe buffer written, in the background where it may be (mu held). */
@@ -115,6 +126,9 @@ int io_flush_full(sh_file *f);
 void io_wait_behind(sh_file *f);
 
 /* io_read.c */
+/* Zero what of [at, upto) no extent of ex[0..n) covers, in buf (which holds the file from off). */
+void io_zero_holes(const struct meta_extent *ex, unsigned n, uint64_t at, uint64_t upto,
+		   uint8_t *buf, uint64_t off);
 /* What a map of the extents from at describes of the file as st, as of wgen. */
 void io_map_bounds(struct emap *m, const struct stat *st, uint64_t at, bool more, uint64_t wgen);
 /* [off, end) of the file whose attributes are st, into buf: 0 or -errno. */

@@ -461,6 +461,16 @@ io_map_bounds(struct emap *m, const struct stat *st, uint64_t at, bool more, uin
  * are inline (copied to buf, which is file offset off, up to end), or
  * -errno.
  */
+/* [off, end) of a small file whose bytes are the slen at data into buf; the rest reads as zeros. */
+static void
+inline_copy(uint8_t *buf, uint64_t off, uint64_t end, const uint8_t *data, size_t slen)
+{
+	size_t n = off < slen ? (size_t)((end < slen ? end : slen) - off) : 0;
+
+	memcpy(buf, data + off, n);
+	memset(buf + n, 0, (size_t)(end - off) - n);
+}
+
 static int
 map_fetch(sh_file *f, const struct stat *st, uint64_t at, uint64_t off, uint64_t end, uint8_t *buf,
 	  struct meta_extent *ex, unsigned *n, uint64_t *upto)
@@ -488,8 +498,7 @@ map_fetch(sh_file *f, const struct stat *st, uint64_t at, uint64_t off, uint64_t
 
 		if (cache_get_inline(f->fs, f->ino, size, ctime_ns(st), small, sizeof(small),
 				     &slen)) {
-			if (off < slen)
-				memcpy(buf, small + off, (size_t)((end < slen ? end : slen) - off));
+			inline_copy(buf, off, end, small, slen);
 			sh_free(m);
 			return 1;
 		}
@@ -498,9 +507,7 @@ map_fetch(sh_file *f, const struct stat *st, uint64_t at, uint64_t off, uint64_t
 	rc = client_meta(f->fs->c, &q, &res);
 	if (rc == 0 && (res.rep.flags & MP_INLINE)) {
 		/* a small file: its bytes came back; the rest is a hole */
-		if (off < res.rep.dlen)
-			memcpy(buf, res.rep.data + off,
-			       (size_t)((end < res.rep.dlen ? end : res.rep.dlen) - off));
+		inline_copy(buf, off, end, res.rep.data, res.rep.dlen);
 		cres_fini(&res);
 		sh_free(m);
 		return 1;
@@ -535,6 +542,33 @@ map_drop(sh_file *f)
 	pthread_mutex_unlock(&f->mu);
 }
 
+/*
+ * (io_int.h) Holes read as zeros; the rest is read over, not zeroed first
+ * (a pass over every byte read: 6.5% of a sequential read's profile).
+ */
+void
+io_zero_holes(const struct meta_extent *ex, unsigned n, uint64_t at, uint64_t upto, uint8_t *buf,
+	      uint64_t off)
+{
+	for (uint64_t pos = at; pos < upto;) {
+		uint64_t next = upto, cover = pos;
+
+		for (unsigned i = 0; i < n; i++) {
+			uint64_t a = ex[i].off, b = ex[i].off + ex[i].len;
+
+			if (a <= pos && pos < b)
+				cover = b > cover ? b : cover;
+			else if (a > pos && a < next)
+				next = a;
+		}
+		if (cover == pos) {
+			memset(buf + (pos - off), 0, (size_t)(next - pos));
+			cover = next;
+		}
+		pos = cover;
+	}
+}
+
 /* Read [off, end) of the file, whose attributes are st, into buf. 0 or -errno. */
 int
 io_read_range(sh_file *f, const struct stat *st, uint8_t *buf, uint64_t off, uint64_t end)
@@ -542,7 +576,6 @@ io_read_range(sh_file *f, const struct stat *st, uint8_t *buf, uint64_t off, uin
 	bool fetched = false;
 	int rc;
 
-	memset(buf, 0, (size_t)(end - off)); /* holes read as zeros */
 	for (uint64_t at = off; at < end;) {
 		struct meta_extent ex[EXTENTS_BATCH];
 		unsigned n = 0;
@@ -556,6 +589,7 @@ io_read_range(sh_file *f, const struct stat *st, uint8_t *buf, uint64_t off, uin
 				return rc;
 			fetched = true;
 		}
+		io_zero_holes(ex, n, at, upto, buf, off);
 		rc = read_extents(f, ex, n, at, upto, buf, off);
 		if (rc < 0 && !fetched) {
 			/* a kept map may name stripes since released: once more, afresh */
@@ -598,11 +632,7 @@ run_ra(void *arg)
 	int rc = io_read_range(f, &j->st, j->buf, j->off, j->off + j->len);
 
 	pthread_mutex_lock(&f->mu);
-	if (rc == 0) {
-		uint8_t *old = w->buf;
-
-		w->buf = j->buf;
-		j->buf = old;
+	if (rc == 0) { /* (j->buf is w->buf) */
 		w->off = j->off;
 		w->len = j->len;
 		w->wgen = j->wgen;
@@ -612,7 +642,6 @@ run_ra(void *arg)
 	w->busy = false;
 	pthread_cond_broadcast(&f->idle);
 	pthread_mutex_unlock(&f->mu);
-	sh_free(j->buf);
 	sh_free(j);
 }
 
@@ -656,14 +685,22 @@ ra_next(sh_file *f, const struct stat *st, uint64_t off, uint64_t end)
 	}
 	if (free_w == NULL || front >= size || front - end >= 2 * (uint64_t)ra_len)
 		return;
-	j = sh_calloc(1, sizeof(*j));
-	if (j != NULL)
-		j->buf = sh_malloc(ra_len);
-	if (j == NULL || j->buf == NULL) {
-		if (j != NULL)
-			sh_free(j);
-		return; /* short of memory: no read-ahead */
+	/* the window's own buffer is fetched into (a new one only to grow it): nothing reads
+	 * a busy window, and a buffer used again costs no page faults */
+	if (free_w->cap < ra_len) {
+		uint8_t *b = sh_malloc(ra_len);
+
+		if (b == NULL)
+			return; /* short of memory: no read-ahead */
+		sh_free(free_w->buf);
+		free_w->buf = b;
+		free_w->cap = ra_len;
 	}
+	j = sh_calloc(1, sizeof(*j));
+	if (j == NULL)
+		return;
+	j->buf = free_w->buf;
+	free_w->len = 0; /* its bytes are overwritten from here on */
 	j->f = f;
 	j->w = free_w;
 	j->st = *st;
@@ -675,7 +712,6 @@ ra_next(sh_file *f, const struct stat *st, uint64_t off, uint64_t end)
 	free_w->want_len = j->len;
 	if (wpool_run(f->fs, WPOOL_RA, run_ra, j) < 0) {
 		free_w->busy = false;
-		sh_free(j->buf);
 		sh_free(j);
 	}
 }

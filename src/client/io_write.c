@@ -23,6 +23,61 @@ _Static_assert((int)REDUCE_ALGO_LZ4 == (int)CFG_COMP_LZ4 &&
 		   (1u << 2) == (1u << CFG_COMP_LEVEL_SHIFT),
 	       "reduce.h reads cfg_fs.compression as config.h writes it");
 
+/* ---- stripe buffers ---- */
+
+/*
+ * A handle fills a stripe buffer and its fragments are sent straight from
+ * it (and parity from after them): a buffer whose sends are not all
+ * acknowledged yet (a session still holds it, to send again) is not
+ * written; it waits among the spares, or is freed by the last send.
+ */
+static bool
+buf_alone(struct sh_buf *b)
+{
+	return atomic_load_explicit(&b->ref, memory_order_acquire) == 1;
+}
+
+struct sh_buf *
+io_buf_take(sh_file *f)
+{
+	for (unsigned i = 0; i < f->nspare; i++) {
+		struct sh_buf *b = f->spare[i];
+
+		if (buf_alone(b)) {
+			f->spare[i] = f->spare[--f->nspare];
+			return b;
+		}
+	}
+	return sh_buf_create((size_t)nfrags(f) * frag_of(f), 0);
+}
+
+void
+io_buf_give(sh_file *f, struct sh_buf *b)
+{
+	if (f->nspare == SPARES_MAX) { /* the oldest goes (when its sends let it) */
+		sh_buf_put(f->spare[0]);
+		f->spare[0] = f->spare[--f->nspare];
+	}
+	f->spare[f->nspare++] = b;
+}
+
+int
+io_buf_own(sh_file *f)
+{
+	struct sh_buf *b;
+
+	if (buf_alone(f->bufh))
+		return 0;
+	b = io_buf_take(f);
+	if (b == NULL)
+		return -ENOMEM;
+	memcpy(b->data, f->buf, f->fill);
+	io_buf_give(f, f->bufh);
+	f->bufh = b;
+	f->buf = b->data;
+	return 0;
+}
+
 /* ---- writing a stripe ---- */
 
 /* What a stripe maps: its extents (stripe, d, p, frag and targets filled in once placed). */
@@ -91,6 +146,10 @@ pack(sh_file *f, uint64_t off, const uint8_t *src, size_t fill, uint8_t *out, st
 /* One stripe to write: d data fragments of frag bytes (parity is made here), in bucket's name. */
 struct wstripe {
 	uint8_t *data; /* d x frag bytes */
+	/* the buffer data lies in (its fragments are sent from it, and parity goes after
+	 * them where it has room), or NULL (they are copied) */
+	struct sh_buf *dbuf;
+	struct sh_buf *pbuf; /* the parity's buffer, while it is written */
 	uint32_t frag;
 	uint16_t bucket; /* whom its id names: who is asked whether it is still needed */
 	uint64_t stripe; /* set once written */
@@ -162,10 +221,21 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 
 	for (unsigned j = 0; rc == 0 && j < k; j++) {
 		uint8_t *frags[EC_N_MAX];
+		size_t at =
+		    w[j].dbuf ? (size_t)(w[j].data - w[j].dbuf->data) + (size_t)d * w[j].frag : 0;
 
-		for (unsigned i = 0; i < f->fs->code.p; i++)
-			if ((w[j].parity[i] = sh_malloc(w[j].frag)) == NULL)
-				rc = -ENOMEM;
+		/* parity after the data in their buffer where it has room, else a buffer of its own
+		 */
+		if (w[j].dbuf && at + (size_t)f->fs->code.p * w[j].frag <= w[j].dbuf->cap) {
+			w[j].pbuf = sh_buf_get(w[j].dbuf);
+		} else {
+			w[j].pbuf = sh_buf_create((size_t)f->fs->code.p * w[j].frag, 0);
+			at = 0;
+		}
+		if (w[j].pbuf == NULL)
+			rc = -ENOMEM;
+		for (unsigned i = 0; rc == 0 && i < f->fs->code.p; i++)
+			w[j].parity[i] = w[j].pbuf->data + at + (size_t)i * w[j].frag;
 		for (unsigned i = 0; rc == 0 && i < n; i++)
 			frags[i] = i < d ? w[j].data + (size_t)i * w[j].frag : w[j].parity[i - d];
 		if (rc == 0)
@@ -213,6 +283,11 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 				    (struct iovec){ i < d ? w[j].data + (size_t)i * w[j].frag
 							  : w[j].parity[i - d],
 						    w[j].frag };
+				c->zbuf = i < d ? w[j].dbuf : w[j].pbuf;
+				c->zoff =
+				    c->zbuf
+					? (size_t)((uint8_t *)c->iov[0].iov_base - c->zbuf->data)
+					: 0;
 				c->iov[1] = (struct iovec){ w[j].hdr[i],
 							    store_proto_encode(NET_OP_STORE_PUT, &r,
 									       w[j].hdr[i]) };
@@ -254,11 +329,12 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 		}
 		full = nfailed > 0 && only_full ? full + 1 : 0;
 	}
-	for (unsigned j = 0; j < k; j++)
-		for (unsigned i = 0; i < f->fs->code.p; i++) {
-			sh_free(w[j].parity[i]);
+	for (unsigned j = 0; j < k; j++) {
+		sh_buf_put(w[j].pbuf); /* freed once its sends are acknowledged */
+		w[j].pbuf = NULL;
+		for (unsigned i = 0; i < f->fs->code.p; i++)
 			w[j].parity[i] = NULL;
-		}
+	}
 	sh_free(calls);
 	return rc;
 }
@@ -474,12 +550,14 @@ dedup_once(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
 			slen = b[i].len;
 		w[nw].frag = frag_for(f, slen);
 		w[nw].bucket = b[i].bucket; /* its entry's bucket keeps its stripe */
-		w[nw].data = sh_calloc(d, w[nw].frag);
-		if (w[nw].data == NULL) {
+		w[nw].dbuf = sh_buf_create((size_t)nfrags(f) * w[nw].frag, 0);
+		if (w[nw].dbuf == NULL) {
 			rc = -ENOMEM;
 			break;
 		}
+		w[nw].data = w[nw].dbuf->data;
 		memcpy(w[nw].data, enc == REDUCE_RAW ? buf + (size_t)i * bl : tmp, slen);
+		memset(w[nw].data + slen, 0, (size_t)d * w[nw].frag - slen);
 		b[i].loc = (struct meta_extent){ .len = b[i].len,
 						 .soff = 0,
 						 .d = (uint8_t)d,
@@ -527,7 +605,7 @@ dedup_once(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
 			used |= b[i].loc.stripe == w[k].stripe;
 		if (entered && !used && w[k].done)
 			release(f, &w[k]);
-		sh_free(w[k].data);
+		sh_buf_put(w[k].dbuf);
 	}
 	sh_free(b);
 	sh_free(w);
@@ -554,20 +632,23 @@ put_dedup(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
  * know of (the stripe was released; look again). from (cleaning): mapped
  * only where the range is still all stripe from's, else -ESTALE.
  */
-int
-io_put_stripe_from(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags,
-		   uint64_t from)
+static int
+put_stripe_in(sh_file *f, uint64_t off, uint8_t *buf, struct sh_buf *bh, size_t fill,
+	      unsigned flags, uint64_t from)
 {
 	uint8_t *out;
 	struct wstripe *w;
 	struct packed pk;
+	struct sh_buf *ob = NULL;
 	int rc;
 
 	if (f->fs->dedup && from == 0)
 		return put_dedup(f, off, buf, fill, flags);
 	w = sh_calloc(1, sizeof(*w));
 	/* compressed: packed apart, buf left as the file's bytes (pack) */
-	out = f->fs->comp ? sh_malloc((size_t)ndata(f) * frag_of(f)) : buf;
+	if (f->fs->comp)
+		ob = sh_buf_create((size_t)nfrags(f) * frag_of(f), 0);
+	out = f->fs->comp ? (ob ? ob->data : NULL) : buf;
 	if (w == NULL || out == NULL) {
 		sh_free(w);
 		return -ENOMEM;
@@ -575,6 +656,7 @@ io_put_stripe_from(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned
 	fill = pack(f, off, buf, fill, out, &pk);
 	w->frag = frag_for(f, fill);
 	w->data = out;
+	w->dbuf = ob ? ob : bh;
 	/* the file's bucket in the top 16 bits: whoever finds a fragment knows whom to ask
 	 * whether anything still refers to its stripe */
 	w->bucket = meta_ino_bucket(f->ino);
@@ -597,16 +679,23 @@ io_put_stripe_from(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned
 		if (rc == -EAGAIN || rc == -ESTALE)
 			release(f, w);
 	}
-	if (out != buf)
-		sh_free(out);
+	sh_buf_put(ob); /* freed once its sends are acknowledged */
 	sh_free(w);
 	return rc;
 }
 
-static int
-put_stripe(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
+int
+io_put_stripe_from(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags,
+		   uint64_t from)
 {
-	return io_put_stripe_from(f, off, buf, fill, flags, 0);
+	return put_stripe_in(f, off, buf, NULL, fill, flags, from);
+}
+
+/* A stripe of the bytes in bh (whose fragments are sent from it, not copied). */
+static int
+put_stripe(sh_file *f, uint64_t off, struct sh_buf *bh, size_t fill, unsigned flags)
+{
+	return put_stripe_in(f, off, bh->data, bh, fill, flags, 0);
 }
 
 /*
@@ -643,14 +732,14 @@ inline_now(sh_file *f, uint8_t *buf, size_t *len)
 static int
 move_inline(sh_file *f, const uint8_t *cur, size_t clen)
 {
-	uint8_t *tmp = sh_calloc(ndata(f), frag_of(f));
+	struct sh_buf *tmp = sh_buf_create((size_t)nfrags(f) * frag_of(f), 0);
 	int rc;
 
 	if (tmp == NULL)
 		return -ENOMEM;
-	memcpy(tmp, cur, clen);
+	memcpy(tmp->data, cur, clen);
 	rc = put_stripe(f, 0, tmp, clen, META_EXTENT_TAKES_INLINE);
-	sh_free(tmp);
+	sh_buf_put(tmp);
 	return rc;
 }
 
@@ -710,7 +799,9 @@ flush_buf(sh_file *f)
 			return rc;
 	}
 	f->checked = true;
-	rc = put_stripe(f, f->buf_off, f->buf, f->fill, 0);
+	rc = io_buf_own(f); /* (a failed put's sends may hold it still) */
+	if (rc == 0)
+		rc = put_stripe(f, f->buf_off, f->bufh, f->fill, 0);
 	if (rc == -EAGAIN) {
 		/* another handle gave the file inline bytes since we looked: take them along */
 		f->checked = false;
@@ -750,7 +841,7 @@ struct behind {
 	sh_file *f;
 	unsigned slot;
 	uint64_t off;
-	uint8_t *buf;
+	struct sh_buf *buf;
 	size_t fill;
 };
 
@@ -801,10 +892,7 @@ run_behind(void *arg)
 		f->err = rc; /* the next call on the handle reports it */
 	assert(f->behind > 0 && f->rng[b->slot].off == b->off);
 	f->rng[b->slot].off = f->rng[b->slot].end = 0;
-	if (f->nspare < SPARES_MAX)
-		f->spare[f->nspare++] = b->buf;
-	else
-		sh_free(b->buf);
+	io_buf_give(f, b->buf);
 	f->behind--;
 	check_behind(f);
 	pthread_cond_broadcast(&f->idle);
@@ -846,14 +934,14 @@ io_flush_full(sh_file *f)
 		return f->err;
 	b = sh_calloc(1, sizeof(*b));
 	if (b != NULL) {
-		b->buf = f->buf;
-		f->buf =
-		    f->nspare ? f->spare[--f->nspare] : sh_malloc((size_t)ndata(f) * frag_of(f));
-		if (f->buf == NULL) {
-			f->buf = b->buf;
+		b->buf = f->bufh;
+		f->bufh = io_buf_take(f);
+		if (f->bufh == NULL) {
+			f->bufh = b->buf;
 			sh_free(b);
 			b = NULL;
 		}
+		f->buf = f->bufh->data;
 	}
 	if (b == NULL)
 		return io_flush(f);

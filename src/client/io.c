@@ -104,7 +104,7 @@ sh_pwrite(sh_file *f, const void *buf, size_t len, uint64_t off)
 		rc = io_buf_own(f);
 		if (rc < 0)
 			break;
-		memcpy(f->buf + f->fill, p + done, k);
+		memcpy(f->bufh->data + f->fill, p + done, k);
 		f->fill += k;
 		done += k;
 		if (f->fill == stripe)
@@ -174,7 +174,6 @@ open_stat(sh_fs *fs, const struct stat *st, int flags, sh_file **out)
 		sh_free(f);
 		return -ENOMEM;
 	}
-	f->buf = f->bufh->data;
 	f->ino = st->st_ino;
 	f->flags = flags;
 	f->empty = st->st_size == 0 || ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY);

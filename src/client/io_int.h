@@ -29,9 +29,8 @@ struct sh_file {
 	uint64_t ino;
 	int flags;
 	pthread_mutex_t mu;
-	/* the stripe being filled: d x frag_of() bytes at buf, parity room after them, in
-	 * bufh (its fragments are sent from it: nothing writes it while others hold it) */
-	uint8_t *buf;
+	/* the stripe being filled: d x frag_of() bytes, parity room after them (its fragments
+	 * are sent from it: nothing writes it while others hold it) */
 	struct sh_buf *bufh;
 	uint64_t buf_off;
 	size_t fill;

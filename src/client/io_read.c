@@ -454,13 +454,6 @@ io_map_bounds(struct emap *m, const struct stat *st, uint64_t at, bool more, uin
 	m->size = (uint64_t)st->st_size;
 }
 
-/*
- * Ask the file's bucket for the extents from at to the end of the file
- * (size), EXTENTS_BATCH at most, and keep them in the handle's map; those
- * of [at, end) into ex and *n as map_get does. 0, 1 if the file's bytes
- * are inline (copied to buf, which is file offset off, up to end), or
- * -errno.
- */
 /* [off, end) of a small file whose bytes are the slen at data into buf; the rest reads as zeros. */
 static void
 inline_copy(uint8_t *buf, uint64_t off, uint64_t end, const uint8_t *data, size_t slen)
@@ -471,6 +464,13 @@ inline_copy(uint8_t *buf, uint64_t off, uint64_t end, const uint8_t *data, size_
 	memset(buf + n, 0, (size_t)(end - off) - n);
 }
 
+/*
+ * Ask the file's bucket for the extents from at to the end of the file
+ * (size), EXTENTS_BATCH at most, and keep them in the handle's map; those
+ * of [at, end) into ex and *n as map_get does. 0, 1 if the file's bytes
+ * are inline (copied to buf, which is file offset off, up to end), or
+ * -errno.
+ */
 static int
 map_fetch(sh_file *f, const struct stat *st, uint64_t at, uint64_t off, uint64_t end, uint8_t *buf,
 	  struct meta_extent *ex, unsigned *n, uint64_t *upto)

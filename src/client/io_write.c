@@ -71,10 +71,9 @@ io_buf_own(sh_file *f)
 	b = io_buf_take(f);
 	if (b == NULL)
 		return -ENOMEM;
-	memcpy(b->data, f->buf, f->fill);
+	memcpy(b->data, f->bufh->data, f->fill);
 	io_buf_give(f, f->bufh);
 	f->bufh = b;
-	f->buf = b->data;
 	return 0;
 }
 
@@ -646,13 +645,15 @@ put_stripe_in(sh_file *f, uint64_t off, uint8_t *buf, struct sh_buf *bh, size_t 
 		return put_dedup(f, off, buf, fill, flags);
 	w = sh_calloc(1, sizeof(*w));
 	/* compressed: packed apart, buf left as the file's bytes (pack) */
-	if (f->fs->comp)
-		ob = sh_buf_create((size_t)nfrags(f) * frag_of(f), 0);
-	out = f->fs->comp ? (ob ? ob->data : NULL) : buf;
-	if (w == NULL || out == NULL) {
+	if (f->fs->comp && (ob = sh_buf_create((size_t)nfrags(f) * frag_of(f), 0)) == NULL) {
 		sh_free(w);
 		return -ENOMEM;
 	}
+	if (w == NULL) {
+		sh_buf_put(ob);
+		return -ENOMEM;
+	}
+	out = ob ? ob->data : buf;
 	fill = pack(f, off, buf, fill, out, &pk);
 	w->frag = frag_for(f, fill);
 	w->data = out;
@@ -764,7 +765,7 @@ inline_merge(sh_file *f)
 			       .flags = META_INLINE_MERGE,
 			       .ino = f->ino,
 			       .upto = f->buf_off,
-			       .data = f->buf,
+			       .data = f->bufh->data,
 			       .dlen = f->fill };
 	struct cres res;
 	int rc = ns_cmd(f->fs, meta_ino_bucket(f->ino), &mc, &res);
@@ -941,7 +942,6 @@ io_flush_full(sh_file *f)
 			sh_free(b);
 			b = NULL;
 		}
-		f->buf = f->bufh->data;
 	}
 	if (b == NULL)
 		return io_flush(f);

@@ -69,7 +69,7 @@ CFLAGS_COMMON := -std=gnu11 -g -fvisibility=hidden -fPIC -Iinclude $(WARN)
 CFLAGS ?=
 CFLAGS += $(CFLAGS_COMMON) $(OPT) -MMD -MP
 LDFLAGS += $(SAN_LDFLAGS)
-LIBS := -luring -lisal -llz4 -lzstd -lcrypto -lraft -llmdb -ljansson -lmicrohttpd -lfuse3 -lpthread -lm
+LIBS := -luring -lisal -llz4 -lzstd -lssl -lcrypto -lraft -llmdb -ljansson -lmicrohttpd -lfuse3 -lpthread -lm
 
 # ---- modules, bottom up (DESIGN.md §2); a module links only those before it ----
 MODULES := base env net cluster store data meta client fuse admin

@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../src/base/secret.h"
+
 static inline double
 bench_now(void)
 {
@@ -100,6 +102,29 @@ bench_connect_fs(const char *name, const char *addr, const char *fs_name, const 
 }
 
 /*
+ * The admin token of the local cluster in dir for the commands and calls
+ * that follow ($SHOAL_TOKEN_FILE, docs/security.md).
+ */
+static inline void
+bench_use_token(const char *dir)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%.4000s/%s", dir, SH_TOKEN_FILE);
+	setenv("SHOAL_TOKEN_FILE", path, 1);
+	unsetenv("SHOAL_TOKEN");
+}
+
+/* The admin token given to this process (bench_use_token), or NULL. */
+static inline const char *
+bench_token(void)
+{
+	static char t[SH_TOKEN_LEN + 1];
+
+	return sh_token_env(t) > 0 ? t : NULL;
+}
+
+/*
  * A 6-node local cluster in dir (its first admin port port, drives of
  * drive_gib GiB) with filesystem fs_name (4+2, no compression), connected
  * (bench_connect_fs), torn down at exit (bench_at_exit).
@@ -115,6 +140,7 @@ bench_cluster_fs(const char *name, const char *bin, const char *dir, unsigned po
 	bench_at_exit("%s local down --dir %s --wipe >/dev/null; rm -rf %s", bin, dir, dir);
 	bench_sh(name, "%s local up --nodes 6 --dir %s --port %u --drive-size %uG >/dev/null", bin,
 		 dir, port, drive_gib);
+	bench_use_token(dir);
 	bench_sh(name, "%s --addr %s fs create %s --protection 4+2 --compression none >/dev/null",
 		 bin, addr, fs_name);
 	bench_connect_fs(name, addr, fs_name, probe, cl, fs);

@@ -88,6 +88,19 @@ def shoal_mount(shoal, addr, fs, mnt, opts=None):
     return lambda: (umount(), mount())
 
 
+def use_token(d):
+    """The admin token of the local cluster in d for every command and call after this
+    (docs/security.md)."""
+    os.environ["SHOAL_TOKEN_FILE"] = os.path.join(d, "admin.token")
+    os.environ.pop("SHOAL_TOKEN", None)
+
+
+def auth_headers():
+    """The Authorization header the admin API asks for (use_token's cluster)."""
+    with open(os.environ["SHOAL_TOKEN_FILE"]) as f:
+        return {"Authorization": "Bearer " + f.read().strip()}
+
+
 def local_cluster(shoal, d, port, nodes, drive_mb, filesystems, name="shoal cluster"):
     """`shoal local up` of nodes nodes (drives of drive_mb MiB) in d, its teardown kept in undo
     under name, and filesystems [(fs, [fs create options]), ...] created and answering; the
@@ -97,6 +110,7 @@ def local_cluster(shoal, d, port, nodes, drive_mb, filesystems, name="shoal clus
          "--drive-size", "%dM" % drive_mb])
     undo.append((name, lambda: run([shoal, "local", "down", "--dir", d, "--wipe"],
                                    check=False)))
+    use_token(d)
     for fs, opts in filesystems:
         run([shoal, "--addr", addr, "fs", "create", fs] + opts)
     for fs, _ in filesystems:

@@ -119,6 +119,7 @@ main(int argc, char **argv)
 	bench_sh("bench/fuse",
 		 "%s local up --nodes 6 --dir %s --port %u --drive-size 4G >/dev/null", bin, tmp,
 		 port);
+	bench_use_token(tmp);
 	bench_sh("bench/fuse",
 		 "%s --addr %s fs create b --protection 4+2 --compression none >/dev/null", bin,
 		 addr);

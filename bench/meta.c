@@ -257,6 +257,7 @@ main(int argc, char **argv)
 	bench_sh("bench/meta",
 		 "%s local up --nodes 6 --dir %s --port %u --drive-size 256M >/dev/null", bin, tmp,
 		 port);
+	bench_use_token(tmp);
 	bench_sh("bench/meta", "%s --addr %s fs create bench --protection 4+2 >/dev/null", bin,
 		 addr);
 	rc = sh_client_connect(addr, NULL, &cl);

@@ -63,7 +63,7 @@ api(const char *path)
 	char *body = NULL;
 	json_t *j = NULL;
 
-	if (sh_http_call(addr, "GET", path, NULL, &body, 10) == 200)
+	if (sh_http_call(addr, bench_token(), "GET", path, NULL, &body, 10) == 200)
 		j = json_loads(body, 0, NULL);
 	free(body);
 	return j;
@@ -357,6 +357,7 @@ main(int argc, char **argv)
 		 "SHOAL_META_REPLACE=5 %s local up --nodes %d --dir %s --port %u --drive-size %uG "
 		 ">/dev/null",
 		 bin, NODES, dir, port, drive_gib);
+	bench_use_token(dir);
 	bench_sh("bench/rebuild",
 		 "%s --addr %s fs create data --protection 4+2 --compression none >/dev/null && "
 		 "%s --addr %s cluster set rebuild-delay 1 >/dev/null",

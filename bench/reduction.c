@@ -137,7 +137,7 @@ metric_sum(const char *series)
 		char a[64], *body = NULL;
 
 		snprintf(a, sizeof(a), "127.0.0.1:%u", port + n);
-		if (sh_http_call(a, "GET", "/metrics", NULL, &body, 5) != 200)
+		if (sh_http_call(a, bench_token(), "GET", "/metrics", NULL, &body, 5) != 200)
 			die("no metrics from %s", a);
 		for (char *l = body; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
 			const char *rest = strstr(l, "} ");
@@ -160,7 +160,7 @@ fs_usage(const char *name, const char *key)
 	size_t i;
 	double v = -1;
 
-	if (sh_http_call(addr, "GET", "/v1/fs", NULL, &body, 10) != 200)
+	if (sh_http_call(addr, bench_token(), "GET", "/v1/fs", NULL, &body, 10) != 200)
 		die("GET /v1/fs failed");
 	j = json_loads(body, 0, NULL);
 	json_array_foreach(j, i, f)
@@ -262,6 +262,7 @@ main(int argc, char **argv)
 	bench_sh("bench/reduction",
 		 "%s local up --nodes %d --dir %s --port %u --drive-size %uG >/dev/null", bin,
 		 NODES, dir, port, 2 * gib + 2);
+	bench_use_token(dir);
 	bench_sh("bench/reduction",
 		 "%s --addr %s fs create off --compression none >/dev/null && "
 		 "%s --addr %s fs create lz4 --compression lz4 >/dev/null && "

@@ -209,8 +209,8 @@ fs_json(const struct cfg *c, const struct admin_node *self, bool usage)
 		if (c->nodes[k].id == self->id) {
 			j = usage_json(c, self);
 		} else if (c->nodes[k].state == CFG_UP &&
-			   sh_http_call(c->nodes[k].mgmt, "GET", "/v1/usage", NULL, &body, 2) ==
-			       200) {
+			   sh_http_call(c->nodes[k].mgmt, self->token, "GET", "/v1/usage", NULL,
+					&body, 2) == 200) {
 			j = json_loads(body, 0, NULL);
 		}
 		free(body);

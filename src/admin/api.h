@@ -45,6 +45,10 @@ struct admin_node {
 	void *arg;
 	/* How long POST .../snapshots waits for the snapshot to be ready (0: ADMIN_SNAP_WAIT_S). */
 	uint64_t snap_wait_ns;
+	/* The admin token, for this node's calls to the others' APIs (NULL: none). */
+	const char *token;
+	/* This node's HTTP server, for its count of refused requests (NULL: none). */
+	const struct admin_http *http;
 };
 
 /*

@@ -195,7 +195,8 @@ rebuild_json(const struct cfg *c, const struct admin_node *self,
 			answered++;
 			continue;
 		}
-		if (sh_http_call(c->nodes[k].mgmt, "GET", "/v1/heal", NULL, &body, 2) == 200)
+		if (sh_http_call(c->nodes[k].mgmt, self->token, "GET", "/v1/heal", NULL, &body,
+				 2) == 200)
 			j = json_loads(body, 0, NULL);
 		free(body);
 		if (json_is_object(j)) {

@@ -7,7 +7,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "http.h"
 
@@ -41,6 +43,10 @@ struct admin_http {
 	struct sh_list queue; /* handed to the loop, not yet taken */
 	struct env_async wake;
 	bool quiet;
+	struct admin_http_opts auth;
+	uint64_t refused;   /* answered 401, under mu */
+	uint64_t logged_ns; /* the last 401 logged (one a second at most), under mu */
+	uint64_t unlogged;  /* 401s not logged since */
 };
 
 static void
@@ -122,6 +128,77 @@ respond(struct MHD_Connection *c, unsigned status, const char *type, const char 
 
 #define ERR_JSON(msg) "{\"error\":\"" msg "\"}\n"
 
+bool
+admin_auth_allows(const struct admin_http_opts *a, const char *method, const char *path,
+		  const char *authorization)
+{
+	if (a->token[0] == '\0')
+		return true;
+	if (strcmp(method, "GET") == 0 &&
+	    (strcmp(path, "/v1/status") == 0 || (a->metrics_open && strcmp(path, "/metrics") == 0)))
+		return true;
+	return sh_bearer_ok(authorization, a->token);
+}
+
+#define ERR_401                                                                                  \
+	ERR_JSON("this needs the cluster's admin token: Authorization: Bearer TOKEN (the CLI "   \
+		 "reads $SHOAL_TOKEN or $SHOAL_TOKEN_FILE; a node keeps it in DIR/admin.token; " \
+		 "docs/security.md)")
+
+/* Answer 401 and count it; logged once a second at most, with how many were not. */
+static enum MHD_Result
+refuse(struct admin_http *h, struct MHD_Connection *c, const struct pending *p)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	char from[INET_ADDRSTRLEN] = "?";
+	uint64_t now = sh_clock_mono_ns(), skipped = 0;
+	bool log = false;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	if (ci != NULL && ci->client_addr != NULL && ci->client_addr->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, from,
+			  sizeof(from));
+	pthread_mutex_lock(&h->mu);
+	h->refused++;
+	if (h->logged_ns == 0 || now - h->logged_ns >= SH_NSEC_PER_SEC) {
+		log = true;
+		skipped = h->unlogged;
+		h->unlogged = 0;
+		h->logged_ns = now;
+	} else {
+		h->unlogged++;
+	}
+	pthread_mutex_unlock(&h->mu);
+	if (log)
+		sh_log_warn("admin API: %s %s from %s refused: no valid token (%llu more refused "
+			    "since the last of these lines)",
+			    p->req.method, p->path, from, (unsigned long long)skipped);
+	r = MHD_create_response_from_buffer(sizeof(ERR_401) - 1, (void *)ERR_401,
+					    MHD_RESPMEM_PERSISTENT);
+	if (r == NULL)
+		return MHD_NO;
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	MHD_add_response_header(r, "Connection", "close");
+	MHD_add_response_header(r, "WWW-Authenticate", "Bearer realm=\"shoal\"");
+	ret = MHD_queue_response(c, 401, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+uint64_t
+admin_http_refused(const struct admin_http *h)
+{
+	struct admin_http *m = (struct admin_http *)h;
+	uint64_t n;
+
+	pthread_mutex_lock(&m->mu);
+	n = m->refused;
+	pthread_mutex_unlock(&m->mu);
+	return n;
+}
+
 struct qbuf {
 	char b[1024];
 	size_t len;
@@ -193,6 +270,9 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 			       sizeof(ERR_JSON("request body too large")) - 1);
 	if (p->path == NULL || p->query == NULL)
 		return MHD_NO;
+	if (!admin_auth_allows(&h->auth, method, p->path,
+			       MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")))
+		return refuse(h, c, p);
 	p->req.path = p->path;
 	p->req.query = p->query;
 	p->req.body = p->body ? p->body : "";
@@ -252,13 +332,29 @@ on_completed(void *cls, struct MHD_Connection *c, void **state, enum MHD_Request
 	*state = NULL;
 }
 
+/* Whether a TCP port can be bound now (to tell a taken port from a bad certificate). */
+static bool
+port_free_tcp(const struct sockaddr_in *sin)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	ok = bind(fd, (const struct sockaddr *)sin, sizeof(*sin)) == 0;
+	close(fd);
+	return ok;
+}
+
 int
-admin_http_start(struct env *env, const char *addr, admin_handler fn, void *arg,
-		 struct admin_http **out)
+admin_http_start(struct env *env, const char *addr, const struct admin_http_opts *opts,
+		 admin_handler fn, void *arg, struct admin_http **out)
 {
 	struct admin_http *h;
 	struct env_addr a;
 	struct sockaddr_in sin = { .sin_family = AF_INET };
+	bool tls;
 	int rc;
 
 	if (env_addr_parse(addr, &a) < 0 || a.family != AF_INET || a.port == 0)
@@ -271,21 +367,42 @@ admin_http_start(struct env *env, const char *addr, admin_handler fn, void *arg,
 	h->env = env;
 	h->fn = fn;
 	h->arg = arg;
+	if (opts != NULL)
+		h->auth = *opts;
 	sh_list_init(&h->queue);
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->cv, NULL);
 	rc = env_async_init(env, &h->wake, on_wake, h);
 	if (rc < 0)
 		goto err;
-	h->d = MHD_start_daemon(
-	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0,
-	    NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, &sin, MHD_OPTION_NOTIFY_COMPLETED,
-	    on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
+	tls = h->auth.tls_cert != NULL && h->auth.tls_key != NULL;
+	if (tls)
+		h->d = MHD_start_daemon(
+		    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+			MHD_USE_ERROR_LOG | MHD_USE_TLS,
+		    0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, &sin,
+		    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT,
+		    (unsigned)60, MHD_OPTION_HTTPS_MEM_CERT, h->auth.tls_cert,
+		    MHD_OPTION_HTTPS_MEM_KEY, h->auth.tls_key, MHD_OPTION_END);
+	else
+		h->d =
+		    MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION |
+					 MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
+				     0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, &sin,
+				     MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
 	if (h->d == NULL) {
-		sh_log_error("admin API: cannot listen on %s (TCP): in use or not a local address",
-			     addr);
+		/* a port taken, or (TLS) a certificate or key MHD could not load */
+		if (tls && port_free_tcp(&sin)) {
+			sh_log_error("admin API: the TLS certificate or key does not load");
+			rc = -EINVAL;
+		} else {
+			sh_log_error("admin API: cannot listen on %s (TCP): in use or not a local "
+				     "address",
+				     addr);
+			rc = -EADDRINUSE;
+		}
 		env_async_fini(&h->wake);
-		rc = -EADDRINUSE;
 		goto err;
 	}
 	*out = h;

@@ -9,6 +9,7 @@
 #ifndef SH_ADMIN_HTTP_H
 #define SH_ADMIN_HTTP_H
 
+#include "../base/secret.h"
 #include "../env/env.h"
 
 #define ADMIN_BODY_MAX	      (64 * 1024)
@@ -24,12 +25,39 @@ struct admin_req {
 	size_t body_len;
 };
 
+/*
+ * Who may ask (docs/security.md): a request carries the cluster's token as
+ * "Authorization: Bearer TOKEN", else it is answered 401 on the connection's
+ * thread and never reaches the handler. Open without the token: GET
+ * /v1/status (a client's first contact: which node this is, the cluster's
+ * state) and, when metrics_open, GET /metrics (Prometheus scrapes).
+ */
+struct admin_http_opts {
+	char token[SH_TOKEN_LEN + 1]; /* "": no token asked of anyone (unit tests of routes) */
+	bool metrics_open;
+	/*
+	 * TLS (docs/security.md): the certificate (chain) and its private key,
+	 * PEM text, kept by the caller while the server runs; NULL: plain HTTP.
+	 */
+	const char *tls_cert, *tls_key;
+};
+
+/* Whether a request may go on; authorization: the header's value, or NULL. */
+bool admin_auth_allows(const struct admin_http_opts *a, const char *method, const char *path,
+		       const char *authorization);
+
 /* Runs on the env's thread; must call admin_reply(req, ...) exactly once, now or later. */
 typedef void (*admin_handler)(void *arg, struct admin_req *req);
 
-/* Listen on addr ("ip:port", TCP). -EADDRINUSE, -EINVAL, -EIO. */
-int admin_http_start(struct env *env, const char *addr, admin_handler fn, void *arg,
-		     struct admin_http **out);
+/*
+ * Listen on addr ("ip:port", TCP); opts is copied (NULL: plain HTTP, no
+ * token asked). -EADDRINUSE, -EINVAL (the address, or a certificate or
+ * key that does not load), -EIO.
+ */
+int admin_http_start(struct env *env, const char *addr, const struct admin_http_opts *opts,
+		     admin_handler fn, void *arg, struct admin_http **out);
+/* Requests answered 401 so far (shoal_admin_unauthorized_total). */
+uint64_t admin_http_refused(const struct admin_http *h);
 /*
  * Answer: status (200, 400, ...), body (copied; JSON unless type says
  * otherwise; NULL: empty).

@@ -561,6 +561,10 @@ cluster_families(struct mctx *m, struct cluster *cl, const struct admin_node *se
 	    node, SH_VERSION_STRING, self->mode, self->workers);
 	family(t, "shoal_start_time_seconds", "gauge", "When this node started (Unix time).");
 	put(t, "shoal_start_time_seconds{node=\"%llu\"} %.3f\n", node, sec(self->started_ns));
+	family(t, "shoal_admin_unauthorized_total", "counter",
+	       "Admin API requests refused (401) for want of a valid token.");
+	put(t, "shoal_admin_unauthorized_total{node=\"%llu\"} %llu\n", node,
+	    (unsigned long long)(self->http ? admin_http_refused(self->http) : 0));
 	family(t, "shoal_config_epoch", "gauge", "Configuration epoch seen by this node.");
 	put(t, "shoal_config_epoch{node=\"%llu\"} %llu\n", node, (unsigned long long)c->epoch);
 	family(t, "shoal_nodes", "gauge", "Nodes in the cluster by state.");

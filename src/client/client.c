@@ -672,7 +672,7 @@ node_at(const char *addr, uint64_t *id)
 {
 	char *body = NULL;
 	json_t *j, *node;
-	int rc = sh_http_call(addr, "GET", "/v1/status", NULL, &body, 5);
+	int rc = sh_http_call(addr, NULL, "GET", "/v1/status", NULL, &body, 5);
 
 	if (rc != 200) {
 		free(body);

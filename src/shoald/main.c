@@ -5,6 +5,8 @@
  * usage: shoald --id N --mgmt IP:PORT --data IP:PORT --dir DIR
  *               [--domain NAME] [--mode cpu|performance] [--workers N]
  *               [--log FILE] [--election-ms N] [--down-ms N] [--heartbeat-ms N]
+ *               [--secret FILE] [--metrics-auth] [--tls-cert FILE --tls-key FILE
+ *               [--tls-ca FILE]]
  *
  * The management address serves the cluster protocol (UDP) and the admin
  * HTTP API (TCP) on the same port. Worker i listens on the data address's
@@ -23,6 +25,7 @@
 #include <unistd.h>
 
 #include "../base/fault.h"
+#include "../base/http.h"
 #include "shoald.h"
 
 SH_LOG_FACILITY("shoald");
@@ -47,7 +50,9 @@ usage(const char *why)
 		"              [--domain NAME]\n"
 		"              [--mode cpu|performance] [--workers N] [--log FILE]\n"
 		"              [--election-ms N] [--down-ms N] [--heartbeat-ms N]\n"
-		"              [--orphan-age SECONDS (default 600; 0: off)]\n",
+		"              [--orphan-age SECONDS (default 600; 0: off)]\n"
+		"              [--secret FILE (default DIR/cluster.secret)] [--metrics-auth]\n"
+		"              [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]\n",
 		why);
 	exit(2);
 }
@@ -94,6 +99,11 @@ parse_args(int argc, char **argv, struct shoald_opts *o)
 						  { "down-ms", required_argument, NULL, 'o' },
 						  { "heartbeat-ms", required_argument, NULL, 'h' },
 						  { "orphan-age", required_argument, NULL, 'a' },
+						  { "secret", required_argument, NULL, 's' },
+						  { "metrics-auth", no_argument, NULL, 'A' },
+						  { "tls-cert", required_argument, NULL, 'C' },
+						  { "tls-key", required_argument, NULL, 'K' },
+						  { "tls-ca", required_argument, NULL, 'T' },
 						  { NULL, 0, NULL, 0 } };
 	struct env_addr a;
 	int c, rc;
@@ -136,6 +146,14 @@ parse_args(int argc, char **argv, struct shoald_opts *o)
 		    parse_uint("SHOAL_META_REPLACE", getenv("SHOAL_META_REPLACE"), 1, 30u * 86400);
 	if (getenv("SHOAL_CLAIM_AGE") != NULL)
 		o->claim_age_s = parse_uint("SHOAL_CLAIM_AGE", getenv("SHOAL_CLAIM_AGE"), 1, 86400);
+	/* the admin API over TLS for the nodes `shoal local up` starts (tests) */
+	if (getenv("SHOAL_TLS_CERT") != NULL)
+		copy_opt(o->tls_cert, sizeof(o->tls_cert), "SHOAL_TLS_CERT",
+			 getenv("SHOAL_TLS_CERT"));
+	if (getenv("SHOAL_TLS_KEY") != NULL)
+		copy_opt(o->tls_key, sizeof(o->tls_key), "SHOAL_TLS_KEY", getenv("SHOAL_TLS_KEY"));
+	if (getenv("SHOAL_TLS_CA") != NULL)
+		copy_opt(o->tls_ca, sizeof(o->tls_ca), "SHOAL_TLS_CA", getenv("SHOAL_TLS_CA"));
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
@@ -178,6 +196,21 @@ parse_args(int argc, char **argv, struct shoald_opts *o)
 		case 'a':
 			o->orphan_age_s = parse_uint("--orphan-age", optarg, 0, 30u * 86400);
 			break;
+		case 's':
+			copy_opt(o->secret, sizeof(o->secret), "--secret", optarg);
+			break;
+		case 'A':
+			o->metrics_auth = true;
+			break;
+		case 'C':
+			copy_opt(o->tls_cert, sizeof(o->tls_cert), "--tls-cert", optarg);
+			break;
+		case 'K':
+			copy_opt(o->tls_key, sizeof(o->tls_key), "--tls-key", optarg);
+			break;
+		case 'T':
+			copy_opt(o->tls_ca, sizeof(o->tls_ca), "--tls-ca", optarg);
+			break;
 		default: {
 			char msg[128];
 
@@ -207,6 +240,8 @@ parse_args(int argc, char **argv, struct shoald_opts *o)
 	env_addr_format(&o->data_ifc[0].addr, o->data, sizeof(o->data));
 	if (o->domain[0] && !cfg_name_ok(o->domain))
 		usage("--domain: 1-63 of A-Z a-z 0-9 . _ -");
+	if (!o->tls_cert[0] != !o->tls_key[0] || (o->tls_ca[0] && !o->tls_cert[0]))
+		usage("--tls-cert and --tls-key go together (and --tls-ca with them)");
 }
 
 /* ---- drives ---- */
@@ -352,6 +387,93 @@ on_admin(void *arg, struct admin_req *req)
 	admin_api_handle(d->cl, &d->self, req);
 }
 
+/*
+ * The cluster secret (docs/security.md): --secret FILE, else
+ * DIR/cluster.secret, made here at a node's first start when there is none
+ * (a one-node cluster, or the first node of one: the others need a copy
+ * before they start). The admin token derived from it is kept in
+ * DIR/admin.token (0600) for the CLI on this host.
+ */
+static int
+load_secret(struct shoald *d)
+{
+	uint8_t s[SH_SECRET_LEN];
+	char path[600], tpath[600], hex[SH_TOKEN_LEN + 1], cur[SH_TOKEN_LEN + 1];
+	bool given = d->o.secret[0] != '\0';
+	int rc;
+
+	if (given)
+		snprintf(path, sizeof(path), "%s", d->o.secret);
+	else
+		snprintf(path, sizeof(path), "%s/" SH_SECRET_FILE, d->o.dir);
+	rc = sh_secret_load(path, s);
+	if (rc == -ENOENT && !given) {
+		rc = sh_secret_random(s);
+		if (rc == 0) {
+			sh_secret_hex(s, hex);
+			rc = sh_secret_write_text(path, hex);
+		}
+		if (rc == 0)
+			sh_log_warn(
+			    "no cluster secret: a new one is in %s; every other node of this "
+			    "cluster needs a copy of it (mode 0600) before it starts "
+			    "(docs/security.md)",
+			    path);
+	}
+	if (rc < 0) {
+		fprintf(stderr, "shoald: the cluster secret %s: %s\n", path,
+			rc == -EPERM	? "group or others may read it, or it is not a regular "
+					  "file (chmod 600 it)"
+			: rc == -EINVAL ? "not a cluster secret (64 hex digits)"
+					: sh_strerror(rc));
+		return rc;
+	}
+	sh_token_derive(s, d->token);
+	explicit_bzero(s, sizeof(s));
+	snprintf(tpath, sizeof(tpath), "%s/" SH_TOKEN_FILE, d->o.dir);
+	if (sh_token_load(tpath, cur) < 0 || !sh_token_equal(cur, d->token)) {
+		rc = sh_secret_write_text(tpath, d->token);
+		if (rc < 0)
+			sh_log_warn("cannot write the admin token to %s: %s", tpath,
+				    sh_strerror(rc));
+	}
+	return 0;
+}
+
+/*
+ * The admin API over TLS (docs/security.md): the certificate and key as
+ * PEM text into opts (kept for the process's life); this node's own calls
+ * to the nodes' APIs then go over TLS too, trusting --tls-ca, else the
+ * node's certificate (a cluster that shares one).
+ */
+static int
+load_tls(struct shoald *d, struct admin_http_opts *opts)
+{
+	static char *cert, *key;
+	int rc;
+
+	if (!d->o.tls_cert[0])
+		return 0;
+	rc = sh_secret_read_file(d->o.tls_cert, false, 1 << 20, &cert);
+	if (rc < 0) {
+		fprintf(stderr, "shoald: the TLS certificate %s: %s\n", d->o.tls_cert,
+			sh_strerror(rc));
+		return rc;
+	}
+	rc = sh_secret_read_file(d->o.tls_key, true, 1 << 20, &key);
+	if (rc < 0) {
+		fprintf(stderr, "shoald: the TLS key %s: %s\n", d->o.tls_key,
+			rc == -EPERM ? "group or others may read it, or it is not a regular file "
+				       "(chmod 600 it)"
+				     : sh_strerror(rc));
+		return rc;
+	}
+	opts->tls_cert = cert;
+	opts->tls_key = key;
+	sh_http_tls_ca(d->o.tls_ca[0] ? d->o.tls_ca : d->o.tls_cert);
+	return 0;
+}
+
 static void
 on_cluster_stopped(void *arg)
 {
@@ -365,6 +487,7 @@ main(int argc, char **argv)
 	struct net_iface ifc = { 0 };
 	struct net_config nc = { 0 };
 	struct cluster_params cp = { 0 };
+	struct admin_http_opts auth = { 0 };
 	struct sigaction sa = { 0 };
 	char path[600];
 	FILE *f;
@@ -386,6 +509,8 @@ main(int argc, char **argv)
 	sh_log_init_from_env();
 	snprintf(path, sizeof(path), "shoald-%llu", (unsigned long long)d.o.id);
 	sh_log_set_tag(path);
+	if (load_secret(&d) < 0)
+		return 1;
 
 	d.env = env_real_create(&(struct env_real_opts){ .name = "mgmt" });
 	if (d.env == NULL) {
@@ -442,8 +567,14 @@ main(int argc, char **argv)
 				      .meta_groups = shoald_meta_groups,
 				      .with_stats = shoald_with_stats,
 				      .arg = &d,
-				      .started_ns = env_realtime(d.env) };
-	rc = admin_http_start(d.env, d.o.mgmt, on_admin, &d, &d.http);
+				      .started_ns = env_realtime(d.env),
+				      .token = d.token };
+	auth.metrics_open = !d.o.metrics_auth;
+	snprintf(auth.token, sizeof(auth.token), "%s", d.token);
+	if (load_tls(&d, &auth) < 0)
+		return 1;
+	rc = admin_http_start(d.env, d.o.mgmt, &auth, on_admin, &d, &d.http);
+	d.self.http = d.http;
 	if (rc < 0) {
 		fprintf(stderr, "shoald: cannot serve the admin API on %s (TCP): %s\n", d.o.mgmt,
 			sh_strerror(rc));

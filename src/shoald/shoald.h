@@ -43,6 +43,10 @@ struct shoald_opts {
 	unsigned watch_s;	 /* SHOAL_WATCH_INTERVAL: the watcher's rounds (0: off) */
 	unsigned meta_replace_s; /* SHOAL_META_REPLACE: a node down this long loses its metadata
 				    replicas */
+	char secret[512];	 /* --secret: the cluster secret's file ("": DIR/cluster.secret) */
+	bool metrics_auth;	 /* --metrics-auth: GET /metrics needs the admin token too */
+	/* --tls-cert, --tls-key, --tls-ca (or $SHOAL_TLS_CERT, ...): the admin API over TLS */
+	char tls_cert[512], tls_key[512], tls_ca[512];
 };
 
 /*
@@ -218,6 +222,7 @@ struct shoald {
 	struct cluster *cl;
 	struct admin_http *http;
 	struct admin_node self;
+	char token[SH_TOKEN_LEN + 1]; /* the admin API's, from the cluster secret */
 	struct worker workers[SHOALD_WORKERS_MAX];
 	uint64_t opened[CFG_DRIVES_MAX]; /* targets handed to workers */
 	unsigned nopened;

@@ -60,7 +60,7 @@ static int
 call(struct watcher *w, const char *method, const char *path, json_t *body, json_t **out)
 {
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL, *reply = NULL;
-	int st = sh_http_call(w->d->o.mgmt, method, path, text, &reply, 30);
+	int st = sh_http_call(w->d->o.mgmt, w->d->token, method, path, text, &reply, 30);
 
 	/* the answer, whatever the status (an error's: {"error", "code"}) */
 	if (out != NULL)

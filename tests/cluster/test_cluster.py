@@ -42,6 +42,20 @@ def check(cond, msg):
         raise Fail(msg)
 
 
+def write_secret(d):
+    """A cluster secret in d/cluster.secret and its admin token in d/admin.token, both 0600,
+    as `shoal local up` makes them (docs/security.md); the secret's path."""
+    import hashlib
+    import hmac
+    secret = os.urandom(32)
+    token = hmac.new(secret, b"shoal admin token v1", hashlib.sha256).hexdigest()
+    for name, text in (("cluster.secret", secret.hex()), ("admin.token", token)):
+        fd = os.open(os.path.join(d, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(text + "\n")
+    return os.path.join(d, "cluster.secret")
+
+
 class Cluster:
     def __init__(self, name, nodes, port):
         self.dir = tempfile.mkdtemp(prefix="shoal-%s-" % name,
@@ -81,11 +95,24 @@ class Cluster:
         if rc is not None and p.returncode != rc:
             raise Fail("local %s: exit %d\n%s%s" % (" ".join(args), p.returncode, p.stdout,
                                                     p.stderr))
+        if args and args[0] == "up" and p.returncode == 0:
+            # the admin API asks for the cluster's token: every shoal command after this,
+            # and the programs the tests start, use this cluster's (docs/security.md)
+            os.environ["SHOAL_TOKEN_FILE"] = os.path.join(self.dir, "admin.token")
+            os.environ.pop("SHOAL_TOKEN", None)
         return p
 
     def up(self):
         return self.local("up", "--nodes", str(self.nodes), "--port", str(self.port),
                           "--drive-size", "128M", "--buckets", "64")
+
+    def token(self):
+        """The admin API's token (`shoal local up` writes DIR/admin.token)."""
+        with open(os.path.join(self.dir, "admin.token")) as f:
+            return f.read().strip()
+
+    def headers(self):
+        return {"Authorization": "Bearer " + self.token()}
 
     def pids(self):
         with open(os.path.join(self.dir, "local.json")) as f:
@@ -344,16 +371,154 @@ def bad_input_is_refused_and_changes_nothing(c):
     for body in ['{"name":', '[1,2]', '{"name": 5}', '{"id": -1, "mgmt": "x", "data": "y"}']:
         h = http.client.HTTPConnection("127.0.0.1", c.port, timeout=10)
         h.request("POST", "/v1/fs" if "name" in body or body.startswith("[") else "/v1/nodes",
-                  body=body)
+                  body=body, headers=c.headers())
         r = h.getresponse()
         reply = json.loads(r.read())
         check(r.status == 400 and reply.get("error"), "%r: 400 with a reason, got %d %s" %
               (body, r.status, reply))
     h = http.client.HTTPConnection("127.0.0.1", c.port, timeout=10)
-    h.request("GET", "/v1/nothing")
+    h.request("GET", "/v1/nothing", headers=c.headers())
     check(h.getresponse().status == 404, "unknown resource: 404")
     check(c.status()["epoch"] == e0, "nothing changed: epoch %d -> %d" %
           (e0, c.status()["epoch"]))
+
+
+@test
+def admin_api_asks_for_the_cluster_token(c):
+    """docs/security.md: the secret `local up` made, 0600, is every node's; the token is
+    HMAC-SHA-256(secret, label) on every node; without it the API answers 401 (counted), except
+    a client's first contact and the metrics; the CLI says what to set; a node whose secret
+    others may read does not start."""
+    import hashlib
+    import hmac
+    import http.client
+    import stat
+    c.up()
+    c.leader()
+    with open(os.path.join(c.dir, "cluster.secret")) as f:
+        secret = bytes.fromhex(f.read().strip())
+    token = hmac.new(secret, b"shoal admin token v1", hashlib.sha256).hexdigest()
+    check(c.token() == token, "DIR/admin.token is HMAC-SHA-256(secret, label)")
+    for name in ["cluster.secret", "admin.token"] + ["n%d/admin.token" % n
+                                                     for n in range(1, c.nodes + 1)]:
+        p = os.path.join(c.dir, name)
+        check(stat.S_IMODE(os.stat(p).st_mode) == 0o600, "%s is 0600" % name)
+        with open(p) as f:
+            check(name == "cluster.secret" or f.read().strip() == token,
+                  "%s holds the cluster's token" % name)
+
+    def ask(method, path, headers=None, node=1):
+        h = http.client.HTTPConnection("127.0.0.1", c.port + node - 1, timeout=10)
+        h.request(method, path, headers=headers or {})
+        r = h.getresponse()
+        return r.status, r.getheader("WWW-Authenticate"), r.read().decode()
+
+    e0 = c.status()["epoch"]
+    for node in (1, 3):
+        st, www, body = ask("GET", "/v1/nodes", node=node)
+        check(st == 401 and www and "Bearer" in www and "admin token" in body,
+              "no token, node %d: %d %s %s" % (node, st, www, body))
+    st, _, _ = ask("POST", "/v1/fs", {"Authorization": "Bearer " + "0" * 64})
+    check(st == 401, "a wrong token: %d" % st)
+    st, _, _ = ask("DELETE", "/v1/nodes/5", {"Authorization": "Bearer"})
+    check(st == 401, "an empty token: %d" % st)
+    st, _, body = ask("GET", "/v1/nodes", c.headers())
+    check(st == 200 and len(json.loads(body)) == c.nodes, "with the token: %d %s" % (st, body))
+    st, _, _ = ask("GET", "/v1/status")
+    check(st == 200, "a client's first contact is open: %d" % st)
+    st, _, page = ask("GET", "/metrics")
+    check(st == 200, "the metrics are open unless --metrics-auth: %d" % st)
+    m = re.search(r'^shoal_admin_unauthorized_total\{node="1"\} (\d+)$', page, re.M)
+    check(m and int(m.group(1)) == 3, "node 1 counted its 3 refusals: %s" %
+          (m.group(0) if m else "no shoal_admin_unauthorized_total"))
+    check(c.status()["epoch"] == e0, "nothing changed without the token")
+    # every node calls the others with it: usage summed over all of them
+    c.shoal("fs", "create", "tok", "--protection", "3+2", check_rc=0)
+    check(any(f["name"] == "tok" for f in c.run_json(["fs", "list"], 2)), "fs list via node 2")
+
+    # the CLI without the token (elsewhere than ./run/local), with a wrong one, a malformed one
+    env = {k: v for k, v in os.environ.items() if k not in ("SHOAL_TOKEN", "SHOAL_TOKEN_FILE")}
+    cli = [os.path.join(BIN, "shoal"), "--addr", c.addr(1), "node", "list"]
+    for extra, rc, text in (({}, 1, "SHOAL_TOKEN_FILE"),
+                            ({"SHOAL_TOKEN": "ab" * 32}, 1, "not this cluster's"),
+                            ({"SHOAL_TOKEN": "abc"}, 2, "not an admin token"),
+                            ({"SHOAL_TOKEN": token}, 0, "")):
+        p = subprocess.run(cli, capture_output=True, text=True, timeout=30, cwd=c.dir,
+                           env=dict(env, **extra))
+        check(p.returncode == rc and text in p.stderr and len(p.stderr.splitlines()) <= 1,
+              "CLI with %s: exit %d (want %d), %r" % (extra, p.returncode, rc, p.stderr))
+
+    # a node whose secret group or others may read refuses to start, and says why
+    loose = os.path.join(c.dir, "loose.secret")
+    with open(loose, "w") as f:
+        f.write(secret.hex() + "\n")
+    os.chmod(loose, 0o644)
+    p = subprocess.run([os.path.join(BIN, "shoald"), "--id", "9", "--mgmt",
+                        "127.0.0.1:%d" % (c.port + 15), "--data", "127.0.0.1:%d" % (c.port + 16),
+                        "--dir", os.path.join(c.dir, "n9"), "--secret", loose],
+                       capture_output=True, text=True, timeout=30)
+    check(p.returncode == 1 and "chmod 600" in p.stderr,
+          "a world-readable secret: exit %d, %r" % (p.returncode, p.stderr))
+
+
+@test
+def admin_api_over_tls(c):
+    """docs/security.md: nodes with a certificate (--tls-cert/--tls-key; here $SHOAL_TLS_CERT
+    and $SHOAL_TLS_KEY for the nodes `local up` starts) serve the admin API over TLS only; the
+    CLI, the nodes' calls to one another and the client library's first contact trust
+    $SHOAL_CA_FILE; plain HTTP gets no answer; an untrusted certificate is refused, said so."""
+    import http.client
+    import ssl
+    os.makedirs(c.dir, exist_ok=True)
+    cert, key = os.path.join(c.dir, "tls.pem"), os.path.join(c.dir, "tls.key")
+    other, okey = os.path.join(c.dir, "other.pem"), os.path.join(c.dir, "other.key")
+    for crt, k in ((cert, key), (other, okey)):
+        p = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                            "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", k, "-out", crt,
+                            "-days", "2", "-subj", "/CN=shoal-test", "-addext",
+                            "subjectAltName=IP:127.0.0.1"], capture_output=True, text=True)
+        check(p.returncode == 0, "openssl req: %s" % p.stderr)
+        os.chmod(k, 0o600)
+    c.env = {"SHOAL_TLS_CERT": cert, "SHOAL_TLS_KEY": key, "SHOAL_CA_FILE": cert}
+    os.environ["SHOAL_CA_FILE"] = cert
+    try:
+        c.up()
+        c.leader()
+        c.shoal("fs", "create", "t", "--protection", "3+2", check_rc=0)
+        src = os.path.join(c.dir, "src.bin")
+        with open(src, "wb") as f:
+            f.write(os.urandom(300000))
+        c.shoal("ns", "t", "put", src, "/f", check_rc=0, node=3)
+        c.shoal("ns", "t", "get", "/f", src + ".back", check_rc=0, node=2)
+        with open(src, "rb") as a, open(src + ".back", "rb") as b:
+            check(a.read() == b.read(), "the library's bytes over a TLS first contact")
+        fs = [x for x in c.run_json(["fs", "list"], 4) if x["name"] == "t"][0]
+        check(fs.get("usage_nodes") == c.nodes, "every node's usage over TLS: %s" % fs)
+        r = c.run_json(["rebuild", "status"], 5)
+        check(r.get("nodes_answered") == c.nodes, "every node's heal over TLS: %s" % r)
+
+        ctx = ssl.create_default_context(cafile=cert)
+        h = http.client.HTTPSConnection("127.0.0.1", c.port, timeout=10, context=ctx)
+        h.request("GET", "/v1/nodes", headers=c.headers())
+        check(h.getresponse().status == 200, "HTTPS with the token")
+        try:
+            h = http.client.HTTPConnection("127.0.0.1", c.port, timeout=10)
+            h.request("GET", "/v1/status")
+            st = h.getresponse().status
+        except (OSError, http.client.HTTPException):
+            st = None
+        check(st is None or st >= 400, "plain HTTP to the TLS port: %s" % st)
+
+        cli = [os.path.join(BIN, "shoal"), "--addr", c.addr(1), "node", "list"]
+        env = {k: v for k, v in os.environ.items() if k != "SHOAL_CA_FILE"}
+        for extra, text in (({}, "set $SHOAL_CA_FILE"),
+                            ({"SHOAL_CA_FILE": other}, "not one $SHOAL_CA_FILE trusts")):
+            p = subprocess.run(cli, capture_output=True, text=True, timeout=30,
+                               env=dict(env, **extra))
+            check(p.returncode == 1 and text in p.stderr and len(p.stderr.splitlines()) == 1,
+                  "CLI with %s: exit %d, %r" % (extra, p.returncode, p.stderr))
+    finally:
+        os.environ.pop("SHOAL_CA_FILE", None)
 
 
 @test
@@ -466,7 +631,8 @@ def meta(c, n):
     """Node n's metadata groups (the admin API's /v1/meta); [] if it does not answer."""
     import urllib.request
     try:
-        with urllib.request.urlopen("http://%s/v1/meta" % c.addr(n), timeout=5) as r:
+        req = urllib.request.Request("http://%s/v1/meta" % c.addr(n), headers=c.headers())
+        with urllib.request.urlopen(req, timeout=5) as r:
             return json.loads(r.read().decode())
     except Exception:  # a node down or restarting: no groups seen there
         return []

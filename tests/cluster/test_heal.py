@@ -544,7 +544,7 @@ def put_json(c, path, body, node=1):
     import urllib.request
     req = urllib.request.Request("http://%s%s" % (c.addr(node), path), method="PUT",
                                  data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
+                                 headers=dict(c.headers(), **{"Content-Type": "application/json"}))
     with urllib.request.urlopen(req, timeout=30) as r:
         return r.status
 

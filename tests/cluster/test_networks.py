@@ -98,6 +98,10 @@ class NetCluster:
         self.procs = {}
         self.client_env = dict(os.environ,
                                SHOAL_DATA_IFACES="10.254.1.200/sw1,10.254.1.250/sw2")
+        # one cluster secret for every node, and the admin token the CLI uses
+        self.secret = tc.write_secret(self.dir)
+        self.client_env["SHOAL_TOKEN_FILE"] = os.path.join(self.dir, "admin.token")
+        self.client_env.pop("SHOAL_TOKEN", None)
 
     def start(self, n):
         d = os.path.join(self.dir, "n%d" % n)
@@ -107,7 +111,8 @@ class NetCluster:
                "--id", str(n), "--mgmt", mgmt(n),
                # no port: the management port + 100 (7100)
                "--data", "10.254.1.%d/sw1,10.254.1.%d/sw2" % (n, 100 + n),
-               "--dir", d, "--log", os.path.join(self.dir, "n%d.log" % n)]
+               "--dir", d, "--log", os.path.join(self.dir, "n%d.log" % n),
+               "--secret", self.secret]
         self.procs[n] = subprocess.Popen(cmd, stdout=log, stderr=log, start_new_session=True)
 
     def shoal(self, *args, check_rc=None, timeout=120, node=1):

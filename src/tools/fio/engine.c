@@ -29,6 +29,7 @@
 #include <shoal/client.h>
 
 #include "../../base/http.h"
+#include "../../base/secret.h"
 
 #ifndef SHF_FIO_VERSION
 #error "build with -DSHF_FIO_VERSION=\"fio-X.Y\" (the fio these headers belong to)"
@@ -448,7 +449,7 @@ shf_unlink_file(struct thread_data *td, struct fio_file *f)
 static int
 shf_create_fs(struct shf_data *d, const struct shf_options *o)
 {
-	char addr[128], body[256], *reply = NULL;
+	char addr[128], body[256], *reply = NULL, token[SH_TOKEN_LEN + 1];
 	struct timespec pause = { 0, 100 * 1000 * 1000 };
 	int st;
 
@@ -456,7 +457,9 @@ shf_create_fs(struct shf_data *d, const struct shf_options *o)
 	addr[strcspn(addr, ",")] = '\0';
 	snprintf(body, sizeof(body), "{\"name\":\"%s\",\"protection\":\"%s\"}", o->fs,
 		 o->protection);
-	st = sh_http_call(addr, "POST", "/v1/fs", body, &reply, 30);
+	/* the admin token from $SHOAL_TOKEN or $SHOAL_TOKEN_FILE (docs/security.md) */
+	st = sh_http_call(addr, sh_token_env(token) > 0 ? token : NULL, "POST", "/v1/fs", body,
+			  &reply, 30);
 	if (st != 200 && st != 409) {
 		log_err("shoal: creating filesystem %s (%s) on %s: %s\n", o->fs, o->protection,
 			addr, st < 0 ? strerror(-st) : (reply ? reply : "refused"));

@@ -7,6 +7,8 @@
  *   DIR/nN/             node N's shoald directory (config Raft log)
  *   DIR/nN.log          its log
  *   DIR/drives/nN.img   its drive
+ *   DIR/cluster.secret  the cluster secret every node is started with (0600)
+ *   DIR/admin.token     the admin API's token derived from it (0600)
  *
  * Node N listens on 127.0.0.1:(PORT + N - 1) for management (UDP and the
  * admin API on TCP) and 127.0.0.1:(PORT + 100 + N - 1) for data.
@@ -41,7 +43,43 @@ struct local {
 	long long drive_size;
 	const char *mode;
 	pid_t pids[LOCAL_NODES_MAX + 1];
+	char token[SH_TOKEN_LEN + 1]; /* "": none (a cluster made before there were secrets) */
 };
+
+/*
+ * The cluster's secret, made on the first `up` (docs/security.md), and
+ * the admin token from it, written beside it for the CLI and the tests
+ * (SHOAL_TOKEN_FILE=DIR/admin.token). Without make, a missing secret
+ * leaves the token empty.
+ */
+static void
+local_secret(struct local *l, bool make)
+{
+	char path[PATH_MAX + 32], hex[SH_TOKEN_LEN + 1];
+	uint8_t s[SH_SECRET_LEN];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/" SH_SECRET_FILE, l->dir);
+	rc = sh_secret_load(path, s);
+	if (rc == -ENOENT && !make)
+		return;
+	if (rc == -ENOENT) {
+		rc = sh_secret_random(s);
+		if (rc == 0) {
+			sh_secret_hex(s, hex);
+			rc = sh_secret_write_text(path, hex);
+		}
+	}
+	if (rc < 0)
+		fail("the cluster secret %s: %s", path,
+		     rc == -EPERM ? "group or others may read it (chmod 600 it)" : strerror(-rc));
+	sh_token_derive(s, l->token);
+	explicit_bzero(s, sizeof(s));
+	snprintf(path, sizeof(path), "%s/" SH_TOKEN_FILE, l->dir);
+	rc = sh_secret_write_text(path, l->token);
+	if (rc < 0)
+		fail("cannot write %s: %s", path, strerror(-rc));
+}
 
 static void
 node_addr(const struct local *l, int n, bool data, char *buf, size_t len)
@@ -164,6 +202,7 @@ static pid_t
 spawn(const struct local *l, int n)
 {
 	char id[16], mgmt[64], data[64], dir[PATH_MAX + 16], log[PATH_MAX + 32], exe[PATH_MAX + 16];
+	char secret[PATH_MAX + 32];
 	pid_t pid;
 
 	snprintf(id, sizeof(id), "%d", n);
@@ -171,6 +210,7 @@ spawn(const struct local *l, int n)
 	node_addr(l, n, true, data, sizeof(data));
 	snprintf(dir, sizeof(dir), "%s/n%d", l->dir, n);
 	snprintf(log, sizeof(log), "%s/n%d.log", l->dir, n);
+	snprintf(secret, sizeof(secret), "%s/" SH_SECRET_FILE, l->dir);
 	snprintf(exe, sizeof(exe), "%s/shoald", self_dir());
 	pid = fork();
 	if (pid < 0)
@@ -188,7 +228,7 @@ spawn(const struct local *l, int n)
 		if (fd >= 0)
 			dup2(fd, 0);
 		execl(exe, "shoald", "--id", id, "--mgmt", mgmt, "--data", data, "--dir", dir,
-		      "--mode", l->mode, "--log", log, (char *)NULL);
+		      "--mode", l->mode, "--log", log, "--secret", secret, (char *)NULL);
 		fprintf(stderr, "shoal local: cannot run %s: %s\n", exe, strerror(errno));
 		_exit(127);
 	}
@@ -203,7 +243,7 @@ try_get(const struct local *l, int n, const char *path)
 	int rc;
 
 	node_addr(l, n, false, addr, sizeof(addr));
-	rc = sh_http_call(addr, "GET", path, NULL, &out, 5);
+	rc = sh_http_call(addr, l->token, "GET", path, NULL, &out, 5);
 	if (rc == 200)
 		j = json_loads(out, 0, NULL);
 	free(out);
@@ -217,7 +257,7 @@ post(const struct local *l, int n, const char *path, json_t *body, const char *w
 	int rc;
 
 	node_addr(l, n, false, addr, sizeof(addr));
-	rc = sh_http_call(addr, "POST", path, b, &out, 40);
+	rc = sh_http_call(addr, l->token, "POST", path, b, &out, 40);
 	free(b);
 	json_decref(body);
 	if (rc != 200) {
@@ -408,6 +448,7 @@ local_up(struct local *l, bool fresh)
 	}
 	if (mkdirs(l->dir) < 0)
 		fail("cannot create %s: %s", l->dir, strerror(errno));
+	local_secret(l, true);
 	printf("starting %d of %d nodes in %s ...\n", starting, l->nodes, l->dir);
 	fflush(stdout);
 	for (int n = 1; n <= l->nodes; n++)
@@ -446,6 +487,9 @@ local_up(struct local *l, bool fresh)
 	       l->nodes, l->drive_size >> 20, now_s() - t0);
 	printf("  admin API   http://%s/v1/status   (any node: ports %d-%d)\n", addr, l->port,
 	       l->port + l->nodes - 1);
+	printf("  token       export SHOAL_TOKEN_FILE=%s/" SH_TOKEN_FILE
+	       "   (the admin API asks for it)\n",
+	       l->dir);
 	printf("  try         shoal --addr %s status | node list | events\n", addr);
 	printf("  stop        shoal local down --dir %s   (keeps the data; --wipe removes it)\n",
 	       l->dir);
@@ -468,6 +512,7 @@ local_add(struct local *l)
 	if (!port_free(l->port + n - 1, true) || !port_free(l->port + 100 + n - 1, false))
 		fail("port %d or %d is in use", l->port + n - 1, l->port + 100 + n - 1);
 	up_t0 = now_s();
+	local_secret(l, true);
 	l->nodes = n;
 	l->pids[n] = spawn(l, n);
 	save(l);
@@ -632,6 +677,7 @@ cmd_local(struct cli *c, int argc, char **argv)
 	if (strcmp(verb, "status") == 0) {
 		if (!load(&l))
 			fail("no local cluster in %s", l.dir);
+		local_secret(&l, false);
 		return local_status(c, &l);
 	}
 	if (strcmp(verb, "add") == 0) {

@@ -146,17 +146,58 @@ ok_status(int status)
 	return status >= 200 && status <= 299;
 }
 
+const char *
+cli_token(void)
+{
+	static char token[SH_TOKEN_LEN + 1];
+	static bool done;
+	int rc;
+
+	if (done)
+		return token[0] ? token : NULL;
+	done = true;
+	rc = sh_token_env(token);
+	if (rc < 0 && getenv("SHOAL_TOKEN") != NULL && *getenv("SHOAL_TOKEN") != '\0')
+		usage_error("$SHOAL_TOKEN is not an admin token (64 hex digits)");
+	if (rc < 0)
+		usage_error("$SHOAL_TOKEN_FILE %s: %s", getenv("SHOAL_TOKEN_FILE"),
+			    rc == -EPERM    ? "group or others may read it (chmod 600 it)"
+			    : rc == -EINVAL ? "not an admin token (64 hex digits)"
+					    : strerror(-rc));
+	/* the local cluster of ./run (`shoal local up`'s default), or of `make run` */
+	if (rc == 0 && sh_token_load("run/" SH_TOKEN_FILE, token) < 0 &&
+	    sh_token_load("run/local/" SH_TOKEN_FILE, token) < 0)
+		token[0] = '\0';
+	return token[0] ? token : NULL;
+}
+
 static char *
 call(const struct cli *c, const char *method, const char *path, const char *body, int *status)
 {
 	char *out = NULL;
-	int rc = sh_http_call(c->addr, method, path, body, &out, 40);
+	int rc = sh_http_call(c->addr, cli_token(), method, path, body, &out, 40);
 
 	if (rc < 0) {
 		if (rc == -EINVAL)
 			usage_error("'%s' is not an address (IP:PORT)", c->addr);
+		if (rc == -EKEYREJECTED)
+			fail("the admin API at %s: its TLS certificate is not one $SHOAL_CA_FILE "
+			     "trusts, or does not name that address",
+			     c->addr);
+		if (rc == -EPROTO || rc == -ECONNRESET)
+			fail("the admin API at %s gave no HTTP answer: %s", c->addr,
+			     getenv("SHOAL_CA_FILE") ? "it may not use TLS (unset $SHOAL_CA_FILE)"
+						     : "it may use TLS (set $SHOAL_CA_FILE to the "
+						       "certificates to trust)");
 		fail("cannot reach the admin API at %s: %s", c->addr, strerror(-rc));
 	}
+	if (rc == 401)
+		fail("the admin API at %s refused: %s", c->addr,
+		     cli_token() ? "the token given is not this cluster's ($SHOAL_TOKEN, "
+				   "$SHOAL_TOKEN_FILE or ./run[/local]/admin.token)"
+				 : "it needs the cluster's admin token: set $SHOAL_TOKEN_FILE to "
+				   "a node's DIR/admin.token, or $SHOAL_TOKEN to its text "
+				   "(docs/security.md)");
 	*status = rc;
 	return out;
 }

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "../../base/http.h"
+#include "../../base/secret.h"
 #include "../../cluster/config.h"
 
 #define SHOAL_DEFAULT_ADDR "127.0.0.1:7400"
@@ -16,6 +17,14 @@ struct cli {
 	const char *addr; /* the admin API of a node: ip:port */
 	bool json;
 };
+
+/*
+ * The admin API's token (docs/security.md): $SHOAL_TOKEN, else the file
+ * $SHOAL_TOKEN_FILE names, else ./run/admin.token or ./run/local/admin.token
+ * (the local cluster of `shoal local up` or of `make run`), else none
+ * (NULL). Read once; exits 2 on a malformed one.
+ */
+const char *cli_token(void);
 
 /* Exit helpers: print "shoal: reason" and exit 2 (usage) or 1 (failure). */
 _Noreturn void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

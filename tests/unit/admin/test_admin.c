@@ -6,6 +6,9 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,11 +17,13 @@
 #include <unistd.h>
 
 #include "../../../src/admin/api.h"
+#include "../../../src/base/http.h"
 #include "../../../src/env/env_real.h"
 #include "../../lib/test.h"
 
 struct client {
 	int port;
+	char addr[64];
 	struct env *env;
 	void (*script)(struct client *c);
 	bool done;
@@ -142,11 +147,11 @@ TEST(admin_http_server)
 	pthread_t th;
 
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", c.port);
-	SH_ASSERT_OK(admin_http_start(env, addr, echo, NULL, &h));
-	SH_ASSERT_EQ(admin_http_start(env, addr, echo, NULL, &(struct admin_http *){ NULL }),
+	SH_ASSERT_OK(admin_http_start(env, addr, NULL, echo, NULL, &h));
+	SH_ASSERT_EQ(admin_http_start(env, addr, NULL, echo, NULL, &(struct admin_http *){ NULL }),
 		     -EADDRINUSE);
 	SH_ASSERT_EQ(
-	    admin_http_start(env, "localhost:80", echo, NULL, &(struct admin_http *){ NULL }),
+	    admin_http_start(env, "localhost:80", NULL, echo, NULL, &(struct admin_http *){ NULL }),
 	    -EINVAL);
 	pthread_create(&th, NULL, client_main, &c);
 	env_real_run(env);
@@ -159,6 +164,245 @@ TEST(admin_http_server)
 	}
 	admin_http_stop(h);
 	env_real_destroy(env);
+}
+
+/* ---- who may ask ---- */
+
+#define TOKEN "78f38a4276e0592d2fadb341cab06972cc429dc62f090d8f4db5d5aed1079aea"
+
+TEST(admin_auth_wants_the_token_except_on_open_paths)
+{
+	struct admin_http_opts a = { .token = TOKEN, .metrics_open = true };
+	struct admin_http_opts none = { .token = "" };
+
+	SH_ASSERT(admin_auth_allows(&a, "GET", "/v1/nodes", "Bearer " TOKEN));
+	SH_ASSERT(admin_auth_allows(&a, "POST", "/v1/fs", "bearer  " TOKEN " "));
+	SH_ASSERT(!admin_auth_allows(&a, "GET", "/v1/nodes", NULL));
+	SH_ASSERT(!admin_auth_allows(&a, "GET", "/v1/nodes", ""));
+	SH_ASSERT(!admin_auth_allows(&a, "GET", "/v1/nodes", TOKEN));
+	SH_ASSERT(!admin_auth_allows(&a, "GET", "/v1/nodes", "Basic " TOKEN));
+	/* one digit off, one short, one long */
+	SH_ASSERT(!admin_auth_allows(
+	    &a, "GET", "/v1/nodes",
+	    "Bearer 78f38a4276e0592d2fadb341cab06972cc429dc62f090d8f4db5d5aed1079aeb"));
+	SH_ASSERT(!admin_auth_allows(
+	    &a, "GET", "/v1/nodes",
+	    "Bearer 78f38a4276e0592d2fadb341cab06972cc429dc62f090d8f4db5d5aed1079ae"));
+	SH_ASSERT(!admin_auth_allows(&a, "GET", "/v1/nodes", "Bearer " TOKEN "0"));
+	/* open: a client's first contact, and the metrics when so set */
+	SH_ASSERT(admin_auth_allows(&a, "GET", "/v1/status", NULL));
+	SH_ASSERT(!admin_auth_allows(&a, "POST", "/v1/status", NULL));
+	SH_ASSERT(!admin_auth_allows(&a, "GET", "/v1/status/x", NULL));
+	SH_ASSERT(admin_auth_allows(&a, "GET", "/metrics", NULL));
+	a.metrics_open = false;
+	SH_ASSERT(!admin_auth_allows(&a, "GET", "/metrics", NULL));
+	SH_ASSERT(admin_auth_allows(&a, "GET", "/metrics", "Bearer " TOKEN));
+	/* no token set: nothing asked (the route tests here) */
+	SH_ASSERT(admin_auth_allows(&none, "DELETE", "/v1/fs/x", NULL));
+}
+
+static void
+auth_script(struct client *c)
+{
+	char out[4096], *body = NULL;
+	int st;
+
+	st = request(c->port, "GET", "/v1/nodes", NULL, out, sizeof(out));
+	EXPECT(c, st == 401 && strstr(out, "admin token") != NULL, "no token: %d '%s'", st, out);
+	st = request(c->port, "POST", "/v1/fs", "{\"name\":\"x\"}", out, sizeof(out));
+	EXPECT(c, st == 401, "a POST without a token: %d '%s'", st, out);
+	st = request(c->port, "GET", "/v1/status", NULL, out, sizeof(out));
+	EXPECT(c, st == 200 && strcmp(out, "GET /v1/status ? 0") == 0, "status, open: %d '%s'", st,
+	       out);
+	st = request(c->port, "GET", "/metrics", NULL, out, sizeof(out));
+	EXPECT(c, st == 401, "metrics, not open here: %d '%s'", st, out);
+	/* through the library's client, which sends the header */
+	st = sh_http_call(c->addr, TOKEN, "POST", "/v1/fs", "{}", &body, 5);
+	EXPECT(c, st == 200 && body && strcmp(body, "POST /v1/fs ? 2") == 0,
+	       "with the token: %d '%s'", st, body ? body : "");
+	free(body);
+	body = NULL;
+	st = sh_http_call(c->addr,
+			  "78f38a4276e0592d2fadb341cab06972cc429dc62f090d8f4db5d5aed1079aeb", "GET",
+			  "/metrics", NULL, &body, 5);
+	EXPECT(c, st == 401, "a wrong token: %d", st);
+	free(body);
+	body = NULL;
+	st = sh_http_call(c->addr, "x\r\nX-Evil: 1", "GET", "/v1/nodes", NULL, &body, 5);
+	EXPECT(c, st == -EINVAL, "a token with a line break is not sent: %d", st);
+	free(body);
+}
+
+TEST(admin_http_refuses_requests_without_the_token)
+{
+	struct env *env = env_real_create(NULL);
+	struct admin_http *h;
+	struct admin_http_opts auth = { .token = TOKEN, .metrics_open = false };
+	struct client c = { .port = free_port(), .env = env, .script = auth_script };
+	pthread_t th;
+
+	snprintf(c.addr, sizeof(c.addr), "127.0.0.1:%d", c.port);
+	SH_ASSERT_OK(admin_http_start(env, c.addr, &auth, echo, NULL, &h));
+	pthread_create(&th, NULL, client_main, &c);
+	env_real_run(env);
+	pthread_join(th, NULL);
+	SH_ASSERT_MSG(c.failure[0] == '\0', "%s", c.failure);
+	SH_ASSERT_EQ(admin_http_refused(h), 4u);
+	admin_http_stop(h);
+	env_real_destroy(env);
+}
+
+/* ---- TLS ---- */
+
+/* A self-signed certificate for ip (an IP subject alternative name) and its key, PEM text. */
+static void
+make_cert(const char *ip, char **cert, char **key)
+{
+	EVP_PKEY *pk = EVP_EC_gen("P-256");
+	X509 *x = X509_new();
+	X509_NAME *name;
+	X509_EXTENSION *ext;
+	X509V3_CTX v3;
+	char san[64];
+	BIO *b;
+	long n;
+	char *p;
+
+	SH_ASSERT(pk != NULL && x != NULL);
+	X509_set_version(x, 2);
+	ASN1_INTEGER_set(X509_get_serialNumber(x), (long)getpid());
+	X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+	X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+	X509_set_pubkey(x, pk);
+	name = X509_get_subject_name(x);
+	X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"shoal-test",
+				   -1, -1, 0);
+	X509_set_issuer_name(x, name);
+	X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
+	snprintf(san, sizeof(san), "IP:%s", ip);
+	ext = X509V3_EXT_conf_nid(NULL, &v3, NID_subject_alt_name, san);
+	SH_ASSERT(ext != NULL);
+	X509_add_ext(x, ext, -1);
+	X509_EXTENSION_free(ext);
+	SH_ASSERT(X509_sign(x, pk, EVP_sha256()) > 0);
+	b = BIO_new(BIO_s_mem());
+	PEM_write_bio_X509(b, x);
+	n = BIO_get_mem_data(b, &p);
+	*cert = strndup(p, (size_t)n);
+	BIO_free(b);
+	b = BIO_new(BIO_s_mem());
+	PEM_write_bio_PrivateKey(b, pk, NULL, NULL, 0, NULL, NULL);
+	n = BIO_get_mem_data(b, &p);
+	*key = strndup(p, (size_t)n);
+	BIO_free(b);
+	X509_free(x);
+	EVP_PKEY_free(pk);
+}
+
+static void
+write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	SH_ASSERT(f != NULL);
+	fputs(text, f);
+	fclose(f);
+}
+
+struct tls_case {
+	char good[256], other[256], wrong_ip[256]; /* CA files */
+};
+static struct tls_case tls_files;
+
+static void
+tls_script(struct client *c)
+{
+	char *body = NULL;
+	int st;
+
+	sh_http_tls_ca(tls_files.good);
+	st = sh_http_call(c->addr, TOKEN, "GET", "/v1/nodes", NULL, &body, 5);
+	EXPECT(c, st == 200 && body && strcmp(body, "GET /v1/nodes ? 0") == 0, "over TLS: %d '%s'",
+	       st, body ? body : "");
+	free(body);
+	body = NULL;
+	st = sh_http_call(c->addr, NULL, "GET", "/v1/nodes", NULL, &body, 5);
+	EXPECT(c, st == 401, "over TLS, no token: %d", st);
+	free(body);
+	body = NULL;
+	sh_http_tls_ca(tls_files.other);
+	st = sh_http_call(c->addr, TOKEN, "GET", "/v1/nodes", NULL, &body, 5);
+	EXPECT(c, st == -EKEYREJECTED, "a certificate not trusted: %d", st);
+	free(body);
+	body = NULL;
+	sh_http_tls_ca(tls_files.wrong_ip);
+	st = sh_http_call(c->addr, TOKEN, "GET", "/v1/nodes", NULL, &body, 5);
+	EXPECT(c, st == -EKEYREJECTED, "a certificate for another address: %d", st);
+	free(body);
+	body = NULL;
+	sh_http_tls_ca("/nonexistent/ca.pem");
+	st = sh_http_call(c->addr, TOKEN, "GET", "/v1/nodes", NULL, &body, 5);
+	EXPECT(c, st == -ENOENT, "no such CA file: %d", st);
+	free(body);
+	body = NULL;
+	/* plain HTTP to the TLS port: no answer that parses */
+	sh_http_tls_ca(NULL);
+	unsetenv("SHOAL_CA_FILE");
+	st = sh_http_call(c->addr, TOKEN, "GET", "/v1/nodes", NULL, &body, 5);
+	EXPECT(c, st < 0 || st == 400, "plain HTTP to TLS: %d", st);
+	free(body);
+}
+
+TEST(admin_http_over_tls)
+{
+	struct env *env = env_real_create(NULL);
+	struct admin_http *h;
+	struct admin_http_opts opts = { .token = TOKEN };
+	struct client c = { .port = free_port(), .env = env, .script = tls_script };
+	char *cert, *key, *ocert, *okey, *wcert, *wkey;
+	pthread_t th;
+
+	make_cert("127.0.0.1", &cert, &key);
+	make_cert("127.0.0.1", &ocert, &okey);
+	make_cert("127.0.0.2", &wcert, &wkey);
+	snprintf(tls_files.good, sizeof(tls_files.good), "/tmp/sh-tls-%d-good.pem", (int)getpid());
+	snprintf(tls_files.other, sizeof(tls_files.other), "/tmp/sh-tls-%d-other.pem",
+		 (int)getpid());
+	snprintf(tls_files.wrong_ip, sizeof(tls_files.wrong_ip), "/tmp/sh-tls-%d-ip.pem",
+		 (int)getpid());
+	write_text(tls_files.good, cert);
+	write_text(tls_files.other, ocert);
+	snprintf(c.addr, sizeof(c.addr), "127.0.0.1:%d", c.port);
+	/* the server with the wrong-IP certificate, then the right one */
+	opts.tls_cert = wcert;
+	opts.tls_key = wkey;
+	write_text(tls_files.wrong_ip, wcert);
+	{
+		struct admin_http *w;
+		struct admin_http_opts bad = opts;
+
+		bad.tls_key = okey; /* another certificate's key: does not load */
+		SH_ASSERT_EQ(admin_http_start(env, c.addr, &bad, echo, NULL, &w), -EINVAL);
+	}
+	opts.tls_cert = cert;
+	opts.tls_key = key;
+	SH_ASSERT_OK(admin_http_start(env, c.addr, &opts, echo, NULL, &h));
+	pthread_create(&th, NULL, client_main, &c);
+	env_real_run(env);
+	pthread_join(th, NULL);
+	SH_ASSERT_MSG(c.failure[0] == '\0', "%s", c.failure);
+	admin_http_stop(h);
+	env_real_destroy(env);
+	sh_http_tls_ca(NULL);
+	unlink(tls_files.good);
+	unlink(tls_files.other);
+	unlink(tls_files.wrong_ip);
+	free(cert);
+	free(key);
+	free(ocert);
+	free(okey);
+	free(wcert);
+	free(wkey);
 }
 
 /* ---- the API on a one-node cluster ---- */
@@ -269,7 +513,7 @@ TEST(admin_api_one_node)
 	SH_ASSERT_OK(env_addr_parse(mgmt, &ifc.addr));
 	SH_ASSERT_OK(net_create(env, &nc, &net));
 	SH_ASSERT_OK(cluster_start(net, &p, &a.cl));
-	SH_ASSERT_OK(admin_http_start(env, mgmt, on_api, &a, &h));
+	SH_ASSERT_OK(admin_http_start(env, mgmt, NULL, on_api, &a, &h));
 	pthread_create(&th, NULL, client_main, &c);
 	env_real_run(env);
 	pthread_join(th, NULL);
@@ -616,8 +860,8 @@ TEST(admin_api_snapshots)
 	w.api.cl = w.cl[0];
 	w.api2 = (struct api_ctx){ .cl = w.cl[1], .self = w.api.self };
 	w.api2.self.id = 2;
-	SH_ASSERT_OK(admin_http_start(env, w.mgmt[0], on_api, &w.api, &h));
-	SH_ASSERT_OK(admin_http_start(env, w.mgmt[1], on_api, &w.api2, &h2));
+	SH_ASSERT_OK(admin_http_start(env, w.mgmt[0], NULL, on_api, &w.api, &h));
+	SH_ASSERT_OK(admin_http_start(env, w.mgmt[1], NULL, on_api, &w.api2, &h2));
 	pthread_create(&th, NULL, client_main, &c);
 	env_real_run(env);
 	pthread_join(th, NULL);

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The cluster secret and what is derived from it (docs/security.md).
+ *
+ * The secret is 32 random bytes, kept as 64 hex digits and a newline in a
+ * file of mode 0600 (DIR/cluster.secret on each node). A file that group
+ * or others may read is refused, as ssh refuses such a key: the secret
+ * is every node's identity, and a copy anyone on the host can read is no
+ * secret.
+ *
+ * The admin API's bearer token is HMAC-SHA-256(secret, "shoal admin token
+ * v1") in hex: every node holding the secret knows it (the nodes call one
+ * another's API with it), and the token gives no way back to the secret.
+ */
+#ifndef SH_BASE_SECRET_H
+#define SH_BASE_SECRET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SH_SECRET_LEN 32
+#define SH_TOKEN_LEN  64 /* hex digits, without the NUL */
+
+/* The file names in a node's state directory (and a local cluster's). */
+#define SH_SECRET_FILE "cluster.secret"
+#define SH_TOKEN_FILE  "admin.token"
+
+/*
+ * Read a secret file. -ENOENT: none; -EPERM: group or others may read it
+ * (or it is not a regular file); -EINVAL: not 64 hex digits (a trailing
+ * newline allowed); -errno otherwise.
+ */
+int sh_secret_load(const char *path, uint8_t out[SH_SECRET_LEN]);
+
+/*
+ * A whole text file of at most max bytes into *out (sh_malloc'd,
+ * NUL-terminated): a TLS certificate or key. private_only: refused with
+ * -EPERM, as a secret, if group or others may read it. -EFBIG if longer.
+ */
+int sh_secret_read_file(const char *path, bool private_only, size_t max, char **out);
+
+/* 32 bytes from the kernel's random source. 0 or -errno. */
+int sh_secret_random(uint8_t out[SH_SECRET_LEN]);
+
+/*
+ * Write text (with a newline) to path with mode 0600, atomically (a
+ * temporary file renamed over it, both synced). 0 or -errno.
+ */
+int sh_secret_write_text(const char *path, const char *text);
+
+/* The secret as the file holds it: 64 hex digits. out: SH_TOKEN_LEN + 1. */
+void sh_secret_hex(const uint8_t secret[SH_SECRET_LEN], char *out);
+
+/* The admin API's token from the secret. out: SH_TOKEN_LEN + 1. */
+void sh_token_derive(const uint8_t secret[SH_SECRET_LEN], char *out);
+
+/*
+ * A token file (or $SHOAL_TOKEN's value): 64 hex digits, surrounding
+ * white space ignored. -EINVAL if not that; -ENOENT, -errno.
+ */
+int sh_token_load(const char *path, char *out);
+/* Whether text (NUL-terminated, white space around it ignored) is a token. */
+bool sh_token_parse(const char *text, char *out);
+
+/*
+ * The token a program was given: $SHOAL_TOKEN (the text), else the file
+ * $SHOAL_TOKEN_FILE names. 1 found, 0 neither set; -EINVAL ($SHOAL_TOKEN
+ * is not a token) or sh_token_load's errors.
+ */
+int sh_token_env(char *out);
+
+/*
+ * Whether an HTTP Authorization header's value is "Bearer TOKEN" with the
+ * given token (the scheme's case and white space around the token
+ * ignored). authorization may be NULL. Fuzzed (fuzz_bearer).
+ */
+bool sh_bearer_ok(const char *authorization, const char *token);
+
+/* Token comparison in time that does not depend on where they differ. */
+bool sh_token_equal(const char *a, const char *b);
+
+#endif /* SH_BASE_SECRET_H */

@@ -108,9 +108,11 @@ bench_connect_fs(const char *name, const char *addr, const char *fs_name, const 
 static inline void
 bench_use_token(const char *dir)
 {
-	char path[4096];
+	char path[4096], cwd[2048] = "";
 
-	snprintf(path, sizeof(path), "%.4000s/%s", dir, SH_TOKEN_FILE);
+	if (dir[0] != '/' && getcwd(cwd, sizeof(cwd)) == NULL)
+		cwd[0] = '\0';
+	snprintf(path, sizeof(path), "%s%s%.1900s/%s", cwd, cwd[0] ? "/" : "", dir, SH_TOKEN_FILE);
 	setenv("SHOAL_TOKEN_FILE", path, 1);
 	unsetenv("SHOAL_TOKEN");
 }

@@ -91,7 +91,7 @@ def shoal_mount(shoal, addr, fs, mnt, opts=None):
 def use_token(d):
     """The admin token of the local cluster in d for every command and call after this
     (docs/security.md)."""
-    os.environ["SHOAL_TOKEN_FILE"] = os.path.join(d, "admin.token")
+    os.environ["SHOAL_TOKEN_FILE"] = os.path.abspath(os.path.join(d, "admin.token"))
     os.environ.pop("SHOAL_TOKEN", None)
 
 

@@ -13,7 +13,7 @@ ROOT = os.path.abspath(os.environ.get("SHOAL_SRC", os.path.dirname(HERE)))
 BUILD = os.path.abspath(os.environ.get("SHOAL_BUILD", os.path.join(ROOT, "build", "release")))
 # the Makefile's ALL_LIBS, in its order, and its LIBS
 MODULES = ["admin", "fuse", "client", "meta", "data", "store", "cluster", "net", "env", "base"]
-SYSLIBS = ["uring", "isal", "lz4", "zstd", "crypto", "raft", "lmdb", "jansson", "microhttpd",
+SYSLIBS = ["uring", "isal", "lz4", "zstd", "ssl", "crypto", "raft", "lmdb", "jansson", "microhttpd",
            "fuse3", "pthread", "m"]
 
 archives = [os.path.join(BUILD, "lib", "libsh_%s.a" % m) for m in MODULES]

@@ -47,6 +47,8 @@ struct admin_node {
 	uint64_t snap_wait_ns;
 	/* The admin token, for this node's calls to the others' APIs (NULL: none). */
 	const char *token;
+	/* Which cluster secret this node holds (sh_secret_fingerprint; NULL: none). */
+	const char *secret_fp;
 	/* This node's HTTP server, for its count of refused requests (NULL: none). */
 	const struct admin_http *http;
 };

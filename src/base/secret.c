@@ -270,15 +270,28 @@ sh_secret_hex(const uint8_t secret[SH_SECRET_LEN], char *out)
 	to_hex(secret, SH_SECRET_LEN, out);
 }
 
-void
-sh_token_derive(const uint8_t secret[SH_SECRET_LEN], char *out)
+/* HMAC-SHA-256(secret, label), its first n bytes in hex. */
+static void
+derive_hex(const uint8_t secret[SH_SECRET_LEN], const char *label, size_t n, char *out)
 {
 	uint8_t mac[EVP_MAX_MD_SIZE];
 	unsigned len = 0;
 
-	HMAC(EVP_sha256(), secret, SH_SECRET_LEN, (const uint8_t *)token_label,
-	     sizeof(token_label) - 1, mac, &len);
-	to_hex(mac, SH_TOKEN_LEN / 2, out);
+	HMAC(EVP_sha256(), secret, SH_SECRET_LEN, (const uint8_t *)label, strlen(label), mac, &len);
+	to_hex(mac, n, out);
+	OPENSSL_cleanse(mac, sizeof(mac));
+}
+
+void
+sh_token_derive(const uint8_t secret[SH_SECRET_LEN], char *out)
+{
+	derive_hex(secret, token_label, SH_TOKEN_LEN / 2, out);
+}
+
+void
+sh_secret_fingerprint(const uint8_t secret[SH_SECRET_LEN], char *out)
+{
+	derive_hex(secret, "shoal secret fingerprint v1", SH_FINGERPRINT_LEN / 2, out);
 }
 
 bool

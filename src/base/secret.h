@@ -52,6 +52,15 @@ int sh_secret_write_text(const char *path, const char *text);
 /* The secret as the file holds it: 64 hex digits. out: SH_TOKEN_LEN + 1. */
 void sh_secret_hex(const uint8_t secret[SH_SECRET_LEN], char *out);
 
+/*
+ * Which secret a node holds, shown openly (GET /v1/status) so that a node
+ * with another cluster's secret is told apart before it is added: 8 bytes
+ * of HMAC-SHA-256(secret, "shoal secret fingerprint v1") in hex, which say
+ * nothing of the secret. out: SH_FINGERPRINT_LEN + 1.
+ */
+#define SH_FINGERPRINT_LEN 16
+void sh_secret_fingerprint(const uint8_t secret[SH_SECRET_LEN], char *out);
+
 /* The admin API's token from the secret. out: SH_TOKEN_LEN + 1. */
 void sh_token_derive(const uint8_t secret[SH_SECRET_LEN], char *out);
 

@@ -429,6 +429,7 @@ load_secret(struct shoald *d)
 		return rc;
 	}
 	sh_token_derive(s, d->token);
+	sh_secret_fingerprint(s, d->secret_fp);
 	explicit_bzero(s, sizeof(s));
 	snprintf(tpath, sizeof(tpath), "%s/" SH_TOKEN_FILE, d->o.dir);
 	if (sh_token_load(tpath, cur) < 0 || !sh_token_equal(cur, d->token)) {
@@ -568,7 +569,8 @@ main(int argc, char **argv)
 				      .with_stats = shoald_with_stats,
 				      .arg = &d,
 				      .started_ns = env_realtime(d.env),
-				      .token = d.token };
+				      .token = d.token,
+				      .secret_fp = d.secret_fp };
 	auth.metrics_open = !d.o.metrics_auth;
 	snprintf(auth.token, sizeof(auth.token), "%s", d.token);
 	if (load_tls(&d, &auth) < 0)

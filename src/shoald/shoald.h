@@ -223,6 +223,7 @@ struct shoald {
 	struct admin_http *http;
 	struct admin_node self;
 	char token[SH_TOKEN_LEN + 1]; /* the admin API's, from the cluster secret */
+	char secret_fp[SH_FINGERPRINT_LEN + 1];
 	struct worker workers[SHOALD_WORKERS_MAX];
 	uint64_t opened[CFG_DRIVES_MAX]; /* targets handed to workers */
 	unsigned nopened;

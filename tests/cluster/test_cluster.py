@@ -53,7 +53,7 @@ def write_secret(d):
         fd = os.open(os.path.join(d, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(text + "\n")
-    return os.path.join(d, "cluster.secret")
+    return os.path.abspath(os.path.join(d, "cluster.secret"))
 
 
 class Cluster:
@@ -98,7 +98,9 @@ class Cluster:
         if args and args[0] == "up" and p.returncode == 0:
             # the admin API asks for the cluster's token: every shoal command after this,
             # and the programs the tests start, use this cluster's (docs/security.md)
-            os.environ["SHOAL_TOKEN_FILE"] = os.path.join(self.dir, "admin.token")
+            # (absolute: programs run elsewhere, fio in the cluster's directory)
+            os.environ["SHOAL_TOKEN_FILE"] = os.path.abspath(os.path.join(self.dir,
+                                                                          "admin.token"))
             os.environ.pop("SHOAL_TOKEN", None)
         return p
 
@@ -447,6 +449,43 @@ def admin_api_asks_for_the_cluster_token(c):
                            env=dict(env, **extra))
         check(p.returncode == rc and text in p.stderr and len(p.stderr.splitlines()) <= 1,
               "CLI with %s: exit %d (want %d), %r" % (extra, p.returncode, rc, p.stderr))
+
+    # a node started without one makes its own (0600), and says so; it is not added
+    stranger = os.path.join(c.dir, "n6x")
+    mgmt6 = "127.0.0.1:%d" % (c.port + 10)
+    log6 = open(os.path.join(c.dir, "n6x.log"), "w")
+    proc = subprocess.Popen([os.path.join(BIN, "shoald"), "--id", "6", "--mgmt", mgmt6,
+                             "--data", "127.0.0.1:%d" % (c.port + 11), "--dir", stranger],
+                            stdout=log6, stderr=log6, start_new_session=True)
+    try:
+        end = time.time() + 20 * SLOW
+        while True:
+            try:
+                h = http.client.HTTPConnection("127.0.0.1", c.port + 10, timeout=2)
+                h.request("GET", "/v1/status")
+                fp6 = json.loads(h.getresponse().read())["secret_fingerprint"]
+                break
+            except (OSError, ValueError, KeyError):
+                check(time.time() < end, "the sixth node never answered")
+                time.sleep(0.1)
+        fp1 = c.status()["secret_fingerprint"]
+        check(len(fp1) == 16 and len(fp6) == 16 and fp1 != fp6,
+              "two secrets, two fingerprints: %s %s" % (fp1, fp6))
+        check(all(c.status(n)["secret_fingerprint"] == fp1 for n in range(2, c.nodes + 1)),
+              "every member holds the same secret")
+        check(stat.S_IMODE(os.stat(os.path.join(stranger, "cluster.secret")).st_mode) == 0o600,
+              "the secret a node made itself is 0600")
+        p = c.shoal("node", "add", "6", "--mgmt", mgmt6, "--data",
+                    "127.0.0.1:%d" % (c.port + 11))
+        check(p.returncode == 1 and "another cluster secret" in p.stderr,
+              "node add of a node with another secret: exit %d, %r" % (p.returncode, p.stderr))
+        check(c.status()["nodes"]["total"] == c.nodes, "and it was not added")
+    finally:
+        proc.kill()
+        proc.wait()
+        log6.close()
+    with open(os.path.join(c.dir, "n6x.log")) as f:
+        check("no cluster secret: a new one is in" in f.read(), "the node said it made one")
 
     # a node whose secret group or others may read refuses to start, and says why
     loose = os.path.join(c.dir, "loose.secret")

@@ -100,7 +100,8 @@ class NetCluster:
                                SHOAL_DATA_IFACES="10.254.1.200/sw1,10.254.1.250/sw2")
         # one cluster secret for every node, and the admin token the CLI uses
         self.secret = tc.write_secret(self.dir)
-        self.client_env["SHOAL_TOKEN_FILE"] = os.path.join(self.dir, "admin.token")
+        self.client_env["SHOAL_TOKEN_FILE"] = os.path.abspath(os.path.join(self.dir,
+                                                                           "admin.token"))
         self.client_env.pop("SHOAL_TOKEN", None)
 
     def start(self, n):

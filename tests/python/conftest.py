@@ -57,7 +57,7 @@ class Cluster:
         self.local("up", "--nodes", str(NODES), "--port", str(self.port), "--drive-size", "1G",
                    "--buckets", "64")
         # the admin API's token for the shoal commands (docs/security.md)
-        os.environ["SHOAL_TOKEN_FILE"] = os.path.join(self.dir, "admin.token")
+        os.environ["SHOAL_TOKEN_FILE"] = os.path.abspath(os.path.join(self.dir, "admin.token"))
         self.mkfs(FS)
 
     def mkfs(self, name, *extra):

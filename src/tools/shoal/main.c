@@ -202,6 +202,31 @@ call(const struct cli *c, const char *method, const char *path, const char *body
 	return out;
 }
 
+/*
+ * Before a node is added: it must hold the cluster's secret. Both say
+ * which one they hold in GET /v1/status (open); a node that does not answer
+ * yet is added as before (it is checked when it answers).
+ */
+static void
+check_secret(const struct cli *c, const char *mgmt)
+{
+	char *out = NULL;
+	json_t *self = api_get(c, "/v1/status"), *other = NULL;
+	const char *want = json_string_value(json_object_get(self, "secret_fingerprint")), *got;
+
+	if (sh_http_call(mgmt, NULL, "GET", "/v1/status", NULL, &out, 5) == 200)
+		other = json_loads(out, 0, NULL);
+	free(out);
+	got = json_string_value(json_object_get(other, "secret_fingerprint"));
+	if (want && *want && got && *got && strcmp(want, got) != 0)
+		fail("the node at %s holds another cluster secret (fingerprint %s, this cluster's "
+		     "%s): copy a member's DIR/cluster.secret to its state directory (mode 0600) "
+		     "and restart it (docs/security.md)",
+		     mgmt, got, want);
+	json_decref(self);
+	json_decref(other);
+}
+
 json_t *
 api_get(const struct cli *c, const char *path)
 {
@@ -625,6 +650,7 @@ run(struct cli *c, int argc, char **argv)
 					 d);
 			if (dom)
 				json_object_set_new(body, "domain", json_string(dom));
+			check_secret(c, m);
 			api_change(c, "POST", "/v1/nodes", body);
 			snprintf(msg, sizeof(msg), "node %llu added", id);
 			done(c, msg);

@@ -24,6 +24,7 @@ struct pending {
 	char *body;
 	size_t len, cap;
 	bool too_big;
+	bool refused; /* answered 401 at its first call: nothing more of it is taken */
 	/* the answer */
 	bool done;
 	bool abandoned; /* the connection thread gave up waiting */
@@ -171,10 +172,18 @@ refuse(struct admin_http *h, struct MHD_Connection *c, const struct pending *p)
 		h->unlogged++;
 	}
 	pthread_mutex_unlock(&h->mu);
-	if (log)
+	if (log) {
+		char path[128];
+		size_t i = 0;
+
+		/* the path as MHD decoded it: control bytes would forge log lines */
+		for (const char *s = p->path ? p->path : ""; *s && i + 1 < sizeof(path); s++)
+			path[i++] = (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s;
+		path[i] = '\0';
 		sh_log_warn("admin API: %s %s from %s refused: no valid token (%llu more refused "
 			    "since the last of these lines)",
-			    p->req.method, p->path, from, (unsigned long long)skipped);
+			    p->req.method, path, from, (unsigned long long)skipped);
+	}
 	r = MHD_create_response_from_buffer(sizeof(ERR_401) - 1, (void *)ERR_401,
 					    MHD_RESPMEM_PERSISTENT);
 	if (r == NULL)
@@ -244,6 +253,19 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 		p->query = sh_strdup(qb.b);
 		p->req.method = method;
 		*state = p;
+		/* refused before any body is read: nothing of it is buffered */
+		if (p->path != NULL &&
+		    !admin_auth_allows(
+			&h->auth, method, p->path,
+			MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"))) {
+			p->refused = true;
+			return refuse(h, c, p);
+		}
+		return MHD_YES;
+	}
+	if (p->refused) {
+		*upload_size =
+		    0; /* (MHD skips the body of an answered request; in case it does not) */
 		return MHD_YES;
 	}
 	if (*upload_size > 0) {
@@ -272,7 +294,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 		return MHD_NO;
 	if (!admin_auth_allows(&h->auth, method, p->path,
 			       MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")))
-		return refuse(h, c, p);
+		return refuse(h, c, p); /* (checked at the first call; kept here for safety) */
 	p->req.path = p->path;
 	p->req.query = p->query;
 	p->req.body = p->body ? p->body : "";
@@ -376,6 +398,12 @@ admin_http_start(struct env *env, const char *addr, const struct admin_http_opts
 	if (rc < 0)
 		goto err;
 	tls = h->auth.tls_cert != NULL && h->auth.tls_key != NULL;
+	if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+		sh_log_error("admin API: this libmicrohttpd was built without TLS");
+		rc = -EPROTONOSUPPORT;
+		env_async_fini(&h->wake);
+		goto err;
+	}
 	if (tls)
 		h->d = MHD_start_daemon(
 		    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
@@ -383,7 +411,8 @@ admin_http_start(struct env *env, const char *addr, const struct admin_http_opts
 		    0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, &sin,
 		    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT,
 		    (unsigned)60, MHD_OPTION_HTTPS_MEM_CERT, h->auth.tls_cert,
-		    MHD_OPTION_HTTPS_MEM_KEY, h->auth.tls_key, MHD_OPTION_END);
+		    MHD_OPTION_HTTPS_MEM_KEY, h->auth.tls_key, MHD_OPTION_HTTPS_PRIORITIES,
+		    "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2", MHD_OPTION_END);
 	else
 		h->d =
 		    MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION |

@@ -9,9 +9,12 @@
 #include <openssl/x509v3.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -82,6 +85,9 @@ struct conn {
 	SSL_CTX *ctx;
 	SSL *ssl;
 	int timeout_s;
+	bool clean;	  /* TLS: the server's close_notify came: ours may go back */
+	bool sigpipe;	  /* SIGPIPE blocked in this thread for the call (OpenSSL's writes) */
+	sigset_t oldmask; /* the thread's mask before */
 };
 
 /*
@@ -93,8 +99,17 @@ static int
 conn_tls(struct conn *c, const char *ca, const char *host)
 {
 	struct timeval tv = { .tv_sec = c->timeout_s };
+	sigset_t pipe;
 	int rc;
 
+	/*
+	 * OpenSSL writes to the socket without MSG_NOSIGNAL: a server gone
+	 * would kill the calling program. SIGPIPE is held for the call and
+	 * one raised meanwhile taken back (conn_close).
+	 */
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	c->sigpipe = pthread_sigmask(SIG_BLOCK, &pipe, &c->oldmask) == 0;
 	/* the handshake and the reads block: the socket's own timeouts bound them */
 	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
@@ -103,7 +118,9 @@ conn_tls(struct conn *c, const char *ca, const char *host)
 		return -ENOMEM;
 	SSL_CTX_set_min_proto_version(c->ctx, TLS1_2_VERSION);
 	SSL_CTX_set_verify(c->ctx, SSL_VERIFY_PEER, NULL);
-	if (SSL_CTX_load_verify_locations(c->ctx, ca, NULL) != 1)
+	/* ca NULL (an https:// address, no CA file set): the system's certificates */
+	if ((ca != NULL ? SSL_CTX_load_verify_locations(c->ctx, ca, NULL)
+			: SSL_CTX_set_default_verify_paths(c->ctx)) != 1)
 		return -ENOENT;
 	c->ssl = SSL_new(c->ctx);
 	if (c->ssl == NULL)
@@ -162,24 +179,42 @@ conn_recv(struct conn *c, char *b, size_t cap)
 		r = recv(c->fd, b, cap, 0);
 		return r < 0 ? -errno : r;
 	}
+	errno = 0;
 	n = SSL_read(c->ssl, b, (int)(cap > INT32_MAX ? INT32_MAX : cap));
 	if (n > 0)
 		return n;
 	rc = SSL_get_error(c->ssl, n);
-	ERR_clear_error();
-	if (rc == SSL_ERROR_ZERO_RETURN)
+	switch (rc) {
+	case SSL_ERROR_ZERO_RETURN:
+		c->clean = true;
+		ERR_clear_error();
 		return 0;
-	/* the server closes without a close_notify after "Connection: close": the end */
-	if (rc == SSL_ERROR_SYSCALL && (errno == 0 || n == 0))
-		return 0;
-	return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -EIO;
+	case SSL_ERROR_SYSCALL:
+		/* the socket's timeout, or the server gone (the length check says if early) */
+		ERR_clear_error();
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return -ETIMEDOUT;
+		return errno == 0 || errno == ECONNRESET ? 0 : -errno;
+	case SSL_ERROR_SSL:
+		/* OpenSSL 3: a close without close_notify after "Connection: close" */
+		if (ERR_GET_REASON(ERR_peek_error()) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+			ERR_clear_error();
+			return 0;
+		}
+		ERR_clear_error();
+		return -EIO;
+	default:
+		ERR_clear_error();
+		return -EIO;
+	}
 }
 
 static void
 conn_close(struct conn *c)
 {
 	if (c->ssl != NULL) {
-		SSL_shutdown(c->ssl);
+		if (c->clean)
+			SSL_shutdown(c->ssl); /* only after an exchange that ended well */
 		SSL_free(c->ssl);
 	}
 	if (c->ctx != NULL)
@@ -187,6 +222,40 @@ conn_close(struct conn *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	ERR_clear_error();
+	if (c->sigpipe) {
+		sigset_t pipe;
+		struct timespec zero = { 0, 0 };
+
+		sigemptyset(&pipe);
+		sigaddset(&pipe, SIGPIPE);
+		while (sigtimedwait(&pipe, NULL, &zero) > 0)
+			; /* ours, raised while it was held */
+		pthread_sigmask(SIG_SETMASK, &c->oldmask, NULL);
+	}
+}
+
+/*
+ * The reply's body must be as long as its Content-Length says (a
+ * connection cut early is not a short answer). -EIO if shorter.
+ */
+static int
+body_complete(const char *reply, const char *head_end, size_t blen)
+{
+	const char *p = reply;
+
+	while (p < head_end) {
+		const char *eol = strstr(p, "\r\n");
+
+		if (eol == NULL || eol > head_end)
+			break;
+		if (strncasecmp(p, "Content-Length:", 15) == 0) {
+			unsigned long long want = strtoull(p + 15, NULL, 10);
+
+			return blen < want ? -EIO : 0;
+		}
+		p = eol + 2;
+	}
+	return 0;
 }
 
 int
@@ -197,10 +266,11 @@ sh_http_call(const char *addr, const char *token, const char *method, const char
 	struct conn c = { .fd = -1, .timeout_s = timeout_s };
 	size_t blen = body ? strlen(body) : 0, cap = 4096, len = 0;
 	char *req = NULL, *buf = NULL, *p, auth[300] = "", host[64], *ca = NULL;
+	bool https = strncmp(addr, "https://", 8) == 0;
 	int rc, status = 0, n;
 
 	*body_out = NULL;
-	if (strncmp(addr, "https://", 8) == 0)
+	if (https)
 		addr += 8;
 	if (parse_addr(addr, &sin, host, sizeof(host)) < 0)
 		return -EINVAL;
@@ -218,7 +288,7 @@ sh_http_call(const char *addr, const char *token, const char *method, const char
 		goto out;
 	}
 	ca = tls_ca_file();
-	if (ca != NULL) {
+	if (ca != NULL || https) {
 		rc = conn_tls(&c, ca, host);
 		if (rc < 0)
 			goto out;
@@ -266,7 +336,11 @@ sh_http_call(const char *addr, const char *token, const char *method, const char
 		goto out;
 	}
 	p = strstr(buf, "\r\n\r\n");
-	*body_out = strdup(p ? p + 4 : "");
+	if (p == NULL || body_complete(buf, p, len - (size_t)(p + 4 - buf)) < 0) {
+		rc = -EIO; /* cut off before its end */
+		goto out;
+	}
+	*body_out = strdup(p + 4);
 	rc = *body_out ? status : -ENOMEM;
 out:
 	free(ca);

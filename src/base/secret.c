@@ -20,26 +20,42 @@
 
 static const char token_label[] = "shoal admin token v1";
 
+/* Whether an open file may be read under rule (fstat'd as st). */
+static bool
+rule_ok(const struct stat *st, enum sh_file_rule rule)
+{
+	if (!S_ISREG(st->st_mode))
+		return false;
+	switch (rule) {
+	case SH_FILE_PUBLIC:
+		return true;
+	case SH_FILE_GROUP:
+		return (st->st_mode & S_IRWXO) == 0;
+	case SH_FILE_PRIVATE:
+		return (st->st_mode & (S_IRWXG | S_IRWXO)) == 0 && st->st_uid == geteuid();
+	}
+	return false;
+}
+
 /*
- * The text of a small file into buf (NUL-terminated): a regular file, and
- * with private_only one no one but its owner may read. -EFBIG if it does
- * not fit.
+ * The text of a small file into buf (NUL-terminated), if it obeys rule.
+ * -EFBIG if it does not fit.
  */
 static int
-read_text(const char *path, bool private_only, char *buf, size_t cap)
+read_text(const char *path, enum sh_file_rule rule, char *buf, size_t cap)
 {
 	struct stat st;
 	size_t len = 0;
 	int fd, rc = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | (private_only ? O_NOFOLLOW : 0));
+	fd = open(path, O_RDONLY | O_CLOEXEC | (rule == SH_FILE_PRIVATE ? O_NOFOLLOW : 0));
 	if (fd < 0)
 		return errno == ELOOP ? -EPERM : -errno;
 	if (fstat(fd, &st) < 0) {
 		rc = -errno;
 		goto out;
 	}
-	if (!S_ISREG(st.st_mode) || (private_only && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0)) {
+	if (!rule_ok(&st, rule)) {
 		rc = -EPERM;
 		goto out;
 	}
@@ -72,13 +88,13 @@ out:
 static int
 read_private(const char *path, char *buf, size_t cap)
 {
-	int rc = read_text(path, true, buf, cap);
+	int rc = read_text(path, SH_FILE_PRIVATE, buf, cap);
 
 	return rc == -EFBIG ? -EINVAL : rc;
 }
 
 int
-sh_secret_read_file(const char *path, bool private_only, size_t max, char **out)
+sh_secret_read_file(const char *path, enum sh_file_rule rule, size_t max, char **out)
 {
 	char *buf = sh_malloc(max + 1);
 	int rc;
@@ -86,7 +102,7 @@ sh_secret_read_file(const char *path, bool private_only, size_t max, char **out)
 	*out = NULL;
 	if (buf == NULL)
 		return -ENOMEM;
-	rc = read_text(path, private_only, buf, max + 1);
+	rc = read_text(path, rule, buf, max + 1);
 	if (rc < 0) {
 		explicit_bzero(buf, max + 1);
 		sh_free(buf);
@@ -148,24 +164,28 @@ sh_secret_load(const char *path, uint8_t out[SH_SECRET_LEN])
 	char text[256], hex[SH_TOKEN_LEN + 1];
 	int rc = read_private(path, text, sizeof(text));
 
-	if (rc < 0)
-		return rc;
-	if (!sh_token_parse(text, hex))
-		return -EINVAL;
-	for (size_t i = 0; i < SH_SECRET_LEN; i++)
-		out[i] = (uint8_t)(hexval(hex[2 * i]) << 4 | hexval(hex[2 * i + 1]));
-	return 0;
+	if (rc == 0 && !sh_token_parse(text, hex))
+		rc = -EINVAL;
+	if (rc == 0)
+		for (size_t i = 0; i < SH_SECRET_LEN; i++)
+			out[i] = (uint8_t)(hexval(hex[2 * i]) << 4 | hexval(hex[2 * i + 1]));
+	explicit_bzero(text, sizeof(text));
+	explicit_bzero(hex, sizeof(hex));
+	return rc;
 }
 
 int
 sh_token_load(const char *path, char *out)
 {
 	char text[256];
-	int rc = read_private(path, text, sizeof(text));
+	int rc = read_text(path, SH_FILE_GROUP, text, sizeof(text));
 
-	if (rc < 0)
-		return rc;
-	return sh_token_parse(text, out) ? 0 : -EINVAL;
+	if (rc == -EFBIG)
+		rc = -EINVAL;
+	if (rc == 0 && !sh_token_parse(text, out))
+		rc = -EINVAL;
+	explicit_bzero(text, sizeof(text));
+	return rc;
 }
 
 int
@@ -232,12 +252,11 @@ sh_secret_write_text(const char *path, const char *text)
 	n = snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
 	if (n < 0 || (size_t)n >= sizeof(tmp))
 		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* a file of our own: one left by an earlier try (or put there) is removed, not reused */
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
-	/* a umask cannot widen 0600, but a file left by an earlier try might be wider */
-	if (fchmod(fd, 0600) < 0)
-		rc = -errno;
 	while (rc == 0 && off <= len) {
 		const char *p = off < len ? text + off : "\n";
 		size_t want = off < len ? len - off : 1;
@@ -270,28 +289,63 @@ sh_secret_hex(const uint8_t secret[SH_SECRET_LEN], char *out)
 	to_hex(secret, SH_SECRET_LEN, out);
 }
 
-/* HMAC-SHA-256(secret, label), its first n bytes in hex. */
-static void
+/* HMAC-SHA-256(secret, label), its first n bytes in hex. 0 or -EIO. */
+static int
 derive_hex(const uint8_t secret[SH_SECRET_LEN], const char *label, size_t n, char *out)
 {
 	uint8_t mac[EVP_MAX_MD_SIZE];
 	unsigned len = 0;
 
-	HMAC(EVP_sha256(), secret, SH_SECRET_LEN, (const uint8_t *)label, strlen(label), mac, &len);
+	out[0] = '\0';
+	if (HMAC(EVP_sha256(), secret, SH_SECRET_LEN, (const uint8_t *)label, strlen(label), mac,
+		 &len) == NULL ||
+	    len < n)
+		return -EIO;
 	to_hex(mac, n, out);
 	OPENSSL_cleanse(mac, sizeof(mac));
+	return 0;
 }
 
-void
+int
 sh_token_derive(const uint8_t secret[SH_SECRET_LEN], char *out)
 {
-	derive_hex(secret, token_label, SH_TOKEN_LEN / 2, out);
+	return derive_hex(secret, token_label, SH_TOKEN_LEN / 2, out);
 }
 
-void
+int
 sh_secret_fingerprint(const uint8_t secret[SH_SECRET_LEN], char *out)
 {
-	derive_hex(secret, "shoal secret fingerprint v1", SH_FINGERPRINT_LEN / 2, out);
+	return derive_hex(secret, "shoal secret fingerprint v1", SH_FINGERPRINT_LEN / 2, out);
+}
+
+int
+sh_secret_load_or_make(const char *path, uint8_t out[SH_SECRET_LEN])
+{
+	char tmp[PATH_MAX], hex[SH_TOKEN_LEN + 1];
+	int rc = sh_secret_load(path, out), n;
+
+	if (rc != -ENOENT)
+		return rc;
+	n = snprintf(tmp, sizeof(tmp), "%s.new.%d", path, (int)getpid());
+	if (n < 0 || (size_t)n >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	rc = sh_secret_random(out);
+	if (rc < 0)
+		return rc;
+	sh_secret_hex(out, hex);
+	rc = sh_secret_write_text(tmp, hex);
+	explicit_bzero(hex, sizeof(hex));
+	if (rc < 0)
+		return rc;
+	/* linked in, never renamed over: whoever links first made the secret */
+	rc = link(tmp, path) < 0 ? -errno : 0;
+	unlink(tmp);
+	if (rc == -EEXIST)
+		return sh_secret_load(path, out);
+	if (rc < 0)
+		return rc;
+	sync_parent(path);
+	return 1;
 }
 
 bool

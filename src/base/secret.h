@@ -4,8 +4,9 @@
  *
  * The secret is 32 random bytes, kept as 64 hex digits and a newline in a
  * file of mode 0600 (DIR/cluster.secret on each node). A file that group
- * or others may read is refused, as ssh refuses such a key: the secret
- * is every node's identity, and a copy anyone on the host can read is no
+ * or others may read, that another user owns, or a symbolic link is
+ * refused, as ssh refuses such a key: the secret is every node's
+ * identity, and a copy anyone else on the host can read or replace is no
  * secret.
  *
  * The admin API's bearer token is HMAC-SHA-256(secret, "shoal admin token
@@ -27,25 +28,40 @@
 #define SH_TOKEN_FILE  "admin.token"
 
 /*
- * Read a secret file. -ENOENT: none; -EPERM: group or others may read it
- * (or it is not a regular file); -EINVAL: not 64 hex digits (a trailing
- * newline allowed); -errno otherwise.
+ * Read a secret file (SH_FILE_PRIVATE). -ENOENT: none; -EPERM: not
+ * private (sh_file_rule); -EINVAL: not 64 hex digits (a trailing newline
+ * allowed); -errno otherwise.
  */
 int sh_secret_load(const char *path, uint8_t out[SH_SECRET_LEN]);
 
 /*
- * A whole text file of at most max bytes into *out (sh_malloc'd,
- * NUL-terminated): a TLS certificate or key. private_only: refused with
- * -EPERM, as a secret, if group or others may read it. -EFBIG if longer.
+ * Load the secret at path, or make one there when there is none: written
+ * to a file of its own, then linked in, so two that make one at once end
+ * with the same (the second loads the first's). 1 made, 0 loaded, or
+ * sh_secret_load's errors.
  */
-int sh_secret_read_file(const char *path, bool private_only, size_t max, char **out);
+int sh_secret_load_or_make(const char *path, uint8_t out[SH_SECRET_LEN]);
+
+/* What a file must be to be read (-EPERM otherwise). */
+enum sh_file_rule {
+	SH_FILE_PUBLIC,	 /* a regular file (a certificate) */
+	SH_FILE_GROUP,	 /* and no access for others; links followed (a TLS key, 0640) */
+	SH_FILE_PRIVATE, /* a regular file, not a link, of this user, 0600 or less (a secret) */
+};
+
+/*
+ * A whole text file of at most max bytes into *out (sh_malloc'd,
+ * NUL-terminated): a TLS certificate or key. -EPERM if it breaks the
+ * rule, -EFBIG if longer than max.
+ */
+int sh_secret_read_file(const char *path, enum sh_file_rule rule, size_t max, char **out);
 
 /* 32 bytes from the kernel's random source. 0 or -errno. */
 int sh_secret_random(uint8_t out[SH_SECRET_LEN]);
 
 /*
- * Write text (with a newline) to path with mode 0600, atomically (a
- * temporary file renamed over it, both synced). 0 or -errno.
+ * Write text (with a newline) to path with mode 0600, atomically (a new
+ * temporary file, O_EXCL, renamed over it; both synced). 0 or -errno.
  */
 int sh_secret_write_text(const char *path, const char *text);
 
@@ -59,14 +75,16 @@ void sh_secret_hex(const uint8_t secret[SH_SECRET_LEN], char *out);
  * nothing of the secret. out: SH_FINGERPRINT_LEN + 1.
  */
 #define SH_FINGERPRINT_LEN 16
-void sh_secret_fingerprint(const uint8_t secret[SH_SECRET_LEN], char *out);
+int sh_secret_fingerprint(const uint8_t secret[SH_SECRET_LEN], char *out);
 
-/* The admin API's token from the secret. out: SH_TOKEN_LEN + 1. */
-void sh_token_derive(const uint8_t secret[SH_SECRET_LEN], char *out);
+/* The admin API's token from the secret. out: SH_TOKEN_LEN + 1. 0, or -EIO (the HMAC failed). */
+int sh_token_derive(const uint8_t secret[SH_SECRET_LEN], char *out);
 
 /*
  * A token file (or $SHOAL_TOKEN's value): 64 hex digits, surrounding
- * white space ignored. -EINVAL if not that; -ENOENT, -errno.
+ * white space ignored; a regular file others may not read
+ * (SH_FILE_GROUP: the operators' group may). -EINVAL if not that; -EPERM,
+ * -ENOENT, -errno.
  */
 int sh_token_load(const char *path, char *out);
 /* Whether text (NUL-terminated, white space around it ignored) is a token. */

@@ -91,6 +91,7 @@ struct net_stats {
 	uint64_t calls, calls_ok, calls_failed, call_retries;
 	uint64_t requests, duplicate_requests, replies_from_cache;
 	uint64_t oneway_sent, oneway_received;
+	uint64_t refused; /* requests and messages a client sent that only a backend may */
 	uint64_t reply_cache_entries; /* now, not a count */
 	uint64_t sessions_opened, peers_dead, peers_restarted, peers_forgotten;
 };

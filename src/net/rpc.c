@@ -30,10 +30,26 @@ SH_LOG_FACILITY("net.rpc");
 #define REPLY_CACHE_MAX (1u << 18)
 
 static const char *const op_names[] = {
-#define OP_NAME(id, num, name) [num] = name,
+#define OP_NAME(id, num, name, from) [num] = name,
 	NET_RPC_OPS(OP_NAME)
 #undef OP_NAME
 };
+
+static const bool op_node_only[] = {
+#define OP_FROM(id, num, name, from) [num] = NET_FROM_##from,
+#define NET_FROM_ANY		     false
+#define NET_FROM_NODE		     true
+	NET_RPC_OPS(OP_FROM)
+#undef NET_FROM_ANY
+#undef NET_FROM_NODE
+#undef OP_FROM
+};
+
+bool
+net_op_allowed(unsigned op, uint64_t peer_id)
+{
+	return !(op < SH_ARRAY_SIZE(op_node_only) && op_node_only[op] && net_id_is_client(peer_id));
+}
 
 const char *
 net_op_name(unsigned op)
@@ -414,6 +430,19 @@ out:
 	sh_free(r);
 }
 
+/* A client sent what only a backend may (rpc_ops.h): counted, logged now and then. */
+static void
+refused(struct net_peer *p, uint16_t op)
+{
+	struct net *n = p->net;
+
+	if (n->st.refused++ % 1000 == 0)
+		sh_log_warn("peer %llx, a client, sent %s, which only a backend may: refused (%llu "
+			    "so far)",
+			    (unsigned long long)p->id, net_op_name(op),
+			    (unsigned long long)n->st.refused);
+}
+
 static void
 on_request(struct net_peer *p, struct sh_buf *buf, size_t off, uint32_t len, uint16_t op,
 	   uint64_t id)
@@ -461,6 +490,11 @@ on_request(struct net_peer *p, struct sh_buf *buf, size_t off, uint32_t len, uin
 	r->body = (struct net_msg){ .buf = sh_buf_get(buf),
 				    .off = off + RPC_HDR_SIZE,
 				    .len = len - RPC_HDR_SIZE };
+	if (!net_op_allowed(op, p->id)) {
+		refused(p, op);
+		net_reply(r, -EPERM, NULL, 0);
+		return;
+	}
 	if (n->handlers[op].fn == NULL) {
 		sh_log_debug("no handler for opcode %u (%s)", op, net_op_name(op));
 		net_reply(r, -EOPNOTSUPP, NULL, 0);
@@ -477,6 +511,10 @@ on_oneway(struct net_peer *p, struct sh_buf *buf, size_t off, uint32_t len, uint
 	struct net_req *r;
 
 	n->st.oneway_received++;
+	if (!net_op_allowed(op, p->id)) {
+		refused(p, op);
+		return;
+	}
 	if (n->handlers[op].fn == NULL) {
 		sh_log_debug("no handler for one-way opcode %u (%s)", op, net_op_name(op));
 		return;

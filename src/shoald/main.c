@@ -398,7 +398,7 @@ static int
 load_secret(struct shoald *d)
 {
 	uint8_t s[SH_SECRET_LEN];
-	char path[600], tpath[600], hex[SH_TOKEN_LEN + 1], cur[SH_TOKEN_LEN + 1];
+	char path[600], tpath[600], cur[SH_TOKEN_LEN + 1];
 	bool given = d->o.secret[0] != '\0';
 	int rc;
 
@@ -406,31 +406,25 @@ load_secret(struct shoald *d)
 		snprintf(path, sizeof(path), "%s", d->o.secret);
 	else
 		snprintf(path, sizeof(path), "%s/" SH_SECRET_FILE, d->o.dir);
-	rc = sh_secret_load(path, s);
-	if (rc == -ENOENT && !given) {
-		rc = sh_secret_random(s);
-		if (rc == 0) {
-			sh_secret_hex(s, hex);
-			rc = sh_secret_write_text(path, hex);
-		}
-		if (rc == 0)
-			sh_log_warn(
-			    "no cluster secret: a new one is in %s; every other node of this "
+	rc = given ? sh_secret_load(path, s) : sh_secret_load_or_make(path, s);
+	if (rc == 1)
+		sh_log_warn("no cluster secret: a new one is in %s; every other node of this "
 			    "cluster needs a copy of it (mode 0600) before it starts "
 			    "(docs/security.md)",
 			    path);
-	}
+	if (rc >= 0)
+		rc = sh_token_derive(s, d->token);
+	if (rc >= 0)
+		rc = sh_secret_fingerprint(s, d->secret_fp);
+	explicit_bzero(s, sizeof(s));
 	if (rc < 0) {
 		fprintf(stderr, "shoald: the cluster secret %s: %s\n", path,
-			rc == -EPERM	? "group or others may read it, or it is not a regular "
-					  "file (chmod 600 it)"
+			rc == -EPERM ? "group or others may read it, another user owns it, or it "
+				       "is not a regular file (chmod 600 it)"
 			: rc == -EINVAL ? "not a cluster secret (64 hex digits)"
 					: sh_strerror(rc));
 		return rc;
 	}
-	sh_token_derive(s, d->token);
-	sh_secret_fingerprint(s, d->secret_fp);
-	explicit_bzero(s, sizeof(s));
 	snprintf(tpath, sizeof(tpath), "%s/" SH_TOKEN_FILE, d->o.dir);
 	if (sh_token_load(tpath, cur) < 0 || !sh_token_equal(cur, d->token)) {
 		rc = sh_secret_write_text(tpath, d->token);
@@ -455,17 +449,17 @@ load_tls(struct shoald *d, struct admin_http_opts *opts)
 
 	if (!d->o.tls_cert[0])
 		return 0;
-	rc = sh_secret_read_file(d->o.tls_cert, false, 1 << 20, &cert);
+	rc = sh_secret_read_file(d->o.tls_cert, SH_FILE_PUBLIC, 1 << 20, &cert);
 	if (rc < 0) {
 		fprintf(stderr, "shoald: the TLS certificate %s: %s\n", d->o.tls_cert,
 			sh_strerror(rc));
 		return rc;
 	}
-	rc = sh_secret_read_file(d->o.tls_key, true, 1 << 20, &key);
+	rc = sh_secret_read_file(d->o.tls_key, SH_FILE_GROUP, 1 << 20, &key);
 	if (rc < 0) {
 		fprintf(stderr, "shoald: the TLS key %s: %s\n", d->o.tls_key,
-			rc == -EPERM ? "group or others may read it, or it is not a regular file "
-				       "(chmod 600 it)"
+			rc == -EPERM ? "others may read it, or it is not a regular file (chmod 600 "
+				       "or 640 it)"
 				     : sh_strerror(rc));
 		return rc;
 	}

@@ -540,6 +540,15 @@ def admin_api_over_tls(c):
         h = http.client.HTTPSConnection("127.0.0.1", c.port, timeout=10, context=ctx)
         h.request("GET", "/v1/nodes", headers=c.headers())
         check(h.getresponse().status == 200, "HTTPS with the token")
+        # the client library's traffic is all a client may send (rpc_ops.h): nothing refused
+        for n in range(1, c.nodes + 1):
+            h = http.client.HTTPSConnection("127.0.0.1", c.port + n - 1, timeout=10,
+                                            context=ctx)
+            h.request("GET", "/metrics")
+            page = h.getresponse().read().decode()
+            m = re.search(r'^shoal_net_refused_total\{node="%d"\} (\d+)$' % n, page, re.M)
+            check(m and m.group(1) == "0", "node %d refused a client's request: %s" %
+                  (n, m.group(0) if m else "no shoal_net_refused_total"))
         try:
             h = http.client.HTTPConnection("127.0.0.1", c.port, timeout=10)
             h.request("GET", "/v1/status")

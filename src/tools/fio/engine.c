@@ -458,8 +458,13 @@ shf_create_fs(struct shf_data *d, const struct shf_options *o)
 	snprintf(body, sizeof(body), "{\"name\":\"%s\",\"protection\":\"%s\"}", o->fs,
 		 o->protection);
 	/* the admin token from $SHOAL_TOKEN or $SHOAL_TOKEN_FILE (docs/security.md) */
-	st = sh_http_call(addr, sh_token_env(token) > 0 ? token : NULL, "POST", "/v1/fs", body,
-			  &reply, 30);
+	st = sh_token_env(token);
+	if (st < 0) {
+		log_err("shoal: the admin token ($SHOAL_TOKEN or $SHOAL_TOKEN_FILE): %s\n",
+			st == -EINVAL ? "not a token (64 hex digits)" : strerror(-st));
+		return -EINVAL;
+	}
+	st = sh_http_call(addr, st > 0 ? token : NULL, "POST", "/v1/fs", body, &reply, 30);
 	if (st != 200 && st != 409) {
 		log_err("shoal: creating filesystem %s (%s) on %s: %s\n", o->fs, o->protection,
 			addr, st < 0 ? strerror(-st) : (reply ? reply : "refused"));

@@ -55,26 +55,22 @@ struct local {
 static void
 local_secret(struct local *l, bool make)
 {
-	char path[PATH_MAX + 32], hex[SH_TOKEN_LEN + 1];
+	char path[PATH_MAX + 32];
 	uint8_t s[SH_SECRET_LEN];
 	int rc;
 
 	snprintf(path, sizeof(path), "%s/" SH_SECRET_FILE, l->dir);
-	rc = sh_secret_load(path, s);
+	rc = make ? sh_secret_load_or_make(path, s) : sh_secret_load(path, s);
 	if (rc == -ENOENT && !make)
 		return;
-	if (rc == -ENOENT) {
-		rc = sh_secret_random(s);
-		if (rc == 0) {
-			sh_secret_hex(s, hex);
-			rc = sh_secret_write_text(path, hex);
-		}
-	}
+	if (rc >= 0)
+		rc = sh_token_derive(s, l->token);
+	explicit_bzero(s, sizeof(s));
 	if (rc < 0)
 		fail("the cluster secret %s: %s", path,
-		     rc == -EPERM ? "group or others may read it (chmod 600 it)" : strerror(-rc));
-	sh_token_derive(s, l->token);
-	explicit_bzero(s, sizeof(s));
+		     rc == -EPERM ? "group or others may read it, or another user owns it (chmod "
+				    "600 it)"
+				  : strerror(-rc));
 	snprintf(path, sizeof(path), "%s/" SH_TOKEN_FILE, l->dir);
 	rc = sh_secret_write_text(path, l->token);
 	if (rc < 0)

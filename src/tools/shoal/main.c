@@ -147,35 +147,42 @@ ok_status(int status)
 }
 
 const char *
-cli_token(void)
+cli_token(const char *addr)
 {
-	static char token[SH_TOKEN_LEN + 1];
+	static char given[SH_TOKEN_LEN + 1], local[SH_TOKEN_LEN + 1];
 	static bool done;
 	int rc;
 
-	if (done)
-		return token[0] ? token : NULL;
-	done = true;
-	rc = sh_token_env(token);
-	if (rc < 0 && getenv("SHOAL_TOKEN") != NULL && *getenv("SHOAL_TOKEN") != '\0')
-		usage_error("$SHOAL_TOKEN is not an admin token (64 hex digits)");
-	if (rc < 0)
-		usage_error("$SHOAL_TOKEN_FILE %s: %s", getenv("SHOAL_TOKEN_FILE"),
-			    rc == -EPERM    ? "group or others may read it (chmod 600 it)"
-			    : rc == -EINVAL ? "not an admin token (64 hex digits)"
-					    : strerror(-rc));
-	/* the local cluster of ./run (`shoal local up`'s default), or of `make run` */
-	if (rc == 0 && sh_token_load("run/" SH_TOKEN_FILE, token) < 0 &&
-	    sh_token_load("run/local/" SH_TOKEN_FILE, token) < 0)
-		token[0] = '\0';
-	return token[0] ? token : NULL;
+	if (!done) {
+		done = true;
+		rc = sh_token_env(given);
+		if (rc < 0 && getenv("SHOAL_TOKEN") != NULL && *getenv("SHOAL_TOKEN") != '\0')
+			usage_error("$SHOAL_TOKEN is not an admin token (64 hex digits)");
+		if (rc < 0)
+			usage_error("$SHOAL_TOKEN_FILE %s: %s", getenv("SHOAL_TOKEN_FILE"),
+				    rc == -EPERM    ? "others may read it (chmod 600 it)"
+				    : rc == -EINVAL ? "not an admin token (64 hex digits)"
+						    : strerror(-rc));
+		if (rc == 0)
+			given[0] = '\0';
+		/* the local cluster of ./run (`shoal local up`'s default), or of `make run` */
+		if (sh_token_load("run/" SH_TOKEN_FILE, local) < 0 &&
+		    sh_token_load("run/local/" SH_TOKEN_FILE, local) < 0)
+			local[0] = '\0';
+	}
+	if (given[0])
+		return given;
+	/* a local cluster's token goes to loopback addresses only, never elsewhere */
+	if (strncmp(addr, "https://", 8) == 0)
+		addr += 8;
+	return local[0] && strncmp(addr, "127.", 4) == 0 ? local : NULL;
 }
 
 static char *
 call(const struct cli *c, const char *method, const char *path, const char *body, int *status)
 {
 	char *out = NULL;
-	int rc = sh_http_call(c->addr, cli_token(), method, path, body, &out, 40);
+	int rc = sh_http_call(c->addr, cli_token(c->addr), method, path, body, &out, 40);
 
 	if (rc < 0) {
 		if (rc == -EINVAL)
@@ -193,11 +200,12 @@ call(const struct cli *c, const char *method, const char *path, const char *body
 	}
 	if (rc == 401)
 		fail("the admin API at %s refused: %s", c->addr,
-		     cli_token() ? "the token given is not this cluster's ($SHOAL_TOKEN, "
-				   "$SHOAL_TOKEN_FILE or ./run[/local]/admin.token)"
-				 : "it needs the cluster's admin token: set $SHOAL_TOKEN_FILE to "
-				   "a node's DIR/admin.token, or $SHOAL_TOKEN to its text "
-				   "(docs/security.md)");
+		     cli_token(c->addr)
+			 ? "the token given is not this cluster's ($SHOAL_TOKEN, "
+			   "$SHOAL_TOKEN_FILE or ./run[/local]/admin.token)"
+			 : "it needs the cluster's admin token: set $SHOAL_TOKEN_FILE to "
+			   "a node's DIR/admin.token, or $SHOAL_TOKEN to its text "
+			   "(docs/security.md)");
 	*status = rc;
 	return out;
 }

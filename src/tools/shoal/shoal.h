@@ -20,11 +20,12 @@ struct cli {
 
 /*
  * The admin API's token (docs/security.md): $SHOAL_TOKEN, else the file
- * $SHOAL_TOKEN_FILE names, else ./run/admin.token or ./run/local/admin.token
- * (the local cluster of `shoal local up` or of `make run`), else none
- * (NULL). Read once; exits 2 on a malformed one.
+ * $SHOAL_TOKEN_FILE names, else, for a loopback address only,
+ * ./run/admin.token or ./run/local/admin.token (the local cluster of
+ * `shoal local up` or of `make run`), else none (NULL). Read once; exits 2
+ * on a malformed one.
  */
-const char *cli_token(void);
+const char *cli_token(const char *addr);
 
 /* Exit helpers: print "shoal: reason" and exit 2 (usage) or 1 (failure). */
 _Noreturn void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

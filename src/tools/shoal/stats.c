@@ -139,7 +139,7 @@ static void
 sample_node(struct node_sample *ns)
 {
 	char *body = NULL, *line, *save = NULL;
-	int st = sh_http_call(ns->addr, cli_token(), "GET", "/metrics", NULL, &body, 5);
+	int st = sh_http_call(ns->addr, cli_token(ns->addr), "GET", "/metrics", NULL, &body, 5);
 
 	unsigned long long id = ns->id;
 	char addr[64];

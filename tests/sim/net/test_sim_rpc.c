@@ -511,6 +511,81 @@ TEST(rpc_path_prefers_same_label)
 	sim_destroy(s);
 }
 
+/* ---- who may send what (rpc_ops.h) ---- */
+
+static void
+served(struct net_req *r, void *arg)
+{
+	(*(int *)arg)++;
+	net_reply(r, 0, NULL, 0);
+}
+
+/* A client's session may not send the cluster's own messages: -EPERM, counted, not served. */
+TEST(rpc_client_ids_may_not_send_node_only_ops)
+{
+	struct sim *s = sim_create(sh_test_seed());
+	struct sim_node *nn = sim_node_create(s, "node", "127.7.0.1");
+	struct sim_node *nc = sim_node_create(s, "client", "127.7.0.2");
+	struct sim_node *no = sim_node_create(s, "other", "127.7.0.3");
+	struct net_iface in = { 0 }, ic = { 0 }, io = { 0 };
+	struct net_config cn = { .node_id = 1, .ifaces = &in, .nifaces = 1 };
+	struct net_config cc = { .node_id = 1ull << 63 | 5, .ifaces = &ic, .nifaces = 1 };
+	struct net_config co = { .node_id = 2 << 8 | 1, .ifaces = &io, .nifaces = 1 };
+	struct net *n, *c, *o;
+	struct simple r = { 0 };
+	struct net_stats st;
+	int handled = 0;
+
+	SH_ASSERT_OK(env_addr_parse("127.7.0.1:7000", &in.addr));
+	SH_ASSERT_OK(env_addr_parse("127.7.0.2:7000", &ic.addr));
+	SH_ASSERT_OK(env_addr_parse("127.7.0.3:7000", &io.addr));
+	SH_ASSERT_OK(net_create(sim_node_env(nn), &cn, &n));
+	SH_ASSERT_OK(net_create(sim_node_env(nc), &cc, &c));
+	SH_ASSERT_OK(net_create(sim_node_env(no), &co, &o));
+	SH_ASSERT_OK(net_handle(n, NET_OP_CLUSTER_PROPOSE, served, &handled));
+	SH_ASSERT_OK(net_handle(n, NET_OP_RAFT, served, &handled));
+	SH_ASSERT_OK(net_handle(n, NET_OP_CLUSTER_CONFIG, served, &handled));
+	SH_ASSERT_OK(net_peer_add(c, 1, &in, 1));
+	SH_ASSERT_OK(net_peer_add(o, 1, &in, 1));
+
+	SH_ASSERT(!net_op_allowed(NET_OP_CLUSTER_PROPOSE, 1ull << 63 | 5));
+	SH_ASSERT(net_op_allowed(NET_OP_CLUSTER_PROPOSE, 2 << 8 | 1));
+	SH_ASSERT(net_op_allowed(NET_OP_META, 1ull << 63 | 5));
+	SH_ASSERT(net_op_allowed(900, 1ull << 63 | 5)); /* not an op: its handler says */
+
+	/* a client asks for a configuration change: refused, never served */
+	SH_ASSERT_OK(net_call(c, 1, NET_OP_CLUSTER_PROPOSE, NULL, 0, NULL, simple_cb, &r, NULL));
+	sim_run_for(s, 50 * SH_NSEC_PER_MSEC);
+	SH_ASSERT_EQ(r.calls, 1);
+	SH_ASSERT_ERR(r.status, -EPERM);
+	/* a one-way Raft message from it: dropped */
+	SH_ASSERT_OK(net_send(c, 1, NET_OP_RAFT, NULL, 0));
+	sim_run_for(s, 50 * SH_NSEC_PER_MSEC);
+	SH_ASSERT_EQ(handled, 0);
+	net_stats(n, &st);
+	SH_ASSERT_EQ(st.refused, 2u);
+	/* what clients send is served */
+	SH_ASSERT_OK(net_call(c, 1, NET_OP_CLUSTER_CONFIG, NULL, 0, NULL, simple_cb, &r, NULL));
+	sim_run_for(s, 50 * SH_NSEC_PER_MSEC);
+	SH_ASSERT_EQ(r.calls, 2);
+	SH_ASSERT_OK(r.status);
+	SH_ASSERT_EQ(handled, 1);
+	/* a backend's worker endpoint sends both */
+	SH_ASSERT_OK(net_call(o, 1, NET_OP_CLUSTER_PROPOSE, NULL, 0, NULL, simple_cb, &r, NULL));
+	sim_run_for(s, 50 * SH_NSEC_PER_MSEC); /* (one-way messages need the session it opens) */
+	SH_ASSERT_OK(net_send(o, 1, NET_OP_RAFT, NULL, 0));
+	sim_run_for(s, 50 * SH_NSEC_PER_MSEC);
+	SH_ASSERT_EQ(r.calls, 3);
+	SH_ASSERT_OK(r.status);
+	SH_ASSERT_EQ(handled, 3);
+	net_stats(n, &st);
+	SH_ASSERT_EQ(st.refused, 2u);
+	net_destroy(n);
+	net_destroy(c);
+	net_destroy(o);
+	sim_destroy(s);
+}
+
 /* ---- one-way messages ---- */
 
 static void

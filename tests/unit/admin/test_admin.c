@@ -78,6 +78,19 @@ client_main(void *arg)
 	return NULL;
 }
 
+/* The client's script on a thread of its own while this one runs the loop; fails on its first miss.
+ */
+static void
+run_script(struct client *c)
+{
+	pthread_t th;
+
+	pthread_create(&th, NULL, client_main, c);
+	env_real_run(c->env);
+	pthread_join(th, NULL);
+	SH_ASSERT_MSG(c->failure[0] == '\0', "%s", c->failure);
+}
+
 #define EXPECT(c, cond, ...)                                                       \
 	do {                                                                       \
 		if (!(cond) && !(c)->failure[0])                                   \
@@ -144,7 +157,6 @@ TEST(admin_http_server)
 	struct admin_http *h;
 	struct client c = { .port = free_port(), .env = env, .script = http_script };
 	char addr[64];
-	pthread_t th;
 
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", c.port);
 	SH_ASSERT_OK(admin_http_start(env, addr, NULL, echo, NULL, &h));
@@ -153,10 +165,7 @@ TEST(admin_http_server)
 	SH_ASSERT_EQ(
 	    admin_http_start(env, "localhost:80", NULL, echo, NULL, &(struct admin_http *){ NULL }),
 	    -EINVAL);
-	pthread_create(&th, NULL, client_main, &c);
-	env_real_run(env);
-	pthread_join(th, NULL);
-	SH_ASSERT_MSG(c.failure[0] == '\0', "%s", c.failure);
+	run_script(&c);
 	admin_http_quiesce(h);
 	{
 		char out[256];
@@ -211,6 +220,14 @@ auth_script(struct client *c)
 	EXPECT(c, st == 401 && strstr(out, "admin token") != NULL, "no token: %d '%s'", st, out);
 	st = request(c->port, "POST", "/v1/fs", "{\"name\":\"x\"}", out, sizeof(out));
 	EXPECT(c, st == 401, "a POST without a token: %d '%s'", st, out);
+	{
+		/* refused before its body is read: 401, not 413 */
+		static char big[ADMIN_BODY_MAX + 100];
+
+		memset(big, 'x', sizeof(big) - 1);
+		st = request(c->port, "POST", "/v1/fs", big, out, sizeof(out));
+		EXPECT(c, st == 401, "a big body without a token: %d", st);
+	}
 	st = request(c->port, "GET", "/v1/status", NULL, out, sizeof(out));
 	EXPECT(c, st == 200 && strcmp(out, "GET /v1/status ? 0") == 0, "status, open: %d '%s'", st,
 	       out);
@@ -239,15 +256,11 @@ TEST(admin_http_refuses_requests_without_the_token)
 	struct admin_http *h;
 	struct admin_http_opts auth = { .token = TOKEN, .metrics_open = false };
 	struct client c = { .port = free_port(), .env = env, .script = auth_script };
-	pthread_t th;
 
 	snprintf(c.addr, sizeof(c.addr), "127.0.0.1:%d", c.port);
 	SH_ASSERT_OK(admin_http_start(env, c.addr, &auth, echo, NULL, &h));
-	pthread_create(&th, NULL, client_main, &c);
-	env_real_run(env);
-	pthread_join(th, NULL);
-	SH_ASSERT_MSG(c.failure[0] == '\0', "%s", c.failure);
-	SH_ASSERT_EQ(admin_http_refused(h), 4u);
+	run_script(&c);
+	SH_ASSERT_EQ(admin_http_refused(h), 5u);
 	admin_http_stop(h);
 	env_real_destroy(env);
 }
@@ -360,7 +373,6 @@ TEST(admin_http_over_tls)
 	struct admin_http_opts opts = { .token = TOKEN };
 	struct client c = { .port = free_port(), .env = env, .script = tls_script };
 	char *cert, *key, *ocert, *okey, *wcert, *wkey;
-	pthread_t th;
 
 	make_cert("127.0.0.1", &cert, &key);
 	make_cert("127.0.0.1", &ocert, &okey);
@@ -387,10 +399,7 @@ TEST(admin_http_over_tls)
 	opts.tls_cert = cert;
 	opts.tls_key = key;
 	SH_ASSERT_OK(admin_http_start(env, c.addr, &opts, echo, NULL, &h));
-	pthread_create(&th, NULL, client_main, &c);
-	env_real_run(env);
-	pthread_join(th, NULL);
-	SH_ASSERT_MSG(c.failure[0] == '\0', "%s", c.failure);
+	run_script(&c);
 	admin_http_stop(h);
 	env_real_destroy(env);
 	sh_http_tls_ca(NULL);
@@ -503,7 +512,6 @@ TEST(admin_api_one_node)
 	struct net *net;
 	char mgmt[64], data[64];
 	bool stopped = false;
-	pthread_t th;
 
 	snprintf(mgmt, sizeof(mgmt), "127.0.0.1:%d", c.port);
 	snprintf(data, sizeof(data), "127.0.0.1:%d", free_port());
@@ -514,10 +522,7 @@ TEST(admin_api_one_node)
 	SH_ASSERT_OK(net_create(env, &nc, &net));
 	SH_ASSERT_OK(cluster_start(net, &p, &a.cl));
 	SH_ASSERT_OK(admin_http_start(env, mgmt, NULL, on_api, &a, &h));
-	pthread_create(&th, NULL, client_main, &c);
-	env_real_run(env);
-	pthread_join(th, NULL);
-	SH_ASSERT_MSG(c.failure[0] == '\0', "%s", c.failure);
+	run_script(&c);
 	admin_http_quiesce(h);
 	cluster_stop(a.cl, on_stopped, &stopped);
 	while (!stopped)
@@ -822,7 +827,6 @@ TEST(admin_api_snapshots)
 	struct net_iface ifc[SNAP_NODES];
 	struct admin_http *h, *h2;
 	char dir[SNAP_NODES][600];
-	pthread_t th;
 
 	snap_w = &w;
 	w.api.self = (struct admin_node){
@@ -862,10 +866,7 @@ TEST(admin_api_snapshots)
 	w.api2.self.id = 2;
 	SH_ASSERT_OK(admin_http_start(env, w.mgmt[0], NULL, on_api, &w.api, &h));
 	SH_ASSERT_OK(admin_http_start(env, w.mgmt[1], NULL, on_api, &w.api2, &h2));
-	pthread_create(&th, NULL, client_main, &c);
-	env_real_run(env);
-	pthread_join(th, NULL);
-	SH_ASSERT_MSG(c.failure[0] == '\0', "%s", c.failure);
+	run_script(&c);
 	admin_http_quiesce(h);
 	admin_http_quiesce(h2);
 	for (int i = 0; i < SNAP_NODES; i++)

@@ -42,7 +42,7 @@ TEST(secret_written_private_read_back_and_its_token_derived)
 
 	for (unsigned i = 0; i < SH_SECRET_LEN; i++)
 		s[i] = (uint8_t)i;
-	sh_token_derive(s, token);
+	SH_ASSERT_OK(sh_token_derive(s, token));
 	SH_ASSERT_STREQ(token, TOKEN_0_31);
 	tmp_path(path, sizeof(path), "secret");
 	sh_secret_hex(s, hex);
@@ -65,10 +65,34 @@ TEST(secret_written_private_read_back_and_its_token_derived)
 		SH_ASSERT_OK(sh_secret_random(a));
 		SH_ASSERT_OK(sh_secret_random(b));
 		SH_ASSERT(memcmp(a, b, sizeof(a)) != 0);
-		sh_token_derive(a, ta);
-		sh_token_derive(b, tb);
+		SH_ASSERT_OK(sh_token_derive(a, ta));
+		SH_ASSERT_OK(sh_token_derive(b, tb));
 		SH_ASSERT(!sh_token_equal(ta, tb));
 	}
+	unlink(path);
+}
+
+TEST(secret_made_once_then_loaded)
+{
+	uint8_t a[SH_SECRET_LEN], b[SH_SECRET_LEN];
+	char path[256], fa[SH_FINGERPRINT_LEN + 1], fb[SH_FINGERPRINT_LEN + 1];
+	struct stat st;
+
+	tmp_path(path, sizeof(path), "made");
+	unlink(path);
+	SH_ASSERT_EQ(sh_secret_load_or_make(path, a), 1);
+	SH_ASSERT_OK(stat(path, &st));
+	SH_ASSERT_EQ(st.st_mode & 0777, 0600u);
+	SH_ASSERT_EQ(sh_secret_load_or_make(path, b), 0);
+	SH_ASSERT(memcmp(a, b, sizeof(a)) == 0);
+	SH_ASSERT_OK(sh_secret_fingerprint(a, fa));
+	SH_ASSERT_EQ(strlen(fa), (size_t)SH_FINGERPRINT_LEN);
+	SH_ASSERT_OK(sh_secret_random(b));
+	SH_ASSERT_OK(sh_secret_fingerprint(b, fb));
+	SH_ASSERT(strcmp(fa, fb) != 0);
+	/* one that others may read is not replaced by a new one: refused */
+	SH_ASSERT_OK(chmod(path, 0644));
+	SH_ASSERT_EQ(sh_secret_load_or_make(path, b), -EPERM);
 	unlink(path);
 }
 
@@ -133,6 +157,8 @@ TEST(tokens_parsed_compared_and_taken_from_the_environment)
 	setenv("SHOAL_TOKEN_FILE", path, 1);
 	SH_ASSERT_EQ(sh_token_env(t), 1);
 	SH_ASSERT_STREQ(t, TOKEN_0_31);
+	SH_ASSERT_OK(chmod(path, 0640)); /* the operators' group may read a token */
+	SH_ASSERT_EQ(sh_token_env(t), 1);
 	SH_ASSERT_OK(chmod(path, 0644));
 	SH_ASSERT_EQ(sh_token_env(t), -EPERM);
 	/* the text wins over the file */

@@ -292,9 +292,6 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 			       sizeof(ERR_JSON("request body too large")) - 1);
 	if (p->path == NULL || p->query == NULL)
 		return MHD_NO;
-	if (!admin_auth_allows(&h->auth, method, p->path,
-			       MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")))
-		return refuse(h, c, p); /* (checked at the first call; kept here for safety) */
 	p->req.path = p->path;
 	p->req.query = p->query;
 	p->req.body = p->body ? p->body : "";
@@ -404,22 +401,23 @@ admin_http_start(struct env *env, const char *addr, const struct admin_http_opts
 		env_async_fini(&h->wake);
 		goto err;
 	}
-	if (tls)
+	{
+		/* TLS: the certificate, its key and the versions; plain HTTP: none of them */
+		struct MHD_OptionItem tls_opts[] = {
+			{ MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)h->auth.tls_cert },
+			{ MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)h->auth.tls_key },
+			{ MHD_OPTION_HTTPS_PRIORITIES, 0,
+			  (void *)"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2" },
+			{ MHD_OPTION_END, 0, NULL },
+		};
+
 		h->d = MHD_start_daemon(
 		    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-			MHD_USE_ERROR_LOG | MHD_USE_TLS,
+			MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0),
 		    0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, &sin,
 		    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT,
-		    (unsigned)60, MHD_OPTION_HTTPS_MEM_CERT, h->auth.tls_cert,
-		    MHD_OPTION_HTTPS_MEM_KEY, h->auth.tls_key, MHD_OPTION_HTTPS_PRIORITIES,
-		    "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2", MHD_OPTION_END);
-	else
-		h->d =
-		    MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION |
-					 MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
-				     0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, &sin,
-				     MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
+		    (unsigned)60, MHD_OPTION_ARRAY, tls ? tls_opts : tls_opts + 3, MHD_OPTION_END);
+	}
 	if (h->d == NULL) {
 		/* a port taken, or (TLS) a certificate or key MHD could not load */
 		if (tls && port_free_tcp(&sin)) {

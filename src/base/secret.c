@@ -85,10 +85,11 @@ out:
 	return rc;
 }
 
+/* read_text of a secret or a token: one too long for buf is not one */
 static int
-read_private(const char *path, char *buf, size_t cap)
+read_small(const char *path, enum sh_file_rule rule, char *buf, size_t cap)
 {
-	int rc = read_text(path, SH_FILE_PRIVATE, buf, cap);
+	int rc = read_text(path, rule, buf, cap);
 
 	return rc == -EFBIG ? -EINVAL : rc;
 }
@@ -162,7 +163,7 @@ int
 sh_secret_load(const char *path, uint8_t out[SH_SECRET_LEN])
 {
 	char text[256], hex[SH_TOKEN_LEN + 1];
-	int rc = read_private(path, text, sizeof(text));
+	int rc = read_small(path, SH_FILE_PRIVATE, text, sizeof(text));
 
 	if (rc == 0 && !sh_token_parse(text, hex))
 		rc = -EINVAL;
@@ -178,10 +179,8 @@ int
 sh_token_load(const char *path, char *out)
 {
 	char text[256];
-	int rc = read_text(path, SH_FILE_GROUP, text, sizeof(text));
+	int rc = read_small(path, SH_FILE_GROUP, text, sizeof(text));
 
-	if (rc == -EFBIG)
-		rc = -EINVAL;
 	if (rc == 0 && !sh_token_parse(text, out))
 		rc = -EINVAL;
 	explicit_bzero(text, sizeof(text));
@@ -346,6 +345,16 @@ sh_secret_load_or_make(const char *path, uint8_t out[SH_SECRET_LEN])
 		return rc;
 	sync_parent(path);
 	return 1;
+}
+
+int
+sh_token_keep(const char *path, const char *token)
+{
+	char cur[SH_TOKEN_LEN + 1];
+
+	if (sh_token_load(path, cur) == 0 && sh_token_equal(cur, token))
+		return 0;
+	return sh_secret_write_text(path, token);
 }
 
 bool

@@ -87,6 +87,8 @@ int sh_token_derive(const uint8_t secret[SH_SECRET_LEN], char *out);
  * -ENOENT, -errno.
  */
 int sh_token_load(const char *path, char *out);
+/* Write token to path (sh_secret_write_text) unless it holds it already. 0 or -errno. */
+int sh_token_keep(const char *path, const char *token);
 /* Whether text (NUL-terminated, white space around it ignored) is a token. */
 bool sh_token_parse(const char *text, char *out);
 

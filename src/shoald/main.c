@@ -398,7 +398,7 @@ static int
 load_secret(struct shoald *d)
 {
 	uint8_t s[SH_SECRET_LEN];
-	char path[600], tpath[600], cur[SH_TOKEN_LEN + 1];
+	char path[600], tpath[600];
 	bool given = d->o.secret[0] != '\0';
 	int rc;
 
@@ -426,12 +426,9 @@ load_secret(struct shoald *d)
 		return rc;
 	}
 	snprintf(tpath, sizeof(tpath), "%s/" SH_TOKEN_FILE, d->o.dir);
-	if (sh_token_load(tpath, cur) < 0 || !sh_token_equal(cur, d->token)) {
-		rc = sh_secret_write_text(tpath, d->token);
-		if (rc < 0)
-			sh_log_warn("cannot write the admin token to %s: %s", tpath,
-				    sh_strerror(rc));
-	}
+	rc = sh_token_keep(tpath, d->token);
+	if (rc < 0)
+		sh_log_warn("cannot write the admin token to %s: %s", tpath, sh_strerror(rc));
 	return 0;
 }
 

@@ -72,7 +72,7 @@ local_secret(struct local *l, bool make)
 				    "600 it)"
 				  : strerror(-rc));
 	snprintf(path, sizeof(path), "%s/" SH_TOKEN_FILE, l->dir);
-	rc = sh_secret_write_text(path, l->token);
+	rc = sh_token_keep(path, l->token);
 	if (rc < 0)
 		fail("cannot write %s: %s", path, strerror(-rc));
 }

@@ -216,12 +216,20 @@ SH_API long sh_pwrite(sh_file *f, const void *buf, size_t len, uint64_t off);
 SH_API long sh_pread(sh_file *f, void *buf, size_t len, uint64_t off);
 /* What was written is durable and mapped (a partial stripe is written as one). */
 SH_API int sh_fsync(sh_file *f);
+/*
+ * As sh_fsync, for a caller other than the handle's owner (the mount, for
+ * a reader of the same file): an error a buffered write met is returned
+ * but stays for the handle's own sh_fsync or sh_close to report.
+ */
+SH_API int sh_flush(sh_file *f);
 SH_API int sh_ftruncate(sh_file *f, uint64_t size);
 SH_API int sh_fstat(sh_file *f, struct stat *st);
 /* Flush, then free the handle; returns what the flush returned. */
 SH_API int sh_close(sh_file *f);
 /* Open a regular file by inode (O_TRUNC honoured; O_CREAT/O_EXCL mean nothing here). */
 SH_API int sh_open_ino(sh_fs *fs, uint64_t ino, int flags, sh_file **out);
+/* As sh_open_ino; st: the file's attributes as the open found them (before any O_TRUNC). */
+SH_API int sh_open_ino_st(sh_fs *fs, uint64_t ino, int flags, struct stat *st, sh_file **out);
 /*
  * As sh_open_ino, with the attributes a call of this client just returned
  * for the file (a create's): no round trip to ask for them again.

@@ -128,6 +128,18 @@ sh_fsync(sh_file *f)
 }
 
 int
+sh_flush(sh_file *f)
+{
+	int rc;
+
+	pthread_mutex_lock(&f->mu);
+	io_wait_behind(f);
+	rc = f->err ? f->err : io_flush(f);
+	pthread_mutex_unlock(&f->mu);
+	return rc;
+}
+
+int
 sh_ftruncate(sh_file *f, uint64_t size)
 {
 	struct stat st = { .st_size = (off_t)size };
@@ -275,7 +287,13 @@ sh_open_ino(sh_fs *fs, uint64_t ino, int flags, sh_file **out)
 {
 	struct stat st;
 
-	return open_ino_held(fs, ino, flags & ~(O_CREAT | O_EXCL), &st, out);
+	return sh_open_ino_st(fs, ino, flags, &st, out);
+}
+
+int
+sh_open_ino_st(sh_fs *fs, uint64_t ino, int flags, struct stat *st, sh_file **out)
+{
+	return open_ino_held(fs, ino, flags & ~(O_CREAT | O_EXCL), st, out);
 }
 
 int

@@ -52,8 +52,11 @@ int sfuse_snapdir_list(struct sfuse *s, char (**names)[64], fuse_ino_t **kinos);
 void sfuse_snaps_fini(void);
 
 /* ops_io.c */
-/* Flush what the files open here on ino have buffered. */
-int sfuse_flush_ino(uint64_t ino);
+/*
+ * Flush what the files open here for writing on ino have buffered (but
+ * except's; NULL: all). A failure stays for its handle's fsync or close.
+ */
+void sfuse_flush_ino(uint64_t ino, const sh_file *except);
 /* Whether a file is open here on ino. */
 bool sfuse_open_ino(uint64_t ino);
 /*

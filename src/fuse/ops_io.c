@@ -43,13 +43,13 @@ open_head(uint64_t ino)
 	return &open_tab[sh_hash_u64(ino) % OPEN_SLOTS];
 }
 
-static void
+static int
 open_add(uint64_t ino, sh_file *f, bool fresh, int flags)
 {
 	struct ofile *o = malloc(sizeof(*o));
 
 	if (o == NULL)
-		return; /* flushed at close all the same */
+		return -ENOMEM;
 	o->ino = ino;
 	o->f = f;
 	o->fresh = fresh;
@@ -58,6 +58,7 @@ open_add(uint64_t ino, sh_file *f, bool fresh, int flags)
 	o->next = *open_head(ino);
 	*open_head(ino) = o;
 	pthread_mutex_unlock(&open_mu);
+	return 0;
 }
 
 static void
@@ -119,20 +120,144 @@ sfuse_open_ino(uint64_t ino)
 	return open;
 }
 
-int
-sfuse_flush_ino(uint64_t ino)
+void
+sfuse_flush_ino(uint64_t ino, const sh_file *except)
 {
-	int rc = 0;
-
 	pthread_mutex_lock(&open_mu);
 	for (struct ofile *o = *open_head(ino); o; o = o->next)
-		if (o->ino == ino) {
-			int r = sh_fsync(o->f);
-
-			if (rc == 0)
-				rc = r;
-		}
+		if (o->ino == ino && o->f != except && o->writable)
+			(void)sh_flush(
+			    o->f); /* (a failure is its handle's, for its fsync or close) */
 	pthread_mutex_unlock(&open_mu);
+}
+
+/*
+ * ---- the kernel's page cache of a file ----
+ *
+ * The kernel keeps the pages of a file it read or wrote through this
+ * mount. A write(2) copies its bytes into them, unlocks them, and only
+ * then sends its WRITE; if the pages are dropped in between and another
+ * thread's read-ahead asks for them again, the READ is answered before
+ * the WRITE arrives and the pages hold the bytes from before the write,
+ * which the writer then reads back (four threads writing and reading
+ * back their quarters of one descriptor saw it once in 60 runs). The
+ * kernel drops a file's pages on a changed mtime or size in a getattr
+ * (FUSE_CAP_AUTO_INVAL_DATA), at every open without keep_cache, and on
+ * a notification from here; so this mount asks for none of the first
+ * two (FUSE_CAP_EXPLICIT_INVAL_DATA, keep_cache set) and drops pages
+ * itself only where no write can be on its way: at an open, when no
+ * handle here has the file open for writing and the file's ctime,
+ * mtime or size differ from when its pages were last dropped or first
+ * kept (close-to-open: what another client wrote is read, and a file
+ * nobody changed keeps its pages from one open to the next). A writer's
+ * open waits while the file's pages are being dropped.
+ */
+#define KEPT_SLOTS   16384 /* direct-mapped: a file pushed out is dropped at its next open */
+#define DROPPING_MAX 64
+
+struct kept {
+	uint64_t ino, ctime_ns, mtime_ns, size;
+};
+
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER; /* before open_mu */
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static struct kept kept_tab[KEPT_SLOTS];
+static uint64_t dropping[DROPPING_MAX]; /* files whose pages are being dropped */
+static unsigned ndropping;
+
+static uint64_t
+ts_ns(const struct timespec *t)
+{
+	return (uint64_t)t->tv_sec * 1000000000ull + (uint64_t)t->tv_nsec;
+}
+
+static struct kept
+kept_of(uint64_t ino, const struct stat *st)
+{
+	return (struct kept){ .ino = ino,
+			      .ctime_ns = ts_ns(&st->st_ctim),
+			      .mtime_ns = ts_ns(&st->st_mtim),
+			      .size = (uint64_t)st->st_size };
+}
+
+/* Under gate_mu: the slot of ino among the files being dropped, or -1. */
+static int
+dropping_at(uint64_t ino)
+{
+	for (unsigned i = 0; i < ndropping; i++)
+		if (dropping[i] == ino)
+			return (int)i;
+	return -1;
+}
+
+static bool
+writer_open(uint64_t ino)
+{
+	bool w = false;
+
+	pthread_mutex_lock(&open_mu);
+	for (struct ofile *o = *open_head(ino); o && !w; o = o->next)
+		w = o->ino == ino && o->writable;
+	pthread_mutex_unlock(&open_mu);
+	return w;
+}
+
+/*
+ * An open of ino, whose attributes are st now: the kernel's pages of it
+ * dropped first if they may be older than the file. Whether the open may
+ * keep the kernel's pages (false: the notification failed; the kernel
+ * drops them itself).
+ */
+static bool
+pages_checked(struct sfuse *s, uint64_t ino, const struct stat *st)
+{
+	struct kept now = kept_of(ino, st), *k = &kept_tab[sh_hash_u64(ino) % KEPT_SLOTS];
+	int rc;
+
+	pthread_mutex_lock(&gate_mu);
+	while (dropping_at(ino) >= 0 || ndropping == DROPPING_MAX)
+		pthread_cond_wait(&gate_cv, &gate_mu);
+	if (writer_open(ino) || memcmp(k, &now, sizeof(now)) == 0) {
+		/* a writer here: the pages are the newest this mount has (and one may be
+		 * on its way); or the file is as it was when its pages were last checked */
+		pthread_mutex_unlock(&gate_mu);
+		return true;
+	}
+	dropping[ndropping++] = ino;
+	pthread_mutex_unlock(&gate_mu);
+	rc = fuse_lowlevel_notify_inval_inode(s->se, ino, 0, 0);
+	pthread_mutex_lock(&gate_mu);
+	dropping[dropping_at(ino)] = dropping[--ndropping];
+	if (rc == 0 || rc == -ENOENT) /* (ENOENT: the kernel has no pages of it) */
+		*k = now;
+	pthread_cond_broadcast(&gate_cv);
+	pthread_mutex_unlock(&gate_mu);
+	return rc == 0 || rc == -ENOENT;
+}
+
+/* A new file's pages: none, and none older than st. */
+static void
+pages_new(uint64_t ino, const struct stat *st)
+{
+	pthread_mutex_lock(&gate_mu);
+	kept_tab[sh_hash_u64(ino) % KEPT_SLOTS] = kept_of(ino, st);
+	pthread_mutex_unlock(&gate_mu);
+}
+
+/*
+ * f, ino's new handle, joins the open files (a writer once no open is
+ * dropping ino's pages). -ENOMEM.
+ */
+static int
+open_join(uint64_t ino, sh_file *f, bool fresh, int flags)
+{
+	int rc;
+
+	pthread_mutex_lock(&gate_mu);
+	while ((flags & O_ACCMODE) != O_RDONLY && dropping_at(ino) >= 0)
+		pthread_cond_wait(&gate_cv, &gate_mu);
+	rc = open_add(ino, f, fresh, flags);
+	pthread_mutex_unlock(&gate_mu);
 	return rc;
 }
 
@@ -143,6 +268,7 @@ sfuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	struct sfuse *s = sfuse_of(req);
 	struct fuse_entry_param e = { 0 };
 	sh_file *f;
+	bool made;
 	int rc;
 
 	if (!sfuse_live(parent)) {
@@ -151,6 +277,7 @@ sfuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	}
 	sfuse_creds(req, parent, NULL);
 	rc = sh_mknod_at(s->fs, parent, name, S_IFREG | (mode & 07777), 0, &e.attr);
+	made = rc == 0;
 	if (rc == 0)
 		sfuse_dir_memo_created(parent, &e.attr);
 	else if (rc == -EEXIST && !(fi->flags & O_EXCL))
@@ -161,9 +288,18 @@ sfuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		sfuse_reply_err(req, rc);
 		return;
 	}
+	if (made)
+		pages_new(e.attr.st_ino, &e.attr);
+	else
+		fi->keep_cache = pages_checked(s, e.attr.st_ino, &e.attr);
+	rc = open_join(e.attr.st_ino, f, made, fi->flags);
+	if (rc < 0) {
+		sh_close(f);
+		sfuse_reply_err(req, rc);
+		return;
+	}
 	fi->fh = (uintptr_t)f;
 	fi->direct_io = s->o.coherent || s->o.nocache; /* no page cache: every read asks */
-	open_add(e.attr.st_ino, f, true, fi->flags);
 	e.ino = e.attr.st_ino;
 	e.generation = 1;
 	e.attr_timeout = s->o.attr_timeout;
@@ -177,24 +313,32 @@ sfuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 void
 sfuse_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct sfuse *s = sfuse_of(req);
 	struct sfuse_where w;
+	struct stat st;
 	sh_file *f;
 	int rc;
 
-	sfuse_readahead(sfuse_of(req)); /* once: the kernel's INIT is done by now */
-	rc = sfuse_where(sfuse_of(req), ino, &w);
+	sfuse_readahead(s); /* once: the kernel's INIT is done by now */
+	rc = sfuse_where(s, ino, &w);
 	if (rc == 1)
 		rc = -EISDIR;
+	if (rc == 0) /* (a snapshot's: EROFS to write) */
+		rc = sh_open_ino_st(w.fs, w.ino, fi->flags, &st, &f);
+	/* close-to-open: what another client wrote is read (a snapshot's file never changes) */
 	if (rc == 0)
-		rc = sh_open_ino(w.fs, w.ino, fi->flags, &f); /* (a snapshot's: EROFS to write) */
+		fi->keep_cache = w.snap >= 0 || pages_checked(s, ino, &st);
+	if (rc == 0) {
+		rc = open_join(ino, f, false, fi->flags);
+		if (rc < 0)
+			sh_close(f);
+	}
 	if (rc < 0) {
 		sfuse_reply_err(req, rc);
 		return;
 	}
 	fi->fh = (uintptr_t)f;
-	fi->keep_cache = 0; /* close-to-open: what another client wrote is read again */
-	fi->direct_io = sfuse_of(req)->o.coherent || sfuse_of(req)->o.nocache;
-	open_add(ino, f, false, fi->flags);
+	fi->direct_io = s->o.coherent || s->o.nocache;
 	if (fuse_reply_open(req, fi) != 0) {
 		open_del(ino, f);
 		sh_close(f);
@@ -205,9 +349,12 @@ void
 sfuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	char *buf = malloc(size ? size : 1);
-	long n = buf ? sh_pread(fh(fi), buf, size, (uint64_t)off) : -ENOMEM;
+	long n;
 
-	(void)ino;
+	/* the kernel asks for pages it does not hold, through any handle: what the others
+	 * here buffered (a partial page written through another descriptor) counts */
+	sfuse_flush_ino(ino, fh(fi));
+	n = buf ? sh_pread(fh(fi), buf, size, (uint64_t)off) : -ENOMEM;
 	if (n < 0)
 		sfuse_reply_err(req, n);
 	else
@@ -226,10 +373,8 @@ sfuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t 
 	 * end is the size once what other open files here buffered has landed
 	 * (fsx caught an append that went under another descriptor's write).
 	 */
-	if ((fi->flags & O_APPEND) && (n = sfuse_flush_ino(ino)) < 0) {
-		sfuse_reply_err(req, n);
-		return;
-	}
+	if (fi->flags & O_APPEND)
+		sfuse_flush_ino(ino, fh(fi));
 	n = sh_pwrite(fh(fi), buf, size, (uint64_t)off);
 	if (n < 0)
 		sfuse_reply_err(req, n);
@@ -242,9 +387,8 @@ sfuse_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t 
  * (close-to-open). A descriptor open for writing may have had its data
  * written around the kernel (libshoal_preload.so writes straight to the
  * cluster, docs/preload.md): the kernel forgets the file's attributes
- * before the close returns, so the next stat or read through this mount
- * asks, and a changed mtime or size drops the cached pages then
- * (FUSE_CAP_AUTO_INVAL_DATA, op_init).
+ * before the close returns, so the next stat asks; the next open finds
+ * the file changed and drops the pages ("the kernel's page cache" above).
  *
  * Attributes only, never the pages from here: dropping pages takes each
  * page's lock, and a write(2) into the same file holds its pages locked

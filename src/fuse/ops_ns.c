@@ -252,7 +252,7 @@ op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	if (rc == 0 && w.snap < 0)
-		rc = sfuse_flush_ino(ino); /* what open files wrote counts */
+		sfuse_flush_ino(ino, NULL); /* what open files wrote counts */
 	if (rc == 0)
 		rc = sh_getattr(w.fs, w.ino, &st);
 	if (rc == 0)
@@ -282,7 +282,7 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct
 	if (to_set & FUSE_SET_ATTR_GID)
 		valid |= SH_SET_GID;
 	(void)fi;
-	rc = sfuse_flush_ino(ino); /* buffered writes land before the change */
+	sfuse_flush_ino(ino, NULL); /* buffered writes land before the change */
 	if (to_set & FUSE_SET_ATTR_SIZE)
 		valid |= SH_SET_SIZE;
 	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW)) {
@@ -552,9 +552,14 @@ op_init(void *userdata, struct fuse_conn_info *conn)
 
 	conn->max_write = max;
 	conn->max_read = max;
-	/* a changed mtime or size seen by a getattr drops the cached pages (sfuse_flush) */
-	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
-		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+	/*
+	 * The kernel never drops a file's pages on a getattr's changed mtime or
+	 * size: a write on its way would be lost to the cache (ops_io.c, "the
+	 * kernel's page cache"); an open does, where nothing can be written.
+	 */
+	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+	if (conn->capable & FUSE_CAP_EXPLICIT_INVAL_DATA)
+		conn->want |= FUSE_CAP_EXPLICIT_INVAL_DATA;
 }
 
 const struct fuse_lowlevel_ops sfuse_ops = {

@@ -11,6 +11,8 @@ Real shoald processes on loopback (shoal local up), as tests/cluster/test_cluste
 - files unlinked or renamed over while open live until their last close, also on
   another mount, and a holder killed with one open gives its space back;
 - link, rename and unlink show their new ctime on the next stat;
+- the kernel's page cache: threads reading back their writes of one descriptor, another
+  descriptor's partial page, close-to-open between mounts, unchanged files' pages kept;
 - compressed stripes written again after the mapping refused them (another descriptor's
   small bytes) hold the file's bytes;
 - chaos (short in the default run, `make chaos` for minutes per seed): writers through
@@ -196,6 +198,91 @@ def wait_logical(c, want, timeout, what):
             return
         check(time.time() < end, "%s: logical bytes %d, want %d" % (what, got, want))
         time.sleep(0.5)
+
+
+def gets(c):
+    """Fragment reads the targets of every node answered so far (store.get requests)."""
+    time.sleep(0.8)  # the workers' next publication
+    return sum(tc.total(tc.parse_metrics(tc.metrics_page(c, n)), "shoal_rpc_requests_total",
+                        op="store.get") for n in range(1, c.nodes + 1))
+
+
+def quarters(path, rounds, part):
+    """Four threads on one descriptor, each writing its quarter of the file and reading it
+    back, rounds times: the reads that did not give back what was just written."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    bad = []
+
+    def run(k):
+        for r in range(rounds):
+            data = hashlib.sha256(b"%d %d" % (k, r)).digest() * (part // 32)
+            os.pwrite(fd, data, k * part)
+            got = os.pread(fd, part, k * part)
+            if got != data:
+                same = next((i for i in range(len(got)) if got[i] == data[i]), len(got))
+                bad.append("thread %d round %d: %d bytes read, the first %d wrong" %
+                           (k, r, len(got), same))
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    os.close(fd)
+    return bad
+
+
+@test
+def page_cache_serves_what_was_written(c):
+    """The kernel's page cache of files written through the mount (docs/mount.md): four
+    threads writing and reading back their quarters of one descriptor read their own bytes
+    (another thread's read-ahead once cached the bytes from before a write still on its
+    way); a partial page written through one descriptor reads whole through another; a
+    file another mount changed reads anew at the next open; one nobody changed keeps its
+    pages from one open to the next."""
+    with two_mounts(c) as (m1, m2):
+        t0 = time.time()
+        bad = []
+        for i in range(60):
+            bad += quarters(os.path.join(m1, "q%d" % (i % 3)), 4, 768 * 1024)
+        print("  60 files of 4 threads x 4 rounds in %.1f s: %d reads wrong" %
+              (time.time() - t0, len(bad)))
+        check(not bad, "reads that did not give back what was written: %s" % bad[:5])
+        # a partial page through one descriptor, read through another opened before
+        p = os.path.join(m1, "partial")
+        with open(p, "wb") as f:
+            f.write(b"a" * 10000)
+        r = os.open(p, os.O_RDONLY)
+        w = os.open(p, os.O_WRONLY)
+        try:
+            check(os.pread(r, 10000, 0) == b"a" * 10000, "the first read")
+            os.pwrite(w, b"b" * 100, 5000)
+            got = os.pread(r, 10000, 0)
+            check(got == b"a" * 5000 + b"b" * 100 + b"a" * 4900,
+                  "another descriptor's partial page: %d bytes, %d b" % (len(got),
+                                                                        got.count(b"b")))
+        finally:
+            os.close(w)
+            os.close(r)
+        # close-to-open between mounts, and the pages of an unchanged file kept
+        blob = os.urandom(3 << 20)
+        with open(os.path.join(m1, "shared"), "wb") as f:
+            f.write(blob)
+        with open(os.path.join(m2, "shared"), "rb") as f:
+            check(f.read() == blob, "mount 2 reads what mount 1 wrote")
+        g0 = gets(c)
+        with open(os.path.join(m2, "shared"), "rb") as f:
+            check(f.read() == blob, "mount 2 reads it again")
+        g1 = gets(c)
+        print("  an unchanged file read again through the same mount: %d fragment reads" %
+              (g1 - g0))
+        check(g1 == g0, "an unchanged file read again: %d fragment reads, want none "
+              "(its pages kept)" % (g1 - g0))
+        blob2 = os.urandom(3 << 20)
+        with open(os.path.join(m1, "shared"), "r+b") as f:
+            f.write(blob2[:1 << 20])
+        with open(os.path.join(m2, "shared"), "rb") as f:
+            check(f.read() == blob2[:1 << 20] + blob[1 << 20:],
+                  "mount 2 reads what mount 1 changed, at the next open")
 
 
 @test

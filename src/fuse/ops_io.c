@@ -203,17 +203,24 @@ writer_open(uint64_t ino)
 }
 
 /*
- * An open of ino, whose attributes are st now: the kernel's pages of it
- * dropped first if they may be older than the file. Whether the open may
+ * An open of ino with flags, whose attributes are st now: the kernel's
+ * pages of it dropped first if they may be older than the file. Whether the open may
  * keep the kernel's pages (false: the notification failed; the kernel
  * drops them itself).
  */
 static bool
-pages_checked(struct sfuse *s, uint64_t ino, const struct stat *st)
+pages_checked(struct sfuse *s, uint64_t ino, const struct stat *st, int flags)
 {
 	struct kept now = kept_of(ino, st), *k = &kept_tab[sh_hash_u64(ino) % KEPT_SLOTS];
 	int rc;
 
+	/*
+	 * O_TRUNC: the kernel drops the pages itself once the open is answered,
+	 * and meanwhile holds back the file's page write-backs, which dropping
+	 * its mmap-dirtied pages from here would wait for.
+	 */
+	if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY)
+		return true;
 	pthread_mutex_lock(&gate_mu);
 	while (dropping_at(ino) >= 0 || ndropping == DROPPING_MAX)
 		pthread_cond_wait(&gate_cv, &gate_mu);
@@ -291,7 +298,7 @@ sfuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	if (made)
 		pages_new(e.attr.st_ino, &e.attr);
 	else
-		fi->keep_cache = pages_checked(s, e.attr.st_ino, &e.attr);
+		fi->keep_cache = pages_checked(s, e.attr.st_ino, &e.attr, fi->flags);
 	rc = open_join(e.attr.st_ino, f, made, fi->flags);
 	if (rc < 0) {
 		sh_close(f);
@@ -327,7 +334,7 @@ sfuse_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		rc = sh_open_ino_st(w.fs, w.ino, fi->flags, &st, &f);
 	/* close-to-open: what another client wrote is read (a snapshot's file never changes) */
 	if (rc == 0)
-		fi->keep_cache = w.snap >= 0 || pages_checked(s, ino, &st);
+		fi->keep_cache = w.snap >= 0 || pages_checked(s, ino, &st, fi->flags);
 	if (rc == 0) {
 		rc = open_join(ino, f, false, fi->flags);
 		if (rc < 0)

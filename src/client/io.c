@@ -114,29 +114,31 @@ sh_pwrite(sh_file *f, const void *buf, size_t len, uint64_t off)
 	return rc < 0 ? rc : (long)len;
 }
 
-int
-sh_fsync(sh_file *f)
+/* What f buffered, written and mapped: 0 or an error a write met (reported once if clear). */
+static int
+flush_all(sh_file *f, bool clear)
 {
 	int rc;
 
 	pthread_mutex_lock(&f->mu);
 	io_wait_behind(f);
 	rc = f->err ? f->err : io_flush(f);
-	f->err = 0;
+	if (clear)
+		f->err = 0;
 	pthread_mutex_unlock(&f->mu);
 	return rc;
 }
 
 int
+sh_fsync(sh_file *f)
+{
+	return flush_all(f, true);
+}
+
+int
 sh_flush(sh_file *f)
 {
-	int rc;
-
-	pthread_mutex_lock(&f->mu);
-	io_wait_behind(f);
-	rc = f->err ? f->err : io_flush(f);
-	pthread_mutex_unlock(&f->mu);
-	return rc;
+	return flush_all(f, false);
 }
 
 int

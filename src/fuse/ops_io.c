@@ -212,7 +212,7 @@ static bool
 pages_checked(struct sfuse *s, uint64_t ino, const struct stat *st, int flags)
 {
 	struct kept now = kept_of(ino, st), *k = &kept_tab[sh_hash_u64(ino) % KEPT_SLOTS];
-	int rc;
+	int rc, at;
 
 	/*
 	 * O_TRUNC: the kernel drops the pages itself once the open is answered,
@@ -234,7 +234,8 @@ pages_checked(struct sfuse *s, uint64_t ino, const struct stat *st, int flags)
 	pthread_mutex_unlock(&gate_mu);
 	rc = fuse_lowlevel_notify_inval_inode(s->se, ino, 0, 0);
 	pthread_mutex_lock(&gate_mu);
-	dropping[dropping_at(ino)] = dropping[--ndropping];
+	at = dropping_at(ino); /* (before the count shrinks: it may be the last) */
+	dropping[at] = dropping[--ndropping];
 	if (rc == 0 || rc == -ENOENT) /* (ENOENT: the kernel has no pages of it) */
 		*k = now;
 	pthread_cond_broadcast(&gate_cv);

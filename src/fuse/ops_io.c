@@ -31,9 +31,11 @@ struct ofile {
 	sh_file *f;
 	bool fresh; /* this handle made the file, and no xattr was set through this mount since */
 	bool writable; /* opened for writing (a flush's fi carries no flags) */
+	unsigned busy; /* flushes for other callers in progress (sfuse_flush_ino) */
 };
 
 static pthread_mutex_t open_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t open_cv = PTHREAD_COND_INITIALIZER; /* a handle no longer busy */
 static struct ofile *open_tab[OPEN_SLOTS];
 
 /* The chain of ino's handles (the number hashed whole: its low bits repeat across buckets) */
@@ -54,6 +56,7 @@ open_add(uint64_t ino, sh_file *f, bool fresh, int flags)
 	o->f = f;
 	o->fresh = fresh;
 	o->writable = (flags & O_ACCMODE) != O_RDONLY;
+	o->busy = 0;
 	pthread_mutex_lock(&open_mu);
 	o->next = *open_head(ino);
 	*open_head(ino) = o;
@@ -61,18 +64,25 @@ open_add(uint64_t ino, sh_file *f, bool fresh, int flags)
 	return 0;
 }
 
+/* f leaves the open files, once no flush for another caller holds it. */
 static void
 open_del(uint64_t ino, sh_file *f)
 {
 	pthread_mutex_lock(&open_mu);
-	for (struct ofile **pp = open_head(ino); *pp; pp = &(*pp)->next)
-		if ((*pp)->f == f) {
-			struct ofile *o = *pp;
+	for (struct ofile **pp = open_head(ino); *pp;) {
+		struct ofile *o = *pp;
 
+		if (o->f != f) {
+			pp = &o->next;
+		} else if (o->busy > 0) {
+			pthread_cond_wait(&open_cv, &open_mu);
+			pp = open_head(ino); /* (the chain may have changed meanwhile) */
+		} else {
 			*pp = o->next;
 			free(o);
 			break;
 		}
+	}
 	pthread_mutex_unlock(&open_mu);
 }
 
@@ -120,14 +130,40 @@ sfuse_open_ino(uint64_t ino)
 	return open;
 }
 
+/*
+ * The handles are flushed outside open_mu (each held busy meanwhile, so it
+ * is not freed): a flush waits for its writer's call in progress, and the
+ * opens, reads and stats of every other file take open_mu.
+ */
+#define FLUSH_MAX 16
+
 void
 sfuse_flush_ino(uint64_t ino, const sh_file *except)
 {
+	struct ofile *todo[FLUSH_MAX];
+	unsigned n = 0;
+
 	pthread_mutex_lock(&open_mu);
-	for (struct ofile *o = *open_head(ino); o; o = o->next)
-		if (o->ino == ino && o->f != except && o->writable)
-			(void)sh_flush(
-			    o->f); /* (a failure is its handle's, for its fsync or close) */
+	for (struct ofile *o = *open_head(ino); o; o = o->next) {
+		if (o->ino != ino || o->f == except || !o->writable)
+			continue;
+		if (n < FLUSH_MAX) {
+			o->busy++;
+			todo[n++] = o;
+		} else {
+			(void)sh_flush(o->f); /* (so many writers of one file: under the lock) */
+		}
+	}
+	pthread_mutex_unlock(&open_mu);
+	/* (a failure is its handle's, for its own fsync or close) */
+	for (unsigned i = 0; i < n; i++)
+		(void)sh_flush(todo[i]->f);
+	if (n == 0)
+		return;
+	pthread_mutex_lock(&open_mu);
+	for (unsigned i = 0; i < n; i++)
+		todo[i]->busy--;
+	pthread_cond_broadcast(&open_cv);
 	pthread_mutex_unlock(&open_mu);
 }
 

@@ -118,16 +118,23 @@ open_writable(uint64_t ino, sh_file *f)
 	return w;
 }
 
-bool
-sfuse_open_ino(uint64_t ino)
+/* Whether a handle here has ino open (writers: for writing). */
+static bool
+open_any(uint64_t ino, bool writers)
 {
 	bool open = false;
 
 	pthread_mutex_lock(&open_mu);
 	for (struct ofile *o = *open_head(ino); o && !open; o = o->next)
-		open = o->ino == ino;
+		open = o->ino == ino && (o->writable || !writers);
 	pthread_mutex_unlock(&open_mu);
 	return open;
+}
+
+bool
+sfuse_open_ino(uint64_t ino)
+{
+	return open_any(ino, false);
 }
 
 /*
@@ -140,7 +147,7 @@ sfuse_open_ino(uint64_t ino)
 void
 sfuse_flush_ino(uint64_t ino, const sh_file *except)
 {
-	struct ofile *todo[FLUSH_MAX];
+	struct ofile *held[FLUSH_MAX];
 	unsigned n = 0;
 
 	pthread_mutex_lock(&open_mu);
@@ -149,7 +156,7 @@ sfuse_flush_ino(uint64_t ino, const sh_file *except)
 			continue;
 		if (n < FLUSH_MAX) {
 			o->busy++;
-			todo[n++] = o;
+			held[n++] = o;
 		} else {
 			(void)sh_flush(o->f); /* (so many writers of one file: under the lock) */
 		}
@@ -157,12 +164,12 @@ sfuse_flush_ino(uint64_t ino, const sh_file *except)
 	pthread_mutex_unlock(&open_mu);
 	/* (a failure is its handle's, for its own fsync or close) */
 	for (unsigned i = 0; i < n; i++)
-		(void)sh_flush(todo[i]->f);
+		(void)sh_flush(held[i]->f);
 	if (n == 0)
 		return;
 	pthread_mutex_lock(&open_mu);
 	for (unsigned i = 0; i < n; i++)
-		todo[i]->busy--;
+		held[i]->busy--;
 	pthread_cond_broadcast(&open_cv);
 	pthread_mutex_unlock(&open_mu);
 }
@@ -226,23 +233,11 @@ dropping_at(uint64_t ino)
 	return -1;
 }
 
-static bool
-writer_open(uint64_t ino)
-{
-	bool w = false;
-
-	pthread_mutex_lock(&open_mu);
-	for (struct ofile *o = *open_head(ino); o && !w; o = o->next)
-		w = o->ino == ino && o->writable;
-	pthread_mutex_unlock(&open_mu);
-	return w;
-}
-
 /*
  * An open of ino with flags, whose attributes are st now: the kernel's
- * pages of it dropped first if they may be older than the file. Whether the open may
- * keep the kernel's pages (false: the notification failed; the kernel
- * drops them itself).
+ * pages of it dropped first if they may be older than the file. Whether
+ * the open may keep the kernel's pages (false: the notification failed;
+ * the kernel drops them itself).
  */
 static bool
 pages_checked(struct sfuse *s, uint64_t ino, const struct stat *st, int flags)
@@ -260,7 +255,7 @@ pages_checked(struct sfuse *s, uint64_t ino, const struct stat *st, int flags)
 	pthread_mutex_lock(&gate_mu);
 	while (dropping_at(ino) >= 0 || ndropping == DROPPING_MAX)
 		pthread_cond_wait(&gate_cv, &gate_mu);
-	if (writer_open(ino) || memcmp(k, &now, sizeof(now)) == 0) {
+	if (open_any(ino, true) || memcmp(k, &now, sizeof(now)) == 0) {
 		/* a writer here: the pages are the newest this mount has (and one may be
 		 * on its way); or the file is as it was when its pages were last checked */
 		pthread_mutex_unlock(&gate_mu);

@@ -15,6 +15,8 @@
 #   make bench-smallfiles  a small-file dataset written and read through the mount (bench/smallfiles)
 #   make bench-snapshot  snapshots: creation against the file count, writes after one, freeing
 #                     (bench/snapshot)
+#   make bench-crypto  authenticated datagrams against plain ones: RPC rate, stream, MAC cost
+#                     (bench/crypto.c)
 #   make bench-idle   what an idle 6-node cluster costs: CPU, wake-ups, datagrams (bench/idle;
 #                     IDLE_BASE=other/build/release compares against another build in the same run)
 #   make bench-failover  link cuts under a stream, two links against one (bench/failover; root)
@@ -241,7 +243,7 @@ TOOLS += $(PRELOAD) $(PRELOAD_CHECK)
 endif
 
 # ---- top-level targets ----
-.PHONY: all deps test run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction bench-rebuild bench-smallfiles bench-idle bench-snapshot bench-failover bench-python bench-preload bench-gpu bench-scale soak chaos clean format
+.PHONY: all deps test run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction bench-rebuild bench-smallfiles bench-idle bench-snapshot bench-crypto bench-failover bench-python bench-preload bench-gpu bench-scale soak chaos clean format
 
 all: $(ALL_LIBS) $(RUNNERS) $(FUZZ_REPLAY) $(BENCHES) $(TOOLS)
 
@@ -286,6 +288,10 @@ bench: deps
 bench-rpc: deps
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/rpc
 	$(Q)$(BUILD)/bench/rpc
+
+bench-crypto: deps
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/crypto
+	$(Q)$(BUILD)/bench/crypto
 
 bench-store: deps
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/store

@@ -219,6 +219,9 @@ net_families(struct mctx *m)
 		{ "shoal_net_refused_total", "counter",
 		  "Requests and messages a client sent that only a backend may (refused).", "",
 		  offsetof(struct net_stats, refused) },
+		{ "shoal_net_auth_failed_total", "counter",
+		  "Datagrams claiming to come from a backend without a valid MAC (dropped).", "",
+		  offsetof(struct net_stats, auth_failed) },
 		{ "shoal_net_calls_total", "counter", "Calls this node made to others.", "",
 		  offsetof(struct net_stats, calls) },
 		{ "shoal_net_calls_failed_total", "counter", "Calls that ended with an error.", "",
@@ -266,6 +269,9 @@ peer_families(struct mctx *m)
 		{ "shoal_peer_drops_total", "counter",
 		  "Packets from a peer thrown away (duplicate, stale, no memory).", "",
 		  offsetof(struct net_peer_stats, drops) },
+		{ "shoal_peer_auth_failed_total", "counter",
+		  "Datagrams claiming to come from a peer without a valid MAC (dropped).", "",
+		  offsetof(struct net_peer_stats, auth_failed) },
 	};
 
 	for (unsigned w = 0; w < m->nws; w++) {
@@ -299,6 +305,7 @@ peer_families(struct mctx *m)
 			all[k].retransmits += p->retransmits;
 			all[k].timeouts += p->timeouts;
 			all[k].drops += p->drops;
+			all[k].auth_failed += p->auth_failed;
 			if (p->srtt_ns > all[k].srtt_ns)
 				all[k].srtt_ns = p->srtt_ns;
 			all[k].connected |= p->connected;

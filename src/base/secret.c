@@ -288,21 +288,37 @@ sh_secret_hex(const uint8_t secret[SH_SECRET_LEN], char *out)
 	to_hex(secret, SH_SECRET_LEN, out);
 }
 
+/* HMAC-SHA-256(secret, label) into out (32 bytes). 0 or -EIO. */
+static int
+derive(const uint8_t secret[SH_SECRET_LEN], const char *label, uint8_t *out)
+{
+	unsigned len = 0;
+
+	if (HMAC(EVP_sha256(), secret, SH_SECRET_LEN, (const uint8_t *)label, strlen(label), out,
+		 &len) == NULL ||
+	    len != SH_SECRET_LEN)
+		return -EIO;
+	return 0;
+}
+
 /* HMAC-SHA-256(secret, label), its first n bytes in hex. 0 or -EIO. */
 static int
 derive_hex(const uint8_t secret[SH_SECRET_LEN], const char *label, size_t n, char *out)
 {
 	uint8_t mac[EVP_MAX_MD_SIZE];
-	unsigned len = 0;
 
 	out[0] = '\0';
-	if (HMAC(EVP_sha256(), secret, SH_SECRET_LEN, (const uint8_t *)label, strlen(label), mac,
-		 &len) == NULL ||
-	    len < n)
+	if (derive(secret, label, mac) < 0)
 		return -EIO;
 	to_hex(mac, n, out);
 	OPENSSL_cleanse(mac, sizeof(mac));
 	return 0;
+}
+
+int
+sh_secret_net_key(const uint8_t secret[SH_SECRET_LEN], uint8_t out[SH_SECRET_LEN])
+{
+	return derive(secret, "shoal net key v1", out);
 }
 
 int

@@ -77,6 +77,13 @@ void sh_secret_hex(const uint8_t secret[SH_SECRET_LEN], char *out);
 #define SH_FINGERPRINT_LEN 16
 int sh_secret_fingerprint(const uint8_t secret[SH_SECRET_LEN], char *out);
 
+/*
+ * The data network's key, HMAC-SHA-256(secret, "shoal net key v1"): what
+ * the endpoints derive their sessions' keys from (net_config.auth_key,
+ * src/net/auth.h). out: SH_SECRET_LEN bytes. 0, or -EIO.
+ */
+int sh_secret_net_key(const uint8_t secret[SH_SECRET_LEN], uint8_t out[SH_SECRET_LEN]);
+
 /* The admin API's token from the secret. out: SH_TOKEN_LEN + 1. 0, or -EIO (the HMAC failed). */
 int sh_token_derive(const uint8_t secret[SH_SECRET_LEN], char *out);
 

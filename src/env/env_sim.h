@@ -101,6 +101,20 @@ int sim_link_cut(struct sim_node *a, struct sim_node *b, bool cut);
 #define SIM_LOSSY_MAX 16
 int sim_port_loss(struct sim *sim, const struct env_addr *a, double loss);
 
+/*
+ * An adversary on the wire: tap sees every datagram as it is about to be
+ * delivered (after loss, partitions and latency) and may change its bytes
+ * in place (*len may shrink, never grow) or return false to drop it; what
+ * it leaves is delivered. NULL: none. sim_inject puts a datagram of its
+ * own on the wire, from any address (bound or not), delivered after the
+ * network's latency (and shown to the tap). -ENOMEM, -EINVAL (too long).
+ */
+typedef bool (*sim_tap_fn)(void *arg, const struct env_addr *src, const struct env_addr *dst,
+			   uint8_t *data, size_t *len);
+void sim_net_tap(struct sim *sim, sim_tap_fn fn, void *arg);
+int sim_inject(struct sim *sim, const struct env_addr *src, const struct env_addr *dst,
+	       const void *data, size_t len);
+
 /* Parameters of the disks of node (existing and future). */
 void sim_disk_set(struct sim_node *node, const struct sim_disk_params *p);
 

@@ -23,6 +23,8 @@ struct sim {
 		double loss;
 	} lossy[SIM_LOSSY_MAX];
 	unsigned nlossy;
+	sim_tap_fn tap; /* an adversary on the wire (sim_net_tap) */
+	void *tap_arg;
 	struct sim_stats st;
 	uint64_t trace;
 };

@@ -191,6 +191,9 @@ pkt_deliver(struct env_event *ev)
 		goto out;
 	}
 	sh_log_set_tag(ep->node->env.name);
+	if (sim->tap != NULL && !sim->tap(sim->tap_arg, &p->src, &p->dst, p->data, &p->len))
+		goto out;
+	msg.len = iov.iov_len = p->len;
 	if (SH_FAULT(FP_ENV_DGRAM_RECV_DROP)) {
 		ep->st.recv_dropped++;
 		goto out;
@@ -329,7 +332,7 @@ sim_heal(struct sim *sim)
 }
 
 static int
-schedule(struct sim *sim, const struct sim_ep *src, const struct env_dgram_msg *m, size_t len,
+schedule(struct sim *sim, const struct env_addr *src, const struct env_dgram_msg *m, size_t len,
 	 bool reordered)
 {
 	struct sim_pkt *p = sh_malloc(sizeof(*p) + len);
@@ -342,7 +345,7 @@ schedule(struct sim *sim, const struct sim_ep *src, const struct env_dgram_msg *
 		lat += sh_rand_range(&sim->rng, 0, sim->net.reorder_ns);
 	env_event_init(NULL, &p->ev, pkt_deliver);
 	p->sim = sim;
-	p->src = src->addr;
+	p->src = *src;
 	p->dst = m->peer;
 	p->len = len;
 	for (unsigned k = 0; k < m->iovcnt; k++) {
@@ -402,13 +405,33 @@ simnet_send(struct env_dgram *d, const struct env_dgram_msg *msgs, unsigned n)
 		reordered = sh_rand_chance(&sim->rng, sim->net.reorder);
 		if (reordered)
 			sim->st.dgram_reordered++;
-		if (schedule(sim, ep, m, len, reordered) < 0)
+		if (schedule(sim, &ep->addr, m, len, reordered) < 0)
 			return partial(ep, i); /* out of memory: the rest is not taken */
 		if (sh_rand_chance(&sim->rng, sim->net.dup)) {
 			sim->st.dgram_dup++;
-			if (schedule(sim, ep, m, len, true) < 0)
+			if (schedule(sim, &ep->addr, m, len, true) < 0)
 				return partial(ep, i + 1);
 		}
 	}
 	return (int)n;
+}
+
+void
+sim_net_tap(struct sim *sim, sim_tap_fn fn, void *arg)
+{
+	sim->tap = fn;
+	sim->tap_arg = arg;
+}
+
+int
+sim_inject(struct sim *sim, const struct env_addr *src, const struct env_addr *dst,
+	   const void *data, size_t len)
+{
+	struct iovec iov = { (void *)data, len };
+	struct env_dgram_msg m = { .peer = *dst, .iov = &iov, .iovcnt = 1 };
+
+	if (len > ENV_DGRAM_MAX)
+		return -EINVAL;
+	sim->st.dgram_sent++;
+	return schedule(sim, src, &m, len, false);
 }

@@ -15,6 +15,7 @@
  * A peer seen with a higher incarnation has restarted: its session is torn
  * down and calls sent to the old one fail with SH_EPEERRESTART.
  */
+#include <assert.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <string.h>
@@ -256,19 +257,33 @@ net_out_end(struct net_peer *p, unsigned path, struct net_pkt *h, size_t extra_l
 	struct iovec *iov = n->out_iov[i];
 	size_t hlen = net_pkt_hdr_len(h->nsack), data_len = 0;
 	uint8_t *start = extra - hlen;
+	bool mac = net_auth_on(n, p->id);
+	unsigned iovcnt = 1 + ndata;
 
-	/* iov[0]: header and inline payload; iov[1..]: data, uncopied */
+	/* iov[0]: header and inline payload; iov[1..]: data, uncopied; then the MAC */
 	iov[0] = (struct iovec){ extra, extra_len };
 	for (unsigned k = 0; k < ndata; k++) {
 		iov[1 + k] = data[k];
 		data_len += data[k].iov_len;
 	}
 	h->payload_len = (uint32_t)(extra_len + data_len);
+	if (mac)
+		h->flags |= NET_FLAG_MAC;
 	net_pkt_encode_hdr(h, start, iov, (int)(1 + ndata));
 	iov[0] = (struct iovec){ start, hlen + extra_len };
+	if (mac) {
+		assert(iovcnt < ENV_DGRAM_IOV_MAX);
+		if (net_auth_seal(n->auth, &p->tx_key, h, iov, iovcnt, n->out_mac[i]) < 0) {
+			n->nout--; /* not sent: lost, as on the wire, and sent again */
+			n->st.auth_failed++;
+			return;
+		}
+		iov[iovcnt++] = (struct iovec){ n->out_mac[i], NET_MAC_TRAILER };
+		data_len += NET_MAC_TRAILER;
+	}
 	n->out[i] = (struct env_dgram_msg){ .peer = p->ifaces[x->remote].addr,
 					    .iov = iov,
-					    .iovcnt = 1 + ndata };
+					    .iovcnt = iovcnt };
 	n->st.pkts_sent++;
 	n->st.bytes_sent += hlen + extra_len + data_len;
 	p->st.pkts_sent++;
@@ -335,8 +350,8 @@ send_reset(struct net *n, unsigned tp, const struct env_addr *to, const struct n
 {
 	struct net_pkt h = { .type = NET_PKT_RESET };
 	struct iovec none = { NULL, 0 };
-	uint8_t buf[NET_HDR_MAX];
-	struct iovec iov;
+	uint8_t buf[NET_HDR_MAX], mac[NET_MAC_TRAILER];
+	struct iovec iov[2];
 	struct env_dgram_msg m;
 
 	h.src_id = n->id;
@@ -345,8 +360,13 @@ send_reset(struct net *n, unsigned tp, const struct env_addr *to, const struct n
 	h.dst_inc = bad->src_inc;
 	h.sess = bad->sess;
 	h.ts = net_now_us(n);
-	iov = (struct iovec){ buf, net_pkt_encode_hdr(&h, buf, &none, 0) };
-	m = (struct env_dgram_msg){ .peer = *to, .iov = &iov, .iovcnt = 1 };
+	if (net_auth_on(n, h.dst_id))
+		h.flags = NET_FLAG_MAC;
+	iov[0] = (struct iovec){ buf, net_pkt_encode_hdr(&h, buf, &none, 0) };
+	iov[1] = (struct iovec){ mac, NET_MAC_TRAILER };
+	if (h.flags && net_auth_seal(n->auth, NULL, &h, iov, 1, mac) < 0)
+		return;
+	m = (struct env_dgram_msg){ .peer = *to, .iov = iov, .iovcnt = h.flags ? 2 : 1 };
 	n->tps[tp].ops->send(&n->tps[tp], &m, 1);
 	n->st.resets_sent++;
 	n->st.pkts_sent++;
@@ -551,6 +571,38 @@ on_packet(struct net *n, unsigned tp, const struct env_addr *from, const struct 
 	}
 }
 
+/*
+ * A packet from a backend must carry a valid MAC (auth.h); one from a
+ * client, none yet. Else it is dropped, counted against the id it claims,
+ * and logged now and then.
+ */
+static bool
+authentic(struct net *n, const struct env_dgram_msg *m, const struct net_pkt *pkt)
+{
+	struct net_peer *p = pkt->dst_id == n->id ? net_peer_get(n, pkt->src_id) : NULL;
+	char addr[64];
+
+	if (net_auth_on(n, pkt->src_id) &&
+	    net_auth_check(n->auth, p ? &p->rx_key : NULL, pkt, m->iov[0].iov_base, m->len) == 0)
+		return true;
+	if (!net_auth_on(n, pkt->src_id) && !(pkt->flags & NET_FLAG_MAC))
+		return true;
+	if (p != NULL)
+		p->st.auth_failed++;
+	if (n->st.auth_failed++ % 1000 == 0) {
+		env_addr_format(&m->peer, addr, sizeof(addr));
+		sh_log_warn("a datagram from %s claiming to be %llx %s: dropped (%llu so far; "
+			    "docs/security.md)",
+			    addr, (unsigned long long)pkt->src_id,
+			    n->auth == NULL ? "is authenticated, and this endpoint holds no key"
+			    : !(pkt->flags & NET_FLAG_MAC)  ? "has no MAC"
+			    : net_id_is_client(pkt->src_id) ? "has a MAC, which clients do not send"
+							    : "failed authentication",
+			    (unsigned long long)n->st.auth_failed);
+	}
+	return false;
+}
+
 static void
 on_recv(void *arg, struct net_transport *t, const struct env_dgram_msg *msgs, unsigned cnt)
 {
@@ -575,6 +627,8 @@ on_recv(void *arg, struct net_transport *t, const struct env_dgram_msg *msgs, un
 			n->st.bad_format++;
 			continue;
 		}
+		if ((n->auth != NULL || pkt.flags != 0) && !authentic(n, &msgs[i], &pkt))
+			continue;
 		on_packet(n, tp, &msgs[i].peer, &pkt);
 		if (n->destroying)
 			return;
@@ -589,6 +643,8 @@ static void
 peer_free(struct net *n, struct net_peer *p)
 {
 	net_sess_free(p);
+	net_mac_key_fini(&p->tx_key);
+	net_mac_key_fini(&p->rx_key);
 	sh_htable_remove(&n->peers, &p->hn);
 	sh_list_del(&p->link);
 	sh_free(p);
@@ -705,6 +761,7 @@ net_create(struct env *env, const struct net_config *cfg, struct net **out)
 	n->env = env;
 	n->cfg = *cfg;
 	n->cfg.ifaces = NULL;
+	n->cfg.auth_key = NULL; /* held by n->auth */
 #define DEFAULT(f, v)      \
 	if (n->cfg.f == 0) \
 	n->cfg.f = (v)
@@ -731,6 +788,8 @@ net_create(struct env *env, const struct net_config *cfg, struct net **out)
 	env_task_init(env, &n->flush_task, flush_task, n);
 	env_task_init(env, &n->refused_task, net_paths_refused_task, n);
 	env_timer_init(env, &n->tick, tick, n);
+	if (cfg->auth_key != NULL && (rc = net_auth_create(env, cfg->auth_key, &n->auth)) < 0)
+		goto out_free;
 	rc = sh_htable_init(&n->peers, 64);
 	if (rc < 0)
 		goto out_free;
@@ -757,6 +816,7 @@ out_tps:
 out_peers:
 	sh_htable_fini(&n->peers);
 out_free:
+	net_auth_destroy(n->auth);
 	sh_free(n);
 	return rc;
 }
@@ -779,6 +839,7 @@ net_destroy(struct net *n)
 		if (n->tps[i].impl != NULL)
 			n->tps[i].ops->close(&n->tps[i]);
 	sh_htable_fini(&n->peers);
+	net_auth_destroy(n->auth);
 	sh_free(n);
 }
 

@@ -32,7 +32,8 @@ struct net;
 struct net_call;
 struct net_req;
 
-#define NET_LABEL_MAX 16
+#define NET_LABEL_MAX	 16
+#define NET_AUTH_KEY_LEN 32
 
 struct net_iface {
 	struct env_addr addr;
@@ -78,6 +79,14 @@ struct net_config {
 	 */
 	uint64_t probe_ns;
 	uint64_t path_hold_ns;
+	/*
+	 * The cluster's network key (NET_AUTH_KEY_LEN bytes, copied; from the
+	 * cluster secret: sh_secret_net_key): every datagram to or from a
+	 * backend carries a MAC under a key of its session, and one from a
+	 * backend without a valid MAC is dropped (net/auth.h,
+	 * docs/security.md). NULL: none sent, none accepted from backends.
+	 */
+	const uint8_t *auth_key;
 	void (*peer_event)(void *arg, uint64_t peer_id, enum net_peer_event ev);
 	void *arg;
 };
@@ -91,7 +100,8 @@ struct net_stats {
 	uint64_t calls, calls_ok, calls_failed, call_retries;
 	uint64_t requests, duplicate_requests, replies_from_cache;
 	uint64_t oneway_sent, oneway_received;
-	uint64_t refused; /* requests and messages a client sent that only a backend may */
+	uint64_t refused;     /* requests and messages a client sent that only a backend may */
+	uint64_t auth_failed; /* datagrams claiming a backend without a valid MAC: dropped */
 	uint64_t reply_cache_entries; /* now, not a count */
 	uint64_t sessions_opened, peers_dead, peers_restarted, peers_forgotten;
 };
@@ -138,7 +148,8 @@ struct net_peer_stats {
 	uint64_t id;
 	uint64_t pkts_sent, pkts_received, bytes_sent, bytes_received;
 	uint64_t retransmits, timeouts;
-	uint64_t drops; /* packets received and thrown away: duplicates, stale, no memory */
+	uint64_t drops;	      /* packets received and thrown away: duplicates, stale, no memory */
+	uint64_t auth_failed; /* datagrams claiming to be it without a valid MAC: dropped */
 	uint64_t srtt_ns;
 	bool connected;
 	bool learned; /* known from its packets (a client), not configured */

@@ -3,12 +3,15 @@
 #ifndef SH_NET_NET_INT_H
 #define SH_NET_NET_INT_H
 
+#include "auth.h"
 #include "net.h"
 #include "transport.h"
 
-#define NET_BATCH      ENV_DGRAM_BATCH
-#define NET_HDR_MAX    (NET_HDR_SIZE + 8 * NET_MAX_SACK)
-#define NET_MAX_IFACES 8
+#define NET_BATCH   ENV_DGRAM_BATCH
+#define NET_HDR_MAX (NET_HDR_SIZE + 8 * NET_MAX_SACK)
+/* What a datagram carries besides its payload, at most: header, ranges, MAC trailer. */
+#define NET_PKT_OVERHEAD (NET_HDR_MAX + NET_MAC_TRAILER)
+#define NET_MAX_IFACES	 8
 /* Slices of a zero-copy body: a fragment then needs at most this + 1 iovecs. */
 #define NET_ZC_MAX_SLICES (ENV_DGRAM_IOV_MAX - 3)
 #define NET_DUPTHRESH	  3
@@ -165,6 +168,7 @@ struct net_peer {
 
 	struct sh_list calls; /* struct net_call.plink: calls waiting on this peer */
 	struct net_peer_stats st;
+	struct net_mac_key tx_key, rx_key; /* the session keys last used each way (auth.h) */
 	uint32_t nreqs; /* requests from it being handled (struct net_req.peer) */
 	bool dirty;
 	struct sh_list dirty_link;
@@ -236,6 +240,7 @@ struct net {
 	struct env_dgram_msg out[NET_BATCH];
 	struct iovec out_iov[NET_BATCH][ENV_DGRAM_IOV_MAX];
 	uint8_t out_hdr[NET_BATCH][NET_HDR_MAX + NET_PACK_MAX];
+	uint8_t out_mac[NET_BATCH][NET_MAC_TRAILER];
 	unsigned nout;
 	unsigned out_tp;
 	bool tp_full;
@@ -246,6 +251,8 @@ struct net {
 	struct sh_htable replies;
 	struct sh_list reply_fifo;
 	uint32_t nreplies;
+
+	struct net_auth *auth; /* NULL: datagrams are not authenticated */
 
 	struct net_stats st;
 	struct net_op_stats ops[NET_OPS_TRACKED];
@@ -271,6 +278,12 @@ net_now_us(struct net *n)
 
 /* net.c */
 struct net_peer *net_peer_get(const struct net *n, uint64_t id);
+/* Whether datagrams to and from peer id carry a MAC (auth.h). */
+static inline bool
+net_auth_on(const struct net *n, uint64_t id)
+{
+	return n->auth != NULL && !net_id_is_client(id);
+}
 uint32_t net_default_mtu(const struct env_addr *a);
 /* p's interfaces become these (MTUs defaulted), its paths rebuilt. */
 void net_peer_take_ifaces(struct net_peer *p, const struct net_iface *ifaces, unsigned nifaces);

@@ -17,9 +17,9 @@
  * counted (shoal_net_refused_total). The cluster's own messages (Raft, the
  * configuration's changes and pushes, an admin request run on a node) are
  * so; what clients send (metadata, fragments, the configuration asked for)
- * is NET_FROM_ANY. Until datagrams are authenticated (docs/security.md) a
- * session's id is what the peer says it is: this keeps honest clients and
- * stray programs out of the cluster's business, not a forger.
+ * is NET_FROM_ANY. A backend's id is proved by its datagrams' MACs
+ * (net/auth.h); a client's is what the peer says it is until clients hold
+ * keys (docs/security.md).
  */
 #define NET_RPC_OPS(X)                                                                          \
 	X(NET_OP_PING, 1, "ping", ANY) /* net: reply at once, empty body */                     \

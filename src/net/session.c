@@ -195,7 +195,7 @@ int
 net_sess_queue(struct net_peer *p, const struct sh_iov *msg, const uint64_t *reply_key)
 {
 	struct net_txmsg *m = sh_calloc(1, sizeof(*m));
-	uint32_t maxp = p->mtu - NET_HDR_MAX - NET_CHUNK_HDR;
+	uint32_t maxp = p->mtu - NET_PKT_OVERHEAD - NET_CHUNK_HDR;
 	uint32_t len = (uint32_t)msg->len;
 
 	if (m == NULL)
@@ -263,7 +263,7 @@ send_data(struct net_peer *p, uint32_t seq)
 {
 	struct net_txpkt *t = txslot(p, seq);
 	uint8_t *extra = net_out_begin(p, t->path);
-	struct iovec zc[ENV_DGRAM_IOV_MAX - 1];
+	struct iovec zc[ENV_DGRAM_IOV_MAX - 2]; /* and the header's, and the MAC's */
 	unsigned nzc = 0;
 	size_t elen = 0;
 	struct net_pkt h;
@@ -333,7 +333,7 @@ static void
 cut_packet(struct net_peer *p, struct net_txpkt *t)
 {
 	struct net_txmsg *m = sh_list_entry(p->sendq.next, struct net_txmsg, qlink);
-	uint32_t room = SH_MIN(p->mtu - NET_HDR_MAX, (uint32_t)NET_PACK_MAX);
+	uint32_t room = SH_MIN(p->mtu - NET_PKT_OVERHEAD, (uint32_t)NET_PACK_MAX);
 	struct sh_list *pos;
 	unsigned n = 0;
 

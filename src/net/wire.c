@@ -139,6 +139,14 @@ net_pkt_decode(const uint8_t *b, size_t len, struct net_pkt *p)
 	p->nsack = b[7];
 	if (p->type < NET_PKT_HELLO || p->type > NET_PKT_TYPE_MAX || p->nsack > NET_MAX_SACK)
 		return -EBADMSG;
+	if ((p->flags & ~NET_FLAG_MAC) != 0)
+		return -EBADMSG;
+	if (p->flags & NET_FLAG_MAC) {
+		if (len < NET_HDR_SIZE + NET_MAC_TRAILER)
+			return -EBADMSG;
+		len -= NET_MAC_TRAILER;
+		p->mac = b + len;
+	}
 	hlen = net_pkt_hdr_len(p->nsack);
 	p->payload_len = get32(b, 68);
 	if (len < hlen || p->payload_len != len - hlen)

@@ -9,7 +9,7 @@
  *     0     4  magic "SHN1"
  *     4     1  version (1)
  *     5     1  type (NET_PKT_*, 1..8)
- *     6     1  flags (0)
+ *     6     1  flags: bit 0 NET_FLAG_MAC (a MAC trailer follows the payload); others 0
  *     7     1  nsack: selective-ack ranges that follow the header (0..4)
  *     8     8  source node id
  *    16     8  destination node id
@@ -30,6 +30,9 @@
  *     .     .  chunks, each a 20-byte header then its bytes:
  *              u32 message id, u32 message length, u32 fragment index,
  *              u32 fragment count, u32 length
+ *     .    28  with NET_FLAG_MAC only: the MAC trailer (net/auth.h), a 12-byte
+ *              nonce then a 16-byte AES-GCM tag over everything before it;
+ *              the payload length and the crc do not count it
  * A message is cut into fragments of equal size (the last may be
  * shorter): fragment size = ceil(length / count). Several small messages
  * ride in one packet; a large fragment rides alone.
@@ -47,6 +50,11 @@
 #define NET_MAX_SACK   4
 #define NET_CHUNK_HDR  20
 #define NET_MAX_CHUNKS 64
+
+#define NET_FLAG_MAC	0x01u
+#define NET_MAC_NONCE	12
+#define NET_MAC_TAG	16
+#define NET_MAC_TRAILER (NET_MAC_NONCE + NET_MAC_TAG)
 
 enum net_pkt_type {
 	NET_PKT_HELLO = 1,     /* open a session: "I am src, incarnation X" */
@@ -88,6 +96,7 @@ struct net_pkt {
 	uint32_t payload_len;
 	struct net_sack sack[NET_MAX_SACK];
 	const uint8_t *payload; /* decode: points into the datagram */
+	const uint8_t *mac;	/* decode: the MAC trailer (NET_FLAG_MAC), else NULL */
 	struct net_chunk chunk[NET_MAX_CHUNKS];
 };
 
@@ -126,8 +135,9 @@ net_frag_len(uint32_t len, uint32_t cnt, uint32_t idx)
 }
 
 /*
- * Decode a datagram. Checks magic, version, type, sizes (nsack, payload
- * length against the datagram, every chunk) and the crc. 0, or -EPROTO
+ * Decode a datagram. Checks magic, version, type, flags, sizes (nsack,
+ * payload length against the datagram, less the MAC trailer if flagged,
+ * every chunk) and the crc; the MAC is net_auth_check's. 0, or -EPROTO
  * (not ours / bad version), -EBADMSG (malformed), SH_ECRC (checksum).
  * p->payload and the chunks' data point into buf.
  */

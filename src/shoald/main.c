@@ -416,6 +416,8 @@ load_secret(struct shoald *d)
 		rc = sh_token_derive(s, d->token);
 	if (rc >= 0)
 		rc = sh_secret_fingerprint(s, d->secret_fp);
+	if (rc >= 0)
+		rc = sh_secret_net_key(s, d->net_key);
 	explicit_bzero(s, sizeof(s));
 	if (rc < 0) {
 		fprintf(stderr, "shoald: the cluster secret %s: %s\n", path,
@@ -519,6 +521,7 @@ main(int argc, char **argv)
 	nc.ifaces = &ifc;
 	nc.nifaces = 1;
 	nc.dead_ns = 3ull * 1000 * 1000 * 1000;
+	nc.auth_key = d.net_key;
 	rc = net_create(d.env, &nc, &d.net);
 	if (rc < 0) {
 		fprintf(stderr, "shoald: cannot bind the management address %s (UDP): %s\n",

@@ -224,6 +224,8 @@ struct shoald {
 	struct admin_node self;
 	char token[SH_TOKEN_LEN + 1]; /* the admin API's, from the cluster secret */
 	char secret_fp[SH_FINGERPRINT_LEN + 1];
+	uint8_t
+	    net_key[SH_SECRET_LEN]; /* every endpoint's (net_config.auth_key), from the secret */
 	struct worker workers[SHOALD_WORKERS_MAX];
 	uint64_t opened[CFG_DRIVES_MAX]; /* targets handed to workers */
 	unsigned nopened;

@@ -314,7 +314,9 @@ worker_main(void *arg)
 	struct env_real_opts eo = { .mode = d->o.performance ? ENV_REAL_POLL : ENV_REAL_EVENT };
 	struct net_iface ifc[SHOALD_IFACES_MAX];
 	/* a worker's endpoint id: node id and worker index (docs/cluster.md) */
-	struct net_config nc = { .node_id = (d->o.id << 8) | w->idx, .ifaces = ifc };
+	struct net_config nc = { .node_id = (d->o.id << 8) | w->idx,
+				 .ifaces = ifc,
+				 .auth_key = d->net_key };
 	char name[48];
 	int rc;
 

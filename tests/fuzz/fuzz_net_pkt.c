@@ -29,7 +29,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (net_pkt_decode(copy, size, &p) == 0) {
 		iov = (struct iovec){ (void *)p.payload, p.payload_len };
 		h = net_pkt_encode_hdr(&p, hdr, &iov, 1);
-		if (h + p.payload_len != size || memcmp(hdr, copy, h) != 0)
+		size_t tail = p.flags & NET_FLAG_MAC ? NET_MAC_TRAILER : 0;
+
+		if (h + p.payload_len + tail != size || memcmp(hdr, copy, h) != 0 ||
+		    (tail && p.mac != copy + size - tail))
 			__builtin_trap();
 	}
 	free(copy);

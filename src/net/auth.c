@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Authenticated datagrams: keys per session, GMAC trailers (auth.h). */
+#include "auth.h"
+
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <string.h>
+
+#include "../base/base.h"
+#include "../env/env.h"
+
+#define SESSION_LABEL "shoal net session v1"
+
+struct net_auth {
+	uint8_t key[NET_AUTH_KEY_LEN];
+	uint8_t salt[4];
+	uint64_t ctr;		    /* packets sealed: the nonce's counter */
+	struct net_mac_key scratch; /* a key derived for one packet */
+};
+
+int
+net_auth_create(struct env *env, const uint8_t key[NET_AUTH_KEY_LEN], struct net_auth **out)
+{
+	struct net_auth *a = sh_calloc(1, sizeof(*a));
+
+	if (a == NULL)
+		return -ENOMEM;
+	memcpy(a->key, key, NET_AUTH_KEY_LEN);
+	env_random(env, a->salt, sizeof(a->salt));
+	*out = a;
+	return 0;
+}
+
+void
+net_mac_key_fini(struct net_mac_key *k)
+{
+	EVP_CIPHER_CTX_free(k->ctx);
+	memset(k, 0, sizeof(*k));
+}
+
+void
+net_auth_destroy(struct net_auth *a)
+{
+	if (a == NULL)
+		return;
+	net_mac_key_fini(&a->scratch);
+	OPENSSL_cleanse(a->key, sizeof(a->key));
+	sh_free(a);
+}
+
+static void
+le64(uint8_t *b, uint64_t v)
+{
+	for (unsigned i = 0; i < 8; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+}
+
+static bool
+key_is(const struct net_mac_key *k, const struct net_pkt *h)
+{
+	return k->valid && k->src_id == h->src_id && k->dst_id == h->dst_id &&
+	       k->src_inc == h->src_inc && k->dst_inc == h->dst_inc && k->sess == h->sess;
+}
+
+/* k becomes the key of the session h names. */
+static int
+key_derive(const struct net_auth *a, struct net_mac_key *k, const struct net_pkt *h)
+{
+	uint8_t msg[sizeof(SESSION_LABEL) - 1 + 36], key[EVP_MAX_MD_SIZE];
+	size_t off = sizeof(SESSION_LABEL) - 1;
+	unsigned klen = 0;
+	int rc = -EIO;
+
+	memcpy(msg, SESSION_LABEL, off);
+	le64(msg + off, h->src_id);
+	le64(msg + off + 8, h->dst_id);
+	le64(msg + off + 16, h->src_inc);
+	le64(msg + off + 24, h->dst_inc);
+	for (unsigned i = 0; i < 4; i++)
+		msg[off + 32 + i] = (uint8_t)(h->sess >> (8 * i));
+	k->valid = false;
+	if (k->ctx == NULL && (k->ctx = EVP_CIPHER_CTX_new()) == NULL)
+		return -ENOMEM;
+	if (HMAC(EVP_sha256(), a->key, NET_AUTH_KEY_LEN, msg, sizeof(msg), key, &klen) == NULL ||
+	    klen != 32)
+		goto out;
+	if (EVP_EncryptInit_ex(k->ctx, EVP_aes_256_gcm(), NULL, key, NULL) != 1)
+		goto out;
+	k->src_id = h->src_id;
+	k->dst_id = h->dst_id;
+	k->src_inc = h->src_inc;
+	k->dst_inc = h->dst_inc;
+	k->sess = h->sess;
+	k->valid = true;
+	rc = 0;
+out:
+	OPENSSL_cleanse(key, sizeof(key));
+	return rc;
+}
+
+/* The GCM tag of the bytes in iov under k with nonce (no plaintext: GMAC). */
+static int
+gmac(struct net_mac_key *k, const uint8_t *nonce, const struct iovec *iov, unsigned iovcnt,
+     uint8_t tag[NET_MAC_TAG])
+{
+	uint8_t none[16];
+	int len;
+
+	if (EVP_EncryptInit_ex(k->ctx, NULL, NULL, NULL, nonce) != 1)
+		return -EIO;
+	for (unsigned i = 0; i < iovcnt; i++)
+		if (iov[i].iov_len > 0 && EVP_EncryptUpdate(k->ctx, NULL, &len, iov[i].iov_base,
+							    (int)iov[i].iov_len) != 1)
+			return -EIO;
+	if (EVP_EncryptFinal_ex(k->ctx, none, &len) != 1 ||
+	    EVP_CIPHER_CTX_ctrl(k->ctx, EVP_CTRL_GCM_GET_TAG, NET_MAC_TAG, tag) != 1)
+		return -EIO;
+	return 0;
+}
+
+int
+net_auth_seal(struct net_auth *a, struct net_mac_key *k, const struct net_pkt *h,
+	      const struct iovec *iov, unsigned iovcnt, uint8_t trailer[NET_MAC_TRAILER])
+{
+	int rc;
+
+	if (k == NULL)
+		k = &a->scratch;
+	if (!key_is(k, h) && (rc = key_derive(a, k, h)) < 0)
+		return rc;
+	memcpy(trailer, a->salt, sizeof(a->salt));
+	le64(trailer + sizeof(a->salt), a->ctr++);
+	return gmac(k, trailer, iov, iovcnt, trailer + NET_MAC_NONCE);
+}
+
+int
+net_auth_check(struct net_auth *a, struct net_mac_key *k, const struct net_pkt *pkt,
+	       const uint8_t *b, size_t len)
+{
+	struct net_mac_key *use = k;
+	uint8_t tag[NET_MAC_TAG];
+	struct iovec iov;
+	int rc;
+
+	if (!(pkt->flags & NET_FLAG_MAC) || pkt->mac == NULL || pkt->mac < b ||
+	    pkt->mac + NET_MAC_TRAILER != b + len)
+		return -EACCES;
+	if (use == NULL || !key_is(use, pkt)) {
+		use = &a->scratch;
+		if (!key_is(use, pkt) && (rc = key_derive(a, use, pkt)) < 0)
+			return rc;
+	}
+	iov = (struct iovec){ (void *)b, (size_t)(pkt->mac - b) };
+	rc = gmac(use, pkt->mac, &iov, 1, tag);
+	if (rc < 0)
+		return rc;
+	if (CRYPTO_memcmp(tag, pkt->mac + NET_MAC_NONCE, NET_MAC_TAG) != 0)
+		return -EACCES;
+	if (use != k && k != NULL) {
+		/* proved: the peer's cache takes this key */
+		struct net_mac_key t = *k;
+
+		*k = *use;
+		*use = t;
+	}
+	return 0;
+}

@@ -198,7 +198,7 @@ main(int argc, char **argv)
 
 	if (argc > 1)
 		secs = atof(argv[1]);
-	if (env == NULL || net_auth_create(env, key, &a) < 0)
+	if (env == NULL || net_auth_create(env, key, NULL, &a) < 0)
 		return 1;
 	m100 = mac_ns(a, 100);
 	m1472 = mac_ns(a, 1472);

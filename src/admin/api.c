@@ -300,7 +300,7 @@ status_json(struct cluster *cl, const struct admin_node *self)
 		snprintf(uuid + i * 2, 3, "%02x", c->uuid[i]);
 	return json_pack(
 	    "{s:s, s:s, s:b, s:I, s:i, s:i, s:I, s:{s:I, s:s, s:i, s:s}, "
-	    "s:{s:s, s:I, s:I, s:o}, s:{s:i, s:i, s:i, s:i}, s:i, s:I, s:i, s:s}",
+	    "s:{s:s, s:I, s:I, s:o}, s:{s:i, s:i, s:i, s:i}, s:i, s:I, s:i, s:s, s:s}",
 	    "cluster", c->name, "uuid", c->created ? uuid : "", "created", c->created, "epoch",
 	    (json_int_t)c->epoch, "buckets", (int)c->nbuckets, "replicas", (int)c->replicas,
 	    "leader", (json_int_t)ci.leader, "node", "id", (json_int_t)self->id, "mode", self->mode,
@@ -308,7 +308,8 @@ status_json(struct cluster *cl, const struct admin_node *self)
 	    "term", (json_int_t)ci.term, "commit", (json_int_t)ci.commit, "voters", voters, "nodes",
 	    "total", (int)c->nnodes, "up", (int)up, "down", (int)down, "data_down", (int)data_down,
 	    "drives", (int)c->ndrives, "capacity", (json_int_t)cap, "filesystems", (int)c->nfs,
-	    "secret_fingerprint", self->secret_fp ? self->secret_fp : "");
+	    "secret_fingerprint", self->secret_fp ? self->secret_fp : "", "secret_also_fingerprint",
+	    self->secret_also_fp ? self->secret_also_fp : "");
 }
 
 /* The metadata groups this node serves. */

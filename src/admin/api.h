@@ -49,6 +49,8 @@ struct admin_node {
 	const char *token;
 	/* Which cluster secret this node holds (sh_secret_fingerprint; NULL: none). */
 	const char *secret_fp;
+	/* A second secret it accepts while the secret is rotated ("" or NULL: none). */
+	const char *secret_also_fp;
 	/* This node's HTTP server, for its count of refused requests (NULL: none). */
 	const struct admin_http *http;
 };

@@ -138,7 +138,8 @@ admin_auth_allows(const struct admin_http_opts *a, const char *method, const cha
 	if (strcmp(method, "GET") == 0 &&
 	    (strcmp(path, "/v1/status") == 0 || (a->metrics_open && strcmp(path, "/metrics") == 0)))
 		return true;
-	return sh_bearer_ok(authorization, a->token);
+	return sh_bearer_ok(authorization, a->token) ||
+	       (a->token_also[0] != '\0' && sh_bearer_ok(authorization, a->token_also));
 }
 
 #define ERR_401                                                                                  \

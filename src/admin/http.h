@@ -33,7 +33,8 @@ struct admin_req {
  * state) and, when metrics_open, GET /metrics (Prometheus scrapes).
  */
 struct admin_http_opts {
-	char token[SH_TOKEN_LEN + 1]; /* "": no token asked of anyone (unit tests of routes) */
+	char token[SH_TOKEN_LEN + 1];	   /* "": no token asked of anyone (unit tests of routes) */
+	char token_also[SH_TOKEN_LEN + 1]; /* accepted too while the secret is rotated; "": none */
 	bool metrics_open;
 	/*
 	 * TLS (docs/security.md): the certificate (chain) and its private key,

@@ -14,20 +14,25 @@
 #define SESSION_LABEL "shoal net session v1"
 
 struct net_auth {
-	uint8_t key[NET_AUTH_KEY_LEN];
+	uint8_t key[2][NET_AUTH_KEY_LEN]; /* [0] seals and is accepted; [1], if any, accepted */
+	unsigned nkeys;
 	uint8_t salt[4];
 	uint64_t ctr;		    /* packets sealed: the nonce's counter */
 	struct net_mac_key scratch; /* a key derived for one packet */
 };
 
 int
-net_auth_create(struct env *env, const uint8_t key[NET_AUTH_KEY_LEN], struct net_auth **out)
+net_auth_create(struct env *env, const uint8_t key[NET_AUTH_KEY_LEN],
+		const uint8_t also[NET_AUTH_KEY_LEN], struct net_auth **out)
 {
 	struct net_auth *a = sh_calloc(1, sizeof(*a));
 
 	if (a == NULL)
 		return -ENOMEM;
-	memcpy(a->key, key, NET_AUTH_KEY_LEN);
+	memcpy(a->key[0], key, NET_AUTH_KEY_LEN);
+	a->nkeys = 1;
+	if (also != NULL && memcmp(also, key, NET_AUTH_KEY_LEN) != 0)
+		memcpy(a->key[a->nkeys++], also, NET_AUTH_KEY_LEN);
 	env_random(env, a->salt, sizeof(a->salt));
 	*out = a;
 	return 0;
@@ -64,9 +69,9 @@ key_is(const struct net_mac_key *k, const struct net_pkt *h)
 	       k->src_inc == h->src_inc && k->dst_inc == h->dst_inc && k->sess == h->sess;
 }
 
-/* k becomes the key of the session h names. */
+/* k becomes the key of the session h names, derived from network key m. */
 static int
-key_derive(const struct net_auth *a, struct net_mac_key *k, const struct net_pkt *h)
+key_derive(const struct net_auth *a, unsigned m, struct net_mac_key *k, const struct net_pkt *h)
 {
 	uint8_t msg[sizeof(SESSION_LABEL) - 1 + 36], key[EVP_MAX_MD_SIZE];
 	size_t off = sizeof(SESSION_LABEL) - 1;
@@ -83,7 +88,7 @@ key_derive(const struct net_auth *a, struct net_mac_key *k, const struct net_pkt
 	k->valid = false;
 	if (k->ctx == NULL && (k->ctx = EVP_CIPHER_CTX_new()) == NULL)
 		return -ENOMEM;
-	if (HMAC(EVP_sha256(), a->key, NET_AUTH_KEY_LEN, msg, sizeof(msg), key, &klen) == NULL ||
+	if (HMAC(EVP_sha256(), a->key[m], NET_AUTH_KEY_LEN, msg, sizeof(msg), key, &klen) == NULL ||
 	    klen != 32)
 		goto out;
 	if (EVP_EncryptInit_ex(k->ctx, EVP_aes_256_gcm(), NULL, key, NULL) != 1)
@@ -93,6 +98,7 @@ key_derive(const struct net_auth *a, struct net_mac_key *k, const struct net_pkt
 	k->src_inc = h->src_inc;
 	k->dst_inc = h->dst_inc;
 	k->sess = h->sess;
+	k->master = (uint8_t)m;
 	k->valid = true;
 	rc = 0;
 out:
@@ -128,42 +134,54 @@ net_auth_seal(struct net_auth *a, struct net_mac_key *k, const struct net_pkt *h
 
 	if (k == NULL)
 		k = &a->scratch;
-	if (!key_is(k, h) && (rc = key_derive(a, k, h)) < 0)
+	if ((!key_is(k, h) || k->master != 0) && (rc = key_derive(a, 0, k, h)) < 0)
 		return rc;
 	memcpy(trailer, a->salt, sizeof(a->salt));
 	le64(trailer + sizeof(a->salt), a->ctr++);
 	return gmac(k, trailer, iov, iovcnt, trailer + NET_MAC_NONCE);
 }
 
+/* Whether pkt's tag is right under key k. 0, -EACCES, -EIO. */
+static int
+verify(struct net_mac_key *k, const struct net_pkt *pkt, const uint8_t *b)
+{
+	struct iovec iov = { (void *)b, (size_t)(pkt->mac - b) };
+	uint8_t tag[NET_MAC_TAG];
+	int rc = gmac(k, pkt->mac, &iov, 1, tag);
+
+	if (rc < 0)
+		return rc;
+	return CRYPTO_memcmp(tag, pkt->mac + NET_MAC_NONCE, NET_MAC_TAG) == 0 ? 0 : -EACCES;
+}
+
 int
 net_auth_check(struct net_auth *a, struct net_mac_key *k, const struct net_pkt *pkt,
 	       const uint8_t *b, size_t len)
 {
-	struct net_mac_key *use = k;
-	uint8_t tag[NET_MAC_TAG];
-	struct iovec iov;
-	int rc;
+	int rc = -EACCES;
 
 	if (!(pkt->flags & NET_FLAG_MAC) || pkt->mac == NULL || pkt->mac < b ||
 	    pkt->mac + NET_MAC_TRAILER != b + len)
 		return -EACCES;
-	if (use == NULL || !key_is(use, pkt)) {
-		use = &a->scratch;
-		if (!key_is(use, pkt) && (rc = key_derive(a, use, pkt)) < 0)
+	if (k != NULL && key_is(k, pkt) && (rc = verify(k, pkt, b)) == 0)
+		return 0;
+	/* derived anew from each network key (two while the secret is rotated) */
+	for (unsigned m = 0; m < a->nkeys; m++) {
+		if (k != NULL && key_is(k, pkt) && k->master == m)
+			continue; /* tried above */
+		if ((!key_is(&a->scratch, pkt) || a->scratch.master != m) &&
+		    (rc = key_derive(a, m, &a->scratch, pkt)) < 0)
 			return rc;
+		rc = verify(&a->scratch, pkt, b);
+		if (rc == 0)
+			break;
 	}
-	iov = (struct iovec){ (void *)b, (size_t)(pkt->mac - b) };
-	rc = gmac(use, pkt->mac, &iov, 1, tag);
-	if (rc < 0)
-		return rc;
-	if (CRYPTO_memcmp(tag, pkt->mac + NET_MAC_NONCE, NET_MAC_TAG) != 0)
-		return -EACCES;
-	if (use != k && k != NULL) {
+	if (rc == 0 && k != NULL) {
 		/* proved: the peer's cache takes this key */
 		struct net_mac_key t = *k;
 
-		*k = *use;
-		*use = t;
+		*k = a->scratch;
+		a->scratch = t;
 	}
-	return 0;
+	return rc;
 }

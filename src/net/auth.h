@@ -51,12 +51,18 @@ struct net_auth;
 struct net_mac_key {
 	uint64_t src_id, dst_id, src_inc, dst_inc;
 	uint32_t sess;
+	uint8_t master; /* which network key it comes from: 0 the one that seals, 1 the other */
 	bool valid;
 	void *ctx; /* EVP_CIPHER_CTX, keyed */
 };
 
-/* The sender's random nonce prefix comes from env (seeded in the simulator). 0, -ENOMEM, -EIO. */
-int net_auth_create(struct env *env, const uint8_t key[NET_AUTH_KEY_LEN], struct net_auth **out);
+/*
+ * key seals and is accepted; also (NULL: none) is accepted too, while the
+ * cluster's secret is rotated (docs/security.md). The sender's random nonce
+ * prefix comes from env (seeded in the simulator). 0, -ENOMEM.
+ */
+int net_auth_create(struct env *env, const uint8_t key[NET_AUTH_KEY_LEN],
+		    const uint8_t also[NET_AUTH_KEY_LEN], struct net_auth **out);
 void net_auth_destroy(struct net_auth *a);
 void net_mac_key_fini(struct net_mac_key *k);
 

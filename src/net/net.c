@@ -761,7 +761,7 @@ net_create(struct env *env, const struct net_config *cfg, struct net **out)
 	n->env = env;
 	n->cfg = *cfg;
 	n->cfg.ifaces = NULL;
-	n->cfg.auth_key = NULL; /* held by n->auth */
+	n->cfg.auth_key = n->cfg.auth_key_also = NULL; /* held by n->auth */
 #define DEFAULT(f, v)      \
 	if (n->cfg.f == 0) \
 	n->cfg.f = (v)
@@ -788,7 +788,8 @@ net_create(struct env *env, const struct net_config *cfg, struct net **out)
 	env_task_init(env, &n->flush_task, flush_task, n);
 	env_task_init(env, &n->refused_task, net_paths_refused_task, n);
 	env_timer_init(env, &n->tick, tick, n);
-	if (cfg->auth_key != NULL && (rc = net_auth_create(env, cfg->auth_key, &n->auth)) < 0)
+	if (cfg->auth_key != NULL &&
+	    (rc = net_auth_create(env, cfg->auth_key, cfg->auth_key_also, &n->auth)) < 0)
 		goto out_free;
 	rc = sh_htable_init(&n->peers, 64);
 	if (rc < 0)

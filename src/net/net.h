@@ -87,6 +87,8 @@ struct net_config {
 	 * docs/security.md). NULL: none sent, none accepted from backends.
 	 */
 	const uint8_t *auth_key;
+	/* A second such key, accepted but never used to seal: while the secret is rotated. */
+	const uint8_t *auth_key_also;
 	void (*peer_event)(void *arg, uint64_t peer_id, enum net_peer_event ev);
 	void *arg;
 };

@@ -51,7 +51,8 @@ usage(const char *why)
 		"              [--mode cpu|performance] [--workers N] [--log FILE]\n"
 		"              [--election-ms N] [--down-ms N] [--heartbeat-ms N]\n"
 		"              [--orphan-age SECONDS (default 600; 0: off)]\n"
-		"              [--secret FILE (default DIR/cluster.secret)] [--metrics-auth]\n"
+		"              [--secret FILE (default DIR/cluster.secret; FILE.also, if there,\n"
+		"               is accepted too: a rotation)] [--metrics-auth]\n"
 		"              [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]\n",
 		why);
 	exit(2);
@@ -395,6 +396,17 @@ on_admin(void *arg, struct admin_req *req)
  * DIR/admin.token (0600) for the CLI on this host.
  */
 static int
+secret_failed(const char *path, int rc)
+{
+	fprintf(stderr, "shoald: the cluster secret %s: %s\n", path,
+		rc == -EPERM	? "group or others may read it, another user owns it, or it "
+				  "is not a regular file (chmod 600 it)"
+		: rc == -EINVAL ? "not a cluster secret (64 hex digits)"
+				: sh_strerror(rc));
+	return rc;
+}
+
+static int
 load_secret(struct shoald *d)
 {
 	uint8_t s[SH_SECRET_LEN];
@@ -419,13 +431,26 @@ load_secret(struct shoald *d)
 	if (rc >= 0)
 		rc = sh_secret_net_key(s, d->net_key);
 	explicit_bzero(s, sizeof(s));
-	if (rc < 0) {
-		fprintf(stderr, "shoald: the cluster secret %s: %s\n", path,
-			rc == -EPERM ? "group or others may read it, another user owns it, or it "
-				       "is not a regular file (chmod 600 it)"
-			: rc == -EINVAL ? "not a cluster secret (64 hex digits)"
-					: sh_strerror(rc));
-		return rc;
+	if (rc < 0)
+		return secret_failed(path, rc);
+	/* a rotation (docs/security.md): a second secret beside the first, accepted too */
+	snprintf(path + strlen(path), sizeof(path) - strlen(path), ".also");
+	rc = sh_secret_load(path, s);
+	if (rc != -ENOENT) {
+		if (rc >= 0)
+			rc = sh_token_derive(s, d->token_also);
+		if (rc >= 0)
+			rc = sh_secret_fingerprint(s, d->secret_fp_also);
+		if (rc >= 0)
+			rc = sh_secret_net_key(s, d->net_key_also);
+		explicit_bzero(s, sizeof(s));
+		if (rc < 0)
+			return secret_failed(path, rc);
+		d->rotating = true;
+		sh_log_info(
+		    "the cluster secret is being rotated: the one in %s (fingerprint %s) is "
+		    "accepted too, never used",
+		    path, d->secret_fp_also);
 	}
 	snprintf(tpath, sizeof(tpath), "%s/" SH_TOKEN_FILE, d->o.dir);
 	rc = sh_token_keep(tpath, d->token);
@@ -522,6 +547,7 @@ main(int argc, char **argv)
 	nc.nifaces = 1;
 	nc.dead_ns = 3ull * 1000 * 1000 * 1000;
 	nc.auth_key = d.net_key;
+	nc.auth_key_also = d.rotating ? d.net_key_also : NULL;
 	rc = net_create(d.env, &nc, &d.net);
 	if (rc < 0) {
 		fprintf(stderr, "shoald: cannot bind the management address %s (UDP): %s\n",
@@ -564,9 +590,11 @@ main(int argc, char **argv)
 				      .arg = &d,
 				      .started_ns = env_realtime(d.env),
 				      .token = d.token,
-				      .secret_fp = d.secret_fp };
+				      .secret_fp = d.secret_fp,
+				      .secret_also_fp = d.secret_fp_also };
 	auth.metrics_open = !d.o.metrics_auth;
 	snprintf(auth.token, sizeof(auth.token), "%s", d.token);
+	snprintf(auth.token_also, sizeof(auth.token_also), "%s", d.token_also);
 	if (load_tls(&d, &auth) < 0)
 		return 1;
 	rc = admin_http_start(d.env, d.o.mgmt, &auth, on_admin, &d, &d.http);

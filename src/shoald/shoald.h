@@ -224,8 +224,13 @@ struct shoald {
 	struct admin_node self;
 	char token[SH_TOKEN_LEN + 1]; /* the admin API's, from the cluster secret */
 	char secret_fp[SH_FINGERPRINT_LEN + 1];
-	uint8_t
-	    net_key[SH_SECRET_LEN]; /* every endpoint's (net_config.auth_key), from the secret */
+	/* every endpoint's network key (net_config.auth_key), from the secret */
+	uint8_t net_key[SH_SECRET_LEN];
+	/* while the secret is rotated: the second one's (FILE.also), accepted too */
+	bool rotating;
+	uint8_t net_key_also[SH_SECRET_LEN];
+	char token_also[SH_TOKEN_LEN + 1];
+	char secret_fp_also[SH_FINGERPRINT_LEN + 1];
 	struct worker workers[SHOALD_WORKERS_MAX];
 	uint64_t opened[CFG_DRIVES_MAX]; /* targets handed to workers */
 	unsigned nopened;

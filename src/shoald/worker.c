@@ -316,7 +316,8 @@ worker_main(void *arg)
 	/* a worker's endpoint id: node id and worker index (docs/cluster.md) */
 	struct net_config nc = { .node_id = (d->o.id << 8) | w->idx,
 				 .ifaces = ifc,
-				 .auth_key = d->net_key };
+				 .auth_key = d->net_key,
+				 .auth_key_also = d->rotating ? d->net_key_also : NULL };
 	char name[48];
 	int rc;
 

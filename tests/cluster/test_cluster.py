@@ -611,6 +611,98 @@ def datagrams_between_backends_are_authenticated(c):
           (len(seen), failed))
 
 
+def write_private(path, text):
+    fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text + "\n")
+    os.rename(path + ".tmp", path)
+
+
+@test
+def secret_rotated_node_by_node_while_the_cluster_serves(c):
+    """docs/security.md, "Rotating the secret": a new secret goes in beside the old
+    (cluster.secret.also), then takes its place, then the old one goes; a node restarted at
+    each step, one at a time, while files go in and come out. At the end every node holds
+    the new secret alone, the old admin token is refused, and a node started with the old
+    secret is not heard."""
+    import hashlib
+    import hmac
+    import http.client
+    c.up()
+    c.leader()
+    c.shoal("fs", "create", "r", "--protection", "3+2", check_rc=0)
+    secret = os.path.join(c.dir, "cluster.secret")
+    with open(secret) as f:
+        old = f.read().strip()
+    new = os.urandom(32).hex()
+    old_token = c.token()
+    src = os.path.join(c.dir, "src.bin")
+    with open(src, "wb") as f:
+        f.write(os.urandom(100000))
+
+    def works(tag):
+        end = time.time() + 20
+        while c.shoal("ns", "r", "put", src, "/" + tag, node=2).returncode != 0:
+            check(time.time() < end, "%s: the file system takes no file" % tag)
+            time.sleep(0.2)
+        c.shoal("ns", "r", "get", "/" + tag, src + ".back", check_rc=0, node=4)
+        with open(src, "rb") as a, open(src + ".back", "rb") as b:
+            check(a.read() == b.read(), "%s: the file read back differs" % tag)
+
+    def roll(tag):
+        for n in range(1, c.nodes + 1):
+            c.kill(n)
+            c.up()
+            if n == 3:
+                works("%s-%d" % (tag, n))  # half the nodes on each side of the step
+        works(tag)
+
+    works("before")
+    write_private(secret + ".also", new)  # 1. accepted everywhere, used nowhere
+    roll("accept")
+    fps = [c.status(n) for n in range(1, c.nodes + 1)]
+    check(all(s["secret_also_fingerprint"] for s in fps), "a node does not say it rotates")
+    write_private(secret + ".also", old)  # 2. the new one seals, the old is accepted
+    write_private(secret, new)
+    roll("seal")
+    check(c.token() != old_token, "`local up` wrote the new secret's token")
+    os.unlink(secret + ".also")  # 3. the old one goes
+    roll("done")
+    fps = [c.status(n) for n in range(1, c.nodes + 1)]
+    check(all(s["secret_also_fingerprint"] == "" for s in fps), "a node still rotates")
+    check(len({s["secret_fingerprint"] for s in fps}) == 1, "the nodes hold different secrets")
+    check(fps[0]["secret_fingerprint"] != hmac.new(bytes.fromhex(old),
+                                                   b"shoal secret fingerprint v1",
+                                                   hashlib.sha256).hexdigest()[:16],
+          "the old secret is still the nodes'")
+    h = http.client.HTTPConnection("127.0.0.1", c.port, timeout=10)
+    h.request("GET", "/v1/nodes", headers={"Authorization": "Bearer " + old_token})
+    check(h.getresponse().status == 401, "the old token is still accepted")
+    # a node started with the old secret alone is not heard
+    stale = os.path.join(c.dir, "stale.secret")
+    write_private(stale, old)
+    with open("/proc/%d/cmdline" % c.pids()[4]) as f:
+        cmd = f.read().split("\0")[:-1]
+    cmd[0] = os.path.join(BIN, "shoald")
+    cmd[cmd.index("--secret") + 1] = stale
+    before = parse_metrics(metrics_page(c, 1))
+    c.kill(5)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        c.wait_state(5, "down", 1, 15)
+        time.sleep(1.5)
+        after = parse_metrics(metrics_page(c, 1))
+        failed = total(after, "shoal_peer_auth_failed_total", peer="5") - \
+            total(before, "shoal_peer_auth_failed_total", peer="5")
+        check(failed > 0, "node 1 counted nothing against node 5 holding the old secret")
+        check(c.node_state(5, 1) == "down", "node 5 with the old secret was heard")
+    finally:
+        proc.kill()
+        proc.wait()
+    c.up()
+    works("after")
+
+
 @test
 def admin_api_over_tls(c):
     """docs/security.md: nodes with a certificate (--tls-cert/--tls-key; here $SHOAL_TLS_CERT

@@ -68,9 +68,9 @@ TEST(auth_sealed_packets_check_and_changed_ones_fail)
 	uint8_t buf[512], bad[512], again[512];
 	size_t n;
 
-	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key1, &tx));
-	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key1, &rx));
-	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key2, &other));
+	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key1, NULL, &tx));
+	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key1, NULL, &rx));
+	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key2, NULL, &other));
 	n = sealed(tx, &ktx, &h, buf);
 	SH_ASSERT_OK(net_pkt_decode(buf, n, &q));
 	SH_ASSERT(q.mac == buf + n - NET_MAC_TRAILER);
@@ -143,5 +143,50 @@ TEST(auth_sealed_packets_check_and_changed_ones_fail)
 	net_auth_destroy(tx);
 	net_auth_destroy(rx);
 	net_auth_destroy(other);
+	sim_destroy(s);
+}
+
+/*
+ * A rotation of the secret: an endpoint that seals with one key and also
+ * accepts another hears both; one that knows only the old key does not
+ * hear the new.
+ */
+TEST(auth_a_second_key_is_accepted_while_the_secret_rotates)
+{
+	struct sim *s = sim_create(sh_test_seed());
+	struct sim_node *node = sim_node_create(s, "n", "127.5.0.1");
+	struct net_auth *old_only, *old_new, *new_old, *new_only;
+	struct net_mac_key k1 = { 0 }, k2 = { 0 };
+	struct net_pkt h = header();
+	uint8_t by_old[512], by_new[512];
+	size_t n_old, n_new;
+
+	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key1, NULL, &old_only));
+	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key1, key2, &old_new));
+	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key2, key1, &new_old));
+	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key2, NULL, &new_only));
+	n_old = sealed(old_new, NULL, &h, by_old); /* seals with its first key: the old */
+	h = header();
+	n_new = sealed(new_old, NULL, &h, by_new);
+	SH_ASSERT_OK(check(old_only, NULL, by_old, n_old));
+	SH_ASSERT_ERR(check(old_only, NULL, by_new, n_new), -EACCES);
+	SH_ASSERT_ERR(check(new_only, NULL, by_old, n_old), -EACCES);
+	SH_ASSERT_OK(check(new_only, NULL, by_new, n_new));
+	for (int i = 0; i < 2; i++) { /* both, through one cached key, in either order */
+		SH_ASSERT_OK(check(old_new, &k1, by_new, n_new));
+		SH_ASSERT_EQ(k1.master, 1);
+		SH_ASSERT_OK(check(old_new, &k1, by_old, n_old));
+		SH_ASSERT_EQ(k1.master, 0);
+		SH_ASSERT_OK(check(new_old, &k2, by_old, n_old));
+		SH_ASSERT_EQ(k2.master, 1);
+		SH_ASSERT_OK(check(new_old, &k2, by_new, n_new));
+		SH_ASSERT_EQ(k2.master, 0);
+	}
+	net_mac_key_fini(&k1);
+	net_mac_key_fini(&k2);
+	net_auth_destroy(old_only);
+	net_auth_destroy(old_new);
+	net_auth_destroy(new_old);
+	net_auth_destroy(new_only);
 	sim_destroy(s);
 }

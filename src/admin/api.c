@@ -522,6 +522,14 @@ admin_body_object(struct admin_req *req)
 	return NULL;
 }
 
+int
+admin_submit(struct cluster *cl, struct cfg_cmd *cmd, const struct admin_req *req, cluster_cb cb,
+	     void *arg)
+{
+	snprintf(cmd->by, sizeof(cmd->by), "admin API from %s", req->from[0] ? req->from : "?");
+	return cluster_submit(cl, cmd, cb, arg);
+}
+
 /* POST /v1/WHAT, or PUT /v1/WHAT/KEY: the change it asks for, submitted. */
 static void
 change(struct cluster *cl, const char *what, const char *key, struct admin_req *req)
@@ -544,7 +552,7 @@ change(struct cluster *cl, const char *what, const char *key, struct admin_req *
 		admin_reply_err(req, rc, err);
 		return;
 	}
-	rc = cluster_submit(cl, &cmd, on_changed, req);
+	rc = admin_submit(cl, &cmd, req, on_changed, req);
 	if (rc < 0)
 		admin_reply_err(req, rc, "cannot submit the change");
 }
@@ -586,7 +594,7 @@ del(struct cluster *cl, const struct admin_node *self, const char *what, const c
 		admin_reply_err(req, -ENOENT, "no such resource");
 		return;
 	}
-	rc = cluster_submit(cl, &cmd, on_changed, req);
+	rc = admin_submit(cl, &cmd, req, on_changed, req);
 	if (rc < 0)
 		admin_reply_err(req, rc, "cannot submit the change");
 }

@@ -27,6 +27,12 @@ void admin_reply_json(struct admin_req *req, unsigned status, json_t *j);
 /* Answer req with {"error": msg (sh_strerror(err) if empty), "code": err's name ("ENOENT")},
  * its status by err. */
 void admin_reply_err(struct admin_req *req, int err, const char *msg);
+/*
+ * cluster_submit, with who asked (cmd->by: the audit trail, docs/security.md):
+ * the admin API and the caller's address.
+ */
+int admin_submit(struct cluster *cl, struct cfg_cmd *cmd, const struct admin_req *req,
+		 cluster_cb cb, void *arg);
 /* The request's body as a JSON object, or NULL (answered with the reason). */
 json_t *admin_body_object(struct admin_req *req);
 json_t *admin_settings_json(const struct cfg *c);

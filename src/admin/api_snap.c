@@ -163,7 +163,7 @@ create(struct cluster *cl, const struct admin_node *self, struct admin_req *req,
 	w->until = sh_clock_mono_ns() + wait;
 	snprintf(w->fs, sizeof(w->fs), "%s", cmd.name);
 	snprintf(w->name, sizeof(w->name), "%s", cmd.snap);
-	rc = cluster_submit(cl, &cmd, on_created, w);
+	rc = admin_submit(cl, &cmd, req, on_created, w);
 	if (rc < 0) {
 		sh_free(w);
 		admin_reply_err(req, rc, "cannot submit the change");
@@ -191,7 +191,7 @@ del(struct cluster *cl, struct admin_req *req, const char *fs, const char *name)
 
 	snprintf(cmd.name, sizeof(cmd.name), "%s", fs);
 	snprintf(cmd.snap, sizeof(cmd.snap), "%s", name);
-	rc = cluster_submit(cl, &cmd, on_deleted, req);
+	rc = admin_submit(cl, &cmd, req, on_deleted, req);
 	if (rc < 0)
 		admin_reply_err(req, rc, "cannot submit the change");
 }
@@ -293,7 +293,7 @@ schedule(struct cluster *cl, struct admin_req *req, const char *fs, const struct
 	p->req = req;
 	p->every = cmd.size;
 	p->keep = cmd.quota;
-	rc = cluster_submit(cl, &cmd, on_scheduled, p);
+	rc = admin_submit(cl, &cmd, req, on_scheduled, p);
 	if (rc < 0) {
 		sh_free(p);
 		admin_reply_err(req, rc, "cannot submit the change");

@@ -148,20 +148,40 @@ admin_auth_allows(const struct admin_http_opts *a, const char *method, const cha
 		 "docs/security.md)")
 
 /* Answer 401 and count it; logged once a second at most, with how many were not. */
-static enum MHD_Result
-refuse(struct admin_http *h, struct MHD_Connection *c, const struct pending *p)
+/* The connection's client address, "IP:PORT" ("?" if unknown). */
+static void
+client_addr(struct MHD_Connection *c, char *out, size_t len)
 {
 	const union MHD_ConnectionInfo *ci =
 	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	char from[INET_ADDRSTRLEN] = "?";
+	char ip[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+
+	if (ci != NULL && ci->client_addr != NULL && ci->client_addr->sa_family == AF_INET) {
+		const struct sockaddr_in *sa = (const struct sockaddr_in *)ci->client_addr;
+
+		inet_ntop(AF_INET, &sa->sin_addr, ip, sizeof(ip));
+		port = ntohs(sa->sin_port);
+	} else if (ci != NULL && ci->client_addr != NULL &&
+		   ci->client_addr->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *sa = (const struct sockaddr_in6 *)ci->client_addr;
+
+		inet_ntop(AF_INET6, &sa->sin6_addr, ip, sizeof(ip));
+		port = ntohs(sa->sin6_port);
+	}
+	snprintf(out, len, port ? "%s:%u" : "%s", ip, port);
+}
+
+static enum MHD_Result
+refuse(struct admin_http *h, struct MHD_Connection *c, const struct pending *p)
+{
+	char from[64];
 	uint64_t now = sh_clock_mono_ns(), skipped = 0;
 	bool log = false;
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 
-	if (ci != NULL && ci->client_addr != NULL && ci->client_addr->sa_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, from,
-			  sizeof(from));
+	client_addr(c, from, sizeof(from));
 	pthread_mutex_lock(&h->mu);
 	h->refused++;
 	if (h->logged_ns == 0 || now - h->logged_ns >= SH_NSEC_PER_SEC) {
@@ -253,6 +273,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 		p->path = q ? sh_strndup(url, (size_t)(q - url)) : sh_strdup(url);
 		p->query = sh_strdup(qb.b);
 		p->req.method = method;
+		client_addr(c, p->req.from, sizeof(p->req.from));
 		*state = p;
 		/* refused before any body is read: nothing of it is buffered */
 		if (p->path != NULL &&

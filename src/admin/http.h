@@ -23,6 +23,7 @@ struct admin_req {
 	const char *query;  /* after '?', or "" */
 	const char *body;   /* NUL-terminated */
 	size_t body_len;
+	char from[64]; /* the caller's address, "IP:PORT" ("" in tests): for the audit trail */
 };
 
 /*

@@ -854,6 +854,20 @@ cfg_event(struct cfg *c, uint64_t time, uint64_t node, const char *fmt, ...)
 		c->nevents++;
 }
 
+/* The events since first say who asked for the change (the audit trail). */
+static void
+said_by(struct cfg *c, uint64_t first, const char *by)
+{
+	if (by[0] == '\0')
+		return;
+	for (uint64_t seq = first + 1; seq <= c->next_event; seq++) {
+		struct cfg_event *e = &c->events[(seq - 1) % CFG_EVENTS_MAX];
+		size_t l = strlen(e->text);
+
+		snprintf(e->text + l, sizeof(e->text) - l, " (%s)", by);
+	}
+}
+
 static void
 node_init(struct cfg_node *n, const struct cfg_cmd *cmd)
 {
@@ -873,10 +887,12 @@ int
 cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 {
 	struct cfg_node *n;
+	uint64_t first;
 	int rc = cfg_check(c, cmd, msg, len);
 
 	if (rc)
 		return rc;
+	first = c->next_event;
 	switch (cmd->op) {
 	case CFG_OP_CREATE:
 		snprintf(c->name, sizeof(c->name), "%s", cmd->name);
@@ -1048,6 +1064,8 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		cfg_apply_snap(c, cmd);
 		break;
 	}
+	if (cmd->op != CFG_OP_EVENT) /* (an event posted says what it says) */
+		said_by(c, first, cmd->by);
 	c->epoch++;
 	return 0;
 }

@@ -242,6 +242,12 @@ struct cfg_cmd {
 	uint32_t group;		 /* mgroup replace: the metadata group; id: the member that goes */
 	uint64_t node2;		 /* mgroup replace: the node that takes its place */
 	char snap[CFG_NAME_MAX]; /* snap.*: the snapshot (name: its filesystem) */
+	/*
+	 * Who asked (the audit trail, docs/security.md): "admin API from
+	 * IP:PORT" for a request to the admin API; "" for the cluster's own
+	 * changes. Said in the events the change records.
+	 */
+	char by[CFG_ADDR_MAX + 16];
 };
 
 struct cfg *cfg_new(void);

@@ -38,6 +38,7 @@ cfg_cmd_encode(struct sh_enc *e, const struct cfg_cmd *cmd)
 	sh_enc_u32(e, cmd->group);
 	sh_enc_u64(e, cmd->node2);
 	sh_enc_str(e, cmd->snap);
+	sh_enc_str(e, cmd->by);
 }
 
 int
@@ -76,6 +77,8 @@ cfg_cmd_decode(const uint8_t *b, size_t len, struct cfg_cmd *cmd)
 	}
 	if (sh_dec_left(&d) > 0) /* since snapshots */
 		sh_dec_str(&d, cmd->snap, sizeof(cmd->snap));
+	if (sh_dec_left(&d) > 0) /* since the audit trail */
+		sh_dec_str(&d, cmd->by, sizeof(cmd->by));
 	sh_dec_end(&d);
 	if (d.err || cmd->op == 0 || cmd->op >= CFG_OP_MAX)
 		return -EBADMSG;

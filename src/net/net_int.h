@@ -9,9 +9,8 @@
 
 #define NET_BATCH   ENV_DGRAM_BATCH
 #define NET_HDR_MAX (NET_HDR_SIZE + 8 * NET_MAX_SACK)
-/* What a datagram carries besides its payload, at most: header, ranges, MAC trailer. */
-#define NET_PKT_OVERHEAD (NET_HDR_MAX + NET_MAC_TRAILER)
-#define NET_MAX_IFACES	 8
+
+#define NET_MAX_IFACES 8
 /* Slices of a zero-copy body: a fragment then needs at most this + 1 iovecs. */
 #define NET_ZC_MAX_SLICES (ENV_DGRAM_IOV_MAX - 3)
 #define NET_DUPTHRESH	  3
@@ -283,6 +282,13 @@ static inline bool
 net_auth_on(const struct net *n, uint64_t id)
 {
 	return n->auth != NULL && !net_id_is_client(id);
+}
+
+/* The most payload a datagram to p carries: its MTU less header, ranges and MAC. */
+static inline uint32_t
+net_pkt_room(const struct net_peer *p)
+{
+	return p->mtu - NET_HDR_MAX - (net_auth_on(p->net, p->id) ? NET_MAC_TRAILER : 0);
 }
 uint32_t net_default_mtu(const struct env_addr *a);
 /* p's interfaces become these (MTUs defaulted), its paths rebuilt. */

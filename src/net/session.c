@@ -195,7 +195,7 @@ int
 net_sess_queue(struct net_peer *p, const struct sh_iov *msg, const uint64_t *reply_key)
 {
 	struct net_txmsg *m = sh_calloc(1, sizeof(*m));
-	uint32_t maxp = p->mtu - NET_PKT_OVERHEAD - NET_CHUNK_HDR;
+	uint32_t maxp = net_pkt_room(p) - NET_CHUNK_HDR;
 	uint32_t len = (uint32_t)msg->len;
 
 	if (m == NULL)
@@ -333,7 +333,7 @@ static void
 cut_packet(struct net_peer *p, struct net_txpkt *t)
 {
 	struct net_txmsg *m = sh_list_entry(p->sendq.next, struct net_txmsg, qlink);
-	uint32_t room = SH_MIN(p->mtu - NET_PKT_OVERHEAD, (uint32_t)NET_PACK_MAX);
+	uint32_t room = SH_MIN(net_pkt_room(p), (uint32_t)NET_PACK_MAX);
 	struct sh_list *pos;
 	unsigned n = 0;
 

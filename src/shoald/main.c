@@ -406,6 +406,23 @@ secret_failed(const char *path, int rc)
 	return rc;
 }
 
+/*
+ * What a node derives from a secret loaded with status rc: the admin token,
+ * the fingerprint, the network key. The secret is wiped. 0 or an error.
+ */
+static int
+secret_derive(uint8_t s[SH_SECRET_LEN], int rc, char *token, char *fp, uint8_t *net_key)
+{
+	if (rc >= 0)
+		rc = sh_token_derive(s, token);
+	if (rc >= 0)
+		rc = sh_secret_fingerprint(s, fp);
+	if (rc >= 0)
+		rc = sh_secret_net_key(s, net_key);
+	explicit_bzero(s, SH_SECRET_LEN);
+	return rc;
+}
+
 static int
 load_secret(struct shoald *d)
 {
@@ -424,26 +441,14 @@ load_secret(struct shoald *d)
 			    "cluster needs a copy of it (mode 0600) before it starts "
 			    "(docs/security.md)",
 			    path);
-	if (rc >= 0)
-		rc = sh_token_derive(s, d->token);
-	if (rc >= 0)
-		rc = sh_secret_fingerprint(s, d->secret_fp);
-	if (rc >= 0)
-		rc = sh_secret_net_key(s, d->net_key);
-	explicit_bzero(s, sizeof(s));
+	rc = secret_derive(s, rc, d->token, d->secret_fp, d->net_key);
 	if (rc < 0)
 		return secret_failed(path, rc);
 	/* a rotation (docs/security.md): a second secret beside the first, accepted too */
 	snprintf(path + strlen(path), sizeof(path) - strlen(path), ".also");
 	rc = sh_secret_load(path, s);
 	if (rc != -ENOENT) {
-		if (rc >= 0)
-			rc = sh_token_derive(s, d->token_also);
-		if (rc >= 0)
-			rc = sh_secret_fingerprint(s, d->secret_fp_also);
-		if (rc >= 0)
-			rc = sh_secret_net_key(s, d->net_key_also);
-		explicit_bzero(s, sizeof(s));
+		rc = secret_derive(s, rc, d->token_also, d->secret_fp_also, d->net_key_also);
 		if (rc < 0)
 			return secret_failed(path, rc);
 		d->rotating = true;

@@ -607,6 +607,11 @@ def datagrams_between_backends_are_authenticated(c):
     c.shoal("ns", "after", "get", "/f", src + ".back", check_rc=0, node=3)
     with open(src, "rb") as a, open(src + ".back", "rb") as b:
         check(a.read() == b.read(), "the file read back differs")
+    # the audit trail: the change says who asked for it
+    texts = [e["text"] for e in c.run_json(["events"], 1)]
+    made = [t for t in texts if "after" in t and "created" in t]
+    check(made and re.search(r"\(admin API from 127\.0\.0\.1:\d+\)$", made[0]),
+          "the filesystem's creation does not say who asked: %s" % made)
     print("  %d datagrams seen between backends, all with a MAC; %d bad ones dropped" %
           (len(seen), failed))
 

@@ -60,16 +60,6 @@ struct call_ctx {
 
 static void issue(struct world *w, struct host *h);
 
-static void
-on_echo(struct net_req *r, void *arg)
-{
-	const struct net_msg *m = net_req_body(r);
-	struct iovec iov = { m->buf->data + m->off, m->len };
-
-	(void)arg;
-	net_reply(r, 7, &iov, 1);
-}
-
 static struct world *the_world;
 
 static void
@@ -79,7 +69,7 @@ on_reply(void *arg, int status, const struct net_msg *reply)
 	struct host *h = x->h;
 
 	h->inflight--;
-	if (status == 7) {
+	if (status == 0) { /* NET_OP_ECHO's answer */
 		SH_ASSERT_EQ(reply->len, h->len[x->idx]);
 		SH_ASSERT_EQ(sh_crc32c(0, reply->buf->data + reply->off, reply->len),
 			     h->crc[x->idx]);
@@ -111,7 +101,7 @@ issue(struct world *w, struct host *h)
 		h->len[idx] = (uint32_t)len;
 		h->crc[idx] = sh_crc32c(0, body, len);
 		*x = (struct call_ctx){ h, idx };
-		SH_ASSERT_OK(net_call(h->net, 1, NET_OP_TEST, &iov, 1, &o, on_reply, x, NULL));
+		SH_ASSERT_OK(net_call(h->net, 1, NET_OP_ECHO, &iov, 1, &o, on_reply, x, NULL));
 		sh_free(body);
 		h->inflight++;
 	}
@@ -238,9 +228,7 @@ world_init(struct world *w, uint64_t seed, int n, const uint8_t *const *keys, co
 					.auth_key = h->key };
 
 		SH_ASSERT_OK(net_create(sim_node_env(h->node), &c, &h->net));
-		if (i == 0)
-			SH_ASSERT_OK(net_handle(h->net, NET_OP_TEST, on_echo, h));
-		else
+		if (i > 0) /* (every endpoint answers NET_OP_ECHO) */
 			SH_ASSERT_OK(net_peer_add(h->net, 1, &w->h[0].ifc, 1));
 	}
 	/* the server knows every backend (as the configuration would list them) */

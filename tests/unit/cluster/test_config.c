@@ -964,8 +964,8 @@ TEST(config_snapshot_codecs)
 	SH_ASSERT_STREQ(back.snap, "ckpt-1.x");
 	SH_ASSERT_EQ(back.time, 77u);
 	SH_ASSERT_EQ(cfg_cmd_decode(e.p, e.len - 1, &back), -EBADMSG);
-	/* one written before snapshots (no snap at its end) decodes with none */
-	SH_ASSERT_OK(cfg_cmd_decode(e.p, e.len - 2 - strlen(cmd.snap), &back));
+	/* one written before snapshots (no snap, nor who asked, at its end) decodes with none */
+	SH_ASSERT_OK(cfg_cmd_decode(e.p, e.len - 2 - strlen(cmd.snap) - 2 - strlen(cmd.by), &back));
 	SH_ASSERT_STREQ(back.snap, "");
 	SH_ASSERT_STREQ(back.name, "data");
 	sh_enc_fini(&e);
@@ -1257,5 +1257,45 @@ TEST(config_node_data_interfaces)
 	SH_ASSERT(strstr(cfg_event_at(c, 0)->text, "data network down") != NULL);
 	x.state = 4;
 	SH_ASSERT_EQ(cfg_apply(c, &x, msg, sizeof(msg)), -EINVAL);
+	cfg_free(c);
+}
+
+/*
+ * The audit trail (docs/security.md): a change says who asked for it in
+ * every event it records; the cluster's own changes and posted events
+ * say nothing more; a command encoded before the field decodes without it.
+ */
+TEST(config_events_say_who_asked)
+{
+	struct cfg *c = cluster_of(3, 64);
+	struct cfg_cmd cmd = node_cmd(CFG_OP_NODE_ADD, 4, NULL), back;
+	struct cfg_cmd ev = { .op = CFG_OP_EVENT, .time = 5 };
+	char msg[CFG_MSG_MAX];
+	struct sh_enc e;
+
+	snprintf(cmd.by, sizeof(cmd.by), "admin API from 10.9.8.7:41234");
+	SH_ASSERT_OK(cfg_apply(c, &cmd, msg, sizeof(msg)));
+	SH_ASSERT_STREQ(
+	    cfg_event_at(c, 0)->text,
+	    "node 4 added (10.0.0.4:7000, domain node-4) (admin API from 10.9.8.7:41234)");
+	cmd = node_cmd(CFG_OP_NODE_STATE, 4, NULL);
+	cmd.state = CFG_DOWN;
+	SH_ASSERT_OK(cfg_apply(c, &cmd, msg, sizeof(msg)));
+	SH_ASSERT(strstr(cfg_event_at(c, 0)->text, "(admin API") == NULL);
+	snprintf(ev.path, sizeof(ev.path), "rebuild: 50%% done");
+	snprintf(ev.by, sizeof(ev.by), "admin API from 10.9.8.7:41235");
+	if (cfg_apply(c, &ev, msg, sizeof(msg)) == 0)
+		SH_ASSERT(strstr(cfg_event_at(c, 0)->text, "(admin API") == NULL);
+	/* the codec carries it; without it (an older command) it is empty */
+	cmd = node_cmd(CFG_OP_NODE_ADD, 5, NULL);
+	snprintf(cmd.by, sizeof(cmd.by), "admin API from [::1]:8");
+	sh_enc_init(&e);
+	cfg_cmd_encode(&e, &cmd);
+	SH_ASSERT_OK(cfg_cmd_decode(e.p, e.len, &back));
+	SH_ASSERT_STREQ(back.by, cmd.by);
+	SH_ASSERT_OK(cfg_cmd_decode(e.p, e.len - 2 - strlen(cmd.by), &back));
+	SH_ASSERT_STREQ(back.by, "");
+	SH_ASSERT_EQ(back.id, 5u);
+	sh_enc_fini(&e);
 	cfg_free(c);
 }

@@ -269,7 +269,7 @@ net_out_end(struct net_peer *p, unsigned path, struct net_pkt *h, size_t extra_l
 	h->payload_len = (uint32_t)(extra_len + data_len);
 	if (mac)
 		h->flags |= NET_FLAG_MAC;
-	net_pkt_encode_hdr(h, start, iov, (int)(1 + ndata));
+	net_pkt_encode_hdr(h, start, iov, (int)iovcnt);
 	iov[0] = (struct iovec){ start, hlen + extra_len };
 	if (mac) {
 		assert(iovcnt < ENV_DGRAM_IOV_MAX);
@@ -579,13 +579,15 @@ on_packet(struct net *n, unsigned tp, const struct env_addr *from, const struct 
 static bool
 authentic(struct net *n, const struct env_dgram_msg *m, const struct net_pkt *pkt)
 {
-	struct net_peer *p = pkt->dst_id == n->id ? net_peer_get(n, pkt->src_id) : NULL;
+	bool want = net_auth_on(n, pkt->src_id);
+	struct net_peer *p;
 	char addr[64];
 
-	if (net_auth_on(n, pkt->src_id) &&
+	if (!want && !(pkt->flags & NET_FLAG_MAC))
+		return true; /* a client's, as it should be: no peer lookup on its data path */
+	p = pkt->dst_id == n->id ? net_peer_get(n, pkt->src_id) : NULL;
+	if (want &&
 	    net_auth_check(n->auth, p ? &p->rx_key : NULL, pkt, m->iov[0].iov_base, m->len) == 0)
-		return true;
-	if (!net_auth_on(n, pkt->src_id) && !(pkt->flags & NET_FLAG_MAC))
 		return true;
 	if (p != NULL)
 		p->st.auth_failed++;

@@ -114,6 +114,9 @@ bench_use_token(const char *dir)
 		cwd[0] = '\0';
 	snprintf(path, sizeof(path), "%s%s%.1900s/%s", cwd, cwd[0] ? "/" : "", dir, SH_TOKEN_FILE);
 	setenv("SHOAL_TOKEN_FILE", path, 1);
+	/* and the cluster's client key for the clients it starts (DIR/client.key) */
+	snprintf(path, sizeof(path), "%s%s%.1900s/client.key", cwd, cwd[0] ? "/" : "", dir);
+	setenv("SHOAL_KEY_FILE", path, 1);
 	unsetenv("SHOAL_TOKEN");
 }
 

@@ -93,6 +93,9 @@ def use_token(d):
     (docs/security.md)."""
     os.environ["SHOAL_TOKEN_FILE"] = os.path.abspath(os.path.join(d, "admin.token"))
     os.environ.pop("SHOAL_TOKEN", None)
+    # and the cluster's client key for the mounts and programs (DIR/client.key)
+    os.environ["SHOAL_KEY_FILE"] = os.path.abspath(os.path.join(d, "client.key"))
+    os.environ.pop("SHOAL_KEY", None)
 
 
 def auth_headers():

@@ -180,10 +180,10 @@ mac_ns(struct net_auth *a, size_t len)
 	unsigned n = len > 10000 ? 20000 : 400000;
 	uint64_t t0;
 
-	net_auth_seal(a, &k, &h, &iov, 1, trailer); /* derive the key */
+	net_auth_seal(a, &k, NULL, &h, &iov, 1, trailer); /* derive the key */
 	t0 = sh_clock_mono_ns();
 	for (unsigned i = 0; i < n; i++)
-		if (net_auth_seal(a, &k, &h, &iov, 1, trailer) < 0)
+		if (net_auth_seal(a, &k, NULL, &h, &iov, 1, trailer) < 0)
 			exit(1);
 	net_mac_key_fini(&k);
 	return (double)(sh_clock_mono_ns() - t0) / n;
@@ -198,7 +198,7 @@ main(int argc, char **argv)
 
 	if (argc > 1)
 		secs = atof(argv[1]);
-	if (env == NULL || net_auth_create(env, key, NULL, &a) < 0)
+	if (env == NULL || net_auth_create(env, key, NULL, 0, &a) < 0)
 		return 1;
 	m100 = mac_ns(a, 100);
 	m1472 = mac_ns(a, 1472);

@@ -50,6 +50,19 @@ struct sh_client_opts {
 	 * D of them (512 KiB for 4+2 at 128). Readers take any size.
 	 */
 	unsigned frag_kb;
+	/*
+	 * The file holding the client's key (docs/security.md, "Clients'
+	 * keys": "sk1.ID.HEX", mode 0600): a file system access key, or a
+	 * node's DIR/client.key. NULL: $SHOAL_KEY (the key's text), else the
+	 * file $SHOAL_KEY_FILE names, else none. A cluster serves a client
+	 * without a key nothing but its configuration: sh_fs_open, and
+	 * everything after, is -EACCES; with a read-only key every change is
+	 * -EROFS; once its key is revoked, -EACCES. A key that is not one, or
+	 * a file others may read, fails sh_client_connect (-EINVAL, -EPERM); a
+	 * key the cluster does not have, -EKEYREJECTED (its datagrams are not
+	 * answered: after the connection's 10 s).
+	 */
+	const char *key_file;
 };
 
 /*

@@ -35,9 +35,11 @@ def default_addr():
     return os.environ.get("SHOAL_ADDR") or DEFAULT_ADDR
 
 
-def connect(fs, addr=None, timeout_ms=0, frag_kb=0):
-    """Connect to the cluster at addr ("ip:port[,ip:port...]") and open file system fs."""
-    return FileSystem(fs, addr, timeout_ms=timeout_ms, frag_kb=frag_kb)
+def connect(fs, addr=None, timeout_ms=0, frag_kb=0, key_file=None):
+    """Connect to the cluster at addr ("ip:port[,ip:port...]") and open file system fs, with
+    the client key in key_file (else $SHOAL_KEY, else the file $SHOAL_KEY_FILE names;
+    docs/security.md)."""
+    return FileSystem(fs, addr, timeout_ms=timeout_ms, frag_kb=frag_kb, key_file=key_file)
 
 
 def _stat_result(t):
@@ -281,11 +283,13 @@ class DirEntry:
 class FileSystem:
     """One file system of a Shoal cluster, with an os-like API over absolute paths."""
 
-    def __init__(self, name, addr=None, timeout_ms=0, frag_kb=0):
+    def __init__(self, name, addr=None, timeout_ms=0, frag_kb=0, key_file=None):
         self.name = name
         self.addr = addr or default_addr()
-        self._opts = (timeout_ms, frag_kb)
-        self._fs = _shoal.FS(self.addr, name, timeout_ms, frag_kb)
+        # a key file's path, made absolute: a spawned worker may start elsewhere
+        key_file = os.path.abspath(key_file) if key_file else None
+        self._opts = (timeout_ms, frag_kb, key_file)
+        self._fs = _shoal.FS(self.addr, name, timeout_ms, frag_kb, key_file)
 
     def __reduce__(self):
         # pickled (a Dataset sent to spawned workers): the receiver connects by itself

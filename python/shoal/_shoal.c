@@ -80,6 +80,13 @@ connect_fs(ShFS *self)
 			PyErr_Format(PyExc_FileNotFoundError,
 				     "[Errno %d] no file system named '%s' on the cluster at %s",
 				     ENOENT, self->name, self->addr);
+		else if (rc == -EACCES)
+			PyErr_Format(
+			    PyExc_PermissionError,
+			    "[Errno %d] the cluster at %s refuses file system '%s' to this "
+			    "client: it needs a key of that file system (key_file, "
+			    "$SHOAL_KEY_FILE or $SHOAL_KEY), not revoked",
+			    EACCES, self->addr, self->name);
 		else
 			sh_py_err(rc, NULL);
 		return -1;
@@ -156,12 +163,12 @@ sh_py_fs_done(ShFS *self)
 static int
 ShFS_init(ShFS *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "addr", "name", "timeout_ms", "frag_kb", NULL };
-	const char *addr, *name;
+	static char *kwlist[] = { "addr", "name", "timeout_ms", "frag_kb", "key_file", NULL };
+	const char *addr, *name, *key_file = NULL;
 	unsigned timeout_ms = 0, frag_kb = 0;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|II", kwlist, &addr, &name, &timeout_ms,
-					 &frag_kb))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|IIz", kwlist, &addr, &name, &timeout_ms,
+					 &frag_kb, &key_file))
 		return -1;
 	if (self->addr != NULL) {
 		PyErr_SetString(PyExc_RuntimeError, "FS is initialized already");
@@ -169,18 +176,22 @@ ShFS_init(ShFS *self, PyObject *args, PyObject *kw)
 	}
 	self->addr = strdup(addr);
 	self->name = strdup(name);
-	if (self->addr == NULL || self->name == NULL) {
+	self->key_file = key_file ? strdup(key_file) : NULL;
+	if (self->addr == NULL || self->name == NULL || (key_file && self->key_file == NULL)) {
 		PyErr_NoMemory();
 		goto err;
 	}
-	self->opts = (struct sh_client_opts){ .timeout_ms = timeout_ms, .frag_kb = frag_kb };
+	self->opts = (struct sh_client_opts){ .timeout_ms = timeout_ms,
+					      .frag_kb = frag_kb,
+					      .key_file = self->key_file };
 	if (connect_fs(self) < 0)
 		goto err;
 	return 0;
 err:
 	free(self->addr);
 	free(self->name);
-	self->addr = self->name = NULL;
+	free(self->key_file);
+	self->addr = self->name = self->key_file = NULL;
 	return -1;
 }
 
@@ -192,6 +203,7 @@ ShFS_dealloc(ShFS *self)
 	fs_maybe_release(self);
 	free(self->addr);
 	free(self->name);
+	free(self->key_file);
 	Py_TYPE(self)->tp_free((PyObject *)self);
 }
 

@@ -37,6 +37,7 @@ typedef struct {
 	sh_client *c;
 	sh_fs *fs;
 	char *addr, *name;
+	char *key_file; /* NULL: $SHOAL_KEY, $SHOAL_KEY_FILE (docs/security.md) */
 	struct sh_client_opts opts;
 	unsigned long gen;
 	unsigned busy;	 /* calls running on it */

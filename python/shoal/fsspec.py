@@ -27,10 +27,11 @@ class ShoalFileSystem(AbstractFileSystem):
     protocol = "shoal"
     root_marker = ""
 
-    def __init__(self, addr=None, timeout_ms=0, **kwargs):
+    def __init__(self, addr=None, timeout_ms=0, key_file=None, **kwargs):
         super().__init__(**kwargs)
         self.addr = addr or shoal.default_addr()
         self.timeout_ms = timeout_ms
+        self.key_file = key_file  # else $SHOAL_KEY, $SHOAL_KEY_FILE (docs/security.md)
         self._open_fss = {}
 
     @classmethod
@@ -50,7 +51,8 @@ class ShoalFileSystem(AbstractFileSystem):
             raise ValueError("a shoal path names its file system first: shoal://FS/PATH")
         fs = self._open_fss.get(name)
         if fs is None:
-            fs = shoal.connect(name, self.addr, timeout_ms=self.timeout_ms)
+            fs = shoal.connect(name, self.addr, timeout_ms=self.timeout_ms,
+                               key_file=self.key_file)
             self._open_fss[name] = fs
         return fs, "/" + rest
 

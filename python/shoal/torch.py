@@ -207,7 +207,7 @@ class Checkpoint:
             return self.fs
         if self._wfs is None:
             self._wfs = shoal.FileSystem(self.fs.name, self.fs.addr, self.fs._opts[0],
-                                         self.frag_kb)
+                                         self.frag_kb, key_file=self.fs._opts[2])
         return self._wfs
 
     def close(self):

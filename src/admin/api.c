@@ -611,30 +611,42 @@ query_limit(const char *q)
 	return v == 0 || v > CFG_EVENTS_MAX ? CFG_EVENTS_MAX : (unsigned)v;
 }
 
-/* /v1/fs/FS/snapshots[/NAME]: true, with the names (name "" without it). */
-static bool
-snap_path(const char *path, char *fs, char *name)
+/*
+ * /v1/fs/FS/SUB[/NAME] (SUB "snapshots" or "keys"): which (0: neither),
+ * with the names (name "" without it).
+ */
+static int
+fs_sub_path(const char *path, char *fs, char *name)
 {
+	static const char *const subs[] = { "/snapshots", "/keys" };
 	const char *p, *q;
+	int which = 0;
+	size_t l = 0;
 
 	if (strncmp(path, "/v1/fs/", 7) != 0)
-		return false;
+		return 0;
 	p = path + 7;
 	q = strchr(p, '/');
-	if (q == NULL || q == p || (size_t)(q - p) >= CFG_NAME_MAX ||
-	    strncmp(q, "/snapshots", 10) != 0)
-		return false;
+	if (q == NULL || q == p || (size_t)(q - p) >= CFG_NAME_MAX)
+		return 0;
+	for (int i = 0; i < 2 && which == 0; i++) {
+		l = strlen(subs[i]);
+		if (strncmp(q, subs[i], l) == 0 && (q[l] == '\0' || q[l] == '/'))
+			which = i + 1;
+	}
+	if (which == 0)
+		return 0;
 	memcpy(fs, p, (size_t)(q - p));
 	fs[q - p] = '\0';
-	q += 10;
+	q += l;
 	name[0] = '\0';
 	if (*q == '\0')
-		return true;
+		return which;
 	if (*q != '/' || q[1] == '\0' || strchr(q + 1, '/') != NULL ||
 	    strlen(q + 1) >= CFG_NAME_MAX)
-		return false;
+		return 0;
 	snprintf(name, CFG_NAME_MAX, "%s", q + 1);
-	return true;
+	return which;
 }
 
 void
@@ -650,8 +662,12 @@ admin_api_handle(struct cluster *cl, const struct admin_node *self, struct admin
 		metrics(cl, self, req);
 		return;
 	}
-	if (snap_path(req->path, key, snap)) {
+	switch (fs_sub_path(req->path, key, snap)) {
+	case 1:
 		admin_snap_handle(cl, self, req, key, snap);
+		return;
+	case 2:
+		admin_key_handle(cl, req, key, snap);
 		return;
 	}
 	if (strncmp(req->path, "/v1/", 4) != 0 ||

@@ -65,6 +65,14 @@ void admin_snap_handle(struct cluster *cl, const struct admin_node *self, struct
 /* A snapshot as JSON: name, fs, version, state, created (s in c). */
 json_t *admin_snap_json(const struct cfg *c, const struct cfg_snap *s);
 
+/* api_key.c: a filesystem's access keys */
+/*
+ * The routes under /v1/fs/FS/keys: id is "" for the collection (GET lists,
+ * POST {"access"} makes one and answers with its text, once), else one key
+ * (GET shows, DELETE revokes).
+ */
+void admin_key_handle(struct cluster *cl, struct admin_req *req, const char *fs, const char *id);
+
 /* api_net.c: networks */
 /* GET /v1/processes: this node's loops, their interfaces, peers and paths. */
 json_t *admin_processes_json(struct cluster *cl, const struct admin_node *self);

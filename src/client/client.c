@@ -696,10 +696,11 @@ node_at(const char *addr, uint64_t *id)
  * fails over and shares traffic as the nodes do (docs/networking.md).
  */
 static int
-endpoint(struct env *env, uint64_t id, bool data, struct net **out)
+endpoint(sh_client *c, uint64_t id, bool data, struct net **out)
 {
 	struct net_iface ifc[8] = { 0 };
 	struct net_config nc = { .node_id = id, .ifaces = ifc, .nifaces = 1 };
+	struct env *env = c->env;
 	const char *want = data ? getenv("SHOAL_DATA_IFACES") : NULL;
 	int rc;
 
@@ -715,6 +716,11 @@ endpoint(struct env *env, uint64_t id, bool data, struct net **out)
 		rc = env_addr_parse("0.0.0.0:0", &ifc[0].addr);
 		if (rc < 0)
 			return rc;
+	}
+	if (c->key_id != 0) {
+		/* its datagrams, and the backends' to it, under its key (net/auth.h) */
+		nc.auth_key = c->key;
+		nc.auth_key_id = c->key_id;
 	}
 	return net_create(env, &nc, out);
 }
@@ -736,6 +742,7 @@ destroy(sh_client *c)
 	cfg_free(c->view);
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->cv);
+	explicit_bzero(c->key, sizeof(c->key));
 	sh_free(c);
 }
 
@@ -778,9 +785,9 @@ start(sh_client *c, struct env *env, uint64_t node, const char *addr)
 	c->tag_seed = env_random_u64(c->env);
 	rc = env_async_init(c->env, &c->wake, on_wake, c);
 	if (rc == 0)
-		rc = endpoint(c->env, id, false, &c->mnet);
+		rc = endpoint(c, id, false, &c->mnet);
 	if (rc == 0)
-		rc = endpoint(c->env, id ^ 1, true, &c->dnet);
+		rc = endpoint(c, id ^ 1, true, &c->dnet);
 	if (rc == 0)
 		rc = mroute_create(c->dnet, &c->rt);
 	if (rc == 0)
@@ -813,8 +820,17 @@ start(sh_client *c, struct env *env, uint64_t node, const char *addr)
 		pthread_mutex_unlock(&c->mu);
 	}
 	if (!c->view->created) {
-		sh_client_close(c);
-		return rc == ETIMEDOUT || c->drive != NULL ? -ETIMEDOUT : -ENOTCONN;
+		bool keyed = c->key_id != 0, sim = c->drive != NULL;
+
+		sh_client_close(c); /* (c is gone) */
+		if (rc != ETIMEDOUT && !sim)
+			return -ENOTCONN;
+		/*
+		 * the node answered its admin API (node_at), and its endpoint never a
+		 * datagram: one under a key it does not hold is dropped unanswered
+		 * (docs/security.md)
+		 */
+		return keyed ? -EKEYREJECTED : -ETIMEDOUT;
 	}
 	return 0;
 }
@@ -826,9 +842,13 @@ opts_ok(const struct sh_client_opts *opts)
 	       (opts->frag_kb >= 4 && opts->frag_kb <= 2048 && opts->frag_kb % 4 == 0);
 }
 
-/* A new client of these options (the env and its world not yet set): NULL, or -EINVAL in rc. */
+/*
+ * A new client of these options (the env and its world not yet set): NULL,
+ * and in rc -EINVAL, or the key's error. env: its key may come from the
+ * environment (a real client; the simulator's take only opts->key_file).
+ */
 static sh_client *
-client_new(const struct sh_client_opts *opts, int *rc)
+client_new(const struct sh_client_opts *opts, bool env, int *rc)
 {
 	sh_client *c;
 
@@ -838,6 +858,23 @@ client_new(const struct sh_client_opts *opts, int *rc)
 	c = sh_calloc(1, sizeof(*c));
 	if (c == NULL)
 		return NULL;
+	/* its key (docs/security.md, "Clients' keys"): given, or from the environment */
+	*rc = env ? sh_key_find(opts ? opts->key_file : NULL, &c->key_id, c->key)
+		  : (opts && opts->key_file && *opts->key_file
+			 ? sh_key_load(opts->key_file, &c->key_id, c->key)
+			 : 0);
+	if (*rc < 0) {
+		sh_log_error("the client's key (%s): %s",
+			     opts && opts->key_file && *opts->key_file	   ? opts->key_file
+			     : getenv("SHOAL_KEY") && *getenv("SHOAL_KEY") ? "$SHOAL_KEY"
+									   : "$SHOAL_KEY_FILE",
+			     *rc == -EINVAL  ? "not a key (sk1.ID.HEX)"
+			     : *rc == -EPERM ? "others may read it (chmod 600 it)"
+					     : sh_strerror(*rc));
+		sh_free(c);
+		return NULL;
+	}
+	*rc = -ENOMEM;
 	c->timeout_ns = (opts && opts->timeout_ms ? opts->timeout_ms : 30000) * 1000000ull;
 	c->frag = (opts && opts->frag_kb ? opts->frag_kb : 128) * 1024u;
 	*rc = 0;
@@ -871,7 +908,7 @@ sh_client_connect(const char *mgmt, const struct sh_client_opts *opts, sh_client
 	}
 	if (node == 0)
 		return rc == -EINVAL ? -EINVAL : rc == -EPROTO ? -EPROTO : -ECONNREFUSED;
-	c = client_new(opts, &rc);
+	c = client_new(opts, true, &rc);
 	if (c == NULL)
 		return rc;
 	rc = start(c, NULL, node, addr);
@@ -890,7 +927,7 @@ sh_client_connect_env(const struct sh_client_env *e, const struct sh_client_opts
 	if (e == NULL || e->env == NULL || e->drive == NULL || e->node == 0 || e->mgmt == NULL ||
 	    out == NULL)
 		return -EINVAL;
-	c = client_new(opts, &rc);
+	c = client_new(opts, false, &rc);
 	if (c == NULL)
 		return rc;
 	c->drive = e->drive;
@@ -1104,6 +1141,15 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 	sh_list_add_tail(&c->fss, &fs->link);
 	pthread_mutex_unlock(&c->mu);
 	snprintf(fs->name, sizeof(fs->name), "%s", name);
+	if (c->drive == NULL) {
+		/* whether the cluster lets this client in (its key: docs/security.md) */
+		struct stat st;
+
+		if (sh_getattr(fs, SH_ROOT_INO, &st) == -EACCES) {
+			sh_fs_close(fs);
+			return -EACCES;
+		}
+	}
 	*out = fs;
 	return 0;
 }

@@ -12,11 +12,14 @@
 #include <stdatomic.h>
 #include <shoal/client.h>
 
+#include "../base/access_key.h"
 #include "../data/ec.h"
 #include "../meta/mroute.h"
 
 struct sh_client {
 	pthread_t th;
+	uint32_t key_id; /* its key's (docs/security.md); 0: none */
+	uint8_t key[SH_KEY_LEN];
 	struct env *env;
 	struct net *mnet, *dnet;
 	struct mroute *rt;

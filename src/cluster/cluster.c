@@ -647,7 +647,9 @@ reply_cfg(struct cluster *cl, struct net_req *req, uint64_t epoch)
 
 	sh_enc_init(&e);
 	sh_enc_u64(&e, cl->cfg->epoch);
-	if (epoch < cl->cfg->epoch)
+	if (epoch < cl->cfg->epoch && net_id_is_client(net_req_peer(req)))
+		cfg_encode_public(&e, cl->cfg); /* no access key's bytes to a client */
+	else if (epoch < cl->cfg->epoch)
 		cfg_encode(&e, cl->cfg);
 	net_reply(req, sh_enc_error(&e) ? -ENOMEM : 0, &(struct iovec){ e.p, e.len }, 1);
 	sh_enc_fini(&e);

@@ -114,6 +114,7 @@ cfg_free(struct cfg *c)
 	sh_free(c->buckets);
 	sh_free(c->bgroup);
 	sh_free(c->gepoch);
+	explicit_bzero(c->keys, sizeof(c->keys));
 	sh_free(c);
 }
 
@@ -832,6 +833,9 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 	case CFG_OP_SNAP_FORGET:
 	case CFG_OP_SNAP_SCHEDULE:
 		return cfg_check_snap(c, cmd, msg, len);
+	case CFG_OP_KEY_CREATE:
+	case CFG_OP_KEY_REVOKE:
+		return cfg_check_key(c, cmd, msg, len);
 	}
 	return -EINVAL;
 }
@@ -1023,6 +1027,7 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		for (i = 0; strcmp(c->fs[i].name, cmd->name) != 0; i++)
 			;
 		snaps = cfg_snaps_drop(c, c->fs[i].id);
+		cfg_keys_drop(c, c->fs[i].id);
 		memmove(&c->fs[i], &c->fs[i + 1], (c->nfs - i - 1) * sizeof(c->fs[0]));
 		c->nfs--;
 		if (snaps > 0)
@@ -1062,6 +1067,10 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 	case CFG_OP_SNAP_FORGET:
 	case CFG_OP_SNAP_SCHEDULE:
 		cfg_apply_snap(c, cmd);
+		break;
+	case CFG_OP_KEY_CREATE:
+	case CFG_OP_KEY_REVOKE:
+		cfg_apply_key(c, cmd);
 		break;
 	}
 	if (cmd->op != CFG_OP_EVENT) /* (an event posted says what it says) */

@@ -34,6 +34,9 @@
 #define CFG_SNAPS_MAX	    1024 /* snapshots of all filesystems together */
 #define CFG_FS_SNAPS_MAX    256	 /* snapshots one filesystem keeps (not being deleted) */
 #define CFG_EVENTS_MAX	    256
+#define CFG_KEYS_MAX	    256 /* file system access keys, revoked ones too */
+#define CFG_KEY_LEN	    32
+#define CFG_KEY_FIRST	    2 /* access keys' ids: 0 and 1 are the cluster's own (net/auth.h) */
 #define CFG_REPLICAS_MAX    5
 #define CFG_BUCKETS_DEFAULT 4096
 #define CFG_BUCKETS_MAX	    65536
@@ -50,30 +53,33 @@
  * numbers are written into the configuration group's Raft log: never
  * reuse or renumber one. The names are what events and logs say.
  */
-#define CFG_OPS(X)                                                                          \
-	X(CFG_OP_CREATE, 1, "cluster.create")                                               \
-	X(CFG_OP_NODE_ADD, 2, "node.add")                                                   \
-	X(CFG_OP_NODE_REMOVE, 3, "node.remove")                                             \
-	X(CFG_OP_NODE_STATE, 4, "node.state")                                               \
-	X(CFG_OP_NET_ADD, 5, "net.add")                                                     \
-	X(CFG_OP_DRIVE_ADD, 6, "drive.add")                                                 \
-	X(CFG_OP_FS_CREATE, 7, "fs.create")                                                 \
-	X(CFG_OP_FS_DELETE, 8, "fs.delete")                                                 \
-	X(CFG_OP_MGROUP_REPLACE, 9, "mgroup.replace")                                       \
-	X(CFG_OP_DRIVE_STATE, 10, "drive.state") /* target: the drive; state: enum          \
-						    cfg_drive_state */                      \
-	X(CFG_OP_SET, 11, "set") /* name: a setting (cfg_setting_names), size: its value */ \
-	X(CFG_OP_DRIVE_REMOVE, 12, "drive.remove") /* target: a drained drive, forgotten */ \
-	/* id: the node that says it (0: the cluster), path: the text */                    \
-	X(CFG_OP_EVENT, 13, "event")                                                        \
-	/* name: the filesystem, snap: the snapshot (enum cfg_snap_state) */                \
-	X(CFG_OP_SNAP_CREATE, 14, "snap.create")                                            \
-	X(CFG_OP_SNAP_STATE, 15, "snap.state") /* state: CFG_SNAP_READY */                  \
-	X(CFG_OP_SNAP_DELETE, 16, "snap.delete")                                            \
-	X(CFG_OP_SNAP_FORGET, 17, "snap.forget")                                            \
-	/* name: the filesystem, size: every (s, 0: off), quota: how many are kept */       \
-	X(CFG_OP_SNAP_SCHEDULE, 18, "snap.schedule")                                        \
-	X(CFG_OP_NET_REMOVE, 19, "net.remove") /* id: the node; addr: the interface */
+#define CFG_OPS(X)                                                                               \
+	X(CFG_OP_CREATE, 1, "cluster.create")                                                    \
+	X(CFG_OP_NODE_ADD, 2, "node.add")                                                        \
+	X(CFG_OP_NODE_REMOVE, 3, "node.remove")                                                  \
+	X(CFG_OP_NODE_STATE, 4, "node.state")                                                    \
+	X(CFG_OP_NET_ADD, 5, "net.add")                                                          \
+	X(CFG_OP_DRIVE_ADD, 6, "drive.add")                                                      \
+	X(CFG_OP_FS_CREATE, 7, "fs.create")                                                      \
+	X(CFG_OP_FS_DELETE, 8, "fs.delete")                                                      \
+	X(CFG_OP_MGROUP_REPLACE, 9, "mgroup.replace")                                            \
+	X(CFG_OP_DRIVE_STATE, 10, "drive.state") /* target: the drive; state: enum               \
+						    cfg_drive_state */                           \
+	X(CFG_OP_SET, 11, "set") /* name: a setting (cfg_setting_names), size: its value */      \
+	X(CFG_OP_DRIVE_REMOVE, 12, "drive.remove") /* target: a drained drive, forgotten */      \
+	/* id: the node that says it (0: the cluster), path: the text */                         \
+	X(CFG_OP_EVENT, 13, "event")                                                             \
+	/* name: the filesystem, snap: the snapshot (enum cfg_snap_state) */                     \
+	X(CFG_OP_SNAP_CREATE, 14, "snap.create")                                                 \
+	X(CFG_OP_SNAP_STATE, 15, "snap.state") /* state: CFG_SNAP_READY */                       \
+	X(CFG_OP_SNAP_DELETE, 16, "snap.delete")                                                 \
+	X(CFG_OP_SNAP_FORGET, 17, "snap.forget")                                                 \
+	/* name: the filesystem, size: every (s, 0: off), quota: how many are kept */            \
+	X(CFG_OP_SNAP_SCHEDULE, 18, "snap.schedule")                                             \
+	X(CFG_OP_NET_REMOVE, 19, "net.remove") /* id: the node; addr: the interface */           \
+	/* name: the filesystem; id: the key's id; state: enum cfg_key_access; key: its bytes */ \
+	X(CFG_OP_KEY_CREATE, 20, "key.create")                                                   \
+	X(CFG_OP_KEY_REVOKE, 21, "key.revoke") /* id: the key */
 
 enum cfg_op {
 #define CFG_OP_ENUM(id, num, name) id = (num),
@@ -186,6 +192,22 @@ struct cfg_snap {
 	uint64_t created;	 /* ns since the Unix epoch */
 };
 
+/*
+ * A file system access key (docs/security.md, "Clients' keys"): a client
+ * that proves it holds the bytes opens that file system, and writes it if
+ * the key is read-write. A revoked key is kept (its clients are told
+ * EACCES) until the table needs its room; a filesystem's go with it.
+ */
+enum cfg_key_access { CFG_KEY_READ = 1, CFG_KEY_WRITE = 2 }; /* as enum net_access */
+struct cfg_key {
+	uint32_t id; /* CFG_KEY_FIRST and up, chosen at random by who makes it */
+	uint32_t fs; /* the filesystem's id */
+	uint8_t access;
+	bool revoked;
+	uint64_t created, revoked_at; /* ns since the Unix epoch */
+	uint8_t secret[CFG_KEY_LEN];  /* zeros in the copy clients get (cfg_encode_public) */
+};
+
 struct cfg_event {
 	uint64_t seq, time, node;
 	char text[CFG_MSG_MAX];
@@ -198,7 +220,7 @@ struct cfg {
 	uint8_t uuid[16];
 	uint32_t nbuckets;
 	uint32_t replicas; /* per bucket group */
-	uint32_t nnodes, ndrives, nfs, nevents, nsnaps;
+	uint32_t nnodes, ndrives, nfs, nevents, nsnaps, nkeys;
 	uint64_t next_drive, next_event;
 	uint32_t next_fs;	  /* the id the next filesystem gets */
 	uint32_t rebuild_delay_s; /* a node down this long has its targets rebuilt */
@@ -210,6 +232,7 @@ struct cfg {
 	struct cfg_fs fs[CFG_FS_MAX];
 	struct cfg_event events[CFG_EVENTS_MAX]; /* a ring: the newest nevents */
 	struct cfg_snap snaps[CFG_SNAPS_MAX];	 /* in the order they were created */
+	struct cfg_key keys[CFG_KEYS_MAX];	 /* in the order they were created */
 	uint64_t *buckets;			 /* nbuckets x replicas node ids */
 	/*
 	 * The metadata groups, fixed when the first filesystem is created
@@ -248,6 +271,7 @@ struct cfg_cmd {
 	 * changes. Said in the events the change records.
 	 */
 	char by[CFG_ADDR_MAX + 16];
+	uint8_t key[CFG_KEY_LEN]; /* key.create: the key's bytes */
 };
 
 struct cfg *cfg_new(void);
@@ -267,6 +291,8 @@ int cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len);
 void cfg_cmd_encode(struct sh_enc *e, const struct cfg_cmd *cmd);
 int cfg_cmd_decode(const uint8_t *b, size_t len, struct cfg_cmd *cmd); /* fuzzed */
 void cfg_encode(struct sh_enc *e, const struct cfg *c);
+/* As cfg_encode, without the access keys' bytes: for clients. */
+void cfg_encode_public(struct sh_enc *e, const struct cfg *c);
 int cfg_decode(const uint8_t *b, size_t len, struct cfg *c); /* fuzzed; c from cfg_new */
 
 const struct cfg_node *cfg_node_find(const struct cfg *c, uint64_t id);
@@ -287,6 +313,10 @@ cfg_node_down(const struct cfg_node *n)
 int cfg_node_data(const struct cfg_node *n, unsigned worker, char *out, size_t len);
 const struct cfg_fs *cfg_fs_find(const struct cfg *c, const char *name);
 const struct cfg_fs *cfg_fs_by_id(const struct cfg *c, uint32_t id);
+/* Access key id, or NULL. */
+const struct cfg_key *cfg_key_find(const struct cfg *c, uint32_t id);
+/* "read-only", "read-write". */
+const char *cfg_key_access_name(unsigned access);
 /* Snapshot name of filesystem fs (its id), or NULL. */
 const struct cfg_snap *cfg_snap_find(const struct cfg *c, uint32_t fs, const char *name);
 /*

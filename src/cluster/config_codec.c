@@ -6,7 +6,8 @@
 
 #include "config_int.h"
 
-#define CFG_MAGIC    0x35474643u /* "CFG5": with the filesystems' snapshot schedules */
+#define CFG_MAGIC    0x36474643u /* "CFG6": with the file systems' access keys */
+#define CFG_MAGIC_V5 0x35474643u /* "CFG5": with the filesystems' snapshot schedules */
 #define CFG_MAGIC_V4 0x34474643u /* "CFG4": with the filesystems' versions and snapshots */
 #define CFG_MAGIC_V3 0x33474643u /* "CFG3": with drive states and the heal settings */
 #define CFG_MAGIC_V2 0x32474643u /* "CFG2": with the metadata groups' table */
@@ -39,6 +40,7 @@ cfg_cmd_encode(struct sh_enc *e, const struct cfg_cmd *cmd)
 	sh_enc_u64(e, cmd->node2);
 	sh_enc_str(e, cmd->snap);
 	sh_enc_str(e, cmd->by);
+	sh_enc_bytes(e, cmd->key, sizeof(cmd->key));
 }
 
 int
@@ -79,15 +81,19 @@ cfg_cmd_decode(const uint8_t *b, size_t len, struct cfg_cmd *cmd)
 		sh_dec_str(&d, cmd->snap, sizeof(cmd->snap));
 	if (sh_dec_left(&d) > 0) /* since the audit trail */
 		sh_dec_str(&d, cmd->by, sizeof(cmd->by));
+	if (sh_dec_left(&d) > 0 && (u = sh_dec_bytes(&d, sizeof(cmd->key))) != NULL)
+		memcpy(cmd->key, u, sizeof(cmd->key)); /* since access keys */
 	sh_dec_end(&d);
 	if (d.err || cmd->op == 0 || cmd->op >= CFG_OP_MAX)
 		return -EBADMSG;
 	return 0;
 }
 
-void
-cfg_encode(struct sh_enc *e, const struct cfg *c)
+static void
+encode(struct sh_enc *e, const struct cfg *c, bool secrets)
 {
+	static const uint8_t none[CFG_KEY_LEN];
+
 	sh_enc_u32(e, CFG_MAGIC);
 	sh_enc_u64(e, c->epoch);
 	sh_enc_u8(e, c->created);
@@ -181,6 +187,31 @@ cfg_encode(struct sh_enc *e, const struct cfg *c)
 		sh_enc_u32(e, c->fs[i].snap_every_s);
 		sh_enc_u32(e, c->fs[i].snap_keep);
 	}
+	/* the access keys (a "CFG5" configuration ends before them) */
+	sh_enc_u32(e, c->nkeys);
+	for (uint32_t i = 0; i < c->nkeys; i++) {
+		const struct cfg_key *k = &c->keys[i];
+
+		sh_enc_u32(e, k->id);
+		sh_enc_u32(e, k->fs);
+		sh_enc_u8(e, k->access);
+		sh_enc_u8(e, k->revoked);
+		sh_enc_u64(e, k->created);
+		sh_enc_u64(e, k->revoked_at);
+		sh_enc_bytes(e, secrets ? k->secret : none, CFG_KEY_LEN);
+	}
+}
+
+void
+cfg_encode(struct sh_enc *e, const struct cfg *c)
+{
+	encode(e, c, true);
+}
+
+void
+cfg_encode_public(struct sh_enc *e, const struct cfg *c)
+{
+	encode(e, c, false);
 }
 
 /* The fixed groups: each bucket's (every group has one, and its buckets one replica set). */
@@ -271,6 +302,36 @@ decode_schedules(struct sh_dec *d, struct cfg *t)
 	return d->err ? -EBADMSG : 0;
 }
 
+/* The access keys ("CFG6"): ids from CFG_KEY_FIRST, each once, read-only or read-write. */
+static int
+decode_keys(struct sh_dec *d, struct cfg *t)
+{
+	const uint8_t *u;
+
+	t->nkeys = sh_dec_u32(d);
+	if (t->nkeys > CFG_KEYS_MAX)
+		return -EBADMSG;
+	for (uint32_t i = 0; i < t->nkeys && !d->err; i++) {
+		struct cfg_key *k = &t->keys[i];
+
+		k->id = sh_dec_u32(d);
+		k->fs = sh_dec_u32(d);
+		k->access = sh_dec_u8(d);
+		k->revoked = sh_dec_u8(d) != 0;
+		k->created = sh_dec_u64(d);
+		k->revoked_at = sh_dec_u64(d);
+		if ((u = sh_dec_bytes(d, CFG_KEY_LEN)) != NULL)
+			memcpy(k->secret, u, CFG_KEY_LEN);
+		if (k->id < CFG_KEY_FIRST ||
+		    (k->access != CFG_KEY_READ && k->access != CFG_KEY_WRITE))
+			return -EBADMSG;
+		for (uint32_t j = 0; j < i; j++)
+			if (t->keys[j].id == k->id)
+				return -EBADMSG;
+	}
+	return d->err ? -EBADMSG : 0;
+}
+
 int
 cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 {
@@ -284,8 +345,8 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 		return -ENOMEM;
 	sh_dec_init(&d, b, len);
 	magic = sh_dec_u32(&d);
-	if (magic != CFG_MAGIC && magic != CFG_MAGIC_V4 && magic != CFG_MAGIC_V3 &&
-	    magic != CFG_MAGIC_V2 && magic != CFG_MAGIC_V1)
+	if (magic != CFG_MAGIC && magic != CFG_MAGIC_V5 && magic != CFG_MAGIC_V4 &&
+	    magic != CFG_MAGIC_V3 && magic != CFG_MAGIC_V2 && magic != CFG_MAGIC_V1)
 		goto bad;
 	t->epoch = sh_dec_u64(&d);
 	t->created = sh_dec_u8(&d) != 0;
@@ -374,7 +435,8 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 	}
 	if (magic != CFG_MAGIC_V1 && decode_groups(&d, t) < 0)
 		goto bad;
-	if (magic == CFG_MAGIC || magic == CFG_MAGIC_V4 || magic == CFG_MAGIC_V3) {
+	if (magic == CFG_MAGIC || magic == CFG_MAGIC_V5 || magic == CFG_MAGIC_V4 ||
+	    magic == CFG_MAGIC_V3) {
 		for (uint32_t i = 0; i < t->ndrives; i++) {
 			t->drives[i].state = sh_dec_u8(&d);
 			t->drives[i].since = sh_dec_u64(&d);
@@ -388,10 +450,14 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 		if (t->rebuild_share == 0 || t->rebuild_share > 100)
 			goto bad;
 	}
-	if ((magic == CFG_MAGIC || magic == CFG_MAGIC_V4) && decode_snaps(&d, t) < 0)
+	if ((magic == CFG_MAGIC || magic == CFG_MAGIC_V5 || magic == CFG_MAGIC_V4) &&
+	    decode_snaps(&d, t) < 0)
 		goto bad;
 	/* before schedules ("CFG4" and older): none */
-	if (magic == CFG_MAGIC && decode_schedules(&d, t) < 0)
+	if ((magic == CFG_MAGIC || magic == CFG_MAGIC_V5) && decode_schedules(&d, t) < 0)
+		goto bad;
+	/* before access keys ("CFG5" and older): none */
+	if (magic == CFG_MAGIC && decode_keys(&d, t) < 0)
 		goto bad;
 	sh_dec_end(&d);
 	if (d.err)

@@ -27,4 +27,9 @@ void cfg_apply_snap(struct cfg *c, const struct cfg_cmd *cmd);
 /* Forget every snapshot of filesystem fs (its id; the filesystem is deleted): how many. */
 unsigned cfg_snaps_drop(struct cfg *c, uint32_t fs);
 
+/* config_key.c: the access keys' changes; a filesystem deleted drops its keys. */
+int cfg_check_key(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len);
+void cfg_apply_key(struct cfg *c, const struct cfg_cmd *cmd);
+unsigned cfg_keys_drop(struct cfg *c, uint32_t fs);
+
 #endif /* SH_CLUSTER_CONFIG_INT_H */

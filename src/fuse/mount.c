@@ -75,7 +75,9 @@ add_opt(struct fuse_args *a, const char *o)
 int
 sfuse_main(const struct sfuse_opts *o)
 {
-	struct sh_client_opts co = { .timeout_ms = o->timeout_ms, .frag_kb = o->frag_kb };
+	struct sh_client_opts co = { .timeout_ms = o->timeout_ms,
+				     .frag_kb = o->frag_kb,
+				     .key_file = o->key_file };
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *lc = NULL;
 	struct fuse_session *se = NULL;
@@ -89,8 +91,16 @@ sfuse_main(const struct sfuse_opts *o)
 	rc = sh_client_connect(o->mgmt, &co, &s.c);
 	if (rc == 0) {
 		rc = sh_fs_open(s.c, o->fs, &s.fs);
-		if (rc < 0)
+		if (rc == -ENOENT)
 			fprintf(stderr, "shoal: no filesystem '%s' in the cluster\n", o->fs);
+		else if (rc == -EACCES)
+			fprintf(stderr,
+				"shoal: the cluster refuses filesystem '%s' to this client: it "
+				"needs a key of that filesystem (--key-file, $SHOAL_KEY_FILE or "
+				"$SHOAL_KEY; docs/security.md), not revoked\n",
+				o->fs);
+		else if (rc < 0)
+			fprintf(stderr, "shoal: filesystem '%s': %s\n", o->fs, sh_strerror(rc));
 		else
 			sh_fs_close(s.fs);
 		sh_client_close(s.c);
@@ -98,7 +108,8 @@ sfuse_main(const struct sfuse_opts *o)
 		s.fs = NULL;
 	} else {
 		fprintf(stderr, "shoal: cannot reach the cluster at %s: %s\n", o->mgmt,
-			sh_strerror(rc));
+			rc == -EINVAL || rc == -EPERM ? "the client's key cannot be used (above)"
+						      : sh_strerror(rc));
 	}
 	if (rc < 0)
 		return rc;

@@ -32,6 +32,7 @@ struct sfuse_opts {
 	unsigned max_io_kb;   /* -o max_io=KiB: the largest read or write the kernel sends */
 	unsigned frag_kb;     /* -o frag=KiB: the fragment size of the stripes written */
 	const char *log;      /* where a daemon logs (default: syslog-less: nowhere) */
+	const char *key_file; /* --key-file: the client's key (NULL: $SHOAL_KEY, $SHOAL_KEY_FILE) */
 };
 
 struct sfuse {

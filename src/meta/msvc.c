@@ -989,12 +989,29 @@ mreq_new(struct msvc *s)
 	return m;
 }
 
+/*
+ * What a client's key allows (docs/security.md, "Clients' keys"): the file
+ * system it was made for, and writes only with a read-write one. Those
+ * that change a filesystem: commands, and what leaders send each other.
+ */
+static int
+allowed(const struct net_cred *cred, const struct mp_req *req)
+{
+	if (!net_cred_opens(cred, req->fs))
+		return -EACCES;
+	if (cred->access != NET_ACCESS_WRITE &&
+	    (req->kind == MP_CMD || req->kind == MP_DELTAS || req->kind == MP_REVOKE))
+		return -EROFS;
+	return 0;
+}
+
 static void
 on_request(struct net_req *nr, void *arg)
 {
 	struct msvc *s = arg;
 	const struct net_msg *b = net_req_body(nr);
 	struct mreq *m;
+	int rc;
 
 	if (s->stopping) {
 		net_reply(nr, -ESHUTDOWN, NULL, 0);
@@ -1008,6 +1025,10 @@ on_request(struct net_req *nr, void *arg)
 	m->nr = nr;
 	if (mp_req_decode(b->buf->data + b->off, b->len, &m->req) < 0) {
 		mreq_answer(m, -EINVAL, NULL);
+		return;
+	}
+	if ((rc = allowed(net_req_cred(nr), &m->req)) < 0) {
+		mreq_answer(m, rc, NULL);
 		return;
 	}
 	dispatch(m);

@@ -12,18 +12,33 @@
 #include "../env/env.h"
 
 #define SESSION_LABEL "shoal net session v1"
+#define CLIENT_LABEL  "shoal client key v1"
 
 struct net_auth {
-	uint8_t key[2][NET_AUTH_KEY_LEN]; /* [0] seals and is accepted; [1], if any, accepted */
+	uint8_t key[2][NET_AUTH_KEY_LEN];    /* [0] seals and is accepted; [1], if any, accepted */
+	uint8_t client[2][NET_AUTH_KEY_LEN]; /* the cluster's client key of each (key id 1) */
 	unsigned nkeys;
+	uint32_t key_id; /* the id of key[]: 0 (a backend's network key), or a client's */
 	uint8_t salt[4];
 	uint64_t ctr;		    /* packets sealed: the nonce's counter */
 	struct net_mac_key scratch; /* a key derived for one packet */
 };
 
 int
+net_auth_client_key(const uint8_t net_key[NET_AUTH_KEY_LEN], uint8_t out[NET_AUTH_KEY_LEN])
+{
+	unsigned len = 0;
+
+	if (HMAC(EVP_sha256(), net_key, NET_AUTH_KEY_LEN, (const uint8_t *)CLIENT_LABEL,
+		 sizeof(CLIENT_LABEL) - 1, out, &len) == NULL ||
+	    len != NET_AUTH_KEY_LEN)
+		return -EIO;
+	return 0;
+}
+
+int
 net_auth_create(struct env *env, const uint8_t key[NET_AUTH_KEY_LEN],
-		const uint8_t also[NET_AUTH_KEY_LEN], struct net_auth **out)
+		const uint8_t also[NET_AUTH_KEY_LEN], uint32_t key_id, struct net_auth **out)
 {
 	struct net_auth *a = sh_calloc(1, sizeof(*a));
 
@@ -31,10 +46,37 @@ net_auth_create(struct env *env, const uint8_t key[NET_AUTH_KEY_LEN],
 		return -ENOMEM;
 	memcpy(a->key[0], key, NET_AUTH_KEY_LEN);
 	a->nkeys = 1;
+	a->key_id = key_id;
 	if (also != NULL && memcmp(also, key, NET_AUTH_KEY_LEN) != 0)
 		memcpy(a->key[a->nkeys++], also, NET_AUTH_KEY_LEN);
+	for (unsigned m = 0; m < a->nkeys && key_id == NET_KEY_NETWORK; m++)
+		if (net_auth_client_key(a->key[m], a->client[m]) < 0) {
+			net_auth_destroy(a);
+			return -EIO;
+		}
 	env_random(env, a->salt, sizeof(a->salt));
 	*out = a;
+	return 0;
+}
+
+uint32_t
+net_auth_key_id(const struct net_auth *a)
+{
+	return a->key_id;
+}
+
+unsigned
+net_auth_keys(const struct net_auth *a, uint32_t key_id, const uint8_t (**keys)[NET_AUTH_KEY_LEN])
+{
+	if (key_id == a->key_id) {
+		*keys = a->key;
+		return a->nkeys;
+	}
+	if (key_id == NET_KEY_CLUSTER_CLIENT && a->key_id == NET_KEY_NETWORK) {
+		*keys = a->client;
+		return a->nkeys;
+	}
+	*keys = NULL;
 	return 0;
 }
 
@@ -52,6 +94,7 @@ net_auth_destroy(struct net_auth *a)
 		return;
 	net_mac_key_fini(&a->scratch);
 	OPENSSL_cleanse(a->key, sizeof(a->key));
+	OPENSSL_cleanse(a->client, sizeof(a->client));
 	sh_free(a);
 }
 
@@ -66,12 +109,13 @@ static bool
 key_is(const struct net_mac_key *k, const struct net_pkt *h)
 {
 	return k->valid && k->src_id == h->src_id && k->dst_id == h->dst_id &&
-	       k->src_inc == h->src_inc && k->dst_inc == h->dst_inc && k->sess == h->sess;
+	       k->src_inc == h->src_inc && k->dst_inc == h->dst_inc && k->sess == h->sess &&
+	       k->key_id == h->key_id;
 }
 
-/* k becomes the key of the session h names, derived from network key m. */
+/* k becomes the key of the session h names, derived from master (h's key id's m-th). */
 static int
-key_derive(const struct net_auth *a, unsigned m, struct net_mac_key *k, const struct net_pkt *h)
+key_derive(const uint8_t *master, unsigned m, struct net_mac_key *k, const struct net_pkt *h)
 {
 	uint8_t msg[sizeof(SESSION_LABEL) - 1 + 36], key[EVP_MAX_MD_SIZE];
 	size_t off = sizeof(SESSION_LABEL) - 1;
@@ -88,7 +132,7 @@ key_derive(const struct net_auth *a, unsigned m, struct net_mac_key *k, const st
 	k->valid = false;
 	if (k->ctx == NULL && (k->ctx = EVP_CIPHER_CTX_new()) == NULL)
 		return -ENOMEM;
-	if (HMAC(EVP_sha256(), a->key[m], NET_AUTH_KEY_LEN, msg, sizeof(msg), key, &klen) == NULL ||
+	if (HMAC(EVP_sha256(), master, NET_AUTH_KEY_LEN, msg, sizeof(msg), key, &klen) == NULL ||
 	    klen != 32)
 		goto out;
 	if (EVP_EncryptInit_ex(k->ctx, EVP_aes_256_gcm(), NULL, key, NULL) != 1)
@@ -98,6 +142,7 @@ key_derive(const struct net_auth *a, unsigned m, struct net_mac_key *k, const st
 	k->src_inc = h->src_inc;
 	k->dst_inc = h->dst_inc;
 	k->sess = h->sess;
+	k->key_id = h->key_id;
 	k->master = (uint8_t)m;
 	k->valid = true;
 	rc = 0;
@@ -127,14 +172,17 @@ gmac(struct net_mac_key *k, const uint8_t *nonce, const struct iovec *iov, unsig
 }
 
 int
-net_auth_seal(struct net_auth *a, struct net_mac_key *k, const struct net_pkt *h,
-	      const struct iovec *iov, unsigned iovcnt, uint8_t trailer[NET_MAC_TRAILER])
+net_auth_seal(struct net_auth *a, struct net_mac_key *k, const uint8_t *master,
+	      const struct net_pkt *h, const struct iovec *iov, unsigned iovcnt,
+	      uint8_t trailer[NET_MAC_TRAILER])
 {
 	int rc;
 
 	if (k == NULL)
 		k = &a->scratch;
-	if ((!key_is(k, h) || k->master != 0) && (rc = key_derive(a, 0, k, h)) < 0)
+	if (master == NULL)
+		master = a->key[0];
+	if ((!key_is(k, h) || k->master != 0) && (rc = key_derive(master, 0, k, h)) < 0)
 		return rc;
 	memcpy(trailer, a->salt, sizeof(a->salt));
 	le64(trailer + sizeof(a->salt), a->ctr++);
@@ -155,8 +203,8 @@ verify(struct net_mac_key *k, const struct net_pkt *pkt, const uint8_t *b)
 }
 
 int
-net_auth_check(struct net_auth *a, struct net_mac_key *k, const struct net_pkt *pkt,
-	       const uint8_t *b, size_t len)
+net_auth_check(struct net_auth *a, struct net_mac_key *k, const uint8_t (*keys)[NET_AUTH_KEY_LEN],
+	       unsigned nkeys, const struct net_pkt *pkt, const uint8_t *b, size_t len)
 {
 	int rc = -EACCES;
 
@@ -165,18 +213,20 @@ net_auth_check(struct net_auth *a, struct net_mac_key *k, const struct net_pkt *
 		return -EACCES;
 	if (k != NULL && key_is(k, pkt) && (rc = verify(k, pkt, b)) == 0)
 		return 0;
-	/* derived anew from each network key (two while the secret is rotated) */
-	for (unsigned m = 0; m < a->nkeys; m++) {
+	/* derived anew from each key it may be under (two while the secret is rotated) */
+	for (unsigned m = 0; m < nkeys; m++) {
 		if (k != NULL && key_is(k, pkt) && k->master == m)
 			continue; /* tried above */
 		if ((!key_is(&a->scratch, pkt) || a->scratch.master != m) &&
-		    (rc = key_derive(a, m, &a->scratch, pkt)) < 0)
+		    (rc = key_derive(keys[m], m, &a->scratch, pkt)) < 0)
 			return rc;
 		rc = verify(&a->scratch, pkt, b);
-		if (rc == 0)
+		if (rc == 0) {
+			rc = (int)m;
 			break;
+		}
 	}
-	if (rc == 0 && k != NULL) {
+	if (rc >= 0 && k != NULL) {
 		/* proved: the peer's cache takes this key */
 		struct net_mac_key t = *k;
 

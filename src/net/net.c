@@ -257,7 +257,8 @@ net_out_end(struct net_peer *p, unsigned path, struct net_pkt *h, size_t extra_l
 	struct iovec *iov = n->out_iov[i];
 	size_t hlen = net_pkt_hdr_len(h->nsack), data_len = 0;
 	uint8_t *start = extra - hlen;
-	bool mac = net_auth_on(n, p->id);
+	bool mac = net_peer_mac(p);
+	const uint8_t *master = NULL;
 	unsigned iovcnt = 1 + ndata;
 
 	/* iov[0]: header and inline payload; iov[1..]: data, uncopied; then the MAC */
@@ -267,13 +268,19 @@ net_out_end(struct net_peer *p, unsigned path, struct net_pkt *h, size_t extra_l
 		data_len += data[k].iov_len;
 	}
 	h->payload_len = (uint32_t)(extra_len + data_len);
-	if (mac)
+	if (mac) {
 		h->flags |= NET_FLAG_MAC;
+		h->key_id = net_auth_key_id(n->auth);
+		if (net_id_is_client(p->id)) {
+			h->key_id = p->cred.key_id; /* a client's: under its key */
+			master = p->ckey;
+		}
+	}
 	net_pkt_encode_hdr(h, start, iov, (int)iovcnt);
 	iov[0] = (struct iovec){ start, hlen + extra_len };
 	if (mac) {
 		assert(iovcnt < ENV_DGRAM_IOV_MAX);
-		if (net_auth_seal(n->auth, &p->tx_key, h, iov, iovcnt, n->out_mac[i]) < 0) {
+		if (net_auth_seal(n->auth, &p->tx_key, master, h, iov, iovcnt, n->out_mac[i]) < 0) {
 			n->nout--; /* not sent: lost, as on the wire, and sent again */
 			n->st.auth_failed++;
 			return;
@@ -351,6 +358,7 @@ send_reset(struct net *n, unsigned tp, const struct env_addr *to, const struct n
 	struct net_pkt h = { .type = NET_PKT_RESET };
 	struct iovec none = { NULL, 0 };
 	uint8_t buf[NET_HDR_MAX], mac[NET_MAC_TRAILER];
+	const uint8_t *master = NULL;
 	struct iovec iov[2];
 	struct env_dgram_msg m;
 
@@ -360,11 +368,17 @@ send_reset(struct net *n, unsigned tp, const struct env_addr *to, const struct n
 	h.dst_inc = bad->src_inc;
 	h.sess = bad->sess;
 	h.ts = net_now_us(n);
-	if (net_auth_on(n, h.dst_id))
+	if (net_auth_on(n, h.dst_id)) {
 		h.flags = NET_FLAG_MAC;
+		h.key_id = net_auth_key_id(n->auth);
+	} else if (n->auth != NULL && n->rx.keyed) {
+		h.flags = NET_FLAG_MAC; /* a client's, just proved: under its key */
+		h.key_id = n->rx.cred.key_id;
+		master = n->rx.key;
+	}
 	iov[0] = (struct iovec){ buf, net_pkt_encode_hdr(&h, buf, &none, 0) };
 	iov[1] = (struct iovec){ mac, NET_MAC_TRAILER };
-	if (h.flags && net_auth_seal(n->auth, NULL, &h, iov, 1, mac) < 0)
+	if (h.flags && net_auth_seal(n->auth, NULL, master, &h, iov, 1, mac) < 0)
 		return;
 	m = (struct env_dgram_msg){ .peer = *to, .iov = iov, .iovcnt = h.flags ? 2 : 1 };
 	n->tps[tp].ops->send(&n->tps[tp], &m, 1);
@@ -537,6 +551,37 @@ on_packet(struct net *n, unsigned tp, const struct env_addr *from, const struct 
 		send_reset(n, tp, from, pkt); /* meant for an incarnation of ours that is gone */
 		return;
 	}
+	if (n->auth != NULL && net_id_is_client(p->id) && (p->inc == 0 || pkt->src_inc >= p->inc)) {
+		if (n->rx.keyed && p->cred.key_id == 0 && p->inc == pkt->src_inc) {
+			/*
+			 * its session began without a key: someone else's, claiming its id
+			 * (client_authentic). What it held goes; the client's key begins anew,
+			 * where the client writes from.
+			 */
+			net_sess_reset(p);
+			net_rpc_sess_down(p, true);
+			p->nifaces = 1;
+			p->ifaces[0].addr = *from;
+			memcpy(p->ifaces[0].label, n->ifaces[tp].label, NET_LABEL_MAX);
+			net_paths_build(p);
+		}
+		if (n->rx.keyed && p->cred.key_id != n->rx.cred.key_id) {
+			char addr[64];
+
+			/* the audit trail of keys' use (docs/security.md): once per client */
+			env_addr_format(from, addr, sizeof(addr));
+			sh_log_info("client %llx at %s holds key %u (%s)",
+				    (unsigned long long)p->id, addr, n->rx.cred.key_id,
+				    n->rx.cred.access == NET_ACCESS_WRITE  ? "read-write"
+				    : n->rx.cred.access == NET_ACCESS_READ ? "read-only"
+									   : "revoked");
+		}
+		/* what its key allows (client_authentic), for its requests */
+		p->cred = n->rx.cred;
+		p->cred_gen = n->rx.gen;
+		if (n->rx.keyed)
+			memcpy(p->ckey, n->rx.key, NET_AUTH_KEY_LEN);
+	}
 	p->last_rx_ns = env_now(n->env);
 	p->st.pkts_received++;
 	p->st.bytes_received += net_pkt_hdr_len(pkt->nsack) + pkt->payload_len;
@@ -571,38 +616,105 @@ on_packet(struct net *n, unsigned tp, const struct env_addr *from, const struct 
 	}
 }
 
-/*
- * A packet from a backend must carry a valid MAC (auth.h); one from a
- * client, none yet. Else it is dropped, counted against the id it claims,
- * and logged now and then.
- */
 static bool
-authentic(struct net *n, const struct env_dgram_msg *m, const struct net_pkt *pkt)
+auth_failed(struct net *n, const struct env_dgram_msg *m, const struct net_pkt *pkt,
+	    struct net_peer *p, const char *why)
 {
-	bool want = net_auth_on(n, pkt->src_id);
-	struct net_peer *p;
 	char addr[64];
 
-	if (!want && !(pkt->flags & NET_FLAG_MAC))
-		return true; /* a client's, as it should be: no peer lookup on its data path */
-	p = pkt->dst_id == n->id ? net_peer_get(n, pkt->src_id) : NULL;
-	if (want &&
-	    net_auth_check(n->auth, p ? &p->rx_key : NULL, pkt, m->iov[0].iov_base, m->len) == 0)
-		return true;
 	if (p != NULL)
 		p->st.auth_failed++;
 	if (n->st.auth_failed++ % 1000 == 0) {
 		env_addr_format(&m->peer, addr, sizeof(addr));
 		sh_log_warn("a datagram from %s claiming to be %llx %s: dropped (%llu so far; "
 			    "docs/security.md)",
-			    addr, (unsigned long long)pkt->src_id,
-			    n->auth == NULL ? "is authenticated, and this endpoint holds no key"
-			    : !(pkt->flags & NET_FLAG_MAC)  ? "has no MAC"
-			    : net_id_is_client(pkt->src_id) ? "has a MAC, which clients do not send"
-							    : "failed authentication",
+			    addr, (unsigned long long)pkt->src_id, why,
 			    (unsigned long long)n->st.auth_failed);
 	}
 	return false;
+}
+
+/*
+ * A client's datagram at a backend (auth.h): without a MAC it is heard as
+ * a client without a key, unless its session has one; with one, the key
+ * its key id names must prove it. What the key allows is kept in n->rx for
+ * on_packet to give the peer.
+ */
+static bool
+client_authentic(struct net *n, const struct env_dgram_msg *m, const struct net_pkt *pkt)
+{
+	struct net_peer *p = pkt->dst_id == n->id ? net_peer_get(n, pkt->src_id) : NULL;
+	bool same = p != NULL && p->inc != 0 && p->inc == pkt->src_inc;
+	const uint8_t(*keys)[NET_AUTH_KEY_LEN] = NULL;
+	uint8_t key[1][NET_AUTH_KEY_LEN];
+	unsigned nkeys;
+	int idx;
+
+	n->rx.cred = (struct net_cred){ .key_id = pkt->key_id };
+	n->rx.gen = __atomic_load_n(&n->keys_gen, __ATOMIC_ACQUIRE);
+	if (!(pkt->flags & NET_FLAG_MAC))
+		return same && p->cred.key_id != 0
+			   ? auth_failed(n, m, pkt, p, "has no MAC, and its session has a key")
+			   : true;
+	if (same && p->cred.key_id != 0 && p->cred.key_id != pkt->key_id)
+		return auth_failed(n, m, pkt, p, "names another key than its session's");
+	nkeys = net_auth_keys(n->auth, pkt->key_id, &keys);
+	if (pkt->key_id == NET_KEY_CLUSTER_CLIENT) {
+		n->rx.cred.access = NET_ACCESS_WRITE;
+	} else if (pkt->key_id == NET_KEY_NETWORK) {
+		return auth_failed(n, m, pkt, p, "is a client's under the network key");
+	} else if (same && p->cred.key_id == pkt->key_id && p->cred_gen == n->rx.gen) {
+		n->rx.cred = p->cred; /* looked up already, and no key changed since */
+		keys = (const uint8_t(*)[NET_AUTH_KEY_LEN])p->ckey;
+		nkeys = 1;
+	} else {
+		if (n->cfg.client_key == NULL ||
+		    n->cfg.client_key(n->cfg.arg, pkt->key_id, key[0], &n->rx.cred) < 0)
+			return auth_failed(n, m, pkt, p, "names a key this cluster does not have");
+		n->rx.cred.key_id = pkt->key_id;
+		keys = (const uint8_t(*)[NET_AUTH_KEY_LEN])key;
+		nkeys = 1;
+	}
+	idx = net_auth_check(n->auth, p ? &p->rx_key : NULL, keys, nkeys, pkt, m->iov[0].iov_base,
+			     m->len);
+	if (idx < 0)
+		return auth_failed(n, m, pkt, p, "failed authentication");
+	memcpy(n->rx.key, keys[idx], NET_AUTH_KEY_LEN);
+	explicit_bzero(key, sizeof(key));
+	n->rx.keyed = true;
+	return true;
+}
+
+/*
+ * A packet from a backend must carry a valid MAC under this endpoint's key
+ * (auth.h); a client's is client_authentic's. Else it is dropped, counted
+ * against the id it claims, and logged now and then.
+ */
+static bool
+authentic(struct net *n, const struct env_dgram_msg *m, const struct net_pkt *pkt)
+{
+	const uint8_t(*keys)[NET_AUTH_KEY_LEN];
+	struct net_peer *p;
+	unsigned nkeys;
+
+	n->rx.keyed = false;
+	if (n->auth == NULL)
+		return auth_failed(n, m, pkt, NULL,
+				   "is authenticated, and this endpoint holds no key");
+	if (net_id_is_client(pkt->src_id))
+		return net_auth_key_id(n->auth) == NET_KEY_NETWORK
+			   ? client_authentic(n, m, pkt)
+			   : auth_failed(n, m, pkt, NULL, "is a client's, at a client");
+	p = pkt->dst_id == n->id ? net_peer_get(n, pkt->src_id) : NULL;
+	if (!(pkt->flags & NET_FLAG_MAC))
+		return auth_failed(n, m, pkt, p, "has no MAC");
+	/* a backend's: under this endpoint's own key (its network key, a client's key) */
+	nkeys = pkt->key_id == net_auth_key_id(n->auth) ? net_auth_keys(n->auth, pkt->key_id, &keys)
+							: 0;
+	if (nkeys == 0 || net_auth_check(n->auth, p ? &p->rx_key : NULL, keys, nkeys, pkt,
+					 m->iov[0].iov_base, m->len) < 0)
+		return auth_failed(n, m, pkt, p, "failed authentication");
+	return true;
 }
 
 static void
@@ -641,9 +753,16 @@ on_recv(void *arg, struct net_transport *t, const struct env_dgram_msg *msgs, un
 
 /* ---- liveness ---- */
 
+void
+net_client_keys_changed(struct net *n)
+{
+	__atomic_add_fetch(&n->keys_gen, 1, __ATOMIC_RELEASE);
+}
+
 static void
 peer_free(struct net *n, struct net_peer *p)
 {
+	explicit_bzero(p->ckey, sizeof(p->ckey));
 	net_sess_free(p);
 	net_mac_key_fini(&p->tx_key);
 	net_mac_key_fini(&p->rx_key);
@@ -790,8 +909,8 @@ net_create(struct env *env, const struct net_config *cfg, struct net **out)
 	env_task_init(env, &n->flush_task, flush_task, n);
 	env_task_init(env, &n->refused_task, net_paths_refused_task, n);
 	env_timer_init(env, &n->tick, tick, n);
-	if (cfg->auth_key != NULL &&
-	    (rc = net_auth_create(env, cfg->auth_key, cfg->auth_key_also, &n->auth)) < 0)
+	if (cfg->auth_key != NULL && (rc = net_auth_create(env, cfg->auth_key, cfg->auth_key_also,
+							   cfg->auth_key_id, &n->auth)) < 0)
 		goto out_free;
 	rc = sh_htable_init(&n->peers, 64);
 	if (rc < 0)

@@ -41,6 +41,19 @@ struct net_iface {
 	uint32_t mtu;		   /* largest datagram payload on this interface; 0: default */
 };
 
+/*
+ * What a peer may do (docs/security.md, "Clients' keys"): a backend, or any
+ * peer of an endpoint without a network key, everything; a client what its
+ * key allows, checked with every datagram: nothing without one (the
+ * configuration only), nothing once its key is revoked.
+ */
+enum net_access { NET_ACCESS_NONE = 0, NET_ACCESS_READ = 1, NET_ACCESS_WRITE = 2 };
+struct net_cred {
+	uint32_t key_id; /* 0: no key (or a backend); 1: the cluster's client key; 2+: an fs key */
+	uint32_t fs;	 /* the one file system it opens (its id); 0: any */
+	uint8_t access;	 /* enum net_access */
+};
+
 enum net_peer_event {
 	NET_PEER_UP = 1,    /* session established */
 	NET_PEER_DOWN,	    /* declared dead after silence */
@@ -89,6 +102,20 @@ struct net_config {
 	const uint8_t *auth_key;
 	/* A second such key, accepted but never used to seal: while the secret is rotated. */
 	const uint8_t *auth_key_also;
+	/*
+	 * A client's endpoint: auth_key is its own key, and this its id (1 or
+	 * more); its datagrams and the backends' answers carry MACs under it.
+	 */
+	uint32_t auth_key_id;
+	/*
+	 * A backend's: the file system access key key_id (2 and up) of a client,
+	 * its 32 bytes and what it allows (a revoked key: NET_ACCESS_NONE, so
+	 * the client is told EACCES). 0, or -ENOENT: the datagram is dropped.
+	 * Called on the endpoint's thread; net_client_keys_changed() says the
+	 * answers may have changed. NULL: only the cluster's client key is known.
+	 */
+	int (*client_key)(void *arg, uint32_t key_id, uint8_t key[NET_AUTH_KEY_LEN],
+			  struct net_cred *cred);
 	void (*peer_event)(void *arg, uint64_t peer_id, enum net_peer_event ev);
 	void *arg;
 };
@@ -103,7 +130,8 @@ struct net_stats {
 	uint64_t requests, duplicate_requests, replies_from_cache;
 	uint64_t oneway_sent, oneway_received;
 	uint64_t refused;     /* requests and messages a client sent that only a backend may */
-	uint64_t auth_failed; /* datagrams claiming a backend without a valid MAC: dropped */
+	uint64_t auth_failed; /* datagrams without a valid MAC where one is needed: dropped */
+	uint64_t denied; /* requests a client's key does not allow (none, revoked, read-only) */
 	uint64_t reply_cache_entries; /* now, not a count */
 	uint64_t sessions_opened, peers_dead, peers_restarted, peers_forgotten;
 };
@@ -269,6 +297,20 @@ typedef void (*net_handler_fn)(struct net_req *req, void *arg);
 int net_handle(struct net *n, uint16_t opcode, net_handler_fn fn, void *arg);
 const struct net_msg *net_req_body(const struct net_req *r);
 uint64_t net_req_peer(const struct net_req *r);
+/* What the peer could do when it sent the request (struct net_cred). */
+const struct net_cred *net_req_cred(const struct net_req *r);
+/* Whether cred opens file system fs (its id), and writes it. */
+static inline bool
+net_cred_opens(const struct net_cred *c, uint32_t fs)
+{
+	return c->access != NET_ACCESS_NONE && (c->fs == 0 || c->fs == fs);
+}
+/*
+ * The answers of net_config.client_key may have changed (a key made or
+ * revoked): every client's next datagram asks again, so a revoked key's
+ * sessions are refused from then on. Any thread.
+ */
+void net_client_keys_changed(struct net *n);
 uint16_t net_req_opcode(const struct net_req *r);
 /*
  * Answer a request, now or later, exactly once: status >= 0 for success

@@ -168,6 +168,14 @@ struct net_peer {
 	struct sh_list calls; /* struct net_call.plink: calls waiting on this peer */
 	struct net_peer_stats st;
 	struct net_mac_key tx_key, rx_key; /* the session keys last used each way (auth.h) */
+	/*
+	 * A client's, at a backend with a network key: what its session's key
+	 * allows, that key (cred.key_id 0: none, its datagrams carry no MAC),
+	 * and net.keys_gen when it was looked up (stale: asked again).
+	 */
+	struct net_cred cred;
+	uint8_t ckey[NET_AUTH_KEY_LEN];
+	uint64_t cred_gen;
 	uint32_t nreqs; /* requests from it being handled (struct net_req.peer) */
 	bool dirty;
 	struct sh_list dirty_link;
@@ -198,6 +206,7 @@ struct net_req {
 	uint16_t opcode;
 	struct net_msg body;
 	struct net_reply *cache;
+	struct net_cred cred; /* the peer's when the request came */
 	uint64_t start_ns;
 };
 
@@ -252,6 +261,14 @@ struct net {
 	uint32_t nreplies;
 
 	struct net_auth *auth; /* NULL: datagrams are not authenticated */
+	uint64_t keys_gen;     /* net_client_keys_changed() (atomic) */
+	/* the datagram being handled, if a client's with a valid MAC: its key and what it allows */
+	struct {
+		bool keyed;
+		struct net_cred cred;
+		uint8_t key[NET_AUTH_KEY_LEN];
+		uint64_t gen;
+	} rx;
 
 	struct net_stats st;
 	struct net_op_stats ops[NET_OPS_TRACKED];
@@ -277,18 +294,37 @@ net_now_us(struct net *n)
 
 /* net.c */
 struct net_peer *net_peer_get(const struct net *n, uint64_t id);
-/* Whether datagrams to and from peer id carry a MAC (auth.h). */
+/*
+ * Whether datagrams to and from backend id carry a MAC under this
+ * endpoint's own key (auth.h): a backend's network key, a client's key.
+ */
 static inline bool
 net_auth_on(const struct net *n, uint64_t id)
 {
 	return n->auth != NULL && !net_id_is_client(id);
 }
 
+/* Whether datagrams to p carry a MAC: a backend's, a client's that has a key. */
+static inline bool
+net_peer_mac(const struct net_peer *p)
+{
+	return net_auth_on(p->net, p->id) || (p->net->auth != NULL && p->cred.key_id != 0);
+}
+
+/* What p may do (struct net_cred): a client's key's rights, else everything. */
+static inline struct net_cred
+net_peer_cred(const struct net_peer *p)
+{
+	if (p->net->auth == NULL || !net_id_is_client(p->id))
+		return (struct net_cred){ .access = NET_ACCESS_WRITE };
+	return p->cred;
+}
+
 /* The most payload a datagram to p carries: its MTU less header, ranges and MAC. */
 static inline uint32_t
 net_pkt_room(const struct net_peer *p)
 {
-	return p->mtu - NET_HDR_MAX - (net_auth_on(p->net, p->id) ? NET_MAC_TRAILER : 0);
+	return p->mtu - NET_HDR_MAX - (net_peer_mac(p) ? NET_MAC_TRAILER : 0);
 }
 uint32_t net_default_mtu(const struct env_addr *a);
 /* p's interfaces become these (MTUs defaulted), its paths rebuilt. */

@@ -35,20 +35,33 @@ static const char *const op_names[] = {
 #undef OP_NAME
 };
 
-static const bool op_node_only[] = {
-#define OP_FROM(id, num, name, from) [num] = NET_FROM_##from,
-#define NET_FROM_ANY		     false
-#define NET_FROM_NODE		     true
+/* Who may send each opcode (rpc_ops.h): NET_FROM_*. */
+enum { FROM_ANY = 0, FROM_NODE, FROM_KEY, FROM_WRITE };
+static const uint8_t op_from[] = {
+#define OP_FROM(id, num, name, from) [num] = FROM_##from,
 	NET_RPC_OPS(OP_FROM)
-#undef NET_FROM_ANY
-#undef NET_FROM_NODE
 #undef OP_FROM
 };
 
 bool
 net_op_allowed(unsigned op, uint64_t peer_id)
 {
-	return !(op < SH_ARRAY_SIZE(op_node_only) && op_node_only[op] && net_id_is_client(peer_id));
+	return !(op < SH_ARRAY_SIZE(op_from) && op_from[op] == FROM_NODE &&
+		 net_id_is_client(peer_id));
+}
+
+int
+net_op_check(unsigned op, uint64_t peer_id, const struct net_cred *cred)
+{
+	unsigned from = op < SH_ARRAY_SIZE(op_from) ? op_from[op] : FROM_ANY;
+
+	if (!net_op_allowed(op, peer_id))
+		return -EPERM;
+	if (from == FROM_KEY && cred->access == NET_ACCESS_NONE)
+		return -EACCES;
+	if (from == FROM_WRITE && cred->access != NET_ACCESS_WRITE)
+		return cred->access == NET_ACCESS_NONE ? -EACCES : -EROFS;
+	return 0;
 }
 
 const char *
@@ -365,6 +378,12 @@ net_req_peer(const struct net_req *r)
 	return r->peer->id;
 }
 
+const struct net_cred *
+net_req_cred(const struct net_req *r)
+{
+	return &r->cred;
+}
+
 uint16_t
 net_req_opcode(const struct net_req *r)
 {
@@ -430,17 +449,24 @@ out:
 	sh_free(r);
 }
 
-/* A client sent what only a backend may (rpc_ops.h): counted, logged now and then. */
+/*
+ * A client sent what only a backend may, or what its key does not allow
+ * (rpc_ops.h, rc from net_op_check): counted, logged now and then.
+ */
 static void
-refused(struct net_peer *p, uint16_t op)
+refused(struct net_peer *p, uint16_t op, int rc)
 {
 	struct net *n = p->net;
+	uint64_t *count = rc == -EPERM ? &n->st.refused : &n->st.denied;
 
-	if (n->st.refused++ % 1000 == 0)
-		sh_log_warn("peer %llx, a client, sent %s, which only a backend may: refused (%llu "
-			    "so far)",
+	if ((*count)++ % 1000 == 0)
+		sh_log_warn("peer %llx, a client, sent %s, which %s: refused (%llu so far)",
 			    (unsigned long long)p->id, net_op_name(op),
-			    (unsigned long long)n->st.refused);
+			    rc == -EPERM	  ? "only a backend may"
+			    : p->cred.key_id == 0 ? "needs a key, and it has none"
+			    : rc == -EROFS	  ? "writes, and its key is read-only"
+						  : "its key does not allow (revoked?)",
+			    (unsigned long long)*count);
 }
 
 static void
@@ -452,6 +478,7 @@ on_request(struct net_peer *p, struct sh_buf *buf, size_t off, uint32_t len, uin
 	struct sh_hnode *h = sh_htable_find(&n->replies, reply_hash(&k), &k, reply_eq);
 	struct net_reply *e;
 	struct net_req *r;
+	int rc;
 
 	n->st.requests++;
 	if (h != NULL) {
@@ -490,9 +517,10 @@ on_request(struct net_peer *p, struct sh_buf *buf, size_t off, uint32_t len, uin
 	r->body = (struct net_msg){ .buf = sh_buf_get(buf),
 				    .off = off + RPC_HDR_SIZE,
 				    .len = len - RPC_HDR_SIZE };
-	if (!net_op_allowed(op, p->id)) {
-		refused(p, op);
-		net_reply(r, -EPERM, NULL, 0);
+	r->cred = net_peer_cred(p);
+	if ((rc = net_op_check(op, p->id, &r->cred)) < 0) {
+		refused(p, op, rc);
+		net_reply(r, rc, NULL, 0);
 		return;
 	}
 	if (n->handlers[op].fn == NULL) {
@@ -508,11 +536,13 @@ static void
 on_oneway(struct net_peer *p, struct sh_buf *buf, size_t off, uint32_t len, uint16_t op)
 {
 	struct net *n = p->net;
+	struct net_cred cred = net_peer_cred(p);
 	struct net_req *r;
+	int rc;
 
 	n->st.oneway_received++;
-	if (!net_op_allowed(op, p->id)) {
-		refused(p, op);
+	if ((rc = net_op_check(op, p->id, &cred)) < 0) {
+		refused(p, op, rc);
 		return;
 	}
 	if (n->handlers[op].fn == NULL) {
@@ -527,6 +557,7 @@ on_oneway(struct net_peer *p, struct sh_buf *buf, size_t off, uint32_t len, uint
 	p->nreqs++;
 	r->peer_inc = p->inc;
 	r->opcode = op;
+	r->cred = cred;
 	r->start_ns = env_now(n->env);
 	r->body = (struct net_msg){ .buf = sh_buf_get(buf),
 				    .off = off + RPC_HDR_SIZE,

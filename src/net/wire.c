@@ -70,7 +70,7 @@ net_pkt_encode_hdr(const struct net_pkt *p, uint8_t *b, const struct iovec *payl
 	b[67] = 0;
 	put32(b, 68, p->payload_len);
 	put32(b, 72, 0);
-	put32(b, 76, 0);
+	put32(b, 76, p->key_id);
 	/* (tests encode nsack > NET_MAX_SACK on purpose: the decoder must refuse it) */
 	for (unsigned i = 0; i < SH_MIN(p->nsack, (unsigned)NET_MAX_SACK); i++) {
 		put32(b, NET_HDR_SIZE + 8 * i, p->sack[i].start);
@@ -173,7 +173,9 @@ net_pkt_decode(const uint8_t *b, size_t len, struct net_pkt *p)
 	p->ts = get32(b, 56);
 	p->ts_ecr = get32(b, 60);
 	p->nchunks = (uint16_t)(b[64] | b[65] << 8);
-	if (b[66] != 0 || b[67] != 0 || get32(b, 76) != 0 || p->src_inc == 0)
+	p->key_id = get32(b, 76);
+	if (b[66] != 0 || b[67] != 0 || p->src_inc == 0 ||
+	    (p->key_id != 0 && !(p->flags & NET_FLAG_MAC)))
 		return -EBADMSG;
 	for (unsigned i = 0; i < p->nsack; i++) {
 		p->sack[i].start = get32(b, NET_HDR_SIZE + 8 * i);

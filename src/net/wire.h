@@ -25,7 +25,10 @@
  *    66     2  reserved (0)
  *    68     4  payload length (all chunks with their headers)
  *    72     4  crc32c of header (this field 0), ranges and payload
- *    76     4  reserved (0)
+ *    76     4  key id (NET_FLAG_MAC only, else 0): which key the MAC is under:
+ *              0 the cluster's network key (between backends); to and from a
+ *              client, its key (1 the cluster's client key, 2 and up a file
+ *              system's access key; docs/security.md)
  *    80   8*n  ranges: [start, end) pairs of u32
  *     .     .  chunks, each a 20-byte header then its bytes:
  *              u32 message id, u32 message length, u32 fragment index,
@@ -94,6 +97,7 @@ struct net_pkt {
 	uint32_t seq, ack, rwnd;
 	uint32_t ts, ts_ecr;
 	uint32_t payload_len;
+	uint32_t key_id; /* with NET_FLAG_MAC: the key it is under (0: the network key) */
 	struct net_sack sack[NET_MAX_SACK];
 	const uint8_t *payload; /* decode: points into the datagram */
 	const uint8_t *mac;	/* decode: the MAC trailer (NET_FLAG_MAC), else NULL */

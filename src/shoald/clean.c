@@ -84,10 +84,11 @@ static void *
 run(void *arg)
 {
 	struct cleaner *k = arg;
+	struct sh_client_opts o = { .key_file = k->key_file }; /* the node's client key */
 	sh_client *cl = NULL;
 
 	for (wait_interval(k); !k->stop; wait_interval(k)) {
-		if (cl == NULL && sh_client_connect(k->addr, NULL, &cl) < 0) {
+		if (cl == NULL && sh_client_connect(k->addr, &o, &cl) < 0) {
 			cl = NULL;
 			continue; /* not in a cluster yet, or not reachable: next round */
 		}
@@ -99,10 +100,11 @@ run(void *arg)
 }
 
 int
-cleaner_start(struct cleaner *k, const char *addr, unsigned interval_s)
+cleaner_start(struct cleaner *k, const char *addr, const char *key_file, unsigned interval_s)
 {
 	memset(k, 0, sizeof(*k));
 	snprintf(k->addr, sizeof(k->addr), "%s", addr);
+	snprintf(k->key_file, sizeof(k->key_file), "%s", key_file);
 	k->interval_s = interval_s;
 	pthread_mutex_init(&k->mu, NULL);
 	pthread_cond_init(&k->cv, NULL);

@@ -24,8 +24,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../base/access_key.h"
 #include "../base/fault.h"
 #include "../base/http.h"
+#include "../net/auth.h"
 #include "shoald.h"
 
 SH_LOG_FACILITY("shoald");
@@ -358,6 +360,7 @@ on_config(void *arg, const struct cfg *c)
 {
 	struct shoald *d = arg;
 
+	shoald_keys_follow(d, c);
 	cleaner_cfg(&d->cleaner, c, d->o.id);
 	shoald_nets_announce(d, c);
 	for (unsigned i = 0; i < d->o.workers; i++)
@@ -426,7 +429,7 @@ secret_derive(uint8_t s[SH_SECRET_LEN], int rc, char *token, char *fp, uint8_t *
 static int
 load_secret(struct shoald *d)
 {
-	uint8_t s[SH_SECRET_LEN];
+	uint8_t s[SH_SECRET_LEN], key[SH_KEY_LEN];
 	char path[600], tpath[600];
 	bool given = d->o.secret[0] != '\0';
 	int rc;
@@ -461,6 +464,15 @@ load_secret(struct shoald *d)
 	rc = sh_token_keep(tpath, d->token);
 	if (rc < 0)
 		sh_log_warn("cannot write the admin token to %s: %s", tpath, sh_strerror(rc));
+	/* the cluster's client key, for clients on this host (docs/security.md) */
+	snprintf(tpath, sizeof(tpath), "%s/" SH_CLIENT_KEY_FILE, d->o.dir);
+	rc = net_auth_client_key(d->net_key, key);
+	if (rc == 0)
+		rc = sh_key_keep(tpath, SH_CLIENT_KEY_ID, key);
+	explicit_bzero(key, sizeof(key));
+	if (rc < 0)
+		sh_log_warn("cannot write the cluster's client key to %s: %s", tpath,
+			    sh_strerror(rc));
 	return 0;
 }
 
@@ -533,6 +545,7 @@ main(int argc, char **argv)
 	sh_log_init_from_env();
 	snprintf(path, sizeof(path), "shoald-%llu", (unsigned long long)d.o.id);
 	sh_log_set_tag(path);
+	shoald_keys_init(&d.keys);
 	if (load_secret(&d) < 0)
 		return 1;
 
@@ -553,6 +566,8 @@ main(int argc, char **argv)
 	nc.dead_ns = 3ull * 1000 * 1000 * 1000;
 	nc.auth_key = d.net_key;
 	nc.auth_key_also = d.rotating ? d.net_key_also : NULL;
+	nc.client_key = shoald_client_key;
+	nc.arg = &d.keys;
 	rc = net_create(d.env, &nc, &d.net);
 	if (rc < 0) {
 		fprintf(stderr, "shoald: cannot bind the management address %s (UDP): %s\n",
@@ -609,7 +624,8 @@ main(int argc, char **argv)
 			sh_strerror(rc));
 		return 1;
 	}
-	rc = cleaner_start(&d.cleaner, d.o.mgmt, d.o.clean_s);
+	snprintf(path, sizeof(path), "%s/" SH_CLIENT_KEY_FILE, d.o.dir);
+	rc = cleaner_start(&d.cleaner, d.o.mgmt, path, d.o.clean_s);
 	if (rc < 0) {
 		fprintf(stderr, "shoald: cannot start the cleaner: %s\n", sh_strerror(rc));
 		return 1;

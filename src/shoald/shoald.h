@@ -164,13 +164,15 @@ struct cleaner {
 	pthread_cond_t cv;
 	bool stop, started;
 	char addr[CFG_ADDR_MAX];
+	char key_file[600]; /* the node's client key (DIR/client.key) */
 	unsigned interval_s;
 	/* from the configuration, under mu */
 	char fs[CFG_FS_MAX][CFG_NAME_MAX];
 	unsigned nfs, rank, nnodes, nbuckets;
 };
-/* Every interval_s (0: never), through addr (this node's admin address). */
-int cleaner_start(struct cleaner *k, const char *addr, unsigned interval_s);
+/* Every interval_s (0: never), through addr (this node's admin address), with the key in key_file.
+ */
+int cleaner_start(struct cleaner *k, const char *addr, const char *key_file, unsigned interval_s);
 /* A newer configuration: the filesystems, and this node's share (self: its id). */
 void cleaner_cfg(struct cleaner *k, const struct cfg *c, uint64_t self);
 void cleaner_stop(struct cleaner *k);
@@ -215,6 +217,23 @@ void shoald_wait(pthread_mutex_t *mu, pthread_cond_t *cv, const bool *stop, unsi
 
 #define SHOALD_SUBMITS_MAX 32
 
+/*
+ * keys.c: the file system access keys of the configuration, for every
+ * endpoint's thread (net_config.client_key), under mu.
+ */
+struct shoald_keys {
+	pthread_mutex_t mu;
+	uint32_t n;
+	struct cfg_key k[CFG_KEYS_MAX];
+};
+void shoald_keys_init(struct shoald_keys *t);
+void shoald_keys_fini(struct shoald_keys *t);
+/* net_config.client_key: arg is the struct shoald_keys. */
+int shoald_client_key(void *arg, uint32_t id, uint8_t key[NET_AUTH_KEY_LEN], struct net_cred *cred);
+struct shoald;
+/* Management loop: the configuration's keys; every endpoint is told if they changed. */
+void shoald_keys_follow(struct shoald *d, const struct cfg *c);
+
 struct shoald {
 	struct shoald_opts o;
 	struct env *env; /* the management loop */
@@ -229,6 +248,7 @@ struct shoald {
 	/* while the secret is rotated: the second one's (FILE.also), accepted too */
 	bool rotating;
 	uint8_t net_key_also[SH_SECRET_LEN];
+	struct shoald_keys keys;
 	char token_also[SH_TOKEN_LEN + 1];
 	char secret_fp_also[SH_FINGERPRINT_LEN + 1];
 	struct worker workers[SHOALD_WORKERS_MAX];

@@ -317,7 +317,9 @@ worker_main(void *arg)
 	struct net_config nc = { .node_id = (d->o.id << 8) | w->idx,
 				 .ifaces = ifc,
 				 .auth_key = d->net_key,
-				 .auth_key_also = d->rotating ? d->net_key_also : NULL };
+				 .auth_key_also = d->rotating ? d->net_key_also : NULL,
+				 .client_key = shoald_client_key,
+				 .arg = &d->keys };
 	char name[48];
 	int rc;
 

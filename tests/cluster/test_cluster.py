@@ -44,14 +44,24 @@ def check(cond, msg):
         raise Fail(msg)
 
 
+def client_key(secret):
+    """The cluster's client key from its secret, as text (docs/security.md)."""
+    import hashlib
+    import hmac
+    net_key = hmac.new(secret, b"shoal net key v1", hashlib.sha256).digest()
+    return "sk1.1." + hmac.new(net_key, b"shoal client key v1", hashlib.sha256).hexdigest()
+
+
 def write_secret(d):
-    """A cluster secret in d/cluster.secret and its admin token in d/admin.token, both 0600,
-    as `shoal local up` makes them (docs/security.md); the secret's path."""
+    """A cluster secret in d/cluster.secret, its admin token in d/admin.token and its client
+    key in d/client.key, all 0600, as `shoal local up` makes them (docs/security.md); the
+    secret's path."""
     import hashlib
     import hmac
     secret = os.urandom(32)
     token = hmac.new(secret, b"shoal admin token v1", hashlib.sha256).hexdigest()
-    for name, text in (("cluster.secret", secret.hex()), ("admin.token", token)):
+    for name, text in (("cluster.secret", secret.hex()), ("admin.token", token),
+                       ("client.key", client_key(secret))):
         fd = os.open(os.path.join(d, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(text + "\n")
@@ -104,6 +114,9 @@ class Cluster:
             os.environ["SHOAL_TOKEN_FILE"] = os.path.abspath(os.path.join(self.dir,
                                                                           "admin.token"))
             os.environ.pop("SHOAL_TOKEN", None)
+            # and the cluster's client key for the mounts and programs (every filesystem)
+            os.environ["SHOAL_KEY_FILE"] = os.path.abspath(os.path.join(self.dir, "client.key"))
+            os.environ.pop("SHOAL_KEY", None)
         return p
 
     def up(self):
@@ -521,9 +534,9 @@ def mend_crc(pkt, mac):
     return bytes(body)
 
 
-def sniff_shoal(ports, seconds):
-    """Shoal datagrams seen on lo for a while between the given UDP ports: (sport, dport,
-    payload). Needs root (AF_PACKET); None without."""
+def sniff_shoal(ports, seconds, either=False):
+    """Shoal datagrams seen on lo for a while between the given UDP ports (either: to or
+    from one of them): (sport, dport, payload). Needs root (AF_PACKET); None without."""
     try:
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.ntohs(0x0003))
     except PermissionError:
@@ -543,7 +556,9 @@ def sniff_shoal(ports, seconds):
             continue
         sport, dport = struct.unpack(">HH", frame[14 + ihl:18 + ihl])
         payload = frame[22 + ihl:]
-        if sport in ports and dport in ports and payload[:4] == b"SHN1":
+        near = (sport in ports or dport in ports) if either else \
+            (sport in ports and dport in ports)
+        if near and payload[:4] == b"SHN1":
             out.append((sport, dport, payload))
     s.close()
     return out

@@ -103,6 +103,9 @@ class NetCluster:
         self.client_env["SHOAL_TOKEN_FILE"] = os.path.abspath(os.path.join(self.dir,
                                                                            "admin.token"))
         self.client_env.pop("SHOAL_TOKEN", None)
+        self.client_env["SHOAL_KEY_FILE"] = os.path.abspath(os.path.join(self.dir,
+                                                                         "client.key"))
+        self.client_env.pop("SHOAL_KEY", None)
 
     def start(self, n):
         d = os.path.join(self.dir, "n%d" % n)

@@ -45,7 +45,7 @@ seal(struct net_auth *a, const uint8_t *in, size_t len, uint8_t *out)
 	h = net_pkt_encode_hdr(&p, out, &iov, 1);
 	memcpy(out + h, p.payload, p.payload_len);
 	iov = (struct iovec){ out, h + p.payload_len };
-	if (net_auth_seal(a, NULL, &p, &iov, 1, out + h + p.payload_len) < 0)
+	if (net_auth_seal(a, NULL, NULL, &p, &iov, 1, out + h + p.payload_len) < 0)
 		return 0;
 	return h + p.payload_len + NET_MAC_TRAILER;
 }
@@ -68,7 +68,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	env_addr_parse("127.6.0.1:7000", &ifc.addr);
 	env_addr_parse("127.6.0.2:7000", &pifc.addr);
 	if (net_create(sim_node_env(node), &c, &n) != 0 || net_peer_add(n, 2, &pifc, 1) != 0 ||
-	    net_auth_create(sim_node_env(peer), key, NULL, &a) != 0)
+	    net_auth_create(sim_node_env(peer), key, NULL, 0, &a) != 0)
 		__builtin_trap();
 	net_call(n, 2, NET_OP_PING, NULL, 0, NULL, call_cb, NULL, NULL);
 	sim_run_for(s, 10 * SH_NSEC_PER_USEC * 100);

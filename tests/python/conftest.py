@@ -58,6 +58,8 @@ class Cluster:
                    "--buckets", "64")
         # the admin API's token for the shoal commands (docs/security.md)
         os.environ["SHOAL_TOKEN_FILE"] = os.path.abspath(os.path.join(self.dir, "admin.token"))
+        # and the cluster's client key for the binding's clients (docs/security.md)
+        os.environ["SHOAL_KEY_FILE"] = os.path.abspath(os.path.join(self.dir, "client.key"))
         self.mkfs(FS)
 
     def mkfs(self, name, *extra):

@@ -44,6 +44,7 @@ struct shf_options {
 	char *fs;
 	char *protection;
 	unsigned int frag_kb;
+	char *key_file;
 };
 
 static struct fio_option shf_fio_options[] = {
@@ -83,6 +84,16 @@ static struct fio_option shf_fio_options[] = {
 	    .off1 = offsetof(struct shf_options, frag_kb),
 	    .help = "Fragment size of written stripes, KiB (4-2048, 0: the library's)",
 	    .def = "0",
+	    .category = FIO_OPT_C_ENGINE,
+	    .group = FIO_OPT_G_INVALID,
+	},
+	{
+	    .name = "shoal_key_file",
+	    .lname = "Shoal client key file",
+	    .type = FIO_OPT_STR_STORE,
+	    .off1 = offsetof(struct shf_options, key_file),
+	    .help = "The client's key (sk1.ID.HEX, mode 0600; default $SHOAL_KEY, "
+		    "$SHOAL_KEY_FILE): docs/security.md",
 	    .category = FIO_OPT_C_ENGINE,
 	    .group = FIO_OPT_G_INVALID,
 	},
@@ -492,7 +503,7 @@ static int
 shf_connect(struct thread_data *td, struct shf_data *d)
 {
 	struct shf_options *o = td->eo;
-	struct sh_client_opts co = { .frag_kb = o->frag_kb };
+	struct sh_client_opts co = { .frag_kb = o->frag_kb, .key_file = o->key_file };
 	int rc;
 
 	rc = sh_client_connect(o->cluster, &co, &d->c);
@@ -505,7 +516,10 @@ shf_connect(struct thread_data *td, struct shf_data *d)
 		rc = shf_create_fs(d, o);
 	if (rc < 0)
 		log_err("shoal: filesystem %s: %s%s\n", o->fs, strerror(-rc),
-			rc == -ENOENT ? " (shoal_protection=D+P creates it)" : "");
+			rc == -ENOENT	? " (shoal_protection=D+P creates it)"
+			: rc == -EACCES ? " (it needs a key of the filesystem: shoal_key_file, "
+					  "$SHOAL_KEY_FILE or $SHOAL_KEY)"
+					: "");
 	return rc;
 }
 

@@ -9,6 +9,8 @@
  *   DIR/drives/nN.img   its drive
  *   DIR/cluster.secret  the cluster secret every node is started with (0600)
  *   DIR/admin.token     the admin API's token derived from it (0600)
+ *   DIR/client.key      the cluster's client key derived from it (0600): opens
+ *                       every filesystem (SHOAL_KEY_FILE; docs/security.md)
  *
  * Node N listens on 127.0.0.1:(PORT + N - 1) for management (UDP and the
  * admin API on TCP) and 127.0.0.1:(PORT + 100 + N - 1) for data.
@@ -31,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../base/access_key.h"
+#include "../../net/auth.h"
 #include "shoal.h"
 
 #define LOCAL_NODES_MAX 32
@@ -56,7 +60,7 @@ static void
 local_secret(struct local *l, bool make)
 {
 	char path[PATH_MAX + 32];
-	uint8_t s[SH_SECRET_LEN];
+	uint8_t s[SH_SECRET_LEN], net_key[SH_SECRET_LEN], key[SH_KEY_LEN];
 	int rc;
 
 	snprintf(path, sizeof(path), "%s/" SH_SECRET_FILE, l->dir);
@@ -65,7 +69,12 @@ local_secret(struct local *l, bool make)
 		return;
 	if (rc >= 0)
 		rc = sh_token_derive(s, l->token);
+	if (rc >= 0)
+		rc = sh_secret_net_key(s, net_key);
+	if (rc >= 0)
+		rc = net_auth_client_key(net_key, key);
 	explicit_bzero(s, sizeof(s));
+	explicit_bzero(net_key, sizeof(net_key));
 	if (rc < 0)
 		fail("the cluster secret %s: %s", path,
 		     rc == -EPERM ? "group or others may read it, or another user owns it (chmod "
@@ -73,6 +82,11 @@ local_secret(struct local *l, bool make)
 				  : strerror(-rc));
 	snprintf(path, sizeof(path), "%s/" SH_TOKEN_FILE, l->dir);
 	rc = sh_token_keep(path, l->token);
+	if (rc < 0)
+		fail("cannot write %s: %s", path, strerror(-rc));
+	snprintf(path, sizeof(path), "%s/" SH_CLIENT_KEY_FILE, l->dir);
+	rc = sh_key_keep(path, SH_CLIENT_KEY_ID, key);
+	explicit_bzero(key, sizeof(key));
 	if (rc < 0)
 		fail("cannot write %s: %s", path, strerror(-rc));
 }
@@ -485,6 +499,9 @@ local_up(struct local *l, bool fresh)
 	       l->port + l->nodes - 1);
 	printf("  token       export SHOAL_TOKEN_FILE=%s/" SH_TOKEN_FILE
 	       "   (the admin API asks for it)\n",
+	       l->dir);
+	printf("  client key  export SHOAL_KEY_FILE=%s/" SH_CLIENT_KEY_FILE
+	       "   (mounts and programs: every filesystem)\n",
 	       l->dir);
 	printf("  try         shoal --addr %s status | node list | events\n", addr);
 	printf("  stop        shoal local down --dir %s   (keeps the data; --wipe removes it)\n",

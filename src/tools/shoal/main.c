@@ -30,6 +30,8 @@ static const char usage_text[] =
     "            [--quota SIZE]\n"
     "  fs list | fs delete NAME\n"
     "  fs snapshot create FS NAME | fs snapshot list FS | fs snapshot delete FS NAME\n"
+    "  fs key create FS --read-only|--read-write [--out FILE] | fs key list FS\n"
+    "  fs key revoke FS ID\n"
     "  fs snapshot schedule FS [--every DURATION [--keep N]] (DURATION: 15m, 6h, 1d; off)\n"
     "  drive fail ID | drive remove ID (drains it first)\n"
     "  cluster set rebuild-delay|rebuild-share|scrub-rate|scrub-interval VALUE | cluster settings\n"
@@ -756,6 +758,8 @@ run(struct cli *c, int argc, char **argv)
 	if (strcmp(obj, "fs") == 0) {
 		if (strcmp(verb, "snapshot") == 0)
 			return cmd_snapshot(c, argc - 2, argv + 2);
+		if (strcmp(verb, "key") == 0)
+			return cmd_key(c, argc - 2, argv + 2);
 		if (strcmp(verb, "list") == 0) {
 			opt(&a, "", no_opts);
 			return show(c, "/v1/fs", show_fs);

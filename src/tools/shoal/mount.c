@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* shoal mount / umount (docs/mount.md). */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +56,7 @@ cmd_mount(struct cli *c, int argc, char **argv)
 		.readahead_kb = 4096,
 		.max_io_kb = 1024,
 	};
-	static char addr[512];
+	static char addr[512], key_file[PATH_MAX];
 	const char *what = NULL;
 	int rc;
 
@@ -64,16 +66,22 @@ cmd_mount(struct cli *c, int argc, char **argv)
 			o.foreground = true;
 		else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
 			parse_o(&o, argv[++i]);
-		else if (what == NULL)
+		else if (strcmp(argv[i], "--key-file") == 0 && i + 1 < argc) {
+			/* absolute: the daemon leaves the directory it started in */
+			if (realpath(argv[++i], key_file) == NULL)
+				usage_error("--key-file %s: %s", argv[i], strerror(errno));
+			o.key_file = key_file;
+		} else if (what == NULL)
 			what = argv[i];
 		else if (o.dir == NULL)
 			o.dir = argv[i];
 		else
-			usage_error("mount [ADDR/]FS DIR [-f] [-o OPTIONS]: unexpected '%s'",
+			usage_error("mount [ADDR/]FS DIR [-f] [-o OPTIONS] [--key-file FILE]: "
+				    "unexpected '%s'",
 				    argv[i]);
 	}
 	if (what == NULL || o.dir == NULL)
-		usage_error("mount [ADDR/]FS DIR [-f] [-o OPTIONS]");
+		usage_error("mount [ADDR/]FS DIR [-f] [-o OPTIONS] [--key-file FILE]");
 	if (o.coherent) {
 		/* every stat and lookup asks the client, whose caches the cluster recalls */
 		o.attr_timeout = 0;

@@ -52,6 +52,8 @@ int cmd_umount(struct cli *c, int argc, char **argv);
 int cmd_stats(struct cli *c, int argc, char **argv);
 /* snap.c: shoal fs snapshot create|list|delete|schedule (argv from after "snapshot") */
 int cmd_snapshot(struct cli *c, int argc, char **argv);
+/* key.c: shoal fs key create|list|revoke (argv from after "key") */
+int cmd_key(struct cli *c, int argc, char **argv);
 /* heal.c: shoal rebuild status; the line of `shoal status` that says how protected data is. */
 int cmd_rebuild(struct cli *c, int argc, char **argv);
 void rebuild_status_line(const struct cli *c);

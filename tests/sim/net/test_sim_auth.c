@@ -6,23 +6,30 @@
  * sender's address. Every call still completes with the right bytes, and
  * every packet it altered is dropped and counted by the endpoint it
  * reached, exactly; replays are what the sessions already drop. Endpoints
- * without the key, or with another one, are not heard; clients (who hold
- * no key yet) are.
+ * without the key, or with another one, are not heard. Clients with a key
+ * (the cluster's client key, a file system's access key) are heard under
+ * it, as the adversary attacks them too; one without a key is told EACCES,
+ * a read-only key's writes EROFS, and a revoked key's calls EACCES from the
+ * moment the server is told.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../../../src/env/env_sim.h"
+#include "../../../src/net/auth.h"
 #include "../../../src/net/net.h"
 #include "../../lib/test.h"
 
-#define HOSTS	 6
+#define HOSTS	 8
 #define CALLS	 150
 #define RECORDED 64
 
 static const uint8_t key_a[NET_AUTH_KEY_LEN] = { 0x5a, 1, 2, 3 };
 static const uint8_t key_b[NET_AUTH_KEY_LEN] = { 0xa5, 1, 2, 3 };
+static const uint8_t key_fs[NET_AUTH_KEY_LEN] = { 0x33, 7, 7, 7 }; /* access key 7 */
+static const uint8_t key_ro[NET_AUTH_KEY_LEN] = { 0x44, 8, 8, 8 }; /* access key 8, read-only */
+static uint8_t key_client[NET_AUTH_KEY_LEN];			   /* key a's client key (id 1) */
 
 struct host {
 	struct sim_node *node;
@@ -30,7 +37,9 @@ struct host {
 	struct net_iface ifc;
 	uint64_t id;
 	const uint8_t *key;
-	int issued, ok, timedout, inflight;
+	uint32_t key_id; /* a client's (0: none) */
+	uint16_t op;	 /* what it calls: NET_OP_ECHO (KEY), or NET_OP_STORE_PUT (WRITE) */
+	int issued, ok, timedout, denied, inflight;
 	uint32_t crc[CALLS], len[CALLS];
 	uint64_t expect_failed; /* datagrams the adversary spoiled that reached it */
 };
@@ -51,6 +60,7 @@ struct world {
 	} * rec;
 	unsigned nrec;
 	uint64_t flipped, stripped, forged, replayed;
+	bool revoked; /* the server's access key 7 */
 };
 
 struct call_ctx {
@@ -74,6 +84,8 @@ on_reply(void *arg, int status, const struct net_msg *reply)
 		SH_ASSERT_EQ(sh_crc32c(0, reply->buf->data + reply->off, reply->len),
 			     h->crc[x->idx]);
 		h->ok++;
+	} else if (status == -EACCES || status == -EROFS) {
+		h->denied++; /* what its key does not allow */
 	} else {
 		SH_ASSERT_MSG(status == -ETIMEDOUT, "call %d of %llx: %s", x->idx,
 			      (unsigned long long)h->id, sh_errname(status));
@@ -101,7 +113,7 @@ issue(struct world *w, struct host *h)
 		h->len[idx] = (uint32_t)len;
 		h->crc[idx] = sh_crc32c(0, body, len);
 		*x = (struct call_ctx){ h, idx };
-		SH_ASSERT_OK(net_call(h->net, 1, NET_OP_ECHO, &iov, 1, &o, on_reply, x, NULL));
+		SH_ASSERT_OK(net_call(h->net, 1, h->op, &iov, 1, &o, on_reply, x, NULL));
 		sh_free(body);
 		h->inflight++;
 	}
@@ -195,8 +207,41 @@ adversary(void *arg, const struct env_addr *src, const struct env_addr *dst, uin
 	return true;
 }
 
+/* The server's access keys (net_config.client_key): 7 read-write, 8 read-only, of fs 3. */
+static int
+client_key(void *arg, uint32_t id, uint8_t key[NET_AUTH_KEY_LEN], struct net_cred *cred)
+{
+	struct world *w = arg;
+
+	if (id != 7 && id != 8)
+		return -ENOENT;
+	memcpy(key, id == 7 ? key_fs : key_ro, NET_AUTH_KEY_LEN);
+	*cred = (struct net_cred){ .key_id = id,
+				   .fs = 3,
+				   .access = id == 7 && w->revoked ? NET_ACCESS_NONE
+					     : id == 7		   ? NET_ACCESS_WRITE
+								   : NET_ACCESS_READ };
+	return 0;
+}
+
+/* NET_OP_STORE_PUT at the server: as ECHO (the test's stand-in for a write). */
 static void
-world_init(struct world *w, uint64_t seed, int n, const uint8_t *const *keys, const uint64_t *ids)
+on_put(struct net_req *r, void *arg)
+{
+	const struct net_msg *m = net_req_body(r);
+	struct iovec iov = { m->buf->data + m->off, m->len };
+
+	(void)arg;
+	net_reply(r, 0, &iov, 1);
+}
+
+/*
+ * keys[i]: host i's key; key_ids[i] (NULL: all 0) its id, for a client's.
+ * Host 0 is the server: every other host calls it.
+ */
+static void
+world_init_keyed(struct world *w, uint64_t seed, int n, const uint8_t *const *keys,
+		 const uint64_t *ids, const uint32_t *key_ids)
 {
 	memset(w, 0, sizeof(*w));
 	the_world = w;
@@ -211,6 +256,8 @@ world_init(struct world *w, uint64_t seed, int n, const uint8_t *const *keys, co
 
 		h->id = ids ? ids[i] : (uint64_t)i + 1;
 		h->key = keys[i];
+		h->key_id = key_ids ? key_ids[i] : 0;
+		h->op = NET_OP_ECHO;
 		snprintf(ip, sizeof(ip), "127.4.0.%d:7000", i + 1);
 		SH_ASSERT_OK(env_addr_parse(ip, &h->ifc.addr));
 		h->ifc.mtu = 1472; /* most calls take several fragments */
@@ -225,9 +272,14 @@ world_init(struct world *w, uint64_t seed, int n, const uint8_t *const *keys, co
 					.ifaces = &h->ifc,
 					.nifaces = 1,
 					.dead_ns = 30 * SH_NSEC_PER_SEC,
-					.auth_key = h->key };
+					.auth_key = h->key,
+					.auth_key_id = h->key_id,
+					.client_key = i == 0 ? client_key : NULL,
+					.arg = w };
 
 		SH_ASSERT_OK(net_create(sim_node_env(h->node), &c, &h->net));
+		if (i == 0)
+			SH_ASSERT_OK(net_handle(h->net, NET_OP_STORE_PUT, on_put, NULL));
 		if (i > 0) /* (every endpoint answers NET_OP_ECHO) */
 			SH_ASSERT_OK(net_peer_add(h->net, 1, &w->h[0].ifc, 1));
 	}
@@ -235,6 +287,12 @@ world_init(struct world *w, uint64_t seed, int n, const uint8_t *const *keys, co
 	for (int i = 1; i < n; i++)
 		if (!net_id_is_client(w->h[i].id))
 			SH_ASSERT_OK(net_peer_add(w->h[0].net, w->h[i].id, &w->h[i].ifc, 1));
+}
+
+static void
+world_init(struct world *w, uint64_t seed, int n, const uint8_t *const *keys, const uint64_t *ids)
+{
+	world_init_keyed(w, seed, n, keys, ids, NULL);
 }
 
 static void
@@ -252,7 +310,7 @@ all_done(void *arg)
 	struct world *w = arg;
 
 	for (int i = 1; i < w->n; i++)
-		if (w->h[i].ok + w->h[i].timedout < CALLS)
+		if (w->h[i].ok + w->h[i].timedout + w->h[i].denied < CALLS)
 			return false;
 	return true;
 }
@@ -260,7 +318,10 @@ all_done(void *arg)
 TEST(auth_sessions_work_through_an_adversary)
 {
 	static struct world w;
-	const uint8_t *keys[4] = { key_a, key_a, key_a, key_a };
+	/* the server, two backends, and a client with file system access key 7 */
+	const uint8_t *keys[4] = { key_a, key_a, key_a, key_fs };
+	const uint64_t ids[4] = { 1, 2, 3, 1ull << 63 | 5 };
+	const uint32_t key_ids[4] = { 0, 0, 0, 7 };
 	struct sim_net_params p = { .lat_min_ns = 5 * SH_NSEC_PER_USEC,
 				    .lat_max_ns = 50 * SH_NSEC_PER_USEC,
 				    .loss = 0.03,
@@ -269,7 +330,7 @@ TEST(auth_sessions_work_through_an_adversary)
 				    .reorder_ns = 500 * SH_NSEC_PER_USEC };
 	uint64_t failed = 0, expected = 0, dups = 0;
 
-	world_init(&w, sh_test_seed(), 4, keys, NULL);
+	world_init_keyed(&w, sh_test_seed(), 4, keys, ids, key_ids);
 	w.rec = sh_calloc(RECORDED, sizeof(*w.rec));
 	SH_ASSERT_NOT_NULL(w.rec);
 	w.attack = true;
@@ -328,10 +389,11 @@ TEST(auth_endpoints_without_the_key_are_not_heard)
 	for (int i = 1; i < w.n; i++)
 		issue(&w, &w.h[i]);
 	SH_ASSERT(sim_run_until(w.sim, all_done, &w, 120 * SH_NSEC_PER_SEC));
-	SH_ASSERT_EQ(w.h[1].ok, CALLS); /* the same key */
-	SH_ASSERT_EQ(w.h[2].ok, 0);	/* another cluster's key */
-	SH_ASSERT_EQ(w.h[3].ok, 0);	/* no key */
-	SH_ASSERT_EQ(w.h[4].ok, CALLS); /* a client: no key needed yet */
+	SH_ASSERT_EQ(w.h[1].ok, CALLS);	    /* the same key */
+	SH_ASSERT_EQ(w.h[2].ok, 0);	    /* another cluster's key */
+	SH_ASSERT_EQ(w.h[3].ok, 0);	    /* no key */
+	SH_ASSERT_EQ(w.h[4].denied, CALLS); /* a client without a key: EACCES, at once */
+	SH_ASSERT_EQ(w.h[4].timedout, 0);
 	SH_ASSERT(!net_peer_connected(w.h[0].net, 3));
 	SH_ASSERT(!net_peer_connected(w.h[0].net, 4 << 8 | 1));
 	/* the server counted both, per claimed id; they heard nothing from it either */
@@ -350,5 +412,49 @@ TEST(auth_endpoints_without_the_key_are_not_heard)
 	SH_ASSERT_EQ(st.sessions_opened, 0);
 	net_stats(w.h[3].net, &st);
 	SH_ASSERT_EQ(st.sessions_opened, 0);
+	world_fini(&w);
+}
+
+TEST(auth_clients_are_heard_under_their_keys_and_refused_without)
+{
+	static struct world w;
+	/*
+	 * the server (key a); clients: the cluster's client key; access key 7
+	 * (read-write); access key 8 (read-only) reading, then writing; key 7's id
+	 * with other bytes; a key id the server does not have
+	 */
+	const uint8_t *keys[7] = { key_a, key_client, key_fs, key_ro, key_ro, key_b, key_fs };
+	const uint64_t c = 1ull << 63;
+	const uint64_t ids[7] = { 1, c | 11, c | 12, c | 13, c | 14, c | 15, c | 16 };
+	const uint32_t key_ids[7] = { 0, 1, 7, 8, 8, 7, 9 };
+	struct net_stats st;
+
+	SH_ASSERT_OK(net_auth_client_key(key_a, key_client));
+	world_init_keyed(&w, sh_test_seed(), 7, keys, ids, key_ids);
+	w.timeout_ns = 3 * SH_NSEC_PER_SEC;
+	w.h[4].op = NET_OP_STORE_PUT;
+	for (int i = 1; i < w.n; i++)
+		issue(&w, &w.h[i]);
+	SH_ASSERT(sim_run_until(w.sim, all_done, &w, 300 * SH_NSEC_PER_SEC));
+	SH_ASSERT_EQ(w.h[1].ok, CALLS);	    /* the cluster's client key */
+	SH_ASSERT_EQ(w.h[2].ok, CALLS);	    /* an access key */
+	SH_ASSERT_EQ(w.h[3].ok, CALLS);	    /* a read-only key, reading */
+	SH_ASSERT_EQ(w.h[4].denied, CALLS); /* ... writing: EROFS */
+	SH_ASSERT_EQ(w.h[5].ok, 0);	    /* a key's id with other bytes: not heard */
+	SH_ASSERT_EQ(w.h[5].denied, 0);
+	SH_ASSERT_EQ(w.h[6].ok, 0); /* a key the server does not have: not heard */
+	SH_ASSERT_EQ(w.h[6].denied, 0);
+	net_stats(w.h[0].net, &st);
+	SH_ASSERT_GT(st.auth_failed, 0);
+	SH_ASSERT_EQ(st.denied, (uint64_t)CALLS);
+	/* key 7 revoked: from the moment the server is told, its calls are refused */
+	w.revoked = true;
+	net_client_keys_changed(w.h[0].net);
+	w.h[2].issued = w.h[2].ok = 0;
+	issue(&w, &w.h[2]);
+	SH_ASSERT(sim_run_until(w.sim, all_done, &w, 60 * SH_NSEC_PER_SEC));
+	SH_ASSERT_EQ(w.h[2].ok, 0);
+	SH_ASSERT_EQ(w.h[2].denied, CALLS);
+	SH_ASSERT_EQ(w.h[2].timedout, 0);
 	world_fini(&w);
 }

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../../src/base/access_key.h"
 #include "../../../src/base/secret.h"
 #include "../../lib/test.h"
 
@@ -171,4 +172,72 @@ TEST(tokens_parsed_compared_and_taken_from_the_environment)
 	unsetenv("SHOAL_TOKEN");
 	unsetenv("SHOAL_TOKEN_FILE");
 	unlink(path);
+}
+
+TEST(client_keys_as_text_files_and_the_environment)
+{
+	uint8_t key[SH_KEY_LEN], back[SH_KEY_LEN];
+	char text[SH_KEY_TEXT_MAX], path[256], path2[256];
+	uint32_t id;
+
+	for (unsigned i = 0; i < SH_KEY_LEN; i++)
+		key[i] = (uint8_t)(i * 37 + 1);
+	sh_key_format(4000000000u, key, text);
+	SH_ASSERT_EQ(strncmp(text, "sk1.4000000000.", 15), 0);
+	SH_ASSERT_EQ(strlen(text), 15 + 2 * SH_KEY_LEN);
+	SH_ASSERT_OK(sh_key_parse(text, &id, back));
+	SH_ASSERT_EQ(id, 4000000000u);
+	SH_ASSERT_MEMEQ(back, key, SH_KEY_LEN);
+	/* white space around it is fine; anything else is not a key */
+	{
+		char t2[SH_KEY_TEXT_MAX + 8];
+
+		snprintf(t2, sizeof(t2), "  %s\n", text);
+		SH_ASSERT_OK(sh_key_parse(t2, &id, back));
+		snprintf(t2, sizeof(t2), "%s0", text);
+		SH_ASSERT_EQ(sh_key_parse(t2, &id, back), -EINVAL); /* 65 digits */
+		snprintf(t2, sizeof(t2), "%s x", text);
+		SH_ASSERT_EQ(sh_key_parse(t2, &id, back), -EINVAL);
+	}
+	SH_ASSERT_EQ(sh_key_parse("", &id, back), -EINVAL);
+	SH_ASSERT_EQ(sh_key_parse("sk1.0." TOKEN_0_31, &id, back), -EINVAL);	      /* id 0 */
+	SH_ASSERT_EQ(sh_key_parse("sk1.4294967296." TOKEN_0_31, &id, back), -EINVAL); /* > u32 */
+	SH_ASSERT_EQ(sh_key_parse("sk1..", &id, back), -EINVAL);
+	SH_ASSERT_EQ(sh_key_parse("sk2.5." TOKEN_0_31, &id, back), -EINVAL);
+	SH_ASSERT_EQ(sh_key_parse("sk1.5." TOKEN_0_31, &id, back), 0);
+	SH_ASSERT_EQ(id, 5u);
+
+	/* a file: written 0600, kept as it is when it holds the key already */
+	tmp_path(path, sizeof(path), "client.key");
+	unlink(path);
+	SH_ASSERT_OK(sh_key_keep(path, 7, key));
+	SH_ASSERT_OK(sh_key_load(path, &id, back));
+	SH_ASSERT_EQ(id, 7u);
+	SH_ASSERT_MEMEQ(back, key, SH_KEY_LEN);
+	SH_ASSERT_OK(chmod(path, 0644)); /* others may read it: refused */
+	SH_ASSERT_EQ(sh_key_load(path, &id, back), -EPERM);
+	SH_ASSERT_OK(chmod(path, 0600));
+
+	/* what a program finds: the file it is given, else $SHOAL_KEY, else $SHOAL_KEY_FILE */
+	unsetenv("SHOAL_KEY");
+	unsetenv("SHOAL_KEY_FILE");
+	SH_ASSERT_EQ(sh_key_find(NULL, &id, back), 0);
+	setenv("SHOAL_KEY_FILE", path, 1);
+	SH_ASSERT_EQ(sh_key_find(NULL, &id, back), 1);
+	SH_ASSERT_EQ(id, 7u);
+	setenv("SHOAL_KEY", text, 1);
+	SH_ASSERT_EQ(sh_key_find(NULL, &id, back), 1);
+	SH_ASSERT_EQ(id, 4000000000u);
+	tmp_path(path2, sizeof(path2), "other.key");
+	unlink(path2);
+	SH_ASSERT_OK(sh_key_keep(path2, 9, key));
+	SH_ASSERT_EQ(sh_key_find(path2, &id, back), 1);
+	SH_ASSERT_EQ(id, 9u);
+	setenv("SHOAL_KEY", "not a key", 1);
+	SH_ASSERT_EQ(sh_key_find(NULL, &id, back), -EINVAL);
+	SH_ASSERT_EQ(sh_key_find("/nonexistent/key", &id, back), -ENOENT);
+	unsetenv("SHOAL_KEY");
+	unsetenv("SHOAL_KEY_FILE");
+	unlink(path);
+	unlink(path2);
 }

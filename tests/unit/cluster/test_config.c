@@ -925,7 +925,7 @@ TEST(config_snapshot_codecs)
 	sh_enc_init(&e);
 	sh_enc_init(&f);
 	cfg_encode(&e, c);
-	SH_ASSERT_EQ(memcmp(e.p, "CFG5", 4), 0);
+	SH_ASSERT_EQ(memcmp(e.p, "CFG6", 4), 0);
 	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
 	cfg_encode(&f, d);
 	SH_ASSERT_EQ(e.len, f.len);
@@ -943,7 +943,7 @@ TEST(config_snapshot_codecs)
 	/* a snapshot in no state there is, or a filesystem at version 0: refused */
 	{
 		uint8_t *b = sh_malloc(e.len);
-		size_t st = e.len - (size_t)c->nfs * 8 - 9; /* before the schedules */
+		size_t st = e.len - 4 - (size_t)c->nfs * 8 - 9; /* before schedules and keys */
 
 		memcpy(b, e.p, e.len);
 		b[st] = 3; /* the last snapshot's state */
@@ -964,8 +964,9 @@ TEST(config_snapshot_codecs)
 	SH_ASSERT_STREQ(back.snap, "ckpt-1.x");
 	SH_ASSERT_EQ(back.time, 77u);
 	SH_ASSERT_EQ(cfg_cmd_decode(e.p, e.len - 1, &back), -EBADMSG);
-	/* one written before snapshots (no snap, nor who asked, at its end) decodes with none */
-	SH_ASSERT_OK(cfg_cmd_decode(e.p, e.len - 2 - strlen(cmd.snap) - 2 - strlen(cmd.by), &back));
+	/* one written before snapshots (no snap, who asked, key at its end) decodes with none */
+	SH_ASSERT_OK(cfg_cmd_decode(
+	    e.p, e.len - CFG_KEY_LEN - 2 - strlen(cmd.snap) - 2 - strlen(cmd.by), &back));
 	SH_ASSERT_STREQ(back.snap, "");
 	SH_ASSERT_STREQ(back.name, "data");
 	sh_enc_fini(&e);
@@ -982,12 +983,13 @@ TEST(config_decodes_before_snapshots)
 
 	/*
 	 * "CFG4" is "CFG3" and then the versions (u64 each) and the count of snapshots;
-	 * "CFG5" is "CFG4" and then the schedules (u32, u32 each)
+	 * "CFG5" is "CFG4" and then the schedules (u32, u32 each); "CFG6" then the keys (a
+	 * count, 0 here)
 	 */
 	SH_ASSERT_EQ(c->nsnaps, 0u);
 	sh_enc_init(&e);
 	cfg_encode(&e, c);
-	tail = (size_t)c->nfs * 8 + 4 + (size_t)c->nfs * 8;
+	tail = (size_t)c->nfs * 8 + 4 + (size_t)c->nfs * 8 + 4;
 	e.p[3] = '3';
 	SH_ASSERT_OK(cfg_decode(e.p, e.len - tail, d));
 	SH_ASSERT_EQ(d->nfs, 2u);
@@ -1001,6 +1003,8 @@ TEST(config_decodes_before_snapshots)
 	SH_ASSERT_EQ(cfg_decode(e.p, e.len - tail, d), -EBADMSG);
 	e.p[3] = '5';
 	SH_ASSERT_EQ(cfg_decode(e.p, e.len - tail, d), -EBADMSG);
+	e.p[3] = '6';
+	SH_ASSERT_EQ(cfg_decode(e.p, e.len - tail, d), -EBADMSG);
 	/* and it goes on from there: the first snapshot takes version 1 */
 	e.p[3] = '3';
 	SH_ASSERT_OK(cfg_decode(e.p, e.len - tail, d));
@@ -1009,7 +1013,7 @@ TEST(config_decodes_before_snapshots)
 	SH_ASSERT_EQ(cfg_fs_find(d, "data")->version, 2u);
 	sh_enc_init(&f);
 	cfg_encode(&f, d);
-	SH_ASSERT_EQ(memcmp(f.p, "CFG5", 4), 0); /* written in the new form */
+	SH_ASSERT_EQ(memcmp(f.p, "CFG6", 4), 0); /* written in the new form */
 	sh_enc_fini(&f);
 	sh_enc_fini(&e);
 	cfg_free(d);
@@ -1150,7 +1154,7 @@ TEST(config_schedule_codecs)
 	sh_enc_init(&e);
 	sh_enc_init(&f);
 	cfg_encode(&e, c);
-	SH_ASSERT_EQ(memcmp(e.p, "CFG5", 4), 0);
+	SH_ASSERT_EQ(memcmp(e.p, "CFG6", 4), 0);
 	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
 	SH_ASSERT_EQ(cfg_fs_find(d, "data")->snap_every_s, 900u);
 	SH_ASSERT_EQ(cfg_fs_find(d, "data")->snap_keep, 96u);
@@ -1163,39 +1167,40 @@ TEST(config_schedule_codecs)
 	for (size_t n = 0; n < e.len; n += 37)
 		SH_ASSERT_EQ(cfg_decode(e.p, n, d), -EBADMSG);
 	SH_ASSERT_EQ(cfg_decode(e.p, e.len - 1, d), -EBADMSG);
-	/* schedules out of range: refused (data's is the second-to-last pair of u32s) */
+	/* schedules out of range: refused (data's: the second-to-last pair of u32s, then the keys'
+	 * count) */
 	b = sh_malloc(e.len);
 	memcpy(b, e.p, e.len);
-	b[e.len - 16] = 0; /* every 0 with keep 96 */
-	b[e.len - 15] = 0;
+	b[e.len - 20] = 0; /* every 0 with keep 96 */
+	b[e.len - 19] = 0;
 	SH_ASSERT_EQ(cfg_decode(b, e.len, d), -EBADMSG);
 	memcpy(b, e.p, e.len);
-	memset(b + e.len - 12, 0, 4); /* every 900 with keep 0 */
+	memset(b + e.len - 16, 0, 4); /* every 900 with keep 0 */
 	SH_ASSERT_EQ(cfg_decode(b, e.len, d), -EBADMSG);
 	memcpy(b, e.p, e.len);
-	b[e.len - 11] = 1; /* keep 96 + 256 */
+	b[e.len - 15] = 1; /* keep 96 + 256 */
 	SH_ASSERT_EQ(cfg_decode(b, e.len, d), -EBADMSG);
 	memcpy(b, e.p, e.len);
-	b[e.len - 14] = 0xff; /* every past 30 days */
+	b[e.len - 18] = 0xff; /* every past 30 days */
 	SH_ASSERT_EQ(cfg_decode(b, e.len, d), -EBADMSG);
 	memcpy(b, e.p, e.len);
 	SH_ASSERT_OK(cfg_decode(b, e.len, d));
 	sh_free(b);
 	/* a "CFG4" configuration (no schedules at its end): every filesystem without one */
 	e.p[3] = '4';
-	SH_ASSERT_OK(cfg_decode(e.p, e.len - (size_t)c->nfs * 8, d));
+	SH_ASSERT_OK(cfg_decode(e.p, e.len - (size_t)c->nfs * 8 - 4, d));
 	SH_ASSERT_EQ(d->nfs, 2u);
 	SH_ASSERT_EQ(cfg_fs_find(d, "data")->snap_every_s, 0u);
 	SH_ASSERT_EQ(cfg_fs_find(d, "data")->snap_keep, 0u);
 	SH_ASSERT_EQ(cfg_fs_find(d, "logs")->version, 2u);
 	SH_ASSERT_EQ(d->nsnaps, 1u);
 	SH_ASSERT_EQ(cfg_decode(e.p, e.len, d), -EBADMSG); /* "CFG4" with the schedules */
-	SH_ASSERT_OK(cfg_decode(e.p, e.len - (size_t)c->nfs * 8, d));
+	SH_ASSERT_OK(cfg_decode(e.p, e.len - (size_t)c->nfs * 8 - 4, d));
 	sched_expect(d, sched_cmd("logs", 60, 3, 44), 0, NULL);
 	sh_enc_fini(&f);
 	sh_enc_init(&f);
 	cfg_encode(&f, d);
-	SH_ASSERT_EQ(memcmp(f.p, "CFG5", 4), 0);
+	SH_ASSERT_EQ(memcmp(f.p, "CFG6", 4), 0);
 	sh_enc_fini(&f);
 	sh_enc_fini(&e);
 	/* the command carries every and keep */
@@ -1293,9 +1298,148 @@ TEST(config_events_say_who_asked)
 	cfg_cmd_encode(&e, &cmd);
 	SH_ASSERT_OK(cfg_cmd_decode(e.p, e.len, &back));
 	SH_ASSERT_STREQ(back.by, cmd.by);
-	SH_ASSERT_OK(cfg_cmd_decode(e.p, e.len - 2 - strlen(cmd.by), &back));
+	SH_ASSERT_OK(cfg_cmd_decode(e.p, e.len - CFG_KEY_LEN - 2 - strlen(cmd.by), &back));
 	SH_ASSERT_STREQ(back.by, "");
 	SH_ASSERT_EQ(back.id, 5u);
 	sh_enc_fini(&e);
+	cfg_free(c);
+}
+
+/* ---- access keys ---- */
+
+static struct cfg_cmd
+key_cmd(uint8_t op, const char *fs, uint64_t id, uint8_t access, uint64_t time)
+{
+	struct cfg_cmd cmd = { .op = op, .id = id, .state = access, .time = time };
+
+	snprintf(cmd.name, sizeof(cmd.name), "%s", fs);
+	for (unsigned i = 0; i < CFG_KEY_LEN; i++)
+		cmd.key[i] = (uint8_t)(id + i);
+	return cmd;
+}
+
+TEST(config_access_keys_made_revoked_and_kept_from_clients)
+{
+	struct cfg *c = cluster_with_fs(), *d = cfg_new();
+	struct cfg_cmd cmd;
+	char msg[CFG_MSG_MAX];
+	const struct cfg_key *k;
+	struct sh_enc e, f;
+
+	cmd = key_cmd(CFG_OP_KEY_CREATE, "data", 7, CFG_KEY_WRITE, 500);
+	SH_ASSERT_OK(cfg_apply(c, &cmd, msg, sizeof(msg)));
+	SH_ASSERT_STREQ(cfg_event_at(c, 0)->text,
+			"access key 7 (read-write) of filesystem data created");
+	cmd = key_cmd(CFG_OP_KEY_CREATE, "logs", 8, CFG_KEY_READ, 501);
+	SH_ASSERT_OK(cfg_apply(c, &cmd, msg, sizeof(msg)));
+	/* refused: an id taken, one of the cluster's own, no such filesystem, no access, no bytes
+	 */
+	cmd = key_cmd(CFG_OP_KEY_CREATE, "data", 7, CFG_KEY_READ, 502);
+	SH_ASSERT_EQ(cfg_apply(c, &cmd, msg, sizeof(msg)), -EEXIST);
+	cmd = key_cmd(CFG_OP_KEY_CREATE, "data", 1, CFG_KEY_READ, 502);
+	SH_ASSERT_EQ(cfg_apply(c, &cmd, msg, sizeof(msg)), -EINVAL);
+	cmd = key_cmd(CFG_OP_KEY_CREATE, "nope", 9, CFG_KEY_READ, 502);
+	SH_ASSERT_EQ(cfg_apply(c, &cmd, msg, sizeof(msg)), -ENOENT);
+	cmd = key_cmd(CFG_OP_KEY_CREATE, "data", 9, 3, 502);
+	SH_ASSERT_EQ(cfg_apply(c, &cmd, msg, sizeof(msg)), -EINVAL);
+	cmd = key_cmd(CFG_OP_KEY_CREATE, "data", 9, CFG_KEY_READ, 502);
+	memset(cmd.key, 0, sizeof(cmd.key));
+	SH_ASSERT_EQ(cfg_apply(c, &cmd, msg, sizeof(msg)), -EINVAL);
+	k = cfg_key_find(c, 7);
+	SH_ASSERT_NOT_NULL(k);
+	SH_ASSERT_EQ(k->fs, cfg_fs_find(c, "data")->id);
+	SH_ASSERT_EQ(k->access, CFG_KEY_WRITE);
+	SH_ASSERT_EQ(k->secret[3], 10);
+	/* revoked: kept, so that its clients are told EACCES; twice is -EALREADY */
+	cmd = key_cmd(CFG_OP_KEY_REVOKE, "", 7, 0, 600);
+	snprintf(cmd.by, sizeof(cmd.by), "admin API from 10.1.1.1:5");
+	SH_ASSERT_OK(cfg_apply(c, &cmd, msg, sizeof(msg)));
+	SH_ASSERT_STREQ(cfg_event_at(c, 0)->text, "access key 7 (read-write) of filesystem data "
+						  "revoked (admin API from 10.1.1.1:5)");
+	SH_ASSERT(cfg_key_find(c, 7)->revoked);
+	SH_ASSERT_EQ(cfg_key_find(c, 7)->revoked_at, 600u);
+	SH_ASSERT_EQ(cfg_apply(c, &cmd, msg, sizeof(msg)), -EALREADY);
+	cmd = key_cmd(CFG_OP_KEY_REVOKE, "", 99, 0, 600);
+	SH_ASSERT_EQ(cfg_apply(c, &cmd, msg, sizeof(msg)), -ENOENT);
+
+	/* the codec: the nodes' copy has the bytes, the clients' none */
+	sh_enc_init(&e);
+	sh_enc_init(&f);
+	cfg_encode(&e, c);
+	SH_ASSERT_EQ(memcmp(e.p, "CFG6", 4), 0);
+	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
+	SH_ASSERT_EQ(d->nkeys, 2u);
+	SH_ASSERT_MEMEQ(d->keys, c->keys, 2 * sizeof(c->keys[0]));
+	for (size_t n = 0; n < e.len; n += 53)
+		SH_ASSERT_EQ(cfg_decode(e.p, n, d), -EBADMSG);
+	cfg_encode_public(&f, c);
+	SH_ASSERT_EQ(f.len, e.len);
+	SH_ASSERT_OK(cfg_decode(f.p, f.len, d));
+	SH_ASSERT_EQ(d->nkeys, 2u);
+	SH_ASSERT_EQ(cfg_key_find(d, 8)->access, CFG_KEY_READ);
+	for (unsigned i = 0; i < CFG_KEY_LEN; i++)
+		SH_ASSERT_EQ(cfg_key_find(d, 8)->secret[i], 0);
+	/* the bytes of key 8 are nowhere in the clients' copy */
+	for (size_t i = 0; i + CFG_KEY_LEN <= f.len; i++)
+		SH_ASSERT(memcmp(f.p + i, cfg_key_find(c, 8)->secret, CFG_KEY_LEN) != 0);
+	/* a key of id 1 (the cluster's own) or twice the same id: refused */
+	{
+		uint8_t *b = sh_malloc(e.len);
+		size_t at = e.len - 2 * (4 + 4 + 1 + 1 + 8 + 8 + CFG_KEY_LEN); /* key 7's id */
+
+		memcpy(b, e.p, e.len);
+		SH_ASSERT_EQ(b[at], 7);
+		b[at] = 1;
+		SH_ASSERT_EQ(cfg_decode(b, e.len, d), -EBADMSG);
+		b[at] = 8;
+		SH_ASSERT_EQ(cfg_decode(b, e.len, d), -EBADMSG);
+		b[at] = 7;
+		SH_ASSERT_OK(cfg_decode(b, e.len, d));
+		sh_free(b);
+	}
+	sh_enc_fini(&e);
+	sh_enc_fini(&f);
+	/* a command carries the key's bytes */
+	cmd = key_cmd(CFG_OP_KEY_CREATE, "data", 12, CFG_KEY_READ, 700);
+	{
+		struct cfg_cmd back;
+
+		sh_enc_init(&e);
+		cfg_cmd_encode(&e, &cmd);
+		SH_ASSERT_OK(cfg_cmd_decode(e.p, e.len, &back));
+		SH_ASSERT_MEMEQ(back.key, cmd.key, CFG_KEY_LEN);
+		SH_ASSERT_EQ(back.id, 12u);
+		sh_enc_fini(&e);
+	}
+	/* a filesystem deleted takes its keys with it */
+	cmd = (struct cfg_cmd){ .op = CFG_OP_FS_DELETE, .time = 800 };
+	snprintf(cmd.name, sizeof(cmd.name), "logs");
+	SH_ASSERT_OK(cfg_apply(c, &cmd, msg, sizeof(msg)));
+	SH_ASSERT_NULL(cfg_key_find(c, 8));
+	SH_ASSERT_NOT_NULL(cfg_key_find(c, 7));
+	cfg_free(d);
+	cfg_free(c);
+}
+
+TEST(config_access_keys_full_table_takes_a_revoked_ones_room)
+{
+	struct cfg *c = cluster_with_fs();
+	struct cfg_cmd cmd;
+	char msg[CFG_MSG_MAX];
+
+	for (uint32_t i = 0; i < CFG_KEYS_MAX; i++) {
+		cmd = key_cmd(CFG_OP_KEY_CREATE, "data", 100 + i, CFG_KEY_READ, 1000 + i);
+		SH_ASSERT_OK(cfg_apply(c, &cmd, msg, sizeof(msg)));
+	}
+	cmd = key_cmd(CFG_OP_KEY_CREATE, "data", 50, CFG_KEY_READ, 5000);
+	SH_ASSERT_EQ(cfg_apply(c, &cmd, msg, sizeof(msg)), -ENOSPC);
+	SH_ASSERT(strstr(msg, "revoke one") != NULL);
+	cmd = key_cmd(CFG_OP_KEY_REVOKE, "", 130, 0, 5001);
+	SH_ASSERT_OK(cfg_apply(c, &cmd, msg, sizeof(msg)));
+	cmd = key_cmd(CFG_OP_KEY_CREATE, "data", 50, CFG_KEY_READ, 5002);
+	SH_ASSERT_OK(cfg_apply(c, &cmd, msg, sizeof(msg)));
+	SH_ASSERT_NULL(cfg_key_find(c, 130));
+	SH_ASSERT_NOT_NULL(cfg_key_find(c, 50));
+	SH_ASSERT_EQ(c->nkeys, (uint32_t)CFG_KEYS_MAX);
 	cfg_free(c);
 }

@@ -33,7 +33,7 @@ sealed(struct net_auth *a, struct net_mac_key *k, struct net_pkt *h, uint8_t *bu
 	n = net_pkt_encode_hdr(h, buf, iov, 1);
 	memcpy(buf + n, body, sizeof(body));
 	iov[0] = (struct iovec){ buf, n + sizeof(body) };
-	SH_ASSERT_OK(net_auth_seal(a, k, h, iov, 1, buf + n + sizeof(body)));
+	SH_ASSERT_OK(net_auth_seal(a, k, NULL, h, iov, 1, buf + n + sizeof(body)));
 	return n + sizeof(body) + NET_MAC_TRAILER;
 }
 
@@ -52,10 +52,14 @@ header(void)
 static int
 check(struct net_auth *a, struct net_mac_key *k, const uint8_t *buf, size_t n)
 {
+	const uint8_t(*keys)[NET_AUTH_KEY_LEN];
 	struct net_pkt p;
 	int rc = net_pkt_decode(buf, n, &p);
+	unsigned nkeys = rc < 0 ? 0 : net_auth_keys(a, p.key_id, &keys);
 
-	return rc < 0 ? rc : net_auth_check(a, k, &p, buf, n);
+	if (rc == 0)
+		rc = net_auth_check(a, k, keys, nkeys, &p, buf, n);
+	return rc < 0 ? rc : 0;
 }
 
 TEST(auth_sealed_packets_check_and_changed_ones_fail)
@@ -68,9 +72,9 @@ TEST(auth_sealed_packets_check_and_changed_ones_fail)
 	uint8_t buf[512], bad[512], again[512];
 	size_t n;
 
-	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key1, NULL, &tx));
-	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key1, NULL, &rx));
-	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key2, NULL, &other));
+	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key1, NULL, 0, &tx));
+	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key1, NULL, 0, &rx));
+	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key2, NULL, 0, &other));
 	n = sealed(tx, &ktx, &h, buf);
 	SH_ASSERT_OK(net_pkt_decode(buf, n, &q));
 	SH_ASSERT(q.mac == buf + n - NET_MAC_TRAILER);
@@ -161,10 +165,10 @@ TEST(auth_a_second_key_is_accepted_while_the_secret_rotates)
 	uint8_t by_old[512], by_new[512];
 	size_t n_old, n_new;
 
-	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key1, NULL, &old_only));
-	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key1, key2, &old_new));
-	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key2, key1, &new_old));
-	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key2, NULL, &new_only));
+	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key1, NULL, 0, &old_only));
+	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key1, key2, 0, &old_new));
+	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key2, key1, 0, &new_old));
+	SH_ASSERT_OK(net_auth_create(sim_node_env(node), key2, NULL, 0, &new_only));
 	n_old = sealed(old_new, NULL, &h, by_old); /* seals with its first key: the old */
 	h = header();
 	n_new = sealed(new_old, NULL, &h, by_new);

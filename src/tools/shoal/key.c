@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * shoal fs key: a file system's access keys made, listed and revoked over
+ * the admin API (docs/cli.md "Access keys", docs/security.md "Clients'
+ * keys"). A new key's text is written to a file of mode 0600 (--out), or
+ * to standard output when it is not a terminal's: never on a command line.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../base/access_key.h"
+#include "shoal.h"
+
+static const char key_usage[] =
+    "usage: shoal fs key create FS --read-only|--read-write [--out FILE]\n"
+    "       shoal fs key list FS [--json] | revoke FS ID\n"
+    "  create FS   make an access key for filesystem FS: clients that hold it open FS\n"
+    "              (and write it, with --read-write). Its text (sk1.ID.HEX) is shown\n"
+    "              once: written to FILE (mode 0600) with --out, else to standard\n"
+    "              output (redirect it: it is not shown on a terminal). Give it to a\n"
+    "              client with --key-file FILE (shoal mount), $SHOAL_KEY_FILE or\n"
+    "              $SHOAL_KEY, never on a command line.\n"
+    "  list FS     FS's keys: id, access, created, revoked (never their text)\n"
+    "  revoke FS ID  revoke a key: its clients are refused (EACCES) within seconds\n";
+
+static void
+show_keys(json_t *a)
+{
+	size_t i;
+	json_t *k;
+
+	printf("%-12s %-11s %-21s %s\n", "ID", "ACCESS", "CREATED", "REVOKED");
+	json_array_foreach(a, i, k)
+	{
+		char when[32], rev[32] = "-";
+		time_t t = (time_t)jint(k, "created");
+		struct tm tm;
+
+		gmtime_r(&t, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		if (json_is_true(json_object_get(k, "revoked"))) {
+			t = (time_t)jint(k, "revoked_at");
+			gmtime_r(&t, &tm);
+			strftime(rev, sizeof(rev), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		}
+		printf("%-12lld %-11s %-21s %s\n", jint(k, "id"), jstr(k, "access"), when, rev);
+	}
+}
+
+static int
+create(struct cli *c, const char *fs, const char *access, const char *out)
+{
+	char path[256];
+	json_t *j;
+	int rc;
+
+	if (out == NULL && isatty(STDOUT_FILENO))
+		usage_error("a key is not shown on a terminal: give --out FILE, or redirect "
+			    "standard output to a file");
+	snprintf(path, sizeof(path), "/v1/fs/%s/keys", fs);
+	j = api_call(c, "POST", path, json_pack("{s:s}", "access", access));
+	if (out != NULL) {
+		rc = sh_secret_write_text(out, jstr(j, "key"));
+		if (rc < 0)
+			fail("key %lld was made, but cannot be written to %s: %s (revoke it: "
+			     "shoal fs key revoke %s %lld)",
+			     jint(j, "id"), out, strerror(-rc), fs, jint(j, "id"));
+		if (c->json) {
+			json_object_del(j, "key");
+			print_json(j);
+		} else {
+			printf("access key %lld (%s) of filesystem %s written to %s\n",
+			       jint(j, "id"), jstr(j, "access"), fs, out);
+		}
+	} else if (c->json) {
+		print_json(j);
+	} else {
+		printf("%s\n", jstr(j, "key"));
+	}
+	json_decref(j);
+	return 0;
+}
+
+int
+cmd_key(struct cli *c, int argc, char **argv)
+{
+	const char *pos[3], *access = NULL, *out = NULL;
+	char path[256];
+	int n = 0;
+
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0) {
+			c->json = true;
+		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			fputs(key_usage, stdout);
+			return 0;
+		} else if (strcmp(argv[i], "--read-only") == 0 ||
+			   strcmp(argv[i], "--read-write") == 0) {
+			if (access != NULL)
+				usage_error("--read-only or --read-write, once");
+			access = argv[i] + 2;
+		} else if (strcmp(argv[i], "--out") == 0) {
+			if (i + 1 >= argc)
+				usage_error("--out needs a file");
+			out = argv[++i];
+		} else if (strncmp(argv[i], "--", 2) == 0) {
+			usage_error("unknown option '%s'", argv[i]);
+		} else if (n < 3) {
+			pos[n++] = argv[i];
+		} else {
+			usage_error("unexpected argument '%s'", argv[i]);
+		}
+	}
+	if (n == 0) {
+		fputs(key_usage, stderr);
+		return 2;
+	}
+	if (n >= 2 && !cfg_name_ok(pos[1]))
+		usage_error("'%s' is not a filesystem name", pos[1]);
+	if (strcmp(pos[0], "create") == 0) {
+		if (n != 2 || access == NULL)
+			usage_error("fs key create takes FS and --read-only or --read-write");
+		return create(c, pos[1], access, out);
+	}
+	if (access != NULL || out != NULL)
+		usage_error("--read-only, --read-write and --out go with 'fs key create'");
+	if (strcmp(pos[0], "list") == 0 && n == 2) {
+		json_t *j;
+
+		snprintf(path, sizeof(path), "/v1/fs/%s/keys", pos[1]);
+		j = api_get(c, path);
+		if (c->json)
+			print_json(j);
+		else
+			show_keys(j);
+		json_decref(j);
+		return 0;
+	}
+	if (strcmp(pos[0], "revoke") == 0 && n == 3) {
+		char msg[160];
+
+		snprintf(path, sizeof(path), "/v1/fs/%s/keys/%s", pos[1], pos[2]);
+		api_change(c, "DELETE", path, NULL);
+		if (c->json) {
+			print_json(json_pack("{s:b}", "ok", 1));
+		} else {
+			snprintf(msg, sizeof(msg), "access key %s of filesystem %s revoked", pos[2],
+				 pos[1]);
+			puts(msg);
+		}
+		return 0;
+	}
+	fputs(key_usage, stderr);
+	return 2;
+}

@@ -438,11 +438,12 @@ op_statfs(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_statfs(req, &v);
 }
 
-/* The root's SFUSE_XATTR_MOUNT: the mount's own, never stored */
+/* The root's SFUSE_XATTR_MOUNT and SFUSE_XATTR_KEY: the mount's own, never stored */
 static bool
 is_mount_xattr(fuse_ino_t ino, const char *name)
 {
-	return ino == FUSE_ROOT_ID && strcmp(name, SFUSE_XATTR_MOUNT) == 0;
+	return ino == FUSE_ROOT_ID &&
+	       (strcmp(name, SFUSE_XATTR_MOUNT) == 0 || strcmp(name, SFUSE_XATTR_KEY) == 0);
 }
 
 static void
@@ -487,10 +488,13 @@ op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 		return;
 	}
 	if (is_mount_xattr(ino, name)) {
-		const char *mgmt = sfuse_of(req)->o.mgmt;
-		size_t n = strlen(mgmt);
+		const struct sfuse_opts *o = &sfuse_of(req)->o;
+		const char *mgmt = strcmp(name, SFUSE_XATTR_MOUNT) == 0 ? o->mgmt : o->key_file;
+		size_t n = mgmt ? strlen(mgmt) : 0;
 
-		if (size == 0)
+		if (n == 0)
+			fuse_reply_err(req, ENODATA); /* no --key-file */
+		else if (size == 0)
 			fuse_reply_xattr(req, n);
 		else if (size < n)
 			fuse_reply_err(req, ERANGE);

@@ -50,6 +50,12 @@ struct sfuse {
  * settable (EPERM).
  */
 #define SFUSE_XATTR_MOUNT "user.shoal.mount"
+/*
+ * And where the mount's key is (--key-file, an absolute path; ENODATA
+ * without one), for the same processes: the file's mode decides who may
+ * read the key itself (docs/preload.md).
+ */
+#define SFUSE_XATTR_KEY "user.shoal.key_file"
 
 /*
  * Set the mount's read-ahead (its backing device's read_ahead_kb in

@@ -4,6 +4,10 @@
 
 #include <errno.h>
 #include <openssl/crypto.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <string.h>
@@ -23,6 +27,59 @@ struct net_auth {
 	uint64_t ctr;		    /* packets sealed: the nonce's counter */
 	struct net_mac_key scratch; /* a key derived for one packet */
 };
+
+/*
+ * At the process's exit OpenSSL frees its global state (its own exit
+ * handler), while a client's or a node's loop thread may still be sealing
+ * a datagram, or a library's destructor still sending one: that crashed a
+ * forked child of a preloaded program as libshoal_preload.so flushed its
+ * files at exit (tests/cluster/test_preload.py). So the first to need it
+ * initializes OpenSSL without that handler (OPENSSL_INIT_NO_ATEXIT: the
+ * process's end frees its memory anyway). Where the program initialized
+ * OpenSSL first, with the handler (Python's hashlib), a handler of ours,
+ * registered after it and so run before it, stops sealing and checking
+ * (datagrams are then lost, as at a crash) and waits for those under way.
+ */
+static atomic_int users;
+static atomic_bool stopped;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+
+static void
+quiesce(void)
+{
+	atomic_store(&stopped, true);
+	for (int i = 0; i < 1000 && atomic_load(&users) > 0; i++)
+		usleep(100);
+}
+
+static void
+exit_hook(void)
+{
+	OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL); /* (no effect if it was already) */
+	atexit(quiesce);
+}
+
+void
+net_auth_init(void)
+{
+	pthread_once(&exit_once, exit_hook);
+}
+
+static bool
+enter(void)
+{
+	atomic_fetch_add(&users, 1);
+	if (!atomic_load(&stopped))
+		return true;
+	atomic_fetch_sub(&users, 1);
+	return false;
+}
+
+static void
+leave(void)
+{
+	atomic_fetch_sub(&users, 1);
+}
 
 int
 net_auth_client_key(const uint8_t net_key[NET_AUTH_KEY_LEN], uint8_t out[NET_AUTH_KEY_LEN])
@@ -44,6 +101,7 @@ net_auth_create(struct env *env, const uint8_t key[NET_AUTH_KEY_LEN],
 
 	if (a == NULL)
 		return -ENOMEM;
+	net_auth_init();
 	memcpy(a->key[0], key, NET_AUTH_KEY_LEN);
 	a->nkeys = 1;
 	a->key_id = key_id;
@@ -171,10 +229,9 @@ gmac(struct net_mac_key *k, const uint8_t *nonce, const struct iovec *iov, unsig
 	return 0;
 }
 
-int
-net_auth_seal(struct net_auth *a, struct net_mac_key *k, const uint8_t *master,
-	      const struct net_pkt *h, const struct iovec *iov, unsigned iovcnt,
-	      uint8_t trailer[NET_MAC_TRAILER])
+static int
+seal(struct net_auth *a, struct net_mac_key *k, const uint8_t *master, const struct net_pkt *h,
+     const struct iovec *iov, unsigned iovcnt, uint8_t trailer[NET_MAC_TRAILER])
 {
 	int rc;
 
@@ -202,9 +259,9 @@ verify(struct net_mac_key *k, const struct net_pkt *pkt, const uint8_t *b)
 	return CRYPTO_memcmp(tag, pkt->mac + NET_MAC_NONCE, NET_MAC_TAG) == 0 ? 0 : -EACCES;
 }
 
-int
-net_auth_check(struct net_auth *a, struct net_mac_key *k, const uint8_t (*keys)[NET_AUTH_KEY_LEN],
-	       unsigned nkeys, const struct net_pkt *pkt, const uint8_t *b, size_t len)
+static int
+check(struct net_auth *a, struct net_mac_key *k, const uint8_t (*keys)[NET_AUTH_KEY_LEN],
+      unsigned nkeys, const struct net_pkt *pkt, const uint8_t *b, size_t len)
 {
 	int rc = -EACCES;
 
@@ -233,5 +290,32 @@ net_auth_check(struct net_auth *a, struct net_mac_key *k, const uint8_t (*keys)[
 		*k = a->scratch;
 		a->scratch = t;
 	}
+	return rc;
+}
+
+int
+net_auth_seal(struct net_auth *a, struct net_mac_key *k, const uint8_t *master,
+	      const struct net_pkt *h, const struct iovec *iov, unsigned iovcnt,
+	      uint8_t trailer[NET_MAC_TRAILER])
+{
+	int rc;
+
+	if (!enter())
+		return -ESHUTDOWN; /* the process exits */
+	rc = seal(a, k, master, h, iov, iovcnt, trailer);
+	leave();
+	return rc;
+}
+
+int
+net_auth_check(struct net_auth *a, struct net_mac_key *k, const uint8_t (*keys)[NET_AUTH_KEY_LEN],
+	       unsigned nkeys, const struct net_pkt *pkt, const uint8_t *b, size_t len)
+{
+	int rc;
+
+	if (!enter())
+		return -ESHUTDOWN;
+	rc = check(a, k, keys, nkeys, pkt, b, len);
+	leave();
 	return rc;
 }

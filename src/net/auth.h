@@ -81,6 +81,13 @@ struct net_mac_key {
 int net_auth_create(struct env *env, const uint8_t key[NET_AUTH_KEY_LEN],
 		    const uint8_t also[NET_AUTH_KEY_LEN], uint32_t key_id, struct net_auth **out);
 uint32_t net_auth_key_id(const struct net_auth *a);
+/*
+ * Initialize OpenSSL so that it does not free itself at exit, and, where
+ * the program set it up first, stop sealing and checking datagrams before
+ * it does (auth.c). net_auth_create does it; a library whose destructor
+ * uses the network (libshoal_preload.so flushing files) does it first.
+ */
+void net_auth_init(void);
 /* The cluster's client key: HMAC-SHA-256(network key, "shoal client key v1"). 0, -EIO. */
 int net_auth_client_key(const uint8_t net_key[NET_AUTH_KEY_LEN], uint8_t out[NET_AUTH_KEY_LEN]);
 /*
@@ -98,7 +105,8 @@ void net_mac_key_fini(struct net_mac_key *k);
  * is already encoded: iov holds the encoded header, ranges and payload.
  * k: the sender's cached key for this peer (re-derived if h names another
  * session), or NULL for a one-off. master: the key h's key id names (a
- * client's, at a backend), NULL for the endpoint's own. 0 or -EIO.
+ * client's, at a backend), NULL for the endpoint's own. 0 or -EIO;
+ * -ESHUTDOWN once the process exits (auth.c: OpenSSL is going away).
  */
 int net_auth_seal(struct net_auth *a, struct net_mac_key *k, const uint8_t *master,
 		  const struct net_pkt *h, const struct iovec *iov, unsigned iovcnt,

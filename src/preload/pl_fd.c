@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../base/hash.h"
+#include "../net/auth.h"
 #include "pl.h"
 
 struct pl_libc_fns pl_libc_tab;
@@ -388,19 +389,39 @@ say_kernel(const char *dir, int rc)
 			sh_strerror(rc));
 }
 
+/*
+ * The client's key: $SHOAL_KEY or $SHOAL_KEY_FILE if set (the library reads
+ * them: out ""), else the mount's --key-file (its root's user.shoal.key_file),
+ * which this process may or may not be allowed to read.
+ */
+static void
+key_of(const struct pl_mount *m, char *out, size_t len)
+{
+	const char *k = getenv("SHOAL_KEY"), *f = getenv("SHOAL_KEY_FILE");
+	ssize_t n;
+
+	out[0] = 0;
+	if ((k != NULL && *k) || (f != NULL && *f))
+		return;
+	n = getxattr(m->dir, "user.shoal.key_file", out, len - 1);
+	out[n > 0 ? n : 0] = 0;
+}
+
 /* m's filesystem handle, connected on first use; NULL: the kernel serves m. */
 static sh_fs *
 mount_fs(struct pl_mount *m)
 {
-	char mgmt[1024];
+	char mgmt[1024], key[1024];
+	struct sh_client_opts o = { .key_file = key };
 	int rc;
 
 	pthread_mutex_lock(&m->mu);
 	if (m->state == 0) {
 		pl_inside++;
 		rc = mgmt_of(m, mgmt, sizeof(mgmt));
+		key_of(m, key, sizeof(key));
 		if (rc == 0)
-			rc = sh_client_connect(mgmt, NULL, &m->c);
+			rc = sh_client_connect(mgmt, key[0] ? &o : NULL, &m->c);
 		if (rc == 0) {
 			rc = sh_fs_open(m->c, m->fs, &m->fsh);
 			if (rc < 0) {
@@ -982,6 +1003,11 @@ __attribute__((constructor)) static void
 pl_load(void)
 {
 	(void)pl_libc_load();
+	/*
+	 * OpenSSL set up before the program can: it then never frees itself at
+	 * exit, and the destructor below still seals what it sends (net/auth.h)
+	 */
+	net_auth_init();
 }
 
 /* $SHOAL_PRELOAD_STATS: one line per process at exit (what the tests check). */

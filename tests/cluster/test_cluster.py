@@ -416,13 +416,19 @@ def admin_api_asks_for_the_cluster_token(c):
         secret = bytes.fromhex(f.read().strip())
     token = hmac.new(secret, b"shoal admin token v1", hashlib.sha256).hexdigest()
     check(c.token() == token, "DIR/admin.token is HMAC-SHA-256(secret, label)")
-    for name in ["cluster.secret", "admin.token"] + ["n%d/admin.token" % n
-                                                     for n in range(1, c.nodes + 1)]:
+    # and the cluster's client key, HMAC-SHA-256(HMAC-SHA-256(secret, label), label), on
+    # every node and beside the secret
+    with open(os.path.join(c.dir, "client.key")) as f:
+        check(f.read().strip() == client_key(secret), "DIR/client.key is not the secret's")
+    for name in ["cluster.secret", "admin.token", "client.key"] + \
+            ["n%d/%s" % (n, f) for n in range(1, c.nodes + 1)
+             for f in ("admin.token", "client.key")]:
         p = os.path.join(c.dir, name)
         check(stat.S_IMODE(os.stat(p).st_mode) == 0o600, "%s is 0600" % name)
         with open(p) as f:
-            check(name == "cluster.secret" or f.read().strip() == token,
-                  "%s holds the cluster's token" % name)
+            want = client_key(secret) if name.endswith("client.key") else token
+            check(name == "cluster.secret" or f.read().strip() == want,
+                  "%s holds the cluster's token or client key" % name)
 
     def ask(method, path, headers=None, node=1):
         h = http.client.HTTPConnection("127.0.0.1", c.port + node - 1, timeout=10)

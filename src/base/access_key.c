@@ -16,26 +16,9 @@
 void
 sh_key_format(uint32_t id, const uint8_t key[SH_KEY_LEN], char *out)
 {
-	static const char digits[] = "0123456789abcdef";
 	int n = snprintf(out, SH_KEY_TEXT_MAX, PREFIX "%u.", id);
 
-	for (unsigned i = 0; i < SH_KEY_LEN; i++) {
-		out[n + 2 * i] = digits[key[i] >> 4];
-		out[n + 2 * i + 1] = digits[key[i] & 15];
-	}
-	out[n + 2 * SH_KEY_LEN] = '\0';
-}
-
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
+	sh_hex(key, SH_KEY_LEN, out + n);
 }
 
 int
@@ -55,8 +38,8 @@ sh_key_parse(const char *text, uint32_t *id, uint8_t key[SH_KEY_LEN])
 	if (digits == 0 || v == 0 || v > UINT32_MAX || *p++ != '.')
 		return -EINVAL;
 	for (unsigned i = 0; i < SH_KEY_LEN; i++) {
-		int hi = hexval((unsigned char)p[2 * i]),
-		    lo = hi < 0 ? -1 : hexval((unsigned char)p[2 * i + 1]);
+		int hi = sh_hex_digit((unsigned char)p[2 * i]),
+		    lo = hi < 0 ? -1 : sh_hex_digit((unsigned char)p[2 * i + 1]);
 
 		if (hi < 0 || lo < 0)
 			return -EINVAL;

@@ -113,8 +113,8 @@ sh_secret_read_file(const char *path, enum sh_file_rule rule, size_t max, char *
 	return 0;
 }
 
-static int
-hexval(int c)
+int
+sh_hex_digit(int c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -125,8 +125,8 @@ hexval(int c)
 	return -1;
 }
 
-static void
-to_hex(const uint8_t *b, size_t n, char *out)
+void
+sh_hex(const uint8_t *b, size_t n, char *out)
 {
 	static const char digits[] = "0123456789abcdef";
 
@@ -146,7 +146,7 @@ sh_token_parse(const char *text, char *out)
 
 	while (isspace((unsigned char)*p))
 		p++;
-	while (hexval((unsigned char)p[n]) >= 0 && n <= SH_TOKEN_LEN)
+	while (sh_hex_digit((unsigned char)p[n]) >= 0 && n <= SH_TOKEN_LEN)
 		n++;
 	if (n != SH_TOKEN_LEN)
 		return false;
@@ -169,7 +169,8 @@ sh_secret_load(const char *path, uint8_t out[SH_SECRET_LEN])
 		rc = -EINVAL;
 	if (rc == 0)
 		for (size_t i = 0; i < SH_SECRET_LEN; i++)
-			out[i] = (uint8_t)(hexval(hex[2 * i]) << 4 | hexval(hex[2 * i + 1]));
+			out[i] =
+			    (uint8_t)(sh_hex_digit(hex[2 * i]) << 4 | sh_hex_digit(hex[2 * i + 1]));
 	explicit_bzero(text, sizeof(text));
 	explicit_bzero(hex, sizeof(hex));
 	return rc;
@@ -285,7 +286,7 @@ sh_secret_write_text(const char *path, const char *text)
 void
 sh_secret_hex(const uint8_t secret[SH_SECRET_LEN], char *out)
 {
-	to_hex(secret, SH_SECRET_LEN, out);
+	sh_hex(secret, SH_SECRET_LEN, out);
 }
 
 /* HMAC-SHA-256(secret, label) into out (32 bytes). 0 or -EIO. */
@@ -310,7 +311,7 @@ derive_hex(const uint8_t secret[SH_SECRET_LEN], const char *label, size_t n, cha
 	out[0] = '\0';
 	if (derive(secret, label, mac) < 0)
 		return -EIO;
-	to_hex(mac, n, out);
+	sh_hex(mac, n, out);
 	OPENSSL_cleanse(mac, sizeof(mac));
 	return 0;
 }

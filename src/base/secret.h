@@ -113,6 +113,11 @@ int sh_token_env(char *out);
  */
 bool sh_bearer_ok(const char *authorization, const char *token);
 
+/* n bytes as 2n lower-case hex digits and a NUL into out. */
+void sh_hex(const uint8_t *b, size_t n, char *out);
+/* A hex digit's value (either case), or -1. */
+int sh_hex_digit(int c);
+
 /* Token comparison in time that does not depend on where they differ. */
 bool sh_token_equal(const char *a, const char *b);
 

@@ -7,7 +7,6 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../../base/access_key.h"
@@ -35,16 +34,10 @@ show_keys(json_t *a)
 	json_array_foreach(a, i, k)
 	{
 		char when[32], rev[32] = "-";
-		time_t t = (time_t)jint(k, "created");
-		struct tm tm;
 
-		gmtime_r(&t, &tm);
-		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-		if (json_is_true(json_object_get(k, "revoked"))) {
-			t = (time_t)jint(k, "revoked_at");
-			gmtime_r(&t, &tm);
-			strftime(rev, sizeof(rev), "%Y-%m-%dT%H:%M:%SZ", &tm);
-		}
+		iso_time(jint(k, "created"), when, sizeof(when));
+		if (json_is_true(json_object_get(k, "revoked")))
+			iso_time(jint(k, "revoked_at"), rev, sizeof(rev));
 		printf("%-12lld %-11s %-21s %s\n", jint(k, "id"), jstr(k, "access"), when, rev);
 	}
 }

@@ -33,8 +33,7 @@ check_name(const char *s, const char *what)
 		usage_error("'%s' is not a %s name (1-63 of A-Z a-z 0-9 . _ -)", s, what);
 }
 
-/* "2024-05-01T12:00:00Z" */
-static const char *
+const char *
 iso_time(long long secs, char *buf, size_t len)
 {
 	time_t t = (time_t)secs;

@@ -24,8 +24,11 @@ struct net_auth {
 	unsigned nkeys;
 	uint32_t key_id; /* the id of key[]: 0 (a backend's network key), or a client's */
 	uint8_t salt[4];
-	uint64_t ctr;		    /* packets sealed: the nonce's counter */
-	struct net_mac_key scratch; /* a key derived for one packet */
+	uint64_t ctr;		      /* packets sealed: the nonce's counter */
+	struct net_mac_key scratch;   /* a key derived for one packet */
+	atomic_int busy;	      /* sealing or checking now (its endpoint's thread) */
+	struct net_auth *prev, *next; /* every endpoint's, for quiesce() */
+	bool linked;
 };
 
 /*
@@ -40,16 +43,20 @@ struct net_auth {
  * registered after it and so run before it, stops sealing and checking
  * (datagrams are then lost, as at a crash) and waits for those under way.
  */
-static atomic_int users;
 static atomic_bool stopped;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t all_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct net_auth *all; /* under all_mu */
 
 static void
 quiesce(void)
 {
 	atomic_store(&stopped, true);
-	for (int i = 0; i < 1000 && atomic_load(&users) > 0; i++)
-		usleep(100);
+	pthread_mutex_lock(&all_mu);
+	for (struct net_auth *a = all; a != NULL; a = a->next)
+		for (int i = 0; i < 1000 && atomic_load(&a->busy) > 0; i++)
+			usleep(100);
+	pthread_mutex_unlock(&all_mu);
 }
 
 static void
@@ -65,20 +72,21 @@ net_auth_init(void)
 	pthread_once(&exit_once, exit_hook);
 }
 
+/* (each endpoint's own count: no cache line shared between endpoints' threads) */
 static bool
-enter(void)
+enter(struct net_auth *a)
 {
-	atomic_fetch_add(&users, 1);
+	atomic_fetch_add(&a->busy, 1);
 	if (!atomic_load(&stopped))
 		return true;
-	atomic_fetch_sub(&users, 1);
+	atomic_fetch_sub(&a->busy, 1);
 	return false;
 }
 
 static void
-leave(void)
+leave(struct net_auth *a)
 {
-	atomic_fetch_sub(&users, 1);
+	atomic_fetch_sub(&a->busy, 1);
 }
 
 int
@@ -113,6 +121,13 @@ net_auth_create(struct env *env, const uint8_t key[NET_AUTH_KEY_LEN],
 			return -EIO;
 		}
 	env_random(env, a->salt, sizeof(a->salt));
+	pthread_mutex_lock(&all_mu);
+	a->next = all;
+	if (all != NULL)
+		all->prev = a;
+	all = a;
+	a->linked = true;
+	pthread_mutex_unlock(&all_mu);
 	*out = a;
 	return 0;
 }
@@ -150,6 +165,16 @@ net_auth_destroy(struct net_auth *a)
 {
 	if (a == NULL)
 		return;
+	if (a->linked) {
+		pthread_mutex_lock(&all_mu);
+		if (a->prev != NULL)
+			a->prev->next = a->next;
+		else
+			all = a->next;
+		if (a->next != NULL)
+			a->next->prev = a->prev;
+		pthread_mutex_unlock(&all_mu);
+	}
 	net_mac_key_fini(&a->scratch);
 	OPENSSL_cleanse(a->key, sizeof(a->key));
 	OPENSSL_cleanse(a->client, sizeof(a->client));
@@ -300,10 +325,10 @@ net_auth_seal(struct net_auth *a, struct net_mac_key *k, const uint8_t *master,
 {
 	int rc;
 
-	if (!enter())
+	if (!enter(a))
 		return -ESHUTDOWN; /* the process exits */
 	rc = seal(a, k, master, h, iov, iovcnt, trailer);
-	leave();
+	leave(a);
 	return rc;
 }
 
@@ -313,9 +338,9 @@ net_auth_check(struct net_auth *a, struct net_mac_key *k, const uint8_t (*keys)[
 {
 	int rc;
 
-	if (!enter())
+	if (!enter(a))
 		return -ESHUTDOWN;
 	rc = check(a, k, keys, nkeys, pkt, b, len);
-	leave();
+	leave(a);
 	return rc;
 }

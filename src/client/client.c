@@ -850,6 +850,7 @@ opts_ok(const struct sh_client_opts *opts)
 static sh_client *
 client_new(const struct sh_client_opts *opts, bool env, int *rc)
 {
+	const char *file = opts && opts->key_file && *opts->key_file ? opts->key_file : NULL;
 	sh_client *c;
 
 	*rc = opts_ok(opts) ? -ENOMEM : -EINVAL;
@@ -859,13 +860,10 @@ client_new(const struct sh_client_opts *opts, bool env, int *rc)
 	if (c == NULL)
 		return NULL;
 	/* its key (docs/security.md, "Clients' keys"): given, or from the environment */
-	*rc = env ? sh_key_find(opts ? opts->key_file : NULL, &c->key_id, c->key)
-		  : (opts && opts->key_file && *opts->key_file
-			 ? sh_key_load(opts->key_file, &c->key_id, c->key)
-			 : 0);
+	*rc = file != NULL || env ? sh_key_find(file, &c->key_id, c->key) : 0;
 	if (*rc < 0) {
 		sh_log_error("the client's key (%s): %s",
-			     opts && opts->key_file && *opts->key_file	   ? opts->key_file
+			     file != NULL				   ? file
 			     : getenv("SHOAL_KEY") && *getenv("SHOAL_KEY") ? "$SHOAL_KEY"
 									   : "$SHOAL_KEY_FILE",
 			     *rc == -EINVAL  ? "not a key (sk1.ID.HEX)"

@@ -513,6 +513,49 @@ on_reset(struct net *n, struct net_peer *p, const struct net_pkt *pkt)
 	p->inc = pkt->src_inc;
 }
 
+/* A learned peer's address becomes from, on the switch of transport tp. */
+static void
+relearn(struct net *n, struct net_peer *p, unsigned tp, const struct env_addr *from)
+{
+	p->nifaces = 1;
+	p->ifaces[0].addr = *from;
+	memcpy(p->ifaces[0].label, n->ifaces[tp].label, NET_LABEL_MAX);
+	net_paths_build(p);
+}
+
+/* A client's datagram at a backend, authentic: the peer takes what its key allows (n->rx). */
+static void
+client_cred(struct net *n, struct net_peer *p, unsigned tp, const struct env_addr *from,
+	    const struct net_pkt *pkt)
+{
+	char addr[64];
+
+	if (n->rx.keyed && p->cred.key_id == 0 && p->inc == pkt->src_inc) {
+		/*
+		 * its session began without a key: someone else's, claiming its id
+		 * (client_authentic). What it held goes; the client's key begins anew,
+		 * where the client writes from.
+		 */
+		net_sess_reset(p);
+		net_rpc_sess_down(p, true);
+		relearn(n, p, tp, from);
+	}
+	if (n->rx.keyed && p->cred.key_id != n->rx.cred.key_id) {
+		/* the audit trail of keys' use (docs/security.md): once per client */
+		env_addr_format(from, addr, sizeof(addr));
+		sh_log_info("client %llx at %s holds key %u (%s)", (unsigned long long)p->id, addr,
+			    n->rx.cred.key_id,
+			    n->rx.cred.access == NET_ACCESS_WRITE  ? "read-write"
+			    : n->rx.cred.access == NET_ACCESS_READ ? "read-only"
+								   : "revoked");
+	}
+	/* what its key allows (client_authentic), for its requests */
+	p->cred = n->rx.cred;
+	p->cred_gen = n->rx.gen;
+	if (n->rx.keyed)
+		memcpy(p->ckey, n->rx.key, NET_AUTH_KEY_LEN);
+}
+
 static void
 on_packet(struct net *n, unsigned tp, const struct env_addr *from, const struct net_pkt *pkt)
 {
@@ -541,47 +584,15 @@ on_packet(struct net *n, unsigned tp, const struct env_addr *from, const struct 
 		p->learned = true;
 	} else if (p->learned && pkt->type == NET_PKT_HELLO && pkt->src_inc > p->inc &&
 		   p->inc != 0) {
-		/* a learned peer restarted: it may write from other ports now */
-		p->nifaces = 1;
-		p->ifaces[0].addr = *from;
-		memcpy(p->ifaces[0].label, n->ifaces[tp].label, NET_LABEL_MAX);
-		net_paths_build(p);
+		relearn(n, p, tp,
+			from); /* a learned peer restarted: it may write from other ports */
 	}
 	if (pkt->dst_inc != 0 && pkt->dst_inc != n->inc && pkt->type != NET_PKT_RESET) {
 		send_reset(n, tp, from, pkt); /* meant for an incarnation of ours that is gone */
 		return;
 	}
-	if (n->auth != NULL && net_id_is_client(p->id) && (p->inc == 0 || pkt->src_inc >= p->inc)) {
-		if (n->rx.keyed && p->cred.key_id == 0 && p->inc == pkt->src_inc) {
-			/*
-			 * its session began without a key: someone else's, claiming its id
-			 * (client_authentic). What it held goes; the client's key begins anew,
-			 * where the client writes from.
-			 */
-			net_sess_reset(p);
-			net_rpc_sess_down(p, true);
-			p->nifaces = 1;
-			p->ifaces[0].addr = *from;
-			memcpy(p->ifaces[0].label, n->ifaces[tp].label, NET_LABEL_MAX);
-			net_paths_build(p);
-		}
-		if (n->rx.keyed && p->cred.key_id != n->rx.cred.key_id) {
-			char addr[64];
-
-			/* the audit trail of keys' use (docs/security.md): once per client */
-			env_addr_format(from, addr, sizeof(addr));
-			sh_log_info("client %llx at %s holds key %u (%s)",
-				    (unsigned long long)p->id, addr, n->rx.cred.key_id,
-				    n->rx.cred.access == NET_ACCESS_WRITE  ? "read-write"
-				    : n->rx.cred.access == NET_ACCESS_READ ? "read-only"
-									   : "revoked");
-		}
-		/* what its key allows (client_authentic), for its requests */
-		p->cred = n->rx.cred;
-		p->cred_gen = n->rx.gen;
-		if (n->rx.keyed)
-			memcpy(p->ckey, n->rx.key, NET_AUTH_KEY_LEN);
-	}
+	if (n->auth != NULL && net_id_is_client(p->id) && (p->inc == 0 || pkt->src_inc >= p->inc))
+		client_cred(n, p, tp, from, pkt);
 	p->last_rx_ns = env_now(n->env);
 	p->st.pkts_received++;
 	p->st.bytes_received += net_pkt_hdr_len(pkt->nsack) + pkt->payload_len;

@@ -665,6 +665,7 @@ main(int argc, char **argv)
 		admin_stats_clear(&d.stats[i]);
 	}
 	net_destroy(d.net);
+	shoald_keys_fini(&d.keys);	/* (every endpoint that asked is gone) */
 	env_async_fini(&d.submit_wake); /* (the workers, who send it, are gone) */
 	env_real_destroy(d.env);
 	unlink(path);

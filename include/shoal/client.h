@@ -88,6 +88,41 @@ SH_API int sh_fs_open(sh_client *c, const char *name, sh_fs **out);
  * -ENOENT (no such filesystem).
  */
 SH_API int sh_fs_snapshots(sh_client *c, const char *fs, char (*names)[64], unsigned max);
+
+/*
+ * One change between two snapshots (sh_fs_diff): a metadata record whose
+ * value as of `from` is not its value as of `to` (docs/snapshots.md,
+ * "What changed between two snapshots"). The pointers are valid during
+ * the callback only.
+ */
+struct sh_diff {
+	/* 'i' an inode's attributes, 'd' a directory entry, 'x' an xattr, 'e' an
+	 * extent of a file's map, 'l' a symlink's target, 'y' a small file's
+	 * bytes, 'p' a directory's parent, 'g' which buckets hold a directory's
+	 * entries */
+	char kind;
+	uint16_t bucket;
+	uint64_t ino;	  /* the inode ('d': the directory the entry is in) */
+	uint64_t off;	  /* 'e': where the extent starts in the file */
+	const char *name; /* 'd', 'x': the entry's or attribute's name (not NUL-ended) */
+	size_t name_len;
+	const uint8_t *key; /* the record's key as stored (docs/ondisk.md), no version */
+	size_t key_len;
+	const void *old, *new; /* the record's bytes as of from and as of to; NULL: absent */
+	size_t old_len, new_len;
+};
+typedef int (*sh_diff_fn)(void *arg, const struct sh_diff *d);
+/*
+ * What changed in filesystem fs (opened live, not as a snapshot) from
+ * snapshot `from` (NULL: from the empty filesystem, everything in `to`)
+ * to the later snapshot `to`: fn once per changed record, bucket by
+ * bucket, in key order within a bucket. fn returns 0 to go on, anything
+ * else to stop (sh_fs_diff then returns it). The iterator replication will
+ * send; it reads the snapshots, not the live filesystem, so it may run
+ * while files change. -ENOENT (no such snapshot), -EINVAL (from is not
+ * older than to), -ESTALE (one is being deleted).
+ */
+SH_API int sh_fs_diff(sh_fs *fs, const char *from, const char *to, sh_diff_fn fn, void *arg);
 SH_API void sh_fs_close(sh_fs *fs);
 
 /* ---- by path ---- */

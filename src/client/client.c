@@ -1041,8 +1041,8 @@ sh_fs_snapshots(sh_client *c, const char *fs, char (*names)[64], unsigned max)
  * yet, the configuration asked for at once and the answer waited for (up
  * to a second): one created a moment ago opens.
  */
-static int
-snap_lookup_fresh(sh_client *c, uint32_t id, const char *snap, uint64_t *ver)
+int
+client_snap_lookup_fresh(sh_client *c, uint32_t id, const char *snap, uint64_t *ver)
 {
 	uint64_t end = sh_clock_mono_ns() + SH_NSEC_PER_SEC;
 	int rc;
@@ -1091,7 +1091,7 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 		 name);
 	rc = client_fs_lookup(c, fsname, &id, &nb);
 	if (rc == 0 && snap != NULL)
-		rc = snap_lookup_fresh(c, id, snap + 1, &at);
+		rc = client_snap_lookup_fresh(c, id, snap + 1, &at);
 	if (rc < 0)
 		return rc;
 	fs = sh_calloc(1, sizeof(*fs));

@@ -170,6 +170,8 @@ struct cres {
 int client_meta(sh_client *c, const struct mp_req *req, struct cres *res);
 /* Snapshot snap of filesystem id: *ver its version. -ENOENT, -EAGAIN (creating), -ESTALE. */
 int client_snap_lookup(sh_client *c, uint32_t id, const char *snap, uint64_t *ver);
+/* The same, asking the configuration again (up to a second) when not known or not ready. */
+int client_snap_lookup_fresh(sh_client *c, uint32_t id, const char *snap, uint64_t *ver);
 /* n requests at once (to their buckets' leaders, in parallel); each one's result in res[i]. */
 void client_metas(sh_client *c, const struct mp_req *req, struct cres *res, unsigned n);
 void cres_fini(struct cres *r);

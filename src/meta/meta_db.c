@@ -658,8 +658,8 @@ diff_take(struct diff_rec *r, const MDB_val *key, const MDB_val *data)
 }
 
 int
-meta_diff(struct meta_txn *t, const struct meta_key *prefix, uint64_t v1, uint64_t v2,
-	  meta_diff_fn fn, void *arg)
+meta_diff(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *after, size_t alen,
+	  uint64_t v1, uint64_t v2, meta_diff_fn fn, void *arg)
 {
 	uint8_t kb[META_KEY_MAX + META_VER_LEN], cur[META_KEY_MAX];
 	struct diff_rec a = { 0 }, b = { 0 };
@@ -667,7 +667,8 @@ meta_diff(struct meta_txn *t, const struct meta_key *prefix, uint64_t v1, uint64
 	MDB_cursor *c;
 	int rc, r = 0;
 
-	if (v1 == 0 || v1 >= v2 || prefix->len < 2)
+	if (v1 >= v2 || prefix->len < 2 || alen > META_KEY_MAX ||
+	    (alen != 0 && (alen < prefix->len || memcmp(after, prefix->b, prefix->len) != 0)))
 		return -EINVAL;
 	a.val = sh_malloc(META_VALUE_MAX + 1);
 	b.val = sh_malloc(META_VALUE_MAX + 1);
@@ -677,8 +678,14 @@ meta_diff(struct meta_txn *t, const struct meta_key *prefix, uint64_t v1, uint64
 		sh_free(b.val);
 		return err(rc);
 	}
-	memcpy(kb, prefix->b, prefix->len);
-	key = (MDB_val){ prefix->len, kb };
+	if (alen != 0) { /* past every version of `after` */
+		memcpy(kb, after, alen);
+		memset(kb + alen, 0xff, META_VER_LEN);
+		key = (MDB_val){ alen + META_VER_LEN, kb };
+	} else {
+		memcpy(kb, prefix->b, prefix->len);
+		key = (MDB_val){ prefix->len, kb };
+	}
 	rc = mdb_cursor_get(c, &key, &data, MDB_SET_RANGE);
 	while (rc == 0 && r == 0) {
 		const uint8_t *k = key.mv_data;
@@ -705,10 +712,14 @@ meta_diff(struct meta_txn *t, const struct meta_key *prefix, uint64_t v1, uint64
 			}
 			rc = mdb_cursor_get(c, &key, &data, MDB_NEXT);
 		}
-		if (a.ver != b.ver && !(a.ver == 0 && b.tomb) && !(a.tomb && b.tomb) &&
-		    !(a.tomb && b.ver == 0))
-			r = fn(arg, cur, llen, a.ver && !a.tomb ? a.val : NULL, a.len,
-			       b.ver && !b.tomb ? b.val : NULL, b.len);
+		bool had = a.ver != 0 && !a.tomb, has = b.ver != 0 && !b.tomb;
+
+		/* a record written again with the same bytes (a name renamed away and back) is
+		 * no change */
+		if (a.ver != b.ver && (had || has) &&
+		    !(had && has && a.len == b.len && memcmp(a.val, b.val, a.len) == 0))
+			r = fn(arg, cur, llen, had ? a.val : NULL, a.len, has ? b.val : NULL,
+			       b.len);
 		if (r != 0 || rc != 0)
 			break;
 		/* past the key's older versions */

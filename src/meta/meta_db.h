@@ -125,17 +125,19 @@ int meta_settle(struct meta_txn *t, const struct meta_key *prefix, const uint8_t
 
 /*
  * What changed from version v1 to version v2 (v1 < v2; v1 a kept
- * snapshot's, v2 one's or the newest): for each logical key of a versioned
- * kind that starts with prefix and whose record as of v1 is not its record
- * as of v2, in key order, fn(arg, key, klen, old, olen, new, nlen) — old
- * NULL where it was absent at v1, new NULL where it is absent at v2 (the
- * keys and extents replication sends between two snapshots). fn returns 0
- * to go on, 1 to stop, or a negative errno to fail.
+ * snapshot's or 0, the empty file system; v2 one's or the newest): for
+ * each logical key of a versioned kind that starts with prefix, comes
+ * after the logical key `after` (alen 0: from the first) and whose value
+ * as of v1 is not its value as of v2 (absent, or other bytes), in key order, fn(arg, key, klen,
+ * old, olen, new, nlen) — old NULL where it was absent at v1, new NULL
+ * where it is absent at v2 (the keys and extents replication sends between
+ * two snapshots; MP_DIFF pages them with `after`). fn returns 0 to go on,
+ * 1 to stop, or a negative errno to fail.
  */
 typedef int (*meta_diff_fn)(void *arg, const uint8_t *key, size_t klen, const void *old,
 			    size_t olen, const void *new, size_t nlen);
-int meta_diff(struct meta_txn *t, const struct meta_key *prefix, uint64_t v1, uint64_t v2,
-	      meta_diff_fn fn, void *arg);
+int meta_diff(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *after, size_t alen,
+	      uint64_t v1, uint64_t v2, meta_diff_fn fn, void *arg);
 
 /* Remove every record of a bucket (before installing a snapshot of it). */
 int meta_drop_bucket(struct meta_txn *t, uint16_t bucket);

@@ -179,6 +179,55 @@ mp_dirent_next(struct sh_dec *d, struct meta_dirent *out, struct meta_inode *att
 }
 
 void
+mp_diff_put(struct sh_enc *e, const struct mp_diff_rec *r)
+{
+	sh_enc_u8(e, (uint8_t)((r->old ? MP_DIFF_OLD : 0) | (r->new ? MP_DIFF_NEW : 0)));
+	sh_enc_u16(e, (uint16_t)r->klen);
+	sh_enc_bytes(e, r->key, r->klen);
+	if (r->old != NULL) {
+		sh_enc_u32(e, (uint32_t)r->olen);
+		sh_enc_bytes(e, r->old, r->olen);
+	}
+	if (r->new != NULL) {
+		sh_enc_u32(e, (uint32_t)r->nlen);
+		sh_enc_bytes(e, r->new, r->nlen);
+	}
+}
+
+/* A record's value as of one side: its length and bytes. */
+static const uint8_t *
+diff_side(struct sh_dec *d, size_t *len)
+{
+	*len = sh_dec_u32(d);
+	if (sh_dec_error(d) || *len > META_VALUE_MAX)
+		return NULL;
+	return sh_dec_bytes(d, *len);
+}
+
+int
+mp_diff_next(struct sh_dec *d, struct mp_diff_rec *out)
+{
+	uint8_t f;
+
+	memset(out, 0, sizeof(*out));
+	if (sh_dec_left(d) == 0)
+		return 0;
+	f = sh_dec_u8(d);
+	out->klen = sh_dec_u16(d);
+	if (sh_dec_error(d) || f == 0 || (f & ~(MP_DIFF_OLD | MP_DIFF_NEW)) || out->klen < 3 ||
+	    out->klen > META_KEY_MAX)
+		return -EBADMSG;
+	out->key = sh_dec_bytes(d, out->klen);
+	if (out->key == NULL)
+		return -EBADMSG;
+	if ((f & MP_DIFF_OLD) && (out->old = diff_side(d, &out->olen)) == NULL)
+		return -EBADMSG;
+	if ((f & MP_DIFF_NEW) && (out->new = diff_side(d, &out->nlen)) == NULL)
+		return -EBADMSG;
+	return 1;
+}
+
+void
 mp_recall_encode(struct sh_enc *e, uint32_t fs, const struct mp_key *keys, unsigned n)
 {
 	sh_enc_u32(e, fs);

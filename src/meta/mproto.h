@@ -70,7 +70,11 @@
 	X(MP_FORGET, 19, "forget")                                                            \
 	/* at any bucket of a group: reply aux: the version its writes carry; data: u64 LE    \
 	 * gen, settled, then per kept snapshot u64 LE version (meta_version.h) */            \
-	X(MP_VERSION, 20, "version")
+	X(MP_VERSION, 20, "version")                                                          \
+	/* at = v2, off = v1 (ready snapshots of the fs, v1 < v2; v1 0: the empty fs), data:  \
+	 * the logical key to go on after (empty: the bucket's first), max: reply bytes;      \
+	 * reply data: mp_diff records in key order, MP_MORE if the bucket has more */        \
+	X(MP_DIFF, 21, "diff")
 
 enum mp_kind {
 #define MP_KIND_ENUM(id, num, name) id = (num),
@@ -197,5 +201,26 @@ int mp_reply_decode(const uint8_t *b, size_t len, struct mp_reply *r); /* fuzzed
 void mp_dirent_put(struct sh_enc *e, const struct meta_dirent *d, const struct meta_inode *attr);
 /* The next entry from *d: 1, 0 at the end, -EBADMSG; attr (if asked): type 0 when none came. */
 int mp_dirent_next(struct sh_dec *d, struct meta_dirent *out, struct meta_inode *attr);
+
+/*
+ * MP_DIFF's records (sh_fs_diff, docs/snapshots.md "What changed"): u8
+ * MP_DIFF_OLD | MP_DIFF_NEW, u16 key length, the logical key (bucket
+ * first, no version), then u32 length and bytes of the record as of v1
+ * (MP_DIFF_OLD) and as of v2 (MP_DIFF_NEW); one without the flag was
+ * absent there. At least one of the two is present.
+ */
+#define MP_DIFF_OLD	0x1
+#define MP_DIFF_NEW	0x2
+#define MP_DIFF_DEFAULT (256u << 10) /* reply bytes when max is 0 */
+#define MP_DIFF_MAX	(1u << 20)   /* and at most */
+struct mp_diff_rec {
+	const uint8_t *key;
+	size_t klen;
+	const uint8_t *old, *new; /* NULL: absent */
+	size_t olen, nlen;
+};
+void mp_diff_put(struct sh_enc *e, const struct mp_diff_rec *r);
+/* Fuzzed. The next record from *d, pointing into its bytes: 1, 0 at the end, -EBADMSG. */
+int mp_diff_next(struct sh_dec *d, struct mp_diff_rec *out);
 
 #endif /* SH_META_MPROTO_H */

@@ -268,6 +268,8 @@ void msvc_snap_kick(struct msvc *s, uint64_t delay_ns);
  * read), -ESTALE (no such snapshot, or not ready: being created or deleted).
  */
 int msvc_snap_readable(const struct mfs *fs, const struct mp_req *req);
+/* 0 if version ver is a ready snapshot's of the filesystem, else -ESTALE. */
+int msvc_snap_ready(const struct mfs *fs, uint64_t ver);
 void msvc_snap_stop(struct msvc *s);
 void msvc_balance_start(struct msvc *s);
 void msvc_balance_stop(struct msvc *s);

@@ -86,6 +86,41 @@ on_dirty(void *arg, uint64_t stripe, uint64_t ino, uint64_t live, uint64_t total
 	return 0;
 }
 
+/* MP_DIFF: the records, into the reply, up to its budget (one at least). */
+struct diff_page {
+	struct sh_enc *e;
+	size_t max;
+	bool more;
+};
+
+static int
+on_diff(void *arg, const uint8_t *key, size_t klen, const void *old, size_t olen, const void *new,
+	size_t nlen)
+{
+	struct diff_page *p = arg;
+	struct mp_diff_rec r = { key, klen, old, new, olen, nlen };
+
+	if (p->e->len > 0 && p->e->len + 11 + klen + olen + nlen > p->max) {
+		p->more = true;
+		return 1;
+	}
+	mp_diff_put(p->e, &r);
+	return 0;
+}
+
+/* MP_DIFF's request: two versions in order, v1 a ready snapshot's or 0, a key of this bucket. */
+static int
+diff_check(const struct mreq *m)
+{
+	const struct mp_req *q = &m->req;
+
+	if (q->at == 0 || q->off >= q->at || q->dlen > META_KEY_MAX ||
+	    (q->dlen != 0 &&
+	     (q->dlen < 3 || ((unsigned)q->data[0] << 8 | q->data[1]) != q->bucket)))
+		return -EINVAL;
+	return q->off == 0 ? 0 : msvc_snap_ready(m->fs, q->off);
+}
+
 void
 msvc_do_read(struct mreq *m)
 {
@@ -107,6 +142,12 @@ msvc_do_read(struct mreq *m)
 		break;
 	case MP_READDIR:
 	case MP_DIRTY:
+		break;
+	case MP_DIFF:
+		if ((rc = diff_check(m)) < 0) {
+			mreq_answer(m, rc, NULL);
+			goto out;
+		}
 		break;
 	case MP_STRIPE_LOC:
 		if (meta_ino_bucket(m->req.ino) != m->req.bucket) {
@@ -379,6 +420,21 @@ msvc_do_read(struct mreq *m)
 				   .max = m->req.max && m->req.max < 64 ? m->req.max : 64 };
 
 		rc = meta_stripes_dirty(&mb, on_dirty, &d);
+		break;
+	}
+	case MP_DIFF: {
+		struct diff_page p = { .e = &e,
+				       .max = m->req.max == 0		 ? MP_DIFF_DEFAULT
+					      : m->req.max > MP_DIFF_MAX ? MP_DIFF_MAX
+									 : m->req.max };
+		struct meta_key pk = {
+			.b = { (uint8_t)(m->req.bucket >> 8), (uint8_t)m->req.bucket }, .len = 2
+		};
+
+		rc = meta_diff(mb.t, &pk, m->req.data, m->req.dlen, m->req.off, m->req.at, on_diff,
+			       &p);
+		if (p.more)
+			rep.flags |= MP_MORE;
 		break;
 	}
 	case MP_DIRBUCKETS: {

@@ -316,8 +316,6 @@ on_tick(struct env_timer *t)
 int
 msvc_snap_readable(const struct mfs *fs, const struct mp_req *req)
 {
-	const struct cfg *c = mroute_cfg(fs->s->rt);
-
 	switch (req->kind) {
 	case MP_LOOKUP:
 	case MP_GETATTR:
@@ -328,12 +326,21 @@ msvc_snap_readable(const struct mfs *fs, const struct mp_req *req)
 	case MP_DIRBUCKETS:
 	case MP_EXTENTS:
 	case MP_PARENT:
+	case MP_DIFF:
 		break;
 	default:
 		return -EROFS;
 	}
+	return msvc_snap_ready(fs, req->at);
+}
+
+int
+msvc_snap_ready(const struct mfs *fs, uint64_t ver)
+{
+	const struct cfg *c = mroute_cfg(fs->s->rt);
+
 	for (uint32_t i = 0; i < c->nsnaps; i++)
-		if (c->snaps[i].fs == fs->id && c->snaps[i].version == req->at)
+		if (c->snaps[i].fs == fs->id && c->snaps[i].version == ver)
 			return c->snaps[i].state == CFG_SNAP_READY ? 0 : -ESTALE;
 	return -ESTALE;
 }

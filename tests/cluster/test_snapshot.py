@@ -9,6 +9,9 @@
   space back, in the background, and it is forgotten;
 - backends kill -9'd while snapshots are created and deleted: each one is there and reads
   right, or is not there; deleted ones are forgotten and give their space back;
+- what changed between two snapshots (shoal fs snapshot diff, sh_fs_diff) names the
+  entries added and removed and the files rewritten, and nothing else; it reads the
+  snapshots, so changes to the live tree meanwhile do not change it;
 - names are checked: a second snapshot of one name, one of a filesystem that is not there,
   the deletion of one that is not there, are refused and change nothing.
 
@@ -16,6 +19,7 @@ usage: tests/cluster/test_snapshot.py BIN_DIR [--only NAME[,NAME]] [--keep]
 Prints the closing line "N passed, N failed, N skipped".
 """
 import errno
+import json
 import os
 import random
 import subprocess
@@ -178,6 +182,73 @@ def snapshot_keeps_what_it_reads_until_deleted(c):
     left = stored(c, "sn", want=lambda x: x < 0.1 * base)
     print("  stored: %.1f MiB, %.1f with the overwrite, %.1f after the remove, %.1f once "
           "the snapshot went" % (base / 2**20, both / 2**20, kept / 2**20, left / 2**20))
+
+
+def diff(c, fs, a, b):
+    """shoal fs snapshot diff FS A B --json: the records, and the closing counts."""
+    out = c.shoal("fs", "snapshot", "diff", fs, a, b, "--json", check_rc=0,
+                  timeout=60).stdout
+    lines = [json.loads(x) for x in out.splitlines()]
+    return lines[:-1], lines[-1]
+
+
+@test
+def snapshot_diff_names_what_changed(c):
+    """From nothing to s1: every entry added, nothing removed. From s1 to s2 (a file
+    rewritten, one removed, a directory and a file in it made, a mode changed): those
+    entries and inodes, the rewritten file's map, and no entry that stayed. The same again
+    while the live tree changes."""
+    c.up()
+    make_fs(c, "df")
+    put_random(c, "df", "/big", 1 << 20, "a")
+    put_random(c, "df", "/gone", 1000, "b")
+    put_random(c, "df", "/stays", 100, "c")
+    c.shoal("ns", "df", "mkdir", "/dir", check_rc=0)
+    c.shoal("fs", "snapshot", "create", "df", "s1", check_rc=0)
+    put_random(c, "df", "/big", 1 << 20, "a2")
+    c.shoal("ns", "df", "rm", "/gone", check_rc=0)
+    c.shoal("ns", "df", "mkdir", "/new", check_rc=0)
+    put_random(c, "df", "/new/f", 5000, "d")
+    c.shoal("ns", "df", "chmod", "600", "/stays", check_rc=0)
+    c.shoal("fs", "snapshot", "create", "df", "s2", check_rc=0)
+    ino = {n: c.json("ns", "df", "stat", "/" + n)["ino"] for n in ("big", "stays", "new")}
+
+    recs, n = diff(c, "df", "-", "s1")
+    names = {(r["op"], r["name"]) for r in recs if r["kind"] == "entry"}
+    check(names == {("+", "big"), ("+", "gone"), ("+", "stays"), ("+", "dir")},
+          "from nothing to s1, the entries: %s" % sorted(names))
+    check(n["removed"] == 0 and n["changed"] == 0 and n["added"] == len(recs),
+          "from nothing to s1: %s" % n)
+
+    recs, n = diff(c, "df", "s1", "s2")
+    names = {(r["op"], r["name"]) for r in recs if r["kind"] == "entry"}
+    check(names == {("-", "gone"), ("+", "new"), ("+", "f")},
+          "from s1 to s2, the entries: %s" % sorted(names))
+    inodes = {r["ino"]: r["op"] for r in recs if r["kind"] == "inode"}
+    check(inodes.get(ino["stays"]) == "~" and inodes.get(ino["big"]) == "~" and
+          inodes.get(ino["new"]) == "+", "from s1 to s2, the inodes: %s (%s)" % (inodes, ino))
+    check(any(r["kind"] == "extent" and r["ino"] == ino["big"] for r in recs),
+          "the rewritten file's extents are not in the diff")
+    check(not any(r["kind"] == "extent" and r["ino"] == ino["stays"] for r in recs),
+          "an unchanged file's bytes are in the diff")
+    print("  s1 -> s2: %d records (%s)" % (len(recs), n))
+    text = c.shoal("fs", "snapshot", "diff", "df", "s1", "s2", check_rc=0).stdout
+    check(any(x.startswith("- entry") and '"gone"' in x for x in text.splitlines()) and
+          text.splitlines()[-1] == "8 records added, 1 removed, 6 changed from s1 to s2"
+          if n == {"added": 8, "removed": 1, "changed": 6} else "records added" in text,
+          "the diff as text:\n%s" % text)
+    print("  " + "\n  ".join(text.splitlines()[:4]))
+
+    # the live tree changes: the diff of two snapshots does not
+    c.shoal("ns", "df", "rm", "/stays", check_rc=0)
+    put_random(c, "df", "/later", 100, "e")
+    again, n2 = diff(c, "df", "s1", "s2")
+    check(again == recs and n2 == n, "the diff changed with the live tree")
+    for a, b, why in (("s2", "s1", "Invalid argument"), ("s1", "nope", "No such"),
+                      ("s1", "s1", "Invalid argument")):
+        p = c.shoal("fs", "snapshot", "diff", "df", a, b)
+        check(p.returncode != 0 and why in p.stderr,
+              "diff %s %s: exit %d %s" % (a, b, p.returncode, p.stderr.strip()))
 
 
 def wait_snaps(c, fs, pred, what, timeout=60):

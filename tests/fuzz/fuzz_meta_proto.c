@@ -38,6 +38,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct sh_dec d;
 	struct meta_dirent de;
 	struct meta_inode a;
+	struct mp_diff_rec dr;
 	int k, n = 0;
 
 	if (mp_req_decode(data, size, &q) == 0) {
@@ -67,6 +68,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (de.len == 0 || strlen(de.name) > de.len)
 			__builtin_trap();
 		mp_dirent_put(&e, &de, &a);
+	}
+	if (k == 0 && (e.len != size || (size > 0 && memcmp(e.p, data, size) != 0)))
+		__builtin_trap();
+	sh_enc_fini(&e);
+	/* MP_DIFF pages: inside the input, and encoded back to the same bytes */
+	sh_dec_init(&d, data, size);
+	sh_enc_init(&e);
+	n = 0;
+	while ((k = mp_diff_next(&d, &dr)) == 1 && n++ < 100000) {
+		inside(dr.key, dr.klen, data, size);
+		inside(dr.old, dr.olen, data, size);
+		inside(dr.new, dr.nlen, data, size);
+		if (dr.old == NULL && dr.new == NULL)
+			__builtin_trap();
+		mp_diff_put(&e, &dr);
 	}
 	if (k == 0 && (e.len != size || (size > 0 && memcmp(e.p, data, size) != 0)))
 		__builtin_trap();

@@ -14,6 +14,7 @@
 static const char snap_usage[] =
     "usage: shoal fs snapshot create FS NAME | list FS [--json] | delete FS NAME\n"
     "       shoal fs snapshot schedule FS [--every DURATION [--keep N]] [--json]\n"
+    "       shoal fs snapshot diff FS FROM TO [--json]\n"
     "  create FS NAME   snapshot filesystem FS as it is now; answers once the snapshot is\n"
     "                   ready (every metadata group of FS writes at the next version)\n"
     "  list FS          FS's snapshots: name, version, state (creating, ready, deleting),\n"
@@ -24,6 +25,9 @@ static const char snap_usage[] =
     "                   turns it off), named auto-YYYYMMDDTHHMMSSZ (UTC), and deletes the\n"
     "                   oldest of them beyond the last N (--keep, 96 unless said); the\n"
     "                   others are left alone\n"
+    "  diff FS FROM TO  what changed from snapshot FROM (- for the empty filesystem) to the\n"
+    "                   later snapshot TO: a line per metadata record added (+), removed\n"
+    "                   (-) or changed (~), then the counts\n"
     "NAME: 1-63 of A-Z a-z 0-9 . _ -, unique within FS; not \"schedule\".\n";
 
 static void
@@ -201,6 +205,15 @@ cmd_snapshot(struct cli *c, int argc, char **argv)
 			       jint(j, "version"));
 		json_decref(j);
 		return 0;
+	}
+	if (strcmp(verb, "diff") == 0) {
+		if (n != 4)
+			usage_error("fs snapshot diff takes FS FROM TO");
+		check_name(pos[1], "filesystem");
+		if (strcmp(pos[2], "-") != 0)
+			check_name(pos[2], "snapshot");
+		check_name(pos[3], "snapshot");
+		return snap_diff(c, pos[1], pos[2], pos[3]);
 	}
 	if (strcmp(verb, "delete") == 0) {
 		if (n != 3)

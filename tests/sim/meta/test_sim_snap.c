@@ -6,7 +6,10 @@
  * each one; every ready snapshot must read exactly as the model was when
  * it was taken (each name there or not, its inode and its mode), the live
  * tree as the model is now, and a deleted snapshot must be forgotten once
- * every group has settled.
+ * every group has settled. What MP_DIFF says changed between two ready
+ * snapshots, asked a page of a few records at a time, is what the model
+ * says: the entries whose presence or inode differ, the inodes whose mode
+ * does.
  */
 #include "world.h"
 
@@ -91,6 +94,109 @@ check_tree(struct world *w, const struct entry *e, uint64_t at, const char *what
 	w->at = 0;
 }
 
+/* What MP_DIFF said of the root's entries and of inodes: per name, per inode. */
+struct diffs {
+	int entry[NAMES]; /* times named */
+	bool old[NAMES], new[NAMES];
+	uint64_t inos[1024];
+	unsigned ninos;
+};
+
+static void
+diff_record(struct world *w, struct diffs *ds, const struct mp_diff_rec *r)
+{
+	const uint8_t *name;
+	size_t nlen;
+
+	if (r->key[2] == META_K_INODE) {
+		SH_ASSERT(ds->ninos < 1024);
+		ds->inos[ds->ninos++] = meta_be64_get(r->key + 3);
+		return;
+	}
+	if (meta_key_dentry_name(r->key, r->klen, &name, &nlen) < 0 ||
+	    meta_be64_get(r->key + 3) != META_ROOT_INO)
+		return;
+	for (int i = 0; i < NAMES; i++) {
+		char n[16];
+
+		snprintf(n, sizeof(n), "f%d", i);
+		if (strlen(n) == nlen && memcmp(n, name, nlen) == 0) {
+			ds->entry[i]++;
+			ds->old[i] = r->old != NULL;
+			ds->new[i] = r->new != NULL;
+			return;
+		}
+	}
+	SH_ASSERT_MSG(0, "seed %llu: MP_DIFF names an entry never made",
+		      (unsigned long long)w->seed);
+}
+
+/* Every bucket's changes from v1 to v2, paged (max: a few records' bytes). */
+static void
+diff_buckets(struct world *w, uint64_t v1, uint64_t v2, struct diffs *ds)
+{
+	static struct call c;
+	uint8_t last[META_KEY_MAX];
+
+	for (uint16_t b = 0; b < NBUCKETS; b++) {
+		size_t llen = 0;
+
+		for (;;) {
+			struct mp_req q = { .kind = MP_DIFF,
+					    .bucket = b,
+					    .off = v1,
+					    .max = 1 + (uint32_t)sh_rand_below(&w->rng, 400),
+					    .data = last,
+					    .dlen = llen };
+			struct mp_diff_rec r;
+			struct sh_dec d;
+			int k;
+
+			w->at = v2;
+			SH_ASSERT_OK(call(w, &q, &c));
+			w->at = 0;
+			sh_dec_init(&d, c.r.data, c.r.dlen);
+			while ((k = mp_diff_next(&d, &r)) == 1) {
+				diff_record(w, ds, &r);
+				memcpy(last, r.key, r.klen);
+				llen = r.klen;
+			}
+			SH_ASSERT_EQ(k, 0);
+			if (!(c.r.flags & MP_MORE))
+				break;
+		}
+	}
+}
+
+/* MP_DIFF from a (NULL: nothing) to b against the model. */
+static void
+check_diff(struct world *w, const struct snap *a, const struct snap *b)
+{
+	static struct diffs ds;
+	uint64_t v1 = a ? a->version : 0;
+
+	memset(&ds, 0, sizeof(ds));
+	diff_buckets(w, v1, b->version, &ds);
+	for (int i = 0; i < NAMES; i++) {
+		struct entry was = a ? a->e[i] : (struct entry){ 0 }, is = b->e[i];
+		bool changed = was.there != is.there || (was.there && was.ino != is.ino);
+
+		SH_ASSERT_MSG(ds.entry[i] == (changed ? 1 : 0),
+			      "seed %llu: f%d from %s to %s: %s, MP_DIFF named it %d times",
+			      (unsigned long long)w->seed, i, a ? a->name : "nothing", b->name,
+			      changed ? "changed" : "the same", ds.entry[i]);
+		SH_ASSERT(!changed || (ds.old[i] == was.there && ds.new[i] == is.there));
+		if (was.there && is.there && was.ino == is.ino && was.mode != is.mode) {
+			bool named = false;
+
+			for (unsigned k = 0; k < ds.ninos; k++)
+				named |= ds.inos[k] == is.ino;
+			SH_ASSERT_MSG(named, "seed %llu: f%d's mode changed, MP_DIFF says nothing",
+				      (unsigned long long)w->seed, i);
+		}
+	}
+}
+
 static int
 chmod_ino(struct world *w, uint64_t ino, uint32_t mode)
 {
@@ -121,6 +227,7 @@ run(uint64_t seed)
 	static struct world w;
 	static struct snap snaps[SNAPS_MAX];
 	struct entry live[NAMES] = { 0 };
+	const struct snap *prev = NULL; /* the last ready one checked */
 	unsigned nsnaps = 0;
 
 	memset(snaps, 0, sizeof(snaps));
@@ -198,6 +305,8 @@ run(uint64_t seed)
 			w.at = 0;
 		} else {
 			check_tree(&w, snaps[k].e, snaps[k].version, snaps[k].name);
+			check_diff(&w, prev, &snaps[k]);
+			prev = &snaps[k];
 		}
 	}
 	world_end(&w);

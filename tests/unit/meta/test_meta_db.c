@@ -168,6 +168,9 @@ check_moved(const struct hist *h, const uint64_t *keep, unsigned nkeep)
 
 struct diff_seen {
 	int changed[NKEYS], old[NKEYS], new[NKEYS];
+	uint8_t last[META_KEY_MAX]; /* where the page ended: the next one starts after it */
+	size_t llen;
+	unsigned n, page;
 };
 
 static int
@@ -193,17 +196,23 @@ on_diff(void *arg, const uint8_t *key, size_t klen, const void *old, size_t olen
 			SH_ASSERT_EQ(nlen, sizeof(int));
 			memcpy(&d->new[i], new, sizeof(int));
 		}
-		return 0;
+		memcpy(d->last, key, klen);
+		d->llen = klen;
+		return ++d->n == d->page; /* a page is full: stop, as MP_DIFF does */
 	}
 	SH_ASSERT_MSG(0, "meta_diff names a key never written");
 	return -1;
 }
 
-/* meta_diff from v1 to v2 over every bucket names exactly the keys the model says changed. */
+/*
+ * meta_diff from v1 to v2 over every bucket names exactly the keys the
+ * model says changed, read in pages of 1 to 4 keys, each after the last
+ * key of the one before (as MP_DIFF pages it).
+ */
 static void
 check_diff(struct meta_db *db, const struct hist *h, uint64_t v1, uint64_t v2)
 {
-	struct diff_seen d = { 0 };
+	struct diff_seen d = { .page = 1 + (unsigned)((v1 + v2) % 4) };
 	struct meta_txn *t;
 
 	SH_ASSERT_OK(meta_txn_begin(db, false, &t));
@@ -212,7 +221,15 @@ check_diff(struct meta_db *db, const struct hist *h, uint64_t v1, uint64_t v2)
 
 		meta_key_kind(&pk, b, META_K_INODE);
 		pk.len = 2;
-		SH_ASSERT_OK(meta_diff(t, &pk, v1, v2, on_diff, &d));
+		d.llen = 0;
+		do {
+			uint8_t after[META_KEY_MAX];
+			size_t alen = d.llen;
+
+			memcpy(after, d.last, alen);
+			d.n = 0;
+			SH_ASSERT_OK(meta_diff(t, &pk, after, alen, v1, v2, on_diff, &d));
+		} while (d.n == d.page);
 	}
 	meta_txn_abort(t);
 	for (int i = 0; i < NKEYS; i++) {
@@ -300,6 +317,7 @@ TEST(meta_versions_match_model)
 		if (op % 50 == 25) {
 			for (unsigned s = 0; s < nkeep; s++)
 				check_diff(db, h, keep[s], s + 1 < nkeep ? keep[s + 1] : ver);
+			check_diff(db, h, 0, nkeep > 0 ? keep[0] : ver); /* from nothing */
 		}
 		if (op % 200 == 0) {
 			settle_all(db, &kp);

@@ -154,6 +154,33 @@ nets_json(const struct cfg *c)
 	return a;
 }
 
+/*
+ * What filesystem fs's snapshots hold in the groups this node leads:
+ * {"VERSION": bytes only that snapshot reads}; *held, the bytes only
+ * snapshots read (docs/snapshots.md, "Space").
+ */
+static json_t *
+snaps_usage_json(const struct msvc_group_info *gi, unsigned n, uint32_t fs, json_int_t *held)
+{
+	json_t *o = json_object();
+
+	*held = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (gi[i].fs != fs || !gi[i].ready)
+			continue;
+		*held += (json_int_t)gi[i].snap_held;
+		for (unsigned k = 0; k < gi[i].nsnaps; k++) {
+			char v[24];
+
+			snprintf(v, sizeof(v), "%llu", (unsigned long long)gi[i].snap_ver[k]);
+			json_object_set_new(o, v,
+					    json_integer(json_integer_value(json_object_get(o, v)) +
+							 (json_int_t)gi[i].snap_only[k]));
+		}
+	}
+	return o;
+}
+
 /* This node's part of each filesystem's usage (the groups it leads): {"NAME": {...}}. */
 static json_t *
 usage_json(const struct cfg *c, const struct admin_node *self)
@@ -171,38 +198,33 @@ usage_json(const struct cfg *c, const struct admin_node *self)
 	}
 	for (uint32_t i = 0; i < c->nfs; i++) {
 		struct meta_usage u;
+		json_int_t held = 0;
+		json_t *snaps = snaps_usage_json(gi, n, c->fs[i].id, &held);
 
 		admin_fs_usage(gi, n, c->fs[i].id, &u);
 		json_object_set_new(o, c->fs[i].name,
-				    json_pack("{s:I, s:I, s:I, s:I}", "logical",
+				    json_pack("{s:I, s:I, s:I, s:I, s:I, s:o}", "logical",
 					      (json_int_t)u.mapped, "stored", (json_int_t)u.data,
 					      "physical", (json_int_t)u.phys, "unique",
-					      (json_int_t)u.unique));
+					      (json_int_t)u.unique, "snapshot_bytes", held,
+					      "snapshots", snaps));
 	}
 	sh_free(gi);
 	return o;
 }
 
 /* The usage fields of /v1/fs, left out when asked without usage. */
-static const char *const usage_keys[] = { "logical_bytes",     "stored_bytes",
-					  "physical_bytes",    "unique_bytes",
-					  "compression_ratio", "dedup_ratio",
-					  "usage_nodes",       "nodes" };
+static const char *const usage_keys[] = { "logical_bytes", "stored_bytes",   "physical_bytes",
+					  "unique_bytes",  "snapshot_bytes", "compression_ratio",
+					  "dedup_ratio",   "usage_nodes",    "nodes" };
 
-/*
- * The filesystems, each with its usage summed over every node's part
- * (asked of each node's admin API; a node that does not answer in 2 s
- * leaves "usage_nodes" short of the cluster's count). Without usage
- * (?usage=0: the watcher's, every 2 s), no node is asked and the usage
- * fields are left out.
- */
-static json_t *
-fs_json(const struct cfg *c, const struct admin_node *self, bool usage)
+json_t *
+admin_usage_parts(const struct cfg *c, const struct admin_node *self, unsigned *asked)
 {
-	json_t *a = json_array(), *parts = json_array();
-	unsigned asked = 0;
+	json_t *parts = json_array();
 
-	for (uint32_t k = 0; k < c->nnodes && usage; k++) {
+	*asked = 0;
+	for (uint32_t k = 0; k < c->nnodes; k++) {
 		char *body = NULL;
 		json_t *j = NULL;
 
@@ -217,13 +239,29 @@ fs_json(const struct cfg *c, const struct admin_node *self, bool usage)
 		if (json_is_object(j))
 			json_array_append(parts, j);
 		json_decref(j);
-		asked++;
+		(*asked)++;
 	}
+	return parts;
+}
+
+/*
+ * The filesystems, each with its usage summed over every node's part
+ * (admin_usage_parts). Without usage (?usage=0: the watcher's, every 2 s),
+ * no node is asked and the usage fields are left out.
+ */
+static json_t *
+fs_json(const struct cfg *c, const struct admin_node *self, bool usage)
+{
+	unsigned asked = 0;
+	json_t *a = json_array(),
+	       *parts = usage ? admin_usage_parts(c, self, &asked) : json_array();
+
 	for (uint32_t i = 0; i < c->nfs; i++) {
 		const struct cfg_fs *f = &c->fs[i];
 		char prot[16], comp[16];
-		json_int_t v[4] = { 0 };
-		static const char *const keys[4] = { "logical", "stored", "physical", "unique" };
+		json_int_t v[5] = { 0 };
+		static const char *const keys[5] = { "logical", "stored", "physical", "unique",
+						     "snapshot_bytes" };
 		size_t k;
 		json_t *part, *o;
 
@@ -231,20 +269,20 @@ fs_json(const struct cfg *c, const struct admin_node *self, bool usage)
 		{
 			json_t *u = json_object_get(part, f->name);
 
-			for (unsigned x = 0; x < 4; x++)
+			for (unsigned x = 0; x < 5; x++)
 				v[x] += json_integer_value(json_object_get(u, keys[x]));
 		}
 		snprintf(prot, sizeof(prot), "%u+%u", f->d, f->p);
 		o = json_pack(
-		    "{s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:i, "
-		    "s:i}",
+		    "{s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, "
+		    "s:i, s:i}",
 		    "name", f->name, "protection", prot, "compression",
 		    cfg_comp_str(f->compression, comp, sizeof(comp)), "dedup", f->dedup, "quota",
 		    (json_int_t)f->quota, "created", (json_int_t)(f->created / 1000000000),
 		    "snapshot_every_s", (json_int_t)f->snap_every_s, "snapshot_keep",
 		    (json_int_t)f->snap_keep, "logical_bytes", v[0], "stored_bytes", v[1],
-		    "physical_bytes", v[2], "unique_bytes", v[3], "compression_ratio",
-		    v[1] ? (double)v[3] / (double)v[1] : 1.0, "dedup_ratio",
+		    "physical_bytes", v[2], "unique_bytes", v[3], "snapshot_bytes", v[4],
+		    "compression_ratio", v[1] ? (double)v[3] / (double)v[1] : 1.0, "dedup_ratio",
 		    v[3] ? (double)v[0] / (double)v[3] : 1.0, "usage_nodes",
 		    (int)json_array_size(parts), "nodes", (int)asked);
 		for (size_t x = 0; !usage && o != NULL && x < SH_ARRAY_SIZE(usage_keys); x++)
@@ -316,8 +354,9 @@ status_json(struct cluster *cl, const struct admin_node *self)
 static json_t *
 meta_json(const struct admin_node *self)
 {
-	struct msvc_group_info gi[256];
-	unsigned n = self->meta_groups ? self->meta_groups(self->arg, gi, 256) : 0;
+	/* on the heap: each holds what its snapshots hold (4 KiB) */
+	struct msvc_group_info *gi = sh_calloc(256, sizeof(*gi));
+	unsigned n = self->meta_groups && gi ? self->meta_groups(self->arg, gi, 256) : 0;
 	json_t *a = json_array();
 
 	for (unsigned i = 0; i < n && i < 256; i++) {
@@ -333,6 +372,7 @@ meta_json(const struct admin_node *self)
 				 (json_int_t)gi[i].commit, "applied", (json_int_t)gi[i].applied,
 				 "leader", (json_int_t)(gi[i].leader >> 8), "voters", voters));
 	}
+	sh_free(gi);
 	return a;
 }
 

@@ -63,7 +63,14 @@ int admin_node_remove(const struct cfg *c, const struct admin_node *self, const 
 void admin_snap_handle(struct cluster *cl, const struct admin_node *self, struct admin_req *req,
 		       const char *fs, const char *name);
 /* A snapshot as JSON: name, fs, version, state, created (s in c). */
-json_t *admin_snap_json(const struct cfg *c, const struct cfg_snap *s);
+/* A snapshot as the API shows it; with parts (admin_usage_parts), the bytes only it holds. */
+json_t *admin_snap_json(const struct cfg *c, const struct cfg_snap *s, json_t *parts);
+/*
+ * Every node's part of the filesystems' usage (its /v1/usage; this node's
+ * at once): a JSON array, one object per node that answered within 2 s;
+ * *asked, how many nodes were asked.
+ */
+json_t *admin_usage_parts(const struct cfg *c, const struct admin_node *self, unsigned *asked);
 
 /* api_key.c: a filesystem's access keys */
 /*

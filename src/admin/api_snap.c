@@ -18,23 +18,41 @@
 SH_LOG_FACILITY("admin.snap");
 
 json_t *
-admin_snap_json(const struct cfg *c, const struct cfg_snap *s)
+admin_snap_json(const struct cfg *c, const struct cfg_snap *s, json_t *parts)
 {
 	const struct cfg_fs *f = cfg_fs_by_id(c, s->fs);
+	json_t *o =
+	    json_pack("{s:s, s:s, s:I, s:s, s:I}", "name", s->name, "fs", f ? f->name : "",
+		      "version", (json_int_t)s->version, "state", cfg_snap_state_name(s->state),
+		      "created", (json_int_t)(s->created / 1000000000));
+	json_int_t only = 0;
+	json_t *part;
+	size_t i;
+	char v[24];
 
-	return json_pack("{s:s, s:s, s:I, s:s, s:I}", "name", s->name, "fs", f ? f->name : "",
-			 "version", (json_int_t)s->version, "state", cfg_snap_state_name(s->state),
-			 "created", (json_int_t)(s->created / 1000000000));
+	if (o == NULL || parts == NULL || f == NULL)
+		return o;
+	/* the bytes only it reads, summed over the nodes' parts (docs/snapshots.md, "Space") */
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)s->version);
+	json_array_foreach(parts, i, part)
+	{
+		json_t *snaps = json_object_get(json_object_get(part, f->name), "snapshots");
+
+		only += json_integer_value(json_object_get(snaps, v));
+	}
+	json_object_set_new(o, "bytes_only", json_integer(only));
+	json_object_set_new(o, "usage_nodes", json_integer((json_int_t)json_array_size(parts)));
+	return o;
 }
 
 static json_t *
-list_json(const struct cfg *c, const struct cfg_fs *f)
+list_json(const struct cfg *c, const struct cfg_fs *f, json_t *parts)
 {
 	json_t *a = json_array();
 
 	for (uint32_t i = 0; i < c->nsnaps; i++)
 		if (c->snaps[i].fs == f->id)
-			json_array_append_new(a, admin_snap_json(c, &c->snaps[i]));
+			json_array_append_new(a, admin_snap_json(c, &c->snaps[i], parts));
 	return a;
 }
 
@@ -91,7 +109,7 @@ on_settled(void *arg, int status, const char *msg)
 	c = cluster_cfg(w->cl);
 	s = w->seen ? cfg_snap_find(c, w->fs_id, w->name) : NULL;
 	if (s != NULL && s->state == CFG_SNAP_READY) {
-		admin_reply_json(w->req, 201, admin_snap_json(c, s));
+		admin_reply_json(w->req, 201, admin_snap_json(c, s, NULL));
 	} else if (s != NULL && s->state == CFG_SNAP_CREATING) {
 		snprintf(err, sizeof(err),
 			 "snapshot %s of %s is still being created: not every metadata group has "
@@ -314,17 +332,24 @@ admin_snap_handle(struct cluster *cl, const struct admin_node *self, struct admi
 		return;
 	}
 	if (strcmp(req->method, "GET") == 0) {
+		unsigned asked;
+		json_t *parts = NULL;
+
+		if (f != NULL && (name[0] == '\0' || cfg_snap_find(c, f->id, name) != NULL) &&
+		    strstr(req->query, "usage=0") == NULL)
+			parts = admin_usage_parts(c, self, &asked);
 		if (f == NULL) {
 			snprintf(err, sizeof(err), "no filesystem '%s'", fs);
 			admin_reply_err(req, -ENOENT, err);
 		} else if (name[0] == '\0') {
-			admin_reply_json(req, 200, list_json(c, f));
+			admin_reply_json(req, 200, list_json(c, f, parts));
 		} else if ((s = cfg_snap_find(c, f->id, name)) == NULL) {
 			snprintf(err, sizeof(err), "filesystem %s has no snapshot '%s'", fs, name);
 			admin_reply_err(req, -ENOENT, err);
 		} else {
-			admin_reply_json(req, 200, admin_snap_json(c, s));
+			admin_reply_json(req, 200, admin_snap_json(c, s, parts));
 		}
+		json_decref(parts);
 		return;
 	}
 	if (strcmp(req->method, "POST") == 0 && name[0] == '\0') {

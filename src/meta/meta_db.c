@@ -737,6 +737,49 @@ meta_diff(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *afte
 }
 
 int
+meta_history(struct meta_txn *t, const struct meta_key *prefix, meta_history_fn fn, void *arg)
+{
+	uint8_t kb[META_KEY_MAX + META_VER_LEN], cur[META_KEY_MAX];
+	size_t clen = 0;
+	uint64_t newer = 0;
+	MDB_val key, data;
+	MDB_cursor *c;
+	int rc, r = 0;
+
+	if (prefix->len < 3)
+		return -EINVAL;
+	rc = mdb_cursor_open(t->txn, t->db->dbi, &c);
+	if (rc != 0)
+		return err(rc);
+	memcpy(kb, prefix->b, prefix->len);
+	key = (MDB_val){ prefix->len, kb };
+	rc = mdb_cursor_get(c, &key, &data, MDB_SET_RANGE);
+	while (rc == 0 && r == 0) {
+		size_t llen = key.mv_size - META_VER_LEN;
+		uint64_t w;
+
+		if (key.mv_size < prefix->len + META_VER_LEN ||
+		    memcmp(key.mv_data, prefix->b, prefix->len) != 0)
+			break;
+		if (!same_logical(&key, cur, clen)) { /* a key's newest */
+			memcpy(cur, key.mv_data, llen);
+			clen = llen;
+			newer = 0;
+		}
+		w = key_ver(&key);
+		r = fn(arg, cur, clen, w,
+		       tombstone(&data) ? NULL : (const uint8_t *)data.mv_data + 1,
+		       tombstone(&data) ? 0 : data.mv_size - 1, newer);
+		newer = w;
+		rc = mdb_cursor_get(c, &key, &data, MDB_NEXT);
+	}
+	mdb_cursor_close(c);
+	if (r != 0)
+		return r < 0 ? r : 0;
+	return rc == 0 || rc == MDB_NOTFOUND ? 0 : err(rc);
+}
+
+int
 meta_drop_bucket(struct meta_txn *t, uint16_t bucket)
 {
 	uint8_t kb[2] = { (uint8_t)(bucket >> 8), (uint8_t)bucket };

@@ -58,4 +58,19 @@ int meta_version_store(struct meta_txn *t, uint16_t first, const struct meta_ver
 int meta_keep_decode(const uint8_t *b, size_t len, uint64_t *v, unsigned *n);
 /* META_OP_VERSION and META_OP_SETTLE in b (b->vs set; its changes stored). */
 int meta_version_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *r);
+/*
+ * What kept snapshots hold of a bucket's file bytes (meta_snap_usage.c;
+ * docs/snapshots.md, "Space"): only[i], the bytes of extents and small
+ * files' inline bytes that keep[i] alone reads (what deleting it frees,
+ * before compression, dedup and erasure coding); held, those some kept
+ * snapshot reads and the live filesystem no longer does. Added to *u;
+ * keep in ascending order, as the group's record has it.
+ */
+struct meta_snap_usage {
+	uint64_t held;
+	uint64_t only[META_KEEP_MAX];
+};
+int meta_snap_usage(struct meta_txn *t, uint16_t bucket, const uint64_t *keep, unsigned nkeep,
+		    struct meta_snap_usage *u);
+
 #endif /* SH_META_META_VERSION_H */

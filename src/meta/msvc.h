@@ -25,6 +25,7 @@
 
 #include "../cluster/raft_log.h"
 #include "meta_extent.h"
+#include "meta_version.h"
 #include "mroute.h"
 
 struct msvc;
@@ -79,6 +80,12 @@ struct msvc_group_info {
 	/* what its buckets' files use (meta_usage), summed every 2 s while it serves here;
 	 * the filesystem's total is the sum over the groups where ready is true */
 	struct meta_usage usage;
+	/* what the filesystem's kept snapshots hold in its buckets (meta_snap_usage), summed
+	 * at most every SNAP_USAGE_NS while it serves here: per kept version, the bytes only
+	 * that snapshot reads; snap_held, the bytes only snapshots read */
+	uint64_t snap_held;
+	unsigned nsnaps;
+	uint64_t snap_ver[META_KEEP_MAX], snap_only[META_KEEP_MAX];
 };
 /*
  * What the requests served here were, counted when answered: slot

@@ -355,6 +355,9 @@ fs_free(struct mfs *fs)
 	sh_free(fs->groups);
 	sh_free(fs->usage);
 	sh_free(fs->usage_term);
+	for (uint32_t g = 0; fs->snap_use != NULL && g < fs->ngroups; g++)
+		sh_free(fs->snap_use[g]);
+	sh_free(fs->snap_use);
 	sh_free(fs->leaving);
 	sh_free(fs->snap_busy);
 	sh_free(fs->ship);
@@ -377,11 +380,13 @@ fs_open(struct msvc *s, const struct cfg *c, const struct cfg_fs *f)
 	fs->groups = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->groups));
 	fs->usage = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->usage));
 	fs->usage_term = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->usage_term));
+	fs->snap_use = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->snap_use));
 	fs->leaving = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->leaving));
 	fs->snap_busy = sh_calloc(pl->ngroups ? pl->ngroups : 1, sizeof(*fs->snap_busy));
 	fs->ship = sh_calloc(c->nbuckets, sizeof(*fs->ship));
 	if (fs->groups == NULL || fs->usage == NULL || fs->usage_term == NULL ||
-	    fs->leaving == NULL || fs->snap_busy == NULL || fs->ship == NULL) {
+	    fs->snap_use == NULL || fs->leaving == NULL || fs->snap_busy == NULL ||
+	    fs->ship == NULL) {
 		rc = -ENOMEM;
 		goto err;
 	}
@@ -637,6 +642,47 @@ msvc_group_usage(struct mgroup *g, struct meta_usage *out)
 	}
 }
 
+/*
+ * What group g's kept snapshots hold, into *out: summed again (a walk of
+ * its buckets' extents) when the kept list or the term changed, or
+ * SNAP_USAGE_NS after the last sum; nothing to do while none is kept.
+ */
+static void
+snap_usage(struct mfs *fs, uint32_t g, uint64_t term, uint64_t now, struct msvc_group_info *out)
+{
+	const struct meta_version *vs = mgroup_version(fs->groups[g]);
+	struct msvc_snap_use *su = fs->snap_use[g];
+	unsigned nb;
+	const uint16_t *b;
+
+	if (vs->nkeep == 0)
+		return;
+	if (su == NULL && (su = fs->snap_use[g] = sh_calloc(1, sizeof(*su))) == NULL)
+		return;
+	if (su->at == 0 || su->term != term || su->gen != vs->gen ||
+	    now - su->at >= SNAP_USAGE_NS) {
+		b = mgroup_buckets(fs->groups[g], &nb);
+		memset(&su->u, 0, sizeof(su->u));
+		for (unsigned i = 0; i < nb; i++) {
+			struct meta_bucket mb;
+
+			if (mgroup_read(fs->groups[g], b[i], &mb) < 0)
+				continue;
+			(void)meta_snap_usage(mb.t, b[i], vs->keep, vs->nkeep, &su->u);
+			meta_txn_abort(mb.t);
+		}
+		su->n = vs->nkeep;
+		memcpy(su->ver, vs->keep, vs->nkeep * sizeof(vs->keep[0]));
+		su->term = term;
+		su->gen = vs->gen;
+		su->at = now;
+	}
+	out->snap_held = su->u.held;
+	out->nsnaps = su->n;
+	memcpy(out->snap_ver, su->ver, su->n * sizeof(su->ver[0]));
+	memcpy(out->snap_only, su->u.only, su->n * sizeof(su->u.only[0]));
+}
+
 unsigned
 msvc_groups(struct msvc *s, struct msvc_group_info *out, unsigned max)
 {
@@ -678,6 +724,8 @@ msvc_groups(struct msvc *s, struct msvc_group_info *out, unsigned max)
 								   .usage = fs->usage[g] };
 				for (unsigned k = 0; k < gi.nvoters && k < 8; k++)
 					out[n].voters[out[n].nvoters++] = gi.voters[k] >> 8;
+				if (gi.ready)
+					snap_usage(fs, g, gi.term, now, &out[n]);
 			}
 			n++;
 		}

@@ -27,9 +27,19 @@ struct ship {
 	struct sh_list waiters; /* struct mreq answered once their deltas are applied */
 };
 
-#define USAGE_NS     (2ull * 1000 * 1000 * 1000)
-#define KILLS_MAX    16
-#define CLAIM_AGE_NS (60ull * 1000 * 1000 * 1000)
+#define USAGE_NS (2ull * 1000 * 1000 * 1000)
+/* what snapshots hold is a walk of every extent: at most this often (or when they change) */
+#define SNAP_USAGE_NS (10ull * 1000 * 1000 * 1000)
+#define KILLS_MAX     16
+#define CLAIM_AGE_NS  (60ull * 1000 * 1000 * 1000)
+
+/* What a group's kept snapshots hold, as last summed here (msvc_fs.c). */
+struct msvc_snap_use {
+	uint64_t term, gen, at; /* the group's term and kept list's gen then; when */
+	unsigned n;
+	uint64_t ver[META_KEEP_MAX];
+	struct meta_snap_usage u;
+};
 
 struct mfs {
 	struct sh_list link;
@@ -37,9 +47,10 @@ struct mfs {
 	uint32_t id;
 	struct meta_db *db;
 	char dbpath[600];
-	struct mgroup **groups;	  /* by group index; NULL where this node is no member */
-	struct meta_usage *usage; /* by group index: as last summed while it served here */
-	uint64_t *usage_term;	  /* by group index: the term of that sum (0: none yet) */
+	struct mgroup **groups;		 /* by group index; NULL where this node is no member */
+	struct meta_usage *usage;	 /* by group index: as last summed while it served here */
+	uint64_t *usage_term;		 /* by group index: the term of that sum (0: none yet) */
+	struct msvc_snap_use **snap_use; /* by group index: what its snapshots hold (or NULL) */
 	bool *leaving; /* by group index: its copy here is being dropped (or brought in) */
 	bool deleted;  /* closing because the filesystem was deleted: its logs go */
 	uint32_t ngroups;

@@ -346,7 +346,7 @@ schedule_fs(struct watcher *w, const char *fs, uint64_t every, uint64_t keep, in
 	size_t i;
 	int st;
 
-	snprintf(path, sizeof(path), "/v1/fs/%s/snapshots", fs);
+	snprintf(path, sizeof(path), "/v1/fs/%s/snapshots?usage=0", fs); /* names, not bytes */
 	if (call(w, "GET", path, NULL, &a) != 200 || !json_is_array(a)) {
 		json_decref(a);
 		return;

@@ -6,7 +6,8 @@
 - it reads back as it was (a file overwritten and then removed, a small inline file
   rewritten and truncated, a directory renamed, a symlink) while the live tree shows the
   changes, and refuses every change; what it reads stays stored; deleting it gives that
-  space back, in the background, and it is forgotten;
+  space back, in the background, and it is forgotten; its list shows the bytes only it
+  holds;
 - backends kill -9'd while snapshots are created and deleted: each one is there and reads
   right, or is not there; deleted ones are forgotten and give their space back;
 - what changed between two snapshots (shoal fs snapshot diff, sh_fs_diff) names the
@@ -156,6 +157,18 @@ def snapshot_keeps_what_it_reads_until_deleted(c):
     kept = stored(c, "sn", want=lambda x: x < 1.2 * base)
     check(kept >= 0.9 * base, "the snapshot's data was freed with the live file: %d of %d"
           % (kept, base))
+    # what s1 alone holds: the removed file's bytes and the small file's first 300 bytes
+    end = time.time() + 40
+    while True:
+        row = snaps(c, "sn")["s1"]
+        fsrow = [f for f in c.json("fs", "list") if f["name"] == "sn"][0]
+        if row.get("bytes_only") == size + 300 and fsrow["snapshot_bytes"] == size + 300:
+            break
+        check(time.time() < end, "s1 holds %s bytes alone and the filesystem's snapshots %s, "
+              "want %d" % (row.get("bytes_only"), fsrow["snapshot_bytes"], size + 300))
+        time.sleep(1)
+    print("  s1 alone holds %d bytes (%s)" % (row["bytes_only"], c.shoal(
+        "fs", "snapshot", "list", "sn", check_rc=0).stdout.splitlines()[-1]))
     check(get(c, "sn@s1", "/f") == old, "the snapshot lost the removed file")
     check(get(c, "sn@s1", "/d/small") == small, "the snapshot's small file changed")
     check(get(c, "sn@s1", "/link") == small, "the snapshot's symlink does not lead there")

@@ -18,7 +18,8 @@ static const char snap_usage[] =
     "  create FS NAME   snapshot filesystem FS as it is now; answers once the snapshot is\n"
     "                   ready (every metadata group of FS writes at the next version)\n"
     "  list FS          FS's snapshots: name, version, state (creating, ready, deleting),\n"
-    "                   created (UTC)\n"
+    "                   created (UTC), and the file bytes only that snapshot holds (what\n"
+    "                   deleting it frees; summed every 10 s)\n"
     "  delete FS NAME   delete a snapshot; the space only it kept is freed in the background\n"
     "  schedule FS      FS's snapshot schedule; with --every, set it: the cluster takes a\n"
     "                   snapshot every DURATION (a number with s, m, h or d: 15m; off or 0\n"
@@ -54,13 +55,15 @@ show_snaps(json_t *a)
 	size_t i;
 	json_t *s;
 
-	printf("%-24s %10s %-9s %s\n", "NAME", "VERSION", "STATE", "CREATED");
+	printf("%-24s %10s %-9s %-20s %s\n", "NAME", "VERSION", "STATE", "CREATED", "ONLY");
 	json_array_foreach(a, i, s)
 	{
-		char when[32];
+		char when[32], only[32];
 
-		printf("%-24s %10lld %-9s %s\n", jstr(s, "name"), jint(s, "version"),
-		       jstr(s, "state"), iso_time(jint(s, "created"), when, sizeof(when)));
+		human_size(jint(s, "bytes_only"), only, sizeof(only));
+		printf("%-24s %10lld %-9s %-20s %s\n", jstr(s, "name"), jint(s, "version"),
+		       jstr(s, "state"), iso_time(jint(s, "created"), when, sizeof(when)),
+		       json_object_get(s, "bytes_only") ? only : "-");
 	}
 }
 

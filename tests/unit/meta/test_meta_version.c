@@ -276,3 +276,143 @@ TEST(meta_version_record_refuses_bad_bytes)
 	len = meta_version_encode(&v, buf, sizeof(buf));
 	SH_ASSERT_EQ(meta_version_decode(buf, (size_t)len, &w), -EBADMSG);
 }
+
+/* meta_snap_usage's model: each key's writes (version, bytes; 0 bytes: deleted). */
+#define SU_KEYS 6
+#define SU_OPS	300
+struct su_hist {
+	int n;
+	uint64_t ver[SU_OPS];
+	uint64_t bytes[SU_OPS];
+};
+
+/* The write read as of version at: its index (the last at that version wins), -1: none. */
+static int
+su_read(const struct su_hist *h, uint64_t at)
+{
+	int r = -1;
+
+	for (int i = 0; i < h->n && h->ver[i] <= at; i++)
+		r = i;
+	return r;
+}
+
+static void
+su_key(struct meta_key *k, int i)
+{
+	if (i % 2)
+		meta_key_id(k, 0, META_K_INLINE, (uint64_t)i);
+	else
+		meta_key_id(k, 0, META_K_EXTENT, (uint64_t)i); /* one field: ino, no offset */
+}
+
+/*
+ * Bytes only one kept snapshot reads, and bytes only snapshots read, from
+ * the bucket's stored versions, are what a model of every write says, with
+ * snapshots taken and dropped (never settled: versions no one reads stay
+ * stored and count for none).
+ */
+TEST(meta_snap_usage_matches_a_model)
+{
+	static struct su_hist h[SU_KEYS];
+	struct meta_db *db;
+	struct sh_rand rng;
+	uint64_t keep[12], ver = 1;
+	unsigned nkeep = 0;
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/su.mdb", sh_test_dir());
+	SH_ASSERT_OK(meta_db_open(path, 64ull << 20, 0, &db));
+	memset(h, 0, sizeof(h));
+	sh_rand_seed(&rng, sh_test_seed());
+	for (int op = 0; op < SU_OPS; op++) {
+		struct meta_keep kp = { keep, nkeep, NULL, NULL };
+		uint64_t r = sh_rand_below(&rng, 100);
+		int i = (int)sh_rand_below(&rng, SU_KEYS);
+		struct su_hist *k = &h[i];
+		bool there = k->n > 0 && k->bytes[k->n - 1] != 0;
+		struct meta_txn *t;
+		struct meta_key key;
+
+		if (r < 8 && nkeep < 12) {
+			keep[nkeep++] = ver++;
+			continue;
+		}
+		if (r < 11 && nkeep > 0) {
+			unsigned d = (unsigned)sh_rand_below(&rng, nkeep);
+
+			memmove(keep + d, keep + d + 1, (nkeep - d - 1) * sizeof(keep[0]));
+			nkeep--;
+			continue;
+		}
+		su_key(&key, i);
+		SH_ASSERT_OK(meta_txn_begin(db, true, &t));
+		if (r < 30 && there) {
+			SH_ASSERT_OK(meta_del(t, &key, ver, &kp));
+			k->bytes[k->n] = 0;
+		} else {
+			uint64_t len = 1 + sh_rand_below(&rng, 3000);
+			uint8_t v[4096]; /* an extent's value, or up to 3000 inline bytes */
+			int vl = (int)len;
+
+			if (i % 2 == 0) {
+				struct meta_extent x = { .len = len,
+							 .stripe = 7,
+							 .d = 2,
+							 .p = 1,
+							 .frag = 4096,
+							 .targets = { 1, 2, 3 } };
+
+				vl = meta_extent_encode(&x, v, sizeof(v));
+				SH_ASSERT(vl > 0);
+			} else {
+				memset(v, 'y', sizeof(v) < len ? sizeof(v) : len);
+				SH_ASSERT(len <= sizeof(v));
+			}
+			SH_ASSERT_OK(meta_put(t, &key, ver, v, (size_t)vl, &kp));
+			k->bytes[k->n] = len;
+		}
+		k->ver[k->n++] = ver;
+		SH_ASSERT_OK(meta_txn_commit(t));
+	}
+	{
+		struct meta_snap_usage *u = sh_calloc(1, sizeof(*u));
+		uint64_t only[12] = { 0 }, held = 0;
+		struct meta_txn *t;
+
+		for (int i = 0; i < SU_KEYS; i++) {
+			int live = h[i].n - 1, seen = -2;
+
+			for (unsigned s = 0; s < nkeep; s++) {
+				int rec = su_read(&h[i], keep[s]), others = 0;
+
+				if (rec < 0 || rec == live || h[i].bytes[rec] == 0)
+					continue;
+				for (unsigned o = 0; o < nkeep; o++)
+					others += o != s && su_read(&h[i], keep[o]) == rec;
+				if (others == 0)
+					only[s] += h[i].bytes[rec];
+				if (rec !=
+				    seen) /* the runs of snapshots reading one write are adjacent */
+					held += h[i].bytes[rec];
+				seen = rec;
+			}
+		}
+		SH_ASSERT(u != NULL);
+		SH_ASSERT_OK(meta_txn_begin(db, false, &t));
+		SH_ASSERT_OK(meta_snap_usage(t, 0, keep, nkeep, u));
+		meta_txn_abort(t);
+		SH_ASSERT_MSG(u->held == held, "held %llu, the model says %llu (seed %llu)",
+			      (unsigned long long)u->held, (unsigned long long)held,
+			      (unsigned long long)sh_test_seed());
+		for (unsigned s = 0; s < nkeep; s++)
+			SH_ASSERT_MSG(u->only[s] == only[s],
+				      "snapshot %u (version %llu): %llu only its, the model says "
+				      "%llu (seed %llu)",
+				      s, (unsigned long long)keep[s],
+				      (unsigned long long)u->only[s], (unsigned long long)only[s],
+				      (unsigned long long)sh_test_seed());
+		sh_free(u);
+	}
+	meta_db_close(db);
+}

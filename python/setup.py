@@ -33,7 +33,7 @@ setup(
     packages=["shoal"],
     ext_modules=[Extension(
         "shoal._shoal",
-        sources=["shoal/_shoal.c", "shoal/batch.c"],
+        sources=["shoal/_shoal.c", "shoal/batch.c", "shoal/snap.c"],
         include_dirs=[os.path.join(ROOT, "include")],
         extra_compile_args=["-std=gnu11", "-fvisibility=hidden"],
         extra_objects=archives,

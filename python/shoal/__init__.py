@@ -16,13 +16,14 @@ connects again by itself on its first call. docs/python.md has the rest:
 shoal.torch (Dataset, IterableDataset, Checkpoint) and shoal.fsspec
 (shoal://fs/path for pandas, pyarrow and fsspec tools).
 """
+import collections
 import io
 import os
 import stat as _stat
 
 from . import _shoal
 
-__all__ = ["connect", "FileSystem", "File", "DirEntry", "DEFAULT_ADDR"]
+__all__ = ["connect", "FileSystem", "File", "DirEntry", "SnapshotChange", "DEFAULT_ADDR"]
 
 DEFAULT_ADDR = "127.0.0.1:7400"
 RENAME_NOREPLACE = _shoal.RENAME_NOREPLACE
@@ -280,6 +281,16 @@ class DirEntry:
         return "<shoal.DirEntry %r>" % self.name
 
 
+SnapshotChange = collections.namedtuple("SnapshotChange",
+                                        "op kind bucket ino name off old new")
+SnapshotChange.__doc__ = """One metadata record that changed between two snapshots
+(FileSystem.diff): op "+" (added), "-" (removed) or "~" (changed); kind "i" (an inode's
+attributes), "d" (a directory entry: ino is its directory), "x" (an xattr), "e" (an extent:
+off is where it starts), "l" (a symlink's target), "y" (a small file's bytes), "p" (a
+directory's parent), "g" (which buckets hold a directory's entries); name (str, entries
+and xattrs) or None; old and new: the record's bytes before and after, or None."""
+
+
 class FileSystem:
     """One file system of a Shoal cluster, with an os-like API over absolute paths."""
 
@@ -297,6 +308,16 @@ class FileSystem:
 
     def close(self):
         self._fs.close()
+
+    def diff(self, from_snapshot, to_snapshot):
+        """What changed in this file system from snapshot from_snapshot (None: from the
+        empty file system) to the later snapshot to_snapshot: a list of SnapshotChange, bucket
+        by bucket, in key order within a bucket (docs/snapshots.md). It reads the two
+        snapshots, not the live tree."""
+        return [SnapshotChange(op, kind, bucket, ino,
+                               os.fsdecode(name) if name is not None else None, off, old, new)
+                for op, kind, bucket, ino, name, off, old, new
+                in self._fs.diff(from_snapshot, to_snapshot)]
 
     def __enter__(self):
         return self

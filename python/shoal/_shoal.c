@@ -681,6 +681,12 @@ ShFS_read_many(ShFS *self, PyObject *args)
 	return sh_py_read_many(self, args);
 }
 
+static PyObject *
+ShFS_diff(ShFS *self, PyObject *args)
+{
+	return sh_py_diff(self, args);
+}
+
 static PyMethodDef ShFS_methods[] = {
 	{ "close", (PyCFunction)ShFS_close, METH_NOARGS, "close the file system and the client" },
 	{ "stat", (PyCFunction)ShFS_stat, METH_VARARGS, "stat(path, follow=True) -> tuple" },
@@ -702,6 +708,9 @@ static PyMethodDef ShFS_methods[] = {
 	{ "open", (PyCFunction)ShFS_open, METH_VARARGS, "open(path, flags=O_RDONLY, mode=0o666)" },
 	{ "read_many", (PyCFunction)ShFS_read_many, METH_VARARGS,
 	  "read_many([(path_or_file, offset, length, buffer_or_None), ...], threads=16)" },
+	{ "diff", (PyCFunction)ShFS_diff, METH_VARARGS,
+	  "diff(from_snapshot_or_None, to_snapshot) -> [(op, kind, bucket, ino, name, off, old, "
+	  "new)]" },
 	{ NULL, NULL, 0, NULL }
 };
 

@@ -71,5 +71,7 @@ sh_file *sh_py_file(ShFile *self);
 void sh_py_file_done(ShFile *self);
 /* fs.read_many(requests): batch.c */
 PyObject *sh_py_read_many(ShFS *self, PyObject *args);
+/* fs.diff(from or None, to): snap.c */
+PyObject *sh_py_diff(ShFS *self, PyObject *args);
 
 #endif /* SH_PY_SHOAL_H */

@@ -5,7 +5,8 @@
  * (MP_DIFF) for the records whose value as of one snapshot is not their
  * value as of the other, a page at a time, the next page after the last
  * key of the one before. Buckets are asked DIFF_BATCH at once; each
- * one's pages are given in key order before the next bucket's.
+ * one's pages are given in key order before the next bucket's. A leader
+ * whose node has not yet heard that a snapshot is ready is asked again.
  */
 #include <string.h>
 
@@ -61,13 +62,43 @@ give_page(const struct cres *res, sh_diff_fn fn, void *arg, uint8_t *last, size_
 	return rc;
 }
 
+struct diff_snaps {
+	const char *from, *to; /* from NULL: the empty filesystem */
+};
+
+/*
+ * A bucket's leader may not know yet that a snapshot this client's
+ * configuration says is ready is (its node's configuration is a moment
+ * behind): -ESTALE, asked again every DIFF_STALE_NS while this client
+ * still sees both ready, up to DIFF_STALE_TRIES times.
+ */
+#define DIFF_STALE_NS	 (100ull * 1000 * 1000)
+#define DIFF_STALE_TRIES 50
+
+static int
+ask_again(sh_fs *fs, const struct diff_snaps *sn, const struct mp_req *q, struct cres *res)
+{
+	for (unsigned i = 0; res->status == -ESTALE && i < DIFF_STALE_TRIES; i++) {
+		uint64_t v;
+
+		if ((sn->from != NULL && client_snap_lookup(fs->c, fs->id, sn->from, &v) < 0) ||
+		    client_snap_lookup(fs->c, fs->id, sn->to, &v) < 0)
+			break; /* being deleted, or gone: -ESTALE it is */
+		client_sleep(fs->c, DIFF_STALE_NS);
+		cres_fini(res);
+		(void)client_meta(fs->c, q, res);
+	}
+	return res->status;
+}
+
 /* Bucket b's records from its first page (res) on, asking for the others. */
 static int
-bucket_diff(sh_fs *fs, struct mp_req *q, struct cres *res, sh_diff_fn fn, void *arg)
+bucket_diff(sh_fs *fs, const struct diff_snaps *sn, struct mp_req *q, struct cres *res,
+	    sh_diff_fn fn, void *arg)
 {
 	uint8_t last[META_KEY_MAX];
 	size_t llen = 0;
-	int rc = res->status;
+	int rc = ask_again(fs, sn, q, res);
 
 	while (rc == 0) {
 		rc = give_page(res, fn, arg, last, &llen);
@@ -76,7 +107,8 @@ bucket_diff(sh_fs *fs, struct mp_req *q, struct cres *res, sh_diff_fn fn, void *
 		cres_fini(res);
 		q->data = last;
 		q->dlen = llen;
-		rc = client_meta(fs->c, q, res);
+		(void)client_meta(fs->c, q, res);
+		rc = ask_again(fs, sn, q, res);
 	}
 	return rc;
 }
@@ -86,6 +118,7 @@ sh_fs_diff(sh_fs *fs, const char *from, const char *to, sh_diff_fn fn, void *arg
 {
 	struct mp_req req[DIFF_BATCH];
 	struct cres res[DIFF_BATCH];
+	struct diff_snaps sn = { from, to };
 	uint64_t v1 = 0, v2 = 0;
 	int rc = 0;
 
@@ -109,7 +142,7 @@ sh_fs_diff(sh_fs *fs, const char *from, const char *to, sh_diff_fn fn, void *arg
 		client_metas(fs->c, req, res, n);
 		for (unsigned i = 0; i < n; i++) {
 			if (rc == 0)
-				rc = bucket_diff(fs, &req[i], &res[i], fn, arg);
+				rc = bucket_diff(fs, &sn, &req[i], &res[i], fn, arg);
 			cres_fini(&res[i]);
 		}
 	}

@@ -304,3 +304,34 @@ def test_closing_while_in_use_never_frees_what_is_used(cluster):
     with pytest.raises(ValueError):
         r.read(1)
     fs3.close()
+
+
+def test_diff_between_snapshots_names_what_changed(cluster):
+    """FileSystem.diff: the entries added and removed between two snapshots, everything from
+    nothing, and the errors of snapshots out of order or not there."""
+    import shoal
+
+    cluster.mkfs("pysnap")
+    with shoal.connect("pysnap", cluster.addr) as f:
+        f.mkdir("/d")
+        f.write_bytes("/d/a", b"x" * 5000)
+        f.write_bytes("/d/b", b"y" * 100)
+        cluster.shoal("fs", "snapshot", "create", "pysnap", "p1")
+        f.unlink("/d/b")
+        f.write_bytes("/d/c", b"z")
+        cluster.shoal("fs", "snapshot", "create", "pysnap", "p2")
+        f.write_bytes("/d/later", b"not in either")
+        ch = f.diff("p1", "p2")
+        assert all(isinstance(c, shoal.SnapshotChange) for c in ch)
+        assert {(c.op, c.name) for c in ch if c.kind == "d"} == {("-", "b"), ("+", "c")}
+        b = [c for c in ch if c.kind == "d" and c.name == "b"][0]
+        assert b.new is None and len(b.old) > 0
+        first = f.diff(None, "p1")
+        assert {(c.op, c.name) for c in first if c.kind == "d"} == {
+            ("+", "d"), ("+", "a"), ("+", "b")}
+        assert all(c.op == "+" and c.old is None for c in first)
+        with pytest.raises(OSError) as e:
+            f.diff("p2", "p1")
+        assert e.value.errno == errno.EINVAL
+        with pytest.raises(FileNotFoundError):
+            f.diff("p1", "nope")

@@ -518,7 +518,7 @@ meta_families(struct mctx *m)
 	}
 	{
 		struct msvc_stats ms = { 0 };
-		static const char *const fam[4][2] = {
+		static const char *const fam[5][2] = {
 			{ "shoal_meta_log_writes_total",
 			  "Durable writes of the groups' shared Raft log (each a batch of every "
 			  "group's records)." },
@@ -615,7 +615,7 @@ admin_fs_usage(const struct msvc_group_info *g, unsigned n, uint32_t fs, struct 
 static void
 usage_families(struct mctx *m, const struct cfg *c)
 {
-	static const char *const fam[4][2] = {
+	static const char *const fam[5][2] = {
 		{ "shoal_fs_logical_bytes",
 		  "File data a filesystem's files map (holes and inline bytes not counted), in "
 		  "the buckets this node leads (sum over nodes: the filesystem's)." },
@@ -627,24 +627,30 @@ usage_families(struct mctx *m, const struct cfg *c)
 		{ "shoal_fs_unique_bytes",
 		  "Of the logical bytes, those stored once: all but what dedup shares (sum over "
 		  "nodes; logical / unique: the dedup ratio)." },
+		{ "shoal_fs_snapshot_bytes",
+		  "File bytes only snapshots hold, no longer mapped by the live filesystem (sum "
+		  "over nodes; summed every 10 s while it has snapshots)." },
 	};
 	struct mtext *t = &m->t;
 
-	for (unsigned k = 0; k < 4; k++) {
+	for (unsigned k = 0; k < 5; k++) {
 		family(t, fam[k][0], "gauge", fam[k][1]);
 		for (uint32_t i = 0; i < c->nfs; i++) {
 			struct meta_usage u = { 0 };
-			uint64_t v[4];
+			uint64_t v[5] = { 0 };
 
 			for (unsigned w = 0; w < m->nws; w++) {
+				const struct msvc_group_info *g = m->ws[w]->groups;
 				struct meta_usage one;
 
-				admin_fs_usage(m->ws[w]->groups, m->ws[w]->ngroups, c->fs[i].id,
-					       &one);
+				admin_fs_usage(g, m->ws[w]->ngroups, c->fs[i].id, &one);
 				u.mapped += one.mapped;
 				u.data += one.data;
 				u.phys += one.phys;
 				u.unique += one.unique;
+				for (unsigned x = 0; x < m->ws[w]->ngroups; x++)
+					if (g[x].fs == c->fs[i].id && g[x].ready)
+						v[4] += g[x].snap_held;
 			}
 			v[0] = u.mapped;
 			v[1] = u.data;

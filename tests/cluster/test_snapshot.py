@@ -167,6 +167,9 @@ def snapshot_keeps_what_it_reads_until_deleted(c):
         check(time.time() < end, "s1 holds %s bytes alone and the filesystem's snapshots %s, "
               "want %d" % (row.get("bytes_only"), fsrow["snapshot_bytes"], size + 300))
         time.sleep(1)
+    held = sum(tc.total(tc.parse_metrics(tc.metrics_page(c, n)), "shoal_fs_snapshot_bytes",
+                        fs="sn") for n in range(1, c.nodes + 1))
+    check(held == size + 300, "shoal_fs_snapshot_bytes sums to %d, want %d" % (held, size + 300))
     print("  s1 alone holds %d bytes (%s)" % (row["bytes_only"], c.shoal(
         "fs", "snapshot", "list", "sn", check_rc=0).stdout.splitlines()[-1]))
     check(get(c, "sn@s1", "/f") == old, "the snapshot lost the removed file")

@@ -478,21 +478,22 @@ show_fs(json_t *a)
 	size_t i;
 	json_t *f;
 
-	printf("%-16s %-6s %-8s %-5s %-8s %9s %9s %6s %6s\n", "NAME", "PROT", "COMPRESS", "DEDUP",
-	       "QUOTA", "LOGICAL", "PHYSICAL", "COMP", "DEDUP");
+	printf("%-16s %-6s %-8s %-5s %-8s %9s %9s %6s %6s %9s\n", "NAME", "PROT", "COMPRESS",
+	       "DEDUP", "QUOTA", "LOGICAL", "PHYSICAL", "COMP", "DEDUP", "SNAPSHOTS");
 	json_array_foreach(a, i, f)
 	{
-		char q[32] = "none", lg[32], ph[32];
+		char q[32] = "none", lg[32], ph[32], sn[32];
 
 		if (jint(f, "quota"))
 			human_size(jint(f, "quota"), q, sizeof(q));
 		human_size(jint(f, "logical_bytes"), lg, sizeof(lg));
 		human_size(jint(f, "physical_bytes"), ph, sizeof(ph));
-		printf("%-16s %-6s %-8s %-5s %-8s %9s %9s %5.2fx %5.2fx\n", jstr(f, "name"),
+		human_size(jint(f, "snapshot_bytes"), sn, sizeof(sn));
+		printf("%-16s %-6s %-8s %-5s %-8s %9s %9s %5.2fx %5.2fx %9s\n", jstr(f, "name"),
 		       jstr(f, "protection"), jstr(f, "compression"),
 		       json_is_true(json_object_get(f, "dedup")) ? "on" : "off", q, lg, ph,
 		       json_real_value(json_object_get(f, "compression_ratio")),
-		       json_real_value(json_object_get(f, "dedup_ratio")));
+		       json_real_value(json_object_get(f, "dedup_ratio")), sn);
 		if (jint(f, "usage_nodes") < jint(f, "nodes"))
 			printf("  (usage from %lld of %lld nodes: the others did not answer)\n",
 			       (long long)jint(f, "usage_nodes"), (long long)jint(f, "nodes"));

@@ -643,9 +643,10 @@ msvc_group_usage(struct mgroup *g, struct meta_usage *out)
 }
 
 /*
- * What group g's kept snapshots hold, into *out: summed again (a walk of
- * its buckets' extents) when the kept list or the term changed, or
- * SNAP_USAGE_NS after the last sum; nothing to do while none is kept.
+ * What group g's kept snapshots hold, into *out, as the last finished pass
+ * summed it (struct msvc_snap_use). A pass starts when the kept list or
+ * the term changed, or SNAP_USAGE_NS after the last one began; nothing to
+ * do while none is kept.
  */
 static void
 snap_usage(struct mfs *fs, uint32_t g, uint64_t term, uint64_t now, struct msvc_group_info *out)
@@ -653,29 +654,39 @@ snap_usage(struct mfs *fs, uint32_t g, uint64_t term, uint64_t now, struct msvc_
 	const struct meta_version *vs = mgroup_version(fs->groups[g]);
 	struct msvc_snap_use *su = fs->snap_use[g];
 	unsigned nb;
-	const uint16_t *b;
+	const uint16_t *b = mgroup_buckets(fs->groups[g], &nb);
 
 	if (vs->nkeep == 0)
 		return;
 	if (su == NULL && (su = fs->snap_use[g] = sh_calloc(1, sizeof(*su))) == NULL)
 		return;
-	if (su->at == 0 || su->term != term || su->gen != vs->gen ||
-	    now - su->at >= SNAP_USAGE_NS) {
-		b = mgroup_buckets(fs->groups[g], &nb);
-		memset(&su->u, 0, sizeof(su->u));
-		for (unsigned i = 0; i < nb; i++) {
-			struct meta_bucket mb;
+	if (su->p_on && (su->p_term != term || su->p_gen != vs->gen))
+		su->p_on = false; /* begun under another kept list: again */
+	if (!su->p_on && (su->at == 0 || su->term != term || su->gen != vs->gen ||
+			  now - su->at >= SNAP_USAGE_NS)) {
+		memset(&su->p, 0, sizeof(su->p));
+		su->p_term = term;
+		su->p_gen = vs->gen;
+		su->p_next = 0;
+		su->p_on = true;
+		su->at = now;
+	}
+	for (unsigned k = 0; su->p_on && k < SNAP_USAGE_BUCKETS && su->p_next < nb; k++) {
+		struct meta_bucket mb;
+		uint16_t bk = b[su->p_next++];
 
-			if (mgroup_read(fs->groups[g], b[i], &mb) < 0)
-				continue;
-			(void)meta_snap_usage(mb.t, b[i], vs->keep, vs->nkeep, &su->u);
-			meta_txn_abort(mb.t);
-		}
+		if (mgroup_read(fs->groups[g], bk, &mb) < 0)
+			continue;
+		(void)meta_snap_usage(mb.t, bk, vs->keep, vs->nkeep, &su->p);
+		meta_txn_abort(mb.t);
+	}
+	if (su->p_on && su->p_next >= nb) { /* done: published */
+		su->u = su->p;
 		su->n = vs->nkeep;
 		memcpy(su->ver, vs->keep, vs->nkeep * sizeof(vs->keep[0]));
 		su->term = term;
 		su->gen = vs->gen;
-		su->at = now;
+		su->p_on = false;
 	}
 	out->snap_held = su->u.held;
 	out->nsnaps = su->n;

@@ -33,12 +33,24 @@ struct ship {
 #define KILLS_MAX     16
 #define CLAIM_AGE_NS  (60ull * 1000 * 1000 * 1000)
 
-/* What a group's kept snapshots hold, as last summed here (msvc_fs.c). */
+/*
+ * What a group's kept snapshots hold, as last summed here (msvc_fs.c): a
+ * pass walks its buckets a few at a time (SNAP_USAGE_BUCKETS per
+ * publication, so that a large group never holds up its loop), then
+ * publishes what it summed. A pass begun under another kept list or term
+ * starts again.
+ */
+#define SNAP_USAGE_BUCKETS 4
 struct msvc_snap_use {
 	uint64_t term, gen, at; /* the group's term and kept list's gen then; when */
 	unsigned n;
 	uint64_t ver[META_KEEP_MAX];
-	struct meta_snap_usage u;
+	struct meta_snap_usage u; /* published */
+	/* the pass under way: its term, gen, next bucket (index in the group's list), sum */
+	uint64_t p_term, p_gen;
+	unsigned p_next;
+	bool p_on;
+	struct meta_snap_usage p;
 };
 
 struct mfs {

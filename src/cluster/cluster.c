@@ -850,6 +850,24 @@ on_tick(struct env_timer *tm)
 
 /* ---- lifecycle ---- */
 
+/* What the cluster answers on the management network. */
+static const struct {
+	uint16_t op;
+	net_handler_fn fn;
+} handlers[] = {
+	{ NET_OP_CLUSTER_PROPOSE, on_remote },	    { NET_OP_CLUSTER_LOCAL, on_remote },
+	{ NET_OP_CLUSTER_HEARTBEAT, on_heartbeat }, { NET_OP_CLUSTER_PUSH, on_push },
+	{ NET_OP_CLUSTER_CONFIG, on_config_req },   { NET_OP_CLIENT_INFO, on_client_info },
+};
+
+/* Before cl goes: what comes later for its opcodes finds no one. */
+static void
+unhandle(struct cluster *cl)
+{
+	for (size_t i = 0; i < SH_ARRAY_SIZE(handlers); i++)
+		net_unhandle(cl->net, handlers[i].op);
+}
+
 int
 cluster_start(struct net *mgmt, const struct cluster_params *p, struct cluster **out)
 {
@@ -895,13 +913,14 @@ cluster_start(struct net *mgmt, const struct cluster_params *p, struct cluster *
 	if (rc < 0)
 		goto err;
 	rnet_set_unknown(cl->rn, on_unknown_group, cl);
-	if ((rc = net_handle(mgmt, NET_OP_CLUSTER_PROPOSE, on_remote, cl)) < 0 ||
-	    (rc = net_handle(mgmt, NET_OP_CLUSTER_LOCAL, on_remote, cl)) < 0 ||
-	    (rc = net_handle(mgmt, NET_OP_CLUSTER_HEARTBEAT, on_heartbeat, cl)) < 0 ||
-	    (rc = net_handle(mgmt, NET_OP_CLUSTER_PUSH, on_push, cl)) < 0 ||
-	    (rc = net_handle(mgmt, NET_OP_CLUSTER_CONFIG, on_config_req, cl)) < 0 ||
-	    (rc = net_handle(mgmt, NET_OP_CLIENT_INFO, on_client_info, cl)) < 0)
-		goto err_rn;
+	for (size_t i = 0; i < SH_ARRAY_SIZE(handlers); i++) {
+		rc = net_handle(mgmt, handlers[i].op, handlers[i].fn, cl);
+		if (rc < 0) {
+			while (i-- > 0)
+				net_unhandle(mgmt, handlers[i].op);
+			goto err_rn;
+		}
+	}
 	rp = (struct rgroup_params){
 		.io = { .group = CONFIG_GROUP,
 			.id = p->node_id,
@@ -943,6 +962,7 @@ finish_stop(struct env_task *t)
 	while (!sh_list_empty(&cl->subs))
 		sub_done(sh_list_entry(cl->subs.next, struct sub, link), -ESHUTDOWN,
 			 "the node is shutting down");
+	unhandle(cl);
 	rnet_destroy(cl->rn);
 	cfg_free(cl->cfg);
 	cfg_free(cl->fsm_cfg);

@@ -289,6 +289,7 @@ rnet_destroy(struct rnet *rn)
 
 	if (rn == NULL)
 		return;
+	net_unhandle(rn->net, NET_OP_RAFT); /* a message that comes later finds no one */
 	while ((h = sh_htable_first(&rn->peers, &it)) != NULL) {
 		sh_htable_remove(&rn->peers, h);
 		sh_free(sh_container_of(h, struct rpeer, hn));

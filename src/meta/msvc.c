@@ -1106,7 +1106,8 @@ msvc_create(struct net *n, const struct msvc_params *p, struct msvc **out)
 	rc = rwal_open(s->env, path, s->p.wal_size, on_wal_loaded, s, &s->wal);
 	if (rc < 0) {
 		sh_log_error("metadata: the groups' Raft log %s: %s", path, sh_strerror(rc));
-		goto err_rt; /* (the handler goes with the net, as on the error above) */
+		net_unhandle(n, NET_OP_META); /* s goes: nothing may call on it */
+		goto err_rt;
 	}
 	msvc_balance_start(s);
 	msvc_snap_start(s);
@@ -1130,6 +1131,8 @@ finish_stop(struct env_task *t)
 
 	while (!sh_list_empty(&s->reqs))
 		mreq_answer(sh_list_entry(s->reqs.next, struct mreq, link), -ESHUTDOWN, NULL);
+	net_unhandle(s->net, NET_OP_META); /* requests that come later find no one */
+	net_unhandle(s->net, NET_OP_META_LEADS);
 	mroute_destroy(s->rt);
 	rnet_destroy(s->rn);
 	rwal_close(s->wal);

@@ -295,6 +295,13 @@ typedef void (*net_handler_fn)(struct net_req *req, void *arg);
 
 /* Register the handler of an opcode. -EEXIST, -EINVAL. */
 int net_handle(struct net *n, uint16_t opcode, net_handler_fn fn, void *arg);
+/*
+ * Forget it: what comes for the opcode from now on is answered as for an
+ * opcode nobody handles. Whoever registered a handler calls this before it
+ * frees the handler's argument: the endpoint still receives until it is
+ * destroyed (a datagram that came during a shutdown would call it).
+ */
+void net_unhandle(struct net *n, uint16_t opcode);
 const struct net_msg *net_req_body(const struct net_req *r);
 uint64_t net_req_peer(const struct net_req *r);
 /* What the peer could do when it sent the request (struct net_cred). */

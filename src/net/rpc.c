@@ -366,6 +366,13 @@ net_handle(struct net *n, uint16_t opcode, net_handler_fn fn, void *arg)
 	return 0;
 }
 
+void
+net_unhandle(struct net *n, uint16_t opcode)
+{
+	if (opcode != 0 && opcode < NET_OP_MAX)
+		n->handlers[opcode] = (struct net_handler){ NULL, NULL };
+}
+
 const struct net_msg *
 net_req_body(const struct net_req *r)
 {

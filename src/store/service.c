@@ -122,20 +122,23 @@ handle(struct net_req *req, void *arg)
 	}
 }
 
+static const uint16_t svc_ops[] = { NET_OP_STORE_PUT, NET_OP_STORE_GET, NET_OP_STORE_RELEASE,
+				    NET_OP_STORE_STAT };
+
 int
 store_svc_create(struct net *n, struct store_svc **out)
 {
-	static const uint16_t ops[] = { NET_OP_STORE_PUT, NET_OP_STORE_GET, NET_OP_STORE_RELEASE,
-					NET_OP_STORE_STAT };
 	struct store_svc *svc = sh_calloc(1, sizeof(*svc));
 	int rc;
 
 	if (svc == NULL)
 		return -ENOMEM;
 	svc->net = n;
-	for (size_t i = 0; i < SH_ARRAY_SIZE(ops); i++) {
-		rc = net_handle(n, ops[i], handle, svc);
+	for (size_t i = 0; i < SH_ARRAY_SIZE(svc_ops); i++) {
+		rc = net_handle(n, svc_ops[i], handle, svc);
 		if (rc < 0) {
+			while (i-- > 0)
+				net_unhandle(n, svc_ops[i]);
 			sh_free(svc);
 			return rc;
 		}
@@ -158,5 +161,7 @@ store_svc_add(struct store_svc *svc, struct store *s)
 void
 store_svc_destroy(struct store_svc *svc)
 {
+	for (size_t i = 0; svc != NULL && i < SH_ARRAY_SIZE(svc_ops); i++)
+		net_unhandle(svc->net, svc_ops[i]); /* a request that comes later finds no one */
 	sh_free(svc);
 }

@@ -449,6 +449,42 @@ TEST(net_udp_256mib_message)
 	sh_free(big);
 }
 
+/*
+ * A handler forgotten (its owner about to free what it was given: a
+ * service stopping while its endpoint still receives) is never called
+ * again: a request for its opcode is answered -EOPNOTSUPP, and the opcode
+ * may be handled anew.
+ */
+TEST(net_udp_a_forgotten_handler_is_never_called)
+{
+	struct env *env = env_real_create(NULL);
+	struct net_call_opts o = { .timeout_ns = 5 * SH_NSEC_PER_SEC };
+	struct iovec iov = { "abc", 3 };
+	struct node a, b;
+
+	node_up(&a, env, 1, 0);
+	node_up(&b, env, 2, 0);
+	SH_ASSERT_OK(net_handle(a.net, NET_OP_TEST, on_crc, NULL));
+	SH_ASSERT_OK(net_peer_add(b.net, 1, &a.ifc, 1));
+	for (int round = 0; round < 3; round++) {
+		struct crc_reply r = { 0 };
+
+		if (round == 1)
+			net_unhandle(a.net, NET_OP_TEST);
+		if (round == 2)
+			SH_ASSERT_OK(net_handle(a.net, NET_OP_TEST, on_crc, NULL));
+		SH_ASSERT_OK(net_call(b.net, 1, NET_OP_TEST, &iov, 1, &o, crc_cb, &r, NULL));
+		run_until(env, &r.done, 1, 5 * SH_NSEC_PER_SEC);
+		SH_ASSERT_EQ(r.done, 1);
+		SH_ASSERT_EQ(r.status, round == 1 ? -EOPNOTSUPP : 0);
+		if (round != 1)
+			SH_ASSERT_EQ(r.crc, sh_crc32c(0, "abc", 3));
+	}
+	net_destroy(b.net);
+	net_destroy(a.net);
+	env_real_destroy(env);
+}
+
 /* ---- malformed datagrams ---- */
 
 static void

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The admin JSON API routes (api.h). */
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,6 +218,20 @@ usage_json(const struct cfg *c, const struct admin_node *self)
 static const char *const usage_keys[] = { "logical_bytes", "stored_bytes",   "physical_bytes",
 					  "unique_bytes",  "snapshot_bytes", "compression_ratio",
 					  "dedup_ratio",   "usage_nodes",    "nodes" };
+
+int
+admin_detach(void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t a;
+	pthread_t th;
+	int rc;
+
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&th, &a, fn, arg);
+	pthread_attr_destroy(&a);
+	return -rc;
+}
 
 json_t *
 admin_usage_parts(const struct cfg *c, const struct admin_node *self, unsigned *asked)

@@ -9,7 +9,6 @@
  * them.
  */
 #include <jansson.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,18 +254,13 @@ void
 admin_rebuild_reply(const struct cfg *c, const struct admin_node *self, struct admin_req *req)
 {
 	struct rebuild_job *j = sh_calloc(1, sizeof(*j));
-	pthread_attr_t a;
-	pthread_t th;
 	int rc = -1;
 
 	if (j != NULL && (j->c = cfg_new()) != NULL && cfg_copy(j->c, c) == 0) {
 		j->self = self;
 		j->req = req;
 		admin_heal_local(self, &j->local); /* here, on the loop that owns the counters */
-		pthread_attr_init(&a);
-		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		rc = pthread_create(&th, &a, rebuild_run, j);
-		pthread_attr_destroy(&a);
+		rc = admin_detach(rebuild_run, j);
 	}
 	if (rc == 0)
 		return;

@@ -63,6 +63,11 @@ int admin_node_remove(const struct cfg *c, const struct admin_node *self, const 
 void admin_snap_handle(struct cluster *cl, const struct admin_node *self, struct admin_req *req,
 		       const char *fs, const char *name);
 /* A snapshot as JSON: name, fs, version, state, created (s in c). */
+/*
+ * fn(arg) on a detached thread of its own (an answer that asks other nodes,
+ * off the management loop): 0, or the error (fn does not run).
+ */
+int admin_detach(void *(*fn)(void *), void *arg);
 /* A snapshot as the API shows it; with parts (admin_usage_parts), the bytes only it holds. */
 json_t *admin_snap_json(const struct cfg *c, const struct cfg_snap *s, json_t *parts);
 /*

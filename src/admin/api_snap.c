@@ -56,6 +56,66 @@ list_json(const struct cfg *c, const struct cfg_fs *f, json_t *parts)
 	return a;
 }
 
+/*
+ * GET of a filesystem's snapshots (or one) with the bytes each holds alone:
+ * every node is asked for its part (admin_usage_parts, up to 2 s a node),
+ * so on a thread of its own with a copy of the configuration, never on the
+ * management loop.
+ */
+struct usage_job {
+	struct cfg *c;
+	const struct admin_node *self;
+	struct admin_req *req;
+	uint32_t fs;
+	char name[CFG_NAME_MAX]; /* "": the list */
+};
+
+static void *
+usage_run(void *arg)
+{
+	struct usage_job *j = arg;
+	struct admin_req *req = j->req;
+	const struct cfg_fs *f = cfg_fs_by_id(j->c, j->fs);
+	const struct cfg_snap *s = f && j->name[0] ? cfg_snap_find(j->c, f->id, j->name) : NULL;
+	unsigned asked;
+	json_t *parts = admin_usage_parts(j->c, j->self, &asked);
+	json_t *o = f == NULL	 ? NULL
+		    : j->name[0] ? (s ? admin_snap_json(j->c, s, parts) : NULL)
+				 : list_json(j->c, f, parts);
+
+	json_decref(parts);
+	cfg_free(j->c);
+	sh_free(j); /* all ours is gone before the answer is (a test's leak count) */
+	if (o != NULL)
+		admin_reply_json(req, 200, o);
+	else
+		admin_reply_err(req, -ENOENT, "gone meanwhile");
+	return NULL;
+}
+
+/* Whether the answer went to a thread (else the caller answers without usage). */
+static bool
+usage_reply(const struct cfg *c, const struct admin_node *self, struct admin_req *req,
+	    const struct cfg_fs *f, const char *name)
+{
+	struct usage_job *j = sh_calloc(1, sizeof(*j));
+	int rc = -1;
+
+	if (j != NULL && (j->c = cfg_new()) != NULL && cfg_copy(j->c, c) == 0) {
+		j->self = self;
+		j->req = req;
+		j->fs = f->id;
+		snprintf(j->name, sizeof(j->name), "%s", name);
+		rc = admin_detach(usage_run, j);
+	}
+	if (rc == 0)
+		return true;
+	if (j != NULL)
+		cfg_free(j->c);
+	sh_free(j);
+	return false;
+}
+
 /* POST /v1/fs/FS/snapshots, from the request to its answer. */
 struct snap_wait {
 	struct cluster *cl;
@@ -79,7 +139,7 @@ settled(void *arg, const struct cfg *c)
 {
 	struct snap_wait *w = arg;
 	const struct cfg_fs *f = w->seen ? NULL : cfg_fs_find(c, w->fs);
-	const struct cfg_snap *s;
+	const struct cfg_snap *s = NULL;
 
 	if (!w->seen && f != NULL && cfg_snap_find(c, f->id, w->name) != NULL) {
 		w->seen = true;
@@ -96,7 +156,7 @@ on_settled(void *arg, int status, const char *msg)
 {
 	struct snap_wait *w = arg;
 	const struct cfg *c;
-	const struct cfg_snap *s;
+	const struct cfg_snap *s = NULL;
 	char err[512];
 
 	if (status != 0 && status != -ETIMEDOUT) { /* the node stops */
@@ -324,7 +384,7 @@ admin_snap_handle(struct cluster *cl, const struct admin_node *self, struct admi
 {
 	const struct cfg *c = cluster_cfg(cl);
 	const struct cfg_fs *f = cfg_fs_find(c, fs);
-	const struct cfg_snap *s;
+	const struct cfg_snap *s = NULL;
 	char err[CFG_MSG_MAX];
 
 	if (strcmp(name, "schedule") == 0) { /* no snapshot takes that name (snap.create) */
@@ -332,24 +392,19 @@ admin_snap_handle(struct cluster *cl, const struct admin_node *self, struct admi
 		return;
 	}
 	if (strcmp(req->method, "GET") == 0) {
-		unsigned asked;
-		json_t *parts = NULL;
-
-		if (f != NULL && (name[0] == '\0' || cfg_snap_find(c, f->id, name) != NULL) &&
-		    strstr(req->query, "usage=0") == NULL)
-			parts = admin_usage_parts(c, self, &asked);
 		if (f == NULL) {
 			snprintf(err, sizeof(err), "no filesystem '%s'", fs);
 			admin_reply_err(req, -ENOENT, err);
-		} else if (name[0] == '\0') {
-			admin_reply_json(req, 200, list_json(c, f, parts));
-		} else if ((s = cfg_snap_find(c, f->id, name)) == NULL) {
+		} else if (name[0] != '\0' && (s = cfg_snap_find(c, f->id, name)) == NULL) {
 			snprintf(err, sizeof(err), "filesystem %s has no snapshot '%s'", fs, name);
 			admin_reply_err(req, -ENOENT, err);
-		} else {
-			admin_reply_json(req, 200, admin_snap_json(c, s, parts));
+		} else if (strstr(req->query, "usage=0") != NULL ||
+			   !usage_reply(c, self, req, f, name)) {
+			/* without what each holds (asked not to, or no thread for it) */
+			admin_reply_json(req, 200,
+					 name[0] ? admin_snap_json(c, s, NULL)
+						 : list_json(c, f, NULL));
 		}
-		json_decref(parts);
 		return;
 	}
 	if (strcmp(req->method, "POST") == 0 && name[0] == '\0') {

@@ -39,26 +39,45 @@ diff_of(const struct mp_diff_rec *r, struct sh_diff *d)
 	d->new_len = r->nlen;
 }
 
-/* One page's records to fn: 0, fn's answer if not 0, or -EPROTO. *last: its last key. */
+/* Byte order of two logical keys (as the store sorts them). */
+static int
+key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	return c != 0 ? c : (alen > blen) - (alen < blen);
+}
+
+/*
+ * One page's records to fn: 0, fn's answer if not 0, or -EPROTO (a record
+ * out of order, or more promised after nothing, which would ask the same
+ * again). *last: where the page ended (its last key, or its cursor).
+ */
 static int
 give_page(const struct cres *res, sh_diff_fn fn, void *arg, uint8_t *last, size_t *llen)
 {
 	struct mp_diff_rec r;
 	struct sh_diff d;
 	struct sh_dec dec;
+	unsigned n = 0;
 	int k, rc = 0;
 
 	sh_dec_init(&dec, res->rep.data, res->rep.dlen);
 	while (rc == 0 && (k = mp_diff_next(&dec, &r)) == 1) {
-		diff_of(&r, &d);
+		if (*llen != 0 && key_cmp(r.key, r.klen, last, *llen) <= 0)
+			return -EPROTO;
 		memcpy(last, r.key, r.klen);
 		*llen = r.klen;
+		n++;
+		if (r.cursor) /* the leader stopped there: nothing changed in it */
+			continue;
+		diff_of(&r, &d);
 		rc = fn(arg, &d);
 	}
 	if (rc == 0 && k < 0)
 		return -EPROTO;
-	if (rc == 0 && (res->rep.flags & MP_MORE) && *llen == 0)
-		return -EPROTO; /* more, after nothing: it would ask the same again */
+	if (rc == 0 && (res->rep.flags & MP_MORE) && n == 0)
+		return -EPROTO;
 	return rc;
 }
 

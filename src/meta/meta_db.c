@@ -659,13 +659,20 @@ diff_take(struct diff_rec *r, const MDB_val *key, const MDB_val *data)
 
 int
 meta_diff(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *after, size_t alen,
-	  uint64_t v1, uint64_t v2, meta_diff_fn fn, void *arg)
+	  uint64_t v1, uint64_t v2, unsigned max, uint8_t *next, size_t *nlen, meta_diff_fn fn,
+	  void *arg)
 {
 	uint8_t kb[META_KEY_MAX + META_VER_LEN], cur[META_KEY_MAX];
 	struct diff_rec a = { 0 }, b = { 0 };
 	MDB_val key, data;
 	MDB_cursor *c;
+	unsigned seen = 0;
 	int rc, r = 0;
+
+	if (nlen != NULL)
+		*nlen = 0;
+	if (max != 0 && (next == NULL || nlen == NULL))
+		return -EINVAL;
 
 	if (v1 >= v2 || prefix->len < 2 || alen > META_KEY_MAX ||
 	    (alen != 0 && (alen < prefix->len || memcmp(after, prefix->b, prefix->len) != 0)))
@@ -722,6 +729,11 @@ meta_diff(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *afte
 			       b.len);
 		if (r != 0 || rc != 0)
 			break;
+		if (max != 0 && ++seen == max) { /* enough looked at: the caller goes on after it */
+			memcpy(next, cur, llen);
+			*nlen = llen;
+			break;
+		}
 		/* past the key's older versions */
 		memcpy(kb, cur, llen);
 		memset(kb + llen, 0xff, META_VER_LEN);

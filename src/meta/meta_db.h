@@ -132,12 +132,17 @@ int meta_settle(struct meta_txn *t, const struct meta_key *prefix, const uint8_t
  * old, olen, new, nlen) — old NULL where it was absent at v1, new NULL
  * where it is absent at v2 (the keys and extents replication sends between
  * two snapshots; MP_DIFF pages them with `after`). fn returns 0 to go on,
- * 1 to stop, or a negative errno to fail.
+ * 1 to stop, or a negative errno to fail. With max (0: no limit), at most
+ * max logical keys are looked at: stopped there, the last one looked at is
+ * copied to next (META_KEY_MAX bytes) and its length to *nlen (0 when the
+ * walk ended or fn stopped it), so that a bucket of many keys and few
+ * changes is walked a slice at a time.
  */
 typedef int (*meta_diff_fn)(void *arg, const uint8_t *key, size_t klen, const void *old,
 			    size_t olen, const void *new, size_t nlen);
 int meta_diff(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *after, size_t alen,
-	      uint64_t v1, uint64_t v2, meta_diff_fn fn, void *arg);
+	      uint64_t v1, uint64_t v2, unsigned max, uint8_t *next, size_t *nlen, meta_diff_fn fn,
+	      void *arg);
 
 /*
  * Every stored version of every logical key that starts with prefix (a

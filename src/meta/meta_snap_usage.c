@@ -5,50 +5,239 @@
  * newer record is at version n, is read by the kept snapshots k with
  * w <= k < n, and by the live filesystem if it is the key's newest and not
  * a tombstone: the versions that read a record are one run of the kept
- * list. Deleting a snapshot frees what it alone reads.
+ * list.
+ *
+ * A file's map is counted in the bytes its extents name in their stripes,
+ * not in the extents' lengths: an overwrite of 4 KiB in a 64 MiB extent
+ * leaves a snapshot the only reader of the 64 MiB record, but the live
+ * file still maps all of it but those 4 KiB (in two trimmed records). So
+ * the records of one file are gathered, each as a range of a stored block
+ * ((stripe, block) for a compressed or deduplicated block, in its expanded
+ * bytes; (stripe) for raw data, in the stripe's bytes), and what snapshot
+ * k holds alone is the measure of the ranges k reads less those the live
+ * file or any other kept snapshot reads. Small files' inline bytes are one
+ * record each and count whole.
  */
+#include <stdlib.h>
 #include <string.h>
 
+#include "../base/alloc.h"
 #include "meta_version.h"
+
+/* One stored extent record of the file being gathered: a range of a block, and its readers. */
+struct xrec {
+	uint64_t stripe, block; /* block: the block's start (compressed, dedup), else ~0 */
+	uint64_t a, b;		/* [a, b): the bytes it names there */
+	bool live;		/* the live file reads it */
+	unsigned first, n;	/* kept snapshots first .. first + n - 1 read it */
+};
 
 struct walk {
 	const uint64_t *keep;
 	unsigned nkeep;
 	struct meta_snap_usage *u;
+	uint64_t ino; /* the file gathered (its extents are adjacent keys) */
+	struct xrec *x;
+	unsigned nx, cap;
+	struct xrec *tmp; /* room for the ranges of one reader and of the others */
+	unsigned tcap;
+	int err;
 };
 
-/* The file bytes a record maps: an extent's length, a small file's inline bytes. */
-static uint64_t
-bytes_of(const uint8_t *key, const void *val, size_t len)
+/* Which kept snapshots read a record written at ver whose next newer is at newer (0: none). */
+static void
+readers(const struct walk *w, uint64_t ver, uint64_t newer, unsigned *first, unsigned *n)
 {
-	struct meta_extent x;
-
-	if (key[2] == META_K_INLINE)
-		return len;
-	return meta_extent_decode(val, len, &x) == 0 ? x.len : 0;
+	*first = 0;
+	*n = 0;
+	while (*first < w->nkeep && w->keep[*first] < ver)
+		(*first)++;
+	while (*first + *n < w->nkeep && (newer == 0 || w->keep[*first + *n] < newer))
+		(*n)++;
 }
 
 static int
-on_record(void *arg, const uint8_t *key, size_t klen, uint64_t ver, const void *val, size_t len,
+by_range(const void *x, const void *y)
+{
+	const struct xrec *a = x, *b = y;
+
+	if (a->stripe != b->stripe)
+		return a->stripe < b->stripe ? -1 : 1;
+	if (a->block != b->block)
+		return a->block < b->block ? -1 : 1;
+	return a->a < b->a ? -1 : a->a > b->a;
+}
+
+/* Sort and merge ranges in place into disjoint ones; how many are left. */
+static unsigned
+merged(struct xrec *r, unsigned n)
+{
+	unsigned k = 0;
+
+	qsort(r, n, sizeof(*r), by_range);
+	for (unsigned i = 0; i < n; i++) {
+		if (k > 0 && r[k - 1].stripe == r[i].stripe && r[k - 1].block == r[i].block &&
+		    r[i].a <= r[k - 1].b) {
+			if (r[i].b > r[k - 1].b)
+				r[k - 1].b = r[i].b;
+			continue;
+		}
+		r[k++] = r[i];
+	}
+	return k;
+}
+
+/* The bytes of a (disjoint, sorted) not in b (disjoint, sorted). */
+static uint64_t
+less(const struct xrec *a, unsigned na, const struct xrec *b, unsigned nb)
+{
+	uint64_t sum = 0;
+	unsigned j = 0;
+
+	for (unsigned i = 0; i < na; i++) {
+		uint64_t at = a[i].a, left = a[i].b - a[i].a;
+
+		/* the ranges of b before this one's block, or ending before it, are past */
+		while (j < nb && (b[j].stripe < a[i].stripe ||
+				  (b[j].stripe == a[i].stripe &&
+				   (b[j].block < a[i].block ||
+				    (b[j].block == a[i].block && b[j].b <= a[i].a)))))
+			j++;
+		for (unsigned k = j; k < nb && b[k].stripe == a[i].stripe &&
+				     b[k].block == a[i].block && b[k].a < a[i].b;
+		     k++) {
+			uint64_t s = b[k].a > at ? b[k].a : at,
+				 e = b[k].b < a[i].b ? b[k].b : a[i].b;
+
+			if (e > s) {
+				left -= e - s;
+				at = e;
+			}
+		}
+		sum += left;
+	}
+	return sum;
+}
+
+/*
+ * The ranges of the records that `in` says yes to into tmp, merged: how
+ * many. in(r, k): r is read by snapshot k (k < nkeep), or by anyone but k
+ * (others), or by the live file or a kept snapshot (k == nkeep: anyone).
+ */
+static unsigned
+pick(struct walk *w, unsigned off, unsigned k, bool others)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < w->nx; i++) {
+		const struct xrec *r = &w->x[i];
+		bool reads_k = k < w->nkeep && k >= r->first && k < r->first + r->n;
+		bool reads_other = r->live || (r->n > 0 && !(r->n == 1 && reads_k));
+		bool yes = k == w->nkeep ? (others ? r->live : r->n > 0)
+			   : others	 ? reads_other
+					 : reads_k;
+
+		if (yes)
+			w->tmp[off + n++] = *r;
+	}
+	return merged(w->tmp + off, n);
+}
+
+/* The file gathered, counted: what each snapshot alone reads of it, what only snapshots do. */
+static void
+count_file(struct walk *w)
+{
+	if (w->nx == 0)
+		return;
+	if (w->tcap < 2 * w->nx) {
+		struct xrec *t = sh_realloc(w->tmp, 2 * w->nx * sizeof(*t));
+
+		if (t == NULL) {
+			w->err = -ENOMEM;
+			return;
+		}
+		w->tmp = t;
+		w->tcap = 2 * w->nx;
+	}
+	for (unsigned k = 0; k < w->nkeep; k++) {
+		bool any = false;
+
+		for (unsigned i = 0; i < w->nx && !any; i++)
+			any = k >= w->x[i].first && k < w->x[i].first + w->x[i].n;
+		if (any) {
+			unsigned na = pick(w, 0, k, false), nb = pick(w, na, k, true);
+
+			w->u->only[k] += less(w->tmp, na, w->tmp + na, nb);
+		}
+	}
+	{
+		unsigned na = pick(w, 0, w->nkeep, false), nb = pick(w, na, w->nkeep, true);
+
+		w->u->held += less(w->tmp, na, w->tmp + na, nb);
+	}
+	w->nx = 0;
+}
+
+static int
+on_extent(void *arg, const uint8_t *key, size_t klen, uint64_t ver, const void *val, size_t len,
 	  uint64_t newer)
 {
 	struct walk *w = arg;
-	unsigned first = 0, n = 0;
-	uint64_t b;
+	struct meta_extent x;
+	struct xrec r = { 0 };
+	uint64_t ino = klen >= 11 ? meta_be64_get(key + 3) : 0;
 
+	if (ino != w->ino) {
+		count_file(w);
+		w->ino = ino;
+	}
+	if (w->err < 0)
+		return w->err;
+	if (val == NULL || meta_extent_decode(val, len, &x) < 0)
+		return 0; /* a tombstone maps nothing */
+	readers(w, ver, newer, &r.first, &r.n);
+	r.live = newer == 0;
+	if (!r.live && r.n == 0)
+		return 0; /* read by none: settling drops it */
+	r.stripe = x.stripe;
+	if (x.enc || x.dedup) {
+		r.block = x.soff;
+		r.a = x.boff;
+	} else {
+		r.block = UINT64_MAX;
+		r.a = x.soff + x.boff;
+	}
+	r.b = r.a + x.len;
+	if (w->nx == w->cap) {
+		unsigned cap = w->cap ? 2 * w->cap : 64;
+		struct xrec *g = sh_realloc(w->x, cap * sizeof(*g));
+
+		if (g == NULL)
+			return -ENOMEM;
+		w->x = g;
+		w->cap = cap;
+	}
+	w->x[w->nx++] = r;
+	return 0;
+}
+
+static int
+on_inline(void *arg, const uint8_t *key, size_t klen, uint64_t ver, const void *val, size_t len,
+	  uint64_t newer)
+{
+	struct walk *w = arg;
+	unsigned first, n;
+
+	(void)key;
 	(void)klen;
 	if (val == NULL || newer == 0)
 		return 0; /* a tombstone, or what the live filesystem reads */
-	while (first < w->nkeep && w->keep[first] < ver)
-		first++;
-	while (first + n < w->nkeep && w->keep[first + n] < newer)
-		n++;
+	readers(w, ver, newer, &first, &n);
 	if (n == 0)
-		return 0; /* read by none: settling drops it */
-	b = bytes_of(key, val, len);
-	w->u->held += b;
+		return 0;
+	w->u->held += len;
 	if (n == 1)
-		w->u->only[first] += b;
+		w->u->only[first] += len;
 	return 0;
 }
 
@@ -56,15 +245,23 @@ int
 meta_snap_usage(struct meta_txn *t, uint16_t bucket, const uint64_t *keep, unsigned nkeep,
 		struct meta_snap_usage *u)
 {
-	static const uint8_t kinds[] = { META_K_EXTENT, META_K_INLINE };
-	struct walk w = { keep, nkeep < META_KEEP_MAX ? nkeep : META_KEEP_MAX, u };
-	int rc = 0;
+	struct walk w = { .keep = keep,
+			  .nkeep = nkeep < META_KEEP_MAX ? nkeep : META_KEEP_MAX,
+			  .u = u };
+	struct meta_key pk;
+	int rc;
 
-	for (size_t i = 0; rc == 0 && i < sizeof(kinds); i++) {
-		struct meta_key pk;
-
-		meta_key_kind(&pk, bucket, kinds[i]);
-		rc = meta_history(t, &pk, on_record, &w);
+	meta_key_kind(&pk, bucket, META_K_EXTENT);
+	rc = meta_history(t, &pk, on_extent, &w);
+	if (rc == 0) {
+		count_file(&w);
+		rc = w.err;
 	}
+	if (rc == 0) {
+		meta_key_kind(&pk, bucket, META_K_INLINE);
+		rc = meta_history(t, &pk, on_inline, &w);
+	}
+	sh_free(w.x);
+	sh_free(w.tmp);
 	return rc;
 }

@@ -181,9 +181,13 @@ mp_dirent_next(struct sh_dec *d, struct meta_dirent *out, struct meta_inode *att
 void
 mp_diff_put(struct sh_enc *e, const struct mp_diff_rec *r)
 {
-	sh_enc_u8(e, (uint8_t)((r->old ? MP_DIFF_OLD : 0) | (r->new ? MP_DIFF_NEW : 0)));
+	sh_enc_u8(e, r->cursor
+			 ? MP_DIFF_CURSOR
+			 : (uint8_t)((r->old ? MP_DIFF_OLD : 0) | (r->new ? MP_DIFF_NEW : 0)));
 	sh_enc_u16(e, (uint16_t)r->klen);
 	sh_enc_bytes(e, r->key, r->klen);
+	if (r->cursor)
+		return;
 	if (r->old != NULL) {
 		sh_enc_u32(e, (uint32_t)r->olen);
 		sh_enc_bytes(e, r->old, r->olen);
@@ -214,12 +218,14 @@ mp_diff_next(struct sh_dec *d, struct mp_diff_rec *out)
 		return 0;
 	f = sh_dec_u8(d);
 	out->klen = sh_dec_u16(d);
-	if (sh_dec_error(d) || f == 0 || (f & ~(MP_DIFF_OLD | MP_DIFF_NEW)) || out->klen < 3 ||
+	if (sh_dec_error(d) || f == 0 || (f & ~(MP_DIFF_OLD | MP_DIFF_NEW | MP_DIFF_CURSOR)) ||
+	    ((f & MP_DIFF_CURSOR) && f != MP_DIFF_CURSOR) || out->klen < 3 ||
 	    out->klen > META_KEY_MAX)
 		return -EBADMSG;
 	out->key = sh_dec_bytes(d, out->klen);
 	if (out->key == NULL)
 		return -EBADMSG;
+	out->cursor = f == MP_DIFF_CURSOR;
 	if ((f & MP_DIFF_OLD) && (out->old = diff_side(d, &out->olen)) == NULL)
 		return -EBADMSG;
 	if ((f & MP_DIFF_NEW) && (out->new = diff_side(d, &out->nlen)) == NULL)

@@ -72,8 +72,9 @@
 	 * gen, settled, then per kept snapshot u64 LE version (meta_version.h) */            \
 	X(MP_VERSION, 20, "version")                                                          \
 	/* at = v2, off = v1 (ready snapshots of the fs, v1 < v2; v1 0: the empty fs), data:  \
-	 * the logical key to go on after (empty: the bucket's first), max: reply bytes;      \
-	 * reply data: mp_diff records in key order, MP_MORE if the bucket has more */        \
+	 * the logical key to go on after (empty: the bucket's first), max: reply bytes, len: \
+	 * keys to look at (0 or more than MP_DIFF_KEYS: that); reply data: mp_diff records   \
+	 * in key order, MP_MORE if the bucket has more */                                    \
 	X(MP_DIFF, 21, "diff")
 
 enum mp_kind {
@@ -204,20 +205,25 @@ int mp_dirent_next(struct sh_dec *d, struct meta_dirent *out, struct meta_inode 
 
 /*
  * MP_DIFF's records (sh_fs_diff, docs/snapshots.md "What changed"): u8
- * MP_DIFF_OLD | MP_DIFF_NEW, u16 key length, the logical key (bucket
- * first, no version), then u32 length and bytes of the record as of v1
- * (MP_DIFF_OLD) and as of v2 (MP_DIFF_NEW); one without the flag was
- * absent there. At least one of the two is present.
+ * flags, u16 key length, the logical key (bucket first, no version), then
+ * u32 length and bytes of the record as of v1 (MP_DIFF_OLD) and as of v2
+ * (MP_DIFF_NEW); one without the flag was absent there. At least one of
+ * the two is present, except in a cursor (MP_DIFF_CURSOR alone, the last
+ * record of a page): the leader looked at MP_DIFF_KEYS keys and stopped
+ * there, no change in it; the next page starts after its key.
  */
 #define MP_DIFF_OLD	0x1
 #define MP_DIFF_NEW	0x2
+#define MP_DIFF_CURSOR	0x4
 #define MP_DIFF_DEFAULT (256u << 10) /* reply bytes when max is 0 */
 #define MP_DIFF_MAX	(1u << 20)   /* and at most */
+#define MP_DIFF_KEYS	4096	     /* keys looked at for one page, at most */
 struct mp_diff_rec {
 	const uint8_t *key;
 	size_t klen;
 	const uint8_t *old, *new; /* NULL: absent */
 	size_t olen, nlen;
+	bool cursor; /* where the page stopped, nothing else (old, new NULL) */
 };
 void mp_diff_put(struct sh_enc *e, const struct mp_diff_rec *r);
 /* Fuzzed. The next record from *d, pointing into its bytes: 1, 0 at the end, -EBADMSG. */

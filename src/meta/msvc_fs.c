@@ -642,43 +642,62 @@ msvc_group_usage(struct mgroup *g, struct meta_usage *out)
 	}
 }
 
+/* A group's bucket list, summed: a pass begun over another list starts again. */
+static uint64_t
+list_sum(const uint16_t *b, unsigned nb)
+{
+	uint64_t h = nb;
+
+	for (unsigned i = 0; i < nb; i++)
+		h = h * 0x100000001b3ull + b[i];
+	return h;
+}
+
 /*
  * What group g's kept snapshots hold, into *out, as the last finished pass
- * summed it (struct msvc_snap_use). A pass starts when the kept list or
- * the term changed, or SNAP_USAGE_NS after the last one began; nothing to
- * do while none is kept.
+ * summed it under this term and kept list (struct msvc_snap_use). A pass
+ * starts when the kept list or the term changed, or SNAP_USAGE_NS after
+ * the last one began; it walks at most *budget buckets (of this loop's,
+ * taken from it). Nothing to do while none is kept.
  */
 static void
-snap_usage(struct mfs *fs, uint32_t g, uint64_t term, uint64_t now, struct msvc_group_info *out)
+snap_usage(struct mfs *fs, uint32_t g, uint64_t term, uint64_t now, unsigned *budget,
+	   struct msvc_group_info *out)
 {
 	const struct meta_version *vs = mgroup_version(fs->groups[g]);
 	struct msvc_snap_use *su = fs->snap_use[g];
 	unsigned nb;
 	const uint16_t *b = mgroup_buckets(fs->groups[g], &nb);
+	uint64_t list = list_sum(b, nb);
 
 	if (vs->nkeep == 0)
 		return;
 	if (su == NULL && (su = fs->snap_use[g] = sh_calloc(1, sizeof(*su))) == NULL)
 		return;
-	if (su->p_on && (su->p_term != term || su->p_gen != vs->gen))
-		su->p_on = false; /* begun under another kept list: again */
+	if (su->p_on && (su->p_term != term || su->p_gen != vs->gen || su->p_list != list))
+		su->p_on = false; /* begun under another kept list, term or list: again */
 	if (!su->p_on && (su->at == 0 || su->term != term || su->gen != vs->gen ||
 			  now - su->at >= SNAP_USAGE_NS)) {
 		memset(&su->p, 0, sizeof(su->p));
 		su->p_term = term;
 		su->p_gen = vs->gen;
+		su->p_list = list;
 		su->p_next = 0;
 		su->p_on = true;
 		su->at = now;
 	}
-	for (unsigned k = 0; su->p_on && k < SNAP_USAGE_BUCKETS && su->p_next < nb; k++) {
+	while (su->p_on && *budget > 0 && su->p_next < nb) {
 		struct meta_bucket mb;
 		uint16_t bk = b[su->p_next++];
+		int rc = mgroup_read(fs->groups[g], bk, &mb);
 
-		if (mgroup_read(fs->groups[g], bk, &mb) < 0)
-			continue;
-		(void)meta_snap_usage(mb.t, bk, vs->keep, vs->nkeep, &su->p);
-		meta_txn_abort(mb.t);
+		(*budget)--;
+		if (rc == 0) {
+			rc = meta_snap_usage(mb.t, bk, vs->keep, vs->nkeep, &su->p);
+			meta_txn_abort(mb.t);
+		}
+		if (rc < 0)
+			su->p_on = false; /* a bucket not read: this pass would say too little */
 	}
 	if (su->p_on && su->p_next >= nb) { /* done: published */
 		su->u = su->p;
@@ -688,6 +707,8 @@ snap_usage(struct mfs *fs, uint32_t g, uint64_t term, uint64_t now, struct msvc_
 		su->gen = vs->gen;
 		su->p_on = false;
 	}
+	if (su->term != term || su->gen != vs->gen)
+		return; /* what was summed is of another kept list or term: not shown */
 	out->snap_held = su->u.held;
 	out->nsnaps = su->n;
 	memcpy(out->snap_ver, su->ver, su->n * sizeof(su->ver[0]));
@@ -702,6 +723,7 @@ msvc_groups(struct msvc *s, struct msvc_group_info *out, unsigned max)
 	uint64_t now = env_now(s->env);
 	/* usage is summed over every bucket: at most every USAGE_NS */
 	bool fresh = max > 0 && now - s->usage_at >= USAGE_NS;
+	unsigned budget = SNAP_USAGE_BUCKETS; /* what snapshots hold: buckets walked, at most */
 
 	if (fresh)
 		s->usage_at = now;
@@ -736,7 +758,7 @@ msvc_groups(struct msvc *s, struct msvc_group_info *out, unsigned max)
 				for (unsigned k = 0; k < gi.nvoters && k < 8; k++)
 					out[n].voters[out[n].nvoters++] = gi.voters[k] >> 8;
 				if (gi.ready)
-					snap_usage(fs, g, gi.term, now, &out[n]);
+					snap_usage(fs, g, gi.term, now, &budget, &out[n]);
 			}
 			n++;
 		}

@@ -36,9 +36,11 @@ struct ship {
 /*
  * What a group's kept snapshots hold, as last summed here (msvc_fs.c): a
  * pass walks its buckets a few at a time (SNAP_USAGE_BUCKETS per
- * publication, so that a large group never holds up its loop), then
- * publishes what it summed. A pass begun under another kept list or term
- * starts again.
+ * publication for all the groups of this loop, so that it never holds the
+ * loop up for long), then publishes what it summed. A pass begun under
+ * another kept list, term or bucket list starts again; one that cannot
+ * read a bucket is dropped; what was summed under another kept list or
+ * term is not shown.
  */
 #define SNAP_USAGE_BUCKETS 4
 struct msvc_snap_use {
@@ -46,9 +48,10 @@ struct msvc_snap_use {
 	unsigned n;
 	uint64_t ver[META_KEEP_MAX];
 	struct meta_snap_usage u; /* published */
-	/* the pass under way: its term, gen, next bucket (index in the group's list), sum */
-	uint64_t p_term, p_gen;
-	unsigned p_next;
+	/* the pass under way: its term, gen, bucket list (count and a sum of the buckets),
+	 * next bucket (an index in that list), sum */
+	uint64_t p_term, p_gen, p_list;
+	unsigned p_nb, p_next;
 	bool p_on;
 	struct meta_snap_usage p;
 };

@@ -431,8 +431,20 @@ msvc_do_read(struct mreq *m)
 			.b = { (uint8_t)(m->req.bucket >> 8), (uint8_t)m->req.bucket }, .len = 2
 		};
 
-		rc = meta_diff(mb.t, &pk, m->req.data, m->req.dlen, m->req.off, m->req.at, on_diff,
-			       &p);
+		uint8_t next[META_KEY_MAX];
+		size_t nlen = 0;
+
+		unsigned keys = m->req.len == 0 || m->req.len > MP_DIFF_KEYS ? MP_DIFF_KEYS
+									     : (unsigned)m->req.len;
+
+		rc = meta_diff(mb.t, &pk, m->req.data, m->req.dlen, m->req.off, m->req.at, keys,
+			       next, &nlen, on_diff, &p);
+		if (rc == 0 && nlen > 0) { /* looked at enough: the next page goes on after it */
+			struct mp_diff_rec c = { .key = next, .klen = nlen, .cursor = true };
+
+			mp_diff_put(&e, &c);
+			p.more = true;
+		}
 		if (p.more)
 			rep.flags |= MP_MORE;
 		break;

@@ -99,7 +99,11 @@ sh_frame_udp_head(uint8_t *out, size_t cap, const struct sh_frame_end *src,
 	put16(udp, src->port);
 	put16(udp + 2, dst->port);
 	put16(udp + 4, ulen);
-	put16(udp + 6, 0);
+	/* offloaded: the port adds the header and payload to the pseudo-header's sum, which
+	 * it finds in the field (folded, not complemented), and complements the total */
+	put16(udp + 6, (flags & SH_FRAME_NO_UDP_CSUM)
+			   ? (uint16_t)~sh_csum_fold(pseudo(src->ip, dst->ip, ulen))
+			   : 0);
 	if (!(flags & SH_FRAME_NO_UDP_CSUM)) {
 		uint32_t s = pseudo(src->ip, dst->ip, ulen);
 		uint16_t c;

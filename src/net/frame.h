@@ -28,6 +28,8 @@
  *     4   2  length (header and payload)
  *     6   2  checksum over the pseudo-header (addresses, 17, length), the
  *            header and the payload; 0 sent as 0xffff; 0 received: none
+ *   ARP and datagrams are sent untagged: a port is on one VLAN (a tagged
+ *   ARP is answered untagged).
  *   ARP for IPv4 over Ethernet (28 bytes)
  *     0   2  hardware type 1      2   2  protocol type 0x0800
  *     4   1  hardware length 6    5   1  protocol length 4
@@ -82,7 +84,11 @@ struct sh_frame {
 	uint32_t spa, tpa;
 };
 
-/* Don't compute the UDP checksum: the port offloads it (the field is left 0). */
+/*
+ * The port computes the UDP checksum (offloaded): the field holds the
+ * pseudo-header's sum, folded and not complemented, as ports that offload
+ * it expect (DPDK's rte_ipv4_phdr_cksum).
+ */
 #define SH_FRAME_NO_UDP_CSUM 0x1
 
 /*

@@ -80,7 +80,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		inside(dr.key, dr.klen, data, size);
 		inside(dr.old, dr.olen, data, size);
 		inside(dr.new, dr.nlen, data, size);
-		if (dr.old == NULL && dr.new == NULL)
+		if (dr.cursor ? dr.old != NULL || dr.new != NULL : dr.old == NULL && dr.new == NULL)
 			__builtin_trap();
 		mp_diff_put(&e, &dr);
 	}

@@ -6,7 +6,9 @@
  */
 #include <shoal/client.h>
 #include <shoal/sh_errno.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../meta/meta_rec.h"
@@ -61,34 +63,72 @@ describe(char kind, const void *v, size_t len, char *buf, size_t cap)
 		snprintf(buf, cap, "%zu bytes", len);
 }
 
+/*
+ * A name for a line of text: its bytes as they are (UTF-8 shows as it is),
+ * but quotes, backslashes and control bytes as \xNN.
+ */
+static void
+text_name(const char *n, size_t len, char *out, size_t cap)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < len && o + 5 < cap; i++) {
+		unsigned char ch = (unsigned char)n[i];
+
+		if (ch < 0x20 || ch == 0x7f || ch == '"' || ch == '\\')
+			o += (size_t)snprintf(out + o, cap - o, "\\x%02x", ch);
+		else
+			out[o++] = (char)ch;
+	}
+	out[o] = '\0';
+}
+
 static int
 on_change(void *arg, const struct sh_diff *d)
 {
 	struct tally *t = arg;
 	char op = d->old == NULL ? '+' : d->new == NULL ? '-' : '~';
-	char name[3 * 256 + 1] = "", was[96], is[96];
+	char name[4 * 255 + 1], was[96], is[96];
 
 	t->added += op == '+';
 	t->removed += op == '-';
 	t->changed += op == '~';
-	/* a name as JSON string bytes: printable ASCII kept, the rest escaped */
-	for (size_t i = 0, o = 0; i < d->name_len && o + 7 < sizeof(name); i++) {
-		unsigned char ch = (unsigned char)d->name[i];
-
-		if (ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\')
-			name[o++] = (char)ch;
-		else
-			o += (size_t)snprintf(name + o, sizeof(name) - o, "\\u%04x", ch);
-		name[o] = '\0';
-	}
 	describe(d->kind, d->old, d->old_len, was, sizeof(was));
 	describe(d->kind, d->new, d->new_len, is, sizeof(is));
-	if (t->c->json)
-		printf("{\"op\":\"%c\",\"kind\":\"%s\",\"bucket\":%u,\"ino\":%llu,\"name\":\"%s\","
-		       "\"off\":%llu,\"old\":\"%s\",\"new\":\"%s\"}\n",
-		       op, kind_name(d->kind), d->bucket, (unsigned long long)d->ino, name,
-		       (unsigned long long)d->off, was, is);
-	else if (d->kind == META_K_EXTENT)
+	if (t->c->json) {
+		/* a name that is not UTF-8 goes as name_hex: JSON strings are text */
+		char ops[2] = { op, '\0' };
+		json_t *o =
+		    json_pack("{s:s, s:s, s:i, s:I, s:I, s:s, s:s}", "op", ops, "kind",
+			      kind_name(d->kind), "bucket", (int)d->bucket, "ino",
+			      (json_int_t)d->ino, "off", (json_int_t)d->off, "old", was, "new", is);
+		json_t *nm = d->name_len ? json_stringn(d->name, d->name_len) : json_string("");
+		char *line;
+
+		if (o == NULL) {
+			json_decref(nm);
+			return -ENOMEM;
+		}
+		if (nm != NULL) {
+			json_object_set_new(o, "name", nm);
+		} else {
+			char hex[2 * 255 + 1];
+
+			for (size_t i = 0; i < d->name_len && i < 255; i++)
+				snprintf(hex + 2 * i, 3, "%02x", (unsigned char)d->name[i]);
+			hex[2 * (d->name_len < 255 ? d->name_len : 255)] = '\0';
+			json_object_set_new(o, "name_hex", json_string(hex));
+		}
+		line = json_dumps(o, JSON_COMPACT);
+		json_decref(o);
+		if (line == NULL)
+			return -ENOMEM;
+		puts(line);
+		free(line);
+		return 0;
+	}
+	text_name(d->name ? d->name : "", d->name_len, name, sizeof(name));
+	if (d->kind == META_K_EXTENT)
 		printf("%c %-7s ino %llu off %llu%s%s%s%s\n", op, kind_name(d->kind),
 		       (unsigned long long)d->ino, (unsigned long long)d->off, was[0] ? ": " : "",
 		       was, op == '~' ? " -> " : (op == '+' ? ": " : ""), is);

@@ -356,8 +356,11 @@ TEST(meta_snap_usage_matches_a_model)
 			int vl = (int)len;
 
 			if (i % 2 == 0) {
+				/* a stripe of its own: no two writes share bytes (the partial
+				 * overwrites are meta_snap_usage_counts_stored_bytes_not_lengths)
+				 */
 				struct meta_extent x = { .len = len,
-							 .stripe = 7,
+							 .stripe = 1000 + (uint64_t)op,
 							 .d = 2,
 							 .p = 1,
 							 .frag = 4096,
@@ -414,5 +417,113 @@ TEST(meta_snap_usage_matches_a_model)
 				      (unsigned long long)sh_test_seed());
 		sh_free(u);
 	}
+	meta_db_close(db);
+}
+
+/* One extent record of ino at off (bucket 0), as a write maps it. */
+static void
+su_put(struct meta_db *db, uint64_t ino, uint64_t off, uint64_t ver, const struct meta_extent *x,
+       const uint64_t *keep, unsigned nkeep, bool del)
+{
+	struct meta_keep kp = { keep, nkeep, NULL, NULL };
+	uint8_t v[META_EXTENT_VMAX];
+	struct meta_txn *t;
+	struct meta_key k;
+	int vl = meta_extent_encode(x, v, sizeof(v));
+
+	SH_ASSERT(vl > 0);
+	meta_key_id(&k, 0, META_K_EXTENT, ino);
+	meta_be64_put(k.b + k.len, off);
+	k.len += 8;
+	SH_ASSERT_OK(meta_txn_begin(db, true, &t));
+	if (del)
+		SH_ASSERT_OK(meta_del(t, &k, ver, &kp));
+	else
+		SH_ASSERT_OK(meta_put(t, &k, ver, v, (size_t)vl, &kp));
+	SH_ASSERT_OK(meta_txn_commit(t));
+}
+
+static struct meta_snap_usage *
+su_of(struct meta_db *db, const uint64_t *keep, unsigned nkeep)
+{
+	static struct meta_snap_usage u;
+	struct meta_txn *t;
+
+	memset(&u, 0, sizeof(u));
+	SH_ASSERT_OK(meta_txn_begin(db, false, &t));
+	SH_ASSERT_OK(meta_snap_usage(t, 0, keep, nkeep, &u));
+	meta_txn_abort(t);
+	return &u;
+}
+
+/*
+ * 4 KiB overwritten in the middle of a 64 KiB extent after a snapshot: the
+ * snapshot alone reads the 64 KiB record, but the live file still maps all
+ * of it but those 4 KiB; the same in a compressed block (its expanded
+ * bytes), and for two snapshots that share what they read.
+ */
+TEST(meta_snap_usage_counts_stored_bytes_not_lengths)
+{
+	struct meta_extent whole = { .len = 65536,
+				     .stripe = 9,
+				     .d = 2,
+				     .p = 1,
+				     .frag = 32768,
+				     .targets = { 1, 2, 3 } },
+			   head = whole, tail = whole, fresh = whole;
+	uint64_t keep[2] = { 1, 2 };
+	struct meta_snap_usage *u;
+	struct meta_db *db;
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/su2.mdb", sh_test_dir());
+	SH_ASSERT_OK(meta_db_open(path, 64ull << 20, 0, &db));
+	su_put(db, 5, 0, 1, &whole, keep, 0, false); /* version 1: snapshot 1 takes it */
+	head.len = 16384;
+	tail.soff = 20480;
+	tail.len = 45056;
+	fresh.stripe = 10;
+	fresh.len = 4096;
+	su_put(db, 5, 0, 2, &head, keep, 1, false); /* version 2: [16 KiB, 20 KiB) rewritten */
+	su_put(db, 5, 16384, 2, &fresh, keep, 1, false);
+	su_put(db, 5, 20480, 2, &tail, keep, 1, false);
+	u = su_of(db, keep, 1);
+	SH_ASSERT_EQ(u->only[0], 4096u);
+	SH_ASSERT_EQ(u->held, 4096u);
+	/* snapshot 2 reads what the live file does: nothing is its own, nor more held */
+	u = su_of(db, keep, 2);
+	SH_ASSERT_EQ(u->only[0], 4096u);
+	SH_ASSERT_EQ(u->only[1], 0u);
+	SH_ASSERT_EQ(u->held, 4096u);
+	/* the file removed at version 3: what both read is theirs together, not either's */
+	su_put(db, 5, 0, 3, &head, keep, 2, true);
+	su_put(db, 5, 16384, 3, &fresh, keep, 2, true);
+	su_put(db, 5, 20480, 3, &tail, keep, 2, true);
+	u = su_of(db, keep, 2);
+	SH_ASSERT_EQ(u->only[0], 4096u);       /* the old 4 KiB */
+	SH_ASSERT_EQ(u->only[1], 4096u);       /* the new 4 KiB */
+	SH_ASSERT_EQ(u->held, 65536u + 4096u); /* stripe 9 whole, and stripe 10 */
+	meta_db_close(db);
+
+	/* a compressed block: ranges of its expanded bytes */
+	snprintf(path, sizeof(path), "%s/su3.mdb", sh_test_dir());
+	SH_ASSERT_OK(meta_db_open(path, 64ull << 20, 0, &db));
+	whole = (struct meta_extent){ .len = 65536,
+				      .stripe = 11,
+				      .soff = 8192,
+				      .d = 2,
+				      .p = 1,
+				      .frag = 32768,
+				      .enc = 1,
+				      .slen = 1000,
+				      .blen = 65536,
+				      .targets = { 1, 2, 3 } };
+	head = whole;
+	head.len = 32768;
+	su_put(db, 6, 0, 1, &whole, keep, 0, false);
+	su_put(db, 6, 0, 2, &head, keep, 1, false); /* truncated to 32 KiB after snapshot 1 */
+	u = su_of(db, keep, 1);
+	SH_ASSERT_EQ(u->only[0], 32768u);
+	SH_ASSERT_EQ(u->held, 32768u);
 	meta_db_close(db);
 }

@@ -218,6 +218,7 @@ int mp_dirent_next(struct sh_dec *d, struct meta_dirent *out, struct meta_inode 
 #define MP_DIFF_DEFAULT (256u << 10) /* reply bytes when max is 0 */
 #define MP_DIFF_MAX	(1u << 20)   /* and at most */
 #define MP_DIFF_KEYS	4096	     /* keys looked at for one page, at most */
+#define MP_DIFF_REC_HDR 11	     /* a record's bytes besides its key and values */
 struct mp_diff_rec {
 	const uint8_t *key;
 	size_t klen;

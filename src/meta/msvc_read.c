@@ -100,7 +100,7 @@ on_diff(void *arg, const uint8_t *key, size_t klen, const void *old, size_t olen
 	struct diff_page *p = arg;
 	struct mp_diff_rec r = { key, klen, old, new, olen, nlen };
 
-	if (p->e->len > 0 && p->e->len + 11 + klen + olen + nlen > p->max) {
+	if (p->e->len > 0 && p->e->len + MP_DIFF_REC_HDR + klen + olen + nlen > p->max) {
 		p->more = true;
 		return 1;
 	}

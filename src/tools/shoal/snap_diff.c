@@ -114,9 +114,8 @@ on_change(void *arg, const struct sh_diff *d)
 		} else {
 			char hex[2 * 255 + 1];
 
-			for (size_t i = 0; i < d->name_len && i < 255; i++)
-				snprintf(hex + 2 * i, 3, "%02x", (unsigned char)d->name[i]);
-			hex[2 * (d->name_len < 255 ? d->name_len : 255)] = '\0';
+			sh_hex((const uint8_t *)d->name, d->name_len < 255 ? d->name_len : 255,
+			       hex);
 			json_object_set_new(o, "name_hex", json_string(hex));
 		}
 		line = json_dumps(o, JSON_COMPACT);

@@ -8,6 +8,7 @@
 
 #include "../base/alloc.h"
 #include "../base/http.h"
+#include "../base/secret.h"
 #include "api_int.h"
 
 SH_LOG_FACILITY("admin.api");
@@ -289,15 +290,16 @@ fs_json(const struct cfg *c, const struct admin_node *self, bool usage)
 		}
 		snprintf(prot, sizeof(prot), "%u+%u", f->d, f->p);
 		o = json_pack(
-		    "{s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, "
-		    "s:i, s:i}",
+		    "{s:s, s:s, s:s, s:b, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, "
+		    "s:f, s:i, s:i}",
 		    "name", f->name, "protection", prot, "compression",
-		    cfg_comp_str(f->compression, comp, sizeof(comp)), "dedup", f->dedup, "quota",
-		    (json_int_t)f->quota, "created", (json_int_t)(f->created / 1000000000),
-		    "snapshot_every_s", (json_int_t)f->snap_every_s, "snapshot_keep",
-		    (json_int_t)f->snap_keep, "logical_bytes", v[0], "stored_bytes", v[1],
-		    "physical_bytes", v[2], "unique_bytes", v[3], "snapshot_bytes", v[4],
-		    "compression_ratio", v[1] ? (double)v[3] / (double)v[1] : 1.0, "dedup_ratio",
+		    cfg_comp_str(f->compression, comp, sizeof(comp)), "dedup", f->dedup,
+		    "encrypted", f->sealed, "quota", (json_int_t)f->quota, "created",
+		    (json_int_t)(f->created / 1000000000), "snapshot_every_s",
+		    (json_int_t)f->snap_every_s, "snapshot_keep", (json_int_t)f->snap_keep,
+		    "logical_bytes", v[0], "stored_bytes", v[1], "physical_bytes", v[2],
+		    "unique_bytes", v[3], "snapshot_bytes", v[4], "compression_ratio",
+		    v[1] ? (double)v[3] / (double)v[1] : 1.0, "dedup_ratio",
 		    v[3] ? (double)v[0] / (double)v[3] : 1.0, "usage_nodes",
 		    (int)json_array_size(parts), "nodes", (int)asked);
 		for (size_t x = 0; !usage && o != NULL && x < SH_ARRAY_SIZE(usage_keys); x++)
@@ -478,6 +480,48 @@ get_u64(json_t *o, const char *key, bool required, uint64_t *out, char *err, siz
 	return 0;
 }
 
+/*
+ * An encrypted filesystem's fields (docs/security.md, "Encrypted file
+ * systems"): "encrypted": true and "wrapped_key", its master key wrapped by a
+ * key only clients hold (128 hex digits): the nodes are never given one that
+ * opens it.
+ */
+static int
+get_sealed(json_t *o, struct cfg_cmd *cmd, char *err, size_t elen)
+{
+	json_t *en = json_object_get(o, "encrypted");
+	char hex[2 * CFG_WRAP_LEN + 2] = "";
+	int rc = 0;
+
+	if (en != NULL && !json_is_boolean(en)) {
+		snprintf(err, elen, "field \"encrypted\" must be true or false");
+		return -EINVAL;
+	}
+	cmd->sealed = en != NULL && json_is_true(en);
+	if (!cmd->sealed)
+		return 0;
+	rc = get_str(o, "wrapped_key", true, hex, sizeof(hex), err, elen);
+	if (rc < 0)
+		return rc;
+	for (unsigned i = 0; rc == 0 && i < CFG_WRAP_LEN; i++) {
+		int hi = sh_hex_digit((unsigned char)hex[2 * i]),
+		    lo = hi < 0 ? -1 : sh_hex_digit((unsigned char)hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			rc = -EINVAL;
+		else
+			cmd->wrapped[i] = (uint8_t)(hi << 4 | lo);
+	}
+	if (rc == 0 && hex[2 * CFG_WRAP_LEN] != '\0')
+		rc = -EINVAL;
+	if (rc < 0)
+		snprintf(err, elen,
+			 "field \"wrapped_key\" must be %d hex digits (shoal fs create "
+			 "--encrypt makes it)",
+			 2 * CFG_WRAP_LEN);
+	return rc;
+}
+
 /* The JSON body of a change into a command. 0 or -EINVAL with a reason. */
 static int
 parse_change(const char *what, json_t *o, struct cfg_cmd *cmd, char *err, size_t elen)
@@ -547,6 +591,8 @@ parse_change(const char *what, json_t *o, struct cfg_cmd *cmd, char *err, size_t
 		cmd->dedup = dd != NULL && json_is_true(dd);
 		if (!rc)
 			rc = get_u64(o, "quota", false, &cmd->quota, err, elen);
+		if (!rc)
+			rc = get_sealed(o, cmd, err, elen);
 	} else if (strcmp(what, "events") == 0) {
 		cmd->op = CFG_OP_EVENT;
 		rc = get_str(o, "text", true, cmd->path, CFG_MSG_MAX, err, elen);

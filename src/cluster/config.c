@@ -814,6 +814,13 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		     CFG_COMP_ALGO(cmd->compression) != CFG_COMP_ZSTD) ||
 		    cmd->dedup > 1)
 			return cfg_fail(msg, len, -EINVAL, "bad compression or dedup setting");
+		if (cmd->sealed) {
+			static const uint8_t none[CFG_WRAP_LEN];
+
+			if (memcmp(cmd->wrapped, none, CFG_WRAP_LEN) == 0)
+				return cfg_fail(msg, len, -EINVAL,
+						"an encrypted filesystem needs its wrapped key");
+		}
 		return 0;
 	}
 	case CFG_OP_FS_DELETE:
@@ -1014,10 +1021,13 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		f->version = 1;
 		f->id = c->next_fs ? c->next_fs : 1;
 		c->next_fs = f->id + 1;
+		f->sealed = cmd->sealed;
+		if (f->sealed)
+			memcpy(f->wrapped, cmd->wrapped, CFG_WRAP_LEN);
 		cfg_event(c, cmd->time, 0,
-			  "filesystem %s created (%u+%u, compression %s, dedup %s)", f->name, f->d,
-			  f->p, cfg_comp_str(f->compression, comp, sizeof(comp)),
-			  f->dedup ? "on" : "off");
+			  "filesystem %s created (%u+%u, compression %s, dedup %s%s)", f->name,
+			  f->d, f->p, cfg_comp_str(f->compression, comp, sizeof(comp)),
+			  f->dedup ? "on" : "off", f->sealed ? ", encrypted" : "");
 		break;
 	}
 	case CFG_OP_FS_DELETE: {

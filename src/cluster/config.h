@@ -36,7 +36,8 @@
 #define CFG_EVENTS_MAX	    256
 #define CFG_KEYS_MAX	    256 /* file system access keys, revoked ones too */
 #define CFG_KEY_LEN	    32
-#define CFG_KEY_FIRST	    2 /* access keys' ids: 0 and 1 are the cluster's own (net/auth.h) */
+#define CFG_WRAP_LEN	    64 /* an encrypted filesystem's wrapped master key (SEAL_WRAPPED_LEN) */
+#define CFG_KEY_FIRST	    2  /* access keys' ids: 0 and 1 are the cluster's own (net/auth.h) */
 #define CFG_REPLICAS_MAX    5
 #define CFG_BUCKETS_DEFAULT 4096
 #define CFG_BUCKETS_MAX	    65536
@@ -182,6 +183,13 @@ struct cfg_fs {
 	 */
 	uint32_t snap_every_s;
 	uint32_t snap_keep;
+	/*
+	 * Encrypted (docs/security.md, "Encrypted file systems"): its blocks
+	 * are sealed by clients, and its master key is kept here only wrapped
+	 * by a key the nodes never see (seal.h).
+	 */
+	bool sealed;
+	uint8_t wrapped[CFG_WRAP_LEN];
 };
 
 struct cfg_snap {
@@ -272,6 +280,8 @@ struct cfg_cmd {
 	 */
 	char by[CFG_ADDR_MAX + 16];
 	uint8_t key[CFG_KEY_LEN]; /* key.create: the key's bytes */
+	bool sealed;		  /* fs.create: encrypted, with this wrapped master key */
+	uint8_t wrapped[CFG_WRAP_LEN];
 };
 
 struct cfg *cfg_new(void);

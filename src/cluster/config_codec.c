@@ -6,12 +6,20 @@
 
 #include "config_int.h"
 
-#define CFG_MAGIC    0x36474643u /* "CFG6": with the file systems' access keys */
-#define CFG_MAGIC_V5 0x35474643u /* "CFG5": with the filesystems' snapshot schedules */
-#define CFG_MAGIC_V4 0x34474643u /* "CFG4": with the filesystems' versions and snapshots */
-#define CFG_MAGIC_V3 0x33474643u /* "CFG3": with drive states and the heal settings */
-#define CFG_MAGIC_V2 0x32474643u /* "CFG2": with the metadata groups' table */
-#define CFG_MAGIC_V1 0x31474643u /* "CFG1": before it (groups derived from the sets) */
+/*
+ * "CFGn" (n the version, little-endian in a u32): what each adds, the
+ * older ones ending before it:
+ *   1  the first
+ *   2  the metadata groups' table
+ *   3  drive states and the heal settings
+ *   4  the filesystems' versions and snapshots
+ *   5  the filesystems' snapshot schedules
+ *   6  the file systems' access keys
+ *   7  encrypted file systems' wrapped keys
+ */
+#define CFG_MAGIC_BASE 0x00474643u /* "CFG" */
+#define CFG_VERSION    7u
+#define CFG_MAGIC      (CFG_MAGIC_BASE | (uint32_t)('0' + CFG_VERSION) << 24)
 
 void
 cfg_cmd_encode(struct sh_enc *e, const struct cfg_cmd *cmd)
@@ -41,6 +49,8 @@ cfg_cmd_encode(struct sh_enc *e, const struct cfg_cmd *cmd)
 	sh_enc_str(e, cmd->snap);
 	sh_enc_str(e, cmd->by);
 	sh_enc_bytes(e, cmd->key, sizeof(cmd->key));
+	sh_enc_u8(e, cmd->sealed);
+	sh_enc_bytes(e, cmd->wrapped, sizeof(cmd->wrapped));
 }
 
 int
@@ -83,6 +93,11 @@ cfg_cmd_decode(const uint8_t *b, size_t len, struct cfg_cmd *cmd)
 		sh_dec_str(&d, cmd->by, sizeof(cmd->by));
 	if (sh_dec_left(&d) > 0 && (u = sh_dec_bytes(&d, sizeof(cmd->key))) != NULL)
 		memcpy(cmd->key, u, sizeof(cmd->key)); /* since access keys */
+	if (sh_dec_left(&d) > 0) {		       /* since encrypted filesystems */
+		cmd->sealed = sh_dec_u8(&d) != 0;
+		if ((u = sh_dec_bytes(&d, sizeof(cmd->wrapped))) != NULL)
+			memcpy(cmd->wrapped, u, sizeof(cmd->wrapped));
+	}
 	sh_dec_end(&d);
 	if (d.err || cmd->op == 0 || cmd->op >= CFG_OP_MAX)
 		return -EBADMSG;
@@ -200,6 +215,13 @@ encode(struct sh_enc *e, const struct cfg *c, bool secrets)
 		sh_enc_u64(e, k->revoked_at);
 		sh_enc_bytes(e, secrets ? k->secret : none, CFG_KEY_LEN);
 	}
+	/* encrypted filesystems (a "CFG6" configuration ends before them): their wrapped keys
+	 * are no secret (only a key the nodes never hold opens them), clients need them */
+	for (uint32_t i = 0; i < c->nfs; i++) {
+		sh_enc_u8(e, c->fs[i].sealed);
+		if (c->fs[i].sealed)
+			sh_enc_bytes(e, c->fs[i].wrapped, CFG_WRAP_LEN);
+	}
 }
 
 void
@@ -302,6 +324,25 @@ decode_schedules(struct sh_dec *d, struct cfg *t)
 	return d->err ? -EBADMSG : 0;
 }
 
+/* Which filesystems are encrypted, and their wrapped keys ("CFG7"). */
+static int
+decode_sealed(struct sh_dec *d, struct cfg *t)
+{
+	const uint8_t *u;
+
+	for (uint32_t i = 0; i < t->nfs && !d->err; i++) {
+		struct cfg_fs *f = &t->fs[i];
+		uint8_t v = sh_dec_u8(d);
+
+		if (v > 1)
+			return -EBADMSG;
+		f->sealed = v;
+		if (f->sealed && (u = sh_dec_bytes(d, CFG_WRAP_LEN)) != NULL)
+			memcpy(f->wrapped, u, CFG_WRAP_LEN);
+	}
+	return d->err ? -EBADMSG : 0;
+}
+
 /* The access keys ("CFG6"): ids from CFG_KEY_FIRST, each once, read-only or read-write. */
 static int
 decode_keys(struct sh_dec *d, struct cfg *t)
@@ -338,15 +379,15 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 	struct sh_dec d;
 	struct cfg *t = cfg_new();
 	const uint8_t *u;
-	uint32_t nev, magic;
+	uint32_t nev, magic, v;
 	size_t nb;
 
 	if (t == NULL)
 		return -ENOMEM;
 	sh_dec_init(&d, b, len);
 	magic = sh_dec_u32(&d);
-	if (magic != CFG_MAGIC && magic != CFG_MAGIC_V5 && magic != CFG_MAGIC_V4 &&
-	    magic != CFG_MAGIC_V3 && magic != CFG_MAGIC_V2 && magic != CFG_MAGIC_V1)
+	v = (magic >> 24) - '0';
+	if ((magic & 0xffffffu) != CFG_MAGIC_BASE || v < 1 || v > CFG_VERSION)
 		goto bad;
 	t->epoch = sh_dec_u64(&d);
 	t->created = sh_dec_u8(&d) != 0;
@@ -433,10 +474,9 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 		for (size_t i = 0; i < nb; i++)
 			t->buckets[i] = sh_dec_u64(&d);
 	}
-	if (magic != CFG_MAGIC_V1 && decode_groups(&d, t) < 0)
+	if (v >= 2 && decode_groups(&d, t) < 0)
 		goto bad;
-	if (magic == CFG_MAGIC || magic == CFG_MAGIC_V5 || magic == CFG_MAGIC_V4 ||
-	    magic == CFG_MAGIC_V3) {
+	if (v >= 3) {
 		for (uint32_t i = 0; i < t->ndrives; i++) {
 			t->drives[i].state = sh_dec_u8(&d);
 			t->drives[i].since = sh_dec_u64(&d);
@@ -450,14 +490,16 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 		if (t->rebuild_share == 0 || t->rebuild_share > 100)
 			goto bad;
 	}
-	if ((magic == CFG_MAGIC || magic == CFG_MAGIC_V5 || magic == CFG_MAGIC_V4) &&
-	    decode_snaps(&d, t) < 0)
+	if (v >= 4 && decode_snaps(&d, t) < 0)
 		goto bad;
 	/* before schedules ("CFG4" and older): none */
-	if ((magic == CFG_MAGIC || magic == CFG_MAGIC_V5) && decode_schedules(&d, t) < 0)
+	if (v >= 5 && decode_schedules(&d, t) < 0)
 		goto bad;
 	/* before access keys ("CFG5" and older): none */
-	if (magic == CFG_MAGIC && decode_keys(&d, t) < 0)
+	if (v >= 6 && decode_keys(&d, t) < 0)
+		goto bad;
+	/* before encrypted filesystems ("CFG6" and older): none */
+	if (v >= 7 && decode_sealed(&d, t) < 0)
 		goto bad;
 	sh_dec_end(&d);
 	if (d.err)

@@ -5,11 +5,15 @@
  * keys"). A new key's text is written to a file of mode 0600 (--out), or
  * to standard output when it is not a terminal's: never on a command line.
  */
+#include <errno.h>
+#include <shoal/sh_errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../../base/access_key.h"
+#include "../../base/secret.h"
+#include "../../data/seal.h"
 #include "shoal.h"
 
 static const char key_usage[] =
@@ -147,4 +151,49 @@ cmd_key(struct cli *c, int argc, char **argv)
 	}
 	fputs(key_usage, stderr);
 	return 2;
+}
+
+/*
+ * shoal fs create --encrypt KEYFILE (docs/security.md, "Encrypted file
+ * systems"): the file system's master key is made here, wrapped by the key
+ * in KEYFILE (made there, mode 0600, when the file does not exist), and only
+ * the wrapped bytes go to the cluster: no node ever holds a key that opens
+ * the file system's blocks.
+ */
+void
+fs_encrypt_body(json_t *body, const char *path)
+{
+	uint8_t kek[SEAL_KEY_LEN], master[SEAL_KEY_LEN], wrapped[SEAL_WRAPPED_LEN];
+	char text[SEAL_KEK_TEXT], hex[2 * SEAL_WRAPPED_LEN + 1];
+	int rc = access(path, F_OK) == 0 ? seal_kek_find(path, kek) : -ENOENT;
+
+	if (rc == -ENOENT) {
+		/* a new key: 32 random bytes, written before anything depends on it */
+		rc = sh_secret_random(kek);
+		if (rc == 0) {
+			seal_kek_format(kek, text);
+			rc = sh_secret_write_text(path, text);
+			explicit_bzero(text, sizeof(text));
+		}
+		if (rc == 0)
+			fprintf(stderr,
+				"made a file system key in %s (mode 0600): keep it and a copy "
+				"of it; without it nothing of the file system can be read\n",
+				path);
+	}
+	if (rc < 0)
+		fail("--encrypt %s: %s", path,
+		     rc == -EINVAL  ? "not a file system key (sek1. and 64 hex digits)"
+		     : rc == -EPERM ? "others may read it (chmod 600 it)"
+				    : sh_strerror(rc));
+	rc = sh_secret_random(master);
+	if (rc == 0)
+		rc = seal_wrap(kek, master, wrapped);
+	explicit_bzero(kek, sizeof(kek));
+	explicit_bzero(master, sizeof(master));
+	if (rc < 0)
+		fail("--encrypt: making the file system's key: %s", sh_strerror(rc));
+	sh_hex(wrapped, sizeof(wrapped), hex);
+	json_object_set_new(body, "encrypted", json_true());
+	json_object_set_new(body, "wrapped_key", json_string(hex));
 }

@@ -27,7 +27,7 @@ static const char usage_text[] =
     "  net add NODE IP:PORT --label LABEL | net remove IP:PORT | net list (also: node net ...)\n"
     "  cluster processes\n"
     "  fs create NAME [--protection D+P] [--compression lz4|zstd[:LEVEL]|none] [--dedup on|off]\n"
-    "            [--quota SIZE]\n"
+    "            [--quota SIZE] [--encrypt KEYFILE]  (KEYFILE: the file system key, made if none)\n"
     "  fs list | fs delete NAME\n"
     "  fs snapshot create FS NAME | fs snapshot list FS | fs snapshot delete FS NAME\n"
     "  fs key create FS --read-only|--read-write [--out FILE] | fs key list FS\n"
@@ -767,11 +767,12 @@ run(struct cli *c, int argc, char **argv)
 		}
 		if (strcmp(verb, "create") == 0) {
 			static const char *const k[] = { "--protection", "--compression", "--dedup",
-							 "--quota", NULL };
+							 "--quota",	 "--encrypt",	  NULL };
 			const char *name = next_pos(&a, "filesystem name");
 			const char *p = opt(&a, "--protection", k),
 				   *cm = opt(&a, "--compression", k);
 			const char *dd = opt(&a, "--dedup", k), *q = opt(&a, "--quota", k);
+			const char *ek = opt(&a, "--encrypt", k);
 			json_t *body = json_pack("{s:s}", "name", name);
 			unsigned dv, pv;
 			char tail;
@@ -801,6 +802,8 @@ run(struct cli *c, int argc, char **argv)
 					usage_error("--quota '%s' is not a size (e.g. 10G)", q);
 				json_object_set_new(body, "quota", json_integer(qb));
 			}
+			if (ek)
+				fs_encrypt_body(body, ek);
 			api_change(c, "POST", "/v1/fs", body);
 			snprintf(msg, sizeof(msg), "filesystem %s created", name);
 			done(c, msg);

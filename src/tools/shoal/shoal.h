@@ -58,6 +58,8 @@ int snap_diff(const struct cli *c, const char *fs, const char *from, const char 
 const char *iso_time(long long secs, char *buf, size_t len);
 /* key.c: shoal fs key create|list|revoke (argv from after "key") */
 int cmd_key(struct cli *c, int argc, char **argv);
+/* The body of a filesystem create: encrypted, its key wrapped by the key in path (made if none). */
+void fs_encrypt_body(json_t *body, const char *path);
 /* heal.c: shoal rebuild status; the line of `shoal status` that says how protected data is. */
 int cmd_rebuild(struct cli *c, int argc, char **argv);
 void rebuild_status_line(const struct cli *c);

@@ -5,6 +5,11 @@
 #include "../../../src/cluster/config.h"
 #include "../../lib/test.h"
 
+/* What "CFG7" adds at the end: a u8 per filesystem (and 64 bytes per encrypted one). */
+#define CFG7_TAIL(c) ((size_t)(c)->nfs)
+/* and at the end of a command: sealed u8 and the wrapped key */
+#define CMD7_TAIL (1 + CFG_WRAP_LEN)
+
 static struct cfg_cmd
 node_cmd(uint8_t op, uint64_t id, const char *domain)
 {
@@ -925,7 +930,7 @@ TEST(config_snapshot_codecs)
 	sh_enc_init(&e);
 	sh_enc_init(&f);
 	cfg_encode(&e, c);
-	SH_ASSERT_EQ(memcmp(e.p, "CFG6", 4), 0);
+	SH_ASSERT_EQ(memcmp(e.p, "CFG7", 4), 0);
 	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
 	cfg_encode(&f, d);
 	SH_ASSERT_EQ(e.len, f.len);
@@ -943,7 +948,8 @@ TEST(config_snapshot_codecs)
 	/* a snapshot in no state there is, or a filesystem at version 0: refused */
 	{
 		uint8_t *b = sh_malloc(e.len);
-		size_t st = e.len - 4 - (size_t)c->nfs * 8 - 9; /* before schedules and keys */
+		size_t st = e.len - CFG7_TAIL(c) - 4 - (size_t)c->nfs * 8 -
+			    9; /* before schedules and keys */
 
 		memcpy(b, e.p, e.len);
 		b[st] = 3; /* the last snapshot's state */
@@ -966,7 +972,8 @@ TEST(config_snapshot_codecs)
 	SH_ASSERT_EQ(cfg_cmd_decode(e.p, e.len - 1, &back), -EBADMSG);
 	/* one written before snapshots (no snap, who asked, key at its end) decodes with none */
 	SH_ASSERT_OK(cfg_cmd_decode(
-	    e.p, e.len - CFG_KEY_LEN - 2 - strlen(cmd.snap) - 2 - strlen(cmd.by), &back));
+	    e.p, e.len - CMD7_TAIL - CFG_KEY_LEN - 2 - strlen(cmd.snap) - 2 - strlen(cmd.by),
+	    &back));
 	SH_ASSERT_STREQ(back.snap, "");
 	SH_ASSERT_STREQ(back.name, "data");
 	sh_enc_fini(&e);
@@ -989,7 +996,7 @@ TEST(config_decodes_before_snapshots)
 	SH_ASSERT_EQ(c->nsnaps, 0u);
 	sh_enc_init(&e);
 	cfg_encode(&e, c);
-	tail = (size_t)c->nfs * 8 + 4 + (size_t)c->nfs * 8 + 4;
+	tail = (size_t)c->nfs * 8 + 4 + (size_t)c->nfs * 8 + 4 + CFG7_TAIL(c);
 	e.p[3] = '3';
 	SH_ASSERT_OK(cfg_decode(e.p, e.len - tail, d));
 	SH_ASSERT_EQ(d->nfs, 2u);
@@ -1013,7 +1020,7 @@ TEST(config_decodes_before_snapshots)
 	SH_ASSERT_EQ(cfg_fs_find(d, "data")->version, 2u);
 	sh_enc_init(&f);
 	cfg_encode(&f, d);
-	SH_ASSERT_EQ(memcmp(f.p, "CFG6", 4), 0); /* written in the new form */
+	SH_ASSERT_EQ(memcmp(f.p, "CFG7", 4), 0); /* written in the new form */
 	sh_enc_fini(&f);
 	sh_enc_fini(&e);
 	cfg_free(d);
@@ -1154,7 +1161,7 @@ TEST(config_schedule_codecs)
 	sh_enc_init(&e);
 	sh_enc_init(&f);
 	cfg_encode(&e, c);
-	SH_ASSERT_EQ(memcmp(e.p, "CFG6", 4), 0);
+	SH_ASSERT_EQ(memcmp(e.p, "CFG7", 4), 0);
 	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
 	SH_ASSERT_EQ(cfg_fs_find(d, "data")->snap_every_s, 900u);
 	SH_ASSERT_EQ(cfg_fs_find(d, "data")->snap_keep, 96u);
@@ -1171,36 +1178,36 @@ TEST(config_schedule_codecs)
 	 * count) */
 	b = sh_malloc(e.len);
 	memcpy(b, e.p, e.len);
-	b[e.len - 20] = 0; /* every 0 with keep 96 */
-	b[e.len - 19] = 0;
+	b[e.len - CFG7_TAIL(c) - 20] = 0; /* every 0 with keep 96 */
+	b[e.len - CFG7_TAIL(c) - 19] = 0;
 	SH_ASSERT_EQ(cfg_decode(b, e.len, d), -EBADMSG);
 	memcpy(b, e.p, e.len);
-	memset(b + e.len - 16, 0, 4); /* every 900 with keep 0 */
+	memset(b + e.len - CFG7_TAIL(c) - 16, 0, 4); /* every 900 with keep 0 */
 	SH_ASSERT_EQ(cfg_decode(b, e.len, d), -EBADMSG);
 	memcpy(b, e.p, e.len);
-	b[e.len - 15] = 1; /* keep 96 + 256 */
+	b[e.len - CFG7_TAIL(c) - 15] = 1; /* keep 96 + 256 */
 	SH_ASSERT_EQ(cfg_decode(b, e.len, d), -EBADMSG);
 	memcpy(b, e.p, e.len);
-	b[e.len - 18] = 0xff; /* every past 30 days */
+	b[e.len - CFG7_TAIL(c) - 18] = 0xff; /* every past 30 days */
 	SH_ASSERT_EQ(cfg_decode(b, e.len, d), -EBADMSG);
 	memcpy(b, e.p, e.len);
 	SH_ASSERT_OK(cfg_decode(b, e.len, d));
 	sh_free(b);
 	/* a "CFG4" configuration (no schedules at its end): every filesystem without one */
 	e.p[3] = '4';
-	SH_ASSERT_OK(cfg_decode(e.p, e.len - (size_t)c->nfs * 8 - 4, d));
+	SH_ASSERT_OK(cfg_decode(e.p, e.len - CFG7_TAIL(c) - (size_t)c->nfs * 8 - 4, d));
 	SH_ASSERT_EQ(d->nfs, 2u);
 	SH_ASSERT_EQ(cfg_fs_find(d, "data")->snap_every_s, 0u);
 	SH_ASSERT_EQ(cfg_fs_find(d, "data")->snap_keep, 0u);
 	SH_ASSERT_EQ(cfg_fs_find(d, "logs")->version, 2u);
 	SH_ASSERT_EQ(d->nsnaps, 1u);
 	SH_ASSERT_EQ(cfg_decode(e.p, e.len, d), -EBADMSG); /* "CFG4" with the schedules */
-	SH_ASSERT_OK(cfg_decode(e.p, e.len - (size_t)c->nfs * 8 - 4, d));
+	SH_ASSERT_OK(cfg_decode(e.p, e.len - CFG7_TAIL(c) - (size_t)c->nfs * 8 - 4, d));
 	sched_expect(d, sched_cmd("logs", 60, 3, 44), 0, NULL);
 	sh_enc_fini(&f);
 	sh_enc_init(&f);
 	cfg_encode(&f, d);
-	SH_ASSERT_EQ(memcmp(f.p, "CFG6", 4), 0);
+	SH_ASSERT_EQ(memcmp(f.p, "CFG7", 4), 0);
 	sh_enc_fini(&f);
 	sh_enc_fini(&e);
 	/* the command carries every and keep */
@@ -1298,7 +1305,8 @@ TEST(config_events_say_who_asked)
 	cfg_cmd_encode(&e, &cmd);
 	SH_ASSERT_OK(cfg_cmd_decode(e.p, e.len, &back));
 	SH_ASSERT_STREQ(back.by, cmd.by);
-	SH_ASSERT_OK(cfg_cmd_decode(e.p, e.len - CFG_KEY_LEN - 2 - strlen(cmd.by), &back));
+	SH_ASSERT_OK(
+	    cfg_cmd_decode(e.p, e.len - CMD7_TAIL - CFG_KEY_LEN - 2 - strlen(cmd.by), &back));
 	SH_ASSERT_STREQ(back.by, "");
 	SH_ASSERT_EQ(back.id, 5u);
 	sh_enc_fini(&e);
@@ -1366,7 +1374,7 @@ TEST(config_access_keys_made_revoked_and_kept_from_clients)
 	sh_enc_init(&e);
 	sh_enc_init(&f);
 	cfg_encode(&e, c);
-	SH_ASSERT_EQ(memcmp(e.p, "CFG6", 4), 0);
+	SH_ASSERT_EQ(memcmp(e.p, "CFG7", 4), 0);
 	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
 	SH_ASSERT_EQ(d->nkeys, 2u);
 	SH_ASSERT_MEMEQ(d->keys, c->keys, 2 * sizeof(c->keys[0]));
@@ -1385,7 +1393,8 @@ TEST(config_access_keys_made_revoked_and_kept_from_clients)
 	/* a key of id 1 (the cluster's own) or twice the same id: refused */
 	{
 		uint8_t *b = sh_malloc(e.len);
-		size_t at = e.len - 2 * (4 + 4 + 1 + 1 + 8 + 8 + CFG_KEY_LEN); /* key 7's id */
+		size_t at = e.len - CFG7_TAIL(c) -
+			    2 * (4 + 4 + 1 + 1 + 8 + 8 + CFG_KEY_LEN); /* key 7's id */
 
 		memcpy(b, e.p, e.len);
 		SH_ASSERT_EQ(b[at], 7);
@@ -1441,5 +1450,72 @@ TEST(config_access_keys_full_table_takes_a_revoked_ones_room)
 	SH_ASSERT_NULL(cfg_key_find(c, 130));
 	SH_ASSERT_NOT_NULL(cfg_key_find(c, 50));
 	SH_ASSERT_EQ(c->nkeys, (uint32_t)CFG_KEYS_MAX);
+	cfg_free(c);
+}
+
+/*
+ * An encrypted filesystem (docs/security.md, "Encrypted file systems"):
+ * created only with its wrapped key, which the configuration keeps, in the
+ * nodes' copy and in the clients' (they unwrap it), through the codecs; a
+ * "CFG6" configuration has none encrypted.
+ */
+TEST(config_encrypted_filesystems_keep_their_wrapped_key)
+{
+	struct cfg *c = cluster_with_fs(), *d = cfg_new();
+	struct cfg_cmd fs = { .op = CFG_OP_FS_CREATE, .d = 4, .p = 2, .time = 200, .sealed = true },
+		       back;
+	char msg[CFG_MSG_MAX];
+	struct sh_enc e, f;
+	const struct cfg_fs *got;
+
+	snprintf(fs.name, sizeof(fs.name), "secret");
+	/* without its wrapped key: refused, and nothing changes */
+	SH_ASSERT_EQ(cfg_apply(c, &fs, msg, sizeof(msg)), -EINVAL);
+	SH_ASSERT(strstr(msg, "wrapped key") != NULL);
+	SH_ASSERT_NULL(cfg_fs_find(c, "secret"));
+	for (unsigned i = 0; i < CFG_WRAP_LEN; i++)
+		fs.wrapped[i] = (uint8_t)(i * 3 + 1);
+	/* the command through its codec, then applied */
+	sh_enc_init(&e);
+	cfg_cmd_encode(&e, &fs);
+	SH_ASSERT_OK(cfg_cmd_decode(e.p, e.len, &back));
+	SH_ASSERT(back.sealed);
+	SH_ASSERT_MEMEQ(back.wrapped, fs.wrapped, CFG_WRAP_LEN);
+	/* an older command (before encryption) is a plain filesystem's */
+	SH_ASSERT_OK(cfg_cmd_decode(e.p, e.len - CMD7_TAIL, &back));
+	SH_ASSERT(!back.sealed);
+	sh_enc_fini(&e);
+	SH_ASSERT_MSG(cfg_apply(c, &fs, msg, sizeof(msg)) == 0, "%s", msg);
+	SH_ASSERT(strstr(cfg_event_at(c, 0)->text, "encrypted") != NULL);
+	got = cfg_fs_find(c, "secret");
+	SH_ASSERT(got->sealed && !cfg_fs_find(c, "data")->sealed);
+	/* both copies of the configuration carry it, and decode to the same */
+	sh_enc_init(&e);
+	sh_enc_init(&f);
+	cfg_encode_public(&e, c);
+	SH_ASSERT_EQ(memcmp(e.p, "CFG7", 4), 0);
+	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
+	SH_ASSERT(cfg_fs_find(d, "secret")->sealed);
+	SH_ASSERT_MEMEQ(cfg_fs_find(d, "secret")->wrapped, fs.wrapped, CFG_WRAP_LEN);
+	SH_ASSERT(!cfg_fs_find(d, "logs")->sealed);
+	cfg_encode_public(&f, d);
+	SH_ASSERT_EQ(f.len, e.len);
+	SH_ASSERT_MEMEQ(f.p, e.p, e.len);
+	SH_ASSERT_EQ(e.len, f.len);
+	for (size_t n = 0; n < e.len; n += 41)
+		SH_ASSERT_EQ(cfg_decode(e.p, n, d), -EBADMSG);
+	SH_ASSERT_EQ(cfg_decode(e.p, e.len - 1, d), -EBADMSG);
+	/* a flag that is neither 0 nor 1: refused */
+	e.p[e.len - CFG_WRAP_LEN - 1] = 2;
+	SH_ASSERT_EQ(cfg_decode(e.p, e.len, d), -EBADMSG);
+	e.p[e.len - CFG_WRAP_LEN - 1] = 1;
+	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
+	/* "CFG6" (without the tail): nothing encrypted */
+	e.p[3] = '6';
+	SH_ASSERT_OK(cfg_decode(e.p, e.len - CFG7_TAIL(c) - CFG_WRAP_LEN, d));
+	SH_ASSERT(!cfg_fs_find(d, "secret")->sealed);
+	sh_enc_fini(&f);
+	sh_enc_fini(&e);
+	cfg_free(d);
 	cfg_free(c);
 }

@@ -15,8 +15,8 @@
 #   make bench-smallfiles  a small-file dataset written and read through the mount (bench/smallfiles)
 #   make bench-snapshot  snapshots: creation against the file count, writes after one, freeing
 #                     (bench/snapshot)
-#   make bench-crypto  authenticated datagrams against plain ones: RPC rate, stream, MAC cost
-#                     (bench/crypto.c)
+#   make bench-crypto  authenticated datagrams against plain ones: RPC rate, stream, MAC cost;
+#                     an encrypted file system against a plain one (bench/crypto.c)
 #   make bench-idle   what an idle 6-node cluster costs: CPU, wake-ups, datagrams (bench/idle;
 #                     IDLE_BASE=other/build/release compares against another build in the same run)
 #   make bench-failover  link cuts under a stream, two links against one (bench/failover; root)
@@ -28,6 +28,8 @@
 #   make fio-engine   the fio engine, libshoal_fio.so (also part of `all` but in SAN builds)
 #   make soak         simulator tests over SOAK_SEEDS random seeds
 #   make chaos        kill -9 of up to P nodes under writers, CHAOS_SECONDS per seed, CHAOS_SEEDS seeds
+#   make test-encrypted  the data path, reduction, dedup, cleaning, mount, fio, integrity and
+#                     Python tests again with every file system encrypted (SH_ENCRYPT_ALL)
 #
 # Switches: SAN=1 (ASan+UBSan, no recovery), DEBUG=1 (-O0, extra checks).
 # Each switch builds into its own directory, so they never mix objects.
@@ -243,7 +245,7 @@ TOOLS += $(PRELOAD) $(PRELOAD_CHECK)
 endif
 
 # ---- top-level targets ----
-.PHONY: all deps test run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction bench-rebuild bench-smallfiles bench-idle bench-snapshot bench-crypto bench-failover bench-python bench-preload bench-gpu bench-scale soak chaos clean format
+.PHONY: all deps test test-encrypted run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction bench-rebuild bench-smallfiles bench-idle bench-snapshot bench-crypto bench-failover bench-python bench-preload bench-gpu bench-scale soak chaos clean format
 
 all: $(ALL_LIBS) $(RUNNERS) $(FUZZ_REPLAY) $(BENCHES) $(TOOLS)
 
@@ -290,7 +292,7 @@ bench-rpc: deps
 	$(Q)$(BUILD)/bench/rpc
 
 bench-crypto: deps
-	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/crypto
+	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(BUILD)/bench/crypto
 
 bench-store: deps
@@ -355,6 +357,13 @@ chaos: deps
 		python3 tests/cluster/test_integrity.py $(BUILD)/bin --chaos $(CHAOS_SECONDS) \
 			--seed $$(od -An -N4 -tu4 /dev/urandom | tr -d ' ') || exit 1; \
 	done
+
+ENCRYPTED_TESTS := data_write_read_degraded,data_reduction_compresses_and_reads_exactly,data_dedup_stores_once_and_survives_kills,data_cleaning_gives_dead_space_back,data_quota_refuses_writes_past_it,data_orphans_of_a_killed_client_are_released,fuse_mount_with_ordinary_tools,fio_engine_runs_the_example_and_verifies,metadata_namespace_operations
+test-encrypted: deps
+	$(Q)$(MAKE) --no-print-directory all fio-engine
+	$(Q)SH_ENCRYPT_ALL=1 python3 tests/cluster/test_cluster.py $(BUILD)/bin --only $(ENCRYPTED_TESTS)
+	$(Q)SH_ENCRYPT_ALL=1 python3 tests/cluster/test_integrity.py $(BUILD)/bin
+	$(Q)SH_ENCRYPT_ALL=1 /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/python --build $(BUILD)
 
 soak: deps
 	$(Q)$(MAKE) --no-print-directory all

@@ -63,6 +63,15 @@ struct sh_client_opts {
 	 * answered: after the connection's 10 s).
 	 */
 	const char *key_file;
+	/*
+	 * The file holding the key that opens encrypted file systems
+	 * (docs/security.md, "Encrypted file systems": "sek1.HEX", mode
+	 * 0600, the KEYFILE of `shoal fs create --encrypt`). NULL: $SHOAL_FS_KEY
+	 * (the key's text), else the file $SHOAL_FS_KEY_FILE names. Read when
+	 * an encrypted file system is opened: without a key, or with one that
+	 * does not open it, sh_fs_open is -EACCES (the reason logged).
+	 */
+	const char *fs_key_file;
 };
 
 /*

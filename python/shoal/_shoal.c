@@ -85,7 +85,8 @@ connect_fs(ShFS *self)
 			    PyExc_PermissionError,
 			    "[Errno %d] the cluster at %s refuses file system '%s' to this "
 			    "client: it needs a key of that file system (key_file, "
-			    "$SHOAL_KEY_FILE or $SHOAL_KEY), not revoked",
+			    "$SHOAL_KEY_FILE or $SHOAL_KEY), not revoked; an encrypted one "
+			    "also its file system key ($SHOAL_FS_KEY_FILE or $SHOAL_FS_KEY)",
 			    EACCES, self->addr, self->name);
 		else
 			sh_py_err(rc, NULL);

@@ -574,6 +574,50 @@ client_fs_settings(sh_client *c, uint32_t id, unsigned *d, unsigned *p, unsigned
 }
 
 int
+client_fs_keys(sh_client *c, uint32_t id, const char *name, struct seal_keys **out)
+{
+	uint8_t wrapped[CFG_WRAP_LEN], kek[SEAL_KEY_LEN], master[SEAL_KEY_LEN];
+	const struct cfg_fs *f;
+	bool sealed = false;
+	int rc;
+
+	_Static_assert(CFG_WRAP_LEN == SEAL_WRAPPED_LEN, "the configuration keeps a wrapped key");
+	*out = NULL;
+	pthread_mutex_lock(&c->mu);
+	f = cfg_fs_by_id(c->view, id);
+	if (f && (sealed = f->sealed))
+		memcpy(wrapped, f->wrapped, sizeof(wrapped));
+	pthread_mutex_unlock(&c->mu);
+	if (f == NULL)
+		return -ENOENT;
+	if (!sealed)
+		return 0;
+	rc = c->fs_key_file || c->fs_key_env ? seal_kek_find(c->fs_key_file, kek) : -ENOKEY;
+	if (rc == 0) {
+		rc = seal_unwrap(kek, wrapped, master);
+		if (rc == -EACCES)
+			sh_log_error("filesystem %s: the file system key given does not open it",
+				     name);
+	} else {
+		sh_log_error("filesystem %s is encrypted: %s", name,
+			     rc == -ENOKEY   ? "no file system key given (--fs-key-file, "
+					       "$SHOAL_FS_KEY_FILE or $SHOAL_FS_KEY)"
+			     : rc == -EINVAL ? "the file system key is not one (sek1. and 64 hex "
+					       "digits)"
+			     : rc == -EPERM  ? "others may read the file system key's file "
+					       "(chmod 600 it)"
+					     : sh_strerror(rc));
+	}
+	explicit_bzero(kek, sizeof(kek));
+	if (rc == 0 && (*out = sh_malloc(sizeof(**out))) == NULL)
+		rc = -ENOMEM;
+	if (rc == 0)
+		seal_keys_init(*out, master);
+	explicit_bzero(master, sizeof(master));
+	return rc == -ENOMEM || rc == 0 ? rc : -EACCES;
+}
+
+int
 client_group_buckets(sh_client *c, uint16_t **out, unsigned *n)
 {
 	uint32_t *first = NULL, ng = 0;
@@ -743,6 +787,7 @@ destroy(sh_client *c)
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->cv);
 	explicit_bzero(c->key, sizeof(c->key));
+	sh_free(c->fs_key_file);
 	sh_free(c);
 }
 
@@ -873,6 +918,12 @@ client_new(const struct sh_client_opts *opts, bool env, int *rc)
 		return NULL;
 	}
 	*rc = -ENOMEM;
+	c->fs_key_env = env;
+	if (opts && opts->fs_key_file && *opts->fs_key_file &&
+	    (c->fs_key_file = sh_strdup(opts->fs_key_file)) == NULL) {
+		sh_free(c);
+		return NULL;
+	}
 	c->timeout_ns = (opts && opts->timeout_ms ? opts->timeout_ms : 30000) * 1000000ull;
 	c->frag = (opts && opts->frag_kb ? opts->frag_kb : 128) * 1024u;
 	*rc = 0;
@@ -1127,6 +1178,8 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 		rc = client_fs_settings(c, id, &d, &p, &comp, &fs->dedup, &fs->quota);
 		if (rc == 0)
 			rc = ec_code_init(&fs->code, d, p);
+		if (rc == 0)
+			rc = client_fs_keys(c, id, fsname, &fs->keys);
 		fs->comp = (uint8_t)comp;
 		if (rc < 0) {
 			client_holds_fini(fs);
@@ -1166,6 +1219,9 @@ sh_fs_close(sh_fs *fs)
 	client_locs_fini(fs);
 	pthread_mutex_destroy(&fs->wmu);
 	pthread_mutex_destroy(&fs->qmu);
+	if (fs->keys)
+		seal_keys_wipe(fs->keys);
+	sh_free(fs->keys);
 	sh_free(fs);
 }
 

@@ -14,12 +14,17 @@
 
 #include "../base/access_key.h"
 #include "../data/ec.h"
+#include "../data/seal.h"
 #include "../meta/mroute.h"
 
 struct sh_client {
 	pthread_t th;
 	uint32_t key_id; /* its key's (docs/security.md); 0: none */
 	uint8_t key[SH_KEY_LEN];
+	/* where encrypted file systems' key comes from (seal_kek_find): this file, or (env)
+	 * the environment's; NULL and !env: none */
+	char *fs_key_file;
+	bool fs_key_env;
 	struct env *env;
 	struct net *mnet, *dnet;
 	struct mroute *rt;
@@ -67,6 +72,8 @@ struct sh_fs {
 	struct ec_code code; /* the filesystem's protection */
 	uint8_t comp;	     /* and compression (cfg_fs.compression) */
 	bool dedup;
+	/* encrypted (cfg_fs.sealed): every block sealed with these keys (seal.h); else NULL */
+	struct seal_keys *keys;
 	uint64_t at; /* a snapshot's version (read-only), 0: the live filesystem */
 	/* the newest version a command of ours was applied at: the next ones say they come
 	 * after it, so a snapshot never holds a change without what it followed here */
@@ -220,6 +227,13 @@ int client_place(sh_client *c, uint64_t stripe, unsigned n, unsigned p, const ui
 /* A filesystem's protection and compression (cfg_fs.compression). */
 int client_fs_settings(sh_client *c, uint32_t id, unsigned *d, unsigned *p, unsigned *comp,
 		       bool *dedup, uint64_t *quota);
+/*
+ * An encrypted filesystem's keys (docs/security.md, "Encrypted file
+ * systems"): its master key unwrapped with the client's file system key.
+ * 0 and *out NULL when fs is not encrypted; -EACCES with the reason logged
+ * when the client has no key, or one that does not open it.
+ */
+int client_fs_keys(sh_client *c, uint32_t id, const char *name, struct seal_keys **out);
 /*
  * loc.c: where stripes are now (docs/healing.md). apply: e's targets
  * become where the stripe is known to be now, if it moved. fetch: ask the

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../data/reduce.h"
+#include "../data/seal.h"
 #include "../store/store_proto.h"
 #include "io_int.h"
 
@@ -289,6 +290,28 @@ expand(const struct meta_extent *e, const uint8_t *stored, uint64_t a, uint64_t 
 	return rc < 0 ? -EIO : 0; /* stored bytes that passed their crcs yet do not expand */
 }
 
+/*
+ * An encrypted file system's extent (seal.h): the stripe data it needs,
+ * [*s0, *s0 + *sl), widened to whole SEAL_UNITs (the stripe's data is a
+ * whole number of them), which is what is fetched and decrypted; *skip:
+ * where the bytes needed start in it. False (nothing changed) when the
+ * range is whole units already.
+ */
+static bool
+widen(const struct meta_extent *e, uint64_t *s0, uint64_t *sl, uint64_t *skip)
+{
+	uint64_t a = *s0 / SEAL_UNIT * SEAL_UNIT,
+		 b = (*s0 + *sl + SEAL_UNIT - 1) / SEAL_UNIT * SEAL_UNIT;
+	uint64_t data = (uint64_t)e->d * e->frag;
+
+	*skip = *s0 - a;
+	if (a == *s0 && b == *s0 + *sl)
+		return false;
+	*s0 = a;
+	*sl = (b < data ? b : data) - a;
+	return true;
+}
+
 #define READ_BATCH 8 /* extents whose fragments are asked at once */
 _Static_assert(READ_BATCH <= DPLAN_MAX, "a batch's degraded reads go at once");
 
@@ -299,11 +322,36 @@ struct rbatch {
 	unsigned first[READ_BATCH + 1];
 	uint64_t a[READ_BATCH], b[READ_BATCH];	 /* the file range each extent gives */
 	uint64_t s0[READ_BATCH], sl[READ_BATCH]; /* the stripe data it needs for that */
-	uint8_t *stored[READ_BATCH];		 /* an encoded block's stored bytes */
-	struct meta_extent ex[READ_BATCH];	 /* the extents, where their stripes are now */
-	struct dplan dp[READ_BATCH];		 /* those read around what did not come */
-	unsigned plan[READ_BATCH];		 /* 1 + the plan of an extent planned at once */
+	/* an encoded block's stored bytes, or an encrypted extent's units (from skip on) */
+	uint8_t *stored[READ_BATCH];
+	uint64_t skip[READ_BATCH];
+	struct meta_extent ex[READ_BATCH]; /* the extents, where their stripes are now */
+	struct dplan dp[READ_BATCH];	   /* those read around what did not come */
+	unsigned plan[READ_BATCH];	   /* 1 + the plan of an extent planned at once */
 };
+
+/*
+ * Extent j's bytes, fetched, into dst (the file's bytes [a, b)): decrypted
+ * (an encrypted file system's: in place, in dst or where they were
+ * staged), expanded (a compressed block), or copied out of the units
+ * staged around them.
+ */
+static int
+land(sh_file *f, struct rbatch *r, unsigned j, uint8_t *dst)
+{
+	const struct meta_extent *e = &r->ex[j];
+	uint8_t *at = r->stored[j] ? r->stored[j] : dst;
+	int rc = 0;
+
+	if (f->fs->keys)
+		rc = seal_units(f->fs->keys, e->stripe, r->s0[j] / SEAL_UNIT, at, at,
+				(size_t)r->sl[j], false);
+	if (rc == 0 && e->enc != REDUCE_RAW)
+		rc = expand(e, at + r->skip[j], r->a[j], r->b[j], dst);
+	else if (rc == 0 && r->stored[j])
+		memcpy(dst, at + r->skip[j], (size_t)(r->b[j] - r->a[j]));
+	return rc;
+}
 
 /*
  * Read [at, upto) of the file, covered by extents ex[0..n), into buf (the
@@ -336,9 +384,17 @@ read_extents(sh_file *f, const struct meta_extent *ex, unsigned n, uint64_t at, 
 			r->a[j] = a;
 			r->b[j] = b;
 			r->first[j] = np;
+			r->skip[j] = 0;
 			if (a < b) {
+				/* encoded: the whole block, staged; encrypted: whole units, staged
+				 * unless the file's bytes are those units (decrypted in place) */
+				bool staged;
+
 				meta_extent_stored(e, a, b, &r->s0[j], &r->sl[j]);
-				if (e->enc && (dst = r->stored[j] = sh_malloc(r->sl[j])) == NULL)
+				staged = f->fs->keys ? widen(e, &r->s0[j], &r->sl[j], &r->skip[j])
+						     : false;
+				staged |= e->enc != REDUCE_RAW;
+				if (staged && (dst = r->stored[j] = sh_malloc(r->sl[j])) == NULL)
 					rc = -ENOMEM;
 				if (rc == 0)
 					c = pieces(e, r->s0[j], r->s0[j] + r->sl[j], dst,
@@ -379,7 +435,7 @@ read_extents(sh_file *f, const struct meta_extent *ex, unsigned n, uint64_t at, 
 			if (ok)
 				continue;
 			dplan_init(f, &r->dp[nd], e, r->s0[j], (size_t)r->sl[j],
-				   e->enc ? r->stored[j] : buf + (r->a[j] - off));
+				   r->stored[j] ? r->stored[j] : buf + (r->a[j] - off));
 			/* (the same targets: the pieces that came are the same bytes) */
 			if (memcmp(r->dp[nd].e.targets, e->targets,
 				   ((size_t)e->d + e->p) * sizeof(e->targets[0])) == 0)
@@ -390,9 +446,8 @@ read_extents(sh_file *f, const struct meta_extent *ex, unsigned n, uint64_t at, 
 		if (rc == 0 && nd > 0)
 			rc = degraded(f, r->dp, nd);
 		for (unsigned j = 0; rc == 0 && j < k; j++)
-			if (r->a[j] < r->b[j] && r->ex[j].enc)
-				rc = expand(&r->ex[j], r->stored[j], r->a[j], r->b[j],
-					    buf + (r->a[j] - off));
+			if (r->a[j] < r->b[j])
+				rc = land(f, r, j, buf + (r->a[j] - off));
 		for (unsigned j = 0; j < k; j++) {
 			sh_free(r->stored[j]);
 			r->stored[j] = NULL;

@@ -14,6 +14,7 @@
 #include <openssl/sha.h>
 
 #include "../data/reduce.h"
+#include "../data/seal.h"
 #include "../meta/meta_proto.h"
 #include "../store/store_proto.h"
 #include "io_int.h"
@@ -152,6 +153,9 @@ struct wstripe {
 	uint32_t frag;
 	uint16_t bucket; /* whom its id names: who is asked whether it is still needed */
 	uint64_t stripe; /* set once written */
+	/* an encrypted file system's: the id its data is encrypted under now (in place, under
+	 * each attempt's id: seal.h), 0: still plain */
+	uint64_t sealed_as;
 	uint64_t targets[EC_N_MAX];
 	uint8_t *parity[EC_P_MAX];
 	struct dcall puts[EC_N_MAX];
@@ -196,6 +200,39 @@ frag_for(const sh_file *f, size_t len)
 		   : (uint32_t)(((len + d - 1) / d + SMALL_ALIGN - 1) / SMALL_ALIGN * SMALL_ALIGN);
 }
 
+/* The parity fragments of w's data fragments. */
+static void
+parity(sh_file *f, struct wstripe *w)
+{
+	unsigned d = ndata(f), n = nfrags(f);
+	uint8_t *frags[EC_N_MAX];
+
+	for (unsigned i = 0; i < n; i++)
+		frags[i] = i < d ? w->data + (size_t)i * w->frag : w->parity[i - d];
+	ec_encode(&f->fs->code, w->frag, (const uint8_t *const *)frags, w->parity);
+}
+
+/*
+ * An encrypted file system's stripe: its data encrypted in place under
+ * its id now (seal.h; decrypted first from an earlier attempt's id), and
+ * its parity made of that, so that no node ever needs a key to heal it.
+ */
+static int
+seal_stripe(sh_file *f, struct wstripe *w)
+{
+	size_t len = (size_t)ndata(f) * w->frag;
+	int rc = 0;
+
+	if (w->sealed_as != 0)
+		rc = seal_units(f->fs->keys, w->sealed_as, 0, w->data, w->data, len, false);
+	if (rc == 0)
+		rc = seal_units(f->fs->keys, w->stripe, 0, w->data, w->data, len, true);
+	w->sealed_as = rc == 0 ? w->stripe : 0;
+	if (rc == 0)
+		parity(f, w);
+	return rc;
+}
+
 /*
  * Write k stripes, all their fragments at once: parity, a new stripe id
  * (and so new places) for each attempt of one that did not make it,
@@ -219,7 +256,6 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 	int rc = calls == NULL ? -ENOMEM : 0;
 
 	for (unsigned j = 0; rc == 0 && j < k; j++) {
-		uint8_t *frags[EC_N_MAX];
 		size_t at =
 		    w[j].dbuf ? (size_t)(w[j].data - w[j].dbuf->data) + (size_t)d * w[j].frag : 0;
 
@@ -235,11 +271,8 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 			rc = -ENOMEM;
 		for (unsigned i = 0; rc == 0 && i < f->fs->code.p; i++)
 			w[j].parity[i] = w[j].pbuf->data + at + (size_t)i * w[j].frag;
-		for (unsigned i = 0; rc == 0 && i < n; i++)
-			frags[i] = i < d ? w[j].data + (size_t)i * w[j].frag : w[j].parity[i - d];
-		if (rc == 0)
-			ec_encode(&f->fs->code, w[j].frag, (const uint8_t *const *)frags,
-				  w[j].parity);
+		if (rc == 0 && !f->fs->keys)
+			parity(f, &w[j]);
 		w[j].done = false;
 	}
 	for (int attempt = 0; rc == 0 && left > 0; attempt++) {
@@ -261,6 +294,9 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 				continue;
 			w[j].stripe = (uint64_t)w[j].bucket << 48 |
 				      (client_tag(f->fs->c) & 0xFFFFFFFFFFFFull);
+			/* encrypted: its data under this id's tweaks, and parity of that */
+			if (f->fs->keys && (rc = seal_stripe(f, &w[j])) < 0)
+				break;
 			/* around targets out of space only while that keeps the protection:
 			 * a domain down is a reason to write degraded, a full drive is not */
 			rc = client_place(f->fs->c, w[j].stripe, n, f->fs->code.p, failed, nfailed,
@@ -518,7 +554,10 @@ dedup_once(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
 		b[i].off = off + (uint64_t)i * bl;
 		b[i].len = fill - (size_t)i * bl < bl ? fill - (size_t)i * bl : bl;
 		b[i].w = -1;
-		SHA256(buf + (size_t)i * bl, b[i].len, b[i].fp);
+		if (f->fs->keys) /* keyed: the nodes never learn a plain hash of the bytes */
+			seal_fingerprint(f->fs->keys, buf + (size_t)i * bl, b[i].len, b[i].fp);
+		else
+			SHA256(buf + (size_t)i * bl, b[i].len, b[i].fp);
 		b[i].bucket = meta_fp_bucket(b[i].fp, f->fs->nbuckets);
 		while (c < ncl && cl[c].bucket != b[i].bucket)
 			c++;
@@ -644,8 +683,10 @@ put_stripe_in(sh_file *f, uint64_t off, uint8_t *buf, struct sh_buf *bh, size_t 
 	if (f->fs->dedup && from == 0)
 		return put_dedup(f, off, buf, fill, flags);
 	w = sh_calloc(1, sizeof(*w));
-	/* compressed: packed apart, buf left as the file's bytes (pack) */
-	if (f->fs->comp && (ob = sh_buf_create((size_t)nfrags(f) * frag_of(f), 0)) == NULL) {
+	/* compressed or encrypted: packed apart, buf left as the file's bytes (pack; stripes are
+	 * encrypted where they are packed) */
+	if ((f->fs->comp || f->fs->keys) &&
+	    (ob = sh_buf_create((size_t)nfrags(f) * frag_of(f), 0)) == NULL) {
 		sh_free(w);
 		return -ENOMEM;
 	}
@@ -782,7 +823,10 @@ flush_buf(sh_file *f)
 
 	if (f->fill == 0)
 		return 0;
-	if (f->buf_off + f->fill <= INLINE_MAX && !f->checked) {
+	if (f->fs->keys) {
+		/* encrypted: never inline (the bucket would hold the bytes as they are) */
+		f->checked = true;
+	} else if (f->buf_off + f->fill <= INLINE_MAX && !f->checked) {
 		/* small: into what is inline (or nothing), kept with the inode, in one commit */
 		rc = inline_merge(f);
 		if (rc == 0) {

@@ -77,7 +77,8 @@ sfuse_main(const struct sfuse_opts *o)
 {
 	struct sh_client_opts co = { .timeout_ms = o->timeout_ms,
 				     .frag_kb = o->frag_kb,
-				     .key_file = o->key_file };
+				     .key_file = o->key_file,
+				     .fs_key_file = o->fs_key_file };
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *lc = NULL;
 	struct fuse_session *se = NULL;
@@ -97,7 +98,8 @@ sfuse_main(const struct sfuse_opts *o)
 			fprintf(stderr,
 				"shoal: the cluster refuses filesystem '%s' to this client: it "
 				"needs a key of that filesystem (--key-file, $SHOAL_KEY_FILE or "
-				"$SHOAL_KEY; docs/security.md), not revoked\n",
+				"$SHOAL_KEY; docs/security.md), not revoked; an encrypted one also "
+				"its file system key (--fs-key-file, $SHOAL_FS_KEY_FILE)\n",
 				o->fs);
 		else if (rc < 0)
 			fprintf(stderr, "shoal: filesystem '%s': %s\n", o->fs, sh_strerror(rc));

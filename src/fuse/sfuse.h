@@ -33,6 +33,8 @@ struct sfuse_opts {
 	unsigned frag_kb;     /* -o frag=KiB: the fragment size of the stripes written */
 	const char *log;      /* where a daemon logs (default: syslog-less: nowhere) */
 	const char *key_file; /* --key-file: the client's key (NULL: $SHOAL_KEY, $SHOAL_KEY_FILE) */
+	/* --fs-key-file: what opens an encrypted file system (NULL: $SHOAL_FS_KEY, ..._FILE) */
+	const char *fs_key_file;
 };
 
 struct sfuse {

@@ -125,8 +125,10 @@ cleaner_cfg(struct cleaner *k, const struct cfg *c, uint64_t self)
 		rank += c->nodes[i].id < self;
 	pthread_mutex_lock(&k->mu);
 	k->nfs = 0;
+	/* not encrypted ones: no node holds their key (a client with it cleans them) */
 	for (uint32_t i = 0; i < c->nfs && i < CFG_FS_MAX; i++)
-		snprintf(k->fs[k->nfs++], CFG_NAME_MAX, "%s", c->fs[i].name);
+		if (!c->fs[i].sealed)
+			snprintf(k->fs[k->nfs++], CFG_NAME_MAX, "%s", c->fs[i].name);
 	k->rank = rank;
 	k->nnodes = c->nnodes;
 	k->nbuckets = c->nbuckets;

@@ -63,6 +63,11 @@ class Cluster:
         self.mkfs(FS)
 
     def mkfs(self, name, *extra):
+        if os.environ.get("SH_ENCRYPT_ALL") and "--encrypt" not in extra:
+            # every file system encrypted (make test-encrypted): one key, given to every client
+            key = os.path.abspath(os.path.join(self.dir, "encrypt-all.key"))
+            extra += ("--encrypt", key)
+            os.environ["SHOAL_FS_KEY_FILE"] = key
         self.shoal("fs", "create", name, "--protection", "4+2", *extra)
         end = time.time() + 20
         while time.time() < end:

@@ -335,3 +335,35 @@ def test_diff_between_snapshots_names_what_changed(cluster):
         assert e.value.errno == errno.EINVAL
         with pytest.raises(FileNotFoundError):
             f.diff("p1", "nope")
+
+
+def test_encrypted_filesystem_reads_with_its_key_only(cluster, tmp_path, monkeypatch):
+    """An encrypted file system (docs/security.md): the binding reads and writes it with the
+    key in $SHOAL_FS_KEY_FILE, text and binary, torch-sized and small; without the key, or
+    with another, connecting is a PermissionError that says why."""
+    import shoal
+
+    key = str(tmp_path / "fs.key")
+    monkeypatch.setenv("SHOAL_FS_KEY_FILE", key)  # (made by the create)
+    cluster.mkfs("pysec", "--encrypt", key)
+    blob = os.urandom(3 << 20) + b"tail"
+    with shoal.connect("pysec", cluster.addr) as f:
+        f.write_bytes("/big", blob)
+        f.write_bytes("/small", b"a few bytes")
+        with f.open("/t.txt", "w") as t:
+            t.write("line\n" * 1000)
+        assert f.read_bytes("/big") == blob
+        assert f.read_bytes("/small") == b"a few bytes"
+        with f.open("/big", "rb") as r:
+            r.seek(1 << 20)
+            assert r.read(5000) == blob[1 << 20:(1 << 20) + 5000]
+        assert f.open("/t.txt").read() == "line\n" * 1000
+    monkeypatch.delenv("SHOAL_FS_KEY_FILE")
+    with pytest.raises(PermissionError) as e:
+        shoal.connect("pysec", cluster.addr)
+    assert "SHOAL_FS_KEY" in str(e.value)
+    other = str(tmp_path / "other.key")
+    monkeypatch.setenv("SHOAL_FS_KEY_FILE", other)
+    cluster.mkfs("pysec2", "--encrypt", other)
+    with pytest.raises(PermissionError):
+        shoal.connect("pysec", cluster.addr)

@@ -45,6 +45,7 @@ struct shf_options {
 	char *protection;
 	unsigned int frag_kb;
 	char *key_file;
+	char *fs_key_file;
 };
 
 static struct fio_option shf_fio_options[] = {
@@ -94,6 +95,16 @@ static struct fio_option shf_fio_options[] = {
 	    .off1 = offsetof(struct shf_options, key_file),
 	    .help = "The client's key (sk1.ID.HEX, mode 0600; default $SHOAL_KEY, "
 		    "$SHOAL_KEY_FILE): docs/security.md",
+	    .category = FIO_OPT_C_ENGINE,
+	    .group = FIO_OPT_G_INVALID,
+	},
+	{
+	    .name = "shoal_fs_key_file",
+	    .lname = "Shoal file system key file",
+	    .type = FIO_OPT_STR_STORE,
+	    .off1 = offsetof(struct shf_options, fs_key_file),
+	    .help = "What opens an encrypted file system (sek1.HEX, mode 0600; default "
+		    "$SHOAL_FS_KEY, $SHOAL_FS_KEY_FILE): docs/security.md",
 	    .category = FIO_OPT_C_ENGINE,
 	    .group = FIO_OPT_G_INVALID,
 	},
@@ -503,7 +514,9 @@ static int
 shf_connect(struct thread_data *td, struct shf_data *d)
 {
 	struct shf_options *o = td->eo;
-	struct sh_client_opts co = { .frag_kb = o->frag_kb, .key_file = o->key_file };
+	struct sh_client_opts co = { .frag_kb = o->frag_kb,
+				     .key_file = o->key_file,
+				     .fs_key_file = o->fs_key_file };
 	int rc;
 
 	rc = sh_client_connect(o->cluster, &co, &d->c);

@@ -56,7 +56,7 @@ cmd_mount(struct cli *c, int argc, char **argv)
 		.readahead_kb = 4096,
 		.max_io_kb = 1024,
 	};
-	static char addr[512], key_file[PATH_MAX];
+	static char addr[512], key_file[PATH_MAX], fs_key_file[PATH_MAX];
 	const char *what = NULL;
 	int rc;
 
@@ -71,17 +71,23 @@ cmd_mount(struct cli *c, int argc, char **argv)
 			if (realpath(argv[++i], key_file) == NULL)
 				usage_error("--key-file %s: %s", argv[i], strerror(errno));
 			o.key_file = key_file;
+		} else if (strcmp(argv[i], "--fs-key-file") == 0 && i + 1 < argc) {
+			if (realpath(argv[++i], fs_key_file) == NULL)
+				usage_error("--fs-key-file %s: %s", argv[i], strerror(errno));
+			o.fs_key_file = fs_key_file;
 		} else if (what == NULL)
 			what = argv[i];
 		else if (o.dir == NULL)
 			o.dir = argv[i];
 		else
-			usage_error("mount [ADDR/]FS DIR [-f] [-o OPTIONS] [--key-file FILE]: "
+			usage_error("mount [ADDR/]FS DIR [-f] [-o OPTIONS] [--key-file FILE] "
+				    "[--fs-key-file FILE]: "
 				    "unexpected '%s'",
 				    argv[i]);
 	}
 	if (what == NULL || o.dir == NULL)
-		usage_error("mount [ADDR/]FS DIR [-f] [-o OPTIONS] [--key-file FILE]");
+		usage_error(
+		    "mount [ADDR/]FS DIR [-f] [-o OPTIONS] [--key-file FILE] [--fs-key-file FILE]");
 	if (o.coherent) {
 		/* every stat and lookup asks the client, whose caches the cluster recalls */
 		o.attr_timeout = 0;

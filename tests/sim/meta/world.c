@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The simulator's metadata world: backends, the client, synchronous calls (world.h). */
+#include "../../../src/base/secret.h"
 #include "../../../src/client/client_env.h"
+#include "../../../src/data/seal.h"
 #include "world.h"
 
 void
@@ -64,9 +66,23 @@ build_cfg(struct world *w)
 		SH_ASSERT_OK(cfg_apply(w->cfg, &d, msg, sizeof(msg)));
 	}
 	{
-		struct cfg_cmd f = { .op = CFG_OP_FS_CREATE, .d = 4, .p = 2 };
+		struct cfg_cmd f = { .op = CFG_OP_FS_CREATE, .d = 4, .p = 2, .sealed = w->sealed };
 
 		snprintf(f.name, sizeof(f.name), "fs1");
+		if (w->sealed) {
+			/* the key a client is given, and fs1's master key wrapped by it */
+			uint8_t kek[SEAL_KEY_LEN], master[SEAL_KEY_LEN];
+			char text[SEAL_KEK_TEXT];
+			struct sh_rand r;
+
+			sh_rand_seed(&r, w->seed ^ 0x5ea1);
+			sh_rand_fill(&r, kek, sizeof(kek));
+			sh_rand_fill(&r, master, sizeof(master));
+			SH_ASSERT_OK(seal_wrap(kek, master, f.wrapped));
+			seal_kek_format(kek, text);
+			snprintf(w->kek_file, sizeof(w->kek_file), "%s/fs.key", w->base);
+			SH_ASSERT_OK(sh_secret_write_text(w->kek_file, text));
+		}
 		SH_ASSERT_MSG(cfg_apply(w->cfg, &f, msg, sizeof(msg)) == 0, "%s", msg);
 	}
 	w->fs = w->cfg->fs[0].id;
@@ -528,10 +544,17 @@ world_add_node(struct world *w)
 void
 world_start_opts(struct world *w, uint64_t seed, uint64_t log_size, bool stores)
 {
+	world_start_sealed(w, seed, log_size, stores, false);
+}
+
+void
+world_start_sealed(struct world *w, uint64_t seed, uint64_t log_size, bool stores, bool sealed)
+{
 	memset(w, 0, sizeof(*w));
 	w->seed = seed;
 	w->log_size = log_size;
 	w->stores = stores;
+	w->sealed = sealed;
 	sh_rand_seed(&w->rng, seed);
 	snprintf(w->base, sizeof(w->base), "/tmp/shoal-simmeta-XXXXXX");
 	SH_ASSERT(mkdtemp(w->base) != NULL);
@@ -617,7 +640,9 @@ world_client(struct world *w, unsigned frag_kb, int i)
 	struct sim_node *sn;
 	int node = 1 + (int)(sh_rand_u64(&w->rng) % N);
 	struct sh_client_env e = { .drive = drive, .world = w };
-	struct sh_client_opts o = { .frag_kb = frag_kb, .timeout_ms = 20000 };
+	struct sh_client_opts o = { .frag_kb = frag_kb,
+				    .timeout_ms = 20000,
+				    .fs_key_file = w->sealed ? w->kek_file : NULL };
 	sh_client *c = NULL;
 
 	snprintf(name, sizeof(name), "client%d", i);

@@ -56,6 +56,9 @@ struct world {
 	uint32_t fs;
 	uint64_t log_size; /* of each group's Raft log */
 	bool stores;	   /* each node serves a drive target (id = node id) */
+	/* fs1 is encrypted (docs/security.md): clients are given kek_file, its key */
+	bool sealed;
+	char kek_file[96];
 	char base[64];
 	uint64_t at; /* reads (call) as of this version: a snapshot's (0: the newest) */
 	/* configuration changes the nodes proposed (snapshot states), for world_submits */
@@ -118,6 +121,9 @@ int leader_term(struct world *w, uint16_t bucket, uint64_t *term);
 void run_steady_leader(struct world *w, uint16_t bucket, uint64_t ns);
 /* Six backends (stores: a drive target each) and a client, groups formed; its end. */
 void world_start_opts(struct world *w, uint64_t seed, uint64_t log_size, bool stores);
+/* The same with fs1 encrypted (world.sealed): its key made from the seed. */
+void world_start_sealed(struct world *w, uint64_t seed, uint64_t log_size, bool stores,
+			bool sealed);
 void world_start(struct world *w, uint64_t seed, uint64_t log_size);
 void world_end(struct world *w);
 /* One more node, with an empty drive (target id = its id), joins the running world; its id. */

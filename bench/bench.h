@@ -3,12 +3,18 @@
 #ifndef SH_BENCH_BENCH_H
 #define SH_BENCH_BENCH_H
 
+#include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
 #include <shoal/client.h>
 #include <shoal/sh_errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -127,6 +133,113 @@ bench_token(void)
 	static char t[SH_TOKEN_LEN + 1];
 
 	return sh_token_env(t) > 0 ? t : NULL;
+}
+
+/* One thread's share of a sequential pass (bench_sequential). */
+struct bench_seq {
+	pthread_t th;
+	sh_fs *fs;
+	const char *path;
+	bool write;
+	unsigned idx;
+	uint64_t part;
+	int err;
+};
+
+static inline void *
+bench_seq_thread(void *arg)
+{
+	struct bench_seq *q = arg;
+	char *buf = malloc(1u << 20);
+	uint64_t off = q->idx * q->part;
+	sh_file *f = NULL;
+	int rc = buf ? sh_open(q->fs, q->path, q->write ? O_WRONLY | O_CREAT : O_RDONLY, 0644, &f)
+		     : -ENOMEM;
+
+	for (size_t i = 0; buf && i < (1u << 20); i++)
+		buf[i] = (char)(i * 7 + q->idx + (i >> 12) * 13); /* no two 4 KiB alike */
+	for (uint64_t done = 0; rc == 0 && done < q->part; done += 1u << 20) {
+		long n = q->write ? sh_pwrite(f, buf, 1u << 20, off + done)
+				  : sh_pread(f, buf, 1u << 20, off + done);
+
+		if (n != (long)(1u << 20))
+			rc = n < 0 ? (int)n : -EIO;
+	}
+	if (f && sh_close(f) < 0 && rc == 0)
+		rc = -EIO;
+	free(buf);
+	q->err = rc;
+	return NULL;
+}
+
+#define BENCH_SEQ_INFLIGHT 8
+
+/*
+ * MiB/s of one sequential pass over bytes of fs's file at path (made if
+ * need be): 1 MiB calls, BENCH_SEQ_INFLIGHT threads each on its part. A
+ * failure ends the benchmark.
+ */
+static inline double
+bench_sequential(const char *name, sh_fs *fs, const char *path, uint64_t bytes, bool write)
+{
+	struct bench_seq q[BENCH_SEQ_INFLIGHT];
+	uint64_t part = bytes / BENCH_SEQ_INFLIGHT / (1u << 20) * (1u << 20);
+	double t0 = bench_now();
+
+	for (unsigned i = 0; i < BENCH_SEQ_INFLIGHT; i++) {
+		q[i] = (struct bench_seq){
+			.fs = fs, .path = path, .write = write, .idx = i, .part = part
+		};
+		pthread_create(&q[i].th, NULL, bench_seq_thread, &q[i]);
+	}
+	for (unsigned i = 0; i < BENCH_SEQ_INFLIGHT; i++) {
+		pthread_join(q[i].th, NULL);
+		if (q[i].err < 0)
+			bench_die(name, "%s: %s", write ? "write" : "read", sh_strerror(q[i].err));
+	}
+	return (double)(part * BENCH_SEQ_INFLIGHT) / (1u << 20) / (bench_now() - t0);
+}
+
+/*
+ * CPU seconds so far of the local cluster in dir's daemons (its
+ * local.json's pids), and in *self this process's.
+ */
+static inline double
+bench_cpu(const char *dir, double *self)
+{
+	char path[4096 + 32];
+	json_t *j;
+	double s = 0;
+	struct rusage ru;
+	long tck = sysconf(_SC_CLK_TCK);
+
+	snprintf(path, sizeof(path), "%.4000s/local.json", dir);
+	j = json_load_file(path, 0, NULL);
+	for (size_t i = 0; j && i < json_array_size(json_object_get(j, "pids")); i++) {
+		int pid = (int)json_integer_value(json_array_get(json_object_get(j, "pids"), i));
+		char p[64], buf[1024];
+		unsigned long ut = 0, st = 0;
+		FILE *f;
+
+		snprintf(p, sizeof(p), "/proc/%d/stat", pid);
+		f = fopen(p, "r");
+		if (f && fgets(buf, sizeof(buf), f)) {
+			char *q = strrchr(buf, ')');
+
+			/* fields after the command: state is 3rd; utime 14th, stime 15th */
+			if (q &&
+			    sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+				   &ut, &st) == 2)
+				s += (double)(ut + st) / (double)tck;
+		}
+		if (f)
+			fclose(f);
+	}
+	json_decref(j);
+	getrusage(RUSAGE_SELF, &ru);
+	*self = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+		(double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+	return s;
 }
 
 /*

@@ -10,14 +10,22 @@
  *           against plain, alternating rounds, the best round of each
  *   stream  1 MiB messages one way, the same way
  *
- * Encryption at rest is not built yet (docs/security.md): its two ratios
- * print as null.
+ *   at rest a 6-node local cluster (4+2, no compression) with two file
+ *           systems, one encrypted (shoal fs create --encrypt): the same
+ *           sequential write and read (1 MiB x 8 in flight, SH_BENCH_MIB
+ *           MiB, 512 by default) of each, alternating (which goes first
+ *           too), four rounds, the best of each, with the CPU seconds per GiB of the client and
+ *           of the nodes; and what encrypting and decrypting stripe data
+ *           costs alone (seal.h: AES-256-XTS in 4 KiB units)
  *
- * Ends with: BENCH crypto {"enc_write_vs_plain":null,"enc_read_vs_plain":null,
- *   "auth_rpc_rate_vs_plain":R,"auth_stream_vs_plain":R,"mac_ns_1472":X,"mac_gbs_64k":X}
- * Usage: crypto [seconds per round, default 1]
+ * Ends with: BENCH crypto {"enc_write_vs_plain":R,"enc_read_vs_plain":R,
+ *   "auth_rpc_rate_vs_plain":R,"auth_stream_vs_plain":R,"mac_ns_1472":X,"mac_gbs_64k":X,
+ *   "seal_gbs":X,"open_gbs":X}
+ * Usage: crypto [seconds per round, default 1]   (SH_BENCH_MIB=0: no cluster part, null)
  */
 #include <errno.h>
+#include <libgen.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -25,8 +33,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../src/data/seal.h"
 #include "../src/env/env_real.h"
 #include "../src/net/auth.h"
+#include "bench.h"
 
 static double secs = 1.0;
 static const uint8_t key[NET_AUTH_KEY_LEN] = { 0x42, 0x13 };
@@ -189,10 +199,98 @@ mac_ns(struct net_auth *a, size_t len)
 	return (double)(sh_clock_mono_ns() - t0) / n;
 }
 
+/* ---- at rest ---- */
+
+/* GB/s of encrypting (or decrypting) a 512 KiB stripe's data in place on this core (seal.h). */
+static double
+seal_gbs(bool enc)
+{
+	static uint8_t data[512 << 10];
+	uint8_t master[SEAL_KEY_LEN] = { 9 };
+	struct seal_keys k;
+	unsigned n = 1000;
+	double t0;
+
+	seal_keys_init(&k, master);
+	memset(data, 0x5a, sizeof(data));
+	t0 = bench_now();
+	for (unsigned i = 0; i < n; i++)
+		if (seal_units(&k, i + 1, 0, data, data, sizeof(data), enc) < 0)
+			exit(1);
+	return (double)n * sizeof(data) / (bench_now() - t0) / 1e9;
+}
+
+/*
+ * The at-rest rounds: *w and *r the encrypted file system's sequential
+ * write and read rates over the plain one's (best rounds); 0 without a
+ * cluster (SH_BENCH_MIB=0).
+ */
+static void
+at_rest(const char *argv0, double *w, double *r)
+{
+	unsigned mib = getenv("SH_BENCH_MIB") ? (unsigned)atoi(getenv("SH_BENCH_MIB")) : 512;
+	unsigned port = getenv("SH_BENCH_PORT") ? (unsigned)atoi(getenv("SH_BENCH_PORT")) : 7840;
+	char self[PATH_MAX], bin[PATH_MAX + 16], tmp[] = "/var/tmp/shoal-bench-crypto-XXXXXX";
+	char addr[64], key[PATH_MAX];
+	double best[2][2] = { { 0, 0 }, { 0, 0 } }; /* [sealed][write] */
+	sh_client *cl, *cl2;
+	sh_fs *fs[2];
+
+	*w = *r = 0;
+	if (mib < BENCH_SEQ_INFLIGHT)
+		return;
+	snprintf(self, sizeof(self), "%s", argv0);
+	snprintf(bin, sizeof(bin), "%s/../bin/shoal", dirname(self));
+	if (mkdtemp(tmp) == NULL)
+		bench_die("bench/crypto", "no temporary directory");
+	printf("at rest: 6-node local cluster in %s, 4+2, %u MiB per pass\n", tmp, mib);
+	fflush(stdout);
+	bench_cluster_fs("bench/crypto", bin, tmp, port, mib / 1024 + 2, "plain", "/data", &cl,
+			 &fs[0]);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+	snprintf(key, sizeof(key), "%s/fs.key", tmp);
+	bench_sh("bench/crypto",
+		 "%s --addr %s fs create sealed --protection 4+2 --compression none --encrypt %s "
+		 "2>/dev/null >/dev/null",
+		 bin, addr, key);
+	setenv("SHOAL_FS_KEY_FILE", key, 1);
+	bench_connect_fs("bench/crypto", addr, "sealed", "/data", &cl2, &fs[1]);
+	for (int round = 0; round < 4; round++)
+		for (int i = 0; i < 2; i++) {
+			int sealed =
+			    i ^ (round & 1); /* which goes first: each, every other round */
+			double c0, d0 = bench_cpu(tmp, &c0), c1, d1, c2, d2, wr, rd;
+
+			wr = bench_sequential("bench/crypto", fs[sealed], "/data",
+					      (uint64_t)mib << 20, true);
+			d1 = bench_cpu(tmp, &c1);
+			rd = bench_sequential("bench/crypto", fs[sealed], "/data",
+					      (uint64_t)mib << 20, false);
+			d2 = bench_cpu(tmp, &c2);
+			/* CPU seconds per GiB: the client's, the daemons' */
+			printf(
+			    "round %d, %s: write %.0f MiB/s (CPU s/GiB client %.2f, nodes %.2f), "
+			    "read %.0f MiB/s (client %.2f, nodes %.2f)\n",
+			    round + 1, sealed ? "encrypted" : "plain", wr, (c1 - c0) * 1024 / mib,
+			    (d1 - d0) * 1024 / mib, rd, (c2 - c1) * 1024 / mib,
+			    (d2 - d1) * 1024 / mib);
+			fflush(stdout);
+			best[sealed][1] = wr > best[sealed][1] ? wr : best[sealed][1];
+			best[sealed][0] = rd > best[sealed][0] ? rd : best[sealed][0];
+		}
+	sh_fs_close(fs[1]);
+	sh_client_close(cl2);
+	sh_fs_close(fs[0]);
+	sh_client_close(cl);
+	*w = best[1][1] / best[0][1];
+	*r = best[1][0] / best[0][0];
+}
+
 int
 main(int argc, char **argv)
 {
-	double rate[2] = { 0, 0 }, stream[2] = { 0, 0 }, m100, m1472, m64k;
+	double rate[2] = { 0, 0 }, stream[2] = { 0, 0 }, m100, m1472, m64k, sg, og, ew, er;
+	char encw[16] = "null", encr[16] = "null";
 	struct env *env = env_real_create(NULL);
 	struct net_auth *a;
 
@@ -218,9 +316,20 @@ main(int argc, char **argv)
 			stream[auth] = s > stream[auth] ? s : stream[auth];
 		}
 	}
-	printf("BENCH crypto {\"enc_write_vs_plain\":null,\"enc_read_vs_plain\":null,"
+	sg = seal_gbs(true);
+	og = seal_gbs(false);
+	printf(
+	    "AES-256-XTS of stripe data: encrypting %.2f GB/s, decrypting %.2f GB/s (one core)\n",
+	    sg, og);
+	fflush(stdout);
+	at_rest(argv[0], &ew, &er);
+	if (ew > 0)
+		snprintf(encw, sizeof(encw), "%.3f", ew);
+	if (er > 0)
+		snprintf(encr, sizeof(encr), "%.3f", er);
+	printf("BENCH crypto {\"enc_write_vs_plain\":%s,\"enc_read_vs_plain\":%s,"
 	       "\"auth_rpc_rate_vs_plain\":%.3f,\"auth_stream_vs_plain\":%.3f,\"mac_ns_1472\":%.0f,"
-	       "\"mac_gbs_64k\":%.2f}\n",
-	       rate[1] / rate[0], stream[1] / stream[0], m1472, 65000 / m64k);
+	       "\"mac_gbs_64k\":%.2f,\"seal_gbs\":%.2f,\"open_gbs\":%.2f}\n",
+	       encw, encr, rate[1] / rate[0], stream[1] / stream[0], m1472, 65000 / m64k, sg, og);
 	return 0;
 }

@@ -33,8 +33,6 @@
 
 #include "bench.h"
 
-#define MIB	  (1u << 20)
-#define INFLIGHT  8
 #define QD	  32
 #define QD1_READS 2000
 #define QD32_SECS 5
@@ -42,7 +40,6 @@
 static char bin[PATH_MAX], dir[PATH_MAX];
 static sh_fs *fs;
 static uint64_t file_size;
-static long clk_tck;
 
 #define die(...) bench_die("bench/data", __VA_ARGS__)
 
@@ -50,89 +47,16 @@ static long clk_tck;
 static double
 cpu_seconds(void)
 {
-	char path[PATH_MAX + 32];
-	json_t *j;
-	double s = 0;
-	struct rusage ru;
+	double self, daemons = bench_cpu(dir, &self);
 
-	snprintf(path, sizeof(path), "%s/local.json", dir);
-	j = json_load_file(path, 0, NULL);
-	for (size_t i = 0; j && i < json_array_size(json_object_get(j, "pids")); i++) {
-		int pid = (int)json_integer_value(json_array_get(json_object_get(j, "pids"), i));
-		char p[64], buf[1024];
-		unsigned long ut = 0, st = 0;
-		FILE *f;
-
-		snprintf(p, sizeof(p), "/proc/%d/stat", pid);
-		f = fopen(p, "r");
-		if (f && fgets(buf, sizeof(buf), f)) {
-			char *q = strrchr(buf, ')');
-
-			/* fields after the command: state is 3rd; utime 14th, stime 15th */
-			if (q &&
-			    sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-				   &ut, &st) == 2)
-				s += (double)(ut + st) / (double)clk_tck;
-		}
-		if (f)
-			fclose(f);
-	}
-	json_decref(j);
-	getrusage(RUSAGE_SELF, &ru);
-	s += (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-	     ru.ru_stime.tv_usec / 1e6;
-	return s;
-}
-
-struct seq {
-	bool write;
-	unsigned idx;
-	pthread_t th;
-	int err;
-};
-
-static void *
-seq_thread(void *arg)
-{
-	struct seq *q = arg;
-	uint64_t part = file_size / INFLIGHT, off = part * q->idx;
-	char *buf = malloc(MIB);
-	sh_file *f;
-	int rc = sh_open(fs, "/data", q->write ? O_WRONLY : O_RDONLY, 0644, &f);
-
-	for (size_t i = 0; buf && i < MIB; i++)
-		buf[i] = (char)(i * 7 + q->idx);
-	for (uint64_t done = 0; rc == 0 && done < part; done += MIB) {
-		long n = q->write ? sh_pwrite(f, buf, MIB, off + done)
-				  : sh_pread(f, buf, MIB, off + done);
-
-		if (n != (long)MIB)
-			rc = n < 0 ? (int)n : -EIO;
-	}
-	if (f && sh_close(f) < 0 && rc == 0)
-		rc = -EIO;
-	free(buf);
-	q->err = rc;
-	return NULL;
+	return daemons + self;
 }
 
 /* GiB/s of one pass. */
 static double
 sequential(bool write)
 {
-	struct seq q[INFLIGHT];
-	double t0 = bench_now();
-
-	for (unsigned i = 0; i < INFLIGHT; i++) {
-		q[i] = (struct seq){ .write = write, .idx = i };
-		pthread_create(&q[i].th, NULL, seq_thread, &q[i]);
-	}
-	for (unsigned i = 0; i < INFLIGHT; i++) {
-		pthread_join(q[i].th, NULL);
-		if (q[i].err < 0)
-			die("%s: %s", write ? "write" : "read", sh_strerror(q[i].err));
-	}
-	return (double)file_size / (1u << 30) / (bench_now() - t0);
+	return bench_sequential("bench/data", fs, "/data", file_size, write) / 1024;
 }
 
 static int
@@ -207,7 +131,6 @@ main(int argc, char **argv)
 	sh_file *f;
 
 	(void)argc;
-	clk_tck = sysconf(_SC_CLK_TCK);
 	snprintf(self, sizeof(self), "%s", argv[0]);
 	snprintf(bin, sizeof(bin), "%s/../bin/shoal", dirname(self));
 	if (gib == 0 || mkdtemp(tmp) == NULL)
@@ -226,7 +149,7 @@ main(int argc, char **argv)
 	cr = (cpu_seconds() - c0) / gib;
 	printf("sequential 1 MiB x %d in flight: write %.3f GiB/s (%.1f CPU s/GiB), read %.3f "
 	       "GiB/s (%.1f CPU s/GiB)\n",
-	       INFLIGHT, w, cw, r, cr);
+	       BENCH_SEQ_INFLIGHT, w, cw, r, cr);
 	fflush(stdout);
 
 	/* 4 KiB random reads: queue depth 1, latency */

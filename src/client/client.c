@@ -598,6 +598,9 @@ client_fs_keys(sh_client *c, uint32_t id, const char *name, struct seal_keys **o
 		if (rc == -EACCES)
 			sh_log_error("filesystem %s: the file system key given does not open it",
 				     name);
+		else if (rc < 0)
+			sh_log_error("filesystem %s: unwrapping its key: %s", name,
+				     sh_strerror(rc));
 	} else {
 		sh_log_error("filesystem %s is encrypted: %s", name,
 			     rc == -ENOKEY   ? "no file system key given (--fs-key-file, "
@@ -611,10 +614,15 @@ client_fs_keys(sh_client *c, uint32_t id, const char *name, struct seal_keys **o
 	explicit_bzero(kek, sizeof(kek));
 	if (rc == 0 && (*out = sh_malloc(sizeof(**out))) == NULL)
 		rc = -ENOMEM;
-	if (rc == 0)
-		seal_keys_init(*out, master);
+	if (rc == 0 && (rc = seal_keys_init(*out, master)) < 0) {
+		sh_log_error("filesystem %s: deriving its keys: %s", name, sh_strerror(rc));
+		seal_keys_wipe(*out);
+		sh_free(*out);
+		*out = NULL;
+	}
 	explicit_bzero(master, sizeof(master));
-	return rc == -ENOMEM || rc == 0 ? rc : -EACCES;
+	/* the key's faults are the caller's (EACCES); the machine's are not */
+	return rc == 0 || rc == -ENOMEM || rc == -EIO ? rc : -EACCES;
 }
 
 int
@@ -822,6 +830,8 @@ start(sh_client *c, struct env *env, uint64_t node, const char *addr)
 			env_real_destroy(c->env);
 		pthread_mutex_destroy(&c->mu);
 		pthread_cond_destroy(&c->cv);
+		explicit_bzero(c->key, sizeof(c->key));
+		sh_free(c->fs_key_file);
 		sh_free(c);
 		return -ENOMEM;
 	}
@@ -921,6 +931,7 @@ client_new(const struct sh_client_opts *opts, bool env, int *rc)
 	c->fs_key_env = env;
 	if (opts && opts->fs_key_file && *opts->fs_key_file &&
 	    (c->fs_key_file = sh_strdup(opts->fs_key_file)) == NULL) {
+		explicit_bzero(c->key, sizeof(c->key));
 		sh_free(c);
 		return NULL;
 	}

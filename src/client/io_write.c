@@ -153,9 +153,9 @@ struct wstripe {
 	uint32_t frag;
 	uint16_t bucket; /* whom its id names: who is asked whether it is still needed */
 	uint64_t stripe; /* set once written */
-	/* an encrypted file system's: the id its data is encrypted under now (in place, under
-	 * each attempt's id: seal.h), 0: still plain */
-	uint64_t sealed_as;
+	/* an encrypted file system's: this attempt's ciphertext of data (seal.h), the parity
+	 * after it; NULL otherwise */
+	struct sh_buf *cbuf;
 	uint64_t targets[EC_N_MAX];
 	uint8_t *parity[EC_P_MAX];
 	struct dcall puts[EC_N_MAX];
@@ -200,37 +200,45 @@ frag_for(const sh_file *f, size_t len)
 		   : (uint32_t)(((len + d - 1) / d + SMALL_ALIGN - 1) / SMALL_ALIGN * SMALL_ALIGN);
 }
 
-/* The parity fragments of w's data fragments. */
+/* The parity fragments of the d data fragments at data. */
 static void
-parity(sh_file *f, struct wstripe *w)
+parity(sh_file *f, struct wstripe *w, uint8_t *data)
 {
 	unsigned d = ndata(f), n = nfrags(f);
 	uint8_t *frags[EC_N_MAX];
 
 	for (unsigned i = 0; i < n; i++)
-		frags[i] = i < d ? w->data + (size_t)i * w->frag : w->parity[i - d];
+		frags[i] = i < d ? data + (size_t)i * w->frag : w->parity[i - d];
 	ec_encode(&f->fs->code, w->frag, (const uint8_t *const *)frags, w->parity);
 }
 
 /*
- * An encrypted file system's stripe: its data encrypted in place under
- * its id now (seal.h; decrypted first from an earlier attempt's id), and
- * its parity made of that, so that no node ever needs a key to heal it.
+ * An encrypted file system's stripe, for this attempt: its data encrypted
+ * under its id now (seal.h) into a buffer of its own, and the parity of
+ * that after it, so that no node ever needs a key to heal it. Never in
+ * place: an earlier attempt's sends may still hold its buffers and send
+ * them again (they stay ciphertext; the plain bytes are never sent).
  */
 static int
 seal_stripe(sh_file *f, struct wstripe *w)
 {
 	size_t len = (size_t)ndata(f) * w->frag;
-	int rc = 0;
+	struct sh_buf *cb = sh_buf_create((size_t)nfrags(f) * w->frag, 0);
+	int rc = cb == NULL ? -ENOMEM
+			    : seal_units(f->fs->keys, w->stripe, 0, w->data, cb->data, len, true);
 
-	if (w->sealed_as != 0)
-		rc = seal_units(f->fs->keys, w->sealed_as, 0, w->data, w->data, len, false);
-	if (rc == 0)
-		rc = seal_units(f->fs->keys, w->stripe, 0, w->data, w->data, len, true);
-	w->sealed_as = rc == 0 ? w->stripe : 0;
-	if (rc == 0)
-		parity(f, w);
-	return rc;
+	if (rc < 0) {
+		sh_buf_put(cb);
+		return rc;
+	}
+	sh_buf_put(w->cbuf); /* (the sessions keep what they still send) */
+	sh_buf_put(w->pbuf);
+	w->cbuf = cb;
+	w->pbuf = sh_buf_get(cb);
+	for (unsigned i = 0; i < f->fs->code.p; i++)
+		w->parity[i] = cb->data + len + (size_t)i * w->frag;
+	parity(f, w, cb->data);
+	return 0;
 }
 
 /*
@@ -255,7 +263,7 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 	uint64_t deadline = env_clock(f->fs->c->env) + f->fs->c->timeout_ns;
 	int rc = calls == NULL ? -ENOMEM : 0;
 
-	for (unsigned j = 0; rc == 0 && j < k; j++) {
+	for (unsigned j = 0; rc == 0 && j < k && !f->fs->keys; j++) {
 		size_t at =
 		    w[j].dbuf ? (size_t)(w[j].data - w[j].dbuf->data) + (size_t)d * w[j].frag : 0;
 
@@ -271,10 +279,11 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 			rc = -ENOMEM;
 		for (unsigned i = 0; rc == 0 && i < f->fs->code.p; i++)
 			w[j].parity[i] = w[j].pbuf->data + at + (size_t)i * w[j].frag;
-		if (rc == 0 && !f->fs->keys)
-			parity(f, &w[j]);
-		w[j].done = false;
+		if (rc == 0)
+			parity(f, &w[j], w[j].data);
 	}
+	for (unsigned j = 0; j < k; j++)
+		w[j].done = false;
 	for (int attempt = 0; rc == 0 && left > 0; attempt++) {
 		unsigned nc = 0;
 		bool only_full = true; /* every PUT that failed in this attempt: -ENOSPC */
@@ -290,6 +299,8 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 		if (attempt > 0)
 			client_sleep(f->fs->c, (attempt == 1 ? RETRY_US / 3 : RETRY_US) * 1000ull);
 		for (unsigned j = 0; rc == 0 && j < k; j++) {
+			uint8_t *sent; /* the data fragments sent: the data, or its ciphertext */
+
 			if (w[j].done)
 				continue;
 			w[j].stripe = (uint64_t)w[j].bucket << 48 |
@@ -297,6 +308,7 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 			/* encrypted: its data under this id's tweaks, and parity of that */
 			if (f->fs->keys && (rc = seal_stripe(f, &w[j])) < 0)
 				break;
+			sent = w[j].cbuf ? w[j].cbuf->data : w[j].data;
 			/* around targets out of space only while that keeps the protection:
 			 * a domain down is a reason to write degraded, a full drive is not */
 			rc = client_place(f->fs->c, w[j].stripe, n, f->fs->code.p, failed, nfailed,
@@ -314,11 +326,10 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 				*c = (struct dcall){ .op = NET_OP_STORE_PUT, .niov = 2 };
 				rc = client_target(f->fs->c, r.target, &c->peer, c->addr);
 				/* the bytes first, then the header (store_proto.h) */
-				c->iov[0] =
-				    (struct iovec){ i < d ? w[j].data + (size_t)i * w[j].frag
-							  : w[j].parity[i - d],
-						    w[j].frag };
-				c->zbuf = i < d ? w[j].dbuf : w[j].pbuf;
+				c->iov[0] = (struct iovec){ i < d ? sent + (size_t)i * w[j].frag
+								  : w[j].parity[i - d],
+							    w[j].frag };
+				c->zbuf = i < d ? (w[j].cbuf ? w[j].cbuf : w[j].dbuf) : w[j].pbuf;
 				c->zoff =
 				    c->zbuf
 					? (size_t)((uint8_t *)c->iov[0].iov_base - c->zbuf->data)
@@ -367,6 +378,8 @@ write_stripes(sh_file *f, struct wstripe *w, unsigned k)
 	for (unsigned j = 0; j < k; j++) {
 		sh_buf_put(w[j].pbuf); /* freed once its sends are acknowledged */
 		w[j].pbuf = NULL;
+		sh_buf_put(w[j].cbuf);
+		w[j].cbuf = NULL;
 		for (unsigned i = 0; i < f->fs->code.p; i++)
 			w[j].parity[i] = NULL;
 	}
@@ -555,7 +568,7 @@ dedup_once(sh_file *f, uint64_t off, uint8_t *buf, size_t fill, unsigned flags)
 		b[i].len = fill - (size_t)i * bl < bl ? fill - (size_t)i * bl : bl;
 		b[i].w = -1;
 		if (f->fs->keys) /* keyed: the nodes never learn a plain hash of the bytes */
-			seal_fingerprint(f->fs->keys, buf + (size_t)i * bl, b[i].len, b[i].fp);
+			rc = seal_fingerprint(f->fs->keys, buf + (size_t)i * bl, b[i].len, b[i].fp);
 		else
 			SHA256(buf + (size_t)i * bl, b[i].len, b[i].fp);
 		b[i].bucket = meta_fp_bucket(b[i].fp, f->fs->nbuckets);
@@ -823,10 +836,8 @@ flush_buf(sh_file *f)
 
 	if (f->fill == 0)
 		return 0;
-	if (f->fs->keys) {
-		/* encrypted: never inline (the bucket would hold the bytes as they are) */
-		f->checked = true;
-	} else if (f->buf_off + f->fill <= INLINE_MAX && !f->checked) {
+	/* (encrypted: never inline, where the bucket would hold the bytes as they are) */
+	if (f->buf_off + f->fill <= INLINE_MAX && !f->checked && !f->fs->keys) {
 		/* small: into what is inline (or nothing), kept with the inode, in one commit */
 		rc = inline_merge(f);
 		if (rc == 0) {

@@ -94,7 +94,11 @@ cfg_cmd_decode(const uint8_t *b, size_t len, struct cfg_cmd *cmd)
 	if (sh_dec_left(&d) > 0 && (u = sh_dec_bytes(&d, sizeof(cmd->key))) != NULL)
 		memcpy(cmd->key, u, sizeof(cmd->key)); /* since access keys */
 	if (sh_dec_left(&d) > 0) {		       /* since encrypted filesystems */
-		cmd->sealed = sh_dec_u8(&d) != 0;
+		uint8_t v = sh_dec_u8(&d);
+
+		if (v > 1)
+			return -EBADMSG;
+		cmd->sealed = v;
 		if ((u = sh_dec_bytes(&d, sizeof(cmd->wrapped))) != NULL)
 			memcpy(cmd->wrapped, u, sizeof(cmd->wrapped));
 	}

@@ -17,25 +17,28 @@
 #define SALT_LEN   16
 #define TAG_LEN	   16
 
-/* HMAC-SHA-256(key, what) into out. */
-static void
+/* HMAC-SHA-256(key, what) into out: 0, or -EIO (OpenSSL could not: out of memory). */
+static int
 mac(const uint8_t key[SEAL_KEY_LEN], const void *what, size_t len, uint8_t out[32])
 {
 	unsigned n = 32;
 
-	if (HMAC(EVP_sha256(), key, SEAL_KEY_LEN, what, len, out, &n) == NULL)
-		abort(); /* only a broken OpenSSL fails an HMAC */
+	return HMAC(EVP_sha256(), key, SEAL_KEY_LEN, what, len, out, &n) == NULL ? -EIO : 0;
 }
 
-void
+int
 seal_keys_init(struct seal_keys *k, const uint8_t master[SEAL_KEY_LEN])
 {
 	static const char d1[] = "shoal data key v1 a", d2[] = "shoal data key v1 b",
 			  dedup[] = "shoal dedup key v1";
 
-	mac(master, d1, sizeof(d1) - 1, k->data);
-	mac(master, d2, sizeof(d2) - 1, k->data + SEAL_KEY_LEN);
-	mac(master, dedup, sizeof(dedup) - 1, k->dedup);
+	if (mac(master, d1, sizeof(d1) - 1, k->data) < 0 ||
+	    mac(master, d2, sizeof(d2) - 1, k->data + SEAL_KEY_LEN) < 0 ||
+	    mac(master, dedup, sizeof(dedup) - 1, k->dedup) < 0) {
+		seal_keys_wipe(k);
+		return -EIO;
+	}
+	return 0;
 }
 
 void
@@ -101,8 +104,8 @@ gcm(const uint8_t base[SEAL_KEY_LEN], const uint8_t salt[SALT_LEN], const uint8_
 	EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
 	int n = 0, rc = -EIO;
 
-	mac(base, salt, SALT_LEN, key);
-	if (x == NULL || EVP_CipherInit_ex(x, EVP_aes_256_gcm(), NULL, key, iv, enc ? 1 : 0) != 1)
+	if (x == NULL || mac(base, salt, SALT_LEN, key) < 0 ||
+	    EVP_CipherInit_ex(x, EVP_aes_256_gcm(), NULL, key, iv, enc ? 1 : 0) != 1)
 		goto out;
 	if (EVP_CipherUpdate(x, NULL, &n, aad, (int)alen) != 1)
 		goto out;
@@ -123,10 +126,10 @@ out:
 	return rc;
 }
 
-void
+int
 seal_fingerprint(const struct seal_keys *k, const void *src, size_t len, uint8_t fp[32])
 {
-	mac(k->dedup, src, len, fp);
+	return mac(k->dedup, src, len, fp);
 }
 
 static const uint8_t wrap_aad[] = "shoal fs master key v1";

@@ -44,8 +44,8 @@ struct seal_keys {
 	uint8_t dedup[SEAL_KEY_LEN];
 };
 
-/* Derive the keys from a master key. */
-void seal_keys_init(struct seal_keys *k, const uint8_t master[SEAL_KEY_LEN]);
+/* Derive the keys from a master key: 0, or -EIO (OpenSSL could not; k wiped). */
+int seal_keys_init(struct seal_keys *k, const uint8_t master[SEAL_KEY_LEN]);
 /* Forget them (zeroed in a way the compiler keeps). */
 void seal_keys_wipe(struct seal_keys *k);
 
@@ -57,8 +57,8 @@ void seal_keys_wipe(struct seal_keys *k);
 int seal_units(const struct seal_keys *k, uint64_t stripe, uint64_t unit0, const void *in,
 	       void *out, size_t len, bool enc);
 
-/* A dedup fingerprint: HMAC-SHA-256(dedup key, the block's plain bytes). */
-void seal_fingerprint(const struct seal_keys *k, const void *src, size_t len, uint8_t fp[32]);
+/* A dedup fingerprint: HMAC-SHA-256(dedup key, the block's plain bytes). 0 or -EIO. */
+int seal_fingerprint(const struct seal_keys *k, const void *src, size_t len, uint8_t fp[32]);
 
 /* The master key wrapped by a KEK (random salt), and unwrapped: -EACCES for another KEK. */
 int seal_wrap(const uint8_t kek[SEAL_KEY_LEN], const uint8_t master[SEAL_KEY_LEN],

@@ -5,8 +5,9 @@ systems"), as tests/cluster/test_cluster.py:
 - `shoal fs create --encrypt KEYFILE` makes the file system key (mode 0600) and gives the
   cluster only the master key wrapped by it; listings and events say "encrypted";
 - what is written reads back exactly (compressible, random, small files; overwrites in the
-  middle), yet no byte run of it is on any drive file or in any datagram (a plain file system
-  written alongside shows that the search finds what is there);
+  middle; one written while a node is stopped, so that its stripes are written again), yet
+  no byte run of it is on any drive file or in any datagram (a plain file system written
+  alongside shows that the search finds what is there);
 - without a file system key, or with another, opening it is EACCES with the reason, never
   garbage; the key is taken from --fs-key-file, $SHOAL_FS_KEY_FILE or $SHOAL_FS_KEY;
 - dedup works within it: a second copy takes no new space;
@@ -17,6 +18,7 @@ Prints the closing line "N passed, N failed, N skipped".
 """
 import os
 import re
+import signal
 import stat
 import subprocess
 import sys
@@ -110,18 +112,38 @@ def encrypted_filesystem_keeps_only_ciphertext(c):
     ports = {c.port + n - 1 for n in range(1, c.nodes + 1)} | \
         {c.port + 100 + n - 1 for n in range(1, c.nodes + 1)}
     seen = []
-    sniffer = threading.Thread(target=lambda: seen.append(ts.sniff_shoal(ports, 6.0, True)))
+    sniffer = threading.Thread(target=lambda: seen.append(ts.sniff_shoal(ports, 14.0, True)))
     sniffer.start()
     time.sleep(0.3)
-    for name, b in data.items():
-        path = os.path.join(local, name)
-        with open(path, "wb") as f:
-            f.write(b)
-        rc, out = ts.run(c, env, "ns", "sec", "put", path, "/" + name, timeout=120)
-        check(rc == 0, "put %s: %s" % (name, out))
-        rc, out = ts.run(c, env, "ns", "sec", "get", "/" + name, path + ".back", timeout=120)
-        check(rc == 0 and ts.same_file(path, path + ".back"), "%s reads back wrong: %s" %
-              (name, out))
+    # the first file written while node 6 is stopped for longer than a PUT waits (5 s): the
+    # stripes placed on it are written again under new ids, around it, and what its sessions
+    # send again once it is back must be ciphertext too
+    victim = c.pids()[5]
+    os.kill(victim, signal.SIGSTOP)
+    waker = threading.Timer(7.0, lambda: os.kill(victim, signal.SIGCONT))
+    waker.start()
+    try:
+        for name in ("random", "text", "small"):
+            path = os.path.join(local, name)
+            with open(path, "wb") as f:
+                f.write(data[name])
+            t0 = time.time()
+            rc, out = ts.run(c, env, "ns", "sec", "put", path, "/" + name, timeout=120)
+            check(rc == 0, "put %s: %s" % (name, out))
+            if name == "random":
+                # the attempts that failed on it: their fragments released on the others
+                rel = sum(tc.total(tc.parse_metrics(tc.metrics_page(c, n)),
+                                   "shoal_rpc_requests_total", op="store.release")
+                          for n in range(1, 6))
+                print("  a put with node 6 stopped: %.1f s, %d fragments of failed attempts "
+                      "released" % (time.time() - t0, rel))
+                check(rel > 0, "no attempt failed on the stopped node: nothing was retried")
+            rc, out = ts.run(c, env, "ns", "sec", "get", "/" + name, path + ".back",
+                             timeout=120)
+            check(rc == 0 and ts.same_file(path, path + ".back"),
+                  "%s reads back wrong: %s" % (name, out))
+    finally:
+        waker.join()
     sniffer.join()
     # the plain file system, written the same: the search finds what is there
     ctl = os.path.join(local, "control")

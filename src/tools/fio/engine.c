@@ -403,7 +403,8 @@ shf_get_file_size(struct thread_data *td, struct fio_file *f)
 		return 0;
 	if (d != NULL && d->fs != NULL)
 		return shf_file_size(td, d->fs, f);
-	snprintf(key, sizeof(key), "%s|%s|%u", o->cluster, o->fs, o->frag_kb);
+	snprintf(key, sizeof(key), "%s|%s|%u|%s", o->cluster, o->fs, o->frag_kb,
+		 o->fs_key_file ? o->fs_key_file : "");
 	if (shf_setup.pid != getpid() || strcmp(shf_setup.key, key) != 0) {
 		shf_setup_close();
 		if (shf_connect(td, &shf_setup.d) < 0) {

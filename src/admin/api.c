@@ -27,6 +27,7 @@ admin_http_status(int err)
 	case -EEXIST:
 	case -EALREADY:
 	case -EBUSY:
+	case -ESTALE: /* a change over what another one changed first */
 		return 409;
 	case -ENOSPC:
 		return 422;
@@ -503,17 +504,7 @@ get_sealed(json_t *o, struct cfg_cmd *cmd, char *err, size_t elen)
 	rc = get_str(o, "wrapped_key", true, hex, sizeof(hex), err, elen);
 	if (rc < 0)
 		return rc;
-	for (unsigned i = 0; rc == 0 && i < CFG_WRAP_LEN; i++) {
-		int hi = sh_hex_digit((unsigned char)hex[2 * i]),
-		    lo = hi < 0 ? -1 : sh_hex_digit((unsigned char)hex[2 * i + 1]);
-
-		if (hi < 0 || lo < 0)
-			rc = -EINVAL;
-		else
-			cmd->wrapped[i] = (uint8_t)(hi << 4 | lo);
-	}
-	if (rc == 0 && hex[2 * CFG_WRAP_LEN] != '\0')
-		rc = -EINVAL;
+	rc = sh_unhex(hex, cmd->wrapped, CFG_WRAP_LEN) ? 0 : -EINVAL;
 	if (rc < 0)
 		snprintf(err, elen,
 			 "field \"wrapped_key\" must be %d hex digits (shoal fs create "

@@ -3,7 +3,8 @@
  * The admin API's access key routes (docs/admin-api.md, docs/security.md
  * "Clients' keys"): a file system's keys listed, made (the key's text is
  * in that answer and nowhere after: the cluster keeps it, but never shows
- * it again), and revoked.
+ * it again), and revoked; an encrypted file system's wrapped master key
+ * read and wrapped anew (docs/security.md "Rotation").
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -113,7 +114,7 @@ create(struct cluster *cl, struct admin_req *req, const char *fs)
 }
 
 static void
-on_revoked(void *arg, int status, const char *msg)
+on_ok(void *arg, int status, const char *msg)
 {
 	struct admin_req *req = arg;
 
@@ -121,6 +122,59 @@ on_revoked(void *arg, int status, const char *msg)
 		admin_reply_err(req, status, msg);
 	else
 		admin_reply_json(req, 200, json_pack("{s:b}", "ok", 1));
+}
+
+/*
+ * /v1/fs/FS/keys/wrapped (docs/security.md, "Rotation"): an encrypted
+ * filesystem's master key as the configuration keeps it, wrapped (GET:
+ * {"wrapped_key": hex}; no secret: only its clients' key opens it), and
+ * wrapped anew (PUT {"wrapped_key": the new, "replaces": the one read}):
+ * fs.rekey, refused (409) if another came first.
+ */
+static void
+wrapped(struct cluster *cl, struct admin_req *req, const struct cfg_fs *f)
+{
+	struct cfg_cmd cmd = { .op = CFG_OP_FS_REKEY };
+	uint8_t old[CFG_WRAP_LEN];
+	char hex[2 * CFG_WRAP_LEN + 1];
+	json_t *o;
+	int rc;
+
+	if (!f->sealed) {
+		admin_reply_err(req, -ENOENT, "the filesystem is not encrypted: it has no key");
+		return;
+	}
+	if (strcmp(req->method, "GET") == 0) {
+		sh_hex(f->wrapped, CFG_WRAP_LEN, hex);
+		admin_reply_json(req, 200,
+				 json_pack("{s:s, s:s}", "fs", f->name, "wrapped_key", hex));
+		return;
+	}
+	if (strcmp(req->method, "PUT") != 0) {
+		admin_reply(req, 405, NULL,
+			    "{\"error\":\"method not allowed\",\"code\":\"EINVAL\"}\n", 47);
+		return;
+	}
+	if ((o = admin_body_object(req)) == NULL)
+		return;
+	rc = sh_unhex(json_string_value(json_object_get(o, "wrapped_key")), cmd.wrapped,
+		      CFG_WRAP_LEN) &&
+		     sh_unhex(json_string_value(json_object_get(o, "replaces")), old, CFG_WRAP_LEN)
+		 ? 0
+		 : -EINVAL;
+	json_decref(o);
+	if (rc < 0) {
+		admin_reply_err(
+		    req, rc,
+		    "fields \"wrapped_key\" and \"replaces\" must be 128 hex digits each "
+		    "(shoal fs rekey makes them)");
+		return;
+	}
+	snprintf(cmd.name, sizeof(cmd.name), "%s", f->name);
+	memcpy(cmd.key, old, CFG_KEY_LEN);
+	rc = admin_submit(cl, &cmd, req, on_ok, req);
+	if (rc < 0)
+		admin_reply_err(req, rc, "cannot submit the change");
 }
 
 void
@@ -137,6 +191,10 @@ admin_key_handle(struct cluster *cl, struct admin_req *req, const char *fs, cons
 	if (f == NULL) {
 		snprintf(err, sizeof(err), "no filesystem '%s'", fs);
 		admin_reply_err(req, -ENOENT, err);
+		return;
+	}
+	if (strcmp(id, "wrapped") == 0) {
+		wrapped(cl, req, f);
 		return;
 	}
 	if (id[0] != '\0') {
@@ -163,7 +221,7 @@ admin_key_handle(struct cluster *cl, struct admin_req *req, const char *fs, cons
 	}
 	if (strcmp(req->method, "DELETE") == 0 && k != NULL) {
 		cmd.id = k->id;
-		rc = admin_submit(cl, &cmd, req, on_revoked, req);
+		rc = admin_submit(cl, &cmd, req, on_ok, req);
 		if (rc < 0)
 			admin_reply_err(req, rc, "cannot submit the change");
 		return;

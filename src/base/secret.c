@@ -125,6 +125,22 @@ sh_hex_digit(int c)
 	return -1;
 }
 
+bool
+sh_unhex(const char *s, uint8_t *out, size_t n)
+{
+	if (s == NULL || strlen(s) != 2 * n)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		int hi = sh_hex_digit((unsigned char)s[2 * i]),
+		    lo = hi < 0 ? -1 : sh_hex_digit((unsigned char)s[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return false;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return true;
+}
+
 void
 sh_hex(const uint8_t *b, size_t n, char *out)
 {

@@ -117,6 +117,8 @@ bool sh_bearer_ok(const char *authorization, const char *token);
 void sh_hex(const uint8_t *b, size_t n, char *out);
 /* A hex digit's value (either case), or -1. */
 int sh_hex_digit(int c);
+/* Exactly 2n hex digits (s NUL-ended) into n bytes: true, or false (out partly written). */
+bool sh_unhex(const char *s, uint8_t *out, size_t n);
 
 /* Token comparison in time that does not depend on where they differ. */
 bool sh_token_equal(const char *a, const char *b);

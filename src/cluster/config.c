@@ -842,6 +842,7 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		return cfg_check_snap(c, cmd, msg, len);
 	case CFG_OP_KEY_CREATE:
 	case CFG_OP_KEY_REVOKE:
+	case CFG_OP_FS_REKEY:
 		return cfg_check_key(c, cmd, msg, len);
 	}
 	return -EINVAL;
@@ -1080,6 +1081,7 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		break;
 	case CFG_OP_KEY_CREATE:
 	case CFG_OP_KEY_REVOKE:
+	case CFG_OP_FS_REKEY:
 		cfg_apply_key(c, cmd);
 		break;
 	}

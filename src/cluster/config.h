@@ -80,7 +80,10 @@
 	X(CFG_OP_NET_REMOVE, 19, "net.remove") /* id: the node; addr: the interface */           \
 	/* name: the filesystem; id: the key's id; state: enum cfg_key_access; key: its bytes */ \
 	X(CFG_OP_KEY_CREATE, 20, "key.create")                                                   \
-	X(CFG_OP_KEY_REVOKE, 21, "key.revoke") /* id: the key */
+	X(CFG_OP_KEY_REVOKE, 21, "key.revoke") /* id: the key */                                 \
+	/* name: an encrypted filesystem; wrapped: its master key wrapped anew; key: the first   \
+	 * CFG_KEY_LEN bytes of the wrapped key it replaces (docs/security.md "Rotation") */     \
+	X(CFG_OP_FS_REKEY, 22, "fs.rekey")
 
 enum cfg_op {
 #define CFG_OP_ENUM(id, num, name) id = (num),

@@ -38,12 +38,42 @@ oldest_revoked(const struct cfg *c)
 	return -1;
 }
 
+/*
+ * An encrypted filesystem's master key wrapped anew (under a new key of its
+ * clients): only over the wrapping it replaces (-ESTALE if another change
+ * came first), never by the same bytes (-EALREADY), never by none.
+ */
+static int
+check_rekey(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
+{
+	static const uint8_t none[CFG_WRAP_LEN];
+	const struct cfg_fs *f = cfg_fs_find(c, cmd->name);
+
+	if (f == NULL)
+		return cfg_fail(msg, len, -ENOENT, "no filesystem '%s'", cmd->name);
+	if (!f->sealed)
+		return cfg_fail(msg, len, -EINVAL, "filesystem %s is not encrypted", cmd->name);
+	if (memcmp(cmd->wrapped, none, CFG_WRAP_LEN) == 0)
+		return cfg_fail(msg, len, -EINVAL, "a new wrapped key is needed");
+	if (memcmp(f->wrapped, cmd->key, CFG_KEY_LEN) != 0)
+		return cfg_fail(
+		    msg, len, -ESTALE,
+		    "the key of filesystem %s was wrapped anew meanwhile: read it again",
+		    cmd->name);
+	if (memcmp(f->wrapped, cmd->wrapped, CFG_WRAP_LEN) == 0)
+		return cfg_fail(msg, len, -EALREADY, "filesystem %s has that wrapped key already",
+				cmd->name);
+	return 0;
+}
+
 int
 cfg_check_key(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 {
 	static const uint8_t zero[CFG_KEY_LEN];
 	const struct cfg_key *k;
 
+	if (cmd->op == CFG_OP_FS_REKEY)
+		return check_rekey(c, cmd, msg, len);
 	if (cmd->op == CFG_OP_KEY_REVOKE) {
 		k = cmd->id > UINT32_MAX ? NULL : cfg_key_find(c, (uint32_t)cmd->id);
 		if (k == NULL)
@@ -79,6 +109,15 @@ cfg_apply_key(struct cfg *c, const struct cfg_cmd *cmd)
 	const struct cfg_fs *f;
 	struct cfg_key *k;
 
+	if (cmd->op == CFG_OP_FS_REKEY) {
+		struct cfg_fs *rf = (struct cfg_fs *)cfg_fs_find(c, cmd->name);
+
+		memcpy(rf->wrapped, cmd->wrapped, CFG_WRAP_LEN);
+		cfg_event(c, cmd->time, 0,
+			  "filesystem %s: its master key wrapped under a new file system key",
+			  rf->name);
+		return;
+	}
 	if (cmd->op == CFG_OP_KEY_REVOKE) {
 		k = (struct cfg_key *)cfg_key_find(c, (uint32_t)cmd->id);
 		k->revoked = true;

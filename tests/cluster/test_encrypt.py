@@ -9,7 +9,8 @@ systems"), as tests/cluster/test_cluster.py:
   no byte run of it is on any drive file or in any datagram (a plain file system written
   alongside shows that the search finds what is there);
 - without a file system key, or with another, opening it is EACCES with the reason, never
-  garbage; the key is taken from --fs-key-file, $SHOAL_FS_KEY_FILE or $SHOAL_FS_KEY;
+  garbage; the key is taken from --fs-key-file, $SHOAL_FS_KEY_FILE or $SHOAL_FS_KEY; after
+  `shoal fs rekey` the new key opens it and the old one no longer does;
 - dedup works within it: a second copy takes no new space;
 - the mount reads and writes it.
 
@@ -219,8 +220,25 @@ def encrypted_filesystem_needs_its_key(c):
     os.chmod(loose, 0o644)
     rc, out = ts.run(c, dict(bare, SHOAL_FS_KEY_FILE=loose), "ns", "sec", "stat", "/x")
     check(rc != 0 and "chmod 600" in out, "a key file others may read: %s" % out)
-    # a plain file system needs none
+    # the key changed (fs rekey): the data stays, the new key opens it, the old one no more
+    new = os.path.join(local, "new.key")
+    rc, out = ts.run(c, env, "fs", "rekey", "sec", "--old", key, "--new", new)
+    check(rc == 0 and "no longer opens it" in out, "rekey: exit %d: %s" % (rc, out))
+    check(stat.S_IMODE(os.stat(new).st_mode) == 0o600, "the new key file is not 0600")
+    rc, out = ts.run(c, dict(bare, SHOAL_FS_KEY_FILE=new), "ns", "sec", "get", "/x", src + ".d")
+    check(rc == 0 and ts.same_file(src, src + ".d"), "read with the new key: %s" % out)
+    rc, out = ts.run(c, env, "ns", "sec", "stat", "/x")
+    check(rc != 0 and "EACCES" in out, "the old key after rekey: exit %d: %s" % (rc, out))
+    rc, out = ts.run(c, env, "fs", "rekey", "sec", "--old", key, "--new", other)
+    check(rc != 0 and "does not open" in out, "rekey with a key that no longer opens: %s" % out)
+    texts = [e["text"] for e in c.run_json(["events"], 1)]
+    check(any(re.search(r"filesystem sec: its master key wrapped under a new file system "
+                        r"key \(admin API from", t) for t in texts),
+          "the rekey is not in the events: %s" % texts[:4])
+    # a plain file system needs none, and has no key to change
     make_fs(c, "plain")
+    rc, out = ts.run(c, env, "fs", "rekey", "plain", "--old", key, "--new", new)
+    check(rc != 0 and "not encrypted" in out, "rekey of a plain file system: %s" % out)
     rc, out = ts.run(c, bare, "ns", "plain", "put", src, "/x")
     check(rc == 0, "a plain file system without a file system key: %s" % out)
 

@@ -153,18 +153,11 @@ cmd_key(struct cli *c, int argc, char **argv)
 	return 2;
 }
 
-/*
- * shoal fs create --encrypt KEYFILE (docs/security.md, "Encrypted file
- * systems"): the file system's master key is made here, wrapped by the key
- * in KEYFILE (made there, mode 0600, when the file does not exist), and only
- * the wrapped bytes go to the cluster: no node ever holds a key that opens
- * the file system's blocks.
- */
-void
-fs_encrypt_body(json_t *body, const char *path)
+/* The file system key in path (what: the option that named it), or a new one made there. */
+static void
+kek_load_or_make(const char *what, const char *path, uint8_t kek[SEAL_KEY_LEN])
 {
-	uint8_t kek[SEAL_KEY_LEN], master[SEAL_KEY_LEN], wrapped[SEAL_WRAPPED_LEN];
-	char text[SEAL_KEK_TEXT], hex[2 * SEAL_WRAPPED_LEN + 1];
+	char text[SEAL_KEK_TEXT];
 	int rc = access(path, F_OK) == 0 ? seal_kek_find(path, kek) : -ENOENT;
 
 	if (rc == -ENOENT) {
@@ -182,10 +175,27 @@ fs_encrypt_body(json_t *body, const char *path)
 				path);
 	}
 	if (rc < 0)
-		fail("--encrypt %s: %s", path,
+		fail("%s %s: %s", what, path,
 		     rc == -EINVAL  ? "not a file system key (sek1. and 64 hex digits)"
 		     : rc == -EPERM ? "others may read it (chmod 600 it)"
 				    : sh_strerror(rc));
+}
+
+/*
+ * shoal fs create --encrypt KEYFILE (docs/security.md, "Encrypted file
+ * systems"): the file system's master key is made here, wrapped by the key
+ * in KEYFILE (made there, mode 0600, when the file does not exist), and only
+ * the wrapped bytes go to the cluster: no node ever holds a key that opens
+ * the file system's blocks.
+ */
+void
+fs_encrypt_body(json_t *body, const char *path)
+{
+	uint8_t kek[SEAL_KEY_LEN], master[SEAL_KEY_LEN], wrapped[SEAL_WRAPPED_LEN];
+	char hex[2 * SEAL_WRAPPED_LEN + 1];
+	int rc;
+
+	kek_load_or_make("--encrypt", path, kek);
 	rc = sh_secret_random(master);
 	if (rc == 0)
 		rc = seal_wrap(kek, master, wrapped);
@@ -196,4 +206,63 @@ fs_encrypt_body(json_t *body, const char *path)
 	sh_hex(wrapped, sizeof(wrapped), hex);
 	json_object_set_new(body, "encrypted", json_true());
 	json_object_set_new(body, "wrapped_key", json_string(hex));
+}
+
+/*
+ * shoal fs rekey FS --old KEYFILE --new KEYFILE (docs/security.md,
+ * "Rotation"): FS's master key, read wrapped from the cluster, unwrapped
+ * here with the old key and wrapped with the new one (made if the file is
+ * not there); the cluster takes the new wrapping only over the one read.
+ * The data is not rewritten: clients open FS with the new key from then
+ * on, and the old one no longer opens it.
+ */
+int
+fs_rekey(const struct cli *c, const char *fs, const char *old_path, const char *new_path)
+{
+	uint8_t okek[SEAL_KEY_LEN], nkek[SEAL_KEY_LEN], master[SEAL_KEY_LEN], check[SEAL_KEY_LEN];
+	uint8_t cur[SEAL_WRAPPED_LEN], next[SEAL_WRAPPED_LEN];
+	char path[CFG_NAME_MAX + 32], hex[2 * SEAL_WRAPPED_LEN + 1], msg[CFG_NAME_MAX + 160];
+	json_t *j, *body;
+	int rc;
+
+	snprintf(path, sizeof(path), "/v1/fs/%s/keys/wrapped", fs);
+	j = api_get(c, path);
+	if (!sh_unhex(jstr(j, "wrapped_key"), cur, sizeof(cur)))
+		fail("the cluster's wrapped key of %s is not 128 hex digits", fs);
+	json_decref(j);
+	rc = seal_kek_find(old_path, okek);
+	if (rc < 0)
+		fail("--old %s: %s", old_path,
+		     rc == -EINVAL  ? "not a file system key (sek1. and 64 hex digits)"
+		     : rc == -EPERM ? "others may read it (chmod 600 it)"
+				    : sh_strerror(rc));
+	rc = seal_unwrap(okek, cur, master);
+	explicit_bzero(okek, sizeof(okek));
+	if (rc < 0)
+		fail("--old %s: %s", old_path,
+		     rc == -EACCES ? "this key does not open the file system" : sh_strerror(rc));
+	kek_load_or_make("--new", new_path, nkek);
+	rc = seal_wrap(nkek, master, next);
+	/* what the cluster is sent opens with the new key to the same master key */
+	if (rc == 0 && (rc = seal_unwrap(nkek, next, check)) == 0 &&
+	    memcmp(check, master, SEAL_KEY_LEN) != 0)
+		rc = -EIO;
+	explicit_bzero(nkek, sizeof(nkek));
+	explicit_bzero(master, sizeof(master));
+	explicit_bzero(check, sizeof(check));
+	if (rc < 0)
+		fail("wrapping the key anew: %s", sh_strerror(rc));
+	sh_hex(next, sizeof(next), hex);
+	body = json_pack("{s:s}", "wrapped_key", hex);
+	sh_hex(cur, sizeof(cur), hex);
+	json_object_set_new(body, "replaces", json_string(hex));
+	api_change(c, "PUT", path, body);
+	snprintf(msg, sizeof(msg),
+		 "filesystem %s: its key is now the one in %s (the old one no longer opens it)", fs,
+		 new_path);
+	if (c->json)
+		print_json(json_pack("{s:b}", "ok", 1));
+	else
+		puts(msg);
+	return 0;
 }

@@ -28,6 +28,7 @@ static const char usage_text[] =
     "  cluster processes\n"
     "  fs create NAME [--protection D+P] [--compression lz4|zstd[:LEVEL]|none] [--dedup on|off]\n"
     "            [--quota SIZE] [--encrypt KEYFILE]  (KEYFILE: the file system key, made if none)\n"
+    "  fs rekey FS --old KEYFILE --new KEYFILE  (an encrypted FS's key changed; made if none)\n"
     "  fs list | fs delete NAME\n"
     "  fs snapshot create FS NAME | fs snapshot list FS | fs snapshot delete FS NAME\n"
     "  fs key create FS --read-only|--read-write [--out FILE] | fs key list FS\n"
@@ -761,6 +762,15 @@ run(struct cli *c, int argc, char **argv)
 			return cmd_snapshot(c, argc - 2, argv + 2);
 		if (strcmp(verb, "key") == 0)
 			return cmd_key(c, argc - 2, argv + 2);
+		if (strcmp(verb, "rekey") == 0) {
+			static const char *const k[] = { "--old", "--new", NULL };
+			const char *name = next_pos(&a, "filesystem name");
+			const char *o = opt(&a, "--old", k), *n = opt(&a, "--new", k);
+
+			if (o == NULL || n == NULL)
+				usage_error("fs rekey FS --old KEYFILE --new KEYFILE");
+			return fs_rekey(c, name, o, n);
+		}
 		if (strcmp(verb, "list") == 0) {
 			opt(&a, "", no_opts);
 			return show(c, "/v1/fs", show_fs);

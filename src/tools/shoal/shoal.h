@@ -60,6 +60,8 @@ const char *iso_time(long long secs, char *buf, size_t len);
 int cmd_key(struct cli *c, int argc, char **argv);
 /* The body of a filesystem create: encrypted, its key wrapped by the key in path (made if none). */
 void fs_encrypt_body(json_t *body, const char *path);
+/* shoal fs rekey FS --old KEYFILE --new KEYFILE: FS's master key wrapped under a new key. */
+int fs_rekey(const struct cli *c, const char *fs, const char *old_path, const char *new_path);
 /* heal.c: shoal rebuild status; the line of `shoal status` that says how protected data is. */
 int cmd_rebuild(struct cli *c, int argc, char **argv);
 void rebuild_status_line(const struct cli *c);

@@ -241,3 +241,21 @@ TEST(client_keys_as_text_files_and_the_environment)
 	unlink(path);
 	unlink(path2);
 }
+
+TEST(hex_round_trips_and_refuses_what_is_not_exactly_it)
+{
+	const uint8_t b[5] = { 0x00, 0x7f, 0x80, 0xab, 0xff };
+	uint8_t back[5] = { 0 };
+	char hex[11];
+
+	sh_hex(b, sizeof(b), hex);
+	SH_ASSERT_STREQ(hex, "007f80abff");
+	SH_ASSERT(sh_unhex(hex, back, sizeof(back)));
+	SH_ASSERT_MEMEQ(back, b, sizeof(b));
+	SH_ASSERT(sh_unhex("007F80ABFF", back, sizeof(back))); /* either case */
+	SH_ASSERT_MEMEQ(back, b, sizeof(b));
+	SH_ASSERT(!sh_unhex("007f80abf", back, sizeof(back)));	 /* short */
+	SH_ASSERT(!sh_unhex("007f80abff0", back, sizeof(back))); /* long */
+	SH_ASSERT(!sh_unhex("007f80abfg", back, sizeof(back)));	 /* not a digit */
+	SH_ASSERT(!sh_unhex(NULL, back, sizeof(back)));
+}

@@ -1519,3 +1519,57 @@ TEST(config_encrypted_filesystems_keep_their_wrapped_key)
 	cfg_free(d);
 	cfg_free(c);
 }
+
+/*
+ * An encrypted filesystem's key wrapped anew (fs.rekey, docs/security.md
+ * "Rotation"): only over the wrapping it read (-ESTALE after another),
+ * never the same bytes, never a plain filesystem's; said in the events.
+ */
+TEST(config_encrypted_filesystems_rekey_only_over_what_was_read)
+{
+	struct cfg *c = cluster_with_fs();
+	struct cfg_cmd fs = { .op = CFG_OP_FS_CREATE, .d = 4, .p = 2, .time = 200, .sealed = true };
+	struct cfg_cmd rk = { .op = CFG_OP_FS_REKEY, .time = 300 }, back;
+	uint8_t w1[CFG_WRAP_LEN], w2[CFG_WRAP_LEN];
+	char msg[CFG_MSG_MAX];
+	struct sh_enc e;
+
+	for (unsigned i = 0; i < CFG_WRAP_LEN; i++) {
+		w1[i] = (uint8_t)(i + 1);
+		w2[i] = (uint8_t)(200 - i);
+	}
+	snprintf(fs.name, sizeof(fs.name), "secret");
+	memcpy(fs.wrapped, w1, CFG_WRAP_LEN);
+	SH_ASSERT_MSG(cfg_apply(c, &fs, msg, sizeof(msg)) == 0, "%s", msg);
+	snprintf(rk.name, sizeof(rk.name), "secret");
+	memcpy(rk.key, w1, CFG_KEY_LEN);
+	memcpy(rk.wrapped, w2, CFG_WRAP_LEN);
+	/* through the codec */
+	sh_enc_init(&e);
+	cfg_cmd_encode(&e, &rk);
+	SH_ASSERT_OK(cfg_cmd_decode(e.p, e.len, &back));
+	SH_ASSERT_EQ(back.op, CFG_OP_FS_REKEY);
+	SH_ASSERT_MEMEQ(back.wrapped, w2, CFG_WRAP_LEN);
+	SH_ASSERT_MEMEQ(back.key, w1, CFG_KEY_LEN);
+	sh_enc_fini(&e);
+	SH_ASSERT_MSG(cfg_apply(c, &rk, msg, sizeof(msg)) == 0, "%s", msg);
+	SH_ASSERT_MEMEQ(cfg_fs_find(c, "secret")->wrapped, w2, CFG_WRAP_LEN);
+	SH_ASSERT(strstr(cfg_event_at(c, 0)->text, "wrapped under a new") != NULL);
+	/* the same change again: what it replaces is gone */
+	SH_ASSERT_EQ(cfg_apply(c, &rk, msg, sizeof(msg)), -ESTALE);
+	SH_ASSERT(strstr(msg, "meanwhile") != NULL);
+	/* the same bytes over themselves */
+	memcpy(rk.key, w2, CFG_KEY_LEN);
+	SH_ASSERT_EQ(cfg_apply(c, &rk, msg, sizeof(msg)), -EALREADY);
+	/* none, a plain filesystem, none at all */
+	memset(rk.wrapped, 0, CFG_WRAP_LEN);
+	SH_ASSERT_EQ(cfg_apply(c, &rk, msg, sizeof(msg)), -EINVAL);
+	memcpy(rk.wrapped, w1, CFG_WRAP_LEN);
+	snprintf(rk.name, sizeof(rk.name), "data");
+	SH_ASSERT_EQ(cfg_apply(c, &rk, msg, sizeof(msg)), -EINVAL);
+	SH_ASSERT(strstr(msg, "not encrypted") != NULL);
+	snprintf(rk.name, sizeof(rk.name), "nope");
+	SH_ASSERT_EQ(cfg_apply(c, &rk, msg, sizeof(msg)), -ENOENT);
+	SH_ASSERT_MEMEQ(cfg_fs_find(c, "secret")->wrapped, w2, CFG_WRAP_LEN);
+	cfg_free(c);
+}

@@ -292,23 +292,22 @@ expand(const struct meta_extent *e, const uint8_t *stored, uint64_t a, uint64_t 
 
 /*
  * An encrypted file system's extent (seal.h): the stripe data it needs,
- * [*s0, *s0 + *sl), widened to whole SEAL_UNITs (the stripe's data is a
- * whole number of them), which is what is fetched and decrypted; *skip:
- * where the bytes needed start in it. False (nothing changed) when the
- * range is whole units already.
+ * [*s0, *s0 + *sl), widened to whole SEAL_UNITs (fragments are 4 KiB
+ * multiples, so the stripe's data is a whole number of them), which is
+ * what is fetched and decrypted; *skip: where the bytes needed start in
+ * it. False (nothing changed) when the range is whole units already.
  */
 static bool
-widen(const struct meta_extent *e, uint64_t *s0, uint64_t *sl, uint64_t *skip)
+widen(uint64_t *s0, uint64_t *sl, uint64_t *skip)
 {
 	uint64_t a = *s0 / SEAL_UNIT * SEAL_UNIT,
 		 b = (*s0 + *sl + SEAL_UNIT - 1) / SEAL_UNIT * SEAL_UNIT;
-	uint64_t data = (uint64_t)e->d * e->frag;
 
 	*skip = *s0 - a;
 	if (a == *s0 && b == *s0 + *sl)
 		return false;
 	*s0 = a;
-	*sl = (b < data ? b : data) - a;
+	*sl = b - a;
 	return true;
 }
 
@@ -391,8 +390,8 @@ read_extents(sh_file *f, const struct meta_extent *ex, unsigned n, uint64_t at, 
 				bool staged;
 
 				meta_extent_stored(e, a, b, &r->s0[j], &r->sl[j]);
-				staged = f->fs->keys ? widen(e, &r->s0[j], &r->sl[j], &r->skip[j])
-						     : false;
+				staged =
+				    f->fs->keys ? widen(&r->s0[j], &r->sl[j], &r->skip[j]) : false;
 				staged |= e->enc != REDUCE_RAW;
 				if (staged && (dst = r->stored[j] = sh_malloc(r->sl[j])) == NULL)
 					rc = -ENOMEM;

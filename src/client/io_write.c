@@ -696,10 +696,9 @@ put_stripe_in(sh_file *f, uint64_t off, uint8_t *buf, struct sh_buf *bh, size_t 
 	if (f->fs->dedup && from == 0)
 		return put_dedup(f, off, buf, fill, flags);
 	w = sh_calloc(1, sizeof(*w));
-	/* compressed or encrypted: packed apart, buf left as the file's bytes (pack; stripes are
-	 * encrypted where they are packed) */
-	if ((f->fs->comp || f->fs->keys) &&
-	    (ob = sh_buf_create((size_t)nfrags(f) * frag_of(f), 0)) == NULL) {
+	/* compressed: packed apart, buf left as the file's bytes (pack); an encrypted stripe is
+	 * encrypted out of its data into a buffer of its own (seal_stripe), buf left alike */
+	if (f->fs->comp && (ob = sh_buf_create((size_t)nfrags(f) * frag_of(f), 0)) == NULL) {
 		sh_free(w);
 		return -ENOMEM;
 	}

@@ -169,24 +169,21 @@ seal_kek_format(const uint8_t kek[SEAL_KEY_LEN], char out[SEAL_KEK_TEXT])
 int
 seal_kek_parse(const char *text, size_t len, uint8_t kek[SEAL_KEY_LEN])
 {
-	const size_t want = sizeof(KEK_PREFIX) - 1 + 2 * SEAL_KEY_LEN;
+	char hex[2 * SEAL_KEY_LEN + 1];
+	int rc;
 
 	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
 		len--;
-	if (len != want || memcmp(text, KEK_PREFIX, sizeof(KEK_PREFIX) - 1) != 0)
+	if (len != sizeof(KEK_PREFIX) - 1 + 2 * SEAL_KEY_LEN ||
+	    memcmp(text, KEK_PREFIX, sizeof(KEK_PREFIX) - 1) != 0)
 		return -EINVAL;
-	text += sizeof(KEK_PREFIX) - 1;
-	for (unsigned i = 0; i < SEAL_KEY_LEN; i++) {
-		int hi = sh_hex_digit((unsigned char)text[2 * i]),
-		    lo = hi < 0 ? -1 : sh_hex_digit((unsigned char)text[2 * i + 1]);
-
-		if (hi < 0 || lo < 0) {
-			explicit_bzero(kek, SEAL_KEY_LEN);
-			return -EINVAL;
-		}
-		kek[i] = (uint8_t)(hi << 4 | lo);
-	}
-	return 0;
+	memcpy(hex, text + sizeof(KEK_PREFIX) - 1, 2 * SEAL_KEY_LEN);
+	hex[2 * SEAL_KEY_LEN] = '\0';
+	rc = sh_unhex(hex, kek, SEAL_KEY_LEN) ? 0 : -EINVAL;
+	if (rc < 0)
+		explicit_bzero(kek, SEAL_KEY_LEN);
+	explicit_bzero(hex, sizeof(hex));
+	return rc;
 }
 
 static int

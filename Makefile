@@ -75,11 +75,21 @@ CFLAGS += $(CFLAGS_COMMON) $(OPT) -MMD -MP
 LDFLAGS += $(SAN_LDFLAGS)
 LIBS := -luring -lisal -llz4 -lzstd -lssl -lcrypto -lraft -llmdb -ljansson -lmicrohttpd -lfuse3 -lpthread -lm
 
+# DPDK (src/dpdk, docs/dpdk.md): Debian's libdpdk-dev, from scripts/deps. Its headers are
+# taken as system headers (our warnings are not theirs); its libraries come last, linked
+# only into programs that use the transport (--as-needed).
+DPDK_OK := $(shell pkg-config --exists libdpdk 2>/dev/null && echo 1)
+ifeq ($(DPDK_OK),1)
+DPDK_CFLAGS := -DSH_HAVE_DPDK $(patsubst -I%,-isystem %,$(shell pkg-config --cflags libdpdk))
+LIBS += $(shell pkg-config --libs libdpdk)
+endif
+
 # ---- modules, bottom up (DESIGN.md §2); a module links only those before it ----
-MODULES := base env net cluster store data meta client fuse admin
+MODULES := base env net dpdk cluster store data meta client fuse admin
 base_SRCS := $(wildcard src/base/*.c)
 env_SRCS := $(wildcard src/env/*.c)
 net_SRCS := $(wildcard src/net/*.c)
+dpdk_SRCS := $(wildcard src/dpdk/*.c)
 cluster_SRCS := $(wildcard src/cluster/*.c)
 store_SRCS := $(wildcard src/store/*.c)
 data_SRCS := $(wildcard src/data/*.c)
@@ -92,6 +102,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 LIB_base := $(BUILD)/lib/libsh_base.a
 LIB_env := $(BUILD)/lib/libsh_env.a
 LIB_net := $(BUILD)/lib/libsh_net.a
+LIB_dpdk := $(BUILD)/lib/libsh_dpdk.a
 LIB_cluster := $(BUILD)/lib/libsh_cluster.a
 LIB_store := $(BUILD)/lib/libsh_store.a
 LIB_data := $(BUILD)/lib/libsh_data.a
@@ -99,11 +110,13 @@ LIB_meta := $(BUILD)/lib/libsh_meta.a
 LIB_client := $(BUILD)/lib/libsh_client.a
 LIB_fuse := $(BUILD)/lib/libsh_fuse.a
 LIB_admin := $(BUILD)/lib/libsh_admin.a
-ALL_LIBS := $(LIB_admin) $(LIB_fuse) $(LIB_client) $(LIB_meta) $(LIB_data) $(LIB_store) $(LIB_cluster) $(LIB_net) $(LIB_env) $(LIB_base)
+ALL_LIBS := $(LIB_admin) $(LIB_fuse) $(LIB_client) $(LIB_meta) $(LIB_data) $(LIB_store) $(LIB_cluster) $(LIB_dpdk) $(LIB_net) $(LIB_env) $(LIB_base)
 
 $(LIB_base): $(call obj,$(base_SRCS))
 $(LIB_env): $(call obj,$(env_SRCS))
 $(LIB_net): $(call obj,$(net_SRCS))
+$(LIB_dpdk): $(call obj,$(dpdk_SRCS))
+$(call obj,$(dpdk_SRCS)): CFLAGS += $(DPDK_CFLAGS)
 $(LIB_cluster): $(call obj,$(cluster_SRCS))
 $(LIB_store): $(call obj,$(store_SRCS))
 $(LIB_data): $(call obj,$(data_SRCS))
@@ -123,7 +136,7 @@ $(BUILD)/obj/%.o: %.c
 
 # ---- test runners: one per module and tier ----
 TEST_LIB := $(call obj,tests/lib/test.c)
-UNIT_MODULES := base env net cluster store data meta client admin
+UNIT_MODULES := base env net dpdk cluster store data meta client admin
 SIM_MODULES := env net cluster store meta
 RUNNERS := $(foreach m,$(UNIT_MODULES),$(BUILD)/tests/unit_$(m)) $(foreach m,$(SIM_MODULES),$(BUILD)/tests/sim_$(m))
 

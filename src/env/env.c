@@ -168,6 +168,26 @@ async_fire(struct env_event *ev)
 }
 
 int
+env_poller_add(struct env *env, struct env_poller *p)
+{
+	if (env->ops->poller_add == NULL)
+		return -EOPNOTSUPP;
+	p->env = env;
+	p->backoff_ns = 0;
+	if (p->max_sleep_ns == 0)
+		p->max_sleep_ns = SH_NSEC_PER_MSEC;
+	return env->ops->poller_add(env, p);
+}
+
+void
+env_poller_del(struct env_poller *p)
+{
+	if (p->env != NULL && p->env->ops->poller_del != NULL)
+		p->env->ops->poller_del(p);
+	p->env = NULL;
+}
+
+int
 env_async_init(struct env *env, struct env_async *a, env_async_cb cb, void *arg)
 {
 	env_event_init(env, &a->ev, async_fire);

@@ -130,6 +130,32 @@ int env_async_init(struct env *env, struct env_async *a, env_async_cb cb, void *
 void env_async_send(struct env_async *a);
 void env_async_fini(struct env_async *a);
 
+/* ---- pollers: queues the loop reads itself ---- */
+
+/*
+ * Something only the loop can look at, without a file descriptor that says
+ * when (a user-space NIC queue: net/dpdk). poll reads what is there and
+ * returns how much it found (0: nothing). ENV_REAL_POLL runs it every
+ * turn. ENV_REAL_EVENT runs it every turn too and sleeps no longer than
+ * the poller's backoff: none while it finds work, then from 1 us doubling
+ * up to max_sleep_ns (adaptive sleep-polling: a burst is read at once, an
+ * idle poller costs about a wake-up per max_sleep_ns). Only the real env
+ * has pollers (-EOPNOTSUPP elsewhere).
+ */
+struct env_poller {
+	unsigned (*poll)(struct env_poller *p);
+	void *arg;
+	uint64_t max_sleep_ns; /* 0: 1 ms */
+	/* the loop's */
+	struct env *env;
+	struct sh_list link;
+	uint64_t backoff_ns;
+};
+
+int env_poller_add(struct env *env, struct env_poller *p);
+/* Harmless if not added. */
+void env_poller_del(struct env_poller *p);
+
 /* ---- datagram endpoints ---- */
 
 /* Largest payload of one datagram (IPv4 UDP: 65535 - 8 - 20). */
@@ -316,6 +342,9 @@ struct env_ops {
 	int (*disk_remove)(struct env *env, const char *path);
 	/* optional: give region (base, len) slot to the kernel; len 0 clears it */
 	int (*disk_buf_update)(struct env *env, unsigned slot, void *base, size_t len);
+	/* optional: pollers (env_poller_add) */
+	int (*poller_add)(struct env *env, struct env_poller *p);
+	void (*poller_del)(struct env_poller *p);
 };
 
 struct env_disk_buf {

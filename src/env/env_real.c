@@ -215,6 +215,46 @@ poll_turn(struct env_real *r)
 	}
 }
 
+static int
+real_poller_add(struct env *env, struct env_poller *p)
+{
+	sh_list_add_tail(&to_real(env)->pollers, &p->link);
+	return 0;
+}
+
+static void
+real_poller_del(struct env_poller *p)
+{
+	sh_list_del(&p->link);
+}
+
+/*
+ * Every poller, at the start of a turn: the longest the loop may sleep
+ * after it (0 when one found work; UINT64_MAX without pollers).
+ */
+static uint64_t
+run_pollers(struct env_real *r)
+{
+	uint64_t sleep = UINT64_MAX;
+	struct sh_list *pos, *tmp;
+
+	sh_list_for_each_safe (pos, tmp, &r->pollers) {
+		struct env_poller *p = sh_list_entry(pos, struct env_poller, link);
+		unsigned got = p->poll(p);
+
+		if (got > 0) {
+			r->ncallbacks += (int)got;
+			p->backoff_ns = 0;
+		} else {
+			p->backoff_ns = p->backoff_ns == 0
+					    ? SH_NSEC_PER_USEC
+					    : SH_MIN(p->backoff_ns * 2, p->max_sleep_ns);
+		}
+		sleep = SH_MIN(sleep, p->backoff_ns);
+	}
+	return sleep;
+}
+
 static const struct env_ops real_ops = {
 	.name = "real",
 	.version = 1,
@@ -239,6 +279,8 @@ static const struct env_ops real_ops = {
 	.disk_close = real_disk_close,
 	.disk_remove = real_disk_remove,
 	.disk_buf_update = real_disk_buf_update,
+	.poller_add = real_poller_add,
+	.poller_del = real_poller_del,
 };
 
 struct env *
@@ -265,6 +307,7 @@ env_real_create(const struct env_real_opts *opts)
 	sh_list_init(&r->asyncs);
 	sh_list_init(&r->zombies);
 	sh_list_init(&r->polled);
+	sh_list_init(&r->pollers);
 	sh_list_init(&r->ring_backlog);
 	sh_list_init(&r->done);
 	sh_list_init(&r->disks);
@@ -375,6 +418,11 @@ env_real_run_once(struct env *env, uint64_t timeout_ns)
 	/* work posted since the last turn (from outside the loop, say) runs before the wait,
 	 * so what it sends goes out now rather than after a zero-timeout poll */
 	run_list(r, &r->ready);
+	if (!sh_list_empty(&r->pollers)) {
+		uint64_t sleep = run_pollers(r); /* (SH_MIN evaluates its arguments twice) */
+
+		timeout_ns = SH_MIN(timeout_ns, sleep);
+	}
 	top = sh_heap_peek(&r->timers);
 	now = r->now;
 	/* disk completions already in the ring: take them now instead of sleeping for the eventfd

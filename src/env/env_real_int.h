@@ -35,6 +35,7 @@ struct env_real {
 	struct sh_list asyncs;
 	struct sh_list zombies; /* real_watch.zlink of closed handles */
 	struct sh_list polled;	/* real_watch.plink: read directly each turn in POLL mode */
+	struct sh_list pollers; /* env_poller.link: run every turn */
 	unsigned turn;
 	_Atomic int stop;
 	int ncallbacks; /* callbacks run in the current turn */

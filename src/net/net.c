@@ -848,7 +848,12 @@ net_transport_open(struct net *n, unsigned i)
 {
 	int rc;
 
-	n->tps[i].ops = &net_transport_udp;
+	n->tps[i].ops = net_transport_find(n->ifaces[i].transport);
+	if (n->tps[i].ops == NULL) {
+		n->tps[i].impl = NULL;
+		return -EPROTONOSUPPORT; /* a transport this process did not start (DPDK) */
+	}
+	n->tps[i].dev = n->ifaces[i].dev;
 	n->tps[i].recv = on_recv;
 	n->tps[i].arg = n;
 	rc = n->tps[i].ops->open(&n->tps[i], n->env, &n->ifaces[i].addr);

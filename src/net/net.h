@@ -35,10 +35,19 @@ struct net_req;
 #define NET_LABEL_MAX	 16
 #define NET_AUTH_KEY_LEN 32
 
+#define NET_DEV_MAX 48
+
 struct net_iface {
 	struct env_addr addr;
 	char label[NET_LABEL_MAX]; /* e.g. the switch it hangs on; "" for none */
 	uint32_t mtu;		   /* largest datagram payload on this interface; 0: default */
+	/*
+	 * The transport that carries it (net_transport_find): "" for kernel UDP
+	 * ("udp"); "dpdk" for a port of its own (dev: the DPDK device, as
+	 * net/transport.h says).
+	 */
+	char transport[8];
+	char dev[NET_DEV_MAX];
 };
 
 /*

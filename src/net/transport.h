@@ -33,6 +33,7 @@ struct net_transport_ops {
 
 struct net_transport {
 	const struct net_transport_ops *ops;
+	const char *dev; /* the interface's device (net_iface.dev) while open */
 	net_transport_recv_fn recv;
 	void (*writable)(void *arg, struct net_transport *t);
 	void *arg;
@@ -40,5 +41,16 @@ struct net_transport {
 };
 
 extern const struct net_transport_ops net_transport_udp;
+
+/*
+ * Transports by name: "udp" always; others once registered (the DPDK
+ * module registers "dpdk" when its EAL is up). Registration is for
+ * start-up, before any endpoint opens; at most NET_TRANSPORTS_MAX.
+ * -EEXIST (another of that name), -ENOSPC.
+ */
+#define NET_TRANSPORTS_MAX 4
+int net_transport_register(const struct net_transport_ops *ops);
+/* "" is "udp". NULL if none has that name. */
+const struct net_transport_ops *net_transport_find(const char *name);
 
 #endif /* SH_NET_TRANSPORT_H */

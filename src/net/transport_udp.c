@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The "udp" transport: a datagram endpoint of the env (kernel UDP sockets, batched). */
 #include <errno.h>
+#include <string.h>
 
 #include "transport.h"
 
@@ -75,3 +76,32 @@ const struct net_transport_ops net_transport_udp = {
 	.refused = udp_refused,
 	.close = udp_close,
 };
+
+static const struct net_transport_ops *registered[NET_TRANSPORTS_MAX] = { &net_transport_udp };
+
+int
+net_transport_register(const struct net_transport_ops *ops)
+{
+	for (unsigned i = 0; i < NET_TRANSPORTS_MAX; i++) {
+		if (registered[i] == ops)
+			return 0;
+		if (registered[i] != NULL && strcmp(registered[i]->name, ops->name) == 0)
+			return -EEXIST;
+		if (registered[i] == NULL) {
+			registered[i] = ops;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+const struct net_transport_ops *
+net_transport_find(const char *name)
+{
+	if (name == NULL || name[0] == '\0')
+		return &net_transport_udp;
+	for (unsigned i = 0; i < NET_TRANSPORTS_MAX && registered[i] != NULL; i++)
+		if (strcmp(registered[i]->name, name) == 0)
+			return registered[i];
+	return NULL;
+}

@@ -170,3 +170,63 @@ TEST(real_random_differs)
 	SH_ASSERT_STREQ(env_name(env), "real");
 	env_real_destroy(env);
 }
+
+/* A poller that finds work while it has some (a NIC queue read by the loop). */
+struct qpoll {
+	struct env_poller p;
+	unsigned left; /* items still to find */
+	unsigned polls;
+};
+
+static unsigned
+qpoll_poll(struct env_poller *p)
+{
+	struct qpoll *q = p->arg;
+	unsigned got = q->left > 4 ? 4 : q->left;
+
+	q->polls++;
+	q->left -= got;
+	return got;
+}
+
+TEST(real_poller_runs_every_turn_and_sleeps_adaptively_when_idle)
+{
+	struct env *env = env_real_create(NULL);
+	struct qpoll q = { .left = 40 };
+	uint64_t t0;
+	int n;
+
+	SH_ASSERT_NOT_NULL(env);
+	q.p.poll = qpoll_poll;
+	q.p.arg = &q;
+	q.p.max_sleep_ns = 2 * SH_NSEC_PER_MSEC;
+	SH_ASSERT_OK(env_poller_add(env, &q.p));
+	/* while it finds work the loop never sleeps: ten turns of a 1 s timeout take no time */
+	t0 = sh_clock_mono_ns();
+	for (int i = 0; i < 10; i++) {
+		n = env_real_run_once(env, SH_NSEC_PER_SEC);
+		SH_ASSERT_MSG(n == 4, "turn %d: %d found, %u polls", i, n, q.polls);
+	}
+	SH_ASSERT_EQ(q.left, 0u);
+	SH_ASSERT_LT(sh_clock_mono_ns() - t0, 500 * SH_NSEC_PER_MSEC);
+	/* idle, it backs off from 1 us to max_sleep_ns: a turn with a 1 s timeout lasts no longer
+	 * than that (and some slack), and the backoff has reached it after a dozen turns */
+	for (int i = 0; i < 12; i++)
+		env_real_run_once(env, SH_NSEC_PER_SEC);
+	SH_ASSERT_EQ(q.p.backoff_ns, 2 * SH_NSEC_PER_MSEC);
+	t0 = sh_clock_mono_ns();
+	env_real_run_once(env, SH_NSEC_PER_SEC);
+	SH_ASSERT_GE(sh_clock_mono_ns() - t0, SH_NSEC_PER_MSEC);
+	SH_ASSERT_LT(sh_clock_mono_ns() - t0, 200 * SH_NSEC_PER_MSEC);
+	/* work again: found on the next turn, and the backoff is gone */
+	q.left = 1;
+	SH_ASSERT_EQ(env_real_run_once(env, SH_NSEC_PER_SEC), 1);
+	SH_ASSERT_EQ(q.p.backoff_ns, 0u);
+	/* removed: never polled again */
+	env_poller_del(&q.p);
+	unsigned polls = q.polls;
+
+	env_real_run_once(env, SH_NSEC_PER_MSEC);
+	SH_ASSERT_EQ(q.polls, polls);
+	env_real_destroy(env);
+}

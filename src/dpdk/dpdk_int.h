@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Private to the DPDK module: a port as dpdk.c sets it up and transport_dpdk.c uses it. */
+#ifndef SH_DPDK_DPDK_INT_H
+#define SH_DPDK_DPDK_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "../base/base.h"
+#include "../net/net.h"
+#include "../net/transport.h"
+#include "dpdk.h"
+
+#ifdef SH_HAVE_DPDK
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+#endif
+
+#define DPDK_PORTS_MAX 8
+#define DPDK_BURST     32
+
+#define DPDK_STATS(X)     \
+	X(rx_frames)      \
+	X(tx_frames)      \
+	X(rx_bad)         \
+	X(rx_other)       \
+	X(rx_handoff)     \
+	X(tx_unresolved)  \
+	X(tx_unreachable) \
+	X(tx_full)        \
+	X(arp_in)         \
+	X(arp_out)
+
+struct dtp;
+
+#ifdef SH_HAVE_DPDK
+struct dport {
+	char name[NET_DEV_MAX];
+	uint16_t id;
+	unsigned nq;
+	uint16_t mtu;
+	uint8_t mac[6];
+	bool tx_udp_csum; /* the port computes UDP checksums */
+	struct rte_mempool *pool;
+	/* under lock: the address (the first transport's), the ARP table, the queues' owners */
+	pthread_mutex_t lock;
+	uint32_t ip; /* host order; 0 until a transport opens */
+	struct sh_arp *arp;
+	struct {
+		struct dtp *owner;
+		_Atomic uint16_t udp_port; /* read without the lock by the other queues */
+		struct rte_ring *ring;	   /* frames for this queue that landed on another */
+	} q[SH_DPDK_QUEUES_MAX];
+	struct {
+#define X(f) _Atomic uint64_t f;
+		DPDK_STATS(X)
+#undef X
+	} st;
+};
+
+/* The port dev, configured and started on first use. -EPROTONOSUPPORT (no EAL), -ENODEV. */
+int dport_get(const char *dev, struct dport **out);
+#endif
+
+extern const struct net_transport_ops net_transport_dpdk;
+
+#endif /* SH_DPDK_DPDK_INT_H */

@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The DPDK transport (src/dpdk, docs/dpdk.md) between two processes over
+ * net_memif (no NIC, no hugepages, the kernel out of the path): each
+ * process starts its own EAL in a child of the test runner (an EAL starts
+ * once per process), opens a net endpoint on its memif port and its own
+ * address, and the client's RPCs (echoes of 1 byte to 200 KiB, fragmented
+ * to the port's MTU and reassembled, many in flight) come back byte for
+ * byte; the ports resolved each other by ARP and the server's ARP table
+ * names the client. Skipped, with the EAL's reason, where it cannot start
+ * (not root, no DPDK in the build).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../../src/base/base.h"
+#include "../../../src/dpdk/dpdk.h"
+#include "../../../src/env/env_real.h"
+#include "../../../src/net/net.h"
+#include "../../lib/test.h"
+
+#define SKIP_CODE 77
+#define SRV_IP	  "10.77.0.1"
+#define CLI_IP	  "10.77.0.2"
+
+static int
+eal(const char *role, const char *sock, unsigned lcore)
+{
+	char args[PATH_MAX + 512];
+
+	snprintf(args, sizeof(args),
+		 "--no-huge -m 128 --no-pci --no-shconf --no-telemetry -l %u --log-level=error "
+		 "--vdev=net_memif0,role=%s,socket=%s,socket-abstract=no",
+		 lcore, role, sock);
+	return sh_dpdk_init(args, 1);
+}
+
+static struct net *
+endpoint(struct env *env, uint64_t id, const char *ip)
+{
+	struct net_iface ifc = { 0 };
+	struct net_config cfg = { .node_id = id, .ifaces = &ifc, .nifaces = 1 };
+	struct net *n = NULL;
+	char addr[64];
+
+	snprintf(addr, sizeof(addr), "%s:7000", ip);
+	env_addr_parse(addr, &ifc.addr);
+	snprintf(ifc.transport, sizeof(ifc.transport), "dpdk");
+	snprintf(ifc.dev, sizeof(ifc.dev), "net_memif0");
+	if (net_create(env, &cfg, &n) < 0)
+		return NULL;
+	return n;
+}
+
+static void
+server(const char *sock, int ready_fd)
+{
+	struct env *env;
+	struct net *n;
+	char ok = 1;
+
+	if (eal("server", sock, 0) < 0)
+		_exit(SKIP_CODE);
+	env = env_real_create(NULL);
+	n = env != NULL ? endpoint(env, 1, SRV_IP) : NULL;
+	if (n == NULL)
+		_exit(2);
+	if (write(ready_fd, &ok, 1) != 1)
+		_exit(2);
+	env_real_run(env);
+	_exit(0);
+}
+
+struct echo {
+	unsigned done, bad, failed;
+	const uint8_t *want;
+	size_t len;
+};
+
+static void
+on_echo(void *arg, int status, const struct net_msg *reply)
+{
+	struct echo *e = arg;
+
+	e->done++;
+	if (status < 0) {
+		fprintf(stderr, "echo of %zu bytes: %s\n", e->len, sh_strerror(status));
+		e->failed++;
+		return;
+	}
+	if (reply->len != e->len ||
+	    memcmp((const uint8_t *)reply->buf->data + reply->off, e->want, e->len) != 0)
+		e->bad++;
+}
+
+/* The client's checks; its exit status: 0, 1 (a check failed), SKIP_CODE. */
+static int
+client(const char *sock)
+{
+	static uint8_t body[200 << 10];
+	static const size_t sizes[] = { 1, 64, 1000, 1400, 1500, 4096, 65536, 200 << 10 };
+	struct echo e[64] = { 0 };
+	struct net_iface srv = { 0 };
+	struct sh_dpdk_stats st;
+	struct sh_arp_entry arp[8];
+	struct env *env;
+	struct net *n;
+	unsigned narp = 0;
+	uint64_t end;
+
+	if (eal("client", sock, 1) < 0)
+		return SKIP_CODE;
+	env = env_real_create(NULL);
+	n = env != NULL ? endpoint(env, 2, CLI_IP) : NULL;
+	if (n == NULL)
+		return 1;
+	env_addr_parse(SRV_IP ":7000", &srv.addr);
+	net_peer_add(n, 1, &srv, 1);
+	for (size_t i = 0; i < sizeof(body); i++)
+		body[i] = (uint8_t)(i * 131 + 7);
+	/* every size alone, then 64 at once (one burst of calls in flight) */
+	for (size_t s = 0; s < SH_ARRAY_SIZE(sizes); s++) {
+		struct iovec iov = { body, sizes[s] };
+
+		e[0] = (struct echo){ .want = body, .len = sizes[s] };
+		net_call(n, 1, NET_OP_ECHO, &iov, 1, NULL, on_echo, &e[0], NULL);
+		end = sh_clock_mono_ns() + 20 * SH_NSEC_PER_SEC;
+		while (e[0].done == 0 && sh_clock_mono_ns() < end)
+			env_real_run_once(env, SH_NSEC_PER_MSEC);
+		if (e[0].done == 0 || e[0].bad || e[0].failed) {
+			fprintf(stderr, "echo of %zu bytes: done %u bad %u failed %u\n", sizes[s],
+				e[0].done, e[0].bad, e[0].failed);
+			return 1;
+		}
+	}
+	for (unsigned i = 0; i < 64; i++) {
+		struct iovec iov = { body + i, 3000 + i * 997 };
+
+		e[i] = (struct echo){ .want = body + i, .len = iov.iov_len };
+		net_call(n, 1, NET_OP_ECHO, &iov, 1, NULL, on_echo, &e[i], NULL);
+	}
+	end = sh_clock_mono_ns() + 30 * SH_NSEC_PER_SEC;
+	for (unsigned i = 0; i < 64; i++)
+		while (e[i].done == 0 && sh_clock_mono_ns() < end)
+			env_real_run_once(env, SH_NSEC_PER_MSEC);
+	for (unsigned i = 0; i < 64; i++)
+		if (e[i].done == 0 || e[i].bad || e[i].failed) {
+			fprintf(stderr, "echo %u in flight: done %u bad %u failed %u\n", i,
+				e[i].done, e[i].bad, e[i].failed);
+			return 1;
+		}
+	/* the client's port learned the server's MAC by ARP, and nothing was malformed */
+	if (sh_dpdk_port_stats("net_memif0", &st, arp, SH_ARRAY_SIZE(arp), &narp) < 0 ||
+	    narp != 1 || !arp[0].resolved || st.rx_bad != 0 || st.arp_out == 0) {
+		fprintf(stderr, "arp entries %u, rx_bad %llu, arp_out %llu\n", narp,
+			(unsigned long long)st.rx_bad, (unsigned long long)st.arp_out);
+		return 1;
+	}
+	net_destroy(n);
+	env_real_destroy(env);
+	return 0;
+}
+
+TEST(dpdk_rpc_between_two_processes_over_memif)
+{
+	char sock[PATH_MAX + 16], dir[PATH_MAX];
+	int pfd[2], status;
+	pid_t srv, cli;
+	char ok;
+
+	SH_ASSERT_NOT_NULL(realpath(sh_test_dir(), dir)); /* memif wants a directory that exists */
+	snprintf(sock, sizeof(sock), "%s/memif.sock", dir);
+	SH_ASSERT_OK(pipe(pfd));
+	srv = fork();
+	SH_ASSERT(srv >= 0);
+	if (srv == 0) {
+		close(pfd[0]);
+		server(sock, pfd[1]);
+	}
+	close(pfd[1]);
+	if (read(pfd[0], &ok, 1) != 1) {
+		close(pfd[0]);
+		waitpid(srv, &status, 0);
+		if (WIFEXITED(status) && WEXITSTATUS(status) == SKIP_CODE)
+			sh_test_skip("the EAL does not start here (see its error above)");
+		SH_ASSERT_MSG(0, "the server did not start (status %d)", status);
+	}
+	close(pfd[0]);
+	cli = fork();
+	SH_ASSERT(cli >= 0);
+	if (cli == 0)
+		_exit(client(sock));
+	SH_ASSERT_EQ(waitpid(cli, &status, 0), cli);
+	kill(srv, SIGKILL);
+	waitpid(srv, NULL, 0);
+	SH_ASSERT(WIFEXITED(status));
+	if (WEXITSTATUS(status) == SKIP_CODE)
+		sh_test_skip("the EAL does not start here (see its error above)");
+	SH_ASSERT_EQ(WEXITSTATUS(status), 0);
+}

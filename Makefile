@@ -23,6 +23,8 @@
 #   make bench-python  PyTorch loaders and checkpoints: the Python package against the mount (bench/python)
 #   make bench-gpu    file bytes into GPU memory: sh_pread_device against a staged copy (bench/gpu.c)
 #   make bench-scale  placement, balance, rebuild and the configuration's fanout at 1,000 backends (bench/scale.c)
+#   make bench-dpdk   RPC over the DPDK transport (net_memif) against kernel UDP: latency, stream,
+#                     CPU per GiB (bench/dpdk.c; root)
 #   make compare      Shoal against GlusterFS 4+2 and the raw disk, same fio jobs (bench/compare)
 #   make bench-preload  fio and a loader through the mount with and without libshoal_preload.so (bench/preload)
 #   make fio-engine   the fio engine, libshoal_fio.so (also part of `all` but in SAN builds)
@@ -359,6 +361,10 @@ bench-preload: deps
 bench-gpu: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(BUILD)/bench/gpu
+
+bench-dpdk: deps
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/dpdk
+	$(Q)$(BUILD)/bench/dpdk
 
 bench-scale: deps
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/scale

@@ -25,6 +25,10 @@
 
 #include "dpdk_int.h"
 
+#ifdef SH_HAVE_DPDK
+#include <rte_lcore.h>
+#endif
+
 SH_LOG_FACILITY("dpdk");
 
 #ifdef SH_HAVE_DPDK
@@ -367,6 +371,10 @@ dtp_open(struct net_transport *t, struct env *env, const struct env_addr *bind)
 	atomic_store_explicit(&p->q[q].udp_port, d->udp_port, memory_order_release);
 	pthread_mutex_unlock(&p->lock);
 
+	/* an lcore id of its own for the loop's thread: the pool's per-lcore cache, not its ring,
+	 * for every mbuf (where the EAL has no id left, the ring still works) */
+	if (rte_lcore_id() == LCORE_ID_ANY && rte_thread_register() < 0)
+		sh_log_warn("DPDK: no lcore id for this thread: mbufs come from the pool's ring");
 	d->poller.poll = dtp_poll;
 	d->poller.arg = d;
 	rc = env_poller_add(env, &d->poller);

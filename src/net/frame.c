@@ -37,15 +37,35 @@ get32(const uint8_t *p)
 uint32_t
 sh_csum_add(uint32_t sum, const uint8_t *b, size_t len)
 {
-	size_t i;
+	uint64_t acc = 0;
+	size_t i = 0;
+	uint16_t h;
 
-	for (i = 0; i + 1 < len; i += 2) {
-		sum += get16(b + i);
-		sum = (sum & 0xffff) + (sum >> 16); /* never overflows, whatever the length */
+	/*
+	 * RFC 1071's sum is the same in either byte order, swapped (its §2 B):
+	 * add the words as the CPU loads them, 32 bits at a time into 64 (an
+	 * end-around carry folded later is the same sum), and swap the folded
+	 * 16 bits to network order once at the end.
+	 */
+	for (; i + 8 <= len; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, b + i, 8);
+		acc += (w & 0xffffffffu) + (w >> 32);
 	}
+	for (; i + 2 <= len; i += 2) {
+		memcpy(&h, b + i, 2);
+		acc += h;
+	}
+	while (acc >> 16)
+		acc = (acc & 0xffff) + (acc >> 16);
+	h = (uint16_t)acc;
+	if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+		h = (uint16_t)(h << 8 | h >> 8);
+	sum += h;
 	if (i < len)
-		sum += (uint32_t)b[i] << 8;
-	return sum;
+		sum += (uint32_t)b[i] << 8;  /* an odd last byte is the high half of a word */
+	return (sum & 0xffff) + (sum >> 16); /* never overflows, whatever the calls */
 }
 
 uint16_t

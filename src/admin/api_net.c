@@ -25,10 +25,22 @@ ifaces_json(const struct net_iface *ifc, unsigned n)
 		char addr[ENV_ADDRSTRLEN];
 
 		env_addr_format(&ifc[i].addr, addr, sizeof(addr));
-		json_array_append_new(a,
-				      json_pack("{s:s, s:s}", "addr", addr, "label", ifc[i].label));
+		json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:s}", "addr", addr, "label",
+						   ifc[i].label, "transport",
+						   ifc[i].transport[0] ? ifc[i].transport : "udp",
+						   "dev", ifc[i].dev));
 	}
 	return a;
+}
+
+/* A process's transport: "dpdk" when any of its interfaces is on DPDK. */
+static const char *
+transport_of(const struct net_iface *ifc, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (strcmp(ifc[i].transport, "dpdk") == 0)
+			return "dpdk";
+	return "udp";
 }
 
 static json_t *
@@ -100,8 +112,9 @@ processes_of(void *arg, const struct admin_stats *const *ws, unsigned n)
 			      role, "mode", perf && !mgmt ? "performance" : "cpu", "mode_detail",
 			      perf && !mgmt ? "performance-optimized: polling, a dedicated core"
 					    : "cpu-optimized: event-driven",
-			      "transport", "udp", "rdma", false, "interfaces",
-			      ifaces_json(s->ifaces, s->nifaces), "peers", peers_json(s)));
+			      "transport", transport_of(s->ifaces, s->nifaces), "rdma", false,
+			      "interfaces", ifaces_json(s->ifaces, s->nifaces), "peers",
+			      peers_json(s)));
 	}
 }
 

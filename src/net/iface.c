@@ -37,8 +37,8 @@ net_ifaces_parse(const char *s, struct net_iface *out, unsigned max)
 	if (s == NULL || *s == '\0')
 		return -EINVAL;
 	while (*s != '\0') {
-		const char *end = strchr(s, ','), *slash;
-		char one[96];
+		const char *end = strchr(s, ','), *slash, *at;
+		char one[96 + NET_DEV_MAX];
 		size_t len = end ? (size_t)(end - s) : strlen(s);
 
 		if (n == max || len == 0 || len >= sizeof(one))
@@ -46,6 +46,21 @@ net_ifaces_parse(const char *s, struct net_iface *out, unsigned max)
 		memcpy(one, s, len);
 		one[len] = '\0';
 		memset(&out[n], 0, sizeof(out[n]));
+		/* @TRANSPORT[:DEV] last: "10.0.0.1:7100/sw1@dpdk:net_af_packet0" */
+		at = strchr(one, '@');
+		if (at != NULL) {
+			const char *colon = strchr(at + 1, ':');
+			size_t tlen = colon ? (size_t)(colon - at - 1) : strlen(at + 1);
+
+			if (tlen == 0 || tlen >= sizeof(out[n].transport) ||
+			    (colon != NULL &&
+			     (colon[1] == '\0' || strlen(colon + 1) >= NET_DEV_MAX)))
+				return -EINVAL;
+			memcpy(out[n].transport, at + 1, tlen);
+			if (colon != NULL)
+				snprintf(out[n].dev, sizeof(out[n].dev), "%s", colon + 1);
+			one[at - one] = '\0';
+		}
 		slash = strchr(one, '/');
 		if (slash != NULL) {
 			size_t llen = strlen(slash + 1);
@@ -78,8 +93,10 @@ net_ifaces_format(const struct net_iface *ifc, unsigned n, char *out, size_t len
 		int w;
 
 		env_addr_format(&ifc[i].addr, a, sizeof(a));
-		w = snprintf(out + off, len - off, "%s%s%s%s", i ? "," : "", a,
-			     ifc[i].label[0] ? "/" : "", ifc[i].label);
+		w = snprintf(out + off, len - off, "%s%s%s%s%s%s%s%s", i ? "," : "", a,
+			     ifc[i].label[0] ? "/" : "", ifc[i].label,
+			     ifc[i].transport[0] ? "@" : "", ifc[i].transport,
+			     ifc[i].dev[0] ? ":" : "", ifc[i].dev);
 		if (w < 0 || (size_t)w >= len - off)
 			return -ENOSPC;
 		off += (size_t)w;

@@ -229,8 +229,9 @@ int net_peer_sync(struct net *n, uint64_t id, const char *addrs);
 /* Add or update a configured peer's interfaces (as net_peer_ensure, parsed). */
 int net_peer_set(struct net *n, uint64_t id, const struct net_iface *ifaces, unsigned nifaces);
 /*
- * A list of interfaces in text: "IP:PORT[/LABEL][,IP:PORT[/LABEL]...]"
- * (labels: 1-15 of A-Z a-z 0-9 . _ -). Parse returns how many (at most
+ * A list of interfaces in text: "IP:PORT[/LABEL][@TRANSPORT[:DEV]][,...]"
+ * (labels: 1-15 of A-Z a-z 0-9 . _ -; a transport other than kernel UDP
+ * and its device: "@dpdk:net_af_packet0", net_iface.transport). Parse returns how many (at most
  * max) or -EINVAL; format returns the length written or -ENOSPC.
  */
 int net_ifaces_parse(const char *s, struct net_iface *out, unsigned max);

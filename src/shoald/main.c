@@ -27,6 +27,7 @@
 #include "../base/access_key.h"
 #include "../base/fault.h"
 #include "../base/http.h"
+#include "../dpdk/dpdk.h"
 #include "../net/auth.h"
 #include "shoald.h"
 
@@ -55,7 +56,9 @@ usage(const char *why)
 		"              [--orphan-age SECONDS (default 600; 0: off)]\n"
 		"              [--secret FILE (default DIR/cluster.secret; FILE.also, if there,\n"
 		"               is accepted too: a rotation)] [--metrics-auth]\n"
-		"              [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]\n",
+		"              [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]\n"
+		"              [--dpdk \"EAL ARGS\" (data interfaces IP:PORT@dpdk:DEV; "
+		"docs/dpdk.md)]\n",
 		why);
 	exit(2);
 }
@@ -107,6 +110,7 @@ parse_args(int argc, char **argv, struct shoald_opts *o)
 						  { "tls-cert", required_argument, NULL, 'C' },
 						  { "tls-key", required_argument, NULL, 'K' },
 						  { "tls-ca", required_argument, NULL, 'T' },
+						  { "dpdk", required_argument, NULL, 'P' },
 						  { NULL, 0, NULL, 0 } };
 	struct env_addr a;
 	int c, rc;
@@ -214,6 +218,9 @@ parse_args(int argc, char **argv, struct shoald_opts *o)
 		case 'T':
 			copy_opt(o->tls_ca, sizeof(o->tls_ca), "--tls-ca", optarg);
 			break;
+		case 'P':
+			copy_opt(o->dpdk, sizeof(o->dpdk), "--dpdk", optarg);
+			break;
 		default: {
 			char msg[128];
 
@@ -237,9 +244,18 @@ parse_args(int argc, char **argv, struct shoald_opts *o)
 						      o->data_ifc, SHOALD_IFACES_MAX);
 	if (rc < 0)
 		usage(
-		    "--data must be IP[:PORT][/LABEL][,IP[:PORT][/LABEL]...] (at most 8; labels: "
-		    "1-15 of A-Z a-z 0-9 . _ -; the port: the management port + 100 unless given)");
+		    "--data must be IP[:PORT][/LABEL][@dpdk:DEV][,...] (at most 8; labels: "
+		    "1-15 of A-Z a-z 0-9 . _ -; the port: the management port + 100 unless given; "
+		    "DEV: a DPDK port, with --dpdk)");
 	o->ndata = (unsigned)rc;
+	for (unsigned i = 0; i < o->ndata; i++) {
+		if (o->data_ifc[i].transport[0] == '\0')
+			continue;
+		if (strcmp(o->data_ifc[i].transport, "dpdk") != 0)
+			usage("--data: the only transport besides kernel UDP is @dpdk:DEV");
+		if (!o->dpdk[0] || !o->data_ifc[i].dev[0])
+			usage("--data ...@dpdk:DEV needs --dpdk \"EAL ARGS\" and a DPDK device");
+	}
 	env_addr_format(&o->data_ifc[0].addr, o->data, sizeof(o->data));
 	if (o->domain[0] && !cfg_name_ok(o->domain))
 		usage("--domain: 1-63 of A-Z a-z 0-9 . _ -");
@@ -573,6 +589,15 @@ main(int argc, char **argv)
 		fprintf(stderr, "shoald: cannot bind the management address %s (UDP): %s\n",
 			d.o.mgmt, sh_strerror(rc));
 		return 1;
+	}
+	if (d.o.dpdk[0]) {
+		/* before the workers: a queue pair of each DPDK port for each of them */
+		rc = sh_dpdk_init(d.o.dpdk, SH_MIN(d.o.workers, SH_DPDK_QUEUES_MAX));
+		if (rc < 0) {
+			fprintf(stderr, "shoald: DPDK does not start (--dpdk \"%s\"): %s\n",
+				d.o.dpdk, sh_strerror(rc));
+			return 1;
+		}
 	}
 	for (unsigned i = 0; i < d.o.workers; i++) {
 		rc = worker_start(&d, i);

@@ -31,7 +31,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (m != n)
 		__builtin_trap();
 	for (int i = 0; i < n; i++)
-		if (!env_addr_eq(&a[i].addr, &b[i].addr) || strcmp(a[i].label, b[i].label) != 0)
+		if (!env_addr_eq(&a[i].addr, &b[i].addr) || strcmp(a[i].label, b[i].label) != 0 ||
+		    strcmp(a[i].transport, b[i].transport) != 0 || strcmp(a[i].dev, b[i].dev) != 0)
 			__builtin_trap();
 	return 0;
 }

@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Backends on the DPDK transport (docs/dpdk.md), in network namespaces (scripts/netns):
+6 backends whose data interface is a DPDK port (net_af_packet on the host's second data
+leg, which the kernel holds no address on: the backend's own ARP table answers for it),
+two workers each (two queue pairs of the port), and a client in UDP mode (kernel
+sockets) on the same switches: one cluster, one wire protocol.
+
+- udp_client_writes_and_reads_through_dpdk_backends: files of 1 byte to 24 MiB written
+  and read back byte for byte, a directory listed and files removed, every write's
+  stripes on backends that only speak DPDK; `shoal cluster processes` says so;
+- dpdk_backends_resolve_and_follow_a_moved_address: the client's address moves to
+  another MAC (the leg's MAC changed, a gratuitous ARP sent, as a failover would) and
+  the backends follow it: reads go on.
+
+Needs root, network namespaces and an EAL that starts (DPDK in the build); skipped with
+the reason where any is missing.
+usage: tests/cluster/test_dpdk.py BIN_DIR [--only NAME[,NAME]] [--keep]
+Prints the closing line "N passed, N failed, N skipped".
+"""
+import hashlib
+import os
+import subprocess
+import sys
+import time
+import traceback
+
+os.environ.setdefault("SH_NETNS_PREFIX", "shd")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_cluster as tc  # noqa: E402
+import test_networks as tn  # noqa: E402
+from test_cluster import Fail, check  # noqa: E402
+
+PREFIX = tn.PREFIX
+NODES = tn.NODES
+TESTS = []
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+def dpdk_addr(n):
+    return "10.254.1.%d" % (100 + n)
+
+
+class DpdkCluster(tn.NetCluster):
+    """NetCluster's hosts, each backend's data on DPDK over its d2 leg."""
+
+    def start(self, n):
+        d = os.path.join(self.dir, "n%d" % n)
+        os.makedirs(d, exist_ok=True)
+        log = open(os.path.join(self.dir, "n%d.log" % n), "a")
+        eal = ("--no-huge -m 256 --no-pci --no-shconf --no-telemetry -l 0 --log-level=warning "
+               "--vdev=net_af_packet0,iface=eth-d2,qpairs=2")
+        cmd = ["ip", "netns", "exec", "%s%d" % (PREFIX, n), os.path.join(tc.BIN, "shoald"),
+               "--id", str(n), "--mgmt", tn.mgmt(n),
+               "--data", "%s:7100/sw2@dpdk:net_af_packet0" % dpdk_addr(n),
+               "--dpdk", eal, "--workers", "2",
+               "--dir", d, "--log", os.path.join(self.dir, "n%d.log" % n),
+               "--secret", self.secret]
+        self.procs[n] = subprocess.Popen(cmd, stdout=log, stderr=log, start_new_session=True)
+
+    def up(self):
+        tn.netns("up", PREFIX, NODES)
+        for n in range(1, NODES + 1):
+            # the DPDK port owns the leg's address: the kernel must not answer for it
+            tn.netns("exec", PREFIX, n, "ip", "addr", "flush", "dev", "eth-d2")
+        for leg in ("eth-d1", "eth-d2"):
+            # frames the kernel sends over a veth leave their UDP checksum to an offload a
+            # veth never does: a DPDK port checks every checksum, so have them computed
+            tn.netns("exec", PREFIX, "c", "ethtool", "-K", leg, "tx", "off")
+        for n in range(1, NODES + 1):
+            self.start(n)
+        end = time.time() + 30
+        while self.shoal("status").returncode != 0:
+            check(time.time() < end, "node 1 never answered")
+            time.sleep(0.2)
+        self.shoal("cluster", "create", "dpdk", "--buckets", "64", check_rc=0)
+        for n in range(2, NODES + 1):
+            end = time.time() + 30
+            while self.shoal("status", node=n).returncode != 0:
+                check(time.time() < end, "node %d never answered" % n)
+                time.sleep(0.2)
+            self.shoal("node", "add", n, "--mgmt", tn.mgmt(n), "--data",
+                       "%s:7100" % dpdk_addr(n), check_rc=0)
+        os.makedirs(os.path.join(self.dir, "drives"), exist_ok=True)
+        for n in range(1, NODES + 1):
+            path = os.path.join(self.dir, "drives", "n%d.img" % n)
+            with open(path, "wb") as f:
+                f.truncate(self.drive_mb << 20)
+            self.shoal("drive", "add", n, path, check_rc=0)
+        self.shoal("fs", "create", "data", "--protection", "4+2", check_rc=0)
+        end = time.time() + 60
+        while self.shoal("ns", "data", "ls", "/").returncode != 0:
+            check(time.time() < end, "filesystem data never answered")
+            time.sleep(0.3)
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+@test
+def udp_client_writes_and_reads_through_dpdk_backends(c):
+    """Every size through the DPDK backends from a kernel-UDP client, back byte for byte."""
+    for size in (1, 4095, 65537, 1 << 20, 24 << 20):
+        src = os.path.join(c.dir, "src%d" % size)
+        with open(src, "wb") as f:
+            f.write(os.urandom(size))
+        c.shoal("ns", "data", "put", src, "/f%d" % size, check_rc=0, timeout=180)
+        back = src + ".back"
+        c.shoal("ns", "data", "get", "/f%d" % size, back, check_rc=0, timeout=180)
+        check(digest(back) == digest(src), "/f%d reads back wrong" % size)
+    names = c.shoal("ns", "data", "ls", "/", check_rc=0).stdout
+    for size in (1, 4095, 65537):
+        check("f%d" % size in names, "f%d not listed: %s" % (size, names))
+        c.shoal("ns", "data", "rm", "/f%d" % size, check_rc=0)
+    names = c.shoal("ns", "data", "ls", "/", check_rc=0).stdout
+    check("f4095" not in names, "a removed file is listed: %s" % names)
+    procs = c.processes()
+    workers = [p for p in procs.get("processes", procs) if isinstance(p, dict) and
+               p.get("role", "").startswith("worker")]
+    check(len(workers) == 2 * NODES, "workers: %s" % workers)
+    for w in workers:
+        check(w.get("transport") == "dpdk", "a worker not on DPDK: %s" % w)
+
+
+@test
+def dpdk_backends_resolve_and_follow_a_moved_address(c):
+    """The client's leg gets another MAC and announces it (a gratuitous ARP, as an address
+    that moved to another port would): the backends' own ARP tables follow it."""
+    src = os.path.join(c.dir, "moved")
+    with open(src, "wb") as f:
+        f.write(os.urandom(3 << 20))
+    c.shoal("ns", "data", "put", src, "/moved", check_rc=0, timeout=120)
+    for leg, addr in (("eth-d1", "10.254.1.200"), ("eth-d2", "10.254.1.250")):
+        tn.netns("exec", PREFIX, "c", "ip", "link", "set", leg, "address",
+                 "02:5e:%02x:00:00:%02x" % (int(time.time()) & 0xff, 1 if leg == "eth-d1" else 2))
+        # what an address that moved announces (arping -U), sent from a raw socket here
+        tn.netns("exec", PREFIX, "c", sys.executable, "-c", GARP, leg, addr)
+    back = src + ".back"
+    c.shoal("ns", "data", "get", "/moved", back, check_rc=0, timeout=120)
+    check(digest(back) == digest(src), "/moved reads back wrong after the move")
+
+
+# a gratuitous ARP request for an address from the leg's own MAC (python, no arping needed)
+GARP = r"""
+import socket, struct, sys
+dev, ip = sys.argv[1], socket.inet_aton(sys.argv[2])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind((dev, 0))
+mac = s.getsockname()[4]
+frame = b"\xff" * 6 + mac + b"\x08\x06" + struct.pack("!HHBBH", 1, 0x0800, 6, 4, 1) + \
+    mac + ip + b"\x00" * 6 + ip
+s.send(frame + b"\x00" * (60 - len(frame)))
+"""
+
+
+def eal_starts():
+    """Why DPDK cannot run here, or None: the unit runner's memif test answers it."""
+    if os.geteuid() != 0:
+        return "not root"
+    p = subprocess.run([os.path.join(os.path.dirname(tc.BIN), "tests", "unit_dpdk")],
+                       capture_output=True, text=True, timeout=120)
+    if "1 passed" not in p.stdout:
+        return "the EAL does not start here: %s" % (p.stdout.strip().splitlines() or ["?"])[-1]
+    return None
+
+
+def main():
+    a = tc.parse_args(__doc__)
+    if a is None:
+        return 2
+    only, keep = a[1], a[2]
+    why = tn.can_make_namespaces() or eal_starts()
+    tests = [t for t in TESTS if not only or t.__name__ in only]
+    if why:
+        for t in tests:
+            print("SKIP %s: %s" % (t.__name__, why))
+        print("0 passed, 0 failed, %d skipped" % len(tests))
+        return 0
+    passed = failed = 0
+    c = DpdkCluster(keep)
+    try:
+        t0 = time.time()
+        c.up()
+        print("  cluster of %d DPDK backends up in %.1f s" % (NODES, time.time() - t0))
+        for fn in tests:
+            t0 = time.time()
+            try:
+                fn(c)
+                print("PASS %s (%.1fs)" % (fn.__name__, time.time() - t0))
+                passed += 1
+            except Exception as e:
+                print("FAIL %s (%.1fs): %s" % (fn.__name__, time.time() - t0, e))
+                if not isinstance(e, Fail):
+                    traceback.print_exc()
+                print(c.logs())
+                failed += 1
+            sys.stdout.flush()
+    except Exception as e:
+        print("FAIL setting up the DPDK cluster: %s" % e)
+        print(c.logs())
+        failed = len(tests)
+    finally:
+        c.down()
+    print("%d passed, %d failed, 0 skipped" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -743,7 +743,9 @@ node_at(const char *addr, uint64_t *id)
 /*
  * A client endpoint: one socket on every address (the kernel's routes pick
  * the interface), or, for the data network, the interfaces SHOAL_DATA_IFACES
- * names ("IP[/LABEL],IP[/LABEL]", each bound at a port of its own), so
+ * names ("IP[/LABEL],IP[/LABEL]", each bound at a port of its own; one
+ * on DPDK, "IP/LABEL@dpdk:DEV", where the program started the EAL:
+ * SHOAL_DPDK for the shoal command), so
  * that the client has a path per interface pair to each backend and
  * fails over and shares traffic as the nodes do (docs/networking.md).
  */
@@ -759,7 +761,7 @@ endpoint(sh_client *c, uint64_t id, bool data, struct net **out)
 	if (want != NULL && *want != '\0') {
 		rc = net_ifaces_parse(want, ifc, SH_ARRAY_SIZE(ifc));
 		if (rc < 0) {
-			sh_log_error("SHOAL_DATA_IFACES='%s' is not IP[/LABEL][,IP[/LABEL]...]",
+			sh_log_error("SHOAL_DATA_IFACES='%s' is not IP[/LABEL][@dpdk:DEV][,...]",
 				     want);
 			return rc;
 		}

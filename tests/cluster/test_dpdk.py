@@ -4,11 +4,13 @@
 6 backends whose data interface is a DPDK port (net_af_packet on the host's second data
 leg, which the kernel holds no address on: the backend's own ARP table answers for it),
 two workers each (two queue pairs of the port), and a client in UDP mode (kernel
-sockets) on the same switches: one cluster, one wire protocol.
+sockets) and a DPDK client on the same switches: one cluster, one wire protocol.
 
 - udp_client_writes_and_reads_through_dpdk_backends: files of 1 byte to 24 MiB written
   and read back byte for byte, a directory listed and files removed, every write's
   stripes on backends that only speak DPDK; `shoal cluster processes` says so;
+- dpdk_client_and_udp_client_share_files: a client on DPDK (SHOAL_DPDK, its data
+  interface IP/LABEL@dpdk:DEV) and the UDP-mode one each read what the other wrote;
 - dpdk_backends_resolve_and_follow_a_moved_address: the client's address moves to
   another MAC (the leg's MAC changed, a gratuitous ARP sent, as a failover would) and
   the backends follow it: reads go on.
@@ -64,9 +66,15 @@ class DpdkCluster(tn.NetCluster):
 
     def up(self):
         tn.netns("up", PREFIX, NODES)
-        for n in range(1, NODES + 1):
+        for n in list(range(1, NODES + 1)) + ["c"]:
             # the DPDK port owns the leg's address: the kernel must not answer for it
             tn.netns("exec", PREFIX, n, "ip", "addr", "flush", "dev", "eth-d2")
+        # the UDP-mode client on its first leg; a DPDK client on its second (SHOAL_DPDK)
+        self.client_env["SHOAL_DATA_IFACES"] = "10.254.1.200/sw1"
+        self.dpdk_env = dict(self.client_env, SHOAL_DATA_IFACES=(
+            "10.254.1.250/sw2@dpdk:net_af_packet0"), SHOAL_DPDK=(
+            "--no-huge -m 256 --no-pci --no-shconf --no-telemetry -l 0 --log-level=warning "
+            "--vdev=net_af_packet0,iface=eth-d2"))
         for leg in ("eth-d1", "eth-d2"):
             # frames the kernel sends over a veth leave their UDP checksum to an offload a
             # veth never does: a DPDK port checks every checksum, so have them computed
@@ -126,6 +134,32 @@ def udp_client_writes_and_reads_through_dpdk_backends(c):
     check(len(workers) == 2 * NODES, "workers: %s" % workers)
     for w in workers:
         check(w.get("transport") == "dpdk", "a worker not on DPDK: %s" % w)
+
+
+@test
+def dpdk_client_and_udp_client_share_files(c):
+    """A client on DPDK (its own port and ARP table) and one in UDP mode, one cluster: each
+    reads what the other wrote."""
+    saved = c.client_env
+    a = os.path.join(c.dir, "by_udp")
+    b = os.path.join(c.dir, "by_dpdk")
+    with open(a, "wb") as f:
+        f.write(os.urandom(5 << 20))
+    with open(b, "wb") as f:
+        f.write(os.urandom((3 << 20) + 17))
+    try:
+        c.shoal("ns", "data", "put", a, "/by_udp", check_rc=0, timeout=120)
+        c.client_env = c.dpdk_env
+        c.shoal("ns", "data", "get", "/by_udp", a + ".back", check_rc=0, timeout=120)
+        c.shoal("ns", "data", "put", b, "/by_dpdk", check_rc=0, timeout=120)
+        c.shoal("ns", "data", "mkdir", "/made_by_dpdk", check_rc=0)
+    finally:
+        c.client_env = saved
+    check(digest(a + ".back") == digest(a), "the DPDK client read /by_udp wrong")
+    c.shoal("ns", "data", "get", "/by_dpdk", b + ".back", check_rc=0, timeout=120)
+    check(digest(b + ".back") == digest(b), "the UDP client read /by_dpdk wrong")
+    names = c.shoal("ns", "data", "ls", "/", check_rc=0).stdout
+    check("made_by_dpdk" in names, "the DPDK client's directory is missing: %s" % names)
 
 
 @test

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../dpdk/dpdk.h"
 #include "shoal.h"
 
 static const char usage_text[] =
@@ -870,6 +871,16 @@ main(int argc, char **argv)
 	if (i >= argc) {
 		fputs(usage_text, stderr);
 		return 2;
+	}
+	if (getenv("SHOAL_DPDK") != NULL && *getenv("SHOAL_DPDK") != '\0') {
+		/* a DPDK client (docs/dpdk.md): SHOAL_DATA_IFACES names IP/LABEL@dpdk:DEV */
+		int rc = sh_dpdk_init(getenv("SHOAL_DPDK"), 1);
+
+		if (rc < 0) {
+			fprintf(stderr, "shoal: SHOAL_DPDK: DPDK does not start: %s\n",
+				sh_strerror(rc));
+			return 1;
+		}
 	}
 	if (c.addr == NULL)
 		c.addr = getenv("SHOAL_ADDR");

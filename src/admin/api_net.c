@@ -14,7 +14,38 @@
 #include <string.h>
 
 #include "../cluster/client_info.h"
+#include "../dpdk/dpdk.h"
 #include "api_int.h"
+
+/* A DPDK port of this process: what it did, and its ARP table (dpdk.h); NULL if none. */
+static json_t *
+dpdk_json(const char *dev)
+{
+	struct sh_arp_entry e[64];
+	struct sh_dpdk_stats st;
+	unsigned n = 0;
+	json_t *arp, *o;
+
+	if (sh_dpdk_port_stats(dev, &st, e, SH_ARRAY_SIZE(e), &n) < 0)
+		return NULL;
+	arp = json_array();
+	for (unsigned i = 0; i < n && i < SH_ARRAY_SIZE(e); i++) {
+		char ip[16], mac[18];
+
+		snprintf(ip, sizeof(ip), "%u.%u.%u.%u", e[i].ip >> 24, (e[i].ip >> 16) & 0xff,
+			 (e[i].ip >> 8) & 0xff, e[i].ip & 0xff);
+		snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", e[i].mac[0],
+			 e[i].mac[1], e[i].mac[2], e[i].mac[3], e[i].mac[4], e[i].mac[5]);
+		json_array_append_new(arp, json_pack("{s:s, s:s, s:b, s:I}", "ip", ip, "mac", mac,
+						     "resolved", e[i].resolved, "asks",
+						     (json_int_t)e[i].asks));
+	}
+	o = json_pack("{s:o}", "arp", arp);
+#define X(f) json_object_set_new(o, #f, json_integer((json_int_t)st.f));
+	DPDK_STATS_FIELDS(X)
+#undef X
+	return o;
+}
 
 static json_t *
 ifaces_json(const struct net_iface *ifc, unsigned n)
@@ -23,12 +54,15 @@ ifaces_json(const struct net_iface *ifc, unsigned n)
 
 	for (unsigned i = 0; i < n; i++) {
 		char addr[ENV_ADDRSTRLEN];
+		json_t *o, *d;
 
 		env_addr_format(&ifc[i].addr, addr, sizeof(addr));
-		json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:s}", "addr", addr, "label",
-						   ifc[i].label, "transport",
-						   ifc[i].transport[0] ? ifc[i].transport : "udp",
-						   "dev", ifc[i].dev));
+		o = json_pack("{s:s, s:s, s:s, s:s}", "addr", addr, "label", ifc[i].label,
+			      "transport", ifc[i].transport[0] ? ifc[i].transport : "udp", "dev",
+			      ifc[i].dev);
+		if (ifc[i].dev[0] && (d = dpdk_json(ifc[i].dev)) != NULL)
+			json_object_set_new(o, "dpdk", d);
+		json_array_append_new(a, o);
 	}
 	return a;
 }

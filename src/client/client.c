@@ -168,6 +168,8 @@ say_info(sh_client *c)
 
 		if (net_iface_get(c->dnet, i, &ifc) < 0 || memcmp(ifc.addr.ip, any, 16) == 0)
 			continue; /* one socket on every address: no interface to name */
+		if (strcmp(ifc.transport, "dpdk") == 0)
+			snprintf(ci.transport, sizeof(ci.transport), "dpdk");
 		env_addr_format(&ifc.addr, ci.ifaces[ci.nifaces].addr, sizeof(ci.ifaces[0].addr));
 		snprintf(ci.ifaces[ci.nifaces].label, sizeof(ci.ifaces[0].label), "%s", ifc.label);
 		ci.nifaces++;

@@ -20,17 +20,7 @@
 #define DPDK_PORTS_MAX 8
 #define DPDK_BURST     32
 
-#define DPDK_STATS(X)     \
-	X(rx_frames)      \
-	X(tx_frames)      \
-	X(rx_bad)         \
-	X(rx_other)       \
-	X(rx_handoff)     \
-	X(tx_unresolved)  \
-	X(tx_unreachable) \
-	X(tx_full)        \
-	X(arp_in)         \
-	X(arp_out)
+#define DPDK_STATS(X) DPDK_STATS_FIELDS(X)
 
 struct dtp;
 

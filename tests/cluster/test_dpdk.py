@@ -134,6 +134,15 @@ def udp_client_writes_and_reads_through_dpdk_backends(c):
     check(len(workers) == 2 * NODES, "workers: %s" % workers)
     for w in workers:
         check(w.get("transport") == "dpdk", "a worker not on DPDK: %s" % w)
+        d = w["interfaces"][0].get("dpdk")
+        check(d is not None and d["tx_frames"] > 0 and d["rx_frames"] > 0,
+              "a worker's port has not carried traffic: %s" % w["interfaces"])
+        # the node's own ARP table knows the client's address (never the kernel's table)
+        check(any(e["ip"] == "10.254.1.200" and e["resolved"] for e in d["arp"]),
+              "the client is not in a port's ARP table: %s" % d["arp"])
+    text = c.shoal("cluster", "processes", check_rc=0).stdout
+    check("DPDK port net_af_packet0" in text and "arp 10.254.1.200" in text,
+          "cluster processes shows no DPDK port and ARP table:\n%s" % text)
 
 
 @test

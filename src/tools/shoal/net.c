@@ -38,8 +38,36 @@ show_ifaces(json_t *ifs)
 	size_t k;
 	json_t *x;
 
-	json_array_foreach(ifs, k, x) printf("%s%s%s%s", k ? ", " : "", jstr(x, "addr"),
-					     jstr(x, "label")[0] ? "/" : "", jstr(x, "label"));
+	json_array_foreach(ifs, k, x)
+	    printf("%s%s%s%s%s%s", k ? ", " : "", jstr(x, "addr"), jstr(x, "label")[0] ? "/" : "",
+		   jstr(x, "label"), jstr(x, "dev")[0] ? " on DPDK port " : "", jstr(x, "dev"));
+}
+
+/* The DPDK ports among ifs: what each did and its ARP table (Shoal's own, not the kernel's). */
+static void
+show_dpdk(json_t *ifs)
+{
+	size_t k, m;
+	json_t *x, *e;
+
+	json_array_foreach(ifs, k, x)
+	{
+		json_t *d = json_object_get(x, "dpdk");
+
+		if (d == NULL)
+			continue;
+		printf(
+		    "  DPDK port %s: %lld frames in, %lld out, %lld malformed, %lld not ours, "
+		    "%lld handed to another queue; dropped %lld resolving, %lld unreachable, %lld "
+		    "queue full; ARP %lld in, %lld out\n",
+		    jstr(x, "dev"), jint(d, "rx_frames"), jint(d, "tx_frames"), jint(d, "rx_bad"),
+		    jint(d, "rx_other"), jint(d, "rx_handoff"), jint(d, "tx_unresolved"),
+		    jint(d, "tx_unreachable"), jint(d, "tx_full"), jint(d, "arp_in"),
+		    jint(d, "arp_out"));
+		json_array_foreach(json_object_get(d, "arp"), m, e)
+		    printf("    arp %-15s %s%s\n", jstr(e, "ip"), jstr(e, "mac"),
+			   json_is_true(json_object_get(e, "resolved")) ? "" : " (resolving)");
+	}
 }
 
 /* The entry of client id in clients (one per client), made if new. */
@@ -140,6 +168,7 @@ cmd_processes(const struct cli *c)
 		       json_is_true(json_object_get(n, "rdma")) ? " + rdma" : "");
 		show_ifaces(json_object_get(n, "interfaces"));
 		printf("\n");
+		show_dpdk(json_object_get(n, "interfaces"));
 		json_array_foreach(json_object_get(n, "peers"), k, peer)
 		{
 			if (strcmp(jstr(peer, "kind"), "node") != 0 ||

@@ -49,10 +49,17 @@ int sh_dpdk_init(const char *args, unsigned queues);
 bool sh_dpdk_ready(void);
 
 /* What a port did (sh_dpdk_port_stats), all its queues together. */
-#define DPDK_STATS_FIELDS(X)                                                                \
-	X(rx_frames)                                                                        \
-	X(tx_frames) X(rx_bad) X(rx_other) X(rx_handoff) X(tx_unresolved) X(tx_unreachable) \
-	    X(tx_full) X(arp_in) X(arp_out)
+#define DPDK_STATS_FIELDS(X) \
+	X(rx_frames)         \
+	X(tx_frames)         \
+	X(rx_bad)            \
+	X(rx_other)          \
+	X(rx_handoff)        \
+	X(tx_unresolved)     \
+	X(tx_unreachable)    \
+	X(tx_full)           \
+	X(arp_in)            \
+	X(arp_out)
 struct sh_dpdk_stats {
 	uint64_t rx_frames, tx_frames;
 	uint64_t rx_bad;	  /* malformed (sh_frame_parse) */

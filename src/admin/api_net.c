@@ -40,7 +40,7 @@ dpdk_json(const char *dev)
 						     "resolved", e[i].resolved, "asks",
 						     (json_int_t)e[i].asks));
 	}
-	o = json_pack("{s:o}", "arp", arp);
+	o = json_pack("{s:o, s:b}", "arp", arp, "rx_interrupts", st.rx_intr);
 #define X(f) json_object_set_new(o, #f, json_integer((json_int_t)st.f));
 	DPDK_STATS_FIELDS(X)
 #undef X

@@ -124,9 +124,16 @@ port_setup(struct dport *p, unsigned want)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
 		p->tx_udp_csum = true;
 	}
+	/* RX interrupts for CPU-optimized loops where the port has them; else sleep-polling */
+	conf.intr_conf.rxq = 1;
 	rc = rte_eth_dev_configure(p->id, (uint16_t)p->nq, (uint16_t)p->nq, &conf);
+	if (rc < 0) {
+		conf.intr_conf.rxq = 0;
+		rc = rte_eth_dev_configure(p->id, (uint16_t)p->nq, (uint16_t)p->nq, &conf);
+	}
 	if (rc < 0)
 		return rc;
+	p->rx_intr = conf.intr_conf.rxq;
 	rc = rte_eth_dev_adjust_nb_rx_tx_desc(p->id, &nrxd, &ntxd);
 	if (rc < 0)
 		return rc;
@@ -159,6 +166,12 @@ port_setup(struct dport *p, unsigned want)
 	rc = rte_eth_macaddr_get(p->id, &mac);
 	if (rc < 0)
 		return rc;
+	for (unsigned q = 0; q < p->nq; q++) {
+		p->q[q].intr_fd =
+		    p->rx_intr ? rte_eth_dev_rx_intr_ctl_q_get_fd(p->id, (uint16_t)q) : -1;
+		if (p->q[q].intr_fd < 0)
+			p->rx_intr = false;
+	}
 	memcpy(p->mac, mac.addr_bytes, 6);
 	return 0;
 }
@@ -215,9 +228,11 @@ dport_get(const char *dev, struct dport **out)
 		sh_free(p);
 		goto out;
 	}
-	sh_log_info("DPDK: port %s up: MAC %02x:%02x:%02x:%02x:%02x:%02x, MTU %u, %u queue pairs%s",
+	sh_log_info("DPDK: port %s up: MAC %02x:%02x:%02x:%02x:%02x:%02x, MTU %u, %u queue "
+		    "pairs, %s%s",
 		    dev, p->mac[0], p->mac[1], p->mac[2], p->mac[3], p->mac[4], p->mac[5], p->mtu,
-		    p->nq, p->tx_udp_csum ? ", UDP checksums offloaded" : "");
+		    p->nq, p->rx_intr ? "RX interrupts" : "no RX interrupts (sleep-polling)",
+		    p->tx_udp_csum ? ", UDP checksums offloaded" : "");
 	G.ports[G.nports++] = p;
 	*out = p;
 	rc = 0;
@@ -241,6 +256,7 @@ sh_dpdk_port_stats(const char *dev, struct sh_dpdk_stats *st, struct sh_arp_entr
 #define X(f) st->f = atomic_load_explicit(&p->st.f, memory_order_relaxed);
 	DPDK_STATS(X)
 #undef X
+	st->rx_intr = p->rx_intr;
 	pthread_mutex_lock(&p->lock);
 	*n = p->arp != NULL ? sh_arp_list(p->arp, entries, max) : 0;
 	pthread_mutex_unlock(&p->lock);

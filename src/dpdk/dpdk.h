@@ -69,6 +69,7 @@ struct sh_dpdk_stats {
 	uint64_t tx_unreachable;  /* dropped: the peer does not answer ARP */
 	uint64_t tx_full;	  /* dropped: the port's TX queue stayed full */
 	uint64_t arp_in, arp_out; /* ARP frames heard and sent */
+	bool rx_intr;		  /* its queues wake sleeping loops (else: sleep-polling) */
 };
 
 /*

@@ -32,6 +32,7 @@ struct dport {
 	uint16_t mtu;
 	uint8_t mac[6];
 	bool tx_udp_csum; /* the port computes UDP checksums */
+	bool rx_intr;	  /* every queue has an RX interrupt fd */
 	struct rte_mempool *pool;
 	/* under lock: the address (the first transport's), the ARP table, the queues' owners */
 	pthread_mutex_t lock;
@@ -41,6 +42,7 @@ struct dport {
 		struct dtp *owner;
 		_Atomic uint16_t udp_port; /* read without the lock by the other queues */
 		struct rte_ring *ring;	   /* frames for this queue that landed on another */
+		int intr_fd;		   /* readable on RX while enabled (rx_intr) */
 	} q[SH_DPDK_QUEUES_MAX];
 	struct {
 #define X(f) _Atomic uint64_t f;

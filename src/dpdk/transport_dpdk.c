@@ -192,6 +192,16 @@ dtp_poll(struct env_poller *pl)
 	return n;
 }
 
+/* The loop sleeps: wake it when a frame comes (the port's RX interrupt), or no longer. */
+static int
+dtp_arm(struct env_poller *pl, bool on)
+{
+	struct dtp *d = pl->arg;
+
+	return on ? rte_eth_dev_rx_intr_enable(d->p->id, (uint16_t)d->q)
+		  : rte_eth_dev_rx_intr_disable(d->p->id, (uint16_t)d->q);
+}
+
 /* One datagram into an mbuf behind room for its headers; NULL if the pool is dry. */
 static struct rte_mbuf *
 gather(struct dtp *d, const struct env_dgram_msg *msg, size_t len)
@@ -377,6 +387,13 @@ dtp_open(struct net_transport *t, struct env *env, const struct env_addr *bind)
 		sh_log_warn("DPDK: no lcore id for this thread: mbufs come from the pool's ring");
 	d->poller.poll = dtp_poll;
 	d->poller.arg = d;
+	if (p->rx_intr) {
+		/* CPU-optimized loops sleep on it once idle (a frame to the ring from another
+		 * queue is not signalled: that queue's poll hands it off while the sleep is
+		 * short, and the sleep is bounded by the loop's timers) */
+		d->poller.arm = dtp_arm;
+		d->poller.fd = p->q[q].intr_fd;
+	}
 	rc = env_poller_add(env, &d->poller);
 	if (rc < 0) {
 		pthread_mutex_lock(&p->lock);

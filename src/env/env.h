@@ -139,17 +139,30 @@ void env_async_fini(struct env_async *a);
  * turn. ENV_REAL_EVENT runs it every turn too and sleeps no longer than
  * the poller's backoff: none while it finds work, then from 1 us doubling
  * up to max_sleep_ns (adaptive sleep-polling: a burst is read at once, an
- * idle poller costs about a wake-up per max_sleep_ns). Only the real env
- * has pollers (-EOPNOTSUPP elsewhere).
+ * idle poller costs about a wake-up per max_sleep_ns).
+ *
+ * A poller that can say when work arrives (RX interrupts) gives arm and
+ * fd: once the backoff has reached max_sleep_ns, ENV_REAL_EVENT arms it
+ * (arm(p, true): fd becomes readable when work arrives), polls once more
+ * for what came meanwhile, and sleeps as long as nothing else is due; the
+ * next turn disarms it (arm(p, false)). The loop watches fd edge-triggered
+ * and never reads it (it may be the queue itself, as a tap's is). An arm
+ * that fails (-errno) leaves the poller sleep-polling.
+ *
+ * Only the real env has pollers (-EOPNOTSUPP elsewhere).
  */
 struct env_poller {
 	unsigned (*poll)(struct env_poller *p);
 	void *arg;
-	uint64_t max_sleep_ns; /* 0: 1 ms */
+	uint64_t max_sleep_ns;			   /* 0: 1 ms */
+	int (*arm)(struct env_poller *p, bool on); /* optional */
+	int fd;					   /* with arm */
 	/* the loop's */
 	struct env *env;
 	struct sh_list link;
 	uint64_t backoff_ns;
+	bool armed;
+	void *impl;
 };
 
 int env_poller_add(struct env *env, struct env_poller *p);

@@ -215,22 +215,93 @@ poll_turn(struct env_real *r)
 	}
 }
 
+/* A poller's fd in epoll: readable when its queue got work while it was armed. */
+struct poller_watch {
+	struct real_watch w;
+	int fd;
+};
+
+/* Woken: nothing to do but wake (the next turn polls); the fd is not ours to read. */
+static void
+poller_fd_ready(struct real_watch *w, uint32_t events)
+{
+	(void)w;
+	(void)events;
+}
+
+static void
+poller_watch_free(struct real_watch *w)
+{
+	sh_free(sh_container_of(w, struct poller_watch, w));
+}
+
 static int
 real_poller_add(struct env *env, struct env_poller *p)
 {
-	sh_list_add_tail(&to_real(env)->pollers, &p->link);
+	struct env_real *r = to_real(env);
+
+	p->impl = NULL;
+	p->armed = false;
+	if (p->arm != NULL) {
+		struct poller_watch *pw = sh_calloc(1, sizeof(*pw));
+		int rc;
+
+		if (pw == NULL)
+			return -ENOMEM;
+		pw->fd = p->fd;
+		pw->w.fn = poller_fd_ready;
+		pw->w.free = poller_watch_free;
+		/* edge-triggered: each arrival wakes the loop once, and the fd is never read (a
+		 * tap's is the queue itself; an eventfd's count means nothing to us) */
+		rc = real_watch_add(r, p->fd, EPOLLIN | EPOLLET, &pw->w);
+		if (rc < 0) {
+			sh_free(pw);
+			return rc;
+		}
+		p->impl = pw;
+	}
+	sh_list_add_tail(&r->pollers, &p->link);
 	return 0;
 }
 
 static void
 real_poller_del(struct env_poller *p)
 {
+	struct poller_watch *pw = p->impl;
+
+	if (p->armed)
+		p->arm(p, false);
+	p->armed = false;
+	if (pw != NULL)
+		real_watch_retire(to_real(p->env), pw->fd, &pw->w);
+	p->impl = NULL;
 	sh_list_del(&p->link);
 }
 
 /*
+ * An idle poller that can be woken: armed, and polled once more for what
+ * came before it was. Returns what that poll found (0: it sleeps armed).
+ */
+static unsigned
+poller_sleep(struct env_poller *p)
+{
+	unsigned got;
+
+	if (p->arm(p, true) < 0)
+		return 0;
+	p->armed = true;
+	got = p->poll(p);
+	if (got > 0) {
+		p->arm(p, false);
+		p->armed = false;
+	}
+	return got;
+}
+
+/*
  * Every poller, at the start of a turn: the longest the loop may sleep
- * after it (0 when one found work; UINT64_MAX without pollers).
+ * after it (0 when one found work; UINT64_MAX without pollers, or when all
+ * of them sleep armed).
  */
 static uint64_t
 run_pollers(struct env_real *r)
@@ -240,8 +311,19 @@ run_pollers(struct env_real *r)
 
 	sh_list_for_each_safe (pos, tmp, &r->pollers) {
 		struct env_poller *p = sh_list_entry(pos, struct env_poller, link);
-		unsigned got = p->poll(p);
+		unsigned got;
 
+		if (p->armed) {
+			p->arm(p, false);
+			p->armed = false;
+		}
+		got = p->poll(p);
+		if (got == 0 && r->mode == ENV_REAL_EVENT && p->arm != NULL &&
+		    p->backoff_ns >= p->max_sleep_ns) {
+			got = poller_sleep(p);
+			if (got == 0 && p->armed)
+				continue; /* its fd wakes the loop */
+		}
 		if (got > 0) {
 			r->ncallbacks += (int)got;
 			p->backoff_ns = 0;

@@ -135,8 +135,12 @@ sh_arp_input(struct sh_arp *a, const struct sh_frame *f, uint64_t now, uint8_t *
 	*olen = 0;
 	if (f->kind != SH_FRAME_ARP)
 		return -EINVAL;
-	/* a sender MAC of ours, or a group MAC, is no one's address */
-	if ((f->sha[0] & 1) || memcmp(f->sha, a->cfg.mac, 6) == 0)
+	/*
+	 * A group MAC is no one's address; our MAC with our address is our own
+	 * frame come back. Our MAC with another address is a peer that shares
+	 * it: the kernel's side of a tap (net_tap gives both ends one MAC).
+	 */
+	if ((f->sha[0] & 1) || (memcmp(f->sha, a->cfg.mac, 6) == 0 && ours(a, f->spa)))
 		return 0;
 	if (f->spa != 0 && (n = find(a, f->spa)) != NULL) {
 		learn(n, f->sha, now); /* known: its MAC as it is now (it may have moved) */

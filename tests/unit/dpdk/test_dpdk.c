@@ -10,7 +10,9 @@
  * names the client. Skipped, with the EAL's reason, where it cannot start
  * (not root, no DPDK in the build).
  */
+#define _GNU_SOURCE /* unshare */
 #include <errno.h>
+#include <sched.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,7 +44,7 @@ eal(const char *role, const char *sock, unsigned lcore)
 }
 
 static struct net *
-endpoint(struct env *env, uint64_t id, const char *ip)
+endpoint_dev(struct env *env, uint64_t id, const char *ip, const char *dev)
 {
 	struct net_iface ifc = { 0 };
 	struct net_config cfg = { .node_id = id, .ifaces = &ifc, .nifaces = 1 };
@@ -52,10 +54,16 @@ endpoint(struct env *env, uint64_t id, const char *ip)
 	snprintf(addr, sizeof(addr), "%s:7000", ip);
 	env_addr_parse(addr, &ifc.addr);
 	snprintf(ifc.transport, sizeof(ifc.transport), "dpdk");
-	snprintf(ifc.dev, sizeof(ifc.dev), "net_memif0");
+	snprintf(ifc.dev, sizeof(ifc.dev), "%s", dev);
 	if (net_create(env, &cfg, &n) < 0)
 		return NULL;
 	return n;
+}
+
+static struct net *
+endpoint(struct env *env, uint64_t id, const char *ip)
+{
+	return endpoint_dev(env, id, ip, "net_memif0");
 }
 
 static void
@@ -203,4 +211,114 @@ TEST(dpdk_rpc_between_two_processes_over_memif)
 	if (WEXITSTATUS(status) == SKIP_CODE)
 		sh_test_skip("the EAL does not start here (see its error above)");
 	SH_ASSERT_EQ(WEXITSTATUS(status), 0);
+}
+
+/*
+ * A DPDK port and the kernel's UDP on one link: net_tap in a network
+ * namespace of the test's own (unshare), the DPDK endpoint on 10.88.0.1
+ * (its own ARP table), a kernel-UDP endpoint on the tap's kernel side
+ * 10.88.0.2 in a process forked from it. The kernel client's echoes come
+ * back, and the tap's queue wakes the DPDK loop by its RX interrupt (CPU-
+ * optimized mode sleeps on it once idle).
+ */
+static int
+udp_client(void)
+{
+	static uint8_t body[100 << 10];
+	struct net_iface ifc = { 0 }, srv = { 0 };
+	struct net_config cfg = { .node_id = 2, .ifaces = &ifc, .nifaces = 1 };
+	struct env *env = env_real_create(NULL);
+	struct net *n;
+
+	env_addr_parse("10.88.0.2:7000", &ifc.addr);
+	if (env == NULL || net_create(env, &cfg, &n) < 0)
+		return 1;
+	env_addr_parse("10.88.0.1:7000", &srv.addr);
+	net_peer_add(n, 1, &srv, 1);
+	for (size_t i = 0; i < sizeof(body); i++)
+		body[i] = (uint8_t)(i * 13 + 1);
+	for (int round = 0; round < 6; round++) {
+		struct echo e = { .want = body, .len = round % 2 ? sizeof(body) : 100 };
+		struct iovec iov = { body, e.len };
+		uint64_t end = sh_clock_mono_ns() + 20 * SH_NSEC_PER_SEC;
+
+		net_call(n, 1, NET_OP_ECHO, &iov, 1, NULL, on_echo, &e, NULL);
+		while (e.done == 0 && sh_clock_mono_ns() < end)
+			env_real_run_once(env, SH_NSEC_PER_MSEC);
+		if (e.done == 0 || e.bad || e.failed)
+			return 1;
+		usleep(100 * 1000); /* idle: the DPDK side's loop goes to sleep on its queue */
+	}
+	return 0;
+}
+
+static void
+tap_side(int res_fd)
+{
+	char st[2] = { 1, 0 };
+	struct sh_dpdk_stats ps;
+	struct sh_arp_entry arp[4];
+	struct env *env;
+	struct net *n;
+	unsigned narp;
+	pid_t cli;
+	int status;
+
+	if (unshare(CLONE_NEWNET) < 0 ||
+	    sh_dpdk_init("--no-huge -m 128 --no-pci --no-shconf --no-telemetry -l 0 "
+			 "--log-level=error --vdev=net_tap0,iface=shdtap0",
+			 1) < 0)
+		_exit(SKIP_CODE);
+	env = env_real_create(NULL);
+	n = env != NULL ? endpoint_dev(env, 1, "10.88.0.1", "net_tap0") : NULL;
+	if (n == NULL || system("ip link set lo up && ip addr add 10.88.0.2/24 dev shdtap0 && "
+				"ip link set shdtap0 up") != 0)
+		_exit(2);
+	cli = fork();
+	if (cli == 0)
+		_exit(udp_client()); /* the kernel's UDP, in this namespace; no DPDK call */
+	while (waitpid(cli, &status, WNOHANG) == 0)
+		env_real_run_once(env, 10 * SH_NSEC_PER_MSEC);
+	st[0] = WIFEXITED(status) ? (char)WEXITSTATUS(status) : 1;
+	if (sh_dpdk_port_stats("net_tap0", &ps, arp, SH_ARRAY_SIZE(arp), &narp) == 0) {
+		st[1] = (char)ps.rx_intr;
+		if (st[0] != 0)
+			fprintf(stderr,
+				"tap port: rx %llu tx %llu bad %llu other %llu unresolved %llu arp "
+				"in %llu out %llu, %u entries\n",
+				(unsigned long long)ps.rx_frames, (unsigned long long)ps.tx_frames,
+				(unsigned long long)ps.rx_bad, (unsigned long long)ps.rx_other,
+				(unsigned long long)ps.tx_unresolved, (unsigned long long)ps.arp_in,
+				(unsigned long long)ps.arp_out, narp);
+	}
+	if (write(res_fd, st, 2) != 2)
+		_exit(2);
+	_exit(0);
+}
+
+TEST(dpdk_port_and_kernel_udp_on_one_link_with_rx_interrupts)
+{
+	int pfd[2], status;
+	char st[2];
+	pid_t pid;
+
+	if (geteuid() != 0)
+		sh_test_skip("not root (a network namespace and a tap)");
+	SH_ASSERT_OK(pipe(pfd));
+	pid = fork();
+	SH_ASSERT(pid >= 0);
+	if (pid == 0) {
+		close(pfd[0]);
+		tap_side(pfd[1]);
+	}
+	close(pfd[1]);
+	ssize_t got = read(pfd[0], st, 2);
+
+	close(pfd[0]);
+	SH_ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	if (got != 2 && WIFEXITED(status) && WEXITSTATUS(status) == SKIP_CODE)
+		sh_test_skip("no namespace or the EAL does not start here (see above)");
+	SH_ASSERT_EQ(got, 2);
+	SH_ASSERT_MSG(st[0] == 0, "the kernel-UDP client's echoes failed (%d)", st[0]);
+	SH_ASSERT_MSG(st[1] == 1, "net_tap has RX interrupts: the port did not take them");
 }

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The real loop: timers in deadline order, cancel, re-arm, posted tasks, cross-thread asyncs. */
 #include <pthread.h>
+#include <stdatomic.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "../../../src/env/env_real.h"
 #include "../../lib/test.h"
@@ -228,5 +231,82 @@ TEST(real_poller_runs_every_turn_and_sleeps_adaptively_when_idle)
 
 	env_real_run_once(env, SH_NSEC_PER_MSEC);
 	SH_ASSERT_EQ(q.polls, polls);
+	env_real_destroy(env);
+}
+
+/* A poller woken by an eventfd while armed (RX interrupts), fed from another thread. */
+struct ipoll {
+	struct env_poller p;
+	_Atomic unsigned left;
+	unsigned arms, disarms;
+	bool on;
+};
+
+static unsigned
+ipoll_poll(struct env_poller *p)
+{
+	struct ipoll *q = p->arg;
+
+	return atomic_exchange(&q->left, 0);
+}
+
+static int
+ipoll_arm(struct env_poller *p, bool on)
+{
+	struct ipoll *q = p->arg;
+
+	SH_ASSERT(q->on != on); /* never armed twice, never disarmed unarmed */
+	q->on = on;
+	on ? q->arms++ : q->disarms++;
+	return 0;
+}
+
+static void *
+ipoll_feed(void *arg)
+{
+	struct ipoll *q = arg;
+	uint64_t one = 1;
+
+	usleep(50 * 1000);
+	atomic_store(&q->left, 3);
+	SH_ASSERT_EQ(write(q->p.fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	return NULL;
+}
+
+TEST(real_poller_with_interrupts_sleeps_armed_until_its_fd_says_work_came)
+{
+	struct env *env = env_real_create(NULL);
+	struct ipoll q = { 0 };
+	pthread_t th;
+	uint64_t t0;
+	int n = 0;
+
+	SH_ASSERT_NOT_NULL(env);
+	q.p.poll = ipoll_poll;
+	q.p.arm = ipoll_arm;
+	q.p.arg = &q;
+	q.p.max_sleep_ns = 100 * SH_NSEC_PER_USEC;
+	q.p.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	SH_ASSERT_GE(q.p.fd, 0);
+	SH_ASSERT_OK(env_poller_add(env, &q.p));
+	/* idle: the backoff climbs to max_sleep_ns, then it is armed and the loop sleeps on */
+	for (int i = 0; i < 12 && !q.on; i++)
+		env_real_run_once(env, 0);
+	SH_ASSERT(q.on);
+	SH_ASSERT_EQ(q.arms, 1u);
+	/* armed, a turn with a 2 s timeout sleeps until the feeder's write, not max_sleep_ns */
+	SH_ASSERT_OK(pthread_create(&th, NULL, ipoll_feed, &q));
+	t0 = sh_clock_mono_ns();
+	while (n == 0 && sh_clock_mono_ns() - t0 < 2 * SH_NSEC_PER_SEC)
+		n = env_real_run_once(env, 2 * SH_NSEC_PER_SEC);
+	SH_ASSERT_GE(sh_clock_mono_ns() - t0, 40 * SH_NSEC_PER_MSEC);
+	SH_ASSERT_LT(sh_clock_mono_ns() - t0, SH_NSEC_PER_SEC);
+	pthread_join(th, NULL);
+	SH_ASSERT_EQ(atomic_load(&q.left), 0u);
+	SH_ASSERT_GE(q.disarms, 1u); /* woken: disarmed to poll */
+	env_poller_del(&q.p);
+	SH_ASSERT(!q.on);
+	env_real_run_once(env, 0);
+	close(q.p.fd);
 	env_real_destroy(env);
 }

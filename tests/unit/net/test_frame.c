@@ -196,10 +196,16 @@ TEST(arp_resolves_a_peer_that_answers_for_itself)
 	req.spa = IP(10, 99, 0, 66);
 	SH_ASSERT_EQ(sh_arp_input(b, &req, 6 * MS, back, sizeof(back), &blen), 0);
 	SH_ASSERT_EQ(sh_arp_list(b, e, 4), 1u);
-	/* nor one claiming our own MAC */
+	/* nor our own request come back (our MAC and our address) */
 	req.tpa = B.ip;
+	req.spa = B.ip;
 	memcpy(req.sha, B.mac, 6);
 	SH_ASSERT_EQ(sh_arp_input(b, &req, 7 * MS, back, sizeof(back), &blen), 0);
+	SH_ASSERT_EQ(sh_arp_list(b, e, 4), 1u);
+	/* our MAC with another address is a peer sharing it (a tap's kernel side): answered */
+	req.spa = IP(10, 99, 0, 66);
+	SH_ASSERT_EQ(sh_arp_input(b, &req, 7 * MS, back, sizeof(back), &blen), 1);
+	SH_ASSERT_EQ(sh_arp_list(b, e, 4), 2u);
 	SH_ASSERT_ERR(sh_arp_resolve(a, A.ip, 8 * MS, mac, out, sizeof(out), &olen), -EINVAL);
 	sh_arp_destroy(a);
 	sh_arp_destroy(b);

@@ -283,7 +283,8 @@ dtp_send(struct net_transport *t, const struct env_dgram_msg *msgs, unsigned n)
 			continue;
 		}
 		uint8_t *head = rte_pktmbuf_mtod(m, uint8_t *);
-		unsigned flags = 0;
+		/* without offload no UDP checksum: the datagram's CRC32C covers every byte */
+		unsigned flags = SH_FRAME_UDP_CSUM_NONE;
 
 		if (p->tx_udp_csum) {
 			flags = SH_FRAME_NO_UDP_CSUM;

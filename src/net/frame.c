@@ -124,7 +124,7 @@ sh_frame_udp_head(uint8_t *out, size_t cap, const struct sh_frame_end *src,
 	put16(udp + 6, (flags & SH_FRAME_NO_UDP_CSUM)
 			   ? (uint16_t)~sh_csum_fold(pseudo(src->ip, dst->ip, ulen))
 			   : 0);
-	if (!(flags & SH_FRAME_NO_UDP_CSUM)) {
+	if (!(flags & (SH_FRAME_NO_UDP_CSUM | SH_FRAME_UDP_CSUM_NONE))) {
 		uint32_t s = pseudo(src->ip, dst->ip, ulen);
 		uint16_t c;
 

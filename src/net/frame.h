@@ -90,6 +90,13 @@ struct sh_frame {
  * it expect (DPDK's rte_ipv4_phdr_cksum).
  */
 #define SH_FRAME_NO_UDP_CSUM 0x1
+/*
+ * No UDP checksum at all (the field 0, as IPv4 allows: RFC 768): for
+ * payloads that carry a stronger check of their own end to end (every
+ * Shoal datagram's CRC32C covers its header and payload, net/wire.h), so
+ * that a port without checksum offload does not sum every byte twice.
+ */
+#define SH_FRAME_UDP_CSUM_NONE 0x2
 
 /*
  * The 42 bytes of Ethernet, IPv4 and UDP headers in front of plen payload

@@ -326,3 +326,19 @@ TEST(frame_checksum_equals_the_word_by_word_sum_at_any_length_and_alignment)
 				     csum_reference(buf + off, len));
 		}
 }
+
+TEST(frame_without_a_udp_checksum_is_sent_as_zero_and_taken)
+{
+	static uint8_t f[SH_FRAME_UDP_HLEN + 300];
+	const uint8_t *udp = f + SH_ETH_HLEN + SH_IP4_HLEN;
+	struct sh_frame p;
+	size_t len = udp_frame(f, 300, SH_FRAME_UDP_CSUM_NONE);
+
+	SH_ASSERT_EQ(udp[6] << 8 | udp[7], 0); /* RFC 768: none */
+	SH_ASSERT_OK(sh_frame_parse(f, len, &p));
+	SH_ASSERT_EQ(p.kind, SH_FRAME_UDP);
+	SH_ASSERT_EQ(p.plen, 300u);
+	/* the IPv4 header's own checksum is still there and checked */
+	f[SH_ETH_HLEN + 8] ^= 1;
+	SH_ASSERT_ERR(sh_frame_parse(f, len, &p), -EBADMSG);
+}

@@ -20,6 +20,7 @@ SH_LOG_FACILITY("dpdk");
 
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_log.h>
 
 #define ARGS_MAX 64
 #define RXD	 1024

@@ -26,7 +26,6 @@ import re
 import subprocess
 import sys
 import time
-import traceback
 
 os.environ.setdefault("SH_NETNS_PREFIX", "shd")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -215,44 +214,9 @@ def eal_starts():
 
 
 def main():
-    a = tc.parse_args(__doc__)
-    if a is None:
-        return 2
-    only, keep = a[1], a[2]
-    why = tn.can_make_namespaces() or eal_starts()
-    tests = [t for t in TESTS if not only or t.__name__ in only]
-    if why:
-        for t in tests:
-            print("SKIP %s: %s" % (t.__name__, why))
-        print("0 passed, 0 failed, %d skipped" % len(tests))
-        return 0
-    passed = failed = 0
-    c = DpdkCluster(keep)
-    try:
-        t0 = time.time()
-        c.up()
-        print("  cluster of %d DPDK backends up in %.1f s" % (NODES, time.time() - t0))
-        for fn in tests:
-            t0 = time.time()
-            try:
-                fn(c)
-                print("PASS %s (%.1fs)" % (fn.__name__, time.time() - t0))
-                passed += 1
-            except Exception as e:
-                print("FAIL %s (%.1fs): %s" % (fn.__name__, time.time() - t0, e))
-                if not isinstance(e, Fail):
-                    traceback.print_exc()
-                print(c.logs())
-                failed += 1
-            sys.stdout.flush()
-    except Exception as e:
-        print("FAIL setting up the DPDK cluster: %s" % e)
-        print(c.logs())
-        failed = len(tests)
-    finally:
-        c.down()
-    print("%d passed, %d failed, 0 skipped" % (passed, failed))
-    return 1 if failed else 0
+    return tn.run_suite(__doc__, TESTS, DpdkCluster,
+                        lambda: tn.can_make_namespaces() or eal_starts(),
+                        "a cluster of %d DPDK backends")
 
 
 if __name__ == "__main__":

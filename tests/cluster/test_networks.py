@@ -522,24 +522,26 @@ def a_client_with_one_address_works(c):
         netns("link", PREFIX, "c", "d1", "up")
 
 
-def main():
-    a = tc.parse_args(__doc__)
+def run_suite(doc, tests, make_cluster, why_not, what="a cluster of %d nodes in namespaces"):
+    """Every test of tests (those --only names) on one cluster from make_cluster(keep), or
+    each skipped with why_not() where it says why; the closing line and the exit status."""
+    a = tc.parse_args(doc)
     if a is None:
         return 2
     only, keep = a[1], a[2]
-    why = can_make_namespaces()
-    tests = [t for t in TESTS if not only or t.__name__ in only]
+    why = why_not()
+    tests = [t for t in tests if not only or t.__name__ in only]
     if why:
         for t in tests:
             print("SKIP %s: %s" % (t.__name__, why))
         print("0 passed, 0 failed, %d skipped" % len(tests))
         return 0
     passed = failed = 0
-    c = NetCluster(keep)
+    c = make_cluster(keep)
     try:
         t0 = time.time()
         c.up()
-        print("  cluster of %d nodes in namespaces up in %.1f s" % (NODES, time.time() - t0))
+        print("  %s up in %.1f s" % (what % NODES, time.time() - t0))
         for fn in tests:
             t0 = time.time()
             try:
@@ -554,13 +556,17 @@ def main():
                 failed += 1
             sys.stdout.flush()
     except Exception as e:
-        print("FAIL setting up the namespaces' cluster: %s" % e)
+        print("FAIL setting up %s: %s" % (what % NODES, e))
         print(c.logs())
         failed = len(tests)
     finally:
         c.down()
     print("%d passed, %d failed, 0 skipped" % (passed, failed))
     return 1 if failed else 0
+
+
+def main():
+    return run_suite(__doc__, TESTS, NetCluster, can_make_namespaces)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ Prints the closing line "N passed, N failed, N skipped".
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -206,6 +207,8 @@ def eal_starts():
     """Why DPDK cannot run here, or None: the unit runner's memif test answers it."""
     if os.geteuid() != 0:
         return "not root"
+    if shutil.which("ethtool") is None:
+        return "no ethtool (scripts/deps installs it)"
     p = subprocess.run([os.path.join(os.path.dirname(tc.BIN), "tests", "unit_dpdk")],
                        capture_output=True, text=True, timeout=120)
     if not re.search(r"^[1-9][0-9]* passed, 0 failed, 0 skipped$", p.stdout, re.M):

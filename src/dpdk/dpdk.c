@@ -255,7 +255,7 @@ sh_dpdk_port_stats(const char *dev, struct sh_dpdk_stats *st, struct sh_arp_entr
 		return -ENODEV;
 	memset(st, 0, sizeof(*st));
 #define X(f) st->f = atomic_load_explicit(&p->st.f, memory_order_relaxed);
-	DPDK_STATS(X)
+	DPDK_STATS_FIELDS(X)
 #undef X
 	st->rx_intr = p->rx_intr;
 	pthread_mutex_lock(&p->lock);

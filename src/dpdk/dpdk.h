@@ -48,7 +48,17 @@
 int sh_dpdk_init(const char *args, unsigned queues);
 bool sh_dpdk_ready(void);
 
-/* What a port did (sh_dpdk_port_stats), all its queues together. */
+/*
+ * What a port did (sh_dpdk_port_stats), all its queues together:
+ *   rx_frames, tx_frames
+ *   rx_bad          malformed (sh_frame_parse)
+ *   rx_other        not ours: another address, protocol or port
+ *   rx_handoff      landed on another worker's queue and passed on
+ *   tx_unresolved   dropped while ARP resolved the peer
+ *   tx_unreachable  dropped: the peer does not answer ARP
+ *   tx_full         dropped: the port's TX queue stayed full
+ *   arp_in, arp_out ARP frames heard and sent
+ */
 #define DPDK_STATS_FIELDS(X) \
 	X(rx_frames)         \
 	X(tx_frames)         \
@@ -61,15 +71,10 @@ bool sh_dpdk_ready(void);
 	X(arp_in)            \
 	X(arp_out)
 struct sh_dpdk_stats {
-	uint64_t rx_frames, tx_frames;
-	uint64_t rx_bad;	  /* malformed (sh_frame_parse) */
-	uint64_t rx_other;	  /* not ours: another address, protocol or port */
-	uint64_t rx_handoff;	  /* landed on another worker's queue and passed on */
-	uint64_t tx_unresolved;	  /* dropped while ARP resolved the peer */
-	uint64_t tx_unreachable;  /* dropped: the peer does not answer ARP */
-	uint64_t tx_full;	  /* dropped: the port's TX queue stayed full */
-	uint64_t arp_in, arp_out; /* ARP frames heard and sent */
-	bool rx_intr;		  /* its queues wake sleeping loops (else: sleep-polling) */
+#define X(f) uint64_t f;
+	DPDK_STATS_FIELDS(X)
+#undef X
+	bool rx_intr; /* its queues wake sleeping loops (else: sleep-polling) */
 };
 
 /*

@@ -20,8 +20,6 @@
 #define DPDK_PORTS_MAX 8
 #define DPDK_BURST     32
 
-#define DPDK_STATS(X) DPDK_STATS_FIELDS(X)
-
 struct dtp;
 
 #ifdef SH_HAVE_DPDK
@@ -46,7 +44,7 @@ struct dport {
 	} q[SH_DPDK_QUEUES_MAX];
 	struct {
 #define X(f) _Atomic uint64_t f;
-		DPDK_STATS(X)
+		DPDK_STATS_FIELDS(X)
 #undef X
 	} st;
 };

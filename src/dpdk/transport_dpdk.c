@@ -230,14 +230,19 @@ dtp_send(struct net_transport *t, const struct env_dgram_msg *msgs, unsigned n)
 	struct dtp *d = t->impl;
 	struct dport *p = d->p;
 	struct rte_mbuf *out[2 * ENV_DGRAM_BATCH];
+	struct sh_frame_end src = { .ip = p->ip, .port = d->udp_port };
+	/* the last peer resolved in this call: a batch mostly goes to one, resolved once */
+	uint32_t last_ip = 0;
+	uint8_t last_mac[6];
+	int last_rc = 0;
 	unsigned k = 0;
 	int rc = env_dgram_batch_check(msgs, n);
 
 	if (rc < 0)
 		return rc;
+	memcpy(src.mac, p->mac, 6);
 	for (unsigned i = 0; i < n; i++) {
 		const struct env_dgram_msg *msg = &msgs[i];
-		struct sh_frame_end src = { .ip = p->ip, .port = d->udp_port };
 		struct sh_frame_end dst = { .port = msg->peer.port };
 		uint8_t areq[SH_FRAME_MIN];
 		size_t len = 0, alen = 0;
@@ -253,16 +258,21 @@ dtp_send(struct net_transport *t, const struct env_dgram_msg *msgs, unsigned n)
 			continue;
 		}
 		dst.ip = addr_ip4(&msg->peer);
-		memcpy(src.mac, p->mac, 6);
 		if (dst.ip == p->ip) {
 			/* another endpoint of this port (or this one): no wire, no ARP */
 			memcpy(dst.mac, p->mac, 6);
 			rc = 0;
+		} else if (dst.ip == last_ip) {
+			memcpy(dst.mac, last_mac, 6); /* what was asked once is not asked again */
+			rc = last_rc;
 		} else {
 			pthread_mutex_lock(&p->lock);
 			rc = sh_arp_resolve(p->arp, dst.ip, env_now(d->env), dst.mac, areq,
 					    sizeof(areq), &alen);
 			pthread_mutex_unlock(&p->lock);
+			last_ip = dst.ip;
+			last_rc = rc;
+			memcpy(last_mac, dst.mac, 6);
 		}
 		if (alen > 0 && (m = raw_mbuf(d, areq, alen)) != NULL) {
 			STAT_ADD(p, arp_out, 1);

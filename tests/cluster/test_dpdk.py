@@ -51,22 +51,19 @@ def dpdk_addr(n):
 class DpdkCluster(tn.NetCluster):
     """NetCluster's hosts, each backend's data on DPDK over its d2 leg."""
 
-    def start(self, n):
-        d = os.path.join(self.dir, "n%d" % n)
-        os.makedirs(d, exist_ok=True)
-        log = open(os.path.join(self.dir, "n%d.log" % n), "a")
+    NAME = "dpdk"
+    ANNOUNCED = 0  # one data interface each, named by `node add`
+
+    def data_addr(self, n):
+        return dpdk_addr(n)
+
+    def data_args(self, n):
         eal = ("--no-huge -m 256 --no-pci --no-shconf --no-telemetry -l 0 --log-level=warning "
                "--vdev=net_af_packet0,iface=eth-d2,qpairs=2")
-        cmd = ["ip", "netns", "exec", "%s%d" % (PREFIX, n), os.path.join(tc.BIN, "shoald"),
-               "--id", str(n), "--mgmt", tn.mgmt(n),
-               "--data", "%s:7100/sw2@dpdk:net_af_packet0" % dpdk_addr(n),
-               "--dpdk", eal, "--workers", "2",
-               "--dir", d, "--log", os.path.join(self.dir, "n%d.log" % n),
-               "--secret", self.secret]
-        self.procs[n] = subprocess.Popen(cmd, stdout=log, stderr=log, start_new_session=True)
+        return ["--data", "%s:7100/sw2@dpdk:net_af_packet0" % dpdk_addr(n), "--dpdk", eal,
+                "--workers", "2"]
 
-    def up(self):
-        tn.netns("up", PREFIX, NODES)
+    def prepare(self):
         for n in list(range(1, NODES + 1)) + ["c"]:
             # the DPDK port owns the leg's address: the kernel must not answer for it
             tn.netns("exec", PREFIX, n, "ip", "addr", "flush", "dev", "eth-d2")
@@ -80,31 +77,6 @@ class DpdkCluster(tn.NetCluster):
             # frames the kernel sends over a veth leave their UDP checksum to an offload a
             # veth never does: a DPDK port checks every checksum, so have them computed
             tn.netns("exec", PREFIX, "c", "ethtool", "-K", leg, "tx", "off")
-        for n in range(1, NODES + 1):
-            self.start(n)
-        end = time.time() + 30
-        while self.shoal("status").returncode != 0:
-            check(time.time() < end, "node 1 never answered")
-            time.sleep(0.2)
-        self.shoal("cluster", "create", "dpdk", "--buckets", "64", check_rc=0)
-        for n in range(2, NODES + 1):
-            end = time.time() + 30
-            while self.shoal("status", node=n).returncode != 0:
-                check(time.time() < end, "node %d never answered" % n)
-                time.sleep(0.2)
-            self.shoal("node", "add", n, "--mgmt", tn.mgmt(n), "--data",
-                       "%s:7100" % dpdk_addr(n), check_rc=0)
-        os.makedirs(os.path.join(self.dir, "drives"), exist_ok=True)
-        for n in range(1, NODES + 1):
-            path = os.path.join(self.dir, "drives", "n%d.img" % n)
-            with open(path, "wb") as f:
-                f.truncate(self.drive_mb << 20)
-            self.shoal("drive", "add", n, path, check_rc=0)
-        self.shoal("fs", "create", "data", "--protection", "4+2", check_rc=0)
-        end = time.time() + 60
-        while self.shoal("ns", "data", "ls", "/").returncode != 0:
-            check(time.time() < end, "filesystem data never answered")
-            time.sleep(0.3)
 
 
 def digest(path):

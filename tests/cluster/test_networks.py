@@ -113,8 +113,7 @@ class NetCluster:
         log = open(os.path.join(self.dir, "n%d.log" % n), "a")
         cmd = ["ip", "netns", "exec", "%s%d" % (PREFIX, n), os.path.join(tc.BIN, "shoald"),
                "--id", str(n), "--mgmt", mgmt(n),
-               # no port: the management port + 100 (7100)
-               "--data", "10.254.1.%d/sw1,10.254.1.%d/sw2" % (n, 100 + n),
+               ] + self.data_args(n) + [
                "--dir", d, "--log", os.path.join(self.dir, "n%d.log" % n),
                "--secret", self.secret]
         self.procs[n] = subprocess.Popen(cmd, stdout=log, stderr=log, start_new_session=True)
@@ -138,22 +137,38 @@ class NetCluster:
     def json(self, *args, node=1):
         return json.loads(self.shoal("--json", *args, check_rc=0, node=node).stdout)
 
+    NAME = "nets"    # the cluster's
+    ANNOUNCED = 2    # data interfaces each node announces (up waits for them)
+
+    def data_addr(self, n):
+        """Node n's data address, as `node add` gives it."""
+        return "10.254.1.%d" % n
+
+    def data_args(self, n):
+        """shoald's options for node n's data network."""
+        # no port: the management port + 100 (7100)
+        return ["--data", "10.254.1.%d/sw1,10.254.1.%d/sw2" % (n, 100 + n)]
+
+    def prepare(self):
+        """After the namespaces are made, before the nodes start."""
+
     def up(self):
         netns("up", PREFIX, NODES)
+        self.prepare()
         for n in range(1, NODES + 1):
             self.start(n)
         end = time.time() + 30
         while self.shoal("status").returncode != 0:
             check(time.time() < end, "node 1 never answered")
             time.sleep(0.2)
-        self.shoal("cluster", "create", "nets", "--buckets", "64", check_rc=0)
+        self.shoal("cluster", "create", self.NAME, "--buckets", "64", check_rc=0)
         for n in range(2, NODES + 1):
             end = time.time() + 30
             while self.shoal("status", node=n).returncode != 0:
                 check(time.time() < end, "node %d never answered" % n)
                 time.sleep(0.2)
             self.shoal("node", "add", n, "--mgmt", mgmt(n), "--data",
-                       "10.254.1.%d:7100" % n, check_rc=0)
+                       "%s:7100" % self.data_addr(n), check_rc=0)
         os.makedirs(os.path.join(self.dir, "drives"), exist_ok=True)
         for n in range(1, NODES + 1):
             path = os.path.join(self.dir, "drives", "n%d.img" % n)
@@ -162,11 +177,11 @@ class NetCluster:
             self.shoal("drive", "add", n, path, check_rc=0)
         # every node announces its second interface and its first one's label
         end = time.time() + 30
-        while len(self.json("net", "list")) < 2 * NODES:
+        while self.ANNOUNCED and len(self.json("net", "list")) < self.ANNOUNCED * NODES:
             check(time.time() < end, "interfaces not announced: %s" % self.json("net", "list"))
             time.sleep(0.3)
         self.shoal("fs", "create", "data", "--protection", "4+2", check_rc=0)
-        end = time.time() + 30
+        end = time.time() + 60
         while self.shoal("ns", "data", "ls", "/").returncode != 0:
             check(time.time() < end, "filesystem data never answered")
             time.sleep(0.3)

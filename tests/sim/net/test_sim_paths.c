@@ -418,6 +418,18 @@ TEST(paths_interface_lists_parse_and_format)
 	SH_ASSERT_ERR(net_ifaces_parse("10.1.0.1:1/sixteen-chars-xx", ifc, 4), -EINVAL);
 	SH_ASSERT_ERR(net_ifaces_parse("10.1.0.1:1,10.1.0.2:1", ifc, 1), -EINVAL);
 	SH_ASSERT_ERR(net_ifaces_parse("host:1", ifc, 4), -EINVAL);
+	/* a transport and its device (DPDK: docs/dpdk.md), formatted back as given */
+	SH_ASSERT_EQ(
+	    net_ifaces_parse("10.1.0.1:7100/sw1@dpdk:net_af_packet0,10.1.0.2:7100", ifc, 4), 2);
+	SH_ASSERT_STREQ(ifc[0].label, "sw1");
+	SH_ASSERT_STREQ(ifc[0].transport, "dpdk");
+	SH_ASSERT_STREQ(ifc[0].dev, "net_af_packet0");
+	SH_ASSERT_EQ(ifc[1].transport[0], '\0');
+	SH_ASSERT_GT(net_ifaces_format(ifc, 2, out, sizeof(out)), 0);
+	SH_ASSERT_STREQ(out, "10.1.0.1:7100/sw1@dpdk:net_af_packet0,10.1.0.2:7100");
+	SH_ASSERT_ERR(net_ifaces_parse("10.1.0.1:1@", ifc, 4), -EINVAL);
+	SH_ASSERT_ERR(net_ifaces_parse("10.1.0.1:1@dpdk:", ifc, 4), -EINVAL);
+	SH_ASSERT_ERR(net_ifaces_parse("10.1.0.1:1@transport:x", ifc, 4), -EINVAL);
 }
 
 TEST(paths_a_local_link_down_fails_over_without_a_timeout)

@@ -54,9 +54,10 @@ void sfuse_snaps_fini(void);
 /* ops_io.c */
 /*
  * Flush what the files open here for writing on ino have buffered (but
- * except's; NULL: all). A failure stays for its handle's fsync or close.
+ * except's; NULL: all): how many handles were flushed. A failure stays for
+ * its handle's fsync or close.
  */
-void sfuse_flush_ino(uint64_t ino, const sh_file *except);
+unsigned sfuse_flush_ino(uint64_t ino, const sh_file *except);
 /* Whether a file is open here on ino. */
 bool sfuse_open_ino(uint64_t ino);
 /*

@@ -144,11 +144,11 @@ sfuse_open_ino(uint64_t ino)
  */
 #define FLUSH_MAX 16
 
-void
+unsigned
 sfuse_flush_ino(uint64_t ino, const sh_file *except)
 {
 	struct ofile *held[FLUSH_MAX];
-	unsigned n = 0;
+	unsigned n = 0, more = 0;
 
 	pthread_mutex_lock(&open_mu);
 	for (struct ofile *o = *open_head(ino); o; o = o->next) {
@@ -159,6 +159,7 @@ sfuse_flush_ino(uint64_t ino, const sh_file *except)
 			held[n++] = o;
 		} else {
 			(void)sh_flush(o->f); /* (so many writers of one file: under the lock) */
+			more++;
 		}
 	}
 	pthread_mutex_unlock(&open_mu);
@@ -166,12 +167,13 @@ sfuse_flush_ino(uint64_t ino, const sh_file *except)
 	for (unsigned i = 0; i < n; i++)
 		(void)sh_flush(held[i]->f);
 	if (n == 0)
-		return;
+		return more;
 	pthread_mutex_lock(&open_mu);
 	for (unsigned i = 0; i < n; i++)
 		held[i]->busy--;
 	pthread_cond_broadcast(&open_cv);
 	pthread_mutex_unlock(&open_mu);
+	return n + more;
 }
 
 /*

@@ -209,6 +209,14 @@ op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	rc = sfuse_where(sfuse_of(req), parent, &w);
 	if (rc == 0)
 		rc = sh_lookup(w.fs, w.ino, name, &st);
+	/*
+	 * A file open here for writing may have buffered bytes its size does
+	 * not count yet; the kernel takes the size in the reply as the file's
+	 * (once its attributes expired, a stat of the path comes here, not to
+	 * a getattr): what open files wrote counts, as for a getattr.
+	 */
+	if (rc == 0 && w.snap < 0 && S_ISREG(st.st_mode) && sfuse_flush_ino(st.st_ino, NULL) > 0)
+		rc = sh_getattr(w.fs, st.st_ino, &st);
 	if (rc == 0)
 		rc = sfuse_kstat(&w, &st);
 	sfuse_reply_entry(req, rc, &st);

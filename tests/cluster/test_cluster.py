@@ -1375,6 +1375,11 @@ def readdirplus_lists_attributes(c, mnt):
             held.write(b"h" * 5000)
             held.flush()  # into the mount, which buffers it
             want["held"] = 5000
+            # once the kernel's entry and attributes expired (1 s), a stat of the path is
+            # a lookup, whose size counts what the mount buffered
+            time.sleep(1.2)
+            size = os.stat(os.path.join(fd, "held")).st_size
+            check(size == 5000, "a file open with 5000 bytes written: stat says %d" % size)
             k0 = meta_kinds(c)
             seen = {e.name: (e.stat().st_size, e.stat().st_nlink) for e in os.scandir(fd)}
             k1 = meta_kinds(c)
@@ -1668,17 +1673,34 @@ def total(samples, name, **labels):
     return sum(v for (n, l), v in samples.items() if n == name and all(w in l for w in want))
 
 
+def settled(read, timeout=15):
+    """read()'s value once the workers have published all they counted: they publish their
+    counters every 300 ms, later on a loaded machine, so a value is taken once two reads
+    0.5 s apart agree."""
+    end = time.time() + timeout
+    last = read()
+    while True:
+        time.sleep(0.5)
+        now = read()
+        if now == last:
+            return now
+        check(time.time() < end, "counters still moving after %d s: %r then %r" %
+              (timeout, last, now))
+        last = now
+
+
 def meta_kinds(c):
-    """Metadata requests answered so far, by kind, summed over the nodes (after the
-    workers' next publication)."""
-    time.sleep(0.8)
-    out = {}
-    for n in range(1, c.nodes + 1):
-        for (name, labels), v in parse_metrics(metrics_page(c, n)).items():
-            if name == "shoal_meta_requests_total":
-                kind = re.search(r'kind="([^"]*)"', labels).group(1)
-                out[kind] = out.get(kind, 0) + v
-    return out
+    """Metadata requests answered so far, by kind, summed over the nodes (once the
+    workers' counters have settled)."""
+    def read():
+        out = {}
+        for n in range(1, c.nodes + 1):
+            for (name, labels), v in parse_metrics(metrics_page(c, n)).items():
+                if name == "shoal_meta_requests_total":
+                    kind = re.search(r'kind="([^"]*)"', labels).group(1)
+                    out[kind] = out.get(kind, 0) + v
+        return out
+    return settled(read)
 
 
 def kinds_moved(a, b):

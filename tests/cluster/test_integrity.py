@@ -202,9 +202,9 @@ def wait_logical(c, want, timeout, what):
 
 def gets(c):
     """Fragment reads the targets of every node answered so far (store.get requests)."""
-    time.sleep(0.8)  # the workers' next publication
-    return sum(tc.total(tc.parse_metrics(tc.metrics_page(c, n)), "shoal_rpc_requests_total",
-                        op="store.get") for n in range(1, c.nodes + 1))
+    return tc.settled(lambda: sum(tc.total(tc.parse_metrics(tc.metrics_page(c, n)),
+                                           "shoal_rpc_requests_total", op="store.get")
+                                  for n in range(1, c.nodes + 1)))
 
 
 def quarters(path, rounds, part):

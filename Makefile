@@ -30,6 +30,8 @@
 #   make fio-engine   the fio engine, libshoal_fio.so (also part of `all` but in SAN builds)
 #   make soak         simulator tests over SOAK_SEEDS random seeds
 #   make chaos        kill -9 of up to P nodes under writers, CHAOS_SECONDS per seed, CHAOS_SEEDS seeds
+#   make stress       stress-ng's file system stressors with --verify on a mount, STRESS_SECONDS
+#                     each (tests/cluster/test_stress.py, about 7 minutes)
 #   make test-encrypted  the data path, reduction, dedup, cleaning, mount, fio, integrity and
 #                     Python tests again with every file system encrypted (SH_ENCRYPT_ALL)
 #
@@ -45,6 +47,7 @@ FUZZ_TIME ?= 20
 SOAK_SEEDS ?= 50
 CHAOS_SECONDS ?= 300
 CHAOS_SEEDS ?= 6
+STRESS_SECONDS ?= 6
 
 ifeq ($(V),1)
 Q :=
@@ -260,7 +263,7 @@ TOOLS += $(PRELOAD) $(PRELOAD_CHECK)
 endif
 
 # ---- top-level targets ----
-.PHONY: all deps test test-encrypted run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction bench-rebuild bench-smallfiles bench-idle bench-snapshot bench-crypto bench-failover bench-python bench-preload bench-gpu bench-scale soak chaos clean format
+.PHONY: all deps test test-encrypted run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction bench-rebuild bench-smallfiles bench-idle bench-snapshot bench-crypto bench-failover bench-python bench-preload bench-gpu bench-scale soak chaos stress clean format
 
 all: $(ALL_LIBS) $(RUNNERS) $(FUZZ_REPLAY) $(BENCHES) $(TOOLS)
 
@@ -376,6 +379,10 @@ chaos: deps
 		python3 tests/cluster/test_integrity.py $(BUILD)/bin --chaos $(CHAOS_SECONDS) \
 			--seed $$(od -An -N4 -tu4 /dev/urandom | tr -d ' ') || exit 1; \
 	done
+
+stress: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)STRESS_SECONDS=$(STRESS_SECONDS) python3 tests/cluster/test_stress.py $(BUILD)/bin
 
 ENCRYPTED_TESTS := data_write_read_degraded,data_reduction_compresses_and_reads_exactly,data_dedup_stores_once_and_survives_kills,data_cleaning_gives_dead_space_back,data_quota_refuses_writes_past_it,data_orphans_of_a_killed_client_are_released,fuse_mount_with_ordinary_tools,fio_engine_runs_the_example_and_verifies,metadata_namespace_operations
 test-encrypted: deps

@@ -384,6 +384,7 @@ op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newnam
 
 	if (read_only(req, sfuse_live(ino) ? newparent : ino))
 		return;
+	sfuse_flush_ino(ino, NULL); /* the reply's size is the kernel's from here on */
 	rc = sh_link_at(sfuse_of(req)->fs, ino, newparent, newname, &st);
 	sfuse_dir_memo_forget(newparent); /* its times are the link's, not the inode's */
 	sfuse_reply_new(req, newparent, rc, &st);

@@ -82,11 +82,25 @@ sh_pwrite(sh_file *f, const void *buf, size_t len, uint64_t off)
 	if (rc == 0 && (f->flags & O_APPEND)) {
 		struct stat st;
 
-		io_wait_behind(f); /* the size counts every stripe */
-		rc = f->err ? f->err : f->fill ? io_flush(f) : 0;
-		if (rc == 0)
-			rc = sh_getattr(f->fs, f->ino, &st);
-		off = (uint64_t)st.st_size;
+		/*
+		 * An append while this handle's last one is still buffered, with
+		 * room for it in the buffer, continues it: both land together,
+		 * at the end as it is then (flush_append), so no other client's
+		 * append comes between them. This keeps a write(2) whole when
+		 * the kernel sends it in two WRITEs (split at a page it does not
+		 * have), and many small appends cost one mapping. One without
+		 * room lands what is buffered first: an append of up to a
+		 * stripe's bytes is never cut in two.
+		 */
+		if (f->fill > 0 && len <= stripe - f->fill) {
+			off = f->buf_off + f->fill;
+		} else {
+			io_wait_behind(f); /* the size counts every stripe */
+			rc = f->err ? f->err : f->fill ? io_flush(f) : 0;
+			if (rc == 0)
+				rc = sh_getattr(f->fs, f->ino, &st);
+			off = rc == 0 ? (uint64_t)st.st_size : 0;
+		}
 		if (rc == 0)
 			rc = client_quota_admit(f->fs, f->ino, off, len);
 	}

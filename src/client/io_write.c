@@ -401,6 +401,11 @@ map_extents(sh_file *f, const struct meta_extent *ex, unsigned n, const struct m
 	struct cres res;
 	int rc;
 
+	if ((f->flags & O_APPEND) && from == 0) {
+		/* an append (or the inline bytes moved before one): at the end it was for */
+		mc.flags |= META_AT_END;
+		mc.upto = f->buf_off;
+	}
 	sh_enc_init(&enc);
 	if (ncl > 0) {
 		mc.flags |= META_EXTENT_CLAIMS;
@@ -815,7 +820,9 @@ static int
 inline_merge(sh_file *f)
 {
 	struct meta_cmd mc = { .op = META_OP_INLINE,
-			       .flags = META_INLINE_MERGE,
+			       .flags = META_INLINE_MERGE | (f->flags & O_APPEND ? META_AT_END : 0),
+			       /* an append's retry (its answer lost) must not land twice */
+			       .tag = f->flags & O_APPEND ? client_tag(f->fs->c) : 0,
 			       .ino = f->ino,
 			       .upto = f->buf_off,
 			       .data = f->bufh->data,
@@ -857,7 +864,7 @@ flush_buf(sh_file *f)
 	rc = io_buf_own(f); /* (a failed put's sends may hold it still) */
 	if (rc == 0)
 		rc = put_stripe(f, f->buf_off, f->bufh, f->fill, 0);
-	if (rc == -EAGAIN) {
+	if (rc == -EAGAIN && !(f->flags & O_APPEND)) {
 		/* another handle gave the file inline bytes since we looked: take them along */
 		f->checked = false;
 		f->empty = false;
@@ -865,6 +872,30 @@ flush_buf(sh_file *f)
 	}
 	if (rc == 0)
 		f->fill = 0;
+	return rc;
+}
+
+/*
+ * An O_APPEND handle's buffer: placed at the end it saw, and where another
+ * client appended or truncated meanwhile (the mapping refused, -EAGAIN:
+ * nothing changed), placed again at the end it is now. Each try that
+ * fails follows another writer's success.
+ */
+static int
+flush_append(sh_file *f)
+{
+	int rc;
+
+	while ((rc = flush_buf(f)) == -EAGAIN) {
+		struct stat st;
+
+		rc = sh_getattr(f->fs, f->ino, &st); /* (the refused command dropped it: asked) */
+		if (rc < 0)
+			return rc;
+		f->buf_off = (uint64_t)st.st_size;
+		f->checked = false;
+		f->empty = false;
+	}
 	return rc;
 }
 
@@ -977,7 +1008,8 @@ io_flush_full(sh_file *f)
 			return 0; /* flushed meanwhile by another writer (and maybe refilled) */
 		off = f->buf_off;
 		end = off + f->fill;
-		if (!f->checked || end <= INLINE_MAX)
+		/* (an append's stripes map one after another, each at the end the last left) */
+		if (!f->checked || end <= INLINE_MAX || (f->flags & O_APPEND))
 			return io_flush(f);
 		for (unsigned i = 0; i < BEHIND_MAX; i++)
 			overlap |= f->rng[i].off < end && off < f->rng[i].end;
@@ -1031,7 +1063,7 @@ io_flush(sh_file *f)
 		return 0;
 	/* the file's extents change: bumped before and after, a read in between refetches */
 	atomic_fetch_add(&f->fs->wgen, 1);
-	rc = flush_buf(f);
+	rc = f->flags & O_APPEND ? flush_append(f) : flush_buf(f);
 	atomic_fetch_add(&f->fs->wgen, 1);
 	return rc;
 }

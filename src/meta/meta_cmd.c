@@ -155,6 +155,16 @@ apply_once(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *
 	}
 }
 
+/* META_AT_END: 0 if ino's size is off, else -EAGAIN (or -errno). */
+static int
+at_end(struct meta_bucket *b, uint64_t ino, uint64_t off)
+{
+	struct meta_inode in;
+	int rc = meta_getattr(b, ino, &in);
+
+	return rc < 0 ? rc : in.size == off ? 0 : -EAGAIN;
+}
+
 /* META_OP_EXTENT: map (or move) the extents, then consume the claims they use. */
 static int
 apply_extent(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *r)
@@ -167,11 +177,14 @@ apply_extent(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result
 	rc = c->flags & META_EXTENT_CLAIMS ? meta_claims_decode(c->data, c->dlen, e, &n, cl, &ncl)
 					   : meta_extent_list_decode(c->data, c->dlen, e, &n);
 	rc = rc < 0 ? -EINVAL : meta_dedup_check(b, cl, ncl, c->now);
+	if (rc == 0 && (c->flags & META_AT_END) && !(c->flags & META_EXTENT_MOVE))
+		rc = at_end(b, c->ino, c->upto);
 	if (rc == 0 && (c->flags & META_EXTENT_MOVE))
 		rc = meta_extent_move(b, c->ino, e, n, c->upto);
 	else if (rc == 0)
-		rc = meta_extent_set(b, c->ino, e, n, c->flags & ~META_EXTENT_CLAIMS, c->now,
-				     &r->attr);
+		rc =
+		    meta_extent_set(b, c->ino, e, n, c->flags & ~(META_EXTENT_CLAIMS | META_AT_END),
+				    c->now, &r->attr);
 	/* the claims last: their CLAIM_DONE goes after the refs the extents sent */
 	if (rc == 0 && ncl > 0)
 		rc = meta_dedup_commit(b, cl, ncl, c->now);
@@ -373,11 +386,20 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 		break;
 	}
 	case META_OP_INLINE:
-		if (c->flags & META_INLINE_MERGE)
+		/* an append (tagged) retried, its answer lost: done, not placed again at the end */
+		rc = c->tag ? meta_done_check(b, c->tag) : -ENOENT;
+		if (rc == 0) {
+			(void)meta_getattr(b, c->ino, &r->attr);
+			break;
+		}
+		rc = c->flags & META_AT_END ? at_end(b, c->ino, c->upto) : 0;
+		if (rc == 0 && (c->flags & META_INLINE_MERGE))
 			rc = meta_inline_merge(b, c->ino, c->upto, c->data, c->dlen, c->now,
 					       &r->attr);
-		else
+		else if (rc == 0)
 			rc = meta_inline_set(b, c->ino, c->data, c->dlen, c->now, &r->attr);
+		if (rc == 0 && c->tag && meta_txn_wrote(b->t))
+			rc = meta_done_put(b, c->tag, c->now);
 		break;
 	case META_OP_RENAME2:
 		rc = meta_rename2_decode(c->data, c->dlen, &r->rename);

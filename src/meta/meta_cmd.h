@@ -84,6 +84,13 @@ const char *meta_op_name(unsigned op);
 #define META_EXTENT_CLAIMS 0x2
 /* META_OP_EXTENT: cleaning: ranges now all of stripe upto, moved (meta_extent_move) */
 #define META_EXTENT_MOVE 0x4
+/*
+ * META_OP_EXTENT, META_OP_INLINE: an O_APPEND writer's, for a file whose
+ * size was upto when its bytes were placed at the end: -EAGAIN, nothing
+ * changed, when the size is no longer that (another client appended or
+ * truncated meanwhile); the writer places them again at the new end.
+ */
+#define META_AT_END 0x8
 
 struct meta_cmd {
 	uint8_t op;

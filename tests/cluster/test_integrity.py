@@ -11,6 +11,7 @@ Real shoald processes on loopback (shoal local up), as tests/cluster/test_cluste
 - files unlinked or renamed over while open live until their last close, also on
   another mount, and a holder killed with one open gives its space back;
 - link, rename and unlink show their new ctime on the next stat;
+- O_APPEND from two mounts at once: every record once, whole, in its writer's order;
 - the kernel's page cache: threads reading back their writes of one descriptor, another
   descriptor's partial page, close-to-open between mounts, unchanged files' pages kept;
 - compressed stripes written again after the mapping refused them (another descriptor's
@@ -388,6 +389,61 @@ def open_files_live_until_last_close(c):
         t0 = time.time()
         wait_logical(c, len(b), 40, "a killed holder's orphan")
         print("  orphan of a killed holder released %.1f s after the kill" % (time.time() - t0))
+
+
+def appenders(dirs, name, n, size):
+    """A process per directory in dirs appending n records of size bytes (O_APPEND, a
+    write each) to name there, at once; the records each wrote."""
+    pids, want = [], {}
+    for k, d in enumerate(dirs):
+        recs = [(b"%d %04d " % (k, i)).ljust(size - 1, b"abcdefgh"[k % 8:k % 8 + 1]) + b"\n"
+                for i in range(n)]
+        want[k] = recs
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                fd = os.open(os.path.join(d, name), os.O_WRONLY | os.O_APPEND)
+                for r in recs:
+                    os.write(fd, r)
+                os.close(fd)
+                code = 0
+            finally:
+                os._exit(code)
+        pids.append(pid)
+    codes = [os.waitpid(p, 0)[1] for p in pids]
+    check(not any(codes), "an appender failed: %s" % codes)
+    return want
+
+
+@test
+def appends_from_two_mounts_land_whole(c):
+    """O_APPEND from two mounts (two clients) at once, 300 records of 100 bytes each, a
+    write(2) each: every record is in the file exactly once and whole, each writer's in
+    its order (the kernel sends a write that crosses into a page it does not have as two
+    WRITEs: they land together); the same from two processes on one mount."""
+    with two_mounts(c) as (m1, m2):
+        for what, dirs in (("two mounts", (m1, m2)), ("one mount", (m1, m1))):
+            name = what.replace(" ", "_")
+            open(os.path.join(m1, name), "wb").close()
+            t0 = time.time()
+            want = appenders(dirs, name, 300, 100)
+            time.sleep(1.2)  # (mount 2's last release)
+            with open(os.path.join(m1, name), "rb") as f:
+                data = f.read()
+            with open(os.path.join(m2, name), "rb") as f:
+                check(f.read() == data, "%s: the two mounts read the file differently" % what)
+            lines = data.split(b"\n")[:-1]
+            whole = [ln + b"\n" for ln in lines if len(ln) == 99]
+            print("  %s: 600 appends in %.1f s: %d bytes, %d records whole" %
+                  (what, time.time() - t0, len(data), len(whole)))
+            check(len(data) == 60000 and len(whole) == 600,
+                  "%s: %d bytes (want 60000), %d of 600 records whole" %
+                  (what, len(data), len(whole)))
+            for k, recs in want.items():
+                mine = [r for r in whole if r.startswith(b"%d " % k)]
+                check(mine == recs, "%s: writer %d's records out of order or doubled" %
+                      (what, k))
 
 
 @test

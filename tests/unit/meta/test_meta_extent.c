@@ -567,6 +567,106 @@ TEST(meta_extent_retried_mapping_is_done)
 	fx_close(&f);
 }
 
+/*
+ * O_APPEND between clients (META_AT_END): an append's inline bytes and an
+ * append's extents land only where the file's size is still the one they
+ * were placed for; otherwise -EAGAIN and nothing changed (the writer places
+ * them at the new end). A tagged append retried after it landed is done,
+ * not refused and not placed twice.
+ */
+TEST(meta_appends_land_only_at_the_end_they_were_for)
+{
+	struct fx f;
+	struct meta_result *r = sh_calloc(1, sizeof(*r));
+	struct meta_extent e;
+	struct sh_enc enc;
+	uint8_t got[64];
+	char m[256];
+	struct meta_cmd c = { .op = META_OP_INLINE,
+			      .flags = META_INLINE_MERGE | META_AT_END,
+			      .ver = 1,
+			      .now = 5,
+			      .upto = 0,
+			      .tag = 0x51,
+			      .data = (const uint8_t *)"aaaa",
+			      .dlen = 4 };
+
+	fx_open(&f);
+	c.ino = f.ino;
+	meta_cmd_apply(&f.b, &c, r); /* client A: at 0, the end */
+	SH_ASSERT_OK(r->status);
+	meta_cmd_apply(&f.b, &c, r); /* its retry, the answer lost: done */
+	SH_ASSERT_OK(r->status);
+	SH_ASSERT_EQ(r->attr.size, 4u);
+	c.tag = 0x52; /* client B placed its bytes at 0 too: refused */
+	c.data = (const uint8_t *)"bbbb";
+	meta_cmd_apply(&f.b, &c, r);
+	SH_ASSERT_EQ(r->status, -EAGAIN);
+	c.upto = 4; /* again at the end it is now */
+	meta_cmd_apply(&f.b, &c, r);
+	SH_ASSERT_OK(r->status);
+	SH_ASSERT_EQ(meta_inline_get(&f.b, f.ino, got, sizeof(got)), 8);
+	SH_ASSERT(memcmp(got, "aaaabbbb", 8) == 0);
+	/* without the flag a merge lands where it says (another descriptor's pwrite) */
+	c = (struct meta_cmd){ .op = META_OP_INLINE,
+			       .flags = META_INLINE_MERGE,
+			       .ver = 1,
+			       .now = 6,
+			       .ino = f.ino,
+			       .upto = 2,
+			       .data = (const uint8_t *)"cc",
+			       .dlen = 2 };
+	meta_cmd_apply(&f.b, &c, r);
+	SH_ASSERT_OK(r->status);
+	SH_ASSERT_EQ(meta_inline_get(&f.b, f.ino, got, sizeof(got)), 8);
+	SH_ASSERT(memcmp(got, "aaccbbbb", 8) == 0);
+
+	/* extents: the inline bytes taken along at the end they were for (8), then an append */
+	sh_enc_init(&enc);
+	e = ext(0, 4 << 20, 7, 0);
+	SH_ASSERT_OK(meta_extent_list_encode(&enc, &e, 1));
+	c = (struct meta_cmd){ .op = META_OP_EXTENT,
+			       .flags = META_EXTENT_TAKES_INLINE | META_AT_END,
+			       .ver = 1,
+			       .now = 7,
+			       .ino = f.ino,
+			       .upto = 3,
+			       .tag = 0x61,
+			       .data = enc.p,
+			       .dlen = enc.len };
+	meta_cmd_apply(&f.b, &c, r); /* placed for a size of 3: refused, the bytes stay */
+	SH_ASSERT_EQ(r->status, -EAGAIN);
+	SH_ASSERT_EQ(meta_inline_get(&f.b, f.ino, got, sizeof(got)), 8);
+	c.upto = 8;
+	meta_cmd_apply(&f.b, &c, r);
+	SH_ASSERT_OK(r->status);
+	SH_ASSERT_EQ(r->attr.size, 4ull << 20);
+	sh_enc_fini(&enc);
+	sh_enc_init(&enc);
+	e = ext(4 << 20, 100, 8, 0);
+	SH_ASSERT_OK(meta_extent_list_encode(&enc, &e, 1));
+	c = (struct meta_cmd){ .op = META_OP_EXTENT,
+			       .flags = META_AT_END,
+			       .ver = 1,
+			       .now = 8,
+			       .ino = f.ino,
+			       .upto = 4 << 20,
+			       .tag = 0x62,
+			       .data = enc.p,
+			       .dlen = enc.len };
+	meta_cmd_apply(&f.b, &c, r);
+	SH_ASSERT_OK(r->status);
+	SH_ASSERT_EQ(r->attr.size, (4ull << 20) + 100);
+	c.tag = 0x63; /* another client's, placed for the same end: refused */
+	meta_cmd_apply(&f.b, &c, r);
+	SH_ASSERT_EQ(r->status, -EAGAIN);
+	map(&f, m, sizeof(m));
+	SH_ASSERT_MSG(strcmp(m, "0+4194304@7:0 4194304+100@8:0") == 0, "%s", m);
+	sh_enc_fini(&enc);
+	sh_free(r);
+	fx_close(&f);
+}
+
 static int
 first_loc(void *arg, const struct meta_extent *e)
 {

@@ -64,6 +64,9 @@ sh_targets_usage(sh_fs *fs, struct sh_target_usage *out, unsigned max)
 
 /* ---- the handle ---- */
 
+/* O_APPEND: how soon an append must follow the last to land with it (sh_pwrite) */
+#define APPEND_JOIN_NS (200ull * 1000 * 1000)
+
 long
 sh_pwrite(sh_file *f, const void *buf, size_t len, uint64_t off)
 {
@@ -82,17 +85,20 @@ sh_pwrite(sh_file *f, const void *buf, size_t len, uint64_t off)
 	if (rc == 0 && (f->flags & O_APPEND)) {
 		struct stat st;
 
+		uint64_t now = env_clock(f->fs->c->env);
+
 		/*
-		 * An append while this handle's last one is still buffered, with
-		 * room for it in the buffer, continues it: both land together,
-		 * at the end as it is then (flush_append), so no other client's
-		 * append comes between them. This keeps a write(2) whole when
-		 * the kernel sends it in two WRITEs (split at a page it does not
-		 * have), and many small appends cost one mapping. One without
-		 * room lands what is buffered first: an append of up to a
-		 * stripe's bytes is never cut in two.
+		 * An append soon after this handle's last one, still buffered,
+		 * with room for it in the buffer, continues it: both land
+		 * together, at the end as it is then (flush_append), so no
+		 * other client's append comes between them. This keeps a
+		 * write(2) whole when the kernel sends it in two WRITEs (split
+		 * at a page it does not have). Later (a log written line by
+		 * line, read elsewhere), or without room, what is buffered
+		 * lands first: an append of up to a stripe's bytes is never cut
+		 * in two, and the last but one is visible to other clients.
 		 */
-		if (f->fill > 0 && len <= stripe - f->fill) {
+		if (f->fill > 0 && len <= stripe - f->fill && now - f->append_t0 < APPEND_JOIN_NS) {
 			off = f->buf_off + f->fill;
 		} else {
 			io_wait_behind(f); /* the size counts every stripe */
@@ -100,6 +106,7 @@ sh_pwrite(sh_file *f, const void *buf, size_t len, uint64_t off)
 			if (rc == 0)
 				rc = sh_getattr(f->fs, f->ino, &st);
 			off = rc == 0 ? (uint64_t)st.st_size : 0;
+			f->append_t0 = now;
 		}
 		if (rc == 0)
 			rc = client_quota_admit(f->fs, f->ino, off, len);

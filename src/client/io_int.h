@@ -38,8 +38,9 @@ struct sh_file {
 	/* it was empty at open (created, truncated): no inline bytes to take along before its
 	 * first stripe; another writer's since then make the mapping say -EAGAIN */
 	bool empty;
-	int err;	  /* a failed flush, reported by the next call */
-	struct emap *map; /* the extents last fetched (under mu), NULL until a read */
+	uint64_t append_t0; /* O_APPEND: when the buffer's first append came (env_clock) */
+	int err;	    /* a failed flush, reported by the next call */
+	struct emap *map;   /* the extents last fetched (under mu), NULL until a read */
 	/* stripes written in the background (wpool), under mu */
 	pthread_cond_t idle; /* signalled as each one ends */
 	unsigned behind;

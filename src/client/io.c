@@ -98,7 +98,8 @@ sh_pwrite(sh_file *f, const void *buf, size_t len, uint64_t off)
 		 * lands first: an append of up to a stripe's bytes is never cut
 		 * in two, and the last but one is visible to other clients.
 		 */
-		if (f->fill > 0 && len <= stripe - f->fill && now - f->append_t0 < APPEND_JOIN_NS) {
+		if (f->fill > 0 && len <= stripe - f->fill && now - f->append_t0 < APPEND_JOIN_NS &&
+		    f->append_tag == 0) { /* (a placement tried, its outcome unknown: not joined) */
 			off = f->buf_off + f->fill;
 		} else {
 			io_wait_behind(f); /* the size counts every stripe */
@@ -120,7 +121,8 @@ sh_pwrite(sh_file *f, const void *buf, size_t len, uint64_t off)
 		if (rc < 0)
 			break;
 		if (f->fill == 0)
-			f->buf_off = off + done;
+			/* (an append's next stripe: where its last one landed) */
+			f->buf_off = (f->flags & O_APPEND) && done > 0 ? f->append_end : off + done;
 		k = stripe - f->fill < len - done ? stripe - f->fill : len - done;
 		rc = io_buf_own(f);
 		if (rc < 0)

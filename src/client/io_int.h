@@ -39,8 +39,12 @@ struct sh_file {
 	 * first stripe; another writer's since then make the mapping say -EAGAIN */
 	bool empty;
 	uint64_t append_t0; /* O_APPEND: when the buffer's first append came (env_clock) */
-	int err;	    /* a failed flush, reported by the next call */
-	struct emap *map;   /* the extents last fetched (under mu), NULL until a read */
+	/* O_APPEND: the tag of the buffer's placement (0: none yet), kept until it lands, so
+	 * that a mapping applied whose every answer was lost is found done, not placed twice */
+	uint64_t append_tag;
+	uint64_t append_end; /* O_APPEND: where the last buffer landed ended */
+	int err;	     /* a failed flush, reported by the next call */
+	struct emap *map;    /* the extents last fetched (under mu), NULL until a read */
 	/* stripes written in the background (wpool), under mu */
 	pthread_cond_t idle; /* signalled as each one ends */
 	unsigned behind;

@@ -396,7 +396,11 @@ map_extents(sh_file *f, const struct meta_extent *ex, unsigned n, const struct m
 			       .ino = f->ino,
 			       .flags = flags | (from ? META_EXTENT_MOVE : 0),
 			       .upto = from,
-			       .tag = client_tag(f->fs->c) };
+			       /* an append's buffer: its placement's tag (flush_append) */
+			       .tag = (f->flags & O_APPEND) && from == 0 &&
+					      !(flags & META_EXTENT_TAKES_INLINE) && f->append_tag
+					  ? f->append_tag
+					  : client_tag(f->fs->c) };
 	struct sh_enc enc;
 	struct cres res;
 	int rc;
@@ -822,7 +826,7 @@ inline_merge(sh_file *f)
 	struct meta_cmd mc = { .op = META_OP_INLINE,
 			       .flags = META_INLINE_MERGE | (f->flags & O_APPEND ? META_AT_END : 0),
 			       /* an append's retry (its answer lost) must not land twice */
-			       .tag = f->flags & O_APPEND ? client_tag(f->fs->c) : 0,
+			       .tag = f->flags & O_APPEND ? f->append_tag : 0,
 			       .ino = f->ino,
 			       .upto = f->buf_off,
 			       .data = f->bufh->data,
@@ -886,6 +890,10 @@ flush_append(sh_file *f)
 {
 	int rc;
 
+	uint64_t end = f->buf_off + f->fill;
+
+	if (f->append_tag == 0)
+		f->append_tag = client_tag(f->fs->c);
 	while ((rc = flush_buf(f)) == -EAGAIN) {
 		struct stat st;
 
@@ -893,8 +901,14 @@ flush_append(sh_file *f)
 		if (rc < 0)
 			return rc;
 		f->buf_off = (uint64_t)st.st_size;
+		end = f->buf_off + f->fill;
 		f->checked = false;
 		f->empty = false;
+		f->append_tag = client_tag(f->fs->c); /* a placement anew */
+	}
+	if (rc == 0) {
+		f->append_tag = 0;
+		f->append_end = end;
 	}
 	return rc;
 }

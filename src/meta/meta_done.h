@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Requests applied once (docs/metadata.md, "Retried requests"): a client
- * tags each remove, rename, link, setxattr, removexattr and extent mapping with a random
- * 64-bit tag, and the bucket that applies it records the tag in the same
- * transaction. A retry
- * of the same request (its answer lost when a leader died after the
+ * tags each remove, rename, link, setxattr, removexattr, extent mapping
+ * and O_APPEND inline write with a random 64-bit tag, and the bucket that
+ * applies it records the tag in the same transaction. A retry of the same
+ * request (its answer lost when a leader died after the
  * commit; mroute resends the same bytes to the next leader) finds the tag
  * and is answered with success instead of ENOENT, EEXIST or ENODATA. A rename
  * between two buckets records its tag at the source entry's bucket when it

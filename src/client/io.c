@@ -83,9 +83,8 @@ sh_pwrite(sh_file *f, const void *buf, size_t len, uint64_t off)
 	if (rc == 0 && !(f->flags & O_APPEND))
 		rc = client_quota_admit(f->fs, f->ino, off, len);
 	if (rc == 0 && (f->flags & O_APPEND)) {
-		struct stat st;
-
 		uint64_t now = env_clock(f->fs->c->env);
+		struct stat st;
 
 		/*
 		 * An append soon after this handle's last one, still buffered,

@@ -888,9 +888,8 @@ flush_buf(sh_file *f)
 static int
 flush_append(sh_file *f)
 {
+	size_t fill = f->fill;
 	int rc;
-
-	uint64_t end = f->buf_off + f->fill;
 
 	if (f->append_tag == 0)
 		f->append_tag = client_tag(f->fs->c);
@@ -901,14 +900,13 @@ flush_append(sh_file *f)
 		if (rc < 0)
 			return rc;
 		f->buf_off = (uint64_t)st.st_size;
-		end = f->buf_off + f->fill;
 		f->checked = false;
 		f->empty = false;
 		f->append_tag = client_tag(f->fs->c); /* a placement anew */
 	}
 	if (rc == 0) {
 		f->append_tag = 0;
-		f->append_end = end;
+		f->append_end = f->buf_off + fill; /* (a landed buffer keeps its offset) */
 	}
 	return rc;
 }

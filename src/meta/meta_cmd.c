@@ -155,6 +155,27 @@ apply_once(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *
 	}
 }
 
+/*
+ * A tagged change of c->ino retried after it was applied (its answer lost):
+ * 0 with the file's attributes in r, to answer it done; -ENOENT: apply it.
+ */
+static int
+done_before(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *r)
+{
+	int rc = c->tag ? meta_done_check(b, c->tag) : -ENOENT;
+
+	if (rc == 0)
+		(void)meta_getattr(b, c->ino, &r->attr);
+	return rc;
+}
+
+/* rc, what applying tagged c gave: if it changed something, its tag recorded too. */
+static int
+done_now(struct meta_bucket *b, const struct meta_cmd *c, int rc)
+{
+	return rc == 0 && c->tag && meta_txn_wrote(b->t) ? meta_done_put(b, c->tag, c->now) : rc;
+}
+
 /* META_AT_END: 0 if ino's size is off, else -EAGAIN (or -errno). */
 static int
 at_end(struct meta_bucket *b, uint64_t ino, uint64_t off)
@@ -325,14 +346,9 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 		 * extents, drop its stripes' last reference and queue them for
 		 * release while they stay mapped.
 		 */
-		rc = c->tag ? meta_done_check(b, c->tag) : -ENOENT;
-		if (rc == 0) {
-			(void)meta_getattr(b, c->ino, &r->attr);
-			break;
-		}
-		rc = apply_extent(b, c, r);
-		if (rc == 0 && c->tag && meta_txn_wrote(b->t))
-			rc = meta_done_put(b, c->tag, c->now);
+		rc = done_before(b, c, r);
+		if (rc != 0)
+			rc = done_now(b, c, apply_extent(b, c, r));
 		break;
 	case META_OP_DEDUP_CLAIM: {
 		uint64_t claim;
@@ -387,19 +403,16 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 	}
 	case META_OP_INLINE:
 		/* an append (tagged) retried, its answer lost: done, not placed again at the end */
-		rc = c->tag ? meta_done_check(b, c->tag) : -ENOENT;
-		if (rc == 0) {
-			(void)meta_getattr(b, c->ino, &r->attr);
+		rc = done_before(b, c, r);
+		if (rc == 0)
 			break;
-		}
 		rc = c->flags & META_AT_END ? at_end(b, c->ino, c->upto) : 0;
 		if (rc == 0 && (c->flags & META_INLINE_MERGE))
 			rc = meta_inline_merge(b, c->ino, c->upto, c->data, c->dlen, c->now,
 					       &r->attr);
 		else if (rc == 0)
 			rc = meta_inline_set(b, c->ino, c->data, c->dlen, c->now, &r->attr);
-		if (rc == 0 && c->tag && meta_txn_wrote(b->t))
-			rc = meta_done_put(b, c->tag, c->now);
+		rc = done_now(b, c, rc);
 		break;
 	case META_OP_RENAME2:
 		rc = meta_rename2_decode(c->data, c->dlen, &r->rename);

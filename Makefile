@@ -263,7 +263,7 @@ TOOLS += $(PRELOAD) $(PRELOAD_CHECK)
 endif
 
 # ---- top-level targets ----
-.PHONY: all deps test test-encrypted run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction bench-rebuild bench-smallfiles bench-idle bench-snapshot bench-crypto bench-failover bench-python bench-preload bench-gpu bench-scale soak chaos stress clean format
+.PHONY: all deps test test-long test-encrypted run lint fuzz fio-engine compare bench bench-rpc bench-store bench-meta bench-data bench-fuse bench-reduction bench-rebuild bench-smallfiles bench-idle bench-snapshot bench-crypto bench-failover bench-python bench-preload bench-gpu bench-scale soak chaos stress clean format
 
 all: $(ALL_LIBS) $(RUNNERS) $(FUZZ_REPLAY) $(BENCHES) $(TOOLS)
 
@@ -273,6 +273,11 @@ deps:
 test: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/run-tests $(BUILD)
+
+# the cluster tests of the long tier (kills and floods; scripts/run-tests --long)
+test-long: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)scripts/run-tests --long $(BUILD)
 
 run: deps
 	$(Q)$(MAKE) --no-print-directory all

@@ -26,10 +26,20 @@ import traceback
 
 BIN = None
 TESTS = []
+LONG = set()  # the names of the long tier's tests (long_tier)
 
 
 def test(fn):
     TESTS.append(fn)
+    return fn
+
+
+def long_tier(fn):
+    """Put a test in the long tier (below @test): kills and floods that take half a minute
+    or more. `make test` leaves them out so that the default run stays under 15 minutes on
+    2 cores; `make test-long` runs them alone and CI (.ci/run) runs both. SH_TESTS says
+    which a run takes: default, long or all; --only NAME runs NAME whatever its tier."""
+    LONG.add(fn.__name__)
     return fn
 
 
@@ -1072,6 +1082,7 @@ def rm_surely(c, fs, name, tries=10):
 
 
 @test
+@long_tier
 def data_dedup_stores_once_and_survives_kills(c):
     """Dedup on: the same data written again takes no new space and does not cross the network
     (the transport counts under 5% of it); reads are exact; clients and a backend kill -9'd in
@@ -1897,10 +1908,17 @@ def run_tests(tests, sizes, nodes, base, only, keep, limits=None):
     """Each test on its own cluster (sizes[name] nodes, else nodes; ports from base), PASS,
     SKIP or FAIL with the nodes' logs, then the closing line; the exit status. A test that
     runs past its limit (limits[name], else SH_TEST_LIMIT, 600 s) ends the run as failed."""
-    passed = failed = skipped = 0
+    passed = failed = skipped = held = 0
+    tier = os.environ.get("SH_TESTS", "default")
+    if tier not in ("default", "long", "all"):
+        print("SH_TESTS=%s: want default, long or all" % tier)
+        return 2
     for i, fn in enumerate(tests):
         name = fn.__name__
         if only and name not in only:
+            continue
+        if not only and tier != "all" and (name in LONG) != (tier == "long"):
+            held += name in LONG
             continue
         c = Cluster(name, sizes.get(name, nodes), base + i * 20)
         t0 = time.time()
@@ -1925,6 +1943,9 @@ def run_tests(tests, sizes, nodes, base, only, keep, limits=None):
             dog.cancel()
             c.down(wipe=not keep)
         sys.stdout.flush()
+    if held:
+        print("(%d test%s of the long tier left to make test-long)" %
+              (held, "" if held == 1 else "s"))
     print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
     return 1 if failed else 0
 

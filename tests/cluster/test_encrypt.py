@@ -92,6 +92,7 @@ def found_in_cluster(root, needles):
 
 
 @test
+@tc.long_tier
 def encrypted_filesystem_keeps_only_ciphertext(c):
     local, key, env = start(c)
     # the key file: made, private, a key's text; the cluster says encrypted

@@ -235,6 +235,7 @@ def node_back_within_delay_rebuilds_nothing(c):
 
 
 @test
+@tc.long_tier
 def node_back_after_rebuild_releases_stale_fragments(c):
     setup(c, 1)
     files = dataset(c)
@@ -298,6 +299,7 @@ def degraded_writes_spread_out_when_domains_return(c):
 
 
 @test
+@tc.long_tier
 def rebuild_interrupted_by_kills_finishes_and_leaks_nothing(c):
     setup(c, 1)
     files = dataset(c)
@@ -333,6 +335,7 @@ def rebuild_interrupted_by_kills_finishes_and_leaks_nothing(c):
 
 
 @test
+@tc.long_tier
 def full_file_system_says_enospc_and_rebuilds_once_there_is_room(c):
     """Written until full: the write fails with ENOSPC, not EIO. A node lost then has
     nowhere to be rebuilt: the heal writes stop at the full targets (targets_full), the
@@ -550,6 +553,7 @@ def put_json(c, path, body, node=1):
 
 
 @test
+@tc.long_tier
 def node_add_rebalances_and_drive_remove_drains(c):
     setup(c, 60)
     make_fs(c, "fs1", compression="none")

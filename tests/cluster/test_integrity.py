@@ -792,6 +792,7 @@ def chaos(c, seconds, seed):
 
 
 @test
+@tc.long_tier
 def chaos_short_kills_lose_nothing(c):
     """A short chaos run (make chaos runs minutes per seed)."""
     chaos(c, int(os.environ.get("SH_CHAOS_SECONDS", "40")),

@@ -278,6 +278,7 @@ def write_private(path, text):
 
 
 @test
+@tc.long_tier
 def secret_rotated_node_by_node_while_the_cluster_serves(c):
     """docs/security.md, "Rotating the secret": a new secret goes in beside the old
     (cluster.secret.also), then takes its place, then the old one goes; a node restarted at

@@ -278,6 +278,7 @@ def wait_snaps(c, fs, pred, what, timeout=60):
 
 
 @test
+@tc.long_tier
 def snapshots_survive_kill9(c):
     """Backends kill -9'd while snapshots are created, read and deleted: each one is ready
     and reads what was there when it was taken, or is not there (taken again); deleted,

@@ -162,8 +162,12 @@ sfuse_main(const struct sfuse_opts *o)
 		rc = -ENOMEM;
 		goto out_unmount;
 	}
+	/*
+	 * Up to threads workers, kept once started (libfuse's idle limit left
+	 * unset: a worker ended and another started per request costs a clone
+	 * and an open of /dev/fuse each; sfuse.h on the API version).
+	 */
 	fuse_loop_cfg_set_max_threads(lc, s.o.threads);
-	fuse_loop_cfg_set_idle_threads(lc, s.o.threads);
 	rc = fuse_session_loop_mt(se, lc);
 	rc = rc < 0 ? rc : 0;
 out_unmount:

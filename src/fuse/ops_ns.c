@@ -447,6 +447,48 @@ op_statfs(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_statfs(req, &v);
 }
 
+/*
+ * Files known to have no security.capability, since when: the kernel asks
+ * for it before every write(2) to a FUSE file (file_remove_privs; FUSE
+ * never marks an inode S_NOSEC), which was a round trip to the file's
+ * bucket per write (180 us a 1-byte write). An answer "none" is trusted for
+ * as long as the kernel trusts the file's attributes (attr_timeout), as a
+ * mode another client changed is; setting or removing an xattr through
+ * this mount forgets the file at once.
+ */
+#define CAPS_MEMO 1024
+static struct {
+	uint64_t ino, at_ns;
+} caps_memo[CAPS_MEMO];
+static pthread_mutex_t caps_memo_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static bool
+caps_none(const struct sfuse *s, uint64_t ino)
+{
+	unsigned i = memo_slot(ino);
+	bool hit;
+
+	pthread_mutex_lock(&caps_memo_mu);
+	hit = caps_memo[i].ino == ino &&
+	      (double)(sh_clock_mono_ns() - caps_memo[i].at_ns) / 1e9 < s->o.attr_timeout;
+	pthread_mutex_unlock(&caps_memo_mu);
+	return hit;
+}
+
+/* at_ns 0: forget ino */
+static void
+caps_memo_set(uint64_t ino, uint64_t at_ns)
+{
+	unsigned i = memo_slot(ino);
+
+	pthread_mutex_lock(&caps_memo_mu);
+	if (at_ns != 0)
+		caps_memo[i].ino = ino, caps_memo[i].at_ns = at_ns;
+	else if (caps_memo[i].ino == ino)
+		caps_memo[i].ino = 0;
+	pthread_mutex_unlock(&caps_memo_mu);
+}
+
 /* The root's SFUSE_XATTR_MOUNT and SFUSE_XATTR_KEY: the mount's own, never stored */
 static bool
 is_mount_xattr(fuse_ino_t ino, const char *name)
@@ -470,6 +512,7 @@ op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 	if (read_only(req, ino))
 		return;
 	(void)sfuse_fresh_ino(ino, true);
+	caps_memo_set(ino, 0);
 	rc = sh_setxattr_ino(sfuse_of(req)->fs, ino, name, value, size, f);
 	sfuse_dir_memo_forget(ino); /* its ctime */
 	sfuse_reply_err(req, rc);
@@ -490,9 +533,10 @@ reply_value(fuse_req_t req, long n, const char *buf, size_t size)
 static void
 op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
+	bool caps = strcmp(name, "security.capability") == 0;
 	char *buf;
 
-	if (strcmp(name, "security.capability") == 0 && sfuse_fresh_ino(ino, false)) {
+	if (caps && (sfuse_fresh_ino(ino, false) || caps_none(sfuse_of(req), ino))) {
 		sfuse_reply_err(req, -ENODATA);
 		return;
 	}
@@ -519,6 +563,8 @@ op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 		n = -ENODATA; /* /.snapshots has none */
 	else if (n == 0)
 		n = size && buf == NULL ? -ENOMEM : sh_getxattr_ino(w.fs, w.ino, name, buf, size);
+	if (caps && n == -ENODATA && sfuse_of(req)->o.attr_timeout > 0)
+		caps_memo_set(ino, sh_clock_mono_ns());
 
 	reply_value(req, n, buf, size);
 	free(buf);
@@ -551,6 +597,7 @@ op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	}
 	if (read_only(req, ino))
 		return;
+	caps_memo_set(ino, 0);
 	rc = sh_removexattr_ino(sfuse_of(req)->fs, ino, name);
 	sfuse_dir_memo_forget(ino); /* its ctime */
 	sfuse_reply_err(req, rc);

@@ -9,7 +9,14 @@
 #ifndef SH_FUSE_SFUSE_H
 #define SH_FUSE_SFUSE_H
 
-#define FUSE_USE_VERSION 34
+/*
+ * 3.12: fuse_session_loop_mt takes the configuration fuse_loop_cfg_create
+ * makes. Under an older version it is the 3.2 call, which reads that
+ * configuration as the old struct (clone_fd, max_idle_threads): every
+ * worker then ended after one request and another was started for the
+ * next, and -o threads was ignored.
+ */
+#define FUSE_USE_VERSION 312
 #include <fuse3/fuse_lowlevel.h>
 #include <shoal/client.h>
 #include <shoal/sh_errno.h>

@@ -138,7 +138,15 @@ struct pl_file {
 	int flags;  /* as opened (access mode, O_NONBLOCK, ...) for F_GETFL */
 	bool opath; /* the kernel descriptor is an O_PATH one */
 	bool dirty; /* written since the kernel last took the file's attributes */
-	dev_t dev;  /* st_dev, st_ino and st_blksize as the kernel gives them */
+	/*
+	 * The first write must drop the file's security.capability, as the
+	 * kernel does before a write (file_remove_privs): set at open unless
+	 * the open made the file (O_EXCL) or truncated it (O_TRUNC: the kernel
+	 * dropped it then). A capability set later, while the descriptor is
+	 * open, is not dropped by its writes (docs/preload.md).
+	 */
+	bool privs;
+	dev_t dev; /* st_dev, st_ino and st_blksize as the kernel gives them */
 	ino_t ino;
 	blksize_t blksize;
 	int refs;  /* calls in flight (under the table's lock) */

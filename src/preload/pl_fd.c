@@ -537,6 +537,7 @@ pl_adopt(int fd, int flags, bool opath)
 	p->f = f;
 	p->m = m;
 	p->flags = flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOFOLLOW);
+	p->privs = (flags & O_ACCMODE) != O_RDONLY && !(flags & (O_EXCL | O_TRUNC));
 	p->opath = opath;
 	p->dev = st.st_dev;
 	p->ino = st.st_ino;

@@ -218,6 +218,11 @@ swrite(struct pl_file *p, const struct iovec *iov, int n, off_t off)
 	pl_sync_others(p); /* the order writes land in is the order they were made */
 	pthread_mutex_lock(&p->mu);
 	pl_inside++;
+	if (p->privs) { /* (a served file's mount is connected) */
+		p->privs = false;
+		if (sh_getxattr_ino(p->m->fsh, p->ino, "security.capability", NULL, 0) > 0)
+			(void)sh_removexattr_ino(p->m->fsh, p->ino, "security.capability");
+	}
 	rc = n == 1 ? sh_pwrite(p->f, iov[0].iov_base, iov[0].iov_len, cur ? p->off : (uint64_t)off)
 		    : sh_pwritev(p->f, iov, n, cur ? p->off : (uint64_t)off);
 	pl_inside--;

@@ -87,7 +87,7 @@ sfuse_main(const struct sfuse_opts *o)
 	int rc;
 
 	if (s.o.threads == 0)
-		s.o.threads = 8;
+		s.o.threads = 16;
 	/* the cluster and the filesystem answer before anything is mounted */
 	rc = sh_client_connect(o->mgmt, &co, &s.c);
 	if (rc == 0) {

@@ -31,7 +31,7 @@ struct sfuse_opts {
 	bool allow_other;     /* -o allow_other (default on as root) */
 	double attr_timeout;  /* -o attr_timeout=S (default 1) */
 	double entry_timeout; /* -o entry_timeout=S (default 1) */
-	unsigned threads;     /* -o threads=N (default 8) */
+	unsigned threads;     /* -o threads=N (default 16) */
 	unsigned timeout_ms;  /* -o timeout=S: how long an operation waits for the cluster */
 	int readahead_kb;     /* -o readahead=KiB (default 4096; 0: the kernel's 128) */
 	bool coherent;	      /* -o coherent: no kernel caching of attributes, names, data */

@@ -68,6 +68,7 @@ struct dplan {
 	unsigned i0, i1, have;
 	uint32_t lo, hi, got, tried;
 	bool moved;
+	bool denied; /* a target refused this client (its key revoked): EACCES, not EIO */
 	int rc;
 	uint8_t *frags[EC_N_MAX];
 };
@@ -146,6 +147,7 @@ dplan_took(struct dplan *p, const struct piece *pc, const struct dcall *calls, u
 			p->have++;
 		} else {
 			p->moved |= calls[k].status == -ENOENT;
+			p->denied |= calls[k].status == -EACCES;
 		}
 	}
 }
@@ -161,7 +163,7 @@ dplan_end(struct dplan *p)
 	int rc = p->rc;
 
 	if (rc == 0 && p->len > 0 && p->have < p->e.d)
-		rc = -EIO; /* more than P lost: nothing to rebuild from */
+		rc = p->denied ? -EACCES : -EIO; /* more than P lost: nothing to rebuild from */
 	if (rc == 0 && p->len > 0 && (~p->got & need) != 0) {
 		rc = ec_code_init(&code, p->e.d, p->e.p);
 		if (rc == 0)

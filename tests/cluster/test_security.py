@@ -627,6 +627,10 @@ def a_revoked_key_cuts_a_mounted_client_off(c):
                   "Python with a read-only key: %s" % out)
             rc, out = python_reads(c, None, False)
             check(rc != 0 and "PermissionError" in out, "Python without a key: %s" % out)
+        # a file held open, its stripes' places known to the handle: once the key is
+        # revoked its reads go to the targets alone, which refuse them (EACCES, not EIO)
+        held = open(os.path.join(mnt, "x"), "rb", buffering=0)
+        check(len(held.read(65536)) == 65536, "the held file reads short")
         c.shoal("fs", "key", "revoke", "a", open(rw).read().split(".")[1], check_rc=0)
         t0 = time.time()
         while True:
@@ -644,6 +648,14 @@ def a_revoked_key_cuts_a_mounted_client_off(c):
             check(False, "the mount still reads after its key was revoked")
         except PermissionError:
             pass
+        try:
+            held.seek(0)
+            held.read()
+            check(False, "a file held open still reads after its key was revoked")
+        except PermissionError:
+            pass
+        finally:
+            held.close()
         print("  a mounted client refused %.2f s after its key was revoked" % took)
     finally:
         subprocess.run(["fusermount3", "-u", mnt], capture_output=True)

@@ -663,12 +663,16 @@ io_read_range(sh_file *f, const struct stat *st, uint8_t *buf, uint64_t off, uin
 
 /* ---- read-ahead ---- */
 
-/* Window w is valid for the file as st describes it now. */
+/*
+ * Window w is valid for the file as st describes it, while nothing on this
+ * client changed extents since wgen (the caller loads fs->wgen once: another
+ * thread's write moves it at any time).
+ */
 static bool
-ra_valid(const sh_file *f, const struct ra_win *w, const struct stat *st)
+ra_valid(const struct ra_win *w, const struct stat *st, uint64_t wgen)
 {
-	return w->len > 0 && !w->busy && w->wgen == atomic_load(&f->fs->wgen) &&
-	       w->ctime_ns == ctime_ns(st) && w->size == (uint64_t)st->st_size;
+	return w->len > 0 && !w->busy && w->wgen == wgen && w->ctime_ns == ctime_ns(st) &&
+	       w->size == (uint64_t)st->st_size;
 }
 
 struct ra_job {
@@ -705,7 +709,9 @@ run_ra(void *arg)
 static uint64_t
 ra_front(const sh_file *f, const struct ra_win *w, const struct stat *st, uint64_t pos)
 {
-	uint64_t e = w->busy ? w->want_off + w->want_len : ra_valid(f, w, st) ? w->off + w->len : 0;
+	uint64_t e = w->busy					  ? w->want_off + w->want_len
+		     : ra_valid(w, st, atomic_load(&f->fs->wgen)) ? w->off + w->len
+								  : 0;
 
 	return e > pos ? e : 0;
 }
@@ -787,29 +793,34 @@ io_ra_coming(const sh_file *f, uint64_t off, uint64_t end)
 
 /* Under mu: the valid window holding pos, or NULL. */
 static const struct ra_win *
-ra_at(const sh_file *f, const struct stat *st, uint64_t pos)
+ra_at(const sh_file *f, const struct stat *st, uint64_t pos, uint64_t wgen)
 {
 	for (unsigned i = 0; i < RA_WIN; i++) {
 		const struct ra_win *w = &f->ra[i];
 
-		if (ra_valid(f, w, st) && pos >= w->off && pos < w->off + w->len)
+		if (ra_valid(w, st, wgen) && pos >= w->off && pos < w->off + w->len)
 			return w;
 	}
 	return NULL;
 }
 
-/* Under mu: [off, end) copied from the windows if they hold all of it. */
+/*
+ * Under mu: [off, end) copied from the windows if they hold all of it. Both
+ * passes judge the windows by one load of wgen: with a load each, a write
+ * on another thread between them made the second find no window where the
+ * first had found one (the mount died so under dbench: a NULL window).
+ */
 static bool
 ra_copy(const sh_file *f, const struct stat *st, uint8_t *buf, uint64_t off, uint64_t end)
 {
+	uint64_t wgen = atomic_load(&f->fs->wgen), pos, to;
 	const struct ra_win *w;
-	uint64_t pos, to;
 
 	for (pos = off; pos < end; pos = w->off + w->len < end ? w->off + w->len : end)
-		if ((w = ra_at(f, st, pos)) == NULL)
+		if ((w = ra_at(f, st, pos, wgen)) == NULL)
 			return false;
 	for (pos = off; pos < end; pos = to) {
-		w = ra_at(f, st, pos);
+		w = ra_at(f, st, pos, wgen);
 		to = w->off + w->len < end ? w->off + w->len : end;
 		memcpy(buf + (pos - off), w->buf + (pos - w->off), (size_t)(to - pos));
 	}

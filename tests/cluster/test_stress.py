@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""stress-ng's file system stressors on the mount, each checking what it reads back.
+"""stress-ng's file system stressors on the mount, each checking what it reads back, and
+dbench's file-server load.
 
 usage: tests/cluster/test_stress.py BIN_DIR [--only NAME[,NAME]] [--keep]
        (make stress; STRESS_SECONDS per stressor, default 6)
@@ -10,7 +11,8 @@ local up, as tests/cluster/test_cluster.py), one mount, and stress-ng (Debian's,
 scripts/deps) with --verify and two workers per stressor, each in a directory of its
 own. A stressor fails the test when stress-ng exits other than 0 or prints a failure;
 one stress-ng skips itself (what FUSE has not: FIEMAP, verity) is listed, not failed.
-Not in the default run (about 7 minutes): `make stress`.
+Then dbench (8 clients, DBENCH_SECONDS, default 60) on a mount of its own.
+Not in the default run (about 9 minutes): `make stress`.
 Prints the closing line "N passed, N failed, N skipped".
 """
 import os
@@ -103,6 +105,38 @@ def stress_ng_verifies_on_the_mount(c):
     print("  %d runs, %d failed; skipped by stress-ng itself: %s" %
           (len(runs), len(bad), ", ".join(skipped) or "none"))
     check(not bad, "stress-ng found: %s" % "; ".join(bad))
+
+
+@test
+def dbench_clients_on_the_mount(c):
+    """dbench (Debian's, from scripts/deps): 8 clients of its file-server load (creates,
+    renames, truncates, reads and writes, locks) for DBENCH_SECONDS (default 60) on one
+    mount: every call answers as it wants, and the mount is still there. It found the
+    read-ahead's race that killed the mount (a NULL window in sh_pread, 2026-12-06)."""
+    if shutil.which("dbench") is None:
+        raise Fail("dbench is missing (scripts/deps installs it)")
+    if not fuse_usable():
+        raise Skip("no usable /dev/fuse or fusermount3 on this machine")
+    seconds = int(os.environ.get("DBENCH_SECONDS", "60"))
+    c.up()
+    make_fs(c)
+    mnt = os.path.join(c.dir, "m")
+    os.makedirs(mnt)
+    tc.mount_or_skip(c, "fs1", mnt)
+    try:
+        d = os.path.join(mnt, "db")
+        os.makedirs(d)
+        p = subprocess.run(["dbench", "-D", d, "-t", str(seconds), "8"], capture_output=True,
+                           text=True, timeout=seconds * 4 + 120)
+        out = p.stdout + p.stderr
+        bad = [ln for ln in out.splitlines() if re.search(r"ERROR|failed|not connected", ln)]
+        tput = re.search(r"Throughput ([0-9.]+ MB/sec)", out)
+        print("  dbench, 8 clients, %d s: %s" % (seconds, tput.group(1) if tput else "-"))
+        check(p.returncode == 0 and not bad, "dbench: exit %d: %s" % (
+            p.returncode, " | ".join((bad or out.splitlines())[-5:])))
+        check(os.path.isdir(d), "the mount is gone after dbench")
+    finally:
+        unmount(mnt)
 
 
 def main():

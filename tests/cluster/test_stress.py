@@ -72,20 +72,27 @@ def stress(where, name, args, seconds):
     return None, bool(SKIPPED.search(out))
 
 
-@test
-def stress_ng_verifies_on_the_mount(c):
-    """Every stressor of STRESSORS with --verify and two workers, then --hdd with 3,000-byte
-    writes under each of HDD_OPTS: stress-ng finds nothing wrong."""
-    if shutil.which("stress-ng") is None:
-        raise Fail("stress-ng is missing (scripts/deps installs it)")
+def mounted(c, tool):
+    """The cluster up, fs1 made and mounted: its mount point (Fail without tool, Skip
+    without FUSE)."""
+    if shutil.which(tool) is None:
+        raise Fail("%s is missing (scripts/deps installs it)" % tool)
     if not fuse_usable():
         raise Skip("no usable /dev/fuse or fusermount3 on this machine")
-    seconds = int(os.environ.get("STRESS_SECONDS", "6"))
     c.up()
     make_fs(c)
     mnt = os.path.join(c.dir, "m")
     os.makedirs(mnt)
     tc.mount_or_skip(c, "fs1", mnt)
+    return mnt
+
+
+@test
+def stress_ng_verifies_on_the_mount(c):
+    """Every stressor of STRESSORS with --verify and two workers, then --hdd with 3,000-byte
+    writes under each of HDD_OPTS: stress-ng finds nothing wrong."""
+    seconds = int(os.environ.get("STRESS_SECONDS", "6"))
+    mnt = mounted(c, "stress-ng")
     bad, skipped = [], []
     try:
         runs = [(s, ["--" + s, "2"]) for s in STRESSORS]
@@ -113,16 +120,8 @@ def dbench_clients_on_the_mount(c):
     renames, truncates, reads and writes, locks) for DBENCH_SECONDS (default 60) on one
     mount: every call answers as it wants, and the mount is still there. It found the
     read-ahead's race that killed the mount (a NULL window in sh_pread, 2026-12-06)."""
-    if shutil.which("dbench") is None:
-        raise Fail("dbench is missing (scripts/deps installs it)")
-    if not fuse_usable():
-        raise Skip("no usable /dev/fuse or fusermount3 on this machine")
     seconds = int(os.environ.get("DBENCH_SECONDS", "60"))
-    c.up()
-    make_fs(c)
-    mnt = os.path.join(c.dir, "m")
-    os.makedirs(mnt)
-    tc.mount_or_skip(c, "fs1", mnt)
+    mnt = mounted(c, "dbench")
     try:
         d = os.path.join(mnt, "db")
         os.makedirs(d)

@@ -1297,6 +1297,7 @@ def data_quota_refuses_writes_past_it(c):
 
 
 @test
+@long_tier
 def data_orphans_of_a_killed_client_are_released(c):
     """A client kill -9'd while writing leaves fragments no extent maps: the targets' sweep
     releases them once they are older than the orphan age (5 s here), and nothing that a

@@ -465,6 +465,7 @@ def corrupt_fragments_repaired_after_a_read_and_by_the_scrub(c):
 
 
 @test
+@tc.long_tier
 def drive_failing_writes_or_reads_is_failed_and_rebuilt(c):
     """No `shoal drive fail`: the drive's writes fail (store.write_eio), its node's watcher
     marks it failed, and its fragments are rebuilt elsewhere; then the same for a drive

@@ -43,6 +43,24 @@ def long_tier(fn):
     return fn
 
 
+def tier_pick(tests, only):
+    """The tests a run takes: those --only names, else those of SH_TESTS's tier (default,
+    long or all), after saying how many of the long tier the default run leaves out; None
+    (said why) for another SH_TESTS."""
+    tier = os.environ.get("SH_TESTS", "default")
+    if tier not in ("default", "long", "all"):
+        print("SH_TESTS=%s: want default, long or all" % tier)
+        return None
+    if only:
+        return [t for t in tests if t.__name__ in only]
+    picked = [t for t in tests if tier == "all" or (t.__name__ in LONG) == (tier == "long")]
+    held = len(tests) - len(picked) if tier == "default" else 0
+    if held:
+        print("(%d test%s of the long tier left to make test-long)" %
+              (held, "" if held == 1 else "s"))
+    return picked
+
+
 class Fail(Exception):
     pass
 
@@ -1909,17 +1927,13 @@ def run_tests(tests, sizes, nodes, base, only, keep, limits=None):
     """Each test on its own cluster (sizes[name] nodes, else nodes; ports from base), PASS,
     SKIP or FAIL with the nodes' logs, then the closing line; the exit status. A test that
     runs past its limit (limits[name], else SH_TEST_LIMIT, 600 s) ends the run as failed."""
-    passed = failed = skipped = held = 0
-    tier = os.environ.get("SH_TESTS", "default")
-    if tier not in ("default", "long", "all"):
-        print("SH_TESTS=%s: want default, long or all" % tier)
+    passed = failed = skipped = 0
+    picked = tier_pick(tests, only)
+    if picked is None:
         return 2
     for i, fn in enumerate(tests):
         name = fn.__name__
-        if only and name not in only:
-            continue
-        if not only and tier != "all" and (name in LONG) != (tier == "long"):
-            held += name in LONG
+        if fn not in picked:
             continue
         c = Cluster(name, sizes.get(name, nodes), base + i * 20)
         t0 = time.time()
@@ -1944,9 +1958,6 @@ def run_tests(tests, sizes, nodes, base, only, keep, limits=None):
             dog.cancel()
             c.down(wipe=not keep)
         sys.stdout.flush()
-    if held:
-        print("(%d test%s of the long tier left to make test-long)" %
-              (held, "" if held == 1 else "s"))
     print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
     return 1 if failed else 0
 

@@ -546,14 +546,9 @@ def run_suite(doc, tests, make_cluster, why_not, what="a cluster of %d nodes in 
         return 2
     only, keep = a[1], a[2]
     why = why_not()
-    tier = os.environ.get("SH_TESTS", "default")
-    picked = [t for t in tests if only and t.__name__ in only or not only and
-              (tier == "all" or (t.__name__ in tc.LONG) == (tier == "long"))]
-    held = 0 if only or tier != "default" else len(tests) - len(picked)
-    tests = picked
-    if held:
-        print("(%d test%s of the long tier left to make test-long)" %
-              (held, "" if held == 1 else "s"))
+    tests = tc.tier_pick(tests, only)
+    if tests is None:
+        return 2
     if not tests:
         print("0 passed, 0 failed, 0 skipped")
         return 0

@@ -28,7 +28,7 @@ SH_LOG_FACILITY("client.hold");
 
 #define RELEASE_DELAY_NS (20ull * 1000 * 1000) /* closes gathered into one release */
 #define LOOKED_N	 64
-#define LOOKED_NS	 (200ull * 1000 * 1000) /* an open this soon after a lookup is not fresh */
+#define LOOKED_NS	 (200ull * 1000 * 1000) /* the kernel's retry: lookup and open this soon */
 
 enum { H_HELD, H_QUEUED, H_RELEASING };
 
@@ -50,6 +50,8 @@ struct cholds {
 		uint64_t ino, at;
 	} looked[LOOKED_N]; /* inodes the leaders just named (a ring) */
 	unsigned nlooked;
+	uint64_t stale_at; /* monotonic ns: the last fresh open refused (-ESTALE) */
+	unsigned retries;  /* refused opens whose retry's lookup has not come yet */
 	pthread_t th;
 	bool started, stopping;
 };
@@ -366,11 +368,12 @@ take(sh_fs *fs, uint64_t ino)
 		pthread_cond_wait(&h->cv, &h->mu);
 	}
 	if (c != NULL) {
+		c->opens++;
 		if (c->state == H_QUEUED) {
 			c->state = H_HELD; /* closed a moment ago: its hold never went */
 			h->queued--;
+			return 2;
 		}
-		c->opens++;
 		return 1;
 	}
 	c = sh_calloc(1, sizeof(*c));
@@ -393,6 +396,38 @@ untake(struct cholds *h, uint64_t ino)
 		sh_htable_remove(&h->t, &c->hn);
 		sh_free(c);
 	}
+}
+
+/* An open refused after take() found ino's hold on its way back: it goes back as it was. */
+static void
+untake_queued(struct cholds *h, uint64_t ino)
+{
+	struct chold *c = find(h, ino);
+
+	if (c != NULL && c->state == H_HELD && --c->opens == 0) {
+		c->state = H_QUEUED;
+		h->queued++;
+		pthread_cond_broadcast(&h->cv);
+	}
+}
+
+/*
+ * A fresh open refused: the file has no names now, so the kernel named it
+ * from an entry older than its remove (-ESTALE: it looks the name up again
+ * and retries once). What led here is stale: the lookup that follows asks.
+ */
+static int
+refused_stale(sh_fs *fs)
+{
+	struct cholds *h = fs->holds;
+
+	cache_drop_all(fs);
+	pthread_mutex_lock(&h->mu);
+	h->stale_at = mono(h);
+	if (h->retries < LOOKED_N)
+		h->retries++;
+	pthread_mutex_unlock(&h->mu);
+	return -ESTALE;
 }
 
 static bool looked_up(const struct cholds *h, uint64_t ino);
@@ -437,6 +472,19 @@ client_hold_open_read(sh_fs *fs, uint64_t ino, bool fresh, struct stat *st, uint
 			client_hold_close(fs, ino);
 		return rc;
 	}
+	if (rc == 2) {
+		/* closed here a moment ago, its hold not given back yet: an open as any other,
+		 * so that one of a file renamed over meanwhile is refused as by its leader */
+		rc = sh_getattr(fs, ino, st);
+		if (rc == 0 && st->st_nlink == 0 && (q.max & MP_HOLD_FRESH))
+			rc = refused_stale(fs);
+		if (rc < 0) {
+			pthread_mutex_lock(&h->mu);
+			untake_queued(h, ino);
+			pthread_mutex_unlock(&h->mu);
+		}
+		return rc;
+	}
 	since = cache_now(fs);
 	rc = client_meta(fs->c, &q, &r);
 	if (rc == 0 && ext != NULL && (r.rep.flags & MP_EXTS) &&
@@ -451,7 +499,7 @@ client_hold_open_read(sh_fs *fs, uint64_t ino, bool fresh, struct stat *st, uint
 		*ext = NULL;
 	}
 	if (rc == -ESTALE && fresh)
-		cache_drop_all(fs); /* what led here is stale: the lookup that follows asks */
+		(void)refused_stale(fs);
 	if (rc < 0) {
 		pthread_mutex_lock(&h->mu);
 		untake(h, ino);
@@ -467,13 +515,29 @@ client_hold_looked_up(sh_fs *fs, uint64_t ino)
 	struct cholds *h = fs->holds;
 
 	pthread_mutex_lock(&h->mu);
-	h->looked[h->nlooked % LOOKED_N].ino = ino;
-	h->looked[h->nlooked % LOOKED_N].at = mono(h);
-	h->nlooked++;
+	if (h->retries > 0 && mono(h) - h->stale_at < LOOKED_NS) {
+		/* the lookup that follows a refused open: the kernel's retry of it */
+		h->retries--;
+		h->looked[h->nlooked % LOOKED_N].ino = ino;
+		h->looked[h->nlooked % LOOKED_N].at = mono(h);
+		h->nlooked++;
+	} else {
+		h->retries = 0;
+	}
 	pthread_mutex_unlock(&h->mu);
 }
 
-/* ino was named by a lookup a moment ago (under h->mu). */
+/*
+ * ino was named a moment ago by the lookup that came first after a fresh
+ * open was refused (under h->mu): the kernel's one retry of an open that
+ * raced with a rename over. Its open is not fresh: had a second rename
+ * over come between that lookup and this open, the retry would fail too;
+ * the file the lookup named is read whole, as a local file system's open
+ * through a name resolved before the rename would. Any other open is
+ * fresh: a name another client renamed over since this mount's last
+ * lookup of it is looked up again (close-to-open), however recent that
+ * lookup.
+ */
 static bool
 looked_up(const struct cholds *h, uint64_t ino)
 {

@@ -352,8 +352,10 @@ client_holds_fini(sh_fs *fs)
 
 /*
  * ino is open once more here. 1 if it was held already (nothing to ask),
- * 0 if the caller must ask its leader (the entry is made, opens 1), or
- * -ENOMEM. Waits for a release of ino in flight.
+ * 2 if its last handle here closed a moment ago and its hold is still
+ * queued for release (taken back, nothing to ask), 0 if the caller must
+ * ask its leader (the entry is made, opens 1), or -ENOMEM. Waits for a
+ * release of ino in flight.
  */
 static int
 take(sh_fs *fs, uint64_t ino)
@@ -395,19 +397,6 @@ untake(struct cholds *h, uint64_t ino)
 	if (c != NULL && --c->opens == 0) {
 		sh_htable_remove(&h->t, &c->hn);
 		sh_free(c);
-	}
-}
-
-/* An open refused after take() found ino's hold on its way back: it goes back as it was. */
-static void
-untake_queued(struct cholds *h, uint64_t ino)
-{
-	struct chold *c = find(h, ino);
-
-	if (c != NULL && c->state == H_HELD && --c->opens == 0) {
-		c->state = H_QUEUED;
-		h->queued++;
-		pthread_cond_broadcast(&h->cv);
 	}
 }
 
@@ -465,24 +454,20 @@ client_hold_open_read(sh_fs *fs, uint64_t ino, bool fresh, struct stat *st, uint
 	pthread_mutex_unlock(&h->mu);
 	if (rc < 0)
 		return rc;
-	if (rc == 1) {
-		/* held here already: a second open, even of a file without names now */
+	if (rc > 0) {
+		/*
+		 * 1: held here already, a second open, even of a file without names now.
+		 * 2: closed here a moment ago, its hold not given back yet: an open as any
+		 * other, so that one of a file renamed over meanwhile is refused as by its
+		 * leader. Refused, the open is undone as a close (its hold queued again).
+		 */
+		bool second = rc == 1;
+
 		rc = sh_getattr(fs, ino, st);
+		if (rc == 0 && !second && st->st_nlink == 0 && (q.max & MP_HOLD_FRESH))
+			rc = refused_stale(fs);
 		if (rc < 0)
 			client_hold_close(fs, ino);
-		return rc;
-	}
-	if (rc == 2) {
-		/* closed here a moment ago, its hold not given back yet: an open as any other,
-		 * so that one of a file renamed over meanwhile is refused as by its leader */
-		rc = sh_getattr(fs, ino, st);
-		if (rc == 0 && st->st_nlink == 0 && (q.max & MP_HOLD_FRESH))
-			rc = refused_stale(fs);
-		if (rc < 0) {
-			pthread_mutex_lock(&h->mu);
-			untake_queued(h, ino);
-			pthread_mutex_unlock(&h->mu);
-		}
 		return rc;
 	}
 	since = cache_now(fs);
@@ -513,13 +498,14 @@ void
 client_hold_looked_up(sh_fs *fs, uint64_t ino)
 {
 	struct cholds *h = fs->holds;
+	uint64_t now = mono(h);
 
 	pthread_mutex_lock(&h->mu);
-	if (h->retries > 0 && mono(h) - h->stale_at < LOOKED_NS) {
+	if (h->retries > 0 && now - h->stale_at < LOOKED_NS) {
 		/* the lookup that follows a refused open: the kernel's retry of it */
 		h->retries--;
 		h->looked[h->nlooked % LOOKED_N].ino = ino;
-		h->looked[h->nlooked % LOOKED_N].at = mono(h);
+		h->looked[h->nlooked % LOOKED_N].at = now;
 		h->nlooked++;
 	} else {
 		h->retries = 0;

@@ -57,9 +57,9 @@ ifaces_json(const struct net_iface *ifc, unsigned n)
 		json_t *o, *d;
 
 		env_addr_format(&ifc[i].addr, addr, sizeof(addr));
-		o = json_pack("{s:s, s:s, s:s, s:s}", "addr", addr, "label", ifc[i].label,
+		o = json_pack("{s:s, s:s, s:s, s:s, s:I}", "addr", addr, "label", ifc[i].label,
 			      "transport", ifc[i].transport[0] ? ifc[i].transport : "udp", "dev",
-			      ifc[i].dev);
+			      ifc[i].dev, "mtu", (json_int_t)ifc[i].mtu);
 		if (ifc[i].dev[0] && (d = dpdk_json(ifc[i].dev)) != NULL)
 			json_object_set_new(o, "dpdk", d);
 		json_array_append_new(a, o);
@@ -85,7 +85,7 @@ path_json(const struct net_path_stats *x)
 	env_addr_format(&x->local, l, sizeof(l));
 	env_addr_format(&x->remote, r, sizeof(r));
 	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:b, s:b, s:f, s:f, s:I, s:I, s:I, s:I, "
-			 "s:I, s:I, s:I, s:I}",
+			 "s:I, s:I, s:I, s:I, s:I}",
 			 "local", l, "remote", r, "local_label", x->local_label, "remote_label",
 			 x->remote_label, "state", net_path_state_name(x->state), "cross", x->cross,
 			 "suspect", x->suspect, "in_use", x->in_use, "loss_pct", x->loss_ppm / 1e4,
@@ -94,7 +94,7 @@ path_json(const struct net_path_stats *x)
 			 (json_int_t)x->bytes_sent, "probes_sent", (json_int_t)x->probes_sent,
 			 "probes_answered", (json_int_t)x->probes_answered, "probes_lost",
 			 (json_int_t)x->probes_lost, "timeouts", (json_int_t)x->timeouts, "downs",
-			 (json_int_t)x->downs);
+			 (json_int_t)x->downs, "mtu", (json_int_t)x->mtu);
 }
 
 static json_t *

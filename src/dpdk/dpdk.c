@@ -31,6 +31,7 @@ static struct {
 	pthread_mutex_t lock;
 	bool ready;
 	unsigned queues;
+	unsigned mtu; /* sh_dpdk_set_mtu; 0: each port's own */
 	struct dport *ports[DPDK_PORTS_MAX];
 	unsigned nports;
 } G = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -42,6 +43,17 @@ sh_dpdk_ready(void)
 	bool r = G.ready;
 	pthread_mutex_unlock(&G.lock);
 	return r;
+}
+
+int
+sh_dpdk_set_mtu(unsigned mtu)
+{
+	if (mtu != 0 && (mtu < SH_DPDK_MTU_MIN || mtu > SH_DPDK_MTU_MAX))
+		return -EINVAL;
+	pthread_mutex_lock(&G.lock);
+	G.mtu = mtu;
+	pthread_mutex_unlock(&G.lock);
+	return 0;
 }
 
 int
@@ -125,6 +137,14 @@ port_setup(struct dport *p, unsigned want)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
 		p->tx_udp_csum = true;
 	}
+	if (G.mtu != 0) {
+		if (G.mtu > info.max_mtu) {
+			sh_log_error("DPDK: port %s takes an MTU of at most %u, not %u", p->name,
+				     info.max_mtu, G.mtu);
+			return -EINVAL;
+		}
+		conf.rxmode.mtu = G.mtu;
+	}
 	/* RX interrupts for CPU-optimized loops where the port has them; else sleep-polling */
 	conf.intr_conf.rxq = 1;
 	rc = rte_eth_dev_configure(p->id, (uint16_t)p->nq, (uint16_t)p->nq, &conf);
@@ -138,8 +158,11 @@ port_setup(struct dport *p, unsigned want)
 	rc = rte_eth_dev_adjust_nb_rx_tx_desc(p->id, &nrxd, &ntxd);
 	if (rc < 0)
 		return rc;
+	if (G.mtu != 0 && (rc = rte_eth_dev_set_mtu(p->id, (uint16_t)G.mtu)) < 0 && rc != -ENOTSUP)
+		return rc;
 	if (rte_eth_dev_get_mtu(p->id, &p->mtu) < 0 || p->mtu == 0)
 		p->mtu = 1500;
+	p->mtu = (uint16_t)SH_MIN(p->mtu, SH_DPDK_MTU_MAX);
 	/* every descriptor filled, every ring full, and a burst in hand per queue */
 	nmbufs = p->nq * (nrxd + ntxd + RING_LEN + 2 * DPDK_BURST) + 1024;
 	snprintf(name, sizeof(name), "sh_pool_%u", p->id);
@@ -265,6 +288,13 @@ sh_dpdk_port_stats(const char *dev, struct sh_dpdk_stats *st, struct sh_arp_entr
 }
 
 #else /* !SH_HAVE_DPDK */
+
+int
+sh_dpdk_set_mtu(unsigned mtu)
+{
+	(void)mtu;
+	return -EPROTONOSUPPORT;
+}
 
 int
 sh_dpdk_init(const char *args, unsigned queues)

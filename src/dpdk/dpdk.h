@@ -49,6 +49,19 @@ int sh_dpdk_init(const char *args, unsigned queues);
 bool sh_dpdk_ready(void);
 
 /*
+ * The MTU every port is set to when it opens (jumbo frames: 9000; at most
+ * SH_DPDK_MTU_MAX), or 0 (the default) for the port's own (1500 on most
+ * NICs and vdevs). Call before the first port opens; a port that cannot
+ * take it does not open (its error logged). The peers learn each
+ * interface's MTU from the packets that open a session and probe its
+ * paths (docs/protocol.md, "MTUs"). -EINVAL: below SH_DPDK_MTU_MIN or
+ * above the maximum.
+ */
+#define SH_DPDK_MTU_MIN 576
+#define SH_DPDK_MTU_MAX 9216
+int sh_dpdk_set_mtu(unsigned mtu);
+
+/*
  * What a port did (sh_dpdk_port_stats), all its queues together:
  *   rx_frames, tx_frames
  *   rx_bad          malformed (sh_frame_parse)

@@ -451,6 +451,12 @@ dtp_refused(struct net_transport *t)
 	return ((struct dtp *)t->impl)->refused;
 }
 
+static uint32_t
+dtp_mtu(struct net_transport *t)
+{
+	return (uint32_t)((struct dtp *)t->impl)->p->mtu - SH_IP4_HLEN - SH_UDP_HLEN;
+}
+
 static void
 dtp_close(struct net_transport *t)
 {
@@ -472,12 +478,13 @@ dtp_close(struct net_transport *t)
 const struct net_transport_ops net_transport_dpdk = {
 	.name = "dpdk",
 	.version = 1,
-	/* one frame, no IP fragments: an MTU of 1500 less IPv4 and UDP; a port's MTU may be less */
-	.max_dgram = 1500 - SH_IP4_HLEN - SH_UDP_HLEN,
+	/* one frame, no IP fragments: the largest MTU less IPv4 and UDP; a port's is its own */
+	.max_dgram = SH_DPDK_MTU_MAX - SH_IP4_HLEN - SH_UDP_HLEN,
 	.open = dtp_open,
 	.send = dtp_send,
 	.local_addr = dtp_local_addr,
 	.refused = dtp_refused,
+	.mtu = dtp_mtu,
 	.close = dtp_close,
 };
 

@@ -297,6 +297,14 @@ env_dgram_stats(struct env_dgram *d, struct env_dgram_stats *out)
 	d->env->ops->dgram_stats(d, out);
 }
 
+uint32_t
+env_dgram_mtu(struct env_dgram *d)
+{
+	uint32_t mtu = d->env->ops->dgram_mtu(d);
+
+	return mtu > ENV_DGRAM_MAX ? ENV_DGRAM_MAX : mtu;
+}
+
 void
 env_dgram_close(struct env_dgram *d)
 {

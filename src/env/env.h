@@ -218,6 +218,13 @@ int env_dgram_addr(struct env_dgram *d, struct env_addr *out);
  */
 int env_dgram_send(struct env_dgram *d, const struct env_dgram_msg *msgs, unsigned n);
 void env_dgram_stats(struct env_dgram *d, struct env_dgram_stats *out);
+/*
+ * The largest datagram payload the endpoint's interface carries in one
+ * frame (its MTU less the IP and UDP headers; at most ENV_DGRAM_MAX), or 0
+ * when that is not known: bound to every address, or an address no
+ * interface of this host has.
+ */
+uint32_t env_dgram_mtu(struct env_dgram *d);
 void env_dgram_close(struct env_dgram *d);
 
 /* ---- disks ---- */
@@ -346,6 +353,7 @@ struct env_ops {
 	int (*dgram_addr)(struct env_dgram *d, struct env_addr *out);
 	int (*dgram_send)(struct env_dgram *d, const struct env_dgram_msg *msgs, unsigned n);
 	void (*dgram_stats)(struct env_dgram *d, struct env_dgram_stats *out);
+	uint32_t (*dgram_mtu)(struct env_dgram *d);
 	void (*dgram_close)(struct env_dgram *d);
 	int (*disk_open)(struct env *env, const char *path, unsigned flags, uint64_t size,
 			 struct env_disk **out);

@@ -354,6 +354,7 @@ static const struct env_ops real_ops = {
 	.dgram_addr = real_dgram_addr,
 	.dgram_send = real_dgram_send,
 	.dgram_stats = real_dgram_stats,
+	.dgram_mtu = real_dgram_mtu,
 	.dgram_close = real_dgram_close,
 	.disk_open = real_disk_open,
 	.disk_submit = real_disk_submit,

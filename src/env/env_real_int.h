@@ -74,6 +74,7 @@ int real_dgram_open(struct env *env, const struct env_addr *bind, const struct e
 int real_dgram_addr(struct env_dgram *d, struct env_addr *out);
 int real_dgram_send(struct env_dgram *d, const struct env_dgram_msg *msgs, unsigned n);
 void real_dgram_stats(struct env_dgram *d, struct env_dgram_stats *out);
+uint32_t real_dgram_mtu(struct env_dgram *d);
 void real_dgram_close(struct env_dgram *d);
 
 /* env_real_disk.c */

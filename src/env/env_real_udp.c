@@ -14,10 +14,14 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -55,6 +59,7 @@ struct real_dgram {
 	struct sockaddr_storage ss[ENV_DGRAM_BATCH];
 	char cbuf[ENV_DGRAM_BATCH][CBUF_SIZE];
 	bool gso, gro;
+	uint32_t mtu; /* env_dgram_mtu: its interface's, found when bound */
 };
 
 static void
@@ -129,6 +134,42 @@ from_sockaddr(const struct sockaddr_storage *ss, struct env_addr *a)
 		a->scope = sin6->sin6_scope_id;
 		memcpy(a->ip, &sin6->sin6_addr, 16);
 	}
+}
+
+/*
+ * The MTU of the interface that holds address a, less the IP and UDP
+ * headers: 0 for the wildcard address or one no interface holds exactly
+ * (127.0.0.2 is lo's only through its /8 route).
+ */
+static uint32_t
+iface_mtu(int fd, const struct env_addr *a)
+{
+	static const uint8_t any[16];
+	uint32_t hdrs = a->family == AF_INET6 ? 48 : 28, mtu = 0;
+	struct ifaddrs *all;
+
+	if (memcmp(a->ip, any, sizeof(any)) == 0 || getifaddrs(&all) < 0)
+		return 0;
+	for (struct ifaddrs *i = all; i != NULL; i = i->ifa_next) {
+		struct sockaddr_storage ss = { 0 };
+		struct env_addr x;
+		struct ifreq ifr = { 0 };
+
+		if (i->ifa_addr == NULL || i->ifa_addr->sa_family != a->family)
+			continue;
+		memcpy(&ss, i->ifa_addr,
+		       a->family == AF_INET6 ? sizeof(struct sockaddr_in6)
+					     : sizeof(struct sockaddr_in));
+		from_sockaddr(&ss, &x);
+		if (memcmp(x.ip, a->ip, sizeof(x.ip)) != 0)
+			continue;
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", i->ifa_name);
+		if (ioctl(fd, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu > (int)hdrs)
+			mtu = (uint32_t)ifr.ifr_mtu - hdrs;
+		break;
+	}
+	freeifaddrs(all);
+	return mtu;
 }
 
 static void
@@ -298,6 +339,7 @@ real_dgram_open(struct env *env, const struct env_addr *bind_addr, const struct 
 		goto out_close;
 	}
 	from_sockaddr(&ss, &d->local);
+	d->mtu = iface_mtu(d->fd, &d->local);
 	d->events = EPOLLIN;
 	rc = real_watch_add(r, d->fd, d->events, &d->watch);
 	if (rc < 0)
@@ -455,6 +497,12 @@ void
 real_dgram_stats(struct env_dgram *base, struct env_dgram_stats *out)
 {
 	*out = sh_container_of(base, struct real_dgram, base)->st;
+}
+
+uint32_t
+real_dgram_mtu(struct env_dgram *base)
+{
+	return sh_container_of(base, struct real_dgram, base)->mtu;
 }
 
 void

@@ -117,6 +117,7 @@ static const struct env_ops sim_ops = {
 	.dgram_addr = simnet_addr,
 	.dgram_send = simnet_send,
 	.dgram_stats = simnet_stats,
+	.dgram_mtu = simnet_mtu,
 	.dgram_close = simnet_close,
 	.disk_open = simdisk_open,
 	.disk_submit = simdisk_submit,

@@ -53,6 +53,7 @@ struct sim_stats {
 	uint64_t events;
 	uint64_t dgram_sent, dgram_delivered, dgram_lost, dgram_dup, dgram_reordered;
 	uint64_t dgram_partitioned, dgram_unbound;
+	uint64_t dgram_too_big; /* longer than an end's MTU (sim_port_mtu): dropped */
 	uint64_t disk_reads, disk_writes, disk_fsyncs, disk_errors;
 	uint64_t crashes, lost_writes, torn_writes;
 };
@@ -100,6 +101,15 @@ int sim_link_cut(struct sim_node *a, struct sim_node *b, bool cut);
  */
 #define SIM_LOSSY_MAX 16
 int sim_port_loss(struct sim *sim, const struct env_addr *a, double loss);
+/*
+ * One interface's MTU as env_dgram_mtu reports it (the largest datagram
+ * payload in one frame): a datagram longer than the MTU of either end is
+ * dropped on the wire, counted in dgram_too_big, as a NIC or a switch
+ * drops a frame over its MTU. 0: no limit but ENV_DGRAM_MAX (the
+ * default), and env_dgram_mtu says 0 (not known). At most SIM_LOSSY_MAX
+ * interfaces with an MTU: -ENOSPC.
+ */
+int sim_port_mtu(struct sim *sim, const struct env_addr *a, uint32_t mtu);
 
 /*
  * An adversary on the wire: tap sees every datagram as it is about to be

@@ -23,6 +23,12 @@ struct sim {
 		double loss;
 	} lossy[SIM_LOSSY_MAX];
 	unsigned nlossy;
+	/* interfaces with an MTU: sim_port_mtu */
+	struct {
+		struct env_addr addr;
+		uint32_t mtu;
+	} mtus[SIM_LOSSY_MAX];
+	unsigned nmtus;
 	sim_tap_fn tap; /* an adversary on the wire (sim_net_tap) */
 	void *tap_arg;
 	struct sim_stats st;
@@ -68,6 +74,7 @@ int simnet_open(struct env *env, const struct env_addr *bind, const struct env_d
 int simnet_addr(struct env_dgram *d, struct env_addr *out);
 int simnet_send(struct env_dgram *d, const struct env_dgram_msg *msgs, unsigned n);
 void simnet_stats(struct env_dgram *d, struct env_dgram_stats *out);
+uint32_t simnet_mtu(struct env_dgram *d);
 void simnet_close(struct env_dgram *d);
 void simnet_node_crash(struct sim_node *node);
 void simnet_node_fini(struct sim_node *node);

@@ -151,6 +151,53 @@ simnet_stats(struct env_dgram *d, struct env_dgram_stats *out)
 	*out = sh_container_of(d, struct sim_ep, base)->st;
 }
 
+static uint32_t
+port_mtu(const struct sim *sim, const struct env_addr *a)
+{
+	for (unsigned i = 0; i < sim->nmtus; i++)
+		if (env_addr_eq(&sim->mtus[i].addr, a))
+			return sim->mtus[i].mtu;
+	return 0;
+}
+
+uint32_t
+simnet_mtu(struct env_dgram *d)
+{
+	struct sim_ep *ep = sh_container_of(d, struct sim_ep, base);
+
+	return port_mtu(ep->node->sim, &ep->addr);
+}
+
+int
+sim_port_mtu(struct sim *sim, const struct env_addr *a, uint32_t mtu)
+{
+	unsigned i;
+
+	for (i = 0; i < sim->nmtus && !env_addr_eq(&sim->mtus[i].addr, a); i++)
+		;
+	if (mtu == 0) {
+		if (i < sim->nmtus)
+			sim->mtus[i] = sim->mtus[--sim->nmtus];
+		return 0;
+	}
+	if (i == sim->nmtus) {
+		if (i == SIM_LOSSY_MAX)
+			return -ENOSPC;
+		sim->mtus[sim->nmtus++].addr = *a;
+	}
+	sim->mtus[i].mtu = mtu;
+	return 0;
+}
+
+/* Longer than the MTU of the interface it leaves or the one it is sent to. */
+static bool
+too_big(const struct sim *sim, const struct env_addr *src, const struct env_addr *dst, size_t len)
+{
+	uint32_t a = port_mtu(sim, src), b = port_mtu(sim, dst);
+
+	return (a != 0 && len > a) || (b != 0 && len > b);
+}
+
 void
 simnet_node_crash(struct sim_node *node)
 {
@@ -395,6 +442,10 @@ simnet_send(struct env_dgram *d, const struct env_dgram_msg *msgs, unsigned n)
 		if (dst != NULL &&
 		    (dst->group != ep->node->group || cut_find(sim, ep->node->id, dst->id))) {
 			sim->st.dgram_partitioned++;
+			continue;
+		}
+		if (sim->nmtus > 0 && too_big(sim, &ep->addr, &m->peer, len)) {
+			sim->st.dgram_too_big++;
 			continue;
 		}
 		if (sh_rand_chance(&sim->rng, sim->net.loss) ||

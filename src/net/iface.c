@@ -159,8 +159,6 @@ net_iface_add(struct net *n, const struct net_iface *ifc)
 		return -ENOSPC;
 	i = free_slot;
 	n->ifaces[i] = *ifc;
-	if (n->ifaces[i].mtu == 0)
-		n->ifaces[i].mtu = net_default_mtu(&ifc->addr);
 	rc = net_transport_open(n, i);
 	if (rc < 0) {
 		memset(&n->ifaces[i], 0, sizeof(n->ifaces[i]));

@@ -68,9 +68,17 @@ net_default_mtu(const struct env_addr *a)
 void
 net_peer_take_ifaces(struct net_peer *p, const struct net_iface *ifaces, unsigned nifaces)
 {
+	struct net_iface old[NET_MAX_IFACES];
+	unsigned nold = p->nifaces;
+
+	memcpy(old, p->ifaces, sizeof(old));
 	p->nifaces = nifaces;
 	for (unsigned i = 0; i < nifaces; i++) {
 		p->ifaces[i] = ifaces[i];
+		/* what the peer said of an interface it still has holds (net_path_said_mtu) */
+		for (unsigned k = 0; k < nold && p->ifaces[i].mtu == 0; k++)
+			if (env_addr_eq(&old[k].addr, &ifaces[i].addr))
+				p->ifaces[i].mtu = old[k].mtu;
 		if (p->ifaces[i].mtu == 0)
 			p->ifaces[i].mtu = net_default_mtu(&ifaces[i].addr);
 	}
@@ -268,6 +276,8 @@ net_out_end(struct net_peer *p, unsigned path, struct net_pkt *h, size_t extra_l
 		data_len += data[k].iov_len;
 	}
 	h->payload_len = (uint32_t)(extra_len + data_len);
+	if (net_pkt_says_mtu(h->type))
+		h->mtu = (uint16_t)SH_MIN(n->ifaces[x->local].mtu, n->tps[x->local].ops->max_dgram);
 	if (mac) {
 		h->flags |= NET_FLAG_MAC;
 		h->key_id = net_auth_key_id(n->auth);
@@ -862,6 +872,10 @@ net_transport_open(struct net *n, unsigned i)
 		return rc;
 	}
 	n->tps[i].ops->local_addr(&n->tps[i], &n->ifaces[i].addr);
+	if (n->ifaces[i].mtu == 0 && n->tps[i].ops->mtu != NULL)
+		n->ifaces[i].mtu = n->tps[i].ops->mtu(&n->tps[i]);
+	if (n->ifaces[i].mtu == 0)
+		n->ifaces[i].mtu = net_default_mtu(&n->ifaces[i].addr);
 	return 0;
 }
 
@@ -936,8 +950,6 @@ net_create(struct env *env, const struct net_config *cfg, struct net **out)
 		goto out_peers;
 	for (unsigned i = 0; i < cfg->nifaces; i++) {
 		n->ifaces[i] = cfg->ifaces[i];
-		if (n->ifaces[i].mtu == 0)
-			n->ifaces[i].mtu = net_default_mtu(&cfg->ifaces[i].addr);
 		rc = net_transport_open(n, i);
 		if (rc < 0)
 			goto out_tps;

@@ -40,7 +40,13 @@ struct net_req;
 struct net_iface {
 	struct env_addr addr;
 	char label[NET_LABEL_MAX]; /* e.g. the switch it hangs on; "" for none */
-	uint32_t mtu;		   /* largest datagram payload on this interface; 0: default */
+	/*
+	 * The largest datagram payload on this interface; 0: its own (the
+	 * kernel's interface MTU, or the DPDK port's, less the IP and UDP
+	 * headers), else 1,472 (64 KiB on loopback). A peer's: what it said
+	 * (wire.h, the mtu field), until then the same default.
+	 */
+	uint32_t mtu;
 	/*
 	 * The transport that carries it (net_transport_find): "" for kernel UDP
 	 * ("udp"); "dpdk" for a port of its own (dev: the DPDK device, as
@@ -179,6 +185,7 @@ struct net_path_stats {
 	uint64_t downs;	   /* times it went down */
 	uint32_t loss_ppm; /* probes lost, a moving average, parts per million */
 	uint64_t rtt_ns;   /* from probes, smoothed; 0: none yet */
+	uint32_t mtu;	   /* the largest datagram sent on it: the smaller of its ends' MTUs */
 };
 
 /* One peer's traffic on this endpoint. */

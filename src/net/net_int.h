@@ -329,7 +329,11 @@ net_pkt_room(const struct net_peer *p)
 uint32_t net_default_mtu(const struct env_addr *a);
 /* p's interfaces become these (MTUs defaulted), its paths rebuilt. */
 void net_peer_take_ifaces(struct net_peer *p, const struct net_iface *ifaces, unsigned nifaces);
-/* Open the transport of interface slot i (n->ifaces[i] set); its bound address is written back. */
+/*
+ * Open the transport of interface slot i (n->ifaces[i] set); its bound
+ * address is written back, and its MTU if it had none: the transport's,
+ * else net_default_mtu.
+ */
 int net_transport_open(struct net *n, unsigned i);
 void net_mark_dirty(struct net_peer *p);
 void net_out_flush(struct net *n);
@@ -363,6 +367,13 @@ unsigned net_path_pick(struct net_peer *p, uint32_t bytes);
  */
 bool net_path_rx(struct net_peer *p, unsigned tp, const struct env_addr *from,
 		 const struct net_pkt *pkt);
+/*
+ * The peer said its interface j takes datagrams of up to mtu bytes (the
+ * header's mtu field): the paths to it send no larger; if the peer's
+ * smallest MTU fell, the messages not begun are cut again
+ * (net_sess_recut).
+ */
+void net_path_said_mtu(struct net_peer *p, unsigned j, uint32_t mtu);
 /* A retransmission timeout on path: avoid it until it answers a probe. */
 void net_path_suspect(struct net_peer *p, unsigned path);
 /* The timeout that made path suspect was spurious (Eifel): it is not any more. */
@@ -387,6 +398,12 @@ void net_sess_start(struct net_peer *p, uint32_t sess);
  * not NULL, names the reply-cache entry to drop once the message is acked.
  */
 int net_sess_queue(struct net_peer *p, const struct sh_iov *msg, const uint64_t *reply_key);
+/*
+ * p's MTU fell: the queued messages none of whose fragments has gone are
+ * cut again to fit it. (One half sent keeps its fragments: they went at
+ * the MTU the peer said before, which a new incarnation resets.)
+ */
+void net_sess_recut(struct net_peer *p);
 void net_sess_push(struct net_peer *p);
 void net_sess_on_ack(struct net_peer *p, const struct net_pkt *pkt);
 void net_sess_on_data(struct net_peer *p, const struct net_pkt *pkt);

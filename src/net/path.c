@@ -56,6 +56,22 @@ same_label(const struct net_iface *a, const struct net_iface *b)
 	return a->label[0] != '\0' && strcmp(a->label, b->label) == 0;
 }
 
+/* Each path's MTU, the smaller of its two ends' (and the transport's); the peer's, the least. */
+static void
+paths_mtu(struct net_peer *p)
+{
+	struct net *n = p->net;
+
+	p->mtu = 0;
+	for (unsigned k = 0; k < p->npaths; k++) {
+		struct net_path *x = &p->paths[k];
+
+		x->mtu = SH_MIN(n->ifaces[x->local].mtu, p->ifaces[x->remote].mtu);
+		x->mtu = SH_MIN(x->mtu, n->tps[x->local].ops->max_dgram);
+		p->mtu = p->mtu == 0 ? x->mtu : SH_MIN(p->mtu, x->mtu);
+	}
+}
+
 void
 net_paths_build(struct net_peer *p)
 {
@@ -65,7 +81,6 @@ net_paths_build(struct net_peer *p)
 
 	memcpy(old, p->paths, sizeof(old));
 	p->npaths = 0;
-	p->mtu = 0;
 	for (unsigned i = 0; i < n->nifaces; i++) {
 		for (unsigned j = 0; j < p->nifaces && p->npaths < NET_MAX_PATHS; j++) {
 			struct net_path *x = &p->paths[p->npaths];
@@ -82,12 +97,10 @@ net_paths_build(struct net_peer *p)
 			x->local = (uint8_t)i;
 			x->remote = (uint8_t)j;
 			x->cross = !same_label(&n->ifaces[i], &p->ifaces[j]);
-			x->mtu = SH_MIN(n->ifaces[i].mtu, p->ifaces[j].mtu);
-			x->mtu = SH_MIN(x->mtu, n->tps[i].ops->max_dgram);
-			p->mtu = p->mtu == 0 ? x->mtu : SH_MIN(p->mtu, x->mtu);
 			p->npaths++;
 		}
 	}
+	paths_mtu(p);
 	/* packets in flight were counted on the old numbering: count them again */
 	for (uint32_t s = p->snd_una; p->tx != NULL && s != p->snd_nxt; s++) {
 		struct net_txpkt *t = &p->tx[s % n->cfg.window];
@@ -100,6 +113,21 @@ net_paths_build(struct net_peer *p)
 	p->rr = 0;
 	p->rx_path = 0;
 	p->burst_left = 0;
+}
+
+void
+net_path_said_mtu(struct net_peer *p, unsigned j, uint32_t mtu)
+{
+	uint32_t was = p->mtu;
+
+	if (j >= p->nifaces || p->ifaces[j].mtu == mtu)
+		return;
+	p->ifaces[j].mtu = mtu;
+	paths_mtu(p);
+	sh_log_debug("peer %llx: its interface %u takes %u-byte datagrams: %u to it now",
+		     (unsigned long long)p->id, j, mtu, p->mtu);
+	if (p->mtu < was)
+		net_sess_recut(p);
 }
 
 /*
@@ -351,6 +379,8 @@ net_path_rx(struct net_peer *p, unsigned tp, const struct env_addr *from, const 
 	int j = remote_index(p, tp, from, pkt);
 	unsigned i;
 
+	if (j >= 0 && pkt->mtu != 0)
+		net_path_said_mtu(p, (unsigned)j, pkt->mtu);
 	for (i = 0; j >= 0 && i < p->npaths; i++) {
 		if (p->paths[i].local == tp && p->paths[i].remote == (unsigned)j) {
 			x = &p->paths[i];
@@ -426,6 +456,7 @@ net_peer_paths(const struct net *n, uint64_t id, struct net_path_stats *out, uns
 		o->cross = x->cross;
 		o->suspect = x->suspect;
 		o->in_use = path_rank(x) == best_rank;
+		o->mtu = x->mtu;
 	}
 	return (int)p->npaths;
 }

@@ -191,11 +191,33 @@ net_sess_start(struct net_peer *p, uint32_t sess)
 	p->last_rx_ns = p->last_tx_ns = env_now(p->net->env);
 }
 
+/* Cut m into fragments that fit p's datagrams. */
+static void
+cut(const struct net_peer *p, struct net_txmsg *m)
+{
+	uint32_t maxp = net_pkt_room(p) - NET_CHUNK_HDR;
+
+	m->frag_cnt = m->len == 0 ? 1 : (uint32_t)(((uint64_t)m->len + maxp - 1) / maxp);
+	m->frag_size = net_frag_size(m->len, m->frag_cnt);
+}
+
+void
+net_sess_recut(struct net_peer *p)
+{
+	struct sh_list *pos;
+
+	sh_list_for_each (pos, &p->sendq) {
+		struct net_txmsg *m = sh_list_entry(pos, struct net_txmsg, qlink);
+
+		if (m->next_frag == 0)
+			cut(p, m);
+	}
+}
+
 int
 net_sess_queue(struct net_peer *p, const struct sh_iov *msg, const uint64_t *reply_key)
 {
 	struct net_txmsg *m = sh_calloc(1, sizeof(*m));
-	uint32_t maxp = net_pkt_room(p) - NET_CHUNK_HDR;
 	uint32_t len = (uint32_t)msg->len;
 
 	if (m == NULL)
@@ -212,8 +234,7 @@ net_sess_queue(struct net_peer *p, const struct sh_iov *msg, const uint64_t *rep
 		m->is_reply = true;
 		memcpy(m->key, reply_key, sizeof(m->key));
 	}
-	m->frag_cnt = len == 0 ? 1 : (uint32_t)(((uint64_t)len + maxp - 1) / maxp);
-	m->frag_size = net_frag_size(len, m->frag_cnt);
+	cut(p, m);
 	sh_list_add_tail(&p->sendq, &m->qlink);
 	net_mark_dirty(p);
 	return 0;

@@ -28,6 +28,12 @@ struct net_transport_ops {
 	int (*local_addr)(struct net_transport *t, struct env_addr *out);
 	/* Datagrams the local stack refused so far (no route: the link is down). Optional. */
 	uint64_t (*refused)(struct net_transport *t);
+	/*
+	 * The largest datagram payload the interface carries in one frame, as
+	 * opened (its MTU less the IP and UDP headers), or 0 if not known.
+	 * Optional. What an interface configured without an MTU takes.
+	 */
+	uint32_t (*mtu)(struct net_transport *t);
 	void (*close)(struct net_transport *t);
 };
 

@@ -59,6 +59,12 @@ udp_refused(struct net_transport *t)
 	return st.send_dropped;
 }
 
+static uint32_t
+udp_mtu(struct net_transport *t)
+{
+	return env_dgram_mtu(t->impl);
+}
+
 static void
 udp_close(struct net_transport *t)
 {
@@ -74,6 +80,7 @@ const struct net_transport_ops net_transport_udp = {
 	.send = udp_send,
 	.local_addr = udp_local_addr,
 	.refused = udp_refused,
+	.mtu = udp_mtu,
 	.close = udp_close,
 };
 

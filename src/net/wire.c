@@ -66,8 +66,8 @@ net_pkt_encode_hdr(const struct net_pkt *p, uint8_t *b, const struct iovec *payl
 	put32(b, 60, p->ts_ecr);
 	b[64] = (uint8_t)p->nchunks;
 	b[65] = (uint8_t)(p->nchunks >> 8);
-	b[66] = 0;
-	b[67] = 0;
+	b[66] = (uint8_t)p->mtu;
+	b[67] = (uint8_t)(p->mtu >> 8);
 	put32(b, 68, p->payload_len);
 	put32(b, 72, 0);
 	put32(b, 76, p->key_id);
@@ -173,9 +173,12 @@ net_pkt_decode(const uint8_t *b, size_t len, struct net_pkt *p)
 	p->ts = get32(b, 56);
 	p->ts_ecr = get32(b, 60);
 	p->nchunks = (uint16_t)(b[64] | b[65] << 8);
+	p->mtu = (uint16_t)(b[66] | b[67] << 8);
 	p->key_id = get32(b, 76);
-	if (b[66] != 0 || b[67] != 0 || p->src_inc == 0 ||
-	    (p->key_id != 0 && !(p->flags & NET_FLAG_MAC)))
+	if (p->src_inc == 0 || (p->key_id != 0 && !(p->flags & NET_FLAG_MAC)))
+		return -EBADMSG;
+	if (p->mtu != 0 &&
+	    (!net_pkt_says_mtu(p->type) || p->mtu < NET_MTU_MIN || p->mtu > NET_MTU_MAX))
 		return -EBADMSG;
 	for (unsigned i = 0; i < p->nsack; i++) {
 		p->sack[i].start = get32(b, NET_HDR_SIZE + 8 * i);

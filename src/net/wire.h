@@ -22,7 +22,11 @@
  *    56     4  timestamp: sender's clock, microseconds
  *    60     4  timestamp echo: the newest timestamp received from the peer
  *    64     2  nchunks: message chunks in the payload (DATA: 1..64; else 0)
- *    66     2  reserved (0)
+ *    66     2  mtu: on HELLO, HELLO_ACK, KEEPALIVE, PROBE and PROBE_ACK
+ *              (net_pkt_says_mtu), the largest datagram the interface it
+ *              left from takes (its MTU less IP and UDP headers; 0: not
+ *              said, else 512..65507), which the peer sends it no larger
+ *              than; 0 on the other types
  *    68     4  payload length (all chunks with their headers)
  *    72     4  crc32c of header (this field 0), ranges and payload
  *    76     4  key id (NET_FLAG_MAC only, else 0): which key the MAC is under:
@@ -77,6 +81,17 @@ enum net_pkt_type {
 	NET_PKT_TYPE_MAX = NET_PKT_PROBE_ACK,
 };
 
+#define NET_MTU_MIN 512	  /* the smallest MTU a packet may say */
+#define NET_MTU_MAX 65507 /* the largest: a UDP datagram's payload over IPv4 */
+
+/* The packet types that say their interface's MTU (offset 66); the others carry 0 there. */
+static inline bool
+net_pkt_says_mtu(uint8_t type)
+{
+	return type == NET_PKT_HELLO || type == NET_PKT_HELLO_ACK || type == NET_PKT_KEEPALIVE ||
+	       type == NET_PKT_PROBE || type == NET_PKT_PROBE_ACK;
+}
+
 struct net_sack {
 	uint32_t start, end; /* [start, end) */
 };
@@ -91,6 +106,7 @@ struct net_pkt {
 	uint8_t flags;
 	uint8_t nsack;
 	uint16_t nchunks;
+	uint16_t mtu; /* net_pkt_says_mtu types: the sending interface's MTU (0: not said) */
 	uint64_t src_id, dst_id;
 	uint64_t src_inc, dst_inc;
 	uint32_t sess;

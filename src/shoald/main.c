@@ -58,7 +58,9 @@ usage(const char *why)
 		"               is accepted too: a rotation)] [--metrics-auth]\n"
 		"              [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]\n"
 		"              [--dpdk \"EAL ARGS\" (data interfaces IP:PORT@dpdk:DEV; "
-		"docs/dpdk.md)]\n",
+		"docs/dpdk.md)]\n"
+		"              [--dpdk-mtu N (the DPDK ports' MTU: 9000 for jumbo frames; "
+		"default the port's own)]\n",
 		why);
 	exit(2);
 }
@@ -111,6 +113,7 @@ parse_args(int argc, char **argv, struct shoald_opts *o)
 						  { "tls-key", required_argument, NULL, 'K' },
 						  { "tls-ca", required_argument, NULL, 'T' },
 						  { "dpdk", required_argument, NULL, 'P' },
+						  { "dpdk-mtu", required_argument, NULL, 'U' },
 						  { NULL, 0, NULL, 0 } };
 	struct env_addr a;
 	int c, rc;
@@ -220,6 +223,10 @@ parse_args(int argc, char **argv, struct shoald_opts *o)
 			break;
 		case 'P':
 			copy_opt(o->dpdk, sizeof(o->dpdk), "--dpdk", optarg);
+			break;
+		case 'U':
+			o->dpdk_mtu =
+			    parse_uint("--dpdk-mtu", optarg, SH_DPDK_MTU_MIN, SH_DPDK_MTU_MAX);
 			break;
 		default: {
 			char msg[128];
@@ -592,7 +599,9 @@ main(int argc, char **argv)
 	}
 	if (d.o.dpdk[0]) {
 		/* before the workers: a queue pair of each DPDK port for each of them */
-		rc = sh_dpdk_init(d.o.dpdk, SH_MIN(d.o.workers, SH_DPDK_QUEUES_MAX));
+		rc = sh_dpdk_set_mtu(d.o.dpdk_mtu);
+		if (rc == 0)
+			rc = sh_dpdk_init(d.o.dpdk, SH_MIN(d.o.workers, SH_DPDK_QUEUES_MAX));
 		if (rc < 0) {
 			fprintf(stderr, "shoald: DPDK does not start (--dpdk \"%s\"): %s\n",
 				d.o.dpdk, sh_strerror(rc));

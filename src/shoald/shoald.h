@@ -27,6 +27,7 @@ struct shoald_opts {
 	char data[CFG_ADDR_MAX];       /* the first data interface: the node's data address */
 	char data_list[CFG_ADDRS_MAX]; /* --data as given */
 	char dpdk[1024];	       /* --dpdk: the EAL's arguments ("": no DPDK) */
+	unsigned dpdk_mtu;	       /* --dpdk-mtu: the ports' MTU (0: their own) */
 	struct net_iface data_ifc[SHOALD_IFACES_MAX];
 	unsigned ndata;
 	bool announced[SHOALD_IFACES_MAX]; /* net.add sent for it (once) */

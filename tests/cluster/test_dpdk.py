@@ -15,6 +15,8 @@ sockets) and a DPDK client on the same switches: one cluster, one wire protocol.
   another MAC (the leg's MAC changed, a gratuitous ARP sent, as a failover would) and
   the backends follow it: reads go on.
 
+tests/cluster/test_dpdk_jumbo.py runs the first two on jumbo frames.
+
 Needs root, network namespaces and an EAL that starts (DPDK in the build); skipped with
 the reason where any is missing.
 usage: tests/cluster/test_dpdk.py BIN_DIR [--only NAME[,NAME]] [--keep]
@@ -53,26 +55,40 @@ class DpdkCluster(tn.NetCluster):
 
     NAME = "dpdk"
     ANNOUNCED = 0  # one data interface each, named by `node add`
+    # backends on jumbo frames (test_dpdk_jumbo.py): their d2 legs at an MTU of 9000, their
+    # ports too (--dpdk-mtu), through net_pcap (DPDK 22.11's net_af_packet takes 1,500
+    # bytes at most), one worker each (net_pcap has one queue pair)
+    JUMBO = ()
 
     def data_addr(self, n):
         return dpdk_addr(n)
 
     def data_args(self, n):
-        eal = ("--no-huge -m 256 --no-pci --no-shconf --no-telemetry -l 0 --log-level=warning "
-               "--vdev=net_af_packet0,iface=eth-d2,qpairs=2")
-        return ["--data", "%s:7100/sw2@dpdk:net_af_packet0" % dpdk_addr(n), "--dpdk", eal,
-                "--workers", "2"]
+        eal = "--no-huge -m 256 --no-pci --no-shconf --no-telemetry -l 0 --log-level=warning "
+        if n in self.JUMBO:
+            return ["--data", "%s:7100/sw2@dpdk:net_pcap0" % dpdk_addr(n), "--dpdk",
+                    eal + "--vdev=net_pcap0,iface=eth-d2", "--dpdk-mtu", "9000",
+                    "--workers", "1"]
+        return ["--data", "%s:7100/sw2@dpdk:net_af_packet0" % dpdk_addr(n), "--dpdk",
+                eal + "--vdev=net_af_packet0,iface=eth-d2,qpairs=2", "--workers", "2"]
 
     def prepare(self):
         for n in list(range(1, NODES + 1)) + ["c"]:
             # the DPDK port owns the leg's address: the kernel must not answer for it
             tn.netns("exec", PREFIX, n, "ip", "addr", "flush", "dev", "eth-d2")
+            if n in self.JUMBO:
+                tn.netns("mtu", PREFIX, n, "d2", 9000)
         # the UDP-mode client on its first leg; a DPDK client on its second (SHOAL_DPDK)
         self.client_env["SHOAL_DATA_IFACES"] = "10.254.1.200/sw1"
         self.dpdk_env = dict(self.client_env, SHOAL_DATA_IFACES=(
             "10.254.1.250/sw2@dpdk:net_af_packet0"), SHOAL_DPDK=(
             "--no-huge -m 256 --no-pci --no-shconf --no-telemetry -l 0 --log-level=warning "
             "--vdev=net_af_packet0,iface=eth-d2"))
+        if self.JUMBO:
+            # the UDP-mode client's leg on jumbo frames, and the inter-switch link it crosses
+            # to the DPDK legs: its kernel interface's MTU is what it says
+            tn.netns("mtu", PREFIX, "c", "d1", 9000)
+            tn.netns("mtu", PREFIX, "isl", "-", 9000)
         for leg in ("eth-d1", "eth-d2"):
             # frames the kernel sends over a veth leave their UDP checksum to an offload a
             # veth never does: a DPDK port checks every checksum, so have them computed
@@ -104,7 +120,7 @@ def udp_client_writes_and_reads_through_dpdk_backends(c):
     procs = c.processes()
     workers = [p for p in procs.get("processes", procs) if isinstance(p, dict) and
                p.get("role", "").startswith("worker")]
-    check(len(workers) == 2 * NODES, "workers: %s" % workers)
+    check(len(workers) == 2 * NODES - len(c.JUMBO), "workers: %s" % workers)
     for w in workers:
         check(w.get("transport") == "dpdk", "a worker not on DPDK: %s" % w)
         d = w["interfaces"][0].get("dpdk")
@@ -114,7 +130,7 @@ def udp_client_writes_and_reads_through_dpdk_backends(c):
         check(any(e["ip"] == "10.254.1.200" and e["resolved"] for e in d["arp"]),
               "the client is not in a port's ARP table: %s" % d["arp"])
     text = c.shoal("cluster", "processes", check_rc=0).stdout
-    check("DPDK port net_af_packet0" in text and "arp 10.254.1.200" in text,
+    check("DPDK port net_" in text and "arp 10.254.1.200" in text,
           "cluster processes shows no DPDK port and ARP table:\n%s" % text)
 
 
@@ -188,8 +204,8 @@ def eal_starts():
     return None
 
 
-def main():
-    return tn.run_suite(__doc__, TESTS, DpdkCluster,
+def main(doc=__doc__, tests=TESTS, cluster=DpdkCluster):
+    return tn.run_suite(doc, tests, cluster,
                         lambda: tn.can_make_namespaces() or eal_starts(),
                         "a cluster of %d DPDK backends")
 

@@ -874,7 +874,15 @@ main(int argc, char **argv)
 	}
 	if (getenv("SHOAL_DPDK") != NULL && *getenv("SHOAL_DPDK") != '\0') {
 		/* a DPDK client (docs/dpdk.md): SHOAL_DATA_IFACES names IP/LABEL@dpdk:DEV */
-		int rc = sh_dpdk_init(getenv("SHOAL_DPDK"), 1);
+		const char *mtu = getenv("SHOAL_DPDK_MTU");
+		int rc = sh_dpdk_set_mtu(mtu != NULL ? (unsigned)atoi(mtu) : 0);
+
+		if (rc < 0) {
+			fprintf(stderr, "shoal: SHOAL_DPDK_MTU=%s: not an MTU of %d to %d\n", mtu,
+				SH_DPDK_MTU_MIN, SH_DPDK_MTU_MAX);
+			return 1;
+		}
+		rc = sh_dpdk_init(getenv("SHOAL_DPDK"), 1);
 
 		if (rc < 0) {
 			fprintf(stderr, "shoal: SHOAL_DPDK: DPDK does not start: %s\n",

@@ -23,10 +23,11 @@ show_paths(json_t *paths, const char *indent)
 
 		snprintf(lab, sizeof(lab), "%s>%s", jstr(x, "local_label"),
 			 jstr(x, "remote_label"));
-		printf("%s%-21s -> %-21s %-11s %-7s %5.1f%% %8.0fus%s%s\n", indent,
+		printf("%s%-21s -> %-21s %-11s %-7s %5.1f%% %8.0fus mtu %-5lld%s%s\n", indent,
 		       jstr(x, "local"), jstr(x, "remote"), lab, jstr(x, "state"),
 		       json_real_value(json_object_get(x, "loss_pct")),
 		       json_real_value(json_object_get(x, "rtt_us")),
+		       (long long)json_integer_value(json_object_get(x, "mtu")),
 		       json_is_true(json_object_get(x, "in_use")) ? " in use" : "",
 		       json_is_true(json_object_get(x, "cross")) ? " cross" : "");
 	}

@@ -6,7 +6,9 @@
  * every reply has the right bytes, the calls stall for less than a second
  * (failover), a restored path carries traffic again only after its hold
  * time, same-label paths carry the data while one is healthy, and healthy
- * paths share it.
+ * paths share it. And MTUs: each end learns what the other's interfaces
+ * take (jumbo frames between jumbo ends; no datagram larger than a
+ * standard end takes, even when one joins mid-stream).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -96,9 +98,15 @@ issue(struct world *w)
 	}
 }
 
-/* Two nodes with two interfaces each; labels[i] names both nodes' interface i ("" for none). */
+/*
+ * Two nodes with two interfaces each; labels[i] names both nodes' interface
+ * i ("" for none). Their MTUs: 1472 configured when mtu_a is 0; else a's
+ * ports have mtu_a and b's mtu_b[i] (sim_port_mtu), which the interfaces
+ * take as the kernel's (env_dgram_mtu) and the peers learn.
+ */
 static void
-world_init(struct world *w, const char *label0, const char *label1)
+world_setup(struct world *w, const char *label0, const char *label1, uint32_t mtu_a,
+	    const uint32_t mtu_b[2])
 {
 	struct net_config ca = { .node_id = 1,
 				 .ifaces = w->ia,
@@ -121,7 +129,11 @@ world_init(struct world *w, const char *label0, const char *label1)
 	SH_ASSERT_OK(env_addr_parse("127.7.0.2:7000", &w->ib[0].addr));
 	SH_ASSERT_OK(env_addr_parse("127.7.0.2:7001", &w->ib[1].addr));
 	for (int i = 0; i < 2; i++) {
-		w->ia[i].mtu = w->ib[i].mtu = 1472;
+		w->ia[i].mtu = w->ib[i].mtu = mtu_a == 0 ? 1472 : 0;
+		if (mtu_a != 0) {
+			SH_ASSERT_OK(sim_port_mtu(w->sim, &w->ia[i].addr, mtu_a));
+			SH_ASSERT_OK(sim_port_mtu(w->sim, &w->ib[i].addr, mtu_b[i]));
+		}
 		snprintf(w->ia[i].label, NET_LABEL_MAX, "%s", i ? label1 : label0);
 		snprintf(w->ib[i].label, NET_LABEL_MAX, "%s", i ? label1 : label0);
 	}
@@ -136,6 +148,12 @@ world_init(struct world *w, const char *label0, const char *label1)
 	w->max_inflight = 16;
 	w->max_size = 6000;
 	w->limit = NCALLS_MAX;
+}
+
+static void
+world_init(struct world *w, const char *label0, const char *label1)
+{
+	world_setup(w, label0, label1, 0, NULL);
 }
 
 static void
@@ -457,5 +475,128 @@ TEST(paths_a_local_link_down_fails_over_without_a_timeout)
 	/* what a's side sent went over at once; b's answers on the dead pair need one RTO */
 	SH_ASSERT_LT(w.max_gap_ns, 100 * SH_NSEC_PER_MSEC);
 	SH_ASSERT_OK(sim_port_loss(w.sim, &w.ia[0].addr, 0));
+	world_fini(&w);
+}
+
+/* The smallest MTU of from's paths to peer `to`: what its messages are cut for. */
+static uint32_t
+paths_mtu(struct net *from, uint64_t to)
+{
+	struct net_path_stats ps[16];
+	int n = net_peer_paths(from, to, ps, 16);
+	uint32_t mtu = ps[0].mtu;
+
+	SH_ASSERT_EQ(n, 4);
+	for (int k = 1; k < n; k++)
+		mtu = SH_MIN(mtu, ps[k].mtu);
+	return mtu;
+}
+
+/* Bytes per datagram from sent to peer `to` on all paths. */
+static uint64_t
+dgram_avg(struct net *from, uint64_t to)
+{
+	struct net_path_stats ps[16];
+	int n = net_peer_paths(from, to, ps, 16);
+	uint64_t pkts = 0, bytes = 0;
+
+	for (int k = 0; k < n; k++) {
+		pkts += ps[k].pkts_sent;
+		bytes += ps[k].bytes_sent;
+	}
+	return pkts ? bytes / pkts : 0;
+}
+
+TEST(paths_jumbo_frames_between_two_jumbo_ends)
+{
+	static struct world w;
+	struct sim_stats st;
+	char list[128];
+
+	world_setup(&w, "", "", 8972, (const uint32_t[2]){ 8972, 8972 });
+	w.max_size = 200000;
+	issue(&w);
+	run_ms(&w, 1000);
+	/* each end learned the other's MTU from its HELLO and probes: not the default */
+	SH_ASSERT_EQ(paths_mtu(w.a, 2), 8972);
+	SH_ASSERT_EQ(paths_mtu(w.b, 1), 8972);
+	printf("seed %llu: jumbo: %d calls, %llu bytes a datagram a to b\n",
+	       (unsigned long long)sh_test_seed(), w.ok, (unsigned long long)dgram_avg(w.a, 2));
+	SH_ASSERT_GT(dgram_avg(w.a, 2), 3000);
+	SH_ASSERT_GT(dgram_avg(w.b, 1), 3000);
+	/* a new configuration naming the same interfaces keeps what each said */
+	SH_ASSERT_GT(net_ifaces_format(w.ib, 2, list, sizeof(list)), 0);
+	SH_ASSERT_OK(net_peer_sync(w.a, 2, list));
+	SH_ASSERT_EQ(paths_mtu(w.a, 2), 8972);
+	run_ms(&w, 200);
+	sim_stats(w.sim, &st);
+	SH_ASSERT_EQ(st.dgram_too_big, 0);
+	world_fini(&w);
+}
+
+TEST(paths_a_jumbo_end_sends_a_standard_one_nothing_larger_than_it_takes)
+{
+	static struct world w;
+	struct sim_stats st;
+
+	/* b's ports take 1,472 bytes: a's first calls, cut for 8,972 before b said so, are cut
+	 * again when it does; nothing larger ever leaves either end */
+	world_setup(&w, "", "", 8972, (const uint32_t[2]){ 1472, 1472 });
+	w.max_size = 200000;
+	issue(&w);
+	run_ms(&w, 1000);
+	SH_ASSERT_EQ(paths_mtu(w.a, 2), 1472);
+	SH_ASSERT_EQ(paths_mtu(w.b, 1), 1472);
+	sim_stats(w.sim, &st);
+	printf("seed %llu: 8972 to 1472: %d calls, %llu datagrams over an MTU\n",
+	       (unsigned long long)sh_test_seed(), w.ok, (unsigned long long)st.dgram_too_big);
+	SH_ASSERT_GT(w.ok, 100);
+	SH_ASSERT_EQ(st.dgram_too_big, 0);
+	world_fini(&w);
+}
+
+TEST(paths_an_interface_that_takes_less_is_learned_mid_stream_and_loses_no_call)
+{
+	static struct world w;
+	struct sim_stats st;
+	char list[128];
+	uint64_t big;
+
+	/*
+	 * Jumbo frames at both ends, calls of up to 200 KB streaming; then b
+	 * trades its interface 1 for one that takes 1,400 bytes. a hears of it
+	 * as from a new configuration (net_peer_sync), sends to it at the
+	 * default until it says its MTU (its first probe), then at 1,400:
+	 * messages not begun are cut again, fragments cut before that a path to
+	 * it drops go again on another path. No call fails.
+	 */
+	world_setup(&w, "", "", 8972, (const uint32_t[2]){ 8972, 8972 });
+	w.max_size = 200000;
+	issue(&w);
+	run_ms(&w, 300);
+	SH_ASSERT_EQ(paths_mtu(w.a, 2), 8972);
+	w.gap_from_ns = sim_now(w.sim);
+	w.max_gap_ns = 0;
+	SH_ASSERT_OK(net_iface_remove(w.b, &w.ib[1].addr));
+	SH_ASSERT_OK(env_addr_parse("127.7.0.2:7002", &w.ib[1].addr));
+	SH_ASSERT_OK(sim_port_mtu(w.sim, &w.ib[1].addr, 1400));
+	w.ib[1].mtu = 0; /* the port's */
+	SH_ASSERT_OK(net_iface_add(w.b, &w.ib[1]));
+	SH_ASSERT_GT(net_ifaces_format(w.ib, 2, list, sizeof(list)), 0);
+	SH_ASSERT_OK(net_peer_sync(w.a, 2, list));
+	run_ms(&w, 1000);
+	SH_ASSERT_EQ(paths_mtu(w.a, 2), 1400);
+	sim_stats(w.sim, &st);
+	big = st.dgram_too_big;
+	printf("seed %llu: an interface of 1400 joins jumbo ones: %d calls, %llu datagrams "
+	       "over an MTU while learning, longest stall %.1f ms\n",
+	       (unsigned long long)sh_test_seed(), w.ok, (unsigned long long)big,
+	       (double)w.max_gap_ns / 1e6);
+	SH_ASSERT_GT(w.ok, 100);
+	SH_ASSERT_LT(w.max_gap_ns, SH_NSEC_PER_SEC);
+	/* learned: no more */
+	run_ms(&w, 1000);
+	sim_stats(w.sim, &st);
+	SH_ASSERT_EQ(st.dgram_too_big, big);
 	world_fini(&w);
 }

@@ -112,7 +112,8 @@ static int
 client(const char *sock)
 {
 	static uint8_t body[200 << 10];
-	static const size_t sizes[] = { 1, 64, 1000, 1400, 1500, 4096, 65536, 200 << 10 };
+	static const size_t sizes[] = { 1, 64, 1000, 1400, 1500, 4096, 9000, 65536, 200 << 10 };
+	struct net_path_stats ps;
 	struct echo e[64] = { 0 };
 	struct net_iface srv = { 0 };
 	struct sh_dpdk_stats st;
@@ -170,6 +171,12 @@ client(const char *sock)
 			(unsigned long long)st.rx_bad, (unsigned long long)st.arp_out);
 		return 1;
 	}
+	/* the datagrams to the server as large as both ports take (memif's MTU is 1,500) */
+	if (net_peer_paths(n, 1, &ps, 1) != 1 || ps.mtu != 1500 - 28) {
+		fprintf(stderr, "the path to the server sends %u-byte datagrams, not 1472\n",
+			ps.mtu);
+		return 1;
+	}
 	net_destroy(n);
 	env_real_destroy(env);
 	return 0;
@@ -221,10 +228,12 @@ TEST(dpdk_rpc_between_two_processes_over_memif)
  * back, and the tap's queue wakes the DPDK loop by its RX interrupt (CPU-
  * optimized mode sleeps on it once idle).
  */
+/* want: the datagrams it should send to the port, the smaller of the two ends' */
 static int
-udp_client(void)
+udp_client(unsigned want)
 {
 	static uint8_t body[100 << 10];
+	struct net_path_stats ps;
 	struct net_iface ifc = { 0 }, srv = { 0 };
 	struct net_config cfg = { .node_id = 2, .ifaces = &ifc, .nifaces = 1 };
 	struct env *env = env_real_create(NULL);
@@ -249,12 +258,28 @@ udp_client(void)
 			return 1;
 		usleep(100 * 1000); /* idle: the DPDK side's loop goes to sleep on its queue */
 	}
+	/* its datagrams to the port: as large as the tap's kernel side and the port both take */
+	if (net_peer_paths(n, 1, &ps, 1) != 1 || ps.mtu != want) {
+		fprintf(stderr, "the kernel side sends %u-byte datagrams, not %u\n", ps.mtu, want);
+		return 3;
+	}
 	return 0;
 }
 
+/*
+ * The link: a tap (net_tap makes it; its kernel side addressed once the
+ * EAL is up), or a veth pair made first, the port on one end through
+ * net_pcap (frames of up to 64 KiB) and the kernel on the other,
+ * without the transmit checksum offload a veth never performs
+ * (docs/dpdk.md).
+ */
 static void
-tap_side(int res_fd)
+tap_side(int res_fd, unsigned port_mtu, unsigned kernel_mtu, bool veth)
 {
+	unsigned want = SH_MIN(port_mtu, kernel_mtu) - 28;
+	struct net_path_stats path;
+	const char *dev = veth ? "net_pcap0" : "net_tap0";
+	char cmd[512], eal_args[256];
 	char st[2] = { 1, 0 };
 	struct sh_dpdk_stats ps;
 	struct sh_arp_entry arp[4];
@@ -264,30 +289,44 @@ tap_side(int res_fd)
 	pid_t cli;
 	int status;
 
-	if (unshare(CLONE_NEWNET) < 0 ||
-	    sh_dpdk_init("--no-huge -m 128 --no-pci --no-shconf --no-telemetry -l 0 "
-			 "--log-level=error --vdev=net_tap0,iface=shdtap0",
-			 1) < 0)
+	snprintf(eal_args, sizeof(eal_args),
+		 "--no-huge -m 128 --no-pci --no-shconf --no-telemetry -l 0 --log-level=error "
+		 "--vdev=%s",
+		 veth ? "net_pcap0,iface=shdv0" : "net_tap0,iface=shdtap0");
+	snprintf(cmd, sizeof(cmd),
+		 "ip link add shdv0 type veth peer name shdv1 && ip link set shdv0 mtu %u up && "
+		 "ip link set shdv1 mtu %u up && ethtool -K shdv1 tx off >/dev/null",
+		 port_mtu, kernel_mtu);
+	if (unshare(CLONE_NEWNET) < 0 || (veth && system(cmd) != 0) ||
+	    sh_dpdk_set_mtu(port_mtu == 1500 ? 0 : port_mtu) < 0 || sh_dpdk_init(eal_args, 1) < 0)
 		_exit(SKIP_CODE);
 	env = env_real_create(NULL);
-	n = env != NULL ? endpoint_dev(env, 1, "10.88.0.1", "net_tap0") : NULL;
-	if (n == NULL || system("ip link set lo up && ip addr add 10.88.0.2/24 dev shdtap0 && "
-				"ip link set shdtap0 up") != 0)
+	n = env != NULL ? endpoint_dev(env, 1, "10.88.0.1", dev) : NULL;
+	snprintf(cmd, sizeof(cmd),
+		 "ip link set lo up && ip addr add 10.88.0.2/24 dev %s && ip link set %s mtu %u up",
+		 veth ? "shdv1" : "shdtap0", veth ? "shdv1" : "shdtap0", kernel_mtu);
+	if (n == NULL || system(cmd) != 0)
 		_exit(2);
 	cli = fork();
 	if (cli == 0)
-		_exit(udp_client()); /* the kernel's UDP, in this namespace; no DPDK call */
+		_exit(udp_client(want)); /* the kernel's UDP, in this namespace; no DPDK call */
 	while (waitpid(cli, &status, WNOHANG) == 0)
 		env_real_run_once(env, 10 * SH_NSEC_PER_MSEC);
 	st[0] = WIFEXITED(status) ? (char)WEXITSTATUS(status) : 1;
-	if (sh_dpdk_port_stats("net_tap0", &ps, arp, SH_ARRAY_SIZE(arp), &narp) == 0) {
+	/* and the port to the client: what the client said of its interface */
+	if (st[0] == 0 && (net_peer_paths(n, 2, &path, 1) != 1 || path.mtu != want)) {
+		fprintf(stderr, "the port sends %u-byte datagrams, not %u\n", path.mtu, want);
+		st[0] = 4;
+	}
+	if (sh_dpdk_port_stats(dev, &ps, arp, SH_ARRAY_SIZE(arp), &narp) == 0) {
 		st[1] = (char)ps.rx_intr;
 		if (st[0] != 0)
 			fprintf(stderr,
-				"tap port: rx %llu tx %llu bad %llu other %llu unresolved %llu arp "
+				"%s: rx %llu tx %llu bad %llu other %llu unresolved %llu arp "
 				"in %llu out %llu, %u entries\n",
-				(unsigned long long)ps.rx_frames, (unsigned long long)ps.tx_frames,
-				(unsigned long long)ps.rx_bad, (unsigned long long)ps.rx_other,
+				dev, (unsigned long long)ps.rx_frames,
+				(unsigned long long)ps.tx_frames, (unsigned long long)ps.rx_bad,
+				(unsigned long long)ps.rx_other,
 				(unsigned long long)ps.tx_unresolved, (unsigned long long)ps.arp_in,
 				(unsigned long long)ps.arp_out, narp);
 	}
@@ -296,7 +335,8 @@ tap_side(int res_fd)
 	_exit(0);
 }
 
-TEST(dpdk_port_and_kernel_udp_on_one_link_with_rx_interrupts)
+static void
+tap_pair(unsigned port_mtu, unsigned kernel_mtu, bool veth)
 {
 	int pfd[2], status;
 	char st[2];
@@ -309,7 +349,7 @@ TEST(dpdk_port_and_kernel_udp_on_one_link_with_rx_interrupts)
 	SH_ASSERT(pid >= 0);
 	if (pid == 0) {
 		close(pfd[0]);
-		tap_side(pfd[1]);
+		tap_side(pfd[1], port_mtu, kernel_mtu, veth);
 	}
 	close(pfd[1]);
 	ssize_t got = read(pfd[0], st, 2);
@@ -320,5 +360,31 @@ TEST(dpdk_port_and_kernel_udp_on_one_link_with_rx_interrupts)
 		sh_test_skip("no namespace or the EAL does not start here (see above)");
 	SH_ASSERT_EQ(got, 2);
 	SH_ASSERT_MSG(st[0] == 0, "the kernel-UDP client's echoes failed (%d)", st[0]);
-	SH_ASSERT_MSG(st[1] == 1, "net_tap has RX interrupts: the port did not take them");
+	SH_ASSERT_MSG(veth || st[1] == 1, "net_tap has RX interrupts: the port did not take them");
+}
+
+TEST(dpdk_port_and_kernel_udp_on_one_link_with_rx_interrupts)
+{
+	tap_pair(1500, 1500, false);
+}
+
+/*
+ * Jumbo frames on a veth pair (in DPDK 22.11 net_tap, net_memif and
+ * net_af_packet take 1,500 bytes at most; net_pcap 64 KiB): the port at an MTU of 9000 and the
+ * kernel's end too. The kernel- UDP endpoint reads its interface's MTU, the port says its own in
+ * its answers: 8,972-byte datagrams each way.
+ */
+TEST(dpdk_jumbo_frames_between_a_port_and_kernel_udp)
+{
+	tap_pair(9000, 9000, true);
+}
+
+/*
+ * A jumbo port and a kernel end at 1,500 (a veth drops what is larger than
+ * its MTU, as a NIC does): the kernel end says 1,472 in its HELLO, and the
+ * port sends it nothing larger.
+ */
+TEST(dpdk_a_jumbo_port_sends_a_standard_kernel_end_what_it_takes)
+{
+	tap_pair(9000, 1500, true);
 }

@@ -308,3 +308,48 @@ TEST(udp_close_inside_callback)
 	env_real_run_once(env, 0);
 	env_real_destroy(env);
 }
+
+/* The endpoint's interface MTU, less IP and UDP: lo's for its addresses, unknown for the wildcard.
+ */
+TEST(udp_endpoint_knows_its_interface_mtu)
+{
+	struct env *env = env_real_create(NULL);
+	struct peer a = { 0 };
+	struct env_addr bind;
+	unsigned lo = 0;
+	FILE *f = fopen("/sys/class/net/lo/mtu", "r");
+
+	SH_ASSERT_NOT_NULL(f);
+	SH_ASSERT_EQ(fscanf(f, "%u", &lo), 1);
+	fclose(f);
+	SH_ASSERT_GT(lo, 1500);
+	{
+		static const struct {
+			const char *addr;
+			uint32_t want;
+		} cases[] = {
+			{ "127.0.0.1:0", 0 }, /* lo's MTU less 28 (set below) */
+			{ "[::1]:0", 1 },     /* less 48 */
+			{ "0.0.0.0:0", 2 },   /* every address: not known */
+			{ "127.0.0.2:0", 2 }, /* lo's only through its /8: not known */
+		};
+
+		for (size_t i = 0; i < SH_ARRAY_SIZE(cases); i++) {
+			uint32_t want =
+			    cases[i].want == 0	 ? SH_MIN(lo - 28, (unsigned)ENV_DGRAM_MAX)
+			    : cases[i].want == 1 ? SH_MIN(lo - 48, (unsigned)ENV_DGRAM_MAX)
+						 : 0;
+
+			SH_ASSERT_OK(env_addr_parse(cases[i].addr, &bind));
+			if (env_dgram_open(env, &bind, &cbs, &a, &a.d) < 0) {
+				SH_ASSERT_EQ(bind.family, AF_INET6); /* a host without IPv6 */
+				continue;
+			}
+			SH_ASSERT_MSG(env_dgram_mtu(a.d) == want, "%s: %u, not %u", cases[i].addr,
+				      env_dgram_mtu(a.d), want);
+			env_dgram_close(a.d);
+			env_real_run_once(env, 0);
+		}
+	}
+	env_real_destroy(env);
+}

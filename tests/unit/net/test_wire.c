@@ -193,3 +193,52 @@ TEST(wire_seq_wraps)
 	SH_ASSERT(net_seq_le(6, 6));
 	SH_ASSERT(!net_seq_lt(0, 0xffffffffu));
 }
+
+TEST(wire_says_mtu_on_session_and_probe_packets_only)
+{
+	static const uint8_t says[] = { NET_PKT_HELLO, NET_PKT_HELLO_ACK, NET_PKT_KEEPALIVE,
+					NET_PKT_PROBE, NET_PKT_PROBE_ACK };
+	static const uint8_t silent[] = { NET_PKT_ACK, NET_PKT_RESET };
+	uint8_t buf[512], payload[1] = { 0 };
+	struct net_pkt p, q;
+
+	for (size_t i = 0; i < sizeof(says); i++) {
+		p = sample();
+		p.type = says[i];
+		p.nchunks = 0;
+		p.nsack = 0;
+		SH_ASSERT(net_pkt_says_mtu(says[i]));
+		/* the bounds, and a jumbo frame's */
+		p.mtu = 8972;
+		SH_ASSERT_OK(net_pkt_decode(buf, make(buf, &p, payload, 0), &q));
+		SH_ASSERT_EQ(q.mtu, 8972);
+		p.mtu = NET_MTU_MIN;
+		SH_ASSERT_OK(net_pkt_decode(buf, make(buf, &p, payload, 0), &q));
+		SH_ASSERT_EQ(q.mtu, NET_MTU_MIN);
+		p.mtu = NET_MTU_MAX;
+		SH_ASSERT_OK(net_pkt_decode(buf, make(buf, &p, payload, 0), &q));
+		SH_ASSERT_EQ(q.mtu, NET_MTU_MAX);
+		p.mtu = 0; /* not said */
+		SH_ASSERT_OK(net_pkt_decode(buf, make(buf, &p, payload, 0), &q));
+		SH_ASSERT_EQ(q.mtu, 0);
+		p.mtu = NET_MTU_MIN - 1;
+		SH_ASSERT_ERR(net_pkt_decode(buf, make(buf, &p, payload, 0), &q), -EBADMSG);
+		p.mtu = NET_MTU_MAX + 1;
+		SH_ASSERT_ERR(net_pkt_decode(buf, make(buf, &p, payload, 0), &q), -EBADMSG);
+	}
+	/* data, acks and resets carry 0 there */
+	p = sample();
+	p.mtu = 1472;
+	SH_ASSERT(!net_pkt_says_mtu(NET_PKT_DATA));
+	SH_ASSERT_ERR(net_pkt_decode(buf, make(buf, &p, payload, 0), &q), -EBADMSG);
+	for (size_t i = 0; i < sizeof(silent); i++) {
+		p = sample();
+		p.type = silent[i];
+		p.nchunks = 0;
+		p.mtu = 1472;
+		SH_ASSERT(!net_pkt_says_mtu(silent[i]));
+		SH_ASSERT_ERR(net_pkt_decode(buf, make(buf, &p, payload, 0), &q), -EBADMSG);
+		p.mtu = 0;
+		SH_ASSERT_OK(net_pkt_decode(buf, make(buf, &p, payload, 0), &q));
+	}
+}

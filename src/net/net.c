@@ -276,7 +276,7 @@ net_out_end(struct net_peer *p, unsigned path, struct net_pkt *h, size_t extra_l
 		data_len += data[k].iov_len;
 	}
 	h->payload_len = (uint32_t)(extra_len + data_len);
-	if (net_pkt_says_mtu(h->type))
+	if (net_pkt_says_mtu(h->type) && n->mtu_own[x->local])
 		h->mtu = (uint16_t)SH_MIN(n->ifaces[x->local].mtu, n->tps[x->local].ops->max_dgram);
 	if (mac) {
 		h->flags |= NET_FLAG_MAC;
@@ -529,6 +529,7 @@ relearn(struct net *n, struct net_peer *p, unsigned tp, const struct env_addr *f
 {
 	p->nifaces = 1;
 	p->ifaces[0].addr = *from;
+	p->ifaces[0].mtu = net_default_mtu(from); /* until it says its own */
 	memcpy(p->ifaces[0].label, n->ifaces[tp].label, NET_LABEL_MAX);
 	net_paths_build(p);
 }
@@ -585,8 +586,8 @@ on_packet(struct net *n, unsigned tp, const struct env_addr *from, const struct 
 			return;
 		}
 		/* a client or a node not configured yet: reach it where it wrote from, on the
-		 * switch it came by */
-		learned.mtu = n->ifaces[tp].mtu;
+		 * switch it came by, at the default MTU until it says its own */
+		learned.mtu = net_default_mtu(from);
 		memcpy(learned.label, n->ifaces[tp].label, NET_LABEL_MAX);
 		p = peer_new(n, pkt->src_id, &learned, 1);
 		if (p == NULL)
@@ -874,6 +875,7 @@ net_transport_open(struct net *n, unsigned i)
 	n->tps[i].ops->local_addr(&n->tps[i], &n->ifaces[i].addr);
 	if (n->ifaces[i].mtu == 0 && n->tps[i].ops->mtu != NULL)
 		n->ifaces[i].mtu = n->tps[i].ops->mtu(&n->tps[i]);
+	n->mtu_own[i] = n->ifaces[i].mtu != 0;
 	if (n->ifaces[i].mtu == 0)
 		n->ifaces[i].mtu = net_default_mtu(&n->ifaces[i].addr);
 	return 0;

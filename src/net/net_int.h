@@ -232,6 +232,14 @@ struct net {
 	struct net_iface ifaces[NET_MAX_IFACES];
 	struct net_transport tps[NET_MAX_IFACES];
 	uint64_t tps_refused[NET_MAX_IFACES]; /* each one's refused count as last seen */
+	/*
+	 * Each interface's MTU is its own (configured, or its transport's):
+	 * said to peers. Else it is the default, which a peer derives from the
+	 * address as well: nothing is said, and an interface bound to every
+	 * address takes, path by path, the default for the peer's address
+	 * (loopback's 64 KiB to a loopback peer).
+	 */
+	bool mtu_own[NET_MAX_IFACES];
 	unsigned nifaces;
 
 	struct sh_htable peers;

@@ -65,8 +65,10 @@ paths_mtu(struct net_peer *p)
 	p->mtu = 0;
 	for (unsigned k = 0; k < p->npaths; k++) {
 		struct net_path *x = &p->paths[k];
+		uint32_t mine = n->mtu_own[x->local] ? n->ifaces[x->local].mtu
+						     : net_default_mtu(&p->ifaces[x->remote].addr);
 
-		x->mtu = SH_MIN(n->ifaces[x->local].mtu, p->ifaces[x->remote].mtu);
+		x->mtu = SH_MIN(mine, p->ifaces[x->remote].mtu);
 		x->mtu = SH_MIN(x->mtu, n->tps[x->local].ops->max_dgram);
 		p->mtu = p->mtu == 0 ? x->mtu : SH_MIN(p->mtu, x->mtu);
 	}
@@ -366,6 +368,7 @@ remote_index(struct net_peer *p, unsigned tp, const struct env_addr *from,
 	/* a client writing from another of its interfaces: on the switch it reached us by */
 	p->ifaces[p->nifaces] = p->net->ifaces[tp];
 	p->ifaces[p->nifaces].addr = *from;
+	p->ifaces[p->nifaces].mtu = net_default_mtu(from);
 	p->nifaces++;
 	net_paths_build(p);
 	return (int)p->nifaces - 1;

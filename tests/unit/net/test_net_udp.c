@@ -604,3 +604,41 @@ TEST(net_udp_refuses_a_delayed_ack_past_half_the_rto)
 	SH_ASSERT_EQ(net_create(env, &cfg, &n), -EINVAL);
 	env_real_destroy(env);
 }
+
+/*
+ * MTUs on loopback: a server on 127.0.0.1 says lo's (less 28); a client
+ * bound to every address has none of its own and says nothing, each taking
+ * the default for the other's address: 64 KiB datagrams both ways (a
+ * client that said 1,472 would have its replies cut 44 times finer).
+ */
+TEST(net_udp_mtus_on_loopback_with_a_wildcard_client)
+{
+	struct env_real_opts o = { .mode = ENV_REAL_EVENT };
+	struct env *env = env_real_create(&o);
+	static uint8_t buf[200000];
+	struct net_path_stats ps;
+	struct net_iface any = { 0 };
+	struct net_config cfg = { .node_id = 2, .ifaces = &any, .nifaces = 1 };
+	struct net *cli;
+	struct sh_rand rng;
+	struct node a;
+	int done = 0, ok = 0;
+
+	sh_rand_seed(&rng, sh_test_seed());
+	node_up(&a, env, 1, 0);
+	SH_ASSERT_OK(env_addr_parse("0.0.0.0:0", &any.addr));
+	SH_ASSERT_OK(net_create(env, &cfg, &cli));
+	SH_ASSERT_OK(net_peer_add(cli, 1, &a.ifc, 1));
+	for (int i = 0; i < 4; i++)
+		SH_ASSERT_OK(issue_echo(cli, 1, &rng, buf, &done, &ok));
+	run_until(env, &done, 4, 5 * SH_NSEC_PER_SEC);
+	SH_ASSERT_EQ(ok, 4);
+	SH_ASSERT_EQ(net_peer_paths(cli, 1, &ps, 1), 1);
+	SH_ASSERT_EQ(ps.mtu, ENV_DGRAM_MAX);
+	SH_ASSERT_EQ(net_peer_paths(a.net, 2, &ps, 1), 1); /* learned: where it wrote from */
+	SH_ASSERT_EQ(ps.mtu, ENV_DGRAM_MAX);
+	net_destroy(cli);
+	net_destroy(a.net);
+	env_real_run_once(env, 0);
+	env_real_destroy(env);
+}

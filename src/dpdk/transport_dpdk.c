@@ -250,8 +250,12 @@ dtp_send(struct net_transport *t, const struct env_dgram_msg *msgs, unsigned n)
 
 		for (unsigned j = 0; j < msg->iovcnt; j++)
 			len += msg->iov[j].iov_len;
-		if (len > t->ops->max_dgram || len + SH_IP4_HLEN + SH_UDP_HLEN > (size_t)p->mtu)
-			return i > 0 ? (int)i : -EMSGSIZE;
+		if (len > t->ops->max_dgram || len + SH_IP4_HLEN + SH_UDP_HLEN > (size_t)p->mtu) {
+			/* larger than the port takes: refused as by a kernel stack (the path is
+			 * suspect, the packet goes again on another), the rest of the batch goes */
+			d->refused++;
+			continue;
+		}
 		if (msg->peer.family != AF_INET) {
 			STAT_ADD(p, tx_unreachable, 1);
 			d->refused++;

@@ -161,8 +161,9 @@ iface_mtu(int fd, const struct env_addr *a)
 		       a->family == AF_INET6 ? sizeof(struct sockaddr_in6)
 					     : sizeof(struct sockaddr_in));
 		from_sockaddr(&ss, &x);
-		if (memcmp(x.ip, a->ip, sizeof(x.ip)) != 0)
-			continue;
+		if (memcmp(x.ip, a->ip, sizeof(x.ip)) != 0 ||
+		    (a->scope != 0 && x.scope != a->scope))
+			continue; /* (a link-local address: on the interface of its scope) */
 		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", i->ifa_name);
 		if (ioctl(fd, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu > (int)hdrs)
 			mtu = (uint32_t)ifr.ifr_mtu - hdrs;

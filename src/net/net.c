@@ -873,9 +873,15 @@ net_transport_open(struct net *n, unsigned i)
 		return rc;
 	}
 	n->tps[i].ops->local_addr(&n->tps[i], &n->ifaces[i].addr);
-	if (n->ifaces[i].mtu == 0 && n->tps[i].ops->mtu != NULL)
-		n->ifaces[i].mtu = n->tps[i].ops->mtu(&n->tps[i]);
-	n->mtu_own[i] = n->ifaces[i].mtu != 0;
+	if (n->tps[i].ops->mtu != NULL) {
+		uint32_t own = n->tps[i].ops->mtu(&n->tps[i]);
+
+		/* a configured MTU is not more than the interface takes */
+		if (own != 0 && (n->ifaces[i].mtu == 0 || own < n->ifaces[i].mtu))
+			n->ifaces[i].mtu = own;
+	}
+	/* (an MTU under the protocol's least is not said: the peers could not take it) */
+	n->mtu_own[i] = n->ifaces[i].mtu >= NET_MTU_MIN;
 	if (n->ifaces[i].mtu == 0)
 		n->ifaces[i].mtu = net_default_mtu(&n->ifaces[i].addr);
 	return 0;

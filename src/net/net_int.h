@@ -408,8 +408,8 @@ void net_sess_start(struct net_peer *p, uint32_t sess);
 int net_sess_queue(struct net_peer *p, const struct sh_iov *msg, const uint64_t *reply_key);
 /*
  * p's MTU fell: the queued messages none of whose fragments has gone are
- * cut again to fit it. (One half sent keeps its fragments: they went at
- * the MTU the peer said before, which a new incarnation resets.)
+ * cut again to fit it. (One half sent keeps its fragments: net_path_pick
+ * sends each on a path whose MTU takes it while one does.)
  */
 void net_sess_recut(struct net_peer *p);
 void net_sess_push(struct net_peer *p);

@@ -61,6 +61,7 @@ static void
 paths_mtu(struct net_peer *p)
 {
 	struct net *n = p->net;
+	uint32_t was = p->mtu;
 
 	p->mtu = 0;
 	for (unsigned k = 0; k < p->npaths; k++) {
@@ -72,6 +73,8 @@ paths_mtu(struct net_peer *p)
 		x->mtu = SH_MIN(x->mtu, n->tps[x->local].ops->max_dgram);
 		p->mtu = p->mtu == 0 ? x->mtu : SH_MIN(p->mtu, x->mtu);
 	}
+	if (was != 0 && p->mtu != 0 && p->mtu < was)
+		net_sess_recut(p); /* an interface that takes less joined or spoke */
 }
 
 void
@@ -120,16 +123,12 @@ net_paths_build(struct net_peer *p)
 void
 net_path_said_mtu(struct net_peer *p, unsigned j, uint32_t mtu)
 {
-	uint32_t was = p->mtu;
-
 	if (j >= p->nifaces || p->ifaces[j].mtu == mtu)
 		return;
 	p->ifaces[j].mtu = mtu;
 	paths_mtu(p);
 	sh_log_debug("peer %llx: its interface %u takes %u-byte datagrams: %u to it now",
 		     (unsigned long long)p->id, j, mtu, p->mtu);
-	if (p->mtu < was)
-		net_sess_recut(p);
 }
 
 /*
@@ -156,6 +155,19 @@ path_rank(const struct net_path *x)
 	}
 }
 
+/*
+ * path_rank for a packet of bytes: a path whose MTU does not take it (a
+ * fragment cut before the peer said a smaller MTU) ranks below every
+ * other, so that it goes where it fits while any path does.
+ */
+static unsigned
+pick_rank(const struct net_peer *p, const struct net_path *x, uint32_t bytes)
+{
+	uint32_t room = x->mtu - NET_HDR_MAX - (net_peer_mac(p) ? NET_MAC_TRAILER : 0);
+
+	return path_rank(x) + (bytes > room ? 16 : 0);
+}
+
 unsigned
 net_path_pick(struct net_peer *p, uint32_t bytes)
 {
@@ -168,7 +180,7 @@ net_path_pick(struct net_peer *p, uint32_t bytes)
 		/* start at the round-robin point: ties go to paths in turn */
 		unsigned i = (p->rr + k) % p->npaths;
 		const struct net_path *x = &p->paths[i];
-		unsigned r = path_rank(x);
+		unsigned r = pick_rank(p, x, bytes);
 
 		if (r < best_rank || (r == best_rank && x->inflight_bytes < best_bytes)) {
 			best = i;
@@ -188,7 +200,7 @@ net_path_pick(struct net_peer *p, uint32_t bytes)
 		return best;
 	}
 	if (p->burst_left >= bytes && p->burst_path < p->npaths &&
-	    path_rank(&p->paths[p->burst_path]) == best_rank) {
+	    pick_rank(p, &p->paths[p->burst_path], bytes) == best_rank) {
 		p->burst_left -= bytes;
 		return p->burst_path;
 	}
@@ -382,8 +394,8 @@ net_path_rx(struct net_peer *p, unsigned tp, const struct env_addr *from, const 
 	int j = remote_index(p, tp, from, pkt);
 	unsigned i;
 
-	if (j >= 0 && pkt->mtu != 0)
-		net_path_said_mtu(p, (unsigned)j, pkt->mtu);
+	if (j >= 0 && pkt->mtu != 0 && (p->inc == 0 || pkt->src_inc >= p->inc))
+		net_path_said_mtu(p, (unsigned)j, pkt->mtu); /* (not an older incarnation's) */
 	for (i = 0; j >= 0 && i < p->npaths; i++) {
 		if (p->paths[i].local == tp && p->paths[i].remote == (unsigned)j) {
 			x = &p->paths[i];

@@ -410,7 +410,8 @@ net_sess_push(struct net_peer *p)
 		t->state = TX_INFLIGHT;
 		t->retx++;
 		p->nlost--;
-		t->path = (uint8_t)net_path_pick(p, t->bytes); /* perhaps another path */
+		/* perhaps another path (one whose MTU takes it) */
+		t->path = (uint8_t)net_path_pick(p, t->bytes + NET_CHUNK_HDR * t->nchunks);
 		tx_in(p, t);
 		n->st.retransmits++;
 		p->st.retransmits++;
@@ -424,7 +425,7 @@ net_sess_push(struct net_peer *p)
 		cut_packet(p, t);
 		t->state = TX_INFLIGHT;
 		t->retx = 0;
-		t->path = (uint8_t)net_path_pick(p, t->bytes);
+		t->path = (uint8_t)net_path_pick(p, t->bytes + NET_CHUNK_HDR * t->nchunks);
 		tx_in(p, t);
 		send_data(p, p->snd_nxt++);
 	}

@@ -875,7 +875,9 @@ main(int argc, char **argv)
 	if (getenv("SHOAL_DPDK") != NULL && *getenv("SHOAL_DPDK") != '\0') {
 		/* a DPDK client (docs/dpdk.md): SHOAL_DATA_IFACES names IP/LABEL@dpdk:DEV */
 		const char *mtu = getenv("SHOAL_DPDK_MTU");
-		int rc = sh_dpdk_set_mtu(mtu != NULL ? (unsigned)atoi(mtu) : 0);
+		char *end = NULL;
+		unsigned long v = mtu != NULL && *mtu ? strtoul(mtu, &end, 10) : 0;
+		int rc = end != NULL && *end != '\0' ? -EINVAL : sh_dpdk_set_mtu((unsigned)v);
 
 		if (rc < 0) {
 			fprintf(stderr, "shoal: SHOAL_DPDK_MTU=%s: not an MTU of %d to %d\n", mtu,

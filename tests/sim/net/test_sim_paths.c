@@ -567,8 +567,10 @@ TEST(paths_an_interface_that_takes_less_is_learned_mid_stream_and_loses_no_call)
 	 * trades its interface 1 for one that takes 1,400 bytes. a hears of it
 	 * as from a new configuration (net_peer_sync), sends to it at the
 	 * default until it says its MTU (its first probe), then at 1,400:
-	 * messages not begun are cut again, fragments cut before that a path to
-	 * it drops go again on another path. No call fails.
+	 * messages not begun are cut again, fragments cut before go on the
+	 * paths that take them. No call fails; the few datagrams over the new
+	 * interface's MTU are those sent to it before it spoke (at most 7 in
+	 * 60 seeds; 19 to 138 before fragments were kept off paths too small).
 	 */
 	world_setup(&w, "", "", 8972, (const uint32_t[2]){ 8972, 8972 });
 	w.max_size = 200000;
@@ -593,7 +595,8 @@ TEST(paths_an_interface_that_takes_less_is_learned_mid_stream_and_loses_no_call)
 	       (unsigned long long)sh_test_seed(), w.ok, (unsigned long long)big,
 	       (double)w.max_gap_ns / 1e6);
 	SH_ASSERT_GT(w.ok, 100);
-	SH_ASSERT_LT(w.max_gap_ns, SH_NSEC_PER_SEC);
+	SH_ASSERT_LT(big, 30);
+	SH_ASSERT_LT(w.max_gap_ns, 100 * SH_NSEC_PER_MSEC);
 	/* learned: no more */
 	run_ms(&w, 1000);
 	sim_stats(w.sim, &st);

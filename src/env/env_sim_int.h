@@ -5,6 +5,15 @@
 
 #include "env_sim.h"
 
+/* A value for some interfaces (an exact address and port); those not listed have 0. */
+struct sim_ports {
+	struct {
+		struct env_addr addr;
+		double v;
+	} e[SIM_LOSSY_MAX];
+	unsigned n;
+};
+
 struct sim {
 	uint64_t seed;
 	uint64_t now;
@@ -17,18 +26,8 @@ struct sim {
 	struct sh_htable eps;  /* struct sim_ep by bound address */
 	struct sh_htable cuts; /* struct sim_cut by (from, to) */
 	struct sh_list cut_list;
-	/* interfaces (address and port) that lose datagrams: sim_port_loss */
-	struct {
-		struct env_addr addr;
-		double loss;
-	} lossy[SIM_LOSSY_MAX];
-	unsigned nlossy;
-	/* interfaces with an MTU: sim_port_mtu */
-	struct {
-		struct env_addr addr;
-		uint32_t mtu;
-	} mtus[SIM_LOSSY_MAX];
-	unsigned nmtus;
+	/* interfaces (address and port) that lose datagrams (sim_port_loss), with an MTU */
+	struct sim_ports lossy, mtus;
 	sim_tap_fn tap; /* an adversary on the wire (sim_net_tap) */
 	void *tap_arg;
 	struct sim_stats st;

@@ -151,12 +151,35 @@ simnet_stats(struct env_dgram *d, struct env_dgram_stats *out)
 	*out = sh_container_of(d, struct sim_ep, base)->st;
 }
 
-static uint32_t
-port_mtu(const struct sim *sim, const struct env_addr *a)
+/* t's value for interface a (0 if none). */
+static double
+port_get(const struct sim_ports *t, const struct env_addr *a)
 {
-	for (unsigned i = 0; i < sim->nmtus; i++)
-		if (env_addr_eq(&sim->mtus[i].addr, a))
-			return sim->mtus[i].mtu;
+	for (unsigned i = 0; i < t->n; i++)
+		if (env_addr_eq(&t->e[i].addr, a))
+			return t->e[i].v;
+	return 0;
+}
+
+/* Set t's value for interface a; 0 (or less) takes it out. -ENOSPC. */
+static int
+port_set(struct sim_ports *t, const struct env_addr *a, double v)
+{
+	unsigned i;
+
+	for (i = 0; i < t->n && !env_addr_eq(&t->e[i].addr, a); i++)
+		;
+	if (v <= 0) {
+		if (i < t->n)
+			t->e[i] = t->e[--t->n];
+		return 0;
+	}
+	if (i == t->n) {
+		if (i == SIM_LOSSY_MAX)
+			return -ENOSPC;
+		t->e[t->n++].addr = *a;
+	}
+	t->e[i].v = v;
 	return 0;
 }
 
@@ -165,35 +188,20 @@ simnet_mtu(struct env_dgram *d)
 {
 	struct sim_ep *ep = sh_container_of(d, struct sim_ep, base);
 
-	return port_mtu(ep->node->sim, &ep->addr);
+	return (uint32_t)port_get(&ep->node->sim->mtus, &ep->addr);
 }
 
 int
 sim_port_mtu(struct sim *sim, const struct env_addr *a, uint32_t mtu)
 {
-	unsigned i;
-
-	for (i = 0; i < sim->nmtus && !env_addr_eq(&sim->mtus[i].addr, a); i++)
-		;
-	if (mtu == 0) {
-		if (i < sim->nmtus)
-			sim->mtus[i] = sim->mtus[--sim->nmtus];
-		return 0;
-	}
-	if (i == sim->nmtus) {
-		if (i == SIM_LOSSY_MAX)
-			return -ENOSPC;
-		sim->mtus[sim->nmtus++].addr = *a;
-	}
-	sim->mtus[i].mtu = mtu;
-	return 0;
+	return port_set(&sim->mtus, a, mtu);
 }
 
 /* Longer than the MTU of the interface it leaves or the one it is sent to. */
 static bool
 too_big(const struct sim *sim, const struct env_addr *src, const struct env_addr *dst, size_t len)
 {
-	uint32_t a = port_mtu(sim, src), b = port_mtu(sim, dst);
+	double a = port_get(&sim->mtus, src), b = port_get(&sim->mtus, dst);
 
 	return (a != 0 && len > a) || (b != 0 && len > b);
 }
@@ -311,22 +319,7 @@ sim_link_cut(struct sim_node *a, struct sim_node *b, bool cut)
 int
 sim_port_loss(struct sim *sim, const struct env_addr *a, double loss)
 {
-	unsigned i;
-
-	for (i = 0; i < sim->nlossy && !env_addr_eq(&sim->lossy[i].addr, a); i++)
-		;
-	if (loss <= 0) {
-		if (i < sim->nlossy)
-			sim->lossy[i] = sim->lossy[--sim->nlossy];
-		return 0;
-	}
-	if (i == sim->nlossy) {
-		if (i == SIM_LOSSY_MAX)
-			return -ENOSPC;
-		sim->lossy[sim->nlossy++].addr = *a;
-	}
-	sim->lossy[i].loss = loss;
-	return 0;
+	return port_set(&sim->lossy, a, loss);
 }
 
 /*
@@ -336,20 +329,17 @@ sim_port_loss(struct sim *sim, const struct env_addr *a, double loss)
 static bool
 port_down(struct sim *sim, const struct env_addr *src)
 {
-	for (unsigned i = 0; i < sim->nlossy; i++)
-		if (env_addr_eq(&sim->lossy[i].addr, src) && sim->lossy[i].loss >= 1)
-			return true;
-	return false;
+	return port_get(&sim->lossy, src) >= 1;
 }
 
 /* A datagram from src to dst lost by a lossy interface at either end. */
 static bool
 port_loses(struct sim *sim, const struct env_addr *src, const struct env_addr *dst)
 {
-	for (unsigned i = 0; i < sim->nlossy; i++)
-		if ((env_addr_eq(&sim->lossy[i].addr, src) ||
-		     env_addr_eq(&sim->lossy[i].addr, dst)) &&
-		    (sim->lossy[i].loss >= 1 || sh_rand_chance(&sim->rng, sim->lossy[i].loss)))
+	for (unsigned i = 0; i < sim->lossy.n; i++)
+		if ((env_addr_eq(&sim->lossy.e[i].addr, src) ||
+		     env_addr_eq(&sim->lossy.e[i].addr, dst)) &&
+		    (sim->lossy.e[i].v >= 1 || sh_rand_chance(&sim->rng, sim->lossy.e[i].v)))
 			return true;
 	return false;
 }
@@ -374,7 +364,7 @@ sim_heal(struct sim *sim)
 
 	sh_list_for_each (pos, &sim->nodes)
 		sh_list_entry(pos, struct sim_node, link)->group = 0;
-	sim->nlossy = 0;
+	sim->lossy.n = 0;
 	simnet_fini(sim);
 }
 
@@ -435,7 +425,7 @@ simnet_send(struct env_dgram *d, const struct env_dgram_msg *msgs, unsigned n)
 		ep->st.sent++;
 		sim->st.dgram_sent++;
 		if (SH_FAULT(FP_ENV_DGRAM_SEND_DROP) ||
-		    (sim->nlossy > 0 && port_down(sim, &ep->addr))) {
+		    (sim->lossy.n > 0 && port_down(sim, &ep->addr))) {
 			ep->st.send_dropped++;
 			continue;
 		}
@@ -444,12 +434,12 @@ simnet_send(struct env_dgram *d, const struct env_dgram_msg *msgs, unsigned n)
 			sim->st.dgram_partitioned++;
 			continue;
 		}
-		if (sim->nmtus > 0 && too_big(sim, &ep->addr, &m->peer, len)) {
+		if (sim->mtus.n > 0 && too_big(sim, &ep->addr, &m->peer, len)) {
 			sim->st.dgram_too_big++;
 			continue;
 		}
 		if (sh_rand_chance(&sim->rng, sim->net.loss) ||
-		    (sim->nlossy > 0 && port_loses(sim, &ep->addr, &m->peer))) {
+		    (sim->lossy.n > 0 && port_loses(sim, &ep->addr, &m->peer))) {
 			sim->st.dgram_lost++;
 			continue;
 		}

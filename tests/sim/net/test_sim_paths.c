@@ -539,8 +539,8 @@ TEST(paths_a_jumbo_end_sends_a_standard_one_nothing_larger_than_it_takes)
 	static struct world w;
 	struct sim_stats st;
 
-	/* b's ports take 1,472 bytes: a's first calls, cut for 8,972 before b said so, are cut
-	 * again when it does; nothing larger ever leaves either end */
+	/* b's ports take 1,472 bytes: a hears it in b's HELLO_ACK and probes before its calls
+	 * are cut (a session's calls wait for it to open); nothing larger leaves either end */
 	world_setup(&w, "", "", 8972, (const uint32_t[2]){ 1472, 1472 });
 	w.max_size = 200000;
 	issue(&w);

@@ -67,7 +67,9 @@ class DpdkCluster(tn.NetCluster):
         eal = "--no-huge -m 256 --no-pci --no-shconf --no-telemetry -l 0 --log-level=warning "
         if n in self.JUMBO:
             return ["--data", "%s:7100/sw2@dpdk:net_pcap0" % dpdk_addr(n), "--dpdk",
-                    eal + "--vdev=net_pcap0,iface=eth-d2", "--dpdk-mtu", "9000",
+                    # phy_mac: the leg's own MAC (net_pcap's default, 02:70:63:61:70:00, would
+                    # be both jumbo backends', and the switch would send one's frames to the other)
+                    eal + "--vdev=net_pcap0,iface=eth-d2,phy_mac=1", "--dpdk-mtu", "9000",
                     "--workers", "1"]
         return ["--data", "%s:7100/sw2@dpdk:net_af_packet0" % dpdk_addr(n), "--dpdk",
                 eal + "--vdev=net_af_packet0,iface=eth-d2,qpairs=2", "--workers", "2"]

@@ -65,6 +65,15 @@ net_default_mtu(const struct env_addr *a)
 	return is_loopback(a) ? ENV_DGRAM_MAX : 1472;
 }
 
+struct net_iface
+net_learned_iface(const struct net *n, unsigned tp, const struct env_addr *from)
+{
+	struct net_iface x = { .addr = *from, .mtu = net_default_mtu(from) };
+
+	memcpy(x.label, n->ifaces[tp].label, NET_LABEL_MAX);
+	return x;
+}
+
 void
 net_peer_take_ifaces(struct net_peer *p, const struct net_iface *ifaces, unsigned nifaces)
 {
@@ -277,7 +286,7 @@ net_out_end(struct net_peer *p, unsigned path, struct net_pkt *h, size_t extra_l
 	}
 	h->payload_len = (uint32_t)(extra_len + data_len);
 	if (net_pkt_says_mtu(h->type) && n->mtu_own[x->local])
-		h->mtu = (uint16_t)SH_MIN(n->ifaces[x->local].mtu, n->tps[x->local].ops->max_dgram);
+		h->mtu = (uint16_t)n->ifaces[x->local].mtu; /* (at most its transport's: 65507) */
 	if (mac) {
 		h->flags |= NET_FLAG_MAC;
 		h->key_id = net_auth_key_id(n->auth);
@@ -528,9 +537,7 @@ static void
 relearn(struct net *n, struct net_peer *p, unsigned tp, const struct env_addr *from)
 {
 	p->nifaces = 1;
-	p->ifaces[0].addr = *from;
-	p->ifaces[0].mtu = net_default_mtu(from); /* until it says its own */
-	memcpy(p->ifaces[0].label, n->ifaces[tp].label, NET_LABEL_MAX);
+	p->ifaces[0] = net_learned_iface(n, tp, from);
 	net_paths_build(p);
 }
 
@@ -578,17 +585,14 @@ on_packet(struct net *n, unsigned tp, const struct env_addr *from, const struct 
 	}
 	p = net_peer_get(n, pkt->src_id);
 	if (p == NULL) {
-		struct net_iface learned = { .addr = *from };
+		struct net_iface learned = net_learned_iface(n, tp, from);
 
 		if (pkt->type != NET_PKT_HELLO) {
 			if (pkt->type != NET_PKT_RESET)
 				send_reset(n, tp, from, pkt);
 			return;
 		}
-		/* a client or a node not configured yet: reach it where it wrote from, on the
-		 * switch it came by, at the default MTU until it says its own */
-		learned.mtu = net_default_mtu(from);
-		memcpy(learned.label, n->ifaces[tp].label, NET_LABEL_MAX);
+		/* a client or a node not configured yet: reach it where it wrote from */
 		p = peer_new(n, pkt->src_id, &learned, 1);
 		if (p == NULL)
 			return;
@@ -880,6 +884,7 @@ net_transport_open(struct net *n, unsigned i)
 		if (own != 0 && (n->ifaces[i].mtu == 0 || own < n->ifaces[i].mtu))
 			n->ifaces[i].mtu = own;
 	}
+	n->ifaces[i].mtu = SH_MIN(n->ifaces[i].mtu, n->tps[i].ops->max_dgram);
 	/* (an MTU under the protocol's least is not said: the peers could not take it) */
 	n->mtu_own[i] = n->ifaces[i].mtu >= NET_MTU_MIN;
 	if (n->ifaces[i].mtu == 0)

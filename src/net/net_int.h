@@ -328,13 +328,25 @@ net_peer_cred(const struct net_peer *p)
 	return p->cred;
 }
 
-/* The most payload a datagram to p carries: its MTU less header, ranges and MAC. */
+/* The most payload a datagram of mtu bytes to p carries: less header, ranges and MAC. */
+static inline uint32_t
+net_room(const struct net_peer *p, uint32_t mtu)
+{
+	return mtu - NET_HDR_MAX - (net_peer_mac(p) ? NET_MAC_TRAILER : 0);
+}
+
+/* ... at p's MTU, which every path takes. */
 static inline uint32_t
 net_pkt_room(const struct net_peer *p)
 {
-	return p->mtu - NET_HDR_MAX - (net_peer_mac(p) ? NET_MAC_TRAILER : 0);
+	return net_room(p, p->mtu);
 }
 uint32_t net_default_mtu(const struct env_addr *a);
+/*
+ * A peer's interface learned from its packets: where it wrote from, on
+ * the switch of our interface tp, at the default MTU until it says its own.
+ */
+struct net_iface net_learned_iface(const struct net *n, unsigned tp, const struct env_addr *from);
 /* p's interfaces become these (MTUs defaulted), its paths rebuilt. */
 void net_peer_take_ifaces(struct net_peer *p, const struct net_iface *ifaces, unsigned nifaces);
 /*

@@ -163,9 +163,7 @@ path_rank(const struct net_path *x)
 static unsigned
 pick_rank(const struct net_peer *p, const struct net_path *x, uint32_t bytes)
 {
-	uint32_t room = x->mtu - NET_HDR_MAX - (net_peer_mac(p) ? NET_MAC_TRAILER : 0);
-
-	return path_rank(x) + (bytes > room ? 16 : 0);
+	return path_rank(x) + (bytes > net_room(p, x->mtu) ? 16 : 0);
 }
 
 unsigned
@@ -378,10 +376,7 @@ remote_index(struct net_peer *p, unsigned tp, const struct env_addr *from,
 	if (!p->learned || pkt->src_inc != p->inc || p->nifaces >= NET_MAX_IFACES)
 		return -ENOENT;
 	/* a client writing from another of its interfaces: on the switch it reached us by */
-	p->ifaces[p->nifaces] = p->net->ifaces[tp];
-	p->ifaces[p->nifaces].addr = *from;
-	p->ifaces[p->nifaces].mtu = net_default_mtu(from);
-	p->nifaces++;
+	p->ifaces[p->nifaces++] = net_learned_iface(p->net, tp, from);
 	net_paths_build(p);
 	return (int)p->nifaces - 1;
 }

@@ -391,6 +391,13 @@ cut_packet(struct net_peer *p, struct net_txpkt *t)
 	t->nchunks = (uint16_t)(1 + n);
 }
 
+/* The path for packet t: by its payload with the chunks' headers, one whose MTU takes it. */
+static unsigned
+pick_path(struct net_peer *p, const struct net_txpkt *t)
+{
+	return net_path_pick(p, t->bytes + NET_CHUNK_HDR * t->nchunks);
+}
+
 void
 net_sess_push(struct net_peer *p)
 {
@@ -410,8 +417,7 @@ net_sess_push(struct net_peer *p)
 		t->state = TX_INFLIGHT;
 		t->retx++;
 		p->nlost--;
-		/* perhaps another path (one whose MTU takes it) */
-		t->path = (uint8_t)net_path_pick(p, t->bytes + NET_CHUNK_HDR * t->nchunks);
+		t->path = (uint8_t)pick_path(p, t); /* perhaps another path */
 		tx_in(p, t);
 		n->st.retransmits++;
 		p->st.retransmits++;
@@ -425,7 +431,7 @@ net_sess_push(struct net_peer *p)
 		cut_packet(p, t);
 		t->state = TX_INFLIGHT;
 		t->retx = 0;
-		t->path = (uint8_t)net_path_pick(p, t->bytes + NET_CHUNK_HDR * t->nchunks);
+		t->path = (uint8_t)pick_path(p, t);
 		tx_in(p, t);
 		send_data(p, p->snd_nxt++);
 	}

@@ -224,6 +224,14 @@ net_peer_connected(const struct net *n, uint64_t id)
 	return p != NULL && p->state == SESS_ESTABLISHED;
 }
 
+uint64_t
+net_peer_heard_ns(const struct net *n, uint64_t id)
+{
+	struct net_peer *p = net_peer_get(n, id);
+
+	return p != NULL ? p->heard_ns : 0;
+}
+
 /* ---- sending ---- */
 
 void
@@ -578,6 +586,7 @@ static void
 on_packet(struct net *n, unsigned tp, const struct env_addr *from, const struct net_pkt *pkt)
 {
 	struct net_peer *p;
+	uint64_t silent;
 
 	if (pkt->dst_id != n->id) {
 		n->st.misdirected++;
@@ -608,7 +617,9 @@ on_packet(struct net *n, unsigned tp, const struct env_addr *from, const struct 
 	}
 	if (n->auth != NULL && net_id_is_client(p->id) && (p->inc == 0 || pkt->src_inc >= p->inc))
 		client_cred(n, p, tp, from, pkt);
-	p->last_rx_ns = env_now(n->env);
+	silent = env_now(n->env) - p->heard_ns;
+	p->last_rx_ns = p->heard_ns = env_now(n->env);
+	net_sess_heard(p, silent);
 	p->st.pkts_received++;
 	p->st.bytes_received += net_pkt_hdr_len(pkt->nsack) + pkt->payload_len;
 	if (net_path_rx(p, tp, from, pkt))

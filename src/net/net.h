@@ -138,6 +138,7 @@ struct net_config {
 struct net_stats {
 	uint64_t pkts_sent, pkts_received, bytes_sent, bytes_received;
 	uint64_t retransmits, fast_retransmits, timeouts, spurious_timeouts;
+	uint64_t backoffs_ended; /* a silent peer heard again: its backed-off timer cut short */
 	uint64_t dup_pkts, out_of_order, acks_sent;
 	uint64_t bad_magic, bad_format, bad_crc, misdirected, stale, resets_sent, resets_received;
 	uint64_t msgs_sent, msgs_received;
@@ -266,6 +267,8 @@ int net_peer_paths(const struct net *n, uint64_t node_id, struct net_path_stats 
 int net_peer_path(const struct net *n, uint64_t node_id, struct env_addr *local,
 		  struct env_addr *remote);
 bool net_peer_connected(const struct net *n, uint64_t node_id);
+/* When its last packet came (env_now; any packet, a probe's answer too), 0: never. */
+uint64_t net_peer_heard_ns(const struct net *n, uint64_t node_id);
 
 struct net_msg {
 	struct sh_buf *buf; /* take a reference (sh_buf_get) to keep it */

@@ -164,6 +164,7 @@ struct net_peer {
 
 	/* liveness */
 	uint64_t last_rx_ns, last_tx_ns, hello_ns, hello_rto_ns;
+	uint64_t heard_ns; /* its last packet (last_rx_ns is also reset when a session starts) */
 
 	struct sh_list calls; /* struct net_call.plink: calls waiting on this peer */
 	struct net_peer_stats st;
@@ -432,6 +433,14 @@ void net_sess_fill_hdr(struct net_peer *p, struct net_pkt *h, uint8_t type);
 void net_sess_end_of_batch(struct net_peer *p);
 /* Every packet in flight on path is lost (it failed): they go again, on another path. */
 void net_sess_path_lost(struct net_peer *p, unsigned path);
+/*
+ * The peer was heard from (any packet, a probe too) after silent_ns of
+ * silence. Were our packets waiting on a timer backed off for longer than
+ * that silence (the way to it was out: a link down, a partition), the way
+ * is likely back with the peer's voice: the backoff ends and what is in
+ * flight goes again after one RTO, not after up to rto_max_ns more.
+ */
+void net_sess_heard(struct net_peer *p, uint64_t silent_ns);
 
 /* rpc.c */
 int net_rpc_init(struct net *n);

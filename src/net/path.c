@@ -13,7 +13,9 @@
  *     take it DOWN; the probes give its RTT and loss (a moving average);
  *   - a retransmission timeout of a packet sent on it makes it suspect at
  *     once (failover within one RTO under traffic; one path of a peer at a
- *     time), and it is probed right away: an answer clears the suspicion;
+ *     time, or several through one interface), and it is probed right
+ *     away: an answer clears the suspicion;
+ *   - taken down by its probes, what was in flight on it goes on the others;
  *   - the local stack refusing a send from its interface (no route: the
  *     link is down) makes every path from that interface suspect, and what
  *     was in flight on them is sent again on the others at once;
@@ -234,6 +236,9 @@ path_down(struct net_peer *p, struct net_path *x)
 	x->state = NET_PATH_DOWN;
 	x->st.downs++;
 	log_path(p, x, "down (probes unanswered)");
+	/* what is in flight on it goes on the others now, not when a backed-off timer fires */
+	if (p->state == SESS_ESTABLISHED)
+		net_sess_path_lost(p, (unsigned)(x - p->paths));
 }
 
 /* A probe or its answer: the session's names, no acks (it may go on a dead path). */
@@ -296,11 +301,18 @@ net_path_suspect(struct net_peer *p, unsigned i)
 	 * One path at a time: when the packets resent on another path time out
 	 * too, the peer itself is the likely cause (busy, or everything to it
 	 * down, which the probes tell): moving on to a third path, a cross-label
-	 * one, would not help.
+	 * one, would not help. Unless the two share an interface, ours or the
+	 * peer's: that interface is the likely cause (its link down), and the
+	 * paths that do not go through it are the way around (a peer's link
+	 * down: both paths to it time out, and those to its other interface,
+	 * held or cross-label, answer).
 	 */
-	for (unsigned k = 0; k < p->npaths; k++)
-		if (p->paths[k].suspect)
+	for (unsigned k = 0; k < p->npaths; k++) {
+		const struct net_path *y = &p->paths[k];
+
+		if (y->suspect && y->local != x->local && y->remote != x->remote)
 			return;
+	}
 	x->suspect = true;
 	sh_log_debug("peer %llx: path %u suspect after a timeout", (unsigned long long)p->id, i);
 	send_probe(p, i, env_now(p->net->env));

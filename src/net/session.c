@@ -457,6 +457,21 @@ net_sess_path_lost(struct net_peer *p, unsigned path)
 	assert_sess(p);
 }
 
+void
+net_sess_heard(struct net_peer *p, uint64_t silent_ns)
+{
+	uint64_t waiting;
+
+	if (p->state != SESS_ESTABLISHED || p->backoff == 0 || p->snd_una == p->snd_nxt)
+		return;
+	waiting = SH_MIN(p->rto_ns << SH_MIN(p->backoff, 10u), p->net->cfg.rto_max_ns);
+	if (silent_ns < waiting)
+		return; /* it spoke while we waited: one way may be down, and backing off helps */
+	p->backoff = 0;
+	arm_rto(p);
+	p->net->st.backoffs_ended++;
+}
+
 static void
 rtt_sample(struct net_peer *p, uint64_t r)
 {
@@ -521,7 +536,7 @@ net_sess_on_ack(struct net_peer *p, const struct net_pkt *pkt)
 {
 	struct net *n = p->net;
 	uint32_t newly = 0, high = p->snd_una;
-	bool sacked_any = false;
+	bool sacked_any = false, sample = true;
 
 	p->peer_rwnd = pkt->rwnd;
 	if (net_seq_lt(p->snd_una, pkt->ack) && net_seq_le(pkt->ack, p->snd_nxt)) {
@@ -560,7 +575,15 @@ net_sess_on_ack(struct net_peer *p, const struct net_pkt *pkt)
 		 * take back the window cut and the "lost" marks not yet resent.
 		 */
 		p->rto_undo = false;
+		/*
+		 * Not spurious (it acks what was sent again): no RTT from it, as
+		 * Karn's rule has it. Were the acks, not the packets, lost (the
+		 * way back out), it would count the outage as one RTT and keep the
+		 * RTO at its most for many RTTs after.
+		 */
+		sample = false;
 		if (pkt->ts_ecr != 0 && (int32_t)(pkt->ts_ecr - p->rto_ts) < 0) {
+			sample = true;
 			n->st.spurious_timeouts++;
 			net_path_trusted(p, p->rto_path); /* it was slow, not broken */
 			p->cwnd = SH_MAX(p->cwnd, p->undo_cwnd);
@@ -577,7 +600,7 @@ net_sess_on_ack(struct net_peer *p, const struct net_pkt *pkt)
 		}
 	}
 	if (newly > 0) {
-		if (pkt->ts_ecr != 0) {
+		if (pkt->ts_ecr != 0 && sample) {
 			uint32_t us = net_now_us(n) - pkt->ts_ecr;
 
 			if (us < 60u * 1000 * 1000)
@@ -759,7 +782,14 @@ net_sess_on_data(struct net_peer *p, const struct net_pkt *pkt)
 	if (net_seq_lt(seq, p->rcv_nxt)) {
 		n->st.dup_pkts++;
 		p->st.drops++;
-		p->ack_now = true; /* our ack was lost: say it again */
+		/*
+		 * Our ack was lost: say it again, echoing this copy's time (RFC 7323
+		 * 4.3). The original's would have the sender take its whole wait
+		 * for one RTT, and its RTO grow to the most for many RTTs after.
+		 */
+		if (p->ack_pending == 0 && (int32_t)(pkt->ts - p->ts_recent) > 0)
+			p->ts_recent = pkt->ts;
+		p->ack_now = true;
 		return;
 	}
 	if (!net_seq_lt(seq, p->rcv_nxt + W(p))) {

@@ -748,3 +748,112 @@ TEST(rpc_answer_within_the_delayed_ack_carries_the_ack)
 	SH_ASSERT_EQ(st.acks_sent, 0);
 	cluster_fini(&cl);
 }
+
+static bool
+simple_done(void *arg)
+{
+	return ((struct simple *)arg)->calls > 0;
+}
+
+/* Node from's smoothed RTT to node to (ids as host_start gives them). */
+static uint64_t
+srtt_ns(struct cluster *cl, int from, int to)
+{
+	struct net_peer_stats ps[MAX_NODES];
+	unsigned np = net_peer_stats(cl->h[from].net, ps, MAX_NODES);
+
+	for (unsigned i = 0; i < np; i++)
+		if (ps[i].id == (uint64_t)to + 1)
+			return ps[i].srtt_ns;
+	return 0;
+}
+
+/* Ping from a client, with the link to the server cut (in both ways or back only) for cut_ns. */
+static uint64_t
+ping_across_a_cut(struct cluster *cl, bool both, uint64_t cut_ns)
+{
+	struct net_call_opts o = { .timeout_ns = 60 * SH_NSEC_PER_SEC };
+	struct simple s = { 0 };
+	uint64_t healed;
+
+	sim_link_cut(cl->h[0].node, cl->h[1].node, true);
+	if (both)
+		sim_link_cut(cl->h[1].node, cl->h[0].node, true);
+	SH_ASSERT_OK(net_call(cl->h[1].net, 1, NET_OP_PING, NULL, 0, &o, simple_cb, &s, NULL));
+	sim_run_for(cl->sim, cut_ns);
+	SH_ASSERT_EQ(s.calls, 0);
+	sim_link_cut(cl->h[0].node, cl->h[1].node, false);
+	sim_link_cut(cl->h[1].node, cl->h[0].node, false);
+	healed = sim_now(cl->sim);
+	SH_ASSERT(sim_run_until(cl->sim, simple_done, &s, 10 * SH_NSEC_PER_SEC));
+	SH_ASSERT_OK(s.status);
+	return sim_now(cl->sim) - healed;
+}
+
+/*
+ * A link out both ways for longer than the retransmission timer backs off
+ * to (500 ms): when it is back, the server's first packet (a keepalive,
+ * every 250 ms) ends the client's backoff, and the call goes within it,
+ * not up to 500 ms later when the backed-off timer would have fired.
+ */
+TEST(rpc_a_silent_peer_heard_again_ends_the_backoff)
+{
+	static struct cluster cl;
+	uint64_t worst = 0;
+	struct net_stats st;
+
+	memset(&cl, 0, sizeof(cl));
+	cl.mtu = 1472;
+	cl.dead_ns = 30 * SH_NSEC_PER_SEC;
+	cluster_init(&cl, sh_test_seed(), 2);
+	for (unsigned round = 0; round < 12; round++) {
+		uint64_t took;
+
+		sim_run_for(cl.sim, 100 * SH_NSEC_PER_MSEC);
+		/* the cut ends at a different point of the timer's period each round */
+		took = ping_across_a_cut(&cl, true, (1500 + 43 * round) * SH_NSEC_PER_MSEC);
+		worst = SH_MAX(worst, took);
+	}
+	net_stats(cl.h[1].net, &st);
+	printf("  12 cuts of 1.5-2 s: the slowest call ended %llu ms after the link was back; "
+	       "%llu backoffs ended by the server's voice\n",
+	       (unsigned long long)(worst / SH_NSEC_PER_MSEC),
+	       (unsigned long long)st.backoffs_ended);
+	SH_ASSERT_GT(st.backoffs_ended, 0);
+	SH_ASSERT_LT(worst, 300 * SH_NSEC_PER_MSEC);
+	cluster_fini(&cl);
+}
+
+/*
+ * Only the way back cut: the server has the request, its answer and acks
+ * are lost, and the client sends again and again, backing off. When the
+ * way is back, the server's ack echoes the time of the copy it got last
+ * (RFC 7323), and the client takes no RTT from what ends a timeout (Karn):
+ * its RTT stays the link's, not the outage's.
+ */
+TEST(rpc_acks_lost_for_a_while_do_not_count_as_rtt)
+{
+	static struct cluster cl;
+	uint64_t before, after, rto_max = 500 * SH_NSEC_PER_MSEC;
+
+	memset(&cl, 0, sizeof(cl));
+	cl.mtu = 1472;
+	cl.dead_ns = 30 * SH_NSEC_PER_SEC;
+	cluster_init(&cl, sh_test_seed(), 2);
+	for (unsigned i = 0; i < 20; i++) {
+		struct simple s = { 0 };
+
+		SH_ASSERT_OK(
+		    net_call(cl.h[1].net, 1, NET_OP_PING, NULL, 0, NULL, simple_cb, &s, NULL));
+		SH_ASSERT(sim_run_until(cl.sim, simple_done, &s, SH_NSEC_PER_SEC));
+	}
+	before = srtt_ns(&cl, 1, 0);
+	SH_ASSERT_GT(before, 0);
+	for (unsigned round = 0; round < 4; round++)
+		ping_across_a_cut(&cl, false, (1200 + 97 * round) * SH_NSEC_PER_MSEC);
+	after = srtt_ns(&cl, 1, 0);
+	printf("  client's RTT %llu us before 4 cuts of the way back, %llu us after\n",
+	       (unsigned long long)before / 1000, (unsigned long long)after / 1000);
+	SH_ASSERT_LT(after, rto_max / 20);
+	cluster_fini(&cl);
+}

@@ -163,11 +163,18 @@ struct mcall {
 	void *arg;
 };
 
+/*
+ * A member a call timed out at is tried last until SUSPECT_NS has passed
+ * or it is heard from again (a packet of any kind: the net layer probes
+ * every path of it). A dead leader is not waited on again while its
+ * followers still name it; one a moment's loss cut off leads again as soon
+ * as the loss ends.
+ */
 #define SUSPECTS   16
 #define SUSPECT_NS (3000ull * 1000 * 1000)
 
 struct suspect {
-	uint64_t id, until;
+	uint64_t id, since, until;
 };
 
 struct mroute {
@@ -293,7 +300,7 @@ suspect(struct mroute *rt, uint64_t id)
 				break;
 		}
 	}
-	rt->suspects[slot] = (struct suspect){ id, now + SUSPECT_NS };
+	rt->suspects[slot] = (struct suspect){ id, now, now + SUSPECT_NS };
 }
 
 /* A member worth trying first: not marked down in the configuration, not timed out lately. */
@@ -305,9 +312,17 @@ likely_up(struct mroute *rt, uint64_t id)
 
 	if (n != NULL && cfg_node_down(n))
 		return false;
-	for (unsigned i = 0; i < SUSPECTS; i++)
-		if (rt->suspects[i].id == id && rt->suspects[i].until > now)
-			return false;
+	for (unsigned i = 0; i < SUSPECTS; i++) {
+		struct suspect *s = &rt->suspects[i];
+
+		if (s->id != id || s->until <= now)
+			continue;
+		if (net_peer_heard_ns(rt->net, id) > s->since) {
+			s->until = 0; /* heard from since: it answers again */
+			return true;
+		}
+		return false;
+	}
 	return true;
 }
 

@@ -1138,3 +1138,58 @@ TEST(meta_route_answers_after_the_call_returns)
 	mroute_destroy(rt);
 	world_end(&w);
 }
+
+/*
+ * A leader the client lost for a moment (its link cut longer than one
+ * attempt's limit) leads again as soon as it is heard from: a create that
+ * timed out at it goes back to it then, not once the suspicion that kept
+ * it off (3 s) runs out while its followers name it.
+ */
+TEST(meta_route_back_to_a_leader_heard_again)
+{
+	static struct world w;
+	static struct call c;
+	struct meta_cmd mc = { .op = META_OP_CREATE, .type = META_REG, .mode = 0644 };
+	uint64_t ino, healed;
+	uint16_t b;
+	int lead;
+
+	world_start(&w, sh_test_seed(), 4ull << 20);
+	snprintf(mc.name, sizeof(mc.name), "cut");
+	mc.parent = META_ROOT_INO;
+	mc.tag = sh_rand_u64(&w.rng) | 1;
+	b = dbucket(META_ROOT_INO, mc.name);
+	run_steady_leader(&w, b, SH_NSEC_PER_SEC);
+	for (unsigned i = 0;; i++) { /* the client knows the leader, with a session to it */
+		char warm[16];
+
+		snprintf(warm, sizeof(warm), "warm%u", i);
+		if (dbucket(META_ROOT_INO, warm) == b) {
+			SH_ASSERT_OK(mk(&w, META_ROOT_INO, warm, META_REG, &ino));
+			break;
+		}
+	}
+	lead = leader_node(&w, b);
+	SH_ASSERT(lead > 0);
+	sim_link_cut(w.csn, w.n[lead].sn, true);
+	sim_link_cut(w.n[lead].sn, w.csn, true);
+	cmd_start(&w, b, &mc, &c);
+	sim_run_for(w.sim, 1200 * SH_NSEC_PER_MSEC); /* past an attempt at the leader (800 ms) */
+	SH_ASSERT_MSG(!c.done, "seed %llu: the create ended with the leader cut off: %s",
+		      (unsigned long long)w.seed, sh_errname(c.status));
+	sim_link_cut(w.csn, w.n[lead].sn, false);
+	sim_link_cut(w.n[lead].sn, w.csn, false);
+	healed = sim_now(w.sim);
+	SH_ASSERT(sim_run_until(w.sim, call_done, &c, 10 * SH_NSEC_PER_SEC));
+	SH_ASSERT_MSG(c.status == 0, "seed %llu: %s", (unsigned long long)w.seed,
+		      sh_errname(c.status));
+	SH_ASSERT_MSG(leader_node(&w, b) == lead, "seed %llu: the leader changed",
+		      (unsigned long long)w.seed);
+	SH_ASSERT_MSG(sim_now(w.sim) - healed < 700 * SH_NSEC_PER_MSEC,
+		      "seed %llu: the create ended %llu ms after the link came back",
+		      (unsigned long long)w.seed,
+		      (unsigned long long)((sim_now(w.sim) - healed) / SH_NSEC_PER_MSEC));
+	printf("  the create ended %llu ms after the link came back\n",
+	       (unsigned long long)((sim_now(w.sim) - healed) / SH_NSEC_PER_MSEC));
+	world_end(&w);
+}

@@ -253,37 +253,48 @@ call_done(void *arg)
 	return ((struct call *)arg)->done;
 }
 
-int
-call(struct world *w, struct mp_req *q, struct call *c)
+void
+call_start(struct world *w, struct mp_req *q, struct call *c)
 {
 	memset(c, 0, sizeof(*c));
 	q->fs = w->fs;
 	if (q->kind != MP_CMD)
 		q->at = w->at;
 	SH_ASSERT_OK(mroute_call(w->rt, q, 20 * SH_NSEC_PER_SEC, on_call, c));
+}
+
+int
+call(struct world *w, struct mp_req *q, struct call *c)
+{
+	call_start(w, q, c);
 	SH_ASSERT_MSG(sim_run_until(w->sim, call_done, c, 60 * SH_NSEC_PER_SEC),
 		      "seed %llu: a call never ended", (unsigned long long)w->seed);
 	return c->status;
 }
 
-int
-cmd(struct world *w, uint16_t bucket, const struct meta_cmd *mc, struct call *c)
+void
+cmd_start(struct world *w, uint16_t bucket, const struct meta_cmd *mc, struct call *c)
 {
 	struct sh_enc e;
 	struct mp_req q = { .kind = MP_CMD, .bucket = bucket };
 	struct meta_cmd copy = *mc;
-	int rc;
 
 	copy.ver = 1; /* the leader stamps its own */
-	mc = &copy;
-
 	sh_enc_init(&e);
-	SH_ASSERT_OK(meta_cmd_encode(&e, mc));
+	SH_ASSERT_OK(meta_cmd_encode(&e, &copy));
 	q.data = e.p;
 	q.dlen = e.len;
-	rc = call(w, &q, c);
+	call_start(w, &q, c); /* (mroute_call keeps a copy of the body) */
 	sh_enc_fini(&e);
-	return rc;
+}
+
+int
+cmd(struct world *w, uint16_t bucket, const struct meta_cmd *mc, struct call *c)
+{
+	cmd_start(w, bucket, mc, c);
+	SH_ASSERT_MSG(sim_run_until(w->sim, call_done, c, 60 * SH_NSEC_PER_SEC),
+		      "seed %llu: a call never ended", (unsigned long long)w->seed);
+	return c->status;
 }
 
 uint16_t

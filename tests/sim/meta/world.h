@@ -94,10 +94,15 @@ void addr(int id, char *buf, size_t len);
 void mgmt_addr(int id, char *buf, size_t len);
 void node_start(struct node *n);
 void node_stop(struct world *w, struct node *n, bool crash);
-/* A request to its bucket's leader, waited for (on_call, call_done: its parts). */
+/*
+ * A request to its bucket's leader, waited for (on_call, call_done: its
+ * parts); the _start forms return at once, c->done set when it ends.
+ */
 void on_call(void *arg, int status, const struct mp_reply *r);
 bool call_done(void *arg);
+void call_start(struct world *w, struct mp_req *q, struct call *c);
 int call(struct world *w, struct mp_req *q, struct call *c);
+void cmd_start(struct world *w, uint16_t bucket, const struct meta_cmd *mc, struct call *c);
 int cmd(struct world *w, uint16_t bucket, const struct meta_cmd *mc, struct call *c);
 /* Namespace calls through the leaders: create, remove, rename, look up, list. */
 uint16_t dbucket(uint64_t parent, const char *name);

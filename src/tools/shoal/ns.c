@@ -117,6 +117,7 @@ struct storm {
 	pthread_mutex_t mu;
 	unsigned long ok, exist, failed;
 	uint64_t max_ns;
+	double max_at; /* when the slowest create started (seconds since the epoch) */
 	int last_err;
 };
 
@@ -144,14 +145,19 @@ storm_thread(void *arg)
 
 	for (unsigned i = 0; i < s->files; i++) {
 		uint64_t t0 = mono_ns(), dt;
+		struct timespec wall;
 		int rc;
+
+		clock_gettime(CLOCK_REALTIME, &wall);
 
 		snprintf(path, sizeof(path), "%s/%st%u-%u", s->dir, s->prefix, w->idx, i);
 		rc = sh_mknod(fs, path, S_IFREG | 0640, 0);
 		dt = mono_ns() - t0;
 		pthread_mutex_lock(&s->mu);
-		if (dt > s->max_ns)
+		if (dt > s->max_ns) {
 			s->max_ns = dt;
+			s->max_at = (double)wall.tv_sec + (double)wall.tv_nsec / 1e9;
+		}
 		if (rc == 0) {
 			s->ok++;
 			fprintf(s->log, "%s\n", path);
@@ -192,9 +198,9 @@ storm(const struct cli *c, const char *dir, unsigned threads, unsigned files, co
 	free(w);
 	secs = (double)(mono_ns() - t0) / 1e9;
 	printf("{\"created\":%lu,\"existed\":%lu,\"failed\":%lu,\"last_error\":\"%s\","
-	       "\"max_latency_ms\":%.1f,\"seconds\":%.2f,\"per_s\":%.0f}\n",
+	       "\"max_latency_ms\":%.1f,\"max_at\":%.3f,\"seconds\":%.2f,\"per_s\":%.0f}\n",
 	       s.ok, s.exist, s.failed, s.failed ? sh_errname(s.last_err) : "",
-	       (double)s.max_ns / 1e6, secs, (double)(s.ok + s.exist) / secs);
+	       (double)s.max_ns / 1e6, s.max_at, secs, (double)(s.ok + s.exist) / secs);
 	return s.failed ? 1 : 0;
 }
 

@@ -76,8 +76,10 @@ struct sh_client_opts {
 
 /*
  * Connect through any management address of the cluster ("ip:port", or
- * several separated by commas: the first that answers). The client then
- * follows the cluster's configuration by itself.
+ * several separated by commas: the first that answers and gives the
+ * cluster's configuration; one that answered and went away before it
+ * did, killed say, is passed over for the next). The client then follows
+ * the cluster's configuration by itself.
  */
 SH_API int sh_client_connect(const char *mgmt, const struct sh_client_opts *opts, sh_client **out);
 SH_API void sh_client_close(sh_client *c);

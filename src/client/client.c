@@ -949,36 +949,50 @@ int
 sh_client_connect(const char *mgmt, const struct sh_client_opts *opts, sh_client **out)
 {
 	char addr[CFG_ADDR_MAX];
-	uint64_t node = 0;
 	const char *p = mgmt;
-	sh_client *c;
-	int rc = -EINVAL;
+	int rc = -EINVAL, started = 0;
 
 	if (!opts_ok(opts))
 		return -EINVAL;
-	/* the first address that answers */
+	/* the first address that answers, and gives its configuration */
 	while (p != NULL && *p) {
 		const char *comma = strchr(p, ',');
 		size_t n = comma ? (size_t)(comma - p) : strlen(p);
+		uint64_t node = 0;
+		sh_client *c;
 
-		if (n > 0 && n < sizeof(addr)) {
-			memcpy(addr, p, n);
-			addr[n] = '\0';
-			rc = node_at(addr, &node);
-			if (rc == 0)
-				break;
+		if (n == 0 || n >= sizeof(addr)) {
+			p = comma ? comma + 1 : NULL;
+			continue;
 		}
+		memcpy(addr, p, n);
+		addr[n] = '\0';
 		p = comma ? comma + 1 : NULL;
+		rc = node_at(addr, &node);
+		if (rc < 0)
+			continue;
+		c = client_new(opts, true, &rc);
+		if (c == NULL)
+			return rc;
+		started = start(c, NULL, node, addr);
+		if (started == 0) {
+			*out = c;
+			return 0;
+		}
+		/*
+		 * It answered, then gave no configuration. Killed meanwhile (it no
+		 * longer answers): the next address. Still there: the failure is
+		 * ours (a key it does not hold), and another node would say the same.
+		 */
+		if (node_at(addr, &node) == 0)
+			return started;
+		sh_log_warn("node %llu at %s went away before it gave its configuration: trying "
+			    "the next address",
+			    (unsigned long long)node, addr);
 	}
-	if (node == 0)
-		return rc == -EINVAL ? -EINVAL : rc == -EPROTO ? -EPROTO : -ECONNREFUSED;
-	c = client_new(opts, true, &rc);
-	if (c == NULL)
-		return rc;
-	rc = start(c, NULL, node, addr);
-	if (rc == 0)
-		*out = c;
-	return rc;
+	if (started < 0)
+		return -ETIMEDOUT; /* the last that answered went away */
+	return rc == -EINVAL ? -EINVAL : rc == -EPROTO ? -EPROTO : -ECONNREFUSED;
 }
 
 int

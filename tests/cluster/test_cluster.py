@@ -17,6 +17,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -352,6 +353,48 @@ def voter_replaced_while_down_comes_back(c):
     c.local("up")
     ns(c, "mkdir", "/back", node=victim)
     check("back" in ns(c, "ls", "/", node=victim).stdout, "metadata through node %d" % victim)
+
+
+class AnswersOnce(threading.Thread):
+    """An admin API that says it is node 99 once and is gone: a node killed just after it
+    answered a client's first question."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1)
+        self.addr = "127.0.0.1:%d" % self.sock.getsockname()[1]
+
+    def run(self):
+        conn, _ = self.sock.accept()
+        conn.recv(4096)
+        body = b'{"node": {"id": 99}}'
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
+        conn.close()
+        self.sock.close()
+
+
+@test
+def a_node_gone_before_it_gave_the_configuration_is_passed_over(c):
+    """`--addr A,B`: the node at A answered and went away before it gave the cluster's
+    configuration (killed between the two, as in chaos runs): B is tried, and the call
+    works, where it failed with EKEYREJECTED (a key the node does not hold, the one reason
+    a node that answers gives no configuration)."""
+    c.up()
+    make_fs(c)
+    gone = AnswersOnce()
+    gone.start()
+    t0 = time.time()
+    p = subprocess.run([os.path.join(BIN, "shoal"), "--addr", gone.addr + "," + c.addr(1),
+                        "ns", "fs1", "mkdir", "/next"], capture_output=True, text=True,
+                       timeout=120)
+    check(p.returncode == 0, "through the next address: exit %d: %s" % (p.returncode, p.stderr))
+    check("went away" in p.stderr, "the node passed over is said: %r" % p.stderr)
+    check("next" in ns(c, "ls", "/").stdout, "/next made")
+    print("  a node gone after it answered: passed over, the call done in %.1f s" %
+          (time.time() - t0))
 
 
 @test
@@ -1857,6 +1900,7 @@ SIZES = {"cannot_place_on_three_nodes": 3, "metadata_create_storm_survives_kill9
          "data_dedup_stores_once_and_survives_kills": 6,
          "data_cleaning_gives_dead_space_back": 6,
          "voter_replaced_while_down_comes_back": 6, "metrics_and_stats_move_with_traffic": 6,
+         "a_node_gone_before_it_gave_the_configuration_is_passed_over": 6,
          "fio_engine_runs_the_example_and_verifies": 6}
 
 

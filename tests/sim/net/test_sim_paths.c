@@ -203,6 +203,18 @@ run_ms(struct world *w, unsigned ms)
 	sim_run_for(w->sim, (uint64_t)ms * SH_NSEC_PER_MSEC);
 }
 
+/* The link of the interface at addr flaps: down for ms, up for ms, n times. */
+static void
+flap(struct world *w, const struct env_addr *addr, int n, unsigned ms)
+{
+	for (int k = 0; k < n; k++) {
+		SH_ASSERT_OK(sim_port_loss(w->sim, addr, 1.0));
+		run_ms(w, ms);
+		SH_ASSERT_OK(sim_port_loss(w->sim, addr, 0));
+		run_ms(w, ms);
+	}
+}
+
 /* Data packets sent on a path: everything but its probes (and the answers to the peer's). */
 static uint64_t
 data_pkts(const struct net_path_stats *s)
@@ -335,10 +347,7 @@ TEST(paths_a_flapping_link_is_not_used_and_loses_no_call)
 	w.max_gap_ns = 0;
 	/* b's interface 0 flaps: 150 ms down, 150 ms up, for 3 s (shorter than the hold) */
 	for (int k = 0; k < 10; k++) {
-		SH_ASSERT_OK(sim_port_loss(w.sim, &w.ib[0].addr, 1.0));
-		run_ms(&w, 150);
-		SH_ASSERT_OK(sim_port_loss(w.sim, &w.ib[0].addr, 0));
-		run_ms(&w, 150);
+		flap(&w, &w.ib[0].addr, 1, 150);
 		s = path_of(&w, w.a, 2, 1, 0);
 		if (k > 0)
 			SH_ASSERT_NE(s.state, NET_PATH_UP);
@@ -380,12 +389,7 @@ TEST(paths_a_flapping_link_beside_a_held_one_stalls_no_call)
 	SH_ASSERT_EQ(path_of(&w, w.b, 1, 0, 0).state, NET_PATH_HOLD);
 	w.gap_from_ns = sim_now(w.sim);
 	w.max_gap_ns = 0;
-	for (int k = 0; k < 5; k++) {
-		SH_ASSERT_OK(sim_port_loss(w.sim, &w.ia[1].addr, 1.0));
-		run_ms(&w, 300);
-		SH_ASSERT_OK(sim_port_loss(w.sim, &w.ia[1].addr, 0));
-		run_ms(&w, 300);
-	}
+	flap(&w, &w.ia[1].addr, 5, 300);
 	printf("seed %llu: a link flapping beside a held one: longest stall %.1f ms, %d calls "
 	       "ok\n",
 	       (unsigned long long)sh_test_seed(), (double)w.max_gap_ns / 1e6, w.ok);

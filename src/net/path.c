@@ -343,6 +343,8 @@ net_paths_refused_task(struct env_task *task)
 	sh_list_for_each (pos, &n->peer_list) {
 		struct net_peer *p = sh_list_entry(pos, struct net_peer, link);
 
+		bool elsewhere = false;
+
 		for (unsigned i = 0; p->npaths > 1 && i < p->npaths; i++) {
 			struct net_path *x = &p->paths[i];
 
@@ -352,8 +354,18 @@ net_paths_refused_task(struct env_task *task)
 				x->suspect = true;
 				x->st.refused++;
 			}
-			net_sess_path_lost(p, i);
 		}
+		for (unsigned i = 0; i < p->npaths && !elsewhere; i++)
+			elsewhere = !p->paths[i].suspect && p->paths[i].state != NET_PATH_DOWN;
+		/*
+		 * What was in flight on them goes on another path at once, if one
+		 * is left to take it. With none (every local link down), the
+		 * retransmission timer resends, backing off: resent at once, it
+		 * would be refused again, and again, without end.
+		 */
+		for (unsigned i = 0; elsewhere && i < p->npaths; i++)
+			if ((tps & 1u << p->paths[i].local) && p->state == SESS_ESTABLISHED)
+				net_sess_path_lost(p, i);
 	}
 }
 

@@ -666,9 +666,7 @@ rto_fire(struct env_timer *tm)
 		struct net_txpkt *t = txslot(p, s);
 
 		if (t->state == TX_INFLIGHT) {
-			/* the oldest packet timed out: its path is suspect (another may take it) */
 			if (!suspected) {
-				net_path_suspect(p, t->path);
 				p->rto_path = t->path;
 				suspected = true;
 			}
@@ -677,6 +675,13 @@ rto_fire(struct env_timer *tm)
 			p->nlost++;
 		}
 	}
+	/*
+	 * The oldest packet's path is suspect (another may take it), once every
+	 * packet is marked: its probe may take the path down, which marks what
+	 * is in flight on it (net_sess_path_lost), and must find none left.
+	 */
+	if (suspected)
+		net_path_suspect(p, p->rto_path);
 	if (!p->rto_undo) {
 		p->undo_cwnd = p->cwnd;
 		p->undo_ssthresh = p->ssthresh;

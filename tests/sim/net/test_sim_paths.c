@@ -397,6 +397,46 @@ TEST(paths_a_flapping_link_beside_a_held_one_stalls_no_call)
 	world_fini(&w);
 }
 
+/*
+ * Each round: one of b's interfaces down, and 310-355 ms later (its paths
+ * two probes missed, not yet down) the other one too, for 60 ms; then
+ * both back. While both are down every send of b's is refused: what was
+ * in flight must wait for the retransmission timer, not be resent at
+ * once to be refused again (that never ended: the simulator's clock
+ * stood still, and a real node spun). A path that has missed two probes
+ * takes the retransmissions when the other fails, and its third miss can
+ * come from the probe its timeout sends, which takes it down under the
+ * timeout. The calls go on after every round.
+ */
+TEST(paths_both_links_of_a_node_down_then_back_lose_no_call)
+{
+	static struct world w;
+
+	world_setup_timed(&w, "", "", 0, NULL, 100 * SH_NSEC_PER_MSEC, 500 * SH_NSEC_PER_MSEC);
+	w.max_inflight = 1;
+	issue(&w);
+	run_ms(&w, 300);
+	for (unsigned round = 0; round < 12; round++) {
+		const struct env_addr *first = &w.ib[round % 2].addr,
+				      *then = &w.ib[1 - round % 2].addr;
+		int before;
+
+		SH_ASSERT_OK(sim_port_loss(w.sim, first, 1.0));
+		run_ms(&w, 310 + 9 * (round / 2)); /* two probes missed, not three */
+		SH_ASSERT_OK(sim_port_loss(w.sim, then, 1.0));
+		run_ms(&w, 60);
+		SH_ASSERT_OK(sim_port_loss(w.sim, first, 0));
+		SH_ASSERT_OK(sim_port_loss(w.sim, then, 0));
+		before = w.completed;
+		run_ms(&w, 800);
+		SH_ASSERT_MSG(w.completed > before + 100,
+			      "seed %llu: round %u: %d calls after the "
+			      "links came back",
+			      (unsigned long long)sh_test_seed(), round, w.completed - before);
+	}
+	world_fini(&w);
+}
+
 TEST(paths_a_lossy_link_gives_way_and_loses_no_call)
 {
 	static struct world w;

@@ -210,6 +210,15 @@ class NetCluster:
         return self.json("cluster", "processes")
 
 
+def stacks(pid):
+    """Every thread's stack of a process (gdb, where it is installed)."""
+    if shutil.which("gdb") is None:
+        return "(no gdb here to show them)"
+    p = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt"],
+                       capture_output=True, text=True, timeout=60)
+    return p.stdout[-20000:]
+
+
 def data_pkts(path):
     """Packets a path carried that were not probes or their answers."""
     return path["pkts_sent"] - path["probes_sent"] - path["probes_answered"]
@@ -244,9 +253,18 @@ class Load:
             f.write(self.data)
         c.shoal("ns", "data", "mkdir", "/w", check_rc=0)
         c.shoal("ns", "data", "mkdir", "/s", check_rc=0)
-        self.threads = [threading.Thread(target=self.writer), threading.Thread(target=self.creates)]
+        self.threads = [threading.Thread(target=self.guarded, args=(body,))
+                        for body in (self.writer, self.creates)]
         for t in self.threads:
             t.start()
+
+    def guarded(self, body):
+        """A load thread's body: whatever it raises (a command past its timeout) is an
+        error of the run, not a thread that dies unseen."""
+        try:
+            body()
+        except Exception:
+            self.errors.append(traceback.format_exc())
 
     def writer(self):
         i = 0
@@ -267,10 +285,19 @@ class Load:
             if self.c.shoal("ns", "data", "mkdir", "/s/r%d" % r).returncode != 0:
                 self.errors.append("mkdir /s/r%d failed" % r)
             p = self.c.popen("ns", "data", "storm", "/s/r%d" % r, 2, 300, log, "r%d-" % r)
-            so, se = p.communicate(timeout=300)
+            try:
+                so, se = p.communicate(timeout=300)
+            except subprocess.TimeoutExpired:
+                # where it is stuck, then its log
+                so, se = stacks(p.pid), ""
+                p.kill()
+                se = p.communicate()[1]
+                self.errors.append("storm %d: no end in 300 s; its threads:\n%s" % (r, so))
             with open(log + ".err", "w") as f:  # the client's log (SH_LOG), kept with --keep
                 f.write(se)
-            if p.returncode != 0:
+            if p.returncode == -signal.SIGKILL:
+                pass
+            elif p.returncode != 0:
                 self.errors.append("storm %d: %s %s" % (r, so, se))
             else:
                 self.storms.append((log, json.loads(so)))

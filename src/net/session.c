@@ -603,7 +603,13 @@ net_sess_on_ack(struct net_peer *p, const struct net_pkt *pkt)
 		if (pkt->ts_ecr != 0 && sample) {
 			uint32_t us = net_now_us(n) - pkt->ts_ecr;
 
-			if (us < 60u * 1000 * 1000)
+			/*
+			 * One longer than the most an RTO may be measures an outage
+			 * (an ack the peer could not send while the way back was out,
+			 * deemed spurious by Eifel), not the path: it would hold the
+			 * RTO at its most for many RTTs after.
+			 */
+			if ((uint64_t)us * 1000 <= n->cfg.rto_max_ns)
 				rtt_sample(p, (uint64_t)us * 1000);
 		}
 		p->backoff = 0;

@@ -586,7 +586,7 @@ static void
 on_packet(struct net *n, unsigned tp, const struct env_addr *from, const struct net_pkt *pkt)
 {
 	struct net_peer *p;
-	uint64_t silent;
+	uint64_t now = env_now(n->env), silent;
 
 	if (pkt->dst_id != n->id) {
 		n->st.misdirected++;
@@ -617,8 +617,8 @@ on_packet(struct net *n, unsigned tp, const struct env_addr *from, const struct 
 	}
 	if (n->auth != NULL && net_id_is_client(p->id) && (p->inc == 0 || pkt->src_inc >= p->inc))
 		client_cred(n, p, tp, from, pkt);
-	silent = env_now(n->env) - p->heard_ns;
-	p->last_rx_ns = p->heard_ns = env_now(n->env);
+	silent = now - p->heard_ns;
+	p->last_rx_ns = p->heard_ns = now;
 	net_sess_heard(p, silent);
 	p->st.pkts_received++;
 	p->st.bytes_received += net_pkt_hdr_len(pkt->nsack) + pkt->payload_len;

@@ -342,7 +342,6 @@ net_paths_refused_task(struct env_task *task)
 	n->refused_tps = 0;
 	sh_list_for_each (pos, &n->peer_list) {
 		struct net_peer *p = sh_list_entry(pos, struct net_peer, link);
-
 		bool elsewhere = false;
 
 		for (unsigned i = 0; p->npaths > 1 && i < p->npaths; i++) {

@@ -316,14 +316,17 @@ send_data(struct net_peer *p, uint32_t seq)
 	net_out_end(p, t->path, &h, elen, zc, nzc);
 }
 
+/* The retransmission timeout as backed off now: doubled per timeout in a row, at most rto_max. */
+static uint64_t
+backed_off_rto(const struct net_peer *p)
+{
+	return SH_MIN(p->rto_ns << SH_MIN(p->backoff, 10u), p->net->cfg.rto_max_ns);
+}
+
 static void
 arm_rto(struct net_peer *p)
 {
-	uint64_t rto = p->rto_ns << SH_MIN(p->backoff, 10u);
-
-	if (rto > p->net->cfg.rto_max_ns)
-		rto = p->net->cfg.rto_max_ns;
-	env_timer_arm(&p->rto_timer, rto);
+	env_timer_arm(&p->rto_timer, backed_off_rto(p));
 }
 
 /* Take the next chunk of m; m leaves the send queue with its last fragment. */
@@ -460,12 +463,9 @@ net_sess_path_lost(struct net_peer *p, unsigned path)
 void
 net_sess_heard(struct net_peer *p, uint64_t silent_ns)
 {
-	uint64_t waiting;
-
 	if (p->state != SESS_ESTABLISHED || p->backoff == 0 || p->snd_una == p->snd_nxt)
 		return;
-	waiting = SH_MIN(p->rto_ns << SH_MIN(p->backoff, 10u), p->net->cfg.rto_max_ns);
-	if (silent_ns < waiting)
+	if (silent_ns < backed_off_rto(p))
 		return; /* it spoke while we waited: one way may be down, and backing off helps */
 	p->backoff = 0;
 	arm_rto(p);

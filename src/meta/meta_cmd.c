@@ -311,6 +311,7 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 		break;
 	case META_OP_VERSION:
 	case META_OP_SETTLE:
+	case META_OP_RESTORE:
 		rc = meta_version_apply(b, c, r);
 		break;
 	case META_OP_LEASE_GRANT:

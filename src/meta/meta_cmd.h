@@ -20,54 +20,57 @@ struct meta_bucket; /* meta_ops.h: applying a command needs the bucket store */
  * numbers are written into Raft logs: never reuse or renumber one. The
  * names are the metrics' (shoal_meta_requests_total{kind=...}).
  */
-#define META_OPS(X)                                                                             \
-	X(META_OP_MKROOT, 1, "mkroot")                                                          \
-	X(META_OP_CREATE, 2, "create")                                                          \
-	X(META_OP_LINK, 3, "link")                                                              \
-	X(META_OP_REMOVE, 4, "remove")                                                          \
-	X(META_OP_RENAME, 5, "rename")                                                          \
-	X(META_OP_SETATTR, 6, "setattr")                                                        \
-	X(META_OP_SETXATTR, 7, "setxattr")                                                      \
-	X(META_OP_REMOVEXATTR, 8, "removexattr")                                                \
-	X(META_OP_DELTA, 9, "delta")		/* apply a delta from another bucket */         \
-	X(META_OP_OUTBOX_ACK, 10, "outbox_ack") /* drop shipped deltas */                       \
-	/* ino: the directory, flags: the lessee bucket */                                      \
-	X(META_OP_LEASE_GRANT, 11, "lease_grant")                                               \
-	X(META_OP_LEASE_CLOSE, 12, "lease_close")   /* ino */                                   \
-	X(META_OP_LEASE_REOPEN, 13, "lease_reopen") /* ino */                                   \
-	X(META_OP_LEASE_DROP, 14, "lease_drop")	    /* ino, flags: the lessee */                \
-	/* ino, mode, uid, gid, upto: the generation */                                         \
-	X(META_OP_LEASE_HOLD, 15, "lease_hold")                                                 \
-	X(META_OP_LEASE_REVOKE, 16, "lease_revoke") /* ino */                                   \
-	/* a step of a cross-bucket rename: flags = META_R2_*, data = the rename */             \
-	X(META_OP_RENAME2, 17, "rename2")                                                       \
-	/* ino, data: extents to map (meta_extent_list_encode) */                               \
-	X(META_OP_EXTENT, 18, "extent")                                                         \
-	/* upto: the stripe whose fragments are released */                                     \
-	X(META_OP_RECLAIM_DONE, 19, "reclaim_done")                                             \
-	/* ino, data: a small file's bytes (meta_inline_set); flags META_INLINE_MERGE:          \
-	 * written at offset upto (meta_inline_merge) */                                        \
-	X(META_OP_INLINE, 20, "inline")                                                         \
-	/* data: meta_claim_encode (at the fingerprints' bucket) */                             \
-	X(META_OP_DEDUP_CLAIM, 21, "dedup_claim")                                               \
-	/* upto: a claim (at the file's bucket: meta_dedup_kill) */                             \
-	X(META_OP_DEDUP_KILL, 22, "dedup_kill")                                                 \
-	/* upto: a claim found dead (at its bucket) */                                          \
-	X(META_OP_DEDUP_RELEASE, 23, "dedup_release")                                           \
-	/* data: deltas for this bucket (n x META_DELTA_LEN), in order */                       \
-	X(META_OP_DELTAS, 24, "delta_batch")                                                    \
-	/* upto: refused claims recorded before this time go */                                 \
-	X(META_OP_DEDUP_FORGET, 25, "dedup_forget")                                             \
-	/* upto: request tags recorded before this time go (meta_done.h) */                     \
-	X(META_OP_DONE_FORGET, 26, "done_forget")                                               \
-	/* ino: a file without names nobody holds open goes (meta_ops.h) */                     \
-	X(META_OP_ORPHAN_DROP, 27, "orphan_drop")                                               \
-	/* upto: a stripe, data: its fragments' moves (meta_moves_encode) */                    \
-	X(META_OP_RELOCATE, 28, "relocate")                                                     \
-	/* at a group's first bucket: ver, data: the kept snapshot versions (meta_version.h) */ \
-	X(META_OP_VERSION, 29, "version")                                                       \
-	/* upto: the kept list's gen, flags: keys; at the bucket being settled */               \
-	X(META_OP_SETTLE, 30, "settle")
+#define META_OPS(X)                                                                              \
+	X(META_OP_MKROOT, 1, "mkroot")                                                           \
+	X(META_OP_CREATE, 2, "create")                                                           \
+	X(META_OP_LINK, 3, "link")                                                               \
+	X(META_OP_REMOVE, 4, "remove")                                                           \
+	X(META_OP_RENAME, 5, "rename")                                                           \
+	X(META_OP_SETATTR, 6, "setattr")                                                         \
+	X(META_OP_SETXATTR, 7, "setxattr")                                                       \
+	X(META_OP_REMOVEXATTR, 8, "removexattr")                                                 \
+	X(META_OP_DELTA, 9, "delta")		/* apply a delta from another bucket */          \
+	X(META_OP_OUTBOX_ACK, 10, "outbox_ack") /* drop shipped deltas */                        \
+	/* ino: the directory, flags: the lessee bucket */                                       \
+	X(META_OP_LEASE_GRANT, 11, "lease_grant")                                                \
+	X(META_OP_LEASE_CLOSE, 12, "lease_close")   /* ino */                                    \
+	X(META_OP_LEASE_REOPEN, 13, "lease_reopen") /* ino */                                    \
+	X(META_OP_LEASE_DROP, 14, "lease_drop")	    /* ino, flags: the lessee */                 \
+	/* ino, mode, uid, gid, upto: the generation */                                          \
+	X(META_OP_LEASE_HOLD, 15, "lease_hold")                                                  \
+	X(META_OP_LEASE_REVOKE, 16, "lease_revoke") /* ino */                                    \
+	/* a step of a cross-bucket rename: flags = META_R2_*, data = the rename */              \
+	X(META_OP_RENAME2, 17, "rename2")                                                        \
+	/* ino, data: extents to map (meta_extent_list_encode) */                                \
+	X(META_OP_EXTENT, 18, "extent")                                                          \
+	/* upto: the stripe whose fragments are released */                                      \
+	X(META_OP_RECLAIM_DONE, 19, "reclaim_done")                                              \
+	/* ino, data: a small file's bytes (meta_inline_set); flags META_INLINE_MERGE:           \
+	 * written at offset upto (meta_inline_merge) */                                         \
+	X(META_OP_INLINE, 20, "inline")                                                          \
+	/* data: meta_claim_encode (at the fingerprints' bucket) */                              \
+	X(META_OP_DEDUP_CLAIM, 21, "dedup_claim")                                                \
+	/* upto: a claim (at the file's bucket: meta_dedup_kill) */                              \
+	X(META_OP_DEDUP_KILL, 22, "dedup_kill")                                                  \
+	/* upto: a claim found dead (at its bucket) */                                           \
+	X(META_OP_DEDUP_RELEASE, 23, "dedup_release")                                            \
+	/* data: deltas for this bucket (n x META_DELTA_LEN), in order */                        \
+	X(META_OP_DELTAS, 24, "delta_batch")                                                     \
+	/* upto: refused claims recorded before this time go */                                  \
+	X(META_OP_DEDUP_FORGET, 25, "dedup_forget")                                              \
+	/* upto: request tags recorded before this time go (meta_done.h) */                      \
+	X(META_OP_DONE_FORGET, 26, "done_forget")                                                \
+	/* ino: a file without names nobody holds open goes (meta_ops.h) */                      \
+	X(META_OP_ORPHAN_DROP, 27, "orphan_drop")                                                \
+	/* upto: a stripe, data: its fragments' moves (meta_moves_encode) */                     \
+	X(META_OP_RELOCATE, 28, "relocate")                                                      \
+	/* at a group's first bucket: ver, data: the kept snapshot versions (meta_version.h) */  \
+	X(META_OP_VERSION, 29, "version")                                                        \
+	/* upto: the kept list's gen, flags: keys; at the bucket being settled */                \
+	X(META_OP_SETTLE, 30, "settle")                                                          \
+	/* upto: the restore's epoch, data: its snapshot's version, flags: keys (meta_version.h) \
+	 */                                                                                      \
+	X(META_OP_RESTORE, 31, "restore")
 
 enum meta_op {
 #define META_OP_ENUM(id, num, name) id = (num),

@@ -421,6 +421,19 @@ extent_ref(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e, int
 }
 
 int
+meta_extent_account(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e, int sign)
+{
+	int64_t len = sign * (int64_t)e->len;
+	int rc = extent_ref(b, ino, e, sign);
+
+	if (rc == 0)
+		rc = stripe_live(b, e, sign > 0 ? ino : 0, len, 0);
+	if (rc == 0)
+		rc = meta_usage_add(b, len, e->dedup ? 0 : len, 0, 0);
+	return rc;
+}
+
+int
 meta_extent_moved(void *arg, const struct meta_key *k, const void *val, size_t len, int delta)
 {
 	struct meta_bucket *b = arg;

@@ -91,6 +91,13 @@ int meta_usage_inline(struct meta_bucket *b, int64_t delta);
 int meta_stripe_ref(struct meta_bucket *b, const struct meta_extent *e, int delta);
 
 /*
+ * (meta's own) extent e of ino, stored again (sign +1) or no longer
+ * (-1) as the newest: its reference, its stripe's live bytes and the
+ * usage, as a write that maps it or punches it would (a restore).
+ */
+int meta_extent_account(struct meta_bucket *b, uint64_t ino, const struct meta_extent *e, int sign);
+
+/*
  * meta_keep.moved for bucket arg (a struct meta_bucket): an extent that
  * comes to live for snapshots alone keeps a reference on its stripe (or
  * dedup entry), one of those that goes drops it (meta_db.h).

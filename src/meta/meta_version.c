@@ -6,7 +6,7 @@
 #include "meta_extent.h"
 #include "meta_version.h"
 
-#define FORMAT 1
+#define FORMAT 2 /* (1: before restores) */
 
 void
 meta_version_init(struct meta_version *v)
@@ -44,6 +44,12 @@ meta_version_encode(const struct meta_version *v, uint8_t *out, size_t cap)
 	sh_enc_u16(&e, (uint16_t)v->nkeep);
 	for (unsigned i = 0; i < v->nkeep; i++)
 		sh_enc_u64(&e, v->keep[i]);
+	sh_enc_u32(&e, v->repoch);
+	sh_enc_u32(&e, v->rdoing);
+	sh_enc_u64(&e, v->rver);
+	sh_enc_u32(&e, v->rcursor);
+	sh_enc_u16(&e, v->rklen);
+	sh_enc_bytes(&e, v->rkey, v->rklen);
 	rc = sh_enc_error(&e);
 	if (rc == 0 && e.len > cap)
 		rc = -EOVERFLOW;
@@ -61,9 +67,11 @@ meta_version_decode(const uint8_t *b, size_t len, struct meta_version *v)
 	struct meta_version n = { .buckets = v->buckets, .nb = v->nb };
 	struct sh_dec d;
 	const uint8_t *key;
+	uint8_t format;
 
 	sh_dec_init(&d, b, len);
-	if (sh_dec_u8(&d) != FORMAT)
+	format = sh_dec_u8(&d);
+	if (format != 1 && format != FORMAT)
 		return -EBADMSG;
 	n.ver = sh_dec_u64(&d);
 	n.gen = sh_dec_u64(&d);
@@ -82,6 +90,18 @@ meta_version_decode(const uint8_t *b, size_t len, struct meta_version *v)
 		n.keep[i] = sh_dec_u64(&d);
 		if (i > 0 && n.keep[i] <= n.keep[i - 1])
 			return -EBADMSG;
+	}
+	if (format >= 2) {
+		n.repoch = sh_dec_u32(&d);
+		n.rdoing = sh_dec_u32(&d);
+		n.rver = sh_dec_u64(&d);
+		n.rcursor = sh_dec_u32(&d);
+		n.rklen = sh_dec_u16(&d);
+		if (n.rklen > META_KEY_MAX || (n.rdoing != 0 && n.rdoing <= n.repoch))
+			return -EBADMSG;
+		key = sh_dec_bytes(&d, n.rklen);
+		if (key != NULL)
+			memcpy(n.rkey, key, n.rklen);
 	}
 	sh_dec_end(&d);
 	if (sh_dec_error(&d) || n.ver == 0 || n.settled > n.gen)
@@ -227,10 +247,74 @@ settle_step(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result 
 	return meta_version_store(b->t, vs->buckets[0], vs);
 }
 
+static bool
+kept(const struct meta_version *vs, uint64_t ver)
+{
+	for (unsigned i = 0; i < vs->nkeep; i++)
+		if (vs->keep[i] == ver)
+			return true;
+	return false;
+}
+
+static int
+restore_step(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *r)
+{
+	struct meta_version *vs = b->vs;
+	uint8_t next[META_KEY_MAX];
+	uint64_t ver = 0, changed = 0;
+	size_t nlen;
+	int rc;
+
+	if (c->dlen != 8 || c->upto == 0 || c->upto > UINT32_MAX || c->flags == 0 ||
+	    c->flags > META_RESTORE_MAX)
+		return -EINVAL;
+	for (unsigned i = 0; i < 8; i++)
+		ver |= (uint64_t)c->data[i] << (8 * i);
+	if (c->upto <= vs->repoch)
+		return -EALREADY;
+	if (!kept(vs, ver))
+		return -EINVAL; /* what it reads may be gone already */
+	if (c->upto != vs->rdoing) {
+		/* a restore begins (or a newer one takes over): from the first bucket */
+		if (vs->nb == 0 || b->bucket != vs->buckets[0])
+			return -ESTALE;
+		vs->rdoing = (uint32_t)c->upto;
+		vs->rver = ver;
+		vs->rcursor = 0;
+		vs->rklen = 0;
+	} else if (ver != vs->rver || vs->rcursor >= vs->nb ||
+		   b->bucket != vs->buckets[vs->rcursor]) {
+		return -ESTALE;
+	}
+	rc = meta_restore(b, ver, vs->rklen ? vs->rkey : NULL, vs->rklen, c->flags, next, &nlen,
+			  &changed);
+	if (rc < 0)
+		return rc;
+	if (nlen > 0) {
+		memcpy(vs->rkey, next, nlen);
+		vs->rklen = (uint16_t)nlen;
+	} else {
+		vs->rklen = 0;
+		if (++vs->rcursor == vs->nb) {
+			vs->repoch = vs->rdoing;
+			vs->rdoing = 0;
+		}
+	}
+	r->aux = changed;
+	return meta_version_store(b->t, vs->buckets[0], vs);
+}
+
 int
 meta_version_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *r)
 {
 	if (b->vs == NULL)
 		return -EINVAL;
-	return c->op == META_OP_VERSION ? take_version(b, c) : settle_step(b, c, r);
+	switch (c->op) {
+	case META_OP_VERSION:
+		return take_version(b, c);
+	case META_OP_SETTLE:
+		return settle_step(b, c, r);
+	default:
+		return restore_step(b, c, r);
+	}
 }

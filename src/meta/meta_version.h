@@ -19,6 +19,15 @@
  * keys in this step) settles that many keys there (meta_settle) and moves
  * the cursor; past the last bucket, settled becomes gen. A step for
  * another gen or bucket is -ESTALE, one with nothing left -EALREADY.
+ *
+ * META_OP_RESTORE (upto: the restore's epoch; data: the snapshot's
+ * version, u64 LE; flags: keys in this step) puts that many keys of the
+ * bucket rcursor names back as the snapshot has them (meta_restore); the
+ * first step of an epoch is at the first bucket, and past the last,
+ * repoch becomes the epoch. The snapshot must be kept (-EINVAL).
+ *
+ * Format 2 adds, after the kept versions: u32 repoch, u32 rdoing, u64
+ * rver, u32 rcursor, u16 key length, key (format 1: no restore yet).
  */
 #ifndef SH_META_META_VERSION_H
 #define SH_META_META_VERSION_H
@@ -26,9 +35,12 @@
 #include "meta_cmd.h"
 #include "meta_ops.h"
 
-#define META_KEEP_MAX	     256  /* snapshots a filesystem keeps at once */
-#define META_SETTLE_MAX	     4096 /* keys in one settling step at most */
-#define META_VERSION_VAL_MAX (1 + 3 * 8 + 4 + 2 + META_KEY_MAX + 2 + META_KEEP_MAX * 8)
+#define META_KEEP_MAX	 256  /* snapshots a filesystem keeps at once */
+#define META_SETTLE_MAX	 4096 /* keys in one settling step at most */
+#define META_RESTORE_MAX 256  /* keys in one restore step at most */
+#define META_VERSION_VAL_MAX                                                            \
+	(1 + 3 * 8 + 4 + 2 + META_KEY_MAX + 2 + META_KEEP_MAX * 8 + 4 + 4 + 8 + 4 + 2 + \
+	 META_KEY_MAX)
 
 struct meta_version {
 	uint64_t ver;	  /* writes carry at least this (>= 1) */
@@ -37,6 +49,16 @@ struct meta_version {
 	uint32_t cursor;  /* settling: the index of the bucket in the group's list */
 	uint16_t klen;	  /* settling: the key to go on after there (0: its start) */
 	uint8_t key[META_KEY_MAX];
+	/*
+	 * Restores (docs/snapshots.md, "Restore"): repoch, the last one every
+	 * bucket of the group has done; rdoing, the one under way (0: none),
+	 * back to version rver, at the bucket of index rcursor after key rkey.
+	 */
+	uint32_t repoch, rdoing;
+	uint64_t rver;
+	uint32_t rcursor;
+	uint16_t rklen;
+	uint8_t rkey[META_KEY_MAX];
 	unsigned nkeep;
 	uint64_t keep[META_KEEP_MAX];
 	/* not stored: the group's buckets (the cursor's list) */
@@ -56,7 +78,20 @@ int meta_version_load(struct meta_txn *t, uint16_t first, struct meta_version *v
 int meta_version_store(struct meta_txn *t, uint16_t first, const struct meta_version *v);
 /* Kept lists, u64 LE each, ascending, at most META_KEEP_MAX (commands). -EBADMSG. */
 int meta_keep_decode(const uint8_t *b, size_t len, uint64_t *v, unsigned *n);
-/* META_OP_VERSION and META_OP_SETTLE in b (b->vs set; its changes stored). */
+/*
+ * One bucket's part of a restore to version ver (a kept snapshot's): at
+ * most max keys of versioned kinds after `after` (NULL: from the start)
+ * whose newest value is not their value as of ver get that value back
+ * (or are deleted), written at the bucket's version as any write:
+ * extents take their references, live bytes and usage back, and those
+ * they replace give theirs up. *next, *nlen: where to go on (*nlen 0: the
+ * bucket is done, and then the leases it held on other buckets'
+ * directories are dropped: the granting buckets went back too, and a
+ * create asks again). *changed counts the keys put back.
+ */
+int meta_restore(struct meta_bucket *b, uint64_t ver, const uint8_t *after, size_t alen,
+		 unsigned max, uint8_t *next, size_t *nlen, uint64_t *changed);
+/* META_OP_VERSION, META_OP_SETTLE and META_OP_RESTORE in b (b->vs set; its changes stored). */
 int meta_version_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *r);
 /*
  * What kept snapshots hold of a bucket's file bytes (meta_snap_usage.c;

@@ -174,8 +174,8 @@ store_sync(struct mgroup *g, uint64_t idx)
 static struct meta_version *
 version_for(struct mgroup *g, const struct meta_cmd *c)
 {
-	if (c == NULL ||
-	    (c->op != META_OP_VERSION && c->op != META_OP_SETTLE && c->ver <= g->vs.ver))
+	if (c == NULL || (c->op != META_OP_VERSION && c->op != META_OP_SETTLE &&
+			  c->op != META_OP_RESTORE && c->ver <= g->vs.ver))
 		return &g->vs;
 	meta_version_copy(&g->vs_work, &g->vs);
 	return &g->vs_work;

@@ -245,6 +245,192 @@ TEST(meta_snapshot_keeps_what_it_reads_until_deleted)
 	meta_db_close(f.db);
 }
 
+/* A name beginning with c whose entry in the root is in bucket 0 (of 2). */
+static const char *
+name0(char c)
+{
+	static char names[26][8];
+	char *n = names[c - 'a'];
+
+	for (unsigned i = 0;; i++) {
+		snprintf(n, sizeof(names[0]), "%c%u", c, i);
+		if (meta_dentry_bucket(META_ROOT_INO, n, strlen(n), 2) == 0)
+			return n;
+	}
+}
+
+/* Create name in the root: its inode. */
+static uint64_t
+vcreate(struct vfx *f, const char *name, uint64_t now)
+{
+	struct meta_cmd c = { .op = META_OP_CREATE,
+			      .type = META_REG,
+			      .mode = 0644,
+			      .now = now,
+			      .parent = META_ROOT_INO };
+	struct meta_result r;
+
+	snprintf(c.name, sizeof(c.name), "%s", name);
+	SH_ASSERT_OK(vapply(f, 0, &c, &r));
+	return r.dentry.ino;
+}
+
+static void
+vremove(struct vfx *f, const char *name, uint64_t ino, uint64_t now)
+{
+	struct meta_cmd c = { .op = META_OP_REMOVE, .now = now, .parent = META_ROOT_INO };
+	struct meta_result r;
+
+	snprintf(c.name, sizeof(c.name), "%s", name);
+	SH_ASSERT_OK(vapply(f, 0, &c, &r));
+	c = (struct meta_cmd){ .op = META_OP_ORPHAN_DROP, .ino = ino, .now = now };
+	SH_ASSERT_OK(vapply(f, 0, &c, &r));
+}
+
+/* Name's inline bytes in the live file system (-ENOENT: no such file, or none). */
+static int
+inline_of(struct vfx *f, const char *name, char *buf, size_t cap)
+{
+	struct meta_txn *t;
+	struct meta_dentry d;
+	int rc;
+
+	SH_ASSERT_OK(meta_txn_begin(f->db, false, &t));
+	struct meta_bucket b = { .t = t, .bucket = 0, .nbuckets = 2, .ver = UINT64_MAX >> 1 };
+	rc = meta_lookup(&b, META_ROOT_INO, name, strlen(name), &d);
+	if (rc == 0)
+		rc = meta_inline_get(&b, d.ino, buf, cap);
+	meta_txn_abort(t);
+	return rc;
+}
+
+static uint64_t
+mapped(struct vfx *f)
+{
+	struct meta_txn *t;
+	struct meta_usage u;
+
+	SH_ASSERT_OK(meta_txn_begin(f->db, false, &t));
+	struct meta_bucket b = { .t = t, .bucket = 0, .nbuckets = 2, .ver = UINT64_MAX >> 1 };
+	SH_ASSERT_OK(meta_usage_get(&b, &u));
+	meta_txn_abort(t);
+	return u.mapped + u.inlined;
+}
+
+/* Restore to version ver as epoch, one key a step: the keys put back. */
+static uint64_t
+restore(struct vfx *f, uint32_t epoch, uint64_t ver)
+{
+	uint8_t data[8];
+	uint64_t changed = 0;
+
+	for (unsigned i = 0; i < 8; i++)
+		data[i] = (uint8_t)(ver >> (8 * i));
+	for (unsigned steps = 0; f->vs.repoch < epoch; steps++) {
+		struct meta_cmd c = {
+			.op = META_OP_RESTORE, .upto = epoch, .flags = 1, .data = data, .dlen = 8
+		};
+		struct meta_result r;
+		uint16_t at = f->vs.rdoing == epoch ? f->buckets[f->vs.rcursor] : f->buckets[0];
+
+		/* a step at another bucket changes nothing */
+		SH_ASSERT_EQ(vapply(f, at == 0 ? 1 : 0, &c, &r), -ESTALE);
+		SH_ASSERT_OK(vapply(f, at, &c, &r));
+		changed += r.aux;
+		SH_ASSERT_LT(steps, 100u);
+	}
+	return changed;
+}
+
+TEST(meta_restore_puts_a_snapshot_back_and_counts_every_reference)
+{
+	char path[512], buf[64];
+	struct vfx f = { .buckets = { 0, 1 } };
+	struct meta_cmd c;
+	struct meta_result r;
+	struct meta_extent e[2];
+	uint64_t g, h, at_snap;
+	uint8_t data[8] = { 9 };
+
+	snprintf(path, sizeof(path), "%s/restore.mdb", sh_test_dir());
+	unlink(path);
+	SH_ASSERT_OK(meta_db_open(path, 64ull << 20, META_DB_NOSYNC, &f.db));
+	f.vs.buckets = f.buckets;
+	f.vs.nb = 2;
+	meta_version_init(&f.vs);
+	c = (struct meta_cmd){ .op = META_OP_MKROOT, .mode = 0755, .now = 1 };
+	SH_ASSERT_OK(vapply(&f, 0, &c, &r));
+	f.ino = vcreate(&f, "f", 2);
+	e[0] = ext(0, 2 << 20, 7);
+	e[1] = ext(2 << 20, 1 << 20, 9);
+	map(&f, e, 2, 3);
+	g = vcreate(&f, name0('g'), 3);
+	c = (struct meta_cmd){ .op = META_OP_INLINE, .ino = g, .now = 3 };
+	c.data = (const uint8_t *)"hello";
+	c.dlen = 5;
+	SH_ASSERT_OK(vapply(&f, 0, &c, &r));
+	at_snap = mapped(&f);
+
+	/* snapshot 1; then f overwritten, g removed; snapshot 3; f again, h created */
+	SH_ASSERT_OK(version_cmd(&f, 2, (uint64_t[]){ 1 }, 1));
+	e[0] = ext(0, 2 << 20, 8);
+	map(&f, e, 1, 4);
+	vremove(&f, name0('g'), g, 5);
+	SH_ASSERT_OK(version_cmd(&f, 3, (uint64_t[]){ 1, 2 }, 2));
+	e[0] = ext(0, 2 << 20, 10);
+	map(&f, e, 1, 6);
+	h = vcreate(&f, name0('h'), 7);
+	{
+		uint64_t keep = f.ino;
+
+		f.ino = h;
+		e[0] = ext(0, 1 << 20, 11);
+		map(&f, e, 1, 8);
+		f.ino = keep;
+	}
+	SH_ASSERT_EQ(stripes_at(&f, 0), 19u); /* 10 and 9 */
+	SH_ASSERT_EQ(reclaims(&f), 0u);	      /* 8 is snapshot 2's */
+	SH_ASSERT_EQ(inline_of(&f, name0('g'), buf, sizeof(buf)), -ENOENT);
+
+	/* an unkept version cannot be restored: what it read may be gone */
+	c = (struct meta_cmd){ .op = META_OP_RESTORE, .upto = 1, .flags = 1, .data = data };
+	c.dlen = 8;
+	SH_ASSERT_EQ(vapply(&f, 0, &c, &r), -EINVAL);
+
+	/* back to snapshot 1, a key a step: f maps 7 and 9 again, g is back, h is gone */
+	SH_ASSERT(restore(&f, 1, 1) >= 6);
+	SH_ASSERT_EQ(f.vs.repoch, 1u);
+	SH_ASSERT_EQ(f.vs.rdoing, 0u);
+	SH_ASSERT_EQ(stripes_at(&f, 0), 16u);
+	SH_ASSERT_EQ(inline_of(&f, name0('g'), buf, sizeof(buf)), 5);
+	SH_ASSERT(memcmp(buf, "hello", 5) == 0);
+	SH_ASSERT_EQ(inline_of(&f, name0('h'), buf, sizeof(buf)), -ENOENT);
+	/* snapshot 2 reads what it read; h's stripe (no snapshot's) and 10 are released */
+	SH_ASSERT_EQ(stripes_at(&f, 2), 17u);
+	SH_ASSERT_EQ(reclaims(&f), 21u);
+	SH_ASSERT_EQ(mapped(&f), at_snap);
+	/* done: the same epoch again is nothing to do */
+	c = (struct meta_cmd){ .op = META_OP_RESTORE, .upto = 1, .flags = 1, .data = data };
+	c.dlen = 8;
+	data[0] = 1;
+	SH_ASSERT_EQ(vapply(&f, 0, &c, &r), -EALREADY);
+
+	/* the live file system goes on from there */
+	e[0] = ext(0, 2 << 20, 12);
+	map(&f, e, 1, 9);
+	SH_ASSERT_EQ(stripes_at(&f, 0), 21u);
+	SH_ASSERT_EQ(stripes_at(&f, 1), 16u);
+
+	/* every snapshot and file gone: every stripe released once, nothing mapped */
+	SH_ASSERT_OK(version_cmd(&f, 3, NULL, 0));
+	settle(&f);
+	vremove(&f, "f", f.ino, 10);
+	vremove(&f, name0('g'), g, 10);
+	SH_ASSERT_EQ(reclaims(&f), 7u + 8 + 9 + 10 + 11 + 12);
+	SH_ASSERT_EQ(mapped(&f), 0u);
+	meta_db_close(f.db);
+}
+
 TEST(meta_version_record_refuses_bad_bytes)
 {
 	uint16_t buckets[1] = { 3 };
@@ -263,12 +449,23 @@ TEST(meta_version_record_refuses_bad_bytes)
 	v.nkeep = 2;
 	v.keep[0] = 2;
 	v.keep[1] = 7;
+	v.repoch = 2;
+	v.rdoing = 3;
+	v.rver = 7;
+	v.rcursor = 0;
+	v.rklen = 2;
+	memcpy(v.rkey, "xy", 2);
 	len = meta_version_encode(&v, buf, sizeof(buf));
 	SH_ASSERT(len > 0);
 	SH_ASSERT_OK(meta_version_decode(buf, (size_t)len, &w));
 	SH_ASSERT_EQ(w.ver, 9u);
 	SH_ASSERT_EQ(w.keep[1], 7u);
 	SH_ASSERT_EQ(w.klen, 3u);
+	SH_ASSERT_EQ(w.repoch, 2u);
+	SH_ASSERT_EQ(w.rdoing, 3u);
+	SH_ASSERT_EQ(w.rver, 7u);
+	SH_ASSERT_EQ(w.rklen, 2u);
+	SH_ASSERT(memcmp(w.rkey, "xy", 2) == 0);
 	SH_ASSERT(w.buckets == buckets);
 	for (int cut = 0; cut < len; cut++)
 		SH_ASSERT_EQ(meta_version_decode(buf, (size_t)cut, &w), -EBADMSG);

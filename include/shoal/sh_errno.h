@@ -31,7 +31,8 @@ extern "C" {
 	X(SH_EAUTH, 9, "authentication failed")                      \
 	X(SH_ENOTFORMATTED, 10, "target is not formatted")           \
 	X(SH_EBADCONFIG, 11, "invalid configuration")                \
-	X(SH_ECRASHED, 12, "node crashed (simulated)")
+	X(SH_ECRASHED, 12, "node crashed (simulated)")               \
+	X(SH_EPAUSED, 13, "file system paused (being restored)")
 
 enum sh_errno {
 #define SH_ERRNO_ENUM(name, off, msg) name = -(SH_ERR_BASE + (off)),

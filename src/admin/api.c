@@ -704,13 +704,13 @@ query_limit(const char *q)
 }
 
 /*
- * /v1/fs/FS/SUB[/NAME] (SUB "snapshots" or "keys"): which (0: neither),
+ * /v1/fs/FS/SUB[/NAME] (SUB "snapshots", "keys" or "restore"): which (0: none),
  * with the names (name "" without it).
  */
 static int
 fs_sub_path(const char *path, char *fs, char *name)
 {
-	static const char *const subs[] = { "/snapshots", "/keys" };
+	static const char *const subs[] = { "/snapshots", "/keys", "/restore" };
 	const char *p, *q;
 	int which = 0;
 	size_t l = 0;
@@ -721,7 +721,7 @@ fs_sub_path(const char *path, char *fs, char *name)
 	q = strchr(p, '/');
 	if (q == NULL || q == p || (size_t)(q - p) >= CFG_NAME_MAX)
 		return 0;
-	for (int i = 0; i < 2 && which == 0; i++) {
+	for (int i = 0; i < 3 && which == 0; i++) {
 		l = strlen(subs[i]);
 		if (strncmp(q, subs[i], l) == 0 && (q[l] == '\0' || q[l] == '/'))
 			which = i + 1;
@@ -760,6 +760,9 @@ admin_api_handle(struct cluster *cl, const struct admin_node *self, struct admin
 		return;
 	case 2:
 		admin_key_handle(cl, req, key, snap);
+		return;
+	case 3:
+		admin_restore_handle(cl, self, req, key, snap);
 		return;
 	}
 	if (strncmp(req->path, "/v1/", 4) != 0 ||

@@ -62,6 +62,13 @@ int admin_node_remove(const struct cfg *c, const struct admin_node *self, const 
  */
 void admin_snap_handle(struct cluster *cl, const struct admin_node *self, struct admin_req *req,
 		       const char *fs, const char *name);
+/*
+ * POST /v1/fs/FS/restore {"snapshot": NAME}: FS goes back to its snapshot
+ * (fs.restore), answered once it serves again (200), or 504 while it is
+ * still under way (docs/snapshots.md "Restore").
+ */
+void admin_restore_handle(struct cluster *cl, const struct admin_node *self, struct admin_req *req,
+			  const char *fs, const char *rest);
 /* A snapshot as JSON: name, fs, version, state, created (s in c). */
 /*
  * fn(arg) on a detached thread of its own (an answer that asks other nodes,

@@ -116,14 +116,18 @@ usage_reply(const struct cfg *c, const struct admin_node *self, struct admin_req
 	return false;
 }
 
-/* POST /v1/fs/FS/snapshots, from the request to its answer. */
+/* POST /v1/fs/FS/snapshots (and /restore), from the request to its answer. */
 struct snap_wait {
 	struct cluster *cl;
 	struct admin_req *req;
-	uint64_t until; /* sh_clock_mono_ns: answer 504 if not ready by then */
-	bool seen;	/* this node's configuration has had the snapshot */
-	uint32_t fs_id; /* once seen */
+	uint64_t until;	 /* sh_clock_mono_ns: answer 504 if not ready by then */
+	bool seen;	 /* this node's configuration has had the snapshot */
+	uint32_t fs_id;	 /* once seen */
+	uint32_t before; /* a restore: the filesystem's restores before it */
 	char fs[CFG_NAME_MAX], name[CFG_NAME_MAX];
+	/* once the change is committed: waited for until done says so, then answered */
+	bool (*done)(void *arg, const struct cfg *c);
+	void (*answer)(void *arg, int status, const char *msg);
 };
 
 static void
@@ -192,7 +196,7 @@ out:
 }
 
 static void
-on_created(void *arg, int status, const char *msg)
+on_submitted(void *arg, int status, const char *msg)
 {
 	struct snap_wait *w = arg;
 	uint64_t now = sh_clock_mono_ns();
@@ -203,49 +207,68 @@ on_created(void *arg, int status, const char *msg)
 		sh_free(w);
 		return;
 	}
-	rc = cluster_wait(w->cl, settled, w->until > now ? w->until - now : 0, on_settled, w);
+	rc = cluster_wait(w->cl, w->done, w->until > now ? w->until - now : 0, w->answer, w);
 	if (rc < 0)
-		on_settled(w, rc, "");
+		w->answer(w, rc, "");
+}
+
+/*
+ * cmd (name: the filesystem, snap: the body's string field `field`)
+ * submitted, answered by answer once done says so, or 504 after the wait.
+ */
+static void
+submit_and_wait(struct cluster *cl, const struct admin_node *self, struct admin_req *req,
+		struct cfg_cmd *cmd, const char *field, struct snap_wait *w)
+{
+	uint64_t wait =
+	    self->snap_wait_ns ? self->snap_wait_ns : (uint64_t)ADMIN_SNAP_WAIT_S * SH_NSEC_PER_SEC;
+	json_t *o = admin_body_object(req), *v;
+	char err[64];
+	int rc;
+
+	if (o == NULL) {
+		sh_free(w);
+		return;
+	}
+	v = json_object_get(o, field);
+	if (v == NULL || !json_is_string(v) || strlen(json_string_value(v)) >= CFG_NAME_MAX) {
+		json_decref(o);
+		sh_free(w);
+		snprintf(err, sizeof(err),
+			 v == NULL ? "missing field \"%s\""
+				   : "field \"%s\" must be a string of at most 63 bytes",
+			 field);
+		admin_reply_err(req, -EINVAL, err);
+		return;
+	}
+	snprintf(cmd->snap, sizeof(cmd->snap), "%s", json_string_value(v));
+	json_decref(o);
+	w->cl = cl;
+	w->req = req;
+	w->until = sh_clock_mono_ns() + wait;
+	snprintf(w->fs, sizeof(w->fs), "%s", cmd->name);
+	snprintf(w->name, sizeof(w->name), "%s", cmd->snap);
+	rc = admin_submit(cl, cmd, req, on_submitted, w);
+	if (rc < 0) {
+		sh_free(w);
+		admin_reply_err(req, rc, "cannot submit the change");
+	}
 }
 
 static void
 create(struct cluster *cl, const struct admin_node *self, struct admin_req *req, const char *fs)
 {
-	uint64_t wait =
-	    self->snap_wait_ns ? self->snap_wait_ns : (uint64_t)ADMIN_SNAP_WAIT_S * SH_NSEC_PER_SEC;
 	struct cfg_cmd cmd = { .op = CFG_OP_SNAP_CREATE };
-	json_t *o = admin_body_object(req), *v;
-	struct snap_wait *w;
-	int rc;
+	struct snap_wait *w = sh_calloc(1, sizeof(*w));
 
-	if (o == NULL)
-		return;
-	v = json_object_get(o, "name");
-	if (v == NULL || !json_is_string(v) || strlen(json_string_value(v)) >= CFG_NAME_MAX) {
-		json_decref(o);
-		admin_reply_err(req, -EINVAL,
-				v == NULL ? "missing field \"name\""
-					  : "field \"name\" must be a string of at most 63 bytes");
-		return;
-	}
-	snprintf(cmd.name, sizeof(cmd.name), "%s", fs);
-	snprintf(cmd.snap, sizeof(cmd.snap), "%s", json_string_value(v));
-	json_decref(o);
-	w = sh_calloc(1, sizeof(*w));
 	if (w == NULL) {
 		admin_reply_err(req, -ENOMEM, "out of memory");
 		return;
 	}
-	w->cl = cl;
-	w->req = req;
-	w->until = sh_clock_mono_ns() + wait;
-	snprintf(w->fs, sizeof(w->fs), "%s", cmd.name);
-	snprintf(w->name, sizeof(w->name), "%s", cmd.snap);
-	rc = admin_submit(cl, &cmd, req, on_created, w);
-	if (rc < 0) {
-		sh_free(w);
-		admin_reply_err(req, rc, "cannot submit the change");
-	}
+	snprintf(cmd.name, sizeof(cmd.name), "%s", fs);
+	w->done = settled;
+	w->answer = on_settled;
+	submit_and_wait(cl, self, req, &cmd, "name", w);
 }
 
 static void
@@ -376,6 +399,73 @@ schedule(struct cluster *cl, struct admin_req *req, const char *fs, const struct
 		sh_free(p);
 		admin_reply_err(req, rc, "cannot submit the change");
 	}
+}
+
+/* The restore asked for is done (or the filesystem is gone): done waiting. */
+static bool
+restored(void *arg, const struct cfg *c)
+{
+	struct snap_wait *w = arg;
+	const struct cfg_fs *f = cfg_fs_find(c, w->fs);
+
+	return f == NULL || (f->restore_epoch > w->before && f->restore_phase == CFG_RESTORE_NONE);
+}
+
+static void
+on_restored(void *arg, int status, const char *msg)
+{
+	struct snap_wait *w = arg;
+	const struct cfg_fs *f = cfg_fs_find(cluster_cfg(w->cl), w->fs);
+	char err[512];
+
+	if (status != 0 && status != -ETIMEDOUT) {
+		snprintf(err, sizeof(err), "%s: the restore of %s goes on, and ends later",
+			 *msg ? msg : sh_strerror(status), w->fs);
+		admin_reply_err(w->req, status, err);
+	} else if (f == NULL) {
+		snprintf(err, sizeof(err), "filesystem %s was deleted meanwhile", w->fs);
+		admin_reply_err(w->req, -ENOENT, err);
+	} else if (f->restore_epoch > w->before && f->restore_phase == CFG_RESTORE_NONE) {
+		admin_reply_json(w->req, 200,
+				 json_pack("{s:s, s:s, s:I}", "fs", w->fs, "snapshot", w->name,
+					   "restore", (json_int_t)f->restore_epoch));
+	} else {
+		snprintf(err, sizeof(err),
+			 "filesystem %s is still going back to snapshot %s (%s): it serves again "
+			 "when every metadata group has",
+			 w->fs, w->name,
+			 f->restore_phase == CFG_RESTORE_PAUSING ? "pausing" : "reverting");
+		reply_late(w->req, err);
+	}
+	sh_free(w);
+}
+
+void
+admin_restore_handle(struct cluster *cl, const struct admin_node *self, struct admin_req *req,
+		     const char *fs, const char *rest)
+{
+	const struct cfg_fs *f = cfg_fs_find(cluster_cfg(cl), fs);
+	struct cfg_cmd cmd = { .op = CFG_OP_FS_RESTORE };
+	struct snap_wait *w;
+
+	if (strcmp(req->method, "POST") != 0 || rest[0] != '\0') {
+		admin_reply_json(req, 405,
+				 json_pack("{s:s, s:s}", "error",
+					   "method not allowed: POST /v1/fs/FS/restore "
+					   "{\"snapshot\": NAME}",
+					   "code", "EINVAL"));
+		return;
+	}
+	w = sh_calloc(1, sizeof(*w));
+	if (w == NULL) {
+		admin_reply_err(req, -ENOMEM, "out of memory");
+		return;
+	}
+	snprintf(cmd.name, sizeof(cmd.name), "%s", fs);
+	w->before = f != NULL ? f->restore_epoch : 0;
+	w->done = restored;
+	w->answer = on_restored;
+	submit_and_wait(cl, self, req, &cmd, "snapshot", w);
 }
 
 void

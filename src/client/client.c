@@ -16,6 +16,7 @@
 SH_LOG_FACILITY("client");
 
 #define CFG_CALL_NS    (2000ull * 1000 * 1000)
+#define PAUSED_WAIT_NS (50ull * 1000 * 1000) /* a paused filesystem asked again after */
 #define CONNECT_WAIT_S 10
 #define FORGET_NS      (300ull * 1000 * 1000)
 
@@ -67,8 +68,17 @@ adopt(sh_client *c, const uint8_t *b, size_t len)
 	if (rc == 0 && n->epoch > mroute_cfg(c->rt)->epoch) {
 		rc = mroute_set_cfg(c->rt, n);
 		if (rc == 0) {
+			struct sh_list *pos;
+
 			pthread_mutex_lock(&c->mu);
 			cfg_copy(c->view, n);
+			sh_list_for_each (pos, &c->fss) {
+				sh_fs *fs = sh_list_entry(pos, sh_fs, link);
+				const struct cfg_fs *f = cfg_fs_by_id(n, fs->id);
+
+				if (f != NULL && fs->at == 0)
+					fs->epoch = f->restore_epoch;
+			}
 			pthread_cond_broadcast(&c->cv);
 			pthread_mutex_unlock(&c->mu);
 			/* what we learned of the nodes' management addresses */
@@ -215,8 +225,8 @@ on_meta(void *arg, int status, const struct mp_reply *r)
 			}
 		}
 	}
-	if (status == -ENXIO)
-		ask_cfg(o->c); /* a replica says our configuration is stale */
+	if (status == -ENXIO || status == SH_EPAUSED)
+		ask_cfg(o->c); /* a replica says our configuration is stale (or paused: restored) */
 	finish(o);
 }
 
@@ -467,16 +477,28 @@ client_metas(sh_client *c, const struct mp_req *req, struct cres *res, unsigned 
 	env_async_send(&c->wake);
 	wait_cops(c, o, n);
 	sh_free(o);
+	for (unsigned i = 0; i < n; i++)
+		if (res[i].status == SH_EPAUSED) { /* (client_meta waits the pause out) */
+			cres_fini(&res[i]);
+			client_meta(c, &req[i], &res[i]);
+		}
 }
 
 int
 client_meta(sh_client *c, const struct mp_req *req, struct cres *res)
 {
-	struct cop o = { .kind = COP_META, .req = req, .res = res };
+	for (;;) {
+		struct cop o = { .kind = COP_META, .req = req, .res = res };
 
-	memset(res, 0, sizeof(*res));
-	run(c, &o);
-	return res->status;
+		memset(res, 0, sizeof(*res));
+		run(c, &o);
+		if (res->status != SH_EPAUSED)
+			return res->status;
+		/* being restored (docs/snapshots.md): asked again once it serves, as NFS's hard
+		 * mounts wait out a server's restart */
+		cres_fini(res);
+		client_sleep(c, PAUSED_WAIT_NS);
+	}
 }
 
 void
@@ -1219,6 +1241,11 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 	}
 	pthread_mutex_lock(&c->mu);
 	sh_list_add_tail(&c->fss, &fs->link);
+	{
+		const struct cfg_fs *f = at == 0 ? cfg_fs_by_id(c->view, id) : NULL;
+
+		fs->epoch = f != NULL ? f->restore_epoch : 0;
+	}
 	pthread_mutex_unlock(&c->mu);
 	snprintf(fs->name, sizeof(fs->name), "%s", name);
 	if (c->drive == NULL) {

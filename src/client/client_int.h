@@ -78,6 +78,9 @@ struct sh_fs {
 	/* the newest version a command of ours was applied at: the next ones say they come
 	 * after it, so a snapshot never holds a change without what it followed here */
 	_Atomic uint64_t ver_seen;
+	/* the filesystem's restores as this client's configuration says (cfg_fs.restore_epoch):
+	 * a handle opened under an older one answers -ESTALE (docs/snapshots.md "Restore") */
+	_Atomic uint32_t epoch;
 	char name[64 + 1 + 64];
 	/* bumped by every change of a file's extents made here: handles' maps go stale */
 	_Atomic uint64_t wgen;

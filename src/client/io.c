@@ -79,7 +79,8 @@ sh_pwrite(sh_file *f, const void *buf, size_t len, uint64_t off)
 	if (len > ((uint64_t)1 << 62) || off > ((uint64_t)1 << 62))
 		return -EFBIG;
 	pthread_mutex_lock(&f->mu);
-	rc = f->err; /* a stripe written behind failed: reported until fsync or close */
+	rc = f->err ? f->err : io_stale(f); /* a stripe written behind failed: reported until
+					     * fsync or close */
 	if (rc == 0 && !(f->flags & O_APPEND))
 		rc = client_quota_admit(f->fs, f->ino, off, len);
 	if (rc == 0 && (f->flags & O_APPEND)) {
@@ -144,7 +145,10 @@ flush_all(sh_file *f, bool clear)
 
 	pthread_mutex_lock(&f->mu);
 	io_wait_behind(f);
-	rc = f->err ? f->err : io_flush(f);
+	/* (a stale handle with nothing to write closes fine) */
+	rc = f->err ? f->err : f->fill > 0 ? io_stale(f) : 0;
+	if (rc == 0)
+		rc = io_flush(f);
 	if (clear)
 		f->err = 0;
 	pthread_mutex_unlock(&f->mu);
@@ -205,6 +209,7 @@ open_stat(sh_fs *fs, const struct stat *st, int flags, sh_file **out)
 	if (f == NULL)
 		return -ENOMEM;
 	f->fs = fs;
+	f->epoch = fs->epoch;
 	f->bufh = io_buf_take(f);
 	if (f->bufh == NULL) {
 		sh_free(f);

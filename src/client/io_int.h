@@ -28,6 +28,7 @@ struct sh_file {
 	sh_fs *fs;
 	uint64_t ino;
 	int flags;
+	uint32_t epoch; /* the filesystem's restores when it was opened (sh_fs.epoch) */
 	pthread_mutex_t mu;
 	/* the stripe being filled: d x frag_of() bytes, parity room after them (its fragments
 	 * are sent from it: nothing writes it while others hold it) */
@@ -139,5 +140,12 @@ void io_map_bounds(struct emap *m, const struct stat *st, uint64_t at, bool more
 int io_read_range(sh_file *f, const struct stat *st, uint8_t *buf, uint64_t off, uint64_t end);
 /* Whether a read-ahead window is fetching any of [off, end) (mu held). */
 bool io_ra_coming(const sh_file *f, uint64_t off, uint64_t end);
+
+/* f was opened before its filesystem was restored (-ESTALE, as NFS says), else 0. */
+static inline int
+io_stale(const sh_file *f)
+{
+	return f->epoch != f->fs->epoch ? -ESTALE : 0;
+}
 
 #endif

@@ -837,7 +837,7 @@ sh_pread(sh_file *f, void *buf, size_t len, uint64_t off)
 
 	pthread_mutex_lock(&f->mu);
 	io_wait_behind(f);
-	rc = f->err;
+	rc = f->err ? f->err : io_stale(f);
 	if (rc == 0 && f->fill > 0)
 		rc = io_flush(f); /* what this handle wrote reads back */
 	if (rc < 0) {

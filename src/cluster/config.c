@@ -839,6 +839,8 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 	case CFG_OP_SNAP_DELETE:
 	case CFG_OP_SNAP_FORGET:
 	case CFG_OP_SNAP_SCHEDULE:
+	case CFG_OP_FS_RESTORE:
+	case CFG_OP_FS_RESTORE_STEP:
 		return cfg_check_snap(c, cmd, msg, len);
 	case CFG_OP_KEY_CREATE:
 	case CFG_OP_KEY_REVOKE:
@@ -1077,6 +1079,8 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 	case CFG_OP_SNAP_DELETE:
 	case CFG_OP_SNAP_FORGET:
 	case CFG_OP_SNAP_SCHEDULE:
+	case CFG_OP_FS_RESTORE:
+	case CFG_OP_FS_RESTORE_STEP:
 		cfg_apply_snap(c, cmd);
 		break;
 	case CFG_OP_KEY_CREATE:

@@ -83,7 +83,12 @@
 	X(CFG_OP_KEY_REVOKE, 21, "key.revoke") /* id: the key */                                 \
 	/* name: an encrypted filesystem; wrapped: its master key wrapped anew; key: the first   \
 	 * CFG_KEY_LEN bytes of the wrapped key it replaces (docs/security.md "Rotation") */     \
-	X(CFG_OP_FS_REKEY, 22, "fs.rekey")
+	X(CFG_OP_FS_REKEY, 22, "fs.rekey")                                                       \
+	/* name: a filesystem, snap: a ready snapshot of it to go back to (docs/snapshots.md) */ \
+	X(CFG_OP_FS_RESTORE, 23, "fs.restore")                                                   \
+	/* name: a filesystem being restored, size: the restore's epoch, state: the phase it     \
+	 * goes to (enum cfg_restore_phase: reverting, or none when done) */                     \
+	X(CFG_OP_FS_RESTORE_STEP, 24, "fs.restore_step")
 
 enum cfg_op {
 #define CFG_OP_ENUM(id, num, name) id = (num),
@@ -193,7 +198,25 @@ struct cfg_fs {
 	 */
 	bool sealed;
 	uint8_t wrapped[CFG_WRAP_LEN];
+	/*
+	 * Restores (fs.restore, docs/snapshots.md "Restore"): restore_epoch
+	 * counts them; while restore_phase is not CFG_RESTORE_NONE the file
+	 * system is paused (its commands refused with -EAGAIN) and goes back
+	 * to version restore_ver, a ready snapshot's. Handles opened before
+	 * an epoch answer -ESTALE after it.
+	 */
+	uint32_t restore_epoch;
+	uint8_t restore_phase;
+	uint64_t restore_ver;
 };
+
+/*
+ * A restore's phases: pausing (the metadata groups refuse the file
+ * system's commands, ship what their buckets owe others, and wait until
+ * no client can still cache what they said), then reverting (each group
+ * puts its buckets back as the snapshot has them).
+ */
+enum cfg_restore_phase { CFG_RESTORE_NONE = 0, CFG_RESTORE_PAUSING = 1, CFG_RESTORE_REVERTING = 2 };
 
 struct cfg_snap {
 	char name[CFG_NAME_MAX]; /* unique within its filesystem */

@@ -16,9 +16,10 @@
  *   5  the filesystems' snapshot schedules
  *   6  the file systems' access keys
  *   7  encrypted file systems' wrapped keys
+ *   8  the filesystems' restores
  */
 #define CFG_MAGIC_BASE 0x00474643u /* "CFG" */
-#define CFG_VERSION    7u
+#define CFG_VERSION    8u
 #define CFG_MAGIC      (CFG_MAGIC_BASE | (uint32_t)('0' + CFG_VERSION) << 24)
 
 void
@@ -226,6 +227,12 @@ encode(struct sh_enc *e, const struct cfg *c, bool secrets)
 		if (c->fs[i].sealed)
 			sh_enc_bytes(e, c->fs[i].wrapped, CFG_WRAP_LEN);
 	}
+	/* the filesystems' restores (a "CFG7" configuration ends before them) */
+	for (uint32_t i = 0; i < c->nfs; i++) {
+		sh_enc_u32(e, c->fs[i].restore_epoch);
+		sh_enc_u8(e, c->fs[i].restore_phase);
+		sh_enc_u64(e, c->fs[i].restore_ver);
+	}
 }
 
 void
@@ -343,6 +350,24 @@ decode_sealed(struct sh_dec *d, struct cfg *t)
 		f->sealed = v;
 		if (f->sealed && (u = sh_dec_bytes(d, CFG_WRAP_LEN)) != NULL)
 			memcpy(f->wrapped, u, CFG_WRAP_LEN);
+	}
+	return d->err ? -EBADMSG : 0;
+}
+
+/* The filesystems' restores ("CFG8"): a phase, and a version while under way. */
+static int
+decode_restores(struct sh_dec *d, struct cfg *t)
+{
+	for (uint32_t i = 0; i < t->nfs; i++) {
+		struct cfg_fs *f = &t->fs[i];
+
+		f->restore_epoch = sh_dec_u32(d);
+		f->restore_phase = sh_dec_u8(d);
+		f->restore_ver = sh_dec_u64(d);
+		if (f->restore_phase > CFG_RESTORE_REVERTING ||
+		    (f->restore_phase != CFG_RESTORE_NONE) != (f->restore_ver != 0) ||
+		    (f->restore_phase != CFG_RESTORE_NONE && f->restore_epoch == 0))
+			return -EBADMSG;
 	}
 	return d->err ? -EBADMSG : 0;
 }
@@ -504,6 +529,9 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 		goto bad;
 	/* before encrypted filesystems ("CFG6" and older): none */
 	if (v >= 7 && decode_sealed(&d, t) < 0)
+		goto bad;
+	/* before restores ("CFG7" and older): none */
+	if (v >= 8 && decode_restores(&d, t) < 0)
 		goto bad;
 	sh_dec_end(&d);
 	if (d.err)

@@ -3,6 +3,7 @@
  * The configuration's part of snapshots (config.h, enum cfg_snap_state):
  * the filesystems' versions, the snapshot table, and the commands that
  * change them (snap.create, snap.state, snap.delete, snap.forget); a
+ * filesystem's restore to one (fs.restore, fs.restore_step); a
  * filesystem's snapshot schedule (snap.schedule: what the configuration's
  * leader takes and trims, src/shoald/watch.c).
  */
@@ -159,6 +160,27 @@ apply_schedule(struct cfg *c, const struct cfg_cmd *cmd)
 			  f->snap_keep);
 }
 
+/* fs.restore_step: the restore under way moves on, pausing to reverting to done. */
+static int
+check_restore_step(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
+{
+	const struct cfg_fs *f = cfg_fs_find(c, cmd->name);
+
+	if (f == NULL)
+		return cfg_fail(msg, len, -ENOENT, "no filesystem '%s'", cmd->name);
+	if (f->restore_phase == CFG_RESTORE_NONE || cmd->size != f->restore_epoch)
+		return cfg_fail(msg, len, -EALREADY,
+				"filesystem %s is not under restore %llu (it is at %u, %s)",
+				f->name, (unsigned long long)cmd->size, f->restore_epoch,
+				f->restore_phase ? "under way" : "done");
+	if ((f->restore_phase == CFG_RESTORE_PAUSING && cmd->state != CFG_RESTORE_REVERTING) ||
+	    (f->restore_phase == CFG_RESTORE_REVERTING && cmd->state != CFG_RESTORE_NONE))
+		return cfg_fail(msg, len, cmd->state == f->restore_phase ? -EALREADY : -EINVAL,
+				"restore %u of %s is in phase %u: it cannot go to %u",
+				f->restore_epoch, f->name, f->restore_phase, cmd->state);
+	return 0;
+}
+
 /* The filesystem and the snapshot a command names; -ENOENT with a reason. */
 static int
 find(const struct cfg *c, const struct cfg_cmd *cmd, const struct cfg_fs **f,
@@ -183,10 +205,24 @@ cfg_check_snap(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t
 
 	if (cmd->op == CFG_OP_SNAP_SCHEDULE)
 		return check_schedule(c, cmd, msg, len);
+	if (cmd->op == CFG_OP_FS_RESTORE_STEP)
+		return check_restore_step(c, cmd, msg, len);
 	rc = find(c, cmd, &f, &s, msg, len);
 	if (rc < 0)
 		return rc;
+	if (f->restore_phase != CFG_RESTORE_NONE && cmd->op != CFG_OP_SNAP_STATE &&
+	    cmd->op != CFG_OP_SNAP_FORGET)
+		return cfg_fail(msg, len, -EBUSY,
+				"filesystem %s is being restored to version %llu: try again when "
+				"it is done",
+				f->name, (unsigned long long)f->restore_ver);
 	switch (cmd->op) {
+	case CFG_OP_FS_RESTORE:
+		if (s->state != CFG_SNAP_READY)
+			return cfg_fail(msg, len, -EINVAL,
+					"snapshot %s of %s is %s: only a ready one can be restored",
+					s->name, f->name, cfg_snap_state_name(s->state));
+		return 0;
 	case CFG_OP_SNAP_CREATE:
 		if (!cfg_name_ok(cmd->snap))
 			return cfg_fail(msg, len, -EINVAL,
@@ -254,8 +290,29 @@ cfg_apply_snap(struct cfg *c, const struct cfg_cmd *cmd)
 		return;
 	}
 	f = (struct cfg_fs *)cfg_fs_find(c, cmd->name);
+	if (cmd->op == CFG_OP_FS_RESTORE_STEP) {
+		f->restore_phase = cmd->state;
+		if (cmd->state == CFG_RESTORE_NONE) {
+			cfg_event(c, cmd->time, cmd->id,
+				  "filesystem %s is back at version %llu (restore %u): it serves "
+				  "again",
+				  f->name, (unsigned long long)f->restore_ver, f->restore_epoch);
+			f->restore_ver = 0;
+		}
+		return;
+	}
 	s = (struct cfg_snap *)cfg_snap_find(c, f->id, cmd->snap);
 	switch (cmd->op) {
+	case CFG_OP_FS_RESTORE:
+		f->restore_epoch++;
+		f->restore_phase = CFG_RESTORE_PAUSING;
+		f->restore_ver = s->version;
+		cfg_event(
+		    c, cmd->time, 0,
+		    "filesystem %s goes back to snapshot %s (version %llu, restore %u): paused "
+		    "meanwhile",
+		    f->name, s->name, (unsigned long long)s->version, f->restore_epoch);
+		break;
 	case CFG_OP_SNAP_CREATE:
 		s = &c->snaps[c->nsnaps++];
 		memset(s, 0, sizeof(*s));

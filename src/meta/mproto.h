@@ -69,7 +69,8 @@
 	 * change need not wait for their recall) */                                          \
 	X(MP_FORGET, 19, "forget")                                                            \
 	/* at any bucket of a group: reply aux: the version its writes carry; data: u64 LE    \
-	 * gen, settled, then per kept snapshot u64 LE version (meta_version.h) */            \
+	 * gen, settled, the last restore done, 1 if drained for one (msvc_restore_drained),  \
+	 * then per kept snapshot u64 LE version (meta_version.h) */                          \
 	X(MP_VERSION, 20, "version")                                                          \
 	/* at = v2, off = v1 (ready snapshots of the fs, v1 < v2; v1 0: the empty fs), data:  \
 	 * the logical key to go on after (empty: the bucket's first), max: reply bytes, len: \

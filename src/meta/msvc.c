@@ -928,6 +928,10 @@ dispatch(struct mreq *m)
 		return;
 	}
 	m->step = ST_NONE;
+	if (msvc_restore_refuses(m->fs, m)) {
+		mreq_answer(m, SH_EPAUSED, NULL);
+		return;
+	}
 	if (m->req.at != 0) {
 		int rc = msvc_snap_readable(m->fs, &m->req);
 

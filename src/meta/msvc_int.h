@@ -86,6 +86,8 @@ struct mfs {
 	struct env_timer reclaim_tick;
 	bool *snap_busy;  /* by group index: a version step in flight (msvc_snap.c) */
 	bool snap_asking; /* the groups are being asked where they stand */
+	/* a restore's pause, as this node saw it begin (monotonic ns; 0: not paused) */
+	uint64_t paused_since;
 	bool closing;
 };
 
@@ -296,6 +298,16 @@ void msvc_snap_kick(struct msvc *s, uint64_t delay_ns);
 int msvc_snap_readable(const struct mfs *fs, const struct mp_req *req);
 /* 0 if version ver is a ready snapshot's of the filesystem, else -ESTALE. */
 int msvc_snap_ready(const struct mfs *fs, uint64_t ver);
+/*
+ * A restore (docs/snapshots.md, "Restore"): whether the filesystem is
+ * paused, and so refuses m (a client's, not of a snapshot) with
+ * SH_EPAUSED; whether group g (led here) is drained: nothing of its
+ * buckets' outboxes left to apply elsewhere, no rename under way, no
+ * client's request in flight here, and paused long enough that no
+ * client still caches what a leader said before.
+ */
+bool msvc_restore_refuses(const struct mfs *fs, const struct mreq *m);
+bool msvc_restore_drained(struct mfs *fs, struct mgroup *g);
 void msvc_snap_stop(struct msvc *s);
 void msvc_balance_start(struct msvc *s);
 void msvc_balance_stop(struct msvc *s);

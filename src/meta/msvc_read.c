@@ -201,6 +201,8 @@ msvc_do_read(struct mreq *m)
 
 		sh_enc_u64(&e, vs->gen);
 		sh_enc_u64(&e, vs->settled);
+		sh_enc_u64(&e, vs->repoch);
+		sh_enc_u64(&e, msvc_restore_drained(m->fs, m->g));
 		for (unsigned i = 0; i < vs->nkeep; i++)
 			sh_enc_u64(&e, vs->keep[i]);
 		rep.aux = vs->ver;

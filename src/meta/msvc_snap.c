@@ -27,6 +27,15 @@ SH_LOG_FACILITY("meta.snap");
 
 #define SNAP_TICK_NS (100ull * 1000 * 1000)
 #define SETTLE_KEYS  META_SETTLE_MAX
+#define RESTORE_KEYS META_RESTORE_MAX
+/*
+ * Paused this long, no client still caches what a leader said before (it
+ * may for MP_CACHE_MS), and every client that can reach the cluster has
+ * asked for the configuration (every 500 ms) and knows its handles are
+ * stale.
+ */
+#define PAUSE_NS (1000ull * 1000 * 1000)
+_Static_assert(PAUSE_NS >= 2ull * MP_CACHE_MS * 1000 * 1000, "every cache lease ends");
 /* a snapshot being created: every group asked again this soon (and a little more per group) */
 #define REASK_NS       (5ull * 1000 * 1000)
 #define REASK_GROUP_NS (20ull * 1000)
@@ -77,6 +86,28 @@ propose_step(struct mfs *fs, uint32_t gi, uint16_t bucket, const struct meta_cmd
 	}
 }
 
+/* A restore under way that group gi has not done: its next step proposed (true). */
+static bool
+restore_step(struct mfs *fs, uint32_t gi, const struct meta_version *vs)
+{
+	const struct cfg_fs *f = cfg_fs_by_id(mroute_cfg(fs->s->rt), fs->id);
+	struct meta_cmd c = { .op = META_OP_RESTORE, .ver = 1, .flags = RESTORE_KEYS };
+	uint8_t data[8];
+
+	if (f == NULL || f->restore_phase != CFG_RESTORE_REVERTING ||
+	    vs->repoch >= f->restore_epoch)
+		return false;
+	for (unsigned b = 0; b < 8; b++)
+		data[b] = (uint8_t)(f->restore_ver >> (8 * b));
+	c.now = env_realtime(fs->s->env);
+	c.upto = f->restore_epoch;
+	c.data = data;
+	c.dlen = sizeof(data);
+	propose_step(
+	    fs, gi, vs->rdoing == f->restore_epoch ? vs->buckets[vs->rcursor] : vs->buckets[0], &c);
+	return true;
+}
+
 /* Bring group gi (led and served here) to the configuration's version and kept list. */
 static void
 reconcile(struct mfs *fs, uint32_t gi, uint64_t ver, const uint64_t *keep, unsigned nkeep)
@@ -97,6 +128,8 @@ reconcile(struct mfs *fs, uint32_t gi, uint64_t ver, const uint64_t *keep, unsig
 		c.data = data;
 		c.dlen = nkeep * 8;
 		propose_step(fs, gi, vs->buckets[0], &c);
+	} else if (restore_step(fs, gi, vs)) {
+		/* (proposed: a restore goes before settling) */
 	} else if (vs->settled != vs->gen && vs->cursor < vs->nb) {
 		c.op = META_OP_SETTLE;
 		c.upto = vs->gen;
@@ -145,10 +178,44 @@ struct ask {
 	unsigned pending;
 	bool failed;
 	uint64_t min_ver;      /* the least version a group's writes carry */
+	uint64_t min_repoch;   /* the least restore a group has done */
+	bool drained;	       /* every group is drained for a restore */
 	uint64_t deleting[64]; /* snapshots being deleted (versions) */
 	bool still[64];	       /* a group still keeps it, or has not settled */
 	unsigned ndeleting;
 };
+
+/* A restore's next phase, once every group is drained (pausing) or has done it (reverting). */
+static void
+conclude_restore(struct ask *a, const struct cfg *c)
+{
+	struct mfs *fs = a->fs;
+	const struct cfg_fs *f = cfg_fs_by_id(c, fs->id);
+	struct cfg_cmd cmd = { .op = CFG_OP_FS_RESTORE_STEP };
+	bool next = false;
+
+	if (f == NULL || f->restore_phase == CFG_RESTORE_NONE)
+		return;
+	if (f->restore_phase == CFG_RESTORE_PAUSING) {
+		next = a->drained;
+		cmd.state = CFG_RESTORE_REVERTING;
+	} else {
+		next = a->min_repoch >= f->restore_epoch;
+		cmd.state = CFG_RESTORE_NONE;
+	}
+	if (!next) { /* asked again soon, not at the next tick */
+		msvc_snap_kick(fs->s, REASK_NS + mroute_place(fs->s->rt)->ngroups * REASK_GROUP_NS);
+		return;
+	}
+	snprintf(cmd.name, sizeof(cmd.name), "%s", f->name);
+	cmd.size = f->restore_epoch;
+	cmd.time = env_realtime(fs->s->env);
+	sh_log_info("filesystem %s: restore %u to version %llu: %s", f->name, f->restore_epoch,
+		    (unsigned long long)f->restore_ver,
+		    cmd.state == CFG_RESTORE_REVERTING ? "every group is drained, going back"
+						       : "every group went back, serving again");
+	fs->s->p.cfg_submit(fs->s->p.arg, &cmd);
+}
 
 static void
 conclude(struct ask *a)
@@ -169,6 +236,7 @@ conclude(struct ask *a)
 		}
 	if (a->failed)
 		return;
+	conclude_restore(a, c);
 	for (uint32_t i = 0; i < c->nsnaps; i++) {
 		const struct cfg_snap *sn = &c->snaps[i];
 		const struct cfg_fs *f = cfg_fs_by_id(c, fs->id);
@@ -220,7 +288,7 @@ on_version(void *arg, int status, const struct mp_reply *r)
 {
 	struct ask *a = arg;
 
-	if (status < 0 || r == NULL || r->dlen < 16 || r->dlen % 8 != 0) {
+	if (status < 0 || r == NULL || r->dlen < 32 || r->dlen % 8 != 0) {
 		a->failed = true;
 	} else {
 		uint64_t gen = 0, settled = 0;
@@ -229,12 +297,21 @@ on_version(void *arg, int status, const struct mp_reply *r)
 			gen |= (uint64_t)r->data[b] << (8 * b);
 			settled |= (uint64_t)r->data[8 + b] << (8 * b);
 		}
+		uint64_t repoch = 0, drained = 0;
+
+		for (unsigned b = 0; b < 8; b++) {
+			repoch |= (uint64_t)r->data[16 + b] << (8 * b);
+			drained |= (uint64_t)r->data[24 + b] << (8 * b);
+		}
 		if (r->aux < a->min_ver)
 			a->min_ver = r->aux;
+		if (repoch < a->min_repoch)
+			a->min_repoch = repoch;
+		a->drained = a->drained && drained == 1;
 		for (unsigned k = 0; k < a->ndeleting; k++) {
 			bool kept = false;
 
-			for (size_t at = 16; at < r->dlen; at += 8) {
+			for (size_t at = 32; at < r->dlen; at += 8) {
 				uint64_t v = 0;
 
 				for (unsigned b = 0; b < 8; b++)
@@ -255,6 +332,9 @@ ask_groups(struct mfs *fs, const struct cfg *c)
 	struct ask *a;
 	bool pending = false;
 
+	const struct cfg_fs *f = cfg_fs_by_id(c, fs->id);
+
+	pending = f != NULL && f->restore_phase != CFG_RESTORE_NONE;
 	for (uint32_t i = 0; i < c->nsnaps; i++)
 		pending =
 		    pending || (c->snaps[i].fs == fs->id && c->snaps[i].state != CFG_SNAP_READY);
@@ -265,6 +345,8 @@ ask_groups(struct mfs *fs, const struct cfg *c)
 		return;
 	a->fs = fs;
 	a->min_ver = UINT64_MAX;
+	a->min_repoch = UINT64_MAX;
+	a->drained = true;
 	for (uint32_t i = 0; i < c->nsnaps && a->ndeleting < 64; i++)
 		if (c->snaps[i].fs == fs->id && c->snaps[i].state == CFG_SNAP_DELETING)
 			a->deleting[a->ndeleting++] = c->snaps[i].version;
@@ -303,6 +385,15 @@ on_tick(struct env_timer *t)
 
 		if (fs->closing || fs->snap_busy == NULL || (ver = wanted(fs, keep, &nkeep)) == 0)
 			continue;
+		{
+			const struct cfg_fs *f = cfg_fs_by_id(c, fs->id);
+			bool paused = f != NULL && f->restore_phase != CFG_RESTORE_NONE;
+
+			if (!paused)
+				fs->paused_since = 0;
+			else if (fs->paused_since == 0)
+				fs->paused_since = env_now(s->env);
+		}
 		/* (the kept list once for all the groups) */
 		for (uint32_t gi = 0; gi < fs->ngroups; gi++)
 			if (group_free(fs, gi))
@@ -343,6 +434,78 @@ msvc_snap_ready(const struct mfs *fs, uint64_t ver)
 		if (c->snaps[i].fs == fs->id && c->snaps[i].version == ver)
 			return c->snaps[i].state == CFG_SNAP_READY ? 0 : -ESTALE;
 	return -ESTALE;
+}
+
+bool
+msvc_restore_refuses(const struct mfs *fs, const struct mreq *m)
+{
+	const struct cfg_fs *f = cfg_fs_by_id(mroute_cfg(fs->s->rt), fs->id);
+
+	return f != NULL && f->restore_phase != CFG_RESTORE_NONE && m->req.at == 0 &&
+	       msvc_client_of(m) != 0;
+}
+
+struct unapplied {
+	uint64_t applied;
+	unsigned n;
+};
+
+/* (an outbox keeps what was applied where it went until trimmed: only what is not counts) */
+static int
+count_outbox(void *arg, const struct meta_delta *d)
+{
+	struct unapplied *u = arg;
+
+	if (d->seq <= u->applied)
+		return 0;
+	u->n++;
+	return 1;
+}
+
+static int
+count_intent(void *arg, int phase, const struct meta_rename2 *r)
+{
+	(void)phase;
+	(void)r;
+	(*(unsigned *)arg)++;
+	return 1;
+}
+
+bool
+msvc_restore_drained(struct mfs *fs, struct mgroup *g)
+{
+	const struct cfg_fs *f = cfg_fs_by_id(mroute_cfg(fs->s->rt), fs->id);
+	const struct meta_version *vs = mgroup_version(g);
+	uint64_t now = env_now(fs->s->env);
+	struct sh_list *pos;
+
+	if (f == NULL || f->restore_phase == CFG_RESTORE_NONE || fs->paused_since == 0 ||
+	    now - fs->paused_since < PAUSE_NS)
+		return false;
+	sh_list_for_each (pos, &fs->s->reqs) {
+		const struct mreq *m = sh_list_entry(pos, struct mreq, link);
+
+		if (m->fs == fs && m->req.at == 0 && msvc_client_of(m) != 0)
+			return false; /* a client's, let in before the pause */
+	}
+	for (unsigned i = 0; i < vs->nb; i++) {
+		struct unapplied u = { .applied = fs->ship[vs->buckets[i]].applied };
+		struct meta_bucket mb;
+		unsigned n = 0;
+		int rc = mgroup_read(g, vs->buckets[i], &mb);
+
+		if (rc < 0)
+			return false;
+		rc = meta_outbox(&mb, count_outbox, &u);
+		if (rc >= 0 && u.n == 0)
+			rc = meta_intents(&mb, count_intent, &n);
+		meta_txn_abort(mb.t);
+		if (rc < 0 || n + u.n > 0) {
+			mfs_ship_kick(fs, vs->buckets[i]);
+			return false;
+		}
+	}
+	return true;
 }
 
 void

@@ -13,6 +13,9 @@
 - what changed between two snapshots (shoal fs snapshot diff, sh_fs_diff) names the
   entries added and removed and the files rewritten, and nothing else; it reads the
   snapshots, so changes to the live tree meanwhile do not change it;
+- a restore (shoal fs restore FS@SNAP) brings the snapshot's tree back, small and
+  deduplicated files included, while a handle opened before it answers ESTALE; the
+  filesystem goes on from there, and once every snapshot and file is gone nothing is stored;
 - names are checked: a second snapshot of one name, one of a filesystem that is not there,
   the deletion of one that is not there, are refused and change nothing.
 
@@ -198,6 +201,94 @@ def snapshot_keeps_what_it_reads_until_deleted(c):
     left = stored(c, "sn", want=lambda x: x < 0.1 * base)
     print("  stored: %.1f MiB, %.1f with the overwrite, %.1f after the remove, %.1f once "
           "the snapshot went" % (base / 2**20, both / 2**20, kept / 2**20, left / 2**20))
+
+
+def open_across_restore(c, fs):
+    """A file opened through the mount before the restore (the mount's handle), read after:
+    None where FUSE mounts are not allowed."""
+    mnt = os.path.join(c.dir, "rmnt")
+    os.makedirs(mnt, exist_ok=True)
+    try:
+        tc.mount_or_skip(c, fs, mnt)
+    except tc.Skip as e:
+        print("  (a handle across the restore not tried: %s)" % e)
+        return None, None
+    return mnt, os.open(os.path.join(mnt, "ckpt"), os.O_RDONLY | os.O_DIRECT)
+
+
+@test
+def restore_brings_the_snapshot_back(c):
+    c.up()
+    make_fs(c, "rs", compression="lz4", dedup=True)
+    size = 4 << 20
+    old = put_random(c, "rs", "/ckpt", size, "a")
+    c.shoal("ns", "rs", "mkdir", "/d", check_rc=0)
+    small = put_random(c, "rs", "/d/small", 300, "s")
+    dup = put_random(c, "rs", "/dup1", 1 << 20, "u")
+    c.shoal("ns", "rs", "put", os.path.join(c.dir, "u"), "/dup2", check_rc=0, timeout=120)
+    before = stored(c, "rs", want=lambda x: x >= size)
+    c.shoal("fs", "snapshot", "create", "rs", "s1", check_rc=0)
+    # after it: the checkpoint rewritten, the small file cut, a copy removed, the
+    # directory renamed, a new file
+    new = put_random(c, "rs", "/ckpt", size, "b")
+    c.shoal("ns", "rs", "truncate", "/d/small", "10", check_rc=0)
+    c.shoal("ns", "rs", "rm", "/dup2", check_rc=0)
+    c.shoal("ns", "rs", "mv", "/d", "/e", check_rc=0)
+    put_random(c, "rs", "/later", 1 << 20, "l")
+    check(get(c, "rs", "/ckpt") == new, "the live checkpoint reads wrong before the restore")
+    # refused: a snapshot that is not there, a malformed name
+    p = c.shoal("fs", "restore", "rs@nope")
+    check(p.returncode != 0 and "no snapshot" in p.stderr, "restore of no snapshot: exit %d %s"
+          % (p.returncode, p.stderr))
+    p = c.shoal("fs", "restore", "rs")
+    check(p.returncode != 0, "restore without @SNAPSHOT: exit 0")
+    mnt, fd = open_across_restore(c, "rs")
+    try:
+        if fd is not None:
+            check(os.pread(fd, 4096, 0) == new[:4096], "the mount reads the new checkpoint wrong")
+        t0 = time.time()
+        out = c.shoal("fs", "restore", "rs@s1", check_rc=0, timeout=120).stdout
+        took = time.time() - t0
+        check("back at snapshot s1" in out, "restore said %r" % out)
+        print("  restored in %.0f ms (through the CLI: pause, drain, revert)" % (took * 1000))
+        if fd is not None:
+            try:
+                os.pread(fd, 4096, 0)
+                raise tc.Fail("a handle opened before the restore still reads")
+            except OSError as e:
+                check(e.errno == errno.ESTALE, "a handle from before the restore: %s" % e)
+            with open(os.path.join(mnt, "ckpt"), "rb") as f:
+                check(f.read() == old, "the mount reads the restored checkpoint wrong")
+    finally:
+        if fd is not None:
+            try:
+                os.close(fd)  # (nothing written: a stale handle closes fine)
+            finally:
+                tc.unmount(mnt)
+    check(get(c, "rs", "/ckpt") == old, "the restored checkpoint reads wrong")
+    check(get(c, "rs", "/d/small") == small, "the restored small file reads wrong")
+    check(get(c, "rs", "/dup1") == dup and get(c, "rs", "/dup2") == dup,
+          "the restored deduplicated copies read wrong")
+    ls = sorted(n.rstrip("/") for n in c.shoal("ns", "rs", "ls", "/", check_rc=0).stdout.split())
+    check(ls == ["ckpt", "d", "dup1", "dup2"], "the restored root lists %s" % ls)
+    check(get(c, "rs@s1", "/ckpt") == old, "the snapshot reads wrong after the restore")
+    # the file system goes on from there: written, snapshotted again
+    again = put_random(c, "rs", "/ckpt", size, "c")
+    check(get(c, "rs", "/ckpt") == again, "a write after the restore reads wrong")
+    c.shoal("fs", "snapshot", "create", "rs", "s2", check_rc=0)
+    check(get(c, "rs@s2", "/ckpt") == again, "a snapshot after the restore reads wrong")
+    # every snapshot and file gone: the space comes back to where it started
+    for sn in ("s1", "s2"):
+        c.shoal("fs", "snapshot", "delete", "rs", sn, check_rc=0)
+    for f in ("/ckpt", "/d/small", "/dup1", "/dup2"):
+        c.shoal("ns", "rs", "rm", f, check_rc=0)
+    end = time.time() + 60
+    while snaps(c, "rs"):
+        check(time.time() < end, "snapshots never forgotten: %s" % snaps(c, "rs"))
+        time.sleep(0.3)
+    left = stored(c, "rs", want=lambda x: x == 0, timeout=60)
+    print("  stored: %.1f MiB before the snapshot, %d bytes once all went"
+          % (before / 2**20, left))
 
 
 def diff(c, fs, a, b):

@@ -32,6 +32,7 @@ static const char usage_text[] =
     "  fs rekey FS --old KEYFILE --new KEYFILE  (an encrypted FS's key changed; made if none)\n"
     "  fs list | fs delete NAME\n"
     "  fs snapshot create FS NAME | fs snapshot list FS | fs snapshot delete FS NAME\n"
+    "  fs restore FS@SNAPSHOT  (FS goes back to it; paused meanwhile, open files ESTALE)\n"
     "  fs key create FS --read-only|--read-write [--out FILE] | fs key list FS\n"
     "  fs key revoke FS ID\n"
     "  fs snapshot schedule FS [--every DURATION [--keep N]] (DURATION: 15m, 6h, 1d; off)\n"
@@ -763,6 +764,8 @@ run(struct cli *c, int argc, char **argv)
 			return cmd_snapshot(c, argc - 2, argv + 2);
 		if (strcmp(verb, "key") == 0)
 			return cmd_key(c, argc - 2, argv + 2);
+		if (strcmp(verb, "restore") == 0)
+			return cmd_restore(c, argc - 2, argv + 2);
 		if (strcmp(verb, "rekey") == 0) {
 			static const char *const k[] = { "--old", "--new", NULL };
 			const char *name = next_pos(&a, "filesystem name");

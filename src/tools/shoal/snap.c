@@ -232,3 +232,30 @@ cmd_snapshot(struct cli *c, int argc, char **argv)
 	}
 	usage_error("unknown command 'fs snapshot %s'", verb);
 }
+
+/* shoal fs restore FS@SNAPSHOT: answered once FS serves again (a 504: still going back). */
+int
+cmd_restore(struct cli *c, int argc, char **argv)
+{
+	char fs[128], path[256];
+	const char *at;
+	json_t *j;
+
+	if (argc != 1 || (at = strchr(argv[0], '@')) == NULL || at == argv[0] ||
+	    (size_t)(at - argv[0]) >= sizeof(fs))
+		usage_error("fs restore takes FS@SNAPSHOT: the filesystem goes back to that "
+			    "snapshot (every change since is lost; open files answer ESTALE)");
+	memcpy(fs, argv[0], (size_t)(at - argv[0]));
+	fs[at - argv[0]] = '\0';
+	check_name(fs, "filesystem");
+	check_name(at + 1, "snapshot");
+	snprintf(path, sizeof(path), "/v1/fs/%s/restore", fs);
+	j = api_call(c, "POST", path, json_pack("{s:s}", "snapshot", at + 1));
+	if (c->json)
+		print_json(j);
+	else
+		printf("filesystem %s is back at snapshot %s (restore %lld): it serves again\n", fs,
+		       at + 1, jint(j, "restore"));
+	json_decref(j);
+	return 0;
+}

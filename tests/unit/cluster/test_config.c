@@ -5,8 +5,10 @@
 #include "../../../src/cluster/config.h"
 #include "../../lib/test.h"
 
-/* What "CFG7" adds at the end: a u8 per filesystem (and 64 bytes per encrypted one). */
-#define CFG7_TAIL(c) ((size_t)(c)->nfs)
+/* What "CFG7" and "CFG8" add at the end: a u8 per filesystem (and 64 bytes per encrypted
+ * one), then its restores (u32 epoch, u8 phase, u64 version) */
+#define CFG8_TAIL(c) ((size_t)(c)->nfs * 13)
+#define CFG7_TAIL(c) ((size_t)(c)->nfs + CFG8_TAIL(c))
 /* and at the end of a command: sealed u8 and the wrapped key */
 #define CMD7_TAIL (1 + CFG_WRAP_LEN)
 
@@ -930,7 +932,7 @@ TEST(config_snapshot_codecs)
 	sh_enc_init(&e);
 	sh_enc_init(&f);
 	cfg_encode(&e, c);
-	SH_ASSERT_EQ(memcmp(e.p, "CFG7", 4), 0);
+	SH_ASSERT_EQ(memcmp(e.p, "CFG8", 4), 0);
 	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
 	cfg_encode(&f, d);
 	SH_ASSERT_EQ(e.len, f.len);
@@ -981,6 +983,74 @@ TEST(config_snapshot_codecs)
 	cfg_free(c);
 }
 
+/* fs.restore: pausing, reverting, done; refused while under way, and what it refuses. */
+TEST(config_restore_phases)
+{
+	struct cfg *c = cluster_with_fs(), *d = cfg_new();
+	const struct cfg_fs *data = cfg_fs_find(c, "data");
+	struct cfg_cmd step = snap_cmd(CFG_OP_FS_RESTORE_STEP, "data", "", 10);
+	struct sh_enc e;
+
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "data", "a", 1), 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "data", "b", 2), 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_FS_RESTORE, "data", "a", 3), -EINVAL,
+		    "only a ready one can be restored");
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_STATE, "data", "a", 3), 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_FS_RESTORE, "data", "zz", 4), -ENOENT, "no snapshot 'zz'");
+	snap_expect(c, snap_cmd(CFG_OP_FS_RESTORE, "nope", "a", 4), -ENOENT, "no filesystem");
+	step.size = 1;
+	step.state = CFG_RESTORE_REVERTING;
+	snap_expect(c, step, -EALREADY, "not under restore 1");
+	snap_expect(c, snap_cmd(CFG_OP_FS_RESTORE, "data", "a", 5), 0, NULL);
+	SH_ASSERT_EQ(data->restore_epoch, 1u);
+	SH_ASSERT_EQ(data->restore_phase, CFG_RESTORE_PAUSING);
+	SH_ASSERT_EQ(data->restore_ver, 1u);
+	SH_ASSERT(strstr(cfg_event_at(c, 0)->text, "goes back to snapshot a") != NULL);
+	/* under way: no second one, the snapshot stays, no new snapshot */
+	snap_expect(c, snap_cmd(CFG_OP_FS_RESTORE, "data", "a", 6), -EBUSY, "being restored");
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_DELETE, "data", "a", 6), -EBUSY, "being restored");
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "data", "c", 6), -EBUSY, "being restored");
+	/* phases in order only, of this restore only */
+	step.state = CFG_RESTORE_NONE;
+	snap_expect(c, step, -EINVAL, "cannot go to 0");
+	step.size = 2;
+	step.state = CFG_RESTORE_REVERTING;
+	snap_expect(c, step, -EALREADY, "not under restore 2");
+	step.size = 1;
+	snap_expect(c, step, 0, NULL);
+	SH_ASSERT_EQ(data->restore_phase, CFG_RESTORE_REVERTING);
+	snap_expect(c, step, -EALREADY, "phase 2");
+	/* a configuration in the middle of one round-trips; a phase past reverting is refused */
+	sh_enc_init(&e);
+	cfg_encode(&e, c);
+	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
+	SH_ASSERT_EQ(cfg_fs_find(d, "data")->restore_phase, CFG_RESTORE_REVERTING);
+	SH_ASSERT_EQ(cfg_fs_find(d, "data")->restore_ver, 1u);
+	SH_ASSERT_EQ(cfg_fs_find(d, "data")->restore_epoch, 1u);
+	{
+		size_t at = e.len - CFG8_TAIL(c); /* data's: the first filesystem */
+
+		SH_ASSERT_EQ(e.p[at + 4], CFG_RESTORE_REVERTING);
+		e.p[at + 4] = 3;
+		SH_ASSERT_EQ(cfg_decode(e.p, e.len, d), -EBADMSG);
+		e.p[at + 4] = CFG_RESTORE_NONE; /* none, with a version */
+		SH_ASSERT_EQ(cfg_decode(e.p, e.len, d), -EBADMSG);
+	}
+	sh_enc_fini(&e);
+	step.state = CFG_RESTORE_NONE;
+	snap_expect(c, step, 0, NULL);
+	SH_ASSERT_EQ(data->restore_phase, CFG_RESTORE_NONE);
+	SH_ASSERT_EQ(data->restore_ver, 0u);
+	SH_ASSERT_EQ(data->restore_epoch, 1u);
+	SH_ASSERT(strstr(cfg_event_at(c, 0)->text, "back at version 1 (restore 1)") != NULL);
+	/* done: snapshots are taken and deleted again, and another restore begins */
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_DELETE, "data", "b", 11), 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_FS_RESTORE, "data", "a", 12), 0, NULL);
+	SH_ASSERT_EQ(data->restore_epoch, 2u);
+	cfg_free(d);
+	cfg_free(c);
+}
+
 /* A configuration written before snapshots ("CFG3"): every filesystem at version 1, none kept. */
 TEST(config_decodes_before_snapshots)
 {
@@ -1020,7 +1090,7 @@ TEST(config_decodes_before_snapshots)
 	SH_ASSERT_EQ(cfg_fs_find(d, "data")->version, 2u);
 	sh_enc_init(&f);
 	cfg_encode(&f, d);
-	SH_ASSERT_EQ(memcmp(f.p, "CFG7", 4), 0); /* written in the new form */
+	SH_ASSERT_EQ(memcmp(f.p, "CFG8", 4), 0); /* written in the new form */
 	sh_enc_fini(&f);
 	sh_enc_fini(&e);
 	cfg_free(d);
@@ -1161,7 +1231,7 @@ TEST(config_schedule_codecs)
 	sh_enc_init(&e);
 	sh_enc_init(&f);
 	cfg_encode(&e, c);
-	SH_ASSERT_EQ(memcmp(e.p, "CFG7", 4), 0);
+	SH_ASSERT_EQ(memcmp(e.p, "CFG8", 4), 0);
 	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
 	SH_ASSERT_EQ(cfg_fs_find(d, "data")->snap_every_s, 900u);
 	SH_ASSERT_EQ(cfg_fs_find(d, "data")->snap_keep, 96u);
@@ -1207,7 +1277,7 @@ TEST(config_schedule_codecs)
 	sh_enc_fini(&f);
 	sh_enc_init(&f);
 	cfg_encode(&f, d);
-	SH_ASSERT_EQ(memcmp(f.p, "CFG7", 4), 0);
+	SH_ASSERT_EQ(memcmp(f.p, "CFG8", 4), 0);
 	sh_enc_fini(&f);
 	sh_enc_fini(&e);
 	/* the command carries every and keep */
@@ -1374,7 +1444,7 @@ TEST(config_access_keys_made_revoked_and_kept_from_clients)
 	sh_enc_init(&e);
 	sh_enc_init(&f);
 	cfg_encode(&e, c);
-	SH_ASSERT_EQ(memcmp(e.p, "CFG7", 4), 0);
+	SH_ASSERT_EQ(memcmp(e.p, "CFG8", 4), 0);
 	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
 	SH_ASSERT_EQ(d->nkeys, 2u);
 	SH_ASSERT_MEMEQ(d->keys, c->keys, 2 * sizeof(c->keys[0]));
@@ -1493,7 +1563,7 @@ TEST(config_encrypted_filesystems_keep_their_wrapped_key)
 	sh_enc_init(&e);
 	sh_enc_init(&f);
 	cfg_encode_public(&e, c);
-	SH_ASSERT_EQ(memcmp(e.p, "CFG7", 4), 0);
+	SH_ASSERT_EQ(memcmp(e.p, "CFG8", 4), 0);
 	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
 	SH_ASSERT(cfg_fs_find(d, "secret")->sealed);
 	SH_ASSERT_MEMEQ(cfg_fs_find(d, "secret")->wrapped, fs.wrapped, CFG_WRAP_LEN);
@@ -1506,9 +1576,9 @@ TEST(config_encrypted_filesystems_keep_their_wrapped_key)
 		SH_ASSERT_EQ(cfg_decode(e.p, n, d), -EBADMSG);
 	SH_ASSERT_EQ(cfg_decode(e.p, e.len - 1, d), -EBADMSG);
 	/* a flag that is neither 0 nor 1: refused */
-	e.p[e.len - CFG_WRAP_LEN - 1] = 2;
+	e.p[e.len - CFG8_TAIL(c) - CFG_WRAP_LEN - 1] = 2;
 	SH_ASSERT_EQ(cfg_decode(e.p, e.len, d), -EBADMSG);
-	e.p[e.len - CFG_WRAP_LEN - 1] = 1;
+	e.p[e.len - CFG8_TAIL(c) - CFG_WRAP_LEN - 1] = 1;
 	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
 	/* "CFG6" (without the tail): nothing encrypted */
 	e.p[3] = '6';

@@ -10,7 +10,10 @@
  * snapshots, asked a page of a few records at a time, is what the model
  * says: the entries whose presence or inode differ, the inodes whose mode
  * does (each page looking at 1 to 4 keys: the cursors of pages that stop
- * before a change are followed too).
+ * before a change are followed too). Now and then the live tree is
+ * restored to a ready snapshot (a node killed midway, one time in two):
+ * it then reads as the snapshot does, goes on from there, and every
+ * snapshot still reads as it was.
  */
 #include "world.h"
 
@@ -214,6 +217,46 @@ chmod_ino(struct world *w, uint64_t ino, uint32_t mode)
 	return rc;
 }
 
+struct restored {
+	struct world *w;
+	uint32_t epoch;
+};
+
+static bool
+is_restored(void *arg)
+{
+	struct restored *r = arg;
+	const struct cfg_fs *f;
+
+	world_submits(r->w);
+	f = cfg_fs_by_id(r->w->cfg, r->w->fs);
+	return f->restore_epoch == r->epoch && f->restore_phase == CFG_RESTORE_NONE;
+}
+
+static void crash_one(struct world *w);
+
+/* The live tree back to snapshot s (a node killed midway, one time in two). */
+static void
+restore(struct world *w, const struct snap *s)
+{
+	struct cfg_cmd c = { .op = CFG_OP_FS_RESTORE };
+	struct restored r = { w, cfg_fs_by_id(w->cfg, w->fs)->restore_epoch + 1 };
+
+	snprintf(c.name, sizeof(c.name), "%s", w->cfg->fs[0].name);
+	snprintf(c.snap, sizeof(c.snap), "%s", s->name);
+	world_apply(w, &c);
+	SH_ASSERT_EQ(cfg_fs_by_id(w->cfg, w->fs)->restore_epoch, r.epoch);
+	if (sh_rand_below(&w->rng, 2) == 0) {
+		/* while the groups drain or go back */
+		sim_run_for(w->sim, sh_rand_below(&w->rng, 2 * SH_NSEC_PER_SEC));
+		crash_one(w);
+	}
+	SH_ASSERT_MSG(sim_run_until(w->sim, is_restored, &r, 120 * SH_NSEC_PER_SEC),
+		      "seed %llu: restore %u to %s never ended (phase %u)",
+		      (unsigned long long)w->seed, r.epoch, s->name,
+		      cfg_fs_by_id(w->cfg, w->fs)->restore_phase);
+}
+
 static void
 crash_one(struct world *w)
 {
@@ -231,7 +274,7 @@ run(uint64_t seed)
 	static struct snap snaps[SNAPS_MAX];
 	struct entry live[NAMES] = { 0 };
 	const struct snap *prev = NULL; /* the last ready one checked */
-	unsigned nsnaps = 0;
+	unsigned nsnaps = 0, restores = 0;
 
 	memset(snaps, 0, sizeof(snaps));
 	world_start(&w, seed, 4ull << 20);
@@ -256,6 +299,17 @@ run(uint64_t seed)
 				crash_one(&w); /* while the groups move on */
 			wait_snap(&w, s->name, false);
 			check_tree(&w, s->e, s->version, s->name);
+			continue;
+		}
+		if ((r == 9 || r == 10) && nsnaps > 0) {
+			const struct snap *s = &snaps[sh_rand_below(&w.rng, nsnaps)];
+
+			if (s->deleted)
+				continue;
+			restore(&w, s);
+			restores++;
+			memcpy(live, s->e, sizeof(live));
+			check_tree(&w, live, 0, "the live tree after a restore");
 			continue;
 		}
 		if (r < 9 && nsnaps > 0) {
@@ -295,6 +349,12 @@ run(uint64_t seed)
 			live[i].there = false;
 		}
 	}
+	for (unsigned k = 0; k < nsnaps && restores == 0; k++)
+		if (!snaps[k].deleted) { /* (every run restores once at least) */
+			restore(&w, &snaps[k]);
+			restores++;
+			memcpy(live, snaps[k].e, sizeof(live));
+		}
 	check_tree(&w, live, 0, "the live tree");
 	for (unsigned k = 0; k < nsnaps; k++) {
 		if (snaps[k].deleted) {

@@ -305,6 +305,15 @@ fs_json(const struct cfg *c, const struct admin_node *self, bool usage)
 		    (int)json_array_size(parts), "nodes", (int)asked);
 		for (size_t x = 0; !usage && o != NULL && x < SH_ARRAY_SIZE(usage_keys); x++)
 			json_object_del(o, usage_keys[x]);
+		/* its restores (docs/snapshots.md "Restore"): how many, and the one under way */
+		if (o != NULL) {
+			static const char *const phase[] = { NULL, "pausing", "reverting" };
+
+			json_object_set_new(o, "restores", json_integer(f->restore_epoch));
+			json_object_set_new(o, "restoring",
+					    f->restore_phase ? json_string(phase[f->restore_phase])
+							     : json_null());
+		}
 		json_array_append_new(a, o);
 	}
 	json_decref(parts);

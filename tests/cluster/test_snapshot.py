@@ -16,6 +16,8 @@
 - a restore (shoal fs restore FS@SNAP) brings the snapshot's tree back, small and
   deduplicated files included, while a handle opened before it answers ESTALE; the
   filesystem goes on from there, and once every snapshot and file is gone nothing is stored;
+  with a backend kill -9'd while the groups drain and while they go back, it ends all the
+  same, and every file of the snapshot is there, and none made after it;
 - names are checked: a second snapshot of one name, one of a filesystem that is not there,
   the deletion of one that is not there, are refused and change nothing.
 
@@ -411,6 +413,60 @@ def snapshots_survive_kill9(c):
     check(get(c, "sk", "/a") == last, "the live file changed")
     left = stored(c, "sk", want=lambda x: x < 1.2 * one)
     print("  stored: %.1f MiB with one file's worth %.1f" % (left / 2**20, one / 2**20))
+
+
+def fs_row(c, fs):
+    return [f for f in c.json("fs", "list") if f["name"] == fs][0]
+
+
+@test
+@tc.long_tier
+def restore_survives_kill9(c):
+    """A restore with thousands of keys to put back (a create storm after the snapshot),
+    a backend kill -9'd while the groups drain and while they go back: it ends, every file
+    of the snapshot is there and reads as it did, nothing created after it is, and the
+    filesystem serves again."""
+    c.up()
+    make_fs(c, "rk")
+    big = put_random(c, "rk", "/big", 2 << 20, "a")
+    c.shoal("ns", "rk", "mkdir", "/base", check_rc=0)
+    log = os.path.join(c.dir, "base.log")
+    c.shoal("ns", "rk", "storm", "/base", "4", "200", log, "b-", check_rc=0, timeout=300)
+    c.shoal("fs", "snapshot", "create", "rk", "s1", check_rc=0, timeout=90)
+    c.shoal("ns", "rk", "mkdir", "/after", check_rc=0)
+    c.shoal("ns", "rk", "storm", "/after", "4", "500", os.path.join(c.dir, "after.log"), "a-",
+            check_rc=0, timeout=300)
+    put_random(c, "rk", "/big", 2 << 20, "b")
+    rnd = random.Random(26)
+    for k, when in enumerate((0.3, 1.3)):  # pausing, then going back
+        if k == 1:
+            c.shoal("ns", "rk", "mkdir", "/after2", check_rc=0)
+            c.shoal("ns", "rk", "storm", "/after2", "4", "300",
+                    os.path.join(c.dir, "after2.log"), "c-", check_rc=0, timeout=300)
+        p = subprocess.Popen([os.path.join(tc.BIN, "shoal"), "--addr", c.addr(1), "fs",
+                              "restore", "rk@s1"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        time.sleep(when + rnd.random() * 0.2)
+        victim = rnd.randrange(2, c.nodes + 1)
+        c.kill(victim)
+        out, err = p.communicate(timeout=120)
+        print("  restore %d: node %d killed after %.1f s; it said %d %s"
+              % (k + 1, victim, when, p.returncode, (out + err).strip()[:100]))
+        c.local("up")
+        end = time.time() + 120
+        while True:
+            row = fs_row(c, "rk")
+            if row["restores"] == k + 1 and row["restoring"] is None:
+                break
+            check(time.time() < end, "restore %d never ended: %s" % (k + 1, row))
+            time.sleep(0.5)
+        check(get(c, "rk", "/big") == big, "the restored /big reads wrong")
+        c.shoal("ns", "rk", "check", log, check_rc=0, timeout=300)
+        ls = sorted(n.rstrip("/") for n in
+                    c.shoal("ns", "rk", "ls", "/", check_rc=0).stdout.split())
+        check(ls == ["base", "big"], "the restored root lists %s" % ls)
+        n = len(c.shoal("ns", "rk", "ls", "/base", check_rc=0).stdout.split())
+        check(n == 800, "the restored /base lists %d entries, want 800" % n)
 
 
 @test

@@ -153,6 +153,13 @@ sh_iov_append_range(struct sh_iov *v, const struct sh_iov *src, size_t off, size
 unsigned
 sh_iov_range_iovec(const struct sh_iov *v, size_t off, size_t len, struct iovec *out, unsigned max)
 {
+	return sh_iov_range_bufs(v, off, len, out, NULL, max);
+}
+
+unsigned
+sh_iov_range_bufs(const struct sh_iov *v, size_t off, size_t len, struct iovec *out,
+		  struct sh_buf **bufs, unsigned max)
+{
 	unsigned n = 0;
 
 	for (uint32_t i = 0; i < v->n && len > 0 && n < max; i++) {
@@ -164,6 +171,8 @@ sh_iov_range_iovec(const struct sh_iov *v, size_t off, size_t len, struct iovec 
 			continue;
 		}
 		take = SH_MIN(s->len - off, len);
+		if (bufs != NULL)
+			bufs[n] = s->buf;
 		out[n++] = (struct iovec){ s->buf->data + s->off + off, take };
 		len -= take;
 		off = 0;

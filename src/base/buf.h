@@ -70,9 +70,14 @@ int sh_iov_append(struct sh_iov *v, struct sh_buf *buf, size_t off, size_t len);
 int sh_iov_append_range(struct sh_iov *v, const struct sh_iov *src, size_t off, size_t len);
 /* Copy up to len bytes starting at off into dst; returns bytes copied. */
 size_t sh_iov_copyout(const struct sh_iov *v, size_t off, void *dst, size_t len);
-/* The iovecs of bytes [off, off + len) of v, at most max of them; returns the count. */
+/*
+ * The iovecs of bytes [off, off + len) of v, at most max of them; returns
+ * the count. bufs (NULL: not asked) gets the buffer each one lies in.
+ */
 unsigned sh_iov_range_iovec(const struct sh_iov *v, size_t off, size_t len, struct iovec *out,
 			    unsigned max);
+unsigned sh_iov_range_bufs(const struct sh_iov *v, size_t off, size_t len, struct iovec *out,
+			   struct sh_buf **bufs, unsigned max);
 /* Fill out[] with at most max iovecs; -E2BIG if more are needed. Returns the count. */
 int sh_iov_to_iovec(const struct sh_iov *v, struct iovec *out, int max);
 uint32_t sh_iov_crc32c(const struct sh_iov *v, uint32_t crc);

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dpdk_int.h"
@@ -18,6 +19,8 @@ SH_LOG_FACILITY("dpdk");
 
 #ifdef SH_HAVE_DPDK
 
+#include <rte_bus.h>
+#include <rte_dev.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_log.h>
@@ -110,6 +113,15 @@ out:
 	return rc;
 }
 
+/* SH_DPDK_ZERO_COPY=0 in the environment: every datagram copied (a benchmark's baseline) */
+static bool
+zc_off(void)
+{
+	const char *v = getenv("SH_DPDK_ZERO_COPY");
+
+	return v != NULL && strcmp(v, "0") == 0;
+}
+
 static int
 port_setup(struct dport *p, unsigned want)
 {
@@ -132,6 +144,19 @@ port_setup(struct dport *p, unsigned want)
 		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
 		conf.rx_adv_conf.rss_conf.rss_hf =
 		    info.flow_type_rss_offloads & (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP);
+	}
+	/*
+	 * Zero-copy sends: chained mbufs, some on the sender's memory. Only on a
+	 * virtual device (memif, af_packet, tap...), which reads it with the CPU: a
+	 * NIC would DMA from memory its IOMMU has not mapped (the buffers are not
+	 * the EAL's; docs/dpdk.md "Zero copy"). And only with IOVA as VA, where an
+	 * address is its IOVA.
+	 */
+	if ((info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0 &&
+	    rte_eal_iova_mode() == RTE_IOVA_VA && info.device != NULL &&
+	    strcmp(rte_bus_name(rte_dev_bus(info.device)), "vdev") == 0 && !zc_off()) {
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+		p->tx_zc = true;
 	}
 	if ((info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_UDP_CKSUM) != 0) {
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
@@ -253,10 +278,11 @@ dport_get(const char *dev, struct dport **out)
 		goto out;
 	}
 	sh_log_info("DPDK: port %s up: MAC %02x:%02x:%02x:%02x:%02x:%02x, MTU %u, %u queue "
-		    "pairs, %s%s",
+		    "pairs, %s%s%s",
 		    dev, p->mac[0], p->mac[1], p->mac[2], p->mac[3], p->mac[4], p->mac[5], p->mtu,
 		    p->nq, p->rx_intr ? "RX interrupts" : "no RX interrupts (sleep-polling)",
-		    p->tx_udp_csum ? ", UDP checksums offloaded" : "");
+		    p->tx_udp_csum ? ", UDP checksums offloaded" : "",
+		    p->tx_zc ? ", zero-copy sends" : "");
 	G.ports[G.nports++] = p;
 	*out = p;
 	rc = 0;

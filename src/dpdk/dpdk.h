@@ -71,6 +71,7 @@ int sh_dpdk_set_mtu(unsigned mtu);
  *   tx_unreachable  dropped: the peer does not answer ARP
  *   tx_full         dropped: the port's TX queue stayed full
  *   arp_in, arp_out ARP frames heard and sent
+ *   tx_zc_bytes     data bytes sent in place, from the sender's buffers
  */
 #define DPDK_STATS_FIELDS(X) \
 	X(rx_frames)         \
@@ -82,7 +83,8 @@ int sh_dpdk_set_mtu(unsigned mtu);
 	X(tx_unreachable)    \
 	X(tx_full)           \
 	X(arp_in)            \
-	X(arp_out)
+	X(arp_out)           \
+	X(tx_zc_bytes)
 struct sh_dpdk_stats {
 #define X(f) uint64_t f;
 	DPDK_STATS_FIELDS(X)

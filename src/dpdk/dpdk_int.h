@@ -30,6 +30,7 @@ struct dport {
 	uint16_t mtu;
 	uint8_t mac[6];
 	bool tx_udp_csum; /* the port computes UDP checksums */
+	bool tx_zc;	  /* it sends chained mbufs, and IOVAs are addresses: zero copy */
 	bool rx_intr;	  /* every queue has an RX interrupt fd */
 	struct rte_mempool *pool;
 	/* under lock: the address (the first transport's), the ARP table, the queues' owners */

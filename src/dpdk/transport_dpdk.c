@@ -12,7 +12,9 @@
  *
  * Send: each datagram gathered into one mbuf behind its 42 bytes of
  * headers, checksummed in software (or by the port where it offers it)
- * and sent in one burst per call. A peer still being resolved, or that
+ * and sent in one burst per call; where the port takes chained mbufs,
+ * the data a session holds until acknowledged goes in place (zero copy,
+ * external mbufs: zc_mbuf). A peer still being resolved, or that
  * does not answer ARP, loses the datagram (counted): the protocol above
  * retransmits, and an unreachable peer counts as refused (the link is
  * down). A datagram to the port's own address goes straight to the
@@ -202,13 +204,118 @@ dtp_arm(struct env_poller *pl, bool on)
 		  : rte_eth_dev_rx_intr_disable(d->p->id, (uint16_t)d->q);
 }
 
-/* One datagram into an mbuf behind room for its headers; NULL if the pool is dry. */
-static struct rte_mbuf *
-gather(struct dtp *d, const struct env_dgram_msg *msg, size_t len)
+/*
+ * Zero-copy sends: a data iovec of at least ZC_MIN bytes that lies in a
+ * buffer the session holds until acknowledged (env_dgram_msg.bufs) goes as
+ * an external mbuf chained behind the headers, the buffer referenced until
+ * the port is done with it (the mbuf's free drops the reference). Smaller
+ * ones cost less copied than described.
+ */
+#define ZC_MIN 512
+
+struct zc_seg {
+	struct rte_mbuf_ext_shared_info shinfo;
+	struct sh_buf *buf;
+};
+
+static void
+zc_free(void *addr, void *opaque)
 {
-	struct rte_mbuf *m = rte_pktmbuf_alloc(d->p->pool);
+	struct zc_seg *z = opaque;
+
+	(void)addr;
+	sh_buf_put(z->buf);
+	sh_free(z);
+}
+
+/* An mbuf that is iov's bytes in place (they lie in b), or NULL. */
+static struct rte_mbuf *
+zc_mbuf(struct dtp *d, struct sh_buf *b, const struct iovec *iov)
+{
+	struct rte_mbuf *m;
+	struct zc_seg *z;
+
+	if (iov->iov_len > UINT16_MAX)
+		return NULL;
+	m = rte_pktmbuf_alloc(d->p->pool);
+	z = m != NULL ? sh_malloc(sizeof(*z)) : NULL;
+	if (z == NULL) {
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
+	z->buf = sh_buf_get(b);
+	z->shinfo.free_cb = zc_free;
+	z->shinfo.fcb_opaque = z;
+	rte_mbuf_ext_refcnt_set(&z->shinfo, 1);
+	/* (IOVA as VA, checked when the port was set up: the address is the IOVA) */
+	rte_pktmbuf_attach_extbuf(m, iov->iov_base, (rte_iova_t)(uintptr_t)iov->iov_base,
+				  (uint16_t)iov->iov_len, &z->shinfo);
+	m->data_len = (uint16_t)iov->iov_len;
+	m->pkt_len = iov->iov_len;
+	return m;
+}
+
+static bool
+zc_takes(const struct dtp *d, const struct env_dgram_msg *msg, unsigned j)
+{
+	return d->p->tx_zc && msg->bufs != NULL && msg->bufs[j] != NULL &&
+	       msg->iov[j].iov_len >= ZC_MIN;
+}
+
+/* The datagram as headers' room then its iovecs, those it can in place; NULL if dry. */
+static struct rte_mbuf *
+gather_zc(struct dtp *d, const struct env_dgram_msg *msg)
+{
+	struct rte_mbuf *head = rte_pktmbuf_alloc(d->p->pool);
+
+	if (head == NULL || rte_pktmbuf_append(head, SH_FRAME_UDP_HLEN) == NULL)
+		goto fail;
+	for (unsigned j = 0; j < msg->iovcnt; j++) {
+		struct rte_mbuf *seg = NULL;
+		size_t l = msg->iov[j].iov_len;
+		char *to;
+
+		if (zc_takes(d, msg, j) && (seg = zc_mbuf(d, msg->bufs[j], &msg->iov[j])) != NULL) {
+			if (rte_pktmbuf_chain(head, seg) < 0) {
+				rte_pktmbuf_free(seg);
+				goto fail;
+			}
+			STAT_ADD(d->p, tx_zc_bytes, l);
+			continue;
+		}
+		if (rte_pktmbuf_tailroom(rte_pktmbuf_lastseg(head)) < l) {
+			seg = rte_pktmbuf_alloc(d->p->pool);
+			if (seg == NULL || rte_pktmbuf_chain(head, seg) < 0) {
+				rte_pktmbuf_free(seg);
+				goto fail;
+			}
+		}
+		to = rte_pktmbuf_append(head, (uint16_t)l);
+		if (to == NULL)
+			goto fail;
+		memcpy(to, msg->iov[j].iov_base, l);
+	}
+	return head;
+fail:
+	rte_pktmbuf_free(head);
+	return NULL;
+}
+
+/*
+ * One datagram into an mbuf behind room for its headers (in place where
+ * zc, the frame going on the wire, and the port can); NULL if the pool is
+ * dry.
+ */
+static struct rte_mbuf *
+gather(struct dtp *d, const struct env_dgram_msg *msg, size_t len, bool zc)
+{
+	struct rte_mbuf *m;
 	uint8_t *data;
 
+	for (unsigned j = 0; zc && j < msg->iovcnt; j++)
+		if (zc_takes(d, msg, j))
+			return gather_zc(d, msg);
+	m = rte_pktmbuf_alloc(d->p->pool);
 	if (m == NULL)
 		return NULL;
 	data = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(SH_FRAME_UDP_HLEN + len));
@@ -291,7 +398,8 @@ dtp_send(struct net_transport *t, const struct env_dgram_msg *msgs, unsigned n)
 			d->refused++;
 			continue;
 		}
-		m = gather(d, msg, len);
+		/* (a frame to another endpoint of the port is parsed there: one segment) */
+		m = gather(d, msg, len, dst.ip != p->ip);
 		if (m == NULL) {
 			STAT_ADD(p, tx_full, 1);
 			continue;

@@ -178,11 +178,20 @@ void env_poller_del(struct env_poller *p);
 /* Most iovecs in one datagram. */
 #define ENV_DGRAM_IOV_MAX 16
 
+struct sh_buf;
+
 struct env_dgram_msg {
 	struct env_addr peer; /* destination on send, source on receive */
 	struct iovec *iov;
 	unsigned iovcnt;
 	size_t len; /* receive: bytes in iov[0]; ignored on send */
+	/*
+	 * send, NULL or one per iov: the buffer iov[j] lies in, which a
+	 * transport may keep a reference on (sh_buf_get) to send from it
+	 * after the call returns (a DPDK port's zero-copy sends); NULL where
+	 * the bytes are valid only during the call.
+	 */
+	struct sh_buf *const *bufs;
 };
 
 struct env_dgram_cbs {

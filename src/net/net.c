@@ -273,7 +273,7 @@ net_out_begin(struct net_peer *p, unsigned path)
 
 void
 net_out_end(struct net_peer *p, unsigned path, struct net_pkt *h, size_t extra_len,
-	    const struct iovec *data, unsigned ndata)
+	    const struct iovec *data, struct sh_buf *const *bufs, unsigned ndata)
 {
 	struct net_path *x = &p->paths[path];
 	struct net *n = p->net;
@@ -288,8 +288,10 @@ net_out_end(struct net_peer *p, unsigned path, struct net_pkt *h, size_t extra_l
 
 	/* iov[0]: header and inline payload; iov[1..]: data, uncopied; then the MAC */
 	iov[0] = (struct iovec){ extra, extra_len };
+	n->out_bufs[i][0] = NULL;
 	for (unsigned k = 0; k < ndata; k++) {
 		iov[1 + k] = data[k];
+		n->out_bufs[i][1 + k] = bufs != NULL ? bufs[k] : NULL;
 		data_len += data[k].iov_len;
 	}
 	h->payload_len = (uint32_t)(extra_len + data_len);
@@ -312,12 +314,14 @@ net_out_end(struct net_peer *p, unsigned path, struct net_pkt *h, size_t extra_l
 			n->st.auth_failed++;
 			return;
 		}
+		n->out_bufs[i][iovcnt] = NULL;
 		iov[iovcnt++] = (struct iovec){ n->out_mac[i], NET_MAC_TRAILER };
 		data_len += NET_MAC_TRAILER;
 	}
 	n->out[i] = (struct env_dgram_msg){ .peer = p->ifaces[x->remote].addr,
 					    .iov = iov,
-					    .iovcnt = iovcnt };
+					    .iovcnt = iovcnt,
+					    .bufs = ndata > 0 ? n->out_bufs[i] : NULL };
 	n->st.pkts_sent++;
 	n->st.bytes_sent += hlen + extra_len + data_len;
 	p->st.pkts_sent++;
@@ -370,7 +374,7 @@ net_send_ctl(struct net_peer *p, unsigned path, uint8_t type)
 
 	net_sess_fill_hdr(p, &h, type);
 	net_out_begin(p, path);
-	net_out_end(p, path, &h, 0, NULL, 0);
+	net_out_end(p, path, &h, 0, NULL, NULL, 0);
 }
 
 static void

@@ -256,6 +256,7 @@ struct net {
 	/* the batch being built for one transport */
 	struct env_dgram_msg out[NET_BATCH];
 	struct iovec out_iov[NET_BATCH][ENV_DGRAM_IOV_MAX];
+	struct sh_buf *out_bufs[NET_BATCH][ENV_DGRAM_IOV_MAX]; /* what each lies in (or NULL) */
 	uint8_t out_hdr[NET_BATCH][NET_HDR_MAX + NET_PACK_MAX];
 	uint8_t out_mac[NET_BATCH][NET_MAC_TRAILER];
 	unsigned nout;
@@ -362,11 +363,13 @@ void net_out_flush(struct net *n);
  * Build one packet on the batch of p's path: net_out_begin() returns room
  * for NET_PACK_MAX bytes of inline payload (chunk headers, packed chunks);
  * net_out_end() encodes hdr in front of the extra_len bytes written there,
- * followed by data (not copied: it must live until the batch is flushed).
+ * followed by data (not copied: it must live until the batch is flushed;
+ * bufs, NULL or one per data iovec: the buffer it lies in, which a
+ * transport may hold to send from later: env_dgram_msg.bufs).
  */
 uint8_t *net_out_begin(struct net_peer *p, unsigned path);
 void net_out_end(struct net_peer *p, unsigned path, struct net_pkt *hdr, size_t extra_len,
-		 const struct iovec *data, unsigned ndata);
+		 const struct iovec *data, struct sh_buf *const *bufs, unsigned ndata);
 /* Send a control packet (no payload) of type on path. */
 void net_send_ctl(struct net_peer *p, unsigned path, uint8_t type);
 void net_sess_connect(struct net_peer *p);

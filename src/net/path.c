@@ -257,7 +257,7 @@ send_probe_pkt(struct net_peer *p, unsigned i, uint8_t type, uint32_t seq, uint3
 			     .ts_ecr = ts_ecr };
 
 	net_out_begin(p, i);
-	net_out_end(p, i, &h, 0, NULL, 0);
+	net_out_end(p, i, &h, 0, NULL, NULL, 0);
 }
 
 static void

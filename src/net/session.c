@@ -285,6 +285,7 @@ send_data(struct net_peer *p, uint32_t seq)
 	struct net_txpkt *t = txslot(p, seq);
 	uint8_t *extra = net_out_begin(p, t->path);
 	struct iovec zc[ENV_DGRAM_IOV_MAX - 2]; /* and the header's, and the MAC's */
+	struct sh_buf *zbufs[ENV_DGRAM_IOV_MAX - 2];
 	unsigned nzc = 0;
 	size_t elen = 0;
 	struct net_pkt h;
@@ -303,7 +304,8 @@ send_data(struct net_peer *p, uint32_t seq)
 		elen += NET_CHUNK_HDR;
 		if (t->nchunks == 1) {
 			/* a lone chunk goes from the message's slices, uncopied */
-			nzc = sh_iov_range_iovec(&m->data, off, ch.len, zc, SH_ARRAY_SIZE(zc));
+			nzc =
+			    sh_iov_range_bufs(&m->data, off, ch.len, zc, zbufs, SH_ARRAY_SIZE(zc));
 		} else {
 			sh_iov_copyout(&m->data, off, extra + elen, ch.len);
 			elen += ch.len;
@@ -313,7 +315,7 @@ send_data(struct net_peer *p, uint32_t seq)
 	h.seq = seq;
 	h.nchunks = t->nchunks;
 	t->sent_ns = env_now(p->net->env);
-	net_out_end(p, t->path, &h, elen, zc, nzc);
+	net_out_end(p, t->path, &h, elen, zc, zbufs, nzc);
 }
 
 /* The retransmission timeout as backed off now: doubled per timeout in a row, at most rto_max. */
@@ -864,7 +866,7 @@ net_sess_send_ack(struct net_peer *p)
 	net_out_begin(p, path);
 	net_sess_fill_hdr(p, &h, NET_PKT_ACK);
 	p->net->st.acks_sent++;
-	net_out_end(p, path, &h, 0, NULL, 0);
+	net_out_end(p, path, &h, 0, NULL, NULL, 0);
 }
 
 void

@@ -60,11 +60,11 @@ show_dpdk(json_t *ifs)
 		printf(
 		    "  DPDK port %s: %lld frames in, %lld out, %lld malformed, %lld not ours, "
 		    "%lld handed to another queue; dropped %lld resolving, %lld unreachable, %lld "
-		    "queue full; ARP %lld in, %lld out\n",
+		    "queue full; ARP %lld in, %lld out; %lld bytes sent in place\n",
 		    jstr(x, "dev"), jint(d, "rx_frames"), jint(d, "tx_frames"), jint(d, "rx_bad"),
 		    jint(d, "rx_other"), jint(d, "rx_handoff"), jint(d, "tx_unresolved"),
 		    jint(d, "tx_unreachable"), jint(d, "tx_full"), jint(d, "arp_in"),
-		    jint(d, "arp_out"));
+		    jint(d, "arp_out"), jint(d, "tx_zc_bytes"));
 		json_array_foreach(json_object_get(d, "arp"), m, e)
 		    printf("    arp %-15s %s%s\n", jstr(e, "ip"), jstr(e, "mac"),
 			   json_is_true(json_object_get(e, "resolved")) ? "" : " (resolving)");

@@ -500,6 +500,9 @@ show_fs(json_t *a)
 		if (jint(f, "usage_nodes") < jint(f, "nodes"))
 			printf("  (usage from %lld of %lld nodes: the others did not answer)\n",
 			       (long long)jint(f, "usage_nodes"), (long long)jint(f, "nodes"));
+		if (json_is_string(json_object_get(f, "restoring")))
+			printf("  (being restored to a snapshot: %s; paused meanwhile)\n",
+			       jstr(f, "restoring"));
 	}
 }
 

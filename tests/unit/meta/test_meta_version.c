@@ -87,6 +87,23 @@ settle(struct vfx *f)
 	}
 }
 
+/* A fresh store named name in the test's directory, its group at version 1, with a root. */
+static void
+vfx_open(struct vfx *f, const char *name)
+{
+	struct meta_cmd c = { .op = META_OP_MKROOT, .mode = 0755, .now = 1 };
+	struct meta_result r;
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", sh_test_dir(), name);
+	unlink(path);
+	SH_ASSERT_OK(meta_db_open(path, 64ull << 20, META_DB_NOSYNC, &f->db));
+	f->vs.buckets = f->buckets;
+	f->vs.nb = 2;
+	meta_version_init(&f->vs);
+	SH_ASSERT_OK(vapply(f, 0, &c, &r));
+}
+
 static struct meta_extent
 ext(uint64_t off, uint64_t len, uint64_t stripe)
 {
@@ -165,22 +182,13 @@ reclaims(struct vfx *f)
 
 TEST(meta_snapshot_keeps_what_it_reads_until_deleted)
 {
-	char path[512];
 	struct vfx f = { .buckets = { 0, 1 } };
 	struct meta_cmd c;
 	struct meta_result r;
 	struct meta_extent e[2];
 	struct meta_version back = { .buckets = f.buckets, .nb = 2 };
 
-	snprintf(path, sizeof(path), "%s/version.mdb", sh_test_dir());
-	unlink(path);
-	SH_ASSERT_OK(meta_db_open(path, 64ull << 20, META_DB_NOSYNC, &f.db));
-	f.vs.buckets = f.buckets;
-	f.vs.nb = 2;
-	meta_version_init(&f.vs);
-
-	c = (struct meta_cmd){ .op = META_OP_MKROOT, .mode = 0755, .now = 1 };
-	SH_ASSERT_OK(vapply(&f, 0, &c, &r));
+	vfx_open(&f, "version.mdb");
 	c = (struct meta_cmd){ .op = META_OP_CREATE,
 			       .type = META_REG,
 			       .mode = 0644,
@@ -344,7 +352,7 @@ restore(struct vfx *f, uint32_t epoch, uint64_t ver)
 
 TEST(meta_restore_puts_a_snapshot_back_and_counts_every_reference)
 {
-	char path[512], buf[64];
+	char buf[64];
 	struct vfx f = { .buckets = { 0, 1 } };
 	struct meta_cmd c;
 	struct meta_result r;
@@ -352,14 +360,7 @@ TEST(meta_restore_puts_a_snapshot_back_and_counts_every_reference)
 	uint64_t g, h, at_snap;
 	uint8_t data[8] = { 9 };
 
-	snprintf(path, sizeof(path), "%s/restore.mdb", sh_test_dir());
-	unlink(path);
-	SH_ASSERT_OK(meta_db_open(path, 64ull << 20, META_DB_NOSYNC, &f.db));
-	f.vs.buckets = f.buckets;
-	f.vs.nb = 2;
-	meta_version_init(&f.vs);
-	c = (struct meta_cmd){ .op = META_OP_MKROOT, .mode = 0755, .now = 1 };
-	SH_ASSERT_OK(vapply(&f, 0, &c, &r));
+	vfx_open(&f, "restore.mdb");
 	f.ino = vcreate(&f, "f", 2);
 	e[0] = ext(0, 2 << 20, 7);
 	e[1] = ext(2 << 20, 1 << 20, 9);

@@ -484,20 +484,63 @@ client_metas(sh_client *c, const struct mp_req *req, struct cres *res, unsigned 
 		}
 }
 
+/* Filesystem id's restores as this client's configuration says; *paused: one is under way. */
+static uint32_t
+restores_of(sh_client *c, uint32_t id, bool *paused)
+{
+	const struct cfg_fs *f;
+	uint32_t e;
+
+	pthread_mutex_lock(&c->mu);
+	f = cfg_fs_by_id(c->view, id);
+	e = f != NULL ? f->restore_epoch : 0;
+	*paused = f != NULL && f->restore_phase != CFG_RESTORE_NONE;
+	pthread_mutex_unlock(&c->mu);
+	return e;
+}
+
+/*
+ * What an open file's handle does (docs/snapshots.md "Restore"): map or
+ * fetch its extents, write its inline bytes, change its size, hold it.
+ * One that met a restore answers -ESTALE: sent again after it, it would
+ * land on the restored file.
+ */
+static bool
+handle_bound(const struct mp_req *req)
+{
+	uint8_t op = req->kind == MP_CMD ? meta_cmd_op_of(req->data, req->dlen) : 0;
+
+	return req->kind == MP_EXTENTS || req->kind == MP_HOLD || op == META_OP_EXTENT ||
+	       op == META_OP_INLINE || op == META_OP_SETATTR;
+}
+
 int
 client_meta(sh_client *c, const struct mp_req *req, struct cres *res)
 {
+	bool paused;
+	uint32_t e0 = restores_of(c, req->fs, &paused);
+
 	for (;;) {
 		struct cop o = { .kind = COP_META, .req = req, .res = res };
+		uint32_t e;
 
 		memset(res, 0, sizeof(*res));
 		run(c, &o);
 		if (res->status != SH_EPAUSED)
 			return res->status;
-		/* being restored (docs/snapshots.md): asked again once it serves, as NFS's hard
-		 * mounts wait out a server's restart */
+		/* being restored: waited out, as NFS's hard mounts wait out a server's restart,
+		 * until this client's configuration says it serves again (the refusal asked for
+		 * it); then asked again, unless it is a handle's and a restore came between */
 		cres_fini(res);
-		client_sleep(c, PAUSED_WAIT_NS);
+		do {
+			client_sleep(c, PAUSED_WAIT_NS);
+			e = restores_of(c, req->fs, &paused);
+		} while (paused);
+		if (e != e0 && handle_bound(req)) {
+			memset(res, 0, sizeof(*res));
+			res->status = -ESTALE;
+			return -ESTALE;
+		}
 	}
 }
 

@@ -158,7 +158,10 @@ flush_all(sh_file *f, bool clear)
 int
 sh_fsync(sh_file *f)
 {
-	return flush_all(f, true);
+	/* a handle that writes, opened before a restore: what it wrote is not there */
+	int rc = (f->flags & O_ACCMODE) != O_RDONLY ? io_stale(f) : 0;
+
+	return rc < 0 ? rc : flush_all(f, true);
 }
 
 int
@@ -171,7 +174,7 @@ int
 sh_ftruncate(sh_file *f, uint64_t size)
 {
 	struct stat st = { .st_size = (off_t)size };
-	int rc = sh_fsync(f);
+	int rc = sh_fsync(f); /* (-ESTALE opened before a restore) */
 
 	if ((f->flags & O_ACCMODE) == O_RDONLY)
 		return -EBADF;
@@ -351,7 +354,7 @@ sh_close(sh_file *f)
 
 	if (f == NULL)
 		return -EINVAL;
-	rc = sh_fsync(f);
+	rc = flush_all(f, true); /* (a stale handle with nothing to write closes fine) */
 	pthread_mutex_lock(&f->mu);
 	while (io_ra_coming(f, 0, UINT64_MAX))
 		pthread_cond_wait(&f->idle, &f->mu);

@@ -23,6 +23,12 @@ meta_op_name(unsigned op)
 	return op < META_OP_MAX ? op_names[op] : NULL;
 }
 
+uint8_t
+meta_cmd_op_of(const uint8_t *b, size_t len)
+{
+	return len >= 2 ? b[1] : 0; /* (u8 format, u8 op, ...: meta_cmd_encode) */
+}
+
 int
 meta_cmd_encode(struct sh_enc *e, const struct meta_cmd *c)
 {

@@ -69,15 +69,37 @@ extent_of(const struct change *ch, const uint8_t *val, size_t len, struct meta_e
 }
 
 /*
+ * A file without names that was open at the snapshot, and dropped since:
+ * back, it is an orphan again (its record is bookkeeping, not the
+ * snapshot's), so that the sweep drops it once nobody holds it, and its
+ * stripes do not stay forever.
+ */
+static int
+orphan_again(struct meta_bucket *b, uint64_t ino, const uint8_t *val, size_t len, uint64_t now)
+{
+	struct meta_inode in;
+	struct meta_key k;
+	uint8_t v[8];
+
+	if (meta_inode_decode(val, len, &in) < 0)
+		return -EBADMSG;
+	if (in.type != META_REG || in.nlink != 0)
+		return 0;
+	meta_be64_put(v, now);
+	meta_key_id(&k, b->bucket, META_K_ORPHAN, ino);
+	return meta_put(b->t, &k, b->ver, v, sizeof(v), b->keep);
+}
+
+/*
  * Key ch back to its old value. The old extent's reference is taken before
  * the write (its stripe may be the one the newest also maps), the newest's
  * dropped after it (the write gives it a reference of its own where a
  * snapshot taken since still reads it), as an overwrite does.
  */
 static int
-put_back(struct meta_bucket *b, const struct change *ch)
+put_back(struct meta_bucket *b, const struct change *ch, uint64_t now)
 {
-	struct meta_extent was, now;
+	struct meta_extent was, newest;
 	struct meta_key k;
 	uint64_t ino = ch->klen >= 11 ? meta_be64_get(ch->key + 3) : 0;
 	bool extent = ch->key[2] == META_K_EXTENT;
@@ -88,7 +110,7 @@ put_back(struct meta_bucket *b, const struct change *ch)
 	if (extent && ch->old)
 		rc = extent_of(ch, ch->old, ch->olen, &was);
 	if (rc == 0 && extent && ch->new)
-		rc = extent_of(ch, ch->new, ch->nlen, &now);
+		rc = extent_of(ch, ch->new, ch->nlen, &newest);
 	if (rc == 0 && extent && ch->old)
 		rc = meta_extent_account(b, ino, &was, +1);
 	if (rc == 0 && ch->key[2] == META_K_INLINE)
@@ -97,7 +119,9 @@ put_back(struct meta_bucket *b, const struct change *ch)
 		rc = ch->old ? meta_put(b->t, &k, b->ver, ch->old, ch->olen, b->keep)
 			     : meta_del(b->t, &k, b->ver, b->keep);
 	if (rc == 0 && extent && ch->new)
-		rc = meta_extent_account(b, ino, &now, -1);
+		rc = meta_extent_account(b, ino, &newest, -1);
+	if (rc == 0 && ch->key[2] == META_K_INODE && ch->old)
+		rc = orphan_again(b, ino, ch->old, ch->olen, now);
 	return rc;
 }
 
@@ -143,7 +167,7 @@ drop_held(struct meta_bucket *b, struct change *room, unsigned max)
 
 int
 meta_restore(struct meta_bucket *b, uint64_t ver, const uint8_t *after, size_t alen, unsigned max,
-	     uint8_t *next, size_t *nlen, uint64_t *changed)
+	     uint64_t now, uint8_t *next, size_t *nlen, uint64_t *changed)
 {
 	struct collect c = { NULL, 0, max };
 	struct meta_key pk;
@@ -160,7 +184,7 @@ meta_restore(struct meta_bucket *b, uint64_t ver, const uint8_t *after, size_t a
 	pk.len = 2;
 	rc = meta_diff(b->t, &pk, after, alen, ver, UINT64_MAX, max, next, nlen, on_diff, &c);
 	for (unsigned i = 0; rc >= 0 && i < c.n; i++)
-		rc = put_back(b, &c.ch[i]);
+		rc = put_back(b, &c.ch[i], now);
 	if (rc >= 0)
 		*changed = c.n;
 	for (unsigned i = 0; i < c.n; i++)

@@ -286,8 +286,8 @@ restore_step(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result
 		   b->bucket != vs->buckets[vs->rcursor]) {
 		return -ESTALE;
 	}
-	rc = meta_restore(b, ver, vs->rklen ? vs->rkey : NULL, vs->rklen, c->flags, next, &nlen,
-			  &changed);
+	rc = meta_restore(b, ver, vs->rklen ? vs->rkey : NULL, vs->rklen, c->flags, c->now, next,
+			  &nlen, &changed);
 	if (rc < 0)
 		return rc;
 	if (nlen > 0) {

@@ -87,10 +87,11 @@ int meta_keep_decode(const uint8_t *b, size_t len, uint64_t *v, unsigned *n);
  * they replace give theirs up. *next, *nlen: where to go on (*nlen 0: the
  * bucket is done, and then the leases it held on other buckets'
  * directories are dropped: the granting buckets went back too, and a
- * create asks again). *changed counts the keys put back.
+ * create asks again). A file without names put back is an orphan again,
+ * since now. *changed counts the keys put back.
  */
 int meta_restore(struct meta_bucket *b, uint64_t ver, const uint8_t *after, size_t alen,
-		 unsigned max, uint8_t *next, size_t *nlen, uint64_t *changed);
+		 unsigned max, uint64_t now, uint8_t *next, size_t *nlen, uint64_t *changed);
 /* META_OP_VERSION, META_OP_SETTLE and META_OP_RESTORE in b (b->vs set; its changes stored). */
 int meta_version_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *r);
 /*

@@ -9,11 +9,12 @@
 
 SH_LOG_FACILITY("meta.svc");
 
-#define CALL_NS	      (5ull * 1000 * 1000 * 1000)
-#define READY_WAIT_NS (2ull * 1000 * 1000 * 1000)
-#define BUSY_WAIT_NS  (20ull * 1000 * 1000)
-#define OP_NS	      (8ull * 1000 * 1000 * 1000)
-#define MAX_ROUNDS    16
+#define CALL_NS		(5ull * 1000 * 1000 * 1000)
+#define READY_WAIT_NS	(2ull * 1000 * 1000 * 1000)
+#define BUSY_WAIT_NS	(20ull * 1000 * 1000)
+#define VERSION_WAIT_NS (2ull * 1000 * 1000) /* a command waiting for its group's version */
+#define OP_NS		(8ull * 1000 * 1000 * 1000)
+#define MAX_ROUNDS	16
 
 static void dispatch(struct mreq *m);
 static void run_cmd(struct mreq *m);
@@ -643,6 +644,20 @@ run_cmd(struct mreq *m)
 	}
 	if (!mgroup_ready(m->g)) {
 		mreq_answer(m, SH_ENOTLEADER, NULL);
+		return;
+	}
+	/*
+	 * Its client saw a newer version than the group writes at: a snapshot was
+	 * just made, and the group has not taken the version step that keeps it
+	 * (its kept list). Applied now, the command would raise the version
+	 * without keeping the snapshot, and its writes would drop what the
+	 * snapshot reads. So the step first (asked for at once), then the command.
+	 */
+	if (c.ver > mgroup_version(m->g)->ver &&
+	    env_now(m->s->env) + VERSION_WAIT_NS < m->deadline) {
+		msvc_snap_kick(m->s, 0);
+		m->rounds--;
+		later(m, VERSION_WAIT_NS);
 		return;
 	}
 	/* a dry run on the applied state says what the command needs first */

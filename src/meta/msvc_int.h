@@ -86,8 +86,10 @@ struct mfs {
 	struct env_timer reclaim_tick;
 	bool *snap_busy;  /* by group index: a version step in flight (msvc_snap.c) */
 	bool snap_asking; /* the groups are being asked where they stand */
-	/* a restore's pause, as this node saw it begin (monotonic ns; 0: not paused) */
+	/* a restore's pause, as this node saw it begin (monotonic ns; 0: not paused), and
+	 * which restore it is */
 	uint64_t paused_since;
+	uint32_t paused_epoch;
 	bool closing;
 };
 

@@ -95,7 +95,8 @@ restore_step(struct mfs *fs, uint32_t gi, const struct meta_version *vs)
 	uint8_t data[8];
 
 	if (f == NULL || f->restore_phase != CFG_RESTORE_REVERTING ||
-	    vs->repoch >= f->restore_epoch)
+	    vs->repoch >= f->restore_epoch ||
+	    (vs->rdoing == f->restore_epoch && vs->rcursor >= vs->nb))
 		return false;
 	for (unsigned b = 0; b < 8; b++)
 		data[b] = (uint8_t)(f->restore_ver >> (8 * b));
@@ -389,10 +390,12 @@ on_tick(struct env_timer *t)
 			const struct cfg_fs *f = cfg_fs_by_id(c, fs->id);
 			bool paused = f != NULL && f->restore_phase != CFG_RESTORE_NONE;
 
-			if (!paused)
+			if (!paused) {
 				fs->paused_since = 0;
-			else if (fs->paused_since == 0)
+			} else if (fs->paused_since == 0 || fs->paused_epoch != f->restore_epoch) {
 				fs->paused_since = env_now(s->env);
+				fs->paused_epoch = f->restore_epoch;
+			}
 		}
 		/* (the kept list once for all the groups) */
 		for (uint32_t gi = 0; gi < fs->ngroups; gi++)
@@ -440,9 +443,14 @@ bool
 msvc_restore_refuses(const struct mfs *fs, const struct mreq *m)
 {
 	const struct cfg_fs *f = cfg_fs_by_id(mroute_cfg(fs->s->rt), fs->id);
+	const struct meta_version *vs = m->g != NULL ? mgroup_version(m->g) : NULL;
 
-	return f != NULL && f->restore_phase != CFG_RESTORE_NONE && m->req.at == 0 &&
-	       msvc_client_of(m) != 0;
+	if (f == NULL || m->req.at != 0 || msvc_client_of(m) == 0)
+		return false;
+	/* paused; or this group is going back, or went back in a restore this node's
+	 * configuration has not heard of yet (a leader newly elected on a lagging node) */
+	return f->restore_phase != CFG_RESTORE_NONE ||
+	       (vs != NULL && (vs->rdoing != 0 || vs->repoch > f->restore_epoch));
 }
 
 struct unapplied {
@@ -476,11 +484,15 @@ msvc_restore_drained(struct mfs *fs, struct mgroup *g)
 {
 	const struct cfg_fs *f = cfg_fs_by_id(mroute_cfg(fs->s->rt), fs->id);
 	const struct meta_version *vs = mgroup_version(g);
-	uint64_t now = env_now(fs->s->env);
+	uint64_t now = env_now(fs->s->env), since = fs->paused_since;
 	struct sh_list *pos;
 
+	/* paused long enough here, as this restore, and since this node leads the group */
+	for (uint32_t gi = 0; gi < fs->ngroups && fs->led_since != NULL; gi++)
+		if (fs->groups[gi] == g && fs->led_since[gi] > since)
+			since = fs->led_since[gi];
 	if (f == NULL || f->restore_phase == CFG_RESTORE_NONE || fs->paused_since == 0 ||
-	    now - fs->paused_since < PAUSE_NS)
+	    fs->paused_epoch != f->restore_epoch || now - since < PAUSE_NS)
 		return false;
 	sh_list_for_each (pos, &fs->s->reqs) {
 		const struct mreq *m = sh_list_entry(pos, struct mreq, link);

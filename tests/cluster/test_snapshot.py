@@ -218,6 +218,13 @@ def open_across_restore(c, fs):
     return mnt, os.open(os.path.join(mnt, "ckpt"), os.O_RDONLY | os.O_DIRECT)
 
 
+def stale_write(mnt):
+    """A handle opened to write before the restore writes after it: ESTALE, at the write or
+    at the close (the kernel may buffer the write), and nothing lands."""
+    fd = os.open(os.path.join(mnt, "dup1"), os.O_WRONLY)
+    return fd
+
+
 @test
 def restore_brings_the_snapshot_back(c):
     c.up()
@@ -246,8 +253,10 @@ def restore_brings_the_snapshot_back(c):
     check(p.returncode != 0, "restore without @SNAPSHOT: exit 0")
     mnt, fd = open_across_restore(c, "rs")
     try:
+        wfd = None
         if fd is not None:
             check(os.pread(fd, 4096, 0) == new[:4096], "the mount reads the new checkpoint wrong")
+            wfd = stale_write(mnt)
         t0 = time.time()
         out = c.shoal("fs", "restore", "rs@s1", check_rc=0, timeout=120).stdout
         took = time.time() - t0
@@ -261,6 +270,15 @@ def restore_brings_the_snapshot_back(c):
                 check(e.errno == errno.ESTALE, "a handle from before the restore: %s" % e)
             with open(os.path.join(mnt, "ckpt"), "rb") as f:
                 check(f.read() == old, "the mount reads the restored checkpoint wrong")
+            errs = []
+            for what, fn in (("write", lambda: os.pwrite(wfd, b"stale", 0)),
+                             ("close", lambda: os.close(wfd))):
+                try:
+                    fn()
+                except OSError as e:
+                    errs.append((what, e.errno))
+            check(errs and all(e == errno.ESTALE for _, e in errs),
+                  "a handle from before the restore wrote: %s" % errs)
     finally:
         if fd is not None:
             try:
@@ -270,7 +288,7 @@ def restore_brings_the_snapshot_back(c):
     check(get(c, "rs", "/ckpt") == old, "the restored checkpoint reads wrong")
     check(get(c, "rs", "/d/small") == small, "the restored small file reads wrong")
     check(get(c, "rs", "/dup1") == dup and get(c, "rs", "/dup2") == dup,
-          "the restored deduplicated copies read wrong")
+          "the restored deduplicated copies read wrong (or a stale handle's write landed)")
     ls = sorted(n.rstrip("/") for n in c.shoal("ns", "rs", "ls", "/", check_rc=0).stdout.split())
     check(ls == ["ckpt", "d", "dup1", "dup2"], "the restored root lists %s" % ls)
     check(get(c, "rs@s1", "/ckpt") == old, "the snapshot reads wrong after the restore")

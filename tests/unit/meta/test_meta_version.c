@@ -312,6 +312,23 @@ inline_of(struct vfx *f, const char *name, char *buf, size_t cap)
 	return rc;
 }
 
+/* ino has an orphan record (a file without names, kept while open). */
+static bool
+orphaned(struct vfx *f, uint64_t ino)
+{
+	struct meta_txn *t;
+	struct meta_key k;
+	uint8_t v[8];
+	int rc;
+
+	SH_ASSERT_OK(meta_txn_begin(f->db, false, &t));
+	meta_key_id(&k, 0, META_K_ORPHAN, ino);
+	rc = meta_get_exact(t, &k, UINT64_MAX >> 1, v, sizeof(v));
+	meta_txn_abort(t);
+	SH_ASSERT(rc == 0 || rc == -ENOENT);
+	return rc == 0;
+}
+
 static uint64_t
 mapped(struct vfx *f)
 {
@@ -357,7 +374,7 @@ TEST(meta_restore_puts_a_snapshot_back_and_counts_every_reference)
 	struct meta_cmd c;
 	struct meta_result r;
 	struct meta_extent e[2];
-	uint64_t g, h, at_snap;
+	uint64_t g, h, o, at_snap;
 	uint8_t data[8] = { 9 };
 
 	vfx_open(&f, "restore.mdb");
@@ -370,6 +387,20 @@ TEST(meta_restore_puts_a_snapshot_back_and_counts_every_reference)
 	c.data = (const uint8_t *)"hello";
 	c.dlen = 5;
 	SH_ASSERT_OK(vapply(&f, 0, &c, &r));
+	/* o: a file without names, open (an orphan), with a stripe of its own */
+	o = vcreate(&f, name0('o'), 3);
+	{
+		uint64_t keep = f.ino;
+
+		f.ino = o;
+		e[0] = ext(0, 1 << 20, 13);
+		map(&f, e, 1, 3);
+		f.ino = keep;
+	}
+	c = (struct meta_cmd){ .op = META_OP_REMOVE, .now = 3, .parent = META_ROOT_INO };
+	snprintf(c.name, sizeof(c.name), "%s", name0('o'));
+	SH_ASSERT_OK(vapply(&f, 0, &c, &r));
+	SH_ASSERT(orphaned(&f, o));
 	at_snap = mapped(&f);
 
 	/* snapshot 1; then f overwritten, g removed; snapshot 3; f again, h created */
@@ -377,6 +408,9 @@ TEST(meta_restore_puts_a_snapshot_back_and_counts_every_reference)
 	e[0] = ext(0, 2 << 20, 8);
 	map(&f, e, 1, 4);
 	vremove(&f, name0('g'), g, 5);
+	c = (struct meta_cmd){ .op = META_OP_ORPHAN_DROP, .ino = o, .now = 5 }; /* closed */
+	SH_ASSERT_OK(vapply(&f, 0, &c, &r));
+	SH_ASSERT(!orphaned(&f, o));
 	SH_ASSERT_OK(version_cmd(&f, 3, (uint64_t[]){ 1, 2 }, 2));
 	e[0] = ext(0, 2 << 20, 10);
 	map(&f, e, 1, 6);
@@ -410,6 +444,8 @@ TEST(meta_restore_puts_a_snapshot_back_and_counts_every_reference)
 	SH_ASSERT_EQ(stripes_at(&f, 2), 17u);
 	SH_ASSERT_EQ(reclaims(&f), 21u);
 	SH_ASSERT_EQ(mapped(&f), at_snap);
+	/* o is back without names: an orphan again, which the sweep drops (below) */
+	SH_ASSERT(orphaned(&f, o));
 	/* done: the same epoch again is nothing to do */
 	c = (struct meta_cmd){ .op = META_OP_RESTORE, .upto = 1, .flags = 1, .data = data };
 	c.dlen = 8;
@@ -427,7 +463,9 @@ TEST(meta_restore_puts_a_snapshot_back_and_counts_every_reference)
 	settle(&f);
 	vremove(&f, "f", f.ino, 10);
 	vremove(&f, name0('g'), g, 10);
-	SH_ASSERT_EQ(reclaims(&f), 7u + 8 + 9 + 10 + 11 + 12);
+	c = (struct meta_cmd){ .op = META_OP_ORPHAN_DROP, .ino = o, .now = 10 };
+	SH_ASSERT_OK(vapply(&f, 0, &c, &r));
+	SH_ASSERT_EQ(reclaims(&f), 7u + 8 + 9 + 10 + 11 + 12 + 13);
 	SH_ASSERT_EQ(mapped(&f), 0u);
 	meta_db_close(f.db);
 }

@@ -262,14 +262,15 @@ restore_step(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result
 	struct meta_version *vs = b->vs;
 	uint8_t next[META_KEY_MAX];
 	uint64_t ver = 0, changed = 0;
+	unsigned n;
 	size_t nlen;
 	int rc;
 
 	if (c->dlen != 8 || c->upto == 0 || c->upto > UINT32_MAX || c->flags == 0 ||
 	    c->flags > META_RESTORE_MAX)
 		return -EINVAL;
-	for (unsigned i = 0; i < 8; i++)
-		ver |= (uint64_t)c->data[i] << (8 * i);
+	if (meta_keep_decode(c->data, c->dlen, &ver, &n) < 0)
+		ver = 0; /* (version 0: kept by none) */
 	if (c->upto <= vs->repoch)
 		return -EALREADY;
 	if (!kept(vs, ver))

@@ -86,6 +86,24 @@ propose_step(struct mfs *fs, uint32_t gi, uint16_t bucket, const struct meta_cmd
 	}
 }
 
+/* The u64s of versions and counts that groups and commands carry: little-endian. */
+static void
+put_le64(uint8_t *p, uint64_t v)
+{
+	for (unsigned b = 0; b < 8; b++)
+		p[b] = (uint8_t)(v >> (8 * b));
+}
+
+static uint64_t
+get_le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (unsigned b = 0; b < 8; b++)
+		v |= (uint64_t)p[b] << (8 * b);
+	return v;
+}
+
 /* A restore under way that group gi has not done: its next step proposed (true). */
 static bool
 restore_step(struct mfs *fs, uint32_t gi, const struct meta_version *vs)
@@ -98,8 +116,7 @@ restore_step(struct mfs *fs, uint32_t gi, const struct meta_version *vs)
 	    vs->repoch >= f->restore_epoch ||
 	    (vs->rdoing == f->restore_epoch && vs->rcursor >= vs->nb))
 		return false;
-	for (unsigned b = 0; b < 8; b++)
-		data[b] = (uint8_t)(f->restore_ver >> (8 * b));
+	put_le64(data, f->restore_ver);
 	c.now = env_realtime(fs->s->env);
 	c.upto = f->restore_epoch;
 	c.data = data;
@@ -122,8 +139,7 @@ reconcile(struct mfs *fs, uint32_t gi, uint64_t ver, const uint64_t *keep, unsig
 	if (vs->ver < ver || vs->nkeep != nkeep ||
 	    memcmp(vs->keep, keep, nkeep * sizeof(*keep)) != 0) {
 		for (unsigned i = 0; i < nkeep; i++)
-			for (unsigned b = 0; b < 8; b++)
-				data[i * 8 + b] = (uint8_t)(keep[i] >> (8 * b));
+			put_le64(data + i * 8, keep[i]);
 		c.op = META_OP_VERSION;
 		c.ver = ver > vs->ver ? ver : vs->ver;
 		c.data = data;
@@ -292,18 +308,9 @@ on_version(void *arg, int status, const struct mp_reply *r)
 	if (status < 0 || r == NULL || r->dlen < 32 || r->dlen % 8 != 0) {
 		a->failed = true;
 	} else {
-		uint64_t gen = 0, settled = 0;
+		uint64_t gen = get_le64(r->data), settled = get_le64(r->data + 8);
+		uint64_t repoch = get_le64(r->data + 16), drained = get_le64(r->data + 24);
 
-		for (unsigned b = 0; b < 8; b++) {
-			gen |= (uint64_t)r->data[b] << (8 * b);
-			settled |= (uint64_t)r->data[8 + b] << (8 * b);
-		}
-		uint64_t repoch = 0, drained = 0;
-
-		for (unsigned b = 0; b < 8; b++) {
-			repoch |= (uint64_t)r->data[16 + b] << (8 * b);
-			drained |= (uint64_t)r->data[24 + b] << (8 * b);
-		}
 		if (r->aux < a->min_ver)
 			a->min_ver = r->aux;
 		if (repoch < a->min_repoch)
@@ -312,13 +319,8 @@ on_version(void *arg, int status, const struct mp_reply *r)
 		for (unsigned k = 0; k < a->ndeleting; k++) {
 			bool kept = false;
 
-			for (size_t at = 32; at < r->dlen; at += 8) {
-				uint64_t v = 0;
-
-				for (unsigned b = 0; b < 8; b++)
-					v |= (uint64_t)r->data[at + b] << (8 * b);
-				kept = kept || v == a->deleting[k];
-			}
+			for (size_t at = 32; at < r->dlen; at += 8)
+				kept = kept || get_le64(r->data + at) == a->deleting[k];
 			if (kept || settled != gen)
 				a->still[k] = true;
 		}

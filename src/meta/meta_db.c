@@ -17,6 +17,8 @@ struct meta_db {
 	MDB_txn *batch;		/* META_DB_BATCH: the open top-level write transaction */
 	unsigned batch_n;	/* write transactions merged into it */
 	struct meta_txn *child; /* the one transaction now open on the batch */
+	uint64_t *base;		/* base[b]: branch b's base (0: none); nbase of them */
+	unsigned nbase;
 };
 
 struct meta_txn {
@@ -93,7 +95,29 @@ meta_db_close(struct meta_db *db)
 	if (meta_db_flush(db, false) < 0)
 		sh_log_error("bucket store: the last batch was not committed");
 	mdb_env_close(db->env);
+	sh_free(db->base);
 	sh_free(db);
+}
+
+int
+meta_db_branch(struct meta_db *db, uint16_t branch, uint64_t base)
+{
+	if (branch == 0 || (base != 0 && meta_ver_branch(base) >= branch))
+		return -EINVAL;
+	if (branch >= db->nbase) {
+		uint64_t *g;
+
+		if (base == 0)
+			return 0;
+		g = sh_realloc(db->base, ((size_t)branch + 1) * sizeof(*g));
+		if (g == NULL)
+			return -ENOMEM;
+		memset(g + db->nbase, 0, ((size_t)branch + 1 - db->nbase) * sizeof(*g));
+		db->base = g;
+		db->nbase = (unsigned)branch + 1;
+	}
+	db->base[branch] = base;
+	return 0;
 }
 
 int
@@ -229,6 +253,21 @@ same_logical(const MDB_val *key, const uint8_t *lk, size_t llen)
 	return key->mv_size == llen + META_VER_LEN && memcmp(key->mv_data, lk, llen) == 0;
 }
 
+/* A record written at version w is read as of version at (meta_db.h, "Branches"). */
+static bool
+visible(const struct meta_db *db, uint64_t at, uint64_t w)
+{
+	for (;;) {
+		uint16_t ab = meta_ver_branch(at), wb = meta_ver_branch(w);
+
+		if (wb == ab)
+			return w <= at;
+		if (ab == 0 || wb > ab || ab >= db->nbase || db->base[ab] == 0)
+			return false;
+		at = db->base[ab]; /* down the chain: a lower branch */
+	}
+}
+
 int
 meta_get(struct meta_txn *t, const struct meta_key *k, uint64_t at, void *val, size_t cap,
 	 size_t *len)
@@ -242,6 +281,9 @@ meta_get(struct meta_txn *t, const struct meta_key *k, uint64_t at, void *val, s
 	if (rc != 0)
 		return err(rc);
 	rc = mdb_cursor_get(c, &key, &data, MDB_SET_RANGE);
+	/* at or below `at`, newest first: past records of branches `at` does not read */
+	while (rc == 0 && same_logical(&key, k->b, k->len) && !visible(t->db, at, key_ver(&key)))
+		rc = mdb_cursor_get(c, &key, &data, MDB_NEXT);
 	if (rc == 0 && !same_logical(&key, k->b, k->len))
 		rc = MDB_NOTFOUND;
 	if (rc == 0 && (data.mv_size == 0 || (((const uint8_t *)data.mv_data)[0] & TOMBSTONE)))
@@ -337,12 +379,15 @@ kept_reads(const struct meta_keep *keep, uint64_t w, uint64_t newer)
 }
 
 /*
- * The versions of k older than ver: drop those that no kept snapshot
- * reads. Version w is read by snapshot S when w <= S and the next newer
- * version of k is above S. was_newest: the first of them was k's newest
- * until this write (it is news whether it stays: +1, or goes: nothing);
- * the others lived for the snapshots already (news only when they go:
- * -1). *older: a version older than ver is left.
+ * The versions of k older than ver of ver's branch: drop those that no
+ * kept snapshot reads. Version w is read by snapshot S when w <= S and the
+ * next newer version of k is above S. was_newest: the first of them was
+ * k's newest until this write (it is news whether it stays: +1, or goes:
+ * nothing); the others lived for the snapshots already (news only when
+ * they go: -1). Below the branch's records, the value its base reads is
+ * news (+1) when the branch had none of its own: the branch stopped
+ * reading it, the base has not. *older: a version older than ver is left
+ * that this one may hide.
  */
 static int
 prune(struct meta_txn *t, const struct meta_key *k, uint64_t ver, bool was_newest,
@@ -351,6 +396,7 @@ prune(struct meta_txn *t, const struct meta_key *k, uint64_t ver, bool was_newes
 	uint8_t kb[META_KEY_MAX + META_VER_LEN];
 	MDB_val key = { full_key(kb, k, ver), kb }, data;
 	bool tell = keep != NULL && keep->moved != NULL, first = true;
+	uint16_t br = meta_ver_branch(ver);
 	struct moves ms = { 0 };
 	uint64_t newer = ver;
 	MDB_cursor *c;
@@ -367,6 +413,18 @@ prune(struct meta_txn *t, const struct meta_key *k, uint64_t ver, bool was_newes
 		uint64_t w = key_ver(&key);
 		bool needed = kept_reads(keep, w, newer), news = was_newest && first;
 
+		if (meta_ver_branch(w) != br) {
+			/* a lower branch's: never ours to drop; the one the base reads, if any */
+			while (rc == 0 && same_logical(&key, k->b, k->len) &&
+			       !visible(t->db, ver, key_ver(&key)))
+				rc = mdb_cursor_get(c, &key, &data, MDB_NEXT);
+			if (rc == 0 && same_logical(&key, k->b, k->len) && !tombstone(&data)) {
+				*older = true;
+				if (news && tell)
+					mrc = moves_add(&ms, &data, +1);
+			}
+			break;
+		}
 		newer = w;
 		first = false;
 		if (needed) {
@@ -489,8 +547,9 @@ meta_scan(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *afte
 			rc = mdb_cursor_get(c, &key, &data, MDB_NEXT);
 			continue;
 		}
-		if (key_ver(&key) > at) {
-			/* written after `at`: look at its older versions */
+		if (!visible(t->db, at, key_ver(&key))) {
+			/* written after `at`, or in a branch it does not read: its older versions
+			 */
 			rc = mdb_cursor_get(c, &key, &data, MDB_NEXT);
 			continue;
 		}
@@ -530,58 +589,54 @@ next_kind(MDB_cursor *c, const struct meta_key *prefix, uint8_t *kb, MDB_val *ke
 	return mdb_cursor_get(c, key, data, MDB_SET_RANGE);
 }
 
-/* A key of meta_settle's to look at again: its newest version, a tombstone or not. */
+/* A key of meta_settle's to look at again: its branch's newest version, a tombstone or not. */
 struct settle_key {
 	struct meta_key k;
 	uint64_t ver;
 	bool tomb;
 };
 
-int
-meta_settle(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *after, size_t alen,
-	    unsigned max, const struct meta_keep *keep, uint8_t *next, size_t *nlen,
-	    uint64_t *dropped)
+/*
+ * The logical keys of versioned kinds after `after` that have records of
+ * branch kb, at most max looked at (meta_settle's paging), into sk: those
+ * with more than one record of kb or a tombstone newest (all: every one).
+ */
+static int
+collect_keys(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *after, size_t alen,
+	     unsigned max, uint16_t kb, bool all, struct settle_key *sk, unsigned *nsk,
+	     uint8_t *next, size_t *nlen)
 {
-	uint8_t kb[META_KEY_MAX + META_VER_LEN], last[META_KEY_MAX];
-	struct settle_key *sk;
-	unsigned nsk = 0, seen = 0;
+	uint8_t kbuf[META_KEY_MAX + META_VER_LEN], last[META_KEY_MAX];
+	unsigned seen = 0;
 	size_t lastlen = 0;
 	MDB_val key, data;
 	MDB_cursor *c;
 	int rc;
 
-	*nlen = 0;
-	if (!t->write || max == 0 || prefix->len < 2 ||
-	    (after != NULL && (alen > META_KEY_MAX || alen < prefix->len)))
-		return -EINVAL;
-	sk = sh_calloc(max, sizeof(*sk));
-	if (sk == NULL)
-		return -ENOMEM;
+	*nsk = 0;
 	rc = mdb_cursor_open(t->txn, t->db->dbi, &c);
-	if (rc != 0) {
-		sh_free(sk);
+	if (rc != 0)
 		return err(rc);
-	}
 	if (after != NULL) {
-		memcpy(kb, after, alen);
-		memset(kb + alen, 0xff, META_VER_LEN); /* past every version of `after` */
-		key = (MDB_val){ alen + META_VER_LEN, kb };
+		memcpy(kbuf, after, alen);
+		memset(kbuf + alen, 0xff, META_VER_LEN); /* past every version of `after` */
+		key = (MDB_val){ alen + META_VER_LEN, kbuf };
 	} else {
-		memcpy(kb, prefix->b, prefix->len);
-		key = (MDB_val){ prefix->len, kb };
+		memcpy(kbuf, prefix->b, prefix->len);
+		key = (MDB_val){ prefix->len, kbuf };
 	}
 	rc = mdb_cursor_get(c, &key, &data, MDB_SET_RANGE);
 	while (rc == 0) {
 		const uint8_t *k = key.mv_data;
 		size_t llen = key.mv_size - META_VER_LEN;
-		bool tomb, multi;
-		uint64_t ver;
+		unsigned mine = 0;
+		struct settle_key *x = &sk[*nsk];
 
 		if (key.mv_size < prefix->len + META_VER_LEN ||
 		    memcmp(k, prefix->b, prefix->len) != 0 || llen < 3)
 			break;
 		if (!meta_kind_versioned(k[2])) {
-			rc = next_kind(c, prefix, kb, &key, &data); /* bookkeeping: skipped */
+			rc = next_kind(c, prefix, kbuf, &key, &data); /* bookkeeping: skipped */
 			continue;
 		}
 		if (seen == max) {
@@ -593,32 +648,64 @@ meta_settle(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *af
 		seen++;
 		memcpy(last, k, llen);
 		lastlen = llen;
-		ver = key_ver(&key);
-		tomb = tombstone(&data);
-		rc = mdb_cursor_get(c, &key, &data, MDB_NEXT);
-		multi = rc == 0 && same_logical(&key, last, lastlen);
-		if (multi || tomb) {
-			/* worth a look: older versions, or a tombstone perhaps hiding nothing */
-			memcpy(sk[nsk].k.b, last, lastlen);
-			sk[nsk].k.len = lastlen;
-			sk[nsk].ver = ver;
-			sk[nsk].tomb = tomb;
-			nsk++;
+		/* its versions, newest first: the branch's newest, and whether it has older */
+		while (rc == 0 && same_logical(&key, last, lastlen) && mine < 2) {
+			if (meta_ver_branch(key_ver(&key)) == kb && mine++ == 0) {
+				x->ver = key_ver(&key);
+				x->tomb = tombstone(&data);
+			}
+			rc = mdb_cursor_get(c, &key, &data, MDB_NEXT);
 		}
-		if (multi) {
+		if (mine > 0 && (all || mine > 1 || x->tomb)) {
+			memcpy(x->k.b, last, lastlen);
+			x->k.len = lastlen;
+			(*nsk)++;
+		}
+		if (rc == 0 && same_logical(&key, last, lastlen)) {
 			/* past its other versions */
-			memcpy(kb, last, lastlen);
-			memset(kb + lastlen, 0xff, META_VER_LEN);
-			key = (MDB_val){ lastlen + META_VER_LEN, kb };
+			memcpy(kbuf, last, lastlen);
+			memset(kbuf + lastlen, 0xff, META_VER_LEN);
+			key = (MDB_val){ lastlen + META_VER_LEN, kbuf };
 			rc = mdb_cursor_get(c, &key, &data, MDB_SET_RANGE);
 		}
 	}
 	mdb_cursor_close(c);
-	if (rc != 0 && rc != MDB_NOTFOUND) {
-		sh_free(sk);
-		return err(rc);
+	return rc == 0 || rc == MDB_NOTFOUND ? 0 : err(rc);
+}
+
+/* Checked and allocated for meta_settle and meta_drop_branch: room for max keys. */
+static struct settle_key *
+settle_start(struct meta_txn *t, const struct meta_key *prefix, size_t alen, unsigned max,
+	     const uint8_t *after, size_t *nlen, int *rc)
+{
+	struct settle_key *sk;
+
+	*nlen = 0;
+	if (!t->write || max == 0 || prefix->len < 2 ||
+	    (after != NULL && (alen > META_KEY_MAX || alen < prefix->len))) {
+		*rc = -EINVAL;
+		return NULL;
 	}
-	rc = 0;
+	sk = sh_calloc(max, sizeof(*sk));
+	*rc = sk == NULL ? -ENOMEM : 0;
+	return sk;
+}
+
+int
+meta_settle(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *after, size_t alen,
+	    unsigned max, const struct meta_keep *keep, uint8_t *next, size_t *nlen,
+	    uint64_t *dropped)
+{
+	uint8_t kb[META_KEY_MAX + META_VER_LEN];
+	unsigned nsk = 0;
+	MDB_val key, data;
+	int rc;
+	struct settle_key *sk = settle_start(t, prefix, alen, max, after, nlen, &rc);
+
+	if (sk == NULL)
+		return rc;
+	rc = collect_keys(t, prefix, after, alen, max, keep ? keep->branch : 0, false, sk, &nsk,
+			  next, nlen);
 	for (unsigned i = 0; i < nsk && rc == 0; i++) {
 		bool older;
 
@@ -632,6 +719,35 @@ meta_settle(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *af
 					(*dropped)++;
 			}
 		}
+	}
+	if (rc == 0 && nsk > 0)
+		t->wrote = true;
+	sh_free(sk);
+	return rc;
+}
+
+int
+meta_drop_branch(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *after,
+		 size_t alen, unsigned max, const struct meta_keep *keep, uint8_t *next,
+		 size_t *nlen, uint64_t *dropped)
+{
+	struct meta_keep none = { NULL, 0, keep->moved, keep->arg, keep->branch };
+	/* above the branch's every version: prune then drops them all (nothing kept) */
+	uint64_t top = (uint64_t)keep->branch << META_BRANCH_SHIFT | META_VER_NEWEST;
+	struct settle_key *sk;
+	unsigned nsk = 0;
+	int rc;
+
+	if (keep->branch == 0)
+		return -EINVAL;
+	sk = settle_start(t, prefix, alen, max, after, nlen, &rc);
+	if (sk == NULL)
+		return rc;
+	rc = collect_keys(t, prefix, after, alen, max, keep->branch, true, sk, &nsk, next, nlen);
+	for (unsigned i = 0; i < nsk && rc == 0; i++) {
+		bool older;
+
+		rc = prune(t, &sk[i].k, top, false, &none, &older, dropped);
 	}
 	if (rc == 0 && nsk > 0)
 		t->wrote = true;
@@ -705,18 +821,18 @@ meta_diff(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *afte
 			rc = next_kind(c, prefix, kb, &key, &data); /* bookkeeping: skipped */
 			continue;
 		}
-		/* one logical key's versions, newest first: its record as of v2, then as of v1 */
+		/* one logical key's versions, newest first: its record as of v2, and as of v1 */
 		memcpy(cur, k, llen);
 		a.ver = b.ver = 0;
 		while (rc == 0 && same_logical(&key, cur, llen)) {
 			uint64_t w = key_ver(&key);
 
-			if (w <= v2 && b.ver == 0)
+			if (b.ver == 0 && visible(t->db, v2, w))
 				diff_take(&b, &key, &data);
-			if (w <= v1) {
+			if (a.ver == 0 && visible(t->db, v1, w))
 				diff_take(&a, &key, &data);
+			if (a.ver != 0 && b.ver != 0)
 				break;
-			}
 			rc = mdb_cursor_get(c, &key, &data, MDB_NEXT);
 		}
 		bool had = a.ver != 0 && !a.tomb, has = b.ver != 0 && !b.tomb;
@@ -749,7 +865,8 @@ meta_diff(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *afte
 }
 
 int
-meta_history(struct meta_txn *t, const struct meta_key *prefix, meta_history_fn fn, void *arg)
+meta_history(struct meta_txn *t, const struct meta_key *prefix, uint16_t branch, meta_history_fn fn,
+	     void *arg)
 {
 	uint8_t kb[META_KEY_MAX + META_VER_LEN], cur[META_KEY_MAX];
 	size_t clen = 0;
@@ -779,10 +896,12 @@ meta_history(struct meta_txn *t, const struct meta_key *prefix, meta_history_fn 
 			newer = 0;
 		}
 		w = key_ver(&key);
-		r = fn(arg, cur, clen, w,
-		       tombstone(&data) ? NULL : (const uint8_t *)data.mv_data + 1,
-		       tombstone(&data) ? 0 : data.mv_size - 1, newer);
-		newer = w;
+		if (meta_ver_branch(w) == branch) {
+			r = fn(arg, cur, clen, w,
+			       tombstone(&data) ? NULL : (const uint8_t *)data.mv_data + 1,
+			       tombstone(&data) ? 0 : data.mv_size - 1, newer);
+			newer = w;
+		}
 		rc = mdb_cursor_get(c, &key, &data, MDB_NEXT);
 	}
 	mdb_cursor_close(c);

@@ -63,6 +63,39 @@ bool meta_txn_wrote(const struct meta_txn *t);
 void meta_txn_abort(struct meta_txn *t);
 
 /*
+ * Branches (writable clones; docs/snapshots.md "Clones"). A version's top
+ * 16 bits name its branch; a file system's own versions are branch 0's
+ * (1 .. META_VER_NEWEST). A branch b > 0 is based on a version of a lower
+ * branch (a snapshot's, kept while b lives). Read as of a version v of b,
+ * a key has its newest record of b at or below v, else its value as of
+ * b's base, and so on down the chain; a branch without a base sees its
+ * own records alone. Reads of branch 0 see branch 0's records alone.
+ *
+ * Writes at a version of b keep to b's records: older versions of b go by
+ * b's kept list, a record of another branch is never dropped, and a
+ * tombstone of b stays while the base has a value it hides. The first
+ * record of b over a value the base reads tells keep->moved +1 of that
+ * value (b stopped reading it; the base still does), so a caller that
+ * drops the reference of what its write replaced leaves the base's as it
+ * was: every stored copy of a value holds one reference, in every branch.
+ */
+#define META_BRANCH_SHIFT 48
+#define META_VER_NEWEST	  (((uint64_t)1 << META_BRANCH_SHIFT) - 1) /* branch 0's newest */
+
+static inline uint16_t
+meta_ver_branch(uint64_t ver)
+{
+	return (uint16_t)(ver >> META_BRANCH_SHIFT);
+}
+
+/*
+ * Set branch b's base (a version of a lower branch), or forget it (base
+ * 0). Set before any read or write of b, on the thread that writes the
+ * store. -EINVAL (b 0, or a base not of a lower branch), -ENOMEM.
+ */
+int meta_db_branch(struct meta_db *db, uint16_t branch, uint64_t base);
+
+/*
  * The snapshot versions still kept, ascending: older versions they read
  * survive writes. Kinds that are not versioned (meta_kind_versioned) are
  * written at version 1 and never kept, whatever the caller passes.
@@ -81,6 +114,8 @@ struct meta_keep {
 	unsigned n;
 	int (*moved)(void *arg, const struct meta_key *k, const void *val, size_t len, int delta);
 	void *arg;
+	uint16_t
+	    branch; /* meta_settle, meta_drop_branch: whose records (writes: their version's) */
 };
 
 /*
@@ -113,7 +148,8 @@ int meta_scan(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *
  * After the kept snapshots changed (one was deleted): decide again, for
  * at most max logical keys of versioned kinds that start with prefix and
  * sort after `after` (NULL: from the start), which of their stored
- * versions survive, as a write would (moved hears of what goes). The newest
+ * versions of branch keep->branch survive, as a write would (moved hears
+ * of what goes). The newest
  * version of each key stays unless it is a tombstone nothing older needs.
  * *next (META_KEY_MAX bytes) and *nlen: the key to go on after; *nlen 0
  * when the prefix is done. *dropped (may be NULL) counts the versions
@@ -124,8 +160,21 @@ int meta_settle(struct meta_txn *t, const struct meta_key *prefix, const uint8_t
 		size_t *nlen, uint64_t *dropped);
 
 /*
+ * A branch deleted (its clone is): drop every record of branch
+ * keep->branch (> 0) of at most max logical keys of versioned kinds that
+ * start with prefix and sort after `after`, as meta_settle pages them;
+ * keep->moved hears -1 of each value dropped, the newest included (what
+ * the branch still named goes with it). Other branches' records stay.
+ */
+int meta_drop_branch(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *after,
+		     size_t alen, unsigned max, const struct meta_keep *keep, uint8_t *next,
+		     size_t *nlen, uint64_t *dropped);
+
+/*
  * What changed from version v1 to version v2 (v1 < v2; v1 a kept
- * snapshot's or 0, the empty file system; v2 one's or the newest): for
+ * snapshot's or 0, the empty file system; v2 one's or the newest; each
+ * read as its branch reads, so v1 may be a clone's base and v2 the
+ * clone's): for
  * each logical key of a versioned kind that starts with prefix, comes
  * after the logical key `after` (alen 0: from the first) and whose value
  * as of v1 is not its value as of v2 (absent, or other bytes), in key order, fn(arg, key, klen,
@@ -145,16 +194,18 @@ int meta_diff(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *
 	      void *arg);
 
 /*
- * Every stored version of every logical key that starts with prefix (a
- * kind's prefix: 3 bytes), in key order and, within a key, newest first:
- * fn(arg, key, klen, ver, val, vlen, newer) — val NULL for a tombstone,
- * newer the version of the key's next newer record (0 for its newest).
- * What snapshots hold (meta_snap_usage). fn returns 0 to go on, 1 to stop,
- * or a negative errno to fail.
+ * Every stored version of branch `branch` of every logical key that
+ * starts with prefix (a kind's prefix: 3 bytes), in key order and, within
+ * a key, newest first: fn(arg, key, klen, ver, val, vlen, newer) — val
+ * NULL for a tombstone, newer the version of the key's next newer record
+ * of that branch (0 for its newest). What snapshots hold
+ * (meta_snap_usage). fn returns 0 to go on, 1 to stop, or a negative errno
+ * to fail.
  */
 typedef int (*meta_history_fn)(void *arg, const uint8_t *key, size_t klen, uint64_t ver,
 			       const void *val, size_t vlen, uint64_t newer);
-int meta_history(struct meta_txn *t, const struct meta_key *prefix, meta_history_fn fn, void *arg);
+int meta_history(struct meta_txn *t, const struct meta_key *prefix, uint16_t branch,
+		 meta_history_fn fn, void *arg);
 
 /* Remove every record of a bucket (before installing a snapshot of it). */
 int meta_drop_bucket(struct meta_txn *t, uint16_t bucket);

@@ -182,7 +182,7 @@ meta_restore(struct meta_bucket *b, uint64_t ver, const uint8_t *after, size_t a
 	pk.b[0] = (uint8_t)(b->bucket >> 8);
 	pk.b[1] = (uint8_t)b->bucket;
 	pk.len = 2;
-	rc = meta_diff(b->t, &pk, after, alen, ver, UINT64_MAX, max, next, nlen, on_diff, &c);
+	rc = meta_diff(b->t, &pk, after, alen, ver, META_VER_NEWEST, max, next, nlen, on_diff, &c);
 	for (unsigned i = 0; rc >= 0 && i < c.n; i++)
 		rc = put_back(b, &c.ch[i], now);
 	if (rc >= 0)

@@ -252,14 +252,14 @@ meta_snap_usage(struct meta_txn *t, uint16_t bucket, const uint64_t *keep, unsig
 	int rc;
 
 	meta_key_kind(&pk, bucket, META_K_EXTENT);
-	rc = meta_history(t, &pk, on_extent, &w);
+	rc = meta_history(t, &pk, 0, on_extent, &w);
 	if (rc == 0) {
 		count_file(&w);
 		rc = w.err;
 	}
 	if (rc == 0) {
 		meta_key_kind(&pk, bucket, META_K_INLINE);
-		rc = meta_history(t, &pk, on_inline, &w);
+		rc = meta_history(t, &pk, 0, on_inline, &w);
 	}
 	sh_free(w.x);
 	sh_free(w.tmp);

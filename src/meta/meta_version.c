@@ -125,7 +125,7 @@ meta_version_load(struct meta_txn *t, uint16_t first, struct meta_version *v)
 	int rc;
 
 	version_key(&k, first);
-	rc = meta_get(t, &k, UINT64_MAX >> 1, val, sizeof(val), &len);
+	rc = meta_get(t, &k, META_VER_NEWEST, val, sizeof(val), &len);
 	if (rc == -ENOENT) {
 		meta_version_init(v);
 		return 0;

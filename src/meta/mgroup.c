@@ -98,7 +98,7 @@ applied_get(struct mgroup *g, struct meta_txn *t, uint64_t *idx)
 	int rc;
 
 	applied_key(g, &k);
-	rc = meta_get_exact(t, &k, UINT64_MAX >> 1, v, sizeof(v));
+	rc = meta_get_exact(t, &k, META_VER_NEWEST, v, sizeof(v));
 	*idx = 0;
 	if (rc == -ENOENT)
 		return 0;
@@ -841,7 +841,7 @@ mgroup_read_at(struct mgroup *g, uint16_t bucket, uint64_t at, struct meta_bucke
 		return -EINVAL;
 	b->bucket = bucket;
 	b->nbuckets = g->p.nbuckets;
-	b->ver = at != 0 ? at : UINT64_MAX >> 1; /* 0: the newest */
+	b->ver = at != 0 ? at : META_VER_NEWEST; /* 0: the newest */
 	return meta_txn_begin(g->p.db, false, &b->t);
 }
 

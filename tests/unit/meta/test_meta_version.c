@@ -144,7 +144,7 @@ stripes_at(struct vfx *f, uint64_t at)
 
 	SH_ASSERT_OK(meta_txn_begin(f->db, false, &t));
 	struct meta_bucket b = {
-		.t = t, .bucket = 0, .nbuckets = 2, .ver = at ? at : UINT64_MAX >> 1
+		.t = t, .bucket = 0, .nbuckets = 2, .ver = at ? at : META_VER_NEWEST
 	};
 	rc = meta_lookup(&b, META_ROOT_INO, "f", 1, &d);
 	if (rc == -ENOENT) {
@@ -174,7 +174,7 @@ reclaims(struct vfx *f)
 	uint64_t sum = 0;
 
 	SH_ASSERT_OK(meta_txn_begin(f->db, false, &t));
-	struct meta_bucket b = { .t = t, .bucket = 0, .nbuckets = 2, .ver = UINT64_MAX >> 1 };
+	struct meta_bucket b = { .t = t, .bucket = 0, .nbuckets = 2, .ver = META_VER_NEWEST };
 	SH_ASSERT_OK(meta_reclaims(&b, sum_reclaims, &sum));
 	meta_txn_abort(t);
 	return sum;
@@ -304,7 +304,7 @@ inline_of(struct vfx *f, const char *name, char *buf, size_t cap)
 	int rc;
 
 	SH_ASSERT_OK(meta_txn_begin(f->db, false, &t));
-	struct meta_bucket b = { .t = t, .bucket = 0, .nbuckets = 2, .ver = UINT64_MAX >> 1 };
+	struct meta_bucket b = { .t = t, .bucket = 0, .nbuckets = 2, .ver = META_VER_NEWEST };
 	rc = meta_lookup(&b, META_ROOT_INO, name, strlen(name), &d);
 	if (rc == 0)
 		rc = meta_inline_get(&b, d.ino, buf, cap);
@@ -323,7 +323,7 @@ orphaned(struct vfx *f, uint64_t ino)
 
 	SH_ASSERT_OK(meta_txn_begin(f->db, false, &t));
 	meta_key_id(&k, 0, META_K_ORPHAN, ino);
-	rc = meta_get_exact(t, &k, UINT64_MAX >> 1, v, sizeof(v));
+	rc = meta_get_exact(t, &k, META_VER_NEWEST, v, sizeof(v));
 	meta_txn_abort(t);
 	SH_ASSERT(rc == 0 || rc == -ENOENT);
 	return rc == 0;
@@ -336,7 +336,7 @@ mapped(struct vfx *f)
 	struct meta_usage u;
 
 	SH_ASSERT_OK(meta_txn_begin(f->db, false, &t));
-	struct meta_bucket b = { .t = t, .bucket = 0, .nbuckets = 2, .ver = UINT64_MAX >> 1 };
+	struct meta_bucket b = { .t = t, .bucket = 0, .nbuckets = 2, .ver = META_VER_NEWEST };
 	SH_ASSERT_OK(meta_usage_get(&b, &u));
 	meta_txn_abort(t);
 	return u.mapped + u.inlined;

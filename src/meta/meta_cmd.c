@@ -218,6 +218,14 @@ apply_extent(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result
 	return rc;
 }
 
+/* Commands of the group's version record (meta_version.h): branch 0's alone. */
+static bool
+version_op(uint8_t op)
+{
+	return op == META_OP_VERSION || op == META_OP_SETTLE || op == META_OP_RESTORE ||
+	       op == META_OP_BRANCH || op == META_OP_BRANCH_DROP;
+}
+
 void
 meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *r)
 {
@@ -227,7 +235,18 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 	META_RESULT_CLEAR(r);
 	b->ver = c->ver;
 	b->queued = 0;
-	if (b->vs != NULL) {
+	if (b->vs != NULL && meta_ver_branch(c->ver) != 0) {
+		/* a clone's (meta_version.h): at its branch's version, if the group serves it */
+		uint16_t br = meta_ver_branch(c->ver);
+
+		b->ver = meta_version_of(b->vs, c->ver);
+		if (b->ver == 0 || version_op(c->op)) {
+			r->status = b->ver == 0 ? -ESTALE : -EINVAL;
+			return;
+		}
+		b->keep_own = (struct meta_keep){ NULL, 0, meta_extent_moved, b, br };
+		b->keep = &b->keep_own;
+	} else if (b->vs != NULL) {
 		/* the group's version at least; what its snapshots read is kept */
 		if (b->vs->ver > b->ver)
 			b->ver = b->vs->ver;
@@ -318,6 +337,8 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 	case META_OP_VERSION:
 	case META_OP_SETTLE:
 	case META_OP_RESTORE:
+	case META_OP_BRANCH:
+	case META_OP_BRANCH_DROP:
 		rc = meta_version_apply(b, c, r);
 		break;
 	case META_OP_LEASE_GRANT:

@@ -70,7 +70,12 @@ struct meta_bucket; /* meta_ops.h: applying a command needs the bucket store */
 	X(META_OP_SETTLE, 30, "settle")                                                          \
 	/* upto: the restore's epoch, data: its snapshot's version, flags: keys (meta_version.h) \
 	 */                                                                                      \
-	X(META_OP_RESTORE, 31, "restore")
+	X(META_OP_RESTORE, 31, "restore")                                                        \
+	/* at a group's first bucket: upto: a branch (a clone), data: its base, u64 LE (0: it    \
+	 * goes) (meta_version.h) */                                                             \
+	X(META_OP_BRANCH, 32, "branch")                                                          \
+	/* upto: a branch that goes, flags: keys; at the bucket its drop is at */                \
+	X(META_OP_BRANCH_DROP, 33, "branch_drop")
 
 enum meta_op {
 #define META_OP_ENUM(id, num, name) id = (num),

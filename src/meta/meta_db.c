@@ -268,6 +268,14 @@ visible(const struct meta_db *db, uint64_t at, uint64_t w)
 	}
 }
 
+/* A stored key is read as of at: its version is, or it is bookkeeping (one copy for all). */
+static bool
+read_as_of(const struct meta_db *db, uint64_t at, const MDB_val *key)
+{
+	return !meta_kind_versioned(((const uint8_t *)key->mv_data)[2]) ||
+	       visible(db, at, key_ver(key));
+}
+
 int
 meta_get(struct meta_txn *t, const struct meta_key *k, uint64_t at, void *val, size_t cap,
 	 size_t *len)
@@ -282,7 +290,7 @@ meta_get(struct meta_txn *t, const struct meta_key *k, uint64_t at, void *val, s
 		return err(rc);
 	rc = mdb_cursor_get(c, &key, &data, MDB_SET_RANGE);
 	/* at or below `at`, newest first: past records of branches `at` does not read */
-	while (rc == 0 && same_logical(&key, k->b, k->len) && !visible(t->db, at, key_ver(&key)))
+	while (rc == 0 && same_logical(&key, k->b, k->len) && !read_as_of(t->db, at, &key))
 		rc = mdb_cursor_get(c, &key, &data, MDB_NEXT);
 	if (rc == 0 && !same_logical(&key, k->b, k->len))
 		rc = MDB_NOTFOUND;
@@ -547,7 +555,7 @@ meta_scan(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *afte
 			rc = mdb_cursor_get(c, &key, &data, MDB_NEXT);
 			continue;
 		}
-		if (!visible(t->db, at, key_ver(&key))) {
+		if (!read_as_of(t->db, at, &key)) {
 			/* written after `at`, or in a branch it does not read: its older versions
 			 */
 			rc = mdb_cursor_get(c, &key, &data, MDB_NEXT);

@@ -70,6 +70,7 @@ void meta_txn_abort(struct meta_txn *t);
  * a key has its newest record of b at or below v, else its value as of
  * b's base, and so on down the chain; a branch without a base sees its
  * own records alone. Reads of branch 0 see branch 0's records alone.
+ * Bookkeeping (kinds not versioned) has one copy that every branch reads.
  *
  * Writes at a version of b keep to b's records: older versions of b go by
  * b's kept list, a record of another branch is never dropped, and a

@@ -6,7 +6,7 @@
 #include "meta_extent.h"
 #include "meta_version.h"
 
-#define FORMAT 2 /* (1: before restores) */
+#define FORMAT 3 /* (1: before restores; 2: before branches) */
 
 void
 meta_version_init(struct meta_version *v)
@@ -50,6 +50,18 @@ meta_version_encode(const struct meta_version *v, uint8_t *out, size_t cap)
 	sh_enc_u32(&e, v->rcursor);
 	sh_enc_u16(&e, v->rklen);
 	sh_enc_bytes(&e, v->rkey, v->rklen);
+	sh_enc_u16(&e, (uint16_t)v->nbranch);
+	for (unsigned i = 0; i < v->nbranch; i++) {
+		const struct meta_vbranch *x = &v->branch[i];
+
+		sh_enc_u16(&e, x->id);
+		sh_enc_u64(&e, x->base);
+		sh_enc_u64(&e, x->ver);
+		sh_enc_u8(&e, x->dropping);
+		sh_enc_u32(&e, x->cursor);
+		sh_enc_u16(&e, x->klen);
+		sh_enc_bytes(&e, x->key, x->klen);
+	}
 	rc = sh_enc_error(&e);
 	if (rc == 0 && e.len > cap)
 		rc = -EOVERFLOW;
@@ -71,7 +83,7 @@ meta_version_decode(const uint8_t *b, size_t len, struct meta_version *v)
 
 	sh_dec_init(&d, b, len);
 	format = sh_dec_u8(&d);
-	if (format != 1 && format != FORMAT)
+	if (format < 1 || format > FORMAT)
 		return -EBADMSG;
 	n.ver = sh_dec_u64(&d);
 	n.gen = sh_dec_u64(&d);
@@ -102,6 +114,31 @@ meta_version_decode(const uint8_t *b, size_t len, struct meta_version *v)
 		key = sh_dec_bytes(&d, n.rklen);
 		if (key != NULL)
 			memcpy(n.rkey, key, n.rklen);
+	}
+	if (format >= 3) {
+		n.nbranch = sh_dec_u16(&d);
+		if (n.nbranch > META_BRANCH_MAX)
+			return -EBADMSG;
+		for (unsigned i = 0; i < n.nbranch; i++) {
+			struct meta_vbranch *x = &n.branch[i];
+			uint8_t dropping;
+
+			x->id = sh_dec_u16(&d);
+			x->base = sh_dec_u64(&d);
+			x->ver = sh_dec_u64(&d);
+			dropping = sh_dec_u8(&d);
+			x->cursor = sh_dec_u32(&d);
+			x->klen = sh_dec_u16(&d);
+			/* ascending, each on a lower branch's version, writing at its own */
+			if (x->id == 0 || (i > 0 && x->id <= n.branch[i - 1].id) || x->base == 0 ||
+			    meta_ver_branch(x->base) >= x->id || meta_ver_branch(x->ver) != x->id ||
+			    dropping > 1 || x->klen > META_KEY_MAX)
+				return -EBADMSG;
+			x->dropping = dropping;
+			key = sh_dec_bytes(&d, x->klen);
+			if (key != NULL)
+				memcpy(x->key, key, x->klen);
+		}
 	}
 	sh_dec_end(&d);
 	if (sh_dec_error(&d) || n.ver == 0 || n.settled > n.gen)
@@ -164,6 +201,26 @@ meta_keep_decode(const uint8_t *b, size_t len, uint64_t *v, unsigned *n)
 	return 0;
 }
 
+const struct meta_vbranch *
+meta_version_branch(const struct meta_version *v, uint16_t id)
+{
+	for (unsigned i = 0; i < v->nbranch; i++)
+		if (v->branch[i].id == id)
+			return &v->branch[i];
+	return NULL;
+}
+
+uint64_t
+meta_version_of(const struct meta_version *v, uint64_t ver)
+{
+	const struct meta_vbranch *x;
+
+	if (meta_ver_branch(ver) == 0)
+		return ver > v->ver ? ver : v->ver;
+	x = meta_version_branch(v, meta_ver_branch(ver));
+	return x != NULL && !x->dropping ? x->ver : 0;
+}
+
 /* Every version of old (ascending) is in new (ascending). */
 static bool
 keeps_all(const uint64_t *new, unsigned nn, const uint64_t *old, unsigned no)
@@ -188,8 +245,11 @@ take_version(struct meta_bucket *b, const struct meta_cmd *c)
 
 	if (vs->nb == 0 || b->bucket != vs->buckets[0])
 		return -EINVAL; /* the group's record is at its first bucket */
-	if (meta_keep_decode(c->data, c->dlen, keep, &n) < 0)
+	if (meta_keep_decode(c->data, c->dlen, keep, &n) < 0 || meta_ver_branch(c->ver) != 0)
 		return -EINVAL;
+	for (unsigned i = 0; i < vs->nbranch; i++)
+		if (!keeps_all(keep, n, &vs->branch[i].base, 1))
+			return -EBUSY; /* a branch stands on it: it stays until the branch goes */
 	if (c->ver <= vs->ver && n == vs->nkeep && memcmp(keep, vs->keep, n * sizeof(keep[0])) == 0)
 		return -EALREADY;
 	if (c->ver > vs->ver)
@@ -305,6 +365,118 @@ restore_step(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result
 	return meta_version_store(b->t, vs->buckets[0], vs);
 }
 
+static uint64_t
+get_le64(const uint8_t *p)
+{
+	uint64_t x = 0;
+
+	for (int j = 7; j >= 0; j--)
+		x = x << 8 | p[j];
+	return x;
+}
+
+static struct meta_vbranch *
+find_branch(struct meta_version *vs, uint64_t id)
+{
+	for (unsigned i = 0; i < vs->nbranch; i++)
+		if (vs->branch[i].id == id)
+			return &vs->branch[i];
+	return NULL;
+}
+
+/* META_OP_BRANCH: a branch on a kept snapshot comes, or (base 0) starts to go. */
+static int
+branch_step(struct meta_bucket *b, const struct meta_cmd *c)
+{
+	struct meta_version *vs = b->vs;
+	struct meta_vbranch *x;
+	uint64_t base;
+	unsigned i;
+
+	if (vs->nb == 0 || b->bucket != vs->buckets[0] || c->dlen != 8 || c->upto == 0 ||
+	    c->upto > UINT16_MAX)
+		return -EINVAL;
+	base = get_le64(c->data);
+	x = find_branch(vs, c->upto);
+	if (base == 0) {
+		if (x == NULL || x->dropping)
+			return -EALREADY; /* gone, or going */
+		x->dropping = true;
+		x->cursor = 0;
+		x->klen = 0;
+		return meta_version_store(b->t, vs->buckets[0], vs);
+	}
+	if (x != NULL)
+		return x->base == base && !x->dropping ? -EALREADY : -EEXIST;
+	if (meta_ver_branch(base) != 0 || !kept(vs, base))
+		return -EINVAL; /* on a snapshot the group keeps (clones of clones: not yet) */
+	if (vs->nbranch == META_BRANCH_MAX)
+		return -ENOSPC;
+	for (i = vs->nbranch; i > 0 && vs->branch[i - 1].id > c->upto; i--)
+		vs->branch[i] = vs->branch[i - 1];
+	vs->branch[i] = (struct meta_vbranch){
+		.id = (uint16_t)c->upto,
+		.base = base,
+		.ver = c->upto << META_BRANCH_SHIFT | 1,
+	};
+	vs->nbranch++;
+	return meta_version_store(b->t, vs->buckets[0], vs);
+}
+
+/* What a branch's drop hears of each value it drops: an extent's references, inline bytes. */
+static int
+drop_moved(void *arg, const struct meta_key *k, const void *val, size_t len, int delta)
+{
+	struct meta_bucket *b = arg;
+
+	if (k->len >= 3 && k->b[2] == META_K_INLINE)
+		return meta_usage_inline(b, delta * (int64_t)len);
+	return meta_extent_moved(b, k, val, len, delta);
+}
+
+/* META_OP_BRANCH_DROP: a step of a going branch's drop, at the bucket its cursor names. */
+static int
+branch_drop_step(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *r)
+{
+	struct meta_version *vs = b->vs;
+	struct meta_vbranch *x = find_branch(vs, c->upto);
+	struct meta_keep kp = { NULL, 0, drop_moved, b, 0 };
+	uint8_t next[META_KEY_MAX];
+	uint64_t dropped = 0;
+	struct meta_key pk;
+	size_t nlen;
+	int rc;
+
+	if (c->flags == 0 || c->flags > META_DROP_MAX)
+		return -EINVAL;
+	if (x == NULL)
+		return -EALREADY;
+	if (!x->dropping || x->cursor >= vs->nb || b->bucket != vs->buckets[x->cursor])
+		return -ESTALE;
+	kp.branch = x->id;
+	pk.b[0] = (uint8_t)(b->bucket >> 8);
+	pk.b[1] = (uint8_t)b->bucket;
+	pk.len = 2;
+	rc = meta_drop_branch(b->t, &pk, x->klen ? x->key : NULL, x->klen, c->flags, &kp, next,
+			      &nlen, &dropped);
+	if (rc < 0)
+		return rc;
+	if (nlen > 0) {
+		memcpy(x->key, next, nlen);
+		x->klen = (uint16_t)nlen;
+	} else if (++x->cursor == vs->nb) {
+		/* every bucket done: the branch is gone from the record */
+		unsigned i = (unsigned)(x - vs->branch);
+
+		memmove(x, x + 1, (vs->nbranch - i - 1) * sizeof(*x));
+		vs->nbranch--;
+	} else {
+		x->klen = 0;
+	}
+	r->aux = dropped;
+	return meta_version_store(b->t, vs->buckets[0], vs);
+}
+
 int
 meta_version_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *r)
 {
@@ -315,6 +487,10 @@ meta_version_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_
 		return take_version(b, c);
 	case META_OP_SETTLE:
 		return settle_step(b, c, r);
+	case META_OP_BRANCH:
+		return branch_step(b, c);
+	case META_OP_BRANCH_DROP:
+		return branch_drop_step(b, c, r);
 	default:
 		return restore_step(b, c, r);
 	}

@@ -28,6 +28,21 @@
  *
  * Format 2 adds, after the kept versions: u32 repoch, u32 rdoing, u64
  * rver, u32 rcursor, u16 key length, key (format 1: no restore yet).
+ *
+ * Format 3 adds the branches the group serves (writable clones; meta_db.h
+ * "Branches"): u16 n, n x (u16 branch, u64 base, u64 ver, u8 dropping,
+ * u32 cursor bucket, u16 key length, key), ascending by branch.
+ * META_OP_BRANCH (at the first bucket; upto: the branch; data: its base,
+ * a kept snapshot's version, u64 LE) adds one, whose writes then carry
+ * ver (branch << 48 | 1); with base 0 it starts the branch's drop, and
+ * META_OP_BRANCH_DROP (upto: the branch; flags: keys; at the bucket its
+ * cursor names) drops that many keys' records of it there
+ * (meta_drop_branch: their stripes' references, live bytes and inline
+ * usage go along); past the last bucket the branch is gone from the
+ * record. A command of a branch the record does not list (or one being
+ * dropped) is refused (-ESTALE), alike on every replica; its version is
+ * the branch's, whatever it says. A base is kept: a snapshot with a
+ * branch on it is not deleted (the caller's rule: -EBUSY here).
  */
 #ifndef SH_META_META_VERSION_H
 #define SH_META_META_VERSION_H
@@ -38,9 +53,22 @@
 #define META_KEEP_MAX	 256  /* snapshots a filesystem keeps at once */
 #define META_SETTLE_MAX	 4096 /* keys in one settling step at most */
 #define META_RESTORE_MAX 256  /* keys in one restore step at most */
+#define META_BRANCH_MAX	 16   /* branches (clones) a group serves at once */
+#define META_DROP_MAX	 256  /* keys in one branch drop step at most */
 #define META_VERSION_VAL_MAX                                                            \
 	(1 + 3 * 8 + 4 + 2 + META_KEY_MAX + 2 + META_KEEP_MAX * 8 + 4 + 4 + 8 + 4 + 2 + \
-	 META_KEY_MAX)
+	 META_KEY_MAX + 2 + META_BRANCH_MAX * (2 + 8 + 8 + 1 + 4 + 2 + META_KEY_MAX))
+
+/* A branch a group serves (format 3). */
+struct meta_vbranch {
+	uint16_t id;
+	uint64_t base; /* the version it reads below its own records */
+	uint64_t ver;  /* what its writes carry */
+	bool dropping; /* it goes: META_OP_BRANCH_DROP steps at cursor, after key */
+	uint32_t cursor;
+	uint16_t klen;
+	uint8_t key[META_KEY_MAX];
+};
 
 struct meta_version {
 	uint64_t ver;	  /* writes carry at least this (>= 1) */
@@ -59,6 +87,8 @@ struct meta_version {
 	uint32_t rcursor;
 	uint16_t rklen;
 	uint8_t rkey[META_KEY_MAX];
+	unsigned nbranch;
+	struct meta_vbranch branch[META_BRANCH_MAX];
 	unsigned nkeep;
 	uint64_t keep[META_KEEP_MAX];
 	/* not stored: the group's buckets (the cursor's list) */
@@ -78,6 +108,14 @@ int meta_version_load(struct meta_txn *t, uint16_t first, struct meta_version *v
 int meta_version_store(struct meta_txn *t, uint16_t first, const struct meta_version *v);
 /* Kept lists, u64 LE each, ascending, at most META_KEEP_MAX (commands). -EBADMSG. */
 int meta_keep_decode(const uint8_t *b, size_t len, uint64_t *v, unsigned *n);
+/* The branch the record lists as id, or NULL. */
+const struct meta_vbranch *meta_version_branch(const struct meta_version *v, uint16_t id);
+/*
+ * The version a command at ver writes at (ver of branch 0: the group's at
+ * least; of a branch: the branch's), or 0 when ver names a branch the
+ * record does not serve (absent, or being dropped).
+ */
+uint64_t meta_version_of(const struct meta_version *v, uint64_t ver);
 /*
  * One bucket's part of a restore to version ver (a kept snapshot's): at
  * most max keys of versioned kinds after `after` (NULL: from the start)

@@ -174,11 +174,31 @@ store_sync(struct mgroup *g, uint64_t idx)
 static struct meta_version *
 version_for(struct mgroup *g, const struct meta_cmd *c)
 {
-	if (c == NULL || (c->op != META_OP_VERSION && c->op != META_OP_SETTLE &&
-			  c->op != META_OP_RESTORE && c->ver <= g->vs.ver))
+	if (c == NULL ||
+	    (c->op != META_OP_VERSION && c->op != META_OP_SETTLE && c->op != META_OP_RESTORE &&
+	     c->op != META_OP_BRANCH && c->op != META_OP_BRANCH_DROP &&
+	     (c->ver <= g->vs.ver || meta_ver_branch(c->ver) != 0)))
 		return &g->vs;
 	meta_version_copy(&g->vs_work, &g->vs);
 	return &g->vs_work;
+}
+
+/*
+ * The store reads the branches the group serves down to their bases
+ * (meta_db_branch): told before any command of theirs is applied here.
+ * A branch gone from the record stays known to the store (its number is
+ * never reused, and other groups of the file system may still serve it).
+ */
+static void
+branches_sync(struct mgroup *g)
+{
+	for (unsigned i = 0; i < g->vs.nbranch; i++) {
+		int rc = meta_db_branch(g->p.db, g->vs.branch[i].id, g->vs.branch[i].base);
+
+		if (rc < 0) /* (-ENOMEM: its commands then read their own records alone) */
+			sh_log_error("group %#x: branch %u: %s", g->p.id, g->vs.branch[i].id,
+				     sh_strerror(rc));
+	}
 }
 
 /* The group's version state from the store (at open, and after a whole state came). */
@@ -194,6 +214,8 @@ version_load(struct mgroup *g)
 	meta_txn_abort(t);
 	if (rc < 0)
 		sh_log_error("group %#x: version record: %s", g->p.id, sh_strerror(rc));
+	else
+		branches_sync(g);
 	return rc;
 }
 
@@ -239,8 +261,10 @@ sm_apply(void *arg, uint64_t idx, const void *p, size_t len, void **result)
 	if (rc < 0)
 		goto fail;
 	g->applied = idx;
-	if (mb.vs == &g->vs_work && g->res.status >= 0)
+	if (mb.vs == &g->vs_work && g->res.status >= 0) {
 		meta_version_copy(&g->vs, &g->vs_work);
+		branches_sync(g);
+	}
 	dirty(g);
 	if (valid && g->p.applied)
 		g->p.applied(g->p.arg, g, mb.bucket, &c, &g->res);

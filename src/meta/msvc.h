@@ -93,7 +93,7 @@ struct msvc_group_info {
  * request kind below it for the rest (lookup, getattr, extents, ...).
  */
 #define MSVC_SLOT_CMD 24
-#define MSVC_SLOTS    (MSVC_SLOT_CMD + 32)
+#define MSVC_SLOTS    (MSVC_SLOT_CMD + 40)
 /*
  * Self-healing at this node (docs/healing.md), for the buckets it leads:
  * as the last pass over their stripes found them (stripes and data bytes

@@ -121,20 +121,28 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (meta_version_decode(data, size, &v) == 0) {
 			len = meta_version_encode(&v, b, sizeof(b));
 			if (v.ver == 0 || v.settled > v.gen || v.nkeep > META_KEEP_MAX ||
-			    (v.rdoing != 0 && v.rdoing <= v.repoch) || len <= 0)
+			    (v.rdoing != 0 && v.rdoing <= v.repoch) ||
+			    v.nbranch > META_BRANCH_MAX || len <= 0)
 				__builtin_trap();
-			/* the newest format round-trips exactly; format 1 (before restores) is
-			 * written as the newest, which reads back the same */
-			if (data[0] == 2 && (len != (int)size || memcmp(b, data, size) != 0))
+			for (unsigned i = 0; i < v.nbranch; i++)
+				if (v.branch[i].id == 0 ||
+				    meta_ver_branch(v.branch[i].ver) != v.branch[i].id ||
+				    meta_ver_branch(v.branch[i].base) >= v.branch[i].id ||
+				    (i > 0 && v.branch[i].id <= v.branch[i - 1].id))
+					__builtin_trap();
+			/* the newest format round-trips exactly; formats 1 and 2 (before
+			 * restores, before branches) are written as the newest, which reads
+			 * back the same */
+			if (data[0] == 3 && (len != (int)size || memcmp(b, data, size) != 0))
 				__builtin_trap();
-			if (data[0] == 1) {
+			if (data[0] < 3) {
 				static struct meta_version w;
 				static uint8_t c[META_VERSION_VAL_MAX];
 
 				if (meta_version_decode(b, (size_t)len, &w) != 0 ||
 				    meta_version_encode(&w, c, sizeof(c)) != len ||
-				    memcmp(b, c, (size_t)len) != 0 || w.repoch != 0 ||
-				    w.rdoing != 0)
+				    memcmp(b, c, (size_t)len) != 0 || w.nbranch != 0 ||
+				    (data[0] == 1 && (w.repoch != 0 || w.rdoing != 0)))
 					__builtin_trap();
 			}
 		}

@@ -515,6 +515,12 @@ TEST(meta_branch_chain_reads_down_and_writes_its_own)
 	SH_ASSERT_EQ(read_in(t, &kc, b2 | 1), -1); /* and so in what stands on it */
 	SH_ASSERT_EQ(read_in(t, &kc, 2), 30);	   /* not in branch 0 */
 	SH_ASSERT_EQ(read_in(t, &ka, 3ull << META_BRANCH_SHIFT | 1), -1); /* no base: its own */
+	/* bookkeeping has one copy, whatever the version, that every branch reads */
+	meta_key_id(&kc, 1, META_K_COUNTER, 0);
+	v = 40;
+	SH_ASSERT_OK(meta_put(t, &kc, b2 | 1, &v, sizeof(v), &k2));
+	SH_ASSERT_EQ(read_in(t, &kc, 1), 40);
+	SH_ASSERT_EQ(read_in(t, &kc, 3ull << META_BRANCH_SHIFT | 1), 40);
 	SH_ASSERT_OK(meta_txn_commit(t));
 
 	/* branch 2 goes: its 23 is dropped, branch 1's 21 and 22 stay */

@@ -38,6 +38,10 @@ vapply(struct vfx *f, uint16_t bucket, struct meta_cmd *c, struct meta_result *r
 	if (r->status == 0) {
 		SH_ASSERT_OK(meta_txn_commit(t));
 		meta_version_copy(&f->vs, &work);
+		/* (what mgroup does: the store reads the branches the group serves) */
+		for (unsigned i = 0; i < f->vs.nbranch; i++)
+			SH_ASSERT_OK(
+			    meta_db_branch(f->db, f->vs.branch[i].id, f->vs.branch[i].base));
 	} else {
 		meta_txn_abort(t);
 	}
@@ -506,11 +510,153 @@ TEST(meta_version_record_refuses_bad_bytes)
 	SH_ASSERT_EQ(w.rklen, 2u);
 	SH_ASSERT(memcmp(w.rkey, "xy", 2) == 0);
 	SH_ASSERT(w.buckets == buckets);
+	/* format 2 (before branches): the same record without the branch count */
+	buf[0] = 2;
+	SH_ASSERT_OK(meta_version_decode(buf, (size_t)len - 2, &w));
+	SH_ASSERT_EQ(w.nbranch, 0u);
+	SH_ASSERT_EQ(w.rver, 7u);
+	v.nbranch = 2;
+	v.branch[0] = (struct meta_vbranch){ .id = 1, .base = 2, .ver = 1ull << 48 | 1 };
+	v.branch[1] = (struct meta_vbranch){ .id = 4,
+					     .base = 7,
+					     .ver = 4ull << 48 | 1,
+					     .dropping = true,
+					     .cursor = 1,
+					     .klen = 2,
+					     .key = "kk" };
+	len = meta_version_encode(&v, buf, sizeof(buf));
+	SH_ASSERT(len > 0);
+	SH_ASSERT_OK(meta_version_decode(buf, (size_t)len, &w));
+	SH_ASSERT_EQ(w.nbranch, 2u);
+	SH_ASSERT_EQ(w.branch[1].id, 4u);
+	SH_ASSERT_EQ(w.branch[1].base, 7u);
+	SH_ASSERT(w.branch[1].dropping);
+	SH_ASSERT_EQ(w.branch[1].klen, 2u);
+	SH_ASSERT(meta_version_branch(&w, 4) != NULL && meta_version_branch(&w, 3) == NULL);
+	SH_ASSERT_EQ(meta_version_of(&w, 1ull << 48 | 9), 1ull << 48 | 1); /* the branch's */
+	SH_ASSERT_EQ(meta_version_of(&w, 4ull << 48 | 1), 0u);		   /* being dropped */
+	SH_ASSERT_EQ(meta_version_of(&w, 3), 9u);			   /* the group's */
 	for (int cut = 0; cut < len; cut++)
 		SH_ASSERT_EQ(meta_version_decode(buf, (size_t)cut, &w), -EBADMSG);
+	v.branch[1].base = 4ull << 48 | 1; /* a base on its own branch */
+	len = meta_version_encode(&v, buf, sizeof(buf));
+	SH_ASSERT_EQ(meta_version_decode(buf, (size_t)len, &w), -EBADMSG);
+	v.branch[1].base = 7;
+	v.branch[1].id = 1; /* not ascending */
+	len = meta_version_encode(&v, buf, sizeof(buf));
+	SH_ASSERT_EQ(meta_version_decode(buf, (size_t)len, &w), -EBADMSG);
+	v.nbranch = 0;
 	v.keep[1] = 2; /* not ascending */
 	len = meta_version_encode(&v, buf, sizeof(buf));
 	SH_ASSERT_EQ(meta_version_decode(buf, (size_t)len, &w), -EBADMSG);
+}
+
+static int
+branch_cmd(struct vfx *f, uint64_t branch, uint64_t base)
+{
+	uint8_t data[8];
+	struct meta_cmd c = {
+		.op = META_OP_BRANCH, .upto = branch, .data = data, .dlen = sizeof(data)
+	};
+	struct meta_result r;
+
+	for (unsigned j = 0; j < 8; j++)
+		data[j] = (uint8_t)(base >> (8 * j));
+	return vapply(f, f->buckets[0], &c, &r);
+}
+
+/* Map e over f's file in the commands' version ver. */
+static int
+map_at(struct vfx *f, struct meta_extent e, uint64_t ver)
+{
+	struct meta_cmd c = { .op = META_OP_EXTENT, .ino = f->ino, .now = 9, .ver = ver };
+	struct meta_result r;
+	struct sh_enc enc;
+	int rc;
+
+	sh_enc_init(&enc);
+	SH_ASSERT_OK(meta_extent_list_encode(&enc, &e, 1));
+	c.data = enc.p;
+	c.dlen = enc.len;
+	rc = vapply(f, 0, &c, &r);
+	sh_enc_fini(&enc);
+	return rc;
+}
+
+/*
+ * A branch (a clone's metadata) on a kept snapshot: its writes are its
+ * own, take and drop their stripes' references as any write, and leave
+ * the base's; dropping it lets its stripes go and the snapshot be deleted.
+ */
+TEST(meta_branch_writes_its_own_and_drops_them)
+{
+	const uint64_t b1 = 1ull << META_BRANCH_SHIFT | 1;
+	struct vfx f = { .buckets = { 0, 1 } };
+	struct meta_cmd c;
+	struct meta_result r;
+	unsigned steps = 0;
+
+	vfx_open(&f, "branch.mdb");
+	f.ino = vcreate(&f, "f", 2);
+	map_at(&f, ext(0, 2 << 20, 7), 1);
+	SH_ASSERT_OK(version_cmd(&f, 2, (uint64_t[]){ 1 }, 1)); /* snapshot 1 */
+
+	SH_ASSERT_EQ(map_at(&f, ext(0, 2 << 20, 8), b1), -ESTALE); /* a branch not served */
+	SH_ASSERT_EQ(branch_cmd(&f, 1, 5), -EINVAL);		   /* not on a kept version */
+	SH_ASSERT_OK(branch_cmd(&f, 1, 1));
+	SH_ASSERT_EQ(branch_cmd(&f, 1, 1), -EALREADY);
+	SH_ASSERT_EQ(branch_cmd(&f, 1, 2), -EEXIST);
+	SH_ASSERT_EQ(f.vs.nbranch, 1u);
+	SH_ASSERT_EQ(version_cmd(&f, b1, (uint64_t[]){ 1 }, 1), -EINVAL); /* branch 0's step */
+
+	/* the clone overwrites the file (a version of its own whatever the command says) */
+	SH_ASSERT_OK(map_at(&f, ext(0, 2 << 20, 8), b1 + 5));
+	SH_ASSERT_EQ(f.vs.ver, 2u); /* the group's version is not the branch's */
+	SH_ASSERT_EQ(stripes_at(&f, b1), 8u);
+	SH_ASSERT_EQ(stripes_at(&f, 0), 7u);
+	SH_ASSERT_EQ(stripes_at(&f, 1), 7u);
+	SH_ASSERT_EQ(reclaims(&f), 0u);
+	/* and again: its own 8 goes, the base's 7 stays */
+	SH_ASSERT_OK(map_at(&f, ext(0, 2 << 20, 10), b1));
+	SH_ASSERT_EQ(reclaims(&f), 8u);
+	/* the file system overwrites it too: 7 stays, for the snapshot and the clone's base */
+	SH_ASSERT_OK(map_at(&f, ext(0, 2 << 20, 9), 2));
+	SH_ASSERT_EQ(stripes_at(&f, 0), 9u);
+	SH_ASSERT_EQ(stripes_at(&f, b1), 10u);
+	SH_ASSERT_EQ(reclaims(&f), 8u);
+	/* the clone creates a file of its own: branch 0 has no such name */
+	c = (struct meta_cmd){ .op = META_OP_CREATE,
+			       .type = META_REG,
+			       .mode = 0644,
+			       .now = 10,
+			       .parent = META_ROOT_INO,
+			       .ver = b1 };
+	snprintf(c.name, sizeof(c.name), "%s", name0('g'));
+	SH_ASSERT_OK(vapply(&f, 0, &c, &r));
+	c.ver = 2;
+	SH_ASSERT_OK(vapply(&f, 0, &c, &r)); /* (created again: it was not there) */
+	/* the snapshot cannot go while the branch stands on it */
+	SH_ASSERT_EQ(version_cmd(&f, 2, NULL, 0), -EBUSY);
+
+	/* the branch goes: its commands are refused, its records dropped a step at a time */
+	SH_ASSERT_OK(branch_cmd(&f, 1, 0));
+	SH_ASSERT_EQ(branch_cmd(&f, 1, 0), -EALREADY);
+	SH_ASSERT_EQ(map_at(&f, ext(0, 2 << 20, 11), b1), -ESTALE);
+	while (f.vs.nbranch > 0) {
+		c = (struct meta_cmd){ .op = META_OP_BRANCH_DROP, .upto = 1, .flags = 1 };
+		SH_ASSERT_EQ(vapply(&f, f.buckets[1 - f.vs.branch[0].cursor], &c, &r), -ESTALE);
+		SH_ASSERT_OK(vapply(&f, f.buckets[f.vs.branch[0].cursor], &c, &r));
+		SH_ASSERT_LT(++steps, 50u);
+	}
+	SH_ASSERT_EQ(vapply(&f, 0, &c, &r), -EALREADY);
+	SH_ASSERT_EQ(reclaims(&f), 18u); /* 8 and 10 */
+	SH_ASSERT_EQ(stripes_at(&f, 0), 9u);
+	SH_ASSERT_EQ(stripes_at(&f, 1), 7u);
+	/* now the snapshot goes, and its 7 with it */
+	SH_ASSERT_OK(version_cmd(&f, 2, NULL, 0));
+	SH_ASSERT(settle(&f) > 0);
+	SH_ASSERT_EQ(reclaims(&f), 25u);
+	meta_db_close(f.db);
 }
 
 /* meta_snap_usage's model: each key's writes (version, bytes; 0 bytes: deleted). */

@@ -6,6 +6,7 @@
 #include "meta_dedup.h"
 #include "meta_done.h"
 #include "meta_int.h"
+#include "meta_version.h"
 
 #define DELTA_VERSION 2
 #define SYMLINK_MAX   4095
@@ -114,6 +115,24 @@ max64(uint64_t a, uint64_t b)
 /* Drop an inode and what hangs on it (symlink target, xattrs, extents). */
 static int drop_inode(struct meta_bucket *b, uint64_t ino);
 
+/* Inode ino's orphan record in branch br (meta_ops.h). */
+static void
+orphan_key_of(struct meta_key *k, uint16_t bucket, uint64_t ino, uint16_t br)
+{
+	meta_key_id(k, bucket, META_K_ORPHAN, ino);
+	if (br != 0) {
+		k->b[k->len++] = (uint8_t)(br >> 8);
+		k->b[k->len++] = (uint8_t)br;
+	}
+}
+
+/* ... of the branch b writes. */
+static void
+orphan_key(struct meta_key *k, const struct meta_bucket *b, uint64_t ino)
+{
+	orphan_key_of(k, b->bucket, ino, meta_ver_branch(b->ver));
+}
+
 /* ---- deltas ---- */
 
 void
@@ -131,6 +150,10 @@ meta_delta_encode(const struct meta_delta *d, uint8_t out[META_DELTA_LEN])
 	memcpy(p, &d->dlinks, 4), p += 4;
 	memcpy(p, &d->time, 8), p += 8;
 	memcpy(p, d->fp, 32);
+	if (d->kind == META_DELTA_INODE || d->kind == META_DELTA_PARENT) {
+		p[30] = (uint8_t)d->branch;
+		p[31] = (uint8_t)(d->branch >> 8);
+	}
 }
 
 int
@@ -149,6 +172,11 @@ meta_delta_decode(const uint8_t *b, size_t len, struct meta_delta *d)
 	memcpy(&d->dlinks, p, 4), p += 4;
 	memcpy(&d->time, p, 8), p += 8;
 	memcpy(d->fp, p, 32);
+	d->branch = 0;
+	if (d->kind == META_DELTA_INODE || d->kind == META_DELTA_PARENT) {
+		d->branch = (uint16_t)(d->fp[30] | d->fp[31] << 8);
+		d->fp[30] = d->fp[31] = 0;
+	}
 	return d->ino == 0 || d->seq == 0 ? -EBADMSG : 0;
 }
 
@@ -170,7 +198,7 @@ apply_local(struct meta_bucket *b, const struct meta_delta *d)
 		/* a link made elsewhere came after the name here went: no orphan any more */
 		struct meta_key k;
 
-		meta_key_id(&k, b->bucket, META_K_ORPHAN, d->ino);
+		orphan_key(&k, b, d->ino);
 		rc = meta_del(b->t, &k, b->ver, b->keep);
 		if (rc < 0 && rc != -ENOENT)
 			return rc;
@@ -286,6 +314,38 @@ apply_kind(struct meta_bucket *b, const struct meta_delta *d)
 	}
 }
 
+/*
+ * A delta shipped here changes its branch's records (meta_version.h): at
+ * that branch's version and keep rule; nothing where the branch went;
+ * -EAGAIN (tried again later) for one the group does not serve yet.
+ */
+static int
+apply_in_branch(struct meta_bucket *b, const struct meta_delta *d)
+{
+	const struct meta_keep *keep = b->keep;
+	const struct meta_vbranch *x;
+	struct meta_keep bk;
+	uint64_t ver = b->ver;
+	int rc;
+
+	if (d->branch == meta_ver_branch(b->ver))
+		return apply_kind(b, d);
+	if (b->vs == NULL || d->branch == 0)
+		return -EINVAL; /* (shipped deltas are applied by commands of branch 0) */
+	x = meta_version_branch(b->vs, d->branch);
+	if (x == NULL && d->branch > b->vs->btop)
+		return -EAGAIN;
+	if (x == NULL || x->dropping)
+		return 0;
+	bk = (struct meta_keep){ NULL, 0, meta_extent_moved, b, d->branch };
+	b->ver = x->ver;
+	b->keep = &bk;
+	rc = apply_kind(b, d);
+	b->ver = ver;
+	b->keep = keep;
+	return rc;
+}
+
 int
 meta_delta_send(struct meta_bucket *b, struct meta_delta *d)
 {
@@ -294,6 +354,8 @@ meta_delta_send(struct meta_bucket *b, struct meta_delta *d)
 	int rc;
 
 	d->from = b->bucket;
+	if (d->kind == META_DELTA_INODE || d->kind == META_DELTA_PARENT)
+		d->branch = meta_ver_branch(b->ver); /* it changes the records this command does */
 	if (d->to == b->bucket) {
 		rc = apply_kind(b, d);
 		d->ino = 0; /* nothing to ship */
@@ -334,7 +396,7 @@ meta_apply_delta(struct meta_bucket *b, const struct meta_delta *d)
 		return rc;
 	if (d->seq <= last)
 		return 0; /* applied before: a resend after a lost ack */
-	rc = apply_kind(b, d);
+	rc = apply_in_branch(b, d);
 	if (rc == 0)
 		rc = meta_put(b->t, &k, b->ver, &d->seq, sizeof(d->seq), b->keep);
 	return rc;
@@ -726,7 +788,7 @@ meta_lose_last(struct meta_bucket *b, uint64_t ino, struct meta_inode *in, uint6
 	in->ctime = max64(in->ctime, now);
 	rc = meta_inode_store(b, ino, in);
 	meta_be64_put(v, now);
-	meta_key_id(&k, b->bucket, META_K_ORPHAN, ino);
+	orphan_key(&k, b, ino);
 	return rc < 0 ? rc : meta_put(b->t, &k, b->ver, v, sizeof(v), b->keep);
 }
 
@@ -737,7 +799,7 @@ meta_orphan_drop(struct meta_bucket *b, uint64_t ino)
 	uint8_t v[8];
 	int rc;
 
-	meta_key_id(&k, b->bucket, META_K_ORPHAN, ino);
+	orphan_key(&k, b, ino);
 	rc = meta_get_exact(b->t, &k, b->ver, v, sizeof(v));
 	if (rc == -ENOENT)
 		return 0; /* dropped before (a retry) */
@@ -756,7 +818,7 @@ meta_orphan_drop(struct meta_bucket *b, uint64_t ino)
 }
 
 struct orphans {
-	int (*fn)(void *arg, uint64_t ino, uint64_t since);
+	int (*fn)(void *arg, uint64_t ino, uint16_t branch, uint64_t since);
 	void *arg;
 };
 
@@ -765,19 +827,57 @@ on_orphan(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vl
 {
 	struct orphans *o = arg;
 
-	if (klen != 11 || vlen != 8)
+	if ((klen != 11 && klen != 13) || vlen != 8)
 		return -EBADMSG;
-	return o->fn(o->arg, meta_be64_get(key + 3), meta_be64_get(val));
+	return o->fn(o->arg, meta_be64_get(key + 3),
+		     klen == 13 ? (uint16_t)(key[11] << 8 | key[12]) : 0, meta_be64_get(val));
 }
 
 int
-meta_orphans(struct meta_bucket *b, int (*fn)(void *arg, uint64_t ino, uint64_t since), void *arg)
+meta_orphans(struct meta_bucket *b,
+	     int (*fn)(void *arg, uint64_t ino, uint16_t branch, uint64_t since), void *arg)
 {
 	struct meta_key pk;
 	struct orphans o = { fn, arg };
 
 	meta_key_kind(&pk, b->bucket, META_K_ORPHAN);
 	return meta_scan(b->t, &pk, NULL, 0, b->ver, on_orphan, &o);
+}
+
+struct forget {
+	uint16_t branch;
+	unsigned n;
+	uint64_t ino[64];
+};
+
+static int
+on_forget(void *arg, uint64_t ino, uint16_t branch, uint64_t since)
+{
+	struct forget *f = arg;
+
+	(void)since;
+	if (branch == f->branch)
+		f->ino[f->n++] = ino;
+	return f->n == 64;
+}
+
+int
+meta_orphans_forget(struct meta_bucket *b, uint16_t branch)
+{
+	struct forget f = { .branch = branch };
+	int rc;
+
+	do {
+		f.n = 0;
+		rc = meta_orphans(b, on_forget, &f);
+		for (unsigned i = 0; rc == 0 && i < f.n; i++) {
+			struct meta_key k;
+
+			orphan_key_of(&k, b->bucket, f.ino[i], branch);
+			rc = meta_del(b->t, &k, 1, NULL);
+		}
+	} while (rc == 0 && f.n == 64);
+	return rc;
 }
 
 struct grants {

@@ -40,6 +40,12 @@ struct meta_delta {
 	int32_t dlinks;	  /* nlink (references) */
 	uint64_t time;	  /* mtime and ctime become at least this (0: unchanged) */
 	uint8_t fp[32];	  /* a dedup entry's fingerprint */
+	/*
+	 * INODE, PARENT: the branch whose records it changes (a clone's;
+	 * meta_db.h "Branches"), stored in fp's last two bytes (LE), which
+	 * those kinds leave zero: a delta of branch 0 reads as before.
+	 */
+	uint16_t branch;
 };
 
 /* The most deltas one command queues (a rename: two parents, a replaced inode, a moved one). */

@@ -50,6 +50,7 @@ meta_version_encode(const struct meta_version *v, uint8_t *out, size_t cap)
 	sh_enc_u32(&e, v->rcursor);
 	sh_enc_u16(&e, v->rklen);
 	sh_enc_bytes(&e, v->rkey, v->rklen);
+	sh_enc_u16(&e, v->btop);
 	sh_enc_u16(&e, (uint16_t)v->nbranch);
 	for (unsigned i = 0; i < v->nbranch; i++) {
 		const struct meta_vbranch *x = &v->branch[i];
@@ -116,6 +117,7 @@ meta_version_decode(const uint8_t *b, size_t len, struct meta_version *v)
 			memcpy(n.rkey, key, n.rklen);
 	}
 	if (format >= 3) {
+		n.btop = sh_dec_u16(&d);
 		n.nbranch = sh_dec_u16(&d);
 		if (n.nbranch > META_BRANCH_MAX)
 			return -EBADMSG;
@@ -132,7 +134,7 @@ meta_version_decode(const uint8_t *b, size_t len, struct meta_version *v)
 			/* ascending, each on a lower branch's version, writing at its own */
 			if (x->id == 0 || (i > 0 && x->id <= n.branch[i - 1].id) || x->base == 0 ||
 			    meta_ver_branch(x->base) >= x->id || meta_ver_branch(x->ver) != x->id ||
-			    dropping > 1 || x->klen > META_KEY_MAX)
+			    dropping > 1 || x->klen > META_KEY_MAX || x->id > n.btop)
 				return -EBADMSG;
 			x->dropping = dropping;
 			key = sh_dec_bytes(&d, x->klen);
@@ -408,6 +410,8 @@ branch_step(struct meta_bucket *b, const struct meta_cmd *c)
 	}
 	if (x != NULL)
 		return x->base == base && !x->dropping ? -EALREADY : -EEXIST;
+	if (c->upto <= vs->btop)
+		return -ESTALE; /* it was here, and went: a number is never used again */
 	if (meta_ver_branch(base) != 0 || !kept(vs, base))
 		return -EINVAL; /* on a snapshot the group keeps (clones of clones: not yet) */
 	if (vs->nbranch == META_BRANCH_MAX)
@@ -420,6 +424,7 @@ branch_step(struct meta_bucket *b, const struct meta_cmd *c)
 		.ver = c->upto << META_BRANCH_SHIFT | 1,
 	};
 	vs->nbranch++;
+	vs->btop = (uint16_t)c->upto;
 	return meta_version_store(b->t, vs->buckets[0], vs);
 }
 
@@ -454,6 +459,12 @@ branch_drop_step(struct meta_bucket *b, const struct meta_cmd *c, struct meta_re
 	if (!x->dropping || x->cursor >= vs->nb || b->bucket != vs->buckets[x->cursor])
 		return -ESTALE;
 	kp.branch = x->id;
+	if (x->klen == 0) {
+		/* the bucket's first step: its orphans of the branch go (their records) */
+		rc = meta_orphans_forget(b, x->id);
+		if (rc < 0)
+			return rc;
+	}
 	pk.b[0] = (uint8_t)(b->bucket >> 8);
 	pk.b[1] = (uint8_t)b->bucket;
 	pk.len = 2;

@@ -30,8 +30,10 @@
  * rver, u32 rcursor, u16 key length, key (format 1: no restore yet).
  *
  * Format 3 adds the branches the group serves (writable clones; meta_db.h
- * "Branches"): u16 n, n x (u16 branch, u64 base, u64 ver, u8 dropping,
- * u32 cursor bucket, u16 key length, key), ascending by branch.
+ * "Branches"): u16 top (the highest branch ever served), u16 n, n x (u16
+ * branch, u64 base, u64 ver, u8 dropping, u32 cursor bucket, u16 key
+ * length, key), ascending by branch. A branch not listed at or below top
+ * went: what is still sent for it (a delta) changes nothing.
  * META_OP_BRANCH (at the first bucket; upto: the branch; data: its base,
  * a kept snapshot's version, u64 LE) adds one, whose writes then carry
  * ver (branch << 48 | 1); with base 0 it starts the branch's drop, and
@@ -57,7 +59,7 @@
 #define META_DROP_MAX	 256  /* keys in one branch drop step at most */
 #define META_VERSION_VAL_MAX                                                            \
 	(1 + 3 * 8 + 4 + 2 + META_KEY_MAX + 2 + META_KEEP_MAX * 8 + 4 + 4 + 8 + 4 + 2 + \
-	 META_KEY_MAX + 2 + META_BRANCH_MAX * (2 + 8 + 8 + 1 + 4 + 2 + META_KEY_MAX))
+	 META_KEY_MAX + 2 + 2 + META_BRANCH_MAX * (2 + 8 + 8 + 1 + 4 + 2 + META_KEY_MAX))
 
 /* A branch a group serves (format 3). */
 struct meta_vbranch {
@@ -87,6 +89,7 @@ struct meta_version {
 	uint32_t rcursor;
 	uint16_t rklen;
 	uint8_t rkey[META_KEY_MAX];
+	uint16_t btop;
 	unsigned nbranch;
 	struct meta_vbranch branch[META_BRANCH_MAX];
 	unsigned nkeep;

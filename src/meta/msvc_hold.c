@@ -119,19 +119,23 @@ struct oscan {
 	struct mfs *fs;
 	uint64_t now;
 	uint64_t got[SCAN_BATCH];
+	uint16_t branch[SCAN_BATCH];
 	unsigned n;
 };
 
 static int
-on_orphan(void *arg, uint64_t ino, uint64_t since)
+on_orphan(void *arg, uint64_t ino, uint16_t branch, uint64_t since)
 {
 	struct oscan *o = arg;
 
 	(void)since;
 	if (o->n == SCAN_BATCH)
 		return 1;
-	if (!held(o->fs->holds, ino, o->now) && !dropping(o->fs->holds, ino))
+	/* (a hold names an inode, not a branch: a clone's file and its origin's keep both) */
+	if (!held(o->fs->holds, ino, o->now) && !dropping(o->fs->holds, ino)) {
+		o->branch[o->n] = branch;
 		o->got[o->n++] = ino;
+	}
 	return 0;
 }
 
@@ -149,8 +153,9 @@ msvc_orphans_reap(struct mfs *fs, struct mgroup *g, uint32_t gi, uint16_t bucket
 	(void)meta_orphans(&mb, on_orphan, &o);
 	meta_txn_abort(mb.t);
 	for (unsigned i = 0; i < o.n; i++) {
+		/* a drop of a branch's orphan is a command of that branch */
 		struct meta_cmd c = { .op = META_OP_ORPHAN_DROP,
-				      .ver = 1,
+				      .ver = (uint64_t)o.branch[i] << META_BRANCH_SHIFT | 1,
 				      .now = env_realtime(fs->s->env),
 				      .ino = o.got[i] };
 		unsigned slot = DROPS_MAX;

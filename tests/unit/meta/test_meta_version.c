@@ -512,10 +512,11 @@ TEST(meta_version_record_refuses_bad_bytes)
 	SH_ASSERT(w.buckets == buckets);
 	/* format 2 (before branches): the same record without the branch count */
 	buf[0] = 2;
-	SH_ASSERT_OK(meta_version_decode(buf, (size_t)len - 2, &w));
+	SH_ASSERT_OK(meta_version_decode(buf, (size_t)len - 4, &w));
 	SH_ASSERT_EQ(w.nbranch, 0u);
 	SH_ASSERT_EQ(w.rver, 7u);
 	v.nbranch = 2;
+	v.btop = 5;
 	v.branch[0] = (struct meta_vbranch){ .id = 1, .base = 2, .ver = 1ull << 48 | 1 };
 	v.branch[1] = (struct meta_vbranch){ .id = 4,
 					     .base = 7,
@@ -532,6 +533,7 @@ TEST(meta_version_record_refuses_bad_bytes)
 	SH_ASSERT_EQ(w.branch[1].base, 7u);
 	SH_ASSERT(w.branch[1].dropping);
 	SH_ASSERT_EQ(w.branch[1].klen, 2u);
+	SH_ASSERT_EQ(w.btop, 5u);
 	SH_ASSERT(meta_version_branch(&w, 4) != NULL && meta_version_branch(&w, 3) == NULL);
 	SH_ASSERT_EQ(meta_version_of(&w, 1ull << 48 | 9), 1ull << 48 | 1); /* the branch's */
 	SH_ASSERT_EQ(meta_version_of(&w, 4ull << 48 | 1), 0u);		   /* being dropped */
@@ -542,6 +544,10 @@ TEST(meta_version_record_refuses_bad_bytes)
 	len = meta_version_encode(&v, buf, sizeof(buf));
 	SH_ASSERT_EQ(meta_version_decode(buf, (size_t)len, &w), -EBADMSG);
 	v.branch[1].base = 7;
+	v.btop = 3; /* above the highest ever served */
+	len = meta_version_encode(&v, buf, sizeof(buf));
+	SH_ASSERT_EQ(meta_version_decode(buf, (size_t)len, &w), -EBADMSG);
+	v.btop = 5;
 	v.branch[1].id = 1; /* not ascending */
 	len = meta_version_encode(&v, buf, sizeof(buf));
 	SH_ASSERT_EQ(meta_version_decode(buf, (size_t)len, &w), -EBADMSG);
@@ -649,13 +655,157 @@ TEST(meta_branch_writes_its_own_and_drops_them)
 		SH_ASSERT_LT(++steps, 50u);
 	}
 	SH_ASSERT_EQ(vapply(&f, 0, &c, &r), -EALREADY);
-	SH_ASSERT_EQ(reclaims(&f), 18u); /* 8 and 10 */
+	SH_ASSERT_EQ(branch_cmd(&f, 1, 1), -ESTALE); /* a branch that went never comes back */
+	SH_ASSERT_EQ(reclaims(&f), 18u);	     /* 8 and 10 */
 	SH_ASSERT_EQ(stripes_at(&f, 0), 9u);
 	SH_ASSERT_EQ(stripes_at(&f, 1), 7u);
 	/* now the snapshot goes, and its 7 with it */
 	SH_ASSERT_OK(version_cmd(&f, 2, NULL, 0));
 	SH_ASSERT(settle(&f) > 0);
 	SH_ASSERT_EQ(reclaims(&f), 25u);
+	meta_db_close(f.db);
+}
+
+/* The root's size (its entries) as of at. */
+static uint64_t
+root_size(struct vfx *f, uint64_t at)
+{
+	struct meta_inode a;
+	struct meta_txn *t;
+
+	SH_ASSERT_OK(meta_txn_begin(f->db, false, &t));
+	struct meta_bucket b = { .t = t, .bucket = 0, .nbuckets = 2, .ver = at };
+	SH_ASSERT_OK(meta_getattr(&b, META_ROOT_INO, &a));
+	meta_txn_abort(t);
+	return a.size;
+}
+
+/* A delta for the root, from bucket 1, of branch br, applied as shipped deltas are. */
+static int
+root_delta(struct vfx *f, uint64_t seq, uint16_t br)
+{
+	struct meta_delta d = { .kind = META_DELTA_INODE,
+				.to = 0,
+				.from = 1,
+				.seq = seq,
+				.ino = META_ROOT_INO,
+				.dentries = 1,
+				.branch = br };
+	uint8_t buf[META_DELTA_LEN];
+	struct meta_cmd c = { .op = META_OP_DELTAS, .data = buf, .dlen = sizeof(buf) };
+	struct meta_result r;
+
+	meta_delta_encode(&d, buf);
+	return vapply(f, 0, &c, &r);
+}
+
+static int
+on_orphan_seen(void *arg, uint64_t ino, uint16_t branch, uint64_t since)
+{
+	uint64_t *seen = arg;
+
+	(void)since;
+	seen[0]++;
+	seen[1] = ino;
+	seen[2] = branch;
+	return 0;
+}
+
+/* The orphans of bucket 0: how many, and the last one's inode and branch. */
+static void
+orphans_of(struct vfx *f, uint64_t seen[3])
+{
+	struct meta_txn *t;
+
+	seen[0] = seen[1] = seen[2] = 0;
+	SH_ASSERT_OK(meta_txn_begin(f->db, false, &t));
+	struct meta_bucket b = { .t = t, .bucket = 0, .nbuckets = 2, .ver = META_VER_NEWEST };
+	SH_ASSERT_OK(meta_orphans(&b, on_orphan_seen, seen));
+	meta_txn_abort(t);
+}
+
+/*
+ * What a branch's commands cause beyond their bucket: a delta shipped for
+ * a branch changes that branch's records, waits for a branch not served
+ * yet and changes nothing once it went; a branch's open file without
+ * names is an orphan of that branch, dropped by a command of it, and
+ * forgotten with the branch.
+ */
+TEST(meta_branch_deltas_and_orphans)
+{
+	const uint64_t b1 = 1ull << META_BRANCH_SHIFT | 1;
+	struct vfx f = { .buckets = { 0, 1 } };
+	struct meta_cmd c;
+	struct meta_result r;
+	uint64_t seen[3], size0, ino;
+
+	vfx_open(&f, "branch_deltas.mdb");
+	ino = vcreate(&f, name0('a'), 2);
+	SH_ASSERT_OK(version_cmd(&f, 2, (uint64_t[]){ 1 }, 1));
+	SH_ASSERT_OK(branch_cmd(&f, 1, 1));
+	size0 = root_size(&f, META_VER_NEWEST);
+	SH_ASSERT_EQ(root_size(&f, b1), size0);
+
+	/* a shipped delta of the branch: the branch's root, not the file system's */
+	SH_ASSERT_OK(root_delta(&f, 1, 1));
+	SH_ASSERT_EQ(root_size(&f, b1), size0 + 1);
+	SH_ASSERT_EQ(root_size(&f, META_VER_NEWEST), size0);
+	SH_ASSERT_OK(root_delta(&f, 2, 0));
+	SH_ASSERT_EQ(root_size(&f, META_VER_NEWEST), size0 + 1);
+	SH_ASSERT_EQ(root_size(&f, b1), size0 + 1);
+	/* a branch the group does not serve yet: later (the whole command waits) */
+	SH_ASSERT_EQ(root_delta(&f, 3, 7), -EAGAIN);
+
+	/* a file of the origin unlinked in the clone while open: the clone's orphan */
+	c = (struct meta_cmd){ .op = META_OP_REMOVE, .now = 5, .parent = META_ROOT_INO, .ver = b1 };
+	snprintf(c.name, sizeof(c.name), "%s", name0('a'));
+	SH_ASSERT_OK(vapply(&f, 0, &c, &r));
+	orphans_of(&f, seen);
+	SH_ASSERT_EQ(seen[0], 1u);
+	SH_ASSERT_EQ(seen[1], ino);
+	SH_ASSERT_EQ(seen[2], 1u);
+	/* dropped by a command of the branch: the origin's file stays */
+	c = (struct meta_cmd){ .op = META_OP_ORPHAN_DROP, .ino = ino, .now = 6, .ver = b1 };
+	SH_ASSERT_OK(vapply(&f, 0, &c, &r));
+	orphans_of(&f, seen);
+	SH_ASSERT_EQ(seen[0], 0u);
+	{
+		struct meta_txn *t;
+		struct meta_dentry d;
+
+		SH_ASSERT_OK(meta_txn_begin(f.db, false, &t));
+		struct meta_bucket b = {
+			.t = t, .bucket = 0, .nbuckets = 2, .ver = META_VER_NEWEST
+		};
+		SH_ASSERT_OK(meta_lookup(&b, META_ROOT_INO, name0('a'), strlen(name0('a')), &d));
+		SH_ASSERT_EQ(d.ino, ino);
+		b.ver = b1;
+		SH_ASSERT_EQ(meta_lookup(&b, META_ROOT_INO, name0('a'), strlen(name0('a')), &d),
+			     -ENOENT);
+		meta_txn_abort(t);
+	}
+	/* another open file unlinked in the clone; then the clone goes, its orphan with it */
+	ino = vcreate(&f, name0('b'), 7);
+	c = (struct meta_cmd){
+		.op = META_OP_CREATE, .type = META_REG, .mode = 0644, .now = 8, .ver = b1
+	};
+	c.parent = META_ROOT_INO;
+	snprintf(c.name, sizeof(c.name), "%s", name0('c'));
+	SH_ASSERT_OK(vapply(&f, 0, &c, &r));
+	c.op = META_OP_REMOVE;
+	SH_ASSERT_OK(vapply(&f, 0, &c, &r));
+	orphans_of(&f, seen);
+	SH_ASSERT_EQ(seen[0], 1u);
+	SH_ASSERT_EQ(seen[2], 1u);
+	SH_ASSERT_OK(branch_cmd(&f, 1, 0));
+	c = (struct meta_cmd){ .op = META_OP_BRANCH_DROP, .upto = 1, .flags = 64 };
+	while (f.vs.nbranch > 0)
+		SH_ASSERT_OK(vapply(&f, f.buckets[f.vs.branch[0].cursor], &c, &r));
+	orphans_of(&f, seen);
+	SH_ASSERT_EQ(seen[0], 0u);
+	/* a delta of the branch that went changes nothing, and is done */
+	SH_ASSERT_OK(root_delta(&f, 3, 1));
+	SH_ASSERT_EQ(root_size(&f, META_VER_NEWEST), size0 + 2); /* (b's name) */
 	meta_db_close(f.db);
 }
 

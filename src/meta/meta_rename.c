@@ -248,6 +248,7 @@ meta_rename2_encode(struct sh_enc *e, const struct meta_rename2 *r)
 		sh_enc_bytes(e, d, sizeof(d));
 	}
 	sh_enc_u64(e, r->tag);
+	sh_enc_u16(e, r->branch);
 	return sh_enc_error(e);
 }
 
@@ -281,6 +282,8 @@ meta_rename2_decode(const uint8_t *b, size_t len, struct meta_rename2 *r)
 	}
 	if (sh_dec_left(&d) > 0) /* intents recorded before renames carried tags end here */
 		r->tag = sh_dec_u64(&d);
+	if (sh_dec_left(&d) > 0) /* ... and before branches, here */
+		r->branch = sh_dec_u16(&d);
 	sh_dec_end(&d);
 	if (d.err || r->id == 0 || (r->flags & ~3u) || r->flags == 3)
 		return -EBADMSG;

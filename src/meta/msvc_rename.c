@@ -80,7 +80,11 @@ r2_end(struct r2 *j)
 static void
 r2_cmd(struct r2 *j, uint32_t step, struct meta_cmd *c, struct sh_enc *e)
 {
-	*c = (struct meta_cmd){ .op = META_OP_RENAME2, .ver = 1, .now = j->r.now, .flags = step };
+	/* (a step of a clone's rename is a command of its branch) */
+	*c = (struct meta_cmd){ .op = META_OP_RENAME2,
+				.ver = (uint64_t)j->r.branch << META_BRANCH_SHIFT | 1,
+				.now = j->r.now,
+				.flags = step };
 	sh_enc_init(e);
 	meta_rename2_encode(e, &j->r);
 	c->data = e->p;
@@ -303,6 +307,7 @@ msvc_rename2(struct mreq *m)
 		.flags = c->flags,
 		.now = c->now,
 		.tag = c->tag,
+		.branch = meta_ver_branch(c->ver),
 	};
 	memcpy(j->r.oname, c->name, sizeof(j->r.oname));
 	memcpy(j->r.nname, c->name2, sizeof(j->r.nname));

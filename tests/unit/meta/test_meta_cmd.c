@@ -491,3 +491,23 @@ TEST(meta_op_and_kind_tables)
 	for (unsigned k = 1; k < MP_KIND_MAX; k++)
 		SH_ASSERT_NOT_NULL(mp_kind_name(k));
 }
+
+/* A rename's state carries the branch it renames in; one recorded before branches reads 0. */
+TEST(meta_rename2_carries_its_branch)
+{
+	struct meta_rename2 r = { .id = 9, .oparent = 1, .nparent = 1, .tag = 5, .branch = 3 },
+			    back;
+	struct sh_enc e;
+
+	strcpy(r.oname, "a");
+	strcpy(r.nname, "b");
+	sh_enc_init(&e);
+	SH_ASSERT_OK(meta_rename2_encode(&e, &r));
+	SH_ASSERT_OK(meta_rename2_decode(e.p, e.len, &back));
+	SH_ASSERT_EQ(back.branch, 3u);
+	SH_ASSERT_EQ(back.tag, 5u);
+	SH_ASSERT_OK(meta_rename2_decode(e.p, e.len - 2, &back)); /* before branches */
+	SH_ASSERT_EQ(back.branch, 0u);
+	SH_ASSERT_EQ(back.tag, 5u);
+	sh_enc_fini(&e);
+}

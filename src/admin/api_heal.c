@@ -142,7 +142,7 @@ heal_state(const struct cfg *c, const struct msvc_heal_stats *h, unsigned answer
 
 	for (unsigned i = 1; i < MSVC_HEAL_LEVELS; i++)
 		missing += h->stripes[i];
-	if (answered < up || h->buckets < (uint64_t)c->nfs * c->nbuckets ||
+	if (answered < up || h->buckets < (uint64_t)cfg_nfs_own(c) * c->nbuckets ||
 	    (h->pass_epoch != UINT64_MAX && h->pass_epoch < c->epoch))
 		return "checking";
 	if (h->unreadable > 0)
@@ -220,7 +220,8 @@ rebuild_json(const struct cfg *c, const struct admin_node *self,
 				: json_null());
 	json_object_set_new(o, "nodes_answered", json_integer(answered));
 	json_object_set_new(o, "nodes_up", json_integer(up));
-	json_object_set_new(o, "buckets_total", json_integer((json_int_t)c->nfs * c->nbuckets));
+	json_object_set_new(o, "buckets_total",
+			    json_integer((json_int_t)cfg_nfs_own(c) * c->nbuckets));
 	json_object_set_new(o, "epoch", json_integer((json_int_t)c->epoch));
 	json_object_set_new(o, "targets_lost", json_integer(lost));
 	json_object_set_new(o, "targets_down", json_integer(down));

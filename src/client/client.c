@@ -76,7 +76,9 @@ adopt(sh_client *c, const uint8_t *b, size_t len)
 				sh_fs *fs = sh_list_entry(pos, sh_fs, link);
 				const struct cfg_fs *f = cfg_fs_by_id(n, fs->id);
 
-				if (f != NULL && fs->at == 0)
+				/* (a clone's origin restored: the clone's branch did not go back)
+				 */
+				if (f != NULL && fs->at == 0 && fs->branch == 0)
 					fs->epoch = f->restore_epoch;
 			}
 			pthread_cond_broadcast(&c->cv);
@@ -1182,10 +1184,65 @@ sh_fs_snapshots(sh_client *c, const char *fs, char (*names)[64], unsigned max)
 }
 
 /*
+ * Filesystem *id a writable clone? Then *id becomes its origin's and
+ * *branch its branch (else 0). A clone being created is waited for as a
+ * snapshot is (it serves once every group of its origin does: -EAGAIN
+ * after a second); one being deleted is -ENOENT.
+ */
+static int
+clone_lookup(sh_client *c, uint32_t *id, uint16_t *branch)
+{
+	const struct cfg_fs *f;
+	int rc = 0;
+
+	pthread_mutex_lock(&c->mu);
+	f = cfg_fs_by_id(c->view, *id);
+	*branch = 0;
+	if (f == NULL)
+		rc = -ENOENT;
+	else if (f->origin != 0 && f->clone_state == CFG_CLONE_CREATING)
+		rc = -EAGAIN;
+	else if (f->origin != 0 && f->clone_state != CFG_CLONE_READY)
+		rc = -ENOENT;
+	else if (f->origin != 0) {
+		*id = f->origin;
+		*branch = f->branch;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+/*
  * client_snap_lookup, and when the snapshot is not known here or not ready
  * yet, the configuration asked for at once and the answer waited for (up
  * to a second): one created a moment ago opens.
  */
+/* The configuration asked for at once; a newer one, or 50 ms, waited for. */
+static void
+cfg_refresh(sh_client *c)
+{
+	struct cop o = { .kind = COP_CFG };
+	struct timespec until;
+	uint64_t epoch;
+
+	pthread_mutex_lock(&c->mu);
+	epoch = c->view->epoch;
+	pthread_mutex_unlock(&c->mu);
+	run(c, &o);
+	/* (the node asked may lag too: asked again by the caller) */
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += 50 * 1000 * 1000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&c->mu);
+	while (c->view->epoch == epoch &&
+	       pthread_cond_timedwait(&c->cv, &c->mu, &until) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&c->mu);
+}
+
 int
 client_snap_lookup_fresh(sh_client *c, uint32_t id, const char *snap, uint64_t *ver)
 {
@@ -1193,28 +1250,26 @@ client_snap_lookup_fresh(sh_client *c, uint32_t id, const char *snap, uint64_t *
 	int rc;
 
 	while ((rc = client_snap_lookup(c, id, snap, ver)) == -ENOENT || rc == -EAGAIN) {
-		struct cop o = { .kind = COP_CFG };
-		struct timespec until;
-		uint64_t epoch;
-
 		if (client_driven(c) || sh_clock_mono_ns() >= end)
 			break;
-		pthread_mutex_lock(&c->mu);
-		epoch = c->view->epoch;
-		pthread_mutex_unlock(&c->mu);
-		run(c, &o);
-		/* a newer configuration, or 50 ms, and again (the node asked may lag too) */
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += 50 * 1000 * 1000;
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
-		pthread_mutex_lock(&c->mu);
-		while (c->view->epoch == epoch &&
-		       pthread_cond_timedwait(&c->cv, &c->mu, &until) != ETIMEDOUT)
-			;
-		pthread_mutex_unlock(&c->mu);
+		cfg_refresh(c);
+	}
+	return rc;
+}
+
+/* clone_lookup, a clone being created waited for (up to a second) as a snapshot is. */
+static int
+clone_lookup_fresh(sh_client *c, uint32_t *id, uint16_t *branch)
+{
+	uint64_t end = sh_clock_mono_ns() + SH_NSEC_PER_SEC;
+	uint32_t was = *id;
+	int rc;
+
+	while ((rc = clone_lookup(c, id, branch)) == -EAGAIN) {
+		if (client_driven(c) || sh_clock_mono_ns() >= end)
+			break;
+		cfg_refresh(c);
+		*id = was;
 	}
 	return rc;
 }
@@ -1225,6 +1280,7 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 	char fsname[CFG_NAME_MAX];
 	const char *snap = strchr(name, '@');
 	uint64_t at = 0;
+	uint16_t branch = 0;
 	uint32_t id, nb;
 	sh_fs *fs;
 	int rc;
@@ -1235,8 +1291,10 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 	snprintf(fsname, sizeof(fsname), "%.*s", snap ? (int)(snap - name) : CFG_NAME_MAX - 1,
 		 name);
 	rc = client_fs_lookup(c, fsname, &id, &nb);
+	if (rc == 0)
+		rc = clone_lookup_fresh(c, &id, &branch);
 	if (rc == 0 && snap != NULL)
-		rc = client_snap_lookup_fresh(c, id, snap + 1, &at);
+		rc = branch ? -ENOENT : client_snap_lookup_fresh(c, id, snap + 1, &at);
 	if (rc < 0)
 		return rc;
 	fs = sh_calloc(1, sizeof(*fs));
@@ -1245,6 +1303,9 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 	fs->c = c;
 	fs->id = id;
 	fs->at = at;
+	fs->branch = branch;
+	/* a clone's commands: at its branch's version */
+	atomic_store(&fs->ver_seen, branch ? (uint64_t)branch << META_BRANCH_SHIFT | 1 : 0);
 	pthread_mutex_lock(&c->mu);
 	{
 		unsigned i = 0;
@@ -1285,7 +1346,7 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 	pthread_mutex_lock(&c->mu);
 	sh_list_add_tail(&c->fss, &fs->link);
 	{
-		const struct cfg_fs *f = at == 0 ? cfg_fs_by_id(c->view, id) : NULL;
+		const struct cfg_fs *f = at == 0 && branch == 0 ? cfg_fs_by_id(c->view, id) : NULL;
 
 		fs->epoch = f != NULL ? f->restore_epoch : 0;
 	}

@@ -75,6 +75,13 @@ struct sh_fs {
 	/* encrypted (cfg_fs.sealed): every block sealed with these keys (seal.h); else NULL */
 	struct seal_keys *keys;
 	uint64_t at; /* a snapshot's version (read-only), 0: the live filesystem */
+	/*
+	 * A writable clone (docs/snapshots.md "Clones"): its branch of its
+	 * origin's version space (0: none). id is then the origin's: the
+	 * clone's requests go to its groups, commands at the branch's
+	 * version, reads as of its newest (client_at).
+	 */
+	uint16_t branch;
 	/* the newest version a command of ours was applied at: the next ones say they come
 	 * after it, so a snapshot never holds a change without what it followed here */
 	_Atomic uint64_t ver_seen;
@@ -97,6 +104,15 @@ struct sh_fs {
 	struct wpool *wpool[WPOOL_N]; /* started at first use (under wmu) */
 	struct cholds *holds;	      /* hold.c: the files open here, held at their buckets */
 };
+
+/* What fs's requests read as of: a snapshot's version, a clone's newest, or 0 (the newest). */
+static inline uint64_t
+client_at(const sh_fs *fs)
+{
+	return fs->at != 0	 ? fs->at
+	       : fs->branch != 0 ? meta_ver_newest((uint64_t)fs->branch << META_BRANCH_SHIFT)
+				 : 0;
+}
 
 /*
  * hold.c: files open here are held at their bucket's leader, so that one

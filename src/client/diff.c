@@ -143,6 +143,8 @@ sh_fs_diff(sh_fs *fs, const char *from, const char *to, sh_diff_fn fn, void *arg
 
 	if (fs == NULL || to == NULL || fn == NULL || fs->at != 0)
 		return -EINVAL;
+	if (fs->branch != 0)
+		return -EOPNOTSUPP; /* a clone has no snapshots of its own */
 	if (from != NULL)
 		rc = client_snap_lookup_fresh(fs->c, fs->id, from, &v1);
 	if (rc == 0)

@@ -78,7 +78,9 @@ mono(const struct cholds *h)
 static int
 send_batch(sh_fs *fs, uint16_t bucket, const uint64_t *inos, unsigned n, uint32_t flags)
 {
-	struct mp_req q = { .kind = MP_HOLD, .fs = fs->id, .bucket = bucket, .max = flags };
+	struct mp_req q = {
+		.kind = MP_HOLD, .fs = fs->id, .bucket = bucket, .max = flags, .at = client_at(fs)
+	};
 	struct sh_enc e;
 	struct cres r;
 	int rc;
@@ -436,7 +438,8 @@ client_hold_open_read(sh_fs *fs, uint64_t ino, bool fresh, struct stat *st, uint
 			    .fs = fs->id,
 			    .bucket = meta_ino_bucket(ino),
 			    .ino = ino,
-			    .max = (fresh ? MP_HOLD_FRESH : 0) | (ext ? MP_HOLD_EXTENTS : 0) };
+			    .max = (fresh ? MP_HOLD_FRESH : 0) | (ext ? MP_HOLD_EXTENTS : 0),
+			    .at = client_at(fs) };
 	struct cres r;
 	uint64_t since;
 	int rc;

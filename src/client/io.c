@@ -405,7 +405,8 @@ clean_stripe(sh_fs *fs, uint64_t stripe, uint64_t ino, struct sh_clean_stats *ou
 				    .ino = ino,
 				    .max = EXTENTS_BATCH,
 				    .off = at,
-				    .len = (uint64_t)st.st_size - at };
+				    .len = (uint64_t)st.st_size - at,
+				    .at = client_at(fs) };
 		struct meta_extent ex[EXTENTS_BATCH];
 		struct cres res;
 		unsigned n = 0;

@@ -539,7 +539,7 @@ map_fetch(sh_file *f, const struct stat *st, uint64_t at, uint64_t off, uint64_t
 			    .max = EXTENTS_BATCH,
 			    .off = at,
 			    .len = size - at,
-			    .at = f->fs->at };
+			    .at = client_at(f->fs) };
 	uint64_t wgen = atomic_load(&f->fs->wgen);
 	struct emap *m = sh_malloc(sizeof(*m));
 	struct cres res;

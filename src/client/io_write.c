@@ -775,7 +775,8 @@ inline_now(sh_file *f, uint8_t *buf, size_t *len)
 			    .ino = f->ino,
 			    .max = 1,
 			    .off = 0,
-			    .len = UINT64_MAX }; /* an extent anywhere: not a small file */
+			    .len = UINT64_MAX, /* an extent anywhere: not a small file */
+			    .at = client_at(f->fs) };
 	struct cres res;
 	int rc = client_meta(f->fs->c, &q, &res);
 

@@ -156,7 +156,7 @@ ns_read_at(sh_fs *fs, uint8_t kind, uint16_t bucket, uint64_t ino, const char *n
 			    .ino = ino,
 			    .max = max,
 			    .off = off,
-			    .at = fs->at };
+			    .at = client_at(fs) };
 
 	if (nlen > META_NAME_MAX) {
 		memset(res, 0, sizeof(*res));

@@ -666,6 +666,12 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 	if (cmd->op != CFG_OP_CREATE && !c->created)
 		return cfg_fail(msg, len, -ENOTCONN,
 				"no cluster yet: run 'shoal cluster create' first");
+	{
+		int rc = cfg_check_clone_rules(c, cmd, msg, len);
+
+		if (rc < 0)
+			return rc;
+	}
 	switch (cmd->op) {
 	case CFG_OP_CREATE:
 		if (c->created)
@@ -842,6 +848,9 @@ cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 	case CFG_OP_FS_RESTORE:
 	case CFG_OP_FS_RESTORE_STEP:
 		return cfg_check_snap(c, cmd, msg, len);
+	case CFG_OP_FS_CLONE:
+	case CFG_OP_FS_CLONE_STATE:
+		return cfg_check_clone(c, cmd, msg, len);
 	case CFG_OP_KEY_CREATE:
 	case CFG_OP_KEY_REVOKE:
 	case CFG_OP_FS_REKEY:
@@ -1039,6 +1048,11 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 
 		for (i = 0; strcmp(c->fs[i].name, cmd->name) != 0; i++)
 			;
+		if (c->fs[i].origin != 0) {
+			/* a clone: its groups drop its records first (fs.clone_state) */
+			cfg_apply_clone_delete(c, &c->fs[i], cmd->time);
+			break;
+		}
 		snaps = cfg_snaps_drop(c, c->fs[i].id);
 		cfg_keys_drop(c, c->fs[i].id);
 		memmove(&c->fs[i], &c->fs[i + 1], (c->nfs - i - 1) * sizeof(c->fs[0]));
@@ -1082,6 +1096,10 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 	case CFG_OP_FS_RESTORE:
 	case CFG_OP_FS_RESTORE_STEP:
 		cfg_apply_snap(c, cmd);
+		break;
+	case CFG_OP_FS_CLONE:
+	case CFG_OP_FS_CLONE_STATE:
+		cfg_apply_clone(c, cmd);
 		break;
 	case CFG_OP_KEY_CREATE:
 	case CFG_OP_KEY_REVOKE:

@@ -88,7 +88,12 @@
 	X(CFG_OP_FS_RESTORE, 23, "fs.restore")                                                   \
 	/* name: a filesystem being restored, size: the restore's epoch, state: the phase it     \
 	 * goes to (enum cfg_restore_phase: reverting, or none when done) */                     \
-	X(CFG_OP_FS_RESTORE_STEP, 24, "fs.restore_step")
+	X(CFG_OP_FS_RESTORE_STEP, 24, "fs.restore_step")                                         \
+	/* name: a filesystem, snap: a ready snapshot of it, path: the writable clone's name */  \
+	X(CFG_OP_FS_CLONE, 25, "fs.clone")                                                       \
+	/* name: a clone, state: ready (every group serves its branch), or none (every group     \
+	 * dropped it: the clone is forgotten) */                                                \
+	X(CFG_OP_FS_CLONE_STATE, 26, "fs.clone_state")
 
 enum cfg_op {
 #define CFG_OP_ENUM(id, num, name) id = (num),
@@ -208,7 +213,39 @@ struct cfg_fs {
 	uint32_t restore_epoch;
 	uint8_t restore_phase;
 	uint64_t restore_ver;
+	/*
+	 * A writable clone (fs.clone, docs/snapshots.md "Clones"): origin is
+	 * the id of the filesystem whose metadata it lives in (0: it is no
+	 * clone), as branch `branch` of that version space, on the snapshot
+	 * at version base (kept while the clone is); clone_state says how far
+	 * it is (enum cfg_clone_state). An origin's `branches` is the last
+	 * branch it gave (a branch number is never used twice).
+	 */
+	uint32_t origin;
+	uint16_t branch, branches;
+	uint64_t base;
+	uint8_t clone_state;
 };
+
+/*
+ * A clone's life: creating (the origin's metadata groups are told of its
+ * branch), ready (it serves), deleting (the groups drop its records; then
+ * it is forgotten).
+ */
+enum cfg_clone_state {
+	CFG_CLONE_NONE = 0,
+	CFG_CLONE_CREATING = 1,
+	CFG_CLONE_READY = 2,
+	CFG_CLONE_DELETING = 3,
+};
+#define CFG_CLONES_MAX 16 /* clones of one filesystem at once (META_BRANCH_MAX) */
+
+/* f has metadata groups, stores and stripes of its own (a clone lives in its origin's). */
+static inline bool
+cfg_fs_own(const struct cfg_fs *f)
+{
+	return f->origin == 0;
+}
 
 /*
  * A restore's phases: pausing (the metadata groups refuse the file
@@ -355,6 +392,15 @@ const struct cfg_key *cfg_key_find(const struct cfg *c, uint32_t id);
 const char *cfg_key_access_name(unsigned access);
 /* Snapshot name of filesystem fs (its id), or NULL. */
 const struct cfg_snap *cfg_snap_find(const struct cfg *c, uint32_t fs, const char *name);
+/*
+ * The clones of filesystem origin (its id) on the snapshot at version
+ * base (0: on any), their names comma-separated into names (NULL: not
+ * wanted): how many.
+ */
+unsigned cfg_clones_of(const struct cfg *c, uint32_t origin, uint64_t base, char *names,
+		       size_t len);
+/* The filesystems with metadata of their own (not clones). */
+uint32_t cfg_nfs_own(const struct cfg *c);
 /*
  * The versions filesystem fs (its id) keeps for its snapshots: those
  * being created and those ready (one being deleted is kept no more: its

@@ -17,9 +17,10 @@
  *   6  the file systems' access keys
  *   7  encrypted file systems' wrapped keys
  *   8  the filesystems' restores
+ *   9  the filesystems' clones
  */
 #define CFG_MAGIC_BASE 0x00474643u /* "CFG" */
-#define CFG_VERSION    8u
+#define CFG_VERSION    9u
 #define CFG_MAGIC      (CFG_MAGIC_BASE | (uint32_t)('0' + CFG_VERSION) << 24)
 
 void
@@ -233,6 +234,14 @@ encode(struct sh_enc *e, const struct cfg *c, bool secrets)
 		sh_enc_u8(e, c->fs[i].restore_phase);
 		sh_enc_u64(e, c->fs[i].restore_ver);
 	}
+	/* the filesystems' clones (a "CFG8" configuration ends before them) */
+	for (uint32_t i = 0; i < c->nfs; i++) {
+		sh_enc_u32(e, c->fs[i].origin);
+		sh_enc_u16(e, c->fs[i].branch);
+		sh_enc_u16(e, c->fs[i].branches);
+		sh_enc_u64(e, c->fs[i].base);
+		sh_enc_u8(e, c->fs[i].clone_state);
+	}
 }
 
 void
@@ -370,6 +379,38 @@ decode_restores(struct sh_dec *d, struct cfg *t)
 			return -EBADMSG;
 	}
 	return d->err ? -EBADMSG : 0;
+}
+
+/*
+ * The filesystems' clones ("CFG9"): a clone names an origin there that is
+ * no clone, a branch it gave, a base and a state; anything else none.
+ */
+static int
+decode_clones(struct sh_dec *d, struct cfg *t)
+{
+	for (uint32_t i = 0; i < t->nfs; i++) {
+		struct cfg_fs *f = &t->fs[i];
+
+		f->origin = sh_dec_u32(d);
+		f->branch = sh_dec_u16(d);
+		f->branches = sh_dec_u16(d);
+		f->base = sh_dec_u64(d);
+		f->clone_state = sh_dec_u8(d);
+	}
+	if (d->err)
+		return -EBADMSG;
+	for (uint32_t i = 0; i < t->nfs; i++) {
+		const struct cfg_fs *f = &t->fs[i], *o = cfg_fs_by_id(t, f->origin);
+
+		if (f->origin == 0
+			? f->branch || f->base || f->clone_state
+			: o == NULL || o->origin != 0 || f->branch == 0 ||
+			      f->branch > o->branches || f->base == 0 || f->base >= o->version ||
+			      f->branches != 0 || f->clone_state < CFG_CLONE_CREATING ||
+			      f->clone_state > CFG_CLONE_DELETING)
+			return -EBADMSG;
+	}
+	return 0;
 }
 
 /* The access keys ("CFG6"): ids from CFG_KEY_FIRST, each once, read-only or read-write. */
@@ -532,6 +573,9 @@ cfg_decode(const uint8_t *b, size_t len, struct cfg *c)
 		goto bad;
 	/* before restores ("CFG7" and older): none */
 	if (v >= 8 && decode_restores(&d, t) < 0)
+		goto bad;
+	/* before clones ("CFG8" and older): none */
+	if (v >= 9 && decode_clones(&d, t) < 0)
 		goto bad;
 	sh_dec_end(&d);
 	if (d.err)

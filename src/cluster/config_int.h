@@ -27,6 +27,17 @@ void cfg_apply_snap(struct cfg *c, const struct cfg_cmd *cmd);
 /* Forget every snapshot of filesystem fs (its id; the filesystem is deleted): how many. */
 unsigned cfg_snaps_drop(struct cfg *c, uint32_t fs);
 
+/*
+ * config_clone.c: writable clones (fs.clone, fs.clone_state); the rules of
+ * other operations that keep what a clone stands on (checked before them:
+ * deleting a clone's origin or snapshot, snapshots and restores of a
+ * clone); a clone deleted starts its drop instead of going at once.
+ */
+int cfg_check_clone(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len);
+void cfg_apply_clone(struct cfg *c, const struct cfg_cmd *cmd);
+int cfg_check_clone_rules(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len);
+void cfg_apply_clone_delete(struct cfg *c, struct cfg_fs *f, uint64_t time);
+
 /* config_key.c: the access keys' changes; a filesystem deleted drops its keys. */
 int cfg_check_key(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len);
 void cfg_apply_key(struct cfg *c, const struct cfg_cmd *cmd);

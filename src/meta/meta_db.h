@@ -80,14 +80,7 @@ void meta_txn_abort(struct meta_txn *t);
  * drops the reference of what its write replaced leaves the base's as it
  * was: every stored copy of a value holds one reference, in every branch.
  */
-#define META_BRANCH_SHIFT 48
-#define META_VER_NEWEST	  (((uint64_t)1 << META_BRANCH_SHIFT) - 1) /* branch 0's newest */
-
-static inline uint16_t
-meta_ver_branch(uint64_t ver)
-{
-	return (uint16_t)(ver >> META_BRANCH_SHIFT);
-}
+/* (META_BRANCH_SHIFT, META_VER_NEWEST, meta_ver_branch, meta_ver_newest: meta_rec.h) */
 
 /*
  * Set branch b's base (a version of a lower branch), or forget it (base

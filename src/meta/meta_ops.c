@@ -115,22 +115,35 @@ max64(uint64_t a, uint64_t b)
 /* Drop an inode and what hangs on it (symlink target, xattrs, extents). */
 static int drop_inode(struct meta_bucket *b, uint64_t ino);
 
-/* Inode ino's orphan record in branch br (meta_ops.h). */
+/*
+ * A bookkeeping record of one branch (its orphans, the leases it holds):
+ * bucket kind id, then the branch (u16) unless it is branch 0.
+ */
 static void
-orphan_key_of(struct meta_key *k, uint16_t bucket, uint64_t ino, uint16_t br)
+key_in_branch(struct meta_key *k, uint16_t bucket, uint8_t kind, uint64_t id, uint16_t br)
 {
-	meta_key_id(k, bucket, META_K_ORPHAN, ino);
+	meta_key_id(k, bucket, kind, id);
 	if (br != 0) {
 		k->b[k->len++] = (uint8_t)(br >> 8);
 		k->b[k->len++] = (uint8_t)br;
 	}
 }
 
-/* ... of the branch b writes. */
+/* Inode ino's orphan record, of the branch b writes (meta_ops.h). */
 static void
 orphan_key(struct meta_key *k, const struct meta_bucket *b, uint64_t ino)
 {
-	orphan_key_of(k, b->bucket, ino, meta_ver_branch(b->ver));
+	key_in_branch(k, b->bucket, META_K_ORPHAN, ino, meta_ver_branch(b->ver));
+}
+
+/*
+ * The lease this bucket holds on directory dir of another bucket, in the
+ * branch b writes: a clone's directory is leased apart from its origin's.
+ */
+static void
+held_key(struct meta_key *k, const struct meta_bucket *b, uint64_t dir)
+{
+	key_in_branch(k, b->bucket, META_K_HELD, dir, meta_ver_branch(b->ver));
 }
 
 /* ---- deltas ---- */
@@ -589,7 +602,7 @@ meta_local_parent_check(struct meta_bucket *b, uint64_t parent)
 		uint8_t buf[64];
 		size_t n;
 
-		meta_key_id(&k, b->bucket, META_K_HELD, parent);
+		held_key(&k, b, parent);
 		rc = meta_get(b->t, &k, b->ver, buf, sizeof(buf), &n);
 		return rc == -ENOENT ? -ENOLCK : rc;
 	}
@@ -844,39 +857,47 @@ meta_orphans(struct meta_bucket *b,
 	return meta_scan(b->t, &pk, NULL, 0, b->ver, on_orphan, &o);
 }
 
+#define FORGET_AT_ONCE 64
+
 struct forget {
 	uint16_t branch;
 	unsigned n;
-	uint64_t ino[64];
+	struct meta_key *k; /* FORGET_AT_ONCE */
 };
 
 static int
-on_forget(void *arg, uint64_t ino, uint16_t branch, uint64_t since)
+on_forget(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vlen)
 {
 	struct forget *f = arg;
 
-	(void)since;
-	if (branch == f->branch)
-		f->ino[f->n++] = ino;
-	return f->n == 64;
+	(void)val;
+	(void)vlen;
+	if (klen == 13 && (uint16_t)(key[11] << 8 | key[12]) == f->branch) {
+		memcpy(f->k[f->n].b, key, klen);
+		f->k[f->n++].len = klen;
+	}
+	return f->n == FORGET_AT_ONCE;
 }
 
 int
-meta_orphans_forget(struct meta_bucket *b, uint16_t branch)
+meta_branch_forget(struct meta_bucket *b, uint16_t branch)
 {
-	struct forget f = { .branch = branch };
-	int rc;
+	static const uint8_t kinds[] = { META_K_ORPHAN, META_K_HELD };
+	struct forget f = { .branch = branch, .k = sh_calloc(FORGET_AT_ONCE, sizeof(*f.k)) };
+	int rc = f.k == NULL || branch == 0 ? (f.k ? -EINVAL : -ENOMEM) : 0;
 
-	do {
-		f.n = 0;
-		rc = meta_orphans(b, on_forget, &f);
-		for (unsigned i = 0; rc == 0 && i < f.n; i++) {
-			struct meta_key k;
+	for (unsigned i = 0; rc == 0 && i < sizeof(kinds); i++) {
+		struct meta_key pk;
 
-			orphan_key_of(&k, b->bucket, f.ino[i], branch);
-			rc = meta_del(b->t, &k, 1, NULL);
-		}
-	} while (rc == 0 && f.n == 64);
+		meta_key_kind(&pk, b->bucket, kinds[i]);
+		do {
+			f.n = 0;
+			rc = meta_scan(b->t, &pk, NULL, 0, b->ver, on_forget, &f);
+			for (unsigned k = 0; rc == 0 && k < f.n; k++)
+				rc = meta_del(b->t, &f.k[k], 1, NULL);
+		} while (rc == 0 && f.n == FORGET_AT_ONCE);
+	}
+	sh_free(f.k);
 	return rc;
 }
 
@@ -1002,7 +1023,7 @@ meta_lease_hold(struct meta_bucket *b, const struct meta_lease *l)
 	memcpy(v + 12, &l->uid, 4);
 	memcpy(v + 16, &l->gid, 4);
 	memcpy(v + 20, &l->generation, 8);
-	meta_key_id(&k, b->bucket, META_K_HELD, l->dir);
+	held_key(&k, b, l->dir);
 	return meta_put(b->t, &k, b->ver, v, sizeof(v), b->keep);
 }
 
@@ -1011,7 +1032,7 @@ meta_lease_revoke(struct meta_bucket *b, uint64_t dir)
 {
 	struct meta_key k;
 
-	meta_key_id(&k, b->bucket, META_K_HELD, dir);
+	held_key(&k, b, dir);
 	return meta_del(b->t, &k, b->ver, b->keep);
 }
 

@@ -180,13 +180,13 @@ int meta_outbox_ack(struct meta_bucket *b, uint64_t upto);
  * when it is gone already). meta_orphans: each orphan with its branch
  * (a clone's file: the record is bucket 'O' ino branch; branch 0's has no
  * branch) and when it lost its last name (fn as meta_scan's: 1 stops);
- * a drop is a command of the orphan's branch. meta_orphans_forget: a
- * branch goes, and its orphans with it (their records; the drop of the
- * branch's records frees the rest).
+ * a drop is a command of the orphan's branch. meta_branch_forget: a
+ * branch goes, and its bookkeeping here with it: its orphans' records and
+ * the leases it holds (the drop of the branch's records frees the rest).
  */
 int meta_orphan_drop(struct meta_bucket *b, uint64_t ino);
 int meta_orphans(struct meta_bucket *b,
 		 int (*fn)(void *arg, uint64_t ino, uint16_t branch, uint64_t since), void *arg);
-int meta_orphans_forget(struct meta_bucket *b, uint16_t branch);
+int meta_branch_forget(struct meta_bucket *b, uint16_t branch);
 
 #endif /* SH_META_META_OPS_H */

@@ -107,7 +107,7 @@ struct meta_rename2 {
 	char oname[META_NAME_MAX + 1], nname[META_NAME_MAX + 1];
 	unsigned flags;
 	uint64_t now;
-	uint64_t tag; /* the client's request: recorded as done at the decision (meta_done.h) */
+	uint64_t tag;	 /* the client's request: recorded as done at the decision (meta_done.h) */
 	uint16_t branch; /* the branch it renames in (a clone's; meta_version.h): its steps' */
 	/* filled by the prepares */
 	struct meta_dentry src, dst;

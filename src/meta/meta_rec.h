@@ -79,6 +79,26 @@ meta_kind_versioned(uint8_t kind)
 	}
 }
 
+/*
+ * Versions: a version's top 16 bits name its branch (writable clones;
+ * meta_db.h "Branches"); a file system's own versions are branch 0's.
+ */
+#define META_BRANCH_SHIFT 48
+#define META_VER_NEWEST	  (((uint64_t)1 << META_BRANCH_SHIFT) - 1) /* branch 0's newest */
+
+static inline uint16_t
+meta_ver_branch(uint64_t ver)
+{
+	return (uint16_t)(ver >> META_BRANCH_SHIFT);
+}
+
+/* The newest of ver's branch (a read as of it sees everything the branch has). */
+static inline uint64_t
+meta_ver_newest(uint64_t ver)
+{
+	return (uint64_t)meta_ver_branch(ver) << META_BRANCH_SHIFT | META_VER_NEWEST;
+}
+
 /* A logical key (without the version). */
 struct meta_key {
 	uint8_t b[META_KEY_MAX];

@@ -460,8 +460,8 @@ branch_drop_step(struct meta_bucket *b, const struct meta_cmd *c, struct meta_re
 		return -ESTALE;
 	kp.branch = x->id;
 	if (x->klen == 0) {
-		/* the bucket's first step: its orphans of the branch go (their records) */
-		rc = meta_orphans_forget(b, x->id);
+		/* the bucket's first step: the branch's orphans and leases here go */
+		rc = meta_branch_forget(b, x->id);
 		if (rc < 0)
 			return rc;
 	}

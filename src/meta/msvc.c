@@ -316,12 +316,31 @@ later(struct mreq *m, uint64_t ns)
 	env_timer_arm(&m->timer, ns);
 }
 
+/* The branch request m is of (a clone's; meta_version.h), as a version: its commands'. */
+static uint64_t
+branch_ver(const struct mreq *m)
+{
+	uint64_t v = m->req.kind == MP_CMD ? m->cmd.ver : m->req.at;
+
+	return (uint64_t)meta_ver_branch(v) << META_BRANCH_SHIFT | 1;
+}
+
+/* What m's command causes at once (a lease, a revoke): a command of m's branch. */
 static struct meta_cmd
 internal_cmd(struct mreq *m, uint8_t op, uint64_t ino, uint32_t flags)
 {
-	return (struct meta_cmd){
-		.op = op, .ver = 1, .now = env_realtime(m->s->env), .ino = ino, .flags = flags
-	};
+	return (struct meta_cmd){ .op = op,
+				  .ver = branch_ver(m),
+				  .now = env_realtime(m->s->env),
+				  .ino = ino,
+				  .flags = flags };
+}
+
+/* Read bucket as m's branch has it now. */
+static int
+read_branch(struct mreq *m, uint16_t bucket, struct meta_bucket *mb)
+{
+	return mgroup_read_at(m->g, bucket, meta_ver_newest(branch_ver(m)), mb);
 }
 
 /* ---- leases: an entry under another bucket's directory ---- */
@@ -417,7 +436,7 @@ lease_needed(const struct mreq *m)
 			return 0;
 		dirs[0] = r.nparent;
 	}
-	if (mgroup_read(m->g, m->req.bucket, &mb) < 0)
+	if (read_branch((struct mreq *)m, m->req.bucket, &mb) < 0)
 		return 0;
 	for (int i = 0; i < 2 && need == 0; i++)
 		if (dirs[i] != 0 && meta_lease_held(&mb, dirs[i]) == -ENOLCK)
@@ -489,9 +508,14 @@ revoke_all(struct mreq *m)
 	m->status = 0;
 	memset(m->held, 0, sizeof(m->held));
 	for (unsigned i = 0; i < m->nlessees; i++) {
-		struct mp_req q = {
-			.kind = MP_REVOKE, .fs = m->fs->id, .bucket = m->lessees[i], .ino = m->dir
-		};
+		/* (of the branch whose directory goes: its lessees' leases of it) */
+		struct mp_req q = { .kind = MP_REVOKE,
+				    .fs = m->fs->id,
+				    .bucket = m->lessees[i],
+				    .ino = m->dir,
+				    .at = meta_ver_branch(branch_ver(m))
+					      ? meta_ver_newest(branch_ver(m))
+					      : 0 };
 		int rc = mroute_call(m->s->rt, &q, CALL_NS, on_revoked, m);
 
 		if (rc < 0)
@@ -512,7 +536,7 @@ rmdir_start(struct mreq *m)
 {
 	struct meta_bucket mb;
 	struct meta_dentry d;
-	int rc = mgroup_read(m->g, m->req.bucket, &mb);
+	int rc = read_branch(m, m->req.bucket, &mb);
 
 	if (rc == 0) {
 		rc = meta_lookup(&mb, m->cmd.parent, m->cmd.name, strlen(m->cmd.name), &d);
@@ -653,7 +677,7 @@ run_cmd(struct mreq *m)
 	 * without keeping the snapshot, and its writes would drop what the
 	 * snapshot reads. So the step first (asked for at once), then the command.
 	 */
-	if (c.ver > mgroup_version(m->g)->ver &&
+	if (meta_ver_branch(c.ver) == 0 && c.ver > mgroup_version(m->g)->ver &&
 	    env_now(m->s->env) + VERSION_WAIT_NS < m->deadline) {
 		msvc_snap_kick(m->s, 0);
 		m->rounds--;
@@ -724,7 +748,7 @@ unheld_target(struct mreq *m)
 	int rc;
 
 	if (m->cmd.dir || meta_name_check(m->cmd.name, strlen(m->cmd.name)) < 0 ||
-	    mgroup_read(m->g, m->req.bucket, &mb) < 0)
+	    read_branch(m, m->req.bucket, &mb) < 0)
 		return 0;
 	rc = meta_lookup(&mb, m->cmd.parent, m->cmd.name, strlen(m->cmd.name), &d);
 	meta_txn_abort(mb.t);
@@ -780,7 +804,16 @@ do_cmd(struct mreq *m)
 	}
 	/* what every replica must apply alike: the leader's clock, the version */
 	m->cmd.now = env_realtime(m->s->env);
-	{
+	if (meta_ver_branch(m->cmd.ver) != 0) {
+		/* a clone's: at its branch's version (the group's record says which), if this
+		 * file system has that clone */
+		int rc = msvc_branch_ok(m->fs, meta_ver_branch(m->cmd.ver));
+
+		if (rc < 0) {
+			mreq_answer(m, rc, NULL);
+			return;
+		}
+	} else {
 		/* the newest version its client saw (its order after what that was), at most
 		 * the filesystem's: the group writes at that or its own, whichever is newer */
 		const struct cfg_fs *f = cfg_fs_by_id(mroute_cfg(m->s->rt), m->fs->id);

@@ -592,7 +592,7 @@ msvc_apply_cfg(struct msvc *s, const struct cfg *c)
 			fs_regroup(fs, c);
 	}
 	for (uint32_t i = 0; i < c->nfs; i++)
-		if (mfs_find(s, c->fs[i].id) == NULL) {
+		if (cfg_fs_own(&c->fs[i]) && mfs_find(s, c->fs[i].id) == NULL) {
 			rc = fs_open(s, c, &c->fs[i]);
 			if (rc < 0)
 				sh_log_error("filesystem %s: metadata: %s", c->fs[i].name,

@@ -301,6 +301,27 @@ int msvc_snap_readable(const struct mfs *fs, const struct mp_req *req);
 /* 0 if version ver is a ready snapshot's of the filesystem, else -ESTALE. */
 int msvc_snap_ready(const struct mfs *fs, uint64_t ver);
 /*
+ * Clones (msvc_clone.c): msvc_branch_ok, 0 if branch is a ready clone's of
+ * fs (-EAGAIN: being created; -ESTALE: none, or being deleted).
+ * msvc_clone_step: the next step group gi (its record vs) takes for the
+ * clones (c->data: room for 8 bytes), into c and *bucket; false if none.
+ * The first group's leader tallies which branches each group serves
+ * (MP_VERSION: u64 LE each, branch | 1 << 16 while dropped) and proposes
+ * clones' states once every group answered.
+ */
+int msvc_branch_ok(const struct mfs *fs, uint16_t branch);
+bool msvc_clone_step(struct mfs *fs, const struct meta_version *vs, struct meta_cmd *c,
+		     uint16_t *bucket);
+bool msvc_clone_pending(const struct mfs *fs, const struct cfg *c);
+struct clone_tally {
+	unsigned n, groups;
+	uint16_t branch[CFG_CLONES_MAX];
+	unsigned listed[CFG_CLONES_MAX], serving[CFG_CLONES_MAX];
+};
+void msvc_clone_ask(struct clone_tally *t, const struct mfs *fs, const struct cfg *c);
+void msvc_clone_heard(struct clone_tally *t, const uint8_t *b, size_t len);
+void msvc_clone_conclude(const struct clone_tally *t, struct mfs *fs, unsigned ngroups);
+/*
  * A restore (docs/snapshots.md, "Restore"): whether the filesystem is
  * paused, and so refuses m (a client's, not of a snapshot) with
  * SH_EPAUSED; whether group g (led here) is drained: nothing of its

@@ -203,8 +203,11 @@ msvc_do_read(struct mreq *m)
 		sh_enc_u64(&e, vs->settled);
 		sh_enc_u64(&e, vs->repoch);
 		sh_enc_u64(&e, msvc_restore_drained(m->fs, m->g));
+		sh_enc_u64(&e, vs->nkeep);
 		for (unsigned i = 0; i < vs->nkeep; i++)
 			sh_enc_u64(&e, vs->keep[i]);
+		for (unsigned i = 0; i < vs->nbranch; i++) /* the branches it serves */
+			sh_enc_u64(&e, vs->branch[i].id | (uint64_t)vs->branch[i].dropping << 16);
 		rep.aux = vs->ver;
 		rep.data = e.p;
 		rep.dlen = e.len;

@@ -180,7 +180,8 @@ flushed(struct mfs *fs, uint16_t bucket, int status)
 			struct meta_dirent de;
 			unsigned n = 0;
 			bool more;
-			int rc = mgroup_read(m->g, bucket, &mb);
+			/* (in the revoke's branch: a clone's directory is its own) */
+			int rc = mgroup_read_at(m->g, bucket, m->req.at, &mb);
 
 			if (rc == 0) {
 				rc = meta_readdir(&mb, m->req.ino, NULL, 0, &de, 1, &n, &more);

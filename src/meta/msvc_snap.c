@@ -131,8 +131,9 @@ static void
 reconcile(struct mfs *fs, uint32_t gi, uint64_t ver, const uint64_t *keep, unsigned nkeep)
 {
 	const struct meta_version *vs = mgroup_version(fs->groups[gi]);
-	struct meta_cmd c = { .ver = 1, .now = env_realtime(fs->s->env) };
 	uint8_t data[META_KEEP_MAX * 8];
+	struct meta_cmd c = { .ver = 1, .now = env_realtime(fs->s->env), .data = data };
+	uint16_t bucket;
 
 	if (vs->nb == 0)
 		return;
@@ -147,6 +148,8 @@ reconcile(struct mfs *fs, uint32_t gi, uint64_t ver, const uint64_t *keep, unsig
 		propose_step(fs, gi, vs->buckets[0], &c);
 	} else if (restore_step(fs, gi, vs)) {
 		/* (proposed: a restore goes before settling) */
+	} else if (msvc_clone_step(fs, vs, &c, &bucket)) {
+		propose_step(fs, gi, bucket, &c); /* (a clone's branch: before settling too) */
 	} else if (vs->settled != vs->gen && vs->cursor < vs->nb) {
 		c.op = META_OP_SETTLE;
 		c.upto = vs->gen;
@@ -200,6 +203,8 @@ struct ask {
 	uint64_t deleting[64]; /* snapshots being deleted (versions) */
 	bool still[64];	       /* a group still keeps it, or has not settled */
 	unsigned ndeleting;
+	unsigned ngroups;
+	struct clone_tally clones; /* clones being created or deleted: whose groups serve them */
 };
 
 /* A restore's next phase, once every group is drained (pausing) or has done it (reverting). */
@@ -254,6 +259,7 @@ conclude(struct ask *a)
 	if (a->failed)
 		return;
 	conclude_restore(a, c);
+	msvc_clone_conclude(&a->clones, fs, a->ngroups);
 	for (uint32_t i = 0; i < c->nsnaps; i++) {
 		const struct cfg_snap *sn = &c->snaps[i];
 		const struct cfg_fs *f = cfg_fs_by_id(c, fs->id);
@@ -305,11 +311,16 @@ on_version(void *arg, int status, const struct mp_reply *r)
 {
 	struct ask *a = arg;
 
-	if (status < 0 || r == NULL || r->dlen < 32 || r->dlen % 8 != 0) {
+	/* gen, settled, repoch, drained, n, n kept versions, the branches served */
+	uint64_t nkeep = r != NULL && r->dlen >= 40 ? get_le64(r->data + 32) : 0;
+
+	if (status < 0 || r == NULL || r->dlen < 40 || r->dlen % 8 != 0 ||
+	    nkeep > (r->dlen - 40) / 8) {
 		a->failed = true;
 	} else {
 		uint64_t gen = get_le64(r->data), settled = get_le64(r->data + 8);
 		uint64_t repoch = get_le64(r->data + 16), drained = get_le64(r->data + 24);
+		size_t kend = 40 + nkeep * 8;
 
 		if (r->aux < a->min_ver)
 			a->min_ver = r->aux;
@@ -319,11 +330,12 @@ on_version(void *arg, int status, const struct mp_reply *r)
 		for (unsigned k = 0; k < a->ndeleting; k++) {
 			bool kept = false;
 
-			for (size_t at = 32; at < r->dlen; at += 8)
+			for (size_t at = 40; at < kend; at += 8)
 				kept = kept || get_le64(r->data + at) == a->deleting[k];
 			if (kept || settled != gen)
 				a->still[k] = true;
 		}
+		msvc_clone_heard(&a->clones, r->data + kend, r->dlen - kend);
 	}
 	ask_release(a);
 }
@@ -337,7 +349,7 @@ ask_groups(struct mfs *fs, const struct cfg *c)
 
 	const struct cfg_fs *f = cfg_fs_by_id(c, fs->id);
 
-	pending = f != NULL && f->restore_phase != CFG_RESTORE_NONE;
+	pending = (f != NULL && f->restore_phase != CFG_RESTORE_NONE) || msvc_clone_pending(fs, c);
 	for (uint32_t i = 0; i < c->nsnaps; i++)
 		pending =
 		    pending || (c->snaps[i].fs == fs->id && c->snaps[i].state != CFG_SNAP_READY);
@@ -350,6 +362,8 @@ ask_groups(struct mfs *fs, const struct cfg *c)
 	a->min_ver = UINT64_MAX;
 	a->min_repoch = UINT64_MAX;
 	a->drained = true;
+	a->ngroups = pl->ngroups;
+	msvc_clone_ask(&a->clones, fs, c);
 	for (uint32_t i = 0; i < c->nsnaps && a->ndeleting < 64; i++)
 		if (c->snaps[i].fs == fs->id && c->snaps[i].state == CFG_SNAP_DELETING)
 			a->deleting[a->ndeleting++] = c->snaps[i].version;
@@ -412,6 +426,10 @@ on_tick(struct env_timer *t)
 int
 msvc_snap_readable(const struct mfs *fs, const struct mp_req *req)
 {
+	if (meta_ver_branch(req->at) != 0) /* a clone's: anything, at its branch's newest */
+		return req->at == meta_ver_newest(req->at)
+			   ? msvc_branch_ok(fs, meta_ver_branch(req->at))
+			   : -EINVAL;
 	switch (req->kind) {
 	case MP_LOOKUP:
 	case MP_GETATTR:

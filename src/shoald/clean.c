@@ -127,7 +127,7 @@ cleaner_cfg(struct cleaner *k, const struct cfg *c, uint64_t self)
 	k->nfs = 0;
 	/* not encrypted ones: no node holds their key (a client with it cleans them) */
 	for (uint32_t i = 0; i < c->nfs && i < CFG_FS_MAX; i++)
-		if (!c->fs[i].sealed)
+		if (!c->fs[i].sealed && cfg_fs_own(&c->fs[i])) /* (a clone: its origin's) */
 			snprintf(k->fs[k->nfs++], CFG_NAME_MAX, "%s", c->fs[i].name);
 	k->rank = rank;
 	k->nnodes = c->nnodes;

@@ -138,7 +138,8 @@ scrub_set_cfg(struct scrubber *sc, const struct cfg *c)
 {
 	sc->nfs = 0;
 	for (uint32_t i = 0; i < c->nfs && i < CFG_FS_MAX; i++)
-		sc->fs[sc->nfs++] = c->fs[i].id;
+		if (cfg_fs_own(&c->fs[i])) /* (a clone's stripes are its origin's) */
+			sc->fs[sc->nfs++] = c->fs[i].id;
 	sc->nbuckets = c->nbuckets;
 	sc->rate_mib = c->scrub_rate;
 	sc->interval_h = c->scrub_interval;

@@ -259,7 +259,8 @@ sweep_set_cfg(struct sweep *sw, const struct cfg *c)
 		return 0;
 	sw->nfs = 0;
 	for (uint32_t i = 0; i < c->nfs && i < CFG_FS_MAX; i++)
-		sw->fs[sw->nfs++] = c->fs[i].id;
+		if (cfg_fs_own(&c->fs[i])) /* (a clone's stripes are its origin's) */
+			sw->fs[sw->nfs++] = c->fs[i].id;
 	sw->nbuckets = c->nbuckets;
 	return mroute_set_cfg(sw->rt, c);
 }

@@ -5,9 +5,11 @@
 #include "../../../src/cluster/config.h"
 #include "../../lib/test.h"
 
-/* What "CFG7" and "CFG8" add at the end: a u8 per filesystem (and 64 bytes per encrypted
- * one), then its restores (u32 epoch, u8 phase, u64 version) */
-#define CFG8_TAIL(c) ((size_t)(c)->nfs * 13)
+/* What "CFG7", "CFG8" and "CFG9" add at the end: a u8 per filesystem (and 64 bytes per
+ * encrypted one), then its restores (u32 epoch, u8 phase, u64 version), then its clone's
+ * fields (u32 origin, u16 branch, u16 branches, u64 base, u8 state) */
+#define CFG9_TAIL(c) ((size_t)(c)->nfs * 17)
+#define CFG8_TAIL(c) ((size_t)(c)->nfs * 13 + CFG9_TAIL(c))
 #define CFG7_TAIL(c) ((size_t)(c)->nfs + CFG8_TAIL(c))
 /* and at the end of a command: sealed u8 and the wrapped key */
 #define CMD7_TAIL (1 + CFG_WRAP_LEN)
@@ -932,7 +934,7 @@ TEST(config_snapshot_codecs)
 	sh_enc_init(&e);
 	sh_enc_init(&f);
 	cfg_encode(&e, c);
-	SH_ASSERT_EQ(memcmp(e.p, "CFG8", 4), 0);
+	SH_ASSERT_EQ(memcmp(e.p, "CFG9", 4), 0);
 	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
 	cfg_encode(&f, d);
 	SH_ASSERT_EQ(e.len, f.len);
@@ -1090,7 +1092,7 @@ TEST(config_decodes_before_snapshots)
 	SH_ASSERT_EQ(cfg_fs_find(d, "data")->version, 2u);
 	sh_enc_init(&f);
 	cfg_encode(&f, d);
-	SH_ASSERT_EQ(memcmp(f.p, "CFG8", 4), 0); /* written in the new form */
+	SH_ASSERT_EQ(memcmp(f.p, "CFG9", 4), 0); /* written in the new form */
 	sh_enc_fini(&f);
 	sh_enc_fini(&e);
 	cfg_free(d);
@@ -1231,7 +1233,7 @@ TEST(config_schedule_codecs)
 	sh_enc_init(&e);
 	sh_enc_init(&f);
 	cfg_encode(&e, c);
-	SH_ASSERT_EQ(memcmp(e.p, "CFG8", 4), 0);
+	SH_ASSERT_EQ(memcmp(e.p, "CFG9", 4), 0);
 	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
 	SH_ASSERT_EQ(cfg_fs_find(d, "data")->snap_every_s, 900u);
 	SH_ASSERT_EQ(cfg_fs_find(d, "data")->snap_keep, 96u);
@@ -1277,7 +1279,7 @@ TEST(config_schedule_codecs)
 	sh_enc_fini(&f);
 	sh_enc_init(&f);
 	cfg_encode(&f, d);
-	SH_ASSERT_EQ(memcmp(f.p, "CFG8", 4), 0);
+	SH_ASSERT_EQ(memcmp(f.p, "CFG9", 4), 0);
 	sh_enc_fini(&f);
 	sh_enc_fini(&e);
 	/* the command carries every and keep */
@@ -1444,7 +1446,7 @@ TEST(config_access_keys_made_revoked_and_kept_from_clients)
 	sh_enc_init(&e);
 	sh_enc_init(&f);
 	cfg_encode(&e, c);
-	SH_ASSERT_EQ(memcmp(e.p, "CFG8", 4), 0);
+	SH_ASSERT_EQ(memcmp(e.p, "CFG9", 4), 0);
 	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
 	SH_ASSERT_EQ(d->nkeys, 2u);
 	SH_ASSERT_MEMEQ(d->keys, c->keys, 2 * sizeof(c->keys[0]));
@@ -1563,7 +1565,7 @@ TEST(config_encrypted_filesystems_keep_their_wrapped_key)
 	sh_enc_init(&e);
 	sh_enc_init(&f);
 	cfg_encode_public(&e, c);
-	SH_ASSERT_EQ(memcmp(e.p, "CFG8", 4), 0);
+	SH_ASSERT_EQ(memcmp(e.p, "CFG9", 4), 0);
 	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
 	SH_ASSERT(cfg_fs_find(d, "secret")->sealed);
 	SH_ASSERT_MEMEQ(cfg_fs_find(d, "secret")->wrapped, fs.wrapped, CFG_WRAP_LEN);
@@ -1641,5 +1643,109 @@ TEST(config_encrypted_filesystems_rekey_only_over_what_was_read)
 	snprintf(rk.name, sizeof(rk.name), "nope");
 	SH_ASSERT_EQ(cfg_apply(c, &rk, msg, sizeof(msg)), -ENOENT);
 	SH_ASSERT_MEMEQ(cfg_fs_find(c, "secret")->wrapped, w2, CFG_WRAP_LEN);
+	cfg_free(c);
+}
+
+static struct cfg_cmd
+clone_cmd(const char *fs, const char *snap, const char *name, uint64_t time)
+{
+	struct cfg_cmd c = snap_cmd(CFG_OP_FS_CLONE, fs, snap, time);
+
+	snprintf(c.path, sizeof(c.path), "%s", name);
+	return c;
+}
+
+static struct cfg_cmd
+clone_state(const char *name, uint8_t state, uint64_t time)
+{
+	struct cfg_cmd c = snap_cmd(CFG_OP_FS_CLONE_STATE, name, "", time);
+
+	c.state = state;
+	return c;
+}
+
+/*
+ * Writable clones (fs.clone, fs.clone_state): on a ready snapshot, a
+ * branch number each, never used twice; what a clone stands on (its
+ * snapshot, its origin) stays while it does; a clone has no snapshots,
+ * restores or clones of its own yet; deleted, it goes once its groups
+ * dropped it; the configuration's bytes carry it and refuse a bad one.
+ */
+TEST(config_clones_stand_on_their_snapshot)
+{
+	struct cfg *c = cluster_with_fs(), *d = cfg_new();
+	const struct cfg_fs *data = cfg_fs_find(c, "data"), *cl;
+	uint32_t nfs = c->nfs;
+	struct sh_enc e;
+
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "data", "s1", 1), 0, NULL);
+	snap_expect(c, clone_cmd("data", "s1", "c1", 2), -EINVAL, "only a ready one");
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_STATE, "data", "s1", 3), 0, NULL);
+	snap_expect(c, clone_cmd("data", "nope", "c1", 4), -ENOENT, "no snapshot 'nope'");
+	snap_expect(c, clone_cmd("data", "s1", "logs", 4), -EEXIST, "already exists");
+	snap_expect(c, clone_cmd("data", "s1", "bad/name", 4), -EINVAL, "not a filesystem name");
+	snap_expect(c, clone_cmd("data", "s1", "c1", 5), 0, NULL);
+	data = cfg_fs_find(c, "data");
+	cl = cfg_fs_find(c, "c1");
+	SH_ASSERT_EQ(c->nfs, nfs + 1);
+	SH_ASSERT_EQ(cl->origin, data->id);
+	SH_ASSERT_EQ(cl->branch, 1u);
+	SH_ASSERT_EQ(cl->base, cfg_snap_find(c, data->id, "s1")->version);
+	SH_ASSERT_EQ(cl->clone_state, CFG_CLONE_CREATING);
+	SH_ASSERT_EQ(data->branches, 1u);
+	SH_ASSERT(!cfg_fs_own(cl) && cfg_fs_own(data));
+	SH_ASSERT_EQ(cfg_nfs_own(c), nfs);
+	SH_ASSERT(strstr(cfg_event_at(c, 0)->text, "writable clone of data@s1") != NULL);
+
+	/* what it stands on stays; what it has not yet is refused */
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_DELETE, "data", "s1", 6), -EBUSY, "has clones (c1)");
+	snap_expect(c, snap_cmd(CFG_OP_FS_DELETE, "data", "", 6), -EBUSY, "has clones (c1)");
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "c1", "x", 6), -EOPNOTSUPP, "is a clone");
+	snap_expect(c, snap_cmd(CFG_OP_FS_RESTORE, "c1", "s1", 6), -EOPNOTSUPP, "is a clone");
+	snap_expect(c, clone_cmd("c1", "s1", "c2", 6), -EOPNOTSUPP, "clones of clones");
+	snap_expect(c, clone_state("c1", CFG_CLONE_NONE, 7), -EINVAL, "being created");
+	snap_expect(c, clone_state("c1", CFG_CLONE_READY, 7), 0, NULL);
+	snap_expect(c, clone_state("c1", CFG_CLONE_READY, 8), -EALREADY, "ready already");
+	snap_expect(c, clone_state("data", CFG_CLONE_READY, 8), -EINVAL, "no clone");
+	/* another: the next branch */
+	snap_expect(c, clone_cmd("data", "s1", "c2", 9), 0, NULL);
+	SH_ASSERT_EQ(cfg_fs_find(c, "c2")->branch, 2u);
+
+	/* the bytes carry them; a clone of a filesystem not there is refused */
+	sh_enc_init(&e);
+	cfg_encode(&e, c);
+	SH_ASSERT_EQ(memcmp(e.p, "CFG9", 4), 0);
+	SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
+	SH_ASSERT_EQ(cfg_fs_find(d, "c1")->origin, data->id);
+	SH_ASSERT_EQ(cfg_fs_find(d, "c1")->clone_state, CFG_CLONE_READY);
+	SH_ASSERT_EQ(cfg_fs_find(d, "c2")->branch, 2u);
+	SH_ASSERT_EQ(cfg_fs_find(d, "data")->branches, 2u);
+	{
+		size_t at = e.len - CFG9_TAIL(c) + (size_t)(cl - c->fs) * 17;
+
+		SH_ASSERT_EQ(e.p[at], (uint8_t)data->id);
+		e.p[at] = 99; /* an origin not there */
+		SH_ASSERT_EQ(cfg_decode(e.p, e.len, d), -EBADMSG);
+		e.p[at] = (uint8_t)data->id;
+		e.p[at + 16] = 4; /* no such state */
+		SH_ASSERT_EQ(cfg_decode(e.p, e.len, d), -EBADMSG);
+	}
+	sh_enc_fini(&e);
+
+	/* deleted: its branch is dropped first, then it is forgotten */
+	snap_expect(c, snap_cmd(CFG_OP_FS_DELETE, "c1", "", 10), 0, NULL);
+	SH_ASSERT_EQ(cfg_fs_find(c, "c1")->clone_state, CFG_CLONE_DELETING);
+	snap_expect(c, snap_cmd(CFG_OP_FS_DELETE, "c1", "", 11), -EALREADY, "being deleted");
+	snap_expect(c, clone_state("c1", CFG_CLONE_NONE, 12), 0, NULL);
+	SH_ASSERT(cfg_fs_find(c, "c1") == NULL);
+	snap_expect(c, snap_cmd(CFG_OP_FS_DELETE, "c2", "", 13), 0, NULL);
+	snap_expect(c, clone_state("c2", CFG_CLONE_NONE, 14), 0, NULL);
+	/* nothing stands on them now */
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_DELETE, "data", "s1", 15), 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "data", "s2", 16), 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_STATE, "data", "s2", 17), 0, NULL);
+	snap_expect(c, clone_cmd("data", "s2", "c3", 18), 0, NULL);
+	SH_ASSERT_EQ(cfg_fs_find(c, "c3")->branch, 3u); /* never a number used before */
+	cfg_free(d);
 	cfg_free(c);
 }

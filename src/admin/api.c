@@ -314,6 +314,22 @@ fs_json(const struct cfg *c, const struct admin_node *self, bool usage)
 					    f->restore_phase ? json_string(phase[f->restore_phase])
 							     : json_null());
 		}
+		/* a writable clone (docs/snapshots.md "Clones"): of what, and how far */
+		if (o != NULL && !cfg_fs_own(f)) {
+			static const char *const state[] = { NULL, "creating", "ready",
+							     "deleting" };
+			const struct cfg_fs *of = cfg_fs_by_id(c, f->origin);
+			const struct cfg_snap *s = NULL;
+
+			for (uint32_t k = 0; k < c->nsnaps && s == NULL; k++)
+				if (c->snaps[k].fs == f->origin && c->snaps[k].version == f->base)
+					s = &c->snaps[k];
+			json_object_set_new(
+			    o, "clone",
+			    json_pack("{s:s, s:s, s:I, s:i, s:s}", "origin", of ? of->name : "",
+				      "snapshot", s ? s->name : "", "version", (json_int_t)f->base,
+				      "branch", (int)f->branch, "state", state[f->clone_state]));
+		}
 		json_array_append_new(a, o);
 	}
 	json_decref(parts);
@@ -713,13 +729,13 @@ query_limit(const char *q)
 }
 
 /*
- * /v1/fs/FS/SUB[/NAME] (SUB "snapshots", "keys" or "restore"): which (0: none),
+ * /v1/fs/FS/SUB[/NAME] (SUB "snapshots", "keys", "restore" or "clone"): which (0: none),
  * with the names (name "" without it).
  */
 static int
 fs_sub_path(const char *path, char *fs, char *name)
 {
-	static const char *const subs[] = { "/snapshots", "/keys", "/restore" };
+	static const char *const subs[] = { "/snapshots", "/keys", "/restore", "/clone" };
 	const char *p, *q;
 	int which = 0;
 	size_t l = 0;
@@ -730,7 +746,7 @@ fs_sub_path(const char *path, char *fs, char *name)
 	q = strchr(p, '/');
 	if (q == NULL || q == p || (size_t)(q - p) >= CFG_NAME_MAX)
 		return 0;
-	for (int i = 0; i < 3 && which == 0; i++) {
+	for (int i = 0; i < (int)SH_ARRAY_SIZE(subs) && which == 0; i++) {
 		l = strlen(subs[i]);
 		if (strncmp(q, subs[i], l) == 0 && (q[l] == '\0' || q[l] == '/'))
 			which = i + 1;
@@ -772,6 +788,9 @@ admin_api_handle(struct cluster *cl, const struct admin_node *self, struct admin
 		return;
 	case 3:
 		admin_restore_handle(cl, self, req, key, snap);
+		return;
+	case 4:
+		admin_clone_handle(cl, self, req, key, snap);
 		return;
 	}
 	if (strncmp(req->path, "/v1/", 4) != 0 ||

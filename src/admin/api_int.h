@@ -69,6 +69,13 @@ void admin_snap_handle(struct cluster *cl, const struct admin_node *self, struct
  */
 void admin_restore_handle(struct cluster *cl, const struct admin_node *self, struct admin_req *req,
 			  const char *fs, const char *rest);
+/*
+ * POST /v1/fs/FS/clone {"snapshot": NAME, "name": NEWFS}: a writable clone
+ * of FS@NAME (fs.clone), answered once it serves (201), or 504 while the
+ * metadata groups are still being told (docs/snapshots.md "Clones").
+ */
+void admin_clone_handle(struct cluster *cl, const struct admin_node *self, struct admin_req *req,
+			const char *fs, const char *rest);
 /* A snapshot as JSON: name, fs, version, state, created (s in c). */
 /*
  * fn(arg) on a detached thread of its own (an answer that asks other nodes,

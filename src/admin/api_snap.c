@@ -125,6 +125,7 @@ struct snap_wait {
 	uint32_t fs_id;	 /* once seen */
 	uint32_t before; /* a restore: the filesystem's restores before it */
 	char fs[CFG_NAME_MAX], name[CFG_NAME_MAX];
+	char clone[CFG_NAME_MAX]; /* a clone: its name */
 	/* once the change is committed: waited for until done says so, then answered */
 	bool (*done)(void *arg, const struct cfg *c);
 	void (*answer)(void *arg, int status, const char *msg);
@@ -465,6 +466,85 @@ admin_restore_handle(struct cluster *cl, const struct admin_node *self, struct a
 	w->before = f != NULL ? f->restore_epoch : 0;
 	w->done = restored;
 	w->answer = on_restored;
+	submit_and_wait(cl, self, req, &cmd, "snapshot", w);
+}
+
+/* The clone asked for serves (or is gone): done waiting. */
+static bool
+cloned(void *arg, const struct cfg *c)
+{
+	struct snap_wait *w = arg;
+	const struct cfg_fs *f = cfg_fs_find(c, w->clone);
+
+	return f == NULL || f->clone_state != CFG_CLONE_CREATING;
+}
+
+static void
+on_cloned(void *arg, int status, const char *msg)
+{
+	struct snap_wait *w = arg;
+	const struct cfg_fs *f = cfg_fs_find(cluster_cfg(w->cl), w->clone);
+	char err[512];
+
+	if (status != 0 && status != -ETIMEDOUT) {
+		snprintf(err, sizeof(err), "%s: clone %s of %s@%s is made, and serves later",
+			 *msg ? msg : sh_strerror(status), w->clone, w->fs, w->name);
+		admin_reply_err(w->req, status, err);
+	} else if (f != NULL && f->clone_state == CFG_CLONE_READY) {
+		admin_reply_json(w->req, 201,
+				 json_pack("{s:s, s:s, s:s, s:i}", "fs", w->clone, "origin", w->fs,
+					   "snapshot", w->name, "branch", (int)f->branch));
+	} else if (f != NULL && f->clone_state == CFG_CLONE_CREATING) {
+		snprintf(err, sizeof(err),
+			 "clone %s of %s@%s is made, but not every metadata group of %s serves "
+			 "it yet: it serves when they do",
+			 w->clone, w->fs, w->name, w->fs);
+		reply_late(w->req, err);
+	} else {
+		snprintf(err, sizeof(err), "clone %s was deleted before it served", w->clone);
+		admin_reply_err(w->req, -ENOENT, err);
+	}
+	sh_free(w);
+}
+
+void
+admin_clone_handle(struct cluster *cl, const struct admin_node *self, struct admin_req *req,
+		   const char *fs, const char *rest)
+{
+	struct cfg_cmd cmd = { .op = CFG_OP_FS_CLONE };
+	struct snap_wait *w;
+	json_t *o, *v;
+
+	if (strcmp(req->method, "POST") != 0 || rest[0] != '\0') {
+		admin_reply_json(req, 405,
+				 json_pack("{s:s, s:s}", "error",
+					   "method not allowed: POST /v1/fs/FS/clone "
+					   "{\"snapshot\": NAME, \"name\": NEWFS}",
+					   "code", "EINVAL"));
+		return;
+	}
+	o = admin_body_object(req);
+	if (o == NULL)
+		return;
+	v = json_object_get(o, "name");
+	if (v == NULL || !json_is_string(v) || strlen(json_string_value(v)) >= CFG_NAME_MAX) {
+		json_decref(o);
+		admin_reply_err(req, -EINVAL,
+				v == NULL ? "missing field \"name\" (the clone's)"
+					  : "field \"name\" must be a string of at most 63 bytes");
+		return;
+	}
+	snprintf(cmd.path, sizeof(cmd.path), "%s", json_string_value(v));
+	json_decref(o);
+	w = sh_calloc(1, sizeof(*w));
+	if (w == NULL) {
+		admin_reply_err(req, -ENOMEM, "out of memory");
+		return;
+	}
+	snprintf(cmd.name, sizeof(cmd.name), "%s", fs);
+	snprintf(w->clone, sizeof(w->clone), "%.*s", (int)sizeof(w->clone) - 1, cmd.path);
+	w->done = cloned;
+	w->answer = on_cloned;
 	submit_and_wait(cl, self, req, &cmd, "snapshot", w);
 }
 

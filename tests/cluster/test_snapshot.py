@@ -544,6 +544,92 @@ def snapshot_schedule_takes_and_trims(c):
           "the user's own snapshot went: %s" % snaps(c, "sch"))
 
 
+def fs_names(c):
+    return {f["name"]: f for f in c.json("fs", "list")}
+
+
+@test
+def clone_differs_only_where_written(c):
+    """A writable clone of a snapshot (shoal fs clone FS@SNAP NEW): it reads as the snapshot,
+    takes writes of its own that neither its origin nor the snapshot see, and the origin's
+    later writes are not the clone's; what it stands on cannot go while it is; deleted, its
+    blocks go, and with the snapshot and the files gone the space is back where it
+    started."""
+    c.up()
+    make_fs(c, "co", compression="lz4", dedup=True)
+    size = 4 << 20
+    old = put_random(c, "co", "/ckpt", size, "a")
+    c.shoal("ns", "co", "mkdir", "/d", check_rc=0)
+    small = put_random(c, "co", "/d/small", 300, "s")
+    dup = put_random(c, "co", "/dup1", 1 << 20, "u")
+    c.shoal("ns", "co", "put", os.path.join(c.dir, "u"), "/dup2", check_rc=0, timeout=120)
+    stored(c, "co", want=lambda x: x >= size)
+    c.shoal("fs", "snapshot", "create", "co", "s1", check_rc=0)
+    p = c.shoal("fs", "clone", "co@nope", "cc")
+    check(p.returncode != 0 and "no snapshot" in p.stderr, "clone of no snapshot: exit %d %s"
+          % (p.returncode, p.stderr))
+    t0 = time.time()
+    out = c.shoal("fs", "clone", "co@s1", "cc", check_rc=0, timeout=120).stdout
+    print("  cloned in %.0f ms (through the CLI: every group told)" % ((time.time() - t0) * 1000))
+    check("writable clone of co@s1" in out, "clone said %r" % out)
+    row = fs_names(c)["cc"]
+    check(row.get("clone", {}).get("origin") == "co" and row["clone"]["state"] == "ready",
+          "fs list shows the clone as %s" % row)
+    # it reads as the snapshot
+    check(get(c, "cc", "/ckpt") == old, "the clone reads the checkpoint wrong")
+    check(get(c, "cc", "/d/small") == small, "the clone reads the small file wrong")
+    check(get(c, "cc", "/dup2") == dup, "the clone reads the deduplicated copy wrong")
+    # its own writes: a checkpoint rewritten, a small file cut, a copy removed, a directory
+    # renamed, a new one made with a file
+    new = put_random(c, "cc", "/ckpt", size, "b")
+    c.shoal("ns", "cc", "truncate", "/d/small", "10", check_rc=0)
+    c.shoal("ns", "cc", "rm", "/dup2", check_rc=0)
+    c.shoal("ns", "cc", "mv", "/d", "/e", check_rc=0)
+    c.shoal("ns", "cc", "mkdir", "/x", check_rc=0)
+    mine = put_random(c, "cc", "/x/mine", 200 << 10, "m")
+    # the origin writes on after the snapshot too
+    later = put_random(c, "co", "/ckpt", size, "c")
+    ls = lambda fs: sorted(n.rstrip("/") for n in c.shoal("ns", fs, "ls", "/", check_rc=0)
+                           .stdout.split())
+    check(ls("cc") == ["ckpt", "dup1", "e", "x"], "the clone's root lists %s" % ls("cc"))
+    check(ls("co") == ["ckpt", "d", "dup1", "dup2"], "the origin's root lists %s" % ls("co"))
+    check(get(c, "cc", "/ckpt") == new, "the clone's own checkpoint reads wrong")
+    check(get(c, "cc", "/e/small") == small[:10], "the clone's cut file reads wrong")
+    check(get(c, "cc", "/x/mine") == mine, "the clone's new file reads wrong")
+    check(get(c, "cc", "/dup1") == dup, "the clone's other copy reads wrong")
+    check(get(c, "co", "/ckpt") == later, "the origin's checkpoint reads wrong")
+    check(get(c, "co", "/d/small") == small and get(c, "co", "/dup2") == dup,
+          "the origin sees the clone's writes")
+    check(get(c, "co@s1", "/ckpt") == old and get(c, "co@s1", "/d/small") == small,
+          "the snapshot sees writes made after it")
+    # what it stands on stays; what it cannot do yet says so
+    for args, want in ((("fs", "snapshot", "delete", "co", "s1"), "has clones (cc)"),
+                       (("fs", "delete", "co"), "has clones (cc)"),
+                       (("fs", "snapshot", "create", "cc", "x"), "is a clone"),
+                       (("fs", "clone", "cc@s1", "cc2"), "")):
+        p = c.shoal(*args)
+        check(p.returncode != 0 and want in p.stderr, "%s: exit %d %s"
+              % (" ".join(args), p.returncode, p.stderr))
+    # the clone deleted: its own blocks go, the origin's and the snapshot's stay
+    c.shoal("fs", "delete", "cc", check_rc=0)
+    end = time.time() + 60
+    while "cc" in fs_names(c):
+        check(time.time() < end, "the clone is never gone: %s" % fs_names(c)["cc"])
+        time.sleep(0.3)
+    check(get(c, "co@s1", "/ckpt") == old and get(c, "co", "/ckpt") == later,
+          "the clone's drop took what others read")
+    # every snapshot and file gone: the space is back to where it started
+    c.shoal("fs", "snapshot", "delete", "co", "s1", check_rc=0)
+    for f in ("/ckpt", "/d/small", "/dup1", "/dup2"):
+        c.shoal("ns", "co", "rm", f, check_rc=0)
+    end = time.time() + 60
+    while snaps(c, "co"):
+        check(time.time() < end, "snapshots never forgotten: %s" % snaps(c, "co"))
+        time.sleep(0.3)
+    left = stored(c, "co", want=lambda x: x == 0, timeout=60)
+    check(left == 0, "%d bytes still stored with every clone, snapshot and file gone" % left)
+
+
 def main():
     return tc.test_main(__doc__, TESTS, {}, 6, "SH_SNAPSHOT_PORT", 28700)
 

@@ -33,6 +33,7 @@ static const char usage_text[] =
     "  fs list | fs delete NAME\n"
     "  fs snapshot create FS NAME | fs snapshot list FS | fs snapshot delete FS NAME\n"
     "  fs restore FS@SNAPSHOT  (FS goes back to it; paused meanwhile, open files ESTALE)\n"
+    "  fs clone FS@SNAPSHOT NEWFS  (a writable clone: shares every block until written)\n"
     "  fs key create FS --read-only|--read-write [--out FILE] | fs key list FS\n"
     "  fs key revoke FS ID\n"
     "  fs snapshot schedule FS [--every DURATION [--keep N]] (DURATION: 15m, 6h, 1d; off)\n"
@@ -503,6 +504,13 @@ show_fs(json_t *a)
 		if (json_is_string(json_object_get(f, "restoring")))
 			printf("  (being restored to a snapshot: %s; paused meanwhile)\n",
 			       jstr(f, "restoring"));
+		if (json_is_object(json_object_get(f, "clone"))) {
+			json_t *k = json_object_get(f, "clone");
+
+			printf("  (a writable clone of %s@%s, %s: its space is counted with %s)\n",
+			       jstr(k, "origin"), jstr(k, "snapshot"), jstr(k, "state"),
+			       jstr(k, "origin"));
+		}
 	}
 }
 
@@ -769,6 +777,8 @@ run(struct cli *c, int argc, char **argv)
 			return cmd_key(c, argc - 2, argv + 2);
 		if (strcmp(verb, "restore") == 0)
 			return cmd_restore(c, argc - 2, argv + 2);
+		if (strcmp(verb, "clone") == 0)
+			return cmd_clone(c, argc - 2, argv + 2);
 		if (strcmp(verb, "rekey") == 0) {
 			static const char *const k[] = { "--old", "--new", NULL };
 			const char *name = next_pos(&a, "filesystem name");

@@ -53,6 +53,7 @@ int cmd_stats(struct cli *c, int argc, char **argv);
 /* snap.c: shoal fs snapshot create|list|delete|schedule (argv from after "snapshot") */
 int cmd_snapshot(struct cli *c, int argc, char **argv);
 int cmd_restore(struct cli *c, int argc, char **argv);
+int cmd_clone(struct cli *c, int argc, char **argv);
 /* snap_diff.c: shoal fs snapshot diff FS FROM TO (FROM "-": the empty filesystem) */
 int snap_diff(const struct cli *c, const char *fs, const char *from, const char *to);
 /* Seconds since the epoch as "2024-05-01T12:00:00Z" (UTC) into buf; buf. */

@@ -233,29 +233,67 @@ cmd_snapshot(struct cli *c, int argc, char **argv)
 	usage_error("unknown command 'fs snapshot %s'", verb);
 }
 
+/* FS@SNAPSHOT (what restore and clone take) into fs (cap bytes); the snapshot's name. */
+static const char *
+fs_at_snap(const char *arg, char *fs, size_t cap, const char *what)
+{
+	const char *at = strchr(arg, '@');
+
+	if (at == NULL || at == arg || (size_t)(at - arg) >= cap)
+		usage_error("%s", what);
+	memcpy(fs, arg, (size_t)(at - arg));
+	fs[at - arg] = '\0';
+	check_name(fs, "filesystem");
+	check_name(at + 1, "snapshot");
+	return at + 1;
+}
+
+/* shoal fs clone FS@SNAPSHOT NEWFS: answered once the clone serves (a 504: not yet). */
+int
+cmd_clone(struct cli *c, int argc, char **argv)
+{
+	static const char what[] = "fs clone takes FS@SNAPSHOT NEWFS: a writable filesystem "
+				   "sharing every block with the snapshot until written";
+	char fs[128], path[256];
+	const char *snap;
+	json_t *j;
+
+	if (argc != 2)
+		usage_error("%s", what);
+	snap = fs_at_snap(argv[0], fs, sizeof(fs), what);
+	check_name(argv[1], "filesystem");
+	snprintf(path, sizeof(path), "/v1/fs/%s/clone", fs);
+	j = api_call(c, "POST", path, json_pack("{s:s, s:s}", "snapshot", snap, "name", argv[1]));
+	if (c->json)
+		print_json(j);
+	else
+		printf("filesystem %s is a writable clone of %s@%s: it serves\n", argv[1], fs,
+		       snap);
+	json_decref(j);
+	return 0;
+}
+
 /* shoal fs restore FS@SNAPSHOT: answered once FS serves again (a 504: still going back). */
 int
 cmd_restore(struct cli *c, int argc, char **argv)
 {
+	static const char what[] = "fs restore takes FS@SNAPSHOT: the filesystem goes back to "
+				   "that snapshot (every change since is lost; open files answer "
+				   "ESTALE)";
 	char fs[128], path[256];
-	const char *at;
+	const char *snap;
 	json_t *j;
 
-	if (argc != 1 || (at = strchr(argv[0], '@')) == NULL || at == argv[0] ||
-	    (size_t)(at - argv[0]) >= sizeof(fs))
-		usage_error("fs restore takes FS@SNAPSHOT: the filesystem goes back to that "
-			    "snapshot (every change since is lost; open files answer ESTALE)");
-	memcpy(fs, argv[0], (size_t)(at - argv[0]));
-	fs[at - argv[0]] = '\0';
-	check_name(fs, "filesystem");
-	check_name(at + 1, "snapshot");
+	if (argc != 1)
+		usage_error("%s", what);
+	snap = fs_at_snap(argv[0], fs, sizeof(fs), what);
 	snprintf(path, sizeof(path), "/v1/fs/%s/restore", fs);
-	j = api_call(c, "POST", path, json_pack("{s:s}", "snapshot", at + 1));
+	j = api_call(c, "POST", path, json_pack("{s:s}", "snapshot", snap));
 	if (c->json)
 		print_json(j);
 	else
 		printf("filesystem %s is back at snapshot %s (restore %lld): it serves again\n", fs,
-		       at + 1, jint(j, "restore"));
+		       snap, jint(j, "restore"));
 	json_decref(j);
 	return 0;
 }

@@ -13,7 +13,11 @@
  * before a change are followed too). Now and then the live tree is
  * restored to a ready snapshot (a node killed midway, one time in two):
  * it then reads as the snapshot does, goes on from there, and every
- * snapshot still reads as it was.
+ * snapshot still reads as it was. A writable clone of a ready snapshot
+ * comes and goes (a node killed while it is made or dropped, one time in
+ * two): it reads as its snapshot did, then takes half the changes, which
+ * neither its origin nor any snapshot sees, while the origin's (and its
+ * restores) are not the clone's.
  */
 #include "world.h"
 
@@ -235,6 +239,55 @@ is_restored(void *arg)
 
 static void crash_one(struct world *w);
 
+struct clone_wait {
+	struct world *w;
+	bool gone; /* wait for it to be forgotten, not ready */
+};
+
+static bool
+clone_there(void *arg)
+{
+	struct clone_wait *cw = arg;
+	const struct cfg_fs *f;
+
+	world_submits(cw->w);
+	f = cfg_fs_find(cw->w->cfg, "c1");
+	return cw->gone ? f == NULL : f != NULL && f->clone_state == CFG_CLONE_READY;
+}
+
+/* A clone c1 of snapshot s made (gone: c1 deleted), waited for until it serves (is gone). */
+static uint16_t
+clone_step(struct world *w, const struct snap *s, bool gone)
+{
+	struct cfg_cmd c = { .op = gone ? CFG_OP_FS_DELETE : CFG_OP_FS_CLONE };
+	struct clone_wait cw = { w, gone };
+
+	snprintf(c.name, sizeof(c.name), "%s", gone ? "c1" : w->cfg->fs[0].name);
+	if (!gone) {
+		snprintf(c.snap, sizeof(c.snap), "%s", s->name);
+		snprintf(c.path, sizeof(c.path), "c1");
+	}
+	world_apply(w, &c);
+	if (sh_rand_below(&w->rng, 2) == 0) {
+		/* while the groups take (or drop) its branch */
+		sim_run_for(w->sim, sh_rand_below(&w->rng, SH_NSEC_PER_SEC / 2));
+		crash_one(w);
+	}
+	SH_ASSERT_MSG(sim_run_until(w->sim, clone_there, &cw, 60 * SH_NSEC_PER_SEC),
+		      "seed %llu: clone of %s never %s", (unsigned long long)w->seed,
+		      s ? s->name : "?", gone ? "gone" : "ready");
+	return gone ? 0 : cfg_fs_find(w->cfg, "c1")->branch;
+}
+
+/* The clone's tree (branch br) against e. */
+static void
+check_clone(struct world *w, uint16_t br, const struct entry *e, const char *what)
+{
+	w->branch = br;
+	check_tree(w, e, 0, what);
+	w->branch = 0;
+}
+
 /* The live tree back to snapshot s (a node killed midway, one time in two). */
 static void
 restore(struct world *w, const struct snap *s)
@@ -272,9 +325,11 @@ run(uint64_t seed)
 {
 	static struct world w;
 	static struct snap snaps[SNAPS_MAX];
-	struct entry live[NAMES] = { 0 };
+	struct entry live[NAMES] = { 0 }, cl[NAMES];
 	const struct snap *prev = NULL; /* the last ready one checked */
-	unsigned nsnaps = 0, restores = 0;
+	const struct snap *base = NULL; /* the clone's snapshot (NULL: no clone now) */
+	unsigned nsnaps = 0, restores = 0, clones = 0;
+	uint16_t br = 0;
 
 	memset(snaps, 0, sizeof(snaps));
 	world_start(&w, seed, 4ull << 20);
@@ -310,14 +365,34 @@ run(uint64_t seed)
 			restores++;
 			memcpy(live, s->e, sizeof(live));
 			check_tree(&w, live, 0, "the live tree after a restore");
+			if (base != NULL)
+				check_clone(&w, br, cl, "a clone after its origin's restore");
+			continue;
+		}
+		if (r == 11 && nsnaps > 0 && base == NULL) {
+			const struct snap *s = &snaps[sh_rand_below(&w.rng, nsnaps)];
+
+			if (s->deleted)
+				continue;
+			br = clone_step(&w, s, false);
+			base = s;
+			clones++;
+			memcpy(cl, s->e, sizeof(cl));
+			check_clone(&w, br, cl, "a clone made");
+			continue;
+		}
+		if (r == 12 && base != NULL) {
+			check_clone(&w, br, cl, "a clone before it goes");
+			clone_step(&w, base, true);
+			base = NULL;
 			continue;
 		}
 		if (r < 9 && nsnaps > 0) {
 			struct snap *s = &snaps[sh_rand_below(&w.rng, nsnaps)];
 			struct cfg_cmd c = { .op = CFG_OP_SNAP_DELETE };
 
-			if (s->deleted)
-				continue;
+			if (s->deleted || s == base)
+				continue; /* (a clone stands on it: refused) */
 			snprintf(c.name, sizeof(c.name), "%s", w.cfg->fs[0].name);
 			snprintf(c.snap, sizeof(c.snap), "%s", s->name);
 			world_apply(&w, &c);
@@ -327,27 +402,32 @@ run(uint64_t seed)
 			continue;
 		}
 		world_submits(&w);
-		if (!live[i].there) {
+		/* half the changes in the clone, if there is one */
+		struct entry *t = base != NULL && sh_rand_below(&w.rng, 2) ? cl : live;
+
+		w.branch = t == cl ? br : 0;
+		if (!t[i].there) {
 			uint64_t ino;
 
 			SH_ASSERT_MSG(mk(&w, META_ROOT_INO, name, META_REG, &ino) == 0,
 				      "seed %llu: create %s", (unsigned long long)seed, name);
-			live[i] = (struct entry){ true, ino, 0644 };
+			t[i] = (struct entry){ true, ino, 0644 };
 		} else if (r < 55) {
 			uint32_t mode = (uint32_t)sh_rand_below(&w.rng, 0777);
 
-			SH_ASSERT_OK(chmod_ino(&w, live[i].ino, mode));
-			live[i].mode = mode;
+			SH_ASSERT_OK(chmod_ino(&w, t[i].ino, mode));
+			t[i].mode = mode;
 		} else if (r < 75) {
 			SH_ASSERT_OK(rm(&w, META_ROOT_INO, name, false));
-			live[i].there = false;
+			t[i].there = false;
 		} else if (i != j) {
 			SH_ASSERT_MSG(mv(&w, META_ROOT_INO, name, META_ROOT_INO, name2, 0) == 0,
 				      "seed %llu: rename %s %s", (unsigned long long)seed, name,
 				      name2);
-			live[j] = live[i];
-			live[i].there = false;
+			t[j] = t[i];
+			t[i].there = false;
 		}
+		w.branch = 0;
 	}
 	for (unsigned k = 0; k < nsnaps && restores == 0; k++)
 		if (!snaps[k].deleted) { /* (every run restores once at least) */
@@ -355,7 +435,35 @@ run(uint64_t seed)
 			restores++;
 			memcpy(live, snaps[k].e, sizeof(live));
 		}
+	for (unsigned k = 0; k < nsnaps && clones == 0; k++)
+		if (!snaps[k].deleted) { /* (every run clones once at least, and writes in it) */
+			uint64_t ino;
+
+			br = clone_step(&w, &snaps[k], false);
+			base = &snaps[k];
+			clones++;
+			memcpy(cl, snaps[k].e, sizeof(cl));
+			w.branch = br;
+			for (int i = 0; i < NAMES; i += 3) {
+				char name[16];
+
+				snprintf(name, sizeof(name), "f%d", i);
+				if (cl[i].there) {
+					SH_ASSERT_OK(rm(&w, META_ROOT_INO, name, false));
+					cl[i].there = false;
+				} else {
+					SH_ASSERT_OK(mk(&w, META_ROOT_INO, name, META_REG, &ino));
+					cl[i] = (struct entry){ true, ino, 0644 };
+				}
+			}
+			w.branch = 0;
+		}
 	check_tree(&w, live, 0, "the live tree");
+	if (base != NULL) {
+		check_clone(&w, br, cl, "the clone");
+		clone_step(&w, base, true);
+	}
+	check_tree(&w, live, 0, "the live tree after its clone went");
 	for (unsigned k = 0; k < nsnaps; k++) {
 		if (snaps[k].deleted) {
 			wait_snap(&w, snaps[k].name, true);

@@ -259,7 +259,9 @@ call_start(struct world *w, struct mp_req *q, struct call *c)
 	memset(c, 0, sizeof(*c));
 	q->fs = w->fs;
 	if (q->kind != MP_CMD)
-		q->at = w->at;
+		q->at = w->at ? w->at
+			: w->branch ? meta_ver_newest((uint64_t)w->branch << META_BRANCH_SHIFT)
+				    : 0;
 	SH_ASSERT_OK(mroute_call(w->rt, q, 20 * SH_NSEC_PER_SEC, on_call, c));
 }
 
@@ -279,7 +281,8 @@ cmd_start(struct world *w, uint16_t bucket, const struct meta_cmd *mc, struct ca
 	struct mp_req q = { .kind = MP_CMD, .bucket = bucket };
 	struct meta_cmd copy = *mc;
 
-	copy.ver = 1; /* the leader stamps its own */
+	/* the leader stamps its own (a clone's: its branch's) */
+	copy.ver = (uint64_t)w->branch << META_BRANCH_SHIFT | 1;
 	sh_enc_init(&e);
 	SH_ASSERT_OK(meta_cmd_encode(&e, &copy));
 	q.data = e.p;

@@ -61,6 +61,8 @@ struct world {
 	char kek_file[96];
 	char base[64];
 	uint64_t at; /* reads (call) as of this version: a snapshot's (0: the newest) */
+	/* calls of a writable clone's (its branch; 0: the filesystem's own) */
+	uint16_t branch;
 	/* configuration changes the nodes proposed (snapshot states), for world_submits */
 	struct cfg_cmd submits[32];
 	unsigned nsubmits;

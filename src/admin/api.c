@@ -36,6 +36,8 @@ admin_http_status(int err)
 	case -ENOTCONN:
 	case -ESHUTDOWN:
 		return 503;
+	case -EOPNOTSUPP: /* not built yet (docs say what) */
+		return 501;
 	default:
 		return 500;
 	}

@@ -259,7 +259,7 @@ call_start(struct world *w, struct mp_req *q, struct call *c)
 	memset(c, 0, sizeof(*c));
 	q->fs = w->fs;
 	if (q->kind != MP_CMD)
-		q->at = w->at ? w->at
+		q->at = w->at	    ? w->at
 			: w->branch ? meta_ver_newest((uint64_t)w->branch << META_BRANCH_SHIFT)
 				    : 0;
 	SH_ASSERT_OK(mroute_call(w->rt, q, 20 * SH_NSEC_PER_SEC, on_call, c));

@@ -244,7 +244,7 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 			r->status = b->ver == 0 ? -ESTALE : -EINVAL;
 			return;
 		}
-		b->keep_own = (struct meta_keep){ NULL, 0, meta_extent_moved, b, br };
+		b->keep_own = (struct meta_keep){ NULL, 0, meta_branch_moved, b, br };
 		b->keep = &b->keep_own;
 	} else if (b->vs != NULL) {
 		/* the group's version at least; what its snapshots read is kept */

@@ -447,6 +447,14 @@ meta_extent_moved(void *arg, const struct meta_key *k, const void *val, size_t l
 	return extent_ref(b, meta_be64_get(k->b + 3), &e, delta);
 }
 
+int
+meta_branch_moved(void *arg, const struct meta_key *k, const void *val, size_t len, int delta)
+{
+	if (k->len >= 3 && k->b[2] == META_K_INLINE)
+		return meta_usage_inline(arg, delta * (int64_t)len);
+	return meta_extent_moved(arg, k, val, len, delta);
+}
+
 struct collect {
 	struct meta_extent *out;
 	unsigned max, n;

@@ -103,6 +103,15 @@ int meta_extent_account(struct meta_bucket *b, uint64_t ino, const struct meta_e
  * dedup entry), one of those that goes drops it (meta_db.h).
  */
 int meta_extent_moved(void *arg, const struct meta_key *k, const void *val, size_t len, int delta);
+/*
+ * meta_keep.moved of a branch's writes and drops (a clone's; meta_db.h
+ * "Branches"): meta_extent_moved's, and a small file's inline bytes
+ * counted back in the usage (+1: the branch stopped reading a value its
+ * base still reads, whose bytes its writer took out) or out (-1: a
+ * branch's value dropped with the branch). Branch 0's snapshot-held
+ * inline bytes are never counted, so its moves are meta_extent_moved's.
+ */
+int meta_branch_moved(void *arg, const struct meta_key *k, const void *val, size_t len, int delta);
 
 /* Stripes with no reference left: fn(arg, e) with stripe, d, p, frag and targets (1 stops). */
 int meta_reclaims(struct meta_bucket *b, int (*fn)(void *arg, const struct meta_extent *e),

@@ -350,7 +350,7 @@ apply_in_branch(struct meta_bucket *b, const struct meta_delta *d)
 		return -EAGAIN;
 	if (x == NULL || x->dropping)
 		return 0;
-	bk = (struct meta_keep){ NULL, 0, meta_extent_moved, b, d->branch };
+	bk = (struct meta_keep){ NULL, 0, meta_branch_moved, b, d->branch };
 	b->ver = x->ver;
 	b->keep = &bk;
 	rc = apply_kind(b, d);

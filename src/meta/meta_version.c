@@ -428,24 +428,13 @@ branch_step(struct meta_bucket *b, const struct meta_cmd *c)
 	return meta_version_store(b->t, vs->buckets[0], vs);
 }
 
-/* What a branch's drop hears of each value it drops: an extent's references, inline bytes. */
-static int
-drop_moved(void *arg, const struct meta_key *k, const void *val, size_t len, int delta)
-{
-	struct meta_bucket *b = arg;
-
-	if (k->len >= 3 && k->b[2] == META_K_INLINE)
-		return meta_usage_inline(b, delta * (int64_t)len);
-	return meta_extent_moved(b, k, val, len, delta);
-}
-
 /* META_OP_BRANCH_DROP: a step of a going branch's drop, at the bucket its cursor names. */
 static int
 branch_drop_step(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *r)
 {
 	struct meta_version *vs = b->vs;
 	struct meta_vbranch *x = find_branch(vs, c->upto);
-	struct meta_keep kp = { NULL, 0, drop_moved, b, 0 };
+	struct meta_keep kp = { NULL, 0, meta_branch_moved, b, 0 };
 	uint8_t next[META_KEY_MAX];
 	uint64_t dropped = 0;
 	struct meta_key pk;

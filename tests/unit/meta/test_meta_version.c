@@ -666,6 +666,60 @@ TEST(meta_branch_writes_its_own_and_drops_them)
 	meta_db_close(f.db);
 }
 
+/* The small files' inline bytes the buckets count. */
+static uint64_t
+inlined(struct vfx *f)
+{
+	struct meta_txn *t;
+	struct meta_usage u;
+
+	SH_ASSERT_OK(meta_txn_begin(f->db, false, &t));
+	struct meta_bucket b = { .t = t, .bucket = 0, .nbuckets = 2, .ver = META_VER_NEWEST };
+	SH_ASSERT_OK(meta_usage_get(&b, &u));
+	meta_txn_abort(t);
+	return u.inlined;
+}
+
+/*
+ * A small file's inline bytes in a branch: counted as any write's, the
+ * base's left counted while the origin still has them, and gone with
+ * the branch.
+ */
+TEST(meta_branch_counts_inline_bytes)
+{
+	const uint64_t b1 = 1ull << META_BRANCH_SHIFT | 1;
+	struct vfx f = { .buckets = { 0, 1 } };
+	struct meta_cmd c;
+	struct meta_result r;
+	uint64_t g;
+
+	vfx_open(&f, "branch_inline.mdb");
+	g = vcreate(&f, name0('g'), 2);
+	c = (struct meta_cmd){ .op = META_OP_INLINE, .ino = g, .now = 3 };
+	c.data = (const uint8_t *)"hello";
+	c.dlen = 5;
+	SH_ASSERT_OK(vapply(&f, 0, &c, &r));
+	SH_ASSERT_EQ(inlined(&f), 5u);
+	SH_ASSERT_OK(version_cmd(&f, 2, (uint64_t[]){ 1 }, 1));
+	SH_ASSERT_OK(branch_cmd(&f, 1, 1));
+	/* the clone rewrites it longer: its 9 bytes and the origin's 5 */
+	c = (struct meta_cmd){ .op = META_OP_INLINE, .ino = g, .now = 4, .ver = b1 };
+	c.data = (const uint8_t *)"hi there!";
+	c.dlen = 9;
+	SH_ASSERT_OK(vapply(&f, 0, &c, &r));
+	SH_ASSERT_EQ(inlined(&f), 14u);
+	/* the origin removes its file: the snapshot keeps its 5 bytes, uncounted */
+	vremove(&f, name0('g'), g, 5);
+	SH_ASSERT_EQ(inlined(&f), 9u);
+	/* the clone goes: its bytes with it */
+	SH_ASSERT_OK(branch_cmd(&f, 1, 0));
+	c = (struct meta_cmd){ .op = META_OP_BRANCH_DROP, .upto = 1, .flags = 8 };
+	while (f.vs.nbranch > 0)
+		SH_ASSERT_OK(vapply(&f, f.buckets[f.vs.branch[0].cursor], &c, &r));
+	SH_ASSERT_EQ(inlined(&f), 0u);
+	meta_db_close(f.db);
+}
+
 /* The root's size (its entries) as of at. */
 static uint64_t
 root_size(struct vfx *f, uint64_t at)

@@ -654,6 +654,25 @@ check_replace(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t 
 	return 0;
 }
 
+struct cfg_fs *
+cfg_fs_add(struct cfg *c, const char *name, uint8_t d, uint8_t p, uint8_t compression,
+	   uint8_t dedup, uint64_t time)
+{
+	struct cfg_fs *f = &c->fs[c->nfs++];
+
+	memset(f, 0, sizeof(*f));
+	snprintf(f->name, sizeof(f->name), "%.*s", (int)sizeof(f->name) - 1, name);
+	f->d = d;
+	f->p = p;
+	f->compression = compression;
+	f->dedup = dedup;
+	f->created = time;
+	f->version = 1;
+	f->id = c->next_fs ? c->next_fs : 1;
+	c->next_fs = f->id + 1;
+	return f;
+}
+
 int
 cfg_check(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 {
@@ -1021,18 +1040,9 @@ cfg_apply(struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len)
 		rc = freeze_groups(c);
 		if (rc < 0)
 			return cfg_fail(msg, len, rc, "metadata groups: %s", sh_strerror(rc));
-		f = &c->fs[c->nfs++];
-		memset(f, 0, sizeof(*f));
-		snprintf(f->name, sizeof(f->name), "%s", cmd->name);
-		f->d = cmd->d;
-		f->p = cmd->p;
-		f->compression = cmd->compression;
-		f->dedup = cmd->dedup;
+		f = cfg_fs_add(c, cmd->name, cmd->d, cmd->p, cmd->compression, cmd->dedup,
+			       cmd->time);
 		f->quota = cmd->quota;
-		f->created = cmd->time;
-		f->version = 1;
-		f->id = c->next_fs ? c->next_fs : 1;
-		c->next_fs = f->id + 1;
 		f->sealed = cmd->sealed;
 		if (f->sealed)
 			memcpy(f->wrapped, cmd->wrapped, CFG_WRAP_LEN);

@@ -171,17 +171,7 @@ cfg_apply_clone(struct cfg *c, const struct cfg_cmd *cmd)
 		return;
 	}
 	s = cfg_snap_find(c, f->id, cmd->snap);
-	n = &c->fs[c->nfs++];
-	memset(n, 0, sizeof(*n));
-	snprintf(n->name, sizeof(n->name), "%.*s", (int)sizeof(n->name) - 1, cmd->path);
-	n->d = f->d;
-	n->p = f->p;
-	n->compression = f->compression;
-	n->dedup = f->dedup;
-	n->created = cmd->time;
-	n->version = 1;
-	n->id = c->next_fs ? c->next_fs : 1;
-	c->next_fs = n->id + 1;
+	n = cfg_fs_add(c, cmd->path, f->d, f->p, f->compression, f->dedup, cmd->time);
 	n->origin = f->id;
 	n->branch = ++f->branches;
 	n->base = s->version;

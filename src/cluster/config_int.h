@@ -10,6 +10,10 @@ int cfg_fail(char *msg, size_t len, int err, const char *fmt, ...) SH_PRINTF(4, 
 /* Record an event (the ring of the newest CFG_EVENTS_MAX). */
 void cfg_event(struct cfg *c, uint64_t time, uint64_t node, const char *fmt, ...) SH_PRINTF(4, 5);
 
+/* A new filesystem (the next id), its settings these, the rest zero (c has room). */
+struct cfg_fs *cfg_fs_add(struct cfg *c, const char *name, uint8_t d, uint8_t p,
+			  uint8_t compression, uint8_t dedup, uint64_t time);
+
 /* id is one of the n in set. */
 bool cfg_in_set(const uint64_t *set, unsigned n, uint64_t id);
 

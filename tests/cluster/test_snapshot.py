@@ -83,6 +83,32 @@ def get(c, fs, path):
         return f.read()
 
 
+def ckpt_tree(c, fs, size):
+    """A compressed, deduplicating filesystem fs with a checkpoint /ckpt of size bytes, a
+    small file /d/small and two copies of one block (/dup1, /dup2): their bytes."""
+    make_fs(c, fs, compression="lz4", dedup=True)
+    old = put_random(c, fs, "/ckpt", size, "a")
+    c.shoal("ns", fs, "mkdir", "/d", check_rc=0)
+    small = put_random(c, fs, "/d/small", 300, "s")
+    dup = put_random(c, fs, "/dup1", 1 << 20, "u")
+    c.shoal("ns", fs, "put", os.path.join(c.dir, "u"), "/dup2", check_rc=0, timeout=120)
+    return old, small, dup
+
+
+def all_gone(c, fs, snapnames):
+    """ckpt_tree's files and fs's snapshots snapnames deleted: the bytes still stored once
+    the snapshots are forgotten (0 wanted: waited for a while)."""
+    for sn in snapnames:
+        c.shoal("fs", "snapshot", "delete", fs, sn, check_rc=0)
+    for f in ("/ckpt", "/d/small", "/dup1", "/dup2"):
+        c.shoal("ns", fs, "rm", f, check_rc=0)
+    end = time.time() + 60
+    while snaps(c, fs):
+        check(time.time() < end, "snapshots never forgotten: %s" % snaps(c, fs))
+        time.sleep(0.3)
+    return stored(c, fs, want=lambda x: x == 0, timeout=60)
+
+
 def through_the_mount(c, old, small):
     """The same snapshot under the mount's /.snapshots: hidden from the root's listing, read
     as it was, every change refused (EROFS); skipped where FUSE mounts are not allowed."""
@@ -228,13 +254,8 @@ def stale_write(mnt):
 @test
 def restore_brings_the_snapshot_back(c):
     c.up()
-    make_fs(c, "rs", compression="lz4", dedup=True)
     size = 4 << 20
-    old = put_random(c, "rs", "/ckpt", size, "a")
-    c.shoal("ns", "rs", "mkdir", "/d", check_rc=0)
-    small = put_random(c, "rs", "/d/small", 300, "s")
-    dup = put_random(c, "rs", "/dup1", 1 << 20, "u")
-    c.shoal("ns", "rs", "put", os.path.join(c.dir, "u"), "/dup2", check_rc=0, timeout=120)
+    old, small, dup = ckpt_tree(c, "rs", size)
     before = stored(c, "rs", want=lambda x: x >= size)
     c.shoal("fs", "snapshot", "create", "rs", "s1", check_rc=0)
     # after it: the checkpoint rewritten, the small file cut, a copy removed, the
@@ -298,15 +319,7 @@ def restore_brings_the_snapshot_back(c):
     c.shoal("fs", "snapshot", "create", "rs", "s2", check_rc=0)
     check(get(c, "rs@s2", "/ckpt") == again, "a snapshot after the restore reads wrong")
     # every snapshot and file gone: the space comes back to where it started
-    for sn in ("s1", "s2"):
-        c.shoal("fs", "snapshot", "delete", "rs", sn, check_rc=0)
-    for f in ("/ckpt", "/d/small", "/dup1", "/dup2"):
-        c.shoal("ns", "rs", "rm", f, check_rc=0)
-    end = time.time() + 60
-    while snaps(c, "rs"):
-        check(time.time() < end, "snapshots never forgotten: %s" % snaps(c, "rs"))
-        time.sleep(0.3)
-    left = stored(c, "rs", want=lambda x: x == 0, timeout=60)
+    left = all_gone(c, "rs", ("s1", "s2"))
     print("  stored: %.1f MiB before the snapshot, %d bytes once all went"
           % (before / 2**20, left))
 
@@ -437,6 +450,18 @@ def fs_row(c, fs):
     return [f for f in c.json("fs", "list") if f["name"] == fs][0]
 
 
+def stormed_snapshot(c, fs):
+    """Filesystem fs with a 2 MiB /big and 800 files a create storm made under /base,
+    snapshotted as s1: /big's bytes and the storm's log (for ns check)."""
+    make_fs(c, fs)
+    big = put_random(c, fs, "/big", 2 << 20, "a")
+    c.shoal("ns", fs, "mkdir", "/base", check_rc=0)
+    log = os.path.join(c.dir, "base.log")
+    c.shoal("ns", fs, "storm", "/base", "4", "200", log, "b-", check_rc=0, timeout=300)
+    c.shoal("fs", "snapshot", "create", fs, "s1", check_rc=0, timeout=90)
+    return big, log
+
+
 @test
 @tc.long_tier
 def restore_survives_kill9(c):
@@ -445,12 +470,7 @@ def restore_survives_kill9(c):
     of the snapshot is there and reads as it did, nothing created after it is, and the
     filesystem serves again."""
     c.up()
-    make_fs(c, "rk")
-    big = put_random(c, "rk", "/big", 2 << 20, "a")
-    c.shoal("ns", "rk", "mkdir", "/base", check_rc=0)
-    log = os.path.join(c.dir, "base.log")
-    c.shoal("ns", "rk", "storm", "/base", "4", "200", log, "b-", check_rc=0, timeout=300)
-    c.shoal("fs", "snapshot", "create", "rk", "s1", check_rc=0, timeout=90)
+    big, log = stormed_snapshot(c, "rk")
     c.shoal("ns", "rk", "mkdir", "/after", check_rc=0)
     c.shoal("ns", "rk", "storm", "/after", "4", "500", os.path.join(c.dir, "after.log"), "a-",
             check_rc=0, timeout=300)
@@ -495,12 +515,7 @@ def clone_survives_kill9(c):
     it serves and then it is gone, the origin and the snapshot read as they did, and the
     clone's blocks come back."""
     c.up()
-    make_fs(c, "ck")
-    big = put_random(c, "ck", "/big", 2 << 20, "a")
-    c.shoal("ns", "ck", "mkdir", "/base", check_rc=0)
-    log = os.path.join(c.dir, "base.log")
-    c.shoal("ns", "ck", "storm", "/base", "4", "200", log, "b-", check_rc=0, timeout=300)
-    c.shoal("fs", "snapshot", "create", "ck", "s1", check_rc=0, timeout=90)
+    big, log = stormed_snapshot(c, "ck")
     before = stored(c, "ck", want=lambda x: x >= 2 << 20)
     rnd = random.Random(27)
     victim = rnd.randrange(2, c.nodes + 1)
@@ -610,13 +625,8 @@ def clone_differs_only_where_written(c):
     blocks go, and with the snapshot and the files gone the space is back where it
     started."""
     c.up()
-    make_fs(c, "co", compression="lz4", dedup=True)
     size = 4 << 20
-    old = put_random(c, "co", "/ckpt", size, "a")
-    c.shoal("ns", "co", "mkdir", "/d", check_rc=0)
-    small = put_random(c, "co", "/d/small", 300, "s")
-    dup = put_random(c, "co", "/dup1", 1 << 20, "u")
-    c.shoal("ns", "co", "put", os.path.join(c.dir, "u"), "/dup2", check_rc=0, timeout=120)
+    old, small, dup = ckpt_tree(c, "co", size)
     stored(c, "co", want=lambda x: x >= size)
     c.shoal("fs", "snapshot", "create", "co", "s1", check_rc=0)
     p = c.shoal("fs", "clone", "co@nope", "cc")
@@ -693,14 +703,7 @@ def clone_differs_only_where_written(c):
     check(get(c, "co@s1", "/ckpt") == old and get(c, "co", "/ckpt") == later,
           "the clone's drop took what others read")
     # every snapshot and file gone: the space is back to where it started
-    c.shoal("fs", "snapshot", "delete", "co", "s1", check_rc=0)
-    for f in ("/ckpt", "/d/small", "/dup1", "/dup2"):
-        c.shoal("ns", "co", "rm", f, check_rc=0)
-    end = time.time() + 60
-    while snaps(c, "co"):
-        check(time.time() < end, "snapshots never forgotten: %s" % snaps(c, "co"))
-        time.sleep(0.3)
-    left = stored(c, "co", want=lambda x: x == 0, timeout=60)
+    left = all_gone(c, "co", ("s1",))
     check(left == 0, "%d bytes still stored with every clone, snapshot and file gone" % left)
 
 

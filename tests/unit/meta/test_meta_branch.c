@@ -8,23 +8,13 @@
  * holds exactly one reference (the caller's +1 and -1 around its writes
  * and meta_keep.moved's together), before and after a branch is dropped.
  */
-#include <stdio.h>
-
-#include "../../../src/meta/meta_db.h"
-#include "../../lib/test.h"
+#include "versions_model.h"
 
 #define NKEYS 20
 #define NOPS  2500
-#define HIST  512
 #define NBR   3	 /* branches 1..NBR */
 #define NOBR  -2 /* a key with no record of the branch: it reads the base */
 #define NVALS (NOPS * 10 + 10)
-
-struct hist {
-	uint64_t ver[HIST];
-	int val[HIST]; /* -1: deleted */
-	int n;
-};
 
 struct model {
 	struct hist h[NKEYS]; /* branch 0 */
@@ -39,18 +29,6 @@ struct model {
 
 static struct model M;
 
-static void
-key_of(struct meta_key *k, int i)
-{
-	if (i % 3 == 0) {
-		meta_key_inode(k, (uint16_t)(i % 4), (uint64_t)i * 7919);
-	} else {
-		char name[32];
-		int n = snprintf(name, sizeof(name), "file-%d", i);
-		SH_ASSERT_OK(meta_key_dentry(k, (uint16_t)(i % 4), 42, name, (size_t)n));
-	}
-}
-
 static int
 key_index(const uint8_t *key, size_t klen)
 {
@@ -63,17 +41,6 @@ key_index(const uint8_t *key, size_t klen)
 	}
 	SH_ASSERT_MSG(0, "a key never written");
 	return -1;
-}
-
-static int
-model_at(const struct hist *h, uint64_t at)
-{
-	int v = -1;
-
-	for (int i = 0; i < h->n; i++)
-		if (h->ver[i] <= at)
-			v = h->val[i];
-	return v;
 }
 
 static uint64_t
@@ -91,19 +58,7 @@ model_view(int br, int i, uint64_t at)
 	return M.bval[br][i] != NOBR ? M.bval[br][i] : model_at(&M.h[i], M.base[br]);
 }
 
-static int
-on_moved(void *arg, const struct meta_key *k, const void *val, size_t len, int delta)
-{
-	int v;
-
-	(void)arg;
-	(void)k;
-	SH_ASSERT_EQ(len, sizeof(v));
-	memcpy(&v, val, sizeof(v));
-	SH_ASSERT(v >= 0 && v < NVALS);
-	M.refs_txn[v] += delta;
-	return 0;
-}
+static struct model_counts refs_counts = { M.refs_txn, NVALS };
 
 static void
 refs_end(bool commit)
@@ -157,7 +112,7 @@ check_view(struct meta_db *db, int br, uint64_t at)
 	for (int i = 0; i < NKEYS; i++)
 		g.val[i] = -1;
 	SH_ASSERT_OK(meta_txn_begin(db, false, &t));
-	for (uint16_t b = 0; b < 4; b++) {
+	for (uint16_t b = 0; b < MODEL_BUCKETS; b++) {
 		struct meta_key pk;
 
 		meta_key_kind(&pk, b, META_K_INODE);
@@ -209,7 +164,7 @@ check_diff(struct meta_db *db, uint64_t v1, int br)
 	struct meta_txn *t;
 
 	SH_ASSERT_OK(meta_txn_begin(db, false, &t));
-	for (uint16_t b = 0; b < 4; b++) {
+	for (uint16_t b = 0; b < MODEL_BUCKETS; b++) {
 		struct meta_key pk;
 
 		meta_key_kind(&pk, b, META_K_INODE);
@@ -260,33 +215,10 @@ check_refs(void)
 			      v, M.refs[v], want[v], (unsigned long long)sh_test_seed());
 }
 
-/* Page f (meta_settle or meta_drop_branch) over every bucket, 3 keys at a time. */
-typedef int (*page_fn)(struct meta_txn *, const struct meta_key *, const uint8_t *, size_t,
-		       unsigned, const struct meta_keep *, uint8_t *, size_t *, uint64_t *);
-
 static void
-page_all(struct meta_db *db, page_fn f, const struct meta_keep *kp)
+page_all(struct meta_db *db, model_page_fn f, const struct meta_keep *kp)
 {
-	struct meta_txn *t;
-
-	SH_ASSERT_OK(meta_txn_begin(db, true, &t));
-	for (uint16_t b = 0; b < 4; b++) {
-		uint8_t next[META_KEY_MAX];
-		size_t nlen = 0;
-		struct meta_key pk;
-
-		meta_key_kind(&pk, b, META_K_INODE);
-		pk.len = 2;
-		do {
-			uint8_t after[META_KEY_MAX];
-			size_t alen = nlen;
-
-			memcpy(after, next, nlen);
-			SH_ASSERT_OK(
-			    f(t, &pk, alen ? after : NULL, alen, 3, kp, next, &nlen, NULL));
-		} while (nlen > 0);
-	}
-	SH_ASSERT_OK(meta_txn_commit(t));
+	model_page_all(db, f, kp);
 	refs_end(true);
 }
 
@@ -305,7 +237,8 @@ static void
 write_some(struct meta_db *db, struct sh_rand *rng, int op, int br)
 {
 	uint64_t at = view_of(br);
-	struct meta_keep kp = { br == 0 ? M.keep : NULL, br == 0 ? M.nkeep : 0, on_moved, NULL };
+	struct meta_keep kp = { br == 0 ? M.keep : NULL, br == 0 ? M.nkeep : 0, model_on_moved,
+				&refs_counts };
 	int n = 1 + (int)sh_rand_below(rng, 4), undo[4][2];
 	struct meta_txn *t;
 
@@ -410,7 +343,9 @@ TEST(meta_branches_match_model)
 				continue; /* a clone stands on it: refused (the ZFS rule) */
 			memmove(M.keep + s, M.keep + s + 1, (M.nkeep - s - 1) * sizeof(M.keep[0]));
 			M.nkeep--;
-			page_all(db, meta_settle, &(struct meta_keep){ M.keep, M.nkeep, on_moved });
+			page_all(
+			    db, meta_settle,
+			    &(struct meta_keep){ M.keep, M.nkeep, model_on_moved, &refs_counts });
 		} else if (r < 9 && M.base[br] == 0 && M.nkeep > 0) {
 			/* a clone of a kept snapshot: one call, nothing per key */
 			M.base[br] = M.keep[sh_rand_below(&rng, M.nkeep)];
@@ -422,7 +357,9 @@ TEST(meta_branches_match_model)
 			/* the clone deleted: its records and their references go, the base's stay
 			 */
 			page_all(db, meta_drop_branch,
-				 &(struct meta_keep){ .moved = on_moved, .branch = (uint16_t)br });
+				 &(struct meta_keep){ .moved = model_on_moved,
+						      .arg = &refs_counts,
+						      .branch = (uint16_t)br });
 			M.base[br] = 0;
 			SH_ASSERT_OK(meta_db_branch(db, (uint16_t)br, 0));
 			check_refs();
@@ -432,7 +369,9 @@ TEST(meta_branches_match_model)
 		}
 		if (op % 100 == 0) {
 			check_all(db);
-			page_all(db, meta_settle, &(struct meta_keep){ M.keep, M.nkeep, on_moved });
+			page_all(
+			    db, meta_settle,
+			    &(struct meta_keep){ M.keep, M.nkeep, model_on_moved, &refs_counts });
 			check_refs();
 		}
 	}
@@ -442,12 +381,14 @@ TEST(meta_branches_match_model)
 		if (M.base[br] == 0)
 			continue;
 		page_all(db, meta_drop_branch,
-			 &(struct meta_keep){ .moved = on_moved, .branch = (uint16_t)br });
+			 &(struct meta_keep){ .moved = model_on_moved,
+					      .arg = &refs_counts,
+					      .branch = (uint16_t)br });
 		M.base[br] = 0;
 		SH_ASSERT_OK(meta_db_branch(db, (uint16_t)br, 0));
 	}
 	M.nkeep = 0;
-	page_all(db, meta_settle, &(struct meta_keep){ M.keep, 0, on_moved });
+	page_all(db, meta_settle, &(struct meta_keep){ M.keep, 0, model_on_moved, &refs_counts });
 	check_refs();
 	check_view(db, 0, M.ver);
 	meta_db_close(db);
@@ -461,9 +402,9 @@ TEST(meta_branches_match_model)
 TEST(meta_branch_chain_reads_down_and_writes_its_own)
 {
 	const uint64_t b1 = 1ull << META_BRANCH_SHIFT, b2 = 2ull << META_BRANCH_SHIFT;
-	struct meta_keep k0 = { (uint64_t[]){ 1 }, 1, on_moved, NULL };
-	struct meta_keep k1 = { (uint64_t[]){ b1 | 1 }, 1, on_moved, NULL };
-	struct meta_keep k2 = { NULL, 0, on_moved, NULL };
+	struct meta_keep k0 = { (uint64_t[]){ 1 }, 1, model_on_moved, &refs_counts };
+	struct meta_keep k1 = { (uint64_t[]){ b1 | 1 }, 1, model_on_moved, &refs_counts };
+	struct meta_keep k2 = { NULL, 0, model_on_moved, &refs_counts };
 	struct meta_key ka, kb, kc;
 	struct meta_txn *t;
 	struct meta_db *db;
@@ -525,7 +466,8 @@ TEST(meta_branch_chain_reads_down_and_writes_its_own)
 
 	/* branch 2 goes: its 23 is dropped, branch 1's 21 and 22 stay */
 	memset(M.refs_txn, 0, sizeof(M.refs_txn));
-	page_all(db, meta_drop_branch, &(struct meta_keep){ .moved = on_moved, .branch = 2 });
+	page_all(db, meta_drop_branch,
+		 &(struct meta_keep){ .moved = model_on_moved, .arg = &refs_counts, .branch = 2 });
 	SH_ASSERT_EQ(M.refs[23], -1);
 	SH_ASSERT_EQ(M.refs[21], 0);
 	SH_ASSERT_OK(meta_txn_begin(db, false, &t));

@@ -5,20 +5,10 @@
  * current version and at every kept snapshot must match the model),
  * directory scans with resume cursors, bucket drops, records and keys.
  */
-#include <stdio.h>
-
-#include "../../../src/meta/meta_db.h"
-#include "../../lib/test.h"
+#include "versions_model.h"
 
 #define NKEYS 24
 #define NOPS  3000
-#define HIST  512
-
-struct hist {
-	uint64_t ver[HIST];
-	int val[HIST]; /* -1: deleted */
-	int n;
-};
 
 static struct meta_db *
 open_db(void)
@@ -29,29 +19,6 @@ open_db(void)
 	snprintf(path, sizeof(path), "%s/meta.mdb", sh_test_dir());
 	SH_ASSERT_OK(meta_db_open(path, 64ull << 20, 0, &db));
 	return db;
-}
-
-static void
-key_of(struct meta_key *k, int i)
-{
-	if (i % 3 == 0) {
-		meta_key_inode(k, (uint16_t)(i % 5), (uint64_t)i * 7919);
-	} else {
-		char name[32];
-		int n = snprintf(name, sizeof(name), "file-%d", i);
-		SH_ASSERT_OK(meta_key_dentry(k, (uint16_t)(i % 5), 42, name, (size_t)n));
-	}
-}
-
-static int
-model_at(const struct hist *h, uint64_t at)
-{
-	int v = -1;
-
-	for (int i = 0; i < h->n; i++)
-		if (h->ver[i] <= at)
-			v = h->val[i];
-	return v;
 }
 
 static void
@@ -88,19 +55,7 @@ check_read(struct meta_db *db, struct hist *h, uint64_t at)
 #define NVALS (NOPS * 10 + 10)
 static int moved_sum[NVALS], moved_txn[NVALS];
 
-static int
-on_moved(void *arg, const struct meta_key *k, const void *val, size_t len, int delta)
-{
-	int v;
-
-	(void)arg;
-	(void)k;
-	SH_ASSERT_EQ(len, sizeof(v));
-	memcpy(&v, val, sizeof(v));
-	SH_ASSERT(v >= 0 && v < NVALS);
-	moved_txn[v] += delta;
-	return 0;
-}
+static struct model_counts moved_counts = { moved_txn, NVALS };
 
 static void
 moved_commit(bool commit)
@@ -116,26 +71,7 @@ moved_commit(bool commit)
 static void
 settle_all(struct meta_db *db, const struct meta_keep *kp)
 {
-	struct meta_txn *t;
-
-	SH_ASSERT_OK(meta_txn_begin(db, true, &t));
-	for (uint16_t b = 0; b < 5; b++) {
-		uint8_t next[META_KEY_MAX];
-		size_t nlen = 0;
-		struct meta_key pk;
-
-		meta_key_kind(&pk, b, META_K_INODE);
-		pk.len = 2; /* the whole bucket: every kind */
-		do {
-			uint8_t after[META_KEY_MAX];
-			size_t alen = nlen;
-
-			memcpy(after, next, nlen);
-			SH_ASSERT_OK(meta_settle(t, &pk, alen ? after : NULL, alen, 3, kp, next,
-						 &nlen, NULL));
-		} while (nlen > 0);
-	}
-	SH_ASSERT_OK(meta_txn_commit(t));
+	model_page_all(db, meta_settle, kp);
 	moved_commit(true);
 }
 
@@ -216,7 +152,7 @@ check_diff(struct meta_db *db, const struct hist *h, uint64_t v1, uint64_t v2)
 	struct meta_txn *t;
 
 	SH_ASSERT_OK(meta_txn_begin(db, false, &t));
-	for (uint16_t b = 0; b < 5; b++) {
+	for (uint16_t b = 0; b < MODEL_BUCKETS; b++) {
 		struct meta_key pk;
 
 		meta_key_kind(&pk, b, META_K_INODE);
@@ -267,7 +203,7 @@ TEST(meta_versions_match_model)
 	memset(moved_sum, 0, sizeof(moved_sum));
 	sh_rand_seed(&rng, sh_test_seed());
 	for (int op = 0; op < NOPS; op++) {
-		struct meta_keep kp = { keep, nkeep, on_moved, NULL };
+		struct meta_keep kp = { keep, nkeep, model_on_moved, &moved_counts };
 		struct meta_txn *t;
 		int n = 1 + (int)sh_rand_below(&rng, 4);
 		uint64_t r = sh_rand_below(&rng, 100);
@@ -339,7 +275,7 @@ TEST(meta_versions_match_model)
 	for (unsigned s = 0; s < nkeep; s++)
 		check_read(db, h, keep[s]);
 	/* every snapshot deleted: nothing lives for them, one version a key is left */
-	settle_all(db, &(struct meta_keep){ keep, 0, on_moved, NULL });
+	settle_all(db, &(struct meta_keep){ keep, 0, model_on_moved, &moved_counts });
 	check_moved(h, keep, 0);
 	check_read(db, h, ver);
 	meta_db_close(db);

@@ -333,8 +333,9 @@ orphaned(struct vfx *f, uint64_t ino)
 	return rc == 0;
 }
 
-static uint64_t
-mapped(struct vfx *f)
+/* What bucket 0 counts of its files' bytes. */
+static struct meta_usage
+usage(struct vfx *f)
 {
 	struct meta_txn *t;
 	struct meta_usage u;
@@ -343,7 +344,19 @@ mapped(struct vfx *f)
 	struct meta_bucket b = { .t = t, .bucket = 0, .nbuckets = 2, .ver = META_VER_NEWEST };
 	SH_ASSERT_OK(meta_usage_get(&b, &u));
 	meta_txn_abort(t);
-	return u.mapped + u.inlined;
+	return u;
+}
+
+static uint64_t
+mapped(struct vfx *f)
+{
+	return usage(f).mapped + usage(f).inlined;
+}
+
+static uint64_t
+inlined(struct vfx *f)
+{
+	return usage(f).inlined;
 }
 
 /* Restore to version ver as epoch, one key a step: the keys put back. */
@@ -664,20 +677,6 @@ TEST(meta_branch_writes_its_own_and_drops_them)
 	SH_ASSERT(settle(&f) > 0);
 	SH_ASSERT_EQ(reclaims(&f), 25u);
 	meta_db_close(f.db);
-}
-
-/* The small files' inline bytes the buckets count. */
-static uint64_t
-inlined(struct vfx *f)
-{
-	struct meta_txn *t;
-	struct meta_usage u;
-
-	SH_ASSERT_OK(meta_txn_begin(f->db, false, &t));
-	struct meta_bucket b = { .t = t, .bucket = 0, .nbuckets = 2, .ver = META_VER_NEWEST };
-	SH_ASSERT_OK(meta_usage_get(&b, &u));
-	meta_txn_abort(t);
-	return u.inlined;
 }
 
 /*

@@ -450,9 +450,16 @@ meta_extent_moved(void *arg, const struct meta_key *k, const void *val, size_t l
 int
 meta_branch_moved(void *arg, const struct meta_key *k, const void *val, size_t len, int delta)
 {
+	struct meta_extent e;
+
 	if (k->len >= 3 && k->b[2] == META_K_INLINE)
 		return meta_usage_inline(arg, delta * (int64_t)len);
-	return meta_extent_moved(arg, k, val, len, delta);
+	if (k->len != 19 || k->b[2] != META_K_EXTENT)
+		return 0;
+	if (meta_extent_decode(val, len, &e) < 0)
+		return -EBADMSG;
+	e.off = meta_be64_get(k->b + 11);
+	return meta_extent_account(arg, meta_be64_get(k->b + 3), &e, delta);
 }
 
 struct collect {

@@ -105,11 +105,12 @@ int meta_extent_account(struct meta_bucket *b, uint64_t ino, const struct meta_e
 int meta_extent_moved(void *arg, const struct meta_key *k, const void *val, size_t len, int delta);
 /*
  * meta_keep.moved of a branch's writes and drops (a clone's; meta_db.h
- * "Branches"): meta_extent_moved's, and a small file's inline bytes
- * counted back in the usage (+1: the branch stopped reading a value its
- * base still reads, whose bytes its writer took out) or out (-1: a
- * branch's value dropped with the branch). Branch 0's snapshot-held
- * inline bytes are never counted, so its moves are meta_extent_moved's.
+ * "Branches"): what its writer took out of the counts for a value the
+ * base still reads is put back (+1), and what the branch's own values
+ * counted goes with them (-1): an extent's whole account (its stripe's
+ * reference and live bytes, the usage: meta_extent_account), a small
+ * file's inline bytes. Branch 0's values kept for snapshots keep only
+ * their reference (meta_extent_moved): the usage counts the live tree.
  */
 int meta_branch_moved(void *arg, const struct meta_key *k, const void *val, size_t len, int delta);
 

@@ -629,7 +629,9 @@ TEST(meta_branch_writes_its_own_and_drops_them)
 	SH_ASSERT_EQ(version_cmd(&f, b1, (uint64_t[]){ 1 }, 1), -EINVAL); /* branch 0's step */
 
 	/* the clone overwrites the file (a version of its own whatever the command says) */
+	SH_ASSERT_EQ(usage(&f).mapped, 2u << 20);
 	SH_ASSERT_OK(map_at(&f, ext(0, 2 << 20, 8), b1 + 5));
+	SH_ASSERT_EQ(usage(&f).mapped, 4u << 20); /* the origin's and the clone's */
 	SH_ASSERT_EQ(f.vs.ver, 2u); /* the group's version is not the branch's */
 	SH_ASSERT_EQ(stripes_at(&f, b1), 8u);
 	SH_ASSERT_EQ(stripes_at(&f, 0), 7u);
@@ -640,6 +642,7 @@ TEST(meta_branch_writes_its_own_and_drops_them)
 	SH_ASSERT_EQ(reclaims(&f), 8u);
 	/* the file system overwrites it too: 7 stays, for the snapshot and the clone's base */
 	SH_ASSERT_OK(map_at(&f, ext(0, 2 << 20, 9), 2));
+	SH_ASSERT_EQ(usage(&f).mapped, 4u << 20);
 	SH_ASSERT_EQ(stripes_at(&f, 0), 9u);
 	SH_ASSERT_EQ(stripes_at(&f, b1), 10u);
 	SH_ASSERT_EQ(reclaims(&f), 8u);
@@ -670,6 +673,7 @@ TEST(meta_branch_writes_its_own_and_drops_them)
 	SH_ASSERT_EQ(vapply(&f, 0, &c, &r), -EALREADY);
 	SH_ASSERT_EQ(branch_cmd(&f, 1, 1), -ESTALE); /* a branch that went never comes back */
 	SH_ASSERT_EQ(reclaims(&f), 18u);	     /* 8 and 10 */
+	SH_ASSERT_EQ(usage(&f).mapped, 2u << 20); /* the origin's alone */
 	SH_ASSERT_EQ(stripes_at(&f, 0), 9u);
 	SH_ASSERT_EQ(stripes_at(&f, 1), 7u);
 	/* now the snapshot goes, and its 7 with it */

@@ -23,6 +23,8 @@ struct rd {
 	struct mfs *fs;
 	uint64_t dir;
 	uint16_t home;
+	/* the rmdir's branch (a clone's; meta_version.h): its steps' version, what they read */
+	uint64_t ver, at;
 	enum rd_step step;
 	int status; /* the answer once reopened */
 	uint16_t lessees[64];
@@ -46,7 +48,7 @@ static int
 at_home(struct rd *r, uint8_t op, uint32_t flags, mroute_cb cb, void *arg)
 {
 	struct meta_cmd c = { .op = op,
-			      .ver = 1,
+			      .ver = r->ver,
 			      .now = env_realtime(r->fs->s->env),
 			      .ino = r->dir,
 			      .flags = flags };
@@ -172,7 +174,8 @@ rd_go(struct rd *r)
 				struct mp_req q = { .kind = MP_REVOKE,
 						    .fs = r->fs->id,
 						    .bucket = r->lessees[i],
-						    .ino = r->dir };
+						    .ino = r->dir,
+						    .at = r->at };
 
 				c = mroute_call(r->fs->s->rt, &q, CALL_NS, on_home, r);
 			} else {
@@ -187,9 +190,11 @@ rd_go(struct rd *r)
 		on_home(r, 0, NULL); /* the hold taken above */
 		return;
 	case RD_CHECK: {
-		struct mp_req q = {
-			.kind = MP_GETATTR, .fs = r->fs->id, .bucket = r->home, .ino = r->dir
-		};
+		struct mp_req q = { .kind = MP_GETATTR,
+				    .fs = r->fs->id,
+				    .bucket = r->home,
+				    .ino = r->dir,
+				    .at = r->at };
 
 		rc = mroute_call(r->fs->s->rt, &q, CALL_NS, on_home, r);
 		break;
@@ -226,6 +231,8 @@ msvc_rmdir_remote(struct mreq *m, uint64_t dir)
 	r->fs = m->fs;
 	r->dir = dir;
 	r->home = meta_ino_bucket(dir);
+	r->ver = (uint64_t)meta_ver_branch(m->cmd.ver) << META_BRANCH_SHIFT | 1;
+	r->at = meta_ver_branch(m->cmd.ver) ? meta_ver_newest(m->cmd.ver) : 0;
 	r->step = RD_CLOSE;
 	m->step = ST_RENAME2; /* owned by this job until it answers */
 	rd_go(r);

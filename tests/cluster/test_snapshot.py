@@ -627,6 +627,8 @@ def clone_differs_only_where_written(c):
     c.up()
     size = 4 << 20
     old, small, dup = ckpt_tree(c, "co", size)
+    for k in range(4):  # empty directories, to be renamed (across buckets) and removed
+        c.shoal("ns", "co", "mkdir", "/e%d" % k, check_rc=0)
     stored(c, "co", want=lambda x: x >= size)
     c.shoal("fs", "snapshot", "create", "co", "s1", check_rc=0)
     p = c.shoal("fs", "clone", "co@nope", "cc")
@@ -651,6 +653,16 @@ def clone_differs_only_where_written(c):
     c.shoal("ns", "cc", "mv", "/d", "/e", check_rc=0)
     c.shoal("ns", "cc", "mkdir", "/x", check_rc=0)
     mine = put_random(c, "cc", "/x/mine", 200 << 10, "m")
+    # a directory of the snapshot, filled and renamed in the clone: its rmdir is the
+    # clone's (not empty there, though it is in the origin), then it goes
+    for k in range(4):
+        c.shoal("ns", "cc", "touch", "/e%d/f" % k, check_rc=0)
+        c.shoal("ns", "cc", "mv", "/e%d" % k, "/m%d" % k, check_rc=0)
+        p = c.shoal("ns", "cc", "rmdir", "/m%d" % k)
+        check(p.returncode != 0 and "not empty" in p.stderr.lower(),
+              "rmdir of the clone's full /m%d: exit %d %s" % (k, p.returncode, p.stderr))
+        c.shoal("ns", "cc", "rm", "/m%d/f" % k, check_rc=0)
+        c.shoal("ns", "cc", "rmdir", "/m%d" % k, check_rc=0)
     # through the mount, as any file system
     mnt = os.path.join(c.dir, "cmnt")
     os.makedirs(mnt, exist_ok=True)
@@ -676,7 +688,8 @@ def clone_differs_only_where_written(c):
     ls = lambda fs: sorted(n.rstrip("/") for n in c.shoal("ns", fs, "ls", "/", check_rc=0)
                            .stdout.split())
     check(ls("cc") == ["ckpt", "dup1", "e", "x"], "the clone's root lists %s" % ls("cc"))
-    check(ls("co") == ["ckpt", "d", "dup1", "dup2"], "the origin's root lists %s" % ls("co"))
+    check(ls("co") == ["ckpt", "d", "dup1", "dup2", "e0", "e1", "e2", "e3"],
+          "the origin's root lists %s" % ls("co"))
     check(get(c, "cc", "/ckpt") == new, "the clone's own checkpoint reads wrong")
     check(get(c, "cc", "/e/small") == small[:10], "the clone's cut file reads wrong")
     check(get(c, "cc", "/x/mine") == mine, "the clone's new file reads wrong")

@@ -29,6 +29,13 @@ int meta_entry_check(struct meta_bucket *b, uint64_t parent, const char *name, s
 int meta_local_parent_check(struct meta_bucket *b, uint64_t parent);
 /* -EBUSY while a two-phase rename holds entry (parent, name) of this bucket. */
 int meta_unlocked_check(struct meta_bucket *b, uint64_t parent, const char *name, size_t len);
+/*
+ * The lock a two-phase rename of the branch b writes holds on entry
+ * (parent, name): bucket 'k' parent name 0x00, then the branch (u16 BE)
+ * for a clone's, so that a clone's rename never holds its origin's name.
+ */
+int meta_lock_key(struct meta_key *k, const struct meta_bucket *b, uint64_t parent,
+		  const char *name, size_t len);
 
 /* The effect on inode d->ino: here at once, or queued for its bucket (then d->seq is set). */
 int meta_effect(struct meta_bucket *b, struct meta_delta *d);

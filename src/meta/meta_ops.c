@@ -136,6 +136,20 @@ orphan_key(struct meta_key *k, const struct meta_bucket *b, uint64_t ino)
 	key_in_branch(k, b->bucket, META_K_ORPHAN, ino, meta_ver_branch(b->ver));
 }
 
+int
+meta_lock_key(struct meta_key *k, const struct meta_bucket *b, uint64_t parent, const char *name,
+	      size_t len)
+{
+	uint16_t br = meta_ver_branch(b->ver);
+	int rc = meta_key_lock(k, b->bucket, parent, name, len);
+
+	if (rc == 0 && br != 0) {
+		k->b[k->len++] = (uint8_t)(br >> 8);
+		k->b[k->len++] = (uint8_t)br;
+	}
+	return rc;
+}
+
 /*
  * The lease this bucket holds on directory dir of another bucket, in the
  * branch b writes: a clone's directory is leased apart from its origin's.
@@ -630,7 +644,7 @@ meta_unlocked_check(struct meta_bucket *b, uint64_t parent, const char *name, si
 	struct meta_key k;
 	uint8_t v[8];
 	size_t n;
-	int rc = meta_key_lock(&k, b->bucket, parent, name, len);
+	int rc = meta_lock_key(&k, b, parent, name, len);
 
 	if (rc < 0)
 		return rc;
@@ -860,19 +874,39 @@ meta_orphans(struct meta_bucket *b,
 #define FORGET_AT_ONCE 64
 
 struct forget {
+	uint8_t kind;
 	uint16_t branch;
 	unsigned n;
 	struct meta_key *k; /* FORGET_AT_ONCE */
 };
+
+/* The branch a bookkeeping record of kind is of (0: the file system's own). */
+static uint16_t
+record_branch(uint8_t kind, const uint8_t *key, size_t klen, const void *val, size_t vlen)
+{
+	const uint8_t *end;
+	struct meta_rename2 r;
+
+	switch (kind) {
+	case META_K_ORPHAN:
+	case META_K_HELD:
+		return klen == 13 ? (uint16_t)(key[11] << 8 | key[12]) : 0;
+	case META_K_LOCK: /* the name ends with 0x00; a clone's branch follows it */
+		end = klen > 11 ? memchr(key + 11, 0, klen - 11) : NULL;
+		return end != NULL && end + 3 == key + klen ? (uint16_t)(end[1] << 8 | end[2]) : 0;
+	default: /* an intent: in its rename */
+		return vlen > 1 && meta_rename2_decode((const uint8_t *)val + 1, vlen - 1, &r) == 0
+			   ? r.branch
+			   : 0;
+	}
+}
 
 static int
 on_forget(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vlen)
 {
 	struct forget *f = arg;
 
-	(void)val;
-	(void)vlen;
-	if (klen == 13 && (uint16_t)(key[11] << 8 | key[12]) == f->branch) {
+	if (record_branch(f->kind, key, klen, val, vlen) == f->branch) {
 		memcpy(f->k[f->n].b, key, klen);
 		f->k[f->n++].len = klen;
 	}
@@ -882,13 +916,14 @@ on_forget(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vl
 int
 meta_branch_forget(struct meta_bucket *b, uint16_t branch)
 {
-	static const uint8_t kinds[] = { META_K_ORPHAN, META_K_HELD };
+	static const uint8_t kinds[] = { META_K_ORPHAN, META_K_HELD, META_K_LOCK, META_K_INTENT };
 	struct forget f = { .branch = branch, .k = sh_calloc(FORGET_AT_ONCE, sizeof(*f.k)) };
 	int rc = f.k == NULL || branch == 0 ? (f.k ? -EINVAL : -ENOMEM) : 0;
 
 	for (unsigned i = 0; rc == 0 && i < sizeof(kinds); i++) {
 		struct meta_key pk;
 
+		f.kind = kinds[i];
 		meta_key_kind(&pk, b->bucket, kinds[i]);
 		do {
 			f.n = 0;

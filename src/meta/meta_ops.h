@@ -181,8 +181,9 @@ int meta_outbox_ack(struct meta_bucket *b, uint64_t upto);
  * (a clone's file: the record is bucket 'O' ino branch; branch 0's has no
  * branch) and when it lost its last name (fn as meta_scan's: 1 stops);
  * a drop is a command of the orphan's branch. meta_branch_forget: a
- * branch goes, and its bookkeeping here with it: its orphans' records and
- * the leases it holds (the drop of the branch's records frees the rest).
+ * branch goes, and its bookkeeping here with it: its orphans' records,
+ * the leases it holds, its renames' locks and intents (the drop of the
+ * branch's records frees the rest).
  */
 int meta_orphan_drop(struct meta_bucket *b, uint64_t ino);
 int meta_orphans(struct meta_bucket *b,

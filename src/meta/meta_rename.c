@@ -200,7 +200,7 @@ static int
 put_lock(struct meta_bucket *b, uint64_t parent, const char *name, uint64_t id)
 {
 	struct meta_key k;
-	int rc = meta_key_lock(&k, b->bucket, parent, name, strlen(name));
+	int rc = meta_lock_key(&k, b, parent, name, strlen(name));
 
 	return rc < 0 ? rc : meta_put(b->t, &k, b->ver, &id, sizeof(id), b->keep);
 }
@@ -212,7 +212,7 @@ own_lock(struct meta_bucket *b, uint64_t parent, const char *name, uint64_t id, 
 	struct meta_key k;
 	uint64_t v;
 	size_t n;
-	int rc = meta_key_lock(&k, b->bucket, parent, name, strlen(name));
+	int rc = meta_lock_key(&k, b, parent, name, strlen(name));
 
 	if (rc == 0)
 		rc = meta_get(b->t, &k, b->ver, &v, sizeof(v), &n);

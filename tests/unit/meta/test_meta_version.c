@@ -11,6 +11,7 @@
 
 #include "../../../src/meta/meta_cmd.h"
 #include "../../../src/meta/meta_extent.h"
+#include "../../../src/meta/meta_int.h"
 #include "../../../src/meta/meta_version.h"
 #include "../../lib/test.h"
 
@@ -632,7 +633,7 @@ TEST(meta_branch_writes_its_own_and_drops_them)
 	SH_ASSERT_EQ(usage(&f).mapped, 2u << 20);
 	SH_ASSERT_OK(map_at(&f, ext(0, 2 << 20, 8), b1 + 5));
 	SH_ASSERT_EQ(usage(&f).mapped, 4u << 20); /* the origin's and the clone's */
-	SH_ASSERT_EQ(f.vs.ver, 2u); /* the group's version is not the branch's */
+	SH_ASSERT_EQ(f.vs.ver, 2u);		  /* the group's version is not the branch's */
 	SH_ASSERT_EQ(stripes_at(&f, b1), 8u);
 	SH_ASSERT_EQ(stripes_at(&f, 0), 7u);
 	SH_ASSERT_EQ(stripes_at(&f, 1), 7u);
@@ -673,7 +674,7 @@ TEST(meta_branch_writes_its_own_and_drops_them)
 	SH_ASSERT_EQ(vapply(&f, 0, &c, &r), -EALREADY);
 	SH_ASSERT_EQ(branch_cmd(&f, 1, 1), -ESTALE); /* a branch that went never comes back */
 	SH_ASSERT_EQ(reclaims(&f), 18u);	     /* 8 and 10 */
-	SH_ASSERT_EQ(usage(&f).mapped, 2u << 20); /* the origin's alone */
+	SH_ASSERT_EQ(usage(&f).mapped, 2u << 20);    /* the origin's alone */
 	SH_ASSERT_EQ(stripes_at(&f, 0), 9u);
 	SH_ASSERT_EQ(stripes_at(&f, 1), 7u);
 	/* now the snapshot goes, and its 7 with it */
@@ -781,6 +782,15 @@ orphans_of(struct vfx *f, uint64_t seen[3])
 	meta_txn_abort(t);
 }
 
+static int
+count_intent(void *arg, int phase, const struct meta_rename2 *r)
+{
+	(void)phase;
+	(void)r;
+	++*(unsigned *)arg;
+	return 0;
+}
+
 /*
  * What a branch's commands cause beyond their bucket: a delta shipped for
  * a branch changes that branch's records, waits for a branch not served
@@ -854,12 +864,48 @@ TEST(meta_branch_deltas_and_orphans)
 	orphans_of(&f, seen);
 	SH_ASSERT_EQ(seen[0], 1u);
 	SH_ASSERT_EQ(seen[2], 1u);
+	/* a rename of the clone under way: its lock holds the clone's name, not the origin's */
+	{
+		struct meta_rename2 rn = { .id = 77, .oparent = META_ROOT_INO, .branch = 1 };
+		struct meta_txn *t;
+		struct meta_key k;
+		struct sh_enc e;
+
+		SH_ASSERT_OK(meta_txn_begin(f.db, true, &t));
+		struct meta_bucket b = { .t = t, .bucket = 0, .nbuckets = 2, .ver = b1 };
+		SH_ASSERT_OK(meta_lock_key(&k, &b, META_ROOT_INO, "busy", 4));
+		SH_ASSERT_OK(meta_put(t, &k, b1, &rn.id, sizeof(rn.id), NULL));
+		strcpy(rn.oname, "busy");
+		strcpy(rn.nname, "there");
+		sh_enc_init(&e);
+		sh_enc_u8(&e, 1);
+		SH_ASSERT_OK(meta_rename2_encode(&e, &rn));
+		meta_key_id(&k, 0, META_K_INTENT, rn.id);
+		SH_ASSERT_OK(meta_put(t, &k, 1, e.p, e.len, NULL));
+		sh_enc_fini(&e);
+		SH_ASSERT_EQ(meta_unlocked_check(&b, META_ROOT_INO, "busy", 4), -EBUSY);
+		b.ver = META_VER_NEWEST;
+		SH_ASSERT_OK(meta_unlocked_check(&b, META_ROOT_INO, "busy", 4));
+		SH_ASSERT_OK(meta_txn_commit(t));
+	}
 	SH_ASSERT_OK(branch_cmd(&f, 1, 0));
 	c = (struct meta_cmd){ .op = META_OP_BRANCH_DROP, .upto = 1, .flags = 64 };
 	while (f.vs.nbranch > 0)
 		SH_ASSERT_OK(vapply(&f, f.buckets[f.vs.branch[0].cursor], &c, &r));
 	orphans_of(&f, seen);
 	SH_ASSERT_EQ(seen[0], 0u);
+	/* its rename's lock and intent went with it */
+	{
+		struct meta_txn *t;
+		unsigned n = 0;
+
+		SH_ASSERT_OK(meta_txn_begin(f.db, false, &t));
+		struct meta_bucket b = { .t = t, .bucket = 0, .nbuckets = 2, .ver = b1 };
+		SH_ASSERT_OK(meta_unlocked_check(&b, META_ROOT_INO, "busy", 4));
+		SH_ASSERT_OK(meta_intents(&b, count_intent, &n));
+		SH_ASSERT_EQ(n, 0u);
+		meta_txn_abort(t);
+	}
 	/* a delta of the branch that went changes nothing, and is done */
 	SH_ASSERT_OK(root_delta(&f, 3, 1));
 	SH_ASSERT_EQ(root_size(&f, META_VER_NEWEST), size0 + 2); /* (b's name) */

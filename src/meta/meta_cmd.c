@@ -29,6 +29,17 @@ meta_cmd_op_of(const uint8_t *b, size_t len)
 	return len >= 2 ? b[1] : 0; /* (u8 format, u8 op, ...: meta_cmd_encode) */
 }
 
+uint64_t
+meta_cmd_ver_of(const uint8_t *b, size_t len)
+{
+	uint64_t v = 0;
+
+	/* (u8 format, op, type, dir, u32 flags, u64 ver LE: meta_cmd_encode) */
+	for (unsigned i = 0; len >= 16 && i < 8; i++)
+		v |= (uint64_t)b[8 + i] << (8 * i);
+	return v;
+}
+
 int
 meta_cmd_encode(struct sh_enc *e, const struct meta_cmd *c)
 {

@@ -161,6 +161,8 @@ int meta_cmd_encode(struct sh_enc *e, const struct meta_cmd *c);
 int meta_cmd_decode(const uint8_t *b, size_t len, struct meta_cmd *c);
 /* The op of the encoded command b (0 if too short to say). */
 uint8_t meta_cmd_op_of(const uint8_t *b, size_t len);
+/* The version the encoded command b says (0 if too short to say). */
+uint64_t meta_cmd_ver_of(const uint8_t *b, size_t len);
 /*
  * Apply in bucket b (its ver is set from the command). A rejected command
  * (r->status < 0) changes nothing: the caller aborts the transaction.

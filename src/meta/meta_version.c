@@ -401,6 +401,11 @@ branch_step(struct meta_bucket *b, const struct meta_cmd *c)
 	base = get_le64(c->data);
 	x = find_branch(vs, c->upto);
 	if (base == 0) {
+		if (x == NULL && c->upto > vs->btop) {
+			/* one this group never served goes: fenced, so a late add is refused */
+			vs->btop = (uint16_t)c->upto;
+			return meta_version_store(b->t, vs->buckets[0], vs);
+		}
 		if (x == NULL || x->dropping)
 			return -EALREADY; /* gone, or going */
 		x->dropping = true;

@@ -36,7 +36,8 @@
  * went: what is still sent for it (a delta) changes nothing.
  * META_OP_BRANCH (at the first bucket; upto: the branch; data: its base,
  * a kept snapshot's version, u64 LE) adds one, whose writes then carry
- * ver (branch << 48 | 1); with base 0 it starts the branch's drop, and
+ * ver (branch << 48 | 1); with base 0 it starts the branch's drop (of
+ * one the group never served: top becomes it, so that it never comes), and
  * META_OP_BRANCH_DROP (upto: the branch; flags: keys; at the bucket its
  * cursor names) drops that many keys' records of it there
  * (meta_drop_branch: their stripes' references, live bytes and inline

@@ -189,16 +189,19 @@ version_for(struct mgroup *g, const struct meta_cmd *c)
  * A branch gone from the record stays known to the store (its number is
  * never reused, and other groups of the file system may still serve it).
  */
-static void
+static int
 branches_sync(struct mgroup *g)
 {
 	for (unsigned i = 0; i < g->vs.nbranch; i++) {
 		int rc = meta_db_branch(g->p.db, g->vs.branch[i].id, g->vs.branch[i].base);
 
-		if (rc < 0) /* (-ENOMEM: its commands then read their own records alone) */
+		if (rc < 0) { /* its reads would differ from the other replicas': it stops */
 			sh_log_error("group %#x: branch %u: %s", g->p.id, g->vs.branch[i].id,
 				     sh_strerror(rc));
+			return rc;
+		}
 	}
+	return 0;
 }
 
 /* The group's version state from the store (at open, and after a whole state came). */
@@ -215,7 +218,7 @@ version_load(struct mgroup *g)
 	if (rc < 0)
 		sh_log_error("group %#x: version record: %s", g->p.id, sh_strerror(rc));
 	else
-		branches_sync(g);
+		rc = branches_sync(g);
 	return rc;
 }
 
@@ -263,7 +266,9 @@ sm_apply(void *arg, uint64_t idx, const void *p, size_t len, void **result)
 	g->applied = idx;
 	if (mb.vs == &g->vs_work && g->res.status >= 0) {
 		meta_version_copy(&g->vs, &g->vs_work);
-		branches_sync(g);
+		rc = branches_sync(g);
+		if (rc < 0)
+			goto fail;
 	}
 	dirty(g);
 	if (valid && g->p.applied)

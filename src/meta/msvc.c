@@ -1047,9 +1047,23 @@ mreq_new(struct msvc *s)
  * that change a filesystem: commands, and what leaders send each other.
  */
 static int
-allowed(const struct net_cred *cred, const struct mp_req *req)
+allowed(const struct msvc *s, const struct net_cred *cred, const struct mp_req *req)
 {
-	if (!net_cred_opens(cred, req->fs))
+	uint16_t br = meta_ver_branch(req->kind == MP_CMD ? meta_cmd_ver_of(req->data, req->dlen)
+							  : req->at);
+	uint32_t fs = req->fs;
+
+	if (br != 0 && cred->fs != 0) {
+		/* a clone's request (its origin's id, its branch): the clone's key opens it, not
+		 * its origin's */
+		const struct cfg *c = mroute_cfg(s->rt);
+
+		fs = 0;
+		for (uint32_t i = 0; i < c->nfs; i++)
+			if (c->fs[i].origin == req->fs && c->fs[i].branch == br)
+				fs = c->fs[i].id;
+	}
+	if (!net_cred_opens(cred, fs))
 		return -EACCES;
 	if (cred->access != NET_ACCESS_WRITE &&
 	    (req->kind == MP_CMD || req->kind == MP_DELTAS || req->kind == MP_REVOKE))
@@ -1079,7 +1093,7 @@ on_request(struct net_req *nr, void *arg)
 		mreq_answer(m, -EINVAL, NULL);
 		return;
 	}
-	if ((rc = allowed(net_req_cred(nr), &m->req)) < 0) {
+	if ((rc = allowed(s, net_req_cred(nr), &m->req)) < 0) {
 		mreq_answer(m, rc, NULL);
 		return;
 	}

@@ -72,13 +72,30 @@ msvc_clone_step(struct mfs *fs, const struct meta_version *vs, struct meta_cmd *
 		*bucket = vs->buckets[0];
 		return true;
 	}
+	/* a clone that goes which the group never served: fenced (it never comes late) */
+	for (uint32_t i = 0; i < cfg->nfs; i++) {
+		const struct cfg_fs *f = &cfg->fs[i];
+
+		if (f->origin != fs->id || f->clone_state != CFG_CLONE_DELETING ||
+		    f->branch <= vs->btop)
+			continue;
+		c->op = META_OP_BRANCH;
+		c->upto = f->branch;
+		memset(data, 0, 8);
+		c->dlen = 8;
+		*bucket = vs->buckets[0];
+		return true;
+	}
 	/* a branch whose clone goes (or went): its drop begun, or its next step */
 	for (unsigned i = 0; i < vs->nbranch; i++) {
 		const struct meta_vbranch *x = &vs->branch[i];
 		const struct cfg_fs *f = clone_of(cfg, fs, x->id);
+		const struct cfg_fs *o = cfg_fs_by_id(cfg, fs->id);
 
 		if (f != NULL && f->clone_state != CFG_CLONE_DELETING)
 			continue;
+		if (f == NULL && (o == NULL || o->branches < x->id))
+			continue; /* this node's configuration is older than the clone: it waits */
 		if (!x->dropping) {
 			c->op = META_OP_BRANCH;
 			c->upto = x->id;
@@ -127,7 +144,9 @@ msvc_clone_heard(struct clone_tally *t, const uint8_t *b, size_t len)
 
 			for (unsigned j = 0; j < 8; j++)
 				v |= (uint64_t)b[at + j] << (8 * j);
-			if ((uint16_t)v == t->branch[k]) {
+			if (v >> 17 & 1) { /* the highest branch the group ever served */
+				t->fenced[k] += (uint16_t)v >= t->branch[k];
+			} else if ((uint16_t)v == t->branch[k]) {
 				t->listed[k]++;
 				t->serving[k] += !(v >> 16 & 1);
 			}
@@ -149,8 +168,9 @@ msvc_clone_conclude(const struct clone_tally *t, struct mfs *fs, unsigned ngroup
 			continue;
 		if (f->clone_state == CFG_CLONE_CREATING && t->serving[k] == ngroups)
 			cmd.state = CFG_CLONE_READY;
-		else if (f->clone_state == CFG_CLONE_DELETING && t->listed[k] == 0)
-			cmd.state = CFG_CLONE_NONE;
+		else if (f->clone_state == CFG_CLONE_DELETING && t->listed[k] == 0 &&
+			 t->fenced[k] == ngroups)
+			cmd.state = CFG_CLONE_NONE; /* (and none can take it late) */
 		else
 			continue;
 		snprintf(cmd.name, sizeof(cmd.name), "%s", f->name);

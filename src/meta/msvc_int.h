@@ -306,8 +306,10 @@ int msvc_snap_ready(const struct mfs *fs, uint64_t ver);
  * msvc_clone_step: the next step group gi (its record vs) takes for the
  * clones (c->data: room for 8 bytes), into c and *bucket; false if none.
  * The first group's leader tallies which branches each group serves
- * (MP_VERSION: u64 LE each, branch | 1 << 16 while dropped) and proposes
- * clones' states once every group answered.
+ * (MP_VERSION: u64 LE each, branch | 1 << 16 while dropped; and the
+ * highest it ever served | 1 << 17) and proposes clones' states once every
+ * group answered: ready once every group serves the branch, gone once
+ * none does and none can take it late (each has served or fenced it).
  */
 int msvc_branch_ok(const struct mfs *fs, uint16_t branch);
 bool msvc_clone_step(struct mfs *fs, const struct meta_version *vs, struct meta_cmd *c,
@@ -316,7 +318,7 @@ bool msvc_clone_pending(const struct mfs *fs, const struct cfg *c);
 struct clone_tally {
 	unsigned n, groups;
 	uint16_t branch[CFG_CLONES_MAX];
-	unsigned listed[CFG_CLONES_MAX], serving[CFG_CLONES_MAX];
+	unsigned listed[CFG_CLONES_MAX], serving[CFG_CLONES_MAX], fenced[CFG_CLONES_MAX];
 };
 void msvc_clone_ask(struct clone_tally *t, const struct mfs *fs, const struct cfg *c);
 void msvc_clone_heard(struct clone_tally *t, const uint8_t *b, size_t len);

@@ -208,6 +208,7 @@ msvc_do_read(struct mreq *m)
 			sh_enc_u64(&e, vs->keep[i]);
 		for (unsigned i = 0; i < vs->nbranch; i++) /* the branches it serves */
 			sh_enc_u64(&e, vs->branch[i].id | (uint64_t)vs->branch[i].dropping << 16);
+		sh_enc_u64(&e, vs->btop | 1ull << 17);
 		rep.aux = vs->ver;
 		rep.data = e.p;
 		rep.dlen = e.len;

@@ -467,6 +467,36 @@ def same_file(a, b):
 
 
 @test
+def a_clones_key_opens_the_clone_alone(c):
+    """A writable clone lives in its origin's metadata groups, but its own key opens it, and
+    neither the clone's key opens the origin nor the origin's the clone."""
+    c.up()
+    c.leader()
+    make_fs(c, "orig")
+    src = random_file(c, "src.bin", 100000)
+    c.shoal("ns", "orig", "put", src, "/x", check_rc=0)
+    c.shoal("fs", "snapshot", "create", "orig", "s1", check_rc=0)
+    c.shoal("fs", "clone", "orig@s1", "cl", check_rc=0, timeout=120)
+    ck = os.path.join(c.dir, "clone.key")
+    ok = os.path.join(c.dir, "orig.key")
+    c.shoal("fs", "key", "create", "cl", "--read-write", "--out", ck, check_rc=0)
+    c.shoal("fs", "key", "create", "orig", "--read-write", "--out", ok, check_rc=0)
+    env_c = dict(no_key(), SHOAL_KEY_FILE=ck)
+    env_o = dict(no_key(), SHOAL_KEY_FILE=ok)
+    back = src + ".back"
+    rc, out = run(c, env_c, "ns", "cl", "get", "/x", back)
+    check(rc == 0 and same_file(src, back), "the clone's key reads the clone: %s" % out)
+    rc, out = run(c, env_c, "ns", "cl", "put", src, "/y")
+    check(rc == 0, "the clone's key writes the clone: %s" % out)
+    rc, out = run(c, env_c, "ns", "orig", "stat", "/x")
+    check(rc != 0 and "EACCES" in out, "the clone's key opened its origin: %s" % out)
+    rc, out = run(c, env_o, "ns", "cl", "stat", "/x")
+    check(rc != 0 and "EACCES" in out, "the origin's key opened its clone: %s" % out)
+    rc, out = run(c, env_o, "ns", "orig", "stat", "/y")
+    check(rc != 0 and "EACCES" not in out, "the origin sees the clone's file: %s" % out)
+
+
+@test
 def clients_need_a_key_of_their_filesystem(c):
     c.up()
     c.leader()

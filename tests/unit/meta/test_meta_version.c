@@ -673,6 +673,12 @@ TEST(meta_branch_writes_its_own_and_drops_them)
 	}
 	SH_ASSERT_EQ(vapply(&f, 0, &c, &r), -EALREADY);
 	SH_ASSERT_EQ(branch_cmd(&f, 1, 1), -ESTALE); /* a branch that went never comes back */
+	/* one the group never served goes: fenced, it never comes late */
+	SH_ASSERT_OK(branch_cmd(&f, 3, 0));
+	SH_ASSERT_EQ(f.vs.btop, 3u);
+	SH_ASSERT_EQ(branch_cmd(&f, 3, 0), -EALREADY);
+	SH_ASSERT_EQ(branch_cmd(&f, 3, 1), -ESTALE);
+	SH_ASSERT_EQ(f.vs.nbranch, 0u);
 	SH_ASSERT_EQ(reclaims(&f), 18u);	     /* 8 and 10 */
 	SH_ASSERT_EQ(usage(&f).mapped, 2u << 20);    /* the origin's alone */
 	SH_ASSERT_EQ(stripes_at(&f, 0), 9u);

@@ -1049,8 +1049,8 @@ mreq_new(struct msvc *s)
 static int
 allowed(const struct msvc *s, const struct net_cred *cred, const struct mp_req *req)
 {
-	uint16_t br = meta_ver_branch(req->kind == MP_CMD ? meta_cmd_ver_of(req->data, req->dlen)
-							  : req->at);
+	uint16_t br =
+	    meta_ver_branch(req->kind == MP_CMD ? meta_cmd_ver_of(req->data, req->dlen) : req->at);
 	uint32_t fs = req->fs;
 
 	if (br != 0 && cred->fs != 0) {

@@ -679,8 +679,8 @@ TEST(meta_branch_writes_its_own_and_drops_them)
 	SH_ASSERT_EQ(branch_cmd(&f, 3, 0), -EALREADY);
 	SH_ASSERT_EQ(branch_cmd(&f, 3, 1), -ESTALE);
 	SH_ASSERT_EQ(f.vs.nbranch, 0u);
-	SH_ASSERT_EQ(reclaims(&f), 18u);	     /* 8 and 10 */
-	SH_ASSERT_EQ(usage(&f).mapped, 2u << 20);    /* the origin's alone */
+	SH_ASSERT_EQ(reclaims(&f), 18u);	  /* 8 and 10 */
+	SH_ASSERT_EQ(usage(&f).mapped, 2u << 20); /* the origin's alone */
 	SH_ASSERT_EQ(stripes_at(&f, 0), 9u);
 	SH_ASSERT_EQ(stripes_at(&f, 1), 7u);
 	/* now the snapshot goes, and its 7 with it */

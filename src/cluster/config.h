@@ -401,6 +401,8 @@ unsigned cfg_clones_of(const struct cfg *c, uint32_t origin, uint64_t base, char
 		       size_t len);
 /* The filesystems with metadata of their own (not clones). */
 uint32_t cfg_nfs_own(const struct cfg *c);
+/* The clone that is branch `branch` of filesystem origin (its id), or NULL. */
+const struct cfg_fs *cfg_clone_find(const struct cfg *c, uint32_t origin, uint16_t branch);
 /*
  * The versions filesystem fs (its id) keeps for its snapshots: those
  * being created and those ready (one being deleted is kept no more: its

@@ -34,6 +34,15 @@ cfg_nfs_own(const struct cfg *c)
 	return n;
 }
 
+const struct cfg_fs *
+cfg_clone_find(const struct cfg *c, uint32_t origin, uint16_t branch)
+{
+	for (uint32_t i = 0; i < c->nfs; i++)
+		if (c->fs[i].origin == origin && origin != 0 && c->fs[i].branch == branch)
+			return &c->fs[i];
+	return NULL;
+}
+
 unsigned
 cfg_clones_of(const struct cfg *c, uint32_t origin, uint64_t base, char *names, size_t len)
 {

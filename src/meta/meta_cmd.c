@@ -32,12 +32,8 @@ meta_cmd_op_of(const uint8_t *b, size_t len)
 uint64_t
 meta_cmd_ver_of(const uint8_t *b, size_t len)
 {
-	uint64_t v = 0;
-
 	/* (u8 format, op, type, dir, u32 flags, u64 ver LE: meta_cmd_encode) */
-	for (unsigned i = 0; len >= 16 && i < 8; i++)
-		v |= (uint64_t)b[8 + i] << (8 * i);
-	return v;
+	return len >= 16 ? meta_le64_get(b + 8) : 0;
 }
 
 int
@@ -229,14 +225,6 @@ apply_extent(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result
 	return rc;
 }
 
-/* Commands of the group's version record (meta_version.h): branch 0's alone. */
-static bool
-version_op(uint8_t op)
-{
-	return op == META_OP_VERSION || op == META_OP_SETTLE || op == META_OP_RESTORE ||
-	       op == META_OP_BRANCH || op == META_OP_BRANCH_DROP;
-}
-
 void
 meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *r)
 {
@@ -251,7 +239,7 @@ meta_cmd_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_resu
 		uint16_t br = meta_ver_branch(c->ver);
 
 		b->ver = meta_version_of(b->vs, c->ver);
-		if (b->ver == 0 || version_op(c->op)) {
+		if (b->ver == 0 || meta_version_op(c->op)) {
 			r->status = b->ver == 0 ? -ESTALE : -EINVAL;
 			return;
 		}

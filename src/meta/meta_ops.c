@@ -917,8 +917,14 @@ int
 meta_branch_forget(struct meta_bucket *b, uint16_t branch)
 {
 	static const uint8_t kinds[] = { META_K_ORPHAN, META_K_HELD, META_K_LOCK, META_K_INTENT };
-	struct forget f = { .branch = branch, .k = sh_calloc(FORGET_AT_ONCE, sizeof(*f.k)) };
-	int rc = f.k == NULL || branch == 0 ? (f.k ? -EINVAL : -ENOMEM) : 0;
+	struct forget f = { .branch = branch };
+	int rc = 0;
+
+	if (branch == 0)
+		return -EINVAL;
+	f.k = sh_calloc(FORGET_AT_ONCE, sizeof(*f.k));
+	if (f.k == NULL)
+		return -ENOMEM;
 
 	for (unsigned i = 0; rc == 0 && i < sizeof(kinds); i++) {
 		struct meta_key pk;

@@ -123,6 +123,24 @@ meta_be64_get(const uint8_t *p)
 	return v;
 }
 
+/* Little-endian u64: the versions, counts and bases commands and group answers carry. */
+static inline void
+meta_le64_put(uint8_t *p, uint64_t v)
+{
+	for (unsigned i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint64_t
+meta_le64_get(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
 static inline uint16_t
 meta_ino_bucket(uint64_t ino)
 {

@@ -192,10 +192,8 @@ meta_keep_decode(const uint8_t *b, size_t len, uint64_t *v, unsigned *n)
 		return -EBADMSG;
 	*n = (unsigned)(len / 8);
 	for (unsigned i = 0; i < *n; i++) {
-		uint64_t x = 0;
+		uint64_t x = meta_le64_get(b + i * 8);
 
-		for (int j = 7; j >= 0; j--)
-			x = x << 8 | b[i * 8 + (unsigned)j];
 		if (x == 0 || (i > 0 && x <= v[i - 1]))
 			return -EBADMSG;
 		v[i] = x;
@@ -367,23 +365,11 @@ restore_step(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result
 	return meta_version_store(b->t, vs->buckets[0], vs);
 }
 
-static uint64_t
-get_le64(const uint8_t *p)
-{
-	uint64_t x = 0;
-
-	for (int j = 7; j >= 0; j--)
-		x = x << 8 | p[j];
-	return x;
-}
-
 static struct meta_vbranch *
 find_branch(struct meta_version *vs, uint64_t id)
 {
-	for (unsigned i = 0; i < vs->nbranch; i++)
-		if (vs->branch[i].id == id)
-			return &vs->branch[i];
-	return NULL;
+	return id > UINT16_MAX ? NULL
+			       : (struct meta_vbranch *)meta_version_branch(vs, (uint16_t)id);
 }
 
 /* META_OP_BRANCH: a branch on a kept snapshot comes, or (base 0) starts to go. */
@@ -398,7 +384,7 @@ branch_step(struct meta_bucket *b, const struct meta_cmd *c)
 	if (vs->nb == 0 || b->bucket != vs->buckets[0] || c->dlen != 8 || c->upto == 0 ||
 	    c->upto > UINT16_MAX)
 		return -EINVAL;
-	base = get_le64(c->data);
+	base = meta_le64_get(c->data);
 	x = find_branch(vs, c->upto);
 	if (base == 0) {
 		if (x == NULL && c->upto > vs->btop) {
@@ -480,6 +466,13 @@ branch_drop_step(struct meta_bucket *b, const struct meta_cmd *c, struct meta_re
 	}
 	r->aux = dropped;
 	return meta_version_store(b->t, vs->buckets[0], vs);
+}
+
+bool
+meta_version_op(uint8_t op)
+{
+	return op == META_OP_VERSION || op == META_OP_SETTLE || op == META_OP_RESTORE ||
+	       op == META_OP_BRANCH || op == META_OP_BRANCH_DROP;
 }
 
 int

@@ -112,6 +112,8 @@ int meta_version_load(struct meta_txn *t, uint16_t first, struct meta_version *v
 int meta_version_store(struct meta_txn *t, uint16_t first, const struct meta_version *v);
 /* Kept lists, u64 LE each, ascending, at most META_KEEP_MAX (commands). -EBADMSG. */
 int meta_keep_decode(const uint8_t *b, size_t len, uint64_t *v, unsigned *n);
+/* A command of the record itself (version, settle, restore, branch steps): branch 0's alone. */
+bool meta_version_op(uint8_t op);
 /* The branch the record lists as id, or NULL. */
 const struct meta_vbranch *meta_version_branch(const struct meta_version *v, uint16_t id);
 /*

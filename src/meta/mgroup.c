@@ -175,9 +175,7 @@ static struct meta_version *
 version_for(struct mgroup *g, const struct meta_cmd *c)
 {
 	if (c == NULL ||
-	    (c->op != META_OP_VERSION && c->op != META_OP_SETTLE && c->op != META_OP_RESTORE &&
-	     c->op != META_OP_BRANCH && c->op != META_OP_BRANCH_DROP &&
-	     (c->ver <= g->vs.ver || meta_ver_branch(c->ver) != 0)))
+	    (!meta_version_op(c->op) && (c->ver <= g->vs.ver || meta_ver_branch(c->ver) != 0)))
 		return &g->vs;
 	meta_version_copy(&g->vs_work, &g->vs);
 	return &g->vs_work;

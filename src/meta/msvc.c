@@ -1056,12 +1056,9 @@ allowed(const struct msvc *s, const struct net_cred *cred, const struct mp_req *
 	if (br != 0 && cred->fs != 0) {
 		/* a clone's request (its origin's id, its branch): the clone's key opens it, not
 		 * its origin's */
-		const struct cfg *c = mroute_cfg(s->rt);
+		const struct cfg_fs *f = cfg_clone_find(mroute_cfg(s->rt), req->fs, br);
 
-		fs = 0;
-		for (uint32_t i = 0; i < c->nfs; i++)
-			if (c->fs[i].origin == req->fs && c->fs[i].branch == br)
-				fs = c->fs[i].id;
+		fs = f != NULL ? f->id : 0;
 	}
 	if (!net_cred_opens(cred, fs))
 		return -EACCES;

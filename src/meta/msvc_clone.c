@@ -28,27 +28,13 @@ SH_LOG_FACILITY("meta.clone");
 int
 msvc_branch_ok(const struct mfs *fs, uint16_t branch)
 {
-	const struct cfg *c = mroute_cfg(fs->s->rt);
+	const struct cfg_fs *f = cfg_clone_find(mroute_cfg(fs->s->rt), fs->id, branch);
 
-	for (uint32_t i = 0; i < c->nfs; i++) {
-		const struct cfg_fs *f = &c->fs[i];
-
-		if (f->origin == fs->id && f->branch == branch)
-			return f->clone_state == CFG_CLONE_READY      ? 0
-			       : f->clone_state == CFG_CLONE_CREATING ? -EAGAIN
-								      : -ESTALE;
-	}
-	return -ESTALE; /* no such clone (any more) */
-}
-
-/* What the configuration says of branch br of fs: its clone, or NULL (gone). */
-static const struct cfg_fs *
-clone_of(const struct cfg *c, const struct mfs *fs, uint16_t br)
-{
-	for (uint32_t i = 0; i < c->nfs; i++)
-		if (c->fs[i].origin == fs->id && c->fs[i].branch == br)
-			return &c->fs[i];
-	return NULL;
+	if (f == NULL)
+		return -ESTALE; /* no such clone (any more) */
+	return f->clone_state == CFG_CLONE_READY      ? 0
+	       : f->clone_state == CFG_CLONE_CREATING ? -EAGAIN
+						      : -ESTALE;
 }
 
 bool
@@ -66,8 +52,7 @@ msvc_clone_step(struct mfs *fs, const struct meta_version *vs, struct meta_cmd *
 			continue;
 		c->op = META_OP_BRANCH;
 		c->upto = f->branch;
-		for (unsigned b = 0; b < 8; b++)
-			data[b] = (uint8_t)(f->base >> (8 * b));
+		meta_le64_put(data, f->base);
 		c->dlen = 8;
 		*bucket = vs->buckets[0];
 		return true;
@@ -89,7 +74,7 @@ msvc_clone_step(struct mfs *fs, const struct meta_version *vs, struct meta_cmd *
 	/* a branch whose clone goes (or went): its drop begun, or its next step */
 	for (unsigned i = 0; i < vs->nbranch; i++) {
 		const struct meta_vbranch *x = &vs->branch[i];
-		const struct cfg_fs *f = clone_of(cfg, fs, x->id);
+		const struct cfg_fs *f = cfg_clone_find(cfg, fs->id, x->id);
 		const struct cfg_fs *o = cfg_fs_by_id(cfg, fs->id);
 
 		if (f != NULL && f->clone_state != CFG_CLONE_DELETING)
@@ -140,10 +125,8 @@ msvc_clone_heard(struct clone_tally *t, const uint8_t *b, size_t len)
 	t->groups++;
 	for (unsigned k = 0; k < t->n; k++)
 		for (size_t at = 0; at + 8 <= len; at += 8) {
-			uint64_t v = 0;
+			uint64_t v = meta_le64_get(b + at);
 
-			for (unsigned j = 0; j < 8; j++)
-				v |= (uint64_t)b[at + j] << (8 * j);
 			if (v >> 17 & 1) { /* the highest branch the group ever served */
 				t->fenced[k] += (uint16_t)v >= t->branch[k];
 			} else if ((uint16_t)v == t->branch[k]) {
@@ -161,7 +144,7 @@ msvc_clone_conclude(const struct clone_tally *t, struct mfs *fs, unsigned ngroup
 	if (t->groups != ngroups)
 		return; /* not every group answered: asked again */
 	for (unsigned k = 0; k < t->n; k++) {
-		const struct cfg_fs *f = clone_of(c, fs, t->branch[k]);
+		const struct cfg_fs *f = cfg_clone_find(c, fs->id, t->branch[k]);
 		struct cfg_cmd cmd = { .op = CFG_OP_FS_CLONE_STATE };
 
 		if (f == NULL)

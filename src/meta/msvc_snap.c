@@ -86,24 +86,6 @@ propose_step(struct mfs *fs, uint32_t gi, uint16_t bucket, const struct meta_cmd
 	}
 }
 
-/* The u64s of versions and counts that groups and commands carry: little-endian. */
-static void
-put_le64(uint8_t *p, uint64_t v)
-{
-	for (unsigned b = 0; b < 8; b++)
-		p[b] = (uint8_t)(v >> (8 * b));
-}
-
-static uint64_t
-get_le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (unsigned b = 0; b < 8; b++)
-		v |= (uint64_t)p[b] << (8 * b);
-	return v;
-}
-
 /* A restore under way that group gi has not done: its next step proposed (true). */
 static bool
 restore_step(struct mfs *fs, uint32_t gi, const struct meta_version *vs)
@@ -116,7 +98,7 @@ restore_step(struct mfs *fs, uint32_t gi, const struct meta_version *vs)
 	    vs->repoch >= f->restore_epoch ||
 	    (vs->rdoing == f->restore_epoch && vs->rcursor >= vs->nb))
 		return false;
-	put_le64(data, f->restore_ver);
+	meta_le64_put(data, f->restore_ver);
 	c.now = env_realtime(fs->s->env);
 	c.upto = f->restore_epoch;
 	c.data = data;
@@ -140,7 +122,7 @@ reconcile(struct mfs *fs, uint32_t gi, uint64_t ver, const uint64_t *keep, unsig
 	if (vs->ver < ver || vs->nkeep != nkeep ||
 	    memcmp(vs->keep, keep, nkeep * sizeof(*keep)) != 0) {
 		for (unsigned i = 0; i < nkeep; i++)
-			put_le64(data + i * 8, keep[i]);
+			meta_le64_put(data + i * 8, keep[i]);
 		c.op = META_OP_VERSION;
 		c.ver = ver > vs->ver ? ver : vs->ver;
 		c.data = data;
@@ -312,14 +294,15 @@ on_version(void *arg, int status, const struct mp_reply *r)
 	struct ask *a = arg;
 
 	/* gen, settled, repoch, drained, n, n kept versions, the branches served */
-	uint64_t nkeep = r != NULL && r->dlen >= 40 ? get_le64(r->data + 32) : 0;
+	uint64_t nkeep = r != NULL && r->dlen >= 40 ? meta_le64_get(r->data + 32) : 0;
 
 	if (status < 0 || r == NULL || r->dlen < 40 || r->dlen % 8 != 0 ||
 	    nkeep > (r->dlen - 40) / 8) {
 		a->failed = true;
 	} else {
-		uint64_t gen = get_le64(r->data), settled = get_le64(r->data + 8);
-		uint64_t repoch = get_le64(r->data + 16), drained = get_le64(r->data + 24);
+		uint64_t gen = meta_le64_get(r->data), settled = meta_le64_get(r->data + 8);
+		uint64_t repoch = meta_le64_get(r->data + 16),
+			 drained = meta_le64_get(r->data + 24);
 		size_t kend = 40 + nkeep * 8;
 
 		if (r->aux < a->min_ver)
@@ -331,7 +314,7 @@ on_version(void *arg, int status, const struct mp_reply *r)
 			bool kept = false;
 
 			for (size_t at = 40; at < kend; at += 8)
-				kept = kept || get_le64(r->data + at) == a->deleting[k];
+				kept = kept || meta_le64_get(r->data + at) == a->deleting[k];
 			if (kept || settled != gen)
 				a->still[k] = true;
 		}

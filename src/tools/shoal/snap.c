@@ -248,13 +248,29 @@ fs_at_snap(const char *arg, char *fs, size_t cap, const char *what)
 	return at + 1;
 }
 
+/* POST /v1/fs/FS/SUB with body: the answer, printed as JSON if asked (else NULL). */
+static json_t *
+post_fs(struct cli *c, const char *fs, const char *sub, json_t *body)
+{
+	char path[256];
+	json_t *j;
+
+	snprintf(path, sizeof(path), "/v1/fs/%s/%s", fs, sub);
+	j = api_call(c, "POST", path, body);
+	if (!c->json)
+		return j;
+	print_json(j);
+	json_decref(j);
+	return NULL;
+}
+
 /* shoal fs clone FS@SNAPSHOT NEWFS: answered once the clone serves (a 504: not yet). */
 int
 cmd_clone(struct cli *c, int argc, char **argv)
 {
 	static const char what[] = "fs clone takes FS@SNAPSHOT NEWFS: a writable filesystem "
 				   "sharing every block with the snapshot until written";
-	char fs[128], path[256];
+	char fs[128];
 	const char *snap;
 	json_t *j;
 
@@ -262,11 +278,8 @@ cmd_clone(struct cli *c, int argc, char **argv)
 		usage_error("%s", what);
 	snap = fs_at_snap(argv[0], fs, sizeof(fs), what);
 	check_name(argv[1], "filesystem");
-	snprintf(path, sizeof(path), "/v1/fs/%s/clone", fs);
-	j = api_call(c, "POST", path, json_pack("{s:s, s:s}", "snapshot", snap, "name", argv[1]));
-	if (c->json)
-		print_json(j);
-	else
+	j = post_fs(c, fs, "clone", json_pack("{s:s, s:s}", "snapshot", snap, "name", argv[1]));
+	if (j != NULL)
 		printf("filesystem %s is a writable clone of %s@%s: it serves\n", argv[1], fs,
 		       snap);
 	json_decref(j);
@@ -280,18 +293,15 @@ cmd_restore(struct cli *c, int argc, char **argv)
 	static const char what[] = "fs restore takes FS@SNAPSHOT: the filesystem goes back to "
 				   "that snapshot (every change since is lost; open files answer "
 				   "ESTALE)";
-	char fs[128], path[256];
+	char fs[128];
 	const char *snap;
 	json_t *j;
 
 	if (argc != 1)
 		usage_error("%s", what);
 	snap = fs_at_snap(argv[0], fs, sizeof(fs), what);
-	snprintf(path, sizeof(path), "/v1/fs/%s/restore", fs);
-	j = api_call(c, "POST", path, json_pack("{s:s}", "snapshot", snap));
-	if (c->json)
-		print_json(j);
-	else
+	j = post_fs(c, fs, "restore", json_pack("{s:s}", "snapshot", snap));
+	if (j != NULL)
 		printf("filesystem %s is back at snapshot %s (restore %lld): it serves again\n", fs,
 		       snap, jint(j, "restore"));
 	json_decref(j);

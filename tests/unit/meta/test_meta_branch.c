@@ -222,6 +222,17 @@ page_all(struct meta_db *db, model_page_fn f, const struct meta_keep *kp)
 	refs_end(true);
 }
 
+/* Branch br deleted: its records and their references go, the base's stay. */
+static void
+drop_branch(struct meta_db *db, int br)
+{
+	page_all(db, meta_drop_branch,
+		 &(struct meta_keep){
+		     .moved = model_on_moved, .arg = &refs_counts, .branch = (uint16_t)br });
+	M.base[br] = 0;
+	SH_ASSERT_OK(meta_db_branch(db, (uint16_t)br, 0));
+}
+
 /* A base of a branch there now. */
 static bool
 is_base(uint64_t v)
@@ -356,12 +367,7 @@ TEST(meta_branches_match_model)
 		} else if (r < 10 && M.base[br] != 0) {
 			/* the clone deleted: its records and their references go, the base's stay
 			 */
-			page_all(db, meta_drop_branch,
-				 &(struct meta_keep){ .moved = model_on_moved,
-						      .arg = &refs_counts,
-						      .branch = (uint16_t)br });
-			M.base[br] = 0;
-			SH_ASSERT_OK(meta_db_branch(db, (uint16_t)br, 0));
+			drop_branch(db, br);
 			check_refs();
 		} else {
 			/* half the writes in a branch there, half in branch 0 */
@@ -380,12 +386,7 @@ TEST(meta_branches_match_model)
 	for (int br = 1; br <= NBR; br++) {
 		if (M.base[br] == 0)
 			continue;
-		page_all(db, meta_drop_branch,
-			 &(struct meta_keep){ .moved = model_on_moved,
-					      .arg = &refs_counts,
-					      .branch = (uint16_t)br });
-		M.base[br] = 0;
-		SH_ASSERT_OK(meta_db_branch(db, (uint16_t)br, 0));
+		drop_branch(db, br);
 	}
 	M.nkeep = 0;
 	page_all(db, meta_settle, &(struct meta_keep){ M.keep, 0, model_on_moved, &refs_counts });

@@ -136,6 +136,17 @@ map(struct vfx *f, struct meta_extent *e, unsigned n, uint64_t now)
 	sh_enc_fini(&enc);
 }
 
+/* Map extent e over file ino (not f's own) at now. */
+static void
+map_ino(struct vfx *f, uint64_t ino, struct meta_extent e, uint64_t now)
+{
+	uint64_t keep = f->ino;
+
+	f->ino = ino;
+	map(f, &e, 1, now);
+	f->ino = keep;
+}
+
 /* The stripes of f's extents as of version at (0: none), summed; UINT64_MAX if absent. */
 static uint64_t
 stripes_at(struct vfx *f, uint64_t at)
@@ -407,14 +418,7 @@ TEST(meta_restore_puts_a_snapshot_back_and_counts_every_reference)
 	SH_ASSERT_OK(vapply(&f, 0, &c, &r));
 	/* o: a file without names, open (an orphan), with a stripe of its own */
 	o = vcreate(&f, name0('o'), 3);
-	{
-		uint64_t keep = f.ino;
-
-		f.ino = o;
-		e[0] = ext(0, 1 << 20, 13);
-		map(&f, e, 1, 3);
-		f.ino = keep;
-	}
+	map_ino(&f, o, ext(0, 1 << 20, 13), 3);
 	c = (struct meta_cmd){ .op = META_OP_REMOVE, .now = 3, .parent = META_ROOT_INO };
 	snprintf(c.name, sizeof(c.name), "%s", name0('o'));
 	SH_ASSERT_OK(vapply(&f, 0, &c, &r));
@@ -433,14 +437,7 @@ TEST(meta_restore_puts_a_snapshot_back_and_counts_every_reference)
 	e[0] = ext(0, 2 << 20, 10);
 	map(&f, e, 1, 6);
 	h = vcreate(&f, name0('h'), 7);
-	{
-		uint64_t keep = f.ino;
-
-		f.ino = h;
-		e[0] = ext(0, 1 << 20, 11);
-		map(&f, e, 1, 8);
-		f.ino = keep;
-	}
+	map_ino(&f, h, ext(0, 1 << 20, 11), 8);
 	SH_ASSERT_EQ(stripes_at(&f, 0), 19u); /* 10 and 9 */
 	SH_ASSERT_EQ(reclaims(&f), 0u);	      /* 8 is snapshot 2's */
 	SH_ASSERT_EQ(inline_of(&f, name0('g'), buf, sizeof(buf)), -ENOENT);

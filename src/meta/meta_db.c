@@ -578,6 +578,58 @@ meta_scan(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *afte
 	return rc == MDB_NOTFOUND || rc == 0 ? 0 : err(rc);
 }
 
+int
+meta_floor(struct meta_txn *t, const struct meta_key *prefix, const struct meta_key *k, uint64_t at,
+	   meta_scan_fn fn, void *arg)
+{
+	uint8_t kb[META_KEY_MAX + META_VER_LEN];
+	MDB_val key, data, best = { 0, NULL };
+	MDB_cursor *c;
+	int rc;
+
+	if (k->len < prefix->len || memcmp(k->b, prefix->b, prefix->len) != 0)
+		return -EINVAL;
+	rc = mdb_cursor_open(t->txn, t->db->dbi, &c);
+	if (rc != 0)
+		return err(rc);
+	/* past every version of k (logical keys are prefix-free: none sorts between) */
+	memcpy(kb, k->b, k->len);
+	memset(kb + k->len, 0xff, META_VER_LEN);
+	key = (MDB_val){ k->len + META_VER_LEN, kb };
+	rc = mdb_cursor_get(c, &key, &data, MDB_SET_RANGE);
+	rc = mdb_cursor_get(c, &key, &data, rc == MDB_NOTFOUND ? MDB_LAST : MDB_PREV);
+	/*
+	 * Backwards, each logical key's records oldest first: the last one
+	 * read as of at before the key changes is what at reads of it.
+	 */
+	while (rc == 0) {
+		size_t llen = key.mv_size - META_VER_LEN;
+		uint8_t lk[META_KEY_MAX];
+
+		if (key.mv_size < prefix->len + META_VER_LEN || llen > META_KEY_MAX ||
+		    memcmp(key.mv_data, prefix->b, prefix->len) != 0) {
+			rc = MDB_NOTFOUND;
+			break;
+		}
+		memcpy(lk, key.mv_data, llen);
+		best = (MDB_val){ 0, NULL };
+		do {
+			if (read_as_of(t->db, at, &key))
+				best = data;
+			rc = mdb_cursor_get(c, &key, &data, MDB_PREV);
+		} while (rc == 0 && same_logical(&key, lk, llen));
+		if (best.mv_size >= 1 && !(((const uint8_t *)best.mv_data)[0] & TOMBSTONE)) {
+			int r =
+			    fn(arg, lk, llen, (const uint8_t *)best.mv_data + 1, best.mv_size - 1);
+
+			mdb_cursor_close(c);
+			return r < 0 ? r : 0;
+		}
+	}
+	mdb_cursor_close(c);
+	return rc == MDB_NOTFOUND ? -ENOENT : err(rc);
+}
+
 /*
  * The cursor rests on a bookkeeping key (a kind not versioned): on to the
  * first key of the next kind of its bucket; MDB_NOTFOUND when the prefix

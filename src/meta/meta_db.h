@@ -139,6 +139,15 @@ int meta_scan(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *
 	      uint64_t at, meta_scan_fn fn, void *arg);
 
 /*
+ * The greatest logical key at or below k that starts with prefix and
+ * reads a value as of version at, given to fn (its return: 0 or a
+ * negative errno); -ENOENT if there is none. What finds the extent that
+ * holds an offset without walking the file's extents before it.
+ */
+int meta_floor(struct meta_txn *t, const struct meta_key *prefix, const struct meta_key *k,
+	       uint64_t at, meta_scan_fn fn, void *arg);
+
+/*
  * After the kept snapshots changed (one was deleted): decide again, for
  * at most max logical keys of versioned kinds that start with prefix and
  * sort after `after` (NULL: from the start), which of their stored

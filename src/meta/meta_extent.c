@@ -466,6 +466,7 @@ struct collect {
 	struct meta_extent *out;
 	unsigned max, n;
 	uint64_t start, end; /* only those overlapping [start, end) */
+	uint64_t floor;	     /* where the extent meta_floor found starts */
 };
 
 static int
@@ -487,20 +488,39 @@ on_extent(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vl
 	return 0;
 }
 
+/* The last extent starting at or before c->start: kept if it reaches it. */
+static int
+on_floor(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vlen)
+{
+	struct collect *c = arg;
+
+	if (klen != 19)
+		return -EBADMSG;
+	c->floor = meta_be64_get(key + 11);
+	return on_extent(arg, key, klen, val, vlen);
+}
+
 int
 meta_extents(struct meta_bucket *b, uint64_t ino, uint64_t off, uint64_t len,
 	     struct meta_extent *out, unsigned max, unsigned *n)
 {
-	struct collect c = { out, max, 0, off, len > UINT64_MAX - off ? UINT64_MAX : off + len };
-	struct meta_key pk, from;
+	struct collect c = { out, max, 0, off, len > UINT64_MAX - off ? UINT64_MAX : off + len, 0 };
+	struct meta_key pk, at;
 	int rc;
 
 	meta_key_id(&pk, b->bucket, META_K_EXTENT, ino);
-	/* an extent overlapping off starts at most META_EXTENT_LEN_MAX before it */
-	if (off > META_EXTENT_LEN_MAX) {
-		extent_key(&from, b->bucket, ino, off - META_EXTENT_LEN_MAX - 1);
-		rc = meta_scan(b->t, &pk, from.b, from.len, b->ver, on_extent, &c);
-	} else {
+	/*
+	 * Extents do not overlap: of those starting at or before off, only the
+	 * last can hold it. It is found by one seek back, then the rest in order
+	 * after it (a walk from the file's start would pass every extent before
+	 * off, and after a snapshot every kept version of them too).
+	 */
+	extent_key(&at, b->bucket, ino, off);
+	rc = meta_floor(b->t, &pk, &at, b->ver, on_floor, &c);
+	if (rc == 0 && c.n < max) {
+		extent_key(&at, b->bucket, ino, c.floor);
+		rc = meta_scan(b->t, &pk, at.b, at.len, b->ver, on_extent, &c);
+	} else if (rc == -ENOENT) {
 		rc = meta_scan(b->t, &pk, NULL, 0, b->ver, on_extent, &c);
 	}
 	*n = c.n;

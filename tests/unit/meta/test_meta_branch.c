@@ -104,6 +104,7 @@ on_scan(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vlen
 static void
 check_view(struct meta_db *db, int br, uint64_t at)
 {
+	int want[NKEYS];
 	struct scan_got g;
 	struct meta_txn *t;
 
@@ -121,14 +122,14 @@ check_view(struct meta_db *db, int br, uint64_t at)
 	}
 	for (int i = 0; i < NKEYS; i++) {
 		struct meta_key k;
-		int want = model_view(br, i, at);
-
+		want[i] = model_view(br, i, at);
 		key_of(&k, i);
-		SH_ASSERT_MSG(read_in(t, &k, at) == want && g.val[i] == want,
+		SH_ASSERT_MSG(read_in(t, &k, at) == want[i] && g.val[i] == want[i],
 			      "branch %d key %d at %#llx: get %d scan %d, want %d (seed %llu)", br,
-			      i, (unsigned long long)at, read_in(t, &k, at), g.val[i], want,
+			      i, (unsigned long long)at, read_in(t, &k, at), g.val[i], want[i],
 			      (unsigned long long)sh_test_seed());
 	}
+	model_check_floor(t, want, NKEYS, at);
 	meta_txn_abort(t);
 }
 

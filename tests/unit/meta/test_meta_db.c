@@ -24,6 +24,7 @@ open_db(void)
 static void
 check_read(struct meta_db *db, struct hist *h, uint64_t at)
 {
+	int wants[NKEYS];
 	struct meta_txn *t;
 
 	SH_ASSERT_OK(meta_txn_begin(db, false, &t));
@@ -43,7 +44,9 @@ check_read(struct meta_db *db, struct hist *h, uint64_t at)
 				      "key %d at %llu: rc %d value %d, want %d (seed %llu)", i,
 				      (unsigned long long)at, rc, got, want,
 				      (unsigned long long)sh_test_seed());
+		wants[i] = want;
 	}
+	model_check_floor(t, wants, NKEYS, at);
 	meta_txn_abort(t);
 }
 

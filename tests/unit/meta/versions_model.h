@@ -48,6 +48,82 @@ model_at(const struct hist *h, uint64_t at)
 	return v;
 }
 
+/* LMDB's order of logical keys: bytes, then the shorter first. */
+static inline int
+model_keycmp(const struct meta_key *a, const struct meta_key *b)
+{
+	int c = memcmp(a->b, b->b, a->len < b->len ? a->len : b->len);
+
+	return c != 0 ? c : (a->len > b->len) - (a->len < b->len);
+}
+
+struct model_floor {
+	struct meta_key k;
+	int val;
+};
+
+static inline int
+model_on_floor(void *arg, const uint8_t *key, size_t klen, const void *val, size_t vlen)
+{
+	struct model_floor *f = arg;
+
+	SH_ASSERT(klen <= META_KEY_MAX);
+	SH_ASSERT_EQ(vlen, sizeof(int));
+	memcpy(f->k.b, key, klen);
+	f->k.len = (uint8_t)klen;
+	memcpy(&f->val, val, sizeof(int));
+	return 0;
+}
+
+/* meta_floor of probe in its bucket as of at finds what the model says (want[j]: key j's value). */
+static inline void
+model_check_floor_of(struct meta_txn *t, const struct meta_key *probe, const int *want, int nkeys,
+		     uint64_t at)
+{
+	struct meta_key pk = *probe, kb = { 0 }, kj;
+	struct model_floor f = { 0 };
+	int best = -1, rc;
+
+	pk.len = 2; /* the bucket */
+	for (int j = 0; j < nkeys; j++) {
+		key_of(&kj, j);
+		if (want[j] < 0 || memcmp(kj.b, pk.b, 2) != 0 || model_keycmp(&kj, probe) > 0)
+			continue;
+		if (best < 0 || model_keycmp(&kj, &kb) > 0) {
+			best = j;
+			kb = kj;
+		}
+	}
+	rc = meta_floor(t, &pk, probe, at, model_on_floor, &f);
+	if (best < 0) {
+		SH_ASSERT_MSG(rc == -ENOENT, "floor at %#llx: rc %d, want none (seed %llu)",
+			      (unsigned long long)at, rc, (unsigned long long)sh_test_seed());
+		return;
+	}
+	SH_ASSERT_MSG(rc == 0 && model_keycmp(&f.k, &kb) == 0 && f.val == want[best],
+		      "floor at %#llx: rc %d value %d, want key %d value %d (seed %llu)",
+		      (unsigned long long)at, rc, f.val, best, want[best],
+		      (unsigned long long)sh_test_seed());
+}
+
+/* meta_floor of every key of the model, and of each bucket's ends, as of at. */
+static inline void
+model_check_floor(struct meta_txn *t, const int *want, int nkeys, uint64_t at)
+{
+	struct meta_key k;
+
+	for (int i = 0; i < nkeys; i++) {
+		key_of(&k, i);
+		model_check_floor_of(t, &k, want, nkeys, at);
+	}
+	for (uint16_t b = 0; b < MODEL_BUCKETS; b++) {
+		meta_key_kind(&k, b, 0);
+		model_check_floor_of(t, &k, want, nkeys, at);
+		meta_key_id(&k, b, 0xff, UINT64_MAX);
+		model_check_floor_of(t, &k, want, nkeys, at);
+	}
+}
+
 /*
  * meta_keep.moved into counts (arg: a struct model_counts): values are
  * ints below n, each counted by what moved says of it.

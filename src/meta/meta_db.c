@@ -925,8 +925,7 @@ meta_diff(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *afte
 }
 
 int
-meta_history(struct meta_txn *t, const struct meta_key *prefix, uint16_t branch, meta_history_fn fn,
-	     void *arg)
+meta_history(struct meta_txn *t, const struct meta_key *prefix, meta_history_fn fn, void *arg)
 {
 	uint8_t kb[META_KEY_MAX + META_VER_LEN], cur[META_KEY_MAX];
 	size_t clen = 0;
@@ -950,18 +949,18 @@ meta_history(struct meta_txn *t, const struct meta_key *prefix, uint16_t branch,
 		if (key.mv_size < prefix->len + META_VER_LEN ||
 		    memcmp(key.mv_data, prefix->b, prefix->len) != 0)
 			break;
+		w = key_ver(&key);
 		if (!same_logical(&key, cur, clen)) { /* a key's newest */
 			memcpy(cur, key.mv_data, llen);
 			clen = llen;
 			newer = 0;
+		} else if (meta_ver_branch(w) != meta_ver_branch(newer)) {
+			newer = 0; /* its newest of another branch */
 		}
-		w = key_ver(&key);
-		if (meta_ver_branch(w) == branch) {
-			r = fn(arg, cur, clen, w,
-			       tombstone(&data) ? NULL : (const uint8_t *)data.mv_data + 1,
-			       tombstone(&data) ? 0 : data.mv_size - 1, newer);
-			newer = w;
-		}
+		r = fn(arg, cur, clen, w,
+		       tombstone(&data) ? NULL : (const uint8_t *)data.mv_data + 1,
+		       tombstone(&data) ? 0 : data.mv_size - 1, newer);
+		newer = w;
 		rc = mdb_cursor_get(c, &key, &data, MDB_NEXT);
 	}
 	mdb_cursor_close(c);

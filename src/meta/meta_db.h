@@ -197,18 +197,17 @@ int meta_diff(struct meta_txn *t, const struct meta_key *prefix, const uint8_t *
 	      void *arg);
 
 /*
- * Every stored version of branch `branch` of every logical key that
- * starts with prefix (a kind's prefix: 3 bytes), in key order and, within
- * a key, newest first: fn(arg, key, klen, ver, val, vlen, newer) — val
- * NULL for a tombstone, newer the version of the key's next newer record
- * of that branch (0 for its newest). What snapshots hold
- * (meta_snap_usage). fn returns 0 to go on, 1 to stop, or a negative errno
- * to fail.
+ * Every stored version of every logical key that starts with prefix (a
+ * kind's prefix: 3 bytes), in key order and, within a key, by branch from
+ * the highest to branch 0 and newest first in each: fn(arg, key, klen,
+ * ver, val, vlen, newer) — val NULL for a tombstone, newer the version of
+ * the key's next newer record of ver's branch (0 for the branch's
+ * newest). What snapshots and clones hold (meta_snap_usage). fn returns 0
+ * to go on, 1 to stop, or a negative errno to fail.
  */
 typedef int (*meta_history_fn)(void *arg, const uint8_t *key, size_t klen, uint64_t ver,
 			       const void *val, size_t vlen, uint64_t newer);
-int meta_history(struct meta_txn *t, const struct meta_key *prefix, uint16_t branch,
-		 meta_history_fn fn, void *arg);
+int meta_history(struct meta_txn *t, const struct meta_key *prefix, meta_history_fn fn, void *arg);
 
 /* Remove every record of a bucket (before installing a snapshot of it). */
 int meta_drop_bucket(struct meta_txn *t, uint16_t bucket);

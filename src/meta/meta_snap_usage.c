@@ -17,6 +17,12 @@
  * k holds alone is the measure of the ranges k reads less those the live
  * file or any other kept snapshot reads. Small files' inline bytes are one
  * record each and count whole.
+ *
+ * A writable clone (branch b, based on kept version B) reads its own
+ * newest record of a key where it has one (a tombstone: nothing), and
+ * otherwise branch 0's record that B reads. It is one more reader of the
+ * ranges: what it alone reads is what deleting it frees, and what it
+ * reads of its snapshot's records is no longer only the snapshot's.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,11 +36,17 @@ struct xrec {
 	uint64_t a, b;		/* [a, b): the bytes it names there */
 	bool live;		/* the live file reads it */
 	unsigned first, n;	/* kept snapshots first .. first + n - 1 read it */
+	unsigned clones;	/* the clones that read it (a mask of walk.br's indexes) */
 };
 
 struct walk {
 	const uint64_t *keep;
 	unsigned nkeep;
+	const struct meta_vbranch *br;
+	unsigned nbr;
+	uint8_t key[META_KEY_MAX]; /* the key whose records are being read */
+	size_t klen;
+	unsigned own; /* the clones with a record of it (they read none of branch 0's) */
 	struct meta_snap_usage *u;
 	uint64_t ino; /* the file gathered (its extents are adjacent keys) */
 	struct xrec *x;
@@ -120,27 +132,84 @@ less(const struct xrec *a, unsigned na, const struct xrec *b, unsigned nb)
 }
 
 /*
+ * Who reads a record of key at version ver whose next newer of its branch
+ * is at newer (tomb: a tombstone, which maps nothing) into r: the live
+ * file, a run of kept snapshots, clones. A key's records come by branch,
+ * the highest first, so its clones' records are seen before branch 0's.
+ */
+static void
+who_reads(struct walk *w, const uint8_t *key, size_t klen, uint64_t ver, bool tomb, uint64_t newer,
+	  struct xrec *r)
+{
+	uint16_t b = meta_ver_branch(ver);
+
+	r->live = false;
+	r->first = r->n = r->clones = 0;
+	if (klen != w->klen || memcmp(key, w->key, klen) != 0) {
+		memcpy(w->key, key, klen);
+		w->klen = klen;
+		w->own = 0;
+	}
+	if (b != 0) {
+		for (unsigned j = 0; j < w->nbr; j++)
+			if (w->br[j].id == b) {
+				w->own |= 1u << j;
+				if (newer == 0 && !tomb)
+					r->clones = 1u << j;
+			}
+		return; /* (a branch not served: read by none) */
+	}
+	if (tomb)
+		return;
+	readers(w, ver, newer, &r->first, &r->n);
+	r->live = newer == 0;
+	for (unsigned j = 0; j < w->nbr; j++)
+		if (!(w->own & 1u << j) && ver <= w->br[j].base &&
+		    (newer == 0 || w->br[j].base < newer))
+			r->clones |= 1u << j;
+}
+
+/*
  * The ranges of the records that `in` says yes to into tmp, merged: how
- * many. in(r, k): r is read by snapshot k (k < nkeep), or by anyone but k
- * (others), or by the live file or a kept snapshot (k == nkeep: anyone).
+ * many. who < nkeep: r is read by snapshot who, or (others) by anyone but
+ * it; who == nkeep: by a kept snapshot, or (others) by the live file or a
+ * clone; who > nkeep: by clone who - nkeep - 1, or (others) by anyone but
+ * it.
  */
 static unsigned
-pick(struct walk *w, unsigned off, unsigned k, bool others)
+pick(struct walk *w, unsigned off, unsigned who, bool others)
 {
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < w->nx; i++) {
 		const struct xrec *r = &w->x[i];
-		bool reads_k = k < w->nkeep && k >= r->first && k < r->first + r->n;
-		bool reads_other = r->live || (r->n > 0 && !(r->n == 1 && reads_k));
-		bool yes = k == w->nkeep ? (others ? r->live : r->n > 0)
-			   : others	 ? reads_other
-					 : reads_k;
+		bool yes;
 
+		if (who < w->nkeep) {
+			bool reads = who >= r->first && who < r->first + r->n;
+
+			yes = others ? r->live || r->clones || (r->n > 0 && !(r->n == 1 && reads))
+				     : reads;
+		} else if (who == w->nkeep) {
+			yes = others ? r->live || r->clones : r->n > 0;
+		} else {
+			unsigned me = 1u << (who - w->nkeep - 1);
+
+			yes = others ? r->live || r->n > 0 || (r->clones & ~me) : (r->clones & me);
+		}
 		if (yes)
 			w->tmp[off + n++] = *r;
 	}
 	return merged(w->tmp + off, n);
+}
+
+/* The bytes of the file gathered that who reads and no one else does (pick's who). */
+static uint64_t
+alone(struct walk *w, unsigned who)
+{
+	unsigned na = pick(w, 0, who, false), nb = pick(w, na, who, true);
+
+	return less(w->tmp, na, w->tmp + na, nb);
 }
 
 /* The file gathered, counted: what each snapshot alone reads of it, what only snapshots do. */
@@ -164,16 +233,17 @@ count_file(struct walk *w)
 
 		for (unsigned i = 0; i < w->nx && !any; i++)
 			any = k >= w->x[i].first && k < w->x[i].first + w->x[i].n;
-		if (any) {
-			unsigned na = pick(w, 0, k, false), nb = pick(w, na, k, true);
-
-			w->u->only[k] += less(w->tmp, na, w->tmp + na, nb);
-		}
+		if (any)
+			w->u->only[k] += alone(w, k);
 	}
-	{
-		unsigned na = pick(w, 0, w->nkeep, false), nb = pick(w, na, w->nkeep, true);
+	w->u->held += alone(w, w->nkeep);
+	for (unsigned j = 0; j < w->nbr; j++) {
+		bool any = false;
 
-		w->u->held += less(w->tmp, na, w->tmp + na, nb);
+		for (unsigned i = 0; i < w->nx && !any; i++)
+			any = (w->x[i].clones & 1u << j) != 0;
+		if (any)
+			w->u->clone_only[j] += alone(w, w->nkeep + 1 + j);
 	}
 	w->nx = 0;
 }
@@ -193,12 +263,14 @@ on_extent(void *arg, const uint8_t *key, size_t klen, uint64_t ver, const void *
 	}
 	if (w->err < 0)
 		return w->err;
+	who_reads(w, key, klen, ver, val == NULL, newer, &r);
 	if (val == NULL || meta_extent_decode(val, len, &x) < 0)
 		return 0; /* a tombstone maps nothing */
-	readers(w, ver, newer, &r.first, &r.n);
-	r.live = newer == 0;
-	if (!r.live && r.n == 0)
+	if (!r.live && r.n == 0 && r.clones == 0)
 		return 0; /* read by none: settling drops it */
+	for (unsigned j = 0; j < w->nbr; j++)
+		if (r.clones & 1u << j)
+			w->u->clone_mapped[j] += x.len;
 	r.stripe = x.stripe;
 	if (x.enc || x.dedup) {
 		r.block = x.soff;
@@ -226,40 +298,48 @@ on_inline(void *arg, const uint8_t *key, size_t klen, uint64_t ver, const void *
 	  uint64_t newer)
 {
 	struct walk *w = arg;
-	unsigned first, n;
+	struct xrec r;
 
-	(void)key;
-	(void)klen;
-	if (val == NULL || newer == 0)
+	who_reads(w, key, klen, ver, val == NULL, newer, &r);
+	if (val == NULL || r.live)
 		return 0; /* a tombstone, or what the live filesystem reads */
-	readers(w, ver, newer, &first, &n);
-	if (n == 0)
+	if (r.n == 0) {
+		/* a clone's own record: no one else reads it */
+		for (unsigned j = 0; j < w->nbr; j++)
+			if (r.clones & 1u << j)
+				w->u->clone_only[j] += len;
 		return 0;
-	w->u->held += len;
-	if (n == 1)
-		w->u->only[first] += len;
+	}
+	if (r.clones == 0) {
+		w->u->held += len;
+		if (r.n == 1)
+			w->u->only[r.first] += len;
+	}
 	return 0;
 }
 
 int
 meta_snap_usage(struct meta_txn *t, uint16_t bucket, const uint64_t *keep, unsigned nkeep,
-		struct meta_snap_usage *u)
+		const struct meta_vbranch *br, unsigned nbr, struct meta_snap_usage *u)
 {
 	struct walk w = { .keep = keep,
 			  .nkeep = nkeep < META_KEEP_MAX ? nkeep : META_KEEP_MAX,
+			  .br = br,
+			  .nbr = nbr < META_BRANCH_MAX ? nbr : META_BRANCH_MAX,
 			  .u = u };
 	struct meta_key pk;
 	int rc;
 
 	meta_key_kind(&pk, bucket, META_K_EXTENT);
-	rc = meta_history(t, &pk, 0, on_extent, &w);
+	rc = meta_history(t, &pk, on_extent, &w);
 	if (rc == 0) {
 		count_file(&w);
 		rc = w.err;
 	}
 	if (rc == 0) {
 		meta_key_kind(&pk, bucket, META_K_INLINE);
-		rc = meta_history(t, &pk, 0, on_inline, &w);
+		w.klen = 0;
+		rc = meta_history(t, &pk, on_inline, &w);
 	}
 	sh_free(w.x);
 	sh_free(w.tmp);

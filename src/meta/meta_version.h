@@ -139,18 +139,23 @@ int meta_restore(struct meta_bucket *b, uint64_t ver, const uint8_t *after, size
 /* META_OP_VERSION, META_OP_SETTLE and META_OP_RESTORE in b (b->vs set; its changes stored). */
 int meta_version_apply(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result *r);
 /*
- * What kept snapshots hold of a bucket's file bytes (meta_snap_usage.c;
- * docs/snapshots.md, "Space"): only[i], the bytes of extents and small
- * files' inline bytes that keep[i] alone reads (what deleting it frees,
- * before compression, dedup and erasure coding); held, those some kept
- * snapshot reads and the live filesystem no longer does. Added to *u;
- * keep in ascending order, as the group's record has it.
+ * What kept snapshots and writable clones hold of a bucket's file bytes
+ * (meta_snap_usage.c; docs/snapshots.md, "Space"): only[i], the bytes of
+ * extents and small files' inline bytes that keep[i] alone reads (what
+ * deleting it frees, before compression, dedup and erasure coding);
+ * held, those some kept snapshot reads and neither the live filesystem
+ * nor a clone does; clone_only[j], those the clone on branch br[j] alone
+ * reads (what deleting it frees); clone_mapped[j], the bytes its files'
+ * extents map, whoever else reads them (its logical bytes, as
+ * meta_usage.mapped is the live filesystem's). Added to *u; keep in
+ * ascending order and br as the group's record has them.
  */
 struct meta_snap_usage {
 	uint64_t held;
 	uint64_t only[META_KEEP_MAX];
+	uint64_t clone_only[META_BRANCH_MAX], clone_mapped[META_BRANCH_MAX];
 };
 int meta_snap_usage(struct meta_txn *t, uint16_t bucket, const uint64_t *keep, unsigned nkeep,
-		    struct meta_snap_usage *u);
+		    const struct meta_vbranch *br, unsigned nbr, struct meta_snap_usage *u);
 
 #endif /* SH_META_META_VERSION_H */

@@ -86,6 +86,11 @@ struct msvc_group_info {
 	uint64_t snap_held;
 	unsigned nsnaps;
 	uint64_t snap_ver[META_KEEP_MAX], snap_only[META_KEEP_MAX];
+	/* its writable clones, summed with the snapshots: per branch, the bytes only that
+	 * clone reads and the bytes its files' extents map */
+	unsigned nclones;
+	uint16_t clone_branch[META_BRANCH_MAX];
+	uint64_t clone_only[META_BRANCH_MAX], clone_mapped[META_BRANCH_MAX];
 };
 /*
  * What the requests served here were, counted when answered: slot

@@ -653,12 +653,26 @@ list_sum(const uint16_t *b, unsigned nb)
 	return h;
 }
 
+/* The clones a group serves (their branches and bases), summed: a pass begun over others
+ * starts again. */
+static uint64_t
+branches_sum(const struct meta_version *vs)
+{
+	uint64_t h = vs->nbranch;
+
+	for (unsigned i = 0; i < vs->nbranch; i++)
+		h = (h * 0x100000001b3ull + vs->branch[i].id) * 0x100000001b3ull +
+		    vs->branch[i].base;
+	return h;
+}
+
 /*
- * What group g's kept snapshots hold, into *out, as the last finished pass
- * summed it under this term and kept list (struct msvc_snap_use). A pass
- * starts when the kept list or the term changed, or SNAP_USAGE_NS after
- * the last one began; it walks at most *budget buckets (of this loop's,
- * taken from it). Nothing to do while none is kept.
+ * What group g's kept snapshots and clones hold, into *out, as the last
+ * finished pass summed it under this term and kept list (struct
+ * msvc_snap_use). A pass starts when the kept list, the clones or the
+ * term changed, or SNAP_USAGE_NS after the last one began; it walks at
+ * most *budget buckets (of this loop's, taken from it). Nothing to do
+ * while none is kept (a clone's snapshot is kept).
  */
 static void
 snap_usage(struct mfs *fs, uint32_t g, uint64_t term, uint64_t now, unsigned *budget,
@@ -668,20 +682,22 @@ snap_usage(struct mfs *fs, uint32_t g, uint64_t term, uint64_t now, unsigned *bu
 	struct msvc_snap_use *su = fs->snap_use[g];
 	unsigned nb;
 	const uint16_t *b = mgroup_buckets(fs->groups[g], &nb);
-	uint64_t list = list_sum(b, nb);
+	uint64_t list = list_sum(b, nb), brs = branches_sum(vs);
 
 	if (vs->nkeep == 0)
 		return;
 	if (su == NULL && (su = fs->snap_use[g] = sh_calloc(1, sizeof(*su))) == NULL)
 		return;
-	if (su->p_on && (su->p_term != term || su->p_gen != vs->gen || su->p_list != list))
-		su->p_on = false; /* begun under another kept list, term or list: again */
-	if (!su->p_on && (su->at == 0 || su->term != term || su->gen != vs->gen ||
+	if (su->p_on &&
+	    (su->p_term != term || su->p_gen != vs->gen || su->p_list != list || su->p_brs != brs))
+		su->p_on = false; /* begun under another kept list, term, list or clones: again */
+	if (!su->p_on && (su->at == 0 || su->term != term || su->gen != vs->gen || su->brs != brs ||
 			  now - su->at >= SNAP_USAGE_NS)) {
 		memset(&su->p, 0, sizeof(su->p));
 		su->p_term = term;
 		su->p_gen = vs->gen;
 		su->p_list = list;
+		su->p_brs = brs;
 		su->p_next = 0;
 		su->p_on = true;
 		su->at = now;
@@ -693,7 +709,8 @@ snap_usage(struct mfs *fs, uint32_t g, uint64_t term, uint64_t now, unsigned *bu
 
 		(*budget)--;
 		if (rc == 0) {
-			rc = meta_snap_usage(mb.t, bk, vs->keep, vs->nkeep, &su->p);
+			rc = meta_snap_usage(mb.t, bk, vs->keep, vs->nkeep, vs->branch, vs->nbranch,
+					     &su->p);
 			meta_txn_abort(mb.t);
 		}
 		if (rc < 0)
@@ -703,6 +720,10 @@ snap_usage(struct mfs *fs, uint32_t g, uint64_t term, uint64_t now, unsigned *bu
 		su->u = su->p;
 		su->n = vs->nkeep;
 		memcpy(su->ver, vs->keep, vs->nkeep * sizeof(vs->keep[0]));
+		su->nbr = vs->nbranch;
+		for (unsigned i = 0; i < vs->nbranch; i++)
+			su->br[i] = vs->branch[i].id;
+		su->brs = brs;
 		su->term = term;
 		su->gen = vs->gen;
 		su->p_on = false;
@@ -713,6 +734,10 @@ snap_usage(struct mfs *fs, uint32_t g, uint64_t term, uint64_t now, unsigned *bu
 	out->nsnaps = su->n;
 	memcpy(out->snap_ver, su->ver, su->n * sizeof(su->ver[0]));
 	memcpy(out->snap_only, su->u.only, su->n * sizeof(su->u.only[0]));
+	out->nclones = su->nbr;
+	memcpy(out->clone_branch, su->br, su->nbr * sizeof(su->br[0]));
+	memcpy(out->clone_only, su->u.clone_only, su->nbr * sizeof(su->u.clone_only[0]));
+	memcpy(out->clone_mapped, su->u.clone_mapped, su->nbr * sizeof(su->u.clone_mapped[0]));
 }
 
 unsigned

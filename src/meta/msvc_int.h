@@ -47,10 +47,13 @@ struct msvc_snap_use {
 	uint64_t term, gen, at; /* the group's term and kept list's gen then; when */
 	unsigned n;
 	uint64_t ver[META_KEEP_MAX];
+	unsigned nbr; /* the clones' branches, in the order of u's clone figures */
+	uint16_t br[META_BRANCH_MAX];
+	uint64_t brs;		  /* and those clones with their bases, summed */
 	struct meta_snap_usage u; /* published */
 	/* the pass under way: its term, gen, bucket list (count and a sum of the buckets),
-	 * next bucket (an index in that list), sum */
-	uint64_t p_term, p_gen, p_list;
+	 * clones (summed), next bucket (an index in that list), sum */
+	uint64_t p_term, p_gen, p_list, p_brs;
 	unsigned p_nb, p_next;
 	bool p_on;
 	struct meta_snap_usage p;

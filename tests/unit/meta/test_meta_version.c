@@ -918,10 +918,13 @@ TEST(meta_branch_deltas_and_orphans)
 /* meta_snap_usage's model: each key's writes (version, bytes; 0 bytes: deleted). */
 #define SU_KEYS 6
 #define SU_OPS	300
+#define SU_BR	2 /* clones: branches 1 .. SU_BR */
 struct su_hist {
 	int n;
 	uint64_t ver[SU_OPS];
 	uint64_t bytes[SU_OPS];
+	bool own[SU_BR + 1];	    /* a clone's record of it: it reads that, not its base's */
+	uint64_t obytes[SU_BR + 1]; /* what that record maps (0: deleted) */
 };
 
 /* The write read as of version at: its index (the last at that version wins), -1: none. */
@@ -944,117 +947,213 @@ su_key(struct meta_key *k, int i)
 		meta_key_id(k, 0, META_K_EXTENT, (uint64_t)i); /* one field: ino, no offset */
 }
 
+/* An extent of len bytes in a stripe of its own (no two writes share bytes: the partial
+ * overwrites are meta_snap_usage_counts_stored_bytes_not_lengths), or len inline bytes. */
+static int
+su_value(int i, uint64_t len, int op, uint8_t *v, size_t cap)
+{
+	struct meta_extent x = {
+		.len = len, .stripe = 1000 + (uint64_t)op, .d = 2, .p = 1, .frag = 4096
+	};
+
+	x.targets[0] = 1;
+	x.targets[1] = 2;
+	x.targets[2] = 3;
+	SH_ASSERT(len <= cap);
+	if (i % 2 == 0)
+		return meta_extent_encode(&x, v, cap);
+	memset(v, 'y', len);
+	return (int)len;
+}
+
+struct su_model {
+	struct su_hist h[SU_KEYS];
+	uint64_t keep[12];
+	unsigned nkeep;
+	uint64_t base[SU_BR + 1]; /* 0: no such clone yet */
+};
+
+/* Which write of branch 0 the clone on branch b reads of key i: -1 its own record, or none. */
+static int
+su_clone_read(const struct su_model *m, unsigned b, int i)
+{
+	return m->h[i].own[b] ? -1 : su_read(&m->h[i], m->base[b]);
+}
+
+/* What the model says meta_snap_usage finds, into u. */
+static void
+su_expect(const struct su_model *m, struct meta_snap_usage *u)
+{
+	memset(u, 0, sizeof(*u));
+	for (int i = 0; i < SU_KEYS; i++) {
+		const struct su_hist *h = &m->h[i];
+		int live = h->n - 1, seen = -2;
+
+		for (unsigned s = 0; s < m->nkeep; s++) {
+			int rec = su_read(h, m->keep[s]), others = 0, clones = 0;
+
+			if (rec < 0 || rec == live || h->bytes[rec] == 0)
+				continue;
+			for (unsigned o = 0; o < m->nkeep; o++)
+				others += o != s && su_read(h, m->keep[o]) == rec;
+			for (unsigned b = 1; b <= SU_BR; b++)
+				clones += m->base[b] != 0 && su_clone_read(m, b, i) == rec;
+			if (others + clones == 0)
+				u->only[s] += h->bytes[rec];
+			/* the runs of snapshots reading one write are adjacent */
+			if (rec != seen && clones == 0)
+				u->held += h->bytes[rec];
+			seen = rec;
+		}
+		for (unsigned b = 1, j = 0; b <= SU_BR; b++) {
+			int rec;
+
+			if (m->base[b] == 0)
+				continue;
+			rec = su_clone_read(m, b, i);
+			if (h->own[b])
+				u->clone_only[j] += h->obytes[b];
+			if (i % 2 == 0)
+				u->clone_mapped[j] += h->own[b]	 ? h->obytes[b]
+						      : rec >= 0 ? h->bytes[rec]
+								 : 0;
+			j++;
+		}
+	}
+}
+
+/* meta_snap_usage of the bucket says what the model does. */
+static void
+su_check(struct meta_db *db, const struct su_model *m, const struct meta_vbranch *br, unsigned nbr)
+{
+	struct meta_snap_usage *u = sh_calloc(1, sizeof(*u)), *want = sh_calloc(1, sizeof(*u));
+	struct meta_txn *t;
+
+	SH_ASSERT(u != NULL && want != NULL);
+	su_expect(m, want);
+	SH_ASSERT_OK(meta_txn_begin(db, false, &t));
+	SH_ASSERT_OK(meta_snap_usage(t, 0, m->keep, m->nkeep, br, nbr, u));
+	meta_txn_abort(t);
+	SH_ASSERT_MSG(u->held == want->held, "held %llu, the model says %llu (seed %llu)",
+		      (unsigned long long)u->held, (unsigned long long)want->held,
+		      (unsigned long long)sh_test_seed());
+	for (unsigned s = 0; s < m->nkeep; s++)
+		SH_ASSERT_MSG(u->only[s] == want->only[s],
+			      "snapshot %u (version %llu): %llu only its, the model says "
+			      "%llu (seed %llu)",
+			      s, (unsigned long long)m->keep[s], (unsigned long long)u->only[s],
+			      (unsigned long long)want->only[s],
+			      (unsigned long long)sh_test_seed());
+	for (unsigned j = 0; j < nbr; j++)
+		SH_ASSERT_MSG(
+		    u->clone_only[j] == want->clone_only[j] &&
+			u->clone_mapped[j] == want->clone_mapped[j],
+		    "clone %u: %llu only its and %llu mapped, the model says %llu "
+		    "and %llu (seed %llu)",
+		    j + 1, (unsigned long long)u->clone_only[j],
+		    (unsigned long long)u->clone_mapped[j], (unsigned long long)want->clone_only[j],
+		    (unsigned long long)want->clone_mapped[j], (unsigned long long)sh_test_seed());
+	sh_free(u);
+	sh_free(want);
+}
+
 /*
- * Bytes only one kept snapshot reads, and bytes only snapshots read, from
- * the bucket's stored versions, are what a model of every write says, with
- * snapshots taken and dropped (never settled: versions no one reads stay
- * stored and count for none).
+ * Bytes only one kept snapshot reads, bytes only snapshots read, and what
+ * each clone alone reads and maps, from the bucket's stored versions, are
+ * what a model of every write says, with snapshots taken and dropped and
+ * clones made on them and written (never settled: versions no one reads
+ * stay stored and count for none).
  */
 TEST(meta_snap_usage_matches_a_model)
 {
-	static struct su_hist h[SU_KEYS];
+	static struct su_model m;
+	struct meta_vbranch br[SU_BR];
+	uint64_t bseq[SU_BR + 1] = { 0 }, ver = 1;
+	unsigned nbr = 0;
 	struct meta_db *db;
 	struct sh_rand rng;
-	uint64_t keep[12], ver = 1;
-	unsigned nkeep = 0;
 	char path[512];
 
 	snprintf(path, sizeof(path), "%s/su.mdb", sh_test_dir());
 	SH_ASSERT_OK(meta_db_open(path, 64ull << 20, 0, &db));
-	memset(h, 0, sizeof(h));
+	memset(&m, 0, sizeof(m));
 	sh_rand_seed(&rng, sh_test_seed());
 	for (int op = 0; op < SU_OPS; op++) {
-		struct meta_keep kp = { keep, nkeep, NULL, NULL };
+		struct meta_keep kp = { m.keep, m.nkeep, NULL, NULL, 0 };
 		uint64_t r = sh_rand_below(&rng, 100);
 		int i = (int)sh_rand_below(&rng, SU_KEYS);
-		struct su_hist *k = &h[i];
-		bool there = k->n > 0 && k->bytes[k->n - 1] != 0;
+		struct su_hist *k = &m.h[i];
+		unsigned b = nbr > 0 && sh_rand_below(&rng, 3) == 0
+				 ? 1 + (unsigned)sh_rand_below(&rng, nbr)
+				 : 0;
+		bool there;
+		uint64_t wver = ver;
 		struct meta_txn *t;
 		struct meta_key key;
 
-		if (r < 8 && nkeep < 12) {
-			keep[nkeep++] = ver++;
+		if (r < 8 && m.nkeep < 12) {
+			m.keep[m.nkeep++] = ver++;
 			continue;
 		}
-		if (r < 11 && nkeep > 0) {
-			unsigned d = (unsigned)sh_rand_below(&rng, nkeep);
+		if (r < 11 && m.nkeep > 0) {
+			unsigned d = (unsigned)sh_rand_below(&rng, m.nkeep);
+			bool based = false;
 
-			memmove(keep + d, keep + d + 1, (nkeep - d - 1) * sizeof(keep[0]));
-			nkeep--;
+			for (unsigned c = 1; c <= nbr; c++)
+				based |= m.base[c] == m.keep[d]; /* (the ZFS rule) */
+			if (!based) {
+				memmove(m.keep + d, m.keep + d + 1,
+					(m.nkeep - d - 1) * sizeof(m.keep[0]));
+				m.nkeep--;
+			}
 			continue;
+		}
+		if (r < 14 && nbr < SU_BR && m.nkeep > 0) {
+			nbr++;
+			m.base[nbr] = m.keep[sh_rand_below(&rng, m.nkeep)];
+			SH_ASSERT_OK(meta_db_branch(db, (uint16_t)nbr, m.base[nbr]));
+			br[nbr - 1] =
+			    (struct meta_vbranch){ .id = (uint16_t)nbr, .base = m.base[nbr] };
+			continue;
+		}
+		if (b != 0) {
+			int rec = su_clone_read(&m, b, i);
+
+			kp = (struct meta_keep){ NULL, 0, NULL, NULL, (uint16_t)b };
+			wver = (uint64_t)b << META_BRANCH_SHIFT | ++bseq[b];
+			there = k->own[b] ? k->obytes[b] != 0 : rec >= 0 && k->bytes[rec] != 0;
+		} else {
+			there = k->n > 0 && k->bytes[k->n - 1] != 0;
 		}
 		su_key(&key, i);
 		SH_ASSERT_OK(meta_txn_begin(db, true, &t));
 		if (r < 30 && there) {
-			SH_ASSERT_OK(meta_del(t, &key, ver, &kp));
-			k->bytes[k->n] = 0;
+			SH_ASSERT_OK(meta_del(t, &key, wver, &kp));
+			if (b == 0)
+				k->bytes[k->n] = 0;
+			else
+				k->obytes[b] = 0;
 		} else {
 			uint64_t len = 1 + sh_rand_below(&rng, 3000);
-			uint8_t v[4096]; /* an extent's value, or up to 3000 inline bytes */
-			int vl = (int)len;
+			uint8_t v[4096];
+			int vl = su_value(i, len, op, v, sizeof(v));
 
-			if (i % 2 == 0) {
-				/* a stripe of its own: no two writes share bytes (the partial
-				 * overwrites are meta_snap_usage_counts_stored_bytes_not_lengths)
-				 */
-				struct meta_extent x = { .len = len,
-							 .stripe = 1000 + (uint64_t)op,
-							 .d = 2,
-							 .p = 1,
-							 .frag = 4096,
-							 .targets = { 1, 2, 3 } };
-
-				vl = meta_extent_encode(&x, v, sizeof(v));
-				SH_ASSERT(vl > 0);
-			} else {
-				memset(v, 'y', sizeof(v) < len ? sizeof(v) : len);
-				SH_ASSERT(len <= sizeof(v));
-			}
-			SH_ASSERT_OK(meta_put(t, &key, ver, v, (size_t)vl, &kp));
-			k->bytes[k->n] = len;
+			SH_ASSERT(vl > 0);
+			SH_ASSERT_OK(meta_put(t, &key, wver, v, (size_t)vl, &kp));
+			if (b == 0)
+				k->bytes[k->n] = len;
+			else
+				k->obytes[b] = len;
 		}
-		k->ver[k->n++] = ver;
+		if (b == 0)
+			k->ver[k->n++] = ver;
+		else
+			k->own[b] = true;
 		SH_ASSERT_OK(meta_txn_commit(t));
+		if (op % 20 == 19)
+			su_check(db, &m, br, nbr);
 	}
-	{
-		struct meta_snap_usage *u = sh_calloc(1, sizeof(*u));
-		uint64_t only[12] = { 0 }, held = 0;
-		struct meta_txn *t;
-
-		for (int i = 0; i < SU_KEYS; i++) {
-			int live = h[i].n - 1, seen = -2;
-
-			for (unsigned s = 0; s < nkeep; s++) {
-				int rec = su_read(&h[i], keep[s]), others = 0;
-
-				if (rec < 0 || rec == live || h[i].bytes[rec] == 0)
-					continue;
-				for (unsigned o = 0; o < nkeep; o++)
-					others += o != s && su_read(&h[i], keep[o]) == rec;
-				if (others == 0)
-					only[s] += h[i].bytes[rec];
-				if (rec !=
-				    seen) /* the runs of snapshots reading one write are adjacent */
-					held += h[i].bytes[rec];
-				seen = rec;
-			}
-		}
-		SH_ASSERT(u != NULL);
-		SH_ASSERT_OK(meta_txn_begin(db, false, &t));
-		SH_ASSERT_OK(meta_snap_usage(t, 0, keep, nkeep, u));
-		meta_txn_abort(t);
-		SH_ASSERT_MSG(u->held == held, "held %llu, the model says %llu (seed %llu)",
-			      (unsigned long long)u->held, (unsigned long long)held,
-			      (unsigned long long)sh_test_seed());
-		for (unsigned s = 0; s < nkeep; s++)
-			SH_ASSERT_MSG(u->only[s] == only[s],
-				      "snapshot %u (version %llu): %llu only its, the model says "
-				      "%llu (seed %llu)",
-				      s, (unsigned long long)keep[s],
-				      (unsigned long long)u->only[s], (unsigned long long)only[s],
-				      (unsigned long long)sh_test_seed());
-		sh_free(u);
-	}
+	su_check(db, &m, br, nbr);
 	meta_db_close(db);
 }
 
@@ -1089,7 +1188,7 @@ su_of(struct meta_db *db, const uint64_t *keep, unsigned nkeep)
 
 	memset(&u, 0, sizeof(u));
 	SH_ASSERT_OK(meta_txn_begin(db, false, &t));
-	SH_ASSERT_OK(meta_snap_usage(t, 0, keep, nkeep, &u));
+	SH_ASSERT_OK(meta_snap_usage(t, 0, keep, nkeep, NULL, 0, &u));
 	meta_txn_abort(t);
 	return &u;
 }

@@ -161,19 +161,16 @@ nets_json(const struct cfg *c)
 
 /*
  * What filesystem fs's snapshots hold in the groups this node leads:
- * {"VERSION": bytes only that snapshot reads}; *held, the bytes only
- * snapshots read (docs/snapshots.md, "Space").
+ * {"VERSION": bytes only that snapshot reads} (docs/snapshots.md, "Space").
  */
 static json_t *
-snaps_usage_json(const struct msvc_group_info *gi, unsigned n, uint32_t fs, json_int_t *held)
+snaps_usage_json(const struct msvc_group_info *gi, unsigned n, uint32_t fs)
 {
 	json_t *o = json_object();
 
-	*held = 0;
 	for (unsigned i = 0; i < n; i++) {
 		if (gi[i].fs != fs || !gi[i].ready)
 			continue;
-		*held += (json_int_t)gi[i].snap_held;
 		for (unsigned k = 0; k < gi[i].nsnaps; k++) {
 			char v[24];
 
@@ -202,17 +199,17 @@ usage_json(const struct cfg *c, const struct admin_node *self)
 		n = 0;
 	}
 	for (uint32_t i = 0; i < c->nfs; i++) {
-		struct meta_usage u;
-		json_int_t held = 0;
-		json_t *snaps = snaps_usage_json(gi, n, c->fs[i].id, &held);
+		struct usage_sum s = { 0 };
+		json_t *snaps = snaps_usage_json(gi, n, c->fs[i].id);
 
-		admin_fs_usage(gi, n, c->fs[i].id, &u);
-		json_object_set_new(o, c->fs[i].name,
-				    json_pack("{s:I, s:I, s:I, s:I, s:I, s:o}", "logical",
-					      (json_int_t)u.mapped, "stored", (json_int_t)u.data,
-					      "physical", (json_int_t)u.phys, "unique",
-					      (json_int_t)u.unique, "snapshot_bytes", held,
-					      "snapshots", snaps));
+		admin_fs_usage(gi, n, &c->fs[i], &s);
+		json_object_set_new(
+		    o, c->fs[i].name,
+		    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "logical",
+			      (json_int_t)s.u.mapped, "stored", (json_int_t)s.u.data, "physical",
+			      (json_int_t)s.u.phys, "unique", (json_int_t)s.u.unique,
+			      "snapshot_bytes", (json_int_t)s.held, "own_bytes", (json_int_t)s.own,
+			      "snapshots", snaps));
 	}
 	sh_free(gi);
 	return o;
@@ -278,9 +275,9 @@ fs_json(const struct cfg *c, const struct admin_node *self, bool usage)
 	for (uint32_t i = 0; i < c->nfs; i++) {
 		const struct cfg_fs *f = &c->fs[i];
 		char prot[16], comp[16];
-		json_int_t v[5] = { 0 };
-		static const char *const keys[5] = { "logical", "stored", "physical", "unique",
-						     "snapshot_bytes" };
+		json_int_t v[6] = { 0 };
+		static const char *const keys[6] = { "logical", "stored",	  "physical",
+						     "unique",	"snapshot_bytes", "own_bytes" };
 		size_t k;
 		json_t *part, *o;
 
@@ -288,7 +285,7 @@ fs_json(const struct cfg *c, const struct admin_node *self, bool usage)
 		{
 			json_t *u = json_object_get(part, f->name);
 
-			for (unsigned x = 0; x < 5; x++)
+			for (unsigned x = 0; x < SH_ARRAY_SIZE(keys); x++)
 				v[x] += json_integer_value(json_object_get(u, keys[x]));
 		}
 		snprintf(prot, sizeof(prot), "%u+%u", f->d, f->p);
@@ -326,11 +323,16 @@ fs_json(const struct cfg *c, const struct admin_node *self, bool usage)
 			for (uint32_t k = 0; k < c->nsnaps && s == NULL; k++)
 				if (c->snaps[k].fs == f->origin && c->snaps[k].version == f->base)
 					s = &c->snaps[k];
-			json_object_set_new(
-			    o, "clone",
+			json_t *k =
 			    json_pack("{s:s, s:s, s:I, s:i, s:s}", "origin", of ? of->name : "",
 				      "snapshot", s ? s->name : "", "version", (json_int_t)f->base,
-				      "branch", (int)f->branch, "state", state[f->clone_state]));
+				      "branch", (int)f->branch, "state", state[f->clone_state]);
+
+			/* what it alone reads: what deleting it frees (its other bytes are
+			 * its snapshot's, counted with the origin) */
+			if (k != NULL && usage)
+				json_object_set_new(k, "own_bytes", json_integer(v[5]));
+			json_object_set_new(o, "clone", k);
 		}
 		json_array_append_new(a, o);
 	}

@@ -521,7 +521,7 @@ meta_families(struct mctx *m)
 	}
 	{
 		struct msvc_stats ms = { 0 };
-		static const char *const fam[5][2] = {
+		static const char *const fam[6][2] = {
 			{ "shoal_meta_log_writes_total",
 			  "Durable writes of the groups' shared Raft log (each a batch of every "
 			  "group's records)." },
@@ -601,16 +601,26 @@ cluster_families(struct mctx *m, struct cluster *cl, const struct admin_node *se
 }
 
 void
-admin_fs_usage(const struct msvc_group_info *g, unsigned n, uint32_t fs, struct meta_usage *out)
+admin_fs_usage(const struct msvc_group_info *g, unsigned n, const struct cfg_fs *f,
+	       struct usage_sum *out)
 {
-	memset(out, 0, sizeof(*out));
+	bool clone = !cfg_fs_own(f);
+
 	for (unsigned i = 0; i < n; i++) {
-		if (g[i].fs != fs || !g[i].ready)
+		if (g[i].fs != (clone ? f->origin : f->id) || !g[i].ready)
 			continue;
-		out->mapped += g[i].usage.mapped;
-		out->data += g[i].usage.data;
-		out->phys += g[i].usage.phys;
-		out->unique += g[i].usage.unique;
+		for (unsigned k = 0; clone && k < g[i].nclones; k++)
+			if (g[i].clone_branch[k] == f->branch) {
+				out->u.mapped += g[i].clone_mapped[k];
+				out->own += g[i].clone_only[k];
+			}
+		if (clone)
+			continue;
+		out->u.mapped += g[i].usage.mapped;
+		out->u.data += g[i].usage.data;
+		out->u.phys += g[i].usage.phys;
+		out->u.unique += g[i].usage.unique;
+		out->held += g[i].snap_held;
 	}
 }
 
@@ -618,7 +628,7 @@ admin_fs_usage(const struct msvc_group_info *g, unsigned n, uint32_t fs, struct 
 static void
 usage_families(struct mctx *m, const struct cfg *c)
 {
-	static const char *const fam[5][2] = {
+	static const char *const fam[6][2] = {
 		{ "shoal_fs_logical_bytes",
 		  "File data a filesystem's files map (holes and inline bytes not counted), in "
 		  "the buckets this node leads (sum over nodes: the filesystem's)." },
@@ -633,32 +643,28 @@ usage_families(struct mctx *m, const struct cfg *c)
 		{ "shoal_fs_snapshot_bytes",
 		  "File bytes only snapshots hold, no longer mapped by the live filesystem (sum "
 		  "over nodes; summed every 10 s while it has snapshots)." },
+		{ "shoal_fs_clone_own_bytes",
+		  "File bytes a writable clone alone reads: what deleting it frees, before "
+		  "compression, dedup and parity (sum over nodes; summed every 10 s; 0 for a "
+		  "filesystem that is not a clone, whose logical bytes are those its own files "
+		  "map)." },
 	};
 	struct mtext *t = &m->t;
 
-	for (unsigned k = 0; k < 5; k++) {
+	for (unsigned k = 0; k < SH_ARRAY_SIZE(fam); k++) {
 		family(t, fam[k][0], "gauge", fam[k][1]);
 		for (uint32_t i = 0; i < c->nfs; i++) {
-			struct meta_usage u = { 0 };
-			uint64_t v[5] = { 0 };
+			struct usage_sum s = { 0 };
+			uint64_t v[6];
 
-			for (unsigned w = 0; w < m->nws; w++) {
-				const struct msvc_group_info *g = m->ws[w]->groups;
-				struct meta_usage one;
-
-				admin_fs_usage(g, m->ws[w]->ngroups, c->fs[i].id, &one);
-				u.mapped += one.mapped;
-				u.data += one.data;
-				u.phys += one.phys;
-				u.unique += one.unique;
-				for (unsigned x = 0; x < m->ws[w]->ngroups; x++)
-					if (g[x].fs == c->fs[i].id && g[x].ready)
-						v[4] += g[x].snap_held;
-			}
-			v[0] = u.mapped;
-			v[1] = u.data;
-			v[2] = u.phys;
-			v[3] = u.unique;
+			for (unsigned w = 0; w < m->nws; w++)
+				admin_fs_usage(m->ws[w]->groups, m->ws[w]->ngroups, &c->fs[i], &s);
+			v[0] = s.u.mapped;
+			v[1] = s.u.data;
+			v[2] = s.u.phys;
+			v[3] = s.u.unique;
+			v[4] = s.held;
+			v[5] = s.own;
 			put(t, "%s{node=\"%llu\",fs=\"%s\"} %llu\n", fam[k][0],
 			    (unsigned long long)m->node, c->fs[i].name, (unsigned long long)v[k]);
 		}

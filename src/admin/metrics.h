@@ -46,9 +46,20 @@ int admin_stats_of_net(struct net *n, struct admin_stats *out);
 /* Free what a snapshot owns (peers, drives, groups); the struct itself is the caller's. */
 void admin_stats_clear(struct admin_stats *s);
 
-/* The usage of filesystem fs summed over the groups of g[0..n) that serve here (ready). */
-void admin_fs_usage(const struct msvc_group_info *g, unsigned n, uint32_t fs,
-		    struct meta_usage *out);
+/*
+ * What filesystem f uses, summed over the groups of g[0..n) that serve
+ * here (ready): its usage records into *out; *held, the bytes only its
+ * snapshots read; *own, 0. A writable clone has no groups of its own: its
+ * logical bytes (out->mapped) and *own, the bytes it alone reads (what
+ * deleting it frees), are its origin's groups' figures of its branch; the
+ * rest of what it uses is counted with its origin.
+ */
+struct usage_sum {
+	struct meta_usage u;
+	uint64_t held, own;
+};
+void admin_fs_usage(const struct msvc_group_info *g, unsigned n, const struct cfg_fs *f,
+		    struct usage_sum *out);
 
 /* The page: reply to req with every family. */
 void admin_metrics_reply(struct cluster *cl, const struct admin_node *self,

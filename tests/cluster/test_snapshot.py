@@ -699,6 +699,25 @@ def clone_differs_only_where_written(c):
           "the origin sees the clone's writes")
     check(get(c, "co@s1", "/ckpt") == old and get(c, "co@s1", "/d/small") == small,
           "the snapshot sees writes made after it")
+    # its space: what it alone reads is its rewritten checkpoint, its new file and its
+    # small files' bytes (the cut file's 10, the mount's 17); its logical bytes, the extents
+    # it maps (the checkpoint, the copy it shares with the snapshot, its new file)
+    own_lo, maps = size + (200 << 10), size + (1 << 20) + (200 << 10)
+    end = time.time() + 40
+    while True:
+        row = fs_names(c)["cc"]
+        own = row["clone"].get("own_bytes")
+        if (row["usage_nodes"] == row["nodes"] and own_lo <= own <= own_lo + 27
+                and maps <= row["logical_bytes"] <= maps + 17):
+            break
+        check(time.time() < end, "the clone holds %s bytes alone and maps %s; want %d (+27) "
+              "and %d (+17)" % (own, row["logical_bytes"], own_lo, maps))
+        time.sleep(1)
+    mown = sum(tc.total(tc.parse_metrics(tc.metrics_page(c, n)), "shoal_fs_clone_own_bytes",
+                        fs="cc") for n in range(1, c.nodes + 1))
+    check(mown == own, "shoal_fs_clone_own_bytes sums to %d, fs list says %d" % (mown, own))
+    print("  the clone alone holds %d bytes and maps %d (%s)" % (own, row["logical_bytes"], [
+        ln for ln in c.shoal("fs", "list", check_rc=0).stdout.splitlines() if "clone" in ln]))
     # what it stands on stays; what it cannot do yet says so
     for args, want in ((("fs", "snapshot", "delete", "co", "s1"), "has clones (cc)"),
                        (("fs", "delete", "co"), "has clones (cc)"),

@@ -507,8 +507,12 @@ show_fs(json_t *a)
 		if (json_is_object(json_object_get(f, "clone"))) {
 			json_t *k = json_object_get(f, "clone");
 
-			printf("  (a writable clone of %s@%s, %s: its space is counted with %s)\n",
-			       jstr(k, "origin"), jstr(k, "snapshot"), jstr(k, "state"),
+			char own[32];
+
+			human_size(jint(k, "own_bytes"), own, sizeof(own));
+			printf("  (a writable clone of %s@%s, %s: %s its own, freed when it is "
+			       "deleted; what it shares with the snapshot is stored with %s)\n",
+			       jstr(k, "origin"), jstr(k, "snapshot"), jstr(k, "state"), own,
 			       jstr(k, "origin"));
 		}
 	}

@@ -144,6 +144,12 @@ wrapped(struct cluster *cl, struct admin_req *req, const struct cfg_fs *f)
 		admin_reply_err(req, -ENOENT, "the filesystem is not encrypted: it has no key");
 		return;
 	}
+	if (!cfg_fs_own(f)) {
+		admin_reply_err(req, -EINVAL,
+				"the filesystem is a clone: it opens with its origin's file system "
+				"key (rekey the origin)");
+		return;
+	}
 	if (strcmp(req->method, "GET") == 0) {
 		sh_hex(f->wrapped, CFG_WRAP_LEN, hex);
 		admin_reply_json(req, 200,

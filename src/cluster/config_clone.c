@@ -129,11 +129,6 @@ cfg_check_clone(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_
 	if (f->origin != 0)
 		return cfg_fail(msg, len, -EOPNOTSUPP,
 				"%s is a clone: clones of clones are not supported yet", f->name);
-	if (f->sealed)
-		return cfg_fail(msg, len, -EOPNOTSUPP,
-				"%s is encrypted: clones of encrypted filesystems are not "
-				"supported yet",
-				f->name);
 	s = cfg_snap_find(c, f->id, cmd->snap);
 	if (s == NULL)
 		return cfg_fail(msg, len, -ENOENT, "filesystem %s has no snapshot '%s'", f->name,
@@ -182,6 +177,9 @@ cfg_apply_clone(struct cfg *c, const struct cfg_cmd *cmd)
 	s = cfg_snap_find(c, f->id, cmd->snap);
 	n = cfg_fs_add(c, cmd->path, f->d, f->p, f->compression, f->dedup, cmd->time);
 	n->origin = f->id;
+	/* its blocks are its origin's, under the same master key: opened with the origin's
+	 * wrapping (the client asks for the origin's), so none is kept here to go stale */
+	n->sealed = f->sealed;
 	n->branch = ++f->branches;
 	n->base = s->version;
 	n->clone_state = CFG_CLONE_CREATING;

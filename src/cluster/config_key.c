@@ -53,6 +53,11 @@ check_rekey(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t le
 		return cfg_fail(msg, len, -ENOENT, "no filesystem '%s'", cmd->name);
 	if (!f->sealed)
 		return cfg_fail(msg, len, -EINVAL, "filesystem %s is not encrypted", cmd->name);
+	if (!cfg_fs_own(f))
+		return cfg_fail(msg, len, -EINVAL,
+				"filesystem %s is a clone: it opens with its origin's file system "
+				"key (rekey the origin)",
+				cmd->name);
 	if (memcmp(cmd->wrapped, none, CFG_WRAP_LEN) == 0)
 		return cfg_fail(msg, len, -EINVAL, "a new wrapped key is needed");
 	if (memcmp(f->wrapped, cmd->key, CFG_KEY_LEN) != 0)

@@ -12,6 +12,8 @@ systems"), as tests/cluster/test_cluster.py:
   garbage; the key is taken from --fs-key-file, $SHOAL_FS_KEY_FILE or $SHOAL_FS_KEY; after
   `shoal fs rekey` the new key opens it and the old one no longer does;
 - dedup works within it: a second copy takes no new space;
+- a writable clone of it is encrypted too and opens with its key (and after a rekey of its
+  origin, with the new one);
 - the mount reads and writes it.
 
 usage: tests/cluster/test_encrypt.py BIN_DIR [--only NAME[,NAME]] [--keep]
@@ -306,6 +308,45 @@ def encrypted_filesystem_through_the_mount(c):
     rc, out = ts.run(c, dict(bare, SHOAL_FS_KEY_FILE=key), "ns", "sec", "get", "/renamed", back)
     with open(back) as f:
         check(rc == 0 and f.read() == "a small file\n", "read after the mount: %s" % out)
+
+
+@test
+def encrypted_filesystem_clones_with_its_key(c):
+    local, key, env = start(c)
+    src = ts.random_file(c, "local/src", 300000)
+    rc, out = ts.run(c, env, "ns", "sec", "put", src, "/x")
+    check(rc == 0, "put: %s" % out)
+    c.shoal("fs", "snapshot", "create", "sec", "s1", check_rc=0)
+    rc, out = ts.run(c, env, "fs", "clone", "sec@s1", "sc", timeout=120)
+    check(rc == 0 and "writable clone of sec@s1" in out, "clone: exit %d: %s" % (rc, out))
+    row = [f for f in c.json("fs", "list") if f["name"] == "sc"][0]
+    check(row["encrypted"] and row["clone"]["origin"] == "sec", "fs list shows %s" % row)
+    # its origin's key opens it; none does not
+    rc, out = ts.run(c, env, "ns", "sc", "get", "/x", src + ".a")
+    check(rc == 0 and ts.same_file(src, src + ".a"), "the clone reads: %s" % out)
+    bare = {k: v for k, v in env.items() if not k.startswith("SHOAL_FS_KEY")}
+    rc, out = ts.run(c, bare, "ns", "sc", "get", "/x", src + ".b")
+    check(rc != 0 and "EACCES" in out and "encrypted" in out,
+          "the clone without a file system key: exit %d: %s" % (rc, out))
+    # its own writes, sealed as its origin's; the origin does not see them
+    mine = ts.random_file(c, "local/mine", 200000)
+    rc, out = ts.run(c, env, "ns", "sc", "put", mine, "/x")
+    check(rc == 0, "put in the clone: %s" % out)
+    rc, out = ts.run(c, env, "ns", "sc", "get", "/x", src + ".c")
+    check(rc == 0 and ts.same_file(mine, src + ".c"), "the clone's own write: %s" % out)
+    rc, out = ts.run(c, env, "ns", "sec", "get", "/x", src + ".d")
+    check(rc == 0 and ts.same_file(src, src + ".d"), "the origin after the clone's write")
+    # its key is its origin's: rekeyed there, and then the new key opens both
+    new = os.path.join(local, "new.key")
+    rc, out = ts.run(c, env, "fs", "rekey", "sc", "--old", key, "--new", new)
+    check(rc != 0 and "is a clone" in out, "rekey of the clone: exit %d: %s" % (rc, out))
+    rc, out = ts.run(c, env, "fs", "rekey", "sec", "--old", key, "--new", new)
+    check(rc == 0, "rekey of the origin: %s" % out)
+    rc, out = ts.run(c, dict(bare, SHOAL_FS_KEY_FILE=new), "ns", "sc", "get", "/x", src + ".e")
+    check(rc == 0 and ts.same_file(mine, src + ".e"), "the clone with the new key: %s" % out)
+    rc, out = ts.run(c, env, "ns", "sc", "stat", "/x")
+    check(rc != 0 and "EACCES" in out, "the clone with the old key: exit %d: %s" % (rc, out))
+    c.shoal("fs", "delete", "sc", check_rc=0)
 
 
 def main():

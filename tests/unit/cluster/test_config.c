@@ -1669,7 +1669,8 @@ clone_state(const char *name, uint8_t state, uint64_t time)
  * branch number each, never used twice; what a clone stands on (its
  * snapshot, its origin) stays while it does; a clone has no snapshots,
  * restores or clones of its own yet; deleted, it goes once its groups
- * dropped it; the configuration's bytes carry it and refuse a bad one.
+ * dropped it; the configuration's bytes carry it and refuse a bad one; an
+ * encrypted filesystem's clone is encrypted, and rekeyed with its origin.
  */
 TEST(config_clones_stand_on_their_snapshot)
 {
@@ -1746,6 +1747,37 @@ TEST(config_clones_stand_on_their_snapshot)
 	snap_expect(c, snap_cmd(CFG_OP_SNAP_STATE, "data", "s2", 17), 0, NULL);
 	snap_expect(c, clone_cmd("data", "s2", "c3", 18), 0, NULL);
 	SH_ASSERT_EQ(cfg_fs_find(c, "c3")->branch, 3u); /* never a number used before */
+
+	/* an encrypted filesystem's clone: encrypted too, opened with its origin's key */
+	{
+		struct cfg_cmd fs = {
+			.op = CFG_OP_FS_CREATE, .d = 4, .p = 2, .time = 19, .sealed = true
+		};
+		struct cfg_cmd rk = { .op = CFG_OP_FS_REKEY, .time = 23 };
+		char msg[CFG_MSG_MAX];
+
+		snprintf(fs.name, sizeof(fs.name), "secret");
+		memset(fs.wrapped, 7, CFG_WRAP_LEN);
+		SH_ASSERT_MSG(cfg_apply(c, &fs, msg, sizeof(msg)) == 0, "%s", msg);
+		snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "secret", "s", 20), 0, NULL);
+		snap_expect(c, snap_cmd(CFG_OP_SNAP_STATE, "secret", "s", 21), 0, NULL);
+		snap_expect(c, clone_cmd("secret", "s", "sc", 22), 0, NULL);
+		SH_ASSERT(cfg_fs_find(c, "sc")->sealed);
+		/* its key is its origin's: rekeyed there, never here */
+		snprintf(rk.name, sizeof(rk.name), "sc");
+		memset(rk.key, 7, CFG_KEY_LEN);
+		memset(rk.wrapped, 8, CFG_WRAP_LEN);
+		SH_ASSERT_EQ(cfg_apply(c, &rk, msg, sizeof(msg)), -EINVAL);
+		SH_ASSERT(strstr(msg, "is a clone") != NULL);
+		snprintf(rk.name, sizeof(rk.name), "secret");
+		SH_ASSERT_MSG(cfg_apply(c, &rk, msg, sizeof(msg)) == 0, "%s", msg);
+		sh_enc_init(&e);
+		cfg_encode(&e, c);
+		SH_ASSERT_OK(cfg_decode(e.p, e.len, d));
+		SH_ASSERT(cfg_fs_find(d, "sc")->sealed);
+		SH_ASSERT_EQ(cfg_fs_find(d, "sc")->origin, cfg_fs_find(d, "secret")->id);
+		sh_enc_fini(&e);
+	}
 	cfg_free(d);
 	cfg_free(c);
 }

@@ -30,6 +30,9 @@ admin_snap_json(const struct cfg *c, const struct cfg_snap *s, json_t *parts)
 	size_t i;
 	char v[24];
 
+	/* a writable snapshot: opened (read-write) as its clone's name */
+	if (o != NULL && f != NULL)
+		json_object_set_new(o, "writable", json_boolean(cfg_writable_of(c, f, s) != NULL));
 	if (o == NULL || parts == NULL || f == NULL)
 		return o;
 	/* the bytes only it reads, summed over the nodes' parts (docs/snapshots.md, "Space") */
@@ -122,6 +125,7 @@ struct snap_wait {
 	struct admin_req *req;
 	uint64_t until;	 /* sh_clock_mono_ns: answer 504 if not ready by then */
 	bool seen;	 /* this node's configuration has had the snapshot */
+	bool writable;	 /* a writable snapshot: its clone waited for too */
 	uint32_t fs_id;	 /* once seen */
 	uint32_t before; /* a restore: the filesystem's restores before it */
 	char fs[CFG_NAME_MAX], name[CFG_NAME_MAX];
@@ -153,6 +157,11 @@ settled(void *arg, const struct cfg *c)
 	if (!w->seen)
 		return false; /* committed, but not in this node's copy yet */
 	s = cfg_snap_find(c, w->fs_id, w->name);
+	if (s != NULL && s->state == CFG_SNAP_READY && w->writable) {
+		const struct cfg_fs *wf = cfg_writable_of(c, cfg_fs_by_id(c, w->fs_id), s);
+
+		return wf == NULL || wf->clone_state != CFG_CLONE_CREATING;
+	}
 	return s == NULL || s->state != CFG_SNAP_CREATING;
 }
 
@@ -173,7 +182,13 @@ on_settled(void *arg, int status, const char *msg)
 	}
 	c = cluster_cfg(w->cl);
 	s = w->seen ? cfg_snap_find(c, w->fs_id, w->name) : NULL;
-	if (s != NULL && s->state == CFG_SNAP_READY) {
+	if (s != NULL && s->state == CFG_SNAP_READY && w->writable && !settled(w, c)) {
+		snprintf(err, sizeof(err),
+			 "snapshot %s of %s is ready, but not writable yet: not every metadata "
+			 "group serves %s@%s; it opens when they do",
+			 w->name, w->fs, w->fs, w->name);
+		reply_late(w->req, err);
+	} else if (s != NULL && s->state == CFG_SNAP_READY) {
 		admin_reply_json(w->req, 201, admin_snap_json(c, s, NULL));
 	} else if (s != NULL && s->state == CFG_SNAP_CREATING) {
 		snprintf(err, sizeof(err),
@@ -243,6 +258,18 @@ submit_and_wait(struct cluster *cl, const struct admin_node *self, struct admin_
 		return;
 	}
 	snprintf(cmd->snap, sizeof(cmd->snap), "%s", json_string_value(v));
+	/* a snapshot: read-only, or writable ({"writable": true}) */
+	v = json_object_get(o, "writable");
+	if (cmd->op == CFG_OP_SNAP_CREATE && v != NULL && !json_is_boolean(v)) {
+		json_decref(o);
+		sh_free(w);
+		admin_reply_err(req, -EINVAL, "field \"writable\" must be true or false");
+		return;
+	}
+	if (cmd->op == CFG_OP_SNAP_CREATE && json_is_true(v)) {
+		cmd->state = CFG_SNAP_WRITABLE;
+		w->writable = true;
+	}
 	json_decref(o);
 	w->cl = cl;
 	w->req = req;

@@ -1295,6 +1295,11 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 		rc = clone_lookup_fresh(c, &id, &branch);
 	if (rc == 0 && snap != NULL)
 		rc = branch ? -ENOENT : client_snap_lookup_fresh(c, id, snap + 1, &at);
+	/* a writable snapshot: its clone (named FS@NAME, made with it), read-write */
+	if (rc == 0 && snap != NULL && client_fs_lookup(c, name, &id, &nb) == 0) {
+		at = 0;
+		rc = clone_lookup_fresh(c, &id, &branch);
+	}
 	if (rc < 0)
 		return rc;
 	fs = sh_calloc(1, sizeof(*fs));

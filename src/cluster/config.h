@@ -71,8 +71,8 @@
 	/* id: the node that says it (0: the cluster), path: the text */                         \
 	X(CFG_OP_EVENT, 13, "event")                                                             \
 	/* name: the filesystem, snap: the snapshot (enum cfg_snap_state) */                     \
-	X(CFG_OP_SNAP_CREATE, 14, "snap.create")                                                 \
-	X(CFG_OP_SNAP_STATE, 15, "snap.state") /* state: CFG_SNAP_READY */                       \
+	X(CFG_OP_SNAP_CREATE, 14, "snap.create") /* state: CFG_SNAP_WRITABLE, or 0 */            \
+	X(CFG_OP_SNAP_STATE, 15, "snap.state")	 /* state: CFG_SNAP_READY */                     \
 	X(CFG_OP_SNAP_DELETE, 16, "snap.delete")                                                 \
 	X(CFG_OP_SNAP_FORGET, 17, "snap.forget")                                                 \
 	/* name: the filesystem, size: every (s, 0: off), quota: how many are kept */            \
@@ -152,6 +152,14 @@ enum cfg_compression { CFG_COMP_NONE = 0, CFG_COMP_LZ4, CFG_COMP_ZSTD };
  * snapshots at once.
  */
 enum cfg_snap_state { CFG_SNAP_CREATING = 0, CFG_SNAP_READY = 1, CFG_SNAP_DELETING = 2 };
+/*
+ * snap.create of a writable snapshot (docs/snapshots.md "Writable
+ * snapshots"): with it comes a clone of the snapshot named FS@NAME (no
+ * other filesystem name has an @), which FS@NAME opens, read-write.
+ * snap.delete deletes that clone first; the snapshot is deleted when the
+ * clone is gone.
+ */
+#define CFG_SNAP_WRITABLE 1
 
 struct cfg_net {
 	char addr[CFG_ADDR_MAX];
@@ -403,6 +411,9 @@ unsigned cfg_clones_of(const struct cfg *c, uint32_t origin, uint64_t base, char
 uint32_t cfg_nfs_own(const struct cfg *c);
 /* The clone that is branch `branch` of filesystem origin (its id), or NULL. */
 const struct cfg_fs *cfg_clone_find(const struct cfg *c, uint32_t origin, uint16_t branch);
+/* The clone that makes snapshot s of origin writable (named ORIGIN@NAME), or NULL. */
+const struct cfg_fs *cfg_writable_of(const struct cfg *c, const struct cfg_fs *origin,
+				     const struct cfg_snap *s);
 /*
  * The versions filesystem fs (its id) keeps for its snapshots: those
  * being created and those ready (one being deleted is kept no more: its

@@ -3,7 +3,8 @@
  * Writable clones in the configuration (config.h, docs/snapshots.md
  * "Clones"): fs.clone makes one on a ready snapshot, fs.clone_state moves
  * it on, and the rules that keep what a clone stands on: its snapshot is
- * not deleted, its origin neither, while it is there.
+ * not deleted, its origin neither, while it is there. A writable snapshot
+ * is a snapshot with a clone of its own (CFG_SNAP_WRITABLE).
  */
 #include <stdio.h>
 #include <string.h>
@@ -41,6 +42,57 @@ cfg_clone_find(const struct cfg *c, uint32_t origin, uint16_t branch)
 		if (c->fs[i].origin == origin && origin != 0 && c->fs[i].branch == branch)
 			return &c->fs[i];
 	return NULL;
+}
+
+const struct cfg_fs *
+cfg_writable_of(const struct cfg *c, const struct cfg_fs *origin, const struct cfg_snap *s)
+{
+	char name[2 * CFG_NAME_MAX + 1];
+	const struct cfg_fs *w;
+
+	if (origin == NULL || s == NULL)
+		return NULL;
+	snprintf(name, sizeof(name), "%s@%s", origin->name, s->name);
+	w = cfg_fs_find(c, name);
+	return w != NULL && w->origin == origin->id && w->base == s->version ? w : NULL;
+}
+
+/* A writable snapshot's clone: its name fits, and the clone rules let it be. */
+static int
+check_writable(const struct cfg *c, const struct cfg_fs *f, const struct cfg_cmd *cmd, char *msg,
+	       size_t len)
+{
+	char name[2 * CFG_NAME_MAX + 1];
+
+	if (cmd->state != CFG_SNAP_WRITABLE)
+		return cmd->state == 0
+			   ? 0
+			   : cfg_fail(msg, len, -EINVAL,
+				      "a snapshot is made read-only (0) or writable (%d), "
+				      "not %u",
+				      CFG_SNAP_WRITABLE, cmd->state);
+	snprintf(name, sizeof(name), "%s@%s", f->name, cmd->snap);
+	if (strlen(name) >= CFG_NAME_MAX)
+		return cfg_fail(msg, len, -ENAMETOOLONG,
+				"a writable snapshot is opened as %s, longer than a filesystem "
+				"name may be (%d): name it shorter",
+				name, CFG_NAME_MAX - 1);
+	if (cfg_fs_find(c, name) != NULL)
+		return cfg_fail(msg, len, -EEXIST, "filesystem '%s' already exists", name);
+	if (c->nfs >= CFG_FS_MAX)
+		return cfg_fail(msg, len, -ENOSPC,
+				"the cluster has the most filesystems it can (%d): a writable "
+				"snapshot is one",
+				CFG_FS_MAX);
+	if (cfg_clones_of(c, f->id, 0, NULL, 0) >= CFG_CLONES_MAX)
+		return cfg_fail(msg, len, -ENOSPC,
+				"filesystem %s has the most clones and writable snapshots it can "
+				"(%d): delete some first",
+				f->name, CFG_CLONES_MAX);
+	if (f->branches == UINT16_MAX)
+		return cfg_fail(msg, len, -ENOSPC, "filesystem %s has no branch numbers left",
+				f->name);
+	return 0;
 }
 
 unsigned
@@ -86,8 +138,16 @@ cfg_check_clone_rules(const struct cfg *c, const struct cfg_cmd *cmd, char *msg,
 		return 0;
 	case CFG_OP_SNAP_DELETE: {
 		const struct cfg_snap *s = cfg_snap_find(c, f->id, cmd->snap);
+		const struct cfg_fs *w = cfg_writable_of(c, f, s);
 
-		if (s != NULL && cfg_clones_of(c, f->id, s->version, names, sizeof(names)) > 0)
+		if (w != NULL && w->clone_state == CFG_CLONE_DELETING)
+			return cfg_fail(msg, len, -EALREADY,
+					"snapshot %s of %s is being deleted already (its writes "
+					"first)",
+					s->name, f->name);
+		/* (its own clone goes with it) */
+		if (s != NULL &&
+		    cfg_clones_of(c, f->id, s->version, names, sizeof(names)) > (w != NULL))
 			return cfg_fail(msg, len, -EBUSY,
 					"snapshot %s of %s has clones (%s): delete them first",
 					s->name, f->name, names);
@@ -101,7 +161,13 @@ cfg_check_clone_rules(const struct cfg *c, const struct cfg_cmd *cmd, char *msg,
 					"%s is a clone: clones have no snapshots or restores of "
 					"their own yet (docs/snapshots.md \"Clones\")",
 					f->name);
-		return 0;
+		if (cmd->op == CFG_OP_FS_RESTORE &&
+		    cfg_writable_of(c, f, cfg_snap_find(c, f->id, cmd->snap)) != NULL)
+			return cfg_fail(msg, len, -EOPNOTSUPP,
+					"snapshot %s of %s is writable: a restore to it is not "
+					"supported yet (restore a read-only one)",
+					cmd->snap, f->name);
+		return cmd->op == CFG_OP_SNAP_CREATE ? check_writable(c, f, cmd, msg, len) : 0;
 	}
 	return 0;
 }
@@ -137,6 +203,11 @@ cfg_check_clone(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_
 		return cfg_fail(msg, len, -EINVAL,
 				"snapshot %s of %s is %s: only a ready one can be cloned", s->name,
 				f->name, cfg_snap_state_name(s->state));
+	if (cfg_writable_of(c, f, s) != NULL)
+		return cfg_fail(msg, len, -EOPNOTSUPP,
+				"snapshot %s of %s is writable: it is a clone (%s@%s) itself, and "
+				"clones of clones are not supported yet",
+				s->name, f->name, f->name, s->name);
 	if (!cfg_name_ok(cmd->path))
 		return cfg_fail(msg, len, -EINVAL,
 				"'%s' is not a filesystem name (1-63 of A-Z a-z 0-9 . _ -)",
@@ -156,26 +227,13 @@ cfg_check_clone(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_
 	return 0;
 }
 
-void
-cfg_apply_clone(struct cfg *c, const struct cfg_cmd *cmd)
+/* A clone named name of f on snapshot s: being created. */
+static struct cfg_fs *
+clone_add(struct cfg *c, struct cfg_fs *f, const struct cfg_snap *s, const char *name,
+	  uint64_t time)
 {
-	struct cfg_fs *f = (struct cfg_fs *)cfg_fs_find(c, cmd->name), *n;
-	const struct cfg_snap *s;
+	struct cfg_fs *n = cfg_fs_add(c, name, f->d, f->p, f->compression, f->dedup, time);
 
-	if (cmd->op == CFG_OP_FS_CLONE_STATE) {
-		if (cmd->state == CFG_CLONE_READY) {
-			f->clone_state = CFG_CLONE_READY;
-			cfg_event(c, cmd->time, cmd->id, "clone %s is ready: it serves", f->name);
-			return;
-		}
-		cfg_event(c, cmd->time, cmd->id, "clone %s is gone: its space is freed", f->name);
-		cfg_keys_drop(c, f->id);
-		memmove(f, f + 1, (size_t)(c->fs + c->nfs - (f + 1)) * sizeof(*f));
-		c->nfs--;
-		return;
-	}
-	s = cfg_snap_find(c, f->id, cmd->snap);
-	n = cfg_fs_add(c, cmd->path, f->d, f->p, f->compression, f->dedup, cmd->time);
 	n->origin = f->id;
 	/* its blocks are its origin's, under the same master key: opened with the origin's
 	 * wrapping (the client asks for the origin's), so none is kept here to go stale */
@@ -183,6 +241,53 @@ cfg_apply_clone(struct cfg *c, const struct cfg_cmd *cmd)
 	n->branch = ++f->branches;
 	n->base = s->version;
 	n->clone_state = CFG_CLONE_CREATING;
+	return n;
+}
+
+void
+cfg_apply_writable(struct cfg *c, struct cfg_fs *f, const struct cfg_snap *s, uint64_t time)
+{
+	char name[2 * CFG_NAME_MAX + 1];
+
+	snprintf(name, sizeof(name), "%s@%s", f->name, s->name);
+	clone_add(c, f, s, name, time);
+}
+
+void
+cfg_apply_clone(struct cfg *c, const struct cfg_cmd *cmd)
+{
+	struct cfg_fs *f = (struct cfg_fs *)cfg_fs_find(c, cmd->name), *n;
+	const struct cfg_snap *s;
+
+	if (cmd->op == CFG_OP_FS_CLONE_STATE) {
+		struct cfg_fs *o = (struct cfg_fs *)cfg_fs_by_id(c, f->origin);
+		struct cfg_snap *ws = NULL;
+
+		if (cmd->state == CFG_CLONE_READY) {
+			f->clone_state = CFG_CLONE_READY;
+			cfg_event(c, cmd->time, cmd->id, "clone %s is ready: it serves", f->name);
+			return;
+		}
+		/* a writable snapshot's clone gone: the snapshot goes now */
+		for (uint32_t i = 0; i < c->nsnaps && ws == NULL; i++)
+			if (c->snaps[i].fs == f->origin && cfg_writable_of(c, o, &c->snaps[i]) == f)
+				ws = &c->snaps[i];
+		cfg_event(c, cmd->time, cmd->id, "clone %s is gone: its space is freed", f->name);
+		cfg_keys_drop(c, f->id);
+		memmove(f, f + 1, (size_t)(c->fs + c->nfs - (f + 1)) * sizeof(*f));
+		c->nfs--;
+		if (ws != NULL && ws->state != CFG_SNAP_DELETING) {
+			ws->state = CFG_SNAP_DELETING;
+			cfg_event(
+			    c, cmd->time, 0,
+			    "snapshot %s deleted (version %llu), its writes gone: its space is "
+			    "freed in the background",
+			    ws->name, (unsigned long long)ws->version);
+		}
+		return;
+	}
+	s = cfg_snap_find(c, f->id, cmd->snap);
+	n = clone_add(c, f, s, cmd->path, cmd->time);
 	cfg_event(c, cmd->time, 0,
 		  "filesystem %s created: a writable clone of %s@%s (version %llu)", n->name,
 		  f->name, s->name, (unsigned long long)s->version);

@@ -41,6 +41,8 @@ int cfg_check_clone(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, s
 void cfg_apply_clone(struct cfg *c, const struct cfg_cmd *cmd);
 int cfg_check_clone_rules(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len);
 void cfg_apply_clone_delete(struct cfg *c, struct cfg_fs *f, uint64_t time);
+/* Snapshot s of f made writable: its clone, being created (config.h CFG_SNAP_WRITABLE). */
+void cfg_apply_writable(struct cfg *c, struct cfg_fs *f, const struct cfg_snap *s, uint64_t time);
 
 /* config_key.c: the access keys' changes; a filesystem deleted drops its keys. */
 int cfg_check_key(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t len);

@@ -322,8 +322,11 @@ cfg_apply_snap(struct cfg *c, const struct cfg_cmd *cmd)
 		s->state = CFG_SNAP_CREATING;
 		s->created = cmd->time;
 		f->version++; /* writes from now on carry the next version */
-		cfg_event(c, cmd->time, 0, "snapshot %s of fs %s created (version %llu)", s->name,
-			  f->name, (unsigned long long)s->version);
+		cfg_event(c, cmd->time, 0, "snapshot %s of fs %s created (version %llu%s)", s->name,
+			  f->name, (unsigned long long)s->version,
+			  cmd->state == CFG_SNAP_WRITABLE ? ", writable" : "");
+		if (cmd->state == CFG_SNAP_WRITABLE)
+			cfg_apply_writable(c, f, s, cmd->time);
 		break;
 	case CFG_OP_SNAP_STATE:
 		s->state = CFG_SNAP_READY;
@@ -331,6 +334,12 @@ cfg_apply_snap(struct cfg *c, const struct cfg_cmd *cmd)
 			  s->name, f->name, (unsigned long long)s->version);
 		break;
 	case CFG_OP_SNAP_DELETE:
+		if (cfg_writable_of(c, f, s) != NULL) {
+			/* its writes go first (its clone's drop); then it does (fs.clone_state) */
+			cfg_apply_clone_delete(c, (struct cfg_fs *)cfg_writable_of(c, f, s),
+					       cmd->time);
+			break;
+		}
 		s->state = CFG_SNAP_DELETING;
 		cfg_event(c, cmd->time, 0,
 			  "snapshot %s of fs %s deleted (version %llu): its space is freed in the "

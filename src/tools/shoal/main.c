@@ -31,7 +31,7 @@ static const char usage_text[] =
     "            [--quota SIZE] [--encrypt KEYFILE]  (KEYFILE: the file system key, made if none)\n"
     "  fs rekey FS --old KEYFILE --new KEYFILE  (an encrypted FS's key changed; made if none)\n"
     "  fs list | fs delete NAME\n"
-    "  fs snapshot create FS NAME | fs snapshot list FS | fs snapshot delete FS NAME\n"
+    "  fs snapshot create FS NAME [--writable] | fs snapshot list FS | fs snapshot delete FS NAME\n"
     "  fs restore FS@SNAPSHOT  (FS goes back to it; paused meanwhile, open files ESTALE)\n"
     "  fs clone FS@SNAPSHOT NEWFS  (a writable clone: shares every block until written)\n"
     "  fs key create FS --read-only|--read-write [--out FILE] | fs key list FS\n"
@@ -510,8 +510,10 @@ show_fs(json_t *a)
 			char own[32];
 
 			human_size(jint(k, "own_bytes"), own, sizeof(own));
-			printf("  (a writable clone of %s@%s, %s: %s its own, freed when it is "
-			       "deleted; what it shares with the snapshot is stored with %s)\n",
+			printf("  (%s %s@%s, %s: %s its own, freed when it is deleted; what it "
+			       "shares with the snapshot is stored with %s)\n",
+			       strchr(jstr(f, "name"), '@') ? "the writable snapshot"
+							    : "a writable clone of",
 			       jstr(k, "origin"), jstr(k, "snapshot"), jstr(k, "state"), own,
 			       jstr(k, "origin"));
 		}

@@ -12,11 +12,13 @@
 #include "shoal.h"
 
 static const char snap_usage[] =
-    "usage: shoal fs snapshot create FS NAME | list FS [--json] | delete FS NAME\n"
+    "usage: shoal fs snapshot create FS NAME [--writable] | list FS [--json] | delete FS NAME\n"
     "       shoal fs snapshot schedule FS [--every DURATION [--keep N]] [--json]\n"
     "       shoal fs snapshot diff FS FROM TO [--json]\n"
     "  create FS NAME   snapshot filesystem FS as it is now; answers once the snapshot is\n"
-    "                   ready (every metadata group of FS writes at the next version)\n"
+    "                   ready (every metadata group of FS writes at the next version);\n"
+    "                   --writable: FS@NAME then opens it read-write (a clone of it that\n"
+    "                   goes with it), where a snapshot reads as it was\n"
     "  list FS          FS's snapshots: name, version, state (creating, ready, deleting),\n"
     "                   created (UTC), and the file bytes only that snapshot holds (what\n"
     "                   deleting it frees; summed every 10 s)\n"
@@ -61,9 +63,10 @@ show_snaps(json_t *a)
 		char when[32], only[32];
 
 		human_size(jint(s, "bytes_only"), only, sizeof(only));
-		printf("%-24s %10lld %-9s %-20s %s\n", jstr(s, "name"), jint(s, "version"),
+		printf("%-24s %10lld %-9s %-20s %s%s\n", jstr(s, "name"), jint(s, "version"),
 		       jstr(s, "state"), iso_time(jint(s, "created"), when, sizeof(when)),
-		       json_object_get(s, "bytes_only") ? only : "-");
+		       json_object_get(s, "bytes_only") ? only : "-",
+		       json_is_true(json_object_get(s, "writable")) ? " (writable)" : "");
 	}
 }
 
@@ -136,6 +139,7 @@ cmd_snapshot(struct cli *c, int argc, char **argv)
 {
 	char *pos[4];
 	const char *verb, *every = NULL, *keep = NULL;
+	bool writable = false;
 	char path[256];
 	int n = 0;
 
@@ -145,6 +149,8 @@ cmd_snapshot(struct cli *c, int argc, char **argv)
 			c->json = true;
 		else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
 			n = -1;
+		else if (strcmp(argv[i], "--writable") == 0)
+			writable = true;
 		else if (strcmp(argv[i], "--every") == 0 || strcmp(argv[i], "--keep") == 0) {
 			if (i + 1 >= argc)
 				usage_error("%s needs a value", argv[i]);
@@ -176,6 +182,8 @@ cmd_snapshot(struct cli *c, int argc, char **argv)
 	}
 	if (every != NULL || keep != NULL)
 		usage_error("--every and --keep go with 'fs snapshot schedule'");
+	if (writable && strcmp(verb, "create") != 0)
+		usage_error("--writable goes with 'fs snapshot create'");
 	if (strcmp(verb, "list") == 0) {
 		json_t *j;
 
@@ -200,9 +208,14 @@ cmd_snapshot(struct cli *c, int argc, char **argv)
 		check_name(pos[2], "snapshot");
 		snprintf(path, sizeof(path), "/v1/fs/%s/snapshots", pos[1]);
 		/* answered once ready; a 504 says it is still being created (exit 1) */
-		j = api_call(c, "POST", path, json_pack("{s:s}", "name", pos[2]));
+		j = api_call(c, "POST", path,
+			     json_pack("{s:s, s:b}", "name", pos[2], "writable", writable));
 		if (c->json)
 			print_json(j);
+		else if (writable)
+			printf("snapshot %s of %s created (version %lld), writable: %s@%s opens it "
+			       "read-write\n",
+			       pos[2], pos[1], jint(j, "version"), pos[1], pos[2]);
 		else
 			printf("snapshot %s of %s created (version %lld)\n", pos[2], pos[1],
 			       jint(j, "version"));

@@ -1665,6 +1665,78 @@ clone_state(const char *name, uint8_t state, uint64_t time)
 }
 
 /*
+ * Writable snapshots (snap.create with CFG_SNAP_WRITABLE): the snapshot
+ * and its clone, named FS@NAME, come in one change; the snapshot cannot be
+ * cloned again or restored to; deleting it deletes the clone first, and
+ * the snapshot goes (deleting) when the clone is gone, as deleting the
+ * clone itself does.
+ */
+TEST(config_writable_snapshots_go_with_their_clone)
+{
+	struct cfg *c = cluster_with_fs();
+	struct cfg_cmd w = snap_cmd(CFG_OP_SNAP_CREATE, "data", "w", 1);
+	const struct cfg_fs *data, *wf;
+	const struct cfg_snap *s;
+	uint32_t nfs = c->nfs;
+	char longname[CFG_NAME_MAX];
+
+	w.state = CFG_SNAP_WRITABLE;
+	snap_expect(c, w, 0, NULL);
+	data = cfg_fs_find(c, "data");
+	s = cfg_snap_find(c, data->id, "w");
+	wf = cfg_fs_find(c, "data@w");
+	SH_ASSERT(s != NULL && wf != NULL);
+	SH_ASSERT_EQ(c->nfs, nfs + 1);
+	SH_ASSERT_EQ(wf->origin, data->id);
+	SH_ASSERT_EQ(wf->base, s->version);
+	SH_ASSERT_EQ(wf->clone_state, CFG_CLONE_CREATING);
+	SH_ASSERT(cfg_writable_of(c, data, s) == wf);
+	SH_ASSERT(strstr(cfg_event_at(c, 0)->text, "writable") != NULL);
+	/* a read-only one has none */
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_CREATE, "data", "r", 2), 0, NULL);
+	SH_ASSERT(cfg_writable_of(c, data, cfg_snap_find(c, data->id, "r")) == NULL);
+	/* a name that would not fit, one taken, a flag that is not one */
+	memset(longname, 'n', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	snprintf(w.snap, sizeof(w.snap), "%s", longname + 4);
+	snap_expect(c, w, -ENAMETOOLONG, "name it shorter");
+	snprintf(w.snap, sizeof(w.snap), "w");
+	snap_expect(c, w, -EEXIST, "already exists");
+	w.state = 7;
+	snprintf(w.snap, sizeof(w.snap), "w2");
+	snap_expect(c, w, -EINVAL, "read-only (0) or writable");
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_STATE, "data", "w", 3), 0, NULL);
+	snap_expect(c, clone_state("data@w", CFG_CLONE_READY, 4), 0, NULL);
+	/* it is a clone already: not cloned again, nor restored to */
+	snap_expect(c, clone_cmd("data", "w", "c1", 5), -EOPNOTSUPP, "is writable");
+	snap_expect(c, snap_cmd(CFG_OP_FS_RESTORE, "data", "w", 5), -EOPNOTSUPP, "is writable");
+	snap_expect(c, snap_cmd(CFG_OP_FS_DELETE, "data", "", 5), -EBUSY, "data@w");
+	/* deleted: its writes go first, the snapshot stays until they are gone */
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_DELETE, "data", "w", 6), 0, NULL);
+	data = cfg_fs_find(c, "data");
+	s = cfg_snap_find(c, data->id, "w");
+	SH_ASSERT_EQ(s->state, CFG_SNAP_READY);
+	SH_ASSERT_EQ(cfg_fs_find(c, "data@w")->clone_state, CFG_CLONE_DELETING);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_DELETE, "data", "w", 7), -EALREADY, "its writes first");
+	snap_expect(c, clone_state("data@w", CFG_CLONE_NONE, 8), 0, NULL);
+	SH_ASSERT(cfg_fs_find(c, "data@w") == NULL);
+	s = cfg_snap_find(c, data->id, "w");
+	SH_ASSERT_EQ(s->state, CFG_SNAP_DELETING);
+	SH_ASSERT(strstr(cfg_event_at(c, 0)->text, "its writes gone") != NULL);
+	/* another, deleted by its clone's name: the same end */
+	w.state = CFG_SNAP_WRITABLE;
+	snprintf(w.snap, sizeof(w.snap), "w3");
+	w.time = 9;
+	snap_expect(c, w, 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_STATE, "data", "w3", 10), 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_FS_DELETE, "data@w3", "", 11), 0, NULL);
+	snap_expect(c, clone_state("data@w3", CFG_CLONE_NONE, 12), 0, NULL);
+	SH_ASSERT_EQ(cfg_snap_find(c, data->id, "w3")->state, CFG_SNAP_DELETING);
+	SH_ASSERT_EQ(c->nfs, nfs);
+	cfg_free(c);
+}
+
+/*
  * Writable clones (fs.clone, fs.clone_state): on a ready snapshot, a
  * branch number each, never used twice; what a clone stands on (its
  * snapshot, its origin) stays while it does; a clone has no snapshots,

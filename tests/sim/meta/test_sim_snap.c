@@ -17,7 +17,9 @@
  * comes and goes (a node killed while it is made or dropped, one time in
  * two): it reads as its snapshot did, then takes half the changes, which
  * neither its origin nor any snapshot sees, while the origin's (and its
- * restores) are not the clone's.
+ * restores) are not the clone's. One snapshot in four taken while no
+ * clone is there is writable: its clone (FS@NAME) comes with it, and
+ * deleting the snapshot drops the clone first, then the snapshot.
  */
 #include "world.h"
 
@@ -35,6 +37,8 @@ struct snap {
 	char name[16];
 	uint64_t version;
 	bool deleted;
+	bool writable;	/* made so: its clone is FS@NAME */
+	char clone[64]; /* the clone on it now, if any */
 	struct entry e[NAMES];
 };
 
@@ -242,6 +246,7 @@ static void crash_one(struct world *w);
 struct clone_wait {
 	struct world *w;
 	bool gone; /* wait for it to be forgotten, not ready */
+	const char *name;
 };
 
 static bool
@@ -251,23 +256,36 @@ clone_there(void *arg)
 	const struct cfg_fs *f;
 
 	world_submits(cw->w);
-	f = cfg_fs_find(cw->w->cfg, "c1");
+	f = cfg_fs_find(cw->w->cfg, cw->name);
 	return cw->gone ? f == NULL : f != NULL && f->clone_state == CFG_CLONE_READY;
 }
 
-/* A clone c1 of snapshot s made (gone: c1 deleted), waited for until it serves (is gone). */
+/*
+ * A clone c1 of snapshot s made (gone: deleted), waited for until it
+ * serves (is gone). A writable snapshot's clone came with it: gone, the
+ * snapshot is deleted (its clone first).
+ */
 static uint16_t
-clone_step(struct world *w, const struct snap *s, bool gone)
+clone_step(struct world *w, struct snap *s, bool gone)
 {
 	struct cfg_cmd c = { .op = gone ? CFG_OP_FS_DELETE : CFG_OP_FS_CLONE };
-	struct clone_wait cw = { w, gone };
+	struct clone_wait cw = { w, gone, s->clone };
 
-	snprintf(c.name, sizeof(c.name), "%s", gone ? "c1" : w->cfg->fs[0].name);
-	if (!gone) {
+	if (s->writable && gone) {
+		c.op = CFG_OP_SNAP_DELETE;
+		snprintf(c.name, sizeof(c.name), "%s", w->cfg->fs[0].name);
+		snprintf(c.snap, sizeof(c.snap), "%s", s->name);
+		s->deleted = true;
+	} else if (gone) {
+		snprintf(c.name, sizeof(c.name), "%s", s->clone);
+	} else if (!s->writable) {
+		snprintf(s->clone, sizeof(s->clone), "c1");
+		snprintf(c.name, sizeof(c.name), "%s", w->cfg->fs[0].name);
 		snprintf(c.snap, sizeof(c.snap), "%s", s->name);
 		snprintf(c.path, sizeof(c.path), "c1");
 	}
-	world_apply(w, &c);
+	if (c.name[0] != '\0')
+		world_apply(w, &c);
 	if (sh_rand_below(&w->rng, 2) == 0) {
 		/* while the groups take (or drop) its branch */
 		sim_run_for(w->sim, sh_rand_below(&w->rng, SH_NSEC_PER_SEC / 2));
@@ -276,7 +294,7 @@ clone_step(struct world *w, const struct snap *s, bool gone)
 	SH_ASSERT_MSG(sim_run_until(w->sim, clone_there, &cw, 60 * SH_NSEC_PER_SEC),
 		      "seed %llu: clone of %s never %s", (unsigned long long)w->seed,
 		      s ? s->name : "?", gone ? "gone" : "ready");
-	return gone ? 0 : cfg_fs_find(w->cfg, "c1")->branch;
+	return gone ? 0 : cfg_fs_find(w->cfg, s->clone)->branch;
 }
 
 /* The clone's tree (branch br) against e. */
@@ -327,7 +345,7 @@ run(uint64_t seed)
 	static struct snap snaps[SNAPS_MAX];
 	struct entry live[NAMES] = { 0 }, cl[NAMES];
 	const struct snap *prev = NULL; /* the last ready one checked */
-	const struct snap *base = NULL; /* the clone's snapshot (NULL: no clone now) */
+	struct snap *base = NULL;	/* the clone's snapshot (NULL: no clone now) */
 	unsigned nsnaps = 0, restores = 0, clones = 0;
 	uint16_t br = 0;
 
@@ -347,6 +365,8 @@ run(uint64_t seed)
 			snprintf(s->name, sizeof(s->name), "s%u", nsnaps);
 			snprintf(c.name, sizeof(c.name), "%s", w.cfg->fs[0].name);
 			snprintf(c.snap, sizeof(c.snap), "%s", s->name);
+			s->writable = base == NULL && sh_rand_below(&w.rng, 4) == 0;
+			c.state = s->writable ? CFG_SNAP_WRITABLE : 0;
 			world_apply(&w, &c);
 			s->version = find_snap(&w, s->name)->version;
 			memcpy(s->e, live, sizeof(live));
@@ -354,13 +374,24 @@ run(uint64_t seed)
 				crash_one(&w); /* while the groups move on */
 			wait_snap(&w, s->name, false);
 			check_tree(&w, s->e, s->version, s->name);
+			if (s->writable) { /* its clone: ready once every group takes it */
+				char n[sizeof(s->clone)];
+
+				snprintf(n, sizeof(n), "%.40s@%s", w.cfg->fs[0].name, s->name);
+				memcpy(s->clone, n, sizeof(n));
+				br = clone_step(&w, s, false);
+				base = s;
+				clones++;
+				memcpy(cl, s->e, sizeof(cl));
+				check_clone(&w, br, cl, "a writable snapshot made");
+			}
 			continue;
 		}
 		if ((r == 9 || r == 10) && nsnaps > 0) {
 			const struct snap *s = &snaps[sh_rand_below(&w.rng, nsnaps)];
 
-			if (s->deleted)
-				continue;
+			if (s->deleted || s->writable)
+				continue; /* (a writable one is not restored to) */
 			restore(&w, s);
 			restores++;
 			memcpy(live, s->e, sizeof(live));
@@ -370,7 +401,7 @@ run(uint64_t seed)
 			continue;
 		}
 		if (r == 11 && nsnaps > 0 && base == NULL) {
-			const struct snap *s = &snaps[sh_rand_below(&w.rng, nsnaps)];
+			struct snap *s = &snaps[sh_rand_below(&w.rng, nsnaps)];
 
 			if (s->deleted)
 				continue;
@@ -430,7 +461,8 @@ run(uint64_t seed)
 		w.branch = 0;
 	}
 	for (unsigned k = 0; k < nsnaps && restores == 0; k++)
-		if (!snaps[k].deleted) { /* (every run restores once at least) */
+		if (!snaps[k].deleted &&
+		    !snaps[k].writable) { /* (every run restores once at least) */
 			restore(&w, &snaps[k]);
 			restores++;
 			memcpy(live, snaps[k].e, sizeof(live));

@@ -57,6 +57,28 @@ cfg_writable_of(const struct cfg *c, const struct cfg_fs *origin, const struct c
 	return w != NULL && w->origin == origin->id && w->base == s->version ? w : NULL;
 }
 
+/* Room for one more clone of f (a clone or a writable snapshot), called name. */
+static int
+room_for_clone(const struct cfg *c, const struct cfg_fs *f, const char *name, char *msg, size_t len)
+{
+	if (cfg_fs_find(c, name) != NULL)
+		return cfg_fail(msg, len, -EEXIST, "filesystem '%s' already exists", name);
+	if (c->nfs >= CFG_FS_MAX)
+		return cfg_fail(msg, len, -ENOSPC,
+				"the cluster has the most filesystems it can (%d; a clone or a "
+				"writable snapshot is one)",
+				CFG_FS_MAX);
+	if (cfg_clones_of(c, f->id, 0, NULL, 0) >= CFG_CLONES_MAX)
+		return cfg_fail(msg, len, -ENOSPC,
+				"filesystem %s has the most clones and writable snapshots it can "
+				"(%d): delete some first",
+				f->name, CFG_CLONES_MAX);
+	if (f->branches == UINT16_MAX)
+		return cfg_fail(msg, len, -ENOSPC, "filesystem %s has no branch numbers left",
+				f->name);
+	return 0;
+}
+
 /* A writable snapshot's clone: its name fits, and the clone rules let it be. */
 static int
 check_writable(const struct cfg *c, const struct cfg_fs *f, const struct cfg_cmd *cmd, char *msg,
@@ -77,22 +99,7 @@ check_writable(const struct cfg *c, const struct cfg_fs *f, const struct cfg_cmd
 				"a writable snapshot is opened as %s, longer than a filesystem "
 				"name may be (%d): name it shorter",
 				name, CFG_NAME_MAX - 1);
-	if (cfg_fs_find(c, name) != NULL)
-		return cfg_fail(msg, len, -EEXIST, "filesystem '%s' already exists", name);
-	if (c->nfs >= CFG_FS_MAX)
-		return cfg_fail(msg, len, -ENOSPC,
-				"the cluster has the most filesystems it can (%d): a writable "
-				"snapshot is one",
-				CFG_FS_MAX);
-	if (cfg_clones_of(c, f->id, 0, NULL, 0) >= CFG_CLONES_MAX)
-		return cfg_fail(msg, len, -ENOSPC,
-				"filesystem %s has the most clones and writable snapshots it can "
-				"(%d): delete some first",
-				f->name, CFG_CLONES_MAX);
-	if (f->branches == UINT16_MAX)
-		return cfg_fail(msg, len, -ENOSPC, "filesystem %s has no branch numbers left",
-				f->name);
-	return 0;
+	return room_for_clone(c, f, name, msg, len);
 }
 
 unsigned
@@ -212,19 +219,7 @@ cfg_check_clone(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_
 		return cfg_fail(msg, len, -EINVAL,
 				"'%s' is not a filesystem name (1-63 of A-Z a-z 0-9 . _ -)",
 				cmd->path);
-	if (cfg_fs_find(c, cmd->path) != NULL)
-		return cfg_fail(msg, len, -EEXIST, "filesystem '%s' already exists", cmd->path);
-	if (c->nfs >= CFG_FS_MAX)
-		return cfg_fail(msg, len, -ENOSPC,
-				"the cluster has the most filesystems it can (%d)", CFG_FS_MAX);
-	if (cfg_clones_of(c, f->id, 0, NULL, 0) >= CFG_CLONES_MAX)
-		return cfg_fail(msg, len, -ENOSPC,
-				"filesystem %s has the most clones it can (%d): delete some first",
-				f->name, CFG_CLONES_MAX);
-	if (f->branches == UINT16_MAX)
-		return cfg_fail(msg, len, -ENOSPC, "filesystem %s has no branch numbers left",
-				f->name);
-	return 0;
+	return room_for_clone(c, f, cmd->path, msg, len);
 }
 
 /* A clone named name of f on snapshot s: being created. */

@@ -191,12 +191,19 @@ def encrypted_filesystem_keeps_only_ciphertext(c):
     check(rc == 0, "scribble: %s" % out)
 
 
-@test
-def encrypted_filesystem_needs_its_key(c):
+def start_with_file(c):
+    """start, and a file of 300000 random bytes put as /x: (local/, key file, environment,
+    the file's local copy)."""
     local, key, env = start(c)
     src = ts.random_file(c, "local/src", 300000)
     rc, out = ts.run(c, env, "ns", "sec", "put", src, "/x")
     check(rc == 0, "put: %s" % out)
+    return local, key, env, src
+
+
+@test
+def encrypted_filesystem_needs_its_key(c):
+    local, key, env, src = start_with_file(c)
     # no key: EACCES, and why
     bare = {k: v for k, v in env.items() if not k.startswith("SHOAL_FS_KEY")}
     rc, out = ts.run(c, bare, "ns", "sec", "get", "/x", src + ".b")
@@ -312,10 +319,7 @@ def encrypted_filesystem_through_the_mount(c):
 
 @test
 def encrypted_filesystem_clones_with_its_key(c):
-    local, key, env = start(c)
-    src = ts.random_file(c, "local/src", 300000)
-    rc, out = ts.run(c, env, "ns", "sec", "put", src, "/x")
-    check(rc == 0, "put: %s" % out)
+    local, key, env, src = start_with_file(c)
     c.shoal("fs", "snapshot", "create", "sec", "s1", check_rc=0)
     rc, out = ts.run(c, env, "fs", "clone", "sec@s1", "sc", timeout=120)
     check(rc == 0 and "writable clone of sec@s1" in out, "clone: exit %d: %s" % (rc, out))

@@ -1274,6 +1274,22 @@ clone_lookup_fresh(sh_client *c, uint32_t *id, uint16_t *branch)
 	return rc;
 }
 
+/*
+ * Whether snapshot `name` (FS@NAME; FS's id, the snapshot's version at) is
+ * a writable one: its clone's id into *wid (config.h CFG_SNAP_WRITABLE).
+ */
+static bool
+writable_of(sh_client *c, const char *name, uint32_t id, uint64_t at, uint32_t *wid)
+{
+	const struct cfg_fs *f;
+
+	pthread_mutex_lock(&c->mu);
+	f = cfg_fs_find(c->view, name);
+	*wid = f != NULL && f->origin == id && f->base == at ? f->id : 0;
+	pthread_mutex_unlock(&c->mu);
+	return *wid != 0;
+}
+
 int
 sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 {
@@ -1281,7 +1297,7 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 	const char *snap = strchr(name, '@');
 	uint64_t at = 0;
 	uint16_t branch = 0;
-	uint32_t id, nb;
+	uint32_t id, nb, wid;
 	sh_fs *fs;
 	int rc;
 
@@ -1296,7 +1312,8 @@ sh_fs_open(sh_client *c, const char *name, sh_fs **out)
 	if (rc == 0 && snap != NULL)
 		rc = branch ? -ENOENT : client_snap_lookup_fresh(c, id, snap + 1, &at);
 	/* a writable snapshot: its clone (named FS@NAME, made with it), read-write */
-	if (rc == 0 && snap != NULL && client_fs_lookup(c, name, &id, &nb) == 0) {
+	if (rc == 0 && snap != NULL && writable_of(c, name, id, at, &wid)) {
+		id = wid;
 		at = 0;
 		rc = clone_lookup_fresh(c, &id, &branch);
 	}

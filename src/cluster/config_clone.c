@@ -57,6 +57,18 @@ cfg_writable_of(const struct cfg *c, const struct cfg_fs *origin, const struct c
 	return w != NULL && w->origin == origin->id && w->base == s->version ? w : NULL;
 }
 
+const struct cfg_snap *
+cfg_writable_snap(const struct cfg *c, const struct cfg_fs *f)
+{
+	const struct cfg_fs *o = f->origin != 0 ? cfg_fs_by_id(c, f->origin) : NULL;
+
+	for (uint32_t i = 0; o != NULL && i < c->nsnaps; i++)
+		if (c->snaps[i].fs == o->id && c->snaps[i].version == f->base &&
+		    cfg_writable_of(c, o, &c->snaps[i]) == f)
+			return &c->snaps[i];
+	return NULL;
+}
+
 /* Room for one more clone of f (a clone or a writable snapshot), called name. */
 static int
 room_for_clone(const struct cfg *c, const struct cfg_fs *f, const char *name, char *msg, size_t len)
@@ -255,18 +267,14 @@ cfg_apply_clone(struct cfg *c, const struct cfg_cmd *cmd)
 	const struct cfg_snap *s;
 
 	if (cmd->op == CFG_OP_FS_CLONE_STATE) {
-		struct cfg_fs *o = (struct cfg_fs *)cfg_fs_by_id(c, f->origin);
-		struct cfg_snap *ws = NULL;
+		/* a writable snapshot's clone gone: the snapshot goes now */
+		struct cfg_snap *ws = (struct cfg_snap *)cfg_writable_snap(c, f);
 
 		if (cmd->state == CFG_CLONE_READY) {
 			f->clone_state = CFG_CLONE_READY;
 			cfg_event(c, cmd->time, cmd->id, "clone %s is ready: it serves", f->name);
 			return;
 		}
-		/* a writable snapshot's clone gone: the snapshot goes now */
-		for (uint32_t i = 0; i < c->nsnaps && ws == NULL; i++)
-			if (c->snaps[i].fs == f->origin && cfg_writable_of(c, o, &c->snaps[i]) == f)
-				ws = &c->snaps[i];
 		cfg_event(c, cmd->time, cmd->id, "clone %s is gone: its space is freed", f->name);
 		cfg_keys_drop(c, f->id);
 		memmove(f, f + 1, (size_t)(c->fs + c->nfs - (f + 1)) * sizeof(*f));

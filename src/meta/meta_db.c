@@ -597,7 +597,8 @@ meta_floor(struct meta_txn *t, const struct meta_key *prefix, const struct meta_
 	memset(kb + k->len, 0xff, META_VER_LEN);
 	key = (MDB_val){ k->len + META_VER_LEN, kb };
 	rc = mdb_cursor_get(c, &key, &data, MDB_SET_RANGE);
-	rc = mdb_cursor_get(c, &key, &data, rc == MDB_NOTFOUND ? MDB_LAST : MDB_PREV);
+	if (rc == 0 || rc == MDB_NOTFOUND)
+		rc = mdb_cursor_get(c, &key, &data, rc == MDB_NOTFOUND ? MDB_LAST : MDB_PREV);
 	/*
 	 * Backwards, each logical key's records oldest first: the last one
 	 * read as of at before the key changes is what at reads of it.

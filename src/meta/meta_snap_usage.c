@@ -22,7 +22,9 @@
  * newest record of a key where it has one (a tombstone: nothing), and
  * otherwise branch 0's record that B reads. It is one more reader of the
  * ranges: what it alone reads is what deleting it frees, and what it
- * reads of its snapshot's records is no longer only the snapshot's.
+ * reads of its snapshot's records is no longer only the snapshot's. A
+ * writable snapshot and its clone go together: they are one reader, and
+ * the clone's figure is the snapshot's.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +46,8 @@ struct walk {
 	unsigned nkeep;
 	const struct meta_vbranch *br;
 	unsigned nbr;
+	int wk[META_BRANCH_MAX];   /* a writable snapshot's clone: its snapshot's index, else -1 */
+	unsigned wall;		   /* the writable snapshots' clones (a mask) */
 	uint8_t key[META_KEY_MAX]; /* the key whose records are being read */
 	size_t klen;
 	unsigned own; /* the clones with a record of it (they read none of branch 0's) */
@@ -169,29 +173,44 @@ who_reads(struct walk *w, const uint8_t *key, size_t klen, uint64_t ver, bool to
 			r->clones |= 1u << j;
 }
 
+/* The clones that are one reader with snapshot k: the writable snapshot's own (a mask). */
+static unsigned
+members(const struct walk *w, unsigned k)
+{
+	unsigned m = 0;
+
+	for (unsigned j = 0; j < w->nbr; j++)
+		if (w->wk[j] == (int)k)
+			m |= 1u << j;
+	return m;
+}
+
 /*
  * The ranges of the records that `in` says yes to into tmp, merged: how
- * many. who < nkeep: r is read by snapshot who, or (others) by anyone but
- * it; who == nkeep: by a kept snapshot, or (others) by the live file or a
- * clone; who > nkeep: by clone who - nkeep - 1, or (others) by anyone but
- * it.
+ * many. who < nkeep: r is read by snapshot who (or its writable clone), or
+ * (others) by anyone else; who == nkeep: by a kept snapshot or a writable
+ * snapshot's clone, or (others) by the live file or another clone; who >
+ * nkeep: by clone who - nkeep - 1 (not a writable snapshot's), or
+ * (others) by anyone else.
  */
 static unsigned
 pick(struct walk *w, unsigned off, unsigned who, bool others)
 {
-	unsigned n = 0;
+	unsigned n = 0, mem = who < w->nkeep ? members(w, who) : 0;
 
 	for (unsigned i = 0; i < w->nx; i++) {
 		const struct xrec *r = &w->x[i];
 		bool yes;
 
 		if (who < w->nkeep) {
-			bool reads = who >= r->first && who < r->first + r->n;
+			bool in_run = who >= r->first && who < r->first + r->n;
 
-			yes = others ? r->live || r->clones || (r->n > 0 && !(r->n == 1 && reads))
-				     : reads;
+			yes = others ? r->live || (r->clones & ~mem) ||
+					   (r->n > 0 && !(r->n == 1 && in_run))
+				     : in_run || (r->clones & mem);
 		} else if (who == w->nkeep) {
-			yes = others ? r->live || r->clones : r->n > 0;
+			yes = others ? r->live || (r->clones & ~w->wall)
+				     : r->n > 0 || (r->clones & w->wall);
 		} else {
 			unsigned me = 1u << (who - w->nkeep - 1);
 
@@ -201,6 +220,40 @@ pick(struct walk *w, unsigned off, unsigned who, bool others)
 			w->tmp[off + n++] = *r;
 	}
 	return merged(w->tmp + off, n);
+}
+
+/* v bytes that who alone reads (pick's who); a writable snapshot's clone's figure is its. */
+static void
+add_alone(struct walk *w, unsigned who, uint64_t v)
+{
+	if (who < w->nkeep) {
+		w->u->only[who] += v;
+		for (unsigned j = 0; j < w->nbr; j++)
+			if (w->wk[j] == (int)who)
+				w->u->clone_only[j] += v;
+	} else if (who > w->nkeep) {
+		w->u->clone_only[who - w->nkeep - 1] += v;
+	}
+}
+
+/* The one reader of r (pick's who), or -1: several, none, or the live file. */
+static int
+one_reader(const struct walk *w, const struct xrec *r)
+{
+	int g = r->n == 1 ? (int)r->first : -1;
+
+	if (r->live || r->n > 1)
+		return -1;
+	for (unsigned j = 0; j < w->nbr; j++) {
+		int gj = w->wk[j] >= 0 ? w->wk[j] : (int)(w->nkeep + 1 + j);
+
+		if (!(r->clones & 1u << j))
+			continue;
+		if (g >= 0 && g != gj)
+			return -1;
+		g = gj;
+	}
+	return g;
 }
 
 /* The bytes of the file gathered that who reads and no one else does (pick's who). */
@@ -229,21 +282,23 @@ count_file(struct walk *w)
 		w->tcap = 2 * w->nx;
 	}
 	for (unsigned k = 0; k < w->nkeep; k++) {
+		unsigned mem = members(w, k);
 		bool any = false;
 
 		for (unsigned i = 0; i < w->nx && !any; i++)
-			any = k >= w->x[i].first && k < w->x[i].first + w->x[i].n;
+			any = (k >= w->x[i].first && k < w->x[i].first + w->x[i].n) ||
+			      (w->x[i].clones & mem);
 		if (any)
-			w->u->only[k] += alone(w, k);
+			add_alone(w, k, alone(w, k));
 	}
 	w->u->held += alone(w, w->nkeep);
 	for (unsigned j = 0; j < w->nbr; j++) {
 		bool any = false;
 
-		for (unsigned i = 0; i < w->nx && !any; i++)
+		for (unsigned i = 0; i < w->nx && !any && w->wk[j] < 0; i++)
 			any = (w->x[i].clones & 1u << j) != 0;
 		if (any)
-			w->u->clone_only[j] += alone(w, w->nkeep + 1 + j);
+			add_alone(w, w->nkeep + 1 + j, alone(w, w->nkeep + 1 + j));
 	}
 	w->nx = 0;
 }
@@ -300,27 +355,23 @@ on_inline(void *arg, const uint8_t *key, size_t klen, uint64_t ver, const void *
 	struct walk *w = arg;
 	struct xrec r;
 
+	int one;
+
 	who_reads(w, key, klen, ver, val == NULL, newer, &r);
 	if (val == NULL || r.live)
 		return 0; /* a tombstone, or what the live filesystem reads */
-	if (r.n == 0) {
-		/* a clone's own record: no one else reads it */
-		for (unsigned j = 0; j < w->nbr; j++)
-			if (r.clones & 1u << j)
-				w->u->clone_only[j] += len;
-		return 0;
-	}
-	if (r.clones == 0) {
+	if ((r.n > 0 || (r.clones & w->wall)) && !(r.clones & ~w->wall))
 		w->u->held += len;
-		if (r.n == 1)
-			w->u->only[r.first] += len;
-	}
+	one = one_reader(w, &r);
+	if (one >= 0)
+		add_alone(w, (unsigned)one, len);
 	return 0;
 }
 
 int
 meta_snap_usage(struct meta_txn *t, uint16_t bucket, const uint64_t *keep, unsigned nkeep,
-		const struct meta_vbranch *br, unsigned nbr, struct meta_snap_usage *u)
+		const struct meta_vbranch *br, unsigned nbr, const bool *writable,
+		struct meta_snap_usage *u)
 {
 	struct walk w = { .keep = keep,
 			  .nkeep = nkeep < META_KEEP_MAX ? nkeep : META_KEEP_MAX,
@@ -329,6 +380,14 @@ meta_snap_usage(struct meta_txn *t, uint16_t bucket, const uint64_t *keep, unsig
 			  .u = u };
 	struct meta_key pk;
 	int rc;
+
+	for (unsigned j = 0; j < w.nbr; j++) {
+		w.wk[j] = -1;
+		for (unsigned k = 0; writable != NULL && writable[j] && k < w.nkeep; k++)
+			if (keep[k] == br[j].base)
+				w.wk[j] = (int)k;
+		w.wall |= w.wk[j] >= 0 ? 1u << j : 0;
+	}
 
 	meta_key_kind(&pk, bucket, META_K_EXTENT);
 	rc = meta_history(t, &pk, on_extent, &w);

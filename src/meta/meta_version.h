@@ -149,8 +149,10 @@ int meta_version_apply(struct meta_bucket *b, const struct meta_cmd *c, struct m
  * nor a clone does; clone_only[j], those the clone on branch br[j] alone
  * reads (what deleting it frees); clone_mapped[j], the bytes its files'
  * extents map, whoever else reads them (its logical bytes, as
- * meta_usage.mapped is the live filesystem's). Added to *u; keep in
- * ascending order and br as the group's record has them.
+ * meta_usage.mapped is the live filesystem's). writable[j] (NULL: none):
+ * br[j] is a writable snapshot's clone, one reader with its snapshot (they
+ * go together: its clone_only is the snapshot's only). Added to *u; keep
+ * in ascending order and br as the group's record has them.
  */
 struct meta_snap_usage {
 	uint64_t held;
@@ -158,6 +160,7 @@ struct meta_snap_usage {
 	uint64_t clone_only[META_BRANCH_MAX], clone_mapped[META_BRANCH_MAX];
 };
 int meta_snap_usage(struct meta_txn *t, uint16_t bucket, const uint64_t *keep, unsigned nkeep,
-		    const struct meta_vbranch *br, unsigned nbr, struct meta_snap_usage *u);
+		    const struct meta_vbranch *br, unsigned nbr, const bool *writable,
+		    struct meta_snap_usage *u);
 
 #endif /* SH_META_META_VERSION_H */

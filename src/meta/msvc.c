@@ -1055,10 +1055,14 @@ allowed(const struct msvc *s, const struct net_cred *cred, const struct mp_req *
 
 	if (br != 0 && cred->fs != 0) {
 		/* a clone's request (its origin's id, its branch): the clone's key opens it, not
-		 * its origin's */
-		const struct cfg_fs *f = cfg_clone_find(mroute_cfg(s->rt), req->fs, br);
+		 * its origin's; a writable snapshot is its origin's as every snapshot is, and
+		 * opens with either */
+		const struct cfg *c = mroute_cfg(s->rt);
+		const struct cfg_fs *f = cfg_clone_find(c, req->fs, br);
 
 		fs = f != NULL ? f->id : 0;
+		if (f != NULL && net_cred_opens(cred, req->fs) && cfg_writable_snap(c, f) != NULL)
+			fs = req->fs;
 	}
 	if (!net_cred_opens(cred, fs))
 		return -EACCES;

@@ -653,17 +653,31 @@ list_sum(const uint16_t *b, unsigned nb)
 	return h;
 }
 
-/* The clones a group serves (their branches and bases), summed: a pass begun over others
- * starts again. */
-static uint64_t
-branches_sum(const struct meta_version *vs)
+/*
+ * The clones group g reads for (those not being dropped) into br, whether
+ * each is a writable snapshot's into wr: how many; *sum, a sum of them (a
+ * pass begun over others starts again).
+ */
+static unsigned
+clones_read(const struct mfs *fs, const struct meta_version *vs, struct meta_vbranch *br, bool *wr,
+	    uint64_t *sum)
 {
-	uint64_t h = vs->nbranch;
+	const struct cfg *c = mroute_cfg(fs->s->rt);
+	unsigned n = 0;
 
-	for (unsigned i = 0; i < vs->nbranch; i++)
-		h = (h * 0x100000001b3ull + vs->branch[i].id) * 0x100000001b3ull +
-		    vs->branch[i].base;
-	return h;
+	*sum = 0;
+	for (unsigned i = 0; i < vs->nbranch; i++) {
+		const struct cfg_fs *f = cfg_clone_find(c, fs->id, vs->branch[i].id);
+
+		if (vs->branch[i].dropping)
+			continue; /* (it goes: no longer a reader) */
+		br[n] = vs->branch[i];
+		wr[n] = f != NULL && cfg_writable_snap(c, f) != NULL;
+		*sum = ((*sum * 0x100000001b3ull + br[n].id) * 0x100000001b3ull + br[n].base) * 2 +
+		       wr[n];
+		n++;
+	}
+	return n;
 }
 
 /*
@@ -682,7 +696,10 @@ snap_usage(struct mfs *fs, uint32_t g, uint64_t term, uint64_t now, unsigned *bu
 	struct msvc_snap_use *su = fs->snap_use[g];
 	unsigned nb;
 	const uint16_t *b = mgroup_buckets(fs->groups[g], &nb);
-	uint64_t list = list_sum(b, nb), brs = branches_sum(vs);
+	struct meta_vbranch br[META_BRANCH_MAX];
+	bool wr[META_BRANCH_MAX];
+	uint64_t list = list_sum(b, nb), brs;
+	unsigned nbr = clones_read(fs, vs, br, wr, &brs);
 
 	if (vs->nkeep == 0)
 		return;
@@ -709,8 +726,7 @@ snap_usage(struct mfs *fs, uint32_t g, uint64_t term, uint64_t now, unsigned *bu
 
 		(*budget)--;
 		if (rc == 0) {
-			rc = meta_snap_usage(mb.t, bk, vs->keep, vs->nkeep, vs->branch, vs->nbranch,
-					     &su->p);
+			rc = meta_snap_usage(mb.t, bk, vs->keep, vs->nkeep, br, nbr, wr, &su->p);
 			meta_txn_abort(mb.t);
 		}
 		if (rc < 0)
@@ -720,9 +736,9 @@ snap_usage(struct mfs *fs, uint32_t g, uint64_t term, uint64_t now, unsigned *bu
 		su->u = su->p;
 		su->n = vs->nkeep;
 		memcpy(su->ver, vs->keep, vs->nkeep * sizeof(vs->keep[0]));
-		su->nbr = vs->nbranch;
-		for (unsigned i = 0; i < vs->nbranch; i++)
-			su->br[i] = vs->branch[i].id;
+		su->nbr = nbr;
+		for (unsigned i = 0; i < nbr; i++)
+			su->br[i] = br[i].id;
 		su->brs = brs;
 		su->term = term;
 		su->gen = vs->gen;

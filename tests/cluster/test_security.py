@@ -469,7 +469,8 @@ def same_file(a, b):
 @test
 def a_clones_key_opens_the_clone_alone(c):
     """A writable clone lives in its origin's metadata groups, but its own key opens it, and
-    neither the clone's key opens the origin nor the origin's the clone."""
+    neither the clone's key opens the origin nor the origin's the clone; a writable snapshot
+    opens with its filesystem's key."""
     c.up()
     c.leader()
     make_fs(c, "orig")
@@ -494,6 +495,15 @@ def a_clones_key_opens_the_clone_alone(c):
     check(rc != 0 and "EACCES" in out, "the origin's key opened its clone: %s" % out)
     rc, out = run(c, env_o, "ns", "orig", "stat", "/y")
     check(rc != 0 and "EACCES" not in out, "the origin sees the clone's file: %s" % out)
+    # a writable snapshot is its filesystem's, as every snapshot is: the origin's key opens
+    # it (and writes it), the other clone's does not
+    c.shoal("fs", "snapshot", "create", "orig", "w", "--writable", check_rc=0, timeout=120)
+    rc, out = run(c, env_o, "ns", "orig@w", "put", src, "/z")
+    check(rc == 0, "the origin's key writes its writable snapshot: %s" % out)
+    rc, out = run(c, env_o, "ns", "orig@w", "get", "/x", back + "w")
+    check(rc == 0 and same_file(src, back + "w"), "the writable snapshot reads: %s" % out)
+    rc, out = run(c, env_c, "ns", "orig@w", "stat", "/x")
+    check(rc != 0 and "EACCES" in out, "the clone's key opened a writable snapshot: %s" % out)
 
 
 @test

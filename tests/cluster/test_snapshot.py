@@ -784,6 +784,19 @@ def writable_snapshot_takes_writes(c):
         check(get(c, "ws@w", "/via") == b"through the mount", "the mount's write reads wrong")
     except tc.Skip as e:
         print("  (the writable snapshot's mount not tried: %s)" % e)
+    # its space: the snapshot and its writes go together, so what either alone reads is
+    # what deleting it frees: ws's old /f (now read by the snapshot alone), its own /f, /mine
+    # and /via (the mount's, if it ran)
+    lo = (2 << 20) + 5000
+    end = time.time() + 40
+    while True:
+        own = fs_names(c)["ws@w"]["clone"].get("own_bytes")
+        only = snaps(c, "ws")["w"].get("bytes_only")
+        if lo <= own <= lo + 17 and only == own:
+            break
+        check(time.time() < end, "the writable snapshot holds %s alone (its clone says %s); "
+              "want %d (+17)" % (only, own, lo))
+        time.sleep(1)
     row = fs_names(c)["ws@w"]
     check(row["clone"]["origin"] == "ws" and row["clone"]["snapshot"] == "w",
           "fs list shows %s" % row)

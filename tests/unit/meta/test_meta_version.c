@@ -971,6 +971,7 @@ struct su_model {
 	uint64_t keep[12];
 	unsigned nkeep;
 	uint64_t base[SU_BR + 1]; /* 0: no such clone yet */
+	bool writable[SU_BR + 1]; /* a writable snapshot's (one reader with it) */
 };
 
 /* Which write of branch 0 the clone on branch b reads of key i: -1 its own record, or none. */
@@ -980,6 +981,56 @@ su_clone_read(const struct su_model *m, unsigned b, int i)
 	return m->h[i].own[b] ? -1 : su_read(&m->h[i], m->base[b]);
 }
 
+/* The reader clone b is (meta_snap_usage's numbering): its writable snapshot, or nkeep + b. */
+static unsigned
+su_group(const struct su_model *m, unsigned b)
+{
+	for (unsigned s = 0; s < m->nkeep && m->writable[b]; s++)
+		if (m->keep[s] == m->base[b])
+			return s;
+	return m->nkeep + b;
+}
+
+/* A stored value of bytes, read by the live file or not, and by the snapshots and clones
+ * marked: what it adds to each figure. */
+static void
+su_count(const struct su_model *m, struct meta_snap_usage *u, bool live, const bool *snap,
+	 const bool *clone, uint64_t bytes)
+{
+	bool several = false, any = false, normal = false;
+	long g = -1;
+
+	if (live || bytes == 0)
+		return;
+	for (unsigned s = 0; s < m->nkeep; s++)
+		if (snap[s]) {
+			several |= g >= 0 && g != (long)s;
+			g = (long)s;
+			any = true;
+		}
+	for (unsigned b = 1; b <= SU_BR; b++)
+		if (clone[b]) {
+			long gb = (long)su_group(m, b);
+
+			several |= g >= 0 && g != gb;
+			g = gb;
+			any |= m->writable[b];
+			normal |= !m->writable[b];
+		}
+	if (any && !normal)
+		u->held += bytes; /* (snapshots, writable ones included, alone) */
+	if (g < 0 || several)
+		return;
+	if (g < (long)m->nkeep) {
+		u->only[g] += bytes;
+		for (unsigned b = 1; b <= SU_BR; b++)
+			if (m->base[b] != 0 && m->writable[b] && su_group(m, b) == (unsigned)g)
+				u->clone_only[b - 1] += bytes;
+	} else {
+		u->clone_only[g - (long)m->nkeep - 1] += bytes;
+	}
+}
+
 /* What the model says meta_snap_usage finds, into u. */
 static void
 su_expect(const struct su_model *m, struct meta_snap_usage *u)
@@ -987,23 +1038,26 @@ su_expect(const struct su_model *m, struct meta_snap_usage *u)
 	memset(u, 0, sizeof(*u));
 	for (int i = 0; i < SU_KEYS; i++) {
 		const struct su_hist *h = &m->h[i];
-		int live = h->n - 1, seen = -2;
 
-		for (unsigned s = 0; s < m->nkeep; s++) {
-			int rec = su_read(h, m->keep[s]), others = 0, clones = 0;
+		/* branch 0's stored values: one per version (the last written there) */
+		for (int rec = 0; rec < h->n; rec++) {
+			bool snap[12] = { false }, clone[SU_BR + 1] = { false };
 
-			if (rec < 0 || rec == live || h->bytes[rec] == 0)
+			if (rec + 1 < h->n && h->ver[rec + 1] == h->ver[rec])
 				continue;
-			for (unsigned o = 0; o < m->nkeep; o++)
-				others += o != s && su_read(h, m->keep[o]) == rec;
+			for (unsigned s = 0; s < m->nkeep; s++)
+				snap[s] = su_read(h, m->keep[s]) == rec;
 			for (unsigned b = 1; b <= SU_BR; b++)
-				clones += m->base[b] != 0 && su_clone_read(m, b, i) == rec;
-			if (others + clones == 0)
-				u->only[s] += h->bytes[rec];
-			/* the runs of snapshots reading one write are adjacent */
-			if (rec != seen && clones == 0)
-				u->held += h->bytes[rec];
-			seen = rec;
+				clone[b] = m->base[b] != 0 && su_clone_read(m, b, i) == rec;
+			su_count(m, u, rec == h->n - 1, snap, clone, h->bytes[rec]);
+		}
+		/* each clone's own */
+		for (unsigned b = 1; b <= SU_BR; b++) {
+			bool snap[12] = { false }, clone[SU_BR + 1] = { false };
+
+			clone[b] = true;
+			if (m->base[b] != 0 && h->own[b])
+				su_count(m, u, false, snap, clone, h->obytes[b]);
 		}
 		for (unsigned b = 1, j = 0; b <= SU_BR; b++) {
 			int rec;
@@ -1011,8 +1065,6 @@ su_expect(const struct su_model *m, struct meta_snap_usage *u)
 			if (m->base[b] == 0)
 				continue;
 			rec = su_clone_read(m, b, i);
-			if (h->own[b])
-				u->clone_only[j] += h->obytes[b];
 			if (i % 2 == 0)
 				u->clone_mapped[j] += h->own[b]	 ? h->obytes[b]
 						      : rec >= 0 ? h->bytes[rec]
@@ -1032,7 +1084,7 @@ su_check(struct meta_db *db, const struct su_model *m, const struct meta_vbranch
 	SH_ASSERT(u != NULL && want != NULL);
 	su_expect(m, want);
 	SH_ASSERT_OK(meta_txn_begin(db, false, &t));
-	SH_ASSERT_OK(meta_snap_usage(t, 0, m->keep, m->nkeep, br, nbr, u));
+	SH_ASSERT_OK(meta_snap_usage(t, 0, m->keep, m->nkeep, br, nbr, m->writable + 1, u));
 	meta_txn_abort(t);
 	SH_ASSERT_MSG(u->held == want->held, "held %llu, the model says %llu (seed %llu)",
 		      (unsigned long long)u->held, (unsigned long long)want->held,
@@ -1111,6 +1163,7 @@ TEST(meta_snap_usage_matches_a_model)
 		if (r < 14 && nbr < SU_BR && m.nkeep > 0) {
 			nbr++;
 			m.base[nbr] = m.keep[sh_rand_below(&rng, m.nkeep)];
+			m.writable[nbr] = sh_rand_below(&rng, 2) == 0;
 			SH_ASSERT_OK(meta_db_branch(db, (uint16_t)nbr, m.base[nbr]));
 			br[nbr - 1] =
 			    (struct meta_vbranch){ .id = (uint16_t)nbr, .base = m.base[nbr] };
@@ -1188,7 +1241,7 @@ su_of(struct meta_db *db, const uint64_t *keep, unsigned nkeep)
 
 	memset(&u, 0, sizeof(u));
 	SH_ASSERT_OK(meta_txn_begin(db, false, &t));
-	SH_ASSERT_OK(meta_snap_usage(t, 0, keep, nkeep, NULL, 0, &u));
+	SH_ASSERT_OK(meta_snap_usage(t, 0, keep, nkeep, NULL, 0, NULL, &u));
 	meta_txn_abort(t);
 	return &u;
 }

@@ -318,11 +318,7 @@ fs_json(const struct cfg *c, const struct admin_node *self, bool usage)
 			static const char *const state[] = { NULL, "creating", "ready",
 							     "deleting" };
 			const struct cfg_fs *of = cfg_fs_by_id(c, f->origin);
-			const struct cfg_snap *s = NULL;
-
-			for (uint32_t k = 0; k < c->nsnaps && s == NULL; k++)
-				if (c->snaps[k].fs == f->origin && c->snaps[k].version == f->base)
-					s = &c->snaps[k];
+			const struct cfg_snap *s = cfg_clone_snap(c, f);
 			json_t *k =
 			    json_pack("{s:s, s:s, s:I, s:i, s:s}", "origin", of ? of->name : "",
 				      "snapshot", s ? s->name : "", "version", (json_int_t)f->base,

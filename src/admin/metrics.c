@@ -521,7 +521,7 @@ meta_families(struct mctx *m)
 	}
 	{
 		struct msvc_stats ms = { 0 };
-		static const char *const fam[6][2] = {
+		static const char *const fam[5][2] = {
 			{ "shoal_meta_log_writes_total",
 			  "Durable writes of the groups' shared Raft log (each a batch of every "
 			  "group's records)." },

@@ -414,6 +414,8 @@ const struct cfg_fs *cfg_clone_find(const struct cfg *c, uint32_t origin, uint16
 /* The clone that makes snapshot s of origin writable (named ORIGIN@NAME), or NULL. */
 const struct cfg_fs *cfg_writable_of(const struct cfg *c, const struct cfg_fs *origin,
 				     const struct cfg_snap *s);
+/* The snapshot clone f stands on, or NULL (no clone). */
+const struct cfg_snap *cfg_clone_snap(const struct cfg *c, const struct cfg_fs *f);
 /* The snapshot clone f makes writable, or NULL (an ordinary clone, or no clone). */
 const struct cfg_snap *cfg_writable_snap(const struct cfg *c, const struct cfg_fs *f);
 /*

@@ -44,29 +44,42 @@ cfg_clone_find(const struct cfg *c, uint32_t origin, uint16_t branch)
 	return NULL;
 }
 
+/* The name a writable snapshot of fs called snap opens as: FS@NAME (its clone's). */
+#define WRITABLE_NAME_MAX (2 * CFG_NAME_MAX + 1)
+static const char *
+writable_name(char *buf, const char *fs, const char *snap)
+{
+	snprintf(buf, WRITABLE_NAME_MAX, "%s@%s", fs, snap);
+	return buf;
+}
+
 const struct cfg_fs *
 cfg_writable_of(const struct cfg *c, const struct cfg_fs *origin, const struct cfg_snap *s)
 {
-	char name[2 * CFG_NAME_MAX + 1];
+	char name[WRITABLE_NAME_MAX];
 	const struct cfg_fs *w;
 
 	if (origin == NULL || s == NULL)
 		return NULL;
-	snprintf(name, sizeof(name), "%s@%s", origin->name, s->name);
-	w = cfg_fs_find(c, name);
+	w = cfg_fs_find(c, writable_name(name, origin->name, s->name));
 	return w != NULL && w->origin == origin->id && w->base == s->version ? w : NULL;
+}
+
+const struct cfg_snap *
+cfg_clone_snap(const struct cfg *c, const struct cfg_fs *f)
+{
+	for (uint32_t i = 0; f->origin != 0 && i < c->nsnaps; i++)
+		if (c->snaps[i].fs == f->origin && c->snaps[i].version == f->base)
+			return &c->snaps[i];
+	return NULL;
 }
 
 const struct cfg_snap *
 cfg_writable_snap(const struct cfg *c, const struct cfg_fs *f)
 {
-	const struct cfg_fs *o = f->origin != 0 ? cfg_fs_by_id(c, f->origin) : NULL;
+	const struct cfg_snap *s = cfg_clone_snap(c, f);
 
-	for (uint32_t i = 0; o != NULL && i < c->nsnaps; i++)
-		if (c->snaps[i].fs == o->id && c->snaps[i].version == f->base &&
-		    cfg_writable_of(c, o, &c->snaps[i]) == f)
-			return &c->snaps[i];
-	return NULL;
+	return s != NULL && cfg_writable_of(c, cfg_fs_by_id(c, f->origin), s) == f ? s : NULL;
 }
 
 /* Room for one more clone of f (a clone or a writable snapshot), called name. */
@@ -96,7 +109,7 @@ static int
 check_writable(const struct cfg *c, const struct cfg_fs *f, const struct cfg_cmd *cmd, char *msg,
 	       size_t len)
 {
-	char name[2 * CFG_NAME_MAX + 1];
+	char name[WRITABLE_NAME_MAX];
 
 	if (cmd->state != CFG_SNAP_WRITABLE)
 		return cmd->state == 0
@@ -105,8 +118,7 @@ check_writable(const struct cfg *c, const struct cfg_fs *f, const struct cfg_cmd
 				      "a snapshot is made read-only (0) or writable (%d), "
 				      "not %u",
 				      CFG_SNAP_WRITABLE, cmd->state);
-	snprintf(name, sizeof(name), "%s@%s", f->name, cmd->snap);
-	if (strlen(name) >= CFG_NAME_MAX)
+	if (strlen(writable_name(name, f->name, cmd->snap)) >= CFG_NAME_MAX)
 		return cfg_fail(msg, len, -ENAMETOOLONG,
 				"a writable snapshot is opened as %s, longer than a filesystem "
 				"name may be (%d): name it shorter",
@@ -254,10 +266,9 @@ clone_add(struct cfg *c, struct cfg_fs *f, const struct cfg_snap *s, const char 
 void
 cfg_apply_writable(struct cfg *c, struct cfg_fs *f, const struct cfg_snap *s, uint64_t time)
 {
-	char name[2 * CFG_NAME_MAX + 1];
+	char name[WRITABLE_NAME_MAX];
 
-	snprintf(name, sizeof(name), "%s@%s", f->name, s->name);
-	clone_add(c, f, s, name, time);
+	clone_add(c, f, s, writable_name(name, f->name, s->name), time);
 }
 
 void

@@ -281,7 +281,7 @@ cfg_check_snap(const struct cfg *c, const struct cfg_cmd *cmd, char *msg, size_t
 void
 cfg_apply_snap(struct cfg *c, const struct cfg_cmd *cmd)
 {
-	struct cfg_fs *f;
+	struct cfg_fs *f, *w;
 	struct cfg_snap *s;
 	unsigned long long v;
 
@@ -334,10 +334,10 @@ cfg_apply_snap(struct cfg *c, const struct cfg_cmd *cmd)
 			  s->name, f->name, (unsigned long long)s->version);
 		break;
 	case CFG_OP_SNAP_DELETE:
-		if (cfg_writable_of(c, f, s) != NULL) {
+		w = (struct cfg_fs *)cfg_writable_of(c, f, s);
+		if (w != NULL) {
 			/* its writes go first (its clone's drop); then it does (fs.clone_state) */
-			cfg_apply_clone_delete(c, (struct cfg_fs *)cfg_writable_of(c, f, s),
-					       cmd->time);
+			cfg_apply_clone_delete(c, w, cmd->time);
 			break;
 		}
 		s->state = CFG_SNAP_DELETING;

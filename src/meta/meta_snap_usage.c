@@ -46,7 +46,9 @@ struct walk {
 	unsigned nkeep;
 	const struct meta_vbranch *br;
 	unsigned nbr;
-	int wk[META_BRANCH_MAX];   /* a writable snapshot's clone: its snapshot's index, else -1 */
+	/* the reader each clone is (pick's who): its writable snapshot's index, else nkeep + 1 +
+	 * its own */
+	unsigned reader[META_BRANCH_MAX];
 	unsigned wall;		   /* the writable snapshots' clones (a mask) */
 	uint8_t key[META_KEY_MAX]; /* the key whose records are being read */
 	size_t klen;
@@ -173,14 +175,14 @@ who_reads(struct walk *w, const uint8_t *key, size_t klen, uint64_t ver, bool to
 			r->clones |= 1u << j;
 }
 
-/* The clones that are one reader with snapshot k: the writable snapshot's own (a mask). */
+/* The clones that are reader who (pick's who; a mask): a writable snapshot's, or one. */
 static unsigned
-members(const struct walk *w, unsigned k)
+members(const struct walk *w, unsigned who)
 {
 	unsigned m = 0;
 
 	for (unsigned j = 0; j < w->nbr; j++)
-		if (w->wk[j] == (int)k)
+		if (w->reader[j] == who)
 			m |= 1u << j;
 	return m;
 }
@@ -196,26 +198,19 @@ members(const struct walk *w, unsigned k)
 static unsigned
 pick(struct walk *w, unsigned off, unsigned who, bool others)
 {
-	unsigned n = 0, mem = who < w->nkeep ? members(w, who) : 0;
+	unsigned n = 0, mem = members(w, who);
 
 	for (unsigned i = 0; i < w->nx; i++) {
 		const struct xrec *r = &w->x[i];
-		bool yes;
+		bool in_run = who < w->nkeep && who >= r->first && who < r->first + r->n, yes;
 
-		if (who < w->nkeep) {
-			bool in_run = who >= r->first && who < r->first + r->n;
-
+		if (who == w->nkeep)
+			yes = others ? r->live || (r->clones & ~w->wall)
+				     : r->n > 0 || (r->clones & w->wall);
+		else
 			yes = others ? r->live || (r->clones & ~mem) ||
 					   (r->n > 0 && !(r->n == 1 && in_run))
 				     : in_run || (r->clones & mem);
-		} else if (who == w->nkeep) {
-			yes = others ? r->live || (r->clones & ~w->wall)
-				     : r->n > 0 || (r->clones & w->wall);
-		} else {
-			unsigned me = 1u << (who - w->nkeep - 1);
-
-			yes = others ? r->live || r->n > 0 || (r->clones & ~me) : (r->clones & me);
-		}
 		if (yes)
 			w->tmp[off + n++] = *r;
 	}
@@ -226,14 +221,11 @@ pick(struct walk *w, unsigned off, unsigned who, bool others)
 static void
 add_alone(struct walk *w, unsigned who, uint64_t v)
 {
-	if (who < w->nkeep) {
+	if (who < w->nkeep)
 		w->u->only[who] += v;
-		for (unsigned j = 0; j < w->nbr; j++)
-			if (w->wk[j] == (int)who)
-				w->u->clone_only[j] += v;
-	} else if (who > w->nkeep) {
-		w->u->clone_only[who - w->nkeep - 1] += v;
-	}
+	for (unsigned j = 0; j < w->nbr; j++)
+		if (w->reader[j] == who)
+			w->u->clone_only[j] += v;
 }
 
 /* The one reader of r (pick's who), or -1: several, none, or the live file. */
@@ -245,13 +237,11 @@ one_reader(const struct walk *w, const struct xrec *r)
 	if (r->live || r->n > 1)
 		return -1;
 	for (unsigned j = 0; j < w->nbr; j++) {
-		int gj = w->wk[j] >= 0 ? w->wk[j] : (int)(w->nkeep + 1 + j);
-
 		if (!(r->clones & 1u << j))
 			continue;
-		if (g >= 0 && g != gj)
+		if (g >= 0 && g != (int)w->reader[j])
 			return -1;
-		g = gj;
+		g = (int)w->reader[j];
 	}
 	return g;
 }
@@ -281,24 +271,20 @@ count_file(struct walk *w)
 		w->tmp = t;
 		w->tcap = 2 * w->nx;
 	}
-	for (unsigned k = 0; k < w->nkeep; k++) {
-		unsigned mem = members(w, k);
+	w->u->held += alone(w, w->nkeep);
+	/* each snapshot (with its writable clone), then each other clone: those reading any */
+	for (unsigned who = 0; who <= w->nkeep + w->nbr; who++) {
+		unsigned mem = members(w, who);
 		bool any = false;
 
+		if (who == w->nkeep || (who > w->nkeep && mem == 0))
+			continue; /* (held; a writable snapshot's clone: counted with it) */
 		for (unsigned i = 0; i < w->nx && !any; i++)
-			any = (k >= w->x[i].first && k < w->x[i].first + w->x[i].n) ||
+			any = (who < w->nkeep && who >= w->x[i].first &&
+			       who < w->x[i].first + w->x[i].n) ||
 			      (w->x[i].clones & mem);
 		if (any)
-			add_alone(w, k, alone(w, k));
-	}
-	w->u->held += alone(w, w->nkeep);
-	for (unsigned j = 0; j < w->nbr; j++) {
-		bool any = false;
-
-		for (unsigned i = 0; i < w->nx && !any && w->wk[j] < 0; i++)
-			any = (w->x[i].clones & 1u << j) != 0;
-		if (any)
-			add_alone(w, w->nkeep + 1 + j, alone(w, w->nkeep + 1 + j));
+			add_alone(w, who, alone(w, who));
 	}
 	w->nx = 0;
 }
@@ -354,7 +340,6 @@ on_inline(void *arg, const uint8_t *key, size_t klen, uint64_t ver, const void *
 {
 	struct walk *w = arg;
 	struct xrec r;
-
 	int one;
 
 	who_reads(w, key, klen, ver, val == NULL, newer, &r);
@@ -382,11 +367,11 @@ meta_snap_usage(struct meta_txn *t, uint16_t bucket, const uint64_t *keep, unsig
 	int rc;
 
 	for (unsigned j = 0; j < w.nbr; j++) {
-		w.wk[j] = -1;
+		w.reader[j] = w.nkeep + 1 + j;
 		for (unsigned k = 0; writable != NULL && writable[j] && k < w.nkeep; k++)
 			if (keep[k] == br[j].base)
-				w.wk[j] = (int)k;
-		w.wall |= w.wk[j] >= 0 ? 1u << j : 0;
+				w.reader[j] = k;
+		w.wall |= w.reader[j] < w.nkeep ? 1u << j : 0;
 	}
 
 	meta_key_kind(&pk, bucket, META_K_EXTENT);

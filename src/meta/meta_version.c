@@ -307,8 +307,8 @@ settle_step(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result 
 	return meta_version_store(b->t, vs->buckets[0], vs);
 }
 
-bool
-meta_version_kept(const struct meta_version *vs, uint64_t ver)
+static bool
+kept(const struct meta_version *vs, uint64_t ver)
 {
 	for (unsigned i = 0; i < vs->nkeep; i++)
 		if (vs->keep[i] == ver)
@@ -333,7 +333,7 @@ restore_step(struct meta_bucket *b, const struct meta_cmd *c, struct meta_result
 		ver = 0; /* (version 0: kept by none) */
 	if (c->upto <= vs->repoch)
 		return -EALREADY;
-	if (!meta_version_kept(vs, ver))
+	if (!kept(vs, ver))
 		return -EINVAL; /* what it reads may be gone already */
 	if (c->upto != vs->rdoing) {
 		/* a restore begins (or a newer one takes over): from the first bucket */
@@ -403,7 +403,7 @@ branch_step(struct meta_bucket *b, const struct meta_cmd *c)
 		return x->base == base && !x->dropping ? -EALREADY : -EEXIST;
 	if (c->upto <= vs->btop)
 		return -ESTALE; /* it was here, and went: a number is never used again */
-	if (meta_ver_branch(base) != 0 || !meta_version_kept(vs, base))
+	if (meta_ver_branch(base) != 0 || !kept(vs, base))
 		return -EINVAL; /* on a snapshot the group keeps (clones of clones: not yet) */
 	if (vs->nbranch == META_BRANCH_MAX)
 		return -ENOSPC;

@@ -100,8 +100,6 @@ struct meta_version {
 	unsigned nb;
 };
 
-/* Whether the group keeps version ver (a snapshot's). */
-bool meta_version_kept(const struct meta_version *vs, uint64_t ver);
 /* What a group holds before any snapshot: version 1, nothing kept, settled. */
 void meta_version_init(struct meta_version *v);
 /* Copy the stored part of src (not the bucket list) into dst. */

@@ -50,9 +50,6 @@ msvc_clone_step(struct mfs *fs, const struct meta_version *vs, struct meta_cmd *
 		if (f->origin != fs->id || f->clone_state == CFG_CLONE_DELETING ||
 		    meta_version_branch(vs, f->branch) != NULL || f->branch <= vs->btop)
 			continue;
-		/* a writable snapshot's comes with the snapshot: once the group keeps it */
-		if (!meta_version_kept(vs, f->base))
-			continue;
 		c->op = META_OP_BRANCH;
 		c->upto = f->branch;
 		meta_le64_put(data, f->base);

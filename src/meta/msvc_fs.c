@@ -698,11 +698,13 @@ snap_usage(struct mfs *fs, uint32_t g, uint64_t term, uint64_t now, unsigned *bu
 	const uint16_t *b = mgroup_buckets(fs->groups[g], &nb);
 	struct meta_vbranch br[META_BRANCH_MAX];
 	bool wr[META_BRANCH_MAX];
-	uint64_t list = list_sum(b, nb), brs;
-	unsigned nbr = clones_read(fs, vs, br, wr, &brs);
+	uint64_t list, brs;
+	unsigned nbr;
 
 	if (vs->nkeep == 0)
 		return;
+	list = list_sum(b, nb);
+	nbr = clones_read(fs, vs, br, wr, &brs);
 	if (su == NULL && (su = fs->snap_use[g] = sh_calloc(1, sizeof(*su))) == NULL)
 		return;
 	if (su->p_on &&

@@ -303,19 +303,25 @@ def page_cache_serves_what_was_written(c):
         with open(os.path.join(m2, "shared"), "rb") as f:
             check(f.read() == blob, "mount 2 reads what mount 1 wrote")
         # mount 1's release of its handle ends after close(2) returns (FUSE releases are
-        # asynchronous) and may still set the file's times: once it has, the pages mount 2
-        # keeps are those of the file as it stays
-        time.sleep(1)
-        with open(os.path.join(m2, "shared"), "rb") as f:
-            check(f.read() == blob, "mount 2 reads it once mount 1 let it go")
-        g0 = gets(c)
-        with open(os.path.join(m2, "shared"), "rb") as f:
-            check(f.read() == blob, "mount 2 reads it again")
-        g1 = gets(c)
-        print("  an unchanged file read again through the same mount: %d fragment reads" %
-              (g1 - g0))
-        check(g1 == g0, "an unchanged file read again: %d fragment reads, want none "
-              "(its pages kept)" % (g1 - g0))
+        # asynchronous) and may still set the file's times, later than a second on a loaded
+        # machine: mount 2 then rightly reads the file anew at its next open. Once it has
+        # settled, the pages mount 2 keeps are those of the file as it stays: of three
+        # tries, one reads it again without a fragment read.
+        tries = []
+        for _ in range(3):
+            time.sleep(1)
+            with open(os.path.join(m2, "shared"), "rb") as f:
+                check(f.read() == blob, "mount 2 reads it once mount 1 let it go")
+            g0 = gets(c)
+            with open(os.path.join(m2, "shared"), "rb") as f:
+                check(f.read() == blob, "mount 2 reads it again")
+            tries.append(gets(c) - g0)
+            if tries[-1] == 0:
+                break
+        print("  an unchanged file read again through the same mount: fragment reads %s" %
+              tries)
+        check(tries[-1] == 0, "an unchanged file read again: fragment reads %s, want none "
+              "(its pages kept)" % tries)
         blob2 = os.urandom(3 << 20)
         with open(os.path.join(m1, "shared"), "r+b") as f:
             f.write(blob2[:1 << 20])

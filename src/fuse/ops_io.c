@@ -364,11 +364,23 @@ sfuse_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	rc = sfuse_where(s, ino, &w);
 	if (rc == 1)
 		rc = -EISDIR;
-	if (rc == 0) /* (a snapshot's: EROFS to write) */
-		rc = sh_open_ino_st(w.fs, w.ino, fi->flags, &st, &f);
-	/* close-to-open: what another client wrote is read (a snapshot's file never changes) */
+	/*
+	 * Everything under /.snapshots is read-only here, a writable snapshot's
+	 * too (its handle is its clone's, which the library lets write: it is
+	 * written through a mount of FS@NAME).
+	 */
+	if (rc == 0 && w.snap >= 0 &&
+	    ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)))
+		rc = -EROFS;
 	if (rc == 0)
-		fi->keep_cache = w.snap >= 0 || pages_checked(s, ino, &st, fi->flags);
+		rc = sh_open_ino_st(w.fs, w.ino, fi->flags, &st, &f);
+	/*
+	 * close-to-open: what another client wrote is read (a read-only
+	 * snapshot's file never changes, and keeps its pages; a writable one's
+	 * is read anew once it changed)
+	 */
+	if (rc == 0)
+		fi->keep_cache = pages_checked(s, ino, &st, fi->flags);
 	if (rc == 0) {
 		rc = open_join(ino, f, false, fi->flags);
 		if (rc < 0)

@@ -34,7 +34,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_cluster as tc  # noqa: E402
-from test_cluster import check, make_fs  # noqa: E402
+from test_cluster import Fail, check, make_fs  # noqa: E402
 
 TESTS = []
 
@@ -739,6 +739,34 @@ def clone_differs_only_where_written(c):
     check(left == 0, "%d bytes still stored with every clone, snapshot and file gone" % left)
 
 
+def origin_sees_it_read_only(c, mnt):
+    """ws's mount shows its writable snapshot w (mounted at mnt) under /.snapshots/w
+    read-only, as every snapshot there, and reads what it holds now (/via, changed through
+    mnt to "THROUGH the mount")."""
+    omnt = os.path.join(c.dir, "omnt")
+    os.makedirs(omnt, exist_ok=True)
+    tc.mount_or_skip(c, "ws", omnt)
+    try:
+        sp = os.path.join(omnt, ".snapshots", "w", "via")
+        with open(sp, "rb") as f:
+            check(f.read() == b"through the mount", "/.snapshots/w/via reads wrong")
+        for flags in (os.O_WRONLY, os.O_RDWR, os.O_WRONLY | os.O_TRUNC):
+            try:
+                os.close(os.open(sp, flags))
+                raise Fail("/.snapshots/w/via opened to write (flags %#o)" % flags)
+            except OSError as e:
+                check(e.errno == errno.EROFS, "/.snapshots/w/via opened to write: %s" % e)
+        with open(os.path.join(mnt, "via"), "r+b") as f:
+            f.write(b"THROUGH")
+            os.fsync(f.fileno())
+        with open(sp, "rb") as f:
+            got = f.read()
+        check(got == b"THROUGH the mount",
+              "/.snapshots/w/via after ws@w changed it reads %r (pages kept)" % got)
+    finally:
+        tc.unmount(omnt)
+
+
 @test
 def writable_snapshot_takes_writes(c):
     """shoal fs snapshot create FS NAME --writable: FS@NAME opens it read-write (its writes
@@ -779,9 +807,10 @@ def writable_snapshot_takes_writes(c):
                 os.fsync(f.fileno())
             check(sorted(os.listdir(mnt)) == ["f", "mine", "via"],
                   "the writable snapshot's mount lists %s" % os.listdir(mnt))
+            origin_sees_it_read_only(c, mnt)
         finally:
             tc.unmount(mnt)
-        check(get(c, "ws@w", "/via") == b"through the mount", "the mount's write reads wrong")
+        check(get(c, "ws@w", "/via") == b"THROUGH the mount", "the mount's write reads wrong")
     except tc.Skip as e:
         print("  (the writable snapshot's mount not tried: %s)" % e)
     # its space: the snapshot and its writes go together, so what either alone reads is

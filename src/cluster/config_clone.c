@@ -162,6 +162,17 @@ cfg_check_clone_rules(const struct cfg *c, const struct cfg_cmd *cmd, char *msg,
 		if (f->origin != 0 && f->clone_state == CFG_CLONE_DELETING)
 			return cfg_fail(msg, len, -EALREADY, "clone %s is being deleted already",
 					f->name);
+		if (cfg_writable_snap(c, f) != NULL) {
+			/* its snapshot goes with it: not while the origin is restored (as
+			 * snap.delete) */
+			const struct cfg_fs *o = cfg_fs_by_id(c, f->origin);
+
+			if (o != NULL && o->restore_phase != CFG_RESTORE_NONE)
+				return cfg_fail(msg, len, -EBUSY,
+						"filesystem %s is being restored to version %llu: "
+						"try again when it is done",
+						o->name, (unsigned long long)o->restore_ver);
+		}
 		if (cfg_clones_of(c, f->id, 0, names, sizeof(names)) > 0)
 			return cfg_fail(msg, len, -EBUSY,
 					"filesystem %s has clones (%s): delete them first", f->name,

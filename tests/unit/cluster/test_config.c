@@ -1733,6 +1733,17 @@ TEST(config_writable_snapshots_go_with_their_clone)
 	snap_expect(c, clone_state("data@w3", CFG_CLONE_NONE, 12), 0, NULL);
 	SH_ASSERT_EQ(cfg_snap_find(c, data->id, "w3")->state, CFG_SNAP_DELETING);
 	SH_ASSERT_EQ(c->nfs, nfs);
+	/* while data is restored, no snapshot of it goes: nor by its clone's name */
+	snprintf(w.snap, sizeof(w.snap), "w4");
+	w.time = 13;
+	snap_expect(c, w, 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_STATE, "data", "w4", 14), 0, NULL);
+	snap_expect(c, clone_state("data@w4", CFG_CLONE_READY, 15), 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_STATE, "data", "r", 16), 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_FS_RESTORE, "data", "r", 17), 0, NULL);
+	snap_expect(c, snap_cmd(CFG_OP_SNAP_DELETE, "data", "w4", 18), -EBUSY, "being restored");
+	snap_expect(c, snap_cmd(CFG_OP_FS_DELETE, "data@w4", "", 18), -EBUSY, "being restored");
+	SH_ASSERT_EQ(cfg_fs_find(c, "data@w4")->clone_state, CFG_CLONE_READY);
 	cfg_free(c);
 }
 

@@ -32,6 +32,7 @@ struct cop {
 	struct dcall *calls; /* COP_CALLS */
 	unsigned ncalls, pending;
 	uint64_t timeout_ns;
+	pthread_cond_t *wake; /* its waiter's own (under c->mu), once it waits */
 	bool done;
 };
 
@@ -49,7 +50,8 @@ finish(struct cop *o)
 
 	pthread_mutex_lock(&c->mu);
 	o->done = true;
-	pthread_cond_broadcast(&c->cv);
+	if (o->wake != NULL)
+		pthread_cond_signal(o->wake); /* its waiter alone, not every caller's */
 	pthread_mutex_unlock(&c->mu);
 }
 
@@ -410,11 +412,15 @@ never(void *arg)
  * Until the n operations at o are done: signalled by the loop thread, or,
  * on a caller's env, the world driven until they are (each has a timeout
  * of its own, so a world that runs dry first is a simulator's deadlock).
+ * Each waiter sleeps on a condition of its own, which the loop signals as
+ * its operations end: one shared by every caller had each end wake all
+ * of them (32 threads reading at queue depth 32: 31 woken for nothing).
  */
 static void
 wait_cops(sh_client *c, struct cop *o, unsigned n)
 {
 	struct cops w = { o, n };
+	pthread_cond_t wake;
 
 	if (c->drive != NULL) {
 		if (!c->drive(c->world, cops_done, &w, 3600 * SH_NSEC_PER_SEC)) {
@@ -423,10 +429,15 @@ wait_cops(sh_client *c, struct cop *o, unsigned n)
 		}
 		return;
 	}
+	pthread_cond_init(&wake, NULL);
 	pthread_mutex_lock(&c->mu);
+	for (unsigned i = 0; i < n; i++)
+		o[i].wake = &wake;
 	while (!cops_done(&w))
-		pthread_cond_wait(&c->cv, &c->mu);
+		pthread_cond_wait(&wake, &c->mu);
 	pthread_mutex_unlock(&c->mu);
+	/* (each operation ends once, under c->mu: none signals it from now on) */
+	pthread_cond_destroy(&wake);
 }
 
 /* Hand an operation to the loop and wait for it. */

@@ -245,7 +245,7 @@ map_seed(sh_file *f, const struct stat *st, const uint8_t *ext, size_t elen, boo
 		return;
 	}
 	io_map_bounds(m, st, 0, more, wgen);
-	f->map = m;
+	f->map[0] = m;
 }
 
 static int open_held(sh_fs *fs, const struct stat *st, int flags, sh_file **out);
@@ -366,7 +366,7 @@ sh_close(sh_file *f)
 	pthread_mutex_destroy(&f->mu);
 	while (f->nspare > 0)
 		sh_buf_put(f->spare[--f->nspare]);
-	sh_free(f->map);
+	io_map_drop_all(f);
 	sh_buf_put(f->bufh);
 	sh_free(f);
 	return rc;

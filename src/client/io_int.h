@@ -16,6 +16,7 @@
 #define RETRY_US      300000
 #define FULL_TRIES    3 /* attempts failed on full targets only: -ENOSPC */
 #define EXTENTS_BATCH 64
+#define MAP_WINDOWS   32	 /* a handle's maps of EXTENTS_BATCH extents (struct emap) */
 #define BEHIND_MAX    16	 /* stripes of one file in flight in the background, at most */
 #define BEHIND_BYTES  (8u << 20) /* and at most this much of them (but 4 stripes) */
 #define SPARES_MAX    4		 /* stripe buffers a handle keeps for reuse between them */
@@ -43,9 +44,10 @@ struct sh_file {
 	/* O_APPEND: the tag of the buffer's placement (0: none yet), kept until it lands, so
 	 * that a mapping applied whose every answer was lost is found done, not placed twice */
 	uint64_t append_tag;
-	uint64_t append_end; /* O_APPEND: where the last buffer landed ended */
-	int err;	     /* a failed flush, reported by the next call */
-	struct emap *map;    /* the extents last fetched (under mu), NULL until a read */
+	uint64_t append_end;	       /* O_APPEND: where the last buffer landed ended */
+	int err;		       /* a failed flush, reported by the next call */
+	struct emap *map[MAP_WINDOWS]; /* the extents fetched (under mu), NULL until a read */
+	unsigned map_hand;	       /* the window a fetch replaces next, when all are used */
 	/* stripes written in the background (wpool), under mu */
 	pthread_cond_t idle; /* signalled as each one ends */
 	unsigned behind;
@@ -78,8 +80,12 @@ struct sh_file {
  * client changes extents (fs->wgen) and the file's ctime and size stay
  * what they were (another client's write changes them, and the attribute
  * cache is recalled then): sequential reads ask the metadata bucket once
- * per EXTENTS_BATCH extents, not once per read. A stripe released under
- * a map that could not know it fails the read, which then refetches.
+ * per EXTENTS_BATCH extents, not once per read. A handle keeps
+ * MAP_WINDOWS of them (the oldest fetched goes first), so that random
+ * reads over a file of up to MAP_WINDOWS * EXTENTS_BATCH stripes (1 GiB
+ * of 512 KiB stripes) cost one round trip each once the file's maps are
+ * here, not two. A stripe released under a map that could not know it
+ * fails the read, which then refetches.
  */
 struct emap {
 	uint64_t from, to, wgen;
@@ -136,6 +142,9 @@ void io_zero_holes(const struct meta_extent *ex, unsigned n, uint64_t at, uint64
 		   uint8_t *buf, uint64_t off);
 /* What a map of the extents from at describes of the file as st, as of wgen. */
 void io_map_bounds(struct emap *m, const struct stat *st, uint64_t at, bool more, uint64_t wgen);
+/* m kept among f's maps (under f->mu; f's attributes are st now), or all of them dropped. */
+void io_map_keep(sh_file *f, struct emap *m, const struct stat *st);
+void io_map_drop_all(sh_file *f);
 /* [off, end) of the file whose attributes are st, into buf: 0 or -errno. */
 int io_read_range(sh_file *f, const struct stat *st, uint8_t *buf, uint64_t off, uint64_t end);
 /* Whether a read-ahead window is fetching any of [off, end) (mu held). */

@@ -469,18 +469,28 @@ ctime_ns(const struct stat *st)
  * and *upto, how far they describe the file (<= end). 0, or 1 if the map
  * does not hold at or is stale (the file's attributes are st now).
  */
+/* Map m still describes the file, whose attributes are st now. */
+static bool
+map_fresh(const sh_file *f, const struct emap *m, const struct stat *st)
+{
+	return m->wgen == atomic_load(&f->fs->wgen) && m->ctime_ns == ctime_ns(st) &&
+	       m->size == (uint64_t)st->st_size;
+}
+
 static int
 map_get(sh_file *f, const struct stat *st, uint64_t at, uint64_t end, struct meta_extent *ex,
 	unsigned max, unsigned *n, uint64_t *upto)
 {
-	const struct emap *m;
+	const struct emap *m = NULL;
 	int rc = 1;
 
 	*n = 0;
 	pthread_mutex_lock(&f->mu);
-	m = f->map;
-	if (m != NULL && m->wgen == atomic_load(&f->fs->wgen) && m->ctime_ns == ctime_ns(st) &&
-	    m->size == (uint64_t)st->st_size && m->from <= at && at < m->to) {
+	for (unsigned w = 0; w < MAP_WINDOWS && m == NULL; w++)
+		if (f->map[w] != NULL && f->map[w]->from <= at && at < f->map[w]->to &&
+		    map_fresh(f, f->map[w], st))
+			m = f->map[w];
+	if (m != NULL) {
 		*upto = m->to < end ? m->to : end;
 		for (unsigned i = 0; i < m->n && *n < max; i++)
 			if (m->ex[i].off < *upto && m->ex[i].off + m->ex[i].len > at)
@@ -579,8 +589,7 @@ map_fetch(sh_file *f, const struct stat *st, uint64_t at, uint64_t off, uint64_t
 			if (m->ex[i].off < *upto && m->ex[i].off + m->ex[i].len > at)
 				ex[(*n)++] = m->ex[i];
 		pthread_mutex_lock(&f->mu);
-		sh_free(f->map);
-		f->map = m;
+		io_map_keep(f, m, st);
 		m = NULL;
 		pthread_mutex_unlock(&f->mu);
 	}
@@ -589,12 +598,46 @@ map_fetch(sh_file *f, const struct stat *st, uint64_t at, uint64_t off, uint64_t
 	return rc;
 }
 
+/*
+ * (io_int.h, under f->mu) m among f's maps: in a free window, else in
+ * place of the oldest; the maps that no longer describe the file (its
+ * attributes are st now) go first.
+ */
+void
+io_map_keep(sh_file *f, struct emap *m, const struct stat *st)
+{
+	int free_at = -1;
+
+	for (unsigned w = 0; w < MAP_WINDOWS; w++) {
+		if (f->map[w] != NULL && !map_fresh(f, f->map[w], st)) {
+			sh_free(f->map[w]);
+			f->map[w] = NULL;
+		}
+		if (f->map[w] == NULL && free_at < 0)
+			free_at = (int)w;
+	}
+	if (free_at < 0) {
+		free_at = (int)(f->map_hand++ % MAP_WINDOWS);
+		sh_free(f->map[free_at]);
+	}
+	f->map[free_at] = m;
+}
+
+/* (io_int.h, under f->mu) Every map of f forgotten. */
+void
+io_map_drop_all(sh_file *f)
+{
+	for (unsigned w = 0; w < MAP_WINDOWS; w++) {
+		sh_free(f->map[w]);
+		f->map[w] = NULL;
+	}
+}
+
 static void
 map_drop(sh_file *f)
 {
 	pthread_mutex_lock(&f->mu);
-	sh_free(f->map);
-	f->map = NULL;
+	io_map_drop_all(f);
 	pthread_mutex_unlock(&f->mu);
 }
 

@@ -1875,6 +1875,24 @@ def fio_engine_runs_the_example_and_verifies(c):
         check(j["read"]["io_bytes"] == 64 << 20, "job verified %d bytes" % j["read"]["io_bytes"])
     check(c.shoal("ns", "fio", "stat", "/write-verify.0.0").returncode == 0,
           "the written file is not in the filesystem")
+    # random reads of a file of more stripes than one map holds (EXTENTS_BATCH, 64; here
+    # 128 of 512 KiB), verified: its maps are kept, so the extents are asked once a map
+    k0 = meta_kinds(c)
+    p = subprocess.run(["fio", "--name=write-verify", "--ioengine=external:" + engine,
+                        "--shoal_cluster=" + c.addr(1), "--shoal_fs=fio", "--rw=randread",
+                        "--bs=128k", "--size=64m", "--iodepth=1",
+                        "--verify=crc32c", "--verify_only=1", "--verify_fatal=1",
+                        "--verify_state_save=0", "--output-format=json"],
+                       capture_output=True, text=True, timeout=300, cwd=c.dir)
+    check(p.returncode == 0, "random verify: exit %d: %s%s" % (p.returncode, p.stdout[-2000:],
+                                                               p.stderr))
+    rv = json.loads(p.stdout[p.stdout.index("{"):])["jobs"][0]
+    asked = kinds_moved(k0, meta_kinds(c)).get("extents", 0)
+    print("  a 64 MiB file read whole in random 128 KiB reads, verified: %d extents requests"
+          % asked)
+    check(rv["error"] == 0 and rv["read"]["io_bytes"] == 64 << 20,
+          "random verify: error %d, %d bytes" % (rv["error"], rv["read"]["io_bytes"]))
+    check(asked <= 16, "512 random reads asked for the extents %d times (maps not kept)" % asked)
     p = subprocess.run(["fio", "--name=rr", "--ioengine=external:" + engine,
                         "--shoal_cluster=" + c.addr(2), "--shoal_fs=fio", "--rw=randread",
                         "--bs=4k", "--size=8m", "--iodepth=16", "--output-format=json"],

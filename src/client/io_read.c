@@ -16,6 +16,8 @@
 
 /* ---- reading ---- */
 
+#define READ_MAP_DROPS 4 /* a read's passes over kept maps that failed, read again afresh */
+
 /* One fragment range to read into dst. */
 struct piece {
 	unsigned frag; /* index */
@@ -668,17 +670,25 @@ io_zero_holes(const struct meta_extent *ex, unsigned n, uint64_t at, uint64_t up
 	}
 }
 
-/* Read [off, end) of the file, whose attributes are st, into buf. 0 or -errno. */
+/*
+ * Read [off, end) of the file, whose attributes are st, into buf. 0 or
+ * -errno. A pass over a kept map that fails is read again from a map
+ * fetched afresh (a kept map may name stripes released since: a cleaner
+ * moved them, which changes nothing the file's attributes show); each
+ * pass asks for itself, since a later pass of a read may find another
+ * kept map after an earlier one fetched.
+ */
 int
 io_read_range(sh_file *f, const struct stat *st, uint8_t *buf, uint64_t off, uint64_t end)
 {
-	bool fetched = false;
+	unsigned drops = 0;
 	int rc;
 
 	for (uint64_t at = off; at < end;) {
 		struct meta_extent ex[EXTENTS_BATCH];
 		unsigned n = 0;
 		uint64_t upto = end;
+		bool fetched = false;
 
 		if (map_get(f, st, at, end, ex, EXTENTS_BATCH, &n, &upto) != 0) {
 			rc = map_fetch(f, st, at, off, end, buf, ex, &n, &upto);
@@ -690,11 +700,9 @@ io_read_range(sh_file *f, const struct stat *st, uint8_t *buf, uint64_t off, uin
 		}
 		io_zero_holes(ex, n, at, upto, buf, off);
 		rc = read_extents(f, ex, n, at, upto, buf, off);
-		if (rc < 0 && !fetched) {
-			/* a kept map may name stripes since released: once more, afresh */
-			map_drop(f);
+		if (rc < 0 && !fetched && drops++ < READ_MAP_DROPS) {
+			map_drop(f); /* (the pass again: it fetches, or another thread just did) */
 			memset(buf + (at - off), 0, (size_t)(end - at));
-			fetched = true;
 			continue;
 		}
 		if (rc < 0)

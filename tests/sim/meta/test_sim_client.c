@@ -524,3 +524,80 @@ TEST(client_appends_from_three_clients_land_whole_once)
 	sh_free(rec);
 	sh_free(want);
 }
+
+/*
+ * A reader's kept maps of extents (src/client/io_int.h, struct emap)
+ * outlived by a cleaning: client 0 writes a file of many small stripes,
+ * then overwrites most of each; client 1 reads its far half, so its
+ * handle keeps maps of those extents; client 0 cleans (the live bytes
+ * move to new stripes, the old ones are released: nothing the file's
+ * attributes show changes); client 1 then reads the file whole through
+ * the same handle. Its first pass fetches a map of the file's start and
+ * a later one finds a kept map that names released stripes: that pass is
+ * read again from a fresh map, and every byte is the model's.
+ */
+TEST(client_kept_maps_survive_a_cleaning)
+{
+	enum { CHUNK = 16u << 10, CHUNKS = 160, OVER = 12u << 10 };
+	struct world w;
+	uint64_t seed = sh_test_seed();
+	size_t size = (size_t)CHUNK * CHUNKS;
+	uint8_t *model = sh_malloc(size), *got = sh_malloc(size);
+	struct sh_clean_stats cs = { 0 };
+	sh_client *c[2];
+	sh_fs *fs[2];
+	sh_file *f, *r;
+	long n;
+
+	world_start_opts(&w, seed, 4ull << 20, true);
+	for (int i = 0; i < 2; i++) {
+		c[i] = world_client(&w, 4, i + 1);
+		SH_ASSERT_OK(sh_fs_open(c[i], "fs1", &fs[i]));
+	}
+	content(seed, (uint32_t)size, model);
+	SH_ASSERT_OK(sh_open(fs[0], "/big", O_CREAT | O_WRONLY, 0644, &f));
+	for (unsigned k = 0; k < CHUNKS; k++) { /* a stripe or more each: many extents */
+		SH_ASSERT_EQ(sh_pwrite(f, model + (size_t)k * CHUNK, CHUNK, (off_t)k * CHUNK),
+			     (long)CHUNK);
+		SH_ASSERT_OK(sh_fsync(f));
+	}
+	content(seed + 1, (uint32_t)size, got); /* (the new bytes) */
+	for (unsigned k = 0; k < CHUNKS; k++) { /* 3/4 of each overwritten: its old stripe dies */
+		size_t at = (size_t)k * CHUNK + 1000;
+
+		memcpy(model + at, got + at, OVER);
+		SH_ASSERT_EQ(sh_pwrite(f, model + at, OVER, (off_t)at), (long)OVER);
+		SH_ASSERT_OK(sh_fsync(f));
+	}
+	SH_ASSERT_OK(sh_close(f));
+	/* client 1 reads the far half: its handle keeps maps of it */
+	SH_ASSERT_OK(sh_open(fs[1], "/big", O_RDONLY, 0, &r));
+	for (size_t at = size / 2; at < size; at += CHUNK) {
+		n = sh_pread(r, got, 4096, (off_t)at);
+		SH_ASSERT_MSG(n == 4096 && memcmp(got, model + at, 4096) == 0,
+			      "seed %llu: the far half at %zu before the cleaning: %ld",
+			      (unsigned long long)seed, at, n);
+	}
+	SH_ASSERT_OK(sh_fs_clean(fs[0], 0, 0, &cs, NULL, NULL));
+	SH_ASSERT_MSG(cs.stripes > 0, "seed %llu: nothing cleaned", (unsigned long long)seed);
+	sim_run_for(w.sim, 5 * SH_NSEC_PER_SEC); /* the old stripes released */
+	memset(got, 0, size);
+	n = sh_pread(r, got, size, 0);
+	SH_ASSERT_MSG(n == (long)size, "seed %llu: the whole read after the cleaning: %ld",
+		      (unsigned long long)seed, n);
+	SH_ASSERT_MSG(memcmp(got, model, size) == 0,
+		      "seed %llu: the whole read after the cleaning differs",
+		      (unsigned long long)seed);
+	printf("seed %llu: %u chunks, %llu stripes cleaned (%llu bytes moved); read whole "
+	       "through kept maps after\n",
+	       (unsigned long long)seed, (unsigned)CHUNKS, (unsigned long long)cs.stripes,
+	       (unsigned long long)cs.moved_bytes);
+	SH_ASSERT_OK(sh_close(r));
+	for (int i = 0; i < 2; i++) {
+		sh_fs_close(fs[i]);
+		sh_client_close(c[i]);
+	}
+	world_end(&w);
+	sh_free(model);
+	sh_free(got);
+}

@@ -142,8 +142,7 @@ void io_zero_holes(const struct meta_extent *ex, unsigned n, uint64_t at, uint64
 		   uint8_t *buf, uint64_t off);
 /* What a map of the extents from at describes of the file as st, as of wgen. */
 void io_map_bounds(struct emap *m, const struct stat *st, uint64_t at, bool more, uint64_t wgen);
-/* m kept among f's maps (under f->mu; f's attributes are st now), or all of them dropped. */
-void io_map_keep(sh_file *f, struct emap *m, const struct stat *st);
+/* Every map of f's extents dropped (under f->mu). */
 void io_map_drop_all(sh_file *f);
 /* [off, end) of the file whose attributes are st, into buf: 0 or -errno. */
 int io_read_range(sh_file *f, const struct stat *st, uint8_t *buf, uint64_t off, uint64_t end);

@@ -466,11 +466,6 @@ ctime_ns(const struct stat *st)
 	return (uint64_t)st->st_ctim.tv_sec * 1000000000ull + (uint64_t)st->st_ctim.tv_nsec;
 }
 
-/*
- * The extents of [at, end) from the handle's map: up to max into ex (*n),
- * and *upto, how far they describe the file (<= end). 0, or 1 if the map
- * does not hold at or is stale (the file's attributes are st now).
- */
 /* Map m still describes the file, whose attributes are st now. */
 static bool
 map_fresh(const sh_file *f, const struct emap *m, const struct stat *st)
@@ -478,6 +473,13 @@ map_fresh(const sh_file *f, const struct emap *m, const struct stat *st)
 	return m->wgen == atomic_load(&f->fs->wgen) && m->ctime_ns == ctime_ns(st) &&
 	       m->size == (uint64_t)st->st_size;
 }
+
+/*
+ * The extents of [at, end) from the handle's maps (the first fresh one
+ * that holds at): up to max into ex (*n), and *upto, how far they
+ * describe the file (<= end). 0, or 1 if no fresh map holds at (the
+ * file's attributes are st now).
+ */
 
 static int
 map_get(sh_file *f, const struct stat *st, uint64_t at, uint64_t end, struct meta_extent *ex,
@@ -530,6 +532,31 @@ inline_copy(uint8_t *buf, uint64_t off, uint64_t end, const uint8_t *data, size_
 
 	memcpy(buf, data + off, n);
 	memset(buf + n, 0, (size_t)(end - off) - n);
+}
+
+/*
+ * (under f->mu) m among f's maps: in a free window, else in
+ * place of the oldest; the maps that no longer describe the file (its
+ * attributes are st now) go first.
+ */
+static void
+map_keep(sh_file *f, struct emap *m, const struct stat *st)
+{
+	int free_at = -1;
+
+	for (unsigned w = 0; w < MAP_WINDOWS; w++) {
+		if (f->map[w] != NULL && !map_fresh(f, f->map[w], st)) {
+			sh_free(f->map[w]);
+			f->map[w] = NULL;
+		}
+		if (f->map[w] == NULL && free_at < 0)
+			free_at = (int)w;
+	}
+	if (free_at < 0) {
+		free_at = (int)(f->map_hand++ % MAP_WINDOWS);
+		sh_free(f->map[free_at]);
+	}
+	f->map[free_at] = m;
 }
 
 /*
@@ -591,38 +618,13 @@ map_fetch(sh_file *f, const struct stat *st, uint64_t at, uint64_t off, uint64_t
 			if (m->ex[i].off < *upto && m->ex[i].off + m->ex[i].len > at)
 				ex[(*n)++] = m->ex[i];
 		pthread_mutex_lock(&f->mu);
-		io_map_keep(f, m, st);
+		map_keep(f, m, st);
 		m = NULL;
 		pthread_mutex_unlock(&f->mu);
 	}
 	cres_fini(&res);
 	sh_free(m);
 	return rc;
-}
-
-/*
- * (io_int.h, under f->mu) m among f's maps: in a free window, else in
- * place of the oldest; the maps that no longer describe the file (its
- * attributes are st now) go first.
- */
-void
-io_map_keep(sh_file *f, struct emap *m, const struct stat *st)
-{
-	int free_at = -1;
-
-	for (unsigned w = 0; w < MAP_WINDOWS; w++) {
-		if (f->map[w] != NULL && !map_fresh(f, f->map[w], st)) {
-			sh_free(f->map[w]);
-			f->map[w] = NULL;
-		}
-		if (f->map[w] == NULL && free_at < 0)
-			free_at = (int)w;
-	}
-	if (free_at < 0) {
-		free_at = (int)(f->map_hand++ % MAP_WINDOWS);
-		sh_free(f->map[free_at]);
-	}
-	f->map[free_at] = m;
 }
 
 /* (io_int.h, under f->mu) Every map of f forgotten. */

@@ -323,6 +323,9 @@ void client_quota_space(sh_fs *fs, uint64_t *quota, uint64_t *used);
  * no node up.
  */
 #define CLIENT_CFG_POLL_NS (500ull * 1000 * 1000)
+
+/* The largest offset a write may start at and a size a file may be cut or grown to (-EFBIG) */
+#define CLIENT_FILE_MAX ((uint64_t)1 << 62)
 uint64_t client_cfg_node(const struct cfg *c, uint64_t key);
 
 #endif /* SH_CLIENT_CLIENT_INT_H */

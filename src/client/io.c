@@ -76,7 +76,7 @@ sh_pwrite(sh_file *f, const void *buf, size_t len, uint64_t off)
 
 	if ((f->flags & O_ACCMODE) == O_RDONLY)
 		return -EBADF;
-	if (len > ((uint64_t)1 << 62) || off > ((uint64_t)1 << 62))
+	if (len > CLIENT_FILE_MAX || off > CLIENT_FILE_MAX)
 		return -EFBIG;
 	pthread_mutex_lock(&f->mu);
 	rc = f->err ? f->err : io_stale(f); /* a stripe written behind failed: reported until
@@ -201,10 +201,21 @@ open_stat(sh_fs *fs, const struct stat *st, int flags, sh_file **out)
 		return -EINVAL;
 	if (fs->at != 0 && (flags & O_ACCMODE) != O_RDONLY)
 		return -EROFS; /* a snapshot */
-	if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY && st->st_size > 0) {
+	/*
+	 * O_TRUNC of a file that was there: its size 0, its mtime and ctime
+	 * now even when it was empty already (POSIX open(2), as ext4). A file
+	 * this open made comes without O_TRUNC (sh_open, sh_open_stat).
+	 */
+	if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY) {
 		struct stat z = { 0 };
-		int rc = sh_setattr(fs, st->st_ino, &z, SH_SET_SIZE, NULL);
+		unsigned valid = SH_SET_SIZE;
+		int rc;
 
+		if (st->st_size == 0) {
+			clock_gettime(CLOCK_REALTIME, &z.st_mtim);
+			valid |= SH_SET_MTIME;
+		}
+		rc = sh_setattr(fs, st->st_ino, &z, valid, NULL);
 		if (rc < 0)
 			return rc;
 	}
@@ -296,6 +307,8 @@ sh_open(sh_fs *fs, const char *path, int flags, mode_t mode, sh_file **out)
 		rc = sh_stat(fs, path, &st);
 		if (rc == -ENOENT && (flags & O_CREAT)) {
 			rc = sh_mknod(fs, path, S_IFREG | (mode & 07777), 0);
+			if (rc == 0)
+				flags &= ~O_TRUNC; /* new and empty: nothing to cut */
 			if (rc == -EEXIST && !(flags & O_EXCL))
 				rc = 0; /* someone else made it meanwhile */
 			if (rc == 0)
@@ -335,10 +348,11 @@ sh_open_stat(sh_fs *fs, const struct stat *st, int flags, sh_file **out)
 
 	if (fs == NULL || st == NULL || out == NULL)
 		return -EINVAL;
+	flags &= ~(O_CREAT | O_EXCL | O_TRUNC); /* st: a file just made, empty */
 	if (!S_ISREG(st->st_mode))
-		return open_stat(fs, st, flags & ~(O_CREAT | O_EXCL), out);
+		return open_stat(fs, st, flags, out);
 	rc = client_hold_created(fs, st->st_ino);
-	return rc < 0 ? rc : open_held(fs, st, flags & ~(O_CREAT | O_EXCL), out);
+	return rc < 0 ? rc : open_held(fs, st, flags, out);
 }
 
 sh_fs *

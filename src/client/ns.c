@@ -56,11 +56,33 @@ fmt_type(mode_t m, uint8_t *t)
 	return -EINVAL;
 }
 
+/*
+ * Times are stored as nanoseconds since the epoch in 64 bits, read as
+ * signed: a time before 1970 (tar of an old tree, utimensat of a negative
+ * second) is stored as its two's complement and comes back as it was set.
+ */
 static void
 ns_ts(uint64_t ns, struct timespec *ts)
 {
-	ts->tv_sec = (time_t)(ns / 1000000000ull);
-	ts->tv_nsec = (long)(ns % 1000000000ull);
+	int64_t v = (int64_t)ns, s = v / 1000000000, n = v % 1000000000;
+
+	if (n < 0)
+		s--, n += 1000000000;
+	ts->tv_sec = (time_t)s;
+	ts->tv_nsec = (long)n;
+}
+
+/* A time to nanoseconds since the epoch, held to what 64 bits signed can say (1677-2262). */
+static uint64_t
+ts_ns(const struct timespec *ts)
+{
+	const int64_t lim = INT64_MAX / 1000000000 - 1;
+
+	if (ts->tv_sec > lim)
+		return (uint64_t)INT64_MAX;
+	if (ts->tv_sec < -lim)
+		return (uint64_t)INT64_MIN;
+	return (uint64_t)((int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec);
 }
 
 void
@@ -512,6 +534,8 @@ setattr(sh_fs *fs, uint64_t ino, const struct meta_setattr *sa, struct stat *out
 
 	if (!client_ino_valid(fs, ino))
 		return -ESTALE;
+	if ((sa->valid & META_SET_SIZE) && sa->size > CLIENT_FILE_MAX)
+		return -EFBIG; /* as far as a write may reach */
 	rc = ns_cmd(fs, meta_ino_bucket(ino), &mc, &r);
 	if (rc == 0 && out != NULL) {
 		if (r.rep.flags & MP_ATTR)
@@ -535,8 +559,8 @@ sh_setattr(sh_fs *fs, uint64_t ino, const struct stat *st, unsigned valid, struc
 	sa.uid = st->st_uid;
 	sa.gid = st->st_gid;
 	sa.size = (uint64_t)st->st_size;
-	sa.atime = (uint64_t)st->st_atim.tv_sec * 1000000000ull + (uint64_t)st->st_atim.tv_nsec;
-	sa.mtime = (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec;
+	sa.atime = ts_ns(&st->st_atim);
+	sa.mtime = ts_ns(&st->st_mtim);
 	if (!(valid & SH_SET_SIZE))
 		return setattr(fs, ino, &sa, out);
 	/* the file's extents change: bumped before and after, a read in between refetches */
@@ -563,6 +587,32 @@ sh_readlink_ino(sh_fs *fs, uint64_t ino, char *buf, size_t size)
 	return rc;
 }
 
+/*
+ * An attribute's name as Linux takes it: "namespace.name" in one of the
+ * namespaces Linux knows (user, trusted, security, system), the name after
+ * the dot not empty. -EINVAL (empty), -ERANGE (too long), -EOPNOTSUPP (no
+ * such namespace, as ext4 and tmpfs answer). The mount's kernel takes
+ * system.posix_acl_* itself (FUSE without POSIX ACLs refuses them), so
+ * what reaches here of system.* is stored as any other name.
+ */
+static int
+xattr_name_ok(const char *name)
+{
+	static const char *const spaces[] = { "user.", "trusted.", "security.", "system." };
+
+	if (name == NULL || *name == '\0')
+		return -EINVAL;
+	if (strlen(name) > META_NAME_MAX)
+		return -ERANGE;
+	for (size_t i = 0; i < sizeof(spaces) / sizeof(spaces[0]); i++) {
+		size_t n = strlen(spaces[i]);
+
+		if (strncmp(name, spaces[i], n) == 0)
+			return name[n] == '\0' ? -EINVAL : 0;
+	}
+	return -EOPNOTSUPP;
+}
+
 int
 sh_setxattr_ino(sh_fs *fs, uint64_t ino, const char *name, const void *value, size_t size,
 		int flags)
@@ -578,8 +628,9 @@ sh_setxattr_ino(sh_fs *fs, uint64_t ino, const char *name, const void *value, si
 
 	if (!client_ino_valid(fs, ino))
 		return -ESTALE;
-	if (name == NULL || *name == '\0' || strlen(name) > META_NAME_MAX)
-		return name && *name ? -ERANGE : -EINVAL;
+	rc = xattr_name_ok(name);
+	if (rc < 0)
+		return rc;
 	if (size > META_XATTR_MAX)
 		return -E2BIG;
 	snprintf(mc.name, sizeof(mc.name), "%s", name);
@@ -608,8 +659,9 @@ sh_getxattr_ino(sh_fs *fs, uint64_t ino, const char *name, void *value, size_t s
 
 	if (!client_ino_valid(fs, ino))
 		return -ESTALE;
-	if (name == NULL || *name == '\0' || strlen(name) > META_NAME_MAX)
-		return name && *name ? -ERANGE : -EINVAL;
+	rc = xattr_name_ok(name);
+	if (rc < 0)
+		return rc;
 	rc = ns_read(fs, MP_GETXATTR, meta_ino_bucket(ino), ino, name, strlen(name), 0, &r);
 	if (rc == 0)
 		rc = copy_value(&r, value, size);
@@ -641,8 +693,9 @@ sh_removexattr_ino(sh_fs *fs, uint64_t ino, const char *name)
 
 	if (!client_ino_valid(fs, ino))
 		return -ESTALE;
-	if (name == NULL || *name == '\0' || strlen(name) > META_NAME_MAX)
-		return name && *name ? -ERANGE : -EINVAL;
+	rc = xattr_name_ok(name);
+	if (rc < 0)
+		return rc;
 	snprintf(mc.name, sizeof(mc.name), "%s", name);
 	rc = ns_cmd(fs, meta_ino_bucket(ino), &mc, &r);
 	cres_fini(&r);
@@ -983,11 +1036,10 @@ sh_utimens(sh_fs *fs, const char *path, const struct timespec times[2])
 			continue;
 		if (times == NULL || times[i].tv_nsec == UTIME_NOW)
 			v = now;
-		else if (times[i].tv_nsec < 0 || times[i].tv_nsec >= 1000000000L ||
-			 times[i].tv_sec < 0)
+		else if (times[i].tv_nsec < 0 || times[i].tv_nsec >= 1000000000L)
 			return -EINVAL;
 		else
-			v = (uint64_t)times[i].tv_sec * 1000000000ull + (uint64_t)times[i].tv_nsec;
+			v = ts_ns(&times[i]);
 		if (i == 0) {
 			sa.valid |= META_SET_ATIME;
 			sa.atime = v;

@@ -106,10 +106,11 @@ meta_touch_ctime(struct meta_bucket *b, uint64_t ino, struct meta_inode *in, uin
 	return meta_inode_store(b, ino, in);
 }
 
+/* The later of two times (stored unsigned, read signed: a time may be before 1970) */
 static uint64_t
-max64(uint64_t a, uint64_t b)
+time_max(uint64_t a, uint64_t b)
 {
-	return a > b ? a : b;
+	return (int64_t)a > (int64_t)b ? a : b;
 }
 
 /* Drop an inode and what hangs on it (symlink target, xattrs, extents). */
@@ -235,8 +236,8 @@ apply_local(struct meta_bucket *b, const struct meta_delta *d)
 	in.nlink = nlink < 0 ? 0 : (uint32_t)nlink;
 	if (d->time) {
 		if (d->dentries || in.type == META_DIR)
-			in.mtime = max64(in.mtime, d->time);
-		in.ctime = max64(in.ctime, d->time);
+			in.mtime = time_max(in.mtime, d->time);
+		in.ctime = time_max(in.ctime, d->time);
 	}
 	if (in.nlink == 0) /* its last name went elsewhere (or, a directory, was removed there) */
 		return meta_lose_last(b, d->ino, &in, d->time ? d->time : in.ctime);
@@ -812,7 +813,7 @@ meta_lose_last(struct meta_bucket *b, uint64_t ino, struct meta_inode *in, uint6
 	if (in->type != META_REG || ino == b->unheld)
 		return drop_inode(b, ino);
 	in->nlink = 0;
-	in->ctime = max64(in->ctime, now);
+	in->ctime = time_max(in->ctime, now);
 	rc = meta_inode_store(b, ino, in);
 	meta_be64_put(v, now);
 	orphan_key(&k, b, ino);

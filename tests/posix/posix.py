@@ -367,6 +367,31 @@ def utimens(d):
 
 
 @check
+def times_before_1970(d):
+    """A time before the epoch (tar of an old tree) comes back as it was set."""
+    p = os.path.join(d, "f")
+    write(p, b"")
+    os.utime(p, ns=(-315_532_800_000_000_000 + 123, -1_000_000_000))
+    st = os.stat(p)
+    os.mkdir(os.path.join(d, "sub"))
+    os.utime(os.path.join(d, "sub"), ns=(0, -5))
+    write(os.path.join(d, "sub", "g"), b"")  # a create moves the directory's mtime to now
+    return st.st_atime_ns, st.st_mtime_ns, os.stat(os.path.join(d, "sub")).st_mtime_ns > 0
+
+
+@check
+def trunc_on_open_moves_times_of_an_empty_file(d):
+    """POSIX open(2): O_TRUNC of a file that was there marks its mtime and ctime,
+    empty or not."""
+    p = os.path.join(d, "f")
+    write(p, b"")
+    os.utime(p, ns=(1_000_000_000, 1_000_000_000))
+    os.close(os.open(p, os.O_WRONLY | os.O_TRUNC))
+    st = os.stat(p)
+    return st.st_mtime_ns > 1_000_000_000, st.st_atime_ns, st.st_size
+
+
+@check
 def mtime_moves_on_write(d):
     p = os.path.join(d, "f")
     write(p, b"a")
@@ -444,6 +469,18 @@ def xattrs(d):
     e = err(os.setxattr, p, "user.c", b"x", os.XATTR_REPLACE)
     os.removexattr(p, "user.a")
     return a, b, c, e, sorted(os.listxattr(p)), err(os.getxattr, p, "user.a")
+
+
+@check
+def xattr_names(d):
+    """Names in the namespaces Linux knows; EOPNOTSUPP outside them, EINVAL for
+    a namespace with no name, ERANGE past 255 bytes."""
+    p = os.path.join(d, "f")
+    write(p, b"")
+    return (err(os.setxattr, p, "foo.x", b"1"), err(os.getxattr, p, "foo.x"),
+            err(os.removexattr, p, "foo.x"), err(os.setxattr, p, "plain", b"1"),
+            err(os.setxattr, p, "user.", b"1"), err(os.setxattr, p, "user." + "n" * 251, b"1"),
+            err(os.setxattr, p, "user." + "n" * 250, b"1"), len(os.listxattr(p)))
 
 
 @check

@@ -601,3 +601,66 @@ TEST(client_kept_maps_survive_a_cleaning)
 	sh_free(model);
 	sh_free(got);
 }
+
+/* ---- POSIX edges through the library (the mount's posix.py checks, without FUSE) ---- */
+
+TEST(client_times_xattr_names_and_limits_as_linux)
+{
+	struct world w;
+	struct timespec ts[2] = { { .tv_sec = -315532800, .tv_nsec = 123 }, { .tv_sec = -1 } };
+	struct stat st;
+	sh_client *c;
+	sh_file *f;
+	sh_fs *fs;
+	char v[8];
+
+	world_start_opts(&w, sh_test_seed(), 4ull << 20, true);
+	c = world_client(&w, 4, 1);
+	SH_ASSERT_OK(sh_fs_open(c, "fs1", &fs));
+	SH_ASSERT_OK(sh_mkdir(fs, "/d", 0755));
+	SH_ASSERT_OK(sh_open(fs, "/d/f", O_CREAT | O_WRONLY, 0644, &f));
+	SH_ASSERT_OK(sh_close(f));
+
+	/* a time before 1970 comes back as set, and a directory set back still moves */
+	SH_ASSERT_OK(sh_utimens(fs, "/d/f", ts));
+	SH_ASSERT_OK(sh_stat(fs, "/d/f", &st));
+	SH_ASSERT_EQ((long long)st.st_atim.tv_sec, -315532800LL);
+	SH_ASSERT_EQ((long long)st.st_atim.tv_nsec, 123LL);
+	SH_ASSERT_EQ((long long)st.st_mtim.tv_sec, -1LL);
+	SH_ASSERT_EQ((long long)st.st_mtim.tv_nsec, 0LL);
+	SH_ASSERT_OK(sh_utimens(fs, "/d", ts));
+	SH_ASSERT_OK(sh_open(fs, "/d/g", O_CREAT | O_WRONLY, 0644, &f));
+	SH_ASSERT_OK(sh_close(f));
+	sim_run_for(w.sim, SH_NSEC_PER_SEC); /* the parent's delta applied */
+	SH_ASSERT_OK(sh_stat(fs, "/d", &st));
+	SH_ASSERT_MSG(st.st_mtim.tv_sec > 0,
+		      "seed %llu: a create left its directory's mtime at %lld",
+		      (unsigned long long)w.seed, (long long)st.st_mtim.tv_sec);
+
+	/* O_TRUNC of a file that was there, empty: its mtime moves */
+	SH_ASSERT_OK(sh_utimens(fs, "/d/f", ts));
+	SH_ASSERT_OK(sh_open(fs, "/d/f", O_WRONLY | O_TRUNC, 0, &f));
+	SH_ASSERT_OK(sh_close(f));
+	SH_ASSERT_OK(sh_stat(fs, "/d/f", &st));
+	SH_ASSERT_MSG(st.st_mtim.tv_sec > 0, "seed %llu: O_TRUNC left the mtime at %lld",
+		      (unsigned long long)w.seed, (long long)st.st_mtim.tv_sec);
+
+	/* xattr names: the namespaces Linux knows */
+	SH_ASSERT_EQ(sh_setxattr(fs, "/d/f", "foo.x", "1", 1, 0), -EOPNOTSUPP);
+	SH_ASSERT_EQ(sh_setxattr(fs, "/d/f", "plain", "1", 1, 0), -EOPNOTSUPP);
+	SH_ASSERT_EQ(sh_setxattr(fs, "/d/f", "user.", "1", 1, 0), -EINVAL);
+	SH_ASSERT_EQ(sh_getxattr(fs, "/d/f", "foo.x", v, sizeof(v)), -EOPNOTSUPP);
+	SH_ASSERT_EQ(sh_removexattr(fs, "/d/f", "foo.x"), -EOPNOTSUPP);
+	SH_ASSERT_OK(sh_setxattr(fs, "/d/f", "trusted.t", "1", 1, 0));
+	SH_ASSERT_EQ(sh_getxattr(fs, "/d/f", "trusted.t", v, sizeof(v)), 1L);
+
+	/* a size no write could reach */
+	SH_ASSERT_OK(sh_truncate(fs, "/d/f", 1ull << 62));
+	SH_ASSERT_EQ(sh_truncate(fs, "/d/f", (1ull << 62) + 1), -EFBIG);
+	SH_ASSERT_OK(sh_stat(fs, "/d/f", &st));
+	SH_ASSERT_EQ((unsigned long long)st.st_size, 1ull << 62);
+
+	sh_fs_close(fs);
+	sh_client_close(c);
+	world_end(&w);
+}

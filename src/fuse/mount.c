@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ops.h"
@@ -84,6 +85,7 @@ sfuse_main(const struct sfuse_opts *o)
 	struct fuse_session *se = NULL;
 	struct sfuse s = { .o = *o, .ra_once = PTHREAD_ONCE_INIT };
 	char fsname[128], maxread[32], dir[PATH_MAX];
+	struct stat dst;
 	int rc;
 
 	if (s.o.threads == 0)
@@ -136,11 +138,20 @@ sfuse_main(const struct sfuse_opts *o)
 	if (realpath(o->dir, dir) == NULL) {
 		rc = -errno;
 		fprintf(stderr, "shoal: mount point %s: %s\n", o->dir, strerror(-rc));
-		goto out;
+		goto out_session;
+	}
+	if (stat(dir, &dst) != 0 || !S_ISDIR(dst.st_mode)) {
+		rc = -ENOTDIR; /* libfuse would mount a file there, whose root reads as EIO */
+		fprintf(stderr, "shoal: mount point %s: %s\n", o->dir, strerror(-rc));
+		goto out_session;
 	}
 	s.o.dir = dir;
 	s.se = se;
-	if (fuse_set_signal_handlers(se) != 0 || fuse_session_mount(se, dir) != 0) {
+	if (fuse_set_signal_handlers(se) != 0) {
+		rc = -EIO;
+		goto out_session;
+	}
+	if (fuse_session_mount(se, dir) != 0) {
 		fprintf(stderr,
 			"shoal: cannot mount on %s (is /dev/fuse usable, fuse3 installed?)\n",
 			o->dir);
@@ -174,6 +185,7 @@ out_unmount:
 	fuse_session_unmount(se);
 out:
 	fuse_remove_signal_handlers(se);
+out_session: /* (libfuse complains of handlers removed that were never set) */
 	fuse_session_destroy(se);
 	fuse_opt_free_args(&args);
 	if (lc)

@@ -425,6 +425,7 @@ def whole_cluster_restart_keeps_config(c):
 @test
 def bad_input_is_refused_and_changes_nothing(c):
     c.up()
+    c.shoal("fs", "create", "mp", "--protection", "3+2", check_rc=0)  # (to mount)
     e0 = c.status()["epoch"]
     cases = [
         (["frobnicate"], 2, "unknown command"),
@@ -445,6 +446,10 @@ def bad_input_is_refused_and_changes_nothing(c):
     with open(small, "wb") as f:
         f.truncate(1 << 20)
     cases.append((["drive", "add", "2", small], 1, "too small"))
+    # a mount point that is not a directory: refused before anything is mounted (libfuse
+    # would mount a file there whose every access is EIO)
+    cases.append((["mount", "mp", small], 1, "Not a directory"))
+    cases.append((["mount", "mp", os.path.join(c.dir, "nowhere")], 1, "No such file"))
     for args, rc, text in cases:
         p = c.shoal(*args)
         check(p.returncode == rc, "%s: exit %d, want %d (%s)" % (args, p.returncode, rc,

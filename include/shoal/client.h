@@ -291,8 +291,9 @@ SH_API int sh_open_ino(sh_fs *fs, uint64_t ino, int flags, sh_file **out);
 SH_API int sh_open_ino_st(sh_fs *fs, uint64_t ino, int flags, struct stat *st, sh_file **out);
 /*
  * As sh_open_ino, with the attributes a call of this client just returned
- * for the file (a create's): no round trip to ask for them again. The file
- * is new, so O_TRUNC has nothing to cut (its times are the create's).
+ * for the file (a create's): no round trip to ask for them again. O_TRUNC
+ * cuts (and marks the times of) a file another creator made first; a file
+ * this caller just made has nothing to cut: leave O_TRUNC out then.
  */
 SH_API int sh_open_stat(sh_fs *fs, const struct stat *st, int flags, sh_file **out);
 

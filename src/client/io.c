@@ -76,7 +76,7 @@ sh_pwrite(sh_file *f, const void *buf, size_t len, uint64_t off)
 
 	if ((f->flags & O_ACCMODE) == O_RDONLY)
 		return -EBADF;
-	if (len > CLIENT_FILE_MAX || off > CLIENT_FILE_MAX)
+	if (off > CLIENT_FILE_MAX || len > CLIENT_FILE_MAX - off)
 		return -EFBIG;
 	pthread_mutex_lock(&f->mu);
 	rc = f->err ? f->err : io_stale(f); /* a stripe written behind failed: reported until
@@ -212,7 +212,10 @@ open_stat(sh_fs *fs, const struct stat *st, int flags, sh_file **out)
 		int rc;
 
 		if (st->st_size == 0) {
-			clock_gettime(CLOCK_REALTIME, &z.st_mtim);
+			uint64_t now = env_realtime(fs->c->env); /* (virtual in the simulator) */
+
+			z.st_mtim.tv_sec = (time_t)(now / 1000000000ull);
+			z.st_mtim.tv_nsec = (long)(now % 1000000000ull);
 			valid |= SH_SET_MTIME;
 		}
 		rc = sh_setattr(fs, st->st_ino, &z, valid, NULL);
@@ -303,12 +306,15 @@ sh_open(sh_fs *fs, const char *path, int flags, mode_t mode, sh_file **out)
 	if (fs->at != 0 && ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC))))
 		return -EROFS; /* a snapshot */
 	/* a name renamed over or removed between its lookup and the hold: looked up again */
+	int fl = flags;
+
 	for (int tries = 0; rc == -ESTALE && tries < 5; tries++) {
+		fl = flags;
 		rc = sh_stat(fs, path, &st);
 		if (rc == -ENOENT && (flags & O_CREAT)) {
 			rc = sh_mknod(fs, path, S_IFREG | (mode & 07777), 0);
 			if (rc == 0)
-				flags &= ~O_TRUNC; /* new and empty: nothing to cut */
+				fl &= ~O_TRUNC; /* new and empty: nothing to cut */
 			if (rc == -EEXIST && !(flags & O_EXCL))
 				rc = 0; /* someone else made it meanwhile */
 			if (rc == 0)
@@ -318,13 +324,13 @@ sh_open(sh_fs *fs, const char *path, int flags, mode_t mode, sh_file **out)
 		}
 		if (rc < 0 || !S_ISREG(st.st_mode))
 			break;
-		rc = open_ino_held(fs, st.st_ino, flags, &st, out);
+		rc = open_ino_held(fs, st.st_ino, fl, &st, out);
 		if (rc == 0)
 			return 0;
 	}
 	if (rc < 0)
 		return rc;
-	return open_stat(fs, &st, flags, out);
+	return open_stat(fs, &st, fl, out);
 }
 
 int
@@ -348,7 +354,7 @@ sh_open_stat(sh_fs *fs, const struct stat *st, int flags, sh_file **out)
 
 	if (fs == NULL || st == NULL || out == NULL)
 		return -EINVAL;
-	flags &= ~(O_CREAT | O_EXCL | O_TRUNC); /* st: a file just made, empty */
+	flags &= ~(O_CREAT | O_EXCL);
 	if (!S_ISREG(st->st_mode))
 		return open_stat(fs, st, flags, out);
 	rc = client_hold_created(fs, st->st_ino);

@@ -72,17 +72,27 @@ ns_ts(uint64_t ns, struct timespec *ts)
 	ts->tv_nsec = (long)n;
 }
 
-/* A time to nanoseconds since the epoch, held to what 64 bits signed can say (1677-2262). */
+/*
+ * A time (tv_nsec in [0, 1e9): the caller checks) to nanoseconds since the
+ * epoch, held to what 64 bits signed can say either way (1677-2262), so
+ * that ns_ts's seconds times 1e9 plus its nanoseconds never overflow either.
+ */
 static uint64_t
 ts_ns(const struct timespec *ts)
 {
 	const int64_t lim = INT64_MAX / 1000000000 - 1;
 
 	if (ts->tv_sec > lim)
-		return (uint64_t)INT64_MAX;
+		return (uint64_t)(lim * 1000000000 + 999999999);
 	if (ts->tv_sec < -lim)
-		return (uint64_t)INT64_MIN;
+		return (uint64_t)(-lim * 1000000000);
 	return (uint64_t)((int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec);
+}
+
+static bool
+nsec_ok(const struct timespec *ts)
+{
+	return ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000L;
 }
 
 void
@@ -559,8 +569,11 @@ sh_setattr(sh_fs *fs, uint64_t ino, const struct stat *st, unsigned valid, struc
 	sa.uid = st->st_uid;
 	sa.gid = st->st_gid;
 	sa.size = (uint64_t)st->st_size;
-	sa.atime = ts_ns(&st->st_atim);
-	sa.mtime = ts_ns(&st->st_mtim);
+	if (((valid & SH_SET_ATIME) && !nsec_ok(&st->st_atim)) ||
+	    ((valid & SH_SET_MTIME) && !nsec_ok(&st->st_mtim)))
+		return -EINVAL;
+	sa.atime = valid & SH_SET_ATIME ? ts_ns(&st->st_atim) : 0;
+	sa.mtime = valid & SH_SET_MTIME ? ts_ns(&st->st_mtim) : 0;
 	if (!(valid & SH_SET_SIZE))
 		return setattr(fs, ino, &sa, out);
 	/* the file's extents change: bumped before and after, a read in between refetches */
@@ -587,23 +600,32 @@ sh_readlink_ino(sh_fs *fs, uint64_t ino, char *buf, size_t size)
 	return rc;
 }
 
-/*
- * An attribute's name as Linux takes it: "namespace.name" in one of the
- * namespaces Linux knows (user, trusted, security, system), the name after
- * the dot not empty. -EINVAL (empty), -ERANGE (too long), -EOPNOTSUPP (no
- * such namespace, as ext4 and tmpfs answer). The mount's kernel takes
- * system.posix_acl_* itself (FUSE without POSIX ACLs refuses them), so
- * what reaches here of system.* is stored as any other name.
- */
+/* An attribute's name: -EINVAL (empty), -ERANGE (past 255 bytes). */
 static int
 xattr_name_ok(const char *name)
 {
-	static const char *const spaces[] = { "user.", "trusted.", "security.", "system." };
-
 	if (name == NULL || *name == '\0')
 		return -EINVAL;
-	if (strlen(name) > META_NAME_MAX)
-		return -ERANGE;
+	return strlen(name) > META_NAME_MAX ? -ERANGE : 0;
+}
+
+/*
+ * A name an attribute may be set under, as Linux takes it: "namespace.name"
+ * in a namespace Linux knows (user, trusted, security, system), the name
+ * after the dot not empty; else -EOPNOTSUPP, as ext4 and tmpfs answer, or
+ * -EINVAL. Only a set checks it: a name stored before this rule still reads,
+ * lists and goes (cp -a, rsync -X). The mount's kernel takes
+ * system.posix_acl_* itself (FUSE without POSIX ACLs refuses them), so what
+ * reaches here of system.* is stored as any other name.
+ */
+static int
+xattr_name_settable(const char *name)
+{
+	static const char *const spaces[] = { "user.", "trusted.", "security.", "system." };
+	int rc = xattr_name_ok(name);
+
+	if (rc < 0)
+		return rc;
 	for (size_t i = 0; i < sizeof(spaces) / sizeof(spaces[0]); i++) {
 		size_t n = strlen(spaces[i]);
 
@@ -628,7 +650,7 @@ sh_setxattr_ino(sh_fs *fs, uint64_t ino, const char *name, const void *value, si
 
 	if (!client_ino_valid(fs, ino))
 		return -ESTALE;
-	rc = xattr_name_ok(name);
+	rc = xattr_name_settable(name);
 	if (rc < 0)
 		return rc;
 	if (size > META_XATTR_MAX)
@@ -665,6 +687,8 @@ sh_getxattr_ino(sh_fs *fs, uint64_t ino, const char *name, void *value, size_t s
 	rc = ns_read(fs, MP_GETXATTR, meta_ino_bucket(ino), ino, name, strlen(name), 0, &r);
 	if (rc == 0)
 		rc = copy_value(&r, value, size);
+	else if (rc == -ENODATA && xattr_name_settable(name) < 0)
+		rc = xattr_name_settable(name); /* none stored, and none could be: as Linux */
 	cres_fini(&r);
 	return rc;
 }
@@ -698,6 +722,8 @@ sh_removexattr_ino(sh_fs *fs, uint64_t ino, const char *name)
 		return rc;
 	snprintf(mc.name, sizeof(mc.name), "%s", name);
 	rc = ns_cmd(fs, meta_ino_bucket(ino), &mc, &r);
+	if (rc == -ENODATA && xattr_name_settable(name) < 0)
+		rc = xattr_name_settable(name);
 	cres_fini(&r);
 	return rc;
 }
@@ -1036,7 +1062,7 @@ sh_utimens(sh_fs *fs, const char *path, const struct timespec times[2])
 			continue;
 		if (times == NULL || times[i].tv_nsec == UTIME_NOW)
 			v = now;
-		else if (times[i].tv_nsec < 0 || times[i].tv_nsec >= 1000000000L)
+		else if (!nsec_ok(&times[i]))
 			return -EINVAL;
 		else
 			v = ts_ns(&times[i]);

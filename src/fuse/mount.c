@@ -140,14 +140,16 @@ sfuse_main(const struct sfuse_opts *o)
 		fprintf(stderr, "shoal: mount point %s: %s\n", o->dir, strerror(-rc));
 		goto out_session;
 	}
-	if (stat(dir, &dst) != 0 || !S_ISDIR(dst.st_mode)) {
-		rc = -ENOTDIR; /* libfuse would mount a file there, whose root reads as EIO */
+	/* (libfuse would mount a file on a file, whose root then reads as EIO) */
+	rc = stat(dir, &dst) != 0 ? -errno : S_ISDIR(dst.st_mode) ? 0 : -ENOTDIR;
+	if (rc < 0) {
 		fprintf(stderr, "shoal: mount point %s: %s\n", o->dir, strerror(-rc));
 		goto out_session;
 	}
 	s.o.dir = dir;
 	s.se = se;
 	if (fuse_set_signal_handlers(se) != 0) {
+		fprintf(stderr, "shoal: cannot set the mount's signal handlers\n");
 		rc = -EIO;
 		goto out_session;
 	}

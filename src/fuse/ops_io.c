@@ -323,8 +323,8 @@ sfuse_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		sfuse_dir_memo_created(parent, &e.attr);
 	else if (rc == -EEXIST && !(fi->flags & O_EXCL))
 		rc = sh_lookup(s->fs, parent, name, &e.attr); /* raced with another creator */
-	if (rc == 0)
-		rc = sh_open_stat(s->fs, &e.attr, fi->flags, &f);
+	if (rc == 0) /* O_TRUNC: only of a file another creator made first */
+		rc = sh_open_stat(s->fs, &e.attr, made ? fi->flags & ~O_TRUNC : fi->flags, &f);
 	if (rc < 0) {
 		sfuse_reply_err(req, rc);
 		return;

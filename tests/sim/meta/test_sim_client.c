@@ -612,6 +612,7 @@ TEST(client_times_xattr_names_and_limits_as_linux)
 	sh_client *c;
 	sh_file *f;
 	sh_fs *fs;
+	uint64_t ino;
 	char v[8];
 
 	world_start_opts(&w, sh_test_seed(), 4ull << 20, true);
@@ -637,6 +638,9 @@ TEST(client_times_xattr_names_and_limits_as_linux)
 		      "seed %llu: a create left its directory's mtime at %lld",
 		      (unsigned long long)w.seed, (long long)st.st_mtim.tv_sec);
 
+	SH_ASSERT_OK(sh_stat(fs, "/d/f", &st));
+	ino = st.st_ino;
+
 	/* O_TRUNC of a file that was there, empty: its mtime moves */
 	SH_ASSERT_OK(sh_utimens(fs, "/d/f", ts));
 	SH_ASSERT_OK(sh_open(fs, "/d/f", O_WRONLY | O_TRUNC, 0, &f));
@@ -654,7 +658,15 @@ TEST(client_times_xattr_names_and_limits_as_linux)
 	SH_ASSERT_OK(sh_setxattr(fs, "/d/f", "trusted.t", "1", 1, 0));
 	SH_ASSERT_EQ(sh_getxattr(fs, "/d/f", "trusted.t", v, sizeof(v)), 1L);
 
-	/* a size no write could reach */
+	/* a time with nanoseconds out of range */
+	memset(&st, 0, sizeof(st));
+	st.st_mtim.tv_nsec = 1000000000L;
+	SH_ASSERT_EQ(sh_setattr(fs, ino, &st, SH_SET_MTIME, NULL), -EINVAL);
+
+	/* a size no write could reach, by a write or a truncate */
+	SH_ASSERT_OK(sh_open(fs, "/d/f", O_WRONLY, 0, &f));
+	SH_ASSERT_EQ(sh_pwrite(f, "ab", 2, (1ull << 62) - 1), (long)-EFBIG);
+	SH_ASSERT_OK(sh_close(f));
 	SH_ASSERT_OK(sh_truncate(fs, "/d/f", 1ull << 62));
 	SH_ASSERT_EQ(sh_truncate(fs, "/d/f", (1ull << 62) + 1), -EFBIG);
 	SH_ASSERT_OK(sh_stat(fs, "/d/f", &st));

@@ -14,6 +14,16 @@
 
 /* ---- targets ---- */
 
+/* What a target can still take (STORE_PROTO_RESERVE_SEGS) */
+static uint64_t
+target_room(const struct store_proto_stat *st)
+{
+	uint64_t keep =
+	    st->live + (st->segs ? st->capacity / st->segs * STORE_PROTO_RESERVE_SEGS : 0);
+
+	return st->capacity > keep ? st->capacity - keep : 0;
+}
+
 int
 sh_targets_usage(sh_fs *fs, struct sh_target_usage *out, unsigned max)
 {
@@ -52,6 +62,7 @@ sh_targets_usage(sh_fs *fs, struct sh_target_usage *out, unsigned max)
 			out[i].used = st[i].used;
 			out[i].live = st[i].live;
 			out[i].fragments = st[i].fragments;
+			out[i].room = target_room(&st[i]);
 		} else if (calls[i].status >= 0) {
 			out[i].status = -EPROTO;
 		}

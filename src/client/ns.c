@@ -1123,10 +1123,14 @@ sh_statvfs(sh_fs *fs, struct statvfs *out)
 	int n = u ? sh_targets_usage(fs, u, CFG_DRIVES_MAX) : -ENOMEM;
 
 	memset(out, 0, sizeof(*out));
-	/* free: what the targets that answer have left (a silent one counts as full) */
+	/*
+	 * free: what the targets that answer can still take (a silent one counts
+	 * as full); the space of a file removed counts as soon as its fragments
+	 * are released, before cleaning moves the segments' live rest
+	 */
 	for (int i = 0; i < n && i < CFG_DRIVES_MAX; i++)
-		if (u[i].status == 0 && u[i].capacity > u[i].used)
-			room += u[i].capacity - u[i].used;
+		if (u[i].status == 0)
+			room += u[i].room;
 	sh_free(u);
 	if (n < 0)
 		return n;

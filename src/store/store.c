@@ -25,6 +25,7 @@
 
 #include "../base/fault.h"
 #include "store_int.h"
+#include "store_proto.h"
 
 SH_LOG_FACILITY("store");
 
@@ -1045,7 +1046,7 @@ store_open(struct env *env, const char *path, const struct store_opts *o, struct
 	if (s->o.writes_max == 0)
 		s->o.writes_max = 16;
 	if (s->o.reserve_segs == 0)
-		s->o.reserve_segs = 2;
+		s->o.reserve_segs = STORE_PROTO_RESERVE_SEGS;
 	if (s->o.clean_below == 0)
 		s->o.clean_below = s->o.reserve_segs + 2;
 	if (s->o.clean_moves == 0)

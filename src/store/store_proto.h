@@ -22,6 +22,13 @@
 #include <stdint.h>
 
 #define STORE_PROTO_HDR 24
+/*
+ * The free segments a target keeps for cleaning (store_opts.reserve_segs
+ * when not set): a client counts what a target can still take (statfs) as
+ * its capacity less its live bytes and these; garbage is cleaned as room
+ * is needed, so it is room.
+ */
+#define STORE_PROTO_RESERVE_SEGS 2
 
 struct store_proto_req {
 	uint64_t target;

@@ -821,7 +821,7 @@ cmd_ns(struct cli *c, int argc, char **argv)
 	} else if (strcmp(op, "usage") == 0) {
 		static struct sh_target_usage u[1024];
 		int n = sh_targets_usage(fs, u, 1024);
-		uint64_t used = 0, live = 0, frags = 0;
+		uint64_t used = 0, live = 0, room = 0, frags = 0;
 
 		check(n, "usage of", argv[0]);
 		for (int i = 0; i < n && i < 1024; i++) {
@@ -830,12 +830,13 @@ cmd_ns(struct cli *c, int argc, char **argv)
 					(unsigned long long)u[i].target, sh_strerror(u[i].status));
 			used += u[i].used;
 			live += u[i].live;
+			room += u[i].room;
 			frags += u[i].fragments;
 		}
-		printf("{\"targets\":%d,\"used\":%llu,\"live\":%llu,\"fragments\":%llu,"
-		       "\"per_target\":{",
+		printf("{\"targets\":%d,\"used\":%llu,\"live\":%llu,\"room\":%llu,"
+		       "\"fragments\":%llu,\"per_target\":{",
 		       n, (unsigned long long)used, (unsigned long long)live,
-		       (unsigned long long)frags);
+		       (unsigned long long)room, (unsigned long long)frags);
 		for (int i = 0; i < n && i < 1024; i++)
 			printf("%s\"%llu\":%llu", i ? "," : "", (unsigned long long)u[i].target,
 			       (unsigned long long)u[i].fragments);

@@ -676,3 +676,43 @@ TEST(client_times_xattr_names_and_limits_as_linux)
 	sh_client_close(c);
 	world_end(&w);
 }
+
+/* ---- statfs: a file's space comes back when it is removed ---- */
+
+TEST(client_statfs_counts_garbage_as_room)
+{
+	enum { LEN = 2u << 20 };
+	struct world w;
+	uint8_t *buf = sh_malloc(LEN);
+	struct statvfs a, b, c0;
+	sh_client *c;
+	sh_file *f;
+	sh_fs *fs;
+
+	world_start_opts(&w, sh_test_seed(), 4ull << 20, true);
+	c = world_client(&w, 4, 1);
+	SH_ASSERT_OK(sh_fs_open(c, "fs1", &fs));
+	SH_ASSERT_OK(sh_statvfs(fs, &c0));
+	content(w.seed, LEN, buf);
+	SH_ASSERT_OK(sh_open(fs, "/big", O_CREAT | O_WRONLY, 0644, &f));
+	SH_ASSERT_EQ(sh_pwrite(f, buf, LEN, 0), (long)LEN);
+	SH_ASSERT_OK(sh_close(f));
+	SH_ASSERT_OK(sh_statvfs(fs, &a));
+	SH_ASSERT_OK(sh_unlink(fs, "/big"));
+	sim_run_for(w.sim, 15 * SH_NSEC_PER_SEC); /* released (a new leader waits 10 s): garbage */
+	SH_ASSERT_OK(sh_statvfs(fs, &b));
+	printf("seed %llu: free 4 KiB blocks %llu empty, %llu with 2 MiB written, %llu after it "
+	       "went\n",
+	       (unsigned long long)w.seed, (unsigned long long)c0.f_bfree,
+	       (unsigned long long)a.f_bfree, (unsigned long long)b.f_bfree);
+	SH_ASSERT_MSG(c0.f_bfree >= a.f_bfree + LEN / 4096 * 3 / 4,
+		      "seed %llu: 2 MiB written took %llu blocks", (unsigned long long)w.seed,
+		      (unsigned long long)(c0.f_bfree - a.f_bfree));
+	SH_ASSERT_MSG(b.f_bfree >= a.f_bfree + LEN / 4096 * 3 / 4,
+		      "seed %llu: its removal gave back %lld blocks", (unsigned long long)w.seed,
+		      (long long)(b.f_bfree - a.f_bfree));
+	sh_fs_close(fs);
+	sh_client_close(c);
+	world_end(&w);
+	sh_free(buf);
+}

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ops.h"
@@ -35,6 +37,42 @@ mount_dev(const char *dir, char *dev, size_t len)
 	}
 	fclose(f);
 	return rc;
+}
+
+/*
+ * A mount of ours at dir whose daemon died (kill -9, a crash): every access
+ * there is ENOTCONN until it is unmounted. Detached (fusermount3 -u -z), so
+ * that a new mount can take the point; 0 if there was one and it is gone.
+ */
+static int
+stale_unmount(const char *dir)
+{
+	char abs[PATH_MAX], cwd[PATH_MAX], dev[64];
+	size_t n;
+	pid_t pid;
+	int st;
+
+	if (dir[0] != '/' && getcwd(cwd, sizeof(cwd)) == NULL)
+		return -errno;
+	n = (size_t)snprintf(abs, sizeof(abs), "%s%s%s", dir[0] == '/' ? "" : cwd,
+			     dir[0] == '/' ? "" : "/", dir);
+	if (n >= sizeof(abs))
+		return -ENAMETOOLONG;
+	while (n > 1 && abs[n - 1] == '/')
+		abs[--n] = '\0';
+	if (mount_dev(abs, dev, sizeof(dev)) < 0)
+		return -ENOENT; /* not ours: left as it is */
+	pid = fork();
+	if (pid == 0) {
+		execlp("fusermount3", "fusermount3", "-u", "-z", abs, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0)
+		return -errno;
+	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return -EIO;
+	fprintf(stderr, "shoal: %s was a mount whose daemon had died: unmounted\n", abs);
+	return 0;
 }
 
 static struct sfuse *ra_of;
@@ -84,7 +122,8 @@ sfuse_main(const struct sfuse_opts *o)
 	struct fuse_loop_config *lc = NULL;
 	struct fuse_session *se = NULL;
 	struct sfuse s = { .o = *o, .ra_once = PTHREAD_ONCE_INIT };
-	char fsname[128], maxread[32], dir[PATH_MAX];
+	char fsname[128], maxread[32], dir[PATH_MAX], dev[64];
+	struct statvfs vfs;
 	struct stat dst;
 	int rc;
 
@@ -135,6 +174,9 @@ sfuse_main(const struct sfuse_opts *o)
 		return -EIO;
 	}
 	/* an absolute mount point: a daemon changes to /, and unmounting names it again */
+	/* (statfs always reaches a FUSE mount's daemon; a stat may be answered from the cache) */
+	if (statvfs(o->dir, &vfs) != 0 && errno == ENOTCONN)
+		(void)stale_unmount(o->dir); /* else it says ENOTCONN below */
 	if (realpath(o->dir, dir) == NULL) {
 		rc = -errno;
 		fprintf(stderr, "shoal: mount point %s: %s\n", o->dir, strerror(-rc));
@@ -144,6 +186,12 @@ sfuse_main(const struct sfuse_opts *o)
 	rc = stat(dir, &dst) != 0 ? -errno : S_ISDIR(dst.st_mode) ? 0 : -ENOTDIR;
 	if (rc < 0) {
 		fprintf(stderr, "shoal: mount point %s: %s\n", o->dir, strerror(-rc));
+		goto out_session;
+	}
+	if (mount_dev(dir, dev, sizeof(dev)) == 0) {
+		rc = -EBUSY;
+		fprintf(stderr, "shoal: %s is a Shoal mount already (shoal umount it first)\n",
+			o->dir);
 		goto out_session;
 	}
 	s.o.dir = dir;

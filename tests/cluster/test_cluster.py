@@ -1649,6 +1649,28 @@ def fuse_mount_with_ordinary_tools(c):
         fg.send_signal(signal.SIGTERM)
         check(fg.wait(timeout=15) == 0, "the -f mount's exit status after SIGTERM")
         check(not os.path.ismount(mnt3), "still mounted after SIGTERM")
+        # its daemon killed (-9): the point is dead (ENOTCONN) until a new mount there
+        # unmounts what is left
+        fg = subprocess.Popen([os.path.join(BIN, "shoal"), "--addr", c.addr(3), "mount", "fs1",
+                               mnt3, "-f"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        end = time.time() + 15
+        while not os.path.ismount(mnt3):
+            check(time.time() < end and fg.poll() is None, "the -f mount never came up")
+            time.sleep(0.1)
+        os.stat(mnt3)  # (the kernel keeps the root's attributes: a stat may not ask)
+        fg.kill()
+        fg.wait(timeout=15)
+        p = c.shoal("mount", "fs1", mnt3, node=3)
+        try:
+            check(p.returncode == 0 and "daemon had died" in p.stderr,
+                  "a mount over a dead one: %d %s" % (p.returncode, p.stderr))
+            check(os.path.exists(os.path.join(mnt3, "t.tar")), "the mount over a dead one serves")
+            p = c.shoal("mount", "fs1", mnt3, node=3)  # over a live one: refused, not stacked
+            check(p.returncode == 1 and "already" in p.stderr,
+                  "a mount over a live one: %d %s" % (p.returncode, p.stderr))
+        finally:
+            unmount(mnt3)
+            unmount(mnt3)  # (a mount stacked on the dead one, were it not unmounted)
         # a second mount of the same filesystem, coherent: close-to-open between them,
         # and changes seen through a file it holds open
         mnt2 = os.path.join(c.dir, "mnt2")

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../fuse/sfuse.h"
@@ -109,11 +110,18 @@ cmd_mount(struct cli *c, int argc, char **argv)
 int
 cmd_umount(struct cli *c, int argc, char **argv)
 {
-	char cmd[1024];
+	pid_t pid;
+	int st;
 
 	(void)c;
 	if (argc != 1)
 		usage_error("umount DIR");
-	snprintf(cmd, sizeof(cmd), "fusermount3 -u '%s'", argv[0]);
-	return system(cmd) == 0 ? 0 : 1;
+	pid = fork(); /* (no shell: DIR may hold any character) */
+	if (pid == 0) {
+		execlp("fusermount3", "fusermount3", "-u", argv[0], (char *)NULL);
+		fprintf(stderr, "shoal: fusermount3: %s\n", strerror(errno));
+		_exit(127);
+	}
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0
+											       : 1;
 }

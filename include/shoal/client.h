@@ -230,10 +230,10 @@ SH_API int sh_removexattr_ino(sh_fs *fs, uint64_t ino, const char *name);
 /* What one drive target holds (its node answers for it). */
 struct sh_target_usage {
 	uint64_t target, capacity, used, live, fragments;
+	int status; /* 0, or why the target did not answer (-EHOSTDOWN, -ETIMEDOUT) */
 	/* what writes can still take: capacity less live bytes and the cleaning reserve
 	 * (used - live is garbage, fragments released that cleaning frees as room is needed) */
 	uint64_t room;
-	int status; /* 0, or why the target did not answer (-EHOSTDOWN, -ETIMEDOUT) */
 };
 /* Every target of the cluster, up to max into out; returns how many there are, or -errno. */
 SH_API int sh_targets_usage(sh_fs *fs, struct sh_target_usage *out, unsigned max);

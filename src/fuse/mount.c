@@ -12,7 +12,29 @@
 
 #include "ops.h"
 
-/* The "major:minor" of the mount at dir, from /proc/self/mountinfo (field 3, mount point 5). */
+/* A mountinfo field's octal escapes (\040 a space, \011, \012, \134) undone, in place. */
+static void
+unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++, o++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*o = *s;
+		}
+	}
+	*o = '\0';
+}
+
+/*
+ * The "major:minor" of the Shoal mount at dir, from /proc/self/mountinfo
+ * (field 3; the mount point is field 5, the type the first after " - "):
+ * -ENOENT if what is mounted there last is not a Shoal mount.
+ */
 static int
 mount_dev(const char *dir, char *dev, size_t len)
 {
@@ -26,14 +48,19 @@ mount_dev(const char *dir, char *dev, size_t len)
 	if (f == NULL)
 		return -errno;
 	while (fgets(line, sizeof(line), f) != NULL) {
-		char d[64], mp[PATH_MAX];
+		char d[64], mp[PATH_MAX], type[64];
+		const char *sep = strstr(line, " - ");
 
-		/* the last match wins: a mount over an older one on the same point */
-		if (sscanf(line, "%*s %*s %63s %*s %4095s", d, mp) == 2 && strcmp(mp, real) == 0 &&
-		    strstr(line, "fuse.shoal") != NULL) {
+		if (sep == NULL || sscanf(line, "%*s %*s %63s %*s %4095s", d, mp) != 2 ||
+		    sscanf(sep + 3, "%63s", type) != 1)
+			continue;
+		unescape(mp);
+		if (strcmp(mp, real) != 0)
+			continue;
+		/* the last mount on the point is the one seen there */
+		rc = strcmp(type, "fuse.shoal") == 0 ? 0 : -ENOENT;
+		if (rc == 0)
 			snprintf(dev, len, "%s", d);
-			rc = 0;
-		}
 	}
 	fclose(f);
 	return rc;
@@ -64,13 +91,19 @@ stale_unmount(const char *dir)
 		return -ENOENT; /* not ours: left as it is */
 	pid = fork();
 	if (pid == 0) {
-		execlp("fusermount3", "fusermount3", "-u", "-z", abs, (char *)NULL);
+		execlp("fusermount3", "fusermount3", "-u", "-z", "--", abs, (char *)NULL);
+		fprintf(stderr, "shoal: fusermount3: %s\n", strerror(errno));
 		_exit(127);
 	}
 	if (pid < 0)
 		return -errno;
-	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr,
+			"shoal: %s is a mount whose daemon died; fusermount3 -u -z could "
+			"not unmount it (above)\n",
+			abs);
 		return -EIO;
+	}
 	fprintf(stderr, "shoal: %s was a mount whose daemon had died: unmounted\n", abs);
 	return 0;
 }

@@ -118,7 +118,7 @@ cmd_umount(struct cli *c, int argc, char **argv)
 		usage_error("umount DIR");
 	pid = fork(); /* (no shell: DIR may hold any character) */
 	if (pid == 0) {
-		execlp("fusermount3", "fusermount3", "-u", argv[0], (char *)NULL);
+		execlp("fusermount3", "fusermount3", "-u", "--", argv[0], (char *)NULL);
 		fprintf(stderr, "shoal: fusermount3: %s\n", strerror(errno));
 		_exit(127);
 	}

@@ -1420,6 +1420,17 @@ def data_orphans_of_a_killed_client_are_released(c):
         check(f.read() == keep, "a mapped file changed under the sweep")
 
 
+def mount_foreground(c, mnt):
+    """fs1 mounted on mnt by `shoal mount -f` (node 3's address): its process, once mounted."""
+    fg = subprocess.Popen([os.path.join(BIN, "shoal"), "--addr", c.addr(3), "mount", "fs1",
+                           mnt, "-f"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    end = time.time() + 15
+    while not os.path.ismount(mnt):
+        check(time.time() < end and fg.poll() is None, "the -f mount never came up")
+        time.sleep(0.1)
+    return fg
+
+
 def unmount(mnt):
     """Unmount, lazily if something still holds it open (a failed check): never leave a
     mount behind."""
@@ -1638,12 +1649,7 @@ def fuse_mount_with_ordinary_tools(c):
         finally:
             unmount(mnt3)
         # in the foreground (-f), SIGTERM unmounts cleanly
-        fg = subprocess.Popen([os.path.join(BIN, "shoal"), "--addr", c.addr(3), "mount", "fs1",
-                               mnt3, "-f"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        end = time.time() + 15
-        while not os.path.ismount(mnt3):
-            check(time.time() < end and fg.poll() is None, "the -f mount never came up")
-            time.sleep(0.1)
+        fg = mount_foreground(c, mnt3)
         check(os.path.exists(os.path.join(mnt, "t.tar")) and
               os.path.exists(os.path.join(mnt3, "t.tar")), "the -f mount serves")
         fg.send_signal(signal.SIGTERM)
@@ -1651,12 +1657,7 @@ def fuse_mount_with_ordinary_tools(c):
         check(not os.path.ismount(mnt3), "still mounted after SIGTERM")
         # its daemon killed (-9): the point is dead (ENOTCONN) until a new mount there
         # unmounts what is left
-        fg = subprocess.Popen([os.path.join(BIN, "shoal"), "--addr", c.addr(3), "mount", "fs1",
-                               mnt3, "-f"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        end = time.time() + 15
-        while not os.path.ismount(mnt3):
-            check(time.time() < end and fg.poll() is None, "the -f mount never came up")
-            time.sleep(0.1)
+        fg = mount_foreground(c, mnt3)
         os.stat(mnt3)  # (the kernel keeps the root's attributes: a stat may not ask)
         fg.kill()
         fg.wait(timeout=15)

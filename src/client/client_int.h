@@ -324,6 +324,9 @@ void client_quota_space(sh_fs *fs, uint64_t *quota, uint64_t *used);
  */
 #define CLIENT_CFG_POLL_NS (500ull * 1000 * 1000)
 
+/* The client's wall clock (its env's: virtual in the simulator) as a time to set */
+void client_now_ts(sh_fs *fs, struct timespec *ts);
+
 /* The largest offset a write may start at and a size a file may be cut or grown to (-EFBIG) */
 #define CLIENT_FILE_MAX ((uint64_t)1 << 62)
 uint64_t client_cfg_node(const struct cfg *c, uint64_t key);

@@ -223,10 +223,7 @@ open_stat(sh_fs *fs, const struct stat *st, int flags, sh_file **out)
 		int rc;
 
 		if (st->st_size == 0) {
-			uint64_t now = env_realtime(fs->c->env); /* (virtual in the simulator) */
-
-			z.st_mtim.tv_sec = (time_t)(now / 1000000000ull);
-			z.st_mtim.tv_nsec = (long)(now % 1000000000ull);
+			client_now_ts(fs, &z.st_mtim);
 			valid |= SH_SET_MTIME;
 		}
 		rc = sh_setattr(fs, st->st_ino, &z, valid, NULL);

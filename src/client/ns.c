@@ -120,6 +120,12 @@ now_ns(sh_fs *fs)
 	return env_realtime(fs->c->env);
 }
 
+void
+client_now_ts(sh_fs *fs, struct timespec *ts)
+{
+	ns_ts(now_ns(fs), ts);
+}
+
 /* ---- requests ---- */
 
 static int
@@ -635,6 +641,15 @@ xattr_name_settable(const char *name)
 	return -EOPNOTSUPP;
 }
 
+/* A get or remove of name found nothing stored: -ENODATA, or why nothing could be */
+static int
+xattr_none(const char *name)
+{
+	int rc = xattr_name_settable(name);
+
+	return rc < 0 ? rc : -ENODATA;
+}
+
 int
 sh_setxattr_ino(sh_fs *fs, uint64_t ino, const char *name, const void *value, size_t size,
 		int flags)
@@ -687,8 +702,8 @@ sh_getxattr_ino(sh_fs *fs, uint64_t ino, const char *name, void *value, size_t s
 	rc = ns_read(fs, MP_GETXATTR, meta_ino_bucket(ino), ino, name, strlen(name), 0, &r);
 	if (rc == 0)
 		rc = copy_value(&r, value, size);
-	else if (rc == -ENODATA && xattr_name_settable(name) < 0)
-		rc = xattr_name_settable(name); /* none stored, and none could be: as Linux */
+	else if (rc == -ENODATA)
+		rc = xattr_none(name); /* none stored, and none could be: as Linux */
 	cres_fini(&r);
 	return rc;
 }
@@ -722,8 +737,8 @@ sh_removexattr_ino(sh_fs *fs, uint64_t ino, const char *name)
 		return rc;
 	snprintf(mc.name, sizeof(mc.name), "%s", name);
 	rc = ns_cmd(fs, meta_ino_bucket(ino), &mc, &r);
-	if (rc == -ENODATA && xattr_name_settable(name) < 0)
-		rc = xattr_name_settable(name);
+	if (rc == -ENODATA)
+		rc = xattr_none(name);
 	cres_fini(&r);
 	return rc;
 }

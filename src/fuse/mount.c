@@ -66,6 +66,25 @@ mount_dev(const char *dir, char *dev, size_t len)
 	return rc;
 }
 
+int
+sfuse_unmount(const char *dir, bool lazy)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		if (lazy)
+			execlp("fusermount3", "fusermount3", "-u", "-z", "--", dir, (char *)NULL);
+		else
+			execlp("fusermount3", "fusermount3", "-u", "--", dir, (char *)NULL);
+		fprintf(stderr, "shoal: fusermount3: %s\n", strerror(errno));
+		_exit(127);
+	}
+	if (pid < 0)
+		return -errno;
+	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
+}
+
 /*
  * A mount of ours at dir whose daemon died (kill -9, a crash): every access
  * there is ENOTCONN until it is unmounted. Detached (fusermount3 -u -z), so
@@ -76,8 +95,6 @@ stale_unmount(const char *dir)
 {
 	char abs[PATH_MAX], cwd[PATH_MAX], dev[64];
 	size_t n;
-	pid_t pid;
-	int st;
 
 	if (dir[0] != '/' && getcwd(cwd, sizeof(cwd)) == NULL)
 		return -errno;
@@ -89,15 +106,7 @@ stale_unmount(const char *dir)
 		abs[--n] = '\0';
 	if (mount_dev(abs, dev, sizeof(dev)) < 0)
 		return -ENOENT; /* not ours: left as it is */
-	pid = fork();
-	if (pid == 0) {
-		execlp("fusermount3", "fusermount3", "-u", "-z", "--", abs, (char *)NULL);
-		fprintf(stderr, "shoal: fusermount3: %s\n", strerror(errno));
-		_exit(127);
-	}
-	if (pid < 0)
-		return -errno;
-	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+	if (sfuse_unmount(abs, true) < 0) {
 		fprintf(stderr,
 			"shoal: %s is a mount whose daemon died; fusermount3 -u -z could "
 			"not unmount it (above)\n",

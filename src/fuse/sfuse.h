@@ -77,6 +77,8 @@ void sfuse_readahead(struct sfuse *s);
 
 /* Mount and serve until unmounted or signalled; 0 or a negative errno with a message printed. */
 int sfuse_main(const struct sfuse_opts *o);
+/* fusermount3 -u [-z] -- dir, without a shell: 0, or -EIO (fusermount3 said why on stderr). */
+int sfuse_unmount(const char *dir, bool lazy);
 
 /* ops.c: the operation table */
 extern const struct fuse_lowlevel_ops sfuse_ops;

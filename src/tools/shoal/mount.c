@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../fuse/sfuse.h"
@@ -110,18 +109,8 @@ cmd_mount(struct cli *c, int argc, char **argv)
 int
 cmd_umount(struct cli *c, int argc, char **argv)
 {
-	pid_t pid;
-	int st;
-
 	(void)c;
 	if (argc != 1)
 		usage_error("umount DIR");
-	pid = fork(); /* (no shell: DIR may hold any character) */
-	if (pid == 0) {
-		execlp("fusermount3", "fusermount3", "-u", "--", argv[0], (char *)NULL);
-		fprintf(stderr, "shoal: fusermount3: %s\n", strerror(errno));
-		_exit(127);
-	}
-	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0
-											       : 1;
+	return sfuse_unmount(argv[0], false) == 0 ? 0 : 1; /* (no shell: DIR may hold anything) */
 }
